@@ -1,0 +1,12 @@
+//! Shared foundations of candor: the monotonic clock, precise pacing, histogram recording,
+//! unit parsing and formatting, and the results model that every report reads.
+
+pub mod clock;
+pub mod hist;
+pub mod pace;
+pub mod results;
+pub mod units;
+
+pub use clock::{now_ns, wall_clock_ns};
+pub use hist::{new_histogram, Histo, Recorder, Summary, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS};
+pub use pace::{precise_sleep_until, set_fine_timer_slack, SPIN_MARGIN_NS};

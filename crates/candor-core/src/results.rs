@@ -1,0 +1,394 @@
+//! The results model: what a run (or a harness benchmark) produced, as written to JSON.
+//!
+//! This is a stable contract for scripts and CI. Fields are only ever added; a change that would
+//! break readers bumps [`SCHEMA_VERSION`], and readers refuse versions newer than their own.
+
+use crate::hist::{from_base64_v2, to_base64_v2_compressed, HistCodecError, Histo, Recorder, Summary};
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON layout written by this build.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Failures by class. Every failed request is in exactly one class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    /// The connection a request waited for could not be established.
+    pub connect: u64,
+    /// The connection failed or closed before the whole response arrived.
+    pub read: u64,
+    /// Writing the request failed.
+    pub write: u64,
+    /// No complete response within `--timeout` of the actual send.
+    pub timeout: u64,
+    /// The response was not valid HTTP (or not valid for the protocol in use).
+    pub parse: u64,
+}
+
+impl ErrorCounts {
+    pub fn total(&self) -> u64 {
+        self.connect + self.read + self.write + self.timeout + self.parse
+    }
+    pub fn add(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.read += o.read;
+        self.write += o.write;
+        self.timeout += o.timeout;
+        self.parse += o.parse;
+    }
+}
+
+/// Completed responses by status class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    #[serde(rename = "1xx")]
+    pub s1xx: u64,
+    #[serde(rename = "2xx")]
+    pub s2xx: u64,
+    #[serde(rename = "3xx")]
+    pub s3xx: u64,
+    #[serde(rename = "4xx")]
+    pub s4xx: u64,
+    #[serde(rename = "5xx")]
+    pub s5xx: u64,
+}
+
+impl StatusCounts {
+    #[inline]
+    pub fn count(&mut self, status: u16) {
+        match status {
+            100..=199 => self.s1xx += 1,
+            200..=299 => self.s2xx += 1,
+            300..=399 => self.s3xx += 1,
+            400..=499 => self.s4xx += 1,
+            _ => self.s5xx += 1,
+        }
+    }
+    pub fn add(&mut self, o: &StatusCounts) {
+        self.s1xx += o.s1xx;
+        self.s2xx += o.s2xx;
+        self.s3xx += o.s3xx;
+        self.s4xx += o.s4xx;
+        self.s5xx += o.s5xx;
+    }
+}
+
+/// The accounting of every request the schedule intended:
+/// `intended = completed + failed + in_flight_at_end`, always.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestCounts {
+    pub intended: u64,
+    /// Full responses received (any status).
+    pub completed: u64,
+    pub failed: u64,
+    /// Requests neither completed nor failed when the run ended (`sent_unanswered + queued_unsent`).
+    pub in_flight_at_end: u64,
+    /// Of those, requests written but not answered.
+    pub sent_unanswered: u64,
+    /// Of those, requests that were due but never found a free connection.
+    pub queued_unsent: u64,
+    pub errors: ErrorCounts,
+    pub status: StatusCounts,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    /// Values above the histogram range (1 h), recorded as 1 h.
+    pub clamped_values: u64,
+}
+
+impl RequestCounts {
+    pub fn add(&mut self, o: &RequestCounts) {
+        self.intended += o.intended;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.in_flight_at_end += o.in_flight_at_end;
+        self.sent_unanswered += o.sent_unanswered;
+        self.queued_unsent += o.queued_unsent;
+        self.errors.add(&o.errors);
+        self.status.add(&o.status);
+        self.bytes_written += o.bytes_written;
+        self.bytes_read += o.bytes_read;
+        self.clamped_values += o.clamped_values;
+    }
+
+    /// True when nothing vanished from the accounting.
+    pub fn balanced(&self) -> bool {
+        self.intended == self.completed + self.failed + self.in_flight_at_end
+            && self.in_flight_at_end == self.sent_unanswered + self.queued_unsent
+            && self.failed == self.errors.total()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateFigures {
+    /// Intended requests per second; `None` in closed-loop mode.
+    pub target_per_s: Option<f64>,
+    /// Completed requests per second of the measured window.
+    pub achieved_per_s: f64,
+}
+
+/// Full histograms, base64 of the V2 compressed encoding, so any tool can re-analyse or merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodedHistograms {
+    pub response_time: String,
+    pub service_time: String,
+    pub send_lag: String,
+}
+
+impl EncodedHistograms {
+    pub fn of(r: &Recorder) -> Self {
+        EncodedHistograms {
+            response_time: to_base64_v2_compressed(&r.response),
+            service_time: to_base64_v2_compressed(&r.service),
+            send_lag: to_base64_v2_compressed(&r.send_lag),
+        }
+    }
+
+    /// Decodes back into a recorder (clamped count is not part of the histograms).
+    pub fn decode(&self) -> Result<Recorder, HistCodecError> {
+        let mut r = Recorder::new();
+        add_decoded(&mut r.response, &self.response_time)?;
+        add_decoded(&mut r.service, &self.service_time)?;
+        add_decoded(&mut r.send_lag, &self.send_lag)?;
+        Ok(r)
+    }
+}
+
+fn add_decoded(into: &mut Histo, text: &str) -> Result<(), HistCodecError> {
+    let h = from_base64_v2(text)?;
+    // Histograms from other builds may have other bounds; adding clamps nothing within 1 h.
+    for v in h.iter_recorded() {
+        into.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+    }
+    Ok(())
+}
+
+/// Results of one phase (the measured window, or the warm-up).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResults {
+    pub duration_s: f64,
+    pub rate: RateFigures,
+    pub requests: RequestCounts,
+    pub response_time: Summary,
+    pub service_time: Summary,
+    pub send_lag: Summary,
+    /// Ages (now minus intended time) of requests still unfinished when the run ended.
+    pub unfinished_age: Summary,
+    pub histograms: EncodedHistograms,
+}
+
+impl PhaseResults {
+    pub fn from_recorder(
+        r: &Recorder,
+        unfinished: &Histo,
+        requests: RequestCounts,
+        duration_s: f64,
+        target_per_s: Option<f64>,
+    ) -> Self {
+        PhaseResults {
+            duration_s,
+            rate: RateFigures {
+                target_per_s,
+                achieved_per_s: if duration_s > 0.0 {
+                    requests.completed as f64 / duration_s
+                } else {
+                    0.0
+                },
+            },
+            requests,
+            response_time: Summary::of(&r.response),
+            service_time: Summary::of(&r.service),
+            send_lag: Summary::of(&r.send_lag),
+            unfinished_age: Summary::of(unfinished),
+            histograms: EncodedHistograms::of(r),
+        }
+    }
+}
+
+/// A few percentiles of one measure in one interval, for time series and live views.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalStats {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl IntervalStats {
+    pub fn of(h: &Histo) -> Self {
+        use crate::hist::value_at;
+        IntervalStats {
+            count: h.len(),
+            p50_ns: value_at(h, 50.0),
+            p90_ns: value_at(h, 90.0),
+            p99_ns: value_at(h, 99.0),
+            p999_ns: value_at(h, 99.9),
+            max_ns: value_at(h, 100.0),
+        }
+    }
+}
+
+/// One interval (normally one second) of the run, by completion time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Seconds from the start of the run (warm-up included) to the interval's start.
+    pub start_s: f64,
+    pub length_s: f64,
+    /// True for intervals inside the warm-up.
+    pub warmup: bool,
+    pub completed: u64,
+    pub failed: u64,
+    pub response_time: IntervalStats,
+    pub service_time: IntervalStats,
+    pub send_lag: IntervalStats,
+    pub histograms: EncodedHistograms,
+}
+
+/// The machine a result was measured on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+    pub hostname: String,
+}
+
+impl Environment {
+    /// Reads the environment of this machine (Linux /proc; best effort elsewhere).
+    pub fn current() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into())
+        };
+        Environment {
+            cpu_model,
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            hostname: read("/proc/sys/kernel/hostname"),
+        }
+    }
+}
+
+/// Everything a run wrote: the measured window at the top level, warm-up and intervals beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    pub schema_version: u32,
+    pub candor_version: String,
+    /// "run", "harness" or "merged".
+    pub kind: String,
+    /// "open-loop" or "closed-loop".
+    pub mode: String,
+    pub target: String,
+    pub command_line: Vec<String>,
+    /// Wall-clock start of the run (warm-up included), seconds since the Unix epoch.
+    pub start_time_unix_s: f64,
+    pub environment: Environment,
+    /// The settings the run used, as the tool that made it describes them.
+    pub config: serde_json::Value,
+    #[serde(flatten)]
+    pub main: PhaseResults,
+    pub warmup: Option<PhaseResults>,
+    pub intervals: Vec<Interval>,
+    /// Reasons not to trust the numbers, in plain words; empty when none were found.
+    pub warnings: Vec<String>,
+}
+
+/// Errors reading a results file.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("not candor results JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("written by a newer candor (schema {found}, this build reads up to {supported}); upgrade candor")]
+    FutureVersion { found: u32, supported: u32 },
+}
+
+impl RunResults {
+    /// Parses results JSON, refusing files from a future schema before looking at anything else.
+    pub fn from_json(text: &str) -> Result<Self, ResultsError> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        if let Some(found) = value.get("schema_version").and_then(|v| v.as_u64()) {
+            if found > SCHEMA_VERSION as u64 {
+                return Err(ResultsError::FutureVersion {
+                    found: found as u32,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results always serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hist::new_histogram;
+
+    fn sample() -> RunResults {
+        let mut r = Recorder::new();
+        for i in 1..=1000u64 {
+            r.record(i * 1000, i * 900, i * 100);
+        }
+        let requests = RequestCounts {
+            intended: 1002,
+            completed: 1000,
+            in_flight_at_end: 2,
+            sent_unanswered: 1,
+            queued_unsent: 1,
+            ..Default::default()
+        };
+        RunResults {
+            schema_version: SCHEMA_VERSION,
+            candor_version: "test".into(),
+            kind: "run".into(),
+            mode: "open-loop".into(),
+            target: "http://127.0.0.1:1/".into(),
+            command_line: vec!["candor".into()],
+            start_time_unix_s: 1.0,
+            environment: Environment::default(),
+            config: serde_json::json!({"rate": 1000}),
+            main: PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
+            warmup: None,
+            intervals: vec![],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn json_round_trip_and_contract_fields() {
+        let res = sample();
+        assert!(res.main.requests.balanced());
+        let text = res.to_json_pretty();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for key in ["response_time", "service_time", "send_lag", "requests", "rate", "duration_s"] {
+            assert!(v.get(key).is_some(), "missing top-level {key}");
+        }
+        assert_eq!(v["response_time"]["percentiles"][4]["percentile"], 99.9);
+        assert_eq!(v["requests"]["status"]["2xx"], 0);
+        let back = RunResults::from_json(&text).unwrap();
+        assert_eq!(back, res);
+        let decoded = back.main.histograms.decode().unwrap();
+        assert_eq!(decoded.response.len(), 1000);
+    }
+
+    #[test]
+    fn future_schema_is_refused_clearly() {
+        let mut v: serde_json::Value = serde_json::from_str(&sample().to_json_pretty()).unwrap();
+        v["schema_version"] = serde_json::json!(99);
+        let err = RunResults::from_json(&v.to_string()).unwrap_err();
+        assert!(err.to_string().contains("newer candor"), "{err}");
+    }
+}

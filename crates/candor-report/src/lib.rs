@@ -1,0 +1,8 @@
+//! Exporters from results to bytes (one module per format) and readers of other tools' files.
+
+pub mod text;
+
+pub mod codec;
+pub mod hlog;
+pub mod hgrm;
+pub mod javafmt;

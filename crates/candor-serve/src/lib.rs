@@ -1,0 +1,356 @@
+//! candor's built-in HTTP/1.1 test server: answers keep-alive requests fast, optionally after a
+//! fixed service time, with periodic global stalls (the wrk2 coordinated-omission example) or
+//! with deliberate faults, so that tests, the demo, calibration and benchmarks have a target
+//! whose true latency distribution is known in advance.
+//!
+//! ```no_run
+//! use candor_serve::{start, ServeConfig, Stall};
+//! let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap());
+//! config.stall = Some(Stall { every_ns: 10_000_000_000, for_ns: 2_000_000_000 });
+//! let server = start(config).expect("server starts");
+//! println!("listening on {}", server.local_addr());
+//! server.shutdown();
+//! ```
+
+mod response;
+mod timer;
+mod worker;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use thiserror::Error;
+
+/// Everything the server can be told; build with [`ServeConfig::new`] and adjust fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// Address to listen on; port 0 picks a free port (see [`ServerHandle::local_addr`]).
+    pub listen: SocketAddr,
+    /// Worker threads, each with its own event loop (default 1).
+    pub threads: usize,
+    /// Fixed service time: each request is answered this long after it was read (0 = at once).
+    pub delay_ns: u64,
+    /// Periodic global stall.
+    pub stall: Option<Stall>,
+    /// Deliberate misbehaviour for tests.
+    pub fault: Option<Fault>,
+    /// Response body size in bytes (default 2: `ok`).
+    pub body_bytes: usize,
+}
+
+impl ServeConfig {
+    /// One thread, no delay, no stall, no fault, a 2-byte body.
+    pub fn new(listen: SocketAddr) -> Self {
+        ServeConfig {
+            listen,
+            threads: 1,
+            delay_ns: 0,
+            stall: None,
+            fault: None,
+            body_bytes: 2,
+        }
+    }
+
+    /// Checks the settings that [`start`] would reject.
+    pub fn validate(&self) -> Result<(), ServeError> {
+        if self.threads == 0 {
+            return Err(ServeError::NoThreads);
+        }
+        if let Some(stall) = &self.stall {
+            stall.validate()?;
+        }
+        if let Some(fault) = &self.fault {
+            if fault.every == 0 {
+                return Err(ServeError::FaultEveryZero);
+            }
+        }
+        // Far above any sensible test; keeps the prebuilt responses and buffers sane.
+        if self.body_bytes > MAX_BODY_BYTES {
+            return Err(ServeError::BodyTooLarge(self.body_bytes));
+        }
+        Ok(())
+    }
+}
+
+/// The largest response body the server agrees to build (64 MiB).
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// A periodic global stall: normal for `every_ns - for_ns`, then stalled for `for_ns`, repeated.
+/// Stall windows are `[k*every + (every - for), (k+1)*every)` after the server's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    pub every_ns: u64,
+    pub for_ns: u64,
+}
+
+impl Stall {
+    /// Requires `0 < for_ns < every_ns`.
+    pub fn validate(&self) -> Result<(), ServeError> {
+        if self.for_ns == 0 || self.for_ns >= self.every_ns {
+            return Err(ServeError::InvalidStall {
+                every_ns: self.every_ns,
+                for_ns: self.for_ns,
+            });
+        }
+        Ok(())
+    }
+
+    /// If `t_ns` (absolute) lies inside a stall window of a server started at `started_ns`,
+    /// returns the window's (exclusive) end.
+    #[inline]
+    pub fn window_end_at(&self, started_ns: u64, t_ns: u64) -> Option<u64> {
+        if t_ns < started_ns {
+            return None;
+        }
+        let phase = (t_ns - started_ns) % self.every_ns;
+        if phase >= self.every_ns - self.for_ns {
+            Some(t_ns - phase + self.every_ns)
+        } else {
+            None
+        }
+    }
+
+    /// Absolute `[start, end)` of every stall window overlapping `[from_ns, to_ns)`.
+    pub fn windows_between(&self, started_ns: u64, from_ns: u64, to_ns: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        if to_ns <= from_ns || to_ns <= started_ns {
+            return out;
+        }
+        // Window k ends at started + (k+1)*every; the first that ends after `from` is k0.
+        let mut k = from_ns.saturating_sub(started_ns) / self.every_ns;
+        loop {
+            let base = started_ns.saturating_add(k.saturating_mul(self.every_ns));
+            let start = base.saturating_add(self.every_ns - self.for_ns);
+            let end = base.saturating_add(self.every_ns);
+            if start >= to_ns || end == u64::MAX {
+                break;
+            }
+            if end > from_ns {
+                out.push((start, end));
+            }
+            k += 1;
+        }
+        out
+    }
+}
+
+/// Deliberate misbehaviour on every `every`-th request (1 = all), counted across the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub kind: FaultKind,
+    pub every: u64,
+}
+
+/// What a faulty answer looks like to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Abort the connection with a TCP RST (close with `SO_LINGER` 0) instead of answering.
+    Reset,
+    /// Send the first half of the response, then close the connection normally.
+    CloseMidResponse,
+    /// Send bytes that are not HTTP, then close.
+    Garbage,
+    /// Close the connection normally without answering.
+    Close,
+}
+
+impl FaultKind {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Reset => "reset",
+            FaultKind::CloseMidResponse => "close-mid-response",
+            FaultKind::Garbage => "garbage",
+            FaultKind::Close => "close",
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FaultKind {
+    type Err = ServeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "reset" => Ok(FaultKind::Reset),
+            "close-mid-response" => Ok(FaultKind::CloseMidResponse),
+            "garbage" => Ok(FaultKind::Garbage),
+            "close" => Ok(FaultKind::Close),
+            other => Err(ServeError::UnknownFault(other.to_string())),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum ServeError {
+    #[error("the server needs at least one thread")]
+    NoThreads,
+    #[error("invalid stall: every={every_ns} ns, for={for_ns} ns; need 0 < for < every")]
+    InvalidStall { every_ns: u64, for_ns: u64 },
+    #[error("fault frequency must be at least 1 (1 = every request)")]
+    FaultEveryZero,
+    #[error("unknown fault '{0}': expected reset, close-mid-response, garbage or close")]
+    UnknownFault(String),
+    #[error("response body of {0} bytes is too large (at most {MAX_BODY_BYTES})")]
+    BodyTooLarge(usize),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set up the event loop: {0}")]
+    EventLoop(#[source] std::io::Error),
+}
+
+/// State shared by the handle and all workers.
+pub(crate) struct Shared {
+    pub(crate) stop: AtomicBool,
+    /// Requests answered with a 200 (faulted requests excluded), one counter per worker so that
+    /// workers never contend on a cache line.
+    pub(crate) served: Vec<PaddedCounter>,
+    /// Counts requests towards the fault frequency, across workers.
+    pub(crate) fault_count: AtomicU64,
+}
+
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct PaddedCounter(pub(crate) AtomicU64);
+
+/// A running server; dropping it shuts it down.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    started_at_ns: u64,
+    stall: Option<Stall>,
+    shared: Arc<Shared>,
+    wakers: Vec<Arc<mio::Waker>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address actually bound (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `candor_core::now_ns()` when the server started; stall windows are relative to it.
+    pub fn started_at_ns(&self) -> u64 {
+        self.started_at_ns
+    }
+
+    /// Absolute `[start, end)` (ns, `candor_core::now_ns` clock) of the stall windows that
+    /// overlap `[from_ns, to_ns)`; empty without a stall.
+    pub fn stall_windows_between(&self, from_ns: u64, to_ns: u64) -> Vec<(u64, u64)> {
+        match &self.stall {
+            Some(stall) => stall.windows_between(self.started_at_ns, from_ns, to_ns),
+            None => Vec::new(),
+        }
+    }
+
+    /// Requests answered with a 200 so far (updated after each event-loop pass).
+    pub fn requests_served(&self) -> u64 {
+        self.shared
+            .served
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Stops all worker threads and closes the listener and every connection.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for waker in &self.wakers {
+            // A failed wake can only mean the poll is gone, i.e. the worker already exited.
+            let _ = waker.wake();
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("local_addr", &self.local_addr)
+            .field("started_at_ns", &self.started_at_ns)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Binds the listener, starts the workers and returns at once; the server is accepting
+/// connections when this returns.
+pub fn start(config: ServeConfig) -> Result<ServerHandle, ServeError> {
+    config.validate()?;
+    let listener = worker::bind_listener(config.listen).map_err(|source| ServeError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let local_addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        served: (0..config.threads)
+            .map(|_| PaddedCounter::default())
+            .collect(),
+        fault_count: AtomicU64::new(0),
+    });
+    let started_at_ns = candor_core::now_ns();
+    let settings = Arc::new(worker::Settings::new(&config, started_at_ns));
+    let workers = worker::build_workers(listener, &settings, &shared, config.threads)
+        .map_err(ServeError::EventLoop)?;
+    let wakers = workers.iter().map(|w| w.waker()).collect();
+    let mut threads = Vec::with_capacity(workers.len());
+    for (i, w) in workers.into_iter().enumerate() {
+        let spawned = std::thread::Builder::new()
+            .name(format!("candor-serve-{i}"))
+            .spawn(move || w.run());
+        match spawned {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                // Stop the ones already running before reporting.
+                let mut partial = ServerHandle {
+                    local_addr,
+                    started_at_ns,
+                    stall: config.stall,
+                    shared,
+                    wakers,
+                    threads,
+                };
+                partial.stop_and_join();
+                return Err(ServeError::EventLoop(e));
+            }
+        }
+    }
+    Ok(ServerHandle {
+        local_addr,
+        started_at_ns,
+        stall: config.stall,
+        shared,
+        wakers,
+        threads,
+    })
+}

@@ -41,7 +41,11 @@ mod tests {
         let a = now_ns();
         std::thread::sleep(std::time::Duration::from_millis(2));
         let b = now_ns();
-        assert!(b >= a + 2_000_000, "slept 2 ms but clock moved {} ns", b - a);
+        assert!(
+            b >= a + 2_000_000,
+            "slept 2 ms but clock moved {} ns",
+            b - a
+        );
     }
 
     #[test]

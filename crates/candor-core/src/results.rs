@@ -3,7 +3,9 @@
 //! This is a stable contract for scripts and CI. Fields are only ever added; a change that would
 //! break readers bumps [`SCHEMA_VERSION`], and readers refuse versions newer than their own.
 
-use crate::hist::{from_base64_v2, to_base64_v2_compressed, HistCodecError, Histo, Recorder, Summary};
+use crate::hist::{
+    from_base64_v2, to_base64_v2_compressed, HistCodecError, Histo, Recorder, Summary,
+};
 use serde::{Deserialize, Serialize};
 
 /// Version of the JSON layout written by this build.
@@ -92,6 +94,10 @@ pub struct RequestCounts {
     pub bytes_read: u64,
     /// Values above the histogram range (1 h), recorded as 1 h.
     pub clamped_values: u64,
+    /// Requests sent more than 1 ms after their intended time although a connection had been free
+    /// since before that time: the generator itself fell behind.
+    #[serde(default)]
+    pub generator_late: u64,
 }
 
 impl RequestCounts {
@@ -107,6 +113,7 @@ impl RequestCounts {
         self.bytes_written += o.bytes_written;
         self.bytes_read += o.bytes_read;
         self.clamped_values += o.clamped_values;
+        self.generator_late += o.generator_late;
     }
 
     /// True when nothing vanished from the accounting.
@@ -279,6 +286,25 @@ impl Environment {
     }
 }
 
+/// A named histogram reported beside the three main measures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedHistogram {
+    pub name: String,
+    pub summary: Summary,
+    /// Base64 of the V2 compressed encoding.
+    pub histogram: String,
+}
+
+impl NamedHistogram {
+    pub fn of(name: &str, h: &Histo) -> Self {
+        NamedHistogram {
+            name: name.to_string(),
+            summary: Summary::of(h),
+            histogram: to_base64_v2_compressed(h),
+        }
+    }
+}
+
 /// Everything a run wrote: the measured window at the top level, warm-up and intervals beside it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResults {
@@ -299,6 +325,9 @@ pub struct RunResults {
     pub main: PhaseResults,
     pub warmup: Option<PhaseResults>,
     pub intervals: Vec<Interval>,
+    /// Further named histograms: harness probes, the platform jitter monitor, TLS handshakes...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra: Vec<NamedHistogram>,
     /// Reasons not to trust the numbers, in plain words; empty when none were found.
     pub warnings: Vec<String>,
 }
@@ -363,6 +392,7 @@ mod tests {
             main: PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
             warmup: None,
             intervals: vec![],
+            extra: vec![],
             warnings: vec![],
         }
     }
@@ -373,7 +403,14 @@ mod tests {
         assert!(res.main.requests.balanced());
         let text = res.to_json_pretty();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        for key in ["response_time", "service_time", "send_lag", "requests", "rate", "duration_s"] {
+        for key in [
+            "response_time",
+            "service_time",
+            "send_lag",
+            "requests",
+            "rate",
+            "duration_s",
+        ] {
             assert!(v.get(key).is_some(), "missing top-level {key}");
         }
         assert_eq!(v["response_time"]["percentiles"][4]["percentile"], 99.9);

@@ -4,7 +4,9 @@ use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum UnitError {
-    #[error("invalid duration '{0}': expected a number with a unit, like 500us, 20ms, 30s, 2m or 1h")]
+    #[error(
+        "invalid duration '{0}': expected a number with a unit, like 500us, 20ms, 30s, 2m or 1h"
+    )]
     Duration(String),
     #[error("invalid rate '{0}': expected a positive number of requests per second, like 500, 2k or 1.5M, or 'max'")]
     Rate(String),
@@ -145,8 +147,14 @@ mod tests {
         assert_eq!(parse_rate("1.5M"), Ok(Rate::PerSecond(1_500_000.0)));
         assert_eq!(parse_rate("250"), Ok(Rate::PerSecond(250.0)));
         assert_eq!(parse_rate("max"), Ok(Rate::Max));
-        assert!(matches!(parse_rate("0"), Err(UnitError::NonPositiveRate(_))));
-        assert!(matches!(parse_rate("-5"), Err(UnitError::NonPositiveRate(_))));
+        assert!(matches!(
+            parse_rate("0"),
+            Err(UnitError::NonPositiveRate(_))
+        ));
+        assert!(matches!(
+            parse_rate("-5"),
+            Err(UnitError::NonPositiveRate(_))
+        ));
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("").is_err());
     }

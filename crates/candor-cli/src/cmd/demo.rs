@@ -1,0 +1,183 @@
+//! `candor demo`: coordinated omission shown on one screen. A built-in server freezes
+//! periodically; a wrk-style closed loop and candor's open loop measure it, next to the truth
+//! predicted from the freeze windows alone.
+
+use crate::cmd::run::execute;
+use anyhow::{Context, Result};
+use candor_core::results::PhaseResults;
+use candor_core::truth::StallTruth;
+use candor_core::units::{
+    format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
+};
+use candor_core::Summary;
+use candor_load::{LoadConfig, Target};
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Length of each of the two measurements.
+    #[arg(long, default_value = "15s", value_name = "DUR")]
+    pub duration: String,
+    /// The server freezes once per this period...
+    #[arg(long, default_value = "5s", value_name = "DUR")]
+    pub stall_every: String,
+    /// ...for this long (every request waits until the freeze ends).
+    #[arg(long, default_value = "1s", value_name = "DUR")]
+    pub stall_for: String,
+    /// Intended request rate of the open-loop measurement.
+    #[arg(short = 'R', long, default_value = "2k")]
+    pub rate: String,
+}
+
+const ROWS: [(&str, f64); 8] = [
+    ("p50", 50.0),
+    ("p75", 75.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+    ("p99.99", 99.99),
+    ("max", 100.0),
+    ("mean", -1.0),
+];
+
+pub fn main(args: DemoArgs) -> Result<i32> {
+    let duration_ns = parse_duration_ns(&args.duration).context("--duration")?;
+    let every_ns = parse_duration_ns(&args.stall_every).context("--stall-every")?;
+    let for_ns = parse_duration_ns(&args.stall_for).context("--stall-for")?;
+    let rate = match parse_rate(&args.rate)? {
+        Rate::PerSecond(r) => r,
+        Rate::Max => anyhow::bail!("--rate must be a number for the open-loop half of the demo"),
+    };
+    let mut serve = candor_serve::ServeConfig::new("127.0.0.1:0".parse()?);
+    serve.threads = 1;
+    serve.stall = Some(candor_serve::Stall { every_ns, for_ns });
+    let server = candor_serve::start(serve).context("starting the demo server")?;
+    let url = format!("http://{}/", server.local_addr());
+    let secs = duration_ns as f64 / 1e9;
+
+    println!("candor demo: what coordinated omission hides\n");
+    println!(
+        "A built-in server at {url} answers at once, except that every {} it freezes for {}\n\
+         ({:.0}% of the time), like the Go server in the wrk2 example. We measure it twice.\n",
+        format_ns(every_ns as f64),
+        format_ns(for_ns as f64),
+        100.0 * for_ns as f64 / every_ns as f64
+    );
+
+    let live = crate::cmd::run::stderr_is_terminal();
+    println!("1/2  wrk-style closed loop for {secs:.0}s: 10 connections, each sends its next request when the last answer arrives...");
+    let mut closed = LoadConfig::new(Target::parse(&url)?);
+    closed.rate = None;
+    closed.connections = 10;
+    closed.threads = 2;
+    closed.duration_ns = duration_ns;
+    closed.timeout_ns = (for_ns * 3).max(2_000_000_000);
+    closed.drain_ns = closed.timeout_ns;
+    closed.validate()?;
+    let closed_out = execute(&closed, live)?;
+    let closed_res = &closed_out.main;
+
+    println!(
+        "2/2  candor open loop for {secs:.0}s: {} on a fixed schedule over 16 connections, each request timed from when it was due...",
+        format_rate(rate)
+    );
+    let mut open = closed.clone();
+    open.rate = Some(rate);
+    open.connections = 16;
+    let open_out = execute(&open, live)?;
+    let from = open_out.start_ns + open.warmup_ns;
+    let to = from + open.duration_ns;
+    let open_res = open_out
+        .to_results(&open, vec![], serde_json::Value::Null)
+        .main;
+    let closed_phase = closed_out
+        .to_results(&closed, vec![], serde_json::Value::Null)
+        .main;
+
+    let base = open_res.service_time.at(50.0).unwrap_or(0);
+    let mut truth = StallTruth::periodic(0, 1, 0, from, to, base);
+    truth.stalls = server.stall_windows_between(from, to);
+    server.shutdown();
+
+    println!();
+    println!(
+        "  {:<8} {:>12} {:>18} {:>20} {:>16}",
+        "", "truth", "wrk-style", "candor", "candor"
+    );
+    println!(
+        "  {:<8} {:>12} {:>18} {:>20} {:>16}",
+        "", "(predicted)", "closed loop", "response time", "service time"
+    );
+    for (label, p) in ROWS {
+        let cell = |s: &Summary| {
+            if p < 0.0 {
+                format_ns(s.mean_ns)
+            } else {
+                format_ns(s.at(p).unwrap_or(0) as f64)
+            }
+        };
+        let t = if p < 0.0 {
+            truth.mean()
+        } else if p >= 100.0 {
+            truth.max() as f64
+        } else {
+            truth.percentile(p) as f64
+        };
+        println!(
+            "  {:<8} {:>12} {:>18} {:>20} {:>16}",
+            label,
+            format_ns(t),
+            cell(&closed_phase.response_time),
+            cell(&open_res.response_time),
+            cell(&open_res.service_time)
+        );
+    }
+    let closed_n = closed_res.counts.completed;
+    println!(
+        "  {:<8} {:>12} {:>18} {:>20} {:>16}",
+        "requests",
+        "",
+        format_count(closed_n),
+        format_count(open_res.requests.completed),
+        ""
+    );
+    println!();
+    explain(&closed_phase, &open_res, &truth, for_ns, every_ns);
+    Ok(0)
+}
+
+fn explain(
+    closed: &PhaseResults,
+    open: &PhaseResults,
+    truth: &StallTruth,
+    for_ns: u64,
+    every_ns: u64,
+) {
+    let stalled_pct = 100.0 * truth.stalled_fraction();
+    let p90_truth = truth.percentile(90.0) as f64;
+    let p90_closed = closed.response_time.at(90.0).unwrap_or(0) as f64;
+    let p90_open = open.response_time.at(90.0).unwrap_or(0) as f64;
+    let p90_service = open.service_time.at(90.0).unwrap_or(0) as f64;
+    println!("What you are looking at:");
+    println!(
+        "- The truth column needs no measurement: {stalled_pct:.0}% of the moments a user could send a request fall in a freeze, and such a\n  request waits for the rest of it (0 to {}). So p90 must be about {}.",
+        format_ns(for_ns as f64),
+        format_ns(p90_truth)
+    );
+    println!(
+        "- The closed loop says p90 = {}. During each freeze its 10 connections each had one request stuck, and it simply\n  stopped sending: it recorded ~10 slow samples per freeze and hundreds of thousands of fast ones in between.\n  The user population it stands for would have sent requests during the freeze too. That is coordinated omission.",
+        format_ns(p90_closed)
+    );
+    println!(
+        "- candor kept sending on schedule ({} completed, achieved {}), timing each request from when it was due:\n  response time p90 = {}, close to the truth. Its service time (from the actual write, what wrk reports)\n  is p90 = {}: the server was fast whenever it was running; the users still waited.",
+        format_count(open.requests.completed),
+        format_rate(open.rate.achieved_per_s),
+        format_ns(p90_open),
+        format_ns(p90_service)
+    );
+    println!(
+        "- Try it on your own service: candor run -R <rate> -c <conns> -d 30s <url>. Stalls here: every {}, for {}.",
+        format_ns(every_ns as f64),
+        format_ns(for_ns as f64)
+    );
+}

@@ -1,0 +1,230 @@
+//! `candor run`: parse and validate the flags once, run the engine, print the report.
+
+use anyhow::{Context, Result};
+use candor_core::results::RunResults;
+use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
+use candor_load::run::RunOptions;
+use candor_load::schedule::ArrivalKind;
+use candor_load::{IntervalReport, LoadConfig, Target};
+use clap::{Args, ValueEnum};
+use std::io::Write as _;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced intended send times.
+    Constant,
+    /// Exponential gaps between intended send times (a Poisson process), seeded by --seed.
+    Poisson,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Total intended requests per second across all threads (k and M suffixes accepted), or
+    /// "max" for a closed loop where each connection sends as soon as its previous response arrives.
+    #[arg(short = 'R', long = "rate", default_value = "1k", value_name = "RATE")]
+    pub rate: String,
+    /// Number of connections kept open to the target (at least one per thread).
+    #[arg(short = 'c', long, default_value_t = 16)]
+    pub connections: usize,
+    /// Number of load threads; connections and rate are shared evenly between them.
+    #[arg(short = 't', long, default_value_t = 2)]
+    pub threads: usize,
+    /// Length of the measured window (us, ms, s, m, h).
+    #[arg(short = 'd', long, default_value = "10s", value_name = "DUR")]
+    pub duration: String,
+    /// A request with no full response this long after it was written fails as a timeout
+    /// (its response time is recorded as its age at that moment) and its connection is reopened.
+    #[arg(short = 'T', long, default_value = "2s", value_name = "DUR")]
+    pub timeout: String,
+    /// Extra request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request body (sent with a Content-Length header).
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Read the request body from a file.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<std::path::PathBuf>,
+    /// Run the same load for this long first; it is measured but reported separately and
+    /// excluded from the main results.
+    #[arg(long, default_value = "0s", value_name = "DUR")]
+    pub warmup: String,
+    /// How intended send times are spaced.
+    #[arg(long, value_enum, default_value = "constant")]
+    pub arrival: ArrivalArg,
+    /// Seed of the Poisson arrival generator (same seed, same schedule).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// After the last intended send, wait this long for outstanding requests (default: the timeout);
+    /// whatever is still unfinished is reported with its age.
+    #[arg(long, value_name = "DUR")]
+    pub drain: Option<String>,
+    /// Advanced: spin on the clock for this long before each intended send instead of sleeping
+    /// (precision against CPU use).
+    #[arg(long, default_value = "60us", value_name = "DUR")]
+    pub spin: String,
+    /// Target URL (http://host[:port]/path).
+    pub url: String,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Print the full percentile spectrum of response time (and service time) in the .hgrm layout.
+    #[arg(short = 'L', long)]
+    pub latency: bool,
+    /// Write the results as JSON to FILE ("-" for stdout; the text report then goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    /// No live progress line.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Validated settings from the flags.
+pub fn load_config(a: &LoadArgs) -> Result<LoadConfig> {
+    let target = Target::parse(&a.url)?;
+    let mut c = LoadConfig::new(target);
+    c.rate = match parse_rate(&a.rate)? {
+        Rate::PerSecond(r) => Some(r),
+        Rate::Max => None,
+    };
+    c.connections = a.connections;
+    c.threads = a.threads;
+    c.duration_ns = parse_duration_ns(&a.duration).context("--duration")?;
+    c.timeout_ns = parse_duration_ns(&a.timeout).context("--timeout")?;
+    c.warmup_ns = parse_duration_ns(&a.warmup).context("--warmup")?;
+    c.drain_ns = match &a.drain {
+        Some(d) => parse_duration_ns(d).context("--drain")?,
+        None => c.timeout_ns,
+    };
+    c.spin_ns = parse_duration_ns(&a.spin).context("--spin")?;
+    c.arrival = match a.arrival {
+        ArrivalArg::Constant => ArrivalKind::Constant,
+        ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },
+    };
+    c.method = a.method.to_ascii_uppercase();
+    c.headers = a.headers.clone();
+    c.body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .with_context(|| format!("reading --body-file {}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    c.validate()?;
+    Ok(c)
+}
+
+/// The configuration as recorded in the results.
+pub fn config_json(c: &LoadConfig) -> serde_json::Value {
+    serde_json::json!({
+        "rate_per_s": c.rate,
+        "connections": c.connections,
+        "threads": c.threads,
+        "duration_s": c.duration_ns as f64 / 1e9,
+        "warmup_s": c.warmup_ns as f64 / 1e9,
+        "timeout_s": c.timeout_ns as f64 / 1e9,
+        "drain_s": c.drain_ns as f64 / 1e9,
+        "arrival": match c.arrival { ArrivalKind::Constant => "constant".to_string(), ArrivalKind::Poisson { .. } => "poisson".to_string() },
+        "seed": match c.arrival { ArrivalKind::Poisson { seed } => Some(seed), ArrivalKind::Constant => None },
+        "method": c.method,
+        "headers": c.headers,
+        "body_bytes": c.body.len(),
+        "interval_s": c.interval_ns as f64 / 1e9,
+        "spin_us": c.spin_ns as f64 / 1e3,
+    })
+}
+
+/// Runs a configured load test with an optional live line on stderr; Ctrl-C stops it early.
+pub fn execute(config: &LoadConfig, live: bool) -> Result<candor_load::RunOutcome> {
+    // Fail before starting threads if nothing listens there.
+    config.target.check_reachable(
+        std::time::Duration::from_millis(config.timeout_ns / 1_000_000)
+            .max(std::time::Duration::from_millis(100)),
+    )?;
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
+        .context("installing Ctrl-C handler")?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())
+        .context("installing SIGTERM handler")?;
+    let options = RunOptions {
+        stop,
+        worker_start_hook: None,
+    };
+    let mut total_failed = 0u64;
+    let mut on_interval = |r: &IntervalReport| {
+        total_failed += r.failed;
+        if live {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[2K[{:>6.1}s / {:.0}s{}] {:>10}  failures {}  p99 {}  max {}",
+                r.elapsed_s,
+                r.total_s,
+                if r.warmup { " warm-up" } else { "" },
+                format_rate(r.completed as f64 / r.length_s),
+                total_failed,
+                format_ns(r.response_time.p99_ns as f64),
+                format_ns(r.response_time.max_ns as f64),
+            );
+            let _ = err.flush();
+        }
+    };
+    let outcome = candor_load::run(config, options, &mut on_interval)?;
+    if live {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(outcome)
+}
+
+pub fn stderr_is_terminal() -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(2) == 1 }
+}
+
+pub fn main(args: RunArgs) -> Result<i32> {
+    let config = load_config(&args.load)?;
+    let live = !args.quiet && stderr_is_terminal();
+    let outcome = execute(&config, live)?;
+    let results = outcome.to_results(&config, std::env::args().collect(), config_json(&config));
+    let json_to_stdout = args.json.as_deref() == Some("-");
+    let mut text = candor_report::text::render(&results);
+    if args.latency {
+        text.push_str(&spectrum(&results)?);
+    }
+    if json_to_stdout {
+        eprint!("{text}");
+        println!("{}", results.to_json_pretty());
+    } else {
+        print!("{text}");
+        if let Some(path) = &args.json {
+            write_json(path, &results)?;
+        }
+    }
+    Ok(0)
+}
+
+pub fn write_json(path: &str, results: &RunResults) -> Result<()> {
+    std::fs::write(path, results.to_json_pretty() + "\n").with_context(|| format!("writing {path}"))
+}
+
+/// The full percentile spectrum of the response and service times, in milliseconds.
+fn spectrum(results: &RunResults) -> Result<String> {
+    let rec = results
+        .main
+        .histograms
+        .decode()
+        .context("decoding histograms")?;
+    let mut out = String::new();
+    out.push_str("\nResponse time (from intended send), percentile spectrum in ms:\n");
+    out.push_str(&candor_report::hgrm::write_hgrm(&rec.response, 5, 1e6));
+    out.push_str("\nService time (from actual send), percentile spectrum in ms:\n");
+    out.push_str(&candor_report::hgrm::write_hgrm(&rec.service, 5, 1e6));
+    Ok(out)
+}

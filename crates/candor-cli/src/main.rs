@@ -1,0 +1,45 @@
+//! The `candor` command: a thin front end that parses settings once and hands them to the
+//! library crates. Every error ends as one line on stderr and a non-zero exit code.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "candor",
+    version,
+    about = "Latency measurement that does not lie: open-loop load generation, honest reports, and self-checks",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an open-loop (or closed-loop) HTTP load test and report response time, service time and send lag.
+    Run(Box<cmd::run::RunArgs>),
+    /// Start the built-in HTTP/1.1 test server (optionally slow or stalling).
+    Serve(cmd::serve::ServeArgs),
+    /// Show coordinated omission on a built-in stalling server: closed loop vs open loop vs the truth.
+    Demo(cmd::demo::DemoArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => cmd::run::main(*args),
+        Command::Serve(args) => cmd::serve::main(args),
+        Command::Demo(args) => cmd::demo::main(args),
+    };
+    match outcome {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            // `{:#}` joins the context chain on one line: "reading body file x: No such file".
+            eprintln!("candor: error: {err:#}");
+            std::process::exit(1);
+        }
+    }
+}

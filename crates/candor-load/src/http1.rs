@@ -1,0 +1,407 @@
+//! HTTP/1.1 on the wire: the request is built once before the run, responses are parsed
+//! incrementally from a connection's buffer without allocating (`httparse` for the head, a small
+//! state machine for the body framing: Content-Length, chunked, or until close).
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ParseError {
+    #[error("malformed response head: {0}")]
+    Head(&'static str),
+    #[error("response head larger than the read buffer")]
+    HeadTooLarge,
+    #[error("bad Content-Length")]
+    ContentLength,
+    #[error("bad chunk framing")]
+    Chunk,
+}
+
+/// Builds the exact bytes of the request sent on every exchange.
+pub fn build_request(
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[String],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128 + body.len());
+    let has = |name: &str| {
+        headers.iter().any(|h| {
+            h.split(':')
+                .next()
+                .is_some_and(|n| n.trim().eq_ignore_ascii_case(name))
+        })
+    };
+    out.extend_from_slice(format!("{method} {path} HTTP/1.1\r\n").as_bytes());
+    if !has("host") {
+        out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
+    }
+    for h in headers {
+        let (name, value) = h.split_once(':').unwrap_or((h, ""));
+        out.extend_from_slice(format!("{}: {}\r\n", name.trim(), value.trim()).as_bytes());
+    }
+    if (!body.is_empty() || method == "POST" || method == "PUT") && !has("content-length") {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    Head,
+    Body { remaining: u64 },
+    ChunkSize,
+    ChunkData { remaining: u64 },
+    ChunkDataEnd,
+    Trailer,
+    UntilClose,
+}
+
+/// What a call to [`ResponseParser::feed`] achieved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Progress {
+    /// More bytes are needed; `consumed` bytes at the front of the input may be discarded.
+    NeedMore { consumed: usize },
+    /// A full response ended after `consumed` bytes.
+    Done {
+        consumed: usize,
+        status: u16,
+        close: bool,
+    },
+}
+
+/// Incremental parser of one response at a time.
+#[derive(Debug, Clone)]
+pub struct ResponseParser {
+    state: State,
+    status: u16,
+    close: bool,
+    /// HEAD responses carry no body whatever their headers say.
+    head_request: bool,
+}
+
+const MAX_HEADERS: usize = 64;
+
+impl ResponseParser {
+    pub fn new(head_request: bool) -> Self {
+        ResponseParser {
+            state: State::Head,
+            status: 0,
+            close: false,
+            head_request,
+        }
+    }
+
+    /// Prepares for the next response on the same connection.
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.status = 0;
+        self.close = false;
+    }
+
+    /// True while no byte of the current response has been consumed.
+    pub fn at_start(&self) -> bool {
+        self.state == State::Head
+    }
+
+    /// Consumes as much of `input` as belongs to the current response. `buffer_full` says that
+    /// `input` fills the whole read buffer (an incomplete head then can never complete).
+    pub fn feed(&mut self, input: &[u8], buffer_full: bool) -> Result<Progress, ParseError> {
+        let mut pos = 0;
+        loop {
+            let rest = &input[pos..];
+            match self.state {
+                State::Head => {
+                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                    let mut resp = httparse::Response::new(&mut headers);
+                    match resp.parse(rest) {
+                        Ok(httparse::Status::Complete(n)) => {
+                            pos += n;
+                            let status = resp.code.unwrap_or(0);
+                            if (100..200).contains(&status) && status != 101 {
+                                // Interim response (100 Continue): the real one follows.
+                                continue;
+                            }
+                            self.status = status;
+                            self.close = resp.version == Some(0);
+                            let mut length: Option<u64> = None;
+                            let mut chunked = false;
+                            for h in resp.headers.iter() {
+                                if h.name.eq_ignore_ascii_case("content-length") {
+                                    length = Some(
+                                        parse_decimal(h.value).ok_or(ParseError::ContentLength)?,
+                                    );
+                                } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                                    chunked = ends_with_chunked(h.value);
+                                } else if h.name.eq_ignore_ascii_case("connection") {
+                                    if contains_token(h.value, b"close") {
+                                        self.close = true;
+                                    } else if contains_token(h.value, b"keep-alive") {
+                                        self.close = false;
+                                    }
+                                }
+                            }
+                            let no_body = self.head_request || status == 204 || status == 304;
+                            self.state = if no_body {
+                                State::Body { remaining: 0 }
+                            } else if chunked {
+                                State::ChunkSize
+                            } else if let Some(len) = length {
+                                State::Body { remaining: len }
+                            } else {
+                                self.close = true;
+                                State::UntilClose
+                            };
+                        }
+                        Ok(httparse::Status::Partial) => {
+                            if buffer_full && pos == 0 {
+                                return Err(ParseError::HeadTooLarge);
+                            }
+                            return Ok(Progress::NeedMore { consumed: pos });
+                        }
+                        Err(e) => return Err(ParseError::Head(head_error_text(e))),
+                    }
+                }
+                State::Body { remaining } => {
+                    let take = (rest.len() as u64).min(remaining);
+                    pos += take as usize;
+                    let left = remaining - take;
+                    if left == 0 {
+                        return Ok(self.done(pos));
+                    }
+                    self.state = State::Body { remaining: left };
+                    return Ok(Progress::NeedMore { consumed: pos });
+                }
+                State::ChunkSize => match httparse::parse_chunk_size(rest) {
+                    Ok(httparse::Status::Complete((n, size))) => {
+                        pos += n;
+                        self.state = if size == 0 {
+                            State::Trailer
+                        } else {
+                            State::ChunkData { remaining: size }
+                        };
+                    }
+                    Ok(httparse::Status::Partial) => {
+                        if rest.len() > 1024 {
+                            return Err(ParseError::Chunk);
+                        }
+                        return Ok(Progress::NeedMore { consumed: pos });
+                    }
+                    Err(_) => return Err(ParseError::Chunk),
+                },
+                State::ChunkData { remaining } => {
+                    let take = (rest.len() as u64).min(remaining);
+                    pos += take as usize;
+                    if take == remaining {
+                        self.state = State::ChunkDataEnd;
+                    } else {
+                        self.state = State::ChunkData {
+                            remaining: remaining - take,
+                        };
+                        return Ok(Progress::NeedMore { consumed: pos });
+                    }
+                }
+                State::ChunkDataEnd => {
+                    if rest.len() < 2 {
+                        return Ok(Progress::NeedMore { consumed: pos });
+                    }
+                    if &rest[..2] != b"\r\n" {
+                        return Err(ParseError::Chunk);
+                    }
+                    pos += 2;
+                    self.state = State::ChunkSize;
+                }
+                State::Trailer => {
+                    // Trailer fields until an empty line; we only need to skip them.
+                    match rest.windows(2).position(|w| w == b"\r\n") {
+                        Some(0) => return Ok(self.done(pos + 2)),
+                        Some(i) => pos += i + 2,
+                        None => {
+                            if rest.len() > 8192 {
+                                return Err(ParseError::Chunk);
+                            }
+                            return Ok(Progress::NeedMore { consumed: pos });
+                        }
+                    }
+                }
+                State::UntilClose => {
+                    return Ok(Progress::NeedMore {
+                        consumed: input.len(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// The peer closed the connection: a body delimited by the close is now complete.
+    pub fn finish_at_eof(&mut self) -> Option<u16> {
+        if self.state == State::UntilClose {
+            let status = self.status;
+            self.reset();
+            Some(status)
+        } else {
+            None
+        }
+    }
+
+    fn done(&mut self, consumed: usize) -> Progress {
+        let p = Progress::Done {
+            consumed,
+            status: self.status,
+            close: self.close,
+        };
+        self.reset();
+        p
+    }
+}
+
+fn head_error_text(e: httparse::Error) -> &'static str {
+    match e {
+        httparse::Error::HeaderName => "invalid header name",
+        httparse::Error::HeaderValue => "invalid header value",
+        httparse::Error::NewLine => "invalid line ending",
+        httparse::Error::Status => "invalid status",
+        httparse::Error::Token => "invalid token",
+        httparse::Error::TooManyHeaders => "too many headers",
+        httparse::Error::Version => "not HTTP/1.x",
+    }
+}
+
+fn parse_decimal(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii();
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(v.iter().fold(0u64, |acc, d| acc * 10 + (d - b'0') as u64))
+}
+
+fn ends_with_chunked(v: &[u8]) -> bool {
+    v.rsplit(|&b| b == b',')
+        .next()
+        .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+}
+
+fn contains_token(v: &[u8], token: &[u8]) -> bool {
+    v.split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(
+        p: &mut ResponseParser,
+        bytes: &[u8],
+        step: usize,
+    ) -> Result<Vec<(u16, bool)>, ParseError> {
+        // Feed in small pieces through a buffer, as a socket would deliver them.
+        let mut buf: Vec<u8> = Vec::new();
+        let mut done = Vec::new();
+        for piece in bytes.chunks(step) {
+            buf.extend_from_slice(piece);
+            loop {
+                match p.feed(&buf, false)? {
+                    Progress::NeedMore { consumed } => {
+                        buf.drain(..consumed);
+                        break;
+                    }
+                    Progress::Done {
+                        consumed,
+                        status,
+                        close,
+                    } => {
+                        buf.drain(..consumed);
+                        done.push((status, close));
+                        if buf.is_empty() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    #[test]
+    fn builds_requests() {
+        let r = build_request("GET", "h:1", "/x", &["Accept: */*".into()], b"");
+        assert_eq!(r, b"GET /x HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\n\r\n");
+        let r = build_request("POST", "h", "/", &["host: other".into()], b"abc");
+        assert_eq!(
+            r,
+            b"POST / HTTP/1.1\r\nhost: other\r\nContent-Length: 3\r\n\r\nabc"
+        );
+    }
+
+    #[test]
+    fn content_length_responses_any_split() {
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+        for step in [1, 3, 7, 1000] {
+            let mut p = ResponseParser::new(false);
+            assert_eq!(
+                feed_all(&mut p, two, step).unwrap(),
+                vec![(200, false), (404, false)],
+                "step {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn chunked_with_trailers_any_split() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
+        for step in [1, 2, 5, 1000] {
+            let mut p = ResponseParser::new(false);
+            assert_eq!(
+                feed_all(&mut p, r, step).unwrap(),
+                vec![(200, false)],
+                "step {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn connection_close_and_http10() {
+        let mut p = ResponseParser::new(false);
+        let r = b"HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(feed_all(&mut p, r, 100).unwrap(), vec![(503, true)]);
+        let r = b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(feed_all(&mut p, r, 100).unwrap(), vec![(200, true)]);
+    }
+
+    #[test]
+    fn body_until_close() {
+        let mut p = ResponseParser::new(false);
+        let r = b"HTTP/1.1 200 OK\r\n\r\nsome body";
+        assert!(feed_all(&mut p, r, 4).unwrap().is_empty());
+        assert_eq!(p.finish_at_eof(), Some(200));
+    }
+
+    #[test]
+    fn interim_and_head_and_204() {
+        let mut p = ResponseParser::new(false);
+        let r = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        assert_eq!(feed_all(&mut p, r, 100).unwrap(), vec![(204, false)]);
+        let mut p = ResponseParser::new(true);
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n";
+        assert_eq!(feed_all(&mut p, r, 100).unwrap(), vec![(200, false)]);
+    }
+
+    #[test]
+    fn garbage_is_a_parse_error() {
+        let mut p = ResponseParser::new(false);
+        assert!(p.feed(b"\x00\x01garbage garbage\r\n\r\n", false).is_err());
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false),
+            Err(ParseError::ContentLength)
+        );
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nX: y", true),
+            Err(ParseError::HeadTooLarge)
+        );
+    }
+}

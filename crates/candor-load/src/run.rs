@@ -1,0 +1,415 @@
+//! Running a load test: start the workers on one shared schedule origin, collect their interval
+//! histograms as the run goes (for the live view and the time series), merge their totals, and
+//! turn it all into [`RunResults`].
+
+use crate::config::LoadConfig;
+use crate::http1::build_request;
+use crate::schedule::Schedule;
+use crate::worker::{IntervalData, IntervalMsg, PhaseAcc, Worker, WorkerSetup};
+use candor_core::clock::monotonic_to_wall_ns;
+use candor_core::results::{
+    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
+    RunResults, SCHEMA_VERSION,
+};
+use candor_core::units::{format_count, format_ns, format_rate};
+use candor_core::{new_histogram, now_ns, Histo, Recorder, Summary};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Hooks and controls for a run.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Set to stop early (Ctrl-C): sending stops, outstanding requests are reported as such.
+    pub stop: Arc<AtomicBool>,
+    /// Called first thing on every worker thread (tests use it to mark threads).
+    pub worker_start_hook: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot start a load thread: {0}")]
+    Thread(std::io::Error),
+    #[error("a load thread failed: {0}")]
+    Worker(String),
+}
+
+/// What the live view gets once per interval.
+#[derive(Debug, Clone)]
+pub struct IntervalReport {
+    pub index: u64,
+    pub elapsed_s: f64,
+    pub total_s: f64,
+    pub length_s: f64,
+    pub warmup: bool,
+    pub completed: u64,
+    pub failed: u64,
+    pub response_time: IntervalStats,
+}
+
+/// Totals of one phase.
+pub struct PhaseOutcome {
+    pub recorder: Recorder,
+    pub unfinished: Histo,
+    pub counts: RequestCounts,
+    pub duration_ns: u64,
+}
+
+impl PhaseOutcome {
+    fn results(&self, target: Option<f64>) -> PhaseResults {
+        PhaseResults::from_recorder(
+            &self.recorder,
+            &self.unfinished,
+            self.counts,
+            self.duration_ns as f64 / 1e9,
+            target,
+        )
+    }
+}
+
+/// Everything a run measured.
+pub struct RunOutcome {
+    /// Monotonic instant of the first intended send (start of the warm-up, if any).
+    pub start_ns: u64,
+    pub start_wall_ns: u64,
+    pub main: PhaseOutcome,
+    pub warmup: Option<PhaseOutcome>,
+    pub intervals: Vec<Interval>,
+}
+
+/// Runs the load test described by `config`, calling `on_interval` after each interval.
+pub fn run(
+    config: &LoadConfig,
+    options: RunOptions,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<RunOutcome, RunError> {
+    let config = Arc::new(config.clone());
+    let request: Arc<[u8]> = build_request(
+        &config.method,
+        &config.target.host_header,
+        &config.target.path,
+        &config.headers,
+        &config.body,
+    )
+    .into();
+    let threads = config.threads;
+    let (to_collector, from_workers) = crossbeam_channel::bounded::<IntervalMsg>(threads * 16);
+    let (to_pool, pool) = crossbeam_channel::bounded::<Box<IntervalData>>(threads * 16);
+    for _ in 0..threads * 3 {
+        let _ = to_pool.try_send(Box::new(IntervalData::new()));
+    }
+    // Give threads time to start and pre-connect before the first intended send.
+    let start_ns = now_ns() + 50_000_000;
+    let start_wall_ns = monotonic_to_wall_ns(start_ns);
+    let mut handles = Vec::with_capacity(threads);
+    for t in 0..threads {
+        let connections =
+            config.connections / threads + usize::from(t < config.connections % threads);
+        let schedule = config
+            .rate
+            .map(|r| Schedule::new(start_ns, r, config.arrival, t as u64, threads as u64));
+        let setup = WorkerSetup {
+            config: config.clone(),
+            request: request.clone(),
+            connections,
+            start_ns,
+            schedule,
+            to_collector: to_collector.clone(),
+            pool: pool.clone(),
+            stop: options.stop.clone(),
+            on_start: options.worker_start_hook.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("candor-load-{t}"))
+            .spawn(move || -> Result<[PhaseAcc; 2], String> {
+                if let Some(hook) = &setup.on_start {
+                    hook();
+                }
+                let worker = Worker::new(setup).map_err(|e| e.to_string())?;
+                Ok(worker.run())
+            })
+            .map_err(RunError::Thread)?;
+        handles.push(handle);
+    }
+    drop(to_collector);
+
+    let total_ns = config.warmup_ns + config.duration_ns;
+    let mut collector = Collector {
+        pending: BTreeMap::new(),
+        threads,
+        interval_ns: config.interval_ns,
+        warmup_end_offset_ns: config.warmup_ns,
+        total_ns,
+        start_ns,
+        done: Vec::new(),
+    };
+    // Runs until every worker has dropped its sender (i.e. finished).
+    while let Ok(msg) = from_workers.recv() {
+        collector.accept(msg, &to_pool, on_interval);
+    }
+    collector.finish_all(&to_pool, on_interval);
+
+    let mut phases = [PhaseAcc::merged(), PhaseAcc::merged()];
+    for h in handles {
+        let worker_phases = h
+            .join()
+            .map_err(|_| RunError::Worker("panicked".into()))?
+            .map_err(RunError::Worker)?;
+        for (into, from) in phases.iter_mut().zip(worker_phases.iter()) {
+            into.rec.add(&from.rec);
+            into.unfinished.add(&from.unfinished).expect("same layout");
+            into.counts.add(&from.counts);
+        }
+    }
+    let stopped_early = options.stop.load(std::sync::atomic::Ordering::Relaxed);
+    let elapsed_ns = now_ns().saturating_sub(start_ns);
+    let measured_ns = if stopped_early {
+        elapsed_ns
+            .saturating_sub(config.warmup_ns)
+            .clamp(1, config.duration_ns)
+    } else {
+        config.duration_ns
+    };
+    let [warm, main] = phases;
+    let to_outcome = |p: PhaseAcc, duration_ns| PhaseOutcome {
+        recorder: p.rec,
+        unfinished: p.unfinished,
+        counts: p.counts,
+        duration_ns,
+    };
+    Ok(RunOutcome {
+        start_ns,
+        start_wall_ns,
+        warmup: (config.warmup_ns > 0).then(|| to_outcome(warm, config.warmup_ns)),
+        main: to_outcome(main, measured_ns),
+        intervals: collector.done,
+    })
+}
+
+impl PhaseAcc {
+    fn merged() -> PhaseAcc {
+        PhaseAcc {
+            rec: Recorder::new(),
+            unfinished: new_histogram(),
+            counts: RequestCounts::default(),
+        }
+    }
+}
+
+struct Pending {
+    data: Box<IntervalData>,
+    reported: usize,
+    end_ns: Option<u64>,
+}
+
+/// Merges the workers' interval histograms by index, in time order.
+struct Collector {
+    pending: BTreeMap<u64, Pending>,
+    threads: usize,
+    interval_ns: u64,
+    warmup_end_offset_ns: u64,
+    total_ns: u64,
+    start_ns: u64,
+    done: Vec<Interval>,
+}
+
+impl Collector {
+    fn accept(
+        &mut self,
+        msg: IntervalMsg,
+        pool: &crossbeam_channel::Sender<Box<IntervalData>>,
+        on_interval: &mut dyn FnMut(&IntervalReport),
+    ) {
+        match self.pending.get_mut(&msg.index) {
+            Some(p) => {
+                p.data.rec.add(&msg.data.rec);
+                p.data.completed += msg.data.completed;
+                p.data.failed += msg.data.failed;
+                p.reported += 1;
+                p.end_ns = p.end_ns.max(msg.final_end_ns);
+                let mut spent = msg.data;
+                spent.reset();
+                let _ = pool.try_send(spent);
+            }
+            None => {
+                self.pending.insert(
+                    msg.index,
+                    Pending {
+                        data: msg.data,
+                        reported: 1,
+                        end_ns: msg.final_end_ns,
+                    },
+                );
+            }
+        }
+        // Emit every leading interval that all workers have delivered.
+        while let Some(entry) = self.pending.first_entry() {
+            if entry.get().reported < self.threads {
+                break;
+            }
+            let (index, p) = entry.remove_entry();
+            self.emit(index, p, pool, on_interval);
+        }
+    }
+
+    fn finish_all(
+        &mut self,
+        pool: &crossbeam_channel::Sender<Box<IntervalData>>,
+        on_interval: &mut dyn FnMut(&IntervalReport),
+    ) {
+        while let Some((index, p)) = self.pending.pop_first() {
+            self.emit(index, p, pool, on_interval);
+        }
+    }
+
+    fn emit(
+        &mut self,
+        index: u64,
+        p: Pending,
+        pool: &crossbeam_channel::Sender<Box<IntervalData>>,
+        on_interval: &mut dyn FnMut(&IntervalReport),
+    ) {
+        let offset_ns = index * self.interval_ns;
+        let length_ns = match p.end_ns {
+            Some(end) => end
+                .saturating_sub(self.start_ns + offset_ns)
+                .clamp(1, self.interval_ns),
+            None => self.interval_ns,
+        };
+        // An interval that ends before there is anything to record carries no information.
+        if p.data.completed == 0
+            && p.data.failed == 0
+            && p.end_ns.is_some()
+            && length_ns < self.interval_ns / 100
+        {
+            return;
+        }
+        let d = &p.data;
+        let interval = Interval {
+            start_s: offset_ns as f64 / 1e9,
+            length_s: length_ns as f64 / 1e9,
+            warmup: offset_ns < self.warmup_end_offset_ns,
+            completed: d.completed,
+            failed: d.failed,
+            response_time: IntervalStats::of(&d.rec.response),
+            service_time: IntervalStats::of(&d.rec.service),
+            send_lag: IntervalStats::of(&d.rec.send_lag),
+            histograms: EncodedHistograms::of(&d.rec),
+        };
+        on_interval(&IntervalReport {
+            index,
+            elapsed_s: (offset_ns + length_ns) as f64 / 1e9,
+            total_s: self.total_ns as f64 / 1e9,
+            length_s: interval.length_s,
+            warmup: interval.warmup,
+            completed: d.completed,
+            failed: d.failed,
+            response_time: interval.response_time,
+        });
+        self.done.push(interval);
+        let mut spent = p.data;
+        spent.reset();
+        let _ = pool.try_send(spent);
+    }
+}
+
+impl RunOutcome {
+    /// The JSON results of this run.
+    pub fn to_results(
+        &self,
+        config: &LoadConfig,
+        command_line: Vec<String>,
+        config_json: serde_json::Value,
+    ) -> RunResults {
+        let main = self.main.results(config.rate);
+        let warnings = verdicts(config, &main);
+        RunResults {
+            schema_version: SCHEMA_VERSION,
+            candor_version: env!("CARGO_PKG_VERSION").to_string(),
+            kind: "run".into(),
+            mode: if config.rate.is_some() {
+                "open-loop"
+            } else {
+                "closed-loop"
+            }
+            .into(),
+            target: config.target.url.clone(),
+            command_line,
+            start_time_unix_s: self.start_wall_ns as f64 / 1e9,
+            environment: Environment::current(),
+            config: config_json,
+            main,
+            warmup: self.warmup.as_ref().map(|w| w.results(config.rate)),
+            intervals: self.intervals.clone(),
+            extra: Vec::new(),
+            warnings,
+        }
+    }
+}
+
+/// Send lag above this at p99 means requests commonly left late.
+const LAG_WARN_NS: u64 = 1_000_000;
+
+/// Plain-words reasons not to trust (or to read carefully) the measured window.
+pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
+    let mut w = Vec::new();
+    let r = &main.requests;
+    match config.rate {
+        None => w.push(
+            "closed loop (-R max): each connection waited for its previous response before sending, so the \
+             latency here is service time only and is subject to coordinated omission; it says nothing about \
+             the response time users would see at any particular rate"
+                .into(),
+        ),
+        Some(target) => {
+            let achieved = main.rate.achieved_per_s;
+            if achieved < 0.95 * target {
+                w.push(format!(
+                    "achieved rate {} is below the target {}: the target (or candor) could not keep up; response \
+                     times include the resulting queueing, and {} requests were still unfinished at the end",
+                    format_rate(achieved),
+                    format_rate(target),
+                    format_count(r.in_flight_at_end)
+                ));
+            }
+            let lag_p99 = Summary::at(&main.send_lag, 99.0).unwrap_or(0);
+            if lag_p99 > LAG_WARN_NS {
+                w.push(format!(
+                    "send lag p99 is {}: requests often waited to be sent, for a free connection (add connections \
+                     if the server can take them) or because the generator fell behind (see generator_late)",
+                    format_ns(lag_p99 as f64)
+                ));
+            }
+            if r.generator_late > 0 {
+                w.push(format!(
+                    "the generator itself sent {} requests more than 1ms late while a connection was free: \
+                     candor was short of CPU; the numbers are pessimistic, use more threads or a lower rate",
+                    format_count(r.generator_late)
+                ));
+            }
+        }
+    }
+    if r.failed > 0 {
+        w.push(format!(
+            "{} of {} requests failed (see errors by class)",
+            format_count(r.failed),
+            format_count(r.intended)
+        ));
+    }
+    if r.in_flight_at_end > 0 {
+        w.push(format!(
+            "{} requests were unfinished when the run ended ({} sent and unanswered, {} never sent); their ages \
+             are reported as unfinished_age",
+            format_count(r.in_flight_at_end),
+            format_count(r.sent_unanswered),
+            format_count(r.queued_unsent)
+        ));
+    }
+    if r.clamped_values > 0 {
+        w.push(format!(
+            "{} values exceeded one hour and were recorded as one hour",
+            format_count(r.clamped_values)
+        ));
+    }
+    w
+}

@@ -1,0 +1,255 @@
+//! The terminal report of a run: the headline table of response time, service time and send
+//! lag side by side, the accounting, and the warnings, in the order a reader needs them.
+
+use candor_core::results::{PhaseResults, RunResults};
+use candor_core::units::{format_count, format_ns, format_rate};
+use candor_core::Summary;
+use std::fmt::Write as _;
+
+/// Renders the full text report of `results`.
+pub fn render(results: &RunResults) -> String {
+    let mut out = String::new();
+    let closed = results.mode == "closed-loop";
+    let cfg = &results.config;
+    let _ = writeln!(
+        out,
+        "candor {} {} @ {}",
+        results.candor_version, results.mode, results.target
+    );
+    let get = |k: &str| cfg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "  {} threads, {} connections, {} measured{}",
+        get("threads"),
+        get("connections"),
+        format_ns(results.main.duration_s * 1e9),
+        match &results.warmup {
+            Some(w) => format!(" after {} warm-up", format_ns(w.duration_s * 1e9)),
+            None => String::new(),
+        }
+    );
+    let rate = &results.main.rate;
+    match rate.target_per_s {
+        Some(t) => {
+            let _ = writeln!(
+                out,
+                "  rate: target {}, achieved {} ({:.1}%)",
+                format_rate(t),
+                format_rate(rate.achieved_per_s),
+                100.0 * rate.achieved_per_s / t
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  rate: closed loop, achieved {}",
+                format_rate(rate.achieved_per_s)
+            );
+        }
+    }
+    out.push('\n');
+    out.push_str(&phase_table(&results.main, closed));
+    out.push('\n');
+    out.push_str(&accounting(&results.main));
+    if let Some(w) = &results.warmup {
+        let _ = writeln!(
+            out,
+            "\nwarm-up (excluded above): {} requests, response time p50 {} p99 {} max {}",
+            format_count(w.requests.intended),
+            fmt_at(&w.response_time, 50.0),
+            fmt_at(&w.response_time, 99.0),
+            format_ns(w.response_time.max_ns as f64),
+        );
+    }
+    if !results.warnings.is_empty() {
+        out.push('\n');
+        for w in &results.warnings {
+            let _ = writeln!(out, "WARNING: {w}");
+        }
+    }
+    out
+}
+
+fn fmt_at(s: &Summary, p: f64) -> String {
+    format_ns(s.at(p).unwrap_or(0) as f64)
+}
+
+/// The side-by-side table. In closed loop the "response time" equals service time by
+/// construction, so the column is labelled for what it is.
+pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
+    let mut out = String::new();
+    let first = if closed_loop {
+        "latency (CO-affected)"
+    } else {
+        "response time"
+    };
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>22} {:>14} {:>12}",
+        "", first, "service time", "send lag"
+    );
+    let rows: [(&str, f64); 8] = [
+        ("p50", 50.0),
+        ("p75", 75.0),
+        ("p90", 90.0),
+        ("p99", 99.0),
+        ("p99.9", 99.9),
+        ("p99.99", 99.99),
+        ("p99.999", 99.999),
+        ("max", 100.0),
+    ];
+    for (label, q) in rows {
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>22} {:>14} {:>12}",
+            label,
+            fmt_at(&p.response_time, q),
+            fmt_at(&p.service_time, q),
+            fmt_at(&p.send_lag, q)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>22} {:>14} {:>12}",
+        "mean",
+        format_ns(p.response_time.mean_ns),
+        format_ns(p.service_time.mean_ns),
+        format_ns(p.send_lag.mean_ns)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>22} {:>14} {:>12}",
+        "stdev",
+        format_ns(p.response_time.stdev_ns),
+        format_ns(p.service_time.stdev_ns),
+        format_ns(p.send_lag.stdev_ns)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>22} {:>14} {:>12}",
+        "samples",
+        format_count(p.response_time.count),
+        format_count(p.service_time.count),
+        format_count(p.send_lag.count)
+    );
+    out
+}
+
+/// Where every intended request went.
+pub fn accounting(p: &PhaseResults) -> String {
+    let r = &p.requests;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  requests: {} intended = {} completed + {} failed + {} unfinished ({} sent, {} never sent)",
+        format_count(r.intended),
+        format_count(r.completed),
+        format_count(r.failed),
+        format_count(r.in_flight_at_end),
+        format_count(r.sent_unanswered),
+        format_count(r.queued_unsent)
+    );
+    let s = &r.status;
+    let _ = writeln!(
+        out,
+        "  status:   1xx {}  2xx {}  3xx {}  4xx {}  5xx {}",
+        format_count(s.s1xx),
+        format_count(s.s2xx),
+        format_count(s.s3xx),
+        format_count(s.s4xx),
+        format_count(s.s5xx)
+    );
+    let e = &r.errors;
+    let _ = writeln!(
+        out,
+        "  errors:   connect {}  read {}  write {}  timeout {}  parse {}",
+        format_count(e.connect),
+        format_count(e.read),
+        format_count(e.write),
+        format_count(e.timeout),
+        format_count(e.parse)
+    );
+    let _ = writeln!(
+        out,
+        "  bytes:    {} written, {} read",
+        format_count(r.bytes_written),
+        format_count(r.bytes_read)
+    );
+    if r.in_flight_at_end > 0 {
+        let _ = writeln!(
+            out,
+            "  unfinished ages: p50 {} max {}",
+            fmt_at(&p.unfinished_age, 50.0),
+            format_ns(p.unfinished_age.max_ns as f64)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::results::*;
+    use candor_core::{new_histogram, Recorder};
+
+    fn results(mode: &str) -> RunResults {
+        let mut r = Recorder::new();
+        for i in 1..=1000u64 {
+            r.record(i * 1_000, 500, i * 500);
+        }
+        let requests = RequestCounts {
+            intended: 1001,
+            completed: 1000,
+            in_flight_at_end: 1,
+            sent_unanswered: 1,
+            ..Default::default()
+        };
+        RunResults {
+            schema_version: SCHEMA_VERSION,
+            candor_version: "0.0.0".into(),
+            kind: "run".into(),
+            mode: mode.into(),
+            target: "http://127.0.0.1:9/".into(),
+            command_line: vec![],
+            start_time_unix_s: 0.0,
+            environment: Environment::default(),
+            config: serde_json::json!({"threads": 2, "connections": 8}),
+            main: PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
+            warmup: None,
+            intervals: vec![],
+            extra: vec![],
+            warnings: vec!["something to know".into()],
+        }
+    }
+
+    #[test]
+    fn open_loop_report_has_all_rows_and_accounting() {
+        let text = render(&results("open-loop"));
+        for needle in [
+            "response time",
+            "service time",
+            "send lag",
+            "p99.999",
+            "max",
+            "stdev",
+            "1,001 intended = 1,000 completed + 0 failed + 1 unfinished",
+            "target 1.00k/s",
+            "WARNING: something to know",
+            "2 threads, 8 connections",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+        // Max of the response column is 1 ms (the largest recorded value).
+        let max_line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("max"))
+            .unwrap();
+        assert!(max_line.contains("1.000ms"), "{max_line}");
+    }
+
+    #[test]
+    fn closed_loop_labels_the_latency_honestly() {
+        let text = render(&results("closed-loop"));
+        assert!(text.contains("latency (CO-affected)"));
+    }
+}

@@ -23,7 +23,13 @@ pub enum ArrivalArg {
 pub struct LoadArgs {
     /// Total intended requests per second across all threads (k and M suffixes accepted), or
     /// "max" for a closed loop where each connection sends as soon as its previous response arrives.
-    #[arg(short = 'R', long = "rate", default_value = "1k", value_name = "RATE")]
+    #[arg(
+        short = 'R',
+        long = "rate",
+        default_value = "1k",
+        value_name = "RATE",
+        allow_hyphen_values = true
+    )]
     pub rate: String,
     /// Number of connections kept open to the target (at least one per thread).
     #[arg(short = 'c', long, default_value_t = 16)]

@@ -1,0 +1,122 @@
+//! Helpers shared by the end-to-end tests: the real `candor` binary, a `candor serve` process on
+//! a loopback port it chose itself, and one lock so that timing-sensitive runs do not overlap on
+//! a 2-core machine.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs tests one at a time even when the harness runs them on several threads.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn candor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_candor"))
+}
+
+/// A `candor serve` child process, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub url: String,
+}
+
+impl Server {
+    pub fn start(args: &[&str]) -> Server {
+        let mut child = candor()
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn candor serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read serve banner");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in serve banner {line:?}"))
+            .trim_end_matches(',')
+            .to_string();
+        Server { child, url }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `candor run ARGS --json FILE` and returns the parsed JSON and the process output.
+pub fn run_json(args: &[&str]) -> (serde_json::Value, Output) {
+    let dir = std::env::temp_dir().join(format!("candor-e2e-{}-{}", std::process::id(), unique()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("out.json");
+    let out = candor()
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--json"])
+        .arg(&path)
+        .output()
+        .expect("run candor");
+    assert!(
+        out.status.success(),
+        "candor run failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = std::fs::read_to_string(&path).expect("json written");
+    let _ = std::fs::remove_dir_all(&dir);
+    (serde_json::from_str(&text).expect("valid json"), out)
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Value in ns at percentile `p` of measure `m` ("response_time", ...).
+pub fn pct(v: &serde_json::Value, m: &str, p: f64) -> f64 {
+    v[m]["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| (e["percentile"].as_f64().unwrap() - p).abs() < 1e-9)
+        .unwrap_or_else(|| panic!("no p{p} in {m}"))["value_ns"]
+        .as_f64()
+        .unwrap()
+}
+
+pub fn req(v: &serde_json::Value, k: &str) -> u64 {
+    v["requests"][k].as_u64().unwrap()
+}
+
+/// intended = completed + failed + unfinished, and failures = sum of classes.
+pub fn assert_balanced(v: &serde_json::Value) {
+    let r = &v["requests"];
+    let e = &r["errors"];
+    let errors: u64 = ["connect", "read", "write", "timeout", "parse"]
+        .iter()
+        .map(|k| e[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        req(v, "failed"),
+        errors,
+        "failures by class must add up: {r}"
+    );
+    assert_eq!(
+        req(v, "intended"),
+        req(v, "completed") + req(v, "failed") + req(v, "in_flight_at_end"),
+        "a request vanished from the accounting: {r}"
+    );
+}

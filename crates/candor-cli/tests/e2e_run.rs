@@ -1,0 +1,312 @@
+//! End-to-end tests of `candor run` against `candor serve`: truth on a stalling server, the
+//! generator's own floor, the closed-loop lie, faults, timeouts and bad input.
+
+mod common;
+use common::*;
+
+const MS: f64 = 1e6;
+
+/// (a) A 0.5 s stall every 2 s, measured for 8 s (four whole periods). Over whole periods the
+/// stalled intended times form exactly f = S/P = 0.25 of the window whatever the phase, each
+/// waiting uniformly (0, S] (docs/truth.md, section 1): p90 = S(1 - 0.1/f) = 300 ms,
+/// p99 = 480 ms, p99.9 = 498 ms, max = 500 ms; below p75 the value is the plain service time.
+#[test]
+fn stall_response_time_matches_the_analytic_truth() {
+    let _g = serial();
+    let server = Server::start(&["--stall-every", "2s", "--stall-for", "500ms"]);
+    let (v, _) = run_json(&[
+        "-R",
+        "1000",
+        "-c",
+        "16",
+        "-t",
+        "2",
+        "-d",
+        "8s",
+        "-T",
+        "3s",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(
+        req(&v, "intended"),
+        8000,
+        "constant 1000/s for 8 s is exactly 8000 intended sends"
+    );
+    assert_eq!(req(&v, "completed"), 8000);
+    // Tolerance: at the end of each stall R*S = 500 requests are due at once and drain through the
+    // server (>= 25k/s even on a busy 2-core machine: <= 20 ms); scheduler noise on a shared
+    // machine adds up to ~20 ms. So 40 ms absolute on the stalled percentiles.
+    let tol = 40.0 * MS;
+    for (p, truth) in [
+        (90.0, 300.0 * MS),
+        (99.0, 480.0 * MS),
+        (99.9, 498.0 * MS),
+        (100.0, 500.0 * MS),
+    ] {
+        let got = pct(&v, "response_time", p);
+        eprintln!(
+            "p{p:<6} truth {:>8.1} ms  measured {:>8.1} ms",
+            truth / MS,
+            got / MS
+        );
+        assert!(
+            (got - truth).abs() <= tol,
+            "response time p{p}: measured {:.1} ms, truth {:.1} ms",
+            got / MS,
+            truth / MS
+        );
+    }
+    // Below the stalled fraction (p50 < 1 - f) the truth is the service time, tens of microseconds.
+    assert!(
+        pct(&v, "response_time", 50.0) < 5.0 * MS,
+        "p50 {}",
+        pct(&v, "response_time", 50.0)
+    );
+    // Service time stays small: only the <= 16 requests in flight as a stall begins (0.2%) see it.
+    assert!(
+        pct(&v, "service_time", 90.0) < 5.0 * MS,
+        "service p90 {}",
+        pct(&v, "service_time", 90.0)
+    );
+    let mean = v["response_time"]["mean_ns"].as_f64().unwrap();
+    // Truth mean = f * S / 2 = 62.5 ms (+ drain effects, < 10 ms on average).
+    assert!(
+        (mean - 62.5 * MS).abs() < 15.0 * MS,
+        "mean {:.1} ms",
+        mean / MS
+    );
+}
+
+/// (b) Test the tester: against an instant server both measures are small and close together,
+/// because sends leave on time (spin-paced); wrk2's millisecond timers would put ~1 ms between them.
+#[test]
+fn instant_server_response_and_service_time_agree() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let (v, _) = run_json(&["-R", "2k", "-c", "8", "-t", "1", "-d", "3s", &server.url]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 6000);
+    let resp = pct(&v, "response_time", 50.0);
+    let serv = pct(&v, "service_time", 50.0);
+    let lag = pct(&v, "send_lag", 50.0);
+    // Loopback service time is tens of microseconds; 1 ms leaves room for a loaded CI machine.
+    assert!(resp < 1.0 * MS, "response p50 {resp}");
+    // The gap is the send lag: microseconds when pacing works. 100 us is 10x the expected value
+    // and 10x below what a millisecond timer would produce.
+    assert!(
+        resp - serv < 100_000.0,
+        "response p50 {resp} vs service p50 {serv}"
+    );
+    assert!(lag < 50_000.0, "send lag p50 {lag}");
+}
+
+/// (c) A closed loop on the stalling server reproduces the coordinated-omission lie: only the
+/// few requests in flight when a stall starts see it, so p90 reads like a healthy server although
+/// the truth (f = 0.25) is p90 = 300 ms.
+#[test]
+fn closed_loop_reproduces_the_coordinated_omission_lie() {
+    let _g = serial();
+    let server = Server::start(&["--stall-every", "2s", "--stall-for", "500ms"]);
+    let (v, out) = run_json(&[
+        "-R",
+        "max",
+        "-c",
+        "10",
+        "-t",
+        "1",
+        "-d",
+        "4s",
+        "-T",
+        "3s",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(v["mode"], "closed-loop");
+    let p90 = pct(&v, "response_time", 90.0);
+    let max = pct(&v, "response_time", 100.0);
+    assert!(
+        p90 < 10.0 * MS,
+        "closed-loop p90 {p90} should look healthy (that is the lie)"
+    );
+    assert!(max > 400.0 * MS, "closed loop still saw a stall: max {max}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("coordinated omission"),
+        "the report must say so:\n{text}"
+    );
+}
+
+#[test]
+fn faults_are_counted_and_the_run_goes_on() {
+    let _g = serial();
+    for (kind, class) in [
+        ("reset", "read"),
+        ("close-mid-response", "read"),
+        ("garbage", "parse"),
+        ("close", "read"),
+    ] {
+        let server = Server::start(&["--fault", kind, "--fault-every", "10"]);
+        let (v, _) = run_json(&["-R", "500", "-c", "4", "-t", "1", "-d", "2s", &server.url]);
+        assert_balanced(&v);
+        let intended = req(&v, "intended");
+        let failed = v["requests"]["errors"][class].as_u64().unwrap();
+        assert_eq!(intended, 1000, "{kind}");
+        // Every 10th request misbehaves: ~100 failures of the expected class (loose: reconnects
+        // shift which request is the 10th on the server side).
+        assert!(
+            (50..=200).contains(&failed),
+            "{kind}: {failed} {class} errors of {intended}"
+        );
+        assert!(req(&v, "completed") >= 800, "{kind}: the rest completed");
+    }
+}
+
+#[test]
+fn timeouts_fail_the_request_and_record_its_age() {
+    let _g = serial();
+    let server = Server::start(&["--delay", "300ms"]);
+    let (v, _) = run_json(&[
+        "-R",
+        "20",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "2s",
+        "-T",
+        "100ms",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    let timeouts = v["requests"]["errors"]["timeout"].as_u64().unwrap();
+    assert!(
+        timeouts >= 30,
+        "40 intended, each takes 300 ms > 100 ms timeout: {timeouts} timeouts"
+    );
+    assert_eq!(req(&v, "completed"), 0);
+    // A timed-out request's response time is its age when it timed out: at least the timeout.
+    assert!(pct(&v, "response_time", 50.0) >= 100.0 * MS);
+}
+
+#[test]
+fn warmup_is_reported_separately() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let (v, _) = run_json(&[
+        "-R",
+        "500",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--warmup",
+        "1s",
+        &server.url,
+    ]);
+    assert_eq!(req(&v, "intended"), 500);
+    assert_eq!(v["warmup"]["requests"]["intended"].as_u64().unwrap(), 500);
+    assert!(v["intervals"].as_array().unwrap().len() >= 2);
+    assert!(v["intervals"][0]["warmup"].as_bool().unwrap());
+}
+
+#[test]
+fn json_contract_fields() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let (v, _) = run_json(&[
+        "-R",
+        "200",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--arrival",
+        "poisson",
+        "--seed",
+        "3",
+        &server.url,
+    ]);
+    for m in ["response_time", "service_time", "send_lag"] {
+        for k in [
+            "count",
+            "min_ns",
+            "max_ns",
+            "mean_ns",
+            "stdev_ns",
+            "percentiles",
+        ] {
+            assert!(v[m].get(k).is_some(), "{m}.{k} missing");
+        }
+        let ps: Vec<f64> = v[m]["percentiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["percentile"].as_f64().unwrap())
+            .collect();
+        assert_eq!(ps, vec![50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0]);
+    }
+    for k in [
+        "intended",
+        "completed",
+        "in_flight_at_end",
+        "errors",
+        "status",
+    ] {
+        assert!(v["requests"].get(k).is_some(), "requests.{k} missing");
+    }
+    assert!(v["rate"]["target_per_s"].as_f64().unwrap() == 200.0);
+    assert!(v["rate"]["achieved_per_s"].as_f64().is_some());
+    assert!(v["duration_s"].as_f64().is_some());
+    assert!(v["candor_version"].as_str().is_some());
+    assert_eq!(v["config"]["arrival"], "poisson");
+    // A Poisson count over 1 s at 200/s has sd ~14; 200 +- 70 is 5 sd.
+    let n = req(&v, "intended") as i64;
+    assert!((n - 200).abs() < 70, "poisson intended {n}");
+}
+
+fn assert_clean_error(args: &[&str], needle: &str) {
+    let out = candor().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert!(
+        err.to_lowercase().contains(needle),
+        "{args:?}: expected {needle:?} in {err:?}"
+    );
+    assert!(
+        err.trim().lines().count() <= 3,
+        "{args:?}: error should be short: {err}"
+    );
+}
+
+#[test]
+fn bad_input_gives_one_clear_line() {
+    // A port nobody listens on: bind then drop to get a free one.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = format!("http://127.0.0.1:{port}/");
+    assert_clean_error(&["run", "not-a-url"], "invalid url");
+    assert_clean_error(&["run", "ftp://127.0.0.1/"], "unsupported scheme");
+    assert_clean_error(&["run", "http://no-such-host.invalid/"], "cannot resolve");
+    assert_clean_error(&["run", "-d", "1s", &refused], "cannot connect");
+    assert_clean_error(&["run", "-R", "0", &refused], "rate must be positive");
+    assert_clean_error(&["run", "-R", "-5", &refused], "rate");
+    assert_clean_error(
+        &["run", "-c", "1", "-t", "2", &refused],
+        "at least the number of threads",
+    );
+    assert_clean_error(&["run", "-d", "ten seconds", &refused], "invalid duration");
+    assert_clean_error(
+        &["run", "--body-file", "/no/such/file", &refused],
+        "no such file",
+    );
+}

@@ -6,3 +6,7 @@ pub mod codec;
 pub mod hlog;
 pub mod hgrm;
 pub mod javafmt;
+pub mod merge;
+pub mod synthetic;
+pub mod compare;
+pub mod html;

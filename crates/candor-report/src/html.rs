@@ -1,0 +1,398 @@
+//! The HTML report: one self-contained page (uPlot inlined, no network) with the percentile
+//! spectrum, latency and throughput over time, summary tables, environment and configuration of
+//! one or several runs, overlaid with a legend so systems and loads can be compared.
+
+use candor_core::hist::{value_at, HistCodecError};
+use candor_core::results::RunResults;
+use candor_core::units::{format_count, format_rate};
+use candor_core::{Histo, Summary};
+use serde_json::json;
+
+const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../../vendor/uplot/uPlot.min.css");
+const PAGE_JS: &str = include_str!("html_report.js");
+const PAGE_CSS: &str = include_str!("html_report.css");
+/// Runs before anything else so that any script error, even in the library, is recorded on the
+/// page where automated checks (and people with devtools closed) can see it.
+const ERROR_CAPTURE: &str = "<script>window.__candorErrors=[];addEventListener('error',function(e){__candorErrors.push(String(e.message));document.documentElement.setAttribute('data-js-error',__candorErrors.join(' | '))});</script>";
+
+/// Run colours, chosen to stay distinguishable for common colour-vision deficiencies.
+const PALETTE: [&str; 8] = ["#1f6fb2", "#d1495b", "#2a9d5c", "#8e5cc2", "#e08a1e", "#3b8ea5", "#7a7a7a", "#b5651d"];
+
+/// A service-level objective drawn on the spectrum and checked in a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    pub label: String,
+    /// 0..=100 (100 = max).
+    pub percentile: f64,
+    pub threshold_ns: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HtmlOptions {
+    /// Page title; a default naming the runs when `None`.
+    pub title: Option<String>,
+    pub slos: Vec<Slo>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{label}: {what} histogram is not valid: {source}")]
+pub struct HtmlError {
+    pub label: String,
+    pub what: String,
+    #[source]
+    pub source: HistCodecError,
+}
+
+/// Auto-scaled latency with the proper micro sign for a typeset page.
+fn format_ns(ns: f64) -> String {
+    let s = candor_core::units::format_ns(ns);
+    match s.strip_suffix("us") {
+        Some(v) => format!("{v}\u{b5}s"),
+        None => s,
+    }
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+/// Points per decade of the 1/(1-p) axis: 40 keeps curves smooth and puts a point exactly on
+/// every labelled tick (90%, 99%, ...).
+const PER_DECADE: u32 = 40;
+
+fn spectrum(h: &Histo, xs: &[f64]) -> Vec<Option<u64>> {
+    let n = h.len() as f64;
+    xs.iter()
+        .map(|&x| {
+            // Beyond 1/(1-p) = count the percentile is not resolved by the data: stop the curve.
+            if h.is_empty() || x > n * 1.0000001 {
+                None
+            } else {
+                let p = 100.0 * (1.0 - 1.0 / x);
+                Some(value_at(h, p))
+            }
+        })
+        .collect()
+}
+
+fn summary_row(s: &Summary) -> String {
+    let mut cells = String::new();
+    for p in [50.0, 90.0, 99.0, 99.9, 99.99] {
+        let v = s.at(p).map_or("–".to_string(), |v| format_ns(v as f64));
+        let resolved = (s.count as f64) * (1.0 - p / 100.0) >= 1.0;
+        if resolved {
+            cells.push_str(&format!("<td>{v}</td>"));
+        } else {
+            cells.push_str(&format!("<td class=\"dim\" title=\"fewer than one sample above this percentile\">{v}</td>"));
+        }
+    }
+    cells.push_str(&format!("<td>{}</td>", format_ns(s.max_ns as f64)));
+    cells.push_str(&format!("<td>{}</td><td>{}</td>", format_ns(s.mean_ns), format_ns(s.stdev_ns)));
+    cells
+}
+
+fn kv_table(rows: &[(String, String)]) -> String {
+    let mut t = String::from("<table class=\"kv\">");
+    for (k, v) in rows {
+        t.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v)));
+    }
+    t.push_str("</table>");
+    t
+}
+
+fn config_rows(v: &serde_json::Value, prefix: &str, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                config_rows(v, &key, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        serde_json::Value::Null => out.push((prefix.to_string(), "—".into())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// Seconds since the epoch as `2026-01-01 00:00:00 UTC`.
+fn utc(unix_s: f64) -> String {
+    let d = crate::hlog::java_date_utc((unix_s * 1000.0).round() as i64);
+    // "Thu Jan 01 00:00:00 UTC 1970" -> reorder to ISO-like date for a report.
+    let parts: Vec<&str> = d.split(' ').collect();
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    if parts.len() == 6 {
+        let m = MONTHS.iter().position(|m| *m == parts[1]).map_or(0, |i| i + 1);
+        format!("{}-{:02}-{} {} UTC", parts[5], m, parts[2], parts[3])
+    } else {
+        d
+    }
+}
+
+/// Writes the report page for `runs` (label, results). Pure: the same input gives the same bytes.
+pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Result<String, HtmlError> {
+    let mut decoded = Vec::with_capacity(runs.len());
+    for (label, r) in runs {
+        let rec = r.main.histograms.decode().map_err(|source| HtmlError {
+            label: label.clone(),
+            what: "main".into(),
+            source,
+        })?;
+        decoded.push(rec);
+    }
+    let max_count = decoded.iter().map(|d| d.response.len().max(d.service.len())).max().unwrap_or(1).max(10);
+    let decades = (max_count as f64).log10().ceil().max(1.0) as u32;
+    let xs: Vec<f64> = (0..=decades * PER_DECADE).map(|i| 10f64.powf(i as f64 / PER_DECADE as f64)).collect();
+
+    let mut js_runs = Vec::new();
+    for (i, ((label, r), rec)) in runs.iter().zip(&decoded).enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let ivs = &r.intervals;
+        let t: Vec<f64> = ivs.iter().map(|iv| iv.start_s + iv.length_s).collect();
+        let nz = |v: u64, c: u64| if c == 0 { None } else { Some(v) };
+        let warmup_end = ivs.iter().filter(|iv| iv.warmup).map(|iv| iv.start_s + iv.length_s).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+        js_runs.push(json!({
+            "label": label,
+            "color": color,
+            "count": rec.response.len(),
+            "spectrum": {
+                "response": spectrum(&rec.response, &xs),
+                "service": spectrum(&rec.service, &xs),
+                "max_response": rec.response.max(),
+            },
+            "time": {
+                "t": t,
+                "p50": ivs.iter().map(|iv| nz(iv.response_time.p50_ns, iv.response_time.count)).collect::<Vec<_>>(),
+                "p99": ivs.iter().map(|iv| nz(iv.response_time.p99_ns, iv.response_time.count)).collect::<Vec<_>>(),
+                "p999": ivs.iter().map(|iv| nz(iv.response_time.p999_ns, iv.response_time.count)).collect::<Vec<_>>(),
+                "max": ivs.iter().map(|iv| nz(iv.response_time.max_ns, iv.response_time.count)).collect::<Vec<_>>(),
+                "svc_p99": ivs.iter().map(|iv| nz(iv.service_time.p99_ns, iv.service_time.count)).collect::<Vec<_>>(),
+                "rate": ivs.iter().map(|iv| if iv.length_s > 0.0 { iv.completed as f64 / iv.length_s } else { 0.0 }).collect::<Vec<_>>(),
+                "failed": ivs.iter().map(|iv| iv.failed).collect::<Vec<_>>(),
+                "target": r.main.rate.target_per_s,
+                "warmup_end": warmup_end,
+            },
+        }));
+    }
+    let data = json!({
+        "xs": xs,
+        "runs": js_runs,
+        "slos": options.slos.iter().map(|s| json!({"label": s.label, "percentile": s.percentile, "threshold_ns": s.threshold_ns})).collect::<Vec<_>>(),
+    });
+    // `</` inside a script element would end it early.
+    let data_text = data.to_string().replace("</", "<\\/");
+
+    let title = options.title.clone().unwrap_or_else(|| {
+        if runs.len() == 1 {
+            format!("Latency report: {}", runs[0].0)
+        } else {
+            format!("Latency comparison of {} runs", runs.len())
+        }
+    });
+
+    let mut body = String::new();
+    body.push_str(&format!("<header><div class=\"brand\">candor</div><h1>{}</h1>", esc(&title)));
+    let first = &runs.first().map(|(_, r)| r);
+    if let Some(r) = first {
+        body.push_str(&format!(
+            "<p class=\"sub\">{} · started {} · {}</p>",
+            esc(&r.target),
+            utc(r.start_time_unix_s),
+            if runs.len() == 1 { esc(&r.mode) } else { format!("{} runs overlaid", runs.len()) }
+        ));
+    }
+    body.push_str("</header>");
+
+    // Headline cards for each run.
+    body.push_str("<section class=\"cards\">");
+    for (i, ((label, r), rec)) in runs.iter().zip(&decoded).enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let target = r.main.rate.target_per_s.map_or("closed loop".to_string(), |t| format!("target {}", format_rate(t)));
+        body.push_str(&format!(
+            "<div class=\"card\" style=\"border-top-color:{color}\"><div class=\"card-label\"><span class=\"swatch\" style=\"background:{color}\"></span>{}</div>\
+             <div class=\"metrics\"><div><span class=\"k\">p50</span><span class=\"v\">{}</span></div>\
+             <div><span class=\"k\">p99</span><span class=\"v\">{}</span></div>\
+             <div><span class=\"k\">p99.9</span><span class=\"v\">{}</span></div>\
+             <div><span class=\"k\">max</span><span class=\"v\">{}</span></div></div>\
+             <div class=\"card-foot\">{} requests · achieved {} ({}) · {} failed · {}s measured</div></div>",
+            esc(label),
+            format_ns(value_at(&rec.response, 50.0) as f64),
+            format_ns(value_at(&rec.response, 99.0) as f64),
+            format_ns(value_at(&rec.response, 99.9) as f64),
+            format_ns(value_at(&rec.response, 100.0) as f64),
+            format_count(r.main.requests.completed),
+            format_rate(r.main.rate.achieved_per_s),
+            esc(&target),
+            format_count(r.main.requests.failed),
+            crate::javafmt::fixed(r.main.duration_s, 1),
+        ));
+    }
+    body.push_str("</section>");
+
+    let warnings: Vec<(String, String)> =
+        runs.iter().flat_map(|(l, r)| r.warnings.iter().map(move |w| (l.clone(), w.clone()))).collect();
+    if !warnings.is_empty() {
+        body.push_str("<section class=\"warn\"><h2>Warnings</h2><ul>");
+        for (l, w) in warnings {
+            body.push_str(&format!("<li><b>{}</b>: {}</li>", esc(&l), esc(&w)));
+        }
+        body.push_str("</ul></section>");
+    }
+
+    body.push_str(
+        "<section><h2>Percentile spectrum</h2><p class=\"note\">Latency at each percentile, on the classic \
+         1/(1−p) axis so the tail gets the room it deserves. Solid: response time (from the intended send \
+         time, what users wait). Dashed: service time (from the actual send). A gap between them is \
+         queueing the server caused.</p><div class=\"chart\" id=\"spectrum\"></div></section>",
+    );
+
+    if !options.slos.is_empty() {
+        body.push_str("<section><h2>Service-level objectives</h2><table class=\"grid\"><thead><tr><th>Objective</th>");
+        for (l, _) in runs {
+            body.push_str(&format!("<th>{}</th>", esc(l)));
+        }
+        body.push_str("</tr></thead><tbody>");
+        for s in &options.slos {
+            body.push_str(&format!(
+                "<tr><th>{}: p{} ≤ {}</th>",
+                esc(&s.label),
+                format!("{}", s.percentile).trim_end_matches(".0"),
+                format_ns(s.threshold_ns as f64)
+            ));
+            for rec in &decoded {
+                let v = value_at(&rec.response, s.percentile);
+                let ok = v <= s.threshold_ns;
+                body.push_str(&format!(
+                    "<td class=\"{}\">{} {}</td>",
+                    if ok { "pass" } else { "fail" },
+                    format_ns(v as f64),
+                    if ok { "✓ met" } else { "✗ missed" }
+                ));
+            }
+            body.push_str("</tr>");
+        }
+        body.push_str("</tbody></table></section>");
+    }
+
+    body.push_str("<section><h2>Summary</h2>");
+    for (title, pick) in [("Response time", 0usize), ("Service time", 1), ("Send lag", 2)] {
+        body.push_str(&format!(
+            "<h3>{title}</h3><table class=\"grid num\"><thead><tr><th>Run</th><th>count</th><th>p50</th><th>p90</th>\
+             <th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>stdev</th></tr></thead><tbody>"
+        ));
+        for (i, (label, r)) in runs.iter().enumerate() {
+            let s = match pick {
+                0 => &r.main.response_time,
+                1 => &r.main.service_time,
+                _ => &r.main.send_lag,
+            };
+            body.push_str(&format!(
+                "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{}</td>{}</tr>",
+                PALETTE[i % PALETTE.len()],
+                esc(label),
+                format_count(s.count),
+                summary_row(s)
+            ));
+        }
+        body.push_str("</tbody></table>");
+    }
+    body.push_str(
+        "<h3>Requests</h3><table class=\"grid num\"><thead><tr><th>Run</th><th>intended</th><th>completed</th>\
+         <th>failed</th><th>unfinished at end</th><th>failures by class</th><th>status classes</th>\
+         <th>target rate</th><th>achieved</th></tr></thead><tbody>",
+    );
+    for (i, (label, r)) in runs.iter().enumerate() {
+        let q = &r.main.requests;
+        let classes = |pairs: &[(&str, u64)]| {
+            let parts: Vec<String> =
+                pairs.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {}", format_count(*n))).collect();
+            if parts.is_empty() { "—".to_string() } else { parts.join(", ") }
+        };
+        let e = &q.errors;
+        let st = &q.status;
+        body.push_str(&format!(
+            "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            PALETTE[i % PALETTE.len()],
+            esc(label),
+            format_count(q.intended),
+            format_count(q.completed),
+            format_count(q.failed),
+            format_count(q.in_flight_at_end),
+            classes(&[("connect", e.connect), ("read", e.read), ("write", e.write), ("timeout", e.timeout), ("parse", e.parse)]),
+            classes(&[("1xx", st.s1xx), ("2xx", st.s2xx), ("3xx", st.s3xx), ("4xx", st.s4xx), ("5xx", st.s5xx)]),
+            r.main.rate.target_per_s.map_or("closed loop".into(), format_rate),
+            format_rate(r.main.rate.achieved_per_s),
+        ));
+    }
+    body.push_str("</tbody></table></section>");
+
+    body.push_str("<section><h2>Over time</h2><p class=\"note\">Per interval, by completion time. The shaded band is the warm-up, excluded from every summary.</p>");
+    for (i, (label, _)) in runs.iter().enumerate() {
+        body.push_str(&format!(
+            "<h3><span class=\"swatch\" style=\"background:{}\"></span>{}</h3><div class=\"chart\" id=\"lat-{i}\"></div><div class=\"chart short\" id=\"rate-{i}\"></div>",
+            PALETTE[i % PALETTE.len()],
+            esc(label)
+        ));
+    }
+    body.push_str("</section>");
+
+    body.push_str("<section><h2>Environment and configuration</h2><div class=\"envs\">");
+    for (label, r) in runs {
+        let e = &r.environment;
+        let mut rows = vec![
+            ("kind".to_string(), format!("{} ({})", r.kind, r.mode)),
+            ("target".into(), r.target.clone()),
+            ("start time".into(), utc(r.start_time_unix_s)),
+            ("candor version".into(), r.candor_version.clone()),
+            ("command line".into(), if r.command_line.is_empty() { "—".into() } else { r.command_line.join(" ") }),
+            ("CPU".into(), if e.cpu_model.is_empty() { "unknown".into() } else { e.cpu_model.clone() }),
+            ("cores".into(), e.cores.to_string()),
+            ("kernel".into(), if e.kernel.is_empty() { "unknown".into() } else { e.kernel.clone() }),
+            ("host".into(), if e.hostname.is_empty() { "unknown".into() } else { e.hostname.clone() }),
+            ("schema".into(), r.schema_version.to_string()),
+        ];
+        config_rows(&r.config, "config", &mut rows);
+        body.push_str(&format!("<div class=\"env\"><h3>{}</h3>{}</div>", esc(label), kv_table(&rows)));
+    }
+    body.push_str("</div></section>");
+    body.push_str(&format!(
+        "<footer>Generated by candor {} from {} result file{}. Percentiles come from full HdrHistograms \
+         (3 significant digits); merged runs add histograms, never average percentiles. \
+         Charts: uPlot (MIT).</footer>",
+        env!("CARGO_PKG_VERSION"),
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    ));
+
+    Ok(format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title>\n{}\n<style>{}</style>\n<style>{}</style>\n</head><body>\n{}\n\
+         <script type=\"application/json\" id=\"candor-data\">{}</script>\n<script>{}</script>\n<script>{}</script>\n</body></html>\n",
+        esc(&title),
+        ERROR_CAPTURE,
+        UPLOT_CSS,
+        PAGE_CSS,
+        body,
+        data_text,
+        UPLOT_JS,
+        PAGE_JS
+    ))
+}
+
+/// The page without the vendored library, for snapshot tests that should not churn when uPlot is
+/// upgraded.
+pub fn strip_vendored(page: &str) -> String {
+    page.replace(UPLOT_JS, "/* uPlot */").replace(UPLOT_CSS, "/* uPlot css */")
+}

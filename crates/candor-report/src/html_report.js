@@ -1,0 +1,270 @@
+// candor report charts (uPlot). Reads the JSON data block, draws every chart, then marks the page
+// with data-charts-drawn / data-charts-expected so automated checks know the charts really drew.
+(function () {
+  "use strict";
+  var root = document.documentElement;
+  function fail(msg) {
+    window.__candorErrors = window.__candorErrors || [];
+    window.__candorErrors.push(String(msg));
+    root.setAttribute("data-js-error", window.__candorErrors.join(" | "));
+  }
+  var D;
+  try {
+    D = JSON.parse(document.getElementById("candor-data").textContent);
+  } catch (e) {
+    fail("report data: " + e);
+    return;
+  }
+
+  function trim(s) {
+    return s.indexOf(".") >= 0 ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
+  }
+  var UNITS = [[1e9, "s"], [1e6, "ms"], [1e3, "\u00b5s"], [1, "ns"]];
+  function unitFor(v) {
+    var a = Math.abs(v);
+    for (var i = 0; i < UNITS.length; i++) if (a >= UNITS[i][0]) return UNITS[i];
+    return UNITS[UNITS.length - 1];
+  }
+  // Axis ticks: short, trailing zeros dropped ("2 ms", "500 µs").
+  function fmtAxis(v) {
+    if (v == null) return "";
+    var u = unitFor(v), x = v / u[0];
+    return trim(x.toFixed(x >= 100 ? 0 : x >= 10 ? 1 : 2)) + " " + u[1];
+  }
+  // Values: four significant figures.
+  function fmtNs(v) {
+    if (v == null) return "\u2014";
+    var u = unitFor(v), x = v / u[0];
+    if (u[1] === "ns") return Math.round(v) + " ns";
+    return x.toFixed(x >= 100 ? 1 : x >= 10 ? 2 : 3) + " " + u[1];
+  }
+  function fmtRate(v) {
+    if (v == null) return "";
+    if (v >= 1e6) return trim((v / 1e6).toFixed(2)) + "M";
+    if (v >= 1e3) return trim((v / 1e3).toFixed(2)) + "k";
+    return trim(v.toFixed(1));
+  }
+  // x on the 1/(1-p) axis to a percentile label: 10 -> 90%, 1000 -> 99.9%.
+  function pctLabel(x) {
+    if (x == null) return "\u2014";
+    var k = Math.log10(x);
+    if (Math.abs(k - Math.round(k)) < 1e-9) {
+      k = Math.round(k);
+      if (k === 0) return "0%";
+      if (k === 1) return "90%";
+      return "99" + (k > 2 ? "." + "9".repeat(k - 2) : "") + "%";
+    }
+    var p = 100 * (1 - 1 / x);
+    var d = Math.max(0, Math.ceil(k) - 1);
+    return trim(p.toFixed(d)) + "%";
+  }
+  function decadeSplits(min, max) {
+    var out = [];
+    for (var e = Math.floor(Math.log10(min) + 1e-9); Math.pow(10, e) <= max * (1 + 1e-9); e++) {
+      var v = Math.pow(10, e);
+      if (v >= min * (1 - 1e-9)) out.push(v);
+    }
+    return out;
+  }
+  // 1-2-5 ticks per decade when the range is narrow, decades only when it is wide.
+  function logSplits(u, axisIdx, min, max) {
+    var decades = Math.log10(max / min);
+    var mult = decades > 4 ? [1] : decades > 2 ? [1, 3] : [1, 2, 5];
+    var out = [];
+    for (var e = Math.floor(Math.log10(min)) - 1; Math.pow(10, e) <= max; e++) {
+      for (var i = 0; i < mult.length; i++) {
+        var v = mult[i] * Math.pow(10, e);
+        if (v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9)) out.push(v);
+      }
+    }
+    return out;
+  }
+  function logRange(u, min, max) {
+    if (min == null || max == null || !(min > 0)) return [1, 10];
+    return [Math.pow(10, Math.floor(Math.log10(min))), Math.pow(10, Math.ceil(Math.log10(max)))];
+  }
+  function widthOf(el) {
+    return Math.max(320, el.clientWidth - 18);
+  }
+  var AXIS = { stroke: "#5b6575", grid: { stroke: "#eceff3", width: 1 }, ticks: { stroke: "#d5dae2", width: 1 }, font: "12px sans-serif", labelFont: "600 12px sans-serif" };
+  function axis(extra) {
+    var a = {};
+    for (var k in AXIS) a[k] = AXIS[k];
+    for (var k2 in extra) a[k2] = extra[k2];
+    return a;
+  }
+
+  var charts = [];
+  var expected = 0;
+
+  function make(el, opts, data) {
+    expected++;
+    opts.width = widthOf(el);
+    var u = new uPlot(opts, data, el);
+    charts.push(u);
+    return u;
+  }
+
+  // ---- percentile spectrum ----
+  function spectrum() {
+    var el = document.getElementById("spectrum");
+    if (!el) return;
+    var xs = D.xs;
+    var data = [xs];
+    var series = [{ label: "percentile", value: function (u, v) { return pctLabel(v); } }];
+    D.runs.forEach(function (r) {
+      data.push(r.spectrum.response);
+      series.push({ label: r.label + " \u00b7 response", stroke: r.color, width: 2.25, value: function (u, v) { return fmtNs(v); }, points: { show: false } });
+      data.push(r.spectrum.service);
+      series.push({ label: r.label + " \u00b7 service", stroke: r.color, width: 1.5, dash: [7, 5], value: function (u, v) { return fmtNs(v); }, points: { show: false } });
+    });
+    var maxX = xs[xs.length - 1];
+    var opts = {
+      height: 430,
+      scales: {
+        x: { time: false, distr: 3, log: 10, range: [1, maxX] },
+        y: { distr: 3, log: 10, range: logRange },
+      },
+      axes: [
+        axis({ label: "percentile (log of 1/(1\u2212p))", splits: function () { return decadeSplits(1, maxX); }, values: function (u, s) { return s.map(pctLabel); } }),
+        axis({ label: "latency", size: 78, splits: logSplits, values: function (u, s) { return s.map(fmtAxis); } }),
+      ],
+      series: series,
+      cursor: { drag: { x: true, y: false } },
+      hooks: { draw: [drawSlos] },
+    };
+    make(el, opts, data);
+  }
+
+  function drawSlos(u) {
+    if (!D.slos || !D.slos.length) return;
+    var ctx = u.ctx;
+    ctx.save();
+    D.slos.forEach(function (s) {
+      var p = Math.min(s.percentile, 99.9999999);
+      var xv = Math.min(1 / (1 - p / 100), u.scales.x.max);
+      var x = u.valToPos(xv, "x", true);
+      var x0 = u.valToPos(u.scales.x.min, "x", true);
+      var y = u.valToPos(s.threshold_ns, "y", true);
+      ctx.strokeStyle = "#b42318";
+      ctx.lineWidth = 1.5 * devicePixelRatio;
+      ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      ctx.beginPath();
+      ctx.moveTo(x0, y);
+      ctx.lineTo(x, y);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = "#b42318";
+      ctx.beginPath();
+      ctx.arc(x, y, 3.5 * devicePixelRatio, 0, 2 * Math.PI);
+      ctx.fill();
+      ctx.font = "600 " + 11 * devicePixelRatio + "px sans-serif";
+      ctx.textAlign = "left";
+      ctx.fillText("SLO " + s.label + ": p" + s.percentile + " \u2264 " + fmtAxis(s.threshold_ns), x0 + 6 * devicePixelRatio, y - 5 * devicePixelRatio);
+    });
+    ctx.restore();
+  }
+
+  function warmupShade(run) {
+    return function (u) {
+      var end = run.time.warmup_end;
+      if (end == null) return;
+      var x0 = u.valToPos(Math.max(u.scales.x.min, 0), "x", true);
+      var x1 = u.valToPos(Math.min(end, u.scales.x.max), "x", true);
+      var ctx = u.ctx;
+      ctx.save();
+      ctx.fillStyle = "rgba(120,130,150,0.12)";
+      ctx.fillRect(x0, u.bbox.top, Math.max(0, x1 - x0), u.bbox.height);
+      ctx.fillStyle = "#7a8494";
+      ctx.font = 11 * devicePixelRatio + "px sans-serif";
+      ctx.fillText("warm-up", x0 + 5 * devicePixelRatio, u.bbox.top + 14 * devicePixelRatio);
+      ctx.restore();
+    };
+  }
+
+  // ---- latency and throughput over time ----
+  // Time axes start at 0 (the run's start) so the warm-up band is visible.
+  function xRange(u, min, max) {
+    return [0, max == null ? 1 : max];
+  }
+  function overTime(run, i) {
+    var t = run.time;
+    var pts = { show: t.t.length <= 60, size: 4 };
+    var el = document.getElementById("lat-" + i);
+    if (el && t.t.length) {
+      var lat = {
+        height: 300,
+        title: "Response time per interval",
+        scales: { x: { time: false, range: xRange }, y: { distr: 3, log: 10, range: logRange } },
+        axes: [
+          axis({ label: "seconds since start" }),
+          axis({ label: "latency", size: 78, splits: logSplits, values: function (u, s) { return s.map(fmtAxis); } }),
+        ],
+        series: [
+          { label: "t (s)", value: function (u, v) { return v == null ? "\u2014" : v.toFixed(1) + " s"; } },
+          { label: "p50", points: pts, stroke: "#2a9d5c", width: 1.75, value: function (u, v) { return fmtNs(v); } },
+          { label: "p99", points: pts, stroke: "#1f6fb2", width: 1.75, value: function (u, v) { return fmtNs(v); } },
+          { label: "p99.9", points: pts, stroke: "#8e5cc2", width: 1.75, value: function (u, v) { return fmtNs(v); } },
+          { label: "max", points: pts, stroke: "#d1495b", width: 1.75, value: function (u, v) { return fmtNs(v); } },
+          { label: "service p99", points: pts, stroke: "#8a94a6", width: 1.25, dash: [6, 4], value: function (u, v) { return fmtNs(v); } },
+        ],
+        hooks: { drawAxes: [warmupShade(run)] },
+      };
+      make(el, lat, [t.t, t.p50, t.p99, t.p999, t.max, t.svc_p99]);
+    }
+    var el2 = document.getElementById("rate-" + i);
+    if (el2 && t.t.length) {
+      var target = t.t.map(function () { return t.target; });
+      var bars = uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.6, 24] }) : undefined;
+      var rate = {
+        height: 210,
+        title: "Throughput and failures per interval",
+        scales: { x: { time: false, range: xRange }, rps: { range: function (u, min, max) { return [0, Math.max(1, max * 1.15)]; } }, n: { range: function (u, min, max) { return [0, Math.max(4, max * 1.3)]; } } },
+        axes: [
+          axis({ label: "seconds since start" }),
+          axis({ scale: "rps", label: "requests/s", size: 70, values: function (u, s) { return s.map(fmtRate); } }),
+          axis({ scale: "n", side: 1, label: "failures", size: 56, grid: { show: false } }),
+        ],
+        series: [
+          { label: "t (s)", value: function (u, v) { return v == null ? "\u2014" : v.toFixed(1) + " s"; } },
+          { label: "achieved", points: pts, scale: "rps", stroke: run.color, width: 2, fill: run.color + "22", value: function (u, v) { return v == null ? "\u2014" : fmtRate(v) + "/s"; } },
+          { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], value: function (u, v) { return v == null ? "closed loop" : fmtRate(v) + "/s"; } },
+          { label: "failed", scale: "n", stroke: "#b42318", fill: "rgba(180,35,24,0.55)", paths: bars, points: { show: false }, value: function (u, v) { return v == null ? "\u2014" : String(v); } },
+        ],
+        hooks: { drawAxes: [warmupShade(run)] },
+      };
+      make(el2, rate, [t.t, t.rate, target, t.failed]);
+    }
+  }
+
+  // True when the chart's canvas has enough painted pixels to be a real plot.
+  function painted(u) {
+    try {
+      var c = u.ctx.canvas;
+      var img = u.ctx.getImageData(0, 0, c.width, c.height).data;
+      var n = 0;
+      for (var i = 3; i < img.length; i += 16) if (img[i] > 0) n++;
+      return n > 200;
+    } catch (e) {
+      fail("canvas check: " + e);
+      return false;
+    }
+  }
+
+  function check() {
+    var drawn = charts.filter(painted).length;
+    root.setAttribute("data-charts-expected", String(expected));
+    root.setAttribute("data-charts-drawn", String(drawn));
+  }
+
+  try {
+    if (typeof uPlot !== "function") throw new Error("uPlot did not load");
+    spectrum();
+    D.runs.forEach(overTime);
+  } catch (e) {
+    fail(e && e.stack ? e.stack : e);
+  }
+  // uPlot paints in a microtask after construction; check once it has.
+  setTimeout(check, 30);
+})();

@@ -1,0 +1,270 @@
+//! Exact merging of several results into one (kind "merged"): histograms are added bucket by
+//! bucket and counts summed, never percentiles averaged; intervals are aligned by absolute time.
+
+use crate::codec::add_exact;
+use candor_core::hist::{from_base64_v2, HistCodecError};
+use candor_core::results::{
+    EncodedHistograms, Interval, IntervalStats, NamedHistogram, PhaseResults,
+    RequestCounts, RunResults, SCHEMA_VERSION,
+};
+use candor_core::{new_histogram, Histo, Recorder, Summary};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("nothing to merge")]
+    Empty,
+    #[error("run {index}: {what} histogram is not valid: {source}")]
+    Histogram {
+        index: usize,
+        what: String,
+        #[source]
+        source: HistCodecError,
+    },
+}
+
+fn decode(index: usize, what: &str, enc: &EncodedHistograms) -> Result<Recorder, MergeError> {
+    enc.decode().map_err(|source| MergeError::Histogram { index, what: what.to_string(), source })
+}
+
+/// The measured window of a run in absolute seconds: from its main intervals when it has them,
+/// else from its start, warm-up and duration.
+fn window(r: &RunResults) -> (f64, f64) {
+    let main: Vec<&Interval> = r.intervals.iter().filter(|i| !i.warmup).collect();
+    if let (Some(first), Some(last)) = (main.first(), main.last()) {
+        let s = r.start_time_unix_s + first.start_s;
+        return (s, r.start_time_unix_s + last.start_s + last.length_s);
+    }
+    let warm = r.warmup.as_ref().map_or(0.0, |w| w.duration_s);
+    let s = r.start_time_unix_s + warm;
+    (s, s + r.main.duration_s)
+}
+
+/// Length of the union of time spans.
+fn union_length(mut spans: Vec<(f64, f64)>) -> f64 {
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut cur: Option<(f64, f64)> = None;
+    for (s, e) in spans {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+/// Combines summaries whose histograms are not stored (unfinished ages): count, min, max, mean and
+/// stdev are exact (pooled); each percentile is the highest of the runs', an upper bound.
+fn combine_summaries(parts: &[&Summary]) -> Summary {
+    let count: u64 = parts.iter().map(|s| s.count).sum();
+    if count == 0 {
+        return Summary::of(&new_histogram());
+    }
+    let nonempty: Vec<&&Summary> = parts.iter().filter(|s| s.count > 0).collect();
+    let mean = nonempty.iter().map(|s| s.mean_ns * s.count as f64).sum::<f64>() / count as f64;
+    let second = nonempty
+        .iter()
+        .map(|s| (s.stdev_ns * s.stdev_ns + s.mean_ns * s.mean_ns) * s.count as f64)
+        .sum::<f64>()
+        / count as f64;
+    let mut percentiles = nonempty[0].percentiles.clone();
+    for p in percentiles.iter_mut() {
+        p.value_ns = nonempty.iter().filter_map(|s| s.at(p.percentile)).max().unwrap_or(0);
+    }
+    Summary {
+        count,
+        min_ns: nonempty.iter().map(|s| s.min_ns).min().unwrap_or(0),
+        max_ns: nonempty.iter().map(|s| s.max_ns).max().unwrap_or(0),
+        mean_ns: mean,
+        stdev_ns: (second - mean * mean).max(0.0).sqrt(),
+        percentiles,
+    }
+}
+
+fn merge_phase(index_phases: &[(usize, &PhaseResults)], duration_s: f64) -> Result<PhaseResults, MergeError> {
+    let mut rec = Recorder::new();
+    let mut requests = RequestCounts::default();
+    let mut intended_rate_s = 0.0;
+    let mut all_targeted = true;
+    for (i, p) in index_phases {
+        rec.add(&decode(*i, "phase", &p.histograms)?);
+        requests.add(&p.requests);
+        match p.rate.target_per_s {
+            Some(t) => intended_rate_s += t * p.duration_s,
+            None => all_targeted = false,
+        }
+    }
+    rec.clamped = requests.clamped_values;
+    let target = if all_targeted && duration_s > 0.0 { Some(intended_rate_s / duration_s) } else { None };
+    let mut phase = PhaseResults::from_recorder(&rec, &new_histogram(), requests, duration_s, target);
+    let ages: Vec<&Summary> = index_phases.iter().map(|(_, p)| &p.unfinished_age).collect();
+    phase.unfinished_age = combine_summaries(&ages);
+    Ok(phase)
+}
+
+/// Merges runs exactly. Runs that overlapped in time (several load generators against one system)
+/// and runs one after another (repeats) both merge correctly: durations are the union of the
+/// measured windows, so the achieved rate is total completions over wall-clock time covered.
+pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
+    let first = runs.first().ok_or(MergeError::Empty)?;
+    let main_duration = union_length(runs.iter().map(window).collect());
+    let mains: Vec<(usize, &PhaseResults)> = runs.iter().map(|r| &r.main).enumerate().collect();
+    let main = merge_phase(&mains, main_duration)?;
+
+    let warms: Vec<(usize, &PhaseResults)> =
+        runs.iter().enumerate().filter_map(|(i, r)| r.warmup.as_ref().map(|w| (i, w))).collect();
+    let warmup = if warms.is_empty() {
+        None
+    } else {
+        let d = union_length(
+            runs.iter()
+                .filter_map(|r| r.warmup.as_ref().map(|w| (r.start_time_unix_s, r.start_time_unix_s + w.duration_s)))
+                .collect(),
+        );
+        Some(merge_phase(&warms, d)?)
+    };
+
+    let start = runs.iter().map(|r| r.start_time_unix_s).fold(f64::INFINITY, f64::min);
+    // Align intervals on the millisecond of their absolute start.
+    let mut slots: Vec<(i64, f64, bool, u64, u64, Recorder)> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        for iv in &r.intervals {
+            let key = ((r.start_time_unix_s + iv.start_s) * 1000.0).round() as i64;
+            let rec = decode(i, "interval", &iv.histograms)?;
+            match slots.iter_mut().find(|s| s.0 == key) {
+                Some(s) => {
+                    s.1 = s.1.max(iv.length_s);
+                    s.2 &= iv.warmup;
+                    s.3 += iv.completed;
+                    s.4 += iv.failed;
+                    s.5.add(&rec);
+                }
+                None => slots.push((key, iv.length_s, iv.warmup, iv.completed, iv.failed, rec)),
+            }
+        }
+    }
+    slots.sort_by_key(|s| s.0);
+    let intervals = slots
+        .into_iter()
+        .map(|(key, length_s, warmup, completed, failed, rec)| Interval {
+            start_s: key as f64 / 1000.0 - start,
+            length_s,
+            warmup,
+            completed,
+            failed,
+            response_time: IntervalStats::of(&rec.response),
+            service_time: IntervalStats::of(&rec.service),
+            send_lag: IntervalStats::of(&rec.send_lag),
+            histograms: EncodedHistograms::of(&rec),
+        })
+        .collect();
+
+    let mut extra: Vec<(String, Histo)> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        for n in &r.extra {
+            let h = from_base64_v2(&n.histogram).map_err(|source| MergeError::Histogram {
+                index: i,
+                what: format!("extra '{}'", n.name),
+                source,
+            })?;
+            match extra.iter_mut().find(|(name, _)| *name == n.name) {
+                Some((_, acc)) => add_exact(acc, &h),
+                None => {
+                    let mut acc = new_histogram();
+                    add_exact(&mut acc, &h);
+                    extra.push((n.name.clone(), acc));
+                }
+            }
+        }
+    }
+
+    let same = |f: &dyn Fn(&RunResults) -> String| {
+        let v = f(first);
+        if runs.iter().all(|r| f(r) == v) {
+            v
+        } else {
+            runs.iter().map(f).collect::<Vec<_>>().join(" + ")
+        }
+    };
+    let mut warnings: Vec<String> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        for w in &r.warnings {
+            warnings.push(format!("run {}: {w}", i + 1));
+        }
+    }
+    if main.unfinished_age.count > 0 && runs.len() > 1 {
+        warnings.push(
+            "unfinished-request age percentiles are the highest of the merged runs' (an upper bound): \
+             their histograms are not stored"
+                .into(),
+        );
+    }
+    Ok(RunResults {
+        schema_version: SCHEMA_VERSION,
+        candor_version: env!("CARGO_PKG_VERSION").to_string(),
+        kind: "merged".into(),
+        mode: same(&|r| r.mode.clone()),
+        target: same(&|r| r.target.clone()),
+        command_line: first.command_line.clone(),
+        start_time_unix_s: start,
+        environment: first.environment.clone(),
+        config: serde_json::json!({
+            "merged_from": runs.iter().map(|r| serde_json::json!({
+                "kind": r.kind, "target": r.target, "start_time_unix_s": r.start_time_unix_s,
+                "command_line": r.command_line, "config": r.config, "environment": r.environment,
+            })).collect::<Vec<_>>(),
+        }),
+        main,
+        warmup,
+        intervals,
+        extra: extra.iter().map(|(n, h)| NamedHistogram::of(n, h)).collect(),
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::synthetic_run;
+
+    #[test]
+    fn merge_adds_histograms_and_counts_exactly() {
+        let a = synthetic_run(1, 5, 500, 1_000_000, 0);
+        let b = synthetic_run(2, 5, 700, 3_000_000, 2);
+        let m = merge(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(m.kind, "merged");
+        assert_eq!(m.main.response_time.count, a.main.response_time.count + b.main.response_time.count);
+        assert_eq!(m.main.requests.completed, a.main.requests.completed + b.main.requests.completed);
+        assert!(m.main.requests.balanced());
+        let mut expected = a.main.histograms.decode().unwrap();
+        expected.add(&b.main.histograms.decode().unwrap());
+        assert_eq!(m.main.histograms.decode().unwrap().response, expected.response);
+        assert_eq!(m.main.response_time, Summary::of(&expected.response));
+        // b starts 1 s after a (synthetic start = base + seed), so intervals interleave by time.
+        assert_eq!(m.intervals.len(), 7);
+        let at = |t: f64| m.intervals.iter().find(|i| (i.start_s - t).abs() < 1e-9).unwrap();
+        assert_eq!(at(0.0).completed, 500);
+        assert!(at(0.0).warmup);
+        assert_eq!(at(2.0).completed, 1200);
+        assert_eq!(at(6.0).completed, 700);
+        // Windows [1,6) and [2,7) overlap: union is 6 s.
+        assert!((m.main.duration_s - 6.0).abs() < 1e-9, "{}", m.main.duration_s);
+    }
+
+    #[test]
+    fn merging_one_run_keeps_its_numbers() {
+        let a = synthetic_run(3, 4, 300, 2_000_000, 0);
+        let m = merge(std::slice::from_ref(&a)).unwrap();
+        assert_eq!(m.main.response_time, a.main.response_time);
+        assert_eq!(m.main.histograms, a.main.histograms);
+        assert_eq!(m.intervals.len(), a.intervals.len());
+        assert!(matches!(merge(&[]), Err(MergeError::Empty)));
+    }
+}

@@ -1,0 +1,139 @@
+//! The HTML report renders in a real browser (headless Chromium): no script errors, every chart
+//! painted, and a screenshot kept as a test artefact for people to look at.
+//!
+//! Chromium comes from scripts/install-test-deps.sh. The test fails when it is missing, unless
+//! CANDOR_SKIP_BROWSER=1 says to skip it on purpose.
+
+use candor_report::html::{write_html, HtmlOptions, Slo};
+use candor_report::synthetic::synthetic_run;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn artefact_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let dir = target.join("candor-report-artefacts");
+    std::fs::create_dir_all(&dir).expect("create artefact dir");
+    dir
+}
+
+fn chromium() -> Option<PathBuf> {
+    for c in ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"] {
+        if Path::new(c).exists() {
+            return Some(PathBuf::from(c));
+        }
+    }
+    None
+}
+
+/// Runs chromium with the flags a sandboxed CI needs, bounded by a timeout.
+fn run_chromium(exe: &Path, extra: &[String], url: &str) -> (String, String) {
+    let profile = tempdir();
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+        // Virtual time lets the page's timers (the paint check) run before the dump.
+        "--virtual-time-budget=8000",
+    ]);
+    cmd.arg(format!("--user-data-dir={}", profile.display()));
+    cmd.args(extra);
+    cmd.arg(url);
+    // Files, not pipes: the DOM dump is larger than a pipe buffer and nothing reads it meanwhile.
+    let out_path = profile.join("stdout.txt");
+    let err_path = profile.join("stderr.txt");
+    cmd.stdout(std::fs::File::create(&out_path).expect("stdout file"));
+    cmd.stderr(std::fs::File::create(&err_path).expect("stderr file"));
+    let mut child = cmd.spawn().expect("start chromium");
+    // Generous: a cold Chromium start on a loaded 2-core CI machine takes a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if child.try_wait().expect("wait chromium").is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stdout = std::fs::read(&out_path).unwrap_or_default();
+    let stderr = std::fs::read(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&profile);
+    (String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
+}
+
+fn tempdir() -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let p = std::env::temp_dir().join(format!("candor-chromium-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&p).expect("temp profile dir");
+    p
+}
+
+fn attr(dom: &str, name: &str) -> Option<String> {
+    let key = format!("{name}=\"");
+    let start = dom.find(&key)? + key.len();
+    let end = dom[start..].find('"')? + start;
+    Some(dom[start..end].to_string())
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    if std::env::var("CANDOR_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("CANDOR_SKIP_BROWSER=1: skipping the browser test on purpose");
+        return;
+    }
+    let exe = chromium().expect(
+        "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
+    );
+    let runs = vec![
+        ("baseline 2k/s".to_string(), synthetic_run(11, 30, 2000, 800_000, 0)),
+        ("patched 2k/s, stalls".to_string(), synthetic_run(12, 30, 2000, 1_100_000, 7)),
+    ];
+    let options = HtmlOptions {
+        title: None,
+        slos: vec![
+            Slo { label: "interactive".into(), percentile: 99.0, threshold_ns: 5_000_000 },
+            Slo { label: "tail".into(), percentile: 99.9, threshold_ns: 20_000_000 },
+        ],
+    };
+    let page = write_html(&runs, &options).expect("report");
+    let dir = artefact_dir();
+    let html = dir.join("report.html");
+    std::fs::write(&html, &page).expect("write report");
+    let url = format!("file://{}", html.display());
+
+    let (dom, log) = run_chromium(&exe, &["--dump-dom".to_string()], &url);
+    let console_errors: Vec<&str> =
+        log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught"))).collect();
+    assert!(console_errors.is_empty(), "console errors: {console_errors:#?}");
+    assert_eq!(attr(&dom, "data-js-error"), None, "script error recorded on the page");
+    let expected = attr(&dom, "data-charts-expected").expect("the page's chart check ran");
+    let drawn = attr(&dom, "data-charts-drawn").expect("the page's chart check ran");
+    // One spectrum plus two time charts per run.
+    assert_eq!(expected, "5");
+    assert_eq!(drawn, expected, "every chart painted");
+    assert!(dom.contains("uplot"), "uPlot built its DOM");
+
+    let shot = dir.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(
+        &exe,
+        &[format!("--screenshot={}", shot.display()), "--window-size=1400,3400".to_string()],
+        &url,
+    );
+    let meta = std::fs::metadata(&shot).expect("screenshot written");
+    assert!(meta.len() > 50_000, "screenshot is suspiciously small: {} bytes", meta.len());
+    eprintln!("report: {}\nscreenshot: {}", html.display(), shot.display());
+}

@@ -204,14 +204,15 @@ pub enum ServeError {
     UnknownFault(String),
     #[error("response body of {0} bytes is too large (at most {MAX_BODY_BYTES})")]
     BodyTooLarge(usize),
-    #[error("cannot listen on {addr}: {source}")]
+    // The io::Error is part of the message rather than a `source`, so that anyhow's `{:#}`
+    // chain does not print it twice.
+    #[error("cannot listen on {addr}: {error}")]
     Bind {
         addr: SocketAddr,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("cannot set up the event loop: {0}")]
-    EventLoop(#[source] std::io::Error),
+    EventLoop(std::io::Error),
 }
 
 /// State shared by the handle and all workers.
@@ -303,13 +304,13 @@ impl fmt::Debug for ServerHandle {
 /// connections when this returns.
 pub fn start(config: ServeConfig) -> Result<ServerHandle, ServeError> {
     config.validate()?;
-    let listener = worker::bind_listener(config.listen).map_err(|source| ServeError::Bind {
+    let listener = worker::bind_listener(config.listen).map_err(|error| ServeError::Bind {
         addr: config.listen,
-        source,
+        error,
     })?;
-    let local_addr = listener.local_addr().map_err(|source| ServeError::Bind {
+    let local_addr = listener.local_addr().map_err(|error| ServeError::Bind {
         addr: config.listen,
-        source,
+        error,
     })?;
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),

@@ -60,7 +60,9 @@ mod tests {
         let big = Responses::new(5);
         assert!(big.get.ends_with(b"\r\n\r\nokoko"));
         let empty = Responses::new(0);
-        assert!(empty.get.ends_with(b"Content-Length: 0\r\nContent-Type: text/plain\r\n\r\n"));
+        assert!(empty
+            .get
+            .ends_with(b"Content-Length: 0\r\nContent-Type: text/plain\r\n\r\n"));
         let mut headers = [httparse::EMPTY_HEADER; 8];
         let mut resp = httparse::Response::new(&mut headers);
         assert!(resp.parse(&r.bad_request).unwrap().is_complete());

@@ -183,7 +183,10 @@ fn request_body_split_across_reads_is_skipped() {
         .unwrap();
     let mut b = [0u8; 64];
     let e = c.stream.read(&mut b).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
+    assert!(matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut
+    ));
 }
 
 #[test]
@@ -193,7 +196,10 @@ fn connection_close_and_http10_close_after_the_answer() {
     assert_eq!(c.get().code, 200);
     c.send(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
     let r = c.response(false);
-    assert_eq!((r.code, r.close, r.body.as_slice()), (200, true, &b"ok"[..]));
+    assert_eq!(
+        (r.code, r.close, r.body.as_slice()),
+        (200, true, &b"ok"[..])
+    );
     assert!(c.rest().is_empty(), "nothing may follow a closing answer");
 
     let mut c = Client::connect(s.local_addr());
@@ -227,7 +233,12 @@ fn malformed_requests_get_400_then_close() {
         c.send(case);
         let mut expected = r.get.to_vec();
         expected.extend_from_slice(&r.bad_request);
-        assert_eq!(c.rest(), expected, "case {:?}", String::from_utf8_lossy(case));
+        assert_eq!(
+            c.rest(),
+            expected,
+            "case {:?}",
+            String::from_utf8_lossy(case)
+        );
     }
     // A request head that never ends and outgrows the read buffer.
     let mut c = Client::connect(s.local_addr());
@@ -291,7 +302,10 @@ fn delay_does_not_serialize_connections() {
     let elapsed = now_ns() - t0;
     // Concurrent answers finish in ~delay; serialized ones would take n * delay = 1 s. Allowing
     // up to 2x delay separates the two by 10x and absorbs scheduling noise.
-    assert!(elapsed >= delay, "answered after {elapsed} ns, before the delay");
+    assert!(
+        elapsed >= delay,
+        "answered after {elapsed} ns, before the delay"
+    );
     assert!(elapsed < 2 * delay, "{n} connections took {elapsed} ns");
 }
 
@@ -342,13 +356,24 @@ fn stall_holds_requests_until_the_window_ends() {
     assert_eq!(fresh.response(false).code, 200);
     // Never before the window end; afterwards within 30 ms (the wake-up itself takes ~50 us;
     // the rest is slack for a loaded 2-core machine).
-    assert!(t_held >= w_end, "answered {} ns before the window end", w_end - t_held);
-    assert!(t_held < w_end + 30 * MS, "answered {} ns after the end", t_held - w_end);
+    assert!(
+        t_held >= w_end,
+        "answered {} ns before the window end",
+        w_end - t_held
+    );
+    assert!(
+        t_held < w_end + 30 * MS,
+        "answered {} ns after the end",
+        t_held - w_end
+    );
     // Outside a window: fast.
     sleep_until(w_end + 50 * MS);
     let lat = sequential_latencies(&mut c, 20);
     assert!(lat[10] < 5 * MS, "median {} ns outside a stall", lat[10]);
-    assert!(now_ns() < w_end + every - stall_for, "test ran into the next stall");
+    assert!(
+        now_ns() < w_end + every - stall_for,
+        "test ran into the next stall"
+    );
 }
 
 #[test]
@@ -368,7 +393,12 @@ fn stall_also_holds_delayed_answers_due_inside_it() {
     let r = c.get();
     let t = now_ns();
     assert_eq!(r.code, 200);
-    assert!(t >= w_end && t < w_end + 30 * MS, "{} ns vs end {}", t, w_end);
+    assert!(
+        t >= w_end && t < w_end + 30 * MS,
+        "{} ns vs end {}",
+        t,
+        w_end
+    );
 }
 
 #[test]

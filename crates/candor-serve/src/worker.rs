@@ -106,11 +106,8 @@ pub(crate) fn build_workers(
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let timer = Timer::new()?;
-        poll.registry().register(
-            &mut SourceFd(&timer.raw_fd()),
-            TIMER,
-            Interest::READABLE,
-        )?;
+        poll.registry()
+            .register(&mut SourceFd(&timer.raw_fd()), TIMER, Interest::READABLE)?;
         let (tx, rx) = mpsc::channel();
         senders.push((tx, Arc::clone(&waker)));
         workers.push(Worker {
@@ -119,6 +116,7 @@ pub(crate) fn build_workers(
             waker,
             timer,
             armed: None,
+            due_soon: false,
             listener: None,
             peers: Vec::new(),
             next_peer: 0,
@@ -411,6 +409,8 @@ pub(crate) struct Worker {
     timer: Timer,
     /// The deadline the timer is set to, if it has not fired yet.
     armed: Option<u64>,
+    /// The next delayed answer is due within `TIMER_EARLY_NS`: poll without blocking.
+    due_soon: bool,
     listener: Option<TcpListener>,
     /// Every worker's hand-over channel (worker 0 only).
     peers: Vec<(Sender<TcpStream>, Arc<Waker>)>,
@@ -437,7 +437,7 @@ impl Worker {
         loop {
             // Leftover work (a connection resumed after its output drained) must not wait for a
             // new event; during a stall the timer is armed for the window end instead.
-            let timeout = if !self.ready.is_empty() && !self.stalled(now_ns()) {
+            let timeout = if (self.due_soon || !self.ready.is_empty()) && !self.stalled(now_ns()) {
                 Some(Duration::ZERO)
             } else {
                 None
@@ -512,9 +512,16 @@ impl Worker {
             }
             self.dirty.clear();
         }
+        self.due_soon = false;
         if let Some(front) = self.out.queue.front() {
             let at = self.out.settings.effective(front.deadline);
-            self.arm(at.saturating_sub(TIMER_EARLY_NS));
+            if at <= now_ns() + TIMER_EARLY_NS {
+                // Under load answers fall due microseconds apart: polling without a timeout
+                // and spinning beats two timerfd syscalls and a wake-up per answer.
+                self.due_soon = true;
+            } else {
+                self.arm(at - TIMER_EARLY_NS);
+            }
         }
         self.publish();
     }

@@ -1,0 +1,236 @@
+//! `candor serve`: runs the built-in HTTP/1.1 test server (optionally slow, stalling or faulty)
+//! until SIGINT or SIGTERM.
+
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+use anyhow::{bail, Context};
+use candor_core::units::{format_ns, parse_duration_ns};
+use candor_serve::{Fault, FaultKind, ServeConfig, Stall};
+use clap::builder::PossibleValuesParser;
+use clap::Args;
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8989")]
+    pub listen: String,
+    /// Worker threads, each with its own event loop.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+    /// Fixed service time: answer each request this long after reading it (e.g. 1ms).
+    /// Connections are served concurrently, so capacity is connections / delay.
+    #[arg(long, value_name = "DUR")]
+    pub delay: Option<String>,
+    /// Stall period: every DUR the whole server freezes for --stall-for (e.g. 10s).
+    #[arg(long, value_name = "DUR")]
+    pub stall_every: Option<String>,
+    /// Stall length: the last DUR of every --stall-every period, nothing is answered (e.g. 2s).
+    #[arg(long, value_name = "DUR")]
+    pub stall_for: Option<String>,
+    /// Misbehave deliberately: RST the connection, close mid-response, send garbage, or close
+    /// without answering.
+    #[arg(long, value_name = "KIND",
+          value_parser = PossibleValuesParser::new(["reset", "close-mid-response", "garbage", "close"]))]
+    pub fault: Option<String>,
+    /// Apply --fault to every Nth request (1 = all of them).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "fault")]
+    pub fault_every: u64,
+    /// Response body size in bytes.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub body_bytes: usize,
+}
+
+pub fn main(args: ServeArgs) -> anyhow::Result<i32> {
+    let config = to_config(&args)?;
+    let summary = describe(&config);
+    let server = candor_serve::start(config).context("starting the server")?;
+    // Registered before announcing, so a signal sent as soon as the line appears is honoured.
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .context("installing signal handlers")?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "candor serve: listening on http://{} ({summary})",
+        server.local_addr()
+    )
+    .and_then(|_| out.flush())
+    .context("writing to stdout")?;
+    drop(out);
+    let _ = signals.forever().next();
+    let served = server.requests_served();
+    server.shutdown();
+    // Best effort: whoever started us may have stopped reading stdout after the banner.
+    let _ = writeln!(
+        std::io::stdout(),
+        "candor serve: stopped after {served} requests"
+    );
+    Ok(0)
+}
+
+fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
+    let listen = parse_listen(&args.listen)?;
+    let mut config = ServeConfig::new(listen);
+    if args.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    config.threads = args.threads;
+    if let Some(d) = &args.delay {
+        config.delay_ns = parse_duration_ns(d).context("--delay")?;
+    }
+    config.stall = match (&args.stall_every, &args.stall_for) {
+        (None, None) => None,
+        (Some(every), Some(stall_for)) => {
+            let every_ns = parse_duration_ns(every).context("--stall-every")?;
+            let for_ns = parse_duration_ns(stall_for).context("--stall-for")?;
+            if for_ns == 0 {
+                bail!("--stall-for must be longer than zero");
+            }
+            if for_ns >= every_ns {
+                bail!(
+                    "--stall-for ({}) must be shorter than --stall-every ({})",
+                    format_ns(for_ns as f64),
+                    format_ns(every_ns as f64)
+                );
+            }
+            Some(Stall { every_ns, for_ns })
+        }
+        _ => bail!("--stall-every and --stall-for go together: give both or neither"),
+    };
+    if let Some(kind) = &args.fault {
+        let kind: FaultKind = kind.parse()?;
+        if args.fault_every == 0 {
+            bail!("--fault-every must be at least 1 (1 = every request)");
+        }
+        config.fault = Some(Fault {
+            kind,
+            every: args.fault_every,
+        });
+    }
+    config.body_bytes = args.body_bytes;
+    config.validate()?;
+    Ok(config)
+}
+
+/// Accepts `IP:PORT` or `host:port` (resolved, first address wins).
+fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let mut addrs = text
+        .to_socket_addrs()
+        .with_context(|| format!("invalid --listen address '{text}' (expected IP:PORT)"))?;
+    addrs
+        .next()
+        .with_context(|| format!("--listen address '{text}' resolves to nothing"))
+}
+
+fn describe(config: &ServeConfig) -> String {
+    let delay = if config.delay_ns == 0 {
+        "none".to_string()
+    } else {
+        format_ns(config.delay_ns as f64)
+    };
+    let stall = match &config.stall {
+        Some(s) => format!(
+            "{} every {}",
+            format_ns(s.for_ns as f64),
+            format_ns(s.every_ns as f64)
+        ),
+        None => "none".to_string(),
+    };
+    let fault = match &config.fault {
+        Some(f) if f.every == 1 => format!("{} on every request", f.kind),
+        Some(f) => format!("{} on every {}th request", f.kind, f.every),
+        None => "none".to_string(),
+    };
+    format!(
+        "threads {}, delay {delay}, stall {stall}, fault {fault}, body {} bytes",
+        config.threads, config.body_bytes
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<ServeConfig> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))?;
+        to_config(&cli.serve)
+    }
+
+    #[test]
+    fn defaults() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c, ServeConfig::new("127.0.0.1:8989".parse().unwrap()));
+    }
+
+    #[test]
+    fn all_flags() {
+        let c = config(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            "2",
+            "--delay",
+            "1ms",
+            "--stall-every",
+            "10s",
+            "--stall-for",
+            "2s",
+            "--fault",
+            "close-mid-response",
+            "--fault-every",
+            "100",
+            "--body-bytes",
+            "512",
+        ])
+        .unwrap();
+        assert_eq!(c.threads, 2);
+        assert_eq!(c.delay_ns, 1_000_000);
+        assert_eq!(
+            c.stall,
+            Some(Stall {
+                every_ns: 10_000_000_000,
+                for_ns: 2_000_000_000
+            })
+        );
+        assert_eq!(
+            c.fault,
+            Some(Fault {
+                kind: FaultKind::CloseMidResponse,
+                every: 100
+            })
+        );
+        assert_eq!(c.body_bytes, 512);
+        assert!(describe(&c).contains("2.000s every 10.00s"));
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        let msg = |args: &[&str]| format!("{:#}", config(args).unwrap_err());
+        assert!(msg(&["--stall-every", "10s"]).contains("give both or neither"));
+        assert!(msg(&["--stall-for", "1s"]).contains("give both or neither"));
+        assert!(msg(&["--stall-every", "1s", "--stall-for", "2s"]).contains("shorter"));
+        assert!(msg(&["--stall-every", "1s", "--stall-for", "0s"]).contains("longer than zero"));
+        assert!(msg(&["--delay", "soon"]).contains("invalid duration 'soon'"));
+        assert!(msg(&["--listen", "nowhere"]).contains("invalid --listen address"));
+        assert!(msg(&["--threads", "0"]).contains("at least 1"));
+        assert!(msg(&["--fault", "explode"]).contains("explode"));
+        assert!(msg(&["--fault", "reset", "--fault-every", "0"]).contains("at least 1"));
+        assert!(
+            config(&["--fault-every", "3"]).is_err(),
+            "--fault-every needs --fault"
+        );
+    }
+}

@@ -91,7 +91,7 @@ fn summary_row(s: &Summary) -> String {
     let mut cells = String::new();
     for p in [50.0, 90.0, 99.0, 99.9, 99.99] {
         let v = s.at(p).map_or("–".to_string(), |v| format_ns(v as f64));
-        let resolved = (s.count as f64) * (1.0 - p / 100.0) >= 1.0;
+        let resolved = (s.count as f64) * (1.0 - p / 100.0) >= 1.0 - 1e-9;
         if resolved {
             cells.push_str(&format!("<td>{v}</td>"));
         } else {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The one command that runs every check and test of candor (CI runs exactly this via .ci/run).
+# It installs what the tests need (headless Chromium for the HTML report test), then runs the
+# formatting and lint gates and the whole test suite in release mode (the timing tests measure
+# the optimised engine, as users run it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -x scripts/install-test-deps.sh ]; then
+  scripts/install-test-deps.sh
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --release -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release --quiet
+cargo test --workspace --release

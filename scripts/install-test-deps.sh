@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what candor's tests need beyond Rust, idempotently: headless Chromium (the HTML report
+# browser test) and Java + Maven with HdrHistogram 2.2.2 in the local Maven repository (the Java
+# interop test). Safe to run repeatedly; does nothing when everything is present.
+set -euo pipefail
+
+need_apt=()
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+
+if ((${#need_apt[@]})); then
+    echo "install-test-deps: installing ${need_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# Prefetch the reference Java implementation so the interop test does not depend on the network
+# at test time (mvn resolves it from ~/.m2 afterwards).
+M2_JAR="${HOME}/.m2/repository/org/hdrhistogram/HdrHistogram/2.2.2/HdrHistogram-2.2.2.jar"
+if [ ! -f "$M2_JAR" ]; then
+    echo "install-test-deps: fetching org.hdrhistogram:HdrHistogram:2.2.2"
+    mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.6.1:get \
+        -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2 >/dev/null
+fi
+
+echo "install-test-deps: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), $(javac -version 2>&1), $(mvn -v 2>/dev/null | head -1)"

@@ -41,9 +41,10 @@ const MAX_HEADERS: usize = 64;
 /// data makes the kernel send a RST, which could destroy the answer still in flight.
 const CLOSE_DRAIN_READS: usize = 8;
 /// The timer is armed this much before a delayed answer is due and the rest is spun on the
-/// clock: a timerfd wakes ~20-60 us late on these machines, which would shave a few percent off
-/// the capacity (connections / delay) that tests rely on.
-const TIMER_EARLY_NS: u64 = 30_000;
+/// clock: a timerfd wakes ~20-60 us late (p50-p99) on these machines, which would shave a few
+/// percent off the capacity (connections / delay) that tests rely on. Spinning costs up to this
+/// much CPU per wake-up; answers due close together share one wake-up.
+const TIMER_EARLY_NS: u64 = candor_core::SPIN_MARGIN_NS;
 
 /// Read-only settings shared by the workers.
 pub(crate) struct Settings {

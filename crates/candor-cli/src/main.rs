@@ -25,6 +25,12 @@ enum Command {
     Serve(cmd::serve::ServeArgs),
     /// Show coordinated omission on a built-in stalling server: closed loop vs open loop vs the truth.
     Demo(cmd::demo::DemoArgs),
+    /// Report results (candor JSON or any HdrHistogram interval log): text summary, HTML (-o), .hgrm.
+    Report(cmd::report::ReportArgs),
+    /// Compare runs side by side by percentile, with changes and % Variation.
+    Compare(cmd::compare::CompareArgs),
+    /// Merge runs exactly (histograms added, never percentiles averaged) into one results file.
+    Merge(cmd::merge::MergeArgs),
 }
 
 fn main() {
@@ -33,6 +39,9 @@ fn main() {
         Command::Run(args) => cmd::run::main(*args),
         Command::Serve(args) => cmd::serve::main(args),
         Command::Demo(args) => cmd::demo::main(args),
+        Command::Report(args) => cmd::report::main(args),
+        Command::Compare(args) => cmd::compare::main(args),
+        Command::Merge(args) => cmd::merge::main(args),
     };
     match outcome {
         Ok(code) => std::process::exit(code),

@@ -104,7 +104,9 @@ pub fn decode_bytes(bytes: &[u8]) -> Result<Histo, CodecError> {
         V0_COMPRESSED | V1_COMPRESSED | V2_COMPRESSED => {
             let len = r.i32()?;
             if len < 0 {
-                return Err(CodecError::Header(format!("negative compressed length {len}")));
+                return Err(CodecError::Header(format!(
+                    "negative compressed length {len}"
+                )));
             }
             let compressed = r.take(len as usize)?;
             let mut inflated = Vec::new();
@@ -118,7 +120,10 @@ pub fn decode_bytes(bytes: &[u8]) -> Result<Histo, CodecError> {
             let inner = inflated
                 .get(..4)
                 .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                .ok_or(CodecError::Truncated { needed: 4, found: inflated.len() })?;
+                .ok_or(CodecError::Truncated {
+                    needed: 4,
+                    found: inflated.len(),
+                })?;
             // Java accepts a V0 body in a V0 stream, and a V1 or V2 body in a V1 or V2 stream.
             let ok = if cookie_base(cookie) == V0_COMPRESSED {
                 cookie_base(inner) == V0_PLAIN
@@ -206,7 +211,9 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
             let highest = r.i64()?;
             let _ratio = r.i64()?;
             if payload < 0 {
-                return Err(CodecError::Header(format!("negative payload length {payload}")));
+                return Err(CodecError::Header(format!(
+                    "negative payload length {payload}"
+                )));
             }
             (Some(payload as usize), sig, lowest, highest)
         }
@@ -220,13 +227,19 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
         _ => return Err(CodecError::Cookie(cookie)),
     };
     if !(0..=5).contains(&sig) {
-        return Err(CodecError::Header(format!("significant digits {sig} not in 0..=5")));
+        return Err(CodecError::Header(format!(
+            "significant digits {sig} not in 0..=5"
+        )));
     }
     if lowest < 1 {
-        return Err(CodecError::Header(format!("lowest discernible value {lowest} < 1")));
+        return Err(CodecError::Header(format!(
+            "lowest discernible value {lowest} < 1"
+        )));
     }
     if word != 2 && word != 4 && word != 8 && word != V2_WORD {
-        return Err(CodecError::Header(format!("word size {word} not 2, 4 or 8")));
+        return Err(CodecError::Header(format!(
+            "word size {word} not 2, 4 or 8"
+        )));
     }
     let lowest = lowest as u64;
     // Java raises the bound to at least twice the lowest value rather than refusing the data.
@@ -236,7 +249,10 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
     let payload: &[u8] = match payload_len {
         Some(n) => {
             if n > rest.len() {
-                return Err(CodecError::Truncated { needed: r.pos + n, found: bytes.len() });
+                return Err(CodecError::Truncated {
+                    needed: r.pos + n,
+                    found: bytes.len(),
+                });
             }
             &rest[..n]
         }
@@ -254,9 +270,9 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
         if count == 0 {
             return Ok(());
         }
-        let value = layout
-            .value_from_index(index)
-            .ok_or_else(|| CodecError::Payload(format!("count at index {index} is beyond 64-bit values")))?;
+        let value = layout.value_from_index(index).ok_or_else(|| {
+            CodecError::Payload(format!("count at index {index} is beyond 64-bit values"))
+        })?;
         h.record_n(value, count)
             .map_err(|e| CodecError::Payload(format!("cannot record value {value}: {e:?}")))
     };
@@ -270,7 +286,9 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
             if value < 0 {
                 let zeros = value.unsigned_abs();
                 if zeros > i32::MAX as u64 {
-                    return Err(CodecError::Payload(format!("zero run of {zeros} is too long")));
+                    return Err(CodecError::Payload(format!(
+                        "zero run of {zeros} is too long"
+                    )));
                 }
                 index += zeros;
             } else {
@@ -290,7 +308,9 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
                 }
             };
             if count < 0 {
-                return Err(CodecError::Payload(format!("negative count {count} at index {index}")));
+                return Err(CodecError::Payload(format!(
+                    "negative count {count} at index {index}"
+                )));
             }
             put(index, count as u64)?;
             index += 1;
@@ -303,7 +323,9 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
 fn leb128_9(b: &[u8]) -> Result<(u64, usize), CodecError> {
     let mut value: u64 = 0;
     for i in 0..9 {
-        let byte = *b.get(i).ok_or_else(|| CodecError::Payload("counts end inside a LEB128 word".into()))?;
+        let byte = *b
+            .get(i)
+            .ok_or_else(|| CodecError::Payload("counts end inside a LEB128 word".into()))?;
         if i == 8 {
             value |= (byte as u64) << 56;
             return Ok((value, 9));
@@ -351,7 +373,11 @@ pub fn java_value_at_percentile(h: &Histo, percentile: f64) -> u64 {
         total += v.count_at_value();
         if total >= target {
             let lowest = h.lowest_equivalent(v.value_iterated_to());
-            return if percentile == 0.0 { lowest } else { h.highest_equivalent(lowest) };
+            return if percentile == 0.0 {
+                lowest
+            } else {
+                h.highest_equivalent(lowest)
+            };
         }
     }
     0
@@ -381,8 +407,14 @@ mod tests {
         }
         let back = decode_base64(&to_base64_v2_compressed(&h)).unwrap();
         assert_eq!(back.len(), h.len());
-        let a: Vec<_> = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
-        let b: Vec<_> = back.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+        let a: Vec<_> = h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
+        let b: Vec<_> = back
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
         assert_eq!(a, b);
     }
 
@@ -398,9 +430,18 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error() {
-        assert!(matches!(decode_bytes(&[]), Err(CodecError::Truncated { .. })));
-        assert!(matches!(decode_bytes(&[1, 2, 3, 4, 5]), Err(CodecError::Cookie(_))));
-        assert!(matches!(decode_bytes(&[0x1c, 0x84, 0x93, 0x14, 0, 0, 0, 9, 1]), Err(CodecError::Truncated { .. })));
+        assert!(matches!(
+            decode_bytes(&[]),
+            Err(CodecError::Truncated { .. })
+        ));
+        assert!(matches!(
+            decode_bytes(&[1, 2, 3, 4, 5]),
+            Err(CodecError::Cookie(_))
+        ));
+        assert!(matches!(
+            decode_bytes(&[0x1c, 0x84, 0x93, 0x14, 0, 0, 0, 9, 1]),
+            Err(CodecError::Truncated { .. })
+        ));
         assert!(matches!(decode_base64("***"), Err(CodecError::Base64(_))));
     }
 }

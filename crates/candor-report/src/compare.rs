@@ -68,7 +68,10 @@ pub fn jlbh_variation_pct(values: &[u64]) -> Option<f64> {
 }
 
 fn histogram(r: &RunResults, m: Measure, label: &str) -> Result<Histo, CompareError> {
-    let rec = r.main.histograms.decode().map_err(|source| CompareError { label: label.to_string(), source })?;
+    let rec = r.main.histograms.decode().map_err(|source| CompareError {
+        label: label.to_string(),
+        source,
+    })?;
     Ok(match m {
         Measure::ResponseTime => rec.response,
         Measure::ServiceTime => rec.service,
@@ -92,12 +95,28 @@ fn pct_label(p: f64) -> String {
 }
 
 /// The comparison table as text, one column per run, for one measure.
-pub fn compare_text(runs: &[(String, RunResults)], measure: Measure) -> Result<String, CompareError> {
-    let hists: Vec<Histo> = runs.iter().map(|(l, r)| histogram(r, measure, l)).collect::<Result<_, _>>()?;
+pub fn compare_text(
+    runs: &[(String, RunResults)],
+    measure: Measure,
+) -> Result<String, CompareError> {
+    let hists: Vec<Histo> = runs
+        .iter()
+        .map(|(l, r)| histogram(r, measure, l))
+        .collect::<Result<_, _>>()?;
     let mut out = String::new();
-    out.push_str(&format!("Comparison of {} ({} runs; changes are against run 1)\n\n", measure.label(), runs.len()));
+    out.push_str(&format!(
+        "Comparison of {} ({} runs; changes are against run 1)\n\n",
+        measure.label(),
+        runs.len()
+    ));
     for (i, (label, r)) in runs.iter().enumerate() {
-        let target = r.main.rate.target_per_s.map_or("closed loop".to_string(), |t| format!("target {}", format_rate(t)));
+        let target = r
+            .main
+            .rate
+            .target_per_s
+            .map_or("closed loop".to_string(), |t| {
+                format!("target {}", format_rate(t))
+            });
         out.push_str(&format!(
             "  [{}] {label}: {} {}, {} samples, achieved {} ({target}), {} failed\n",
             i + 1,
@@ -124,7 +143,10 @@ pub fn compare_text(runs: &[(String, RunResults)], measure: Measure) -> Result<S
         if !meaningful(p, min_count) {
             continue;
         }
-        let values: Vec<u64> = hists.iter().map(|h| candor_core::hist::value_at(h, p)).collect();
+        let values: Vec<u64> = hists
+            .iter()
+            .map(|h| candor_core::hist::value_at(h, p))
+            .collect();
         let mut row = format!("{:<8}", pct_label(p));
         for (i, &v) in values.iter().enumerate() {
             let cell = if i == 0 || values[0] == 0 {
@@ -142,10 +164,10 @@ pub fn compare_text(runs: &[(String, RunResults)], measure: Measure) -> Result<S
         out.push_str(row.trim_end());
         out.push('\n');
     }
-    out.push_str(&format!(
+    out.push_str(
         "\n(percentiles with fewer than one sample above them in the smallest run are left out; \
-         % Variation = 100*(max-min)/((max+min)/2) across runs)\n"
-    ));
+         % Variation = 100*(max-min)/((max+min)/2) across runs)\n",
+    );
     Ok(out)
 }
 

@@ -24,7 +24,10 @@ pub struct HgrmRow {
 /// footer lines.
 pub fn write_hgrm(h: &Histo, ticks_per_half: u32, unit_ratio: f64) -> String {
     let digits = h.sigfig() as usize;
-    let mut out = format!("{:>12} {:>14} {:>10} {:>14}\n\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
+    let mut out = format!(
+        "{:>12} {:>14} {:>10} {:>14}\n\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
     for (value, level, total) in percentile_steps(h, ticks_per_half) {
         let v = fixed_w(value as f64 / unit_ratio, 12, digits);
         let p = fixed_w(level / 100.0, 2, 12);
@@ -72,7 +75,12 @@ pub fn percentile_steps(h: &Histo, ticks_per_half: u32) -> Vec<(u64, f64, u64)> 
     }
     let buckets: Vec<(u64, u64)> = h
         .iter_recorded()
-        .map(|v| (h.highest_equivalent(v.value_iterated_to()), v.count_at_value()))
+        .map(|v| {
+            (
+                h.highest_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
         .collect();
     let mut level = 0.0f64;
     let mut total = 0u64;
@@ -147,14 +155,19 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmError> {
     let mut f = HgrmFile::default();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
-        let err = |m: &str| HgrmError { line: i + 1, message: m.to_string() };
+        let err = |m: &str| HgrmError {
+            line: i + 1,
+            message: m.to_string(),
+        };
         if line.is_empty() || line.starts_with("Value") {
             continue;
         }
         if let Some(rest) = line.strip_prefix("#[") {
             let rest = rest.trim_end_matches(']');
             for part in rest.split(',') {
-                let Some((k, v)) = part.split_once('=') else { continue };
+                let Some((k, v)) = part.split_once('=') else {
+                    continue;
+                };
                 let v = v.trim();
                 match k.trim() {
                     "Mean" => f.mean = v.parse().ok(),
@@ -173,10 +186,17 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmError> {
         let value: f64 = cols[0].parse().map_err(|_| err("invalid value"))?;
         let percentile: f64 = cols[1].parse().map_err(|_| err("invalid percentile"))?;
         let total_count: u64 = cols[2].parse().map_err(|_| err("invalid total count"))?;
-        f.rows.push(HgrmRow { value, percentile, total_count });
+        f.rows.push(HgrmRow {
+            value,
+            percentile,
+            total_count,
+        });
     }
     if f.rows.is_empty() {
-        return Err(HgrmError { line: 1, message: "no percentile rows".into() });
+        return Err(HgrmError {
+            line: 1,
+            message: "no percentile rows".into(),
+        });
     }
     Ok(f)
 }
@@ -191,8 +211,21 @@ mod tests {
         let mut h = new_histogram();
         h.record(1_000_000).unwrap();
         let text = write_hgrm(&h, 5, MS_RATIO);
-        let rows: Vec<&str> = text.lines().skip(2).filter(|l| !l.starts_with('#')).collect();
-        assert_eq!(rows, vec!["       1.000 0.000000000000          1           1.00", "       1.000 1.000000000000          1"]);
-        assert!(text.contains("#[Max     =        1.000, Total count    =            1]"), "{text}");
+        let rows: Vec<&str> = text
+            .lines()
+            .skip(2)
+            .filter(|l| !l.starts_with('#'))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                "       1.000 0.000000000000          1           1.00",
+                "       1.000 1.000000000000          1"
+            ]
+        );
+        assert!(
+            text.contains("#[Max     =        1.000, Total count    =            1]"),
+            "{text}"
+        );
     }
 }

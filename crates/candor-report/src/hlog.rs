@@ -10,8 +10,8 @@ use crate::codec::{self, CodecError};
 use crate::javafmt::fixed;
 use candor_core::hist::to_base64_v2_compressed;
 use candor_core::results::{
-    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts, RunResults,
-    SCHEMA_VERSION,
+    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
+    RunResults, SCHEMA_VERSION,
 };
 use candor_core::{Histo, Recorder, Summary};
 
@@ -22,7 +22,8 @@ pub const TAG_SEND_LAG: &str = "send_lag";
 /// Java's default unit ratio for the max column: nanoseconds written as milliseconds.
 pub const MAX_COLUMN_RATIO: f64 = 1e6;
 
-const LEGEND: &str = "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
+const LEGEND: &str =
+    "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
 
 /// A problem in a log, with the 1-based line it was found on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -58,14 +59,22 @@ pub struct TimeRange {
 impl Default for TimeRange {
     /// Everything, as Java's argument-less `nextIntervalHistogram()` reads (absolute times from 0).
     fn default() -> Self {
-        TimeRange { start_s: 0.0, end_s: f64::MAX, absolute: true }
+        TimeRange {
+            start_s: 0.0,
+            end_s: f64::MAX,
+            absolute: true,
+        }
     }
 }
 
 impl TimeRange {
     /// Seconds relative to the log's StartTime, like `HistogramLogProcessor -start/-end`.
     pub fn relative(start_s: Option<f64>, end_s: Option<f64>) -> Self {
-        TimeRange { start_s: start_s.unwrap_or(0.0), end_s: end_s.unwrap_or(f64::MAX), absolute: false }
+        TimeRange {
+            start_s: start_s.unwrap_or(0.0),
+            end_s: end_s.unwrap_or(f64::MAX),
+            absolute: false,
+        }
     }
 }
 
@@ -108,8 +117,13 @@ impl HistogramLog {
     }
 
     /// The intervals of one stream (`None` = untagged lines).
-    pub fn stream<'a>(&'a self, tag: Option<&'a str>) -> impl Iterator<Item = &'a LogInterval> + 'a {
-        self.intervals.iter().filter(move |i| i.tag.as_deref() == tag)
+    pub fn stream<'a>(
+        &'a self,
+        tag: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a LogInterval> + 'a {
+        self.intervals
+            .iter()
+            .filter(move |i| i.tag.as_deref() == tag)
     }
 
     /// Every interval of one stream added into a `new Histogram(3)`, as Java's tools do.
@@ -130,7 +144,10 @@ pub fn looks_like_hlog(text: &str) -> bool {
     }
     t.lines().take(50).any(|l| {
         let l = l.trim();
-        l.starts_with("#[") || l.starts_with("\"StartTimestamp\"") || l.starts_with("Tag=") || is_interval_like(l)
+        l.starts_with("#[")
+            || l.starts_with("\"StartTimestamp\"")
+            || l.starts_with("Tag=")
+            || is_interval_like(l)
     })
 }
 
@@ -143,7 +160,13 @@ fn number(field: &'static str, text: &str, line: usize) -> Result<f64, HlogError
     let t = text.trim();
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(HlogError { line, kind: HlogErrorKind::Number { field, text: t.chars().take(40).collect() } }),
+        _ => Err(HlogError {
+            line,
+            kind: HlogErrorKind::Number {
+                field,
+                text: t.chars().take(40).collect(),
+            },
+        }),
     }
 }
 
@@ -202,24 +225,37 @@ pub fn read_hlog(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogErro
             None => None,
         };
         if fields.len() != 4 {
-            return Err(HlogError { line: line_no, kind: HlogErrorKind::Fields(fields.len()) });
+            return Err(HlogError {
+                line: line_no,
+                kind: HlogErrorKind::Fields(fields.len()),
+            });
         }
         let stamp = number("start timestamp", fields[0], line_no)?;
         let length = number("interval length", fields[1], line_no)?;
         number("interval max", fields[2], line_no)?;
         let start = *start_time.get_or_insert(stamp);
-        let base = *base_time.get_or_insert(if stamp < start - 365.0 * 24.0 * 3600.0 { start } else { 0.0 });
+        let base = *base_time.get_or_insert(if stamp < start - 365.0 * 24.0 * 3600.0 {
+            start
+        } else {
+            0.0
+        });
         let absolute_start = stamp + base;
         let offset_start = absolute_start - start;
-        let check = if range.absolute { absolute_start } else { offset_start };
+        let check = if range.absolute {
+            absolute_start
+        } else {
+            offset_start
+        };
         if check < range.start_s {
             continue;
         }
         if check > range.end_s {
             break;
         }
-        let histogram =
-            codec::decode_base64(fields[3]).map_err(|e| HlogError { line: line_no, kind: e.into() })?;
+        let histogram = codec::decode_base64(fields[3]).map_err(|e| HlogError {
+            line: line_no,
+            kind: e.into(),
+        })?;
         log.intervals.push(LogInterval {
             line: line_no,
             tag,
@@ -230,7 +266,10 @@ pub fn read_hlog(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogErro
         });
     }
     if !saw_anything {
-        return Err(HlogError { line: 1, kind: HlogErrorKind::NotALog });
+        return Err(HlogError {
+            line: 1,
+            kind: HlogErrorKind::NotALog,
+        });
     }
     log.start_time_s = start_time;
     log.base_time_s = base_time.unwrap_or(0.0);
@@ -240,7 +279,9 @@ pub fn read_hlog(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogErro
 /// Java's `Date.toString()` for a UTC instant: `Sat Nov 21 23:19:55 UTC 2026`.
 pub fn java_date_utc(unix_ms: i64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let secs = unix_ms.div_euclid(1000);
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
@@ -288,14 +329,20 @@ pub fn interval_line(tag: Option<&str>, start_s: f64, length_s: f64, h: &Histo) 
 pub fn write_hlog(results: &RunResults) -> String {
     let start_ms = (results.start_time_unix_s * 1000.0).round() as i64;
     let mut out = String::new();
-    out.push_str(&format!("#[Logged with candor version {}]\n", results.candor_version));
+    out.push_str(&format!(
+        "#[Logged with candor version {}]\n",
+        results.candor_version
+    ));
     out.push_str("#[Histogram log format version 1.3]\n");
     out.push_str(&format!(
         "#[StartTime: {} (seconds since epoch), {}]\n",
         fixed(start_ms as f64 / 1000.0, 3),
         java_date_utc(start_ms)
     ));
-    out.push_str(&format!("#[BaseTime: {} (seconds since epoch)]\n", fixed(start_ms as f64 / 1000.0, 3)));
+    out.push_str(&format!(
+        "#[BaseTime: {} (seconds since epoch)]\n",
+        fixed(start_ms as f64 / 1000.0, 3)
+    ));
     out.push_str("#[Untagged lines: response time (from intended send). Tag=service_time: from actual send. Tag=send_lag: actual minus intended send. Values in ns]\n");
     out.push_str(LEGEND);
     out.push('\n');
@@ -306,9 +353,24 @@ pub fn write_hlog(results: &RunResults) -> String {
             // keeps the time series aligned rather than dropping the line.
             Err(_) => Recorder::new(),
         };
-        out.push_str(&interval_line(None, iv.start_s, iv.length_s, &decoded.response));
-        out.push_str(&interval_line(Some(TAG_SERVICE_TIME), iv.start_s, iv.length_s, &decoded.service));
-        out.push_str(&interval_line(Some(TAG_SEND_LAG), iv.start_s, iv.length_s, &decoded.send_lag));
+        out.push_str(&interval_line(
+            None,
+            iv.start_s,
+            iv.length_s,
+            &decoded.response,
+        ));
+        out.push_str(&interval_line(
+            Some(TAG_SERVICE_TIME),
+            iv.start_s,
+            iv.length_s,
+            &decoded.service,
+        ));
+        out.push_str(&interval_line(
+            Some(TAG_SEND_LAG),
+            iv.start_s,
+            iv.length_s,
+            &decoded.send_lag,
+        ));
     }
     out
 }
@@ -319,7 +381,11 @@ pub fn write_hlog(results: &RunResults) -> String {
 pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) -> RunResults {
     let empty = candor_core::new_histogram();
     let main_tag = tag;
-    let first = log.intervals.first().map(|i| i.absolute_start_s).unwrap_or(0.0);
+    let first = log
+        .intervals
+        .first()
+        .map(|i| i.absolute_start_s)
+        .unwrap_or(0.0);
     let start_unix = log.start_time_s.unwrap_or(first);
     let mut intervals: Vec<Interval> = Vec::new();
     let mut total = Recorder::new();
@@ -336,7 +402,9 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
             continue;
         };
         let start_s = li.absolute_start_s - start_unix;
-        let pos = intervals.iter().position(|i| (i.start_s - start_s).abs() < 1e-6);
+        let pos = intervals
+            .iter()
+            .position(|i| (i.start_s - start_s).abs() < 1e-6);
         let idx = match pos {
             Some(p) => p,
             None => {
@@ -383,26 +451,33 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
     intervals.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
     let duration = (span_end - span_start.unwrap_or(0.0)).max(0.0);
     let count = total.response.len();
-    let requests = RequestCounts { intended: count, completed: count, ..Default::default() };
+    let requests = RequestCounts {
+        intended: count,
+        completed: count,
+        ..Default::default()
+    };
     let mut main = PhaseResults::from_recorder(&total, &empty, requests, duration, None);
     main.unfinished_age = Summary::of(&empty);
-    let tags: Vec<String> =
-        log.tags().into_iter().map(|t| t.unwrap_or_else(|| "(untagged)".into())).collect();
+    let tags: Vec<String> = log
+        .tags()
+        .into_iter()
+        .map(|t| t.unwrap_or_else(|| "(untagged)".into()))
+        .collect();
     RunResults {
         schema_version: SCHEMA_VERSION,
-        candor_version: log
-            .comments
-            .iter()
-            .find_map(|c| c.strip_prefix("[Logged with ").map(|s| s.trim_end_matches(']').to_string()))
-            .unwrap_or_else(|| "unknown (HdrHistogram log)".into()),
+        candor_version: env!("CARGO_PKG_VERSION").to_string(),
         kind: "hlog".into(),
-        mode: "unknown".into(),
+        mode: "interval log".into(),
         target: source.to_string(),
         command_line: vec![],
         start_time_unix_s: start_unix,
         environment: Environment::default(),
         config: serde_json::json!({
             "source": source,
+            "logged_with": log
+                .comments
+                .iter()
+                .find_map(|c| c.strip_prefix("[Logged with ").map(|s| s.trim_end_matches(']').to_string())),
             "log_format_version": log.format_version,
             "tags": tags,
             "selected_tag": tag,
@@ -422,9 +497,15 @@ mod tests {
     #[test]
     fn java_date_matches_known_instants() {
         // Java: new Date(1441812279474L) in UTC.
-        assert_eq!(java_date_utc(1_441_812_279_474), "Wed Sep 09 15:24:39 UTC 2015");
+        assert_eq!(
+            java_date_utc(1_441_812_279_474),
+            "Wed Sep 09 15:24:39 UTC 2015"
+        );
         assert_eq!(java_date_utc(0), "Thu Jan 01 00:00:00 UTC 1970");
-        assert_eq!(java_date_utc(1_709_164_800_000), "Thu Feb 29 00:00:00 UTC 2024");
+        assert_eq!(
+            java_date_utc(1_709_164_800_000),
+            "Thu Feb 29 00:00:00 UTC 2024"
+        );
     }
 
     #[test]

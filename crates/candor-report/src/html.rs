@@ -17,7 +17,9 @@ const PAGE_CSS: &str = include_str!("html_report.css");
 const ERROR_CAPTURE: &str = "<script>window.__candorErrors=[];addEventListener('error',function(e){__candorErrors.push(String(e.message));document.documentElement.setAttribute('data-js-error',__candorErrors.join(' | '))});</script>";
 
 /// Run colours, chosen to stay distinguishable for common colour-vision deficiencies.
-const PALETTE: [&str; 8] = ["#1f6fb2", "#d1495b", "#2a9d5c", "#8e5cc2", "#e08a1e", "#3b8ea5", "#7a7a7a", "#b5651d"];
+const PALETTE: [&str; 8] = [
+    "#1f6fb2", "#d1495b", "#2a9d5c", "#8e5cc2", "#e08a1e", "#3b8ea5", "#7a7a7a", "#b5651d",
+];
 
 /// A service-level objective drawn on the spectrum and checked in a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +28,42 @@ pub struct Slo {
     /// 0..=100 (100 = max).
     pub percentile: f64,
     pub threshold_ns: u64,
+}
+
+impl Slo {
+    /// Parses `p99=5ms`, `p99.9<=20ms`, `max=1s` or `NAME:p99=5ms` (label defaults to the
+    /// percentile).
+    pub fn parse(text: &str) -> Result<Slo, String> {
+        let err = || {
+            format!("invalid SLO '{text}': expected [NAME:]pPERCENTILE=DURATION, like p99=5ms or api:p99.9=20ms")
+        };
+        let (label, spec) = match text.split_once(':') {
+            Some((l, s)) if !l.trim().is_empty() => (Some(l.trim().to_string()), s),
+            _ => (None, text),
+        };
+        let (p, d) = spec
+            .split_once("<=")
+            .or_else(|| spec.split_once('='))
+            .ok_or_else(err)?;
+        let p = p.trim();
+        let percentile = if p.eq_ignore_ascii_case("max") {
+            100.0
+        } else {
+            p.trim_start_matches(['p', 'P'])
+                .parse::<f64>()
+                .map_err(|_| err())?
+        };
+        if !(0.0..=100.0).contains(&percentile) {
+            return Err(err());
+        }
+        let threshold_ns = candor_core::units::parse_duration_ns(d.trim())
+            .map_err(|e| format!("invalid SLO '{text}': {e}"))?;
+        Ok(Slo {
+            label: label.unwrap_or_else(|| p.to_string()),
+            percentile,
+            threshold_ns,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -95,11 +133,17 @@ fn summary_row(s: &Summary) -> String {
         if resolved {
             cells.push_str(&format!("<td>{v}</td>"));
         } else {
-            cells.push_str(&format!("<td class=\"dim\" title=\"fewer than one sample above this percentile\">{v}</td>"));
+            cells.push_str(&format!(
+                "<td class=\"dim\" title=\"fewer than one sample above this percentile\">{v}</td>"
+            ));
         }
     }
     cells.push_str(&format!("<td>{}</td>", format_ns(s.max_ns as f64)));
-    cells.push_str(&format!("<td>{}</td><td>{}</td>", format_ns(s.mean_ns), format_ns(s.stdev_ns)));
+    cells.push_str(&format!(
+        "<td>{}</td><td>{}</td>",
+        format_ns(s.mean_ns),
+        format_ns(s.stdev_ns)
+    ));
     cells
 }
 
@@ -116,7 +160,11 @@ fn config_rows(v: &serde_json::Value, prefix: &str, out: &mut Vec<(String, Strin
     match v {
         serde_json::Value::Object(m) => {
             for (k, v) in m {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 config_rows(v, &key, out);
             }
         }
@@ -131,9 +179,14 @@ fn utc(unix_s: f64) -> String {
     let d = crate::hlog::java_date_utc((unix_s * 1000.0).round() as i64);
     // "Thu Jan 01 00:00:00 UTC 1970" -> reorder to ISO-like date for a report.
     let parts: Vec<&str> = d.split(' ').collect();
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     if parts.len() == 6 {
-        let m = MONTHS.iter().position(|m| *m == parts[1]).map_or(0, |i| i + 1);
+        let m = MONTHS
+            .iter()
+            .position(|m| *m == parts[1])
+            .map_or(0, |i| i + 1);
         format!("{}-{:02}-{} {} UTC", parts[5], m, parts[2], parts[3])
     } else {
         d
@@ -141,7 +194,10 @@ fn utc(unix_s: f64) -> String {
 }
 
 /// Writes the report page for `runs` (label, results). Pure: the same input gives the same bytes.
-pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Result<String, HtmlError> {
+pub fn write_html(
+    runs: &[(String, RunResults)],
+    options: &HtmlOptions,
+) -> Result<String, HtmlError> {
     let mut decoded = Vec::with_capacity(runs.len());
     for (label, r) in runs {
         let rec = r.main.histograms.decode().map_err(|source| HtmlError {
@@ -151,9 +207,16 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
         })?;
         decoded.push(rec);
     }
-    let max_count = decoded.iter().map(|d| d.response.len().max(d.service.len())).max().unwrap_or(1).max(10);
+    let max_count = decoded
+        .iter()
+        .map(|d| d.response.len().max(d.service.len()))
+        .max()
+        .unwrap_or(1)
+        .max(10);
     let decades = (max_count as f64).log10().ceil().max(1.0) as u32;
-    let xs: Vec<f64> = (0..=decades * PER_DECADE).map(|i| 10f64.powf(i as f64 / PER_DECADE as f64)).collect();
+    let xs: Vec<f64> = (0..=decades * PER_DECADE)
+        .map(|i| 10f64.powf(i as f64 / PER_DECADE as f64))
+        .collect();
 
     let mut js_runs = Vec::new();
     for (i, ((label, r), rec)) in runs.iter().zip(&decoded).enumerate() {
@@ -161,7 +224,11 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
         let ivs = &r.intervals;
         let t: Vec<f64> = ivs.iter().map(|iv| iv.start_s + iv.length_s).collect();
         let nz = |v: u64, c: u64| if c == 0 { None } else { Some(v) };
-        let warmup_end = ivs.iter().filter(|iv| iv.warmup).map(|iv| iv.start_s + iv.length_s).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+        let warmup_end = ivs
+            .iter()
+            .filter(|iv| iv.warmup)
+            .map(|iv| iv.start_s + iv.length_s)
+            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
         js_runs.push(json!({
             "label": label,
             "color": color,
@@ -202,23 +269,40 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
     });
 
     let mut body = String::new();
-    body.push_str(&format!("<header><div class=\"brand\">candor</div><h1>{}</h1>", esc(&title)));
+    body.push_str(&format!(
+        "<header><div class=\"brand\">candor</div><h1>{}</h1>",
+        esc(&title)
+    ));
     let first = &runs.first().map(|(_, r)| r);
     if let Some(r) = first {
         body.push_str(&format!(
             "<p class=\"sub\">{} · started {} · {}</p>",
             esc(&r.target),
             utc(r.start_time_unix_s),
-            if runs.len() == 1 { esc(&r.mode) } else { format!("{} runs overlaid", runs.len()) }
+            if runs.len() == 1 {
+                esc(&r.mode)
+            } else {
+                format!("{} runs overlaid", runs.len())
+            }
         ));
     }
     body.push_str("</header>");
 
     // Headline cards for each run.
-    body.push_str("<section class=\"cards\">");
+    body.push_str(if runs.len() > 2 {
+        "<section class=\"cards many\">"
+    } else {
+        "<section class=\"cards\">"
+    });
     for (i, ((label, r), rec)) in runs.iter().zip(&decoded).enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let target = r.main.rate.target_per_s.map_or("closed loop".to_string(), |t| format!("target {}", format_rate(t)));
+        let target = r
+            .main
+            .rate
+            .target_per_s
+            .map_or("closed loop".to_string(), |t| {
+                format!("target {}", format_rate(t))
+            });
         body.push_str(&format!(
             "<div class=\"card\" style=\"border-top-color:{color}\"><div class=\"card-label\"><span class=\"swatch\" style=\"background:{color}\"></span>{}</div>\
              <div class=\"metrics\"><div><span class=\"k\">p50</span><span class=\"v\">{}</span></div>\
@@ -240,8 +324,10 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
     }
     body.push_str("</section>");
 
-    let warnings: Vec<(String, String)> =
-        runs.iter().flat_map(|(l, r)| r.warnings.iter().map(move |w| (l.clone(), w.clone()))).collect();
+    let warnings: Vec<(String, String)> = runs
+        .iter()
+        .flat_map(|(l, r)| r.warnings.iter().map(move |w| (l.clone(), w.clone())))
+        .collect();
     if !warnings.is_empty() {
         body.push_str("<section class=\"warn\"><h2>Warnings</h2><ul>");
         for (l, w) in warnings {
@@ -286,7 +372,11 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
     }
 
     body.push_str("<section><h2>Summary</h2>");
-    for (title, pick) in [("Response time", 0usize), ("Service time", 1), ("Send lag", 2)] {
+    for (title, pick) in [
+        ("Response time", 0usize),
+        ("Service time", 1),
+        ("Send lag", 2),
+    ] {
         body.push_str(&format!(
             "<h3>{title}</h3><table class=\"grid num\"><thead><tr><th>Run</th><th>count</th><th>p50</th><th>p90</th>\
              <th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>stdev</th></tr></thead><tbody>"
@@ -315,9 +405,16 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
     for (i, (label, r)) in runs.iter().enumerate() {
         let q = &r.main.requests;
         let classes = |pairs: &[(&str, u64)]| {
-            let parts: Vec<String> =
-                pairs.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {}", format_count(*n))).collect();
-            if parts.is_empty() { "—".to_string() } else { parts.join(", ") }
+            let parts: Vec<String> = pairs
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| format!("{k} {}", format_count(*n)))
+                .collect();
+            if parts.is_empty() {
+                "—".to_string()
+            } else {
+                parts.join(", ")
+            }
         };
         let e = &q.errors;
         let st = &q.status;
@@ -355,15 +452,47 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
             ("target".into(), r.target.clone()),
             ("start time".into(), utc(r.start_time_unix_s)),
             ("candor version".into(), r.candor_version.clone()),
-            ("command line".into(), if r.command_line.is_empty() { "—".into() } else { r.command_line.join(" ") }),
-            ("CPU".into(), if e.cpu_model.is_empty() { "unknown".into() } else { e.cpu_model.clone() }),
+            (
+                "command line".into(),
+                if r.command_line.is_empty() {
+                    "—".into()
+                } else {
+                    r.command_line.join(" ")
+                },
+            ),
+            (
+                "CPU".into(),
+                if e.cpu_model.is_empty() {
+                    "unknown".into()
+                } else {
+                    e.cpu_model.clone()
+                },
+            ),
             ("cores".into(), e.cores.to_string()),
-            ("kernel".into(), if e.kernel.is_empty() { "unknown".into() } else { e.kernel.clone() }),
-            ("host".into(), if e.hostname.is_empty() { "unknown".into() } else { e.hostname.clone() }),
+            (
+                "kernel".into(),
+                if e.kernel.is_empty() {
+                    "unknown".into()
+                } else {
+                    e.kernel.clone()
+                },
+            ),
+            (
+                "host".into(),
+                if e.hostname.is_empty() {
+                    "unknown".into()
+                } else {
+                    e.hostname.clone()
+                },
+            ),
             ("schema".into(), r.schema_version.to_string()),
         ];
         config_rows(&r.config, "config", &mut rows);
-        body.push_str(&format!("<div class=\"env\"><h3>{}</h3>{}</div>", esc(label), kv_table(&rows)));
+        body.push_str(&format!(
+            "<div class=\"env\"><h3>{}</h3>{}</div>",
+            esc(label),
+            kv_table(&rows)
+        ));
     }
     body.push_str("</div></section>");
     body.push_str(&format!(
@@ -394,5 +523,29 @@ pub fn write_html(runs: &[(String, RunResults)], options: &HtmlOptions) -> Resul
 /// The page without the vendored library, for snapshot tests that should not churn when uPlot is
 /// upgraded.
 pub fn strip_vendored(page: &str) -> String {
-    page.replace(UPLOT_JS, "/* uPlot */").replace(UPLOT_CSS, "/* uPlot css */")
+    page.replace(UPLOT_JS, "/* uPlot */")
+        .replace(UPLOT_CSS, "/* uPlot css */")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slo;
+
+    #[test]
+    fn slo_parsing() {
+        assert_eq!(
+            Slo::parse("p99=5ms"),
+            Ok(Slo {
+                label: "p99".into(),
+                percentile: 99.0,
+                threshold_ns: 5_000_000
+            })
+        );
+        assert_eq!(Slo::parse("api:p99.9<=20ms").unwrap().percentile, 99.9);
+        assert_eq!(Slo::parse("api:p99.9<=20ms").unwrap().label, "api");
+        assert_eq!(Slo::parse("max=1s").unwrap().percentile, 100.0);
+        for bad in ["p99", "p101=1ms", "x=1ms", "p99=fast"] {
+            assert!(Slo::parse(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -10,13 +10,21 @@ pub fn fixed(x: f64, decimals: usize) -> String {
         return "NaN".into();
     }
     if x.is_infinite() {
-        return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if x > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     // `{:e}` prints the shortest round-trip digits, like Java's Double.toString.
     let sci = format!("{:e}", x.abs());
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i64 = exp.parse().unwrap_or(0);
-    let mut digits: Vec<u8> = mantissa.bytes().filter(|b| b.is_ascii_digit()).map(|b| b - b'0').collect();
+    let mut digits: Vec<u8> = mantissa
+        .bytes()
+        .filter(|b| b.is_ascii_digit())
+        .map(|b| b - b'0')
+        .collect();
     // Value = 0.d1d2d3... x 10^point
     let mut point = exp + 1;
     let keep = point + decimals as i64;

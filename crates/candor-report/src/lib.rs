@@ -3,10 +3,11 @@
 pub mod text;
 
 pub mod codec;
-pub mod hlog;
+pub mod compare;
 pub mod hgrm;
+pub mod hlog;
+pub mod html;
+pub mod input;
 pub mod javafmt;
 pub mod merge;
 pub mod synthetic;
-pub mod compare;
-pub mod html;

@@ -4,8 +4,8 @@
 use crate::codec::add_exact;
 use candor_core::hist::{from_base64_v2, HistCodecError};
 use candor_core::results::{
-    EncodedHistograms, Interval, IntervalStats, NamedHistogram, PhaseResults,
-    RequestCounts, RunResults, SCHEMA_VERSION,
+    EncodedHistograms, Interval, IntervalStats, NamedHistogram, PhaseResults, RequestCounts,
+    RunResults, SCHEMA_VERSION,
 };
 use candor_core::{new_histogram, Histo, Recorder, Summary};
 
@@ -23,7 +23,11 @@ pub enum MergeError {
 }
 
 fn decode(index: usize, what: &str, enc: &EncodedHistograms) -> Result<Recorder, MergeError> {
-    enc.decode().map_err(|source| MergeError::Histogram { index, what: what.to_string(), source })
+    enc.decode().map_err(|source| MergeError::Histogram {
+        index,
+        what: what.to_string(),
+        source,
+    })
 }
 
 /// The measured window of a run in absolute seconds: from its main intervals when it has them,
@@ -68,7 +72,11 @@ fn combine_summaries(parts: &[&Summary]) -> Summary {
         return Summary::of(&new_histogram());
     }
     let nonempty: Vec<&&Summary> = parts.iter().filter(|s| s.count > 0).collect();
-    let mean = nonempty.iter().map(|s| s.mean_ns * s.count as f64).sum::<f64>() / count as f64;
+    let mean = nonempty
+        .iter()
+        .map(|s| s.mean_ns * s.count as f64)
+        .sum::<f64>()
+        / count as f64;
     let second = nonempty
         .iter()
         .map(|s| (s.stdev_ns * s.stdev_ns + s.mean_ns * s.mean_ns) * s.count as f64)
@@ -76,7 +84,11 @@ fn combine_summaries(parts: &[&Summary]) -> Summary {
         / count as f64;
     let mut percentiles = nonempty[0].percentiles.clone();
     for p in percentiles.iter_mut() {
-        p.value_ns = nonempty.iter().filter_map(|s| s.at(p.percentile)).max().unwrap_or(0);
+        p.value_ns = nonempty
+            .iter()
+            .filter_map(|s| s.at(p.percentile))
+            .max()
+            .unwrap_or(0);
     }
     Summary {
         count,
@@ -88,7 +100,10 @@ fn combine_summaries(parts: &[&Summary]) -> Summary {
     }
 }
 
-fn merge_phase(index_phases: &[(usize, &PhaseResults)], duration_s: f64) -> Result<PhaseResults, MergeError> {
+fn merge_phase(
+    index_phases: &[(usize, &PhaseResults)],
+    duration_s: f64,
+) -> Result<PhaseResults, MergeError> {
     let mut rec = Recorder::new();
     let mut requests = RequestCounts::default();
     let mut intended_rate_s = 0.0;
@@ -102,9 +117,17 @@ fn merge_phase(index_phases: &[(usize, &PhaseResults)], duration_s: f64) -> Resu
         }
     }
     rec.clamped = requests.clamped_values;
-    let target = if all_targeted && duration_s > 0.0 { Some(intended_rate_s / duration_s) } else { None };
-    let mut phase = PhaseResults::from_recorder(&rec, &new_histogram(), requests, duration_s, target);
-    let ages: Vec<&Summary> = index_phases.iter().map(|(_, p)| &p.unfinished_age).collect();
+    let target = if all_targeted && duration_s > 0.0 {
+        Some(intended_rate_s / duration_s)
+    } else {
+        None
+    };
+    let mut phase =
+        PhaseResults::from_recorder(&rec, &new_histogram(), requests, duration_s, target);
+    let ages: Vec<&Summary> = index_phases
+        .iter()
+        .map(|(_, p)| &p.unfinished_age)
+        .collect();
     phase.unfinished_age = combine_summaries(&ages);
     Ok(phase)
 }
@@ -118,20 +141,30 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     let mains: Vec<(usize, &PhaseResults)> = runs.iter().map(|r| &r.main).enumerate().collect();
     let main = merge_phase(&mains, main_duration)?;
 
-    let warms: Vec<(usize, &PhaseResults)> =
-        runs.iter().enumerate().filter_map(|(i, r)| r.warmup.as_ref().map(|w| (i, w))).collect();
+    let warms: Vec<(usize, &PhaseResults)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.warmup.as_ref().map(|w| (i, w)))
+        .collect();
     let warmup = if warms.is_empty() {
         None
     } else {
         let d = union_length(
             runs.iter()
-                .filter_map(|r| r.warmup.as_ref().map(|w| (r.start_time_unix_s, r.start_time_unix_s + w.duration_s)))
+                .filter_map(|r| {
+                    r.warmup
+                        .as_ref()
+                        .map(|w| (r.start_time_unix_s, r.start_time_unix_s + w.duration_s))
+                })
                 .collect(),
         );
         Some(merge_phase(&warms, d)?)
     };
 
-    let start = runs.iter().map(|r| r.start_time_unix_s).fold(f64::INFINITY, f64::min);
+    let start = runs
+        .iter()
+        .map(|r| r.start_time_unix_s)
+        .fold(f64::INFINITY, f64::min);
     // Align intervals on the millisecond of their absolute start.
     let mut slots: Vec<(i64, f64, bool, u64, u64, Recorder)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
@@ -224,7 +257,10 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         main,
         warmup,
         intervals,
-        extra: extra.iter().map(|(n, h)| NamedHistogram::of(n, h)).collect(),
+        extra: extra
+            .iter()
+            .map(|(n, h)| NamedHistogram::of(n, h))
+            .collect(),
         warnings,
     })
 }
@@ -240,22 +276,40 @@ mod tests {
         let b = synthetic_run(2, 5, 700, 3_000_000, 2);
         let m = merge(&[a.clone(), b.clone()]).unwrap();
         assert_eq!(m.kind, "merged");
-        assert_eq!(m.main.response_time.count, a.main.response_time.count + b.main.response_time.count);
-        assert_eq!(m.main.requests.completed, a.main.requests.completed + b.main.requests.completed);
+        assert_eq!(
+            m.main.response_time.count,
+            a.main.response_time.count + b.main.response_time.count
+        );
+        assert_eq!(
+            m.main.requests.completed,
+            a.main.requests.completed + b.main.requests.completed
+        );
         assert!(m.main.requests.balanced());
         let mut expected = a.main.histograms.decode().unwrap();
         expected.add(&b.main.histograms.decode().unwrap());
-        assert_eq!(m.main.histograms.decode().unwrap().response, expected.response);
+        assert_eq!(
+            m.main.histograms.decode().unwrap().response,
+            expected.response
+        );
         assert_eq!(m.main.response_time, Summary::of(&expected.response));
         // b starts 1 s after a (synthetic start = base + seed), so intervals interleave by time.
         assert_eq!(m.intervals.len(), 7);
-        let at = |t: f64| m.intervals.iter().find(|i| (i.start_s - t).abs() < 1e-9).unwrap();
+        let at = |t: f64| {
+            m.intervals
+                .iter()
+                .find(|i| (i.start_s - t).abs() < 1e-9)
+                .unwrap()
+        };
         assert_eq!(at(0.0).completed, 500);
         assert!(at(0.0).warmup);
         assert_eq!(at(2.0).completed, 1200);
         assert_eq!(at(6.0).completed, 700);
         // Windows [1,6) and [2,7) overlap: union is 6 s.
-        assert!((m.main.duration_s - 6.0).abs() < 1e-9, "{}", m.main.duration_s);
+        assert!(
+            (m.main.duration_s - 6.0).abs() < 1e-9,
+            "{}",
+            m.main.duration_s
+        );
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! seed, so the same call always gives byte-identical output.
 
 use candor_core::results::{
-    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts, RunResults,
-    StatusCounts, SCHEMA_VERSION,
+    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
+    RunResults, StatusCounts, SCHEMA_VERSION,
 };
 use candor_core::{new_histogram, Recorder};
 
@@ -25,7 +25,13 @@ impl Rng {
 
 /// A run of `seconds` one-second intervals at `rate` requests/s with typical latency `base_ns`
 /// (one warm-up second first). `stall_every` > 0 adds a stall in every such interval.
-pub fn synthetic_run(seed: u64, seconds: u32, rate: u64, base_ns: u64, stall_every: u32) -> RunResults {
+pub fn synthetic_run(
+    seed: u64,
+    seconds: u32,
+    rate: u64,
+    base_ns: u64,
+    stall_every: u32,
+) -> RunResults {
     let mut rng = Rng(seed);
     let mut main = Recorder::new();
     let mut warm = Recorder::new();
@@ -68,18 +74,32 @@ pub fn synthetic_run(seed: u64, seconds: u32, rate: u64, base_ns: u64, stall_eve
             main.add(&r);
         }
     }
-    let failed = intervals.iter().filter(|i| !i.warmup).map(|i| i.failed).sum::<u64>();
+    let failed = intervals
+        .iter()
+        .filter(|i| !i.warmup)
+        .map(|i| i.failed)
+        .sum::<u64>();
     let requests = RequestCounts {
         intended: completed_total + failed,
         completed: completed_total,
         failed,
-        errors: candor_core::results::ErrorCounts { timeout: failed, ..Default::default() },
-        status: StatusCounts { s2xx: completed_total, ..Default::default() },
+        errors: candor_core::results::ErrorCounts {
+            timeout: failed,
+            ..Default::default()
+        },
+        status: StatusCounts {
+            s2xx: completed_total,
+            ..Default::default()
+        },
         bytes_written: completed_total * 80,
         bytes_read: completed_total * 120,
         ..Default::default()
     };
-    let warm_requests = RequestCounts { intended: rate, completed: rate, ..Default::default() };
+    let warm_requests = RequestCounts {
+        intended: rate,
+        completed: rate,
+        ..Default::default()
+    };
     let duration = seconds as f64;
     RunResults {
         schema_version: SCHEMA_VERSION,
@@ -104,8 +124,20 @@ pub fn synthetic_run(seed: u64, seconds: u32, rate: u64, base_ns: u64, stall_eve
         config: serde_json::json!({
             "rate": rate, "duration_s": seconds, "warmup_s": 1, "connections": 16, "timeout_ms": 2000,
         }),
-        main: PhaseResults::from_recorder(&main, &new_histogram(), requests, duration, Some(rate as f64)),
-        warmup: Some(PhaseResults::from_recorder(&warm, &new_histogram(), warm_requests, 1.0, Some(rate as f64))),
+        main: PhaseResults::from_recorder(
+            &main,
+            &new_histogram(),
+            requests,
+            duration,
+            Some(rate as f64),
+        ),
+        warmup: Some(PhaseResults::from_recorder(
+            &warm,
+            &new_histogram(),
+            warm_requests,
+            1.0,
+            Some(rate as f64),
+        )),
         intervals,
         extra: vec![],
         warnings: vec![],

@@ -20,7 +20,11 @@ fn artefact_dir() -> PathBuf {
 }
 
 fn chromium() -> Option<PathBuf> {
-    for c in ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"] {
+    for c in [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ] {
         if Path::new(c).exists() {
             return Some(PathBuf::from(c));
         }
@@ -71,11 +75,17 @@ fn run_chromium(exe: &Path, extra: &[String], url: &str) -> (String, String) {
     let stdout = std::fs::read(&out_path).unwrap_or_default();
     let stderr = std::fs::read(&err_path).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&profile);
-    (String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
+    (
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
 }
 
 fn tempdir() -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     let p = std::env::temp_dir().join(format!("candor-chromium-{}-{nanos}", std::process::id()));
     std::fs::create_dir_all(&p).expect("temp profile dir");
     p
@@ -98,14 +108,28 @@ fn report_renders_in_headless_chromium() {
         "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
     );
     let runs = vec![
-        ("baseline 2k/s".to_string(), synthetic_run(11, 30, 2000, 800_000, 0)),
-        ("patched 2k/s, stalls".to_string(), synthetic_run(12, 30, 2000, 1_100_000, 7)),
+        (
+            "baseline 2k/s".to_string(),
+            synthetic_run(11, 30, 2000, 800_000, 0),
+        ),
+        (
+            "patched 2k/s, stalls".to_string(),
+            synthetic_run(12, 30, 2000, 1_100_000, 7),
+        ),
     ];
     let options = HtmlOptions {
         title: None,
         slos: vec![
-            Slo { label: "interactive".into(), percentile: 99.0, threshold_ns: 5_000_000 },
-            Slo { label: "tail".into(), percentile: 99.9, threshold_ns: 20_000_000 },
+            Slo {
+                label: "interactive".into(),
+                percentile: 99.0,
+                threshold_ns: 5_000_000,
+            },
+            Slo {
+                label: "tail".into(),
+                percentile: 99.9,
+                threshold_ns: 20_000_000,
+            },
         ],
     };
     let page = write_html(&runs, &options).expect("report");
@@ -115,10 +139,19 @@ fn report_renders_in_headless_chromium() {
     let url = format!("file://{}", html.display());
 
     let (dom, log) = run_chromium(&exe, &["--dump-dom".to_string()], &url);
-    let console_errors: Vec<&str> =
-        log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught"))).collect();
-    assert!(console_errors.is_empty(), "console errors: {console_errors:#?}");
-    assert_eq!(attr(&dom, "data-js-error"), None, "script error recorded on the page");
+    let console_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught")))
+        .collect();
+    assert!(
+        console_errors.is_empty(),
+        "console errors: {console_errors:#?}"
+    );
+    assert_eq!(
+        attr(&dom, "data-js-error"),
+        None,
+        "script error recorded on the page"
+    );
     let expected = attr(&dom, "data-charts-expected").expect("the page's chart check ran");
     let drawn = attr(&dom, "data-charts-drawn").expect("the page's chart check ran");
     // One spectrum plus two time charts per run.
@@ -130,10 +163,17 @@ fn report_renders_in_headless_chromium() {
     let _ = std::fs::remove_file(&shot);
     run_chromium(
         &exe,
-        &[format!("--screenshot={}", shot.display()), "--window-size=1400,3400".to_string()],
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,3400".to_string(),
+        ],
         &url,
     );
     let meta = std::fs::metadata(&shot).expect("screenshot written");
-    assert!(meta.len() > 50_000, "screenshot is suspiciously small: {} bytes", meta.len());
+    assert!(
+        meta.len() > 50_000,
+        "screenshot is suspiciously small: {} bytes",
+        meta.len()
+    );
     eprintln!("report: {}\nscreenshot: {}", html.display(), shot.display());
 }

@@ -14,9 +14,20 @@ use std::process::Command;
 
 const JAR: &str = "HdrHistogram-2.2.2.jar";
 
+/// A vector file, the tag to read and the relative time range.
+type Case = (&'static str, Option<&'static str>, Option<(f64, f64)>);
+
 fn have(cmd: &str) -> bool {
-    Command::new(cmd).arg("-version").output().map(|o| o.status.success()).unwrap_or(false)
-        || Command::new(cmd).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new(cmd)
+        .arg("-version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+        || Command::new(cmd)
+            .arg("--version")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
 }
 
 fn work_dir() -> PathBuf {
@@ -63,13 +74,26 @@ fn compile(dir: &Path, jar: &Path) {
         .arg(&src)
         .output()
         .expect("run javac");
-    assert!(out.status.success(), "javac failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "javac failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn java(dir: &Path, jar: &Path, args: &[&str]) -> String {
     let cp = format!("{}:{}", jar.display(), dir.display());
-    let out = Command::new("java").arg("-cp").arg(cp).args(args).output().expect("run java");
-    assert!(out.status.success(), "java {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("java")
+        .arg("-cp")
+        .arg(cp)
+        .args(args)
+        .output()
+        .expect("run java");
+    assert!(
+        out.status.success(),
+        "java {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -89,7 +113,10 @@ fn candor_view(text: &str, tag: Option<&str>, range: TimeRange) -> String {
 
 #[test]
 fn java_hdrhistogram_agrees_with_candor() {
-    let missing: Vec<&str> = ["java", "javac", "mvn"].into_iter().filter(|c| !have(c)).collect();
+    let missing: Vec<&str> = ["java", "javac", "mvn"]
+        .into_iter()
+        .filter(|c| !have(c))
+        .collect();
     if !missing.is_empty() {
         let msg = format!("JAVA INTEROP TEST NOT RUN: {missing:?} not installed (scripts/install-test-deps.sh installs them)");
         if std::env::var("CANDOR_REQUIRE_JAVA").as_deref() == Ok("1") {
@@ -107,18 +134,36 @@ fn java_hdrhistogram_agrees_with_candor() {
     let hlog = dir.join("candor-run.hlog");
     std::fs::write(&hlog, write_hlog(&run)).unwrap();
     let main = run.main.histograms.decode().unwrap();
-    for (tag, h) in [(None, &main.response), (Some(TAG_SERVICE_TIME), &main.service), (Some(TAG_SEND_LAG), &main.send_lag)] {
+    for (tag, h) in [
+        (None, &main.response),
+        (Some(TAG_SERVICE_TIME), &main.service),
+        (Some(TAG_SEND_LAG), &main.send_lag),
+    ] {
         let out = dir.join(format!("processor-{}", tag.unwrap_or("untagged")));
-        let mut args = vec!["org.HdrHistogram.HistogramLogProcessor", "-i", hlog.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        let mut args = vec![
+            "org.HdrHistogram.HistogramLogProcessor",
+            "-i",
+            hlog.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
         if let Some(t) = tag {
             args.extend(["-tag", t]);
         }
         java(&dir, &jar, &args);
-        let java_hgrm = std::fs::read_to_string(out.with_extension("hgrm")).expect("processor wrote .hgrm");
+        let java_hgrm =
+            std::fs::read_to_string(out.with_extension("hgrm")).expect("processor wrote .hgrm");
         // The processor prefixes two header lines of its own.
-        let java_body: String = java_hgrm.lines().skip(2).map(|l| format!("{l}\n")).collect();
+        let java_body: String = java_hgrm
+            .lines()
+            .skip(2)
+            .map(|l| format!("{l}\n"))
+            .collect();
         let ours = write_hgrm(h, 5, 1e6);
-        assert_eq!(java_body, ours, "{tag:?}: Java's distribution of candor's log differs from candor's");
+        assert_eq!(
+            java_body, ours,
+            "{tag:?}: Java's distribution of candor's log differs from candor's"
+        );
         eprintln!(
             "HistogramLogProcessor {:<14} count {:>6} p99.9 {:>10} max {:>10}: .hgrm identical to candor's ({} lines)",
             tag.unwrap_or("(untagged)"),
@@ -130,12 +175,22 @@ fn java_hdrhistogram_agrees_with_candor() {
     }
     // ...and with a relative range, Java's -start/-end against candor's TimeRange.
     let text = std::fs::read_to_string(&hlog).unwrap();
-    let java_out = java(&dir, &jar, &["CandorInterop", hlog.to_str().unwrap(), "-", "5", "12"]);
-    assert_eq!(java_out, candor_view(&text, None, TimeRange::relative(Some(5.0), Some(12.0))));
+    let java_out = java(
+        &dir,
+        &jar,
+        &["CandorInterop", hlog.to_str().unwrap(), "-", "5", "12"],
+    );
+    assert_eq!(
+        java_out,
+        candor_view(&text, None, TimeRange::relative(Some(5.0), Some(12.0)))
+    );
 
     // 2. Every shared vector: Java's reader and candor's give the same numbers and distribution.
-    let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/hdrhistogram/");
-    let cases: &[(&str, Option<&str>, Option<(f64, f64)>)] = &[
+    let vectors = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/vectors/hdrhistogram/"
+    );
+    let cases: &[Case] = &[
         ("jHiccup-2.0.7S.logV2.hlog", None, None),
         ("jHiccup-2.0.7S.logV2.hlog", None, Some((5.0, 20.0))),
         ("jHiccup-2.0.6.logV1.hlog", None, None),
@@ -150,7 +205,11 @@ fn java_hdrhistogram_agrees_with_candor() {
     for (file, tag, range) in cases {
         let path = format!("{vectors}{file}");
         let text = std::fs::read_to_string(&path).unwrap();
-        let mut args = vec!["CandorInterop".to_string(), path.clone(), tag.unwrap_or("-").to_string()];
+        let mut args = vec![
+            "CandorInterop".to_string(),
+            path.clone(),
+            tag.unwrap_or("-").to_string(),
+        ];
         let r = match range {
             Some((s, e)) => {
                 args.push(s.to_string());
@@ -163,6 +222,11 @@ fn java_hdrhistogram_agrees_with_candor() {
         let java_out = java(&dir, &jar, &args_ref);
         let ours = candor_view(&text, *tag, r);
         assert_eq!(java_out, ours, "{file} {tag:?} {range:?}");
-        eprintln!("{file:<27} {:<4} {:<12} Java == candor: {}", tag.unwrap_or("-"), format!("{range:?}"), java_out.lines().next().unwrap_or(""));
+        eprintln!(
+            "{file:<27} {:<4} {:<12} Java == candor: {}",
+            tag.unwrap_or("-"),
+            format!("{range:?}"),
+            java_out.lines().next().unwrap_or("")
+        );
     }
 }

@@ -5,7 +5,9 @@
 use candor_core::results::RunResults;
 use candor_report::compare::{compare_text, Measure};
 use candor_report::hgrm::{parse_hgrm, write_hgrm, MS_RATIO};
-use candor_report::hlog::{read_hlog, results_from_hlog, write_hlog, TimeRange, TAG_SEND_LAG, TAG_SERVICE_TIME};
+use candor_report::hlog::{
+    read_hlog, results_from_hlog, write_hlog, TimeRange, TAG_SEND_LAG, TAG_SERVICE_TIME,
+};
 use candor_report::html::{strip_vendored, write_html, HtmlOptions, Slo};
 use candor_report::merge::merge;
 use candor_report::synthetic::synthetic_run;
@@ -19,7 +21,10 @@ fn snapshot(name: &str, actual: &str) {
     let expected = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{path}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)"));
     if expected != actual {
-        let first = expected.lines().zip(actual.lines()).position(|(a, b)| a != b);
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b);
         panic!(
             "{name} differs from its snapshot (first differing line {:?}); rerun with UPDATE_SNAPSHOTS=1 and review",
             first.map(|l| l + 1)
@@ -42,16 +47,31 @@ fn hlog_snapshot_and_round_trip() {
     // Warm-up intervals are left out, so the log's totals are the measured window's.
     let main = r.main.histograms.decode().unwrap();
     assert_eq!(log.stream(None).count(), 5);
-    for (tag, h) in [(None, &main.response), (Some(TAG_SERVICE_TIME), &main.service), (Some(TAG_SEND_LAG), &main.send_lag)] {
+    for (tag, h) in [
+        (None, &main.response),
+        (Some(TAG_SERVICE_TIME), &main.service),
+        (Some(TAG_SEND_LAG), &main.send_lag),
+    ] {
         let total = log.total(tag);
         assert_eq!(total.len(), h.len(), "{tag:?}");
-        let a: Vec<_> = total.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
-        let b: Vec<_> = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+        let a: Vec<_> = total
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
+        let b: Vec<_> = h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
         assert_eq!(a, b, "{tag:?}: every bucket survives the log");
     }
     // Relative range, Java semantics: intervals starting at 2.0 and 3.0 s.
     let part = read_hlog(&text, &TimeRange::relative(Some(2.0), Some(3.0))).unwrap();
-    assert_eq!(part.stream(None).map(|i| i.offset_start_s).collect::<Vec<_>>(), vec![2.0, 3.0]);
+    assert_eq!(
+        part.stream(None)
+            .map(|i| i.offset_start_s)
+            .collect::<Vec<_>>(),
+        vec![2.0, 3.0]
+    );
     // Back into results: the same summaries as the run's.
     let back = results_from_hlog(&log, None, "run.hlog");
     assert_eq!(back.main.response_time, r.main.response_time);
@@ -78,14 +98,24 @@ fn compare_snapshot() {
     let runs = vec![
         ("A".to_string(), synthetic_run(31, 5, 400, 1_000_000, 0)),
         ("B".to_string(), synthetic_run(32, 5, 400, 1_000_000, 0)),
-        ("C, stalls".to_string(), synthetic_run(33, 5, 400, 1_500_000, 2)),
+        (
+            "C, stalls".to_string(),
+            synthetic_run(33, 5, 400, 1_500_000, 2),
+        ),
     ];
-    snapshot("compare.txt", &compare_text(&runs, Measure::ResponseTime).unwrap());
+    snapshot(
+        "compare.txt",
+        &compare_text(&runs, Measure::ResponseTime).unwrap(),
+    );
 }
 
 #[test]
 fn merge_snapshot() {
-    let m = merge(&[synthetic_run(41, 3, 200, 1_000_000, 0), synthetic_run(42, 3, 200, 2_000_000, 0)]).unwrap();
+    let m = merge(&[
+        synthetic_run(41, 3, 200, 1_000_000, 0),
+        synthetic_run(42, 3, 200, 2_000_000, 0),
+    ])
+    .unwrap();
     snapshot("merged.json", &m.to_json_pretty());
     // Floats may move by an ulp through serde_json; the histograms and counts must not move at all.
     let back = RunResults::from_json(&m.to_json_pretty()).unwrap();
@@ -98,14 +128,24 @@ fn merge_snapshot() {
 fn html_snapshot() {
     let runs = vec![
         ("one".to_string(), synthetic_run(51, 4, 300, 1_000_000, 0)),
-        ("two <b>".to_string(), synthetic_run(52, 4, 300, 1_200_000, 2)),
+        (
+            "two <b>".to_string(),
+            synthetic_run(52, 4, 300, 1_200_000, 2),
+        ),
     ];
     let options = HtmlOptions {
         title: Some("Snapshot & test".into()),
-        slos: vec![Slo { label: "p99".into(), percentile: 99.0, threshold_ns: 4_000_000 }],
+        slos: vec![Slo {
+            label: "p99".into(),
+            percentile: 99.0,
+            threshold_ns: 4_000_000,
+        }],
     };
     let page = write_html(&runs, &options).unwrap();
     assert!(page.contains("two &lt;b&gt;"), "labels are escaped");
-    assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "no network resources");
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "no network resources"
+    );
     snapshot("report.html", &strip_vendored(&page));
 }

@@ -5,26 +5,44 @@ use candor_report::codec::{decode_bytes, java_value_at_percentile};
 use candor_report::hlog::{read_hlog, TimeRange};
 
 fn vector(name: &str) -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/hdrhistogram/");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/vectors/hdrhistogram/"
+    );
     std::fs::read_to_string(format!("{path}{name}")).unwrap_or_else(|e| panic!("{path}{name}: {e}"))
 }
 
 fn vector_bytes(name: &str) -> Vec<u8> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/hdrhistogram/");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/vectors/hdrhistogram/"
+    );
     std::fs::read(format!("{path}{name}")).unwrap_or_else(|e| panic!("{path}{name}: {e}"))
 }
 
 /// (intervals, total count, p99.9, max) over the untagged stream in `range`.
 fn check(name: &str, range: Option<(f64, f64)>, expected: (usize, u64, u64, u64)) {
     let r = match range {
-        Some((s, e)) => TimeRange { start_s: s, end_s: e, absolute: false },
+        Some((s, e)) => TimeRange {
+            start_s: s,
+            end_s: e,
+            absolute: false,
+        },
         None => TimeRange::default(),
     };
     let log = read_hlog(&vector(name), &r).unwrap_or_else(|e| panic!("{name}: {e}"));
     let n = log.stream(None).count();
     let total = log.total(None);
-    let got = (n, total.len(), java_value_at_percentile(&total, 99.9), total.max());
-    eprintln!("{name} {range:?}: intervals {} count {} p99.9 {} max {}", got.0, got.1, got.2, got.3);
+    let got = (
+        n,
+        total.len(),
+        java_value_at_percentile(&total, 99.9),
+        total.max(),
+    );
+    eprintln!(
+        "{name} {range:?}: intervals {} count {} p99.9 {} max {}",
+        got.0, got.1, got.2, got.3
+    );
     assert_eq!(got, expected, "{name} {range:?}");
 }
 
@@ -77,7 +95,10 @@ fn tagged_log_streams_are_separate_and_equal() {
     assert_eq!(log.tags(), vec![None, Some("A".to_string())]);
     let untagged = log.total(None);
     let a = log.total(Some("A"));
-    assert_eq!((log.stream(None).count(), log.stream(Some("A")).count()), (21, 21));
+    assert_eq!(
+        (log.stream(None).count(), log.stream(Some("A")).count()),
+        (21, 21)
+    );
     assert_eq!((untagged.len(), a.len()), (16145, 16145));
     assert_eq!(untagged, a);
     let mut all = candor_report::codec::java_accumulator();
@@ -90,18 +111,28 @@ fn tagged_log_streams_are_separate_and_equal() {
 }
 
 fn seq_values() -> Vec<u64> {
-    vector("seq-nums.txt").lines().map(|l| l.trim().parse().expect("a number per line")).collect()
+    vector("seq-nums.txt")
+        .lines()
+        .map(|l| l.trim().parse().expect("a number per line"))
+        .collect()
 }
 
 fn check_seq(h: &candor_core::Histo) {
     let values = seq_values();
-    let mut expected = hdrhistogram::Histogram::<u64>::new_with_bounds(1, i64::MAX as u64, 3).unwrap();
+    let mut expected =
+        hdrhistogram::Histogram::<u64>::new_with_bounds(1, i64::MAX as u64, 3).unwrap();
     for &v in &values {
         expected.record(v).unwrap();
     }
     assert_eq!(h.len(), values.len() as u64);
-    let a: Vec<_> = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
-    let b: Vec<_> = expected.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+    let a: Vec<_> = h
+        .iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect();
+    let b: Vec<_> = expected
+        .iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect();
     assert_eq!(a, b, "every bucket count equals the recorded values'");
     assert_eq!(h.max(), expected.max());
 }

@@ -1,0 +1,208 @@
+//! Loading any results file a report accepts: candor JSON or an HdrHistogram interval log
+//! (detected by content), with the `--tag` and `--start/--end` selections applied.
+
+use crate::hlog::{self, HlogError, TimeRange};
+use candor_core::hist::HistCodecError;
+use candor_core::results::{
+    EncodedHistograms, PhaseResults, RequestCounts, ResultsError, RunResults,
+};
+use candor_core::{new_histogram, Recorder};
+
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{0}")]
+    Hlog(#[from] HlogError),
+    #[error("{0}")]
+    Json(#[from] ResultsError),
+    #[error("interval histogram is not valid: {0}")]
+    Histogram(#[from] HistCodecError),
+    #[error("--tag selects a stream of an HdrHistogram log; this file is candor JSON")]
+    TagOnJson,
+    #[error("--start {start} is after --end {end}")]
+    Range { start: f64, end: f64 },
+}
+
+/// Which part of a file to read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// Stream of a log (`None` = untagged lines, response time for candor's logs).
+    pub tag: Option<String>,
+    /// Seconds relative to the start (StartTime for logs, the run's start for JSON).
+    pub start_s: Option<f64>,
+    pub end_s: Option<f64>,
+}
+
+/// True when the file is an interval log rather than JSON.
+pub fn is_hlog(text: &str) -> bool {
+    hlog::looks_like_hlog(text)
+}
+
+/// Parses `text` (from `source`, used as the label of log-derived results) with `sel` applied.
+pub fn load(text: &str, source: &str, sel: &Selection) -> Result<RunResults, InputError> {
+    if let (Some(s), Some(e)) = (sel.start_s, sel.end_s) {
+        if s > e {
+            return Err(InputError::Range { start: s, end: e });
+        }
+    }
+    if is_hlog(text) {
+        let range = if sel.start_s.is_some() || sel.end_s.is_some() {
+            TimeRange::relative(sel.start_s, sel.end_s)
+        } else {
+            TimeRange::default()
+        };
+        let log = hlog::read_hlog(text, &range)?;
+        return Ok(hlog::results_from_hlog(&log, sel.tag.as_deref(), source));
+    }
+    if sel.tag.is_some() {
+        return Err(InputError::TagOnJson);
+    }
+    let r = RunResults::from_json(text)?;
+    if sel.start_s.is_none() && sel.end_s.is_none() {
+        return Ok(r);
+    }
+    Ok(time_slice(&r, sel.start_s, sel.end_s)?)
+}
+
+/// The part of a run whose intervals start within [start, end] seconds of the run's start, with
+/// the semantics of Java's `nextIntervalHistogram(start, end)`: earlier intervals are skipped and
+/// the first later one ends the selection. Histograms are the intervals' own, added exactly;
+/// request accounting beyond completed/failed is not kept per interval, so it is left at zero.
+pub fn time_slice(
+    r: &RunResults,
+    start: Option<f64>,
+    end: Option<f64>,
+) -> Result<RunResults, HistCodecError> {
+    let (s, e) = (start.unwrap_or(0.0), end.unwrap_or(f64::MAX));
+    let mut picked = Vec::new();
+    for iv in &r.intervals {
+        if iv.start_s < s {
+            continue;
+        }
+        if iv.start_s > e {
+            break;
+        }
+        picked.push(iv.clone());
+    }
+    let mut rec = Recorder::new();
+    let mut requests = RequestCounts::default();
+    let mut duration = 0.0;
+    for iv in &picked {
+        rec.add(&iv.histograms.decode()?);
+        requests.completed += iv.completed;
+        requests.failed += iv.failed;
+        duration += iv.length_s;
+    }
+    requests.intended = requests.completed + requests.failed;
+    let mut out = r.clone();
+    out.main = PhaseResults::from_recorder(
+        &rec,
+        &new_histogram(),
+        requests,
+        duration,
+        r.main.rate.target_per_s,
+    );
+    out.main.histograms = EncodedHistograms::of(&rec);
+    out.warmup = None;
+    out.intervals = picked;
+    out.warnings.push(format!(
+        "time slice {s}..{} s of the run: per-class failure and status counts are not kept per interval and show as zero",
+        if e == f64::MAX { "end".to_string() } else { e.to_string() }
+    ));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::synthetic_run;
+
+    #[test]
+    fn json_and_hlog_are_detected_and_sliced() {
+        let r = synthetic_run(5, 6, 200, 1_000_000, 0);
+        let json = r.to_json_pretty();
+        let all = load(&json, "r.json", &Selection::default()).unwrap();
+        assert_eq!(all.main.response_time, r.main.response_time);
+        let sel = Selection {
+            tag: None,
+            start_s: Some(2.0),
+            end_s: Some(4.0),
+        };
+        let part = load(&json, "r.json", &sel).unwrap();
+        assert_eq!(part.intervals.len(), 3);
+        assert_eq!(part.main.response_time.count, 600);
+        let log = crate::hlog::write_hlog(&r);
+        let from_log = load(&log, "r.hlog", &sel).unwrap();
+        assert_eq!(from_log.main.response_time, part.main.response_time);
+        let svc = load(
+            &log,
+            "r.hlog",
+            &Selection {
+                tag: Some("service_time".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(svc.main.response_time, r.main.service_time);
+        assert!(matches!(
+            load(
+                &json,
+                "r.json",
+                &Selection {
+                    tag: Some("x".into()),
+                    ..Default::default()
+                }
+            ),
+            Err(InputError::TagOnJson)
+        ));
+        let bad = Selection {
+            tag: None,
+            start_s: Some(5.0),
+            end_s: Some(1.0),
+        };
+        assert!(matches!(
+            load(&json, "r.json", &bad),
+            Err(InputError::Range { .. })
+        ));
+    }
+
+    #[test]
+    fn bad_files_give_line_numbers() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&synthetic_run(5, 2, 10, 1000, 0).to_json_pretty()).unwrap();
+        v["schema_version"] = serde_json::json!(999);
+        let err = load(&v.to_string(), "f", &Selection::default()).unwrap_err();
+        assert!(err.to_string().contains("newer candor"), "{err}");
+        let err = load(
+            "{\n  \"schema_version\": 1,\n  oops\n}",
+            "f",
+            &Selection::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("line 3"), "{err}");
+        // Wrong cookie: a valid base64 payload that is not a histogram.
+        let log = "#[StartTime: 1700000000.000 (seconds since epoch), x]\n0.000,1.000,1.000,AAAAAAAAAAAAAAAA\n";
+        let err = load(log, "f", &Selection::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("line 2: not an HdrHistogram encoding (cookie 0x00000000)"),
+            "{err}"
+        );
+        // Bad base64.
+        let log =
+            "#[StartTime: 1700000000.000 (seconds since epoch), x]\n0.000,1.000,1.000,HIST$$$\n";
+        let err = load(log, "f", &Selection::default()).unwrap_err();
+        assert!(
+            err.to_string().starts_with("line 2: invalid base64"),
+            "{err}"
+        );
+        // Truncated: the last line of a real log cut in half.
+        let full = crate::hlog::write_hlog(&synthetic_run(6, 3, 100, 1_000_000, 0));
+        let cut = &full[..full.len() - 60];
+        let lines = cut.lines().count();
+        let err = load(cut, "f", &Selection::default()).unwrap_err();
+        assert!(
+            err.to_string().starts_with(&format!("line {lines}: ")),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""CPU cost per request of candor next to wrk, side by side in the same run.
+
+Starts one fast local server (`candor serve`, pinned to one core), then alternates runs of wrk and
+candor (pinned to the other core) and measures each client's CPU time (user + system, from
+getrusage of the child) and its completed requests:
+
+  * closed loop: `wrk -t1 -cC -dD` vs `candor run -R max -t1 -cC -dD`  -> requests per CPU-second
+  * open loop at a fixed rate: `candor run -R RATE -t1 -cC -dD`, with the default 60 us spin
+    before each send and with `--spin 0` (timerfd only)          -> CPU microseconds per request
+
+The machine is small and noisy, so every configuration runs ROUNDS times, interleaved, and the
+summary quotes medians and the candor/wrk ratio. Usage:
+
+  bench/compare_wrk.py [--rounds 3] [--duration 10] [--connections 50] [--rate 20000]
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CANDOR = os.path.join(ROOT, "target", "release", "candor")
+
+
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measured(cmd):
+    """Runs cmd, returns (stdout, cpu seconds of that child)."""
+    before = child_cpu()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out.stdout, child_cpu() - before
+
+
+def wrk_requests(text):
+    m = re.search(r"(\d+) requests in", text)
+    if not m:
+        sys.exit("cannot read wrk output:\n" + text)
+    return int(m.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--rate", type=int, default=20000)
+    a = ap.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is not installed: apt-get install -y wrk")
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "candor"], cwd=ROOT, check=True)
+    cores = os.cpu_count() or 1
+    pin_server = ["taskset", "-c", "1"] if cores >= 2 and shutil.which("taskset") else []
+    pin_client = ["taskset", "-c", "0"] if pin_server else []
+    server = subprocess.Popen(pin_server + [CANDOR, "serve", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",") + "/"
+    d, c = str(a.duration), str(a.connections)
+    rows = {"wrk closed": [], "candor closed": [], "candor open": [], "candor open spin0": []}
+    tmp = tempfile.mkdtemp()
+    try:
+        for r in range(a.rounds):
+            text, cpu = measured(pin_client + ["wrk", "-t1", "-c" + c, "-d" + d + "s", url])
+            rows["wrk closed"].append((wrk_requests(text), cpu))
+            for name, rate, extra in (
+                ("candor closed", "max", []),
+                ("candor open", str(a.rate), []),
+                ("candor open spin0", str(a.rate), ["--spin", "0us"]),
+            ):
+                path = os.path.join(tmp, "r.json")
+                cmd = [CANDOR, "run", "-q", "-R", rate, "-t1", "-c", c, "-d", d + "s", "--json", path] + extra + [url]
+                _, cpu = measured(pin_client + cmd)
+                with open(path) as f:
+                    res = json.load(f)
+                rows[name].append((res["requests"]["completed"], cpu))
+            print(f"round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {v[-1][0]} req {v[-1][1]:.2f} cpu-s" for k, v in rows.items()), flush=True)
+            time.sleep(1)
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def per_cpu(name):
+        return statistics.median(n / cpu for n, cpu in rows[name])
+
+    def us_per_req(name):
+        return statistics.median(cpu / n * 1e6 for n, cpu in rows[name])
+
+    print()
+    print(f"server: candor serve (1 thread{', pinned to core 1' if pin_server else ''}); clients pinned to core 0; "
+          f"{a.rounds} interleaved rounds of {a.duration}s, {a.connections} connections, 1 thread; medians")
+    print(f"{'client':<34} {'requests/s':>12} {'req per CPU-s':>14} {'CPU us/req':>11}")
+    for name in rows:
+        rps = statistics.median(n for n, _ in rows[name]) / a.duration
+        label = {
+            "candor open": f"candor open loop {a.rate}/s",
+            "candor open spin0": f"candor open loop {a.rate}/s --spin 0",
+        }.get(name, name)
+        print(f"{label:<34} {rps:>12,.0f} {per_cpu(name):>14,.0f} {us_per_req(name):>11.2f}")
+    ratio = us_per_req("candor closed") / us_per_req("wrk closed")
+    print(f"\ncandor/wrk CPU per request, closed loop: {ratio:.2f} (below 1 = candor is cheaper)")
+
+
+if __name__ == "__main__":
+    main()

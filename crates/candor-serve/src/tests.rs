@@ -208,11 +208,15 @@ fn connection_close_and_http10_close_after_the_answer() {
     assert!(r.close && r.body.is_empty());
     assert!(c.rest().is_empty());
 
-    // HTTP/1.0 asking for keep-alive stays open.
+    // HTTP/1.0 asking for keep-alive stays open, and is told so.
+    let r = Responses::new(2);
     let mut c = Client::connect(s.local_addr());
     for _ in 0..3 {
-        c.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
-        assert_eq!(c.response(false).code, 200);
+        c.send(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
+        assert_eq!(
+            c.read_exact_bytes(r.get_keep_alive.len()),
+            &*r.get_keep_alive
+        );
     }
 }
 

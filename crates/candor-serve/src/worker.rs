@@ -158,6 +158,17 @@ enum State {
     Resetting,
 }
 
+/// What happens to the connection after an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Persist {
+    /// HTTP/1.1 default: stays open.
+    KeepAlive,
+    /// HTTP/1.0 that asked for keep-alive: stays open, and the answer must say so.
+    KeepAlive10,
+    /// Answered with `Connection: close`, then closed.
+    Close,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Get,
@@ -173,7 +184,7 @@ struct Pending {
     idx: u32,
     gen: u32,
     kind: Kind,
-    close: bool,
+    persist: Persist,
 }
 
 struct Slot {
@@ -275,31 +286,31 @@ impl Out {
                 slot.body_left -= skip;
                 continue;
             }
-            let (len, kind, close, body) = {
+            let (len, kind, persist, body) = {
                 let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut req = httparse::Request::new(&mut headers);
                 match req.parse(&slot.rbuf[slot.rstart..slot.rend]) {
                     Ok(httparse::Status::Complete(len)) => match inspect(&req) {
-                        Some((kind, close, body)) => (len, kind, close, body),
-                        None => (len, Kind::Bad, true, 0),
+                        Some((kind, persist, body)) => (len, kind, persist, body),
+                        None => (len, Kind::Bad, Persist::Close, 0),
                     },
                     Ok(httparse::Status::Partial) => {
                         if slot.rstart == 0 && slot.rend == slot.rbuf.len() {
                             // A request head larger than the whole buffer.
-                            (0, Kind::Bad, true, 0)
+                            (0, Kind::Bad, Persist::Close, 0)
                         } else {
                             break;
                         }
                     }
-                    Err(_) => (0, Kind::Bad, true, 0),
+                    Err(_) => (0, Kind::Bad, Persist::Close, 0),
                 }
             };
             slot.rstart += len;
             slot.body_left = body;
-            if close {
+            if persist == Persist::Close {
                 slot.state = State::Closing;
             }
-            self.respond(slot, idx, kind, close, now);
+            self.respond(slot, idx, kind, persist, now);
         }
         if slot.rstart == slot.rend {
             slot.rstart = 0;
@@ -307,9 +318,9 @@ impl Out {
         }
     }
 
-    fn respond(&mut self, slot: &mut Slot, idx: usize, kind: Kind, close: bool, now: u64) {
+    fn respond(&mut self, slot: &mut Slot, idx: usize, kind: Kind, persist: Persist, now: u64) {
         if self.settings.delay_ns == 0 {
-            self.emit(slot, kind, close);
+            self.emit(slot, kind, persist);
             return;
         }
         // FIFO order must match deadline order; reads later in a pass can carry a fresher clock
@@ -323,13 +334,13 @@ impl Out {
             idx: idx as u32,
             gen: slot.gen,
             kind,
-            close,
+            persist,
         });
         slot.pending += 1;
     }
 
     /// Puts the answer (or the fault) into the connection's output.
-    fn emit(&mut self, slot: &mut Slot, kind: Kind, close: bool) {
+    fn emit(&mut self, slot: &mut Slot, kind: Kind, persist: Persist) {
         let r = &self.settings.responses;
         if kind == Kind::Bad {
             slot.wbuf.extend_from_slice(&r.bad_request);
@@ -356,22 +367,24 @@ impl Out {
             }
         }
         self.served += 1;
-        let bytes: &[u8] = match (kind, close) {
-            (Kind::Head, false) => &r.head,
-            (Kind::Head, true) => &r.head_close,
-            (_, false) => &r.get,
-            (_, true) => &r.get_close,
+        let bytes: &[u8] = match (kind, persist) {
+            (Kind::Head, Persist::KeepAlive) => &r.head,
+            (Kind::Head, Persist::KeepAlive10) => &r.head_keep_alive,
+            (Kind::Head, Persist::Close) => &r.head_close,
+            (_, Persist::KeepAlive) => &r.get,
+            (_, Persist::KeepAlive10) => &r.get_keep_alive,
+            (_, Persist::Close) => &r.get_close,
         };
         slot.wbuf.extend_from_slice(bytes);
-        if close {
+        if persist == Persist::Close {
             slot.state = State::Draining;
         }
     }
 }
 
-/// Reads what the server needs from a request head: (kind, close afterwards, body length).
+/// Reads what the server needs from a request head: (kind, connection afterwards, body length).
 /// `None` for requests we refuse (chunked bodies, bad or conflicting Content-Length).
-fn inspect(req: &httparse::Request<'_, '_>) -> Option<(Kind, bool, u64)> {
+fn inspect(req: &httparse::Request<'_, '_>) -> Option<(Kind, Persist, u64)> {
     let kind = if req.method == Some("HEAD") {
         Kind::Head
     } else {
@@ -400,7 +413,12 @@ fn inspect(req: &httparse::Request<'_, '_>) -> Option<(Kind, bool, u64)> {
             }
         }
     }
-    Some((kind, close, body.unwrap_or(0)))
+    let persist = match (close, http10) {
+        (true, _) => Persist::Close,
+        (false, true) => Persist::KeepAlive10,
+        (false, false) => Persist::KeepAlive,
+    };
+    Some((kind, persist, body.unwrap_or(0)))
 }
 
 pub(crate) struct Worker {
@@ -570,7 +588,7 @@ impl Worker {
             }
             slot.pending -= 1;
             if matches!(slot.state, State::Open | State::Closing) {
-                self.out.emit(slot, p.kind, p.close);
+                self.out.emit(slot, p.kind, p.persist);
             }
             if !slot.in_dirty {
                 slot.in_dirty = true;

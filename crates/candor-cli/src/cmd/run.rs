@@ -88,6 +88,13 @@ pub struct RunArgs {
     /// Write the results as JSON to FILE ("-" for stdout; the text report then goes to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Write an HdrHistogram interval log (format 1.3, one line per second and measure: untagged =
+    /// response time, Tag=service_time, Tag=send_lag), readable by HdrHistogram's Java tools.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<String>,
+    /// Write the response-time percentile distribution (.hgrm, in milliseconds) as Java prints it.
+    #[arg(long, value_name = "FILE")]
+    pub hgrm: Option<String>,
     /// No live progress line.
     #[arg(short, long)]
     pub quiet: bool,
@@ -213,11 +220,30 @@ pub fn main(args: RunArgs) -> Result<i32> {
             write_json(path, &results)?;
         }
     }
+    write_exports(&results, args.hlog.as_deref(), args.hgrm.as_deref())?;
     Ok(0)
 }
 
 pub fn write_json(path: &str, results: &RunResults) -> Result<()> {
     std::fs::write(path, results.to_json_pretty() + "\n").with_context(|| format!("writing {path}"))
+}
+
+/// Writes the optional `.hlog` and `.hgrm` files of a run.
+pub fn write_exports(results: &RunResults, hlog: Option<&str>, hgrm: Option<&str>) -> Result<()> {
+    if let Some(path) = hlog {
+        std::fs::write(path, candor_report::hlog::write_hlog(results))
+            .with_context(|| format!("writing {path}"))?;
+    }
+    if let Some(path) = hgrm {
+        let rec = results
+            .main
+            .histograms
+            .decode()
+            .context("decoding histograms")?;
+        std::fs::write(path, candor_report::hgrm::write_hgrm(&rec.response, 5, 1e6))
+            .with_context(|| format!("writing {path}"))?;
+    }
+    Ok(())
 }
 
 /// The full percentile spectrum of the response and service times, in milliseconds.

@@ -104,6 +104,11 @@ pub struct LoadConfig {
     pub body: Vec<u8>,
     /// Spin on the clock for this long before each send instead of sleeping.
     pub spin_ns: u64,
+    /// This process is shard `shard_index` of `shard_count` of one schedule at the total `rate`.
+    pub shard_index: u32,
+    pub shard_count: u32,
+    /// Wall-clock instant (ns since the Unix epoch) of the first intended send, shared by shards.
+    pub start_at_wall_ns: Option<u64>,
 }
 
 impl LoadConfig {
@@ -124,6 +129,9 @@ impl LoadConfig {
             headers: Vec::new(),
             body: Vec::new(),
             spin_ns: candor_core::SPIN_MARGIN_NS,
+            shard_index: 0,
+            shard_count: 1,
+            start_at_wall_ns: None,
         }
     }
 
@@ -143,6 +151,12 @@ impl LoadConfig {
             if !(r > 0.0 && r.is_finite()) {
                 return bad(format!("rate must be positive, got {r}"));
             }
+        }
+        if self.shard_count == 0 || self.shard_index >= self.shard_count {
+            return bad(format!(
+                "invalid shard {}/{}: expected I/N with 0 <= I < N",
+                self.shard_index, self.shard_count
+            ));
         }
         if self.duration_ns == 0 {
             return bad("duration must be positive".into());

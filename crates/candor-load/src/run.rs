@@ -6,7 +6,7 @@ use crate::config::LoadConfig;
 use crate::http1::build_request;
 use crate::schedule::Schedule;
 use crate::worker::{IntervalData, IntervalMsg, PhaseAcc, Worker, WorkerSetup};
-use candor_core::clock::monotonic_to_wall_ns;
+use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
     RunResults, SCHEMA_VERSION,
@@ -72,6 +72,8 @@ pub struct RunOutcome {
     /// Monotonic instant of the first intended send (start of the warm-up, if any).
     pub start_ns: u64,
     pub start_wall_ns: u64,
+    /// How late this process was for a given `--start-at` (0 when on time or not given).
+    pub late_start_ns: u64,
     pub main: PhaseOutcome,
     pub warmup: Option<PhaseOutcome>,
     pub intervals: Vec<Interval>,
@@ -98,16 +100,29 @@ pub fn run(
     for _ in 0..threads * 3 {
         let _ = to_pool.try_send(Box::new(IntervalData::new()));
     }
-    // Give threads time to start and pre-connect before the first intended send.
-    let start_ns = now_ns() + 50_000_000;
-    let start_wall_ns = monotonic_to_wall_ns(start_ns);
+    // Give threads time to start and pre-connect before the first intended send, unless a
+    // common start instant was given (shards): then the schedule starts there, even if that is
+    // already past, so a late shard sends its backlog at once and its lateness shows in send lag.
+    let earliest_ns = now_ns() + 50_000_000;
+    let start_ns = match config.start_at_wall_ns {
+        Some(wall) => wall_to_monotonic_ns(wall),
+        None => earliest_ns,
+    };
+    let start_wall_ns = config
+        .start_at_wall_ns
+        .unwrap_or_else(|| monotonic_to_wall_ns(start_ns));
+    let late_start_ns = earliest_ns.saturating_sub(start_ns);
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
+        // Streams of all shards interleave: shard s, thread t is slot s + N*t of N*T, so the union
+        // of every shard's threads is the single-process schedule at the total rate.
+        let shards = config.shard_count as u64;
+        let slot = config.shard_index as u64 + shards * t as u64;
         let schedule = config
             .rate
-            .map(|r| Schedule::new(start_ns, r, config.arrival, t as u64, threads as u64));
+            .map(|r| Schedule::new(start_ns, r, config.arrival, slot, shards * threads as u64));
         let setup = WorkerSetup {
             config: config.clone(),
             request: request.clone(),
@@ -180,10 +195,18 @@ pub fn run(
     Ok(RunOutcome {
         start_ns,
         start_wall_ns,
+        late_start_ns,
         warmup: (config.warmup_ns > 0).then(|| to_outcome(warm, config.warmup_ns)),
         main: to_outcome(main, measured_ns),
         intervals: collector.done,
     })
+}
+
+/// Maps a wall-clock instant onto the monotonic clock using one paired reading of both.
+fn wall_to_monotonic_ns(wall_ns: u64) -> u64 {
+    let now_wall = wall_clock_ns() as i128;
+    let now_mono = now_ns() as i128;
+    (now_mono + (wall_ns as i128 - now_wall)).max(0) as u64
 }
 
 impl PhaseAcc {
@@ -321,8 +344,20 @@ impl RunOutcome {
         command_line: Vec<String>,
         config_json: serde_json::Value,
     ) -> RunResults {
-        let main = self.main.results(config.rate);
-        let warnings = verdicts(config, &main);
+        // A shard's target is its share of the total rate.
+        let target = config.rate.map(|r| r / config.shard_count as f64);
+        let main = self.main.results(target);
+        let mut warnings = verdicts(config, &main);
+        if self.late_start_ns > 1_000_000 {
+            warnings.insert(
+                0,
+                format!(
+                    "this process started {} after the agreed --start-at; the requests it owed meanwhile were \
+                     sent late and their lateness is in send lag and response time",
+                    format_ns(self.late_start_ns as f64)
+                ),
+            );
+        }
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -339,7 +374,7 @@ impl RunOutcome {
             environment: Environment::current(),
             config: config_json,
             main,
-            warmup: self.warmup.as_ref().map(|w| w.results(config.rate)),
+            warmup: self.warmup.as_ref().map(|w| w.results(target)),
             intervals: self.intervals.clone(),
             extra: Vec::new(),
             warnings,
@@ -361,7 +396,8 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
              the response time users would see at any particular rate"
                 .into(),
         ),
-        Some(target) => {
+        Some(total) => {
+            let target = total / config.shard_count as f64;
             let achieved = main.rate.achieved_per_s;
             if achieved < 0.95 * target {
                 w.push(format!(

@@ -74,6 +74,14 @@ pub struct LoadArgs {
     /// (precision against CPU use).
     #[arg(long, default_value = "60us", value_name = "DUR")]
     pub spin: String,
+    /// Run as shard I of N of one schedule (0-based): this process sends its share R/N of the total
+    /// rate given by -R, interleaved so that the N shards together form the single-process schedule.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Wall-clock instant of the first intended send (RFC 3339, e.g. 2026-11-21T23:00:00Z, or Unix
+    /// epoch seconds), so that shards on several machines begin together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Target URL (http://host[:port]/path).
     pub url: String,
 }
@@ -130,8 +138,40 @@ pub fn load_config(a: &LoadArgs) -> Result<LoadConfig> {
             .with_context(|| format!("reading --body-file {}", path.display()))?,
         (None, None) => Vec::new(),
     };
+    if let Some(shard) = &a.shard {
+        (c.shard_index, c.shard_count) = parse_shard(shard)?;
+    }
+    if let Some(at) = &a.start_at {
+        c.start_at_wall_ns = Some(parse_start_at(at)?);
+    }
     c.validate()?;
     Ok(c)
+}
+
+/// Parses `I/N`.
+pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
+    match parsed {
+        Some((i, n)) if n > 0 && i < n => Ok((i, n)),
+        _ => anyhow::bail!("invalid --shard '{text}': expected I/N with 0 <= I < N, e.g. 0/4"),
+    }
+}
+
+/// Parses an RFC 3339 timestamp or Unix epoch seconds into wall-clock nanoseconds.
+pub fn parse_start_at(text: &str) -> Result<u64> {
+    if let Ok(secs) = text.trim().parse::<f64>() {
+        if secs.is_finite() && secs > 0.0 {
+            return Ok((secs * 1e9) as u64);
+        }
+    }
+    let t = humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
+        anyhow::anyhow!("invalid --start-at '{text}': expected RFC 3339 (2026-11-21T23:00:00Z) or epoch seconds")
+    })?;
+    Ok(t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0))
 }
 
 /// The configuration as recorded in the results.
@@ -151,6 +191,9 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "body_bytes": c.body.len(),
         "interval_s": c.interval_ns as f64 / 1e9,
         "spin_us": c.spin_ns as f64 / 1e3,
+        "shard_index": c.shard_index,
+        "shard_count": c.shard_count,
+        "start_at_unix_s": c.start_at_wall_ns.map(|n| n as f64 / 1e9),
     })
 }
 

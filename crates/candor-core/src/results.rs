@@ -180,6 +180,27 @@ pub struct PhaseResults {
     /// Ages (now minus intended time) of requests still unfinished when the run ended.
     pub unfinished_age: Summary,
     pub histograms: EncodedHistograms,
+    /// Marked moments of the run, such as an injected pause of the server (`--pause-pid`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<TimelineEvent>,
+    /// Derived figures written by `candor-truth` (order-statistic confidence intervals, which
+    /// percentiles the sample count supports, saturation and coordinated-omission verdicts, SLO
+    /// verdicts); absent in older files, and recomputable from the histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<serde_json::Value>,
+}
+
+/// A marked moment on a run's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineEvent {
+    /// What happened, e.g. "pause" (SIGSTOP .. SIGCONT of a process).
+    pub kind: String,
+    /// Seconds from the start of the run (warm-up included), like `Interval::start_s`.
+    pub at_s: f64,
+    pub length_s: f64,
+    /// Plain words, e.g. "SIGSTOP/SIGCONT of pid 1234".
+    #[serde(default)]
+    pub detail: String,
 }
 
 impl PhaseResults {
@@ -206,6 +227,8 @@ impl PhaseResults {
             send_lag: Summary::of(&r.send_lag),
             unfinished_age: Summary::of(unfinished),
             histograms: EncodedHistograms::of(r),
+            events: Vec::new(),
+            analysis: None,
         }
     }
 }

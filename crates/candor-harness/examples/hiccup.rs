@@ -1,0 +1,133 @@
+//! The JLBH coordinated-omission example: 100,000 iterations/s, and every 10,000th iteration
+//! busy-waits 1 ms. Run with correction on, then off, and compare with notes/truth.md section 5:
+//! corrected, 1% of samples are affected (p99 at the edge, p99.9 ~0.9 ms, p99.99 ~1 ms);
+//! uncorrected, only 1 in 10,000 is slow (p99.9 sub-microsecond, p99.99 at the 1 ms edge).
+//!
+//! `cargo run --release -p candor-harness --example hiccup [-- --iterations N --runs N --json DIR]`
+//! Defaults: 3 runs of 500,000 iterations per mode (about 32 s in all).
+
+use candor_core::hist::value_at;
+use candor_core::now_ns;
+use candor_harness::{Harness, HarnessResults, Iteration};
+
+const HICCUP_EVERY: u64 = 10_000;
+const HICCUP_NS: u64 = 1_000_000;
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("hiccup: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn real_main() -> Result<(), String> {
+    let mut iterations = 500_000u64;
+    let mut runs = 3u32;
+    let mut json_dir: Option<String> = None;
+    let mut jitter = true;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--iterations" => {
+                let v = value("--iterations")?;
+                iterations = v.parse().map_err(|_| format!("bad --iterations {v:?}"))?;
+            }
+            "--runs" => {
+                let v = value("--runs")?;
+                runs = v.parse().map_err(|_| format!("bad --runs {v:?}"))?;
+            }
+            "--json" => json_dir = Some(value("--json")?),
+            "--no-jitter" => jitter = false,
+            "--bench" => {}
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (try --iterations, --runs, --json, --no-jitter)"
+                ))
+            }
+        }
+    }
+    let mut all = Vec::new();
+    for correct in [true, false] {
+        println!(
+            "\n==== coordinated-omission correction {} ====\n",
+            if correct { "ON" } else { "OFF" }
+        );
+        let mut harness = Harness::builder()
+            .name(format!(
+                "hiccup (correction {})",
+                if correct { "on" } else { "off" }
+            ))
+            .throughput(100_000)
+            .warmup_iterations(40_000)
+            .iterations(iterations)
+            .runs(runs)
+            .account_for_coordinated_omission(correct)
+            .record_os_jitter(jitter)
+            .jitter_threshold_ns(1_000)
+            .build()
+            .map_err(|e| e.to_string())?;
+        // Counts across warm-up and runs, as JLBH's example does.
+        let mut count = 0u64;
+        let results = harness.run(move |ctx: &mut Iteration| {
+            if count.is_multiple_of(HICCUP_EVERY) {
+                let until = now_ns() + HICCUP_NS;
+                while now_ns() < until {
+                    std::hint::spin_loop();
+                }
+            }
+            count += 1;
+            ctx.end_now();
+        });
+        if let Some(dir) = &json_dir {
+            let path = format!(
+                "{dir}/hiccup-correction-{}.json",
+                if correct { "on" } else { "off" }
+            );
+            results.write_json(&path).map_err(|e| e.to_string())?;
+            println!("wrote {path}");
+        }
+        all.push((correct, results));
+    }
+    println!("\n==== against notes/truth.md section 5 (all runs merged) ====");
+    for (correct, r) in &all {
+        check(*correct, r);
+    }
+    Ok(())
+}
+
+fn check(correct: bool, r: &HarnessResults) {
+    let h = r.merged_end_to_end();
+    let us = |p: f64| value_at(&h, p) as f64 / 1e3;
+    let slow = h.count_between(500_000, u64::MAX);
+    let per_hiccup = slow as f64 / (h.len() as f64 / HICCUP_EVERY as f64);
+    println!(
+        "correction {:<3}: {} samples  p50 {:.2}us  p99 {:.2}us  p99.9 {:.1}us  p99.99 {:.1}us  max {:.1}us  \
+         samples >= 0.5ms per hiccup {:.1} (expected {})",
+        if correct { "on" } else { "off" },
+        h.len(),
+        us(50.0),
+        us(99.0),
+        us(99.9),
+        us(99.99),
+        us(100.0),
+        per_hiccup,
+        if correct { "~50: the hiccup and the next 49 queued iterations" } else { "~1: the hiccup only" }
+    );
+    let hiccups = h.len() as f64 / HICCUP_EVERY as f64;
+    let bands: Vec<String> = (0..11u64)
+        .map(|b| {
+            let n = h.count_between(b * 100_000, (b + 1) * 100_000 - 1);
+            format!("{:.1}", n as f64 / hiccups)
+        })
+        .collect();
+    println!(
+        "    samples per hiccup in 100us bands from 0 to 1.1ms (expected {}): {}",
+        if correct {
+            "~10 in each band up to 1ms, the first band also holds the normal samples"
+        } else {
+            "0 except the first band and the one holding 1ms"
+        },
+        bands.join(" ")
+    );
+}

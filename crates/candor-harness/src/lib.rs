@@ -1,0 +1,34 @@
+//! candor-harness: latency benchmarks of code in context, the JLBH way: iterations paced at a
+//! target throughput and measured from their intended start (coordinated-omission correction),
+//! warm-up and several runs with a summary across them, probes, samplers for other threads, and
+//! a platform jitter monitor. Results come back as values and as candor's results JSON.
+//!
+//! ```no_run
+//! use candor_harness::{Harness, Iteration};
+//! let mut harness = Harness::builder().throughput(100_000).iterations(1_000_000).build()?;
+//! let results = harness.run(|_ctx: &mut Iteration| {
+//!     std::hint::black_box((0..100u64).sum::<u64>());
+//! });
+//! results.write_json("harness.json")?;
+//! # Ok::<(), candor_harness::HarnessError>(())
+//! ```
+//!
+//! See docs/harness.md for the design and measured examples.
+
+mod clock;
+mod config;
+mod harness;
+mod jitter;
+mod phased;
+mod results;
+mod sampler;
+pub mod summary;
+
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use config::{Config, HarnessBuilder, HarnessError};
+pub use harness::{Benchmark, Harness, Iteration};
+pub use results::{
+    histogram_line, run_text, warmup_text, HarnessResults, Phase, RunData, SummaryRow, SummaryTable,
+};
+pub use sampler::{ProbeId, Sampler, Stamp};
+pub use summary::Variation;

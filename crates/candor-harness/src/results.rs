@@ -1,0 +1,571 @@
+//! What a harness run returns: per-run histograms as values, summary tables across runs, the
+//! JLBH-like text, and the same results JSON as `candor run`.
+
+use crate::config::{Config, HarnessError};
+use crate::phased::{E2E, FIRST_PROBE, SERVICE};
+use crate::sampler::ProbeId;
+use crate::summary::{format_us_short, percentile_label, percentile_rows, variation_runs};
+use candor_core::hist::{new_histogram, value_at, Histo, Recorder};
+use candor_core::results::{
+    EncodedHistograms, Environment, Interval, IntervalStats, NamedHistogram, PhaseResults,
+    RequestCounts, RunResults, SCHEMA_VERSION,
+};
+use std::fmt::Write as _;
+
+/// Which part of a harness session a piece of data comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Phase {
+    /// Unpaced warm-up iterations (excluded from the results).
+    Warmup,
+    /// Measured run number `n`, from 1.
+    Run(u32),
+}
+
+/// One phase's measurements.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub(crate) phase: Phase,
+    pub(crate) start_ns: u64,
+    pub(crate) duration_ns: u64,
+    pub(crate) iterations: u64,
+    pub(crate) scheduled_ns: u64,
+    /// End to end, service, then probes.
+    pub(crate) hists: Vec<Histo>,
+    pub(crate) send_lag: Histo,
+    pub(crate) jitter: Option<Histo>,
+    pub(crate) clamped: u64,
+    pub(crate) misrouted: u64,
+    pub(crate) handed_off: u64,
+    pub(crate) missing_end_to_end: u64,
+    pub(crate) late_samples: u64,
+}
+
+impl RunData {
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+    /// Iterations started.
+    pub fn iterations(&self) -> u64 {
+        self.iterations
+    }
+    /// From the first iteration's start to the last one's end (harness clock).
+    pub fn duration_ns(&self) -> u64 {
+        self.duration_ns
+    }
+    /// Start of the phase on the harness clock.
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+    /// End-to-end times, measured from each iteration's intended start.
+    pub fn end_to_end(&self) -> &Histo {
+        &self.hists[E2E]
+    }
+    /// Service times, measured from each iteration's actual start.
+    pub fn service_time(&self) -> &Histo {
+        &self.hists[SERVICE]
+    }
+    /// Actual start minus intended start, per iteration.
+    pub fn send_lag(&self) -> &Histo {
+        &self.send_lag
+    }
+    /// A probe's histogram.
+    pub fn probe(&self, p: ProbeId) -> Option<&Histo> {
+        self.hists.get(p.slot())
+    }
+    /// Clock gaps seen by the jitter monitor during this phase, if it ran.
+    pub fn jitter(&self) -> Option<&Histo> {
+        self.jitter.as_ref()
+    }
+    /// Iterations handed off to another thread whose end-to-end sample never arrived.
+    pub fn missing_end_to_end(&self) -> u64 {
+        self.missing_end_to_end
+    }
+    /// Values above one hour, recorded as one hour.
+    pub fn clamped(&self) -> u64 {
+        self.clamped
+    }
+    /// Throughput actually achieved: iterations per second of run time.
+    pub fn achieved_per_s(&self) -> f64 {
+        if self.duration_ns == 0 {
+            0.0
+        } else {
+            self.iterations as f64 * 1e9 / self.duration_ns as f64
+        }
+    }
+}
+
+/// One row of a summary table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SummaryRow {
+    /// The percentile, or `None` for the "worst" row.
+    pub percentile: Option<f64>,
+    /// One value per run, ns.
+    pub values_ns: Vec<u64>,
+    /// % variation over the runs chosen by [`variation_runs`], with the configured formula.
+    pub variation_pct: f64,
+}
+
+/// A percentile-by-run table for one measure, as JLBH prints after all runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SummaryTable {
+    pub name: String,
+    pub rows: Vec<SummaryRow>,
+}
+
+impl SummaryTable {
+    /// Builds the table from one histogram per run. Rows are those the smallest run's sample
+    /// count supports ([`percentile_rows`]), then "worst".
+    pub fn of(name: &str, per_run: &[&Histo], variation: crate::Variation) -> SummaryTable {
+        let min_count = per_run.iter().map(|h| h.len()).min().unwrap_or(0);
+        let mut percentiles: Vec<Option<f64>> =
+            percentile_rows(min_count).into_iter().map(Some).collect();
+        percentiles.push(None);
+        let range = variation_runs(per_run.len());
+        let rows = percentiles
+            .into_iter()
+            .map(|p| {
+                let values_ns: Vec<u64> = per_run
+                    .iter()
+                    .map(|h| value_at(h, p.unwrap_or(100.0)))
+                    .collect();
+                let chosen: Vec<f64> = values_ns[range.clone()].iter().map(|&v| v as f64).collect();
+                SummaryRow {
+                    percentile: p,
+                    variation_pct: variation.of(&chosen),
+                    values_ns,
+                }
+            })
+            .collect();
+        SummaryTable {
+            name: name.to_string(),
+            rows,
+        }
+    }
+
+    /// The row for percentile `p` (`None` for worst), if shown.
+    pub fn row(&self, p: Option<f64>) -> Option<&SummaryRow> {
+        self.rows.iter().find(|r| match (r.percentile, p) {
+            (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+            (None, None) => true,
+            _ => false,
+        })
+    }
+}
+
+/// Everything a harness session measured, as values.
+#[derive(Debug, Clone)]
+pub struct HarnessResults {
+    cfg: Config,
+    warmup: Option<RunData>,
+    runs: Vec<RunData>,
+    start_unix_s: f64,
+    warnings: Vec<String>,
+}
+
+impl HarnessResults {
+    pub(crate) fn new(
+        cfg: Config,
+        warmup: Option<RunData>,
+        runs: Vec<RunData>,
+        start_unix_s: f64,
+        mut warnings: Vec<String>,
+    ) -> Self {
+        for r in warmup.iter().chain(&runs) {
+            let name = phase_name(r.phase);
+            if r.missing_end_to_end > 0 {
+                warnings.push(format!(
+                    "{name}: {} of {} handed-off iterations had no end-to-end sample within {:?}",
+                    r.missing_end_to_end, r.handed_off, cfg.end_to_end_timeout
+                ));
+            }
+            if r.late_samples > 0 {
+                warnings.push(format!(
+                    "{name}: {} end-to-end samples arrived after their run was collected and were dropped",
+                    r.late_samples
+                ));
+            }
+            if r.misrouted > 0 {
+                warnings.push(format!(
+                    "{name}: {} samples named a probe of another harness and were dropped",
+                    r.misrouted
+                ));
+            }
+            if r.clamped > 0 {
+                warnings.push(format!(
+                    "{name}: {} values above one hour were recorded as one hour",
+                    r.clamped
+                ));
+            }
+            // 5% over schedule: more than pacing granularity or a scheduler hiccup can explain.
+            if r.scheduled_ns > 0 && r.duration_ns as f64 > r.scheduled_ns as f64 * 1.05 {
+                warnings.push(format!(
+                    "{name}: took {:.3}s for {:.3}s of schedule ({:.0}/s achieved of {:.0}/s): the \
+                     benchmark did not keep up{}",
+                    r.duration_ns as f64 / 1e9,
+                    r.scheduled_ns as f64 / 1e9,
+                    r.achieved_per_s(),
+                    cfg.throughput_per_s,
+                    if cfg.account_for_coordinated_omission {
+                        "; end-to-end times include the queueing"
+                    } else {
+                        "; with correction off that queueing is not in the numbers"
+                    }
+                ));
+            }
+        }
+        HarnessResults {
+            cfg,
+            warmup,
+            runs,
+            start_unix_s,
+            warnings,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+    pub fn warmup(&self) -> Option<&RunData> {
+        self.warmup.as_ref()
+    }
+    pub fn runs(&self) -> &[RunData] {
+        &self.runs
+    }
+    /// Reasons to doubt the numbers; empty when none were found.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Probe id by name.
+    pub fn probe_id(&self, name: &str) -> Option<ProbeId> {
+        self.cfg.probes.iter().position(|p| p == name).map(ProbeId)
+    }
+
+    fn merged(&self, pick: impl Fn(&RunData) -> Option<&Histo>) -> Histo {
+        let mut h = new_histogram();
+        for r in &self.runs {
+            if let Some(x) = pick(r) {
+                // Same layout everywhere: cannot fail.
+                let _ = h.add(x);
+            }
+        }
+        h
+    }
+
+    /// End-to-end times of all runs together.
+    pub fn merged_end_to_end(&self) -> Histo {
+        self.merged(|r| Some(r.end_to_end()))
+    }
+    /// Service times of all runs together.
+    pub fn merged_service_time(&self) -> Histo {
+        self.merged(|r| Some(r.service_time()))
+    }
+    /// A probe over all runs.
+    pub fn merged_probe(&self, p: ProbeId) -> Histo {
+        self.merged(|r| r.probe(p))
+    }
+    /// Jitter monitor gaps over all runs (empty if it did not run).
+    pub fn merged_jitter(&self) -> Histo {
+        self.merged(|r| r.jitter())
+    }
+
+    /// The end-to-end summary across runs.
+    pub fn end_to_end_summary(&self) -> SummaryTable {
+        let per_run: Vec<&Histo> = self.runs.iter().map(|r| r.end_to_end()).collect();
+        SummaryTable::of("end to end", &per_run, self.cfg.variation)
+    }
+
+    /// A probe's summary across runs.
+    pub fn probe_summary(&self, p: ProbeId) -> Option<SummaryTable> {
+        let name = self.cfg.probes.get(p.0)?;
+        let per_run: Vec<&Histo> = self.runs.iter().filter_map(|r| r.probe(p)).collect();
+        Some(SummaryTable::of(name, &per_run, self.cfg.variation))
+    }
+
+    /// End to end, then each probe.
+    pub fn summary_tables(&self) -> Vec<SummaryTable> {
+        let mut v = vec![self.end_to_end_summary()];
+        v.extend((0..self.cfg.probes.len()).filter_map(|i| self.probe_summary(ProbeId(i))));
+        v
+    }
+
+    /// The whole report: warm-up line, each run's block, then the summaries.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        if let Some(w) = &self.warmup {
+            s.push_str(&warmup_text(w));
+            s.push('\n');
+        }
+        for r in &self.runs {
+            s.push_str(&run_text(&self.cfg, r));
+            s.push('\n');
+        }
+        s.push_str(&self.summary_text());
+        s
+    }
+
+    /// The summary tables across runs, in JLBH's layout (values in us).
+    pub fn summary_text(&self) -> String {
+        let mut s = String::new();
+        let range = variation_runs(self.runs.len());
+        for t in self.summary_tables() {
+            let _ = writeln!(s, "{}", banner(&format!(" SUMMARY ({}) us ", t.name)));
+            let _ = write!(s, "{:<10}", "Percentile");
+            for i in 1..=self.runs.len() {
+                let _ = write!(s, "{:>13}", format!("run{i}"));
+            }
+            let _ = writeln!(s, "{:>15}", "% Variation");
+            for row in &t.rows {
+                let label = match row.percentile {
+                    Some(p) => format!("{}:", percentile_label(p)),
+                    None => "worst:".to_string(),
+                };
+                let _ = write!(s, "{label:<10}");
+                for v in &row.values_ns {
+                    let _ = write!(s, "{:>13.2}", *v as f64 / 1e3);
+                }
+                let _ = writeln!(s, "{:>15.2}", row.variation_pct);
+            }
+            let _ = writeln!(
+                s,
+                "% Variation = {} over runs {}..{}",
+                self.cfg.variation.describe(),
+                range.start + 1,
+                range.end
+            );
+            let _ = writeln!(s, "{}", "-".repeat(BANNER_WIDTH));
+        }
+        s
+    }
+
+    /// The results in candor's JSON model (`kind: "harness"`): the top-level measures are all
+    /// runs merged (response_time = end to end from the intended start, service_time = from the
+    /// actual start, send_lag = actual minus intended start); `intervals` has the warm-up and
+    /// one entry per run; `extra` has each probe and the OS jitter histogram, merged over runs.
+    pub fn to_run_results(&self) -> RunResults {
+        let first_start = self
+            .warmup
+            .as_ref()
+            .or(self.runs.first())
+            .map(|r| r.start_ns)
+            .unwrap_or(0);
+        let mut main = Recorder::new();
+        let mut requests = RequestCounts::default();
+        let mut duration_s = 0.0;
+        let mut intervals = Vec::new();
+        for r in self.warmup.iter().chain(&self.runs) {
+            let rec = recorder_of(r);
+            let req = requests_of(r);
+            intervals.push(Interval {
+                start_s: r.start_ns.saturating_sub(first_start) as f64 / 1e9,
+                length_s: r.duration_ns as f64 / 1e9,
+                warmup: r.phase == Phase::Warmup,
+                completed: req.completed,
+                failed: 0,
+                response_time: IntervalStats::of(&rec.response),
+                service_time: IntervalStats::of(&rec.service),
+                send_lag: IntervalStats::of(&rec.send_lag),
+                histograms: EncodedHistograms::of(&rec),
+            });
+            if r.phase != Phase::Warmup {
+                main.add(&rec);
+                requests.add(&req);
+                duration_s += r.duration_ns as f64 / 1e9;
+            }
+        }
+        let target = Some(self.cfg.throughput_per_s);
+        let empty = new_histogram();
+        let warmup = self.warmup.as_ref().map(|w| {
+            let rec = recorder_of(w);
+            PhaseResults::from_recorder(
+                &rec,
+                &empty,
+                requests_of(w),
+                w.duration_ns as f64 / 1e9,
+                None,
+            )
+        });
+        let mut extra: Vec<NamedHistogram> = self
+            .cfg
+            .probes
+            .iter()
+            .enumerate()
+            .map(|(i, name)| NamedHistogram::of(name, &self.merged_probe(ProbeId(i))))
+            .collect();
+        if self.cfg.record_os_jitter {
+            extra.push(NamedHistogram::of("os_jitter", &self.merged_jitter()));
+        }
+        let summaries: Vec<serde_json::Value> = self
+            .summary_tables()
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap_or(serde_json::Value::Null))
+            .collect();
+        RunResults {
+            schema_version: SCHEMA_VERSION,
+            candor_version: env!("CARGO_PKG_VERSION").to_string(),
+            kind: "harness".into(),
+            mode: if self.cfg.account_for_coordinated_omission {
+                "open-loop".into()
+            } else {
+                "closed-loop".into()
+            },
+            target: self.cfg.name.clone(),
+            command_line: std::env::args().collect(),
+            start_time_unix_s: self.start_unix_s,
+            environment: Environment::current(),
+            config: serde_json::json!({
+                "harness": &self.cfg,
+                "summaries": summaries,
+            }),
+            main: PhaseResults::from_recorder(&main, &empty, requests, duration_s, target),
+            warmup,
+            intervals,
+            extra,
+            warnings: self.warnings.clone(),
+        }
+    }
+
+    /// Writes [`HarnessResults::to_run_results`] as pretty JSON to `path`.
+    pub fn write_json(&self, path: impl AsRef<std::path::Path>) -> Result<(), HarnessError> {
+        let path = path.as_ref();
+        std::fs::write(path, self.to_run_results().to_json_pretty()).map_err(|source| {
+            HarnessError::Write {
+                path: path.display().to_string(),
+                source,
+            }
+        })
+    }
+}
+
+fn recorder_of(r: &RunData) -> Recorder {
+    let mut rec = Recorder::new();
+    let _ = rec.response.add(r.end_to_end());
+    let _ = rec.service.add(r.service_time());
+    let _ = rec.send_lag.add(r.send_lag());
+    rec.clamped = r.clamped;
+    rec
+}
+
+fn requests_of(r: &RunData) -> RequestCounts {
+    let completed = r.end_to_end().len().min(r.iterations);
+    let unfinished = r.iterations - completed;
+    RequestCounts {
+        intended: r.iterations,
+        completed,
+        in_flight_at_end: unfinished,
+        sent_unanswered: unfinished,
+        clamped_values: r.clamped,
+        ..Default::default()
+    }
+}
+
+const BANNER_WIDTH: usize = 100;
+
+fn banner(title: &str) -> String {
+    let left = 32;
+    let right = BANNER_WIDTH.saturating_sub(left + title.len()).max(3);
+    format!("{}{}{}", "-".repeat(left), title, "-".repeat(right))
+}
+
+fn phase_name(p: Phase) -> String {
+    match p {
+        Phase::Warmup => "warm-up".into(),
+        Phase::Run(n) => format!("run {n}"),
+    }
+}
+
+/// One histogram as JLBH's one-line run summary: `Name (count)  50/90 99/99.9 - worst was ...`.
+pub fn histogram_line(name: &str, h: &Histo) -> String {
+    let mut ps = percentile_rows(h.len());
+    ps.push(100.0);
+    let labels: Vec<String> = ps[..ps.len() - 1]
+        .iter()
+        .map(|&p| percentile_label(p))
+        .collect();
+    let values: Vec<String> = ps
+        .iter()
+        .map(|&p| format_us_short(value_at(h, p) as f64 / 1e3))
+        .collect();
+    let pair = |v: &[String], sep: &str, gap: &str| {
+        v.chunks(2)
+            .map(|c| c.join(sep))
+            .collect::<Vec<_>>()
+            .join(gap)
+    };
+    let n = values.len() - 1;
+    format!(
+        "{:<48}{} - worst was {} - {}",
+        format!("{name} ({})", candor_core::units::format_count(h.len())),
+        pair(&labels, "/", " "),
+        pair(&values[..n], " / ", "  "),
+        values[n]
+    )
+}
+
+/// The warm-up line.
+pub fn warmup_text(w: &RunData) -> String {
+    format!(
+        "Warm up complete ({} iterations took {:.3}s)",
+        w.iterations,
+        w.duration_ns as f64 / 1e9
+    )
+}
+
+/// One run's block in JLBH's layout (values in us), plus candor's service time and start lag.
+pub fn run_text(cfg: &Config, r: &RunData) -> String {
+    let mut s = String::new();
+    let n = match r.phase {
+        Phase::Run(n) => n,
+        Phase::Warmup => 0,
+    };
+    let _ = writeln!(
+        s,
+        "{}",
+        banner(&format!(" BENCHMARK RESULTS (RUN {n}) us "))
+    );
+    let _ = writeln!(s, "Run time: {:.3}s", r.duration_ns as f64 / 1e9);
+    let _ = writeln!(
+        s,
+        "Correcting for co-ordinated:{}",
+        cfg.account_for_coordinated_omission
+    );
+    let interval_us = cfg.interval_ns() / 1e3;
+    let interval = format!("{interval_us:.3}");
+    let interval = interval.trim_end_matches('0').trim_end_matches('.');
+    let _ = writeln!(
+        s,
+        "Target throughput:{}/s = 1 message every {interval}us",
+        format_rate_plain(cfg.throughput_per_s)
+    );
+    let _ = writeln!(s, "{}", histogram_line("End to End:", r.end_to_end()));
+    if cfg.account_for_coordinated_omission {
+        let _ = writeln!(
+            s,
+            "{}",
+            histogram_line("Service time (from actual start)", r.service_time())
+        );
+        let _ = writeln!(
+            s,
+            "{}",
+            histogram_line("Start lag (actual - intended)", r.send_lag())
+        );
+    }
+    for (i, name) in cfg.probes.iter().enumerate() {
+        if let Some(h) = r.hists.get(FIRST_PROBE + i) {
+            let _ = writeln!(s, "{}", histogram_line(name, h));
+        }
+    }
+    if let Some(j) = &r.jitter {
+        let _ = writeln!(s, "{}", histogram_line("OS Jitter", j));
+    }
+    let _ = write!(s, "{}", "-".repeat(BANNER_WIDTH));
+    s
+}
+
+fn format_rate_plain(per_s: f64) -> String {
+    if per_s.fract() == 0.0 {
+        format!("{}", per_s as u64)
+    } else {
+        format!("{per_s:.3}")
+    }
+}

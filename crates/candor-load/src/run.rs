@@ -24,6 +24,10 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Called first thing on every worker thread (tests use it to mark threads).
     pub worker_start_hook: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Called once with the monotonic instant of the first intended send (warm-up included),
+    /// before the workers start, so that timed actions (an injected server pause) can be
+    /// scheduled on the run's own clock.
+    pub on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +115,9 @@ pub fn run(
     let start_wall_ns = config
         .start_at_wall_ns
         .unwrap_or_else(|| monotonic_to_wall_ns(start_ns));
+    if let Some(hook) = &options.on_start {
+        hook(start_ns);
+    }
     let late_start_ns = earliest_ns.saturating_sub(start_ns);
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {

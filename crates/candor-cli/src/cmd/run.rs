@@ -199,6 +199,15 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
 
 /// Runs a configured load test with an optional live line on stderr; Ctrl-C stops it early.
 pub fn execute(config: &LoadConfig, live: bool) -> Result<candor_load::RunOutcome> {
+    execute_with(config, live, None)
+}
+
+/// [`execute`] with a hook called with the monotonic instant of the first intended send.
+pub fn execute_with(
+    config: &LoadConfig,
+    live: bool,
+    on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
+) -> Result<candor_load::RunOutcome> {
     // Fail before starting threads if nothing listens there.
     config.target.check_reachable(
         std::time::Duration::from_millis(config.timeout_ns / 1_000_000)
@@ -212,6 +221,7 @@ pub fn execute(config: &LoadConfig, live: bool) -> Result<candor_load::RunOutcom
     let options = RunOptions {
         stop,
         worker_start_hook: None,
+        on_start,
     };
     let mut total_failed = 0u64;
     let mut on_interval = |r: &IntervalReport| {

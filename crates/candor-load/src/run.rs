@@ -354,6 +354,17 @@ impl RunOutcome {
         // A shard's target is its share of the total rate.
         let target = config.rate.map(|r| r / config.shard_count as f64);
         let main = self.main.results(target);
+        // Measured, not a setting, but kept beside start_at_unix_s so that `candor merge` can say
+        // how late each shard really was (the schedule, and so start_time_unix_s, never moves).
+        let mut config_json = config_json;
+        if config.start_at_wall_ns.is_some() {
+            if let Some(o) = config_json.as_object_mut() {
+                o.insert(
+                    "late_start_s".into(),
+                    serde_json::json!(self.late_start_ns as f64 / 1e9),
+                );
+            }
+        }
         let mut warnings = verdicts(config, &main);
         if self.late_start_ns > 1_000_000 {
             warnings.insert(

@@ -10,4 +10,5 @@ pub mod html;
 pub mod input;
 pub mod javafmt;
 pub mod merge;
+pub mod shards;
 pub mod synthetic;

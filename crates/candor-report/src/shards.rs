@@ -1,0 +1,809 @@
+//! Shards of one schedule (`candor run --shard I/N`, possibly on many machines) read as one run:
+//! the exact merge of [`crate::merge`], plus what only a shard set has: a check that the set is
+//! complete and consistent, each shard's start offset, and the shards that fell behind.
+//!
+//! Response times need no cross-machine clock: each is measured on one shard's monotonic clock
+//! from that shard's own intended send time. Only the wall-clock labels (interval alignment,
+//! `--start-at`) depend on the machines' clocks agreeing (docs/scale-out.md).
+
+use crate::merge::{merge, MergeError};
+use candor_core::results::RunResults;
+use candor_core::units::{format_count, format_ns, format_rate};
+use candor_core::Summary;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// A shard that started this much after the agreed instant (or after the earliest shard) is
+/// reported as late: the engine warns from 1 ms, a shard's own first interval is 1 s long, and
+/// NTP-synchronised machines agree to well under this (docs/scale-out.md).
+pub const LATE_START_WARN_S: f64 = 0.010;
+/// Without a common `--start-at`, shards whose starts spread more than this do not form one run
+/// in time (their intervals do not line up).
+pub const START_SPREAD_WARN_S: f64 = 0.5;
+/// Same threshold as the engine's own verdict: below 95% of its share a shard fell behind.
+const ACHIEVED_WARN_FRACTION: f64 = 0.95;
+/// Same threshold as the engine's verdict: send lag p99 above 1 ms means requests left late.
+const LAG_WARN_NS: u64 = 1_000_000;
+
+/// What one input says about itself as a shard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardInfo {
+    /// File name (or label) of the input.
+    pub label: String,
+    /// `None` when the input does not record shard settings (not a `candor run` result).
+    pub index: Option<u32>,
+    pub count: Option<u32>,
+    /// The total rate of the whole schedule (`-R`), not this shard's share.
+    pub total_rate_per_s: Option<f64>,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub arrival: Option<String>,
+    pub seed: Option<u64>,
+    pub target: String,
+    pub start_at_unix_s: Option<f64>,
+    /// First intended send of the shard's schedule, wall clock.
+    pub start_time_unix_s: f64,
+    /// How late the process was for `--start-at`, when it recorded that.
+    pub late_start_s: Option<f64>,
+    /// When the shard really began sending, relative to the set's reference instant.
+    pub start_offset_s: f64,
+    pub intended: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// This shard's share of the total rate.
+    pub target_per_s: Option<f64>,
+    pub achieved_per_s: f64,
+    pub send_lag_p99_ns: u64,
+    pub generator_late: u64,
+    /// Why this shard fell behind its share of the schedule; empty when it kept up.
+    pub behind: Vec<String>,
+}
+
+/// The shard set as a whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardReport {
+    pub shards: Vec<ShardInfo>,
+    /// What start offsets are relative to, in words.
+    pub reference: String,
+    /// Wall-clock reference instant (the agreed `--start-at`, else the earliest shard's start).
+    pub reference_unix_s: f64,
+    /// Reasons the inputs do not form one complete, consistent schedule; empty when they do.
+    pub problems: Vec<String>,
+}
+
+/// The merged result and the report on its shards.
+#[derive(Debug, Clone)]
+pub struct ShardMerge {
+    pub merged: RunResults,
+    pub report: ShardReport,
+}
+
+/// True when `r` was run as part of a shard set (`--shard` with N > 1, or a `--start-at`).
+pub fn is_shard(r: &RunResults) -> bool {
+    let c = &r.config;
+    c.get("shard_count").and_then(Value::as_u64).unwrap_or(1) > 1
+        || c.get("start_at_unix_s").is_some_and(|v| !v.is_null())
+}
+
+fn info_of(label: &str, r: &RunResults) -> ShardInfo {
+    let c = &r.config;
+    let num = |k: &str| c.get(k).and_then(Value::as_f64);
+    let int = |k: &str| {
+        c.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    let m = &r.main;
+    ShardInfo {
+        label: label.to_string(),
+        index: int("shard_index"),
+        count: int("shard_count"),
+        total_rate_per_s: num("rate_per_s"),
+        duration_s: num("duration_s").unwrap_or(m.duration_s),
+        warmup_s: num("warmup_s")
+            .unwrap_or_else(|| r.warmup.as_ref().map_or(0.0, |w| w.duration_s)),
+        arrival: c.get("arrival").and_then(Value::as_str).map(str::to_string),
+        seed: c.get("seed").and_then(Value::as_u64),
+        target: r.target.clone(),
+        start_at_unix_s: num("start_at_unix_s"),
+        start_time_unix_s: r.start_time_unix_s,
+        late_start_s: num("late_start_s"),
+        start_offset_s: 0.0,
+        intended: m.requests.intended,
+        completed: m.requests.completed,
+        failed: m.requests.failed,
+        target_per_s: m.rate.target_per_s,
+        achieved_per_s: m.rate.achieved_per_s,
+        send_lag_p99_ns: Summary::at(&m.send_lag, 99.0).unwrap_or(0),
+        generator_late: m.requests.generator_late,
+        behind: Vec::new(),
+    }
+}
+
+fn shard_name(s: &ShardInfo) -> String {
+    match (s.index, s.count) {
+        (Some(i), Some(n)) => format!("shard {i}/{n} ({})", s.label),
+        _ => format!("'{}'", s.label),
+    }
+}
+
+/// Values of one setting across the shards, with the shards that have each.
+fn distinct<T: PartialEq + Clone>(
+    shards: &[ShardInfo],
+    f: impl Fn(&ShardInfo) -> T,
+) -> Vec<(T, Vec<String>)> {
+    let mut out: Vec<(T, Vec<String>)> = Vec::new();
+    for s in shards {
+        let v = f(s);
+        match out.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, names)) => names.push(s.label.clone()),
+            None => out.push((v, vec![s.label.clone()])),
+        }
+    }
+    out
+}
+
+fn disagree<T: PartialEq + Clone>(
+    problems: &mut Vec<String>,
+    shards: &[ShardInfo],
+    what: &str,
+    f: impl Fn(&ShardInfo) -> T,
+    show: impl Fn(&T) -> String,
+) {
+    let d = distinct(shards, f);
+    if d.len() > 1 {
+        let parts: Vec<String> = d
+            .iter()
+            .map(|(v, names)| format!("{} in {}", show(v), names.join(", ")))
+            .collect();
+        problems.push(format!(
+            "the shards disagree on {what}: {}; they are not shards of one schedule",
+            parts.join("; ")
+        ));
+    }
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
+/// Checks that the shards form one complete schedule, computes start offsets and finds the
+/// shards that fell behind.
+pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
+    let mut shards: Vec<ShardInfo> = inputs.iter().map(|(l, r)| info_of(l, r)).collect();
+    let mut problems = Vec::new();
+
+    for s in shards
+        .iter()
+        .filter(|s| s.index.is_none() || s.count.is_none())
+    {
+        problems.push(format!(
+            "'{}' records no shard settings (kind '{}'?): it is not a `candor run --shard` result",
+            s.label,
+            inputs
+                .iter()
+                .find(|(l, _)| *l == s.label)
+                .map_or("", |(_, r)| r.kind.as_str())
+        ));
+    }
+    disagree(
+        &mut problems,
+        &shards,
+        "the shard count N",
+        |s| s.count,
+        opt,
+    );
+    disagree(
+        &mut problems,
+        &shards,
+        "the total rate (-R)",
+        |s| s.total_rate_per_s.map(f64::to_bits),
+        |b| opt(&b.map(|b| format_rate(f64::from_bits(b)))),
+    );
+    disagree(
+        &mut problems,
+        &shards,
+        "the duration",
+        |s| s.duration_s.to_bits(),
+        |b| format_ns(f64::from_bits(*b) * 1e9),
+    );
+    disagree(
+        &mut problems,
+        &shards,
+        "the warm-up",
+        |s| s.warmup_s.to_bits(),
+        |b| format_ns(f64::from_bits(*b) * 1e9),
+    );
+    disagree(
+        &mut problems,
+        &shards,
+        "the arrival process",
+        |s| (s.arrival.clone(), s.seed),
+        |(a, seed)| match seed {
+            Some(seed) => format!("{} seed {seed}", opt(a)),
+            None => opt(a),
+        },
+    );
+    disagree(
+        &mut problems,
+        &shards,
+        "the target",
+        |s| s.target.clone(),
+        |t| t.clone(),
+    );
+    disagree(
+        &mut problems,
+        &shards,
+        "--start-at",
+        |s| s.start_at_unix_s.map(f64::to_bits),
+        |b| opt(&b.map(|b| format_unix_s(f64::from_bits(b)))),
+    );
+
+    // Every index of 0..N exactly once, for the N the shards agree on.
+    let counts = distinct(&shards, |s| s.count);
+    if let [(Some(n), _)] = counts.as_slice() {
+        let mut by_index: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for s in &shards {
+            if let Some(i) = s.index {
+                by_index.entry(i).or_default().push(s.label.clone());
+            }
+        }
+        for (i, names) in &by_index {
+            if names.len() > 1 {
+                problems.push(format!(
+                    "shard {i}/{n} appears {} times ({}): its requests are counted {} times",
+                    names.len(),
+                    names.join(", "),
+                    names.len()
+                ));
+            }
+        }
+        let missing: Vec<String> = (0..*n)
+            .filter(|i| !by_index.contains_key(i))
+            .map(|i| i.to_string())
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "shard{} {} of {n} missing: the merged result covers {} of {n} shares of the schedule, \
+                 at a fraction of the intended total rate",
+                if missing.len() == 1 { " is" } else { "s are" },
+                missing.join(", "),
+                by_index.len()
+            ));
+        }
+    }
+
+    // Offsets: from the agreed start when every shard had the same one, else the earliest start.
+    let agreed = match distinct(&shards, |s| s.start_at_unix_s.map(f64::to_bits)).as_slice() {
+        [(Some(b), _)] => Some(f64::from_bits(*b)),
+        _ => None,
+    };
+    let earliest = shards
+        .iter()
+        .map(|s| s.start_time_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    let (reference, reference_unix_s) = match agreed {
+        Some(t) => (format!("the agreed --start-at {}", format_unix_s(t)), t),
+        None => (
+            format!("the earliest shard's start {}", format_unix_s(earliest)),
+            earliest,
+        ),
+    };
+    for s in shards.iter_mut() {
+        s.start_offset_s = s.start_time_unix_s - reference_unix_s + s.late_start_s.unwrap_or(0.0);
+    }
+    if agreed.is_none() && shards.len() > 1 {
+        let spread = shards
+            .iter()
+            .map(|s| s.start_offset_s)
+            .fold(0.0f64, f64::max);
+        if spread > START_SPREAD_WARN_S {
+            problems.push(format!(
+                "without a common --start-at the shards started up to {} apart: they did not offer the total \
+                 rate together, and their intervals do not line up",
+                format_ns(spread * 1e9)
+            ));
+        }
+    }
+
+    for s in shards.iter_mut() {
+        if s.start_offset_s > LATE_START_WARN_S {
+            s.behind.push(format!(
+                "started {} late (the requests it owed meanwhile left late: see its send lag)",
+                format_ns(s.start_offset_s * 1e9)
+            ));
+        }
+        if let Some(t) = s.target_per_s {
+            if s.achieved_per_s < ACHIEVED_WARN_FRACTION * t {
+                s.behind.push(format!(
+                    "achieved {} of its share {} ({:.1}%)",
+                    format_rate(s.achieved_per_s),
+                    format_rate(t),
+                    100.0 * s.achieved_per_s / t
+                ));
+            }
+        }
+        if s.send_lag_p99_ns > LAG_WARN_NS {
+            s.behind.push(format!(
+                "send lag p99 {} (requests waited for a connection, or for CPU)",
+                format_ns(s.send_lag_p99_ns as f64)
+            ));
+        }
+        if s.generator_late > 0 {
+            s.behind.push(format!(
+                "the generator itself sent {} requests late with a connection free (short of CPU)",
+                format_count(s.generator_late)
+            ));
+        }
+    }
+    ShardReport {
+        shards,
+        reference,
+        reference_unix_s,
+        problems,
+    }
+}
+
+/// Length of the union of time spans.
+fn union_length(mut spans: Vec<(f64, f64)>) -> f64 {
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut cur: Option<(f64, f64)> = None;
+    for (s, e) in spans {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0.0, |(s, e)| e - s)
+}
+
+/// Merges the shards of one schedule exactly, and reports on the set.
+///
+/// On top of [`merge`]: the measured window is the schedule's (each shard's `start + warm-up`
+/// for its duration), not the span of its intervals, which also covers the drain after the last
+/// intended send; so the merged target and achieved rates are those of the whole schedule, as a
+/// single process would report them. Shard problems and late shards lead the warnings, and each
+/// shard's own warnings are labelled with its index.
+pub fn merge_shards(inputs: &[(String, RunResults)]) -> Result<ShardMerge, MergeError> {
+    let runs: Vec<RunResults> = inputs.iter().map(|(_, r)| r.clone()).collect();
+    let mut merged = merge(&runs)?;
+    let report = analyse(inputs);
+
+    let duration = union_length(
+        runs.iter()
+            .map(|r| {
+                let s = r.start_time_unix_s + r.warmup.as_ref().map_or(0.0, |w| w.duration_s);
+                (s, s + r.main.duration_s)
+            })
+            .collect(),
+    );
+    if duration > 0.0 {
+        let m = &mut merged.main;
+        m.duration_s = duration;
+        m.rate.achieved_per_s = m.requests.completed as f64 / duration;
+        // Each shard intended its share over its window; the sum over the union is the total rate.
+        m.rate.target_per_s = runs
+            .iter()
+            .map(|r| r.main.rate.target_per_s.map(|t| t * r.main.duration_s))
+            .sum::<Option<f64>>()
+            .map(|n| n / duration);
+    }
+
+    let mut warnings: Vec<String> = report
+        .problems
+        .iter()
+        .map(|p| format!("inconsistent shard set: {p}"))
+        .collect();
+    for s in report.shards.iter().filter(|s| !s.behind.is_empty()) {
+        warnings.push(format!(
+            "{} fell behind: {}",
+            shard_name(s),
+            s.behind.join("; ")
+        ));
+    }
+    // merge() labels each run's own warnings "run K: "; name the shard instead.
+    let mut own = Vec::new();
+    for (k, (s, (_, r))) in report.shards.iter().zip(inputs).enumerate() {
+        let prefix = format!("run {}: ", k + 1);
+        for w in &r.warnings {
+            let labelled = format!("{prefix}{w}");
+            if merged.warnings.contains(&labelled) {
+                own.push(format!("{}: {w}", shard_name(s)));
+            }
+        }
+    }
+    let unlabelled = merged
+        .warnings
+        .iter()
+        .filter(|w| !(1..=inputs.len()).any(|k| w.starts_with(&format!("run {k}: "))))
+        .cloned();
+    warnings.extend(own);
+    warnings.extend(unlabelled);
+    merged.warnings = warnings;
+
+    // What `candor report` shows for the merged run: the whole set's threads and connections.
+    if let Some(o) = merged.config.as_object_mut() {
+        let sum = |k: &str| -> u64 {
+            inputs
+                .iter()
+                .filter_map(|(_, r)| r.config.get(k).and_then(Value::as_u64))
+                .sum()
+        };
+        o.insert("threads".into(), json!(sum("threads")));
+        o.insert("connections".into(), json!(sum("connections")));
+        if report.problems.is_empty() {
+            if let Some(first) = report.shards.first() {
+                o.insert("rate_per_s".into(), json!(first.total_rate_per_s));
+                o.insert("duration_s".into(), json!(first.duration_s));
+                o.insert("warmup_s".into(), json!(first.warmup_s));
+            }
+        }
+        o.insert("shards".into(), report.to_json());
+    }
+    Ok(ShardMerge { merged, report })
+}
+
+impl ShardReport {
+    /// The report as recorded in the merged result's config (`config.shards`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "count": self.shards.first().and_then(|s| s.count),
+            "reference": self.reference,
+            "reference_unix_s": self.reference_unix_s,
+            "problems": self.problems,
+            "shards": self.shards.iter().map(|s| json!({
+                "file": s.label,
+                "shard_index": s.index,
+                "shard_count": s.count,
+                "start_time_unix_s": s.start_time_unix_s,
+                "late_start_s": s.late_start_s,
+                "start_offset_s": s.start_offset_s,
+                "intended": s.intended,
+                "completed": s.completed,
+                "failed": s.failed,
+                "target_per_s": s.target_per_s,
+                "achieved_per_s": s.achieved_per_s,
+                "send_lag_p99_ns": s.send_lag_p99_ns,
+                "generator_late": s.generator_late,
+                "behind": s.behind,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// A table of the shards, then the problems of the set, for the terminal.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let n = self.shards.first().and_then(|s| s.count);
+        let _ = writeln!(
+            out,
+            "{} shard result{} (of {}); start offsets relative to {}",
+            self.shards.len(),
+            if self.shards.len() == 1 { "" } else { "s" },
+            opt(&n),
+            self.reference
+        );
+        let _ = writeln!(
+            out,
+            "  {:<7} {:<22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>8}  status",
+            "shard",
+            "file",
+            "intended",
+            "completed",
+            "failed",
+            "share",
+            "achieved",
+            "offset",
+            "lag p99",
+            "gen.late"
+        );
+        for s in &self.shards {
+            let _ = writeln!(
+                out,
+                "  {:<7} {:<22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>8}  {}",
+                match (s.index, s.count) {
+                    (Some(i), Some(n)) => format!("{i}/{n}"),
+                    _ => "?".into(),
+                },
+                s.label,
+                format_count(s.intended),
+                format_count(s.completed),
+                format_count(s.failed),
+                s.target_per_s.map_or_else(|| "max".into(), format_rate),
+                format_rate(s.achieved_per_s),
+                format!(
+                    "{}{}",
+                    if s.start_offset_s < 0.0 { "-" } else { "+" },
+                    format_ns(s.start_offset_s.abs() * 1e9)
+                ),
+                format_ns(s.send_lag_p99_ns as f64),
+                format_count(s.generator_late),
+                if s.behind.is_empty() {
+                    "kept up"
+                } else {
+                    "BEHIND"
+                }
+            );
+        }
+        for s in self.shards.iter().filter(|s| !s.behind.is_empty()) {
+            let _ = writeln!(
+                out,
+                "  {} fell behind: {}",
+                shard_name(s),
+                s.behind.join("; ")
+            );
+        }
+        if self.problems.is_empty() {
+            let _ = writeln!(out, "  shard set complete and consistent");
+        } else {
+            for p in &self.problems {
+                let _ = writeln!(out, "  INCONSISTENT SHARD SET: {p}");
+            }
+        }
+        out
+    }
+}
+
+/// RFC 3339 (UTC, milliseconds) of Unix seconds, for people reading the report.
+pub fn format_unix_s(t: f64) -> String {
+    if !t.is_finite() || t < 0.0 {
+        return format!("{t}");
+    }
+    let ms_total = (t * 1000.0).round() as i64;
+    let (secs, ms) = (ms_total.div_euclid(1000), ms_total.rem_euclid(1000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Marker lines around the results JSON in a pod's log (`candor k8s`), so that
+/// `kubectl logs` output can be merged directly.
+pub const LOG_JSON_BEGIN: &str = "----- candor results json begin -----";
+pub const LOG_JSON_END: &str = "----- candor results json end -----";
+
+/// The results JSON inside a log captured with `kubectl logs`, if the log has the markers.
+pub fn json_from_log(text: &str) -> Option<&str> {
+    let start = text.find(LOG_JSON_BEGIN)? + LOG_JSON_BEGIN.len();
+    let end = start + text[start..].find(LOG_JSON_END)?;
+    Some(text[start..end].trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::synthetic_run;
+
+    /// A synthetic run relabelled as shard `i` of `n` of a schedule at `total` per second starting
+    /// at `start`.
+    fn shard(i: u32, n: u32, total: f64, start: f64, late: f64) -> (String, RunResults) {
+        let mut r = synthetic_run(
+            10 + u64::from(i),
+            4,
+            250,
+            1_000_000 + 100_000 * u64::from(i),
+            0,
+        );
+        r.start_time_unix_s = start;
+        r.main.rate.target_per_s = Some(total / f64::from(n));
+        r.config = json!({
+            "rate_per_s": total, "connections": 4, "threads": 1, "duration_s": 4.0, "warmup_s": 1.0,
+            "arrival": "constant", "seed": null, "shard_index": i, "shard_count": n,
+            "start_at_unix_s": start, "late_start_s": late,
+        });
+        (format!("shard-{i}.json"), r)
+    }
+
+    const T0: f64 = 1_795_000_000.0;
+
+    #[test]
+    fn a_complete_set_merges_exactly_and_reads_as_one_run() {
+        let inputs: Vec<_> = (0..4).map(|i| shard(i, 4, 1000.0, T0, 0.0)).collect();
+        let m = merge_shards(&inputs).unwrap();
+        assert!(m.report.problems.is_empty(), "{:?}", m.report.problems);
+        let r = &m.merged;
+        assert_eq!(r.kind, "merged");
+        // Histograms added bucket by bucket: the merged histogram is exactly the sum.
+        let mut expected = candor_core::Recorder::new();
+        for (_, s) in &inputs {
+            expected.add(&s.main.histograms.decode().unwrap());
+        }
+        let got = r.main.histograms.decode().unwrap();
+        assert_eq!(got.response, expected.response);
+        assert_eq!(r.main.response_time, Summary::of(&expected.response));
+        assert_eq!(r.main.requests.completed, 4 * 1000);
+        assert!(r.main.requests.balanced());
+        // The schedule's window (4 s), not the intervals' span; total target = the sum of shares.
+        assert!(
+            (r.main.duration_s - 4.0).abs() < 1e-9,
+            "{}",
+            r.main.duration_s
+        );
+        assert_eq!(r.main.rate.target_per_s, Some(1000.0));
+        assert!((r.main.rate.achieved_per_s - 1000.0).abs() < 1e-9);
+        // Intervals with the same absolute start are one interval of the merged run.
+        assert_eq!(r.intervals.len(), inputs[0].1.intervals.len());
+        assert_eq!(r.intervals[1].completed, 4 * 250);
+        assert_eq!(r.config["threads"], 4);
+        assert_eq!(r.config["connections"], 16);
+        assert_eq!(r.config["shards"]["count"], 4);
+        let text = m.report.render();
+        assert!(text.contains("complete and consistent"), "{text}");
+        assert!(text.contains("the agreed --start-at 2026-11-18T"), "{text}");
+        // The merged file renders like any run.
+        let report = crate::text::render(r);
+        assert!(report.contains("4 threads, 16 connections"), "{report}");
+        assert!(report.contains("target 1.00k/s"), "{report}");
+    }
+
+    #[test]
+    fn the_percentiles_of_the_merge_are_not_averages() {
+        // Two shards with very different tails: the merged p99.9 is the pooled one, which is
+        // not the mean of the shards' p99.9.
+        let mut a = shard(0, 2, 500.0, T0, 0.0);
+        a.1 = synthetic_run(1, 4, 250, 1_000_000, 0);
+        let mut b = shard(1, 2, 500.0, T0, 0.0);
+        b.1 = synthetic_run(2, 4, 250, 1_000_000, 2);
+        for (i, (_, r)) in [&mut a, &mut b].into_iter().enumerate() {
+            r.start_time_unix_s = T0;
+            r.config = json!({"rate_per_s": 500.0, "duration_s": 4.0, "warmup_s": 1.0,
+                "shard_index": i, "shard_count": 2, "start_at_unix_s": T0});
+        }
+        let m = merge_shards(&[a.clone(), b.clone()]).unwrap();
+        let pa = a.1.main.response_time.at(99.9).unwrap();
+        let pb = b.1.main.response_time.at(99.9).unwrap();
+        let pm = m.merged.main.response_time.at(99.9).unwrap();
+        let mut pooled = a.1.main.histograms.decode().unwrap();
+        pooled.add(&b.1.main.histograms.decode().unwrap());
+        assert_eq!(pm, candor_core::hist::value_at(&pooled.response, 99.9));
+        assert_ne!(
+            pm,
+            (pa + pb) / 2,
+            "must not be the average of the shards' percentiles"
+        );
+    }
+
+    #[test]
+    fn inconsistent_sets_are_named_clearly() {
+        // Shard 1 twice, shard 3 missing, shard 2 from another run (different rate and N).
+        let inputs = vec![
+            shard(0, 4, 1000.0, T0, 0.0),
+            shard(1, 4, 1000.0, T0, 0.0),
+            ("again.json".to_string(), shard(1, 4, 1000.0, T0, 0.0).1),
+            shard(2, 5, 2000.0, T0, 0.0),
+        ];
+        let m = merge_shards(&inputs).unwrap();
+        let p = m.report.problems.join("\n");
+        assert!(p.contains("disagree on the shard count N"), "{p}");
+        assert!(p.contains("disagree on the total rate"), "{p}");
+        // With N in dispute, indices are not checked against an N.
+        let inputs = vec![
+            shard(0, 4, 1000.0, T0, 0.0),
+            shard(1, 4, 1000.0, T0, 0.0),
+            ("again.json".to_string(), shard(1, 4, 1000.0, T0, 0.0).1),
+        ];
+        let m = merge_shards(&inputs).unwrap();
+        let p = m.report.problems.join("\n");
+        assert!(
+            p.contains("shard 1/4 appears 2 times (shard-1.json, again.json)"),
+            "{p}"
+        );
+        assert!(p.contains("shards are 2, 3 of 4 missing"), "{p}");
+        assert!(m.merged.warnings[0].starts_with("inconsistent shard set: "));
+        assert!(m.report.render().contains("INCONSISTENT SHARD SET"));
+        // The set's settings are not claimed for the merged run when the shards disagree.
+        assert!(m.merged.config.get("rate_per_s").is_none());
+
+        // A plain run among shards, and a different --start-at.
+        let mut plain = synthetic_run(5, 4, 250, 1_000_000, 0);
+        plain.start_time_unix_s = T0;
+        let inputs = vec![
+            shard(0, 2, 500.0, T0, 0.0),
+            shard(1, 2, 500.0, T0 + 60.0, 0.0),
+            ("plain.json".to_string(), plain),
+        ];
+        let p = analyse(&inputs).problems.join("\n");
+        assert!(p.contains("'plain.json' records no shard settings"), "{p}");
+        assert!(p.contains("disagree on --start-at"), "{p}");
+    }
+
+    #[test]
+    fn late_and_slow_shards_are_reported_with_their_offsets() {
+        let mut inputs: Vec<_> = (0..3).map(|i| shard(i, 3, 750.0, T0, 0.0)).collect();
+        inputs[1] = shard(1, 3, 750.0, T0, 0.250);
+        // Shard 2 completed 90% of its share and its generator was short of CPU.
+        {
+            let r = &mut inputs[2].1;
+            r.main.rate.achieved_per_s = 225.0;
+            r.main.requests.generator_late = 17;
+            r.warnings
+                .push("the generator itself sent 17 requests late".into());
+        }
+        let m = merge_shards(&inputs).unwrap();
+        let s = &m.report.shards;
+        assert_eq!(s[0].start_offset_s, 0.0);
+        assert!((s[1].start_offset_s - 0.25).abs() < 1e-12);
+        assert!(s[0].behind.is_empty(), "{:?}", s[0].behind);
+        assert!(
+            s[1].behind[0].contains("started 250.0ms late"),
+            "{:?}",
+            s[1].behind
+        );
+        let why = s[2].behind.join("; ");
+        assert!(
+            why.contains("achieved 225.0/s of its share 250.0/s (90.0%)"),
+            "{why}"
+        );
+        assert!(why.contains("17 requests late"), "{why}");
+        let w = m.merged.warnings.join("\n");
+        assert!(
+            w.contains("shard 1/3 (shard-1.json) fell behind: started 250.0ms late"),
+            "{w}"
+        );
+        assert!(
+            w.contains("shard 2/3 (shard-2.json): the generator itself sent 17 requests late"),
+            "{w}"
+        );
+        assert!(!w.contains("run 3:"), "{w}");
+        let text = m.report.render();
+        assert!(text.contains("+250.0ms"), "{text}");
+        assert!(text.contains("BEHIND"), "{text}");
+    }
+
+    #[test]
+    fn without_a_common_start_offsets_are_from_the_earliest_shard() {
+        let mut inputs: Vec<_> = (0..2).map(|i| shard(i, 2, 500.0, T0, 0.0)).collect();
+        for (k, (_, r)) in inputs.iter_mut().enumerate() {
+            r.config["start_at_unix_s"] = Value::Null;
+            r.config["late_start_s"] = Value::Null;
+            r.start_time_unix_s = T0 + 2.0 * k as f64;
+        }
+        let rep = analyse(&inputs);
+        assert!(rep.reference.starts_with("the earliest shard's start"));
+        assert_eq!(rep.shards[1].start_offset_s, 2.0);
+        assert!(
+            rep.problems
+                .iter()
+                .any(|p| p.contains("started up to 2.000s apart")),
+            "{:?}",
+            rep.problems
+        );
+        assert!(rep.shards[1].behind[0].contains("started 2.000s late"));
+    }
+
+    #[test]
+    fn shard_detection_and_log_extraction() {
+        assert!(is_shard(&shard(0, 2, 10.0, T0, 0.0).1));
+        assert!(!is_shard(&synthetic_run(1, 2, 10, 1000, 0)));
+        let log = format!("text report\nmore\n{LOG_JSON_BEGIN}\n{{\"a\": 1}}\n{LOG_JSON_END}\n");
+        assert_eq!(json_from_log(&log), Some("{\"a\": 1}"));
+        assert_eq!(json_from_log("no markers"), None);
+        assert_eq!(json_from_log(LOG_JSON_BEGIN), None);
+    }
+
+    #[test]
+    fn rfc3339_formatting() {
+        assert_eq!(format_unix_s(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_unix_s(951_782_400.5), "2000-02-29T00:00:00.500Z");
+        assert_eq!(format_unix_s(1_795_000_000.0), "2026-11-18T11:06:40.000Z");
+    }
+}

@@ -6,9 +6,9 @@
 //! Tolerances. Lower bounds follow from the schedule alone and hold on any machine: an iteration
 //! can catch up at most one 10 us slot, so the j-th one after a hiccup is at least 1 ms - j*10 us
 //! late. Other processes on this shared 2-core machine (parallel builds) can only add delay, and
-//! a time slice lost while catching up adds hundreds of late samples, so tight upper bounds are
-//! put on medians over the 20 hiccups (a stall has to hit most hiccups to move them), and the
-//! bounds on whole-run counts are loose: they catch a schedule that never drains, not noise.
+//! a time slice lost while catching up adds hundreds of late samples, so upper bounds are put on
+//! medians over the 20 hiccups (a stall has to hit most hiccups to move them) and on the
+//! uncorrected run, not on the corrected run's totals.
 
 // Bounds read better as `lower <= x && x < upper` next to their justification.
 #![allow(clippy::manual_range_contains)]
@@ -84,24 +84,26 @@ fn hiccup_numbers_with_correction_on_and_off() {
     println!("{diag}");
 
     // The shape, hiccup by hiccup (medians over 20 hiccups, in us). Corrected: 1 ms, then
-    // 1 ms - j*10 us (500 at j=50, 100 at j=90), nothing left at j=150.
+    // 1 ms - j*10 us (500 at j=50, 100 at j=90), drained by j=150. The upper bounds leave room for
+    // the per-iteration cost while catching up (up to ~1 us in a debug build: +90 us at j=90) and
+    // for stalls; a schedule that did not drain, or uncorrected timing, would miss them by far.
     assert_eq!(at_on[0].len(), 20, "{diag}");
     assert!(
-        median(&at_on[0]) >= 1_000.0 && median(&at_on[0]) < 1_100.0,
+        median(&at_on[0]) >= 1_000.0 && median(&at_on[0]) < 1_500.0,
         "{diag}"
     );
     assert!(
-        median(&at_on[1]) >= 500.0 && median(&at_on[1]) < 600.0,
+        median(&at_on[1]) >= 500.0 && median(&at_on[1]) < 700.0,
         "{diag}"
     );
     assert!(
-        median(&at_on[2]) >= 100.0 && median(&at_on[2]) < 200.0,
+        median(&at_on[2]) >= 100.0 && median(&at_on[2]) < 300.0,
         "{diag}"
     );
     assert!(median(&at_on[3]) < 20.0, "{diag}");
     // Uncorrected: the hiccup is 1 ms, and the iterations after it look normal.
     assert!(
-        median(&at_off[0]) >= 1_000.0 && median(&at_off[0]) < 1_100.0,
+        median(&at_off[0]) >= 1_000.0 && median(&at_off[0]) < 1_500.0,
         "{diag}"
     );
     for v in &at_off[1..] {
@@ -109,12 +111,14 @@ fn hiccup_numbers_with_correction_on_and_off() {
     }
 
     // Whole-run figures. Corrected: >= 50 samples >= 0.5 ms per hiccup, so >= 1,000; p99.9 (the
-    // top 200) >= 0.8 ms since >= 400 samples are; p99.99 >= 0.99 ms. A schedule that did not
-    // drain would make most samples slow; 10% is the loose bound.
-    assert!(slow_on >= 20 * 50 && slow_on < 20_000, "{diag}");
-    assert!(us(hon, 99.9) >= 800.0 && us(hon, 99.9) < 20_000.0, "{diag}");
+    // top 200) >= 0.8 ms since >= 400 samples are; p99.99 >= 0.99 ms. No upper bounds here: with
+    // other builds running, this thread loses whole time slices (a 5 ms stall adds 500 late
+    // samples; 30% of samples late was seen at load 5.4), and only more lateness can result.
+    assert!(slow_on >= 20 * 50, "{diag}");
+    assert!(us(hon, 99.9) >= 800.0, "{diag}");
     assert!(us(hon, 99.99) >= 990.0, "{diag}");
-    // Uncorrected: the 20 hiccups, plus only the stalls that hit inside an iteration.
+    // Uncorrected: the 20 hiccups, plus only the stalls that hit inside an iteration (~0.1 us
+    // long), so few even on a loaded machine (22 at load 5.4).
     assert!(slow_off >= 20 && slow_off < 200, "{diag}");
     assert!(us(hoff, 99.9) < 500.0, "{diag}");
     assert!(us(hoff, 100.0) >= 1_000.0, "{diag}");

@@ -1,0 +1,105 @@
+//! Everything derived from one run's results for its report: confidence intervals and sample
+//! support of the reported percentiles, and the saturation and coordinated-omission verdicts.
+
+use crate::confidence::{self, PercentileConfidence};
+use crate::omission::{self, CoSignature};
+use crate::saturation::{self, Saturation};
+use candor_core::hist::SUMMARY_PERCENTILES;
+use candor_core::results::RunResults;
+use serde::{Deserialize, Serialize};
+
+/// The derived figures of one run (stored as the `analysis` field of the JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Response-time percentiles with 95% order-statistic intervals and sample support.
+    pub confidence: Vec<PercentileConfidence>,
+    /// Highest percentile the sample count supports (about 100 samples beyond it).
+    pub highest_supported_percentile: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<Saturation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinated_omission: Option<CoSignature>,
+    /// SLO verdicts when objectives were given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<crate::slo::SloVerdict>,
+}
+
+impl Analysis {
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("analysis always serializes")
+    }
+
+    /// Verdict lines for a report, in plain words.
+    pub fn verdicts(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(s) = &self.saturation {
+            v.push(s.verdict.clone());
+        }
+        if let Some(c) = &self.coordinated_omission {
+            v.push(c.verdict.clone());
+        }
+        v
+    }
+}
+
+/// Whether the distribution was recorded without a schedule (so coordinated omission may hide
+/// in it): closed-loop runs and imported logs.
+pub fn unscheduled(results: &RunResults) -> bool {
+    results.mode == "closed-loop" || results.kind == "hlog"
+}
+
+/// Analyses `results` (response time of the measured window).
+pub fn analyze(results: &RunResults) -> Analysis {
+    let rec = results.main.histograms.decode().ok();
+    let n = results.main.response_time.count;
+    let confidence = match &rec {
+        Some(r) => confidence::percentile_confidence(&r.response, &SUMMARY_PERCENTILES),
+        None => Vec::new(),
+    };
+    let coordinated_omission = match (&rec, unscheduled(results)) {
+        (Some(r), true) => {
+            // A closed loop's connections each send again when answered: the interval between
+            // one connection's samples is about connections / achieved rate.
+            let conns = results.config.get("connections").and_then(|c| c.as_u64());
+            let rate = results.main.rate.achieved_per_s;
+            let interval = match conns {
+                Some(c) if results.mode == "closed-loop" && rate > 0.0 => {
+                    Some((c as f64 / rate * 1e9) as u64)
+                }
+                _ => None,
+            };
+            omission::detect(&r.response, interval)
+        }
+        _ => None,
+    };
+    Analysis {
+        confidence,
+        highest_supported_percentile: confidence::highest_supported_percentile(n),
+        saturation: saturation::detect(results),
+        coordinated_omission,
+        slo: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::run_of;
+
+    #[test]
+    fn closed_loop_stall_gets_the_co_verdict_open_loop_does_not() {
+        let mut values = vec![50_000u64; 100_000];
+        values.extend(std::iter::repeat_n(400_000_000u64, 10));
+        let closed = run_of(&values, None, "closed-loop");
+        let a = analyze(&closed);
+        assert!(a.coordinated_omission.is_some());
+        assert_eq!(a.verdicts().len(), 1);
+        let open = run_of(&values, Some(1000.0), "open-loop");
+        assert!(analyze(&open).coordinated_omission.is_none());
+        assert_eq!(a.confidence.len(), SUMMARY_PERCENTILES.len());
+        let sup = a.highest_supported_percentile.unwrap();
+        assert!((sup - 99.9).abs() < 0.001, "{sup}");
+        let json = a.to_value();
+        assert!(json["confidence"][3]["lower_ns"].is_u64());
+    }
+}

@@ -1,0 +1,388 @@
+//! The capacity search: the highest request rate whose measurement passes (SLOs met, every
+//! request served), found by bracketing (doubling from the minimum) then bisecting, with repeated
+//! confirmation runs at the answer. Written over any `FnMut(rate) -> Trial` so it can be tested
+//! without a network.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a rate was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    Bracket,
+    Bisect,
+    Confirm,
+}
+
+impl Purpose {
+    pub fn name(self) -> &'static str {
+        match self {
+            Purpose::Bracket => "bracket",
+            Purpose::Bisect => "bisect",
+            Purpose::Confirm => "confirm",
+        }
+    }
+}
+
+/// The outcome of measuring one rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub pass: bool,
+    /// Evidence shown in the table (percentiles, achieved rate, the failed objective...).
+    pub note: String,
+}
+
+/// One measurement of the search, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub rate: f64,
+    pub purpose: Purpose,
+    pub pass: bool,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchSettings {
+    /// Lowest and highest rates to try.
+    pub min: f64,
+    pub max: f64,
+    /// Stop bisecting when `fail / pass − 1 <= tolerance` (relative width of the bracket).
+    pub tolerance: f64,
+    /// Extra passing runs required at the answer.
+    pub confirmations: u32,
+    /// Upper bound on measurements (the search stops and says so).
+    pub max_steps: u32,
+    /// Factor between bracketing steps.
+    pub growth: f64,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            min: 100.0,
+            max: 1_000_000.0,
+            tolerance: 0.05,
+            confirmations: 2,
+            max_steps: 20,
+            growth: 2.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SearchError {
+    #[error("--min must be positive and below --max (got {min} and {max})")]
+    Range { min: f64, max: f64 },
+    #[error("the tolerance must be between 0.1% and 100% (got {0})")]
+    Tolerance(f64),
+    #[error("the step limit ({0}) is too small for a search: at least 3")]
+    Steps(u32),
+}
+
+/// How the search ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Outcome {
+    /// `capacity` passed every run (1 + confirmations); `failed_at` is the lowest rate above it
+    /// that failed, so the true capacity lies in [capacity, failed_at).
+    Found { capacity: f64, failed_at: f64 },
+    /// Even the minimum failed.
+    BelowMin { min: f64 },
+    /// The maximum passed every run: capacity is at least that.
+    AtLeastMax { max: f64 },
+    /// The step limit ended the search; `best` is the highest confirmed pass, if any.
+    StepLimit {
+        best: Option<f64>,
+        failed_at: Option<f64>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    pub settings: SearchSettings,
+    pub probes: Vec<Probe>,
+    pub outcome: Outcome,
+}
+
+impl SearchSettings {
+    pub fn validate(&self) -> Result<(), SearchError> {
+        if !(self.min > 0.0 && self.min.is_finite() && self.max.is_finite() && self.min < self.max)
+        {
+            return Err(SearchError::Range {
+                min: self.min,
+                max: self.max,
+            });
+        }
+        if !(0.001..=1.0).contains(&self.tolerance) {
+            return Err(SearchError::Tolerance(self.tolerance));
+        }
+        if self.max_steps < 3 {
+            return Err(SearchError::Steps(self.max_steps));
+        }
+        Ok(())
+    }
+}
+
+struct State<'a, E> {
+    probes: Vec<Probe>,
+    measure: &'a mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
+    max_steps: u32,
+}
+
+impl<E> State<'_, E> {
+    fn run(&mut self, rate: f64, purpose: Purpose) -> Result<Option<bool>, E> {
+        if self.probes.len() as u32 >= self.max_steps {
+            return Ok(None);
+        }
+        let t = (self.measure)(rate, purpose)?;
+        self.probes.push(Probe {
+            rate,
+            purpose,
+            pass: t.pass,
+            note: t.note,
+        });
+        Ok(Some(t.pass))
+    }
+
+    /// Passing and failing runs at exactly `rate`.
+    fn record(&self, rate: f64) -> (u32, u32) {
+        self.probes
+            .iter()
+            .filter(|p| p.rate == rate)
+            .fold((0, 0), |(ok, bad), p| {
+                (ok + p.pass as u32, bad + !p.pass as u32)
+            })
+    }
+
+    /// Highest rate below `limit` that never failed.
+    fn best_pass_below(&self, limit: f64) -> Option<f64> {
+        self.probes
+            .iter()
+            .filter(|p| p.pass && p.rate < limit && self.record(p.rate).1 == 0)
+            .map(|p| p.rate)
+            .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))))
+    }
+}
+
+/// Runs the search, calling `measure(rate, purpose)` for each step (errors abort it).
+pub fn search<E>(
+    settings: SearchSettings,
+    measure: &mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
+) -> Result<Search, E> {
+    let mut st = State {
+        probes: Vec::new(),
+        measure,
+        max_steps: settings.max_steps,
+    };
+    let outcome = run_search(&settings, &mut st)?;
+    Ok(Search {
+        settings,
+        probes: st.probes,
+        outcome,
+    })
+}
+
+fn round_rate(r: f64) -> f64 {
+    // Whole requests per second keep the table readable and the comparisons exact.
+    r.round().max(1.0)
+}
+
+fn run_search<E>(s: &SearchSettings, st: &mut State<'_, E>) -> Result<Outcome, E> {
+    let limit = |st: &State<'_, E>, hi: Option<f64>| {
+        Ok(Outcome::StepLimit {
+            best: confirmed_best(st, s),
+            failed_at: hi,
+        })
+    };
+    // Bracket: grow from the minimum until a rate fails or the maximum passes.
+    let mut lo: Option<f64> = None;
+    let mut hi: Option<f64> = None;
+    let mut r = round_rate(s.min);
+    loop {
+        match st.run(r, Purpose::Bracket)? {
+            None => return limit(st, hi),
+            Some(true) => {
+                lo = Some(r);
+                if r >= s.max {
+                    break;
+                }
+                r = round_rate((r * s.growth).min(s.max));
+            }
+            Some(false) => {
+                hi = Some(r);
+                break;
+            }
+        }
+    }
+    loop {
+        let Some(l) = lo else {
+            // Nothing below the failure has passed: walk down towards the minimum.
+            let h = hi.unwrap_or(s.max);
+            if h <= round_rate(s.min) {
+                return Ok(Outcome::BelowMin { min: s.min });
+            }
+            let r = round_rate((h / s.growth).max(s.min));
+            match st.run(r, Purpose::Bracket)? {
+                None => return limit(st, hi),
+                Some(true) => lo = Some(r),
+                Some(false) => hi = Some(r),
+            }
+            continue;
+        };
+        if let Some(h) = hi {
+            let mid = round_rate((l + h) / 2.0);
+            if h / l - 1.0 > s.tolerance && mid > l && mid < h {
+                match st.run(mid, Purpose::Bisect)? {
+                    None => return limit(st, hi),
+                    Some(true) => lo = Some(mid),
+                    Some(false) => hi = Some(mid),
+                }
+                continue;
+            }
+        }
+        // Narrow enough (or at the maximum): confirm `l` with repeated runs.
+        let (ok, bad) = st.record(l);
+        if bad == 0 && ok > s.confirmations {
+            return Ok(match hi {
+                Some(h) => Outcome::Found {
+                    capacity: l,
+                    failed_at: h,
+                },
+                None => Outcome::AtLeastMax { max: l },
+            });
+        }
+        match st.run(l, Purpose::Confirm)? {
+            None => return limit(st, hi),
+            Some(true) => {}
+            Some(false) => {
+                // A pass that does not repeat is not capacity: it becomes the upper bound.
+                hi = Some(l);
+                lo = st.best_pass_below(l);
+            }
+        }
+    }
+}
+
+fn confirmed_best<E>(st: &State<'_, E>, s: &SearchSettings) -> Option<f64> {
+    st.probes
+        .iter()
+        .map(|p| p.rate)
+        .filter(|&r| {
+            let (ok, bad) = st.record(r);
+            bad == 0 && ok > s.confirmations
+        })
+        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+
+    fn settings() -> SearchSettings {
+        SearchSettings {
+            min: 500.0,
+            max: 64_000.0,
+            tolerance: 0.05,
+            confirmations: 2,
+            max_steps: 20,
+            growth: 2.0,
+        }
+    }
+
+    fn threshold(k: f64) -> impl FnMut(f64, Purpose) -> Result<Trial, Infallible> {
+        move |r, _| {
+            Ok(Trial {
+                pass: r <= k,
+                note: String::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn finds_a_sharp_capacity_within_tolerance_in_few_steps() {
+        for k in [600.0, 3_900.0, 4_000.0, 17_321.0, 50_000.0] {
+            let s = search(settings(), &mut threshold(k)).unwrap();
+            match s.outcome {
+                Outcome::Found {
+                    capacity,
+                    failed_at,
+                } => {
+                    assert!(
+                        capacity <= k && failed_at > k,
+                        "k {k}: {capacity} {failed_at}"
+                    );
+                    assert!(failed_at / capacity - 1.0 <= 0.05 + 1e-9, "k {k}");
+                    assert!(capacity >= k / 1.05, "k {k}: {capacity}");
+                }
+                o => panic!("k {k}: {o:?}"),
+            }
+            // Bracket (<= 8 doublings from 500 to 64k) + bisect (<= 5 halvings of a 2x bracket
+            // to 5%) + 2 confirmations.
+            assert!(s.probes.len() <= 15, "k {k}: {} steps", s.probes.len());
+            let confirms = s
+                .probes
+                .iter()
+                .filter(|p| p.purpose == Purpose::Confirm)
+                .count();
+            assert_eq!(confirms, 2);
+        }
+    }
+
+    #[test]
+    fn a_flaky_pass_near_the_boundary_is_not_taken_as_capacity() {
+        // Rates within 4% below K = 4,000 pass the first time and fail the second.
+        let mut seen = std::collections::HashMap::new();
+        let mut measure = |r: f64, _| -> Result<Trial, Infallible> {
+            let n = seen.entry(r as u64).or_insert(0);
+            *n += 1;
+            let pass = r <= 4_000.0 && (r < 3_840.0 || *n == 1);
+            Ok(Trial {
+                pass,
+                note: String::new(),
+            })
+        };
+        let s = search(settings(), &mut measure).unwrap();
+        match s.outcome {
+            Outcome::Found { capacity, .. } => {
+                assert!((3_840.0 / 1.1..3_840.0).contains(&capacity), "{capacity}")
+            }
+            o => panic!("{o:?}"),
+        }
+        assert!(s
+            .probes
+            .iter()
+            .any(|p| p.purpose == Purpose::Confirm && !p.pass));
+    }
+
+    #[test]
+    fn below_min_at_least_max_and_step_limit() {
+        let s = search(settings(), &mut threshold(100.0)).unwrap();
+        assert_eq!(s.outcome, Outcome::BelowMin { min: 500.0 });
+        assert_eq!(s.probes.len(), 1);
+        let s = search(settings(), &mut threshold(1e9)).unwrap();
+        assert_eq!(s.outcome, Outcome::AtLeastMax { max: 64_000.0 });
+        let mut few = settings();
+        few.max_steps = 5;
+        let s = search(few, &mut threshold(3_000.0)).unwrap();
+        assert!(
+            matches!(s.outcome, Outcome::StepLimit { .. }),
+            "{:?}",
+            s.outcome
+        );
+        assert_eq!(s.probes.len(), 5);
+    }
+
+    #[test]
+    fn errors_abort_and_settings_are_checked() {
+        let mut failing = |_r: f64, _p| -> Result<Trial, String> { Err("boom".into()) };
+        assert_eq!(search(settings(), &mut failing).unwrap_err(), "boom");
+        let mut bad = settings();
+        bad.min = 0.0;
+        assert!(bad.validate().is_err());
+        bad = settings();
+        bad.tolerance = 0.0;
+        assert!(bad.validate().is_err());
+        assert!(settings().validate().is_ok());
+    }
+}

@@ -1,0 +1,434 @@
+//! Service-level objectives: `p99<10ms,p99.9<50ms,max<1s,errors<0.1%`, parsed once and evaluated
+//! on a run's response time (from the intended send time), never on service time.
+
+use crate::confidence;
+use candor_core::results::RunResults;
+use candor_core::units::{format_count, format_ns, parse_duration_ns};
+use candor_core::Histo;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What an objective constrains.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Response time at a percentile, 0 < p < 100.
+    Percentile(f64),
+    /// The largest response time.
+    Max,
+    /// The mean response time.
+    Mean,
+    /// Requests not served (failed or still unfinished at the end) per intended request.
+    Errors,
+}
+
+/// One objective, e.g. `p99<10ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Objective {
+    /// The text as written (without spaces), used as its label.
+    pub text: String,
+    pub metric: Metric,
+    /// Nanoseconds for latency metrics; a fraction (0.001 = 0.1%) for errors.
+    pub limit: f64,
+    /// `<=` rather than `<`.
+    pub inclusive: bool,
+}
+
+/// A parsed list of objectives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SloSet {
+    pub objectives: Vec<Objective>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid SLO '{expr}': {why}; expected a comma-separated list like 'p99<10ms,p99.9<50ms,max<1s,errors<0.1%'")]
+pub struct SloError {
+    pub expr: String,
+    pub why: String,
+}
+
+/// The outcome of one objective on one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloVerdict {
+    pub objective: String,
+    /// The measured value: ns for latency, a fraction for errors; `None` when it cannot be measured.
+    pub measured: Option<f64>,
+    pub pass: bool,
+    /// Plain-words caveat (too few samples for the percentile, no accounting in the input...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Objective {
+    /// Parses one objective such as `p99.9<=50ms`, `max<1s`, `mean<2ms` or `errors<0.1%`.
+    pub fn parse(text: &str) -> Result<Objective, SloError> {
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let err = |why: &str| SloError {
+            expr: compact.clone(),
+            why: why.to_string(),
+        };
+        if compact.is_empty() {
+            return Err(err(
+                "empty objective (two commas in a row, or a trailing comma?)",
+            ));
+        }
+        let (lhs, rhs, inclusive) = if let Some((l, r)) = compact.split_once("<=") {
+            (l, r, true)
+        } else if let Some((l, r)) = compact.split_once('<') {
+            (l, r, false)
+        } else if compact.contains('>') || compact.contains('=') {
+            return Err(err("only upper limits are supported: use '<' or '<='"));
+        } else {
+            return Err(err("missing '<' between the measure and its limit"));
+        };
+        if rhs.contains('<') {
+            return Err(err("more than one '<'"));
+        }
+        if rhs.is_empty() {
+            return Err(err("missing limit after '<'"));
+        }
+        let name = lhs.to_ascii_lowercase();
+        let metric = match name.as_str() {
+            "" => return Err(err("missing measure before '<' (p99, max, mean or errors)")),
+            "max" | "p100" => Metric::Max,
+            "mean" | "avg" => Metric::Mean,
+            "errors" | "error" | "err" => Metric::Errors,
+            n if n.starts_with('p') => {
+                let p: f64 = n[1..].parse().map_err(|_| {
+                    err(&format!(
+                        "'{lhs}' is not a percentile (write p50, p99, p99.9...)"
+                    ))
+                })?;
+                if !(p > 0.0 && p < 100.0) {
+                    return Err(err(&format!(
+                        "percentile {p} is outside (0, 100); use 'max' for the largest value"
+                    )));
+                }
+                Metric::Percentile(p)
+            }
+            _ => {
+                return Err(err(&format!(
+                    "unknown measure '{lhs}' (use pNN like p99.9, max, mean or errors)"
+                )))
+            }
+        };
+        let limit = match metric {
+            Metric::Errors => {
+                let pct = rhs
+                    .strip_suffix('%')
+                    .ok_or_else(|| err("the errors limit is a percentage, like errors<0.1%"))?;
+                let v: f64 = pct
+                    .parse()
+                    .map_err(|_| err(&format!("'{rhs}' is not a percentage")))?;
+                if !(0.0..=100.0).contains(&v) || !v.is_finite() {
+                    return Err(err("the errors limit must be between 0% and 100%"));
+                }
+                v / 100.0
+            }
+            _ => {
+                if rhs.ends_with('%') {
+                    return Err(err(
+                        "a latency limit is a duration like 10ms, not a percentage",
+                    ));
+                }
+                let ns = parse_duration_ns(rhs).map_err(|e| err(&e.to_string()))?;
+                if ns == 0 {
+                    return Err(err("a latency limit of zero can never be met"));
+                }
+                ns as f64
+            }
+        };
+        Ok(Objective {
+            text: compact,
+            metric,
+            limit,
+            inclusive,
+        })
+    }
+
+    fn holds(&self, measured: f64) -> bool {
+        if self.inclusive {
+            measured <= self.limit
+        } else {
+            measured < self.limit
+        }
+    }
+
+    /// The limit formatted for people.
+    pub fn limit_text(&self) -> String {
+        match self.metric {
+            Metric::Errors => format!("{}%", self.limit * 100.0),
+            _ => format_ns(self.limit),
+        }
+    }
+
+    /// Evaluates on the response time of `results` (`response` is its decoded histogram, if
+    /// available, so that any percentile can be read, not only the summary's).
+    pub fn evaluate(&self, results: &RunResults, response: Option<&Histo>) -> SloVerdict {
+        let main = &results.main;
+        let verdict = |measured: Option<f64>, note: String| SloVerdict {
+            objective: self.text.clone(),
+            pass: measured.is_some_and(|m| self.holds(m)),
+            measured,
+            note,
+        };
+        match self.metric {
+            Metric::Errors => {
+                let r = &main.requests;
+                if r.intended == 0 {
+                    return verdict(None, "no request accounting in this input".into());
+                }
+                let bad = r.failed + r.in_flight_at_end;
+                verdict(
+                    Some(bad as f64 / r.intended as f64),
+                    format!(
+                        "{} failed + {} unfinished of {} intended",
+                        format_count(r.failed),
+                        format_count(r.in_flight_at_end),
+                        format_count(r.intended)
+                    ),
+                )
+            }
+            _ if main.response_time.count == 0 => {
+                verdict(None, "no response times were recorded".into())
+            }
+            Metric::Max => verdict(Some(main.response_time.max_ns as f64), String::new()),
+            Metric::Mean => verdict(Some(main.response_time.mean_ns), String::new()),
+            Metric::Percentile(p) => {
+                let value = match response {
+                    Some(h) => Some(candor_core::hist::value_at(h, p)),
+                    None => main.response_time.at(p),
+                };
+                let n = main.response_time.count;
+                let need = confidence::samples_needed(p / 100.0);
+                let note = if n < need {
+                    format!(
+                        "only {} samples: p{p} needs about {} for a stable estimate",
+                        format_count(n),
+                        format_count(need)
+                    )
+                } else {
+                    String::new()
+                };
+                match value {
+                    Some(v) => verdict(Some(v as f64), note),
+                    None => verdict(
+                        None,
+                        format!(
+                            "p{p} is not in this file's summary and its histogram is unreadable"
+                        ),
+                    ),
+                }
+            }
+        }
+    }
+}
+
+impl SloSet {
+    /// Parses a comma-separated list; several lists (repeated flags) can be joined with
+    /// [`SloSet::extend`].
+    pub fn parse(text: &str) -> Result<SloSet, SloError> {
+        if text.trim().is_empty() {
+            return Err(SloError {
+                expr: text.to_string(),
+                why: "no objectives given".into(),
+            });
+        }
+        let objectives = text
+            .split(',')
+            .map(Objective::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SloSet { objectives })
+    }
+
+    /// Parses every string (each a comma-separated list) into one set.
+    pub fn parse_all<S: AsRef<str>>(texts: &[S]) -> Result<SloSet, SloError> {
+        let mut set = SloSet::default();
+        for t in texts {
+            set.extend(SloSet::parse(t.as_ref())?);
+        }
+        Ok(set)
+    }
+
+    pub fn extend(&mut self, other: SloSet) {
+        self.objectives.extend(other.objectives);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objectives.is_empty()
+    }
+
+    /// True when one of the objectives limits errors (the capacity search otherwise demands
+    /// that every request is served).
+    pub fn limits_errors(&self) -> bool {
+        self.objectives
+            .iter()
+            .any(|o| matches!(o.metric, Metric::Errors))
+    }
+
+    /// Evaluates every objective on the response time of `results`.
+    pub fn evaluate(&self, results: &RunResults) -> Vec<SloVerdict> {
+        let rec = results.main.histograms.decode().ok();
+        self.objectives
+            .iter()
+            .map(|o| o.evaluate(results, rec.as_ref().map(|r| &r.response)))
+            .collect()
+    }
+}
+
+/// True when every verdict passed.
+pub fn all_pass(verdicts: &[SloVerdict]) -> bool {
+    verdicts.iter().all(|v| v.pass)
+}
+
+/// One line per verdict: `SLO p99<10ms      response time p99 = 4.21ms   PASS`.
+pub fn render(verdicts: &[SloVerdict]) -> String {
+    let mut out = String::new();
+    for v in verdicts {
+        let measured = match v.measured {
+            None => "cannot be measured".to_string(),
+            Some(m) if v.objective.to_ascii_lowercase().starts_with("err") => {
+                format!("errors = {:.4}%", m * 100.0)
+            }
+            Some(m) => format!("response time = {}", format_ns(m)),
+        };
+        out.push_str(&format!(
+            "SLO {:<16} {:<32} {}{}\n",
+            v.objective,
+            measured,
+            if v.pass { "PASS" } else { "FAIL" },
+            if v.note.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", v.note)
+            }
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let s = SloSet::parse("p99<10ms, p99.9<50ms,max<1s,errors<0.1%").unwrap();
+        assert_eq!(s.objectives.len(), 4);
+        assert_eq!(s.objectives[0].metric, Metric::Percentile(99.0));
+        assert_eq!(s.objectives[0].limit, 10e6);
+        assert_eq!(s.objectives[1].metric, Metric::Percentile(99.9));
+        assert_eq!(s.objectives[2].metric, Metric::Max);
+        assert_eq!(s.objectives[2].limit, 1e9);
+        assert_eq!(s.objectives[3].metric, Metric::Errors);
+        assert!((s.objectives[3].limit - 0.001).abs() < 1e-12);
+        assert!(!s.objectives[0].inclusive);
+        assert!(SloSet::parse("mean<=2ms").unwrap().objectives[0].inclusive);
+    }
+
+    #[test]
+    fn malformed_expressions_say_what_is_wrong() {
+        let cases = [
+            ("", "no objectives"),
+            ("p99<10ms,", "empty objective"),
+            ("p99>10ms", "only upper limits"),
+            ("p99=10ms", "only upper limits"),
+            ("p99 10ms", "missing '<'"),
+            ("p99<", "missing limit"),
+            ("<10ms", "missing measure"),
+            ("q99<10ms", "unknown measure"),
+            ("pxx<10ms", "not a percentile"),
+            ("p101<1s", "outside (0, 100)"),
+            ("p0<1s", "outside (0, 100)"),
+            ("p99<10parsecs", "invalid duration"),
+            ("p99<1%", "not a percentage"),
+            ("errors<0.1", "percentage"),
+            ("errors<abc%", "not a percentage"),
+            ("errors<120%", "between 0% and 100%"),
+            ("p99<0ms", "never be met"),
+            ("p99<1ms<2ms", "more than one"),
+        ];
+        for (text, want) in cases {
+            let e = SloSet::parse(text).expect_err(text).to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+
+    fn run_with(values_ns: &[u64], failed: u64) -> RunResults {
+        let mut rec = candor_core::Recorder::new();
+        for &v in values_ns {
+            rec.record(v, 10, 0);
+        }
+        candor_core::results::RunResults {
+            schema_version: 1,
+            candor_version: "t".into(),
+            kind: "run".into(),
+            mode: "open-loop".into(),
+            target: "x".into(),
+            command_line: vec![],
+            start_time_unix_s: 0.0,
+            environment: Default::default(),
+            config: serde_json::Value::Null,
+            main: candor_core::results::PhaseResults::from_recorder(
+                &rec,
+                &candor_core::new_histogram(),
+                candor_core::results::RequestCounts {
+                    intended: values_ns.len() as u64 + failed,
+                    completed: values_ns.len() as u64,
+                    failed,
+                    ..Default::default()
+                },
+                1.0,
+                Some(1000.0),
+            ),
+            warmup: None,
+            intervals: vec![],
+            extra: vec![],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn evaluates_on_response_time_with_strict_and_inclusive_limits() {
+        // 1..=1000 ns: p99 = 990 ns, max = 1000 ns (values below 2048 are exact at 3 digits).
+        let values: Vec<u64> = (1..=1000).collect();
+        let r = run_with(&values, 2);
+        let v = SloSet::parse(
+            "p99<991ns,p99<990ns,p99<=990ns,max<1us,max<=1us,errors<0.1%,errors<0.2%,p99.5<996ns",
+        )
+        .unwrap()
+        .evaluate(&r);
+        let pass: Vec<bool> = v.iter().map(|v| v.pass).collect();
+        assert_eq!(
+            pass,
+            [true, false, true, false, true, false, true, true],
+            "{v:?}"
+        );
+        assert_eq!(v[0].measured, Some(990.0));
+        // 2 failed of 1002 intended is 0.1996%.
+        assert!((v[5].measured.unwrap() - 2.0 / 1002.0).abs() < 1e-12);
+        // p99 from 1,000 samples is below the 10,000 the rule of thumb asks for.
+        assert!(v[0].note.contains("10,000"), "{}", v[0].note);
+        let text = render(&v);
+        assert!(text.contains("FAIL") && text.contains("PASS"));
+    }
+
+    #[test]
+    fn errors_count_unfinished_requests_and_empty_inputs_fail() {
+        let mut r = run_with(&[100, 200], 0);
+        r.main.requests.intended += 1;
+        r.main.requests.in_flight_at_end = 1;
+        let v = SloSet::parse("errors<1%").unwrap().evaluate(&r);
+        assert!(!v[0].pass);
+        let empty = run_with(&[], 0);
+        let v = SloSet::parse("p99<1s,errors<1%").unwrap().evaluate(&empty);
+        assert!(v.iter().all(|v| !v.pass && v.measured.is_none()), "{v:?}");
+    }
+}

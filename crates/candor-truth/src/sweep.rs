@@ -1,0 +1,158 @@
+//! Results of a throughput sweep: the same test at several offered rates, one full
+//! [`RunResults`] per rate, and the table of response-time percentiles against offered load.
+
+use crate::slo::SloVerdict;
+use candor_core::results::{ResultsError, RunResults, SCHEMA_VERSION};
+use candor_core::units::{format_count, format_ns, format_rate};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// One rate of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepStep {
+    pub offered_per_s: f64,
+    pub results: RunResults,
+    /// SLO verdicts of this step, when the sweep was given `--slo`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<SloVerdict>,
+    /// Saturation verdict of this step, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<String>,
+}
+
+/// The JSON file `candor sweep --json` writes and `candor report` reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepResults {
+    pub schema_version: u32,
+    /// Always "sweep": how readers tell this from a single run.
+    pub kind: String,
+    pub candor_version: String,
+    pub target: String,
+    pub command_line: Vec<String>,
+    pub steps: Vec<SweepStep>,
+}
+
+/// Percentiles in the table and the chart.
+pub const SWEEP_PERCENTILES: [(&str, f64); 5] = [
+    ("p50", 50.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+    ("max", 100.0),
+];
+
+impl SweepResults {
+    /// True when `text` is JSON of a sweep (rather than a single run or a log).
+    pub fn detect(text: &str) -> bool {
+        let head = text.trim_start();
+        head.starts_with('{')
+            && serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(|k| k == "sweep"))
+                .unwrap_or(false)
+    }
+
+    pub fn from_json(text: &str) -> Result<Self, ResultsError> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        if let Some(found) = value.get("schema_version").and_then(|v| v.as_u64()) {
+            if found > SCHEMA_VERSION as u64 {
+                return Err(ResultsError::FutureVersion {
+                    found: found as u32,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("sweep results always serialize")
+    }
+
+    /// The table: offered and achieved rate, response-time percentiles, errors, verdict.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = write!(out, "  {:>10} {:>10}", "offered", "achieved");
+        for (label, _) in SWEEP_PERCENTILES {
+            let _ = write!(out, " {:>10}", label);
+        }
+        let _ = writeln!(out, " {:>9}  verdict", "failed");
+        for s in &self.steps {
+            let m = &s.results.main;
+            let _ = write!(
+                out,
+                "  {:>10} {:>10}",
+                format_rate(s.offered_per_s),
+                format_rate(m.rate.achieved_per_s)
+            );
+            for (_, p) in SWEEP_PERCENTILES {
+                let v = m.response_time.at(p).unwrap_or(0);
+                let _ = write!(out, " {:>10}", format_ns(v as f64));
+            }
+            let bad = m.requests.failed + m.requests.in_flight_at_end;
+            let mut verdict = Vec::new();
+            if s.saturation.is_some() {
+                verdict.push("SATURATED".to_string());
+            } else if m.rate.achieved_per_s < 0.95 * s.offered_per_s {
+                verdict.push("rate not reached".to_string());
+            }
+            if !s.slo.is_empty() {
+                let failed: Vec<&str> = s
+                    .slo
+                    .iter()
+                    .filter(|v| !v.pass)
+                    .map(|v| v.objective.as_str())
+                    .collect();
+                verdict.push(if failed.is_empty() {
+                    "SLO met".to_string()
+                } else {
+                    format!("SLO missed: {}", failed.join(","))
+                });
+            }
+            if verdict.is_empty() {
+                verdict.push("ok".into());
+            }
+            let _ = writeln!(out, " {:>9}  {}", format_count(bad), verdict.join("; "));
+        }
+        out.push_str("  (response time, measured from each request's intended send time)\n");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::run_of;
+
+    #[test]
+    fn round_trip_detect_and_table() {
+        let steps = [1000.0, 2000.0]
+            .iter()
+            .map(|&r| SweepStep {
+                offered_per_s: r,
+                results: run_of(&[1_000, 2_000, 3_000], Some(r), "open-loop"),
+                slo: vec![],
+                saturation: None,
+            })
+            .collect();
+        let s = SweepResults {
+            schema_version: SCHEMA_VERSION,
+            kind: "sweep".into(),
+            candor_version: "t".into(),
+            target: "http://x/".into(),
+            command_line: vec![],
+            steps,
+        };
+        let text = s.to_json_pretty();
+        assert!(SweepResults::detect(&text));
+        assert!(!SweepResults::detect(&s.steps[0].results.to_json_pretty()));
+        assert!(!SweepResults::detect("#[StartTime: 1"));
+        let back = SweepResults::from_json(&text).unwrap();
+        assert_eq!(back.steps.len(), 2);
+        assert_eq!(back.steps[1].offered_per_s, 2000.0);
+        assert_eq!(back.steps[1].results.main.response_time.count, 3);
+        let t = s.table();
+        assert!(t.contains("offered") && t.contains("2.00k/s"), "{t}");
+        assert_eq!(t.lines().count(), 4);
+    }
+}

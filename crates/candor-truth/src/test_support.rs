@@ -1,0 +1,46 @@
+//! Results built in memory for unit tests.
+
+use candor_core::results::{PhaseResults, RequestCounts, RunResults};
+use candor_core::{new_histogram, Recorder};
+
+/// A run whose response times are `values_ns` (service time 10 ns), all completed.
+pub fn run_of(values_ns: &[u64], target: Option<f64>, mode: &str) -> RunResults {
+    let mut rec = Recorder::new();
+    for &v in values_ns {
+        rec.record(v, 10, 0);
+    }
+    let n = values_ns.len() as u64;
+    RunResults {
+        schema_version: 1,
+        candor_version: "test".into(),
+        kind: "run".into(),
+        mode: mode.into(),
+        target: "http://127.0.0.1:1/".into(),
+        command_line: vec![],
+        start_time_unix_s: 0.0,
+        environment: Default::default(),
+        config: serde_json::json!({"connections": 10}),
+        main: PhaseResults::from_recorder(
+            &rec,
+            &new_histogram(),
+            RequestCounts {
+                intended: n,
+                completed: n,
+                ..Default::default()
+            },
+            1.0,
+            target,
+        ),
+        warmup: None,
+        intervals: vec![],
+        extra: vec![],
+        warnings: vec![],
+    }
+}
+
+/// An empty open-loop run at `target` with the given achieved rate.
+pub fn empty_run(target: Option<f64>, achieved: f64) -> RunResults {
+    let mut r = run_of(&[], target, "open-loop");
+    r.main.rate.achieved_per_s = achieved;
+    r
+}

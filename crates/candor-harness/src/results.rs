@@ -196,6 +196,17 @@ impl HarnessResults {
                     r.clamped
                 ));
             }
+            // Late starts are expected right after a slow iteration (1% of them in the hiccup
+            // example); most iterations starting late means the schedule was not being kept.
+            let lag_p50 = value_at(&r.send_lag, 50.0);
+            if r.scheduled_ns > 0 && lag_p50 as f64 > (cfg.interval_ns()).max(50_000.0) {
+                warnings.push(format!(
+                    "{name}: most iterations started late (median start lag {}): the benchmark or \
+                     the machine (see OS Jitter) did not sustain {:.0}/s",
+                    candor_core::units::format_ns(lag_p50 as f64),
+                    cfg.throughput_per_s
+                ));
+            }
             // 5% over schedule: more than pacing granularity or a scheduler hiccup can explain.
             if r.scheduled_ns > 0 && r.duration_ns as f64 > r.scheduled_ns as f64 * 1.05 {
                 warnings.push(format!(

@@ -1,0 +1,104 @@
+//! The results as candor's JSON model: written, read back by candor-core's reader, with the
+//! harness's mapping (end to end = response_time, probes in `extra`, one interval per phase).
+
+use candor_core::results::RunResults;
+use candor_harness::{Harness, HarnessError, Iteration, ManualClock};
+
+fn results() -> candor_harness::HarnessResults {
+    let clock = ManualClock::new(1_000);
+    let mut b = Harness::builder()
+        .name("json test")
+        .throughput(100_000)
+        .warmup_iterations(50)
+        .iterations(1_000)
+        .runs(3)
+        .record_os_jitter(false)
+        .print(false);
+    let probe = b.add_probe("half");
+    let mut h = b.build().unwrap();
+    h.run_with_clock(&clock, |ctx: &mut Iteration| {
+        clock.advance(2_000);
+        ctx.sample(probe, 1_000);
+    })
+}
+
+#[test]
+fn json_round_trips_with_the_harness_mapping() {
+    let r = results();
+    let path = std::env::temp_dir().join(format!("candor-harness-{}.json", std::process::id()));
+    r.write_json(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let back = RunResults::from_json(&text).unwrap();
+    assert_eq!(back.kind, "harness");
+    assert_eq!(back.mode, "open-loop");
+    assert_eq!(back.target, "json test");
+    assert_eq!(back.main.response_time.count, 3_000);
+    assert_eq!(back.main.service_time.count, 3_000);
+    assert_eq!(back.main.send_lag.count, 3_000);
+    // Every iteration takes 2 us of (manual) time at 10 us spacing: never late.
+    assert_eq!(back.main.response_time.max_ns, 2_000);
+    assert_eq!(back.main.send_lag.max_ns, 1);
+    assert!(back.main.requests.balanced());
+    assert_eq!(back.main.requests.intended, 3_000);
+    assert_eq!(
+        back.warmup.as_ref().map(|w| w.response_time.count),
+        Some(50)
+    );
+    assert_eq!(back.intervals.len(), 4);
+    assert!(back.intervals[0].warmup && !back.intervals[1].warmup);
+    assert_eq!(back.extra.len(), 1);
+    assert_eq!(back.extra[0].name, "half");
+    assert_eq!(back.extra[0].summary.count, 3_000);
+    assert_eq!(back.config["harness"]["iterations"], 1_000);
+    assert_eq!(back.config["summaries"][0]["name"], "end to end");
+    let decoded = back.main.histograms.decode().unwrap();
+    assert_eq!(decoded.response.len(), 3_000);
+}
+
+#[test]
+fn unwritable_path_is_an_error_not_a_panic() {
+    let r = results();
+    let err = r
+        .write_json("/nonexistent-dir/for/sure/out.json")
+        .unwrap_err();
+    assert!(matches!(err, HarnessError::Write { .. }));
+    assert!(err.to_string().contains("/nonexistent-dir"), "{err}");
+}
+
+#[test]
+fn bad_settings_are_errors() {
+    assert!(matches!(
+        Harness::builder().throughput(0).build(),
+        Err(HarnessError::Throughput(_))
+    ));
+    assert!(Harness::builder().throughput_f64(f64::NAN).build().is_err());
+    assert!(Harness::builder().iterations(0).build().is_err());
+    assert!(Harness::builder().runs(0).build().is_err());
+    let mut b = Harness::builder();
+    b.add_probe("x");
+    b.add_probe("x");
+    assert!(matches!(b.build(), Err(HarnessError::ProbeName(_))));
+}
+
+#[test]
+fn text_report_has_jlbh_shape() {
+    let r = results();
+    let t = r.text();
+    assert!(t.contains("Warm up complete (50 iterations took"), "{t}");
+    assert!(t.contains("BENCHMARK RESULTS (RUN 3) us"), "{t}");
+    assert!(t.contains("Correcting for co-ordinated:true"), "{t}");
+    assert!(
+        t.contains("Target throughput:100000/s = 1 message every 10us"),
+        "{t}"
+    );
+    assert!(t.contains("End to End: (1,000)"), "{t}");
+    assert!(
+        t.contains("50/90 99 - worst was 2.0 / 2.0  2.0 - 2.0"),
+        "{t}"
+    );
+    assert!(t.contains("SUMMARY (end to end) us"), "{t}");
+    assert!(t.contains("SUMMARY (half) us"), "{t}");
+    assert!(t.contains("worst:"), "{t}");
+    assert!(t.contains("over runs 2..3"), "{t}");
+}

@@ -66,6 +66,20 @@ fn median(v: &[u64]) -> f64 {
 
 #[test]
 fn hiccup_numbers_with_correction_on_and_off() {
+    // The corrected run's shape can only be checked from above when this thread had a CPU: on a
+    // machine overloaded by other work (load 9.5 on 2 cores was seen while developing), most
+    // iterations start late whatever the harness does. Such an attempt still checks every lower
+    // bound and the uncorrected run, then the scenario is tried again, up to 3 times.
+    for attempt in 1..=3 {
+        if check(attempt == 3) {
+            return;
+        }
+        println!("attempt {attempt}: the machine was too busy to check the upper bounds; again");
+    }
+}
+
+/// Returns false when the machine was too busy for the upper bounds (and `last` is false).
+fn check(last: bool) -> bool {
     let (on, at_on) = run(true);
     let (off, at_off) = run(false);
     let (hon, hoff) = (on.runs()[0].end_to_end(), off.runs()[0].end_to_end());
@@ -74,34 +88,36 @@ fn hiccup_numbers_with_correction_on_and_off() {
     let us = |h, p| value_at(h, p) as f64 / 1e3;
     let slow_on = hon.count_between(500_000, u64::MAX);
     let slow_off = hoff.count_between(500_000, u64::MAX);
+    let lag_p50 = us(on.runs()[0].send_lag(), 50.0);
     let diag = format!(
-        "on: p50 {} p99 {} p99.9 {} p99.99 {} >=0.5ms {slow_on}; off: p99.9 {} max {} >=0.5ms {slow_off}; \
+        "on: p50 {} p99 {} p99.9 {} p99.99 {} >=0.5ms {slow_on} start-lag p50 {lag_p50}; \
+         off: p99.9 {} max {} >=0.5ms {slow_off}; \
          medians after a hiccup at j={OFFSETS:?}: on {:?} off {:?}",
-        us(hon, 50.0), us(hon, 99.0), us(hon, 99.9), us(hon, 99.99), us(hoff, 99.9), us(hoff, 100.0),
+        us(hon, 50.0),
+        us(hon, 99.0),
+        us(hon, 99.9),
+        us(hon, 99.99),
+        us(hoff, 99.9),
+        us(hoff, 100.0),
         at_on.iter().map(|v| median(v)).collect::<Vec<_>>(),
         at_off.iter().map(|v| median(v)).collect::<Vec<_>>(),
     );
     println!("{diag}");
 
-    // The shape, hiccup by hiccup (medians over 20 hiccups, in us). Corrected: 1 ms, then
-    // 1 ms - j*10 us (500 at j=50, 100 at j=90), drained by j=150. The upper bounds leave room for
-    // the per-iteration cost while catching up (up to ~1 us in a debug build: +90 us at j=90) and
-    // for stalls; a schedule that did not drain, or uncorrected timing, would miss them by far.
+    // Lower bounds, hiccup by hiccup (medians over the 20 hiccups, us): corrected, the j-th
+    // iteration after a hiccup is at least 1 ms - j*10 us late on any machine.
     assert_eq!(at_on[0].len(), 20, "{diag}");
-    assert!(
-        median(&at_on[0]) >= 1_000.0 && median(&at_on[0]) < 1_500.0,
-        "{diag}"
-    );
-    assert!(
-        median(&at_on[1]) >= 500.0 && median(&at_on[1]) < 700.0,
-        "{diag}"
-    );
-    assert!(
-        median(&at_on[2]) >= 100.0 && median(&at_on[2]) < 300.0,
-        "{diag}"
-    );
-    assert!(median(&at_on[3]) < 20.0, "{diag}");
-    // Uncorrected: the hiccup is 1 ms, and the iterations after it look normal.
+    assert!(median(&at_on[0]) >= 1_000.0, "{diag}");
+    assert!(median(&at_on[1]) >= 500.0, "{diag}");
+    assert!(median(&at_on[2]) >= 100.0, "{diag}");
+    // Whole run, corrected: >= 50 samples >= 0.5 ms per hiccup, so >= 1,000; p99.9 (the top 200)
+    // >= 0.8 ms since >= 400 samples are; p99.99 >= 0.99 ms.
+    assert!(slow_on >= 20 * 50, "{diag}");
+    assert!(us(hon, 99.9) >= 800.0, "{diag}");
+    assert!(us(hon, 99.99) >= 990.0, "{diag}");
+    // Uncorrected, timed from the actual start: the hiccup is 1 ms and the iterations after it
+    // look normal; only the 20 hiccups are slow, plus any stall that hits inside an iteration
+    // (~0.1 us long), so few even on a loaded machine (25 at load 9.5).
     assert!(
         median(&at_off[0]) >= 1_000.0 && median(&at_off[0]) < 1_500.0,
         "{diag}"
@@ -109,18 +125,25 @@ fn hiccup_numbers_with_correction_on_and_off() {
     for v in &at_off[1..] {
         assert!(median(v) < 20.0, "{diag}");
     }
-
-    // Whole-run figures. Corrected: >= 50 samples >= 0.5 ms per hiccup, so >= 1,000; p99.9 (the
-    // top 200) >= 0.8 ms since >= 400 samples are; p99.99 >= 0.99 ms. No upper bounds here: with
-    // other builds running, this thread loses whole time slices (a 5 ms stall adds 500 late
-    // samples; 30% of samples late was seen at load 5.4), and only more lateness can result.
-    assert!(slow_on >= 20 * 50, "{diag}");
-    assert!(us(hon, 99.9) >= 800.0, "{diag}");
-    assert!(us(hon, 99.99) >= 990.0, "{diag}");
-    // Uncorrected: the 20 hiccups, plus only the stalls that hit inside an iteration (~0.1 us
-    // long), so few even on a loaded machine (22 at load 5.4).
     assert!(slow_off >= 20 && slow_off < 200, "{diag}");
     assert!(us(hoff, 99.9) < 500.0, "{diag}");
     assert!(us(hoff, 100.0) >= 1_000.0, "{diag}");
     assert!(slow_on >= 10 * slow_off, "{diag}");
+
+    // Upper bounds, corrected, when the thread had a CPU (median start lag under 20 us; ~0.03 us
+    // when idle): 1 ms, 500 us at j=50, 100 us at j=90, drained by j=150, with room for the
+    // per-iteration cost while catching up (up to ~1 us in a debug build: +90 us at j=90) and for
+    // a stall or two. A schedule that did not drain would miss them by far.
+    if lag_p50 >= 20.0 {
+        if !last {
+            return false;
+        }
+        println!("the machine stayed too busy; upper bounds not checked");
+        return true;
+    }
+    assert!(median(&at_on[0]) < 1_500.0, "{diag}");
+    assert!(median(&at_on[1]) < 700.0, "{diag}");
+    assert!(median(&at_on[2]) < 300.0, "{diag}");
+    assert!(median(&at_on[3]) < 20.0, "{diag}");
+    true
 }

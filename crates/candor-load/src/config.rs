@@ -9,7 +9,7 @@ use thiserror::Error;
 pub enum LoadConfigError {
     #[error("invalid URL '{0}': {1}")]
     Url(String, String),
-    #[error("unsupported scheme '{0}' in '{1}': candor run speaks http:// for now")]
+    #[error("unsupported scheme '{0}' in '{1}': candor run speaks http://, https:// and tcp://")]
     Scheme(String, String),
     #[error("cannot resolve host '{0}': {1}")]
     Resolve(String, String),
@@ -19,10 +19,24 @@ pub enum LoadConfigError {
     Invalid(String),
 }
 
+/// The protocol named by the URL scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// HTTP/1.1 (or HTTP/2 with `http2`) in the clear.
+    Http,
+    /// HTTP over TLS; HTTP/2 when `http2` is set.
+    Https,
+    /// Raw TCP request/response with user-defined framing.
+    Tcp,
+}
+
 /// Where requests go.
 #[derive(Debug, Clone)]
 pub struct Target {
     pub url: String,
+    pub scheme: Scheme,
+    /// Host name as written in the URL (TLS server name for SNI and verification).
+    pub host: String,
     pub addr: SocketAddr,
     /// Value of the Host header.
     pub host_header: String,
@@ -31,12 +45,18 @@ pub struct Target {
 }
 
 impl Target {
-    /// Parses and resolves an `http://` URL.
+    /// Parses and resolves an `http://`, `https://` or `tcp://host:port` URL.
     pub fn parse(text: &str) -> Result<Target, LoadConfigError> {
         let url =
             url::Url::parse(text).map_err(|e| LoadConfigError::Url(text.into(), e.to_string()))?;
-        if url.scheme() != "http" {
-            return Err(LoadConfigError::Scheme(url.scheme().into(), text.into()));
+        let scheme = match url.scheme() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            "tcp" => Scheme::Tcp,
+            other => return Err(LoadConfigError::Scheme(other.into(), text.into())),
+        };
+        if scheme == Scheme::Tcp && url.port().is_none() {
+            return Err(LoadConfigError::Url(text.into(), "tcp:// needs a port".into()));
         }
         let host = url
             .host_str()
@@ -64,6 +84,8 @@ impl Target {
         }
         Ok(Target {
             url: text.to_string(),
+            scheme,
+            host: lookup_host.to_string(),
             addr,
             host_header,
             path,
@@ -76,6 +98,43 @@ impl Target {
             .map(drop)
             .map_err(|e| LoadConfigError::Connect(self.addr, e.to_string()))
     }
+}
+
+/// TLS settings for `https://` targets.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// Skip certificate verification (testing only).
+    pub insecure: bool,
+    /// Trust these PEM certificates (instead of the system roots).
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// How a raw TCP response is delimited.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Framing {
+    /// Exactly this many bytes.
+    ExpectBytes(usize),
+    /// Up to and including this byte string.
+    Delimiter(Vec<u8>),
+    /// A big-endian length prefix of `width` bytes (1, 2, 4 or 8) followed by that many bytes.
+    LengthPrefix { width: usize },
+}
+
+/// One request of a request set (HTTP).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSpec {
+    pub method: String,
+    pub path: String,
+    /// "Name: value" lines.
+    pub headers: Vec<String>,
+    pub body: Vec<u8>,
+}
+
+/// How the next request of a set is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RequestOrder {
+    RoundRobin,
+    Random { seed: u64 },
 }
 
 /// The arrival process (re-exported for users of the engine).
@@ -109,6 +168,19 @@ pub struct LoadConfig {
     pub shard_count: u32,
     /// Wall-clock instant (ns since the Unix epoch) of the first intended send, shared by shards.
     pub start_at_wall_ns: Option<u64>,
+    /// HTTP/1.1 pipelining: requests in flight per connection (1 = none).
+    pub pipeline: usize,
+    /// Speak HTTP/2 (`http://` prior knowledge, or `https://` with ALPN).
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: usize,
+    pub tls: TlsOptions,
+    /// A request set; empty means the single request given by method, path, headers and body.
+    pub requests: Vec<RequestSpec>,
+    pub request_order: RequestOrder,
+    /// Raw TCP: the bytes sent for each request, and how the response is delimited.
+    pub payload: Vec<u8>,
+    pub framing: Option<Framing>,
 }
 
 impl LoadConfig {
@@ -132,6 +204,14 @@ impl LoadConfig {
             shard_index: 0,
             shard_count: 1,
             start_at_wall_ns: None,
+            pipeline: 1,
+            http2: false,
+            streams: 100,
+            tls: TlsOptions::default(),
+            requests: Vec::new(),
+            request_order: RequestOrder::RoundRobin,
+            payload: Vec::new(),
+            framing: None,
         }
     }
 
@@ -157,6 +237,49 @@ impl LoadConfig {
                 "invalid shard {}/{}: expected I/N with 0 <= I < N",
                 self.shard_index, self.shard_count
             ));
+        }
+        if self.pipeline == 0 || self.pipeline > 1024 {
+            return bad(format!("pipeline depth must be 1..=1024, got {}", self.pipeline));
+        }
+        if self.streams == 0 {
+            return bad("streams must be at least 1".into());
+        }
+        if self.http2 && self.pipeline > 1 {
+            return bad("--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams".into());
+        }
+        match self.target.scheme {
+            Scheme::Tcp => {
+                if self.framing.is_none() {
+                    return bad("tcp:// needs a response framing: --expect-bytes, --expect-delimiter or --length-prefix".into());
+                }
+                if self.payload.is_empty() {
+                    return bad("tcp:// needs a request payload: --payload or --payload-file".into());
+                }
+                if self.http2 || !self.requests.is_empty() {
+                    return bad("--h2 and --requests apply to HTTP targets, not tcp://".into());
+                }
+            }
+            Scheme::Http | Scheme::Https => {
+                if self.framing.is_some() || !self.payload.is_empty() {
+                    return bad("--payload and response framing apply to tcp:// targets".into());
+                }
+            }
+        }
+        match &self.framing {
+            Some(Framing::ExpectBytes(0)) => return bad("--expect-bytes must be positive".into()),
+            Some(Framing::Delimiter(d)) if d.is_empty() => return bad("--expect-delimiter must not be empty".into()),
+            Some(Framing::LengthPrefix { width }) if ![1, 2, 4, 8].contains(width) => {
+                return bad(format!("length prefix width must be 1, 2, 4 or 8 bytes, got {width}"))
+            }
+            _ => {}
+        }
+        for r in &self.requests {
+            if r.method.is_empty() || !r.method.bytes().all(|b| b.is_ascii_alphabetic()) {
+                return bad(format!("invalid HTTP method '{}' in the request set", r.method));
+            }
+            if !r.path.starts_with('/') {
+                return bad(format!("request set path '{}' must start with '/'", r.path));
+            }
         }
         if self.duration_ns == 0 {
             return bad("duration must be positive".into());
@@ -211,6 +334,9 @@ mod tests {
             Target::parse("ftp://127.0.0.1/"),
             Err(LoadConfigError::Scheme(..))
         ));
+        assert!(matches!(Target::parse("tcp://127.0.0.1/"), Err(LoadConfigError::Url(..))));
+        assert_eq!(Target::parse("tcp://127.0.0.1:9").unwrap().scheme, Scheme::Tcp);
+        assert_eq!(Target::parse("https://127.0.0.1/").unwrap().addr.port(), 443);
         assert!(matches!(
             Target::parse("http://no-such-host.invalid/"),
             Err(LoadConfigError::Resolve(..))

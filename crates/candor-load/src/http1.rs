@@ -94,6 +94,11 @@ impl ResponseParser {
         }
     }
 
+    /// Whether the response being parsed answers a HEAD request (no body).
+    pub fn set_head_request(&mut self, head: bool) {
+        self.head_request = head;
+    }
+
     /// Prepares for the next response on the same connection.
     pub fn reset(&mut self) {
         self.state = State::Head;

@@ -4,10 +4,17 @@
 
 pub mod config;
 pub mod http1;
+mod h2worker;
+pub mod requests;
 pub mod run;
 pub mod schedule;
+pub mod shared;
+pub mod tcp;
 mod timer;
+pub mod tls;
 mod worker;
 
-pub use config::{Arrival, LoadConfig, LoadConfigError, Target};
+pub use config::{
+    Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target, TlsOptions,
+};
 pub use run::{run, IntervalReport, RunOutcome};

@@ -5,14 +5,16 @@
 use crate::config::LoadConfig;
 use crate::http1::build_request;
 use crate::schedule::Schedule;
-use crate::worker::{IntervalData, IntervalMsg, PhaseAcc, Worker, WorkerSetup};
+use crate::config::Scheme;
+use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
+use crate::worker::Worker;
 use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
     RunResults, SCHEMA_VERSION,
 };
 use candor_core::units::{format_count, format_ns, format_rate};
-use candor_core::{new_histogram, now_ns, Histo, Recorder, Summary};
+use candor_core::{now_ns, Histo, Recorder, Summary};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -36,6 +38,8 @@ pub enum RunError {
     Thread(std::io::Error),
     #[error("a load thread failed: {0}")]
     Worker(String),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// What the live view gets once per interval.
@@ -56,6 +60,8 @@ pub struct PhaseOutcome {
     pub recorder: Recorder,
     pub unfinished: Histo,
     pub counts: RequestCounts,
+    /// TLS handshake times of connections opened in this phase (empty without TLS).
+    pub tls_handshake: Histo,
     pub duration_ns: u64,
 }
 
@@ -90,14 +96,11 @@ pub fn run(
     on_interval: &mut dyn FnMut(&IntervalReport),
 ) -> Result<RunOutcome, RunError> {
     let config = Arc::new(config.clone());
-    let request: Arc<[u8]> = build_request(
-        &config.method,
-        &config.target.host_header,
-        &config.target.path,
-        &config.headers,
-        &config.body,
-    )
-    .into();
+    let requests = prepare_requests(&config);
+    let tls = match config.target.scheme {
+        Scheme::Https if !config.http2 => Some(crate::tls::client_config(&config.tls, &[b"http/1.1"])?),
+        _ => None,
+    };
     let threads = config.threads;
     let (to_collector, from_workers) = crossbeam_channel::bounded::<IntervalMsg>(threads * 16);
     let (to_pool, pool) = crossbeam_channel::bounded::<Box<IntervalData>>(threads * 16);
@@ -132,7 +135,7 @@ pub fn run(
             .map(|r| Schedule::new(start_ns, r, config.arrival, slot, shards * threads as u64));
         let setup = WorkerSetup {
             config: config.clone(),
-            request: request.clone(),
+            requests: requests.clone(),
             connections,
             start_ns,
             schedule,
@@ -141,13 +144,18 @@ pub fn run(
             stop: options.stop.clone(),
             on_start: options.worker_start_hook.clone(),
         };
+        let tls = tls.clone();
         let handle = std::thread::Builder::new()
             .name(format!("candor-load-{t}"))
             .spawn(move || -> Result<[PhaseAcc; 2], String> {
                 if let Some(hook) = &setup.on_start {
                     hook();
                 }
-                let worker = Worker::new(setup).map_err(|e| e.to_string())?;
+                // ENGINE DISPATCH
+                if setup.config.http2 {
+                    return crate::h2worker::run_worker(setup);
+                }
+                let worker = Worker::new(setup, tls).map_err(|e| e.to_string())?;
                 Ok(worker.run())
             })
             .map_err(RunError::Thread)?;
@@ -171,7 +179,7 @@ pub fn run(
     }
     collector.finish_all(&to_pool, on_interval);
 
-    let mut phases = [PhaseAcc::merged(), PhaseAcc::merged()];
+    let mut phases = [PhaseAcc::new(), PhaseAcc::new()];
     for h in handles {
         let worker_phases = h
             .join()
@@ -181,6 +189,7 @@ pub fn run(
             into.rec.add(&from.rec);
             into.unfinished.add(&from.unfinished).expect("same layout");
             into.counts.add(&from.counts);
+            into.tls_handshake.add(&from.tls_handshake).expect("same layout");
         }
     }
     let stopped_early = options.stop.load(std::sync::atomic::Ordering::Relaxed);
@@ -197,6 +206,7 @@ pub fn run(
         recorder: p.rec,
         unfinished: p.unfinished,
         counts: p.counts,
+        tls_handshake: p.tls_handshake,
         duration_ns,
     };
     Ok(RunOutcome {
@@ -216,14 +226,36 @@ fn wall_to_monotonic_ns(wall_ns: u64) -> u64 {
     (now_mono + (wall_ns as i128 - now_wall)).max(0) as u64
 }
 
-impl PhaseAcc {
-    fn merged() -> PhaseAcc {
-        PhaseAcc {
-            rec: Recorder::new(),
-            unfinished: new_histogram(),
-            counts: RequestCounts::default(),
-        }
+/// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
+/// single configured request), or the raw TCP payload.
+pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
+    if config.target.scheme == Scheme::Tcp {
+        return vec![Prepared {
+            bytes: config.payload.clone().into_boxed_slice(),
+            head: false,
+        }]
+        .into();
     }
+    let single = [crate::config::RequestSpec {
+        method: config.method.clone(),
+        path: config.target.path.clone(),
+        headers: config.headers.clone(),
+        body: config.body.clone(),
+    }];
+    let specs: &[crate::config::RequestSpec] = if config.requests.is_empty() {
+        &single
+    } else {
+        &config.requests
+    };
+    specs
+        .iter()
+        .map(|r| Prepared {
+            bytes: build_request(&r.method, &config.target.host_header, &r.path, &r.headers, &r.body)
+                .into_boxed_slice(),
+            head: r.method.eq_ignore_ascii_case("HEAD"),
+        })
+        .collect::<Vec<_>>()
+        .into()
 }
 
 struct Pending {
@@ -394,7 +426,11 @@ impl RunOutcome {
             main,
             warmup: self.warmup.as_ref().map(|w| w.results(target)),
             intervals: self.intervals.clone(),
-            extra: Vec::new(),
+            extra: if self.main.tls_handshake.is_empty() {
+                Vec::new()
+            } else {
+                vec![candor_core::results::NamedHistogram::of("tls_handshake", &self.main.tls_handshake)]
+            },
             warnings,
         }
     }

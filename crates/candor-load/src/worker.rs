@@ -1,20 +1,24 @@
-//! One load thread: its connections, its share of the schedule, and its recorders.
+//! One load thread for HTTP/1.1 (optionally pipelined, optionally over TLS) and raw TCP: its
+//! connections, its share of the schedule, and its recorders.
 //!
-//! The loop: send every request whose intended time has come on a free connection (in schedule
-//! order; the rest wait, still timed from their intended time), handle I/O, flush interval
-//! histograms at each boundary, time out stuck requests, and sleep precisely until the next
-//! thing to do: a timerfd for the long stretch, then a spin of non-blocking polls.
+//! The loop: send every request whose intended time has come on a free slot of a connection (in
+//! schedule order; the rest wait, still timed from their intended time), handle I/O, flush
+//! interval histograms at each boundary, time out stuck requests, and sleep precisely until the
+//! next thing to do: a timerfd for the long stretch, then a spin of non-blocking polls.
 
-use crate::config::LoadConfig;
+use crate::config::{LoadConfig, RequestOrder, Scheme};
 use crate::http1::{ParseError, Progress, ResponseParser};
 use crate::schedule::Schedule;
+use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
+use crate::tcp::TcpFramer;
 use crate::timer::Timer;
 use candor_core::hist::record_clamped;
-use candor_core::results::RequestCounts;
-use candor_core::{new_histogram, now_ns, Histo, Recorder};
+use candor_core::now_ns;
 use crossbeam_channel::{Receiver, Sender};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,90 +33,127 @@ const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 /// generator's own lateness (a spin-paced loop is normally within microseconds).
 const GENERATOR_LATE_NS: u64 = 1_000_000;
 
-/// Histograms and counts of one interval of one worker.
-pub(crate) struct IntervalData {
-    pub rec: Recorder,
-    pub completed: u64,
-    pub failed: u64,
-}
-
-impl IntervalData {
-    pub fn new() -> Self {
-        IntervalData {
-            rec: Recorder::new(),
-            completed: 0,
-            failed: 0,
-        }
-    }
-    pub fn reset(&mut self) {
-        self.rec.reset();
-        self.completed = 0;
-        self.failed = 0;
-    }
-}
-
-pub(crate) struct IntervalMsg {
-    pub index: u64,
-    /// Set on the worker's last (possibly partial) interval: when the worker stopped.
-    pub final_end_ns: Option<u64>,
-    pub data: Box<IntervalData>,
-}
-
-/// What a worker accumulated in one phase (0 = warm-up, 1 = measured).
-pub(crate) struct PhaseAcc {
-    pub rec: Recorder,
-    pub unfinished: Histo,
-    pub counts: RequestCounts,
-}
-
-impl PhaseAcc {
-    fn new() -> Self {
-        PhaseAcc {
-            rec: Recorder::new(),
-            unfinished: new_histogram(),
-            counts: RequestCounts::default(),
-        }
-    }
-}
-
-pub(crate) struct WorkerSetup {
-    pub config: Arc<LoadConfig>,
-    pub request: Arc<[u8]>,
-    pub connections: usize,
-    pub start_ns: u64,
-    /// `None` in closed-loop mode.
-    pub schedule: Option<Schedule>,
-    pub to_collector: Sender<IntervalMsg>,
-    pub pool: Receiver<Box<IntervalData>>,
-    pub stop: Arc<AtomicBool>,
-    pub on_start: Option<Arc<dyn Fn() + Send + Sync>>,
-}
-
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum ConnState {
     /// No socket; a request given to it starts a connect.
     Down,
-    /// Connect in progress (with or without a request waiting for it).
+    /// TCP connect in progress.
     Connecting,
-    /// Part of the request is written; waiting for the socket to accept the rest.
-    Writing,
-    /// Request written, response not complete.
-    Awaiting,
-    /// Connected, nothing outstanding.
-    Idle,
+    /// TLS handshake in progress.
+    Handshaking,
+    /// Ready for requests.
+    Open,
+}
+
+/// A request given to a connection: queued, being written, or awaiting its response.
+#[derive(Clone, Copy)]
+struct InFlight {
+    intended: u64,
+    /// When its first byte was handed to the socket (0 until then).
+    sent: u64,
+    request: u32,
+}
+
+/// The byte stream: plain TCP or TLS over it.
+enum Transport {
+    Plain(TcpStream),
+    Tls(TcpStream, Box<rustls::ClientConnection>),
+}
+
+impl Transport {
+    fn socket(&mut self) -> &mut TcpStream {
+        match self {
+            Transport::Plain(s) | Transport::Tls(s, _) => s,
+        }
+    }
+
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(data),
+            // Plaintext is buffered by rustls (and encrypted into records); `flush` sends it.
+            Transport::Tls(_, c) => c.writer().write(data),
+        }
+    }
+
+    /// Sends buffered TLS records; `WouldBlock` means wait for writability.
+    fn flush(&mut self) -> io::Result<()> {
+        if let Transport::Tls(s, c) = self {
+            while c.wants_write() {
+                c.write_tls(s)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Like `Read::read` on the plaintext: `Ok(0)` is end of stream.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(s, c) => loop {
+                match c.reader().read(buf) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    // Closed without close_notify: for a client that is simply the end.
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                    Err(e) => return Err(e),
+                }
+                if c.read_tls(s)? == 0 {
+                    return Ok(0);
+                }
+                c.process_new_packets()
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            },
+        }
+    }
+}
+
+/// How responses are delimited.
+enum Framer {
+    Http(ResponseParser),
+    Tcp(TcpFramer),
+}
+
+impl Framer {
+    fn feed(&mut self, input: &[u8], full: bool) -> Result<Progress, ParseError> {
+        match self {
+            Framer::Http(p) => p.feed(input, full),
+            Framer::Tcp(f) => f.feed(input, full),
+        }
+    }
+    fn finish_at_eof(&mut self) -> Option<u16> {
+        match self {
+            Framer::Http(p) => p.finish_at_eof(),
+            Framer::Tcp(_) => None,
+        }
+    }
+    fn reset(&mut self) {
+        match self {
+            Framer::Http(p) => p.reset(),
+            Framer::Tcp(f) => f.reset(),
+        }
+    }
+    fn prepare(&mut self, head: bool) {
+        if let Framer::Http(p) = self {
+            if p.at_start() {
+                p.set_head_request(head);
+            }
+        }
+    }
 }
 
 struct Conn {
-    stream: Option<TcpStream>,
+    transport: Option<Transport>,
     state: ConnState,
-    has_request: bool,
-    intended: u64,
-    sent: u64,
-    connect_started: u64,
-    /// When the connection last became free (to tell the generator's lateness from queueing).
-    free_since: u64,
+    /// Requests given to this connection, oldest first; at most `pipeline`.
+    inflight: VecDeque<InFlight>,
+    /// `inflight[..written]` are fully written; `inflight[written]` is written up to `write_off`.
+    written: usize,
     write_off: usize,
-    parser: ResponseParser,
+    connect_started: u64,
+    tcp_connected: u64,
+    /// When a slot of this connection last became free.
+    free_since: u64,
+    framer: Framer,
     buf: Box<[u8]>,
     buf_len: usize,
 }
@@ -128,9 +169,10 @@ enum Failure {
 
 pub(crate) struct Worker {
     config: Arc<LoadConfig>,
-    request: Arc<[u8]>,
+    requests: Arc<[Prepared]>,
+    tls: Option<Arc<rustls::ClientConfig>>,
     conns: Vec<Conn>,
-    /// Connections that can take a request now: Idle or Down. FIFO, capacity = connections.
+    /// Free slots: a connection appears once per request it can still take. FIFO.
     free: VecDeque<usize>,
     poll: Poll,
     timer: Timer,
@@ -145,40 +187,54 @@ pub(crate) struct Worker {
     to_collector: Sender<IntervalMsg>,
     pool: Receiver<Box<IntervalData>>,
     stop: Arc<AtomicBool>,
+    next_request: u64,
+    rng: Xoshiro256PlusPlus,
 }
 
 impl Worker {
-    pub fn new(setup: WorkerSetup) -> io::Result<Worker> {
-        let head_request = setup.config.method.eq_ignore_ascii_case("HEAD");
-        let conns = (0..setup.connections)
+    pub fn new(setup: WorkerSetup, tls: Option<Arc<rustls::ClientConfig>>) -> io::Result<Worker> {
+        let cfg = &setup.config;
+        let pipeline = cfg.pipeline;
+        let conns: Vec<Conn> = (0..setup.connections)
             .map(|_| Conn {
-                stream: None,
+                transport: None,
                 state: ConnState::Down,
-                has_request: false,
-                intended: 0,
-                sent: 0,
-                connect_started: 0,
-                free_since: 0,
+                inflight: VecDeque::with_capacity(pipeline),
+                written: 0,
                 write_off: 0,
-                parser: ResponseParser::new(head_request),
+                connect_started: 0,
+                tcp_connected: 0,
+                free_since: 0,
+                framer: match &cfg.framing {
+                    Some(f) if cfg.target.scheme == Scheme::Tcp => Framer::Tcp(TcpFramer::new(f.clone())),
+                    _ => Framer::Http(ResponseParser::new(false)),
+                },
                 buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
                 buf_len: 0,
             })
             .collect();
+        let mut free = VecDeque::with_capacity(conns.len() * pipeline);
+        for _ in 0..pipeline {
+            free.extend(0..conns.len());
+        }
         let poll = Poll::new()?;
         let timer = Timer::new()?;
         timer.register(poll.registry(), TIMER)?;
-        let cfg = &setup.config;
         let warmup_end_ns = setup.start_ns + cfg.warmup_ns;
         let first_interval = setup
             .pool
             .try_recv()
             .unwrap_or_else(|_| Box::new(IntervalData::new()));
+        let seed = match cfg.request_order {
+            RequestOrder::Random { seed } => seed ^ (setup.start_ns.rotate_left(17)),
+            RequestOrder::RoundRobin => 0,
+        };
         Ok(Worker {
             conns,
-            free: VecDeque::with_capacity(setup.connections),
+            free,
             poll,
             timer,
+            tls,
             schedule: setup.schedule,
             start_ns: setup.start_ns,
             warmup_end_ns,
@@ -190,8 +246,10 @@ impl Worker {
             to_collector: setup.to_collector,
             pool: setup.pool,
             stop: setup.stop,
-            request: setup.request,
+            requests: setup.requests,
             config: setup.config,
+            next_request: 0,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         })
     }
 
@@ -226,15 +284,15 @@ impl Worker {
                 self.scan_timeouts(now);
                 next_timeout_scan = now + TIMEOUT_SCAN_NS;
             }
-            let outstanding = self.conns.iter().any(|c| c.has_request);
+            let outstanding = self.conns.iter().any(|c| !c.inflight.is_empty());
             if now >= self.schedule_end_ns
                 && (now >= drain_end_ns || (!outstanding && !self.backlog_due()))
             {
                 break;
             }
 
-            // Decide when to wake: the next send (if a connection is free to take it), the
-            // interval boundary, the timeout scan, or the end of the schedule/drain.
+            // Decide when to wake: the next send (if a slot is free to take it), the interval
+            // boundary, the timeout scan, or the end of the schedule/drain.
             let mut wake = self.next_boundary_ns.min(next_timeout_scan);
             wake = wake.min(if now < self.schedule_end_ns {
                 self.schedule_end_ns
@@ -270,17 +328,12 @@ impl Worker {
                 }
                 self.handle_event(
                     ev.token().0,
-                    ev.is_readable(),
+                    ev.is_readable() || ev.is_read_closed(),
                     ev.is_writable() || ev.is_error(),
                 );
             }
         }
         self.finish()
-    }
-
-    fn make_free(&mut self, i: usize, now: u64) {
-        self.conns[i].free_since = now;
-        self.free.push_back(i);
     }
 
     fn backlog_due(&self) -> bool {
@@ -292,6 +345,27 @@ impl Worker {
     #[inline]
     fn phase_of(&self, intended: u64) -> usize {
         (intended >= self.warmup_end_ns) as usize
+    }
+
+    fn make_free(&mut self, i: usize, now: u64) {
+        self.conns[i].free_since = now;
+        self.free.push_back(i);
+    }
+
+    #[inline]
+    fn pick_request(&mut self) -> u32 {
+        let n = self.requests.len() as u64;
+        if n == 1 {
+            return 0;
+        }
+        let k = match self.config.request_order {
+            RequestOrder::RoundRobin => {
+                self.next_request += 1;
+                self.next_request
+            }
+            RequestOrder::Random { .. } => self.rng.next_u64(),
+        };
+        (k % n) as u32
     }
 
     fn send_due(&mut self, now: u64) {
@@ -319,24 +393,24 @@ impl Worker {
             if now > intended + GENERATOR_LATE_NS && self.conns[conn].free_since <= intended {
                 counts.generator_late += 1;
             }
-            self.dispatch(conn, intended, now);
+            let request = self.pick_request();
+            self.dispatch(conn, intended, request, now);
         }
     }
 
-    /// Gives the request intended at `intended` to free connection `i`.
-    fn dispatch(&mut self, i: usize, intended: u64, now: u64) {
+    /// Gives the request intended at `intended` to connection `i` (which has a free slot).
+    fn dispatch(&mut self, i: usize, intended: u64, request: u32, now: u64) {
         let c = &mut self.conns[i];
-        c.has_request = true;
-        c.intended = intended;
+        c.inflight.push_back(InFlight {
+            intended,
+            sent: 0,
+            request,
+        });
         match c.state {
-            ConnState::Idle => {
-                c.sent = now;
-                c.write_off = 0;
-                c.state = ConnState::Writing;
-                self.write_request(i, now);
-            }
+            ConnState::Open => self.write_requests(i, now),
             ConnState::Down => self.start_connect(i, now),
-            other => unreachable!("busy connection {other:?} in the free list"),
+            // Written as soon as the connection is ready; the wait counts against it.
+            ConnState::Connecting | ConnState::Handshaking => {}
         }
     }
 
@@ -353,88 +427,152 @@ impl Worker {
                     .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
                     .is_err()
                 {
-                    self.connect_failed(i, now);
+                    self.fail_connection(i, Failure::Connect, now);
                     return;
                 }
-                c.stream = Some(stream);
+                c.transport = Some(Transport::Plain(stream));
                 c.state = ConnState::Connecting;
             }
-            Err(_) => self.connect_failed(i, now),
-        }
-    }
-
-    fn connect_failed(&mut self, i: usize, now: u64) {
-        self.close(i);
-        if self.conns[i].has_request {
-            self.fail(i, Failure::Connect, now);
-        } else if !self.free.contains(&i) {
-            // A pre-connect failed: the connection is still usable (a later request retries it).
-            self.make_free(i, now);
+            Err(_) => self.fail_connection(i, Failure::Connect, now),
         }
     }
 
     fn handle_event(&mut self, i: usize, readable: bool, writable: bool) {
-        if i >= self.conns.len() {
+        if i >= self.conns.len() || self.conns[i].transport.is_none() {
             return;
         }
         let now = now_ns();
         match self.conns[i].state {
-            ConnState::Connecting if writable || readable => {
-                let c = &mut self.conns[i];
-                let Some(stream) = c.stream.as_ref() else {
-                    return;
-                };
-                match stream.take_error() {
-                    Ok(None) => {}
-                    _ => return self.connect_failed(i, now),
+            ConnState::Connecting => {
+                if writable || readable {
+                    self.finish_connect(i, now);
                 }
-                match stream.peer_addr() {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-                    Err(_) => return self.connect_failed(i, now),
-                }
-                let _ = stream.set_nodelay(true);
-                if c.has_request {
-                    // The connect time is part of this request's send lag and response time.
-                    c.sent = now;
-                    c.write_off = 0;
-                    c.state = ConnState::Writing;
-                    self.write_request(i, now);
-                } else {
-                    c.state = ConnState::Idle;
-                    self.make_free(i, now);
-                }
-                return;
             }
-            ConnState::Writing if writable => self.write_request(i, now),
-            _ => {}
+            ConnState::Handshaking => self.drive_handshake(i, now),
+            ConnState::Open => {
+                if writable {
+                    self.write_requests(i, now);
+                }
+                if readable && self.conns[i].transport.is_some() {
+                    self.read_responses(i);
+                }
+            }
+            ConnState::Down => {}
         }
-        if readable && self.conns[i].stream.is_some() {
+    }
+
+    fn finish_connect(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(t) = c.transport.as_mut() else { return };
+        let stream = t.socket();
+        match stream.take_error() {
+            Ok(None) => {}
+            _ => return self.fail_connection(i, Failure::Connect, now),
+        }
+        match stream.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+            Err(_) => return self.fail_connection(i, Failure::Connect, now),
+        }
+        let _ = stream.set_nodelay(true);
+        c.tcp_connected = now;
+        if let Some(tls) = &self.tls {
+            let name = match crate::tls::server_name(&self.config.target.host) {
+                Ok(n) => n,
+                Err(_) => return self.fail_connection(i, Failure::Connect, now),
+            };
+            let Some(Transport::Plain(stream)) = c.transport.take() else { return };
+            match rustls::ClientConnection::new(tls.clone(), name) {
+                Ok(session) => {
+                    c.transport = Some(Transport::Tls(stream, Box::new(session)));
+                    c.state = ConnState::Handshaking;
+                    self.drive_handshake(i, now);
+                }
+                Err(_) => {
+                    c.transport = Some(Transport::Plain(stream));
+                    self.fail_connection(i, Failure::Connect, now);
+                }
+            }
+        } else {
+            c.state = ConnState::Open;
+            self.write_requests(i, now);
+        }
+    }
+
+    fn drive_handshake(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(Transport::Tls(stream, session)) = c.transport.as_mut() else {
+            return;
+        };
+        loop {
+            if session.wants_write() {
+                match session.write_tls(stream) {
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(_) => return self.fail_connection(i, Failure::Connect, now),
+                }
+            }
+            if !session.is_handshaking() {
+                break;
+            }
+            match session.read_tls(stream) {
+                Ok(0) => return self.fail_connection(i, Failure::Connect, now),
+                Ok(_) => {
+                    if session.process_new_packets().is_err() {
+                        // Flush the alert so the server learns why, then give up.
+                        let _ = session.write_tls(stream);
+                        return self.fail_connection(i, Failure::Connect, now);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => return self.fail_connection(i, Failure::Connect, now),
+            }
+        }
+        let handshake = now.saturating_sub(c.tcp_connected);
+        c.state = ConnState::Open;
+        let phase = self.phase_of(now);
+        record_clamped(&mut self.phases[phase].tls_handshake, handshake);
+        self.write_requests(i, now);
+        // Application data may have arrived with the last handshake flight.
+        if self.conns[i].transport.is_some() {
             self.read_responses(i);
         }
     }
 
-    fn write_request(&mut self, i: usize, now: u64) {
-        let req = &self.request[..];
+    /// Writes every queued request of connection `i`, as far as the socket takes them.
+    fn write_requests(&mut self, i: usize, now: u64) {
         loop {
             let c = &mut self.conns[i];
-            let Some(stream) = c.stream.as_mut() else {
-                return;
-            };
-            match stream.write(&req[c.write_off..]) {
-                Ok(0) => return self.fail_and_close(i, Failure::Write, now),
+            if c.written == c.inflight.len() {
+                break;
+            }
+            let Some(t) = c.transport.as_mut() else { return };
+            let entry = &mut c.inflight[c.written];
+            if c.write_off == 0 && entry.sent == 0 {
+                entry.sent = now;
+            }
+            let bytes = &self.requests[entry.request as usize].bytes;
+            match t.write(&bytes[c.write_off..]) {
+                Ok(0) => return self.fail_connection(i, Failure::Write, now),
                 Ok(n) => {
                     c.write_off += n;
-                    if c.write_off == req.len() {
-                        c.state = ConnState::Awaiting;
-                        let phase = (c.intended >= self.warmup_end_ns) as usize;
-                        self.phases[phase].counts.bytes_written += req.len() as u64;
-                        return;
+                    if c.write_off == bytes.len() {
+                        let phase = (entry.intended >= self.warmup_end_ns) as usize;
+                        self.phases[phase].counts.bytes_written += bytes.len() as u64;
+                        c.written += 1;
+                        c.write_off = 0;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.fail_and_close(i, Failure::Write, now),
+                Err(_) => return self.fail_connection(i, Failure::Write, now),
+            }
+        }
+        if let Some(t) = self.conns[i].transport.as_mut() {
+            match t.flush() {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => self.fail_connection(i, Failure::Write, now),
             }
         }
     }
@@ -442,174 +580,167 @@ impl Worker {
     fn read_responses(&mut self, i: usize) {
         loop {
             let c = &mut self.conns[i];
-            let Some(stream) = c.stream.as_mut() else {
-                return;
-            };
+            let Some(t) = c.transport.as_mut() else { return };
             let len = c.buf_len;
-            match stream.read(&mut c.buf[len..]) {
+            match t.read(&mut c.buf[len..]) {
                 Ok(0) => {
                     let now = now_ns();
-                    if c.has_request && matches!(c.state, ConnState::Awaiting | ConnState::Writing)
-                    {
-                        if let Some(status) = c.parser.finish_at_eof() {
-                            self.complete(i, status, now);
-                            self.close(i);
-                        } else {
-                            // Closed before the response was complete (or before it started).
-                            self.fail_and_close(i, Failure::Read, now);
+                    if c.written > 0 {
+                        if let Some(status) = c.framer.finish_at_eof() {
+                            self.complete_front(i, status, now);
                         }
-                    } else {
-                        // The server closed an idle keep-alive connection; it stays free.
-                        self.close(i);
                     }
+                    // Whatever else was outstanding was cut off by the close.
+                    self.fail_connection(i, Failure::Read, now);
                     return;
                 }
                 Ok(n) => {
                     let now = now_ns();
                     c.buf_len += n;
-                    let phase = (c.intended >= self.warmup_end_ns) as usize;
+                    let phase = c
+                        .inflight
+                        .front()
+                        .map_or(1, |f| (f.intended >= self.warmup_end_ns) as usize);
                     self.phases[phase].counts.bytes_read += n as u64;
                     if !self.process_buffer(i, now) {
                         return;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    let now = now_ns();
-                    if self.conns[i].has_request {
-                        self.fail_and_close(i, Failure::Read, now);
+                Err(e) => {
+                    let kind = if e.kind() == io::ErrorKind::InvalidData {
+                        Failure::Parse
                     } else {
-                        self.close(i);
-                    }
+                        Failure::Read
+                    };
+                    self.fail_connection(i, kind, now_ns());
                     return;
                 }
             }
         }
+        // TLS may owe the server bytes after reading (key updates, alerts).
+        if let Some(t) = self.conns[i].transport.as_mut() {
+            let _ = t.flush();
+        }
     }
 
-    /// Parses what is buffered. Returns false when the connection was closed.
+    /// Parses what is buffered into as many responses as it holds. Returns false when the
+    /// connection was closed.
     fn process_buffer(&mut self, i: usize, now: u64) -> bool {
-        let c = &mut self.conns[i];
-        if !(c.has_request && matches!(c.state, ConnState::Awaiting | ConnState::Writing)) {
-            // Bytes nobody asked for: the connection is out of step; drop it.
-            self.close(i);
-            return false;
-        }
-        let full = c.buf_len == c.buf.len();
-        match c.parser.feed(&c.buf[..c.buf_len], full) {
-            Ok(Progress::NeedMore { consumed }) => {
-                c.buf.copy_within(consumed..c.buf_len, 0);
-                c.buf_len -= consumed;
-                true
+        loop {
+            let c = &mut self.conns[i];
+            if c.written == 0 {
+                // Bytes nobody asked for: the connection is out of step.
+                self.fail_connection(i, Failure::Parse, now);
+                return false;
             }
-            Ok(Progress::Done {
-                consumed,
-                status,
-                close,
-            }) => {
-                let leftover = c.buf_len - consumed;
-                c.buf_len = 0;
-                self.complete(i, status, now);
-                if close || leftover > 0 {
-                    // Leftover bytes after a complete response (no pipelining): out of step.
-                    self.close(i);
+            let head = self.requests[c.inflight[0].request as usize].head;
+            c.framer.prepare(head);
+            let full = c.buf_len == c.buf.len();
+            match c.framer.feed(&c.buf[..c.buf_len], full) {
+                Ok(Progress::NeedMore { consumed }) => {
+                    c.buf.copy_within(consumed..c.buf_len, 0);
+                    c.buf_len -= consumed;
+                    return true;
+                }
+                Ok(Progress::Done {
+                    consumed,
+                    status,
+                    close,
+                }) => {
+                    c.buf.copy_within(consumed..c.buf_len, 0);
+                    c.buf_len -= consumed;
+                    self.complete_front(i, status, now);
+                    if close {
+                        // Anything pipelined behind a closing response is cut off.
+                        self.fail_connection(i, Failure::Read, now);
+                        return false;
+                    }
+                    if self.conns[i].buf_len == 0 {
+                        return true;
+                    }
+                }
+                Err(_) => {
+                    self.fail_connection(i, Failure::Parse, now);
                     return false;
                 }
-                true
-            }
-            Err(ParseError::HeadTooLarge) | Err(_) => {
-                self.fail_and_close(i, Failure::Parse, now);
-                false
             }
         }
     }
 
-    fn complete(&mut self, i: usize, status: u16, now: u64) {
+    fn complete_front(&mut self, i: usize, status: u16, now: u64) {
         let c = &mut self.conns[i];
-        let (intended, sent) = (c.intended, c.sent);
-        c.has_request = false;
-        c.state = ConnState::Idle;
-        c.write_off = 0;
+        let Some(f) = c.inflight.pop_front() else { return };
+        c.written -= 1;
         self.make_free(i, now);
-        let response = now.saturating_sub(intended);
-        let service = now.saturating_sub(sent);
-        let lag = sent.saturating_sub(intended);
-        let phase = self.phase_of(intended);
+        let response = now.saturating_sub(f.intended);
+        let service = now.saturating_sub(f.sent);
+        let lag = f.sent.saturating_sub(f.intended);
+        let phase = self.phase_of(f.intended);
         let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
         p.counts.completed += 1;
-        p.counts.status.count(status);
+        if status != 0 {
+            p.counts.status.count(status);
+        }
         self.interval.rec.record(response, service, lag);
         self.interval.completed += 1;
     }
 
-    /// Fails the request waiting on connection `i`. Timeouts also record their latency so far:
-    /// a request that never came back is at least that slow, and must not look fast by absence.
-    fn fail(&mut self, i: usize, kind: Failure, now: u64) {
+    /// Closes connection `i` and fails every request it held. Timeouts also record their
+    /// latency so far: a request that never came back is at least that slow, and must not look
+    /// fast by its absence.
+    fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
         let c = &mut self.conns[i];
-        if !c.has_request {
-            return;
-        }
-        c.has_request = false;
-        let (intended, sent, was_sent) = (c.intended, c.sent, c.state != ConnState::Connecting);
-        let phase = self.phase_of(intended);
-        let p = &mut self.phases[phase];
-        p.counts.failed += 1;
-        let e = &mut p.counts.errors;
-        match kind {
-            Failure::Connect => e.connect += 1,
-            Failure::Read => e.read += 1,
-            Failure::Write => e.write += 1,
-            Failure::Timeout => e.timeout += 1,
-            Failure::Parse => e.parse += 1,
-        }
-        if let Failure::Timeout = kind {
-            let response = now.saturating_sub(intended);
-            p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
-            record_clamped(&mut self.interval.rec.response, response);
-            if was_sent {
-                let service = now.saturating_sub(sent);
-                p.counts.clamped_values += record_clamped(&mut p.rec.service, service) as u64;
-                record_clamped(&mut self.interval.rec.service, service);
-            }
-        }
-        self.interval.failed += 1;
-        if !self.free.contains(&i) {
-            self.make_free(i, now);
-        }
-    }
-
-    fn fail_and_close(&mut self, i: usize, kind: Failure, now: u64) {
-        self.close(i);
-        self.fail(i, kind, now);
-    }
-
-    /// Drops the socket; the connection becomes Down (and will reconnect when next used).
-    fn close(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if let Some(mut s) = c.stream.take() {
-            let _ = self.poll.registry().deregister(&mut s);
+        if let Some(mut t) = c.transport.take() {
+            let _ = self.poll.registry().deregister(t.socket());
         }
         c.state = ConnState::Down;
         c.buf_len = 0;
         c.write_off = 0;
-        c.parser.reset();
+        c.written = 0;
+        c.framer.reset();
+        while let Some(f) = self.conns[i].inflight.pop_front() {
+            let phase = self.phase_of(f.intended);
+            let p = &mut self.phases[phase];
+            p.counts.failed += 1;
+            let e = &mut p.counts.errors;
+            match kind {
+                Failure::Connect => e.connect += 1,
+                Failure::Read => e.read += 1,
+                Failure::Write => e.write += 1,
+                Failure::Timeout => e.timeout += 1,
+                Failure::Parse => e.parse += 1,
+            }
+            if let Failure::Timeout = kind {
+                let response = now.saturating_sub(f.intended);
+                p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
+                record_clamped(&mut self.interval.rec.response, response);
+                if f.sent != 0 {
+                    let service = now.saturating_sub(f.sent);
+                    p.counts.clamped_values += record_clamped(&mut p.rec.service, service) as u64;
+                    record_clamped(&mut self.interval.rec.service, service);
+                }
+            }
+            self.interval.failed += 1;
+            self.make_free(i, now);
+        }
     }
 
     fn scan_timeouts(&mut self, now: u64) {
         let limit = self.config.timeout_ns;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            let since = match c.state {
-                ConnState::Connecting if c.has_request => c.connect_started,
-                ConnState::Writing | ConnState::Awaiting => c.sent,
-                _ => continue,
+            let Some(front) = c.inflight.front() else { continue };
+            let since = if front.sent != 0 {
+                front.sent
+            } else {
+                // Still waiting for its connection (connect or TLS handshake).
+                c.connect_started.max(front.intended)
             };
             if now.saturating_sub(since) >= limit {
-                // Keep the state for `fail` to know whether it was sent, then close.
-                self.fail(i, Failure::Timeout, now);
-                self.close(i);
+                self.fail_connection(i, Failure::Timeout, now);
             }
         }
     }
@@ -634,22 +765,17 @@ impl Worker {
     /// Accounts for everything still outstanding, then hands back the totals.
     fn finish(mut self) -> [PhaseAcc; 2] {
         let now = now_ns();
-        for i in 0..self.conns.len() {
-            let c = &self.conns[i];
-            if !c.has_request {
-                continue;
+        for c in &self.conns {
+            for f in &c.inflight {
+                let p = &mut self.phases[(f.intended >= self.warmup_end_ns) as usize];
+                p.counts.in_flight_at_end += 1;
+                if f.sent != 0 {
+                    p.counts.sent_unanswered += 1;
+                } else {
+                    p.counts.queued_unsent += 1;
+                }
+                record_clamped(&mut p.unfinished, now.saturating_sub(f.intended));
             }
-            let phase = self.phase_of(c.intended);
-            let sent = matches!(c.state, ConnState::Writing | ConnState::Awaiting);
-            let age = now.saturating_sub(c.intended);
-            let p = &mut self.phases[phase];
-            p.counts.in_flight_at_end += 1;
-            if sent {
-                p.counts.sent_unanswered += 1;
-            } else {
-                p.counts.queued_unsent += 1;
-            }
-            record_clamped(&mut p.unfinished, age);
         }
         // Due, never sent: the rest of the schedule up to its end. Counted one by one (no
         // formula) so that the count is exactly what the schedule generated.
@@ -670,8 +796,10 @@ impl Worker {
             p.counts.clamped_values += p.rec.clamped;
         }
         self.flush_interval(Some(now));
-        for i in 0..self.conns.len() {
-            self.close(i);
+        for c in &mut self.conns {
+            if let Some(mut t) = c.transport.take() {
+                let _ = self.poll.registry().deregister(t.socket());
+            }
         }
         self.phases
     }

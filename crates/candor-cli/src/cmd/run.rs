@@ -82,8 +82,54 @@ pub struct LoadArgs {
     /// epoch seconds), so that shards on several machines begin together.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
-    /// Target URL (http://host[:port]/path).
+    /// HTTP/1.1 pipelining: up to N requests in flight per connection, each timed from its own
+    /// intended send time.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub pipeline: usize,
+    /// Speak HTTP/2 (prior knowledge over http://, ALPN over https://).
+    #[arg(long)]
+    pub h2: bool,
+    /// HTTP/2: concurrent streams per connection; a due request waits for a free stream.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub streams: usize,
+    /// HTTPS: do not verify the server certificate (traffic is still encrypted).
+    #[arg(long, short = 'k')]
+    pub insecure: bool,
+    /// HTTPS: trust the certificates in this PEM file instead of the system roots.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
+    /// Many different requests: a JSON-lines file, one {"method", "path", "headers", "body"} per
+    /// line (see docs/protocols.md); all are encoded before the run.
+    #[arg(long, value_name = "FILE")]
+    pub requests: Option<std::path::PathBuf>,
+    /// How the next request of --requests is chosen.
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub request_order: RequestOrderArg,
+    /// tcp://: the bytes sent per request: text with \r \n \t \0 escapes, or hex:0a0b...
+    #[arg(long, conflicts_with = "payload_file")]
+    pub payload: Option<String>,
+    /// tcp://: read the request payload from a file (sent verbatim).
+    #[arg(long, value_name = "FILE")]
+    pub payload_file: Option<std::path::PathBuf>,
+    /// tcp://: a response is exactly N bytes.
+    #[arg(long, value_name = "N", group = "framing")]
+    pub expect_bytes: Option<usize>,
+    /// tcp://: a response ends with this string (escapes as in --payload), e.g. '\r\n'.
+    #[arg(long, value_name = "STR", group = "framing")]
+    pub expect_delimiter: Option<String>,
+    /// tcp://: a response is a big-endian length prefix then that many bytes: u8, u16be, u32be, u64be.
+    #[arg(long, value_name = "KIND", group = "framing")]
+    pub length_prefix: Option<String>,
+    /// Target URL: http://host[:port]/path, https://..., or tcp://host:port.
     pub url: String,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RequestOrderArg {
+    /// Cycle through the requests in file order.
+    RoundRobin,
+    /// Pick uniformly at random (seeded by --seed).
+    Random,
 }
 
 #[derive(Args, Debug)]
@@ -106,6 +152,22 @@ pub struct RunArgs {
     /// No live progress line.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Service-level objectives on response time, e.g. 'p99<10ms,p99.9<50ms,max<1s,errors<0.1%':
+    /// one PASS/FAIL line each after the report; exit code 3 if any fails.
+    #[arg(long, value_name = "SLO")]
+    pub slo: Vec<String>,
+    /// Pause this process (SIGSTOP, then SIGCONT) during the run, e.g. the server under test.
+    #[arg(long, value_name = "PID", requires_all = ["pause_at", "pause_for"])]
+    pub pause_pid: Option<i32>,
+    /// When to pause, from the first intended send (warm-up included).
+    #[arg(long, value_name = "DUR", requires = "pause_pid")]
+    pub pause_at: Option<String>,
+    /// How long the pause lasts.
+    #[arg(long, value_name = "DUR", requires = "pause_pid")]
+    pub pause_for: Option<String>,
+    /// With a pause: print the response-time distribution the pause predicts beside the measured one.
+    #[arg(long, requires = "pause_pid")]
+    pub expect: bool,
 }
 
 /// Validated settings from the flags.
@@ -137,6 +199,51 @@ pub fn load_config(a: &LoadArgs) -> Result<LoadConfig> {
         (None, Some(path)) => std::fs::read(path)
             .with_context(|| format!("reading --body-file {}", path.display()))?,
         (None, None) => Vec::new(),
+    };
+    c.pipeline = a.pipeline;
+    c.http2 = a.h2;
+    c.streams = a.streams;
+    c.tls = candor_load::TlsOptions {
+        insecure: a.insecure,
+        ca_file: a.ca.clone(),
+    };
+    if let Some(path) = &a.requests {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading --requests {}", path.display()))?;
+        c.requests = candor_load::requests::parse_request_set(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    c.request_order = match a.request_order {
+        RequestOrderArg::RoundRobin => candor_load::RequestOrder::RoundRobin,
+        RequestOrderArg::Random => candor_load::RequestOrder::Random { seed: a.seed },
+    };
+    c.payload = match (&a.payload, &a.payload_file) {
+        (Some(p), _) => {
+            candor_load::tcp::parse_payload(p).map_err(|e| anyhow::anyhow!("--payload: {e}"))?
+        }
+        (None, Some(path)) => std::fs::read(path)
+            .with_context(|| format!("reading --payload-file {}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    c.framing = if let Some(n) = a.expect_bytes {
+        Some(candor_load::Framing::ExpectBytes(n))
+    } else if let Some(d) = &a.expect_delimiter {
+        Some(candor_load::Framing::Delimiter(candor_load::tcp::unescape(
+            d,
+        )))
+    } else if let Some(kind) = &a.length_prefix {
+        let width = match kind.as_str() {
+            "u8" => 1,
+            "u16be" | "u16" => 2,
+            "u32be" | "u32" => 4,
+            "u64be" | "u64" => 8,
+            other => anyhow::bail!(
+                "invalid --length-prefix '{other}': expected u8, u16be, u32be or u64be"
+            ),
+        };
+        Some(candor_load::Framing::LengthPrefix { width })
+    } else {
+        None
     };
     if let Some(shard) = &a.shard {
         (c.shard_index, c.shard_count) = parse_shard(shard)?;
@@ -194,6 +301,17 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "shard_index": c.shard_index,
         "shard_count": c.shard_count,
         "start_at_unix_s": c.start_at_wall_ns.map(|n| n as f64 / 1e9),
+        "protocol": match (c.target.scheme, c.http2) {
+            (candor_load::Scheme::Tcp, _) => "tcp",
+            (candor_load::Scheme::Https, true) => "h2 (TLS)",
+            (candor_load::Scheme::Http, true) => "h2c",
+            (candor_load::Scheme::Https, false) => "http/1.1 (TLS)",
+            (candor_load::Scheme::Http, false) => "http/1.1",
+        },
+        "pipeline": c.pipeline,
+        "streams": c.http2.then_some(c.streams),
+        "request_set_size": (!c.requests.is_empty()).then_some(c.requests.len()),
+        "tls_insecure": c.tls.insecure,
     })
 }
 
@@ -213,6 +331,20 @@ pub fn execute_with(
         std::time::Duration::from_millis(config.timeout_ns / 1_000_000)
             .max(std::time::Duration::from_millis(100)),
     )?;
+    if config.target.scheme == candor_load::Scheme::Https {
+        let alpn: &[&[u8]] = if config.http2 {
+            &[b"h2"]
+        } else {
+            &[b"http/1.1"]
+        };
+        let tls = candor_load::tls::client_config(&config.tls, alpn)?;
+        candor_load::tls::check_handshake(
+            &tls,
+            &config.target.host,
+            config.target.addr,
+            std::time::Duration::from_millis((config.timeout_ns / 1_000_000).max(100)),
+        )?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
         .context("installing Ctrl-C handler")?;
@@ -257,13 +389,23 @@ pub fn stderr_is_terminal() -> bool {
 pub fn main(args: RunArgs) -> Result<i32> {
     let config = load_config(&args.load)?;
     let live = !args.quiet && stderr_is_terminal();
-    let outcome = execute(&config, live)?;
-    let results = outcome.to_results(&config, std::env::args().collect(), config_json(&config));
+    let mut extras = crate::cmd::pause::RunExtras::from_flags(
+        &args.slo,
+        args.pause_pid,
+        args.pause_at.as_deref(),
+        args.pause_for.as_deref(),
+        args.expect,
+        &config,
+    )?;
+    let outcome = extras.execute(&config, live)?;
+    let mut results = outcome.to_results(&config, std::env::args().collect(), config_json(&config));
+    let (verdict_text, code) = extras.finish(&outcome, &config, &mut results);
     let json_to_stdout = args.json.as_deref() == Some("-");
     let mut text = candor_report::text::render(&results);
     if args.latency {
         text.push_str(&spectrum(&results)?);
     }
+    text.push_str(&verdict_text);
     if json_to_stdout {
         eprint!("{text}");
         println!("{}", results.to_json_pretty());
@@ -274,7 +416,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
     }
     write_exports(&results, args.hlog.as_deref(), args.hgrm.as_deref())?;
-    Ok(0)
+    Ok(code)
 }
 
 pub fn write_json(path: &str, results: &RunResults) -> Result<()> {

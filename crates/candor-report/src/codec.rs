@@ -39,6 +39,9 @@ const V2_WORD: usize = 9;
 /// Inflated histograms larger than this are refused: a real one with 5 significant digits over
 /// the whole u64 range stays well under it, and a hostile stream cannot exhaust memory.
 const MAX_INFLATED: u64 = 64 << 20;
+/// Totals above this are refused (and accumulations stop growing there): real histograms are
+/// nowhere near, and sums of counts beyond it could overflow 64 bits in percentile scans.
+pub const MAX_TOTAL_COUNT: u64 = 1 << 62;
 
 fn cookie_base(cookie: u32) -> u32 {
     cookie & !0xf0
@@ -277,6 +280,14 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
             .map_err(|e| CodecError::Payload(format!("cannot record value {value}: {e:?}")))
     };
     let mut index: u64 = 0;
+    let mut total: u64 = 0;
+    let mut put = |index: u64, count: u64| -> Result<(), CodecError> {
+        total = total.saturating_add(count);
+        if total > MAX_TOTAL_COUNT {
+            return Err(CodecError::Payload(format!("total count exceeds 2^62 at index {index}")));
+        }
+        put(index, count)
+    };
     if word == V2_WORD {
         let mut p = 0usize;
         while p < payload.len() {
@@ -344,9 +355,13 @@ fn leb128_9(b: &[u8]) -> Result<(u64, usize), CodecError> {
 pub fn add_exact(into: &mut Histo, from: &Histo) {
     for v in from.iter_recorded() {
         let value = from.lowest_equivalent(v.value_iterated_to());
+        let count = v.count_at_value().min(MAX_TOTAL_COUNT.saturating_sub(into.len()));
+        if count == 0 {
+            continue;
+        }
         // record_n grows an auto-resizing target; saturating only when it cannot grow.
-        if into.record_n(value, v.count_at_value()).is_err() {
-            into.saturating_record_n(value, v.count_at_value());
+        if into.record_n(value, count).is_err() {
+            into.saturating_record_n(value, count);
         }
     }
 }
@@ -370,7 +385,7 @@ pub fn java_value_at_percentile(h: &Histo, percentile: f64) -> u64 {
     let target = (fractional.ceil() as u64).max(1);
     let mut total = 0u64;
     for v in h.iter_recorded() {
-        total += v.count_at_value();
+        total = total.saturating_add(v.count_at_value());
         if total >= target {
             let lowest = h.lowest_equivalent(v.value_iterated_to());
             return if percentile == 0.0 {

@@ -30,11 +30,10 @@ impl Measure {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{label}: histogram is not valid: {source}")]
+#[error("{label}: histogram is not valid: {cause}")]
 pub struct CompareError {
     pub label: String,
-    #[source]
-    pub source: HistCodecError,
+    pub cause: HistCodecError,
 }
 
 /// Percentiles compared; 100 is the max.
@@ -68,9 +67,9 @@ pub fn jlbh_variation_pct(values: &[u64]) -> Option<f64> {
 }
 
 fn histogram(r: &RunResults, m: Measure, label: &str) -> Result<Histo, CompareError> {
-    let rec = r.main.histograms.decode().map_err(|source| CompareError {
+    let rec = r.main.histograms.decode().map_err(|cause| CompareError {
         label: label.to_string(),
-        source,
+        cause,
     })?;
     Ok(match m {
         Measure::ResponseTime => rec.response,

@@ -86,14 +86,22 @@ pub fn percentile_steps(h: &Histo, ticks_per_half: u32) -> Vec<(u64, f64, u64)> 
     let mut total = 0u64;
     let last = buckets.len().saturating_sub(1);
     for (i, &(value, count)) in buckets.iter().enumerate() {
-        total += count;
+        total = total.saturating_add(count);
         loop {
             let current = 100.0 * total as f64 / n as f64;
             if current < level {
                 break;
             }
             out.push((value, level, total));
-            level = next_level(level, ticks_per_half);
+            let next = next_level(level, ticks_per_half);
+            if next <= level || !next.is_finite() {
+                // Only with counts beyond 2^53 do steps fall below float resolution (Java would
+                // loop forever there); end with the 100% row instead.
+                let (v, _) = *buckets.last().unwrap_or(&(value, 0));
+                out.push((v, 100.0, n));
+                return out;
+            }
+            level = next;
             // Java's iterator stops at the first report once every count is in; only the extra
             // 100% step follows.
             if total >= n {
@@ -110,7 +118,8 @@ pub fn percentile_steps(h: &Histo, ticks_per_half: u32) -> Vec<(u64, f64, u64)> 
 
 fn next_level(level: f64, ticks_per_half: u32) -> f64 {
     let halvings = ((100.0 / (100.0 - level)).ln() / 2f64.ln()) as i64;
-    let ticks = (ticks_per_half as i64).wrapping_mul(2f64.powf((halvings + 1) as f64) as i64);
+    let ticks =
+        (ticks_per_half as i64).wrapping_mul(2f64.powf(halvings.saturating_add(1) as f64) as i64);
     level + 100.0 / ticks as f64
 }
 

@@ -27,10 +27,12 @@ const LEGEND: &str =
 
 /// A problem in a log, with the 1-based line it was found on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("line {line}: {kind}")]
+#[error("line {line}{}: {kind}", if *.truncated { " (the file ends mid-line: truncated?)" } else { "" })]
 pub struct HlogError {
     pub line: usize,
     pub kind: HlogErrorKind,
+    /// The bad line is the last one and has no line end: the file was most likely cut short.
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -161,6 +163,7 @@ fn number(field: &'static str, text: &str, line: usize) -> Result<f64, HlogError
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
         _ => Err(HlogError {
+            truncated: false,
             line,
             kind: HlogErrorKind::Number {
                 field,
@@ -183,6 +186,14 @@ fn header_number(rest: &str) -> Option<f64> {
 /// absolute; the range selects intervals as [`TimeRange`] says. Only selected intervals are
 /// decoded (as in Java), so damage outside the range is not an error.
 pub fn read_hlog(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogError> {
+    read_lines(text, range).map_err(|mut e| {
+        let cut = !text.is_empty() && !text.ends_with('\n') && e.line == text.lines().count();
+        e.truncated = cut && !matches!(e.kind, HlogErrorKind::NotALog);
+        e
+    })
+}
+
+fn read_lines(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogError> {
     let mut log = HistogramLog::default();
     let mut start_time: Option<f64> = None;
     let mut base_time: Option<f64> = None;
@@ -226,6 +237,7 @@ pub fn read_hlog(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogErro
         };
         if fields.len() != 4 {
             return Err(HlogError {
+                truncated: false,
                 line: line_no,
                 kind: HlogErrorKind::Fields(fields.len()),
             });
@@ -253,6 +265,7 @@ pub fn read_hlog(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogErro
             break;
         }
         let histogram = codec::decode_base64(fields[3]).map_err(|e| HlogError {
+            truncated: false,
             line: line_no,
             kind: e.into(),
         })?;
@@ -267,6 +280,7 @@ pub fn read_hlog(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogErro
     }
     if !saw_anything {
         return Err(HlogError {
+            truncated: false,
             line: 1,
             kind: HlogErrorKind::NotALog,
         });

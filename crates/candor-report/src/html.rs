@@ -74,12 +74,11 @@ pub struct HtmlOptions {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{label}: {what} histogram is not valid: {source}")]
+#[error("{label}: {what} histogram is not valid: {cause}")]
 pub struct HtmlError {
     pub label: String,
     pub what: String,
-    #[source]
-    pub source: HistCodecError,
+    pub cause: HistCodecError,
 }
 
 /// Auto-scaled latency with the proper micro sign for a typeset page.
@@ -200,10 +199,10 @@ pub fn write_html(
 ) -> Result<String, HtmlError> {
     let mut decoded = Vec::with_capacity(runs.len());
     for (label, r) in runs {
-        let rec = r.main.histograms.decode().map_err(|source| HtmlError {
+        let rec = r.main.histograms.decode().map_err(|cause| HtmlError {
             label: label.clone(),
             what: "main".into(),
-            source,
+            cause,
         })?;
         decoded.push(rec);
     }

@@ -10,12 +10,14 @@ use candor_core::{new_histogram, Recorder};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error("{0}")]
+    #[error(transparent)]
     Hlog(#[from] HlogError),
+    /// The JSON reader's message, kept as text: its error type repeats its cause in `source()`,
+    /// which would print the cause twice in a one-line error chain.
     #[error("{0}")]
-    Json(#[from] ResultsError),
+    Json(String),
     #[error("interval histogram is not valid: {0}")]
-    Histogram(#[from] HistCodecError),
+    Histogram(HistCodecError),
     #[error("--tag selects a stream of an HdrHistogram log; this file is candor JSON")]
     TagOnJson,
     #[error("--start {start} is after --end {end}")]
@@ -56,11 +58,12 @@ pub fn load(text: &str, source: &str, sel: &Selection) -> Result<RunResults, Inp
     if sel.tag.is_some() {
         return Err(InputError::TagOnJson);
     }
-    let r = RunResults::from_json(text)?;
+    let r =
+        RunResults::from_json(text).map_err(|e: ResultsError| InputError::Json(e.to_string()))?;
     if sel.start_s.is_none() && sel.end_s.is_none() {
         return Ok(r);
     }
-    Ok(time_slice(&r, sel.start_s, sel.end_s)?)
+    time_slice(&r, sel.start_s, sel.end_s).map_err(InputError::Histogram)
 }
 
 /// The part of a run whose intervals start within [start, end] seconds of the run's start, with
@@ -201,7 +204,9 @@ mod tests {
         let lines = cut.lines().count();
         let err = load(cut, "f", &Selection::default()).unwrap_err();
         assert!(
-            err.to_string().starts_with(&format!("line {lines}: ")),
+            err.to_string().starts_with(&format!(
+                "line {lines} (the file ends mid-line: truncated?): "
+            )),
             "{err}"
         );
     }

@@ -13,20 +13,19 @@ use candor_core::{new_histogram, Histo, Recorder, Summary};
 pub enum MergeError {
     #[error("nothing to merge")]
     Empty,
-    #[error("run {index}: {what} histogram is not valid: {source}")]
+    #[error("run {index}: {what} histogram is not valid: {cause}")]
     Histogram {
         index: usize,
         what: String,
-        #[source]
-        source: HistCodecError,
+        cause: HistCodecError,
     },
 }
 
 fn decode(index: usize, what: &str, enc: &EncodedHistograms) -> Result<Recorder, MergeError> {
-    enc.decode().map_err(|source| MergeError::Histogram {
+    enc.decode().map_err(|cause| MergeError::Histogram {
         index,
         what: what.to_string(),
-        source,
+        cause,
     })
 }
 
@@ -202,10 +201,10 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     let mut extra: Vec<(String, Histo)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         for n in &r.extra {
-            let h = from_base64_v2(&n.histogram).map_err(|source| MergeError::Histogram {
+            let h = from_base64_v2(&n.histogram).map_err(|cause| MergeError::Histogram {
                 index: i,
                 what: format!("extra '{}'", n.name),
-                source,
+                cause,
             })?;
             match extra.iter_mut().find(|(name, _)| *name == n.name) {
                 Some((_, acc)) => add_exact(acc, &h),

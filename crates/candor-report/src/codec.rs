@@ -183,10 +183,12 @@ impl Layout {
 
     /// Java's `countsArrayLength` for a histogram tracking up to `highest`.
     pub(crate) fn counts_len(&self, highest: u64) -> u64 {
-        let mut smallest_untrackable = self.sub_bucket_count << self.unit_magnitude.min(63);
+        // u128: with a large unit magnitude the first shift already leaves 64 bits (the fuzzer
+        // found the infinite loop that wrapping to zero caused).
+        let mut smallest_untrackable = (self.sub_bucket_count as u128) << self.unit_magnitude;
         let mut buckets = 1u64;
-        while smallest_untrackable <= highest {
-            if smallest_untrackable > u64::MAX / 2 {
+        while smallest_untrackable <= highest as u128 {
+            if smallest_untrackable > (i64::MAX / 2) as u128 {
                 buckets += 1;
                 break;
             }
@@ -441,6 +443,39 @@ mod tests {
             let v = l.value_from_index(i).unwrap();
             assert_eq!(h.lowest_equivalent(v), v, "index {i} value {v}");
         }
+    }
+
+    #[test]
+    fn absurd_totals_are_refused_not_overflowed() {
+        // Found by the fuzzer: counts whose sum passes 2^64 made percentile scans overflow.
+        let mut h = new_histogram();
+        for v in [10u64, 20, 30] {
+            h.record_n(v, 1 << 61).unwrap();
+        }
+        let err = decode_base64(&to_base64_v2_compressed(&h)).unwrap_err();
+        assert!(matches!(err, CodecError::Payload(ref m) if m.contains("2^62")), "{err}");
+        // Accumulation stops growing at the same bound instead of overflowing.
+        let mut one = new_histogram();
+        one.record_n(10, 1 << 61).unwrap();
+        let mut acc = java_accumulator();
+        for _ in 0..5 {
+            add_exact(&mut acc, &one);
+        }
+        assert_eq!(acc.len(), MAX_TOTAL_COUNT);
+        assert_eq!(java_value_at_percentile(&acc, 99.9), acc.highest_equivalent(10));
+    }
+
+    #[test]
+    fn counts_len_terminates_for_every_unit_magnitude() {
+        for lowest in [1u64, 1 << 40, 1 << 62, u64::MAX / 2] {
+            for sig in 0..=5 {
+                let l = Layout::new(lowest, sig);
+                assert!(l.counts_len(u64::MAX) > 0);
+                assert!(l.counts_len(0) > 0);
+            }
+        }
+        // Java: 32 buckets for 1 ns .. 1 h at 3 digits (the .hgrm footer agrees), (32 + 1) * 1024.
+        assert_eq!(Layout::new(1, 3).counts_len(3_600_000_000_000), 33 * 1024);
     }
 
     #[test]

@@ -286,7 +286,9 @@ fn decode_plain(bytes: &[u8]) -> Result<Histo, CodecError> {
     let mut put = |index: u64, count: u64| -> Result<(), CodecError> {
         total = total.saturating_add(count);
         if total > MAX_TOTAL_COUNT {
-            return Err(CodecError::Payload(format!("total count exceeds 2^62 at index {index}")));
+            return Err(CodecError::Payload(format!(
+                "total count exceeds 2^62 at index {index}"
+            )));
         }
         put(index, count)
     };
@@ -357,7 +359,9 @@ fn leb128_9(b: &[u8]) -> Result<(u64, usize), CodecError> {
 pub fn add_exact(into: &mut Histo, from: &Histo) {
     for v in from.iter_recorded() {
         let value = from.lowest_equivalent(v.value_iterated_to());
-        let count = v.count_at_value().min(MAX_TOTAL_COUNT.saturating_sub(into.len()));
+        let count = v
+            .count_at_value()
+            .min(MAX_TOTAL_COUNT.saturating_sub(into.len()));
         if count == 0 {
             continue;
         }
@@ -453,7 +457,10 @@ mod tests {
             h.record_n(v, 1 << 61).unwrap();
         }
         let err = decode_base64(&to_base64_v2_compressed(&h)).unwrap_err();
-        assert!(matches!(err, CodecError::Payload(ref m) if m.contains("2^62")), "{err}");
+        assert!(
+            matches!(err, CodecError::Payload(ref m) if m.contains("2^62")),
+            "{err}"
+        );
         // Accumulation stops growing at the same bound instead of overflowing.
         let mut one = new_histogram();
         one.record_n(10, 1 << 61).unwrap();
@@ -462,7 +469,10 @@ mod tests {
             add_exact(&mut acc, &one);
         }
         assert_eq!(acc.len(), MAX_TOTAL_COUNT);
-        assert_eq!(java_value_at_percentile(&acc, 99.9), acc.highest_equivalent(10));
+        assert_eq!(
+            java_value_at_percentile(&acc, 99.9),
+            acc.highest_equivalent(10)
+        );
     }
 
     #[test]

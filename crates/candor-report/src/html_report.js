@@ -229,7 +229,7 @@
         series: [
           { label: "t (s)", value: function (u, v) { return v == null ? "\u2014" : v.toFixed(1) + " s"; } },
           { label: "achieved", points: pts, scale: "rps", stroke: run.color, width: 2, fill: run.color + "22", value: function (u, v) { return v == null ? "\u2014" : fmtRate(v) + "/s"; } },
-          { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], value: function (u, v) { return v == null ? "closed loop" : fmtRate(v) + "/s"; } },
+          { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], value: function (u, v) { return t.target == null ? "closed loop" : v == null ? "\u2014" : fmtRate(v) + "/s"; } },
           { label: "failed", scale: "n", stroke: "#b42318", fill: "rgba(180,35,24,0.55)", paths: bars, points: { show: false }, value: function (u, v) { return v == null ? "\u2014" : String(v); } },
         ],
         hooks: { drawAxes: [warmupShade(run)] },

@@ -165,7 +165,7 @@ fn report_renders_in_headless_chromium() {
         &exe,
         &[
             format!("--screenshot={}", shot.display()),
-            "--window-size=1400,3400".to_string(),
+            "--window-size=1400,4300".to_string(),
         ],
         &url,
     );

@@ -530,7 +530,9 @@ impl Worker {
         }
         let handshake = now.saturating_sub(c.tcp_connected);
         c.state = ConnState::Open;
-        let phase = self.phase_of(now);
+        // Handshakes inside the warm-up belong to it; the pre-connects before the first send
+        // and everything later belong to the measured run.
+        let phase = usize::from(!(now >= self.start_ns && now < self.warmup_end_ns));
         record_clamped(&mut self.phases[phase].tls_handshake, handshake);
         self.write_requests(i, now);
         // Application data may have arrived with the last handshake flight.

@@ -31,6 +31,8 @@ enum Command {
     Compare(cmd::compare::CompareArgs),
     /// Merge runs exactly (histograms added, never percentiles averaged) into one results file.
     Merge(cmd::merge::MergeArgs),
+    /// Print a Kubernetes Indexed Job running one shard of the schedule per pod, all starting together.
+    K8s(cmd::k8s::K8sArgs),
 }
 
 fn main() {
@@ -42,6 +44,7 @@ fn main() {
         Command::Report(args) => cmd::report::main(args),
         Command::Compare(args) => cmd::compare::main(args),
         Command::Merge(args) => cmd::merge::main(args),
+        Command::K8s(args) => cmd::k8s::main(args),
     };
     match outcome {
         Ok(code) => std::process::exit(code),

@@ -1,38 +1,120 @@
 //! `candor merge`: combines runs exactly (histograms added, counts summed, intervals aligned by
-//! absolute time) into one results file of kind "merged".
+//! absolute time) into one results file of kind "merged". Shards of one schedule
+//! (`candor run --shard I/N`) are recognised and reported on: completeness and consistency of
+//! the set, each shard's start offset, and the shards that fell behind.
 
 use crate::cmd::report::load_inputs;
-use anyhow::Context;
-use candor_report::input::Selection;
+use anyhow::{bail, Context};
+use candor_core::results::RunResults;
+use candor_report::input::{load, Selection};
+use candor_report::shards;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug, Clone)]
 pub struct MergeArgs {
-    /// Results to merge (candor JSON or interval logs).
-    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    /// Results to merge (candor JSON or interval logs). A directory stands for every *.json in it;
+    /// a pod log captured with `kubectl logs` (from `candor k8s`) is read for the JSON it carries.
+    #[arg(value_name = "FILE|DIR", required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
-    /// Where to write the merged JSON.
+    /// Where to write the merged JSON ("-" = stdout).
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
 }
 
+/// The inputs, with each directory replaced by its *.json files in name order.
+fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("reading directory {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
+                .collect();
+            if found.is_empty() {
+                bail!("directory {} has no *.json results to merge", p.display());
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn name_of(f: &Path) -> String {
+    f.file_name().map_or_else(
+        || f.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// Reads every input; a `kubectl logs` capture contributes the JSON between its markers.
+fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, RunResults)>> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        match shards::json_from_log(&text) {
+            Some(json) => {
+                let name = name_of(f);
+                let r = load(json, &name, &Selection::default())
+                    .with_context(|| format!("{} (results in a pod log)", f.display()))?;
+                out.push((name, r));
+            }
+            None => out.extend(load_inputs(
+                std::slice::from_ref(f),
+                &[],
+                &Selection::default(),
+            )?),
+        }
+    }
+    Ok(out)
+}
+
 pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
-    let runs = load_inputs(&args.files, &[], &Selection::default())?;
-    let results: Vec<_> = runs.into_iter().map(|(_, r)| r).collect();
-    let merged = candor_report::merge::merge(&results)?;
-    std::fs::write(&args.output, merged.to_json_pretty())
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    let files = expand(&args.files)?;
+    let runs = read_all(&files)?;
+    let (merged, shard_report) = if runs.iter().any(|(_, r)| shards::is_shard(r)) {
+        let m = shards::merge_shards(&runs)?;
+        (m.merged, Some(m.report))
+    } else {
+        let results: Vec<_> = runs.iter().map(|(_, r)| r.clone()).collect();
+        (candor_report::merge::merge(&results)?, None)
+    };
+    let where_to = if args.output.as_os_str() == "-" {
+        println!("{}", merged.to_json_pretty());
+        "stdout".to_string()
+    } else {
+        std::fs::write(&args.output, merged.to_json_pretty())
+            .with_context(|| format!("writing {}", args.output.display()))?;
+        args.output.display().to_string()
+    };
     let s = &merged.main.response_time;
     eprintln!(
         "wrote {}: {} runs, {} responses, p50 {} p99 {} p99.9 {} max {}",
-        args.output.display(),
-        results.len(),
+        where_to,
+        runs.len(),
         candor_core::units::format_count(s.count),
         candor_core::units::format_ns(s.at(50.0).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.at(99.0).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.at(99.9).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.max_ns as f64),
     );
+    if let Some(report) = shard_report {
+        eprint!("{}", report.render());
+        let rate = &merged.main.rate;
+        eprintln!(
+            "merged: {} intended, {} completed, {} failed; rate target {}, achieved {}",
+            candor_core::units::format_count(merged.main.requests.intended),
+            candor_core::units::format_count(merged.main.requests.completed),
+            candor_core::units::format_count(merged.main.requests.failed),
+            rate.target_per_s
+                .map_or_else(|| "closed loop".into(), candor_core::units::format_rate),
+            candor_core::units::format_rate(rate.achieved_per_s),
+        );
+    }
     Ok(0)
 }

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod demo;
+pub mod k8s;
 pub mod merge;
 pub mod report;
 pub mod run;

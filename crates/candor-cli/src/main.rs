@@ -21,6 +21,14 @@ struct Cli {
 enum Command {
     /// Run an open-loop (or closed-loop) HTTP load test and report response time, service time and send lag.
     Run(Box<cmd::run::RunArgs>),
+    /// Check candor itself against servers whose answer is known (instant, stalling, SIGSTOP-paused).
+    Calibrate(cmd::calibrate::CalibrateArgs),
+    /// Run the same test at several rates: response-time percentiles against offered load.
+    Sweep(Box<cmd::sweep::SweepArgs>),
+    /// Find the highest rate that meets the SLOs with every request served (bracket, bisect, confirm).
+    Capacity(Box<cmd::capacity::CapacityArgs>),
+    /// Apply HdrHistogram's after-the-fact coordinated-omission correction (an estimate) to a log.
+    Correct(cmd::correct::CorrectArgs),
     /// Start the built-in HTTP/1.1 test server (optionally slow or stalling).
     Serve(cmd::serve::ServeArgs),
     /// Show coordinated omission on a built-in stalling server: closed loop vs open loop vs the truth.
@@ -38,6 +46,10 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Calibrate(args) => cmd::calibrate::main(args),
+        Command::Sweep(args) => cmd::sweep::main(*args),
+        Command::Capacity(args) => cmd::capacity::main(*args),
+        Command::Correct(args) => cmd::correct::main(args),
         Command::Run(args) => cmd::run::main(*args),
         Command::Serve(args) => cmd::serve::main(args),
         Command::Demo(args) => cmd::demo::main(args),

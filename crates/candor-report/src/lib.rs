@@ -12,3 +12,4 @@ pub mod javafmt;
 pub mod merge;
 pub mod shards;
 pub mod synthetic;
+pub mod sweep_html;

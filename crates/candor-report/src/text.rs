@@ -61,6 +61,8 @@ pub fn render(results: &RunResults) -> String {
             format_ns(w.response_time.max_ns as f64),
         );
     }
+    // Confidence intervals, sample support, events and the saturation / CO verdicts.
+    out.push_str(&candor_truth::analysis::render_text(results));
     if !results.warnings.is_empty() {
         out.push('\n');
         for w in &results.warnings {

@@ -103,3 +103,52 @@ mod tests {
         assert!(json["confidence"][3]["lower_ns"].is_u64());
     }
 }
+
+/// The report section: confidence intervals and sample support of the response-time
+/// percentiles, timeline events, and the verdicts.
+pub fn render_text(results: &RunResults) -> String {
+    use candor_core::units::{format_count, format_ns};
+    let a = analyze(results);
+    let mut out = String::new();
+    let n = results.main.response_time.count;
+    if n > 0 && !a.confidence.is_empty() {
+        let support = match a.highest_supported_percentile {
+            Some(p) => format!("support percentiles up to p{}", omission::trim_pct((p * 100.0).floor() / 100.0)),
+            None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
+        };
+        out.push_str(&format!(
+            "\n  response-time percentiles with 95% confidence intervals (order statistics); {} samples {}:\n",
+            format_count(n),
+            support
+        ));
+        for c in a.confidence.iter().filter(|c| c.percentile < 100.0 && c.percentile != 75.0) {
+            out.push_str(&format!(
+                "  {:<10} {:>12}   {}\n",
+                format!("p{}", omission::trim_pct(c.percentile)),
+                format_ns(c.value_ns as f64),
+                confidence::describe(c)
+            ));
+        }
+    }
+    for e in &results.main.events {
+        out.push_str(&format!(
+            "\n  event: {} at {:.3}s for {}{}\n",
+            e.kind,
+            e.at_s,
+            format_ns(e.length_s * 1e9),
+            if e.detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", e.detail)
+            }
+        ));
+    }
+    let verdicts = a.verdicts();
+    if !verdicts.is_empty() {
+        out.push('\n');
+        for v in verdicts {
+            out.push_str(&format!("VERDICT: {v}\n"));
+        }
+    }
+    out
+}

@@ -35,7 +35,9 @@ pub struct ReportArgs {
     /// Stop at the first interval starting after this many seconds from the start.
     #[arg(long, value_name = "SECONDS")]
     pub end: Option<f64>,
-    /// A service-level objective to draw and check, like p99=5ms or api:p99.9=20ms (repeatable).
+    /// Service-level objectives on response time, like 'p99<10ms,p99.9<50ms,max<1s,errors<0.1%'
+    /// (repeatable): a PASS/FAIL line per objective and input, drawn on the HTML spectrum; exit
+    /// code 3 if any fails.
     #[arg(long, value_name = "SLO")]
     pub slo: Vec<String>,
     /// Labels for the inputs, in order (default: file names).
@@ -81,11 +83,12 @@ fn numbered(path: &Path, n: usize) -> PathBuf {
 }
 
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
-    let slos: Vec<Slo> = args
-        .slo
-        .iter()
-        .map(|s| Slo::parse(s).map_err(anyhow::Error::msg))
-        .collect::<Result<_, _>>()?;
+    if let Some(code) = crate::cmd::sweep::report_sweep(&args)? {
+        return Ok(code);
+    }
+    let slo_set = candor_truth::SloSet::parse_all(&args.slo)?;
+    let slos: Vec<Slo> = crate::cmd::sweep::drawable_slos(&slo_set);
+    let mut slo_failed = false;
     let sel = Selection {
         tag: args.tag.clone(),
         start_s: args.start,
@@ -141,6 +144,13 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 },
             )?;
             std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+            for (label, r) in &runs {
+                if !slo_set.is_empty() {
+                    let verdicts = slo_set.evaluate(r);
+                    slo_failed |= !candor_truth::slo::all_pass(&verdicts);
+                    eprint!("{label}:\n{}", candor_truth::slo::render(&verdicts));
+                }
+            }
             eprintln!(
                 "wrote {} ({} run{})",
                 path.display(),
@@ -155,28 +165,17 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 }
                 println!("== {label}");
                 print!("{}", candor_report::text::render(r));
-                for s in &slos {
-                    let v = r.main.response_time.at(s.percentile).or_else(|| {
-                        r.main
-                            .histograms
-                            .decode()
-                            .ok()
-                            .map(|rec| candor_core::hist::value_at(&rec.response, s.percentile))
-                    });
-                    if let Some(v) = v {
-                        let ok = v <= s.threshold_ns;
-                        println!(
-                            "SLO {}: p{} = {} (limit {}) {}",
-                            s.label,
-                            s.percentile,
-                            candor_core::units::format_ns(v as f64),
-                            candor_core::units::format_ns(s.threshold_ns as f64),
-                            if ok { "met" } else { "MISSED" }
-                        );
-                    }
+                if !slo_set.is_empty() {
+                    let verdicts = slo_set.evaluate(r);
+                    slo_failed |= !candor_truth::slo::all_pass(&verdicts);
+                    print!("{}", candor_truth::slo::render(&verdicts));
                 }
             }
         }
     }
-    Ok(0)
+    Ok(if slo_failed {
+        crate::cmd::pause::EXIT_VERDICT_FAILED
+    } else {
+        0
+    })
 }

@@ -1,0 +1,194 @@
+//! `candor capacity`: the highest rate whose response time meets the SLOs with every request
+//! served, found by bracketing then bisecting, with confirmation runs at the answer.
+
+use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
+use crate::cmd::sweep::{forbid_rate, step_warmup_ns};
+use anyhow::{Context, Result};
+use candor_core::units::{format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
+use candor_truth::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
+use candor_truth::slo::SloSet;
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct CapacityArgs {
+    /// The objectives a rate must meet, e.g. 'p99<10ms,p99.9<50ms' (response time; see run --slo).
+    #[arg(long, value_name = "SLO", required = true)]
+    pub slo: Vec<String>,
+    /// Lowest rate to try (the search starts here and doubles).
+    #[arg(long, default_value = "100", value_name = "RATE")]
+    pub min: String,
+    /// Highest rate to try.
+    #[arg(long, default_value = "100k", value_name = "RATE")]
+    pub max: String,
+    /// Stop bisecting when the bracket is this narrow (percent of the rate).
+    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    pub tolerance: f64,
+    /// Extra runs at the answer that must pass too.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub confirm: u32,
+    /// At most this many measurements.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub max_steps: u32,
+    /// Idle time between steps, so that one step's backlog does not spill into the next.
+    #[arg(long, default_value = "1s", value_name = "DUR")]
+    pub pause: String,
+    /// Write the search (every step's verdict and evidence) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+fn rate_arg(text: &str, flag: &str) -> Result<f64> {
+    match parse_rate(text).with_context(|| flag.to_string())? {
+        Rate::PerSecond(r) => Ok(r),
+        Rate::Max => anyhow::bail!("{flag} must be a rate, not 'max'"),
+    }
+}
+
+pub fn main(args: CapacityArgs) -> Result<i32> {
+    forbid_rate(&args.load, "capacity (use --min/--max)")?;
+    let slo = SloSet::parse_all(&args.slo)?;
+    let settings = SearchSettings {
+        min: rate_arg(&args.min, "--min")?,
+        max: rate_arg(&args.max, "--max")?,
+        tolerance: args.tolerance / 100.0,
+        confirmations: args.confirm,
+        max_steps: args.max_steps,
+        growth: 2.0,
+    };
+    settings.validate()?;
+    let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
+    let mut base = load_config(&args.load)?;
+    base.warmup_ns = step_warmup_ns(&args.load)?;
+    eprintln!(
+        "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
+        base.target.url,
+        format_rate(settings.min),
+        format_rate(settings.max),
+        format_ns(base.warmup_ns as f64),
+        format_ns(base.duration_ns as f64),
+        slo.objectives
+            .iter()
+            .map(|o| o.text.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut first = true;
+    let mut measure = |rate: f64, purpose: Purpose| -> Result<Trial> {
+        if !first {
+            std::thread::sleep(std::time::Duration::from_nanos(pause_ns));
+        }
+        first = false;
+        let mut c = base.clone();
+        c.rate = Some(rate);
+        c.validate()?;
+        let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
+        let results = outcome.to_results(&c, vec![], config_json(&c));
+        let trial = judge(&results, &slo, rate);
+        eprintln!(
+            "  {:<8} {:>9}  {}  {}",
+            purpose.name(),
+            format_rate(rate),
+            if trial.pass { "pass" } else { "FAIL" },
+            trial.note
+        );
+        Ok(trial)
+    };
+    let found = search(settings, &mut measure)?;
+    println!("candor capacity of {}\n", base.target.url);
+    println!("  {:>3}  {:<8} {:>10}  result  evidence", "#", "step", "offered");
+    for (i, p) in found.probes.iter().enumerate() {
+        println!(
+            "  {:>3}  {:<8} {:>10}  {:<6}  {}",
+            i + 1,
+            p.purpose.name(),
+            format_rate(p.rate),
+            if p.pass { "pass" } else { "FAIL" },
+            p.note
+        );
+    }
+    println!();
+    let code = match &found.outcome {
+        Outcome::Found {
+            capacity,
+            failed_at,
+        } => {
+            println!(
+                "CAPACITY: {} (passed {} runs; {} failed, so the limit lies between them, {:.1}% apart)",
+                format_rate(*capacity),
+                1 + settings.confirmations,
+                format_rate(*failed_at),
+                100.0 * (failed_at / capacity - 1.0)
+            );
+            0
+        }
+        Outcome::AtLeastMax { max } => {
+            println!(
+                "CAPACITY: at least {} (the --max passed every run; raise --max to look further)",
+                format_rate(*max)
+            );
+            0
+        }
+        Outcome::BelowMin { min } => {
+            println!(
+                "CAPACITY: below {} (even --min failed the objectives; lower --min)",
+                format_rate(*min)
+            );
+            3
+        }
+        Outcome::StepLimit { best, failed_at } => {
+            println!(
+                "CAPACITY: not settled within {} steps; highest confirmed pass {}, lowest failure {}",
+                settings.max_steps,
+                best.map_or("none".into(), format_rate),
+                failed_at.map_or("none".into(), format_rate)
+            );
+            3
+        }
+    };
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&found).context("encoding the search")?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {path}"))?;
+    }
+    Ok(code)
+}
+
+/// Pass when every objective holds, every request was served (unless an errors objective sets
+/// the budget) and the offered rate was actually achieved.
+pub fn judge(results: &candor_core::results::RunResults, slo: &SloSet, rate: f64) -> Trial {
+    let verdicts = slo.evaluate(results);
+    let m = &results.main;
+    let r = &m.requests;
+    let mut reasons: Vec<String> = verdicts
+        .iter()
+        .filter(|v| !v.pass)
+        .map(|v| format!("{} missed", v.objective))
+        .collect();
+    if !slo.limits_errors() && (r.failed > 0 || r.in_flight_at_end > 0) {
+        reasons.push(format!(
+            "{} failed, {} unfinished",
+            format_count(r.failed),
+            format_count(r.in_flight_at_end)
+        ));
+    }
+    if m.rate.achieved_per_s < 0.95 * rate {
+        reasons.push(format!("achieved only {}", format_rate(m.rate.achieved_per_s)));
+    }
+    let at = |p: f64| format_ns(m.response_time.at(p).unwrap_or(0) as f64);
+    let mut note = format!(
+        "p50 {} p99 {} p99.9 {} max {}, achieved {}",
+        at(50.0),
+        at(99.0),
+        at(99.9),
+        format_ns(m.response_time.max_ns as f64),
+        format_rate(m.rate.achieved_per_s)
+    );
+    if !reasons.is_empty() {
+        note.push_str(&format!(" ({})", reasons.join("; ")));
+    }
+    Trial {
+        pass: reasons.is_empty(),
+        note,
+    }
+}

@@ -1,0 +1,110 @@
+//! `candor correct`: HdrHistogram's after-the-fact coordinated-omission correction applied to
+//! data recorded without a schedule (another tool's interval log, a closed-loop run), printed
+//! beside the data as recorded. The corrected column is an estimate, never a measurement.
+
+use anyhow::{Context, Result};
+use candor_core::hist::value_at;
+use candor_core::units::{format_count, format_ns, parse_duration_ns};
+use candor_report::input::{load, Selection};
+use candor_truth::correct::copy_corrected;
+use candor_truth::omission;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct CorrectArgs {
+    /// The intended interval between samples of one sender (e.g. 1/rate per connection): every
+    /// value v larger than it also records v-i, v-2i, ... down to i.
+    #[arg(long, value_name = "DUR", required = true)]
+    pub expected_interval: String,
+    /// candor JSON results or an HdrHistogram interval log (.hlog) of any tool.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// For interval logs: the stream to correct (default: untagged lines).
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
+    /// Also write the corrected distribution as an .hgrm file (ms).
+    #[arg(long, value_name = "FILE")]
+    pub hgrm: Option<PathBuf>,
+}
+
+const ROWS: [(&str, f64); 9] = [
+    ("p50", 50.0),
+    ("p75", 75.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+    ("p99.99", 99.99),
+    ("p99.999", 99.999),
+    ("max", 100.0),
+    ("mean", -1.0),
+];
+
+pub fn main(args: CorrectArgs) -> Result<i32> {
+    let interval = parse_duration_ns(&args.expected_interval).context("--expected-interval")?;
+    if interval == 0 {
+        anyhow::bail!("--expected-interval must be longer than zero");
+    }
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    let name = args.file.display().to_string();
+    let sel = Selection {
+        tag: args.tag.clone(),
+        ..Default::default()
+    };
+    let results = load(&text, &name, &sel).with_context(|| name.clone())?;
+    let rec = results
+        .main
+        .histograms
+        .decode()
+        .with_context(|| format!("{name}: histogram"))?;
+    let raw = &rec.response;
+    if raw.is_empty() {
+        anyhow::bail!("{name}: no samples to correct");
+    }
+    let fixed = copy_corrected(raw, interval)?;
+    println!(
+        "candor correct: {name} with HdrHistogram's after-the-fact correction, expected interval {}",
+        format_ns(interval as f64)
+    );
+    if results.mode == "open-loop" {
+        println!(
+            "NOTE: this is an open-loop candor run, already timed from intended send times; correcting it again\n\
+             double-counts. The correction is meant for data taken without a schedule."
+        );
+    }
+    println!();
+    println!(
+        "  {:<9} {:>14} {:>26}",
+        "", "as recorded", "corrected (ESTIMATE)"
+    );
+    for (label, p) in ROWS {
+        let (a, b) = if p < 0.0 {
+            (raw.mean(), fixed.mean())
+        } else {
+            (value_at(raw, p) as f64, value_at(&fixed, p) as f64)
+        };
+        println!("  {:<9} {:>14} {:>26}", label, format_ns(a), format_ns(b));
+    }
+    println!(
+        "  {:<9} {:>14} {:>26}",
+        "samples",
+        format_count(raw.len()),
+        format!("{} (+{})", format_count(fixed.len()), format_count(fixed.len() - raw.len()))
+    );
+    println!(
+        "\nThe corrected column is an estimate: it assumes a sample was intended every {} and that the\n\
+         requests a schedule would have sent while a slow one was outstanding would each have waited\n\
+         until it ended. Measuring from the intended send time (candor run -R RATE) is exact; prefer it.",
+        format_ns(interval as f64)
+    );
+    if let Some(sig) = omission::detect(raw, Some(interval)) {
+        println!("\nAs recorded, the data shows a {}", sig.verdict);
+    }
+    if let Some(path) = &args.hgrm {
+        std::fs::write(path, candor_report::hgrm::write_hgrm(&fixed, 5, 1e6))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {} (corrected estimate, ms)", path.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,380 @@
+//! Pausing a process under test during a run (SIGSTOP, then SIGCONT: the "^Z test"), timed on
+//! the run's own monotonic clock, and comparing a measured distribution with the truth predicted
+//! for known stall windows.
+
+use anyhow::{bail, Context, Result};
+use candor_core::truth::StallTruth;
+use candor_core::units::{format_ns, parse_duration_ns};
+use candor_core::{now_ns, precise_sleep_until, Summary};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Pause `pid` from `at_ns` after the run's first intended send, for `for_ns`.
+#[derive(Debug, Clone, Copy)]
+pub struct PauseSpec {
+    pub pid: i32,
+    pub at_ns: u64,
+    pub for_ns: u64,
+}
+
+impl PauseSpec {
+    /// Validates the flags: a live process that is not candor itself, a positive length.
+    pub fn from_flags(pid: i32, at: &str, for_: &str) -> Result<PauseSpec> {
+        if pid <= 0 {
+            // kill() with 0 or a negative pid signals whole process groups: never do that.
+            bail!("--pause-pid must be a positive process id, got {pid}");
+        }
+        if pid as u32 == std::process::id() {
+            bail!("--pause-pid {pid} is candor itself");
+        }
+        // SAFETY: signal 0 only checks that the process exists and may be signalled.
+        if unsafe { libc::kill(pid, 0) } != 0 {
+            let e = std::io::Error::last_os_error();
+            bail!("--pause-pid {pid}: cannot signal that process: {e}");
+        }
+        let at_ns = parse_duration_ns(at).context("--pause-at")?;
+        let for_ns = parse_duration_ns(for_).context("--pause-for")?;
+        if for_ns == 0 {
+            bail!("--pause-for must be longer than zero");
+        }
+        Ok(PauseSpec { pid, at_ns, for_ns })
+    }
+}
+
+/// The thread that pauses and resumes the process; [`Pauser::finish`] always resumes it.
+pub struct Pauser {
+    spec: PauseSpec,
+    cancel: Mutex<Option<Sender<()>>>,
+    thread: Mutex<Option<JoinHandle<Result<Option<(u64, u64)>, String>>>>,
+}
+
+/// Sleeps until `target` unless cancelled (then returns false at once).
+fn sleep_until(target: u64, cancel: &std::sync::mpsc::Receiver<()>) -> bool {
+    // Coarse, cancellable waiting first; the last 2 ms on the precise pacer.
+    loop {
+        let now = now_ns();
+        if now + 2_000_000 >= target {
+            break;
+        }
+        let wait = std::time::Duration::from_nanos(target - now - 2_000_000);
+        match cancel.recv_timeout(wait) {
+            Err(RecvTimeoutError::Timeout) => continue,
+            _ => return false,
+        }
+    }
+    precise_sleep_until(target);
+    true
+}
+
+fn signal(pid: i32, sig: libc::c_int) -> Result<(), String> {
+    // SAFETY: plain kill(2) on a validated positive pid.
+    if unsafe { libc::kill(pid, sig) } != 0 {
+        return Err(format!(
+            "signalling pid {pid}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+impl Pauser {
+    pub fn new(spec: PauseSpec) -> Arc<Pauser> {
+        Arc::new(Pauser {
+            spec,
+            cancel: Mutex::new(None),
+            thread: Mutex::new(None),
+        })
+    }
+
+    /// The run's start hook: starts the pausing thread relative to the run's first intended send.
+    pub fn hook(self: &Arc<Self>) -> Arc<dyn Fn(u64) + Send + Sync> {
+        let me = self.clone();
+        Arc::new(move |start_ns| {
+            let (tx, rx) = channel::<()>();
+            let spec = me.spec;
+            let handle = std::thread::Builder::new()
+                .name("candor-pause".into())
+                .spawn(move || {
+                    if !sleep_until(start_ns + spec.at_ns, &rx) {
+                        return Ok(None);
+                    }
+                    signal(spec.pid, libc::SIGSTOP)?;
+                    let stopped = now_ns();
+                    // Cancelled or not, the process is resumed; early only on cancel.
+                    let _ = sleep_until(stopped + spec.for_ns, &rx);
+                    signal(spec.pid, libc::SIGCONT)?;
+                    Ok(Some((stopped, now_ns())))
+                });
+            match handle {
+                Ok(h) => {
+                    *me.cancel.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+                    *me.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+                }
+                Err(e) => eprintln!("candor: warning: cannot start the pause thread: {e}"),
+            }
+        })
+    }
+
+    /// Ends the pause (resuming the process if it is still stopped) and returns the actual
+    /// `[stop, resume)` window on the monotonic clock, if the pause happened.
+    pub fn finish(&self) -> Result<Option<(u64, u64)>> {
+        if let Some(tx) = self.cancel.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(());
+        }
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match handle {
+            None => Ok(None),
+            Some(h) => match h.join() {
+                Ok(r) => r.map_err(anyhow::Error::msg),
+                Err(_) => {
+                    // Never leave the target stopped.
+                    let _ = signal(self.spec.pid, libc::SIGCONT);
+                    bail!("the pause thread panicked")
+                }
+            },
+        }
+    }
+}
+
+/// Rows of a truth table: label and percentile (100 = max, negative = mean).
+pub const TRUTH_ROWS: [(&str, f64); 8] = [
+    ("p50", 50.0),
+    ("p75", 75.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+    ("p99.99", 99.99),
+    ("max", 100.0),
+    ("mean", -1.0),
+];
+
+/// One row of predicted versus measured.
+#[derive(Debug, Clone)]
+pub struct TruthRow {
+    pub label: &'static str,
+    pub predicted_ns: f64,
+    pub measured_ns: f64,
+    /// Allowed |measured − predicted|; for rows in the unstalled body only an upper bound.
+    pub tolerance_ns: f64,
+    /// The prediction is the plain service time (the row is below 1 − f).
+    pub body: bool,
+}
+
+impl TruthRow {
+    pub fn error_ns(&self) -> f64 {
+        self.measured_ns - self.predicted_ns
+    }
+    pub fn pass(&self) -> bool {
+        if self.body {
+            self.measured_ns <= self.predicted_ns + self.tolerance_ns
+        } else {
+            self.error_ns().abs() <= self.tolerance_ns
+        }
+    }
+}
+
+/// Tolerance of a stall prediction: 5 ms plus 2% of the predicted value (see docs/truth-tools.md).
+pub fn stall_tolerance_ns(predicted_ns: f64) -> f64 {
+    5e6 + 0.02 * predicted_ns
+}
+
+/// Predicted versus measured response time for every row of [`TRUTH_ROWS`].
+pub fn truth_rows(truth: &StallTruth, measured: &Summary) -> Vec<TruthRow> {
+    let f = truth.stalled_fraction();
+    TRUTH_ROWS
+        .iter()
+        .map(|&(label, p)| {
+            let (predicted, got) = if p < 0.0 {
+                (truth.mean(), measured.mean_ns)
+            } else if p >= 100.0 {
+                (truth.max() as f64, measured.max_ns as f64)
+            } else {
+                (
+                    truth.percentile(p) as f64,
+                    measured.at(p).unwrap_or(0) as f64,
+                )
+            };
+            // Rows within a point of 1 − f sit on the edge of the stalled tail, where the smallest
+            // stalled waits (plus the drain after each stall) meet the service time: judged as
+            // stall rows, not as service time.
+            let body = (0.0..100.0).contains(&p) && 1.0 - p / 100.0 > f + 0.01;
+            let tolerance = if p < 0.0 {
+                3e6 + 0.05 * predicted
+            } else {
+                stall_tolerance_ns(predicted)
+            };
+            TruthRow {
+                label,
+                predicted_ns: predicted,
+                measured_ns: got,
+                tolerance_ns: tolerance,
+                body,
+            }
+        })
+        .collect()
+}
+
+/// The table, with a pass/fail column when `judge` is set.
+pub fn render_truth(rows: &[TruthRow], judge: bool) -> String {
+    let mut out = format!(
+        "  {:<8} {:>12} {:>12} {:>11} {:>12}{}\n",
+        "",
+        "predicted",
+        "measured",
+        "error",
+        "tolerance",
+        if judge { "  result" } else { "" }
+    );
+    for r in rows {
+        let err = r.error_ns();
+        let tol = if r.body {
+            format!("<= +{}", format_ns(r.tolerance_ns))
+        } else {
+            format!("±{}", format_ns(r.tolerance_ns))
+        };
+        out.push_str(&format!(
+            "  {:<8} {:>12} {:>12} {:>11} {:>12}{}\n",
+            r.label,
+            format_ns(r.predicted_ns),
+            format_ns(r.measured_ns),
+            format!("{}{}", if err < 0.0 { "-" } else { "+" }, format_ns(err.abs())),
+            tol,
+            if judge {
+                if r.pass() {
+                    "  pass"
+                } else {
+                    "  FAIL"
+                }
+            } else {
+                ""
+            }
+        ));
+    }
+    out
+}
+
+/// What `candor run --slo/--pause-*/--expect` adds to a run.
+pub struct RunExtras {
+    slo: candor_truth::SloSet,
+    pauser: Option<Arc<Pauser>>,
+    expect: bool,
+    window: Option<(u64, u64)>,
+}
+
+/// Exit code of a run that worked but whose verdict is a failure (SLO missed, calibration failed).
+pub const EXIT_VERDICT_FAILED: i32 = 3;
+
+impl RunExtras {
+    pub fn from_flags(
+        slo: &[String],
+        pause_pid: Option<i32>,
+        pause_at: Option<&str>,
+        pause_for: Option<&str>,
+        expect: bool,
+        config: &candor_load::LoadConfig,
+    ) -> Result<RunExtras> {
+        let slo = candor_truth::SloSet::parse_all(slo)?;
+        let pauser = match (pause_pid, pause_at, pause_for) {
+            (None, None, None) => None,
+            (Some(pid), Some(at), Some(for_)) => {
+                let spec = PauseSpec::from_flags(pid, at, for_)?;
+                let total = config.warmup_ns + config.duration_ns;
+                if spec.at_ns >= total {
+                    bail!(
+                        "--pause-at {at} is not inside the run ({} with warm-up)",
+                        format_ns(total as f64)
+                    );
+                }
+                if spec.for_ns >= config.timeout_ns {
+                    eprintln!(
+                        "candor: warning: --pause-for {for_} is not shorter than --timeout {}: requests in flight \
+                         during the pause will time out instead of completing after it",
+                        format_ns(config.timeout_ns as f64)
+                    );
+                }
+                Some(Pauser::new(spec))
+            }
+            _ => bail!("--pause-pid, --pause-at and --pause-for go together"),
+        };
+        if expect && pauser.is_none() {
+            bail!("--expect predicts the distribution of a pause: give --pause-pid, --pause-at and --pause-for");
+        }
+        Ok(RunExtras {
+            slo,
+            pauser,
+            expect,
+            window: None,
+        })
+    }
+
+    /// Runs the load, pausing the process if asked; the process is always resumed.
+    pub fn execute(
+        &mut self,
+        config: &candor_load::LoadConfig,
+        live: bool,
+    ) -> Result<candor_load::RunOutcome> {
+        let outcome =
+            crate::cmd::run::execute_with(config, live, self.pauser.as_ref().map(|p| p.hook()));
+        if let Some(p) = &self.pauser {
+            self.window = p.finish()?;
+        }
+        outcome
+    }
+
+    /// Adds the pause event and the analysis to `results`; returns text to print after the
+    /// report and the exit code.
+    pub fn finish(
+        &self,
+        outcome: &candor_load::RunOutcome,
+        config: &candor_load::LoadConfig,
+        results: &mut candor_core::results::RunResults,
+    ) -> (String, i32) {
+        let mut text = String::new();
+        if let (Some(p), Some((stop, cont))) = (&self.pauser, self.window) {
+            results
+                .main
+                .events
+                .push(candor_core::results::TimelineEvent {
+                    kind: "pause".into(),
+                    at_s: stop.saturating_sub(outcome.start_ns) as f64 / 1e9,
+                    length_s: (cont - stop) as f64 / 1e9,
+                    detail: format!("SIGSTOP/SIGCONT of pid {}", p.spec.pid),
+                });
+        } else if self.pauser.is_some() {
+            text.push_str("\nWARNING: the pause did not happen (the run ended before --pause-at)\n");
+        }
+        let mut analysis = candor_truth::analyze(results);
+        analysis.slo = self.slo.evaluate(results);
+        results.main.analysis = Some(analysis.to_value());
+        if let (true, Some((stop, cont))) = (self.expect, self.window) {
+            let from = outcome.start_ns + config.warmup_ns;
+            let to = from + config.duration_ns;
+            let base = results.main.service_time.at(50.0).unwrap_or(0);
+            let mut truth = StallTruth::periodic(0, 1, 0, from, to, base);
+            truth.stalls = vec![(stop, cont)];
+            text.push_str(&format!(
+                "\nExpected for a {} pause ({:.1}% of the measured window's intended sends fall in it; each waits\n\
+                 until the pause ends, uniform on (0, {}]) versus measured response time:\n",
+                format_ns((cont - stop) as f64),
+                100.0 * truth.stalled_fraction(),
+                format_ns((cont - stop) as f64)
+            ));
+            text.push_str(&render_truth(&truth_rows(&truth, &results.main.response_time), false));
+        }
+        let mut code = 0;
+        if !analysis.slo.is_empty() {
+            text.push('\n');
+            text.push_str(&candor_truth::slo::render(&analysis.slo));
+            if !candor_truth::slo::all_pass(&analysis.slo) {
+                code = EXIT_VERDICT_FAILED;
+                text.push_str(&format!(
+                    "SLO: FAILED (exit code {EXIT_VERDICT_FAILED})\n"
+                ));
+            } else {
+                text.push_str("SLO: all objectives met\n");
+            }
+        }
+        (text, code)
+    }
+}

@@ -1,0 +1,218 @@
+//! `candor sweep`: the same test at several offered rates (warm-up, then a pause between steps),
+//! a table of response-time percentiles against offered load, and one JSON file of every step's
+//! full results that `candor report` renders as a chart.
+
+use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
+use anyhow::{bail, Context, Result};
+use candor_core::results::{RunResults, SCHEMA_VERSION};
+use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
+use candor_truth::slo::SloSet;
+use candor_truth::sweep::{SweepResults, SweepStep};
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Offered rates, comma-separated (k and M suffixes), run in the order given. -R/--rate is
+    /// not used by sweep.
+    #[arg(long, value_name = "LIST", required = true)]
+    pub rates: String,
+    /// Idle time between steps, so that one step's backlog does not spill into the next.
+    #[arg(long, default_value = "2s", value_name = "DUR")]
+    pub pause: String,
+    /// Objectives checked at every step (same syntax as `candor run --slo`).
+    #[arg(long, value_name = "SLO")]
+    pub slo: Vec<String>,
+    /// Write every step's results as one JSON file (`candor report FILE` shows a chart with -o).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    /// No live progress line.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// Parses `1k,2k,5k` into rates per second.
+pub fn parse_rates(text: &str) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let p = part.trim();
+        if p.is_empty() {
+            bail!("--rates '{text}': empty entry");
+        }
+        match parse_rate(p).with_context(|| format!("--rates '{text}'"))? {
+            Rate::PerSecond(r) => out.push(r),
+            Rate::Max => bail!("--rates: 'max' (closed loop) has no offered load to sweep"),
+        }
+    }
+    Ok(out)
+}
+
+/// Sweep and capacity steps use a 1 s warm-up unless --warmup says otherwise.
+pub fn step_warmup_ns(load: &LoadArgs) -> Result<u64> {
+    let w = parse_duration_ns(&load.warmup).context("--warmup")?;
+    Ok(if w == 0 { 1_000_000_000 } else { w })
+}
+
+/// Rejects a -R given to a command that sets the rate itself (the flag's default is "1k").
+pub fn forbid_rate(load: &LoadArgs, command: &str) -> Result<()> {
+    if load.rate != "1k" {
+        bail!("-R/--rate is not used by {command}: it sets the rate of each step itself");
+    }
+    Ok(())
+}
+
+pub fn main(args: SweepArgs) -> Result<i32> {
+    forbid_rate(&args.load, "sweep (use --rates)")?;
+    let rates = parse_rates(&args.rates)?;
+    let slo = SloSet::parse_all(&args.slo)?;
+    let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
+    let mut base = load_config(&args.load)?;
+    base.warmup_ns = step_warmup_ns(&args.load)?;
+    let live = !args.quiet && crate::cmd::run::stderr_is_terminal();
+    let each = (base.warmup_ns + base.duration_ns) as f64 / 1e9;
+    eprintln!(
+        "candor sweep: {} steps of {} warm-up + {} at {} ({:.0}s with pauses)",
+        rates.len(),
+        format_ns(base.warmup_ns as f64),
+        format_ns(base.duration_ns as f64),
+        base.target.url,
+        rates.len() as f64 * (each + pause_ns as f64 / 1e9)
+    );
+    let mut steps = Vec::with_capacity(rates.len());
+    let mut any_slo_failed = false;
+    for (i, &rate) in rates.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_nanos(pause_ns));
+        }
+        let mut c = base.clone();
+        c.rate = Some(rate);
+        c.validate()?;
+        let outcome = execute(&c, live).with_context(|| format!("step {}", format_rate(rate)))?;
+        let results = outcome.to_results(&c, std::env::args().collect(), config_json(&c));
+        let step = make_step(rate, results, &slo);
+        any_slo_failed |= step.slo.iter().any(|v| !v.pass);
+        let m = &step.results.main;
+        eprintln!(
+            "  {:>9}: achieved {:>9}, response time p50 {} p99 {} max {}{}",
+            format_rate(rate),
+            format_rate(m.rate.achieved_per_s),
+            format_ns(m.response_time.at(50.0).unwrap_or(0) as f64),
+            format_ns(m.response_time.at(99.0).unwrap_or(0) as f64),
+            format_ns(m.response_time.max_ns as f64),
+            if step.saturation.is_some() {
+                "  SATURATED"
+            } else {
+                ""
+            }
+        );
+        steps.push(step);
+    }
+    let sweep = SweepResults {
+        schema_version: SCHEMA_VERSION,
+        kind: "sweep".into(),
+        candor_version: env!("CARGO_PKG_VERSION").into(),
+        target: base.target.url.clone(),
+        command_line: std::env::args().collect(),
+        steps,
+    };
+    println!(
+        "candor sweep of {}: response time against offered load\n",
+        sweep.target
+    );
+    print!("{}", sweep.table());
+    for s in &sweep.steps {
+        if let Some(v) = &s.saturation {
+            println!("  at {}: {v}", format_rate(s.offered_per_s));
+        }
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, sweep.to_json_pretty() + "\n")
+            .with_context(|| format!("writing {path}"))?;
+        eprintln!("wrote {path} (candor report {path} -o sweep.html for the chart)");
+    }
+    Ok(if any_slo_failed { 3 } else { 0 })
+}
+
+/// The results of one step with its analysis, SLO verdicts and saturation verdict.
+pub fn make_step(rate: f64, mut results: RunResults, slo: &SloSet) -> SweepStep {
+    let mut analysis = candor_truth::analyze(&results);
+    let verdicts = slo.evaluate(&results);
+    analysis.slo = verdicts.clone();
+    let saturation = analysis.saturation.as_ref().map(|s| s.verdict.clone());
+    results.main.analysis = Some(analysis.to_value());
+    SweepStep {
+        offered_per_s: rate,
+        results,
+        slo: verdicts,
+        saturation,
+    }
+}
+
+/// `candor report` of a sweep file: the table, or the chart page with -o. `None` when the inputs
+/// are not a sweep.
+pub fn report_sweep(args: &crate::cmd::report::ReportArgs) -> Result<Option<i32>> {
+    let mut sweeps = Vec::new();
+    for f in &args.files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        if SweepResults::detect(&text) {
+            sweeps.push((f, text));
+        }
+    }
+    if sweeps.is_empty() {
+        return Ok(None);
+    }
+    if args.files.len() > 1 {
+        bail!("a sweep results file is reported on its own (got {} files)", args.files.len());
+    }
+    let (path, text) = &sweeps[0];
+    let sweep =
+        SweepResults::from_json(text).with_context(|| format!("{}", path.display()))?;
+    let slo = SloSet::parse_all(&args.slo)?;
+    let mut failed = false;
+    match &args.output {
+        Some(out) => {
+            let page = candor_report::sweep_html::write_sweep_html(&sweep, args.title.as_deref());
+            std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
+            eprintln!("wrote {} (sweep of {} rates)", out.display(), sweep.steps.len());
+        }
+        None => {
+            println!("candor sweep of {}\n", sweep.target);
+            print!("{}", sweep.table());
+        }
+    }
+    if !slo.is_empty() {
+        for s in &sweep.steps {
+            let v = slo.evaluate(&s.results);
+            failed |= !candor_truth::slo::all_pass(&v);
+            println!("at {}:", format_rate(s.offered_per_s));
+            print!("{}", candor_truth::slo::render(&v));
+        }
+    }
+    Ok(Some(if failed {
+        crate::cmd::pause::EXIT_VERDICT_FAILED
+    } else {
+        0
+    }))
+}
+
+/// The objectives the HTML spectrum can draw (percentiles and max).
+pub fn drawable_slos(set: &SloSet) -> Vec<candor_report::html::Slo> {
+    use candor_truth::slo::Metric;
+    set.objectives
+        .iter()
+        .filter_map(|o| {
+            let percentile = match o.metric {
+                Metric::Percentile(p) => p,
+                Metric::Max => 100.0,
+                _ => return None,
+            };
+            Some(candor_report::html::Slo {
+                label: o.text.clone(),
+                percentile,
+                threshold_ns: o.limit as u64,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,160 @@
+//! The HTML page of a throughput sweep: response-time percentiles against offered load (one
+//! curve per percentile, log scale) and achieved against offered rate, with the table; one
+//! self-contained file with the vendored uPlot inlined.
+
+use candor_core::units::{format_count, format_ns, format_rate};
+use candor_truth::sweep::{SweepResults, SWEEP_PERCENTILES};
+use serde_json::json;
+
+const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../../vendor/uplot/uPlot.min.css");
+const COLOURS: [&str; 5] = ["#1f6fb2", "#2a9d5c", "#e08a1e", "#d1495b", "#7a7a7a"];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Draws both charts from the data block and marks the page when done (for automated checks).
+const SCRIPT: &str = r#"(function(){
+var D=JSON.parse(document.getElementById('sweep-data').textContent);
+function fmt(v){if(v==null)return'';var u=[[1e9,'s'],[1e6,'ms'],[1e3,'\u00b5s'],[1,'ns']];for(var i=0;i<u.length;i++){if(Math.abs(v)>=u[i][0]||i==u.length-1){var x=v/u[i][0];return (x>=100?x.toFixed(0):x>=10?x.toFixed(1):x.toFixed(2))+' '+u[i][1];}}}
+function rate(v){return v>=1e6?(v/1e6).toFixed(2)+'M/s':v>=1e3?(v/1e3).toFixed(2)+'k/s':v.toFixed(0)+'/s';}
+var w=Math.min(1000,document.body.clientWidth-40);
+var lat=[D.offered].concat(D.series.map(function(s){return s.values;}));
+var ser=[{label:'offered',value:function(u,v){return v==null?'':rate(v);}}].concat(D.series.map(function(s){return {label:s.label,stroke:s.colour,width:2,points:{show:true,size:6},value:function(u,v){return fmt(v);}};}));
+new uPlot({title:'Response time against offered load',width:w,height:380,scales:{x:{time:false},y:{distr:3}},series:ser,
+ axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'response time',size:70,values:function(u,t){return t.map(fmt);}}]},lat,document.getElementById('latency'));
+new uPlot({title:'Achieved against offered rate',width:w,height:300,scales:{x:{time:false}},
+ series:[{label:'offered',value:function(u,v){return v==null?'':rate(v);}},{label:'offered (ideal)',stroke:'#aaa',dash:[4,4],value:function(u,v){return v==null?'':rate(v);}},{label:'achieved',stroke:'#1f6fb2',width:2,points:{show:true,size:6},value:function(u,v){return v==null?'':rate(v);}}],
+ axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'requests/s',size:70,values:function(u,t){return t.map(rate);}}]},[D.offered,D.offered,D.achieved],document.getElementById('rate'));
+document.documentElement.setAttribute('data-charts-drawn','2');
+})();"#;
+
+/// The page for `sweep`. Pure: the same input gives the same bytes.
+pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
+    let offered: Vec<f64> = sweep.steps.iter().map(|s| s.offered_per_s).collect();
+    let achieved: Vec<f64> = sweep
+        .steps
+        .iter()
+        .map(|s| s.results.main.rate.achieved_per_s)
+        .collect();
+    let series: Vec<serde_json::Value> = SWEEP_PERCENTILES
+        .iter()
+        .zip(COLOURS)
+        .map(|(&(label, p), colour)| {
+            let values: Vec<u64> = sweep
+                .steps
+                .iter()
+                .map(|s| s.results.main.response_time.at(p).unwrap_or(0).max(1))
+                .collect();
+            json!({"label": label, "colour": colour, "values": values})
+        })
+        .collect();
+    let data = json!({"offered": offered, "achieved": achieved, "series": series});
+    let mut rows = String::new();
+    for s in &sweep.steps {
+        let m = &s.results.main;
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td>",
+            format_rate(s.offered_per_s),
+            format_rate(m.rate.achieved_per_s)
+        ));
+        for (_, p) in SWEEP_PERCENTILES {
+            rows.push_str(&format!(
+                "<td>{}</td>",
+                format_ns(m.response_time.at(p).unwrap_or(0) as f64)
+            ));
+        }
+        let verdict = match (&s.saturation, s.slo.iter().any(|v| !v.pass)) {
+            (Some(v), _) => esc(v),
+            (None, true) => "SLO missed".into(),
+            (None, false) if !s.slo.is_empty() => "SLO met".into(),
+            _ => String::new(),
+        };
+        rows.push_str(&format!(
+            "<td>{}</td><td>{}</td></tr>\n",
+            format_count(m.requests.failed + m.requests.in_flight_at_end),
+            verdict
+        ));
+    }
+    let head: String = SWEEP_PERCENTILES
+        .iter()
+        .map(|(l, _)| format!("<th>{l}</th>"))
+        .collect();
+    let title = title.map_or_else(
+        || format!("candor sweep of {}", sweep.target),
+        |t| t.to_string(),
+    );
+    // `</` cannot appear inside the JSON block (values are numbers and fixed labels).
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>{css}</style>\n\
+         <style>body{{font-family:system-ui,sans-serif;margin:20px;color:#222}}table{{border-collapse:collapse}}\
+         td,th{{padding:3px 10px;text-align:right;border-bottom:1px solid #ddd}}</style></head><body>\n\
+         <h1>{t}</h1>\n<p>Response time is measured from each request's intended send time (open loop). Each point is one \
+         step of the sweep; the percentile curves bend upwards where the offered load approaches capacity, and \
+         achieved falls below offered beyond it.</p>\n<div id=\"latency\"></div>\n<div id=\"rate\"></div>\n\
+         <table><tr><th>offered</th><th>achieved</th>{head}<th>failed + unfinished</th><th>verdict</th></tr>\n{rows}</table>\n\
+         <script type=\"application/json\" id=\"sweep-data\">{data}</script>\n<script>{js}</script>\n<script>{script}</script>\n\
+         </body></html>\n",
+        t = esc(&title),
+        css = UPLOT_CSS,
+        js = UPLOT_JS,
+        script = SCRIPT,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::results::*;
+    use candor_truth::sweep::SweepStep;
+
+    #[test]
+    fn page_has_both_charts_the_data_and_the_table() {
+        let mut rec = candor_core::Recorder::new();
+        rec.record(1_000_000, 900_000, 100);
+        let results = RunResults {
+            schema_version: SCHEMA_VERSION,
+            candor_version: "t".into(),
+            kind: "run".into(),
+            mode: "open-loop".into(),
+            target: "http://127.0.0.1:1/".into(),
+            command_line: vec![],
+            start_time_unix_s: 0.0,
+            environment: Environment::default(),
+            config: serde_json::Value::Null,
+            main: PhaseResults::from_recorder(
+                &rec,
+                &candor_core::new_histogram(),
+                RequestCounts::default(),
+                1.0,
+                Some(1000.0),
+            ),
+            warmup: None,
+            intervals: vec![],
+            extra: vec![],
+            warnings: vec![],
+        };
+        let sweep = SweepResults {
+            schema_version: SCHEMA_VERSION,
+            kind: "sweep".into(),
+            candor_version: "t".into(),
+            target: "http://127.0.0.1:1/<x>".into(),
+            command_line: vec![],
+            steps: vec![SweepStep {
+                offered_per_s: 1000.0,
+                results,
+                slo: vec![],
+                saturation: None,
+            }],
+        };
+        let page = write_sweep_html(&sweep, None);
+        assert!(page.contains("id=\"latency\"") && page.contains("id=\"rate\""));
+        assert!(page.contains("\"offered\":[1000.0]"), "data block");
+        assert!(page.contains("<td>1.00k/s</td>"));
+        assert!(page.contains("&lt;x&gt;") && !page.contains("/<x>"));
+    }
+}

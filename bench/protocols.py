@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""CPU per request of each candor protocol mode, side by side in one run, with wrk as the peer.
+
+Each mode runs closed loop (`-R max -t1 -c16`) for DURATION seconds against a local server of its
+kind pinned to core 1 (client pinned to core 0): `candor serve` for HTTP/1.1 and pipelining, the
+`tls_server` example for HTTPS, the `echo_server` example for raw TCP, and the `h2_server`
+example for HTTP/2 when it exists. CPU = user + system time of the client process (getrusage).
+Modes run interleaved for ROUNDS rounds; the summary quotes medians and the ratio to candor's
+plain HTTP/1.1.
+
+  bench/protocols.py [--rounds 3] [--duration 8]
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REL = os.path.join(ROOT, "target", "release")
+
+
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def start(cmd, pin):
+    p = subprocess.Popen(pin + cmd, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    url = next((w.rstrip(",") for w in line.split() if "://" in w), None)
+    if url is None:
+        p.kill()
+        sys.exit(f"no URL in banner of {cmd}: {line!r}")
+    return p, url
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=8)
+    a = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "candor"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "candor-load", "--examples"], cwd=ROOT, check=True)
+    pin_s = ["taskset", "-c", "1"] if shutil.which("taskset") and (os.cpu_count() or 1) >= 2 else []
+    pin_c = ["taskset", "-c", "0"] if pin_s else []
+    tmp = tempfile.mkdtemp()
+    servers = []
+    try:
+        http, http_url = start([os.path.join(REL, "candor"), "serve", "--listen", "127.0.0.1:0"], pin_s)
+        servers.append(http)
+        ca = os.path.join(tmp, "ca.pem")
+        tls, tls_url = start([os.path.join(REL, "examples", "tls_server"), "127.0.0.1:0", ca], pin_s)
+        servers.append(tls)
+        echo, echo_url = start([os.path.join(REL, "examples", "echo_server"), "127.0.0.1:0"], pin_s)
+        servers.append(echo)
+        base = ["-R", "max", "-t1", "-c16", "-d", f"{a.duration}s", "-q"]
+        modes = {
+            "candor http/1.1": base + [http_url + "/"],
+            "candor http/1.1 --pipeline 8": base + ["--pipeline", "8", http_url + "/"],
+            "candor https (http/1.1)": base + ["--ca", ca, tls_url],
+            "candor tcp echo (16 B)": base + ["--payload", "0123456789abcde\\n", "--expect-delimiter", "\\n", echo_url],
+        }
+        h2_bin = os.path.join(REL, "examples", "h2_server")
+        if os.path.exists(h2_bin):
+            h2, h2_url = start([h2_bin, "127.0.0.1:0"], pin_s)
+            servers.append(h2)
+            modes["candor h2c (streams 16/conn)"] = base + ["--h2", "--streams", "16", h2_url.rstrip("/") + "/"]
+        rows = {"wrk http/1.1 (peer)": []}
+        rows.update({m: [] for m in modes})
+        for r in range(a.rounds):
+            before = child_cpu()
+            out = subprocess.run(pin_c + ["wrk", "-t1", "-c16", f"-d{a.duration}s", http_url + "/"], capture_output=True, text=True, check=True).stdout
+            n = int(re.search(r"(\d+) requests in", out).group(1))
+            rows["wrk http/1.1 (peer)"].append((n, child_cpu() - before))
+            for name, args in modes.items():
+                path = os.path.join(tmp, "r.json")
+                before = child_cpu()
+                subprocess.run(pin_c + [os.path.join(REL, "candor"), "run", "--json", path] + args, check=True, stdout=subprocess.DEVNULL)
+                cpu = child_cpu() - before
+                with open(path) as f:
+                    res = json.load(f)
+                rows[name].append((res["requests"]["completed"], cpu))
+            print(f"round {r + 1}/{a.rounds} done", flush=True)
+    finally:
+        for s in servers:
+            s.terminate()
+            s.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    us = {k: statistics.median(cpu / n * 1e6 for n, cpu in v) for k, v in rows.items()}
+    ref = us["candor http/1.1"]
+    print(f"\nclosed loop, 1 client thread, 16 connections, {a.duration}s x {a.rounds} rounds (medians)")
+    print(f"{'mode':<34} {'requests/s':>11} {'CPU us/req':>11} {'vs http/1.1':>12}")
+    for k, v in rows.items():
+        rps = statistics.median(n for n, _ in v) / a.duration
+        print(f"{k:<34} {rps:>11,.0f} {us[k]:>11.2f} {us[k] / ref:>11.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -28,3 +28,13 @@ if [ ! -f "$M2_JAR" ]; then
 fi
 
 echo "install-test-deps: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), $(javac -version 2>&1), $(mvn -v 2>/dev/null | head -1)"
+
+# kubernetes-validate (PyPI) bundles the Kubernetes API schemas, so the `candor k8s` manifest test
+# validates offline (crates/candor-cli/tests/k8s_manifest.rs). Pinned for reproducible verdicts.
+K8S_VALIDATE_VERSION=1.37.0
+if ! python3 -m kubernetes_validate --version 2>/dev/null | grep -qx "$K8S_VALIDATE_VERSION"; then
+    echo "install-test-deps: installing kubernetes-validate $K8S_VALIDATE_VERSION"
+    python3 -m pip install -q "kubernetes-validate==$K8S_VALIDATE_VERSION" 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages "kubernetes-validate==$K8S_VALIDATE_VERSION"
+fi
+echo "install-test-deps: kubernetes-validate $(python3 -m kubernetes_validate --version)"

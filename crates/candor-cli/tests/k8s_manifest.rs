@@ -13,13 +13,22 @@ use std::process::Command;
 const K8S_VERSION: &str = "1.30.0";
 const START_AT: &str = "2026-11-22T01:00:00Z";
 
-fn validator() -> Option<PathBuf> {
-    let found = Command::new("kubernetes-validate")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some(PathBuf::from("kubernetes-validate"));
+/// The validator's command: the console script, or the module through python3 when pip put the
+/// script outside PATH (`pip install --user`).
+fn validator() -> Option<Vec<String>> {
+    let candidates: [&[&str]; 2] = [
+        &["kubernetes-validate"],
+        &["python3", "-m", "kubernetes_validate"],
+    ];
+    for c in candidates {
+        let works = Command::new(c[0])
+            .args(&c[1..])
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if works {
+            return Some(c.iter().map(|s| s.to_string()).collect());
+        }
     }
     if std::env::var("CANDOR_SKIP_K8S").as_deref() == Ok("1") {
         eprintln!("kubernetes-validate not installed and CANDOR_SKIP_K8S=1: skipping");
@@ -52,8 +61,9 @@ fn k8s(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn validate(v: &Path, file: &Path) -> (bool, String) {
-    let out = Command::new(v)
+fn validate(v: &[String], file: &Path) -> (bool, String) {
+    let out = Command::new(&v[0])
+        .args(&v[1..])
         .args(["--strict", "-k", K8S_VERSION])
         .arg(file)
         .output()

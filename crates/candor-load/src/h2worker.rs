@@ -1,0 +1,1068 @@
+//! One HTTP/2 load thread: the `h2` crate on a single-threaded tokio runtime, with the same
+//! open-loop rules as the HTTP/1.1 engine (schedule order, a free stream slot per request,
+//! timing from the intended send) and microsecond pacing from a timerfd plus a final spin.
+//!
+//! Each connection offers `config.streams` stream slots; every slot is a long-lived task that
+//! waits for a request, opens a stream for it and reads the response to its last byte. A
+//! scheduler task hands due requests to free slots in schedule order, flushes the interval
+//! histograms and ends the run. All of it runs on this thread; state is shared through one
+//! `RefCell`, never borrowed across an await.
+
+use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
+use crate::schedule::Schedule;
+use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use bytes::Bytes;
+use candor_core::hist::record_clamped;
+use candor_core::now_ns;
+use crossbeam_channel::{Receiver, Sender};
+use h2::client::{Connection, SendRequest};
+use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
+use http::{HeaderMap, Method, Request, Uri};
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// A send this much after its intended time, on a slot that was already free, is the
+/// generator's own lateness (as in the HTTP/1.1 engine).
+const GENERATOR_LATE_NS: u64 = 1_000_000;
+/// The scheduler never sleeps longer than this, so that a stop request is seen promptly.
+const MAX_SLEEP_NS: u64 = 10_000_000;
+/// Receive windows: large enough that a response body never waits for a WINDOW_UPDATE
+/// round trip (h2's default of 64 KiB would make big bodies measure the window, not the server).
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 1 << 24;
+
+/// One request, built once: the head is cloned per send (h2 takes ownership), the body is a
+/// reference-counted `Bytes` (cloning it copies nothing).
+struct H2Request {
+    head: Request<()>,
+    body: Bytes,
+}
+
+/// Headers that HTTP/2 forbids (connection-specific); h2 rejects a request carrying them.
+fn connection_specific(name: &str, value: &str) -> bool {
+    matches!(
+        name,
+        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+    ) || (name == "te" && !value.eq_ignore_ascii_case("trailers"))
+}
+
+/// Builds the HTTP/2 form of the configured requests (the request set, or the single request),
+/// in the same order as the HTTP/1.1 engine's prepared requests.
+fn prepare(config: &LoadConfig) -> Result<Vec<H2Request>, String> {
+    let scheme = match config.target.scheme {
+        Scheme::Https => "https",
+        _ => "http",
+    };
+    let single = [RequestSpec {
+        method: config.method.clone(),
+        path: config.target.path.clone(),
+        headers: config.headers.clone(),
+        body: config.body.clone(),
+    }];
+    let specs: &[RequestSpec] = if config.requests.is_empty() {
+        &single
+    } else {
+        &config.requests
+    };
+    specs
+        .iter()
+        .map(|spec| build_request(scheme, &config.target.host_header, spec))
+        .collect()
+}
+
+fn build_request(scheme: &str, host: &str, spec: &RequestSpec) -> Result<H2Request, String> {
+    let method = Method::from_bytes(spec.method.as_bytes())
+        .map_err(|_| format!("invalid HTTP method '{}'", spec.method))?;
+    let mut authority = host.to_string();
+    let mut headers = HeaderMap::new();
+    for line in &spec.headers {
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| format!("invalid header '{line}': expected 'Name: value'"))?;
+        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+        if name == "host" {
+            // HTTP/2 carries the host as the :authority pseudo-header.
+            authority = value.to_string();
+            continue;
+        }
+        if connection_specific(&name, value) {
+            continue;
+        }
+        let n = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name in '{line}'"))?;
+        let v = HeaderValue::from_str(value)
+            .map_err(|_| format!("invalid header value in '{line}'"))?;
+        headers.append(n, v);
+    }
+    let sends_length = !spec.body.is_empty() || method == Method::POST || method == Method::PUT;
+    if sends_length && !headers.contains_key(CONTENT_LENGTH) {
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(spec.body.len()));
+    }
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(authority.as_str())
+        .path_and_query(spec.path.as_str())
+        .build()
+        .map_err(|e| {
+            format!(
+                "invalid request URI {scheme}://{authority}{}: {e}",
+                spec.path
+            )
+        })?;
+    let mut head = Request::new(());
+    *head.method_mut() = method;
+    *head.uri_mut() = uri;
+    *head.version_mut() = http::Version::HTTP_2;
+    *head.headers_mut() = headers;
+    Ok(H2Request {
+        head,
+        body: Bytes::from(spec.body.clone()),
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Failure {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    Parse,
+}
+
+/// Maps an h2 error onto candor's failure classes.
+fn classify(e: &h2::Error) -> Failure {
+    if e.is_io() || e.is_remote() {
+        // The connection broke, or the server reset the stream or went away.
+        Failure::Read
+    } else if e.is_library() {
+        // h2 found the server's frames malformed.
+        Failure::Parse
+    } else if e.is_go_away() || e.is_reset() {
+        Failure::Read
+    } else {
+        // h2 refused the request before anything was sent.
+        Failure::Write
+    }
+}
+
+/// A timerfd driven by tokio's reactor: nanosecond-resolution wake-ups, where tokio's own
+/// timer wheel rounds to milliseconds.
+struct TimerFd {
+    fd: OwnedFd,
+    armed_for: Cell<u64>,
+}
+
+impl AsRawFd for TimerFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl TimerFd {
+    fn new() -> io::Result<TimerFd> {
+        // SAFETY: plain syscall; on success the fd is owned by the returned OwnedFd.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(TimerFd {
+            fd,
+            armed_for: Cell::new(0),
+        })
+    }
+
+    /// Fires once at `deadline_ns` on CLOCK_MONOTONIC; re-arming for the same deadline is free.
+    fn arm(&self, deadline_ns: u64) {
+        if self.armed_for.get() == deadline_ns {
+            return;
+        }
+        self.armed_for.set(deadline_ns);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+                // A zero it_value would disarm the timer.
+                tv_nsec: (deadline_ns % 1_000_000_000).max(1) as libc::c_long,
+            },
+        };
+        // SAFETY: valid fd and itimerspec; an absolute time cannot make this fail.
+        unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
+    fn acknowledge(&self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reading 8 bytes into a stack buffer from our own non-blocking fd.
+        unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        self.armed_for.set(0);
+    }
+}
+
+/// Bytes of the HTTP/2 stream (frames, above TLS), by phase of the moment they moved.
+struct ByteCounts {
+    warmup_end_ns: u64,
+    read: [Cell<u64>; 2],
+    written: [Cell<u64>; 2],
+}
+
+impl ByteCounts {
+    fn add(&self, which: &[Cell<u64>; 2], n: usize) {
+        let c = &which[(now_ns() >= self.warmup_end_ns) as usize];
+        c.set(c.get() + n as u64);
+    }
+}
+
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// The connection's byte stream as h2 sees it, counting what passes.
+struct Io {
+    inner: Transport,
+    counts: Rc<ByteCounts>,
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = match &mut this.inner {
+            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        };
+        if let Poll::Ready(Ok(())) = r {
+            this.counts
+                .add(&this.counts.read, buf.filled().len() - before);
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = match &mut this.inner {
+            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        };
+        if let Poll::Ready(Ok(n)) = r {
+            this.counts.add(&this.counts.written, n);
+        }
+        r
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = match &mut this.inner {
+            Transport::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        };
+        if let Poll::Ready(Ok(n)) = r {
+            this.counts.add(&this.counts.written, n);
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.inner {
+            Transport::Plain(s) => s.is_write_vectored(),
+            Transport::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().inner {
+            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().inner {
+            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Link {
+    Down,
+    Connecting,
+    Up,
+}
+
+struct Conn {
+    link: Link,
+    sender: Option<SendRequest<Bytes>>,
+    /// Bumped by every successful connect: tells a slot whether its cached handle is current.
+    epoch: u64,
+    /// Connect attempts started, and the number of the last one that failed (with its class),
+    /// so that requests that waited on an attempt fail with it instead of starting another.
+    attempts: u64,
+    failed_attempt: u64,
+    last_failure: Failure,
+}
+
+struct Slot {
+    conn: usize,
+    busy: bool,
+    /// The request was handed to h2 (`send_request`).
+    sent: bool,
+    intended: u64,
+    sent_ns: u64,
+    request: usize,
+    /// When the slot last became free (to tell the generator's lateness from queueing).
+    free_since: u64,
+}
+
+enum Picker {
+    RoundRobin(u64),
+    Random(Xoshiro256PlusPlus),
+}
+
+struct State {
+    schedule: Option<Schedule>,
+    start_ns: u64,
+    warmup_end_ns: u64,
+    schedule_end_ns: u64,
+    stopping: bool,
+    /// Slots that can take a request now, FIFO; a slot whose connection is down connects first.
+    free: VecDeque<usize>,
+    busy: usize,
+    slots: Vec<Slot>,
+    conns: Vec<Conn>,
+    phases: [PhaseAcc; 2],
+    interval: Box<IntervalData>,
+    interval_index: u64,
+    next_boundary_ns: u64,
+    interval_ns: u64,
+    to_collector: Sender<IntervalMsg>,
+    pool: Receiver<Box<IntervalData>>,
+    picker: Picker,
+    request_count: usize,
+    /// The scheduler is asleep with due requests and no free slot: a freed slot must wake it.
+    scheduler_wants_slot: bool,
+    /// A condition that makes the run meaningless (the server does not speak HTTP/2).
+    fatal: Option<String>,
+}
+
+impl State {
+    #[inline]
+    fn phase_of(&self, intended: u64) -> usize {
+        (intended >= self.warmup_end_ns) as usize
+    }
+
+    fn backlog_due(&self) -> bool {
+        self.schedule
+            .as_ref()
+            .is_some_and(|s| s.peek() < self.schedule_end_ns)
+    }
+
+    fn pick_request(&mut self) -> usize {
+        let n = self.request_count as u64;
+        if n == 1 {
+            return 0;
+        }
+        let k = match &mut self.picker {
+            Picker::RoundRobin(next) => {
+                *next += 1;
+                *next
+            }
+            Picker::Random(rng) => rng.next_u64(),
+        };
+        (k % n) as usize
+    }
+
+    /// Gives the request intended at `intended` to slot `id` (already taken off the free list).
+    fn assign(&mut self, id: usize, intended: u64, now: u64) {
+        let phase = self.phase_of(intended);
+        let counts = &mut self.phases[phase].counts;
+        counts.intended += 1;
+        if now > intended + GENERATOR_LATE_NS && self.slots[id].free_since <= intended {
+            counts.generator_late += 1;
+        }
+        let request = self.pick_request();
+        let s = &mut self.slots[id];
+        s.busy = true;
+        s.sent = false;
+        s.intended = intended;
+        s.request = request;
+        self.busy += 1;
+    }
+
+    /// The intended time of the next request due at `now`, taken from the schedule.
+    fn take_due(&mut self, now: u64) -> Option<u64> {
+        match &mut self.schedule {
+            Some(s) => {
+                let t = s.peek();
+                if t > now || t >= self.schedule_end_ns {
+                    return None;
+                }
+                s.advance();
+                Some(t)
+            }
+            // Closed loop: the intended time is the send time.
+            None => (now >= self.start_ns && now < self.schedule_end_ns).then_some(now),
+        }
+    }
+
+    fn release(&mut self, id: usize) {
+        let s = &mut self.slots[id];
+        if s.busy {
+            s.busy = false;
+            self.busy -= 1;
+        }
+    }
+
+    fn complete(&mut self, id: usize, status: u16, now: u64) {
+        let (intended, sent) = (self.slots[id].intended, self.slots[id].sent_ns);
+        self.release(id);
+        let response = now.saturating_sub(intended);
+        let service = now.saturating_sub(sent);
+        let lag = sent.saturating_sub(intended);
+        let phase = self.phase_of(intended);
+        let p = &mut self.phases[phase];
+        p.rec.record(response, service, lag);
+        p.counts.completed += 1;
+        p.counts.status.count(status);
+        self.interval.rec.record(response, service, lag);
+        self.interval.completed += 1;
+    }
+
+    /// Fails slot `id`'s request. Timeouts also record their age: a request that never came
+    /// back is at least that slow, and must not look fast by its absence.
+    fn fail(&mut self, id: usize, kind: Failure, now: u64) {
+        let s = &self.slots[id];
+        if !s.busy {
+            return;
+        }
+        let (intended, sent_ns, was_sent) = (s.intended, s.sent_ns, s.sent);
+        self.release(id);
+        let phase = self.phase_of(intended);
+        let p = &mut self.phases[phase];
+        p.counts.failed += 1;
+        let e = &mut p.counts.errors;
+        match kind {
+            Failure::Connect => e.connect += 1,
+            Failure::Read => e.read += 1,
+            Failure::Write => e.write += 1,
+            Failure::Timeout => e.timeout += 1,
+            Failure::Parse => e.parse += 1,
+        }
+        if kind == Failure::Timeout {
+            let response = now.saturating_sub(intended);
+            p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
+            record_clamped(&mut self.interval.rec.response, response);
+            if was_sent {
+                let service = now.saturating_sub(sent_ns);
+                p.counts.clamped_values += record_clamped(&mut p.rec.service, service) as u64;
+                record_clamped(&mut self.interval.rec.service, service);
+            }
+        }
+        self.interval.failed += 1;
+    }
+
+    fn flush_interval(&mut self, final_end_ns: Option<u64>) {
+        // A recycled box from the collector; a new one only if the collector fell behind.
+        let fresh = self
+            .pool
+            .try_recv()
+            .unwrap_or_else(|_| Box::new(IntervalData::new()));
+        let data = std::mem::replace(&mut self.interval, fresh);
+        let _ = self.to_collector.send(IntervalMsg {
+            index: self.interval_index,
+            final_end_ns,
+            data,
+        });
+        self.interval_index += 1;
+        self.next_boundary_ns += self.interval_ns;
+    }
+}
+
+struct Engine {
+    config: Arc<LoadConfig>,
+    requests: Vec<H2Request>,
+    tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    timeout: Duration,
+    bytes: Rc<ByteCounts>,
+    st: RefCell<State>,
+    /// Wakes the scheduler (a slot became free while requests were waiting for one).
+    wake_scheduler: Notify,
+    /// Per slot: a request was assigned.
+    go: Box<[Notify]>,
+    /// Per connection: it came up, failed to, or went down.
+    conn_changed: Box<[Notify]>,
+}
+
+type Handle = Option<(u64, SendRequest<Bytes>)>;
+
+impl Engine {
+    /// Makes sure connection `c` is up (connecting it, or waiting for the attempt under way) and
+    /// that `cached` holds a current handle to it.
+    async fn connected(self: &Rc<Self>, c: usize, cached: &mut Handle) -> Result<(), Failure> {
+        let mut waited_on: Option<u64> = None;
+        loop {
+            let notified = self.conn_changed[c].notified();
+            tokio::pin!(notified);
+            // Registered before the state is read, so a change in between is not missed.
+            notified.as_mut().enable();
+            {
+                let mut st = self.st.borrow_mut();
+                let conn = &mut st.conns[c];
+                match conn.link {
+                    Link::Up => {
+                        if !matches!(cached, Some((e, _)) if *e == conn.epoch) {
+                            match &conn.sender {
+                                Some(s) => *cached = Some((conn.epoch, s.clone())),
+                                None => return Err(Failure::Connect),
+                            }
+                        }
+                        return Ok(());
+                    }
+                    Link::Connecting => waited_on = Some(conn.attempts),
+                    Link::Down => {
+                        if waited_on.is_some_and(|a| a == conn.failed_attempt) {
+                            return Err(conn.last_failure);
+                        }
+                        conn.link = Link::Connecting;
+                        conn.attempts += 1;
+                        let attempt = conn.attempts;
+                        drop(st);
+                        return self.connect_and_publish(c, attempt, cached).await;
+                    }
+                }
+            }
+            notified.await;
+        }
+    }
+
+    async fn connect_and_publish(
+        self: &Rc<Self>,
+        c: usize,
+        attempt: u64,
+        cached: &mut Handle,
+    ) -> Result<(), Failure> {
+        let result = match tokio::time::timeout(self.timeout, self.connect()).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Timeout),
+        };
+        let out = {
+            let mut st = self.st.borrow_mut();
+            let conn = &mut st.conns[c];
+            match result {
+                Ok((sender, connection)) => {
+                    conn.epoch += 1;
+                    conn.link = Link::Up;
+                    conn.sender = Some(sender.clone());
+                    let epoch = conn.epoch;
+                    *cached = Some((epoch, sender));
+                    let engine = self.clone();
+                    tokio::task::spawn_local(async move {
+                        // Drives the connection until it closes or fails; its streams see
+                        // the error themselves, then the connection is marked down.
+                        let _ = connection.await;
+                        engine.connection_lost(c, epoch);
+                    });
+                    Ok(())
+                }
+                Err(f) => {
+                    conn.link = Link::Down;
+                    conn.failed_attempt = attempt;
+                    conn.last_failure = f;
+                    Err(f)
+                }
+            }
+        };
+        self.conn_changed[c].notify_waiters();
+        out
+    }
+
+    fn connection_lost(&self, c: usize, epoch: u64) {
+        {
+            let mut st = self.st.borrow_mut();
+            let conn = &mut st.conns[c];
+            if conn.epoch != epoch || conn.link != Link::Up {
+                return;
+            }
+            conn.link = Link::Down;
+            conn.sender = None;
+        }
+        self.conn_changed[c].notify_waiters();
+    }
+
+    /// TCP connect, TLS with ALPN when https, and the HTTP/2 preface.
+    async fn connect(&self) -> Result<(SendRequest<Bytes>, Connection<Io, Bytes>), Failure> {
+        let tcp = TcpStream::connect(self.config.target.addr)
+            .await
+            .map_err(|_| Failure::Connect)?;
+        let _ = tcp.set_nodelay(true);
+        let inner = match &self.tls {
+            None => Transport::Plain(tcp),
+            Some((connector, name)) => {
+                let t0 = now_ns();
+                let tls = match connector.connect(name.clone(), tcp).await {
+                    Ok(tls) => tls,
+                    Err(e) => {
+                        let refused_h2 = e
+                            .get_ref()
+                            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                            .is_some_and(|r| {
+                                *r == rustls::Error::AlertReceived(
+                                    rustls::AlertDescription::NoApplicationProtocol,
+                                )
+                            });
+                        if refused_h2 {
+                            self.not_h2("refused it (no_application_protocol alert)");
+                        }
+                        return Err(Failure::Connect);
+                    }
+                };
+                let t1 = now_ns();
+                let mut st = self.st.borrow_mut();
+                let phase = (t1 >= st.warmup_end_ns) as usize;
+                record_clamped(&mut st.phases[phase].tls_handshake, t1 - t0);
+                let alpn = tls.get_ref().1.alpn_protocol();
+                if alpn != Some(b"h2".as_slice()) {
+                    let got = alpn.map_or("chose no protocol".into(), |p| {
+                        format!("chose '{}'", String::from_utf8_lossy(p))
+                    });
+                    drop(st);
+                    self.not_h2(&got);
+                    return Err(Failure::Connect);
+                }
+                Transport::Tls(Box::new(tls))
+            }
+        };
+        let io = Io {
+            inner,
+            counts: self.bytes.clone(),
+        };
+        h2::client::Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .handshake::<_, Bytes>(io)
+            .await
+            .map_err(|e| classify(&e).min_connect())
+    }
+
+    /// The server will not speak HTTP/2 over TLS: the run is meaningless, end it with this.
+    fn not_h2(&self, server_did: &str) {
+        let mut st = self.st.borrow_mut();
+        if st.fatal.is_none() {
+            st.fatal = Some(format!(
+                "{} does not speak HTTP/2 over TLS: candor offered 'h2' by ALPN and the server {server_did}; \
+                 drop --h2 to test it with HTTP/1.1",
+                self.config.target.url
+            ));
+        }
+    }
+
+    /// One exchange on slot `id`: wait for the connection, open a stream, read the response to
+    /// its last byte; records the outcome.
+    async fn exchange(self: &Rc<Self>, id: usize, cached: &mut Handle) {
+        let (c, request) = {
+            let st = self.st.borrow();
+            (st.slots[id].conn, st.slots[id].request)
+        };
+        let mut reconnected = false;
+        let (response, body_tx) = loop {
+            if let Err(f) = self.connected(c, cached).await {
+                return self.st.borrow_mut().fail(id, f, now_ns());
+            }
+            let Some((epoch, sender)) = cached.as_mut() else {
+                return self.st.borrow_mut().fail(id, Failure::Connect, now_ns());
+            };
+            let epoch = *epoch;
+            // Ready unless the server's stream limit is reached (see docs/protocols.md).
+            let ready = std::future::poll_fn(|cx| sender.poll_ready(cx)).await;
+            let sent = now_ns();
+            let opened = ready.and_then(|()| {
+                let req = &self.requests[request];
+                sender.send_request(req.head.clone(), req.body.is_empty())
+            });
+            match opened {
+                Ok(pair) => {
+                    let mut st = self.st.borrow_mut();
+                    st.slots[id].sent = true;
+                    st.slots[id].sent_ns = sent;
+                    break pair;
+                }
+                // The connection died before this request could be sent (GOAWAY, reset): the
+                // request was never on the wire, so connecting again is no retry.
+                Err(_) if !reconnected => {
+                    reconnected = true;
+                    *cached = None;
+                    self.connection_lost(c, epoch);
+                }
+                Err(e) => return self.st.borrow_mut().fail(id, classify(&e), now_ns()),
+            }
+        };
+        let body = &self.requests[request].body;
+        if !body.is_empty() {
+            let mut body_tx = body_tx;
+            if let Err(e) = body_tx.send_data(body.clone(), true) {
+                return self.st.borrow_mut().fail(id, classify(&e), now_ns());
+            }
+        }
+        let exchange = async {
+            let response = response.await?;
+            let status = response.status().as_u16();
+            let mut body = response.into_body();
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk?;
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
+            Ok::<u16, h2::Error>(status)
+        };
+        // The timeout runs from the actual send; ms granularity is plenty for seconds.
+        let outcome = tokio::time::timeout(self.timeout, exchange).await;
+        let now = now_ns();
+        let mut st = self.st.borrow_mut();
+        match outcome {
+            Ok(Ok(status)) => st.complete(id, status, now),
+            Ok(Err(e)) => st.fail(id, classify(&e), now),
+            // Dropping the stream resets it (RST_STREAM CANCEL); the connection carries on.
+            Err(_) => st.fail(id, Failure::Timeout, now),
+        }
+    }
+
+    /// After slot `id` finished: take the next due request at once (backlog or closed loop),
+    /// or go back to the free list. Returns whether the slot has a new request.
+    fn next_for(&self, id: usize) -> bool {
+        let now = now_ns();
+        let mut st = self.st.borrow_mut();
+        // A free slot ahead in the FIFO gets the next request first (the scheduler hands it).
+        if !st.stopping && (st.free.is_empty() || st.schedule.is_none()) {
+            if let Some(intended) = st.take_due(now) {
+                st.assign(id, intended, now);
+                return true;
+            }
+        }
+        st.slots[id].free_since = now;
+        st.free.push_back(id);
+        if st.scheduler_wants_slot {
+            st.scheduler_wants_slot = false;
+            drop(st);
+            self.wake_scheduler.notify_one();
+        }
+        false
+    }
+
+    async fn slot_task(self: Rc<Self>, id: usize) {
+        let mut cached: Handle = None;
+        loop {
+            self.go[id].notified().await;
+            loop {
+                self.exchange(id, &mut cached).await;
+                if !self.next_for(id) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Hands every due request to a free slot, in schedule order.
+    fn dispatch_due(&self, st: &mut State, now: u64) {
+        while let Some(&id) = st.free.front() {
+            let Some(intended) = st.take_due(now) else {
+                return;
+            };
+            st.free.pop_front();
+            st.assign(id, intended, now);
+            self.go[id].notify_one();
+        }
+    }
+
+    async fn scheduler(self: Rc<Self>, stop: Arc<AtomicBool>) -> Result<(), String> {
+        let timerfd = TimerFd::new().map_err(|e| format!("timerfd: {e}"))?;
+        // SAFETY: the TimerFd owns its descriptor and keeps it open, unreplaced, for as long as
+        // the AsyncFd that registers it lives.
+        let timer = unsafe { AsyncFd::register(timerfd) }.map_err(|e| format!("timerfd: {e}"))?;
+        let spin = self.config.spin_ns;
+        let mut drain_end_ns = self.st.borrow().schedule_end_ns + self.config.drain_ns;
+        loop {
+            let now = now_ns();
+            let (send_at, wake) = {
+                let mut st = self.st.borrow_mut();
+                if let Some(msg) = st.fatal.take() {
+                    return Err(msg);
+                }
+                if !st.stopping && stop.load(Ordering::Relaxed) {
+                    // Interrupted: no more sends, no drain; what is outstanding is reported.
+                    st.stopping = true;
+                    st.schedule_end_ns = st.schedule_end_ns.min(now.max(st.start_ns));
+                    drain_end_ns = now;
+                }
+                while now >= st.next_boundary_ns {
+                    st.flush_interval(None);
+                }
+                if now >= st.start_ns && !st.stopping {
+                    self.dispatch_due(&mut st, now);
+                }
+                if now >= st.schedule_end_ns
+                    && (now >= drain_end_ns || (st.busy == 0 && !st.backlog_due()))
+                {
+                    break;
+                }
+                let end = if now < st.schedule_end_ns {
+                    st.schedule_end_ns
+                } else {
+                    drain_end_ns
+                };
+                let wake = st.next_boundary_ns.min(end).min(now + MAX_SLEEP_NS);
+                let mut send_at = u64::MAX;
+                if !st.free.is_empty() && !st.stopping {
+                    match &st.schedule {
+                        Some(s) if s.peek() < st.schedule_end_ns => {
+                            send_at = s.peek().max(st.start_ns)
+                        }
+                        Some(_) => {}
+                        None if now < st.schedule_end_ns => send_at = st.start_ns.max(now),
+                        None => {}
+                    }
+                }
+                st.scheduler_wants_slot = st.free.is_empty();
+                (send_at, wake)
+            };
+            if send_at <= now + spin || wake <= now {
+                // The last stretch before a send: yield instead of sleeping, so that the
+                // reactor is polled (responses keep being read and timed) between clock reads.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            timer.get_ref().arm(wake.min(send_at - spin));
+            tokio::select! {
+                biased;
+                _ = self.wake_scheduler.notified() => {}
+                r = timer.readable() => {
+                    if let Ok(mut guard) = r {
+                        guard.get_inner().acknowledge();
+                        guard.clear_ready();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Accounts for everything still outstanding, then hands back the totals.
+    fn finish(&self) -> [PhaseAcc; 2] {
+        let now = now_ns();
+        let mut st = self.st.borrow_mut();
+        let st = &mut *st;
+        for s in &st.slots {
+            if !s.busy {
+                continue;
+            }
+            let p = &mut st.phases[(s.intended >= st.warmup_end_ns) as usize];
+            p.counts.in_flight_at_end += 1;
+            if s.sent {
+                p.counts.sent_unanswered += 1;
+            } else {
+                p.counts.queued_unsent += 1;
+            }
+            record_clamped(&mut p.unfinished, now.saturating_sub(s.intended));
+        }
+        // Due, never sent: the rest of the schedule up to its end, counted one by one so that
+        // the count is exactly what the schedule generated.
+        let (end, warmup_end) = (st.schedule_end_ns, st.warmup_end_ns);
+        if let Some(s) = st.schedule.as_mut() {
+            while s.peek() < end {
+                let t = s.peek();
+                let p = &mut st.phases[(t >= warmup_end) as usize];
+                p.counts.intended += 1;
+                p.counts.in_flight_at_end += 1;
+                p.counts.queued_unsent += 1;
+                record_clamped(&mut p.unfinished, now.saturating_sub(t));
+                s.advance();
+            }
+        }
+        for (i, p) in st.phases.iter_mut().enumerate() {
+            p.counts.clamped_values += p.rec.clamped;
+            p.counts.bytes_read += self.bytes.read[i].get();
+            p.counts.bytes_written += self.bytes.written[i].get();
+        }
+        st.flush_interval(Some(now));
+        std::mem::replace(&mut st.phases, [PhaseAcc::new(), PhaseAcc::new()])
+    }
+}
+
+impl Failure {
+    /// A failure while setting a connection up is a connect failure, whatever broke.
+    fn min_connect(self) -> Failure {
+        match self {
+            Failure::Timeout => Failure::Timeout,
+            _ => Failure::Connect,
+        }
+    }
+}
+
+/// Runs one HTTP/2 load thread to the end of the schedule plus the drain and returns its two
+/// phases (0 = warm-up, 1 = measured).
+pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
+    candor_core::set_fine_timer_slack();
+    let config = setup.config.clone();
+    let requests = prepare(&config)?;
+    let tls = match config.target.scheme {
+        Scheme::Https => {
+            let client =
+                crate::tls::client_config(&config.tls, &[b"h2"]).map_err(|e| e.to_string())?;
+            let name = crate::tls::server_name(&config.target.host).map_err(|e| e.to_string())?;
+            Some((TlsConnector::from(client), name))
+        }
+        Scheme::Http => None,
+        Scheme::Tcp => return Err("HTTP/2 needs an http:// or https:// target".into()),
+    };
+    let streams = config.streams.max(1);
+    let slot_count = setup.connections * streams;
+    let warmup_end_ns = setup.start_ns + config.warmup_ns;
+    // Slot k belongs to connection k % connections: consecutive free slots spread requests
+    // over all connections before stacking streams on one.
+    let slots = (0..slot_count)
+        .map(|k| Slot {
+            conn: k % setup.connections,
+            busy: false,
+            sent: false,
+            intended: 0,
+            sent_ns: 0,
+            request: 0,
+            free_since: 0,
+        })
+        .collect();
+    let conns = (0..setup.connections)
+        .map(|_| Conn {
+            link: Link::Down,
+            sender: None,
+            epoch: 0,
+            attempts: 0,
+            failed_attempt: 0,
+            last_failure: Failure::Connect,
+        })
+        .collect();
+    let first_interval = setup
+        .pool
+        .try_recv()
+        .unwrap_or_else(|_| Box::new(IntervalData::new()));
+    let picker = match config.request_order {
+        // Same seeding as the HTTP/1.1 engine.
+        RequestOrder::Random { seed } => Picker::Random(Xoshiro256PlusPlus::seed_from_u64(
+            seed ^ setup.start_ns.rotate_left(17),
+        )),
+        RequestOrder::RoundRobin => Picker::RoundRobin(0),
+    };
+    let state = State {
+        schedule: setup.schedule,
+        start_ns: setup.start_ns,
+        warmup_end_ns,
+        schedule_end_ns: warmup_end_ns + config.duration_ns,
+        stopping: false,
+        free: (0..slot_count).collect(),
+        busy: 0,
+        slots,
+        conns,
+        phases: [PhaseAcc::new(), PhaseAcc::new()],
+        interval: first_interval,
+        interval_index: 0,
+        next_boundary_ns: setup.start_ns + config.interval_ns,
+        interval_ns: config.interval_ns,
+        to_collector: setup.to_collector,
+        pool: setup.pool,
+        picker,
+        request_count: requests.len(),
+        scheduler_wants_slot: false,
+        fatal: None,
+    };
+    let engine = Rc::new(Engine {
+        timeout: Duration::from_nanos(config.timeout_ns),
+        bytes: Rc::new(ByteCounts {
+            warmup_end_ns,
+            read: [Cell::new(0), Cell::new(0)],
+            written: [Cell::new(0), Cell::new(0)],
+        }),
+        st: RefCell::new(state),
+        wake_scheduler: Notify::new(),
+        go: (0..slot_count).map(|_| Notify::new()).collect(),
+        conn_changed: (0..setup.connections).map(|_| Notify::new()).collect(),
+        requests,
+        tls,
+        config,
+    });
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("cannot start the HTTP/2 runtime: {e}"))?;
+    let local = tokio::task::LocalSet::new();
+    let outcome = local.block_on(&rt, {
+        let engine = engine.clone();
+        async move {
+            for id in 0..slot_count {
+                tokio::task::spawn_local(engine.clone().slot_task(id));
+            }
+            // Connect everything before the first intended send, as the HTTP/1.1 engine does.
+            for c in 0..engine.conn_changed.len() {
+                let e = engine.clone();
+                tokio::task::spawn_local(async move {
+                    let mut handle: Handle = None;
+                    let _ = e.connected(c, &mut handle).await;
+                });
+            }
+            engine.clone().scheduler(setup.stop).await
+        }
+    });
+    let phases = engine.finish();
+    {
+        // Tasks own sockets registered with this runtime's reactor: drop them inside it.
+        let _guard = rt.enter();
+        drop(local);
+    }
+    drop(rt);
+    outcome.map(|()| phases)
+}

@@ -1,0 +1,219 @@
+//! A small HTTP/2 server for tests and benchmarks (tokio + the `h2` server API, loopback, port
+//! 0): answers 200 "ok" after an optional fixed delay, can reset every n-th stream, speaks TLS
+//! with ALPN when given a configuration, and counts how many streams it serves at once.
+
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::RecvStream;
+use http::{Request, Response};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// Each response is sent this long after its request arrived.
+    pub delay: Duration,
+    /// Reset every n-th stream (INTERNAL_ERROR) instead of answering; 0 = never.
+    pub reset_every: u64,
+    /// TLS (with its ALPN list) instead of cleartext prior-knowledge HTTP/2.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS to announce (None = h2's default, unlimited).
+    pub max_concurrent_streams: Option<u32>,
+    /// Threads of the server's runtime.
+    pub threads: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            delay: Duration::ZERO,
+            reset_every: 0,
+            tls: None,
+            max_concurrent_streams: None,
+            threads: 1,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Stats {
+    /// Streams being handled right now, and the most at any moment.
+    pub active: AtomicUsize,
+    pub max_active: AtomicUsize,
+    pub streams: AtomicU64,
+    pub resets: AtomicU64,
+    pub connections: AtomicU64,
+}
+
+pub struct H2Server {
+    pub addr: SocketAddr,
+    pub stats: Arc<Stats>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for H2Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+pub fn start(opts: ServerOptions) -> H2Server {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let addr = listener.local_addr().expect("local addr");
+    let stats = Arc::new(Stats::default());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let st = stats.clone();
+    let thread = std::thread::spawn(move || {
+        let rt = if opts.threads > 1 {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(opts.threads)
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .expect("server runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+            let accept = async {
+                loop {
+                    let Ok((sock, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let _ = sock.set_nodelay(true);
+                    st.connections.fetch_add(1, Ordering::Relaxed);
+                    let (opts, st) = (opts.clone(), st.clone());
+                    tokio::spawn(async move {
+                        match &opts.tls {
+                            None => serve_connection(sock, &opts, st).await,
+                            Some(cfg) => {
+                                let acceptor = tokio_rustls::TlsAcceptor::from(cfg.clone());
+                                if let Ok(tls) = acceptor.accept(sock).await {
+                                    serve_connection(tls, &opts, st).await
+                                }
+                            }
+                        }
+                    });
+                }
+            };
+            tokio::select! {
+                _ = accept => {}
+                _ = stop_rx => {}
+            }
+        });
+    });
+    H2Server {
+        addr,
+        stats,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    }
+}
+
+async fn serve_connection<T>(io: T, opts: &ServerOptions, stats: Arc<Stats>)
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = h2::server::Builder::new();
+    if let Some(n) = opts.max_concurrent_streams {
+        builder.max_concurrent_streams(n);
+    }
+    let Ok(mut conn) = builder.handshake::<_, Bytes>(io).await else {
+        return;
+    };
+    while let Some(Ok((req, respond))) = conn.accept().await {
+        let n = stats.streams.fetch_add(1, Ordering::Relaxed) + 1;
+        let reset = opts.reset_every > 0 && n % opts.reset_every == 0;
+        let (delay, stats) = (opts.delay, stats.clone());
+        tokio::spawn(async move { handle(req, respond, delay, reset, stats).await });
+    }
+}
+
+async fn handle(
+    mut req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    delay: Duration,
+    reset: bool,
+    stats: Arc<Stats>,
+) {
+    let now = stats.active.fetch_add(1, Ordering::SeqCst) + 1;
+    stats.max_active.fetch_max(now, Ordering::SeqCst);
+    let body = req.body_mut();
+    while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    if reset {
+        stats.resets.fetch_add(1, Ordering::Relaxed);
+        respond.send_reset(h2::Reason::INTERNAL_ERROR);
+    } else {
+        let response = Response::builder()
+            .status(200)
+            .header("content-length", "2")
+            .header("content-type", "text/plain")
+            .body(())
+            .expect("static response");
+        if let Ok(mut stream) = respond.send_response(response, false) {
+            let _ = stream.send_data(Bytes::from_static(b"ok"), true);
+        }
+    }
+    stats.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// A self-signed certificate for 127.0.0.1, its PEM written to a temporary file (for
+/// `TlsOptions.ca_file`), and a server configuration offering `alpn`.
+pub struct TestCert {
+    pub ca_file: std::path::PathBuf,
+    cert: rustls::pki_types::CertificateDer<'static>,
+    key: Vec<u8>,
+}
+
+impl TestCert {
+    pub fn new(tag: &str) -> TestCert {
+        let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])
+            .expect("generate certificate");
+        let ca_file =
+            std::env::temp_dir().join(format!("candor-h2-test-{}-{tag}.pem", std::process::id()));
+        std::fs::write(&ca_file, ck.cert.pem()).expect("write CA file");
+        TestCert {
+            ca_file,
+            cert: ck.cert.der().clone(),
+            key: ck.key_pair.serialize_der(),
+        }
+    }
+
+    pub fn server_config(&self, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(self.key.clone().into());
+        let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![self.cert.clone()], key)
+            .expect("server certificate");
+        cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Arc::new(cfg)
+    }
+}
+
+impl Drop for TestCert {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.ca_file);
+    }
+}

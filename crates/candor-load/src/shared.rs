@@ -16,6 +16,12 @@ pub struct IntervalData {
     pub failed: u64,
 }
 
+impl Default for IntervalData {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl IntervalData {
     pub fn new() -> Self {
         IntervalData {

@@ -97,7 +97,7 @@ pub fn parse_payload(text: &str) -> Result<Vec<u8>, String> {
     match text.strip_prefix("hex:") {
         Some(hex) => {
             let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-            if digits.len() % 2 != 0 {
+            if !digits.len().is_multiple_of(2) {
                 return Err(format!("odd number of hex digits in '{text}'"));
             }
             digits

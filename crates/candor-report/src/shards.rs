@@ -58,6 +58,8 @@ pub struct ShardInfo {
     pub generator_late: u64,
     /// Why this shard fell behind its share of the schedule; empty when it kept up.
     pub behind: Vec<String>,
+    /// The same, in short words for the table's status column.
+    pub status: Vec<&'static str>,
 }
 
 /// The shard set as a whole.
@@ -70,6 +72,8 @@ pub struct ShardReport {
     pub reference_unix_s: f64,
     /// Reasons the inputs do not form one complete, consistent schedule; empty when they do.
     pub problems: Vec<String>,
+    /// Observations about the set as a whole that help read the shards' verdicts.
+    pub notes: Vec<String>,
 }
 
 /// The merged result and the report on its shards.
@@ -118,6 +122,7 @@ fn info_of(label: &str, r: &RunResults) -> ShardInfo {
         send_lag_p99_ns: Summary::at(&m.send_lag, 99.0).unwrap_or(0),
         generator_late: m.requests.generator_late,
         behind: Vec::new(),
+        status: Vec::new(),
     }
 }
 
@@ -314,6 +319,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
                 "started {} late (the requests it owed meanwhile left late: see its send lag)",
                 format_ns(s.start_offset_s * 1e9)
             ));
+            s.status.push("late start");
         }
         if let Some(t) = s.target_per_s {
             if s.achieved_per_s < ACHIEVED_WARN_FRACTION * t {
@@ -323,6 +329,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
                     format_rate(t),
                     100.0 * s.achieved_per_s / t
                 ));
+                s.status.push("low rate");
             }
         }
         if s.send_lag_p99_ns > LAG_WARN_NS {
@@ -330,11 +337,39 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
                 "send lag p99 {} (requests waited for a connection, or for CPU)",
                 format_ns(s.send_lag_p99_ns as f64)
             ));
+            s.status.push("send lag");
         }
         if s.generator_late > 0 {
             s.behind.push(format!(
                 "the generator itself sent {} requests late with a connection free (short of CPU)",
                 format_count(s.generator_late)
+            ));
+            s.status.push("generator late");
+        }
+    }
+
+    // Send lag on every shard alike comes from the target holding the connections (or from too
+    // few of them), which a single process would show just the same; one shard's own trouble
+    // stands out from the others.
+    let mut notes = Vec::new();
+    let mut lags: Vec<u64> = shards.iter().map(|s| s.send_lag_p99_ns).collect();
+    lags.sort_unstable();
+    if shards.len() > 1 && lags[0] > LAG_WARN_NS {
+        let median = lags[lags.len() / 2];
+        notes.push(format!(
+            "every shard has send lag p99 above {} ({} .. {}): requests waited for connections across the \
+             whole set, because the target answered slowly or there were too few connections; a single \
+             process would show the same",
+            format_ns(LAG_WARN_NS as f64),
+            format_ns(lags[0] as f64),
+            format_ns(lags[lags.len() - 1] as f64)
+        ));
+        for s in shards.iter().filter(|s| s.send_lag_p99_ns > 2 * median) {
+            notes.push(format!(
+                "{} stands out with send lag p99 {}, over twice the shards' median {}",
+                shard_name(s),
+                format_ns(s.send_lag_p99_ns as f64),
+                format_ns(median as f64)
             ));
         }
     }
@@ -343,6 +378,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
         reference,
         reference_unix_s,
         problems,
+        notes,
     }
 }
 
@@ -408,6 +444,7 @@ pub fn merge_shards(inputs: &[(String, RunResults)]) -> Result<ShardMerge, Merge
             s.behind.join("; ")
         ));
     }
+    warnings.extend(report.notes.iter().cloned());
     // merge() labels each run's own warnings "run K: "; name the shard instead.
     let mut own = Vec::new();
     for (k, (s, (_, r))) in report.shards.iter().zip(inputs).enumerate() {
@@ -458,6 +495,7 @@ impl ShardReport {
             "reference": self.reference,
             "reference_unix_s": self.reference_unix_s,
             "problems": self.problems,
+            "notes": self.notes,
             "shards": self.shards.iter().map(|s| json!({
                 "file": s.label,
                 "shard_index": s.index,
@@ -524,10 +562,10 @@ impl ShardReport {
                 ),
                 format_ns(s.send_lag_p99_ns as f64),
                 format_count(s.generator_late),
-                if s.behind.is_empty() {
-                    "kept up"
+                if s.status.is_empty() {
+                    "kept up".to_string()
                 } else {
-                    "BEHIND"
+                    format!("BEHIND: {}", s.status.join(", "))
                 }
             );
         }
@@ -538,6 +576,9 @@ impl ShardReport {
                 shard_name(s),
                 s.behind.join("; ")
             );
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "  note: {n}");
         }
         if self.problems.is_empty() {
             let _ = writeln!(out, "  shard set complete and consistent");
@@ -766,7 +807,39 @@ mod tests {
         assert!(!w.contains("run 3:"), "{w}");
         let text = m.report.render();
         assert!(text.contains("+250.0ms"), "{text}");
-        assert!(text.contains("BEHIND"), "{text}");
+        assert!(text.contains("BEHIND: late start"), "{text}");
+        assert!(text.contains("BEHIND: low rate, generator late"), "{text}");
+        // Synthetic shards have send lag p99 far below 1 ms: no note about a common lag.
+        assert!(m.report.notes.is_empty(), "{:?}", m.report.notes);
+    }
+
+    #[test]
+    fn send_lag_common_to_every_shard_is_told_apart_from_one_shards_trouble() {
+        let with_lag = |i: u32, lag_ms: u64| {
+            let mut sh = shard(i, 3, 750.0, T0, 0.0);
+            for p in sh.1.main.send_lag.percentiles.iter_mut() {
+                if p.percentile == 99.0 {
+                    p.value_ns = lag_ms * 1_000_000;
+                }
+            }
+            sh
+        };
+        let rep = analyse(&[with_lag(0, 460), with_lag(1, 470), with_lag(2, 1200)]);
+        assert!(rep.shards.iter().all(|s| s.status == ["send lag"]));
+        assert_eq!(rep.notes.len(), 2, "{:?}", rep.notes);
+        assert!(
+            rep.notes[0].contains("every shard has send lag p99 above 1.000ms (460.0ms .. 1.200s)")
+        );
+        assert!(
+            rep.notes[1].starts_with("shard 2/3 (shard-2.json) stands out"),
+            "{:?}",
+            rep.notes
+        );
+        // One shard lagging alone is behind, and no common cause is claimed.
+        let rep = analyse(&[with_lag(0, 0), with_lag(1, 0), with_lag(2, 30)]);
+        assert!(rep.notes.is_empty());
+        assert_eq!(rep.shards[2].status, ["send lag"]);
+        assert!(rep.shards[0].status.is_empty());
     }
 
     #[test]

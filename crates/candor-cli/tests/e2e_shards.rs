@@ -1,0 +1,340 @@
+//! Scale-out simulated on one machine: four `candor run --shard I/4` processes with a common
+//! `--start-at` against one stalling server, merged with `candor merge`, must read as the
+//! single-process run of the same total rate, and both must match the analytic truth.
+
+mod common;
+use common::*;
+use std::process::Stdio;
+
+const MS: f64 = 1e6;
+
+fn unix_now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+fn load(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("results written"))
+        .expect("valid json")
+}
+
+/// A 0.5 s stall every 2 s, 1000 requests/s in total for 8 s (four whole periods), as in
+/// e2e_run.rs: truth p90 = 300 ms, p99 = 480 ms, max = 500 ms (docs/truth.md). Run once as four
+/// shards of 250/s each (one thread, four connections each: the machine has two cores) and once
+/// as one process with the same sixteen connections.
+#[test]
+fn four_shards_merged_match_one_process_and_the_truth() {
+    let _g = serial();
+    let server = Server::start(&["--stall-every", "2s", "--stall-for", "500ms"]);
+    let dir = std::env::temp_dir().join(format!("candor-e2e-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // 1.5 s lead: enough for four processes to start and connect on a busy machine (tens of ms).
+    let start_at = format!("{:.3}", unix_now_s() + 1.5);
+    let shards: Vec<_> = (0..4)
+        .map(|i| {
+            candor()
+                .args(["run", "--shard", &format!("{i}/4"), "--start-at", &start_at])
+                .args([
+                    "-R", "1000", "-c", "4", "-t", "1", "-d", "8s", "-T", "3s", "--quiet",
+                ])
+                .arg("--json")
+                .arg(dir.join(format!("shard-{i}.json")))
+                .arg(&server.url)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn a shard")
+        })
+        .collect();
+    for (i, child) in shards.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("shard finished");
+        assert!(
+            out.status.success(),
+            "shard {i} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for i in 0..4 {
+        let s = load(&dir.join(format!("shard-{i}.json")));
+        assert_balanced(&s);
+        assert_eq!(req(&s, "intended"), 2000, "shard {i}: a quarter of 8000");
+        assert_eq!(s["config"]["shard_index"], i);
+        assert_eq!(
+            s["config"]["late_start_s"], 0.0,
+            "shard {i} missed a start 1.5 s ahead"
+        );
+    }
+
+    // The directory form: every *.json in it.
+    let merged_path = dir.join("merged.out");
+    let out = candor()
+        .arg("merge")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&merged_path)
+        .output()
+        .expect("run candor merge");
+    let merge_log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "candor merge failed: {merge_log}");
+    eprint!("{merge_log}");
+    assert!(
+        merge_log.contains("shard set complete and consistent"),
+        "{merge_log}"
+    );
+    assert!(merge_log.contains("the agreed --start-at"), "{merge_log}");
+    let m = load(&merged_path);
+    assert_eq!(m["kind"], "merged");
+    assert_balanced(&m);
+    assert!(m["config"]["shards"]["problems"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    let (single, _) = run_json(&[
+        "-R",
+        "1000",
+        "-c",
+        "16",
+        "-t",
+        "2",
+        "-d",
+        "8s",
+        "-T",
+        "3s",
+        &server.url,
+    ]);
+    assert_balanced(&single);
+
+    // Same schedule: the union of the shards is the single-process schedule, entry for entry.
+    assert_eq!(req(&m, "intended"), 8000);
+    assert_eq!(req(&single, "intended"), 8000);
+    assert_eq!(req(&m, "completed"), 8000);
+    assert_eq!(req(&single, "completed"), 8000);
+    let achieved = |v: &serde_json::Value| v["rate"]["achieved_per_s"].as_f64().unwrap();
+    let (am, a1) = (achieved(&m), achieved(&single));
+    assert!(
+        (am - a1).abs() <= 0.02 * a1,
+        "achieved rate merged {am:.1}/s vs single {a1:.1}/s"
+    );
+    assert_eq!(m["rate"]["target_per_s"], 1000.0);
+
+    // Intervals aligned by absolute time: the shards started together, so each merged interval
+    // is one second of all four, and together they hold every completion.
+    let intervals = m["intervals"].as_array().unwrap();
+    let most = (0..4)
+        .map(|i| {
+            load(&dir.join(format!("shard-{i}.json")))["intervals"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .max()
+        .unwrap();
+    assert_eq!(
+        intervals.len(),
+        most,
+        "intervals of the shards did not line up"
+    );
+    let sum: u64 = intervals
+        .iter()
+        .map(|i| i["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, 8000);
+    assert!(
+        intervals[1]["completed"].as_u64().unwrap() > 700,
+        "second 1 should hold about 1000 completions from all shards: {}",
+        intervals[1]["completed"]
+    );
+
+    // Tolerance as in e2e_run.rs: the backlog due at the end of each stall drains in <= 20 ms,
+    // and scheduler noise on a shared 2-core machine adds up to ~20 ms.
+    let tol = 40.0 * MS;
+    eprintln!("| percentile | truth | 4 shards merged | 1 process |");
+    eprintln!("|---|---|---|---|");
+    for (p, truth) in [
+        (90.0, 300.0 * MS),
+        (99.0, 480.0 * MS),
+        (99.9, 498.0 * MS),
+        (100.0, 500.0 * MS),
+    ] {
+        let (gm, g1) = (
+            pct(&m, "response_time", p),
+            pct(&single, "response_time", p),
+        );
+        eprintln!(
+            "| p{p} | {:.1} ms | {:.1} ms | {:.1} ms |",
+            truth / MS,
+            gm / MS,
+            g1 / MS
+        );
+        for (what, got) in [("merged", gm), ("single", g1)] {
+            assert!(
+                (got - truth).abs() <= tol,
+                "{what} response time p{p}: {:.1} ms, truth {:.1} ms",
+                got / MS,
+                truth / MS
+            );
+        }
+    }
+    eprintln!(
+        "| p50 | service time | {:.3} ms | {:.3} ms |",
+        pct(&m, "response_time", 50.0) / MS,
+        pct(&single, "response_time", 50.0) / MS
+    );
+    eprintln!(
+        "| intended | 8000 | {} | {} |",
+        req(&m, "intended"),
+        req(&single, "intended")
+    );
+    eprintln!("| achieved | 1000/s | {am:.1}/s | {a1:.1}/s |");
+    eprintln!(
+        "| send lag p99 | | {:.1} ms | {:.1} ms |",
+        pct(&m, "send_lag", 99.0) / MS,
+        pct(&single, "send_lag", 99.0) / MS
+    );
+    eprintln!(
+        "| generator_late | 0 | {} | {} |",
+        req(&m, "generator_late"),
+        req(&single, "generator_late")
+    );
+
+    // The merged file renders like any run.
+    let out = candor()
+        .arg("report")
+        .arg(&merged_path)
+        .output()
+        .expect("run candor report");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("4 threads, 16 connections"), "{text}");
+    assert!(text.contains("target 1.00k/s"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The log collection path of `candor k8s`, run locally: each shard runs under the pod's own
+/// shell step (taken from the generated manifest), its combined output is the "pod log", and
+/// `candor merge` reads the logs. Shard 1 of 3 is left out: the merge must say so.
+#[test]
+fn pod_logs_merge_and_an_incomplete_set_is_named() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = std::env::temp_dir().join(format!("candor-e2e-podlogs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let start_at = format!("{:.3}", unix_now_s() + 1.0);
+    let out = candor()
+        .args([
+            "k8s",
+            "--shards",
+            "3",
+            "--image",
+            "candor:test",
+            "--format",
+            "json",
+        ])
+        .args([
+            "--start-at",
+            &start_at,
+            "--",
+            "-R",
+            "300",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+        ])
+        .arg(&server.url)
+        .output()
+        .expect("candor k8s");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &job["spec"]["template"]["spec"]["containers"][0];
+    let command: Vec<String> = serde_json::from_value(c["command"].clone()).unwrap();
+    let args: Vec<String> = serde_json::from_value(c["args"].clone()).unwrap();
+    let children: Vec<_> = [0, 2]
+        .iter()
+        .map(|i| {
+            // What the kubelet does: $(VAR) in args expanded from the env, then command + args.
+            let results = dir.join(format!("shard-{i}.json"));
+            let expanded: Vec<String> = args
+                .iter()
+                .map(|a| {
+                    a.replace("$(JOB_COMPLETION_INDEX)", &i.to_string())
+                        .replace("$(CANDOR_RESULTS)", results.to_str().unwrap())
+                })
+                .collect();
+            assert_eq!(expanded[0], "candor");
+            std::process::Command::new(&command[0])
+                .args(&command[1..])
+                .arg(env!("CARGO_BIN_EXE_candor"))
+                .args(&expanded[1..])
+                .env("CANDOR_RESULTS", &results)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn the pod step")
+        })
+        .collect();
+    let mut logs = Vec::new();
+    for (i, child) in [0, 2].iter().zip(children) {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let log = dir.join(format!("candor-load-{i}-abcde.log"));
+        let mut text = out.stdout.clone();
+        text.extend_from_slice(&out.stderr);
+        std::fs::write(&log, text).unwrap();
+        // Only the log is left to collect from.
+        std::fs::remove_file(dir.join(format!("shard-{i}.json"))).unwrap();
+        logs.push(log);
+    }
+    let merged = dir.join("merged.json");
+    let out = candor()
+        .arg("merge")
+        .args(&logs)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("shard is 1 of 3 missing"), "{err}");
+    let m = load(&merged);
+    assert_balanced(&m);
+    assert_eq!(req(&m, "intended"), 200, "two thirds of 300/s for 1 s");
+    assert!(m["warnings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("inconsistent shard set: shard is 1 of 3 missing"));
+
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = candor()
+        .arg("merge")
+        .arg(&empty)
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has no *.json results to merge"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -49,6 +49,13 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Process id of the server (for --pause-pid).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();

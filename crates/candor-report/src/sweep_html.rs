@@ -27,8 +27,8 @@ var lat=[D.offered].concat(D.series.map(function(s){return s.values;}));
 var ser=[{label:'offered',value:function(u,v){return v==null?'':rate(v);}}].concat(D.series.map(function(s){return {label:s.label,stroke:s.colour,width:2,points:{show:true,size:6},value:function(u,v){return fmt(v);}};}));
 new uPlot({title:'Response time against offered load',width:w,height:380,scales:{x:{time:false},y:{distr:3}},series:ser,
  axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'response time',size:70,values:function(u,t){return t.map(fmt);}}]},lat,document.getElementById('latency'));
-new uPlot({title:'Achieved against offered rate',width:w,height:300,scales:{x:{time:false}},
- series:[{label:'offered',value:function(u,v){return v==null?'':rate(v);}},{label:'offered (ideal)',stroke:'#aaa',dash:[4,4],value:function(u,v){return v==null?'':rate(v);}},{label:'achieved',stroke:'#1f6fb2',width:2,points:{show:true,size:6},value:function(u,v){return v==null?'':rate(v);}}],
+new uPlot({title:'Throughput against offered rate',width:w,height:300,scales:{x:{time:false}},
+ series:[{label:'offered',value:function(u,v){return v==null?'':rate(v);}},{label:'offered (ideal)',stroke:'#aaa',dash:[4,4],value:function(u,v){return v==null?'':rate(v);}},{label:'throughput',stroke:'#1f6fb2',width:2,points:{show:true,size:6},value:function(u,v){return v==null?'':rate(v);}}],
  axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'requests/s',size:70,values:function(u,t){return t.map(rate);}}]},[D.offered,D.offered,D.achieved],document.getElementById('rate'));
 document.documentElement.setAttribute('data-charts-drawn','2');
 })();"#;
@@ -39,7 +39,10 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
     let achieved: Vec<f64> = sweep
         .steps
         .iter()
-        .map(|s| s.results.main.rate.achieved_per_s)
+        .map(|s| {
+            candor_truth::saturation::throughput(&s.results)
+                .unwrap_or(s.results.main.rate.achieved_per_s)
+        })
         .collect();
     let series: Vec<serde_json::Value> = SWEEP_PERCENTILES
         .iter()
@@ -57,10 +60,12 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
     let mut rows = String::new();
     for s in &sweep.steps {
         let m = &s.results.main;
+        let done =
+            candor_truth::saturation::throughput(&s.results).unwrap_or(m.rate.achieved_per_s);
         rows.push_str(&format!(
             "<tr><td>{}</td><td>{}</td>",
             format_rate(s.offered_per_s),
-            format_rate(m.rate.achieved_per_s)
+            format_rate(done)
         ));
         for (_, p) in SWEEP_PERCENTILES {
             rows.push_str(&format!(
@@ -95,8 +100,8 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
          td,th{{padding:3px 10px;text-align:right;border-bottom:1px solid #ddd}}</style></head><body>\n\
          <h1>{t}</h1>\n<p>Response time is measured from each request's intended send time (open loop). Each point is one \
          step of the sweep; the percentile curves bend upwards where the offered load approaches capacity, and \
-         achieved falls below offered beyond it.</p>\n<div id=\"latency\"></div>\n<div id=\"rate\"></div>\n\
-         <table><tr><th>offered</th><th>achieved</th>{head}<th>failed + unfinished</th><th>verdict</th></tr>\n{rows}</table>\n\
+         throughput (completions per second during the measured window) falls below offered beyond it.</p>\n<div id=\"latency\"></div>\n<div id=\"rate\"></div>\n\
+         <table><tr><th>offered</th><th>throughput</th>{head}<th>failed + unfinished</th><th>verdict</th></tr>\n{rows}</table>\n\
          <script type=\"application/json\" id=\"sweep-data\">{data}</script>\n<script>{js}</script>\n<script>{script}</script>\n\
          </body></html>\n",
         t = esc(&title),

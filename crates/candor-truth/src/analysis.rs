@@ -113,7 +113,10 @@ pub fn render_text(results: &RunResults) -> String {
     let n = results.main.response_time.count;
     if n > 0 && !a.confidence.is_empty() {
         let support = match a.highest_supported_percentile {
-            Some(p) => format!("support percentiles up to p{}", omission::trim_pct((p * 100.0).floor() / 100.0)),
+            Some(p) => format!(
+                "support percentiles up to p{}",
+                omission::trim_pct((p * 100.0).floor() / 100.0)
+            ),
             None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
         };
         out.push_str(&format!(
@@ -121,7 +124,11 @@ pub fn render_text(results: &RunResults) -> String {
             format_count(n),
             support
         ));
-        for c in a.confidence.iter().filter(|c| c.percentile < 100.0 && c.percentile != 75.0) {
+        for c in a
+            .confidence
+            .iter()
+            .filter(|c| c.percentile < 100.0 && c.percentile != 75.0)
+        {
             out.push_str(&format!(
                 "  {:<10} {:>12}   {}\n",
                 format!("p{}", omission::trim_pct(c.percentile)),

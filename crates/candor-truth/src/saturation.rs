@@ -13,6 +13,21 @@ pub const MIN_T: f64 = 4.0;
 /// Required share of the variance explained by the line.
 pub const MIN_R2: f64 = 0.7;
 
+/// Completions per second while the measured window lasted, from the per-interval counts (by
+/// completion time). Unlike `achieved_per_s` (all completions of the window's requests, including
+/// those answered during the drain), this falls below the offered rate when the target cannot
+/// keep up. `None` without whole measured intervals.
+pub fn throughput(results: &RunResults) -> Option<f64> {
+    let warm = results.warmup.as_ref().map_or(0.0, |w| w.duration_s);
+    let end = warm + results.main.duration_s;
+    let (done, secs) = results
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup && i.start_s >= warm - 1e-6 && i.start_s + i.length_s <= end + 1e-6)
+        .fold((0u64, 0.0), |(d, s), i| (d + i.completed, s + i.length_s));
+    (secs >= 0.5).then(|| done as f64 / secs)
+}
+
 /// A least-squares line through points.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LineFit {
@@ -129,18 +144,17 @@ pub fn detect(results: &RunResults) -> Option<Saturation> {
     let lag_grows = fit_line(&lag).is_some_and(|f| significant(&f, f.slope * span, 1e6));
     let r = &results.main.requests;
     let rate = &results.main.rate;
-    let short = rate
-        .target_per_s
-        .is_some_and(|t| rate.achieved_per_s < 0.98 * t);
+    let done = throughput(results).unwrap_or(rate.achieved_per_s);
+    let short = rate.target_per_s.is_some_and(|t| done < 0.98 * t);
     let overload = rate.target_per_s.is_some() && (short || r.in_flight_at_end > 0 || lag_grows);
     let slope_ms = fit.slope / 1e6;
     let verdict = if overload {
         let capacity = match rate.target_per_s {
             Some(t) if short => format!(
-                "; achieved {} of the {} offered, so capacity is about {}",
-                format_rate(rate.achieved_per_s),
+                "; {} completed per second while {} was offered, so capacity is about {}",
+                format_rate(done),
                 format_rate(t),
-                format_rate(rate.achieved_per_s)
+                format_rate(done)
             ),
             _ => String::new(),
         };
@@ -184,6 +198,7 @@ mod tests {
 
     pub(crate) fn with_intervals(p50s_ms: &[f64], achieved: f64) -> RunResults {
         let mut r = crate::test_support::empty_run(Some(1000.0), achieved);
+        r.main.duration_s = p50s_ms.len() as f64;
         let h = EncodedHistograms {
             response_time: String::new(),
             service_time: String::new(),
@@ -196,7 +211,7 @@ mod tests {
                 start_s: i as f64,
                 length_s: 1.0,
                 warmup: false,
-                completed: 1000,
+                completed: achieved as u64,
                 failed: 0,
                 response_time: IntervalStats {
                     count: 1000,

@@ -7,7 +7,7 @@
 //! waits for its answer), `actual-send` times requests from the actual write instead of the
 //! intended send time. Either must make calibration fail.
 
-use crate::cmd::pause::{render_truth, truth_rows, PauseSpec, Pauser};
+use crate::cmd::pause::{render_truth, truth_rows, PauseSpec, PauseWindow, Pauser};
 use crate::cmd::run::execute_with;
 use anyhow::{bail, Context, Result};
 use candor_core::results::{PhaseResults, RunResults};
@@ -40,7 +40,9 @@ fn sabotage() -> Result<Sabotage> {
         Err(_) | Ok("") => Ok(Sabotage::None),
         Ok("closed-loop") => Ok(Sabotage::ClosedLoop),
         Ok("actual-send") => Ok(Sabotage::ActualSend),
-        Ok(other) => bail!("CANDOR_CALIBRATE_SABOTAGE={other}: expected closed-loop or actual-send"),
+        Ok(other) => {
+            bail!("CANDOR_CALIBRATE_SABOTAGE={other}: expected closed-loop or actual-send")
+        }
     }
 }
 
@@ -56,7 +58,7 @@ fn run_measured(
     config: &LoadConfig,
     sab: Sabotage,
     pauser: Option<&std::sync::Arc<Pauser>>,
-) -> Result<(candor_load::RunOutcome, RunResults, Option<(u64, u64)>)> {
+) -> Result<(candor_load::RunOutcome, RunResults, PauseWindow)> {
     let mut c = config.clone();
     if sab == Sabotage::ClosedLoop {
         c.rate = None;
@@ -173,7 +175,10 @@ fn tester(sab: Sabotage) -> Result<bool> {
         format_ns(at(&m.service_time, 50.0)),
         format_ns(at(&m.service_time, 99.0)),
     );
-    println!("    {:<28} {:>14} {:>44}  result", "check", "bound", "measured");
+    println!(
+        "    {:<28} {:>14} {:>44}  result",
+        "check", "bound", "measured"
+    );
     let mut ok = true;
     for b in &bounds {
         ok &= b.pass;

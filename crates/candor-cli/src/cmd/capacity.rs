@@ -4,7 +4,9 @@
 use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
 use crate::cmd::sweep::{forbid_rate, step_warmup_ns};
 use anyhow::{Context, Result};
-use candor_core::units::{format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
+use candor_core::units::{
+    format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
+};
 use candor_truth::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
 use candor_truth::slo::SloSet;
 use clap::Args;
@@ -97,7 +99,10 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     };
     let found = search(settings, &mut measure)?;
     println!("candor capacity of {}\n", base.target.url);
-    println!("  {:>3}  {:<8} {:>10}  result  evidence", "#", "step", "offered");
+    println!(
+        "  {:>3}  {:<8} {:>10}  result  evidence",
+        "#", "step", "offered"
+    );
     for (i, p) in found.probes.iter().enumerate() {
         println!(
             "  {:>3}  {:<8} {:>10}  {:<6}  {}",
@@ -172,17 +177,18 @@ pub fn judge(results: &candor_core::results::RunResults, slo: &SloSet, rate: f64
             format_count(r.in_flight_at_end)
         ));
     }
-    if m.rate.achieved_per_s < 0.95 * rate {
-        reasons.push(format!("achieved only {}", format_rate(m.rate.achieved_per_s)));
+    let done = candor_truth::saturation::throughput(results).unwrap_or(m.rate.achieved_per_s);
+    if done < 0.95 * rate {
+        reasons.push(format!("throughput only {}", format_rate(done)));
     }
     let at = |p: f64| format_ns(m.response_time.at(p).unwrap_or(0) as f64);
     let mut note = format!(
-        "p50 {} p99 {} p99.9 {} max {}, achieved {}",
+        "p50 {} p99 {} p99.9 {} max {}, throughput {}",
         at(50.0),
         at(99.0),
         at(99.9),
         format_ns(m.response_time.max_ns as f64),
-        format_rate(m.rate.achieved_per_s)
+        format_rate(done)
     );
     if !reasons.is_empty() {
         note.push_str(&format!(" ({})", reasons.join("; ")));

@@ -90,7 +90,11 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         "  {:<9} {:>14} {:>26}",
         "samples",
         format_count(raw.len()),
-        format!("{} (+{})", format_count(fixed.len()), format_count(fixed.len() - raw.len()))
+        format!(
+            "{} (+{})",
+            format_count(fixed.len()),
+            format_count(fixed.len() - raw.len())
+        )
     );
     println!(
         "\nThe corrected column is an estimate: it assumes a sample was intended every {} and that the\n\

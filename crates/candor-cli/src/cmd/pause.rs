@@ -42,11 +42,14 @@ impl PauseSpec {
     }
 }
 
+/// `[stop, resume)` of the pause on the monotonic clock, if it happened.
+pub type PauseWindow = Option<(u64, u64)>;
+
 /// The thread that pauses and resumes the process; [`Pauser::finish`] always resumes it.
 pub struct Pauser {
     spec: PauseSpec,
     cancel: Mutex<Option<Sender<()>>>,
-    thread: Mutex<Option<JoinHandle<Result<Option<(u64, u64)>, String>>>>,
+    thread: Mutex<Option<JoinHandle<Result<PauseWindow, String>>>>,
 }
 
 /// Sleeps until `target` unless cancelled (then returns false at once).
@@ -118,7 +121,7 @@ impl Pauser {
 
     /// Ends the pause (resuming the process if it is still stopped) and returns the actual
     /// `[stop, resume)` window on the monotonic clock, if the pause happened.
-    pub fn finish(&self) -> Result<Option<(u64, u64)>> {
+    pub fn finish(&self) -> Result<PauseWindow> {
         if let Some(tx) = self.cancel.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = tx.send(());
         }
@@ -238,7 +241,11 @@ pub fn render_truth(rows: &[TruthRow], judge: bool) -> String {
             r.label,
             format_ns(r.predicted_ns),
             format_ns(r.measured_ns),
-            format!("{}{}", if err < 0.0 { "-" } else { "+" }, format_ns(err.abs())),
+            format!(
+                "{}{}",
+                if err < 0.0 { "-" } else { "+" },
+                format_ns(err.abs())
+            ),
             tol,
             if judge {
                 if r.pass() {
@@ -342,7 +349,9 @@ impl RunExtras {
                     detail: format!("SIGSTOP/SIGCONT of pid {}", p.spec.pid),
                 });
         } else if self.pauser.is_some() {
-            text.push_str("\nWARNING: the pause did not happen (the run ended before --pause-at)\n");
+            text.push_str(
+                "\nWARNING: the pause did not happen (the run ended before --pause-at)\n",
+            );
         }
         let mut analysis = candor_truth::analyze(results);
         analysis.slo = self.slo.evaluate(results);
@@ -360,7 +369,10 @@ impl RunExtras {
                 100.0 * truth.stalled_fraction(),
                 format_ns((cont - stop) as f64)
             ));
-            text.push_str(&render_truth(&truth_rows(&truth, &results.main.response_time), false));
+            text.push_str(&render_truth(
+                &truth_rows(&truth, &results.main.response_time),
+                false,
+            ));
         }
         let mut code = 0;
         if !analysis.slo.is_empty() {
@@ -368,9 +380,7 @@ impl RunExtras {
             text.push_str(&candor_truth::slo::render(&analysis.slo));
             if !candor_truth::slo::all_pass(&analysis.slo) {
                 code = EXIT_VERDICT_FAILED;
-                text.push_str(&format!(
-                    "SLO: FAILED (exit code {EXIT_VERDICT_FAILED})\n"
-                ));
+                text.push_str(&format!("SLO: FAILED (exit code {EXIT_VERDICT_FAILED})\n"));
             } else {
                 text.push_str("SLO: all objectives met\n");
             }

@@ -94,9 +94,12 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         any_slo_failed |= step.slo.iter().any(|v| !v.pass);
         let m = &step.results.main;
         eprintln!(
-            "  {:>9}: achieved {:>9}, response time p50 {} p99 {} max {}{}",
+            "  {:>9}: throughput {:>9}, response time p50 {} p99 {} max {}{}",
             format_rate(rate),
-            format_rate(m.rate.achieved_per_s),
+            format_rate(
+                candor_truth::saturation::throughput(&step.results)
+                    .unwrap_or(m.rate.achieved_per_s)
+            ),
             format_ns(m.response_time.at(50.0).unwrap_or(0) as f64),
             format_ns(m.response_time.at(99.0).unwrap_or(0) as f64),
             format_ns(m.response_time.max_ns as f64),
@@ -164,18 +167,24 @@ pub fn report_sweep(args: &crate::cmd::report::ReportArgs) -> Result<Option<i32>
         return Ok(None);
     }
     if args.files.len() > 1 {
-        bail!("a sweep results file is reported on its own (got {} files)", args.files.len());
+        bail!(
+            "a sweep results file is reported on its own (got {} files)",
+            args.files.len()
+        );
     }
     let (path, text) = &sweeps[0];
-    let sweep =
-        SweepResults::from_json(text).with_context(|| format!("{}", path.display()))?;
+    let sweep = SweepResults::from_json(text).with_context(|| format!("{}", path.display()))?;
     let slo = SloSet::parse_all(&args.slo)?;
     let mut failed = false;
     match &args.output {
         Some(out) => {
             let page = candor_report::sweep_html::write_sweep_html(&sweep, args.title.as_deref());
             std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
-            eprintln!("wrote {} (sweep of {} rates)", out.display(), sweep.steps.len());
+            eprintln!(
+                "wrote {} (sweep of {} rates)",
+                out.display(),
+                sweep.steps.len()
+            );
         }
         None => {
             println!("candor sweep of {}\n", sweep.target);

@@ -69,13 +69,15 @@ fn four_shards_merged_match_one_process_and_the_truth() {
         );
     }
 
-    // The directory form: every *.json in it.
+    // The directory form: every *.json in it. The SLO is judged on the merged response time
+    // (truth p99 = 480 ms).
     let merged_path = dir.join("merged.out");
     let out = candor()
         .arg("merge")
         .arg(&dir)
         .arg("-o")
         .arg(&merged_path)
+        .args(["--slo", "p99<600ms,errors<0.1%"])
         .output()
         .expect("run candor merge");
     let merge_log = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -86,6 +88,21 @@ fn four_shards_merged_match_one_process_and_the_truth() {
         "{merge_log}"
     );
     assert!(merge_log.contains("the agreed --start-at"), "{merge_log}");
+    assert!(
+        merge_log.contains("SLO: all objectives met on the merged result"),
+        "{merge_log}"
+    );
+    let out = candor()
+        .arg("merge")
+        .arg(&dir)
+        .args(["-o", "-", "--slo", "p99<100ms"])
+        .output()
+        .expect("run candor merge");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "a missed SLO exits 3: {err}");
+    assert!(err.contains("FAIL"), "{err}");
+    let to_stdout: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(to_stdout["kind"], "merged");
     let m = load(&merged_path);
     assert_eq!(m["kind"], "merged");
     assert_balanced(&m);

@@ -477,9 +477,10 @@ fn usage_comment(args: &K8sArgs, start_at: &str) -> String {
         );
     }
     if let Some(pvc) = &args.pvc {
-        let _ = write!(
+        let _ = writeln!(
             c,
-            "# From the volume: copy /results of claim {pvc} (shard-0.json ...) here, then  candor merge results/ -o merged.json\n"
+            "# From the volume: copy /results (shard-0.json ...) of claim {pvc} out through any pod that mounts it\n\
+             #                  (kubectl cp, see docs/scale-out.md), then  candor merge results/ -o merged.json"
         );
     }
     c.push_str("# Then:     candor report merged.json\n");

@@ -20,6 +20,10 @@ pub struct MergeArgs {
     /// Where to write the merged JSON ("-" = stdout).
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
+    /// Service-level objectives on the merged response time, like 'p99<10ms,max<1s,errors<0.1%'
+    /// (repeatable): a PASS/FAIL line per objective; exit code 3 if any fails.
+    #[arg(long, value_name = "SLO")]
+    pub slo: Vec<String>,
 }
 
 /// The inputs, with each directory replaced by its *.json files in name order.
@@ -75,15 +79,21 @@ fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, RunResults)>> {
 }
 
 pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
+    let slo_set = candor_truth::SloSet::parse_all(&args.slo)?;
     let files = expand(&args.files)?;
     let runs = read_all(&files)?;
-    let (merged, shard_report) = if runs.iter().any(|(_, r)| shards::is_shard(r)) {
+    let (mut merged, shard_report) = if runs.iter().any(|(_, r)| shards::is_shard(r)) {
         let m = shards::merge_shards(&runs)?;
         (m.merged, Some(m.report))
     } else {
         let results: Vec<_> = runs.iter().map(|(_, r)| r.clone()).collect();
         (candor_report::merge::merge(&results)?, None)
     };
+    // The merged result gets the analysis a single run has, computed from the merged histograms
+    // (never from the inputs' own verdicts), SLO verdicts included.
+    let mut analysis = candor_truth::analyze(&merged);
+    analysis.slo = slo_set.evaluate(&merged);
+    merged.main.analysis = Some(analysis.to_value());
     let where_to = if args.output.as_os_str() == "-" {
         println!("{}", merged.to_json_pretty());
         "stdout".to_string()
@@ -116,5 +126,15 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
             candor_core::units::format_rate(rate.achieved_per_s),
         );
     }
-    Ok(0)
+    let mut code = 0;
+    if !analysis.slo.is_empty() {
+        eprint!("{}", candor_truth::slo::render(&analysis.slo));
+        if !candor_truth::slo::all_pass(&analysis.slo) {
+            code = crate::cmd::pause::EXIT_VERDICT_FAILED;
+            eprintln!("SLO: FAILED on the merged result (exit code {code})");
+        } else {
+            eprintln!("SLO: all objectives met on the merged result");
+        }
+    }
+    Ok(code)
 }

@@ -257,6 +257,12 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     if a.load.shard.is_some() || a.load.start_at.is_some() || a.json.is_some() {
         bail!("--shard, --start-at and --json are set by candor k8s for every pod; leave them out of the run flags");
     }
+    if !a.slo.is_empty() {
+        bail!("--slo in the run flags would judge each pod on its share alone and fail the Job on one shard's verdict; judge the merged result instead: candor merge --slo ...");
+    }
+    if a.pause_pid.is_some() {
+        bail!("--pause-pid names a process on this machine, not one in the pods");
+    }
     parse_rate(&a.load.rate).context("-R/--rate")?;
     for (flag, v) in [
         ("--duration", &a.load.duration),
@@ -728,6 +734,7 @@ mod tests {
         assert!(err(&["--", "--shard", "0/2", "http://a/"]).contains("set by candor k8s"));
         assert!(err(&["--", "--json", "x", "http://a/"]).contains("set by candor k8s"));
         assert!(err(&["--", "--no-such-flag", "http://a/"]).contains("invalid candor run flags"));
+        assert!(err(&["--", "--slo", "p99<1ms", "http://a/"]).contains("candor merge --slo"));
         assert!(err(&["--", "-R", "fast", "http://a/"]).contains("-R/--rate"));
         assert!(err(&["--no-shell", "--", "http://a/"]).contains("give --pvc CLAIM"));
         let zero = args(&["--shards", "0", "--image", "i", "--", "http://a/"]);

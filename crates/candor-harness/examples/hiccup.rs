@@ -4,7 +4,7 @@
 //! uncorrected, only 1 in 10,000 is slow (p99.9 sub-microsecond, p99.99 at the 1 ms edge).
 //!
 //! `cargo run --release -p candor-harness --example hiccup [-- --iterations N --runs N --json DIR]`
-//! Defaults: 3 runs of 500,000 iterations per mode (about 32 s in all).
+//! Defaults: 3 runs of 400,000 iterations per mode (about 25 s in all).
 
 use candor_core::hist::value_at;
 use candor_core::now_ns;
@@ -21,7 +21,7 @@ fn main() {
 }
 
 fn real_main() -> Result<(), String> {
-    let mut iterations = 500_000u64;
+    let mut iterations = 400_000u64;
     let mut runs = 3u32;
     let mut json_dir: Option<String> = None;
     let mut jitter = true;

@@ -156,9 +156,11 @@ fn tester(sab: Sabotage) -> Result<bool> {
         },
         Bound {
             what: "sent >1ms late by candor",
-            limit: "< 0.1%".into(),
+            // One scheduler hiccup of a few ms per second delays ~6 of 2,000 sends (0.3%); more
+            // than that means candor is systematically short of CPU.
+            limit: "< 0.5%".into(),
             measured: format!("{:.3}%", 100.0 * late_share),
-            pass: late_share < 0.001,
+            pass: late_share < 0.005,
         },
         Bound {
             what: "accounting",

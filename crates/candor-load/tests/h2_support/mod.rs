@@ -68,10 +68,16 @@ impl Drop for H2Server {
     }
 }
 
+/// Starts a server on a free loopback port.
 pub fn start(opts: ServerOptions) -> H2Server {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-    listener.set_nonblocking(true).expect("nonblocking");
-    let addr = listener.local_addr().expect("local addr");
+    start_on("127.0.0.1:0", opts).expect("bind loopback")
+}
+
+/// Starts a server on `addr`.
+pub fn start_on(addr: &str, opts: ServerOptions) -> std::io::Result<H2Server> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
     let stats = Arc::new(Stats::default());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let st = stats.clone();
@@ -116,12 +122,12 @@ pub fn start(opts: ServerOptions) -> H2Server {
             }
         });
     });
-    H2Server {
+    Ok(H2Server {
         addr,
         stats,
         stop: Some(stop_tx),
         thread: Some(thread),
-    }
+    })
 }
 
 async fn serve_connection<T>(io: T, opts: &ServerOptions, stats: Arc<Stats>)
@@ -137,7 +143,8 @@ where
     };
     while let Some(Ok((req, respond))) = conn.accept().await {
         let n = stats.streams.fetch_add(1, Ordering::Relaxed) + 1;
-        let reset = opts.reset_every > 0 && n % opts.reset_every == 0;
+        // checked_rem: None for 0, which means never.
+        let reset = n.checked_rem(opts.reset_every) == Some(0);
         let (delay, stats) = (opts.delay, stats.clone());
         tokio::spawn(async move { handle(req, respond, delay, reset, stats).await });
     }

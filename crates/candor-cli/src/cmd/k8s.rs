@@ -245,13 +245,18 @@ struct RunFlags {
 
 fn check_run_flags(flags: &[String]) -> Result<()> {
     let parsed = RunFlags::try_parse_from(flags).map_err(|e| {
+        // clap's message up to its usage block, on one line.
         let text = e.to_string();
-        let first = text
+        let what: Vec<&str> = text
             .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        anyhow::anyhow!("invalid candor run flags after --: {first}")
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
+            .map(str::trim)
+            .collect();
+        let what = what.join(" ");
+        anyhow::anyhow!(
+            "invalid candor run flags after --: {}",
+            what.trim_start_matches("error: ")
+        )
     })?;
     let a = &parsed.run;
     if a.load.shard.is_some() || a.load.start_at.is_some() || a.json.is_some() {
@@ -494,16 +499,26 @@ fn usage_comment(args: &K8sArgs, start_at: &str) -> String {
 }
 
 pub fn main(args: K8sArgs) -> Result<i32> {
-    let start_at = match &args.start_at {
-        Some(t) => {
-            let ns = parse_start_at(t)?;
-            rfc3339_ceil(UNIX_EPOCH + Duration::from_nanos(ns))
-        }
+    let at = match &args.start_at {
+        Some(t) => UNIX_EPOCH + Duration::from_nanos(parse_start_at(t)?),
         None => {
             let lead = parse_duration_ns(&args.lead).context("--lead")?;
-            rfc3339_ceil(SystemTime::now() + Duration::from_nanos(lead))
+            SystemTime::now() + Duration::from_nanos(lead)
         }
     };
+    // Pods need time to be scheduled and to pull the image; the manifest is still printed (the
+    // shards would start late and say so), but the user should know now.
+    match at.duration_since(SystemTime::now()) {
+        Ok(ahead) if ahead >= Duration::from_secs(10) => {}
+        Ok(ahead) => eprintln!(
+            "candor k8s: warning: the start is only {:.1}s away; pods that come up later start late (see docs/scale-out.md)",
+            ahead.as_secs_f64()
+        ),
+        Err(_) => eprintln!(
+            "candor k8s: warning: the start is in the past; every shard will start late"
+        ),
+    }
+    let start_at = rfc3339_ceil(at);
     let m = manifest(&args, &start_at)?;
     match args.format {
         ManifestFormat::Yaml => print!("{}---\n{}", usage_comment(&args, &start_at), m.to_yaml()),

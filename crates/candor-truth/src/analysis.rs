@@ -81,29 +81,6 @@ pub fn analyze(results: &RunResults) -> Analysis {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_support::run_of;
-
-    #[test]
-    fn closed_loop_stall_gets_the_co_verdict_open_loop_does_not() {
-        let mut values = vec![50_000u64; 100_000];
-        values.extend(std::iter::repeat_n(400_000_000u64, 10));
-        let closed = run_of(&values, None, "closed-loop");
-        let a = analyze(&closed);
-        assert!(a.coordinated_omission.is_some());
-        assert_eq!(a.verdicts().len(), 1);
-        let open = run_of(&values, Some(1000.0), "open-loop");
-        assert!(analyze(&open).coordinated_omission.is_none());
-        assert_eq!(a.confidence.len(), SUMMARY_PERCENTILES.len());
-        let sup = a.highest_supported_percentile.unwrap();
-        assert!((sup - 99.9).abs() < 0.001, "{sup}");
-        let json = a.to_value();
-        assert!(json["confidence"][3]["lower_ns"].is_u64());
-    }
-}
-
 /// The report section: confidence intervals and sample support of the response-time
 /// percentiles, timeline events, and the verdicts.
 pub fn render_text(results: &RunResults) -> String {
@@ -158,4 +135,27 @@ pub fn render_text(results: &RunResults) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::run_of;
+
+    #[test]
+    fn closed_loop_stall_gets_the_co_verdict_open_loop_does_not() {
+        let mut values = vec![50_000u64; 100_000];
+        values.extend(std::iter::repeat_n(400_000_000u64, 10));
+        let closed = run_of(&values, None, "closed-loop");
+        let a = analyze(&closed);
+        assert!(a.coordinated_omission.is_some());
+        assert_eq!(a.verdicts().len(), 1);
+        let open = run_of(&values, Some(1000.0), "open-loop");
+        assert!(analyze(&open).coordinated_omission.is_none());
+        assert_eq!(a.confidence.len(), SUMMARY_PERCENTILES.len());
+        let sup = a.highest_supported_percentile.unwrap();
+        assert!((sup - 99.9).abs() < 0.001, "{sup}");
+        let json = a.to_value();
+        assert!(json["confidence"][3]["lower_ns"].is_u64());
+    }
 }

@@ -8,35 +8,43 @@
 //! samples. An honest (schedule-driven) measurement of the same stall has a gradual rise instead:
 //! every instant of the stall contributes a sample, with waits spread over (0, stall].
 //!
-//! The test: in the top 10% of the distribution, adjacent recorded values jump by at least
-//! [`MIN_JUMP`]x, the samples above the jump are at most 1% of all, and, with the expected
-//! interval between samples, those slow samples stand for at least [`MIN_MISSING_RATIO`] times
-//! more requests than were recorded (HdrHistogram's correction would add `v/interval − 1`
-//! samples for each). A distribution that is legitimately bimodal can trip this too, so the
-//! verdict speaks of a signature, not a proof.
+//! The test, on the percentile curve plotted against the number of nines (log10 of 1/(1−q)):
+//! the samples at or above 10% of the maximum are at most 1% of all, the maximum is at least
+//! [`MIN_RISE`] times the median, and the curve climbs from 10% to 90% of the maximum within
+//! [`MAX_RISE_DECADES`] of a decade. An honest measurement of a stall of length S has waits
+//! uniform on (0, S], so that climb takes log10(9) = 0.95 of a decade however rare the stall is;
+//! a closed loop puts its few stalled samples all near S, a vertical step. With the expected
+//! interval between samples, those slow samples must also stand for at least
+//! [`MIN_MISSING_RATIO`] times more requests than were recorded (HdrHistogram's correction
+//! would add `v/interval − 1` samples for each). A legitimately bimodal distribution (a rare,
+//! fixed slow path) can trip this too, so the verdict speaks of a signature, not a proof.
 
 use candor_core::units::{format_count, format_ns};
 use candor_core::Histo;
 use serde::{Deserialize, Serialize};
 
-/// Smallest jump between adjacent recorded values that counts as near-vertical.
-pub const MIN_JUMP: f64 = 10.0;
-/// Largest share of samples above the jump.
+/// The maximum must be at least this many times the median.
+pub const MIN_RISE: f64 = 10.0;
+/// Largest share of samples at or above 10% of the maximum.
 pub const MAX_TAIL_SHARE: f64 = 0.01;
+/// Widest climb from 10% to 90% of the maximum, in decades of 1/(1−q).
+pub const MAX_RISE_DECADES: f64 = 0.25;
 /// Implied missing samples per recorded slow sample.
 pub const MIN_MISSING_RATIO: f64 = 10.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CoSignature {
-    /// Largest value below the jump, and smallest above it, ns.
+    /// Largest value below 10% of the max, and smallest at or above it, ns.
     pub below_ns: u64,
     pub above_ns: u64,
-    /// Percentile (0..100) at which the curve jumps.
+    /// Percentile (0..100) at which the curve rises.
     pub at_percentile: f64,
-    /// Samples above the jump.
+    /// Samples at or above 10% of the max.
     pub tail_samples: u64,
+    /// Decades of 1/(1−q) between 10% and 90% of the max.
+    pub rise_decades: f64,
     pub samples: u64,
-    /// Samples a schedule-driven measurement would have recorded in the jump's range, estimated
+    /// Samples a schedule-driven measurement would have recorded in the rise, estimated
     /// with the expected interval (HdrHistogram's correction).
     pub implied_missing: f64,
     pub expected_interval_ns: u64,
@@ -51,9 +59,12 @@ pub fn detect(h: &Histo, expected_interval_ns: Option<u64>) -> Option<CoSignatur
     if n < 100 {
         return None;
     }
-    let interval = expected_interval_ns
-        .filter(|&i| i > 0)
-        .unwrap_or_else(|| candor_core::hist::value_at(h, 50.0).max(1));
+    let median = candor_core::hist::value_at(h, 50.0).max(1);
+    let interval = expected_interval_ns.filter(|&i| i > 0).unwrap_or(median);
+    let max = h.max();
+    if (max as f64) < MIN_RISE * median as f64 {
+        return None;
+    }
     let values: Vec<(u64, u64)> = h
         .iter_recorded()
         .map(|v| {
@@ -63,41 +74,52 @@ pub fn detect(h: &Histo, expected_interval_ns: Option<u64>) -> Option<CoSignatur
             )
         })
         .collect();
-    let mut below = 0u64;
-    let mut best: Option<(usize, f64)> = None;
-    for i in 0..values.len().saturating_sub(1) {
-        below += values[i].1;
-        let tail = n - below;
-        if (below as f64) < 0.9 * n as f64 || tail as f64 > MAX_TAIL_SHARE * n as f64 {
-            continue;
-        }
-        let jump = values[i + 1].0 as f64 / values[i].0.max(1) as f64;
-        if jump >= MIN_JUMP && best.is_none_or(|(_, j)| jump > j) {
-            best = Some((i, jump));
-        }
-    }
-    let (i, jump) = best?;
-    let below_count: u64 = values[..=i].iter().map(|v| v.1).sum();
-    let tail = n - below_count;
-    let implied: f64 = values[i + 1..]
-        .iter()
-        .map(|&(v, c)| c as f64 * ((v as f64 / interval as f64) - 1.0).max(0.0))
-        .sum();
-    if implied < MIN_MISSING_RATIO * tail as f64 {
+    let at_least = |floor: f64| -> u64 {
+        values
+            .iter()
+            .filter(|v| v.0 as f64 >= floor)
+            .map(|v| v.1)
+            .sum()
+    };
+    let tail10 = at_least(0.1 * max as f64);
+    let tail90 = at_least(0.9 * max as f64).max(1);
+    if tail10 == 0 || tail10 as f64 > MAX_TAIL_SHARE * n as f64 {
         return None;
     }
-    let (below_ns, above_ns) = (values[i].0, values[i + 1].0);
-    let at_percentile = 100.0 * below_count as f64 / n as f64;
+    let decades = (tail10 as f64 / tail90 as f64).log10();
+    if decades > MAX_RISE_DECADES {
+        return None;
+    }
+    let implied: f64 = values
+        .iter()
+        .filter(|v| v.0 as f64 >= 0.1 * max as f64)
+        .map(|&(v, c)| c as f64 * ((v as f64 / interval as f64) - 1.0).max(0.0))
+        .sum();
+    if implied < MIN_MISSING_RATIO * tail10 as f64 {
+        return None;
+    }
+    let below_ns = values
+        .iter()
+        .rev()
+        .find(|v| (v.0 as f64) < 0.1 * max as f64)
+        .map_or(0, |v| v.0);
+    let above_ns = values
+        .iter()
+        .find(|v| v.0 as f64 >= 0.1 * max as f64)
+        .map_or(max, |v| v.0);
+    let at_percentile = 100.0 * (n - tail10) as f64 / n as f64;
     let verdict = format!(
-        "coordinated-omission signature: the percentile curve jumps {jump:.0}x, from {} at p{} to {}, carried by \
-         only {} of {} samples; had requests kept being sent every {} while those were slow, about {} more \
-         samples would lie in that range. Percentiles above p{} are likely far too low; try \
-         `candor correct --expected-interval {}` for an estimate, or measure open-loop (-R RATE)",
-        format_ns(below_ns as f64),
+        "coordinated-omission signature: the percentile curve rises near-vertically at p{}: its top {} of {} \
+         samples lie between {} and the max {} (median {}), climbing from 10% to 90% of the max within {decades:.2} \
+         of a decade (an honest measurement of a stall takes 0.95). Had requests kept being sent every {} while \
+         those were slow, about {} more samples would lie in that range, so percentiles above p{} are likely far \
+         too low; `candor correct --expected-interval {}` gives an estimate, measuring open-loop (-R RATE) the answer",
         trim_pct(at_percentile),
-        format_ns(above_ns as f64),
-        format_count(tail),
+        format_count(tail10),
         format_count(n),
+        format_ns(above_ns as f64),
+        format_ns(max as f64),
+        format_ns(median as f64),
         format_ns(interval as f64),
         format_count(implied.round() as u64),
         trim_pct(at_percentile),
@@ -107,8 +129,9 @@ pub fn detect(h: &Histo, expected_interval_ns: Option<u64>) -> Option<CoSignatur
         below_ns,
         above_ns,
         at_percentile,
-        tail_samples: tail,
+        tail_samples: tail10,
         samples: n,
+        rise_decades: decades,
         implied_missing: implied,
         expected_interval_ns: interval,
         verdict,
@@ -182,6 +205,33 @@ mod tests {
             "{}",
             s.verdict
         );
+    }
+
+    #[test]
+    fn a_noisy_closed_loop_still_shows_it() {
+        // As measured on a busy machine (candor run -R max -c 4 against a 300 ms stall every
+        // second): hiccups of 3-60 ms between the body and the stalled samples.
+        let mut h = new_histogram();
+        h.record_n(20_000, 400_000).unwrap();
+        for v in [3u64, 4, 5, 5, 14, 25, 31, 62] {
+            h.record_n(v * MS, 5).unwrap();
+        }
+        for c in 0..22u64 {
+            h.record(288 * MS + c * MS).unwrap();
+        }
+        let s = detect(&h, Some(50_000)).expect("signature");
+        assert!(s.rise_decades < 0.2, "{}", s.rise_decades);
+    }
+
+    #[test]
+    fn rare_honest_stall_is_not_vertical() {
+        // A 10 ms stall every 10 s measured open-loop at 10 kHz: 0.1% of samples, uniform waits.
+        let mut h = new_histogram();
+        h.record_n(50_000, 999_000).unwrap();
+        for i in 0..1_000u64 {
+            h.record(50_000 + i * 10_000).unwrap();
+        }
+        assert!(detect(&h, None).is_none());
     }
 
     #[test]

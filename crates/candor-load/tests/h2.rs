@@ -267,6 +267,36 @@ fn reset_streams_are_counted_failures_and_the_connection_survives() {
 }
 
 #[test]
+fn a_broken_connection_fails_its_streams_and_is_reopened() {
+    // Each connection is dropped when its 10th stream arrives, while ~4 exchanges of 20 ms are
+    // in flight on it at 200/s.
+    let server = start(ServerOptions {
+        delay: Duration::from_millis(20),
+        close_after: 10,
+        ..Default::default()
+    });
+    let mut c = config_for(&server, "http");
+    c.rate = Some(200.0);
+    c.streams = 8;
+    c.duration_ns = 1_000 * MS;
+    let out = run(&c);
+    let m = &out.main.counts;
+    assert!((m.intended as i64 - 200).abs() <= 1, "{m:?}");
+    assert_eq!(m.completed + m.failed, m.intended, "{m:?}");
+    assert!(m.failed > 0 && m.completed > 0, "{m:?}");
+    // Broken mid-exchange: `read`; the request that met a connection still being torn down
+    // may fail its reconnect (`connect`); nothing else.
+    assert_eq!(m.errors.read + m.errors.connect, m.failed, "{m:?}");
+    // The connection came back for the requests after each break.
+    let conns = server.stats.connections.load(Ordering::SeqCst);
+    assert!(
+        conns >= 10,
+        "only {conns} connections for {} streams",
+        m.intended
+    );
+}
+
+#[test]
 fn timeouts_fail_and_record_their_age() {
     let server = start(ServerOptions {
         delay: Duration::from_secs(5),

@@ -20,6 +20,8 @@ pub struct ServerOptions {
     pub delay: Duration,
     /// Reset every n-th stream (INTERNAL_ERROR) instead of answering; 0 = never.
     pub reset_every: u64,
+    /// Drop the connection (no GOAWAY) after accepting this many streams on it; 0 = never.
+    pub close_after: u64,
     /// TLS (with its ALPN list) instead of cleartext prior-knowledge HTTP/2.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS to announce (None = h2's default, unlimited).
@@ -33,6 +35,7 @@ impl Default for ServerOptions {
         ServerOptions {
             delay: Duration::ZERO,
             reset_every: 0,
+            close_after: 0,
             tls: None,
             max_concurrent_streams: None,
             threads: 1,
@@ -141,7 +144,14 @@ where
     let Ok(mut conn) = builder.handshake::<_, Bytes>(io).await else {
         return;
     };
+    let mut accepted = 0;
     while let Some(Ok((req, respond))) = conn.accept().await {
+        accepted += 1;
+        if accepted == opts.close_after {
+            // Returning drops the connection with its socket: the client sees it break with
+            // streams in flight.
+            return;
+        }
         let n = stats.streams.fetch_add(1, Ordering::Relaxed) + 1;
         // checked_rem: None for 0, which means never.
         let reset = n.checked_rem(opts.reset_every) == Some(0);

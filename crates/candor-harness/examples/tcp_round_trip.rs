@@ -3,7 +3,7 @@
 //! several throughputs: latency rises with throughput, first at the high percentiles, and past
 //! the machine's capacity the end-to-end times grow with the queue while the halves stay short.
 //!
-//! `cargo run --release -p candor-harness --example tcp_round_trip [-- --rates 5000,10000,20000,40000 --seconds 1 --runs 3 --quiet]`
+//! `cargo run --release -p candor-harness --example tcp_round_trip [-- --rates 5000,50000,100000,200000,300000 --seconds 1 --runs 3 --quiet]`
 //!
 //! The client (the benchmark thread) writes 24 bytes: the iteration's stamp and its send time.
 //! The server thread reads them, records client2server = now - send time through a `Sampler`,
@@ -34,7 +34,7 @@ fn main() {
 
 fn parse_args() -> Result<Options, String> {
     let mut o = Options {
-        rates: vec![5_000, 10_000, 20_000, 40_000],
+        rates: vec![5_000, 50_000, 100_000, 200_000, 300_000],
         seconds: 1.0,
         runs: 3,
         quiet: false,

@@ -347,6 +347,10 @@ struct Conn {
     attempts: u64,
     failed_attempt: u64,
     last_failure: Failure,
+    /// Streams our slots hold open on this connection (this epoch), and slots waiting because
+    /// that reached the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    open: usize,
+    stream_waiters: usize,
 }
 
 struct Slot {
@@ -622,6 +626,7 @@ impl Engine {
             match result {
                 Ok((sender, connection)) => {
                     conn.epoch += 1;
+                    conn.open = 0;
                     conn.link = Link::Up;
                     conn.sender = Some(sender.clone());
                     let epoch = conn.epoch;
@@ -735,7 +740,7 @@ impl Engine {
             (st.slots[id].conn, st.slots[id].request)
         };
         let mut reconnected = false;
-        let (response, body_tx) = loop {
+        let ((response, body_tx), epoch) = loop {
             if let Err(f) = self.connected(c, cached).await {
                 return self.st.borrow_mut().fail(id, f, now_ns());
             }
@@ -743,7 +748,10 @@ impl Engine {
                 return self.st.borrow_mut().fail(id, Failure::Connect, now_ns());
             };
             let epoch = *epoch;
-            // Ready unless the server's stream limit is reached (see docs/protocols.md).
+            if !self.take_stream(c, epoch, sender).await {
+                // The connection went down while this request waited for a stream.
+                continue;
+            }
             let ready = std::future::poll_fn(|cx| sender.poll_ready(cx)).await;
             let sent = now_ns();
             let opened = ready.and_then(|()| {
@@ -755,23 +763,47 @@ impl Engine {
                     let mut st = self.st.borrow_mut();
                     st.slots[id].sent = true;
                     st.slots[id].sent_ns = sent;
-                    break pair;
+                    break (pair, epoch);
                 }
                 // The connection died before this request could be sent (GOAWAY, reset): the
                 // request was never on the wire, so connecting again is no retry.
                 Err(_) if !reconnected => {
                     reconnected = true;
                     *cached = None;
+                    self.release_stream(c, epoch);
                     self.connection_lost(c, epoch);
                 }
-                Err(e) => return self.st.borrow_mut().fail(id, classify(&e), now_ns()),
+                Err(e) => {
+                    self.release_stream(c, epoch);
+                    return self.st.borrow_mut().fail(id, classify(&e), now_ns());
+                }
             }
         };
+        let outcome = self.await_response(request, response, body_tx).await;
+        self.release_stream(c, epoch);
+        let now = now_ns();
+        let mut st = self.st.borrow_mut();
+        match outcome {
+            Ok(Ok(status)) => st.complete(id, status, now),
+            Ok(Err(e)) => st.fail(id, classify(&e), now),
+            // Dropping the stream resets it (RST_STREAM CANCEL); the connection carries on.
+            Err(_) => st.fail(id, Failure::Timeout, now),
+        }
+    }
+
+    /// Sends the body if any, then reads the response to its last byte, within the timeout
+    /// (which runs from the actual send; tokio's millisecond timer is plenty for seconds).
+    async fn await_response(
+        &self,
+        request: usize,
+        response: h2::client::ResponseFuture,
+        body_tx: h2::SendStream<Bytes>,
+    ) -> Result<Result<u16, h2::Error>, tokio::time::error::Elapsed> {
         let body = &self.requests[request].body;
         if !body.is_empty() {
             let mut body_tx = body_tx;
             if let Err(e) = body_tx.send_data(body.clone(), true) {
-                return self.st.borrow_mut().fail(id, classify(&e), now_ns());
+                return Ok(Err(e));
             }
         }
         let exchange = async {
@@ -784,15 +816,59 @@ impl Engine {
             }
             Ok::<u16, h2::Error>(status)
         };
-        // The timeout runs from the actual send; ms granularity is plenty for seconds.
-        let outcome = tokio::time::timeout(self.timeout, exchange).await;
-        let now = now_ns();
-        let mut st = self.st.borrow_mut();
-        match outcome {
-            Ok(Ok(status)) => st.complete(id, status, now),
-            Ok(Err(e)) => st.fail(id, classify(&e), now),
-            // Dropping the stream resets it (RST_STREAM CANCEL); the connection carries on.
-            Err(_) => st.fail(id, Failure::Timeout, now),
+        tokio::time::timeout(self.timeout, exchange).await
+    }
+
+    /// Waits until connection `c` (at `epoch`) has a stream to spare under the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, and takes it. Returns false if the connection changed
+    /// meanwhile. Without this, `h2` would queue the stream inside the client, and the wait
+    /// would land in service time instead of send lag.
+    async fn take_stream(&self, c: usize, epoch: u64, sender: &SendRequest<Bytes>) -> bool {
+        {
+            // The common case, without registering for changes.
+            let mut st = self.st.borrow_mut();
+            let conn = &mut st.conns[c];
+            if conn.epoch == epoch
+                && conn.link == Link::Up
+                && conn.open < sender.current_max_send_streams()
+            {
+                conn.open += 1;
+                return true;
+            }
+        }
+        loop {
+            let notified = self.conn_changed[c].notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut st = self.st.borrow_mut();
+                let conn = &mut st.conns[c];
+                if conn.epoch != epoch || conn.link != Link::Up {
+                    return false;
+                }
+                if conn.open < sender.current_max_send_streams() {
+                    conn.open += 1;
+                    return true;
+                }
+                conn.stream_waiters += 1;
+            }
+            notified.await;
+            self.st.borrow_mut().conns[c].stream_waiters -= 1;
+        }
+    }
+
+    fn release_stream(&self, c: usize, epoch: u64) {
+        let wake = {
+            let mut st = self.st.borrow_mut();
+            let conn = &mut st.conns[c];
+            if conn.epoch != epoch || conn.open == 0 {
+                return;
+            }
+            conn.open -= 1;
+            conn.stream_waiters > 0
+        };
+        if wake {
+            self.conn_changed[c].notify_waiters();
         }
     }
 
@@ -1022,6 +1098,8 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
             attempts: 0,
             failed_attempt: 0,
             last_failure: Failure::Connect,
+            open: 0,
+            stream_waiters: 0,
         })
         .collect();
     let first_interval = setup

@@ -69,8 +69,17 @@ fn run(config: &LoadConfig) -> RunOutcome {
 /// Four requests 1 ms apart (a 1000/s schedule for 4 ms) against a server that holds each one
 /// for `delay`.
 fn burst_of_four(streams: usize, delay: Duration) -> (RunOutcome, usize) {
+    burst_of_four_limited(streams, delay, None)
+}
+
+fn burst_of_four_limited(
+    streams: usize,
+    delay: Duration,
+    server_limit: Option<u32>,
+) -> (RunOutcome, usize) {
     let server = start(ServerOptions {
         delay,
+        max_concurrent_streams: server_limit,
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
@@ -164,6 +173,21 @@ fn requests_wait_for_a_free_stream_and_are_never_skipped() {
         "max response {resp} ns"
     );
     assert!(lag >= 95 * MS, "max send lag {lag} ns");
+    assert!(service < 160 * MS, "max service {service} ns");
+}
+
+#[test]
+fn the_servers_stream_limit_is_waited_for_in_send_lag_not_service_time() {
+    // --streams 4, but the server allows 2 at a time (SETTINGS_MAX_CONCURRENT_STREAMS): the
+    // last two requests wait for a stream on the client side, visibly, as with --streams 2.
+    let (out, max_active) = burst_of_four_limited(4, Duration::from_millis(100), Some(2));
+    let m = &out.main.counts;
+    assert_eq!((m.intended, m.completed, m.failed), (4, 4, 0), "{m:?}");
+    assert_eq!(max_active, 2);
+    let r = &out.main.recorder;
+    let (lag, service) = (r.send_lag.max(), r.service.max());
+    assert!(lag >= 95 * MS, "max send lag {lag} ns");
+    // Held inside h2 instead, a stream would show ~200 ms of service time.
     assert!(service < 160 * MS, "max service {service} ns");
 }
 

@@ -321,6 +321,48 @@ fn a_broken_connection_fails_its_streams_and_is_reopened() {
 }
 
 #[test]
+fn a_stop_request_ends_the_run_early_with_everything_accounted() {
+    let server = start(ServerOptions {
+        delay: Duration::from_millis(50),
+        ..Default::default()
+    });
+    let mut c = config_for(&server, "http");
+    c.rate = Some(200.0);
+    c.streams = 16;
+    c.duration_ns = 10_000 * MS;
+    let options = RunOptions::default();
+    let stop = options.stop.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::SeqCst);
+    });
+    let t0 = std::time::Instant::now();
+    let out = run_with(&c, options).expect("run");
+    stopper.join().expect("stopper");
+    // Stopped after ~0.5 s of a 10 s run; 3 s allows a slow machine, not a run to the end.
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t0.elapsed()
+    );
+    let m = &out.main.counts;
+    assert!(m.intended >= 50 && m.intended < 400, "{m:?}");
+    // At 200/s with 50 ms exchanges, ~10 were in flight when the stop came: reported as such.
+    assert_eq!(
+        m.intended,
+        m.completed + m.failed + m.in_flight_at_end,
+        "{m:?}"
+    );
+    assert_eq!(
+        m.in_flight_at_end,
+        m.sent_unanswered + m.queued_unsent,
+        "{m:?}"
+    );
+    assert!(m.in_flight_at_end > 0, "{m:?}");
+    assert_eq!(out.main.unfinished.len(), m.in_flight_at_end);
+}
+
+#[test]
 fn timeouts_fail_and_record_their_age() {
     let server = start(ServerOptions {
         delay: Duration::from_secs(5),

@@ -40,8 +40,9 @@ fn validator() -> Option<Vec<String>> {
     );
 }
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("candor-k8s-test-{}", std::process::id()));
+/// A scratch directory of one test (tests run in parallel and each removes its own).
+fn dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("candor-k8s-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -99,7 +100,7 @@ const VARIANTS: [&[&str]; 3] = [
 #[test]
 fn manifests_validate_against_the_kubernetes_schema() {
     let Some(v) = validator() else { return };
-    let d = dir();
+    let d = dir("manifests");
     for (i, args) in VARIANTS.iter().enumerate() {
         let file = d.join(format!("job-{i}.yaml"));
         std::fs::write(&file, k8s(args)).unwrap();
@@ -116,7 +117,7 @@ fn manifests_validate_against_the_kubernetes_schema() {
 #[test]
 fn the_validator_refuses_broken_manifests() {
     let Some(v) = validator() else { return };
-    let d = dir();
+    let d = dir("refuses");
     let good = k8s(VARIANTS[0]);
     for (from, to) in [
         ("completionMode:", "completionMod:"),
@@ -139,7 +140,7 @@ fn yaml_reads_back_as_the_json_manifest() {
     if validator().is_none() {
         return;
     }
-    let d = dir();
+    let d = dir("yaml");
     for (i, args) in VARIANTS.iter().enumerate() {
         let yaml_file = d.join(format!("rt-{i}.yaml"));
         std::fs::write(&yaml_file, k8s(args)).unwrap();

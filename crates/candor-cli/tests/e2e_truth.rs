@@ -107,11 +107,11 @@ fn pause_injection_is_marked_and_matches_the_prediction() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let ev = &v["events"][0];
     assert_eq!(ev["kind"], "pause");
-    assert!((ev["at_s"].as_f64().unwrap() - 1.0).abs() < 0.01, "{ev}");
-    assert!(
-        (ev["length_s"].as_f64().unwrap() - 0.5).abs() < 0.01,
-        "{ev}"
-    );
+    // The pause thread runs at real-time priority when allowed; on a busy machine without that
+    // it can wake tens of ms late. The prediction uses the recorded instants, so only gross
+    // lateness is an error here.
+    assert!((ev["at_s"].as_f64().unwrap() - 1.0).abs() < 0.1, "{ev}");
+    assert!((ev["length_s"].as_f64().unwrap() - 0.5).abs() < 0.1, "{ev}");
     assert_eq!(
         v["requests"]["completed"], 3000,
         "nothing lost: {}",

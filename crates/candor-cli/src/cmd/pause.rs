@@ -81,6 +81,18 @@ fn signal(pid: i32, sig: libc::c_int) -> Result<(), String> {
     Ok(())
 }
 
+/// Best effort: real-time priority for the pause thread, which sleeps nearly all the time but
+/// must wake on time on a busy machine (the truth uses the instants it records, so lateness only
+/// shifts the window; this keeps it close to what was asked). Without the privilege it stays
+/// an ordinary thread.
+fn raise_priority() {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: sets the scheduling policy of the calling thread only.
+    unsafe {
+        libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param);
+    }
+}
+
 impl Pauser {
     pub fn new(spec: PauseSpec) -> Arc<Pauser> {
         Arc::new(Pauser {
@@ -99,6 +111,7 @@ impl Pauser {
             let handle = std::thread::Builder::new()
                 .name("candor-pause".into())
                 .spawn(move || {
+                    raise_priority();
                     if !sleep_until(start_ns + spec.at_ns, &rx) {
                         return Ok(None);
                     }

@@ -401,3 +401,67 @@ impl RunExtras {
         (text, code)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::new_histogram;
+
+    const MS: u64 = 1_000_000;
+
+    /// Response times an honest measurement records at 1 kHz against the truth's windows.
+    fn sampled(truth: &StallTruth, extra_ns: u64) -> Summary {
+        let mut h = new_histogram();
+        let mut t = truth.from_ns;
+        while t < truth.to_ns {
+            let wait = truth
+                .stalls
+                .iter()
+                .find(|&&(s, e)| t >= s && t < e)
+                .map_or(0, |&(_, e)| e - t);
+            h.record(truth.base_ns + wait + extra_ns).unwrap();
+            t += MS;
+        }
+        Summary::of(&h)
+    }
+
+    #[test]
+    fn an_honest_measurement_passes_every_row_and_a_blind_one_fails() {
+        let truth = StallTruth::periodic(0, 1_000 * MS, 200 * MS, 0, 6_000 * MS, 30_000);
+        let rows = truth_rows(&truth, &sampled(&truth, 0));
+        assert_eq!(rows.len(), TRUTH_ROWS.len());
+        assert!(
+            rows.iter().all(TruthRow::pass),
+            "{}",
+            render_truth(&rows, true)
+        );
+        assert!(
+            rows[0].body && rows[1].body && !rows[2].body,
+            "p50/p75 body, p90 stalled"
+        );
+        // Adding the drain-sized 2 ms everywhere still passes; 20 ms does not.
+        assert!(truth_rows(&truth, &sampled(&truth, 2 * MS))
+            .iter()
+            .all(TruthRow::pass));
+        assert!(!truth_rows(&truth, &sampled(&truth, 20 * MS))
+            .iter()
+            .all(TruthRow::pass));
+        // A closed loop sees only the base: p90 and above fail.
+        let mut blind = new_histogram();
+        blind.record_n(30_000, 6_000).unwrap();
+        let rows = truth_rows(&truth, &Summary::of(&blind));
+        assert!(!rows[2].pass() && !rows[3].pass());
+        assert!(render_truth(&rows, true).contains("FAIL"));
+    }
+
+    #[test]
+    fn pause_flags_are_validated() {
+        assert!(PauseSpec::from_flags(0, "1s", "1s").is_err());
+        assert!(PauseSpec::from_flags(-5, "1s", "1s").is_err());
+        let me = std::process::id() as i32;
+        assert!(PauseSpec::from_flags(me, "1s", "1s").is_err());
+        // pid 1 exists on Linux; a zero length or a bad duration is refused.
+        assert!(PauseSpec::from_flags(1, "1s", "0s").is_err());
+        assert!(PauseSpec::from_flags(1, "soon", "1s").is_err());
+    }
+}

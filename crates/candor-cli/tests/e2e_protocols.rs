@@ -35,7 +35,7 @@ fn pipelining_multiplies_what_a_connection_carries() {
     assert_eq!(req(&piped, "completed"), 2000);
     let p50 = pct(&piped, "response_time", 50.0);
     // Service time 5 ms plus queueing behind at most 3 others on the connection.
-    assert!(p50 >= 5.0 * MS && p50 < 25.0 * MS, "pipelined p50 {p50}");
+    assert!((5.0 * MS..25.0 * MS).contains(&p50), "pipelined p50 {p50}");
     assert_eq!(piped["config"]["pipeline"], 4);
 
     let (single, _) = run_json(&[

@@ -56,7 +56,10 @@ impl Target {
             other => return Err(LoadConfigError::Scheme(other.into(), text.into())),
         };
         if scheme == Scheme::Tcp && url.port().is_none() {
-            return Err(LoadConfigError::Url(text.into(), "tcp:// needs a port".into()));
+            return Err(LoadConfigError::Url(
+                text.into(),
+                "tcp:// needs a port".into(),
+            ));
         }
         let host = url
             .host_str()
@@ -239,7 +242,10 @@ impl LoadConfig {
             ));
         }
         if self.pipeline == 0 || self.pipeline > 1024 {
-            return bad(format!("pipeline depth must be 1..=1024, got {}", self.pipeline));
+            return bad(format!(
+                "pipeline depth must be 1..=1024, got {}",
+                self.pipeline
+            ));
         }
         if self.streams == 0 {
             return bad("streams must be at least 1".into());
@@ -253,7 +259,9 @@ impl LoadConfig {
                     return bad("tcp:// needs a response framing: --expect-bytes, --expect-delimiter or --length-prefix".into());
                 }
                 if self.payload.is_empty() {
-                    return bad("tcp:// needs a request payload: --payload or --payload-file".into());
+                    return bad(
+                        "tcp:// needs a request payload: --payload or --payload-file".into(),
+                    );
                 }
                 if self.http2 || !self.requests.is_empty() {
                     return bad("--h2 and --requests apply to HTTP targets, not tcp://".into());
@@ -267,15 +275,22 @@ impl LoadConfig {
         }
         match &self.framing {
             Some(Framing::ExpectBytes(0)) => return bad("--expect-bytes must be positive".into()),
-            Some(Framing::Delimiter(d)) if d.is_empty() => return bad("--expect-delimiter must not be empty".into()),
+            Some(Framing::Delimiter(d)) if d.is_empty() => {
+                return bad("--expect-delimiter must not be empty".into())
+            }
             Some(Framing::LengthPrefix { width }) if ![1, 2, 4, 8].contains(width) => {
-                return bad(format!("length prefix width must be 1, 2, 4 or 8 bytes, got {width}"))
+                return bad(format!(
+                    "length prefix width must be 1, 2, 4 or 8 bytes, got {width}"
+                ))
             }
             _ => {}
         }
         for r in &self.requests {
             if r.method.is_empty() || !r.method.bytes().all(|b| b.is_ascii_alphabetic()) {
-                return bad(format!("invalid HTTP method '{}' in the request set", r.method));
+                return bad(format!(
+                    "invalid HTTP method '{}' in the request set",
+                    r.method
+                ));
             }
             if !r.path.starts_with('/') {
                 return bad(format!("request set path '{}' must start with '/'", r.path));
@@ -334,9 +349,18 @@ mod tests {
             Target::parse("ftp://127.0.0.1/"),
             Err(LoadConfigError::Scheme(..))
         ));
-        assert!(matches!(Target::parse("tcp://127.0.0.1/"), Err(LoadConfigError::Url(..))));
-        assert_eq!(Target::parse("tcp://127.0.0.1:9").unwrap().scheme, Scheme::Tcp);
-        assert_eq!(Target::parse("https://127.0.0.1/").unwrap().addr.port(), 443);
+        assert!(matches!(
+            Target::parse("tcp://127.0.0.1/"),
+            Err(LoadConfigError::Url(..))
+        ));
+        assert_eq!(
+            Target::parse("tcp://127.0.0.1:9").unwrap().scheme,
+            Scheme::Tcp
+        );
+        assert_eq!(
+            Target::parse("https://127.0.0.1/").unwrap().addr.port(),
+            443
+        );
         assert!(matches!(
             Target::parse("http://no-such-host.invalid/"),
             Err(LoadConfigError::Resolve(..))

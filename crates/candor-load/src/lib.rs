@@ -3,8 +3,8 @@
 //! service time and send lag for every request, with nothing dropped from the accounting.
 
 pub mod config;
-pub mod http1;
 mod h2worker;
+pub mod http1;
 pub mod requests;
 pub mod run;
 pub mod schedule;
@@ -15,6 +15,7 @@ pub mod tls;
 mod worker;
 
 pub use config::{
-    Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target, TlsOptions,
+    Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target,
+    TlsOptions,
 };
 pub use run::{run, IntervalReport, RunOutcome};

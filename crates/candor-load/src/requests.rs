@@ -18,7 +18,9 @@ pub fn parse_request_set(text: &str) -> Result<Vec<RequestSpec>, String> {
         }
         let at = |m: String| format!("line {}: {m}", n + 1);
         let v: Value = serde_json::from_str(line).map_err(|e| at(format!("not JSON: {e}")))?;
-        let obj = v.as_object().ok_or_else(|| at("expected a JSON object".into()))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| at("expected a JSON object".into()))?;
         let text_field = |k: &str| -> Result<Option<String>, String> {
             match obj.get(k) {
                 None | Some(Value::Null) => Ok(None),
@@ -27,7 +29,9 @@ pub fn parse_request_set(text: &str) -> Result<Vec<RequestSpec>, String> {
             }
         };
         let path = text_field("path")?.ok_or_else(|| at("missing \"path\"".into()))?;
-        let method = text_field("method")?.unwrap_or_else(|| "GET".into()).to_ascii_uppercase();
+        let method = text_field("method")?
+            .unwrap_or_else(|| "GET".into())
+            .to_ascii_uppercase();
         let body = text_field("body")?.unwrap_or_default().into_bytes();
         let headers = match obj.get("headers") {
             None | Some(Value::Null) => Vec::new(),
@@ -86,9 +90,15 @@ mod tests {
 
     #[test]
     fn errors_name_the_line() {
-        assert!(parse_request_set("{\"path\": \"/a\"}\nnot json").unwrap_err().starts_with("line 2"));
-        assert!(parse_request_set("{\"method\": \"GET\"}").unwrap_err().contains("missing \"path\""));
-        assert!(parse_request_set("{\"path\": \"/\", \"bogus\": 1}").unwrap_err().contains("unknown field"));
+        assert!(parse_request_set("{\"path\": \"/a\"}\nnot json")
+            .unwrap_err()
+            .starts_with("line 2"));
+        assert!(parse_request_set("{\"method\": \"GET\"}")
+            .unwrap_err()
+            .contains("missing \"path\""));
+        assert!(parse_request_set("{\"path\": \"/\", \"bogus\": 1}")
+            .unwrap_err()
+            .contains("unknown field"));
         assert!(parse_request_set("# only a comment").is_err());
     }
 }

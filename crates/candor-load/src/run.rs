@@ -3,9 +3,9 @@
 //! turn it all into [`RunResults`].
 
 use crate::config::LoadConfig;
+use crate::config::Scheme;
 use crate::http1::build_request;
 use crate::schedule::Schedule;
-use crate::config::Scheme;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use crate::worker::Worker;
 use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
@@ -98,7 +98,9 @@ pub fn run(
     let config = Arc::new(config.clone());
     let requests = prepare_requests(&config);
     let tls = match config.target.scheme {
-        Scheme::Https if !config.http2 => Some(crate::tls::client_config(&config.tls, &[b"http/1.1"])?),
+        Scheme::Https if !config.http2 => {
+            Some(crate::tls::client_config(&config.tls, &[b"http/1.1"])?)
+        }
         _ => None,
     };
     let threads = config.threads;
@@ -189,7 +191,9 @@ pub fn run(
             into.rec.add(&from.rec);
             into.unfinished.add(&from.unfinished).expect("same layout");
             into.counts.add(&from.counts);
-            into.tls_handshake.add(&from.tls_handshake).expect("same layout");
+            into.tls_handshake
+                .add(&from.tls_handshake)
+                .expect("same layout");
         }
     }
     let stopped_early = options.stop.load(std::sync::atomic::Ordering::Relaxed);
@@ -250,8 +254,14 @@ pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
     specs
         .iter()
         .map(|r| Prepared {
-            bytes: build_request(&r.method, &config.target.host_header, &r.path, &r.headers, &r.body)
-                .into_boxed_slice(),
+            bytes: build_request(
+                &r.method,
+                &config.target.host_header,
+                &r.path,
+                &r.headers,
+                &r.body,
+            )
+            .into_boxed_slice(),
             head: r.method.eq_ignore_ascii_case("HEAD"),
         })
         .collect::<Vec<_>>()
@@ -429,7 +439,10 @@ impl RunOutcome {
             extra: if self.main.tls_handshake.is_empty() {
                 Vec::new()
             } else {
-                vec![candor_core::results::NamedHistogram::of("tls_handshake", &self.main.tls_handshake)]
+                vec![candor_core::results::NamedHistogram::of(
+                    "tls_handshake",
+                    &self.main.tls_handshake,
+                )]
             },
             warnings,
         }

@@ -88,7 +88,6 @@ pub struct WorkerSetup {
     pub on_start: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
-
 /// One request, encoded once before the run.
 #[derive(Debug, Clone)]
 pub struct Prepared {

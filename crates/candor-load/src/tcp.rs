@@ -45,7 +45,9 @@ impl TcpFramer {
                         if input.len() < width {
                             return Ok(Progress::NeedMore { consumed: 0 });
                         }
-                        let len = input[..width].iter().fold(0u64, |acc, &b| (acc << 8) | b as u64);
+                        let len = input[..width]
+                            .iter()
+                            .fold(0u64, |acc, &b| (acc << 8) | b as u64);
                         (width, len)
                     }
                 };
@@ -53,7 +55,10 @@ impl TcpFramer {
             }
             Framing::Delimiter(d) => {
                 let from = self.scanned.saturating_sub(d.len() - 1);
-                match input[from..].windows(d.len()).position(|w| w == d.as_slice()) {
+                match input[from..]
+                    .windows(d.len())
+                    .position(|w| w == d.as_slice())
+                {
                     Some(i) => {
                         let consumed = from + i + d.len();
                         self.remaining = None;
@@ -181,7 +186,11 @@ mod tests {
     fn delimiter_split_anywhere() {
         for step in [1, 2, 5, 100] {
             let mut f = TcpFramer::new(Framing::Delimiter(b"\r\n".to_vec()));
-            assert_eq!(feed_pieces(&mut f, b"+PONG\r\n+PONG\r\n$3\r\n", step), 3, "step {step}");
+            assert_eq!(
+                feed_pieces(&mut f, b"+PONG\r\n+PONG\r\n$3\r\n", step),
+                3,
+                "step {step}"
+            );
         }
     }
 

@@ -43,7 +43,8 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<Arc<ClientConf
         match &opts.ca_file {
             Some(path) => {
                 let shown = path.display().to_string();
-                let pem = std::fs::read(path).map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
+                let pem = std::fs::read(path)
+                    .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
                 let mut added = 0;
                 for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
                     let cert = cert.map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
@@ -122,7 +123,12 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -131,7 +137,12 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

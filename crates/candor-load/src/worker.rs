@@ -206,7 +206,9 @@ impl Worker {
                 tcp_connected: 0,
                 free_since: 0,
                 framer: match &cfg.framing {
-                    Some(f) if cfg.target.scheme == Scheme::Tcp => Framer::Tcp(TcpFramer::new(f.clone())),
+                    Some(f) if cfg.target.scheme == Scheme::Tcp => {
+                        Framer::Tcp(TcpFramer::new(f.clone()))
+                    }
                     _ => Framer::Http(ResponseParser::new(false)),
                 },
                 buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
@@ -463,7 +465,9 @@ impl Worker {
 
     fn finish_connect(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
-        let Some(t) = c.transport.as_mut() else { return };
+        let Some(t) = c.transport.as_mut() else {
+            return;
+        };
         let stream = t.socket();
         match stream.take_error() {
             Ok(None) => {}
@@ -481,7 +485,9 @@ impl Worker {
                 Ok(n) => n,
                 Err(_) => return self.fail_connection(i, Failure::Connect, now),
             };
-            let Some(Transport::Plain(stream)) = c.transport.take() else { return };
+            let Some(Transport::Plain(stream)) = c.transport.take() else {
+                return;
+            };
             match rustls::ClientConnection::new(tls.clone(), name) {
                 Ok(session) => {
                     c.transport = Some(Transport::Tls(stream, Box::new(session)));
@@ -548,7 +554,9 @@ impl Worker {
             if c.written == c.inflight.len() {
                 break;
             }
-            let Some(t) = c.transport.as_mut() else { return };
+            let Some(t) = c.transport.as_mut() else {
+                return;
+            };
             let entry = &mut c.inflight[c.written];
             if c.write_off == 0 && entry.sent == 0 {
                 entry.sent = now;
@@ -582,7 +590,9 @@ impl Worker {
     fn read_responses(&mut self, i: usize) {
         loop {
             let c = &mut self.conns[i];
-            let Some(t) = c.transport.as_mut() else { return };
+            let Some(t) = c.transport.as_mut() else {
+                return;
+            };
             let len = c.buf_len;
             match t.read(&mut c.buf[len..]) {
                 Ok(0) => {
@@ -673,7 +683,9 @@ impl Worker {
 
     fn complete_front(&mut self, i: usize, status: u16, now: u64) {
         let c = &mut self.conns[i];
-        let Some(f) = c.inflight.pop_front() else { return };
+        let Some(f) = c.inflight.pop_front() else {
+            return;
+        };
         c.written -= 1;
         self.make_free(i, now);
         let response = now.saturating_sub(f.intended);
@@ -734,7 +746,9 @@ impl Worker {
         let limit = self.config.timeout_ns;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            let Some(front) = c.inflight.front() else { continue };
+            let Some(front) = c.inflight.front() else {
+                continue;
+            };
             let since = if front.sent != 0 {
                 front.sent
             } else {

@@ -40,8 +40,12 @@ unsafe impl GlobalAlloc for CountingAllocator {
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
-    let server = candor_serve::start(candor_serve::ServeConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
-    let mut config = LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
+    let server = candor_serve::start(candor_serve::ServeConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+    ))
+    .unwrap();
+    let mut config =
+        LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
     config.rate = rate;
     config.connections = 8;
     config.threads = 2;
@@ -51,7 +55,8 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
         worker_start_hook: Some(Arc::new(|| IS_WORKER.with(|w| w.set(true)))),
         ..Default::default()
     };
-    let runner = std::thread::spawn(move || candor_load::run(&config, options, &mut |_| {}).unwrap());
+    let runner =
+        std::thread::spawn(move || candor_load::run(&config, options, &mut |_| {}).unwrap());
     // Start-up (connects, buffers, the first intervals) is over well before 1.5 s; the window
     // 1.5 s .. 3.5 s spans two interval boundaries and thousands of requests.
     std::thread::sleep(Duration::from_millis(1500));
@@ -67,8 +72,17 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
 fn load_threads_do_not_allocate_per_request() {
     let (open_allocs, open_done) = steady_state_allocations(Some(5000.0));
     assert!(open_done >= 15_000, "open loop completed only {open_done}");
-    assert_eq!(open_allocs, 0, "open-loop workers allocated {open_allocs} times in steady state");
+    assert_eq!(
+        open_allocs, 0,
+        "open-loop workers allocated {open_allocs} times in steady state"
+    );
     let (closed_allocs, closed_done) = steady_state_allocations(None);
-    assert!(closed_done >= 15_000, "closed loop completed only {closed_done}");
-    assert_eq!(closed_allocs, 0, "closed-loop workers allocated {closed_allocs} times in steady state");
+    assert!(
+        closed_done >= 15_000,
+        "closed loop completed only {closed_done}"
+    );
+    assert_eq!(
+        closed_allocs, 0,
+        "closed-loop workers allocated {closed_allocs} times in steady state"
+    );
 }

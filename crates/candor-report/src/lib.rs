@@ -11,5 +11,5 @@ pub mod input;
 pub mod javafmt;
 pub mod merge;
 pub mod shards;
-pub mod synthetic;
 pub mod sweep_html;
+pub mod synthetic;

@@ -2,8 +2,10 @@
 //! `candor run --h2`: tokio + the `h2` server API, answering every request 200 "ok" (the same
 //! 2-byte body as `candor serve`). The same server the HTTP/2 tests use.
 //!
-//! `cargo run --release -p candor-load --example h2_server [ADDR] [--delay MS]` (default
-//! 127.0.0.1:0); prints `listening on http://ADDR`.
+//! `cargo run --release -p candor-load --example h2_server [ADDR] [--delay MS] [--tls CA.pem]`
+//! (default 127.0.0.1:0); prints `listening on http://ADDR`. With `--tls`, it serves HTTP/2 over
+//! TLS (ALPN `h2`) with a fresh self-signed certificate for 127.0.0.1 and localhost, written to
+//! CA.pem for `candor run --h2 --ca CA.pem https://ADDR/`, and prints `https://ADDR`.
 
 #[path = "../tests/h2_support/mod.rs"]
 mod h2_support;
@@ -15,7 +17,23 @@ fn main() {
     let mut opts = h2_support::ServerOptions::default();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        if a == "--delay" {
+        if a == "--tls" {
+            let Some(path) = args.next() else {
+                eprintln!("h2_server: --tls needs a file to write the CA certificate to");
+                std::process::exit(2);
+            };
+            match h2_support::TestCert::at(std::path::Path::new(&path)) {
+                Ok(cert) => {
+                    opts.tls = Some(cert.server_config(&[b"h2"]));
+                    // The CA file must outlive the server: keep it for the life of the process.
+                    std::mem::forget(cert);
+                }
+                Err(e) => {
+                    eprintln!("h2_server: cannot write {path}: {e}");
+                    std::process::exit(1);
+                }
+            }
+        } else if a == "--delay" {
             match args.next().and_then(|v| v.parse::<u64>().ok()) {
                 Some(ms) => opts.delay = Duration::from_millis(ms),
                 None => {
@@ -27,6 +45,7 @@ fn main() {
             addr = a;
         }
     }
+    let tls = opts.tls.is_some();
     let server = match h2_support::start_on(&addr, opts) {
         Ok(s) => s,
         Err(e) => {
@@ -34,7 +53,8 @@ fn main() {
             std::process::exit(1);
         }
     };
-    println!("listening on http://{}", server.addr);
+    let scheme = if tls { "https" } else { "http" };
+    println!("listening on {scheme}://{}", server.addr);
     loop {
         std::thread::park();
     }

@@ -694,7 +694,10 @@ impl Engine {
                 };
                 let t1 = now_ns();
                 let mut st = self.st.borrow_mut();
-                let phase = (t1 >= st.warmup_end_ns) as usize;
+                // By completion time; the connections opened before the first send belong to
+                // the warm-up if there is one, else to the measured phase (not to a phase that
+                // is never reported).
+                let phase = (t1 >= st.warmup_end_ns || self.config.warmup_ns == 0) as usize;
                 record_clamped(&mut st.phases[phase].tls_handshake, t1 - t0);
                 let alpn = tls.get_ref().1.alpn_protocol();
                 if alpn != Some(b"h2".as_slice()) {

@@ -207,12 +207,26 @@ impl TestCert {
             .expect("generate certificate");
         let ca_file =
             std::env::temp_dir().join(format!("candor-h2-test-{}-{tag}.pem", std::process::id()));
-        std::fs::write(&ca_file, ck.cert.pem()).expect("write CA file");
-        TestCert {
+        Self::with_ca_file(ck, ca_file).expect("write CA file")
+    }
+
+    /// Like [`TestCert::new`], writing the PEM to `path` (kept until the value is dropped).
+    pub fn at(path: &std::path::Path) -> std::io::Result<TestCert> {
+        let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+            .map_err(std::io::Error::other)?;
+        Self::with_ca_file(ck, path.to_path_buf())
+    }
+
+    fn with_ca_file(
+        ck: rcgen::CertifiedKey,
+        ca_file: std::path::PathBuf,
+    ) -> std::io::Result<TestCert> {
+        std::fs::write(&ca_file, ck.cert.pem())?;
+        Ok(TestCert {
             ca_file,
             cert: ck.cert.der().clone(),
             key: ck.key_pair.serialize_der(),
-        }
+        })
     }
 
     pub fn server_config(&self, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {

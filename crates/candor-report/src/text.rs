@@ -16,12 +16,17 @@ pub fn render(results: &RunResults) -> String {
         "candor {} {} @ {}",
         results.candor_version, results.mode, results.target
     );
-    let get = |k: &str| cfg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    // Imported logs and harness results have no threads or connections: say only what is known.
+    let shape = match (
+        cfg.get("threads").and_then(|v| v.as_u64()),
+        cfg.get("connections").and_then(|v| v.as_u64()),
+    ) {
+        (Some(t), Some(c)) => format!("{t} threads, {c} connections, "),
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "  {} threads, {} connections, {} measured{}",
-        get("threads"),
-        get("connections"),
+        "  {shape}{} measured{}",
         format_ns(results.main.duration_s * 1e9),
         match &results.warmup {
             Some(w) => format!(" after {} warm-up", format_ns(w.duration_s * 1e9)),
@@ -38,6 +43,9 @@ pub fn render(results: &RunResults) -> String {
                 format_rate(rate.achieved_per_s),
                 100.0 * rate.achieved_per_s / t
             );
+        }
+        None if !closed => {
+            let _ = writeln!(out, "  rate: achieved {}", format_rate(rate.achieved_per_s));
         }
         None => {
             let _ = writeln!(
@@ -79,17 +87,35 @@ fn fmt_at(s: &Summary, p: f64) -> String {
 /// The side-by-side table. In closed loop the "response time" equals service time by
 /// construction, so the column is labelled for what it is.
 pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
-    let mut out = String::new();
     let first = if closed_loop {
         "latency (CO-affected)"
     } else {
         "response time"
     };
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>22} {:>14} {:>12}",
-        "", first, "service time", "send lag"
-    );
+    // Imported logs carry one latency only; empty columns would read as "0ns", so omit them.
+    let columns: Vec<(&str, &Summary)> = if p.service_time.count == 0 && p.send_lag.count == 0 {
+        vec![("latency (as recorded)", &p.response_time)]
+    } else {
+        vec![
+            (first, &p.response_time),
+            ("service time", &p.service_time),
+            ("send lag", &p.send_lag),
+        ]
+    };
+    let widths = [22, 14, 12];
+    let mut out = String::new();
+    let mut line = |label: &str, cell: &dyn Fn(&Summary) -> String| {
+        let _ = write!(out, "  {label:<10}");
+        for (i, (_, s)) in columns.iter().enumerate() {
+            let _ = write!(out, " {:>w$}", cell(s), w = widths[i]);
+        }
+        out.push('\n');
+    };
+    let mut header = format!("  {:<10}", "");
+    for (i, (name, _)) in columns.iter().enumerate() {
+        let _ = write!(header, " {:>w$}", name, w = widths[i]);
+    }
+    header.push('\n');
     let rows: [(&str, f64); 8] = [
         ("p50", 50.0),
         ("p75", 75.0),
@@ -101,40 +127,12 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         ("max", 100.0),
     ];
     for (label, q) in rows {
-        let _ = writeln!(
-            out,
-            "  {:<10} {:>22} {:>14} {:>12}",
-            label,
-            fmt_at(&p.response_time, q),
-            fmt_at(&p.service_time, q),
-            fmt_at(&p.send_lag, q)
-        );
+        line(label, &|s: &Summary| fmt_at(s, q));
     }
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>22} {:>14} {:>12}",
-        "mean",
-        format_ns(p.response_time.mean_ns),
-        format_ns(p.service_time.mean_ns),
-        format_ns(p.send_lag.mean_ns)
-    );
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>22} {:>14} {:>12}",
-        "stdev",
-        format_ns(p.response_time.stdev_ns),
-        format_ns(p.service_time.stdev_ns),
-        format_ns(p.send_lag.stdev_ns)
-    );
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>22} {:>14} {:>12}",
-        "samples",
-        format_count(p.response_time.count),
-        format_count(p.service_time.count),
-        format_count(p.send_lag.count)
-    );
-    out
+    line("mean", &|s: &Summary| format_ns(s.mean_ns));
+    line("stdev", &|s: &Summary| format_ns(s.stdev_ns));
+    line("samples", &|s: &Summary| format_count(s.count));
+    header + &out
 }
 
 /// Where every intended request went.

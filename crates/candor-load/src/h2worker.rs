@@ -880,6 +880,8 @@ impl Engine {
     fn next_for(&self, id: usize) -> bool {
         let now = now_ns();
         let mut st = self.st.borrow_mut();
+        // Free from now: a request that waited for this slot was queued, not late by our fault.
+        st.slots[id].free_since = now;
         // A free slot ahead in the FIFO gets the next request first (the scheduler hands it).
         if !st.stopping && (st.free.is_empty() || st.schedule.is_none()) {
             if let Some(intended) = st.take_due(now) {
@@ -887,7 +889,6 @@ impl Engine {
                 return true;
             }
         }
-        st.slots[id].free_since = now;
         st.free.push_back(id);
         if st.scheduler_wants_slot {
             st.scheduler_wants_slot = false;

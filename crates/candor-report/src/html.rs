@@ -248,6 +248,7 @@ pub fn write_html(
                 "failed": ivs.iter().map(|iv| iv.failed).collect::<Vec<_>>(),
                 "target": r.main.rate.target_per_s,
                 "warmup_end": warmup_end,
+                "events": r.main.events.iter().map(|e| json!({"kind": e.kind, "at": e.at_s, "length": e.length_s, "detail": e.detail})).collect::<Vec<_>>(),
             },
         }));
     }

@@ -166,8 +166,26 @@
     ctx.restore();
   }
 
+  // Marked moments (an injected pause, ...) as labelled red bands on the time axes.
+  function eventBands(run, u) {
+    var evs = run.time.events || [];
+    var ctx = u.ctx;
+    evs.forEach(function (e) {
+      var x0 = u.valToPos(e.at, "x", true);
+      var x1 = u.valToPos(e.at + Math.max(e.length, 0), "x", true);
+      ctx.save();
+      ctx.fillStyle = "rgba(200,40,40,0.12)";
+      ctx.fillRect(x0, u.bbox.top, Math.max(2 * devicePixelRatio, x1 - x0), u.bbox.height);
+      ctx.fillStyle = "#b02a2a";
+      ctx.font = "600 " + 11 * devicePixelRatio + "px sans-serif";
+      ctx.fillText(e.kind, x0 + 5 * devicePixelRatio, u.bbox.top + 28 * devicePixelRatio);
+      ctx.restore();
+    });
+  }
+
   function warmupShade(run) {
     return function (u) {
+      eventBands(run, u);
       var end = run.time.warmup_end;
       if (end == null) return;
       var x0 = u.valToPos(Math.max(u.scales.x.min, 0), "x", true);

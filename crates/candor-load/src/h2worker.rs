@@ -10,11 +10,9 @@
 
 use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
 use crate::schedule::Schedule;
-use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use crate::shared::{Failure, Ledger, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
-use candor_core::hist::record_clamped;
 use candor_core::now_ns;
-use crossbeam_channel::{Receiver, Sender};
 use h2::client::{Connection, SendRequest};
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::{HeaderMap, Method, Request, Uri};
@@ -37,9 +35,6 @@ use tokio::sync::Notify;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-/// A send this much after its intended time, on a slot that was already free, is the
-/// generator's own lateness (as in the HTTP/1.1 engine).
-const GENERATOR_LATE_NS: u64 = 1_000_000;
 /// The scheduler never sleeps longer than this, so that a stop request is seen promptly.
 const MAX_SLEEP_NS: u64 = 10_000_000;
 /// Receive windows: large enough that a response body never waits for a WINDOW_UPDATE
@@ -134,15 +129,6 @@ fn build_request(scheme: &str, host: &str, spec: &RequestSpec) -> Result<H2Reque
         head,
         body: Bytes::from(spec.body.clone()),
     })
-}
-
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Failure {
-    Connect,
-    Read,
-    Write,
-    Timeout,
-    Parse,
 }
 
 /// Maps an h2 error onto candor's failure classes.
@@ -373,7 +359,6 @@ enum Picker {
 struct State {
     schedule: Option<Schedule>,
     start_ns: u64,
-    warmup_end_ns: u64,
     schedule_end_ns: u64,
     stopping: bool,
     /// Slots that can take a request now, FIFO; a slot whose connection is down connects first.
@@ -381,13 +366,7 @@ struct State {
     busy: usize,
     slots: Vec<Slot>,
     conns: Vec<Conn>,
-    phases: [PhaseAcc; 2],
-    interval: Box<IntervalData>,
-    interval_index: u64,
-    next_boundary_ns: u64,
-    interval_ns: u64,
-    to_collector: Sender<IntervalMsg>,
-    pool: Receiver<Box<IntervalData>>,
+    ledger: Ledger,
     picker: Picker,
     request_count: usize,
     /// The scheduler is asleep with due requests and no free slot: a freed slot must wake it.
@@ -397,11 +376,6 @@ struct State {
 }
 
 impl State {
-    #[inline]
-    fn phase_of(&self, intended: u64) -> usize {
-        (intended >= self.warmup_end_ns) as usize
-    }
-
     fn backlog_due(&self) -> bool {
         self.schedule
             .as_ref()
@@ -425,12 +399,7 @@ impl State {
 
     /// Gives the request intended at `intended` to slot `id` (already taken off the free list).
     fn assign(&mut self, id: usize, intended: u64, now: u64) {
-        let phase = self.phase_of(intended);
-        let counts = &mut self.phases[phase].counts;
-        counts.intended += 1;
-        if now > intended + GENERATOR_LATE_NS && self.slots[id].free_since <= intended {
-            counts.generator_late += 1;
-        }
+        self.ledger.intend(intended, now, self.slots[id].free_since);
         let request = self.pick_request();
         let s = &mut self.slots[id];
         s.busy = true;
@@ -467,20 +436,10 @@ impl State {
     fn complete(&mut self, id: usize, status: u16, now: u64) {
         let (intended, sent) = (self.slots[id].intended, self.slots[id].sent_ns);
         self.release(id);
-        let response = now.saturating_sub(intended);
-        let service = now.saturating_sub(sent);
-        let lag = sent.saturating_sub(intended);
-        let phase = self.phase_of(intended);
-        let p = &mut self.phases[phase];
-        p.rec.record(response, service, lag);
-        p.counts.completed += 1;
-        p.counts.status.count(status);
-        self.interval.rec.record(response, service, lag);
-        self.interval.completed += 1;
+        self.ledger.complete(intended, sent, now, status);
     }
 
-    /// Fails slot `id`'s request. Timeouts also record their age: a request that never came
-    /// back is at least that slow, and must not look fast by its absence.
+    /// Fails slot `id`'s request (see `Ledger::fail`).
     fn fail(&mut self, id: usize, kind: Failure, now: u64) {
         let s = &self.slots[id];
         if !s.busy {
@@ -488,44 +447,8 @@ impl State {
         }
         let (intended, sent_ns, was_sent) = (s.intended, s.sent_ns, s.sent);
         self.release(id);
-        let phase = self.phase_of(intended);
-        let p = &mut self.phases[phase];
-        p.counts.failed += 1;
-        let e = &mut p.counts.errors;
-        match kind {
-            Failure::Connect => e.connect += 1,
-            Failure::Read => e.read += 1,
-            Failure::Write => e.write += 1,
-            Failure::Timeout => e.timeout += 1,
-            Failure::Parse => e.parse += 1,
-        }
-        if kind == Failure::Timeout {
-            let response = now.saturating_sub(intended);
-            p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
-            record_clamped(&mut self.interval.rec.response, response);
-            if was_sent {
-                let service = now.saturating_sub(sent_ns);
-                p.counts.clamped_values += record_clamped(&mut p.rec.service, service) as u64;
-                record_clamped(&mut self.interval.rec.service, service);
-            }
-        }
-        self.interval.failed += 1;
-    }
-
-    fn flush_interval(&mut self, final_end_ns: Option<u64>) {
-        // A recycled box from the collector; a new one only if the collector fell behind.
-        let fresh = self
-            .pool
-            .try_recv()
-            .unwrap_or_else(|_| Box::new(IntervalData::new()));
-        let data = std::mem::replace(&mut self.interval, fresh);
-        let _ = self.to_collector.send(IntervalMsg {
-            index: self.interval_index,
-            final_end_ns,
-            data,
-        });
-        self.interval_index += 1;
-        self.next_boundary_ns += self.interval_ns;
+        self.ledger
+            .fail(kind, intended, was_sent.then_some(sent_ns), now);
     }
 }
 
@@ -697,8 +620,7 @@ impl Engine {
                 // By completion time; the connections opened before the first send belong to
                 // the warm-up if there is one, else to the measured phase (not to a phase that
                 // is never reported).
-                let phase = (t1 >= st.warmup_end_ns || self.config.warmup_ns == 0) as usize;
-                record_clamped(&mut st.phases[phase].tls_handshake, t1 - t0);
+                st.ledger.tls_handshake(t1 - t0, t1);
                 let alpn = tls.get_ref().1.alpn_protocol();
                 if alpn != Some(b"h2".as_slice()) {
                     let got = alpn.map_or("chose no protocol".into(), |p| {
@@ -939,9 +861,7 @@ impl Engine {
             st.schedule_end_ns = st.schedule_end_ns.min(now.max(st.start_ns));
             *drain_end_ns = now;
         }
-        while now >= st.next_boundary_ns {
-            st.flush_interval(None);
-        }
+        st.ledger.flush_due(now);
         if now >= st.start_ns && !st.stopping && self.dispatch_due(&mut st, now) {
             return Plan::Dispatched;
         }
@@ -955,7 +875,7 @@ impl Engine {
         } else {
             *drain_end_ns
         };
-        let wake = st.next_boundary_ns.min(end).min(now + MAX_SLEEP_NS);
+        let wake = st.ledger.next_boundary_ns.min(end).min(now + MAX_SLEEP_NS);
         let mut send_at = u64::MAX;
         if !st.free.is_empty() && !st.stopping {
             match &st.schedule {
@@ -1016,39 +936,16 @@ impl Engine {
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
         for s in &st.slots {
-            if !s.busy {
-                continue;
-            }
-            let p = &mut st.phases[(s.intended >= st.warmup_end_ns) as usize];
-            p.counts.in_flight_at_end += 1;
-            if s.sent {
-                p.counts.sent_unanswered += 1;
-            } else {
-                p.counts.queued_unsent += 1;
-            }
-            record_clamped(&mut p.unfinished, now.saturating_sub(s.intended));
-        }
-        // Due, never sent: the rest of the schedule up to its end, counted one by one so that
-        // the count is exactly what the schedule generated.
-        let (end, warmup_end) = (st.schedule_end_ns, st.warmup_end_ns);
-        if let Some(s) = st.schedule.as_mut() {
-            while s.peek() < end {
-                let t = s.peek();
-                let p = &mut st.phases[(t >= warmup_end) as usize];
-                p.counts.intended += 1;
-                p.counts.in_flight_at_end += 1;
-                p.counts.queued_unsent += 1;
-                record_clamped(&mut p.unfinished, now.saturating_sub(t));
-                s.advance();
+            if s.busy {
+                st.ledger.unfinished(s.intended, s.sent, now);
             }
         }
-        for (i, p) in st.phases.iter_mut().enumerate() {
-            p.counts.clamped_values += p.rec.clamped;
+        for (i, p) in st.ledger.phases.iter_mut().enumerate() {
             p.counts.bytes_read += self.bytes.read[i].get();
             p.counts.bytes_written += self.bytes.written[i].get();
         }
-        st.flush_interval(Some(now));
-        std::mem::take(&mut st.phases)
+        st.ledger
+            .finish(st.schedule.as_mut(), st.schedule_end_ns, now)
     }
 }
 
@@ -1106,10 +1003,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
             stream_waiters: 0,
         })
         .collect();
-    let first_interval = setup
-        .pool
-        .try_recv()
-        .unwrap_or_else(|_| Box::new(IntervalData::new()));
+    let ledger = Ledger::new(&setup);
     let picker = match config.request_order {
         // Same seeding as the HTTP/1.1 engine.
         RequestOrder::Random { seed } => Picker::Random(Xoshiro256PlusPlus::seed_from_u64(
@@ -1120,20 +1014,13 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
     let state = State {
         schedule: setup.schedule,
         start_ns: setup.start_ns,
-        warmup_end_ns,
         schedule_end_ns: warmup_end_ns + config.duration_ns,
         stopping: false,
         free: (0..slot_count).collect(),
         busy: 0,
         slots,
         conns,
-        phases: [PhaseAcc::new(), PhaseAcc::new()],
-        interval: first_interval,
-        interval_index: 0,
-        next_boundary_ns: setup.start_ns + config.interval_ns,
-        interval_ns: config.interval_ns,
-        to_collector: setup.to_collector,
-        pool: setup.pool,
+        ledger,
         picker,
         request_count: requests.len(),
         scheduler_wants_slot: false,

@@ -3,6 +3,7 @@
 
 use crate::config::LoadConfig;
 use crate::schedule::Schedule;
+use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
 use candor_core::{new_histogram, Histo, Recorder};
 use crossbeam_channel::{Receiver, Sender};
@@ -94,4 +95,185 @@ pub struct Prepared {
     pub bytes: Box<[u8]>,
     /// HEAD responses have no body whatever their headers say.
     pub head: bool,
+}
+
+/// Why a request failed; every failed request is counted in exactly one class.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Failure {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    Parse,
+}
+
+/// A load thread's books: the two phases' recorders and counts, the current interval, and the
+/// hand-off of finished intervals to the collector. Every engine records through it, so the
+/// accounting rules (phase by intended time, timeouts record their age, the never-sent backlog
+/// counted entry by entry) are written once.
+pub struct Ledger {
+    pub phases: [PhaseAcc; 2],
+    interval: Box<IntervalData>,
+    interval_index: u64,
+    /// The next interval boundary (absolute ns); engines wake for it.
+    pub next_boundary_ns: u64,
+    interval_ns: u64,
+    pub warmup_end_ns: u64,
+    has_warmup: bool,
+    to_collector: Sender<IntervalMsg>,
+    pool: Receiver<Box<IntervalData>>,
+}
+
+/// A send this much after its intended time, on a slot that had been free since before that
+/// time, is the generator's own lateness (a spin-paced loop is normally within microseconds).
+pub const GENERATOR_LATE_NS: u64 = 1_000_000;
+
+impl Ledger {
+    pub fn new(setup: &WorkerSetup) -> Ledger {
+        let cfg = &setup.config;
+        Ledger {
+            phases: [PhaseAcc::new(), PhaseAcc::new()],
+            interval: setup
+                .pool
+                .try_recv()
+                .unwrap_or_else(|_| Box::new(IntervalData::new())),
+            interval_index: 0,
+            next_boundary_ns: setup.start_ns + cfg.interval_ns,
+            interval_ns: cfg.interval_ns,
+            warmup_end_ns: setup.start_ns + cfg.warmup_ns,
+            has_warmup: cfg.warmup_ns > 0,
+            to_collector: setup.to_collector.clone(),
+            pool: setup.pool.clone(),
+        }
+    }
+
+    /// 0 = warm-up, 1 = measured, decided by the request's intended time.
+    #[inline]
+    pub fn phase_of(&self, intended: u64) -> usize {
+        (intended >= self.warmup_end_ns) as usize
+    }
+
+    /// A request left the schedule at `now` on a slot free since `free_since`.
+    #[inline]
+    pub fn intend(&mut self, intended: u64, now: u64, free_since: u64) {
+        let phase = self.phase_of(intended);
+        let counts = &mut self.phases[phase].counts;
+        counts.intended += 1;
+        if now > intended + GENERATOR_LATE_NS && free_since <= intended {
+            counts.generator_late += 1;
+        }
+    }
+
+    /// A full response arrived at `now`; `status` 0 means the protocol has none (raw TCP).
+    #[inline]
+    pub fn complete(&mut self, intended: u64, sent: u64, now: u64, status: u16) {
+        let response = now.saturating_sub(intended);
+        let service = now.saturating_sub(sent);
+        let lag = sent.saturating_sub(intended);
+        let phase = self.phase_of(intended);
+        let p = &mut self.phases[phase];
+        p.rec.record(response, service, lag);
+        p.counts.completed += 1;
+        if status != 0 {
+            p.counts.status.count(status);
+        }
+        self.interval.rec.record(response, service, lag);
+        self.interval.completed += 1;
+    }
+
+    /// A request failed at `now`. Timeouts also record their latency so far: a request that
+    /// never came back is at least that slow, and must not look fast by its absence.
+    pub fn fail(&mut self, kind: Failure, intended: u64, sent: Option<u64>, now: u64) {
+        let phase = self.phase_of(intended);
+        let p = &mut self.phases[phase];
+        p.counts.failed += 1;
+        let e = &mut p.counts.errors;
+        match kind {
+            Failure::Connect => e.connect += 1,
+            Failure::Read => e.read += 1,
+            Failure::Write => e.write += 1,
+            Failure::Timeout => e.timeout += 1,
+            Failure::Parse => e.parse += 1,
+        }
+        if kind == Failure::Timeout {
+            let response = now.saturating_sub(intended);
+            p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
+            record_clamped(&mut self.interval.rec.response, response);
+            if let Some(sent) = sent {
+                let service = now.saturating_sub(sent);
+                p.counts.clamped_values += record_clamped(&mut p.rec.service, service) as u64;
+                record_clamped(&mut self.interval.rec.service, service);
+            }
+        }
+        self.interval.failed += 1;
+    }
+
+    /// A TLS handshake took `ns` and ended at `now`: handshakes before the end of the warm-up
+    /// belong to it if there is one; otherwise (pre-connects included) to the measured phase,
+    /// never to a phase that is not reported.
+    pub fn tls_handshake(&mut self, ns: u64, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        record_clamped(&mut self.phases[phase].tls_handshake, ns);
+    }
+
+    /// Hands every interval that ended by `now` to the collector.
+    pub fn flush_due(&mut self, now: u64) {
+        while now >= self.next_boundary_ns {
+            self.flush(None);
+        }
+    }
+
+    fn flush(&mut self, final_end_ns: Option<u64>) {
+        // A recycled box from the collector; a new one only if the collector fell behind.
+        let fresh = self
+            .pool
+            .try_recv()
+            .unwrap_or_else(|_| Box::new(IntervalData::new()));
+        let data = std::mem::replace(&mut self.interval, fresh);
+        // The collector drains continuously; a blocking send only waits if it is seconds behind.
+        let _ = self.to_collector.send(IntervalMsg {
+            index: self.interval_index,
+            final_end_ns,
+            data,
+        });
+        self.interval_index += 1;
+        self.next_boundary_ns += self.interval_ns;
+    }
+
+    /// A request still outstanding when the run ended: written (`sent`) or still queued.
+    pub fn unfinished(&mut self, intended: u64, sent: bool, now: u64) {
+        let phase = self.phase_of(intended);
+        let p = &mut self.phases[phase];
+        p.counts.in_flight_at_end += 1;
+        if sent {
+            p.counts.sent_unanswered += 1;
+        } else {
+            p.counts.queued_unsent += 1;
+        }
+        record_clamped(&mut p.unfinished, now.saturating_sub(intended));
+    }
+
+    /// Closes the books: the due but never sent rest of the schedule (counted entry by entry, no
+    /// formula, so the count is exactly what the schedule generated), the clamped counts, and the
+    /// final partial interval. Returns the two phases.
+    pub fn finish(
+        &mut self,
+        schedule: Option<&mut Schedule>,
+        schedule_end_ns: u64,
+        now: u64,
+    ) -> [PhaseAcc; 2] {
+        if let Some(s) = schedule {
+            while s.peek() < schedule_end_ns {
+                let t = s.peek();
+                self.phases[self.phase_of(t)].counts.intended += 1;
+                self.unfinished(t, false, now);
+                s.advance();
+            }
+        }
+        for p in &mut self.phases {
+            p.counts.clamped_values += p.rec.clamped;
+        }
+        self.flush(Some(now));
+        std::mem::take(&mut self.phases)
+    }
 }

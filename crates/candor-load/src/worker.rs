@@ -9,12 +9,10 @@
 use crate::config::{LoadConfig, RequestOrder, Scheme};
 use crate::http1::{ParseError, Progress, ResponseParser};
 use crate::schedule::Schedule;
-use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
+use crate::shared::{Failure, Ledger, PhaseAcc, Prepared, WorkerSetup};
 use crate::tcp::TcpFramer;
 use crate::timer::Timer;
-use candor_core::hist::record_clamped;
 use candor_core::now_ns;
-use crossbeam_channel::{Receiver, Sender};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
@@ -29,9 +27,6 @@ const TIMER: Token = Token(usize::MAX - 1);
 const READ_BUFFER: usize = 64 * 1024;
 /// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
 const TIMEOUT_SCAN_NS: u64 = 10_000_000;
-/// A send this much after its intended time, on a connection that was already free, is the
-/// generator's own lateness (a spin-paced loop is normally within microseconds).
-const GENERATOR_LATE_NS: u64 = 1_000_000;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum ConnState {
@@ -158,15 +153,6 @@ struct Conn {
     buf_len: usize,
 }
 
-#[derive(Clone, Copy)]
-enum Failure {
-    Connect,
-    Read,
-    Write,
-    Timeout,
-    Parse,
-}
-
 pub(crate) struct Worker {
     config: Arc<LoadConfig>,
     requests: Arc<[Prepared]>,
@@ -178,14 +164,8 @@ pub(crate) struct Worker {
     timer: Timer,
     schedule: Option<Schedule>,
     start_ns: u64,
-    warmup_end_ns: u64,
     schedule_end_ns: u64,
-    phases: [PhaseAcc; 2],
-    interval: Box<IntervalData>,
-    interval_index: u64,
-    next_boundary_ns: u64,
-    to_collector: Sender<IntervalMsg>,
-    pool: Receiver<Box<IntervalData>>,
+    ledger: Ledger,
     stop: Arc<AtomicBool>,
     next_request: u64,
     rng: Xoshiro256PlusPlus,
@@ -222,11 +202,7 @@ impl Worker {
         let poll = Poll::new()?;
         let timer = Timer::new()?;
         timer.register(poll.registry(), TIMER)?;
-        let warmup_end_ns = setup.start_ns + cfg.warmup_ns;
-        let first_interval = setup
-            .pool
-            .try_recv()
-            .unwrap_or_else(|_| Box::new(IntervalData::new()));
+        let ledger = Ledger::new(&setup);
         let seed = match cfg.request_order {
             RequestOrder::Random { seed } => seed ^ (setup.start_ns.rotate_left(17)),
             RequestOrder::RoundRobin => 0,
@@ -239,14 +215,8 @@ impl Worker {
             tls,
             schedule: setup.schedule,
             start_ns: setup.start_ns,
-            warmup_end_ns,
-            schedule_end_ns: warmup_end_ns + cfg.duration_ns,
-            phases: [PhaseAcc::new(), PhaseAcc::new()],
-            interval: first_interval,
-            interval_index: 0,
-            next_boundary_ns: setup.start_ns + cfg.interval_ns,
-            to_collector: setup.to_collector,
-            pool: setup.pool,
+            schedule_end_ns: ledger.warmup_end_ns + cfg.duration_ns,
+            ledger,
             stop: setup.stop,
             requests: setup.requests,
             config: setup.config,
@@ -276,9 +246,7 @@ impl Worker {
                 self.schedule_end_ns = self.schedule_end_ns.min(now.max(self.start_ns));
                 drain_end_ns = now;
             }
-            while now >= self.next_boundary_ns {
-                self.flush_interval(None);
-            }
+            self.ledger.flush_due(now);
             if now >= self.start_ns {
                 self.send_due(now);
             }
@@ -295,7 +263,7 @@ impl Worker {
 
             // Decide when to wake: the next send (if a slot is free to take it), the interval
             // boundary, the timeout scan, or the end of the schedule/drain.
-            let mut wake = self.next_boundary_ns.min(next_timeout_scan);
+            let mut wake = self.ledger.next_boundary_ns.min(next_timeout_scan);
             wake = wake.min(if now < self.schedule_end_ns {
                 self.schedule_end_ns
             } else {
@@ -344,11 +312,6 @@ impl Worker {
             .is_some_and(|s| s.peek() < self.schedule_end_ns)
     }
 
-    #[inline]
-    fn phase_of(&self, intended: u64) -> usize {
-        (intended >= self.warmup_end_ns) as usize
-    }
-
     fn make_free(&mut self, i: usize, now: u64) {
         self.conns[i].free_since = now;
         self.free.push_back(i);
@@ -389,12 +352,8 @@ impl Worker {
                 }
             };
             self.free.pop_front();
-            let phase = self.phase_of(intended);
-            let counts = &mut self.phases[phase].counts;
-            counts.intended += 1;
-            if now > intended + GENERATOR_LATE_NS && self.conns[conn].free_since <= intended {
-                counts.generator_late += 1;
-            }
+            self.ledger
+                .intend(intended, now, self.conns[conn].free_since);
             let request = self.pick_request();
             self.dispatch(conn, intended, request, now);
         }
@@ -536,10 +495,7 @@ impl Worker {
         }
         let handshake = now.saturating_sub(c.tcp_connected);
         c.state = ConnState::Open;
-        // Handshakes inside the warm-up belong to it; the pre-connects before the first send
-        // and everything later belong to the measured run.
-        let phase = usize::from(!(now >= self.start_ns && now < self.warmup_end_ns));
-        record_clamped(&mut self.phases[phase].tls_handshake, handshake);
+        self.ledger.tls_handshake(handshake, now);
         self.write_requests(i, now);
         // Application data may have arrived with the last handshake flight.
         if self.conns[i].transport.is_some() {
@@ -567,8 +523,8 @@ impl Worker {
                 Ok(n) => {
                     c.write_off += n;
                     if c.write_off == bytes.len() {
-                        let phase = (entry.intended >= self.warmup_end_ns) as usize;
-                        self.phases[phase].counts.bytes_written += bytes.len() as u64;
+                        let phase = self.ledger.phase_of(entry.intended);
+                        self.ledger.phases[phase].counts.bytes_written += bytes.len() as u64;
                         c.written += 1;
                         c.write_off = 0;
                     }
@@ -612,8 +568,8 @@ impl Worker {
                     let phase = c
                         .inflight
                         .front()
-                        .map_or(1, |f| (f.intended >= self.warmup_end_ns) as usize);
-                    self.phases[phase].counts.bytes_read += n as u64;
+                        .map_or(1, |f| self.ledger.phase_of(f.intended));
+                    self.ledger.phases[phase].counts.bytes_read += n as u64;
                     if !self.process_buffer(i, now) {
                         return;
                     }
@@ -688,23 +644,10 @@ impl Worker {
         };
         c.written -= 1;
         self.make_free(i, now);
-        let response = now.saturating_sub(f.intended);
-        let service = now.saturating_sub(f.sent);
-        let lag = f.sent.saturating_sub(f.intended);
-        let phase = self.phase_of(f.intended);
-        let p = &mut self.phases[phase];
-        p.rec.record(response, service, lag);
-        p.counts.completed += 1;
-        if status != 0 {
-            p.counts.status.count(status);
-        }
-        self.interval.rec.record(response, service, lag);
-        self.interval.completed += 1;
+        self.ledger.complete(f.intended, f.sent, now, status);
     }
 
-    /// Closes connection `i` and fails every request it held. Timeouts also record their
-    /// latency so far: a request that never came back is at least that slow, and must not look
-    /// fast by its absence.
+    /// Closes connection `i` and fails every request it held.
     fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
         let c = &mut self.conns[i];
         if let Some(mut t) = c.transport.take() {
@@ -716,28 +659,8 @@ impl Worker {
         c.written = 0;
         c.framer.reset();
         while let Some(f) = self.conns[i].inflight.pop_front() {
-            let phase = self.phase_of(f.intended);
-            let p = &mut self.phases[phase];
-            p.counts.failed += 1;
-            let e = &mut p.counts.errors;
-            match kind {
-                Failure::Connect => e.connect += 1,
-                Failure::Read => e.read += 1,
-                Failure::Write => e.write += 1,
-                Failure::Timeout => e.timeout += 1,
-                Failure::Parse => e.parse += 1,
-            }
-            if let Failure::Timeout = kind {
-                let response = now.saturating_sub(f.intended);
-                p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
-                record_clamped(&mut self.interval.rec.response, response);
-                if f.sent != 0 {
-                    let service = now.saturating_sub(f.sent);
-                    p.counts.clamped_values += record_clamped(&mut p.rec.service, service) as u64;
-                    record_clamped(&mut self.interval.rec.service, service);
-                }
-            }
-            self.interval.failed += 1;
+            self.ledger
+                .fail(kind, f.intended, (f.sent != 0).then_some(f.sent), now);
             self.make_free(i, now);
         }
     }
@@ -761,62 +684,22 @@ impl Worker {
         }
     }
 
-    fn flush_interval(&mut self, final_end_ns: Option<u64>) {
-        // A recycled box from the collector; a new one only if the collector fell behind.
-        let fresh = self
-            .pool
-            .try_recv()
-            .unwrap_or_else(|_| Box::new(IntervalData::new()));
-        let data = std::mem::replace(&mut self.interval, fresh);
-        // The collector drains continuously; a blocking send only waits if it is seconds behind.
-        let _ = self.to_collector.send(IntervalMsg {
-            index: self.interval_index,
-            final_end_ns,
-            data,
-        });
-        self.interval_index += 1;
-        self.next_boundary_ns += self.config.interval_ns;
-    }
-
     /// Accounts for everything still outstanding, then hands back the totals.
     fn finish(mut self) -> [PhaseAcc; 2] {
         let now = now_ns();
         for c in &self.conns {
             for f in &c.inflight {
-                let p = &mut self.phases[(f.intended >= self.warmup_end_ns) as usize];
-                p.counts.in_flight_at_end += 1;
-                if f.sent != 0 {
-                    p.counts.sent_unanswered += 1;
-                } else {
-                    p.counts.queued_unsent += 1;
-                }
-                record_clamped(&mut p.unfinished, now.saturating_sub(f.intended));
+                self.ledger.unfinished(f.intended, f.sent != 0, now);
             }
         }
-        // Due, never sent: the rest of the schedule up to its end. Counted one by one (no
-        // formula) so that the count is exactly what the schedule generated.
-        let end = self.schedule_end_ns;
-        let warmup_end = self.warmup_end_ns;
-        if let Some(s) = self.schedule.as_mut() {
-            while s.peek() < end {
-                let t = s.peek();
-                let p = &mut self.phases[(t >= warmup_end) as usize];
-                p.counts.intended += 1;
-                p.counts.in_flight_at_end += 1;
-                p.counts.queued_unsent += 1;
-                record_clamped(&mut p.unfinished, now.saturating_sub(t));
-                s.advance();
-            }
-        }
-        for p in &mut self.phases {
-            p.counts.clamped_values += p.rec.clamped;
-        }
-        self.flush_interval(Some(now));
+        let phases = self
+            .ledger
+            .finish(self.schedule.as_mut(), self.schedule_end_ns, now);
         for c in &mut self.conns {
             if let Some(mut t) = c.transport.take() {
                 let _ = self.poll.registry().deregister(t.socket());
             }
         }
-        self.phases
+        phases
     }
 }

@@ -120,7 +120,7 @@ pub struct LoadArgs {
     /// tcp://: a response is a big-endian length prefix then that many bytes: u8, u16be, u32be, u64be.
     #[arg(long, value_name = "KIND", group = "framing")]
     pub length_prefix: Option<String>,
-    /// Target URL: http://host[:port]/path, https://..., or tcp://host:port.
+    /// Target URL: http://host:port/path (port optional), https://..., or tcp://host:port.
     pub url: String,
 }
 

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod hist;
 pub mod pace;
 pub mod results;
+pub mod timerfd;
 pub mod truth;
 pub mod units;
 

@@ -13,6 +13,7 @@ use crate::schedule::Schedule;
 use crate::shared::{Failure, Ledger, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
 use candor_core::now_ns;
+use candor_core::timerfd::TimerFd;
 use h2::client::{Connection, SendRequest};
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::{HeaderMap, Method, Request, Uri};
@@ -21,7 +22,6 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,75 +144,6 @@ fn classify(e: &h2::Error) -> Failure {
     } else {
         // h2 refused the request before anything was sent.
         Failure::Write
-    }
-}
-
-/// A timerfd driven by tokio's reactor: nanosecond-resolution wake-ups, where tokio's own
-/// timer wheel rounds to milliseconds.
-struct TimerFd {
-    fd: OwnedFd,
-    armed_for: Cell<u64>,
-}
-
-impl AsRawFd for TimerFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-impl TimerFd {
-    fn new() -> io::Result<TimerFd> {
-        // SAFETY: plain syscall; on success the fd is owned by the returned OwnedFd.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(TimerFd {
-            fd,
-            armed_for: Cell::new(0),
-        })
-    }
-
-    /// Fires once at `deadline_ns` on CLOCK_MONOTONIC; re-arming for the same deadline is free.
-    fn arm(&self, deadline_ns: u64) {
-        if self.armed_for.get() == deadline_ns {
-            return;
-        }
-        self.armed_for.set(deadline_ns);
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-                // A zero it_value would disarm the timer.
-                tv_nsec: (deadline_ns % 1_000_000_000).max(1) as libc::c_long,
-            },
-        };
-        // SAFETY: valid fd and itimerspec; an absolute time cannot make this fail.
-        unsafe {
-            libc::timerfd_settime(
-                self.fd.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        };
-    }
-
-    fn acknowledge(&self) {
-        let mut buf = [0u8; 8];
-        // SAFETY: reading 8 bytes into a stack buffer from our own non-blocking fd.
-        unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-        self.armed_for.set(0);
     }
 }
 

@@ -10,7 +10,6 @@ pub mod run;
 pub mod schedule;
 pub mod shared;
 pub mod tcp;
-mod timer;
 pub mod tls;
 mod worker;
 

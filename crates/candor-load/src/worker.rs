@@ -11,14 +11,16 @@ use crate::http1::{ParseError, Progress, ResponseParser};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Ledger, PhaseAcc, Prepared, WorkerSetup};
 use crate::tcp::TcpFramer;
-use crate::timer::Timer;
 use candor_core::now_ns;
+use candor_core::timerfd::TimerFd;
 use mio::net::TcpStream;
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -161,7 +163,7 @@ pub(crate) struct Worker {
     /// Free slots: a connection appears once per request it can still take. FIFO.
     free: VecDeque<usize>,
     poll: Poll,
-    timer: Timer,
+    timer: TimerFd,
     schedule: Option<Schedule>,
     start_ns: u64,
     schedule_end_ns: u64,
@@ -200,8 +202,9 @@ impl Worker {
             free.extend(0..conns.len());
         }
         let poll = Poll::new()?;
-        let timer = Timer::new()?;
-        timer.register(poll.registry(), TIMER)?;
+        let timer = TimerFd::new()?;
+        poll.registry()
+            .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
         let ledger = Ledger::new(&setup);
         let seed = match cfg.request_order {
             RequestOrder::Random { seed } => seed ^ (setup.start_ns.rotate_left(17)),

@@ -13,7 +13,6 @@
 //! ```
 
 mod response;
-mod timer;
 mod worker;
 
 #[cfg(test)]

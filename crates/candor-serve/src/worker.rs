@@ -22,8 +22,9 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, SockRef, Socket, Type};
 
 use crate::response::{Responses, GARBAGE};
-use crate::timer::Timer;
 use crate::{Fault, FaultKind, ServeConfig, Shared, Stall};
+use candor_core::timerfd::TimerFd as Timer;
+use std::os::fd::AsRawFd;
 
 const WAKER: Token = Token(0);
 const TIMER: Token = Token(1);
@@ -108,7 +109,7 @@ pub(crate) fn build_workers(
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let timer = Timer::new()?;
         poll.registry()
-            .register(&mut SourceFd(&timer.raw_fd()), TIMER, Interest::READABLE)?;
+            .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
         let (tx, rx) = mpsc::channel();
         senders.push((tx, Arc::clone(&waker)));
         workers.push(Worker {
@@ -474,7 +475,7 @@ impl Worker {
                 match event.token() {
                     WAKER => self.take_inbox(),
                     TIMER => {
-                        self.timer.clear();
+                        self.timer.acknowledge();
                         self.armed = None;
                     }
                     LISTENER => self.accept_all(),
@@ -555,11 +556,8 @@ impl Worker {
         if self.armed == Some(at) {
             return;
         }
-        // Failure is not expected for a valid descriptor and deadline; if it ever happens the
-        // next event still drives the loop, so carry on rather than stop serving.
-        if self.timer.arm_at(at).is_ok() {
-            self.armed = Some(at);
-        }
+        self.timer.arm(at);
+        self.armed = Some(at);
     }
 
     /// Sends the delayed answers that are due. The timer fires up to `TIMER_EARLY_NS` before

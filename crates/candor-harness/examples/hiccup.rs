@@ -4,6 +4,7 @@
 //! uncorrected, only 1 in 10,000 is slow (p99.9 sub-microsecond, p99.99 at the 1 ms edge).
 //!
 //! `cargo run --release -p candor-harness --example hiccup [-- --iterations N --runs N --json DIR]`
+//! (`--json DIR` writes each mode's JSON, `.hlog` and HTML report there)
 //! Defaults: 3 runs of 400,000 iterations per mode (about 25 s in all).
 
 use candor_core::hist::value_at;
@@ -85,7 +86,16 @@ fn real_main() -> Result<(), String> {
                 if correct { "on" } else { "off" }
             );
             results.write_json(&path).map_err(|e| e.to_string())?;
-            println!("wrote {path}");
+            let hlog = path.replace(".json", ".hlog");
+            results.write_hlog(&hlog).map_err(|e| e.to_string())?;
+            let html = path.replace(".json", ".html");
+            results
+                .write_html(
+                    &html,
+                    &format!("hiccup, correction {}", if correct { "on" } else { "off" }),
+                )
+                .map_err(|e| e.to_string())?;
+            println!("wrote {path}, {hlog}, {html}");
         }
         all.push((correct, results));
     }

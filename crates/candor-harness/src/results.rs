@@ -438,14 +438,43 @@ impl HarnessResults {
 
     /// Writes [`HarnessResults::to_run_results`] as pretty JSON to `path`.
     pub fn write_json(&self, path: impl AsRef<std::path::Path>) -> Result<(), HarnessError> {
-        let path = path.as_ref();
-        std::fs::write(path, self.to_run_results().to_json_pretty()).map_err(|source| {
-            HarnessError::Write {
-                path: path.display().to_string(),
-                source,
-            }
-        })
+        write_file(path.as_ref(), &self.to_run_results().to_json_pretty())
     }
+
+    /// Writes an HdrHistogram interval log (the same `.hlog` as `candor run --hlog`; one
+    /// interval per run, untagged lines = end to end), readable by HdrHistogram's Java tools.
+    pub fn write_hlog(&self, path: impl AsRef<std::path::Path>) -> Result<(), HarnessError> {
+        write_file(
+            path.as_ref(),
+            &candor_report::hlog::write_hlog(&self.to_run_results()),
+        )
+    }
+
+    /// Writes the self-contained HTML report (percentile spectrum, per-run series, tables), the
+    /// same page as `candor report -o`.
+    pub fn write_html(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        label: &str,
+    ) -> Result<(), HarnessError> {
+        let path = path.as_ref();
+        let page = candor_report::html::write_html(
+            &[(label.to_string(), self.to_run_results())],
+            &candor_report::html::HtmlOptions::default(),
+        )
+        .map_err(|e| HarnessError::Write {
+            path: path.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+        })?;
+        write_file(path, &page)
+    }
+}
+
+fn write_file(path: &std::path::Path, text: &str) -> Result<(), HarnessError> {
+    std::fs::write(path, text).map_err(|source| HarnessError::Write {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 fn recorder_of(r: &RunData) -> Recorder {

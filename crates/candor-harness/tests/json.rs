@@ -102,3 +102,27 @@ fn text_report_has_jlbh_shape() {
     assert!(t.contains("worst:"), "{t}");
     assert!(t.contains("over runs 2..3"), "{t}");
 }
+
+#[test]
+fn hlog_and_html_exports_share_candor_runs_formats() {
+    let r = results();
+    let dir = std::env::temp_dir().join(format!("candor-harness-exports-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (hlog, html) = (dir.join("h.hlog"), dir.join("h.html"));
+    r.write_hlog(&hlog).unwrap();
+    r.write_html(&html, "json test").unwrap();
+    let log_text = std::fs::read_to_string(&hlog).unwrap();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    // The log's untagged (end-to-end) intervals add up to the measured iterations: 3 runs of
+    // 1,000 (the warm-up interval is left out of the log, as for `candor run`).
+    let log = candor_report::hlog::read_hlog(&log_text, &Default::default()).unwrap();
+    let total: u64 = log
+        .intervals
+        .iter()
+        .filter(|i| i.tag.is_none())
+        .map(|i| i.histogram.len())
+        .sum();
+    assert_eq!(total, 3_000);
+    assert!(page.contains("<html") && page.contains("json test"));
+}

@@ -6,34 +6,10 @@
 //! (`harness = false`: libtest's own threads would otherwise share the counter.)
 
 use candor_harness::{Harness, Iteration, Phase, Stamp};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
 
 const ITERATIONS: u64 = 20_000;
 
@@ -69,9 +45,9 @@ fn main() {
         tx.send(stamp).expect("worker alive");
         if ctx.phase() != Phase::Warmup {
             if ctx.index() == 2_000 {
-                window_start = ALLOCATIONS.load(Ordering::SeqCst);
+                window_start = candor_testkit::total_allocations();
             } else if ctx.index() == ITERATIONS - 1 {
-                during_runs.push(ALLOCATIONS.load(Ordering::SeqCst) - window_start);
+                during_runs.push(candor_testkit::total_allocations() - window_start);
             }
         }
     });
@@ -94,6 +70,6 @@ fn main() {
         "steady-state iterations allocated: {during_runs:?}"
     );
     // The counter does work: building the results allocated.
-    assert!(ALLOCATIONS.load(Ordering::SeqCst) > 0);
+    assert!(candor_testkit::total_allocations() > 0);
     println!("no_alloc: ok");
 }

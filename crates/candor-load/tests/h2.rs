@@ -8,40 +8,12 @@ mod h2_support;
 use candor_load::run::{RunError, RunOptions};
 use candor_load::{LoadConfig, RunOutcome, Target};
 use h2_support::{start, H2Server, ServerOptions, TestCert};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-struct CountingAllocator;
-
-static WORKER_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static IS_WORKER: Cell<bool> = const { Cell::new(false) };
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if IS_WORKER.with(|w| w.get()) {
-            WORKER_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if IS_WORKER.with(|w| w.get()) {
-            WORKER_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
 
 const MS: u64 = 1_000_000;
 
@@ -399,16 +371,16 @@ fn allocations_per_request_in_steady_state() {
     c.streams = 8;
     c.duration_ns = 3_500 * MS;
     let options = RunOptions {
-        worker_start_hook: Some(Arc::new(|| IS_WORKER.with(|w| w.set(true)))),
+        worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
         ..Default::default()
     };
     let runner = std::thread::spawn(move || run_with(&c, options).expect("run"));
     // Connections and buffers are set up well before 1.5 s; 1.5 s .. 3 s is steady state,
     // at a fixed rate, so the window holds rate * 1.5 s requests.
     std::thread::sleep(Duration::from_millis(1500));
-    let before = WORKER_ALLOCATIONS.load(Ordering::Relaxed);
+    let before = candor_testkit::marked_allocations();
     std::thread::sleep(Duration::from_millis(1500));
-    let after = WORKER_ALLOCATIONS.load(Ordering::Relaxed);
+    let after = candor_testkit::marked_allocations();
     let out = runner.join().expect("runner");
     assert_eq!(out.main.counts.failed, 0);
     let per_request = (after - before) as f64 / (rate * 1.5);

@@ -4,40 +4,11 @@
 
 use candor_load::run::RunOptions;
 use candor_load::{LoadConfig, Target};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-struct CountingAllocator;
-
-static WORKER_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static IS_WORKER: Cell<bool> = const { Cell::new(false) };
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if IS_WORKER.with(|w| w.get()) {
-            WORKER_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if IS_WORKER.with(|w| w.get()) {
-            WORKER_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
 
 fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
     let server = candor_serve::start(candor_serve::ServeConfig::new(
@@ -52,7 +23,7 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
     config.duration_ns = 4_000_000_000;
     config.validate().unwrap();
     let options = RunOptions {
-        worker_start_hook: Some(Arc::new(|| IS_WORKER.with(|w| w.set(true)))),
+        worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
         ..Default::default()
     };
     let runner =
@@ -60,9 +31,9 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
     // Start-up (connects, buffers, the first intervals) is over well before 1.5 s; the window
     // 1.5 s .. 3.5 s spans two interval boundaries and thousands of requests.
     std::thread::sleep(Duration::from_millis(1500));
-    let before = WORKER_ALLOCATIONS.load(Ordering::Relaxed);
+    let before = candor_testkit::marked_allocations();
     std::thread::sleep(Duration::from_millis(2000));
-    let after = WORKER_ALLOCATIONS.load(Ordering::Relaxed);
+    let after = candor_testkit::marked_allocations();
     let outcome = runner.join().unwrap();
     server.shutdown();
     (after - before, outcome.main.counts.completed)

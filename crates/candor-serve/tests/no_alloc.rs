@@ -2,39 +2,14 @@
 //! delay, by counting every heap allocation in this test process. It lives in its own test
 //! binary with a single test so that no other test's allocations are counted.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use candor_serve::{start, ServeConfig};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
 
 /// Sends `n` requests, `batch` pipelined at a time, and reads the answers; allocation-free on
 /// the client side (stack buffers, std sockets).
@@ -75,11 +50,11 @@ fn steady_state_requests_allocate_nothing() {
         exchange(&mut a, 200, 1);
         exchange(&mut a, 200, 8);
         exchange(&mut b, 200, 8);
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = candor_testkit::total_allocations();
         exchange(&mut a, 2000, 1);
         exchange(&mut b, 2000, 8);
         exchange(&mut a, 2000, 4);
-        let during = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let during = candor_testkit::total_allocations() - before;
         // 6000 requests: one allocation per request would show as thousands. The count is
         // process-wide, so the bound is exact only because nothing else runs meanwhile.
         assert_eq!(

@@ -29,10 +29,16 @@ fn decode(index: usize, what: &str, enc: &EncodedHistograms) -> Result<Recorder,
     })
 }
 
-/// The measured window of a run in absolute seconds: from its main intervals when it has them,
-/// else from its start, warm-up and duration.
+/// The measured window of a run in absolute seconds. A candor run's window is its schedule's
+/// (start + warm-up, for its duration): its intervals also cover the drain after the last intended
+/// send, which would understate its rates. Other inputs (logs, merges) have only their intervals;
+/// without intervals, start, warm-up and duration are used.
 fn window(r: &RunResults) -> (f64, f64) {
     let main: Vec<&Interval> = r.intervals.iter().filter(|i| !i.warmup).collect();
+    if r.kind == "run" {
+        let s = r.start_time_unix_s + r.warmup.as_ref().map_or(0.0, |w| w.duration_s);
+        return (s, s + r.main.duration_s);
+    }
     if let (Some(first), Some(last)) = (main.first(), main.last()) {
         let s = r.start_time_unix_s + first.start_s;
         return (s, r.start_time_unix_s + last.start_s + last.length_s);

@@ -382,55 +382,16 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
     }
 }
 
-/// Length of the union of time spans.
-fn union_length(mut spans: Vec<(f64, f64)>) -> f64 {
-    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut total = 0.0;
-    let mut cur: Option<(f64, f64)> = None;
-    for (s, e) in spans {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    total + cur.map_or(0.0, |(s, e)| e - s)
-}
-
 /// Merges the shards of one schedule exactly, and reports on the set.
 ///
-/// On top of [`merge`]: the measured window is the schedule's (each shard's `start + warm-up`
-/// for its duration), not the span of its intervals, which also covers the drain after the last
-/// intended send; so the merged target and achieved rates are those of the whole schedule, as a
-/// single process would report them. Shard problems and late shards lead the warnings, and each
-/// shard's own warnings are labelled with its index.
+/// On top of [`merge`] (which takes each shard's measured window from its schedule, so the merged
+/// target and achieved rates are those of the whole schedule, as a single process would report
+/// them): shard problems and late shards lead the warnings, and each shard's own warnings are
+/// labelled with its index.
 pub fn merge_shards(inputs: &[(String, RunResults)]) -> Result<ShardMerge, MergeError> {
     let runs: Vec<RunResults> = inputs.iter().map(|(_, r)| r.clone()).collect();
     let mut merged = merge(&runs)?;
     let report = analyse(inputs);
-
-    let duration = union_length(
-        runs.iter()
-            .map(|r| {
-                let s = r.start_time_unix_s + r.warmup.as_ref().map_or(0.0, |w| w.duration_s);
-                (s, s + r.main.duration_s)
-            })
-            .collect(),
-    );
-    if duration > 0.0 {
-        let m = &mut merged.main;
-        m.duration_s = duration;
-        m.rate.achieved_per_s = m.requests.completed as f64 / duration;
-        // Each shard intended its share over its window; the sum over the union is the total rate.
-        m.rate.target_per_s = runs
-            .iter()
-            .map(|r| r.main.rate.target_per_s.map(|t| t * r.main.duration_s))
-            .sum::<Option<f64>>()
-            .map(|n| n / duration);
-    }
 
     let mut warnings: Vec<String> = report
         .problems

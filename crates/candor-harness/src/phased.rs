@@ -154,27 +154,39 @@ mod tests {
 
     #[test]
     fn concurrent_writer_and_collector_lose_and_duplicate_nothing() {
+        use std::sync::atomic::{AtomicU64, Ordering};
         let set = Arc::new(PhasedSet::new(3));
         const N: u64 = 200_000;
+        // The writer works in batches and, after each, waits until the collector has completed
+        // another pass, so the two overlap at least BATCHES times by construction (never by the
+        // scheduler's luck), while inside a batch they still race freely.
+        const BATCHES: u64 = 8;
+        let passes = Arc::new(AtomicU64::new(0));
         let writer = {
             let set = Arc::clone(&set);
+            let passes = Arc::clone(&passes);
             std::thread::spawn(move || {
-                for i in 0..N {
-                    // SAFETY: this thread is the only writer.
-                    unsafe { set.write(|s| s.record(E2E, 1 + i % 1000)) };
+                for batch in 0..BATCHES {
+                    for i in (batch * N / BATCHES)..((batch + 1) * N / BATCHES) {
+                        // SAFETY: this thread is the only writer.
+                        unsafe { set.write(|s| s.record(E2E, 1 + i % 1000)) };
+                    }
+                    let seen = passes.load(Ordering::Acquire);
+                    while passes.load(Ordering::Acquire) == seen {
+                        std::thread::yield_now();
+                    }
                 }
             })
         };
         let mut total = HistSet::new(3);
-        let mut collections = 0;
         while !writer.is_finished() {
             // SAFETY: this thread is the only collector.
             unsafe { set.collect_into(&mut total) };
-            collections += 1;
+            passes.fetch_add(1, Ordering::AcqRel);
         }
         writer.join().unwrap();
         unsafe { set.collect_into(&mut total) };
-        assert!(collections > 1);
+        assert!(passes.load(Ordering::Acquire) >= BATCHES);
         assert_eq!(total.hists[E2E].len(), N);
         let expected_sum: u64 = (0..N).map(|i| 1 + i % 1000).sum();
         let got_sum: u64 = total.hists[E2E]

@@ -1,5 +1,5 @@
 //! The JLBH coordinated-omission example: 100,000 iterations/s, and every 10,000th iteration
-//! busy-waits 1 ms. Run with correction on, then off, and compare with notes/truth.md section 5:
+//! busy-waits 1 ms. Run with correction on, then off, and compare with docs/truth.md ("In-process hiccup"):
 //! corrected, 1% of samples are affected (p99 at the edge, p99.9 ~0.9 ms, p99.99 ~1 ms);
 //! uncorrected, only 1 in 10,000 is slow (p99.9 sub-microsecond, p99.99 at the 1 ms edge).
 //!
@@ -99,7 +99,7 @@ fn real_main() -> Result<(), String> {
         }
         all.push((correct, results));
     }
-    println!("\n==== against notes/truth.md section 5 (all runs merged) ====");
+    println!("\n==== against docs/truth.md, In-process hiccup (all runs merged) ====");
     for (correct, r) in &all {
         check(*correct, r);
     }

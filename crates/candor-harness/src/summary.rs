@@ -6,7 +6,7 @@
 /// 50, 90 and 99 always; 99.7 above 10,000 samples; then each further nine needs 100 times more
 /// samples: 99.9 from 100,000, 99.99 from 1,000,000, 99.999 from 10,000,000, and so on. That
 /// leaves at least 100 samples beyond every reported percentile, so the row is a measurement and
-/// not the luck of a few samples (notes/formats.md).
+/// not the luck of a few samples.
 pub fn percentile_rows(count: u64) -> Vec<f64> {
     let mut rows = vec![50.0, 90.0, 99.0];
     if count > 10_000 {

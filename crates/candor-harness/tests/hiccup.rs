@@ -1,4 +1,4 @@
-//! The hiccup scenario of notes/truth.md section 5, shortened: 100,000 iterations/s, every
+//! The hiccup scenario of docs/truth.md ("In-process hiccup"), shortened: 100,000 iterations/s, every
 //! 10,000th iteration busy-waits 1 ms, 200,000 measured iterations (20 hiccups), correction on
 //! and off. Truth: corrected, the j-th iteration after a hiccup takes ~(1 ms - j * 10 us), so 1%
 //! of samples are affected; uncorrected, only the hiccup itself is slow.

@@ -1,6 +1,6 @@
 //! Interoperability with the reference implementation, Java HdrHistogram 2.2.2 from Maven
 //! Central: Java reads candor's `.hlog` and prints exactly candor's `.hgrm`, and Java and candor
-//! read every shared vector to the same numbers and the same distribution.
+//! read every reference vector (tests/data/hdrhistogram) to the same numbers and the same distribution.
 //!
 //! Needs `java`, `javac` and `mvn` (CI has them via scripts/install-test-deps.sh). Without them
 //! the test says so loudly and passes, unless CANDOR_REQUIRE_JAVA=1 makes that a failure.
@@ -185,10 +185,10 @@ fn java_hdrhistogram_agrees_with_candor() {
         candor_view(&text, None, TimeRange::relative(Some(5.0), Some(12.0)))
     );
 
-    // 2. Every shared vector: Java's reader and candor's give the same numbers and distribution.
+    // 2. Every reference vector: Java's reader and candor's give the same numbers and distribution.
     let vectors = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/hdrhistogram/"
+        "/tests/data/hdrhistogram/"
     );
     let cases: &[Case] = &[
         ("jHiccup-2.0.7S.logV2.hlog", None, None),

@@ -78,7 +78,7 @@ fn exercise_log(text: &str) -> bool {
 fn mutated_logs_never_panic() {
     let vectors = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/hdrhistogram/"
+        "/tests/data/hdrhistogram/"
     );
     let mut seeds = vec![write_hlog(&synthetic_run(3, 3, 50, 1_000_000, 2)).into_bytes()];
     for f in [
@@ -115,7 +115,7 @@ fn mutated_logs_never_panic() {
 fn mutated_encodings_never_panic() {
     let vectors = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/hdrhistogram/"
+        "/tests/data/hdrhistogram/"
     );
     let mut seeds: Vec<Vec<u8>> = Vec::new();
     for f in [

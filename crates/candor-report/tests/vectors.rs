@@ -1,5 +1,5 @@
 //! Every HdrHistogram vector from other implementations decodes to the values Java gives
-//! (table in shared/vectors/README.md), read in place from the shared folder.
+//! (table in tests/data/README.md).
 
 use candor_report::codec::{decode_bytes, java_value_at_percentile};
 use candor_report::hlog::{read_hlog, TimeRange};
@@ -7,7 +7,7 @@ use candor_report::hlog::{read_hlog, TimeRange};
 fn vector(name: &str) -> String {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/hdrhistogram/"
+        "/tests/data/hdrhistogram/"
     );
     std::fs::read_to_string(format!("{path}{name}")).unwrap_or_else(|e| panic!("{path}{name}: {e}"))
 }
@@ -15,7 +15,7 @@ fn vector(name: &str) -> String {
 fn vector_bytes(name: &str) -> Vec<u8> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/hdrhistogram/"
+        "/tests/data/hdrhistogram/"
     );
     std::fs::read(format!("{path}{name}")).unwrap_or_else(|e| panic!("{path}{name}: {e}"))
 }

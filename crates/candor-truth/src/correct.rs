@@ -93,7 +93,7 @@ mod tests {
     #[test]
     fn jlbh_hiccup_example_from_the_notes() {
         // 100,000 iterations/s, 1 ms hiccup every 10,000: corrected p99.9 ~ 0.9 ms, p99.99 ~ 1 ms,
-        // while the raw p99.9 stays at the normal 0.5 us (docs: notes/truth.md case 5).
+        // while the raw p99.9 stays at the normal 0.5 us (docs/truth.md, "In-process hiccup").
         let mut h = new_histogram();
         for i in 0..1_000_000u64 {
             h.record(if i % 10_000 == 9_999 { 1_000_000 } else { 500 })

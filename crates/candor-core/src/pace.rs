@@ -63,16 +63,17 @@ mod tests {
     fn wakes_at_or_after_the_deadline_and_not_much_later() {
         set_fine_timer_slack();
         let mut late = Vec::new();
-        for _ in 0..50 {
+        for _ in 0..200 {
             let deadline = now_ns() + 300_000;
             let woke = precise_sleep_until(deadline);
             assert!(woke >= deadline);
             late.push(woke - deadline);
         }
         late.sort_unstable();
-        // The median lateness is the spin loop's clock-read granularity (tens of ns). A noisy,
-        // shared 2-core machine can deschedule us for milliseconds, so only the median is checked,
-        // against a bound 50x looser than what the method achieves when idle.
-        assert!(late[25] < 50_000, "median lateness {} ns", late[25]);
+        // An undisturbed wake-up is late by one clock read in the final spin (well under 1 us);
+        // a plain nanosleep without the spin is never less than a few us late. A busy machine
+        // can deschedule any single wake-up, so only the best of 200 is checked: it fails only
+        // if all 200 were disturbed.
+        assert!(late[0] < 2_000, "best lateness of 200: {} ns", late[0]);
     }
 }

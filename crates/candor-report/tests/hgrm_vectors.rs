@@ -69,7 +69,10 @@ fn wrk2_layout(h: &Histogram<u64>) -> String {
                 1.0 / (1.0 - q)
             ));
         } else {
-            out.push_str(&format!("{value:>12.3} {q:>12.6} {total:>12} {:>12}\n", "inf"));
+            out.push_str(&format!(
+                "{value:>12.3} {q:>12.6} {total:>12} {:>12}\n",
+                "inf"
+            ));
         }
     }
     out.push_str(&format!(
@@ -108,13 +111,22 @@ fn rebuild(f: &HgrmFile) -> candor_core::Histo {
 fn wrk2_distributions_reprint_in_java_layout() {
     let cases = [
         ("12k-like", distribution(12, 300_000, 3_000.0, None)),
-        ("12k-like, corrected", distribution(12, 300_000, 3_000.0, Some(60_000))),
+        (
+            "12k-like, corrected",
+            distribution(12, 300_000, 3_000.0, Some(60_000)),
+        ),
         ("16k-like", distribution(16, 400_000, 180.0, None)),
-        ("16k-like, corrected", distribution(16, 400_000, 180.0, Some(2_500_000))),
+        (
+            "16k-like, corrected",
+            distribution(16, 400_000, 180.0, Some(2_500_000)),
+        ),
     ];
     for (name, source) in &cases {
         let text = wrk2_layout(source);
-        assert!(text.lines().any(|l| l.trim_end().ends_with("inf")), "{name}");
+        assert!(
+            text.lines().any(|l| l.trim_end().ends_with("inf")),
+            "{name}"
+        );
         let original = parse_hgrm(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         let total = original.total_count.expect("footer total count");
         assert_eq!(total, source.len(), "{name}");

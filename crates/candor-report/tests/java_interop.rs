@@ -186,10 +186,7 @@ fn java_hdrhistogram_agrees_with_candor() {
     );
 
     // 2. Every reference vector: Java's reader and candor's give the same numbers and distribution.
-    let vectors = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/hdrhistogram/"
-    );
+    let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hdrhistogram/");
     let cases: &[Case] = &[
         ("jHiccup-2.0.7S.logV2.hlog", None, None),
         ("jHiccup-2.0.7S.logV2.hlog", None, Some((5.0, 20.0))),

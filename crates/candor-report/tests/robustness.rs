@@ -76,10 +76,7 @@ fn exercise_log(text: &str) -> bool {
 
 #[test]
 fn mutated_logs_never_panic() {
-    let vectors = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/hdrhistogram/"
-    );
+    let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hdrhistogram/");
     let mut seeds = vec![write_hlog(&synthetic_run(3, 3, 50, 1_000_000, 2)).into_bytes()];
     for f in [
         "jHiccup-2.0.1.logV0.hlog",
@@ -113,10 +110,7 @@ fn mutated_logs_never_panic() {
 
 #[test]
 fn mutated_encodings_never_panic() {
-    let vectors = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/hdrhistogram/"
-    );
+    let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hdrhistogram/");
     let mut seeds: Vec<Vec<u8>> = Vec::new();
     for f in [
         "jHiccup-2.0.1.logV0.hlog",

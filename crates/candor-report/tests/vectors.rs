@@ -5,18 +5,12 @@ use candor_report::codec::{decode_bytes, java_value_at_percentile};
 use candor_report::hlog::{read_hlog, TimeRange};
 
 fn vector(name: &str) -> String {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/hdrhistogram/"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hdrhistogram/");
     std::fs::read_to_string(format!("{path}{name}")).unwrap_or_else(|e| panic!("{path}{name}: {e}"))
 }
 
 fn vector_bytes(name: &str) -> Vec<u8> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/hdrhistogram/"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hdrhistogram/");
     std::fs::read(format!("{path}{name}")).unwrap_or_else(|e| panic!("{path}{name}: {e}"))
 }
 

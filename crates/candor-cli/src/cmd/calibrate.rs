@@ -7,7 +7,7 @@
 //! waits for its answer), `actual-send` times requests from the actual write instead of the
 //! intended send time. Either must make calibration fail.
 
-use crate::cmd::pause::{render_truth, truth_rows, PauseSpec, PauseWindow, Pauser};
+use crate::cmd::pause::{render_truth, truth_rows, Drain, PauseSpec, PauseWindow, Pauser};
 use crate::cmd::run::execute_with;
 use anyhow::{bail, Context, Result};
 use candor_core::results::{PhaseResults, RunResults};
@@ -202,8 +202,15 @@ fn tester(sab: Sabotage) -> Result<bool> {
     Ok(ok)
 }
 
-fn judge_truth(title: &str, truth: &StallTruth, res: &RunResults) -> bool {
-    let rows = truth_rows(truth, &res.main.response_time);
+fn judge_truth(title: &str, truth: &StallTruth, res: &RunResults, config: &LoadConfig) -> bool {
+    // The configured rate, also under the closed-loop sabotage: the allowance only widens upwards,
+    // so it cannot make a blind measurement pass.
+    let drain = Drain {
+        rate_per_s: config.rate.unwrap_or(0.0),
+        connections: config.connections,
+        round_ns: res.main.service_time.at(90.0).unwrap_or(0) as f64,
+    };
+    let rows = truth_rows(truth, &res.main.response_time, &drain);
     print!("{}", indent(&render_truth(&rows, true)));
     let mut ok = rows.iter().all(|r| r.pass());
     let serv90 = res.main.service_time.at(90.0).unwrap_or(0) as f64;
@@ -263,7 +270,7 @@ fn stall(sab: Sabotage) -> Result<bool> {
         format_ns(c.duration_ns as f64),
         100.0 * truth.stalled_fraction()
     );
-    Ok(judge_truth("periodic stall", &truth, &res))
+    Ok(judge_truth("periodic stall", &truth, &res, &c))
 }
 
 /// A `candor serve` child process (the pause needs a separate process to stop).
@@ -341,7 +348,7 @@ fn pause(sab: Sabotage) -> Result<bool> {
         format_ns((cont - stop) as f64),
         100.0 * truth.stalled_fraction()
     );
-    Ok(judge_truth("SIGSTOP pause", &truth, &res))
+    Ok(judge_truth("SIGSTOP pause", &truth, &res, &c))
 }
 
 pub fn main(args: CalibrateArgs) -> Result<i32> {

@@ -117,18 +117,18 @@ fn check(last: bool) -> bool {
     assert!(us(hon, 99.99) >= 990.0, "{diag}");
     // Uncorrected, timed from the actual start: the hiccup is 1 ms and the iterations after it
     // look normal; only the 20 hiccups are slow, plus any stall that hits inside an iteration
-    // (~0.1 us long), so few even on a loaded machine (25 at load 9.5).
-    assert!(
-        median(&at_off[0]) >= 1_000.0 && median(&at_off[0]) < 1_500.0,
-        "{diag}"
-    );
+    // (~0.1 us long), so few even on a loaded machine (25 at load 9.5). The bug these guard
+    // against, correction leaking into the uncorrected run, makes >= 51 samples >= 0.5 ms per
+    // hiccup (>= 1,020 in all, as for `slow_on`), so the bound is 1,000 slow samples, and the
+    // top 1,000 samples (p99.5) stay under 0.5 ms.
+    assert!(median(&at_off[0]) >= 1_000.0, "{diag}");
     for v in &at_off[1..] {
         assert!(median(v) < 20.0, "{diag}");
     }
-    assert!(slow_off >= 20 && slow_off < 200, "{diag}");
-    assert!(us(hoff, 99.9) < 500.0, "{diag}");
+    assert!(slow_off >= 20 && slow_off < 1_000, "{diag}");
+    assert!(us(hoff, 99.5) < 500.0, "{diag}");
     assert!(us(hoff, 100.0) >= 1_000.0, "{diag}");
-    assert!(slow_on >= 10 * slow_off, "{diag}");
+    assert!(slow_on > slow_off, "{diag}");
 
     // Upper bounds, corrected, when the thread had a CPU (median start lag under 20 us; ~0.03 us
     // when idle): 1 ms, 500 us at j=50, 100 us at j=90, drained by j=150, with room for the
@@ -141,6 +141,9 @@ fn check(last: bool) -> bool {
         println!("the machine stayed too busy; upper bounds not checked");
         return true;
     }
+    // The hiccup spins until its end, so uncorrected it reads 1 ms plus however long the
+    // thread was off the CPU as the end passed: checked only when the thread had a CPU.
+    assert!(median(&at_off[0]) < 1_500.0, "{diag}");
     assert!(median(&at_on[0]) < 1_500.0, "{diag}");
     assert!(median(&at_on[1]) < 700.0, "{diag}");
     assert!(median(&at_on[2]) < 300.0, "{diag}");

@@ -36,10 +36,12 @@ fn iterations_start_on_schedule_and_never_early() {
     let d = run.duration_ns();
     assert!(d >= 999_950_000, "run took {d} ns");
     assert!(d < 1_500_000_000, "run took {d} ns");
-    // The sleep-then-spin method wakes within about 0.1 us at the median when idle; 50 us (500x)
-    // leaves room for a noisy neighbour while still failing a plain nanosleep (p50 ~70 us here).
-    let lag_p50 = candor_core::hist::value_at(run.send_lag(), 50.0);
-    assert!(lag_p50 < 50_000, "median start lag {lag_p50} ns");
+    // At 50 us apart the harness never sleeps: it spins, so an iteration starts late only while
+    // the thread is off the CPU, and the fraction that start on time is about the thread's CPU
+    // share. The 10th percentile under 2 us holds while the thread has more than 10% of a core;
+    // a millisecond-granular pacer puts only ~0.5% of starts within 5 us, so it still fails.
+    let lag_p10 = candor_core::hist::value_at(run.send_lag(), 10.0);
+    assert!(lag_p10 < 2_000, "10th percentile start lag {lag_p10} ns");
     // Achieved throughput within 5% of the target unless the machine stalled us for >50 ms.
     assert!(
         run.achieved_per_s() > 20_000.0 / 1.5,

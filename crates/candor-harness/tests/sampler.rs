@@ -45,7 +45,14 @@ fn samples_from_three_threads_merge_exactly_per_run() {
         t.join().unwrap();
     }
 
-    assert!(r.warnings().is_empty(), "{:?}", r.warnings());
+    // The two timing verdicts ("started late", "did not keep up") depend on how busy the machine
+    // is; every other warning would mean lost or misplaced samples.
+    let unexpected: Vec<_> = r
+        .warnings()
+        .iter()
+        .filter(|w| !w.contains("started late") && !w.contains("did not keep up"))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:?}");
     let w = r.warmup().unwrap();
     assert_eq!(w.end_to_end().len(), 300);
     for run in r.runs() {

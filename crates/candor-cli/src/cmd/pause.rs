@@ -196,6 +196,7 @@ pub struct Drain {
 
 impl Drain {
     /// No drain allowance (unit tests of the stall-only prediction).
+    #[cfg(test)]
     pub const NONE: Drain = Drain {
         rate_per_s: 0.0,
         connections: 1,

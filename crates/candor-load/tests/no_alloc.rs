@@ -1,11 +1,10 @@
 //! Proves that the load threads allocate nothing per request in steady state: a counting global
 //! allocator counts allocations made on threads marked by the engine's worker start hook, and the
-//! count must not move between two instants well inside a run of thousands of requests.
+//! count must not move between two interval reports well inside a run of thousands of requests.
 
 use candor_load::run::RunOptions;
 use candor_load::{LoadConfig, Target};
 use std::sync::Arc;
-use std::time::Duration;
 
 #[global_allocator]
 static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
@@ -20,22 +19,25 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
     config.rate = rate;
     config.connections = 8;
     config.threads = 2;
-    config.duration_ns = 4_000_000_000;
+    config.duration_ns = 5_000_000_000;
     config.validate().unwrap();
     let options = RunOptions {
         worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
         ..Default::default()
     };
-    let runner =
-        std::thread::spawn(move || candor_load::run(&config, options, &mut |_| {}).unwrap());
-    // Start-up (connects, buffers, the first intervals) is over well before 1.5 s; the window
-    // 1.5 s .. 3.5 s spans two interval boundaries and thousands of requests.
-    std::thread::sleep(Duration::from_millis(1500));
-    let before = candor_testkit::marked_allocations();
-    std::thread::sleep(Duration::from_millis(2000));
-    let after = candor_testkit::marked_allocations();
-    let outcome = runner.join().unwrap();
+    // The window is defined by the run's own clock, not by sleeping beside it: from the report
+    // of interval 1 (every worker has flushed two intervals: start-up is over) to that of
+    // interval 3, so it spans two interval boundaries and thousands of requests, and ends before
+    // the run's last interval and its end-of-run work.
+    let (mut before, mut after) = (None, None);
+    let outcome = candor_load::run(&config, options, &mut |report| match report.index {
+        1 => before = Some(candor_testkit::marked_allocations()),
+        3 => after = Some(candor_testkit::marked_allocations()),
+        _ => {}
+    })
+    .unwrap();
     server.shutdown();
+    let (before, after) = (before.expect("interval 1"), after.expect("interval 3"));
     (after - before, outcome.main.counts.completed)
 }
 

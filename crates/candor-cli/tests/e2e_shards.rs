@@ -32,8 +32,9 @@ fn four_shards_merged_match_one_process_and_the_truth() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
 
-    // 1.5 s lead: enough for four processes to start and connect on a busy machine (tens of ms).
-    let start_at = format!("{:.3}", unix_now_s() + 1.5);
+    // 5 s lead: four processes start and connect in tens of ms when idle; a busy machine can make
+    // that a second or more, and a late start is reported rather than failed, so be generous.
+    let start_at = format!("{:.3}", unix_now_s() + 5.0);
     let shards: Vec<_> = (0..4)
         .map(|i| {
             candor()
@@ -65,7 +66,7 @@ fn four_shards_merged_match_one_process_and_the_truth() {
         assert_eq!(s["config"]["shard_index"], i);
         assert_eq!(
             s["config"]["late_start_s"], 0.0,
-            "shard {i} missed a start 1.5 s ahead"
+            "shard {i} missed a start 5 s ahead"
         );
     }
 
@@ -161,15 +162,30 @@ fn four_shards_merged_match_one_process_and_the_truth() {
         .map(|i| i["completed"].as_u64().unwrap())
         .sum();
     assert_eq!(sum, 8000);
-    assert!(
-        intervals[1]["completed"].as_u64().unwrap() > 700,
-        "second 1 should hold about 1000 completions from all shards: {}",
-        intervals[1]["completed"]
-    );
+    // Each merged interval is exactly the sum of the shards' same interval.
+    let shard_intervals: Vec<serde_json::Value> = (0..4)
+        .map(|i| load(&dir.join(format!("shard-{i}.json")))["intervals"].clone())
+        .collect();
+    for (k, merged) in intervals.iter().enumerate() {
+        let parts: u64 = shard_intervals
+            .iter()
+            .map(|iv| iv.get(k).map_or(0, |i| i["completed"].as_u64().unwrap()))
+            .sum();
+        assert_eq!(
+            merged["completed"].as_u64().unwrap(),
+            parts,
+            "interval {k}: merged completions are the shards' sum"
+        );
+    }
 
-    // Tolerance as in e2e_run.rs: the backlog due at the end of each stall drains in <= 20 ms,
-    // and scheduler noise on a shared 2-core machine adds up to ~20 ms.
+    // Tolerance as in e2e_run.rs: 40 ms either way for scheduler noise, plus, above the truth only,
+    // the drain of the backlog at each stall's end: the request whose stall-only wait is w has
+    // 1000/s · (500 ms − w) requests ahead of it leaving 16 at a time (4 per shard at 250/s:
+    // the same ratio), one round (about a service time) apart.
     let tol = 40.0 * MS;
+    let drain = |v: &serde_json::Value, truth: f64| {
+        (1000.0 * (500.0 * MS - truth) / 1e9 / 16.0).ceil() * pct(v, "service_time", 90.0)
+    };
     eprintln!("| percentile | truth | 4 shards merged | 1 process |");
     eprintln!("|---|---|---|---|");
     for (p, truth) in [
@@ -188,9 +204,9 @@ fn four_shards_merged_match_one_process_and_the_truth() {
             gm / MS,
             g1 / MS
         );
-        for (what, got) in [("merged", gm), ("single", g1)] {
+        for (what, got, v) in [("merged", gm, &m), ("single", g1, &single)] {
             assert!(
-                (got - truth).abs() <= tol,
+                got >= truth - tol && got <= truth + tol + drain(v, truth),
                 "{what} response time p{p}: {:.1} ms, truth {:.1} ms",
                 got / MS,
                 truth / MS

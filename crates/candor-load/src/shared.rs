@@ -107,6 +107,16 @@ pub enum Failure {
     Parse,
 }
 
+/// The outcome of one exchange as booked, so that it can be re-booked as a protocol error if
+/// bytes nobody asked for follow it on its connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Booked {
+    pub intended: u64,
+    /// Completed (true) or failed for its status (false).
+    pub ok: bool,
+    interval: u64,
+}
+
 /// A load thread's books: the two phases' recorders and counts, the current interval, and the
 /// hand-off of finished intervals to the collector. Every engine records through it, so the
 /// accounting rules (phase by intended time, timeouts record their age, the never-sent backlog
@@ -122,6 +132,7 @@ pub struct Ledger {
     has_warmup: bool,
     to_collector: Sender<IntervalMsg>,
     pool: Receiver<Box<IntervalData>>,
+    accept_status: crate::status::StatusSet,
 }
 
 /// A send this much after its intended time, on a slot that had been free since before that
@@ -144,6 +155,7 @@ impl Ledger {
             has_warmup: cfg.warmup_ns > 0,
             to_collector: setup.to_collector.clone(),
             pool: setup.pool.clone(),
+            accept_status: cfg.accept_status,
         }
     }
 
@@ -165,20 +177,62 @@ impl Ledger {
     }
 
     /// A full response arrived at `now`; `status` 0 means the protocol has none (raw TCP).
+    /// A status outside the accepted set makes the request fail (class `status`); its latency
+    /// is recorded all the same, since the server did answer.
     #[inline]
-    pub fn complete(&mut self, intended: u64, sent: u64, now: u64, status: u16) {
+    pub fn complete(&mut self, intended: u64, sent: u64, now: u64, status: u16) -> Booked {
         let response = now.saturating_sub(intended);
         let service = now.saturating_sub(sent);
         let lag = sent.saturating_sub(intended);
         let phase = self.phase_of(intended);
+        let ok = self.accept_status.accepts(status);
         let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
-        p.counts.completed += 1;
         if status != 0 {
             p.counts.status.count(status);
         }
         self.interval.rec.record(response, service, lag);
-        self.interval.completed += 1;
+        if ok {
+            p.counts.completed += 1;
+            self.interval.completed += 1;
+        } else {
+            p.counts.failed += 1;
+            p.counts.errors.status += 1;
+            self.interval.failed += 1;
+        }
+        Booked {
+            intended,
+            ok,
+            interval: self.interval_index,
+        }
+    }
+
+    /// An exchange booked by [`Ledger::complete`] turned out to be a protocol error: its
+    /// connection then carried bytes no request had asked for, so which bytes answered it is
+    /// unknown. It becomes a `parse` failure; its latency stays recorded (a response did come).
+    pub fn rebook_as_parse(&mut self, b: Booked) {
+        let phase = self.phase_of(b.intended);
+        let c = &mut self.phases[phase].counts;
+        if b.ok {
+            c.completed -= 1;
+            c.failed += 1;
+            // An interval already handed to the collector keeps its count; only the current
+            // one can still be corrected.
+            if b.interval == self.interval_index && self.interval.completed > 0 {
+                self.interval.completed -= 1;
+                self.interval.failed += 1;
+            }
+        } else {
+            c.errors.status -= 1;
+        }
+        c.errors.parse += 1;
+    }
+
+    /// A connection was established at `now` (initial or reconnect); phases as for
+    /// [`Ledger::tls_handshake`].
+    pub fn connection_opened(&mut self, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        self.phases[phase].counts.connections_opened += 1;
     }
 
     /// A request failed at `now`. Timeouts also record their latency so far: a request that

@@ -112,7 +112,7 @@ pub fn req(v: &serde_json::Value, k: &str) -> u64 {
 pub fn assert_balanced(v: &serde_json::Value) {
     let r = &v["requests"];
     let e = &r["errors"];
-    let errors: u64 = ["connect", "read", "write", "timeout", "parse"]
+    let errors: u64 = ["connect", "read", "write", "timeout", "parse", "status"]
         .iter()
         .map(|k| e[k].as_u64().unwrap())
         .sum();

@@ -93,10 +93,13 @@ impl ErrorCounts {
             .iter()
             .map(|&c| (c, self.get(c)))
             .filter(|&(_, n)| n > 0)
-            .fold(None, |best: Option<(FailureClass, u64)>, (c, n)| match best {
-                Some((_, m)) if m >= n => best,
-                _ => Some((c, n)),
-            })
+            .fold(
+                None,
+                |best: Option<(FailureClass, u64)>, (c, n)| match best {
+                    Some((_, m)) if m >= n => best,
+                    _ => Some((c, n)),
+                },
+            )
     }
 }
 

@@ -56,7 +56,11 @@ pub struct Credentials {
 impl std::fmt::Debug for Credentials {
     // Never print the password (results and logs may be shared).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Credentials({}:***)", String::from_utf8_lossy(&self.user))
+        write!(
+            f,
+            "Credentials({}:***)",
+            String::from_utf8_lossy(&self.user)
+        )
     }
 }
 

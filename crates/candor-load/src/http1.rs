@@ -444,7 +444,10 @@ mod tests {
 
     #[test]
     fn authorization_counts_as_a_header_given() {
-        let headers = vec!["X-A: 1".to_string(), " authorization : Bearer t".to_string()];
+        let headers = vec![
+            "X-A: 1".to_string(),
+            " authorization : Bearer t".to_string(),
+        ];
         assert!(has_header(&headers, "Authorization"));
         assert!(!has_header(&headers, "Host"));
     }

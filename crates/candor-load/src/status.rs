@@ -13,7 +13,9 @@ const HIGHEST: u16 = 599;
 pub enum StatusSetError {
     #[error("the list is empty; expected codes or classes like 200,404 or 2xx,3xx")]
     Empty,
-    #[error("'{0}' is not a status code from 100 to 599 (404), a class (2xx) or a range (200-299)")]
+    #[error(
+        "'{0}' is not a status code from 100 to 599 (404), a class (2xx) or a range (200-299)"
+    )]
     Item(String),
     #[error("the range '{0}' runs backwards")]
     Backwards(String),
@@ -64,7 +66,10 @@ impl StatusSet {
                     _ => return Err(bad()),
                 }
             } else if let Some((a, b)) = item.split_once('-') {
-                let (a, b) = (code(a.trim()).ok_or_else(bad)?, code(b.trim()).ok_or_else(bad)?);
+                let (a, b) = (
+                    code(a.trim()).ok_or_else(bad)?,
+                    code(b.trim()).ok_or_else(bad)?,
+                );
                 if a > b {
                     return Err(StatusSetError::Backwards(item.to_string()));
                 }
@@ -179,7 +184,9 @@ mod tests {
     fn bad_lists_are_refused_with_the_item() {
         assert_eq!(StatusSet::parse(""), Err(StatusSetError::Empty));
         assert_eq!(StatusSet::parse(" , "), Err(StatusSetError::Empty));
-        for bad in ["2x", "6xx", "0xx", "12xx", "abc", "99", "600", "2000", "20o", "200-", "-1"] {
+        for bad in [
+            "2x", "6xx", "0xx", "12xx", "abc", "99", "600", "2000", "20o", "200-", "-1",
+        ] {
             assert_eq!(
                 StatusSet::parse(&format!("200,{bad}")),
                 Err(StatusSetError::Item(bad.into())),

@@ -198,6 +198,30 @@ fn a_run_where_nothing_succeeds_exits_non_zero_with_a_diagnosis() {
     assert_eq!(req(&v, "completed"), 0);
     assert_eq!(errors(&v, "status"), n);
     assert_balanced(&v);
+
+    // With a failed SLO the exit code stays the verdict's (3), the diagnosis is still given.
+    let (out, v) = run(&[
+        "-R",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--slo",
+        "errors<1%",
+        &url,
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let n = req(&v, "intended");
+    assert!(
+        stderr(&out).contains(&format!(
+            "candor: error: no request succeeded: {n} of {n} failed with HTTP status 5xx (status)"
+        )),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -447,6 +447,76 @@ mod tests {
     }
 
     #[test]
+    fn url_credentials_become_basic_authorization() {
+        let t = Target::parse("http://us%40er:p%3Ass@127.0.0.1:8080/x").unwrap();
+        let c = t.credentials.clone().unwrap();
+        assert_eq!(
+            (c.user.as_slice(), c.password.as_slice()),
+            (&b"us@er"[..], &b"p:ss"[..])
+        );
+        // base64("us@er:p:ss"), percent-decoded first, as curl does.
+        assert_eq!(c.basic_header(), "Authorization: Basic dXNAZXI6cDpzcw==");
+        assert_eq!(t.url, "http://us%40er:***@127.0.0.1:8080/x");
+        assert!(!format!("{t:?}").contains("p:ss") && !format!("{t:?}").contains("p%3Ass"));
+        assert_eq!(t.host_header, "127.0.0.1:8080");
+
+        let mut config = LoadConfig::new(t.clone());
+        config.apply_url_credentials();
+        config.apply_url_credentials();
+        let bytes = crate::run::prepare_requests(&config);
+        assert_eq!(
+            &*bytes[0].bytes,
+            &b"GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: Basic dXNAZXI6cDpzcw==\r\n\r\n"[..]
+        );
+
+        // The user's own Authorization header wins, per request of a set too.
+        let mut config = LoadConfig::new(t);
+        config.headers = vec!["authorization: Bearer t".into()];
+        config.requests = vec![
+            RequestSpec {
+                method: "GET".into(),
+                path: "/a".into(),
+                headers: vec![],
+                body: vec![],
+            },
+            RequestSpec {
+                method: "GET".into(),
+                path: "/b".into(),
+                headers: vec!["Authorization: Bearer b".into()],
+                body: vec![],
+            },
+        ];
+        config.apply_url_credentials();
+        assert_eq!(config.headers, vec!["authorization: Bearer t"]);
+        assert_eq!(
+            config.requests[0].headers,
+            vec!["Authorization: Basic dXNAZXI6cDpzcw=="]
+        );
+        assert_eq!(config.requests[1].headers, vec!["Authorization: Bearer b"]);
+
+        // A user without a password sends an empty one; no credentials, no header.
+        let t = Target::parse("http://alice@127.0.0.1/").unwrap();
+        assert_eq!(
+            t.credentials.unwrap().basic_header(),
+            "Authorization: Basic YWxpY2U6"
+        );
+        let mut plain = LoadConfig::new(Target::parse("http://127.0.0.1/").unwrap());
+        plain.apply_url_credentials();
+        assert!(plain.headers.is_empty());
+        assert_eq!(plain.target.url, "http://127.0.0.1/");
+
+        // Raw TCP has nowhere to put them: refused, not dropped.
+        let mut tcp = LoadConfig::new(Target::parse("tcp://u:p@127.0.0.1:9").unwrap());
+        tcp.payload = b"x".to_vec();
+        tcp.framing = Some(Framing::ExpectBytes(1));
+        assert!(tcp
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("cannot carry user:password@"));
+    }
+
+    #[test]
     fn validation() {
         let t = Target::parse("http://127.0.0.1:1/").unwrap();
         let mut c = LoadConfig::new(t);

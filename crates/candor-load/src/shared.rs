@@ -331,3 +331,86 @@ impl Ledger {
         std::mem::take(&mut self.phases)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LoadConfig, Target};
+
+    fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
+        let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        config.accept_status = crate::status::StatusSet::parse(accept).unwrap();
+        config.warmup_ns = warmup_ns;
+        let (to_collector, _rx) = crossbeam_channel::unbounded();
+        let (_tx, pool) = crossbeam_channel::unbounded();
+        Ledger::new(&WorkerSetup {
+            config: Arc::new(config),
+            requests: Vec::new().into(),
+            connections: 1,
+            start_ns: 1_000,
+            schedule: None,
+            to_collector,
+            pool,
+            stop: Arc::new(AtomicBool::new(false)),
+            on_start: None,
+        })
+    }
+
+    #[test]
+    fn unaccepted_statuses_fail_with_their_latency_recorded() {
+        let mut l = ledger("2xx", 0);
+        // Intended times from the start (1_000) on: the measured phase.
+        for (status, t) in [
+            (200, 1010),
+            (503, 1020),
+            (404, 1030),
+            (0, 1040),
+            (302, 1050),
+        ] {
+            l.intend(t, t, 0);
+            l.complete(t, t + 1, t + 5, status);
+        }
+        let c = &l.phases[1].counts;
+        assert_eq!((c.intended, c.completed, c.failed), (5, 2, 3));
+        assert_eq!(c.errors.status, 3);
+        assert!(c.balanced());
+        assert_eq!(
+            (c.status.s2xx, c.status.s3xx, c.status.s4xx, c.status.s5xx),
+            (1, 1, 1, 1)
+        );
+        // Every response is in the histograms, failed or not.
+        assert_eq!(l.phases[1].rec.response.len(), 5);
+        assert_eq!((l.interval.completed, l.interval.failed), (2, 3));
+    }
+
+    #[test]
+    fn rebooking_moves_an_exchange_to_parse_and_keeps_the_books() {
+        let mut l = ledger("2xx", 0);
+        l.intend(1010, 1010, 0);
+        let ok = l.complete(1010, 1011, 1015, 200);
+        l.intend(1020, 1020, 0);
+        let failed = l.complete(1020, 1021, 1025, 500);
+        l.rebook_as_parse(ok);
+        l.rebook_as_parse(failed);
+        let c = &l.phases[1].counts;
+        assert_eq!((c.completed, c.failed), (0, 2));
+        assert_eq!((c.errors.parse, c.errors.status), (2, 0));
+        assert!(c.balanced());
+        assert_eq!((l.interval.completed, l.interval.failed), (0, 2));
+    }
+
+    #[test]
+    fn connections_opened_go_to_the_phase_of_their_time() {
+        // Warm-up ends at start (1_000) + 500.
+        let mut l = ledger("2xx", 500);
+        l.connection_opened(900); // pre-connect: belongs to the warm-up
+        l.connection_opened(1_499);
+        l.connection_opened(1_500);
+        assert_eq!(l.phases[0].counts.connections_opened, 2);
+        assert_eq!(l.phases[1].counts.connections_opened, 1);
+        // Without a warm-up, pre-connects belong to the measured phase.
+        let mut l = ledger("2xx", 0);
+        l.connection_opened(900);
+        assert_eq!(l.phases[1].counts.connections_opened, 1);
+    }
+}

@@ -467,6 +467,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
     write_exports(&results, args.hlog.as_deref(), args.hgrm.as_deref())?;
     // Written and reported above; a run where nothing worked must not pass for a result.
     if let Some(diagnosis) = candor_report::text::no_success(&results.main.requests) {
+        if code != 0 {
+            // A failed SLO already set the exit code the verdict announced; keep it.
+            eprintln!("candor: error: {diagnosis}");
+            return Ok(code);
+        }
         anyhow::bail!(diagnosis);
     }
     Ok(code)

@@ -118,14 +118,14 @@ impl fmt::Display for StatusSet {
                 code += 1;
                 continue;
             }
-            if code % 100 == 0 && (code..code + 100).all(|c| self.accepts(c)) {
+            if code.is_multiple_of(100) && (code..code + 100).all(|c| self.accepts(c)) {
                 parts.push(format!("{}xx", code / 100));
                 code += 100;
                 continue;
             }
             let start = code;
             // A run stops at a class boundary so that a following whole class still reads `Nxx`.
-            while code < HIGHEST && self.accepts(code + 1) && (code + 1) % 100 != 0 {
+            while code < HIGHEST && self.accepts(code + 1) && !(code + 1).is_multiple_of(100) {
                 code += 1;
             }
             parts.push(if start == code {

@@ -240,6 +240,25 @@ fn a_bad_status_list_is_refused_before_any_load() {
         ),
         "{err}"
     );
+    let out = candor()
+        .args([
+            "run",
+            "--check-status",
+            "2xx",
+            "--payload",
+            "x",
+            "--expect-bytes",
+            "1",
+        ])
+        .arg("tcp://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("--check-status applies to HTTP targets"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -283,14 +302,21 @@ fn a_response_before_any_request_is_a_parse_failure() {
         greeting: b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
         ..HTTP
     });
-    let (out, v) = run(&["-R", "50", "-c", "1", "-t", "1", "-d", "1s", &url]);
+    let (out, v) = run(&["-R", "20", "-c", "1", "-t", "1", "-d", "1s", &url]);
     assert_balanced(&v);
     // Either the unsolicited response is seen before the request is written (the next request
     // on the connection is charged), or it is taken for the answer and the real answer then
-    // arrives unasked (the exchange is re-booked): never a success.
-    assert_eq!(req(&v, "completed"), 0, "{}", stdout(&out));
+    // arrives unasked (the exchange is re-booked). The one exception the client cannot see is
+    // the last exchange if the real answer (a separate write, microseconds after the request)
+    // came only after the run ended, 1/rate = 50 ms later: at most one completion, where
+    // without the check every request would pass.
+    assert!(req(&v, "completed") <= 1, "{}", stdout(&out));
     assert_eq!(errors(&v, "parse"), req(&v, "failed"));
-    assert!(errors(&v, "parse") > 0);
+    assert!(
+        errors(&v, "parse") + 1 >= req(&v, "intended"),
+        "{}",
+        v["requests"]
+    );
 }
 
 #[test]

@@ -253,6 +253,11 @@ pub fn load_config(a: &LoadArgs) -> Result<LoadConfig> {
         None
     };
     if let Some(list) = &a.check_status {
+        if c.target.scheme == candor_load::Scheme::Tcp {
+            anyhow::bail!(
+                "--check-status applies to HTTP targets; raw tcp:// responses have no status"
+            );
+        }
         c.accept_status = candor_load::StatusSet::parse(list)
             .map_err(|e| anyhow::anyhow!("invalid --check-status '{list}': {e}"))?;
     }

@@ -65,6 +65,18 @@ impl Drop for Server {
 
 /// Runs `candor run ARGS --json FILE` and returns the parsed JSON and the process output.
 pub fn run_json(args: &[&str]) -> (serde_json::Value, Output) {
+    let (v, out) = run_json_any(args);
+    assert!(
+        out.status.success(),
+        "candor run failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (v, out)
+}
+
+/// [`run_json`] whatever the exit code (the results are written in any case).
+pub fn run_json_any(args: &[&str]) -> (serde_json::Value, Output) {
     let dir = std::env::temp_dir().join(format!("candor-e2e-{}-{}", std::process::id(), unique()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("out.json");
@@ -75,12 +87,6 @@ pub fn run_json(args: &[&str]) -> (serde_json::Value, Output) {
         .arg(&path)
         .output()
         .expect("run candor");
-    assert!(
-        out.status.success(),
-        "candor run failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
     let text = std::fs::read_to_string(&path).expect("json written");
     let _ = std::fs::remove_dir_all(&dir);
     (serde_json::from_str(&text).expect("valid json"), out)
@@ -112,7 +118,7 @@ pub fn req(v: &serde_json::Value, k: &str) -> u64 {
 pub fn assert_balanced(v: &serde_json::Value) {
     let r = &v["requests"];
     let e = &r["errors"];
-    let errors: u64 = ["connect", "read", "write", "timeout", "parse"]
+    let errors: u64 = ["connect", "read", "write", "timeout", "parse", "status"]
         .iter()
         .map(|k| e[k].as_u64().unwrap())
         .sum();

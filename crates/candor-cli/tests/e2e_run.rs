@@ -182,7 +182,7 @@ fn faults_are_counted_and_the_run_goes_on() {
 fn timeouts_fail_the_request_and_record_its_age() {
     let _g = serial();
     let server = Server::start(&["--delay", "300ms"]);
-    let (v, _) = run_json(&[
+    let (v, out) = run_json_any(&[
         "-R",
         "20",
         "-c",
@@ -196,6 +196,13 @@ fn timeouts_fail_the_request_and_record_its_age() {
         &server.url,
     ]);
     assert_balanced(&v);
+    // Nothing succeeded: results written, and a one-line diagnosis with a non-zero exit.
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no request succeeded: "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let timeouts = v["requests"]["errors"]["timeout"].as_u64().unwrap();
     assert!(
         timeouts >= 30,

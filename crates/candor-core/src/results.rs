@@ -22,13 +22,52 @@ pub struct ErrorCounts {
     pub write: u64,
     /// No complete response within `--timeout` of the actual send.
     pub timeout: u64,
-    /// The response was not valid HTTP (or not valid for the protocol in use).
+    /// The response was not valid HTTP (or not valid for the protocol in use), or the server
+    /// sent bytes no request had asked for.
     pub parse: u64,
+    /// A full response arrived with a status outside the accepted set (by default >= 400). Its
+    /// latency is recorded like any response's: it was a real answer. Absent in older files.
+    #[serde(default)]
+    pub status: u64,
+}
+
+/// The class of a failed request (the fields of [`ErrorCounts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureClass {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    Parse,
+    Status,
+}
+
+impl FailureClass {
+    pub const ALL: [FailureClass; 6] = [
+        FailureClass::Connect,
+        FailureClass::Read,
+        FailureClass::Write,
+        FailureClass::Timeout,
+        FailureClass::Parse,
+        FailureClass::Status,
+    ];
+
+    /// The name used in JSON and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureClass::Connect => "connect",
+            FailureClass::Read => "read",
+            FailureClass::Write => "write",
+            FailureClass::Timeout => "timeout",
+            FailureClass::Parse => "parse",
+            FailureClass::Status => "status",
+        }
+    }
 }
 
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.parse
+        FailureClass::ALL.iter().map(|&c| self.get(c)).sum()
     }
     pub fn add(&mut self, o: &ErrorCounts) {
         self.connect += o.connect;
@@ -36,10 +75,36 @@ impl ErrorCounts {
         self.write += o.write;
         self.timeout += o.timeout;
         self.parse += o.parse;
+        self.status += o.status;
+    }
+    pub fn get(&self, class: FailureClass) -> u64 {
+        match class {
+            FailureClass::Connect => self.connect,
+            FailureClass::Read => self.read,
+            FailureClass::Write => self.write,
+            FailureClass::Timeout => self.timeout,
+            FailureClass::Parse => self.parse,
+            FailureClass::Status => self.status,
+        }
+    }
+    /// The class with the most failures (the first of equals), `None` when nothing failed.
+    pub fn dominant(&self) -> Option<(FailureClass, u64)> {
+        FailureClass::ALL
+            .iter()
+            .map(|&c| (c, self.get(c)))
+            .filter(|&(_, n)| n > 0)
+            .fold(
+                None,
+                |best: Option<(FailureClass, u64)>, (c, n)| match best {
+                    Some((_, m)) if m >= n => best,
+                    _ => Some((c, n)),
+                },
+            )
     }
 }
 
-/// Completed responses by status class.
+/// Responses received by status class: the completed ones and those that failed for their
+/// status (class `status`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatusCounts {
     #[serde(rename = "1xx")]
@@ -79,7 +144,7 @@ impl StatusCounts {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestCounts {
     pub intended: u64,
-    /// Full responses received (any status).
+    /// Full responses received with an accepted status (by default < 400; any for raw TCP).
     pub completed: u64,
     pub failed: u64,
     /// Requests neither completed nor failed when the run ended (`sent_unanswered + queued_unsent`).
@@ -98,6 +163,10 @@ pub struct RequestCounts {
     /// since before that time: the generator itself fell behind.
     #[serde(default)]
     pub generator_late: u64,
+    /// Connections established in this phase: the initial ones and every reconnect (after a
+    /// close, an error or a timeout), so that a reconnect storm shows. 0 in older files.
+    #[serde(default)]
+    pub connections_opened: u64,
 }
 
 impl RequestCounts {
@@ -114,6 +183,13 @@ impl RequestCounts {
         self.bytes_read += o.bytes_read;
         self.clamped_values += o.clamped_values;
         self.generator_late += o.generator_late;
+        self.connections_opened += o.connections_opened;
+    }
+
+    /// Full responses received, whatever their status: the completed requests and those that
+    /// failed for their status only.
+    pub fn responses(&self) -> u64 {
+        self.completed + self.errors.status
     }
 
     /// True when nothing vanished from the accounting.
@@ -128,7 +204,8 @@ impl RequestCounts {
 pub struct RateFigures {
     /// Intended requests per second; `None` in closed-loop mode.
     pub target_per_s: Option<f64>,
-    /// Completed requests per second of the measured window.
+    /// Responses per second of the measured window (completed, plus responses that failed for
+    /// their status: the server answered them).
     pub achieved_per_s: f64,
 }
 
@@ -216,7 +293,7 @@ impl PhaseResults {
             rate: RateFigures {
                 target_per_s,
                 achieved_per_s: if duration_s > 0.0 {
-                    requests.completed as f64 / duration_s
+                    requests.responses() as f64 / duration_s
                 } else {
                     0.0
                 },
@@ -442,6 +519,49 @@ mod tests {
         assert_eq!(back, res);
         let decoded = back.main.histograms.decode().unwrap();
         assert_eq!(decoded.response.len(), 1000);
+    }
+
+    #[test]
+    fn files_without_the_new_counters_still_load() {
+        let mut v: serde_json::Value = serde_json::from_str(&sample().to_json_pretty()).unwrap();
+        v["requests"]["errors"]
+            .as_object_mut()
+            .unwrap()
+            .remove("status");
+        v["requests"]
+            .as_object_mut()
+            .unwrap()
+            .remove("connections_opened");
+        let back = RunResults::from_json(&v.to_string()).unwrap();
+        assert_eq!(back.main.requests.errors.status, 0);
+        assert_eq!(back.main.requests.connections_opened, 0);
+    }
+
+    #[test]
+    fn status_failures_balance_the_books_and_count_as_responses() {
+        let r = RequestCounts {
+            intended: 10,
+            completed: 3,
+            failed: 7,
+            errors: ErrorCounts {
+                status: 6,
+                timeout: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(r.balanced());
+        assert_eq!(r.responses(), 9);
+        assert_eq!(r.errors.dominant(), Some((FailureClass::Status, 6)));
+        assert_eq!(ErrorCounts::default().dominant(), None);
+        let tie = ErrorCounts {
+            read: 2,
+            parse: 2,
+            ..Default::default()
+        };
+        assert_eq!(tie.dominant(), Some((FailureClass::Read, 2)));
+        let p = PhaseResults::from_recorder(&Recorder::new(), &new_histogram(), r, 2.0, None);
+        assert_eq!(p.rate.achieved_per_s, 4.5);
     }
 
     #[test]

@@ -42,6 +42,40 @@ pub struct Target {
     pub host_header: String,
     /// Path and query, at least "/".
     pub path: String,
+    /// `user:password@` of the URL, percent-decoded; sent as Basic authorization.
+    pub credentials: Option<Credentials>,
+}
+
+/// A user name and password given in the URL.
+#[derive(Clone, PartialEq)]
+pub struct Credentials {
+    pub user: Vec<u8>,
+    pub password: Vec<u8>,
+}
+
+impl std::fmt::Debug for Credentials {
+    // Never print the password (results and logs may be shared).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Credentials({}:***)",
+            String::from_utf8_lossy(&self.user)
+        )
+    }
+}
+
+impl Credentials {
+    /// The `Authorization` header line: `Basic` and base64 of `user:password`, as curl sends it.
+    pub fn basic_header(&self) -> String {
+        use base64::Engine as _;
+        let mut plain = self.user.clone();
+        plain.push(b':');
+        plain.extend_from_slice(&self.password);
+        format!(
+            "Authorization: Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(plain)
+        )
+    }
 }
 
 impl Target {
@@ -77,6 +111,22 @@ impl Target {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
         };
+        // Like curl: percent-decoded, a missing password is empty. The URL kept for reports
+        // shows the user but not the password.
+        let (credentials, shown) = if !url.username().is_empty() || url.password().is_some() {
+            let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+            let credentials = Credentials {
+                user: decode(url.username()),
+                password: decode(url.password().unwrap_or("")),
+            };
+            let mut shown = url.clone();
+            if url.password().is_some() {
+                let _ = shown.set_password(Some("***"));
+            }
+            (Some(credentials), shown.to_string())
+        } else {
+            (None, text.to_string())
+        };
         let mut path = url.path().to_string();
         if path.is_empty() {
             path.push('/');
@@ -86,12 +136,13 @@ impl Target {
             path.push_str(q);
         }
         Ok(Target {
-            url: text.to_string(),
+            url: shown,
             scheme,
             host: lookup_host.to_string(),
             addr,
             host_header,
             path,
+            credentials,
         })
     }
 
@@ -184,6 +235,8 @@ pub struct LoadConfig {
     /// Raw TCP: the bytes sent for each request, and how the response is delimited.
     pub payload: Vec<u8>,
     pub framing: Option<Framing>,
+    /// HTTP statuses that count as success; any other response fails in class `status`.
+    pub accept_status: crate::status::StatusSet,
 }
 
 impl LoadConfig {
@@ -215,6 +268,26 @@ impl LoadConfig {
             request_order: RequestOrder::RoundRobin,
             payload: Vec::new(),
             framing: None,
+            accept_status: crate::status::StatusSet::default(),
+        }
+    }
+
+    /// Sends the URL's credentials as `Authorization: Basic` with every request (the single
+    /// request and each of a request set) that has no Authorization header of its own, as curl
+    /// does. Call once the headers and the request set are final; calling it again adds nothing.
+    pub fn apply_url_credentials(&mut self) {
+        let Some(c) = &self.target.credentials else {
+            return;
+        };
+        let line = c.basic_header();
+        let add = |headers: &mut Vec<String>| {
+            if !crate::http1::has_header(headers, "authorization") {
+                headers.push(line.clone());
+            }
+        };
+        add(&mut self.headers);
+        for r in &mut self.requests {
+            add(&mut r.headers);
         }
     }
 
@@ -265,6 +338,12 @@ impl LoadConfig {
                 }
                 if self.http2 || !self.requests.is_empty() {
                     return bad("--h2 and --requests apply to HTTP targets, not tcp://".into());
+                }
+                if self.target.credentials.is_some() {
+                    return bad(
+                        "a tcp:// URL cannot carry user:password@ (raw TCP has no authorization header)"
+                            .into(),
+                    );
                 }
             }
             Scheme::Http | Scheme::Https => {
@@ -365,6 +444,76 @@ mod tests {
             Target::parse("http://no-such-host.invalid/"),
             Err(LoadConfigError::Resolve(..))
         ));
+    }
+
+    #[test]
+    fn url_credentials_become_basic_authorization() {
+        let t = Target::parse("http://us%40er:p%3Ass@127.0.0.1:8080/x").unwrap();
+        let c = t.credentials.clone().unwrap();
+        assert_eq!(
+            (c.user.as_slice(), c.password.as_slice()),
+            (&b"us@er"[..], &b"p:ss"[..])
+        );
+        // base64("us@er:p:ss"), percent-decoded first, as curl does.
+        assert_eq!(c.basic_header(), "Authorization: Basic dXNAZXI6cDpzcw==");
+        assert_eq!(t.url, "http://us%40er:***@127.0.0.1:8080/x");
+        assert!(!format!("{t:?}").contains("p:ss") && !format!("{t:?}").contains("p%3Ass"));
+        assert_eq!(t.host_header, "127.0.0.1:8080");
+
+        let mut config = LoadConfig::new(t.clone());
+        config.apply_url_credentials();
+        config.apply_url_credentials();
+        let bytes = crate::run::prepare_requests(&config);
+        assert_eq!(
+            &*bytes[0].bytes,
+            &b"GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: Basic dXNAZXI6cDpzcw==\r\n\r\n"[..]
+        );
+
+        // The user's own Authorization header wins, per request of a set too.
+        let mut config = LoadConfig::new(t);
+        config.headers = vec!["authorization: Bearer t".into()];
+        config.requests = vec![
+            RequestSpec {
+                method: "GET".into(),
+                path: "/a".into(),
+                headers: vec![],
+                body: vec![],
+            },
+            RequestSpec {
+                method: "GET".into(),
+                path: "/b".into(),
+                headers: vec!["Authorization: Bearer b".into()],
+                body: vec![],
+            },
+        ];
+        config.apply_url_credentials();
+        assert_eq!(config.headers, vec!["authorization: Bearer t"]);
+        assert_eq!(
+            config.requests[0].headers,
+            vec!["Authorization: Basic dXNAZXI6cDpzcw=="]
+        );
+        assert_eq!(config.requests[1].headers, vec!["Authorization: Bearer b"]);
+
+        // A user without a password sends an empty one; no credentials, no header.
+        let t = Target::parse("http://alice@127.0.0.1/").unwrap();
+        assert_eq!(
+            t.credentials.unwrap().basic_header(),
+            "Authorization: Basic YWxpY2U6"
+        );
+        let mut plain = LoadConfig::new(Target::parse("http://127.0.0.1/").unwrap());
+        plain.apply_url_credentials();
+        assert!(plain.headers.is_empty());
+        assert_eq!(plain.target.url, "http://127.0.0.1/");
+
+        // Raw TCP has nowhere to put them: refused, not dropped.
+        let mut tcp = LoadConfig::new(Target::parse("tcp://u:p@127.0.0.1:9").unwrap());
+        tcp.payload = b"x".to_vec();
+        tcp.framing = Some(Framing::ExpectBytes(1));
+        assert!(tcp
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("cannot carry user:password@"));
     }
 
     #[test]

@@ -12,8 +12,19 @@ pub enum ParseError {
     HeadTooLarge,
     #[error("bad Content-Length")]
     ContentLength,
+    #[error("conflicting Content-Length values")]
+    ContentLengthConflict,
     #[error("bad chunk framing")]
     Chunk,
+}
+
+/// Whether one of the "Name: value" lines is a `name` header (case-insensitive).
+pub fn has_header(headers: &[String], name: &str) -> bool {
+    headers.iter().any(|h| {
+        h.split(':')
+            .next()
+            .is_some_and(|n| n.trim().eq_ignore_ascii_case(name))
+    })
 }
 
 /// Builds the exact bytes of the request sent on every exchange.
@@ -25,13 +36,7 @@ pub fn build_request(
     body: &[u8],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(128 + body.len());
-    let has = |name: &str| {
-        headers.iter().any(|h| {
-            h.split(':')
-                .next()
-                .is_some_and(|n| n.trim().eq_ignore_ascii_case(name))
-        })
-    };
+    let has = |name: &str| has_header(headers, name);
     out.extend_from_slice(format!("{method} {path} HTTP/1.1\r\n").as_bytes());
     if !has("host") {
         out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
@@ -135,9 +140,7 @@ impl ResponseParser {
                             let mut chunked = false;
                             for h in resp.headers.iter() {
                                 if h.name.eq_ignore_ascii_case("content-length") {
-                                    length = Some(
-                                        parse_decimal(h.value).ok_or(ParseError::ContentLength)?,
-                                    );
+                                    length = Some(content_length(h.value, length)?);
                                 } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
                                     chunked = ends_with_chunked(h.value);
                                 } else if h.name.eq_ignore_ascii_case("connection") {
@@ -274,6 +277,21 @@ fn head_error_text(e: httparse::Error) -> &'static str {
     }
 }
 
+/// One Content-Length field value (possibly a list, `5, 5`) merged with what earlier fields
+/// said. RFC 9112 section 6.3: differing values make the framing unknowable, an unrecoverable
+/// error; repeats of one value are the same length.
+fn content_length(value: &[u8], earlier: Option<u64>) -> Result<u64, ParseError> {
+    let mut length = earlier;
+    for item in value.split(|&b| b == b',') {
+        let n = parse_decimal(item).ok_or(ParseError::ContentLength)?;
+        match length {
+            Some(l) if l != n => return Err(ParseError::ContentLengthConflict),
+            _ => length = Some(n),
+        }
+    }
+    length.ok_or(ParseError::ContentLength)
+}
+
 fn parse_decimal(v: &[u8]) -> Option<u64> {
     let v = v.trim_ascii();
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
@@ -392,6 +410,46 @@ mod tests {
         let mut p = ResponseParser::new(true);
         let r = b"HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n";
         assert_eq!(feed_all(&mut p, r, 100).unwrap(), vec![(200, false)]);
+    }
+
+    #[test]
+    fn differing_content_lengths_are_a_parse_error() {
+        for r in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhelloxx"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5, 7\r\n\r\nhelloxx",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX: y\r\ncontent-length: 5,5\r\n\r\nhelloxx",
+        ] {
+            let mut p = ResponseParser::new(false);
+            assert_eq!(
+                p.feed(r, false),
+                Err(ParseError::ContentLengthConflict),
+                "{}",
+                String::from_utf8_lossy(r)
+            );
+        }
+        // The same value repeated is one length (RFC 9112 section 6.3 allows accepting it).
+        for r in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5 , 5\r\n\r\nhello",
+        ] {
+            let mut p = ResponseParser::new(false);
+            assert_eq!(feed_all(&mut p, r, 3).unwrap(), vec![(200, false)]);
+        }
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 5,\r\n\r\nhello", false),
+            Err(ParseError::ContentLength)
+        );
+    }
+
+    #[test]
+    fn authorization_counts_as_a_header_given() {
+        let headers = vec![
+            "X-A: 1".to_string(),
+            " authorization : Bearer t".to_string(),
+        ];
+        assert!(has_header(&headers, "Authorization"));
+        assert!(!has_header(&headers, "Host"));
     }
 
     #[test]

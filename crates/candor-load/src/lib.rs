@@ -9,6 +9,7 @@ pub mod requests;
 pub mod run;
 pub mod schedule;
 pub mod shared;
+pub mod status;
 pub mod tcp;
 pub mod tls;
 mod worker;
@@ -18,3 +19,4 @@ pub use config::{
     TlsOptions,
 };
 pub use run::{run, IntervalReport, RunOutcome};
+pub use status::{StatusSet, StatusSetError};

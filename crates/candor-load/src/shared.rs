@@ -107,6 +107,16 @@ pub enum Failure {
     Parse,
 }
 
+/// The outcome of one exchange as booked, so that it can be re-booked as a protocol error if
+/// bytes nobody asked for follow it on its connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Booked {
+    pub intended: u64,
+    /// Completed (true) or failed for its status (false).
+    pub ok: bool,
+    interval: u64,
+}
+
 /// A load thread's books: the two phases' recorders and counts, the current interval, and the
 /// hand-off of finished intervals to the collector. Every engine records through it, so the
 /// accounting rules (phase by intended time, timeouts record their age, the never-sent backlog
@@ -122,6 +132,7 @@ pub struct Ledger {
     has_warmup: bool,
     to_collector: Sender<IntervalMsg>,
     pool: Receiver<Box<IntervalData>>,
+    accept_status: crate::status::StatusSet,
 }
 
 /// A send this much after its intended time, on a slot that had been free since before that
@@ -144,6 +155,7 @@ impl Ledger {
             has_warmup: cfg.warmup_ns > 0,
             to_collector: setup.to_collector.clone(),
             pool: setup.pool.clone(),
+            accept_status: cfg.accept_status,
         }
     }
 
@@ -165,20 +177,62 @@ impl Ledger {
     }
 
     /// A full response arrived at `now`; `status` 0 means the protocol has none (raw TCP).
+    /// A status outside the accepted set makes the request fail (class `status`); its latency
+    /// is recorded all the same, since the server did answer.
     #[inline]
-    pub fn complete(&mut self, intended: u64, sent: u64, now: u64, status: u16) {
+    pub fn complete(&mut self, intended: u64, sent: u64, now: u64, status: u16) -> Booked {
         let response = now.saturating_sub(intended);
         let service = now.saturating_sub(sent);
         let lag = sent.saturating_sub(intended);
         let phase = self.phase_of(intended);
+        let ok = self.accept_status.accepts(status);
         let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
-        p.counts.completed += 1;
         if status != 0 {
             p.counts.status.count(status);
         }
         self.interval.rec.record(response, service, lag);
-        self.interval.completed += 1;
+        if ok {
+            p.counts.completed += 1;
+            self.interval.completed += 1;
+        } else {
+            p.counts.failed += 1;
+            p.counts.errors.status += 1;
+            self.interval.failed += 1;
+        }
+        Booked {
+            intended,
+            ok,
+            interval: self.interval_index,
+        }
+    }
+
+    /// An exchange booked by [`Ledger::complete`] turned out to be a protocol error: its
+    /// connection then carried bytes no request had asked for, so which bytes answered it is
+    /// unknown. It becomes a `parse` failure; its latency stays recorded (a response did come).
+    pub fn rebook_as_parse(&mut self, b: Booked) {
+        let phase = self.phase_of(b.intended);
+        let c = &mut self.phases[phase].counts;
+        if b.ok {
+            c.completed -= 1;
+            c.failed += 1;
+            // An interval already handed to the collector keeps its count; only the current
+            // one can still be corrected.
+            if b.interval == self.interval_index && self.interval.completed > 0 {
+                self.interval.completed -= 1;
+                self.interval.failed += 1;
+            }
+        } else {
+            c.errors.status -= 1;
+        }
+        c.errors.parse += 1;
+    }
+
+    /// A connection was established at `now` (initial or reconnect); phases as for
+    /// [`Ledger::tls_handshake`].
+    pub fn connection_opened(&mut self, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        self.phases[phase].counts.connections_opened += 1;
     }
 
     /// A request failed at `now`. Timeouts also record their latency so far: a request that
@@ -275,5 +329,88 @@ impl Ledger {
         }
         self.flush(Some(now));
         std::mem::take(&mut self.phases)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LoadConfig, Target};
+
+    fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
+        let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        config.accept_status = crate::status::StatusSet::parse(accept).unwrap();
+        config.warmup_ns = warmup_ns;
+        let (to_collector, _rx) = crossbeam_channel::unbounded();
+        let (_tx, pool) = crossbeam_channel::unbounded();
+        Ledger::new(&WorkerSetup {
+            config: Arc::new(config),
+            requests: Vec::new().into(),
+            connections: 1,
+            start_ns: 1_000,
+            schedule: None,
+            to_collector,
+            pool,
+            stop: Arc::new(AtomicBool::new(false)),
+            on_start: None,
+        })
+    }
+
+    #[test]
+    fn unaccepted_statuses_fail_with_their_latency_recorded() {
+        let mut l = ledger("2xx", 0);
+        // Intended times from the start (1_000) on: the measured phase.
+        for (status, t) in [
+            (200, 1010),
+            (503, 1020),
+            (404, 1030),
+            (0, 1040),
+            (302, 1050),
+        ] {
+            l.intend(t, t, 0);
+            l.complete(t, t + 1, t + 5, status);
+        }
+        let c = &l.phases[1].counts;
+        assert_eq!((c.intended, c.completed, c.failed), (5, 2, 3));
+        assert_eq!(c.errors.status, 3);
+        assert!(c.balanced());
+        assert_eq!(
+            (c.status.s2xx, c.status.s3xx, c.status.s4xx, c.status.s5xx),
+            (1, 1, 1, 1)
+        );
+        // Every response is in the histograms, failed or not.
+        assert_eq!(l.phases[1].rec.response.len(), 5);
+        assert_eq!((l.interval.completed, l.interval.failed), (2, 3));
+    }
+
+    #[test]
+    fn rebooking_moves_an_exchange_to_parse_and_keeps_the_books() {
+        let mut l = ledger("2xx", 0);
+        l.intend(1010, 1010, 0);
+        let ok = l.complete(1010, 1011, 1015, 200);
+        l.intend(1020, 1020, 0);
+        let failed = l.complete(1020, 1021, 1025, 500);
+        l.rebook_as_parse(ok);
+        l.rebook_as_parse(failed);
+        let c = &l.phases[1].counts;
+        assert_eq!((c.completed, c.failed), (0, 2));
+        assert_eq!((c.errors.parse, c.errors.status), (2, 0));
+        assert!(c.balanced());
+        assert_eq!((l.interval.completed, l.interval.failed), (0, 2));
+    }
+
+    #[test]
+    fn connections_opened_go_to_the_phase_of_their_time() {
+        // Warm-up ends at start (1_000) + 500.
+        let mut l = ledger("2xx", 500);
+        l.connection_opened(900); // pre-connect: belongs to the warm-up
+        l.connection_opened(1_499);
+        l.connection_opened(1_500);
+        assert_eq!(l.phases[0].counts.connections_opened, 2);
+        assert_eq!(l.phases[1].counts.connections_opened, 1);
+        // Without a warm-up, pre-connects belong to the measured phase.
+        let mut l = ledger("2xx", 0);
+        l.connection_opened(900);
+        assert_eq!(l.phases[1].counts.connections_opened, 1);
     }
 }

@@ -206,6 +206,26 @@ mod tests {
     }
 
     #[test]
+    fn a_complete_frame_leaves_what_follows_it_unconsumed() {
+        // The worker sees the leftover: with nothing else outstanding it is a protocol error,
+        // never the answer to the next request.
+        for (framing, two) in [
+            (Framing::ExpectBytes(7), &b"+PONG\r\n+PONG\r\n"[..]),
+            (Framing::Delimiter(b"\r\n".to_vec()), b"+PONG\r\n+PONG\r\n"),
+            (Framing::LengthPrefix { width: 1 }, b"\x02ok\x02ok"),
+        ] {
+            let mut f = TcpFramer::new(framing.clone());
+            match f.feed(two, false).unwrap() {
+                Progress::Done { consumed, .. } => {
+                    assert_eq!(consumed, two.len() / 2, "{framing:?}")
+                }
+                other => panic!("{framing:?}: {other:?}"),
+            }
+            assert!(f.at_start(), "{framing:?}");
+        }
+    }
+
+    #[test]
     fn payloads() {
         assert_eq!(parse_payload("PING\\r\\n").unwrap(), b"PING\r\n");
         assert_eq!(parse_payload("hex:00 01 ff").unwrap(), vec![0, 1, 255]);

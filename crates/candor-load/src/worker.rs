@@ -9,7 +9,7 @@
 use crate::config::{LoadConfig, RequestOrder, Scheme};
 use crate::http1::{ParseError, Progress, ResponseParser};
 use crate::schedule::Schedule;
-use crate::shared::{Failure, Ledger, PhaseAcc, Prepared, WorkerSetup};
+use crate::shared::{Booked, Failure, Ledger, PhaseAcc, Prepared, WorkerSetup};
 use crate::tcp::TcpFramer;
 use candor_core::now_ns;
 use candor_core::timerfd::TimerFd;
@@ -153,6 +153,12 @@ struct Conn {
     framer: Framer,
     buf: Box<[u8]>,
     buf_len: usize,
+    /// The last exchange booked on this connection while no other request was written after
+    /// it: bytes arriving now are not an answer to anything, and make it a protocol error.
+    answered: Option<Booked>,
+    /// The server sent bytes before any request was written on this connection: the next
+    /// request given to it fails as `parse` (the books need a request to charge).
+    stray: bool,
 }
 
 pub(crate) struct Worker {
@@ -195,6 +201,8 @@ impl Worker {
                 },
                 buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
                 buf_len: 0,
+                answered: None,
+                stray: false,
             })
             .collect();
         let mut free = VecDeque::with_capacity(conns.len() * pipeline);
@@ -365,6 +373,12 @@ impl Worker {
     /// Gives the request intended at `intended` to connection `i` (which has a free slot).
     fn dispatch(&mut self, i: usize, intended: u64, request: u32, now: u64) {
         let c = &mut self.conns[i];
+        if c.stray {
+            c.stray = false;
+            self.ledger.fail(Failure::Parse, intended, None, now);
+            self.make_free(i, now);
+            return;
+        }
         c.inflight.push_back(InFlight {
             intended,
             sent: 0,
@@ -442,6 +456,7 @@ impl Worker {
         }
         let _ = stream.set_nodelay(true);
         c.tcp_connected = now;
+        self.ledger.connection_opened(now);
         if let Some(tls) = &self.tls {
             let name = match crate::tls::server_name(&self.config.target.host) {
                 Ok(n) => n,
@@ -519,6 +534,8 @@ impl Worker {
             let entry = &mut c.inflight[c.written];
             if c.write_off == 0 && entry.sent == 0 {
                 entry.sent = now;
+                // From here on the server may answer; what it sends is no longer stray.
+                c.answered = None;
             }
             let bytes = &self.requests[entry.request as usize].bytes;
             match t.write(&bytes[c.write_off..]) {
@@ -602,7 +619,15 @@ impl Worker {
         loop {
             let c = &mut self.conns[i];
             if c.written == 0 {
-                // Bytes nobody asked for: the connection is out of step.
+                // Bytes nobody asked for (HTTP/1.1 and the raw TCP framings answer each request
+                // with one response, in order): the connection is out of step. A second response to one request (or a second
+                // raw TCP frame) makes that exchange a protocol error; bytes before any request
+                // was written are charged to the requests queued here, or to the next one.
+                match c.answered.take() {
+                    Some(b) => self.ledger.rebook_as_parse(b),
+                    None if c.inflight.is_empty() => c.stray = true,
+                    None => {}
+                }
                 self.fail_connection(i, Failure::Parse, now);
                 return false;
             }
@@ -646,8 +671,10 @@ impl Worker {
             return;
         };
         c.written -= 1;
+        let nothing_else_written = c.written == 0;
         self.make_free(i, now);
-        self.ledger.complete(f.intended, f.sent, now, status);
+        let booked = self.ledger.complete(f.intended, f.sent, now, status);
+        self.conns[i].answered = nothing_else_written.then_some(booked);
     }
 
     /// Closes connection `i` and fails every request it held.
@@ -657,6 +684,7 @@ impl Worker {
             let _ = self.poll.registry().deregister(t.socket());
         }
         c.state = ConnState::Down;
+        c.answered = None;
         c.buf_len = 0;
         c.write_off = 0;
         c.written = 0;

@@ -1,7 +1,7 @@
 //! The terminal report of a run: the headline table of response time, service time and send
 //! lag side by side, the accounting, and the warnings, in the order a reader needs them.
 
-use candor_core::results::{PhaseResults, RunResults};
+use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use std::fmt::Write as _;
@@ -55,6 +55,9 @@ pub fn render(results: &RunResults) -> String {
             );
         }
     }
+    if let Some(loud) = failures_dominate(&results.main.requests) {
+        let _ = writeln!(out, "\n  !!! {loud}");
+    }
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
     out.push('\n');
@@ -78,6 +81,95 @@ pub fn render(results: &RunResults) -> String {
         }
     }
     out
+}
+
+/// What the failures of class `class` were, in words ending with the class name, e.g.
+/// "failed with HTTP status 5xx (status)".
+fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
+    let what = match class {
+        FailureClass::Connect => "failed to connect".to_string(),
+        FailureClass::Read => "lost their connection before the full response".to_string(),
+        FailureClass::Write => "could not be written".to_string(),
+        FailureClass::Timeout => "got no full response within the timeout".to_string(),
+        FailureClass::Parse => {
+            "got a response that breaks the protocol (malformed, or not asked for)".to_string()
+        }
+        FailureClass::Status => {
+            let s = &r.status;
+            let classes: Vec<&str> = [
+                ("1xx", s.s1xx),
+                ("2xx", s.s2xx),
+                ("3xx", s.s3xx),
+                ("4xx", s.s4xx),
+                ("5xx", s.s5xx),
+            ]
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, _)| *c)
+            .collect();
+            if classes.is_empty() {
+                "failed with an unaccepted HTTP status".to_string()
+            } else {
+                format!("failed with HTTP status {}", classes.join("/"))
+            }
+        }
+    };
+    format!("{what} ({})", class.name())
+}
+
+/// A loud line when more than half of the intended requests failed, naming the main class.
+pub fn failures_dominate(r: &RequestCounts) -> Option<String> {
+    if r.intended == 0 || r.failed.saturating_mul(2) <= r.intended {
+        return None;
+    }
+    let (class, n) = r.errors.dominant()?;
+    // Failed responses and timeouts are in the histograms; the other classes are not.
+    let latencies = match class {
+        FailureClass::Status | FailureClass::Timeout => {
+            "the latencies below are mostly of failures"
+        }
+        _ => "the latencies below describe only the minority that was answered",
+    };
+    Some(format!(
+        "FAILURES DOMINATE: {:.1}% of requests failed ({} of {}); {} {}; {latencies}",
+        100.0 * r.failed as f64 / r.intended as f64,
+        format_count(r.failed),
+        format_count(r.intended),
+        format_count(n),
+        failed_how(class, r)
+    ))
+}
+
+/// The one-line diagnosis of a run in which no request succeeded (nothing completed although
+/// requests were intended), naming the dominant failure class; `None` when some succeeded.
+pub fn no_success(r: &RequestCounts) -> Option<String> {
+    if r.intended == 0 || r.completed > 0 {
+        return None;
+    }
+    Some(match r.errors.dominant() {
+        Some((class, n)) => {
+            let others = r.failed - n;
+            format!(
+                "no request succeeded: {} of {} {}{}",
+                format_count(n),
+                format_count(r.intended),
+                failed_how(class, r),
+                if others > 0 {
+                    format!(", {} failed otherwise", format_count(others))
+                } else {
+                    String::new()
+                }
+            ) + &if r.in_flight_at_end > 0 {
+                format!(", {} unfinished", format_count(r.in_flight_at_end))
+            } else {
+                String::new()
+            }
+        }
+        None => format!(
+            "no request succeeded: none of {} requests was answered before the run ended",
+            format_count(r.intended)
+        ),
+    })
 }
 
 fn fmt_at(s: &Summary, p: f64) -> String {
@@ -162,12 +254,13 @@ pub fn accounting(p: &PhaseResults) -> String {
     let e = &r.errors;
     let _ = writeln!(
         out,
-        "  errors:   connect {}  read {}  write {}  timeout {}  parse {}",
+        "  errors:   connect {}  read {}  write {}  timeout {}  parse {}  status {}",
         format_count(e.connect),
         format_count(e.read),
         format_count(e.write),
         format_count(e.timeout),
-        format_count(e.parse)
+        format_count(e.parse),
+        format_count(e.status)
     );
     let _ = writeln!(
         out,
@@ -175,6 +268,14 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(r.bytes_written),
         format_count(r.bytes_read)
     );
+    // 0 means not counted (older files, imported logs), never "no connection".
+    if r.connections_opened > 0 {
+        let _ = writeln!(
+            out,
+            "  connections: {} opened (initial and reconnects)",
+            format_count(r.connections_opened)
+        );
+    }
     if r.in_flight_at_end > 0 {
         let _ = writeln!(
             out,
@@ -245,6 +346,88 @@ mod tests {
             .find(|l| l.trim_start().starts_with("max"))
             .unwrap();
         assert!(max_line.contains("1.000ms"), "{max_line}");
+    }
+
+    fn all_503(n: u64) -> RequestCounts {
+        RequestCounts {
+            intended: n,
+            failed: n,
+            errors: ErrorCounts {
+                status: n,
+                ..Default::default()
+            },
+            status: StatusCounts {
+                s5xx: n,
+                ..Default::default()
+            },
+            connections_opened: 2,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn no_success_names_the_dominant_class() {
+        assert_eq!(
+            no_success(&all_503(1000)).unwrap(),
+            "no request succeeded: 1,000 of 1,000 failed with HTTP status 5xx (status)"
+        );
+        let mixed = RequestCounts {
+            intended: 10,
+            failed: 8,
+            in_flight_at_end: 2,
+            sent_unanswered: 2,
+            errors: ErrorCounts {
+                connect: 5,
+                timeout: 3,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            no_success(&mixed).unwrap(),
+            "no request succeeded: 5 of 10 failed to connect (connect), 3 failed otherwise, 2 unfinished"
+        );
+        let silent = RequestCounts {
+            intended: 4,
+            in_flight_at_end: 4,
+            sent_unanswered: 4,
+            ..Default::default()
+        };
+        assert!(no_success(&silent).unwrap().contains("none of 4 requests"));
+        let one_ok = RequestCounts {
+            completed: 1,
+            intended: 1001,
+            ..all_503(1000)
+        };
+        assert_eq!(no_success(&one_ok), None);
+        assert_eq!(no_success(&RequestCounts::default()), None);
+    }
+
+    #[test]
+    fn the_report_warns_loudly_when_failures_dominate() {
+        let mut res = results("open-loop");
+        res.main.requests = all_503(1000);
+        let text = render(&res);
+        assert!(
+            text.contains("!!! FAILURES DOMINATE: 100.0% of requests failed (1,000 of 1,000); 1,000 failed with HTTP status 5xx (status)"),
+            "{text}"
+        );
+        assert!(text.contains("parse 0  status 1,000"), "{text}");
+        assert!(text.contains("connections: 2 opened"), "{text}");
+        // Half failed is not "dominate"; the ordinary warning list covers it.
+        let half = RequestCounts {
+            completed: 500,
+            intended: 1000,
+            failed: 500,
+            errors: ErrorCounts {
+                status: 500,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(failures_dominate(&half), None);
+        // Not counted (older files): no connections line rather than "0 opened".
+        assert!(!render(&results("open-loop")).contains("connections:"));
     }
 
     #[test]

@@ -120,7 +120,14 @@ pub struct LoadArgs {
     /// tcp://: a response is a big-endian length prefix then that many bytes: u8, u16be, u32be, u64be.
     #[arg(long, value_name = "KIND", group = "framing")]
     pub length_prefix: Option<String>,
+    /// HTTP statuses that count as success: codes, classes or ranges, e.g. '200,404' or
+    /// '2xx,3xx'; any other response fails (class "status"), its latency still recorded.
+    /// Default: everything below 400.
+    #[arg(long, value_name = "LIST")]
+    pub check_status: Option<String>,
     /// Target URL: http://host:port/path (port optional), https://..., or tcp://host:port.
+    /// `http://user:password@host/` sends Basic authorization (percent-decoded, as curl does)
+    /// unless an Authorization header is given.
     pub url: String,
 }
 
@@ -245,6 +252,16 @@ pub fn load_config(a: &LoadArgs) -> Result<LoadConfig> {
     } else {
         None
     };
+    if let Some(list) = &a.check_status {
+        if c.target.scheme == candor_load::Scheme::Tcp {
+            anyhow::bail!(
+                "--check-status applies to HTTP targets; raw tcp:// responses have no status"
+            );
+        }
+        c.accept_status = candor_load::StatusSet::parse(list)
+            .map_err(|e| anyhow::anyhow!("invalid --check-status '{list}': {e}"))?;
+    }
+    c.apply_url_credentials();
     if let Some(shard) = &a.shard {
         (c.shard_index, c.shard_count) = parse_shard(shard)?;
     }
@@ -294,7 +311,9 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "arrival": match c.arrival { ArrivalKind::Constant => "constant".to_string(), ArrivalKind::Poisson { .. } => "poisson".to_string() },
         "seed": match c.arrival { ArrivalKind::Poisson { seed } => Some(seed), ArrivalKind::Constant => None },
         "method": c.method,
-        "headers": c.headers,
+        // Credentials stay out of results files, which are made to be shared.
+        "headers": c.headers.iter().map(|h| redact_header(h)).collect::<Vec<_>>(),
+        "check_status": (c.target.scheme != candor_load::Scheme::Tcp).then(|| c.accept_status.to_string()),
         "body_bytes": c.body.len(),
         "interval_s": c.interval_ns as f64 / 1e9,
         "spin_us": c.spin_ns as f64 / 1e3,
@@ -313,6 +332,37 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "request_set_size": (!c.requests.is_empty()).then_some(c.requests.len()),
         "tls_insecure": c.tls.insecure,
     })
+}
+
+/// `Authorization: (redacted)` for an Authorization header line, the line itself otherwise.
+fn redact_header(line: &str) -> String {
+    match line.split_once(':') {
+        Some((name, _)) if name.trim().eq_ignore_ascii_case("authorization") => {
+            format!("{}: (redacted)", name.trim())
+        }
+        _ => line.to_string(),
+    }
+}
+
+/// This process's command line for the results, with the URL's password hidden as in the
+/// target and Authorization header values hidden as in the configuration.
+pub fn command_line(config: &LoadConfig, url_given: &str) -> Vec<String> {
+    let mut header_value_next = false;
+    std::env::args()
+        .map(|arg| {
+            let redact_value = std::mem::take(&mut header_value_next);
+            header_value_next = arg == "-H" || arg == "--header";
+            if arg == url_given {
+                config.target.url.clone()
+            } else if redact_value {
+                redact_header(&arg)
+            } else if let Some(h) = arg.strip_prefix("--header=") {
+                format!("--header={}", redact_header(h))
+            } else {
+                arg
+            }
+        })
+        .collect()
 }
 
 /// Runs a configured load test with an optional live line on stderr; Ctrl-C stops it early.
@@ -398,7 +448,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         &config,
     )?;
     let outcome = extras.execute(&config, live)?;
-    let mut results = outcome.to_results(&config, std::env::args().collect(), config_json(&config));
+    let mut results = outcome.to_results(
+        &config,
+        command_line(&config, &args.load.url),
+        config_json(&config),
+    );
     let (verdict_text, code) = extras.finish(&outcome, &config, &mut results);
     let json_to_stdout = args.json.as_deref() == Some("-");
     let mut text = candor_report::text::render(&results);
@@ -416,6 +470,15 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
     }
     write_exports(&results, args.hlog.as_deref(), args.hgrm.as_deref())?;
+    // Written and reported above; a run where nothing worked must not pass for a result.
+    if let Some(diagnosis) = candor_report::text::no_success(&results.main.requests) {
+        if code != 0 {
+            // A failed SLO already set the exit code the verdict announced; keep it.
+            eprintln!("candor: error: {diagnosis}");
+            return Ok(code);
+        }
+        anyhow::bail!(diagnosis);
+    }
     Ok(code)
 }
 

@@ -1,0 +1,434 @@
+//! End-to-end tests of how candor books a faulty target: HTTP error statuses (`--check-status`,
+//! the errors SLO, a run where nothing succeeds), protocol errors (conflicting Content-Length,
+//! bytes no request asked for, on HTTP/1.1 and raw TCP), connections opened, and credentials in
+//! the URL. Each server is a few lines of std on a loopback port chosen by the OS.
+
+mod common;
+
+use common::{assert_balanced, candor, req, serial, Server};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Output;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// How a scripted server answers.
+#[derive(Clone)]
+struct Script {
+    /// Sent as soon as a connection is accepted, before any request.
+    greeting: &'static [u8],
+    /// A request ends with this (an HTTP head without body, or a raw TCP frame).
+    request_end: &'static [u8],
+    /// The bytes written (in one write) for the n-th request overall (0-based).
+    reply: fn(u64) -> Vec<u8>,
+    /// Close the connection after each reply.
+    close: bool,
+}
+
+/// Starts a server following `script`; returns its address and every request it received.
+fn scripted_server(script: Script) -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let count = Arc::new(AtomicU64::new(0));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (script, log, count) = (script.clone(), log.clone(), count.clone());
+            std::thread::spawn(move || serve(stream, &script, &log, &count));
+        }
+    });
+    (addr, seen)
+}
+
+fn serve(mut s: TcpStream, script: &Script, log: &Mutex<Vec<Vec<u8>>>, count: &AtomicU64) {
+    if !script.greeting.is_empty() && s.write_all(script.greeting).is_err() {
+        return;
+    }
+    let end = script.request_end;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(at) = buf.windows(end.len()).position(|w| w == end) {
+            let request: Vec<u8> = buf.drain(..at + end.len()).collect();
+            log.lock().unwrap().push(request);
+            let n = count.fetch_add(1, Ordering::Relaxed);
+            // One write: the client sees a reply's bytes together, never split around its own
+            // next request (which is 1/rate = 20 ms or more away in these tests).
+            if s.write_all(&(script.reply)(n)).is_err() || script.close {
+                return;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn http(script: Script) -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let (addr, seen) = scripted_server(script);
+    (format!("http://{addr}/"), seen)
+}
+
+fn response(status: u16) -> Vec<u8> {
+    format!("HTTP/1.1 {status} X\r\nContent-Length: 2\r\n\r\nok").into_bytes()
+}
+
+const HTTP: Script = Script {
+    greeting: b"",
+    request_end: b"\r\n\r\n",
+    reply: |_| response(200),
+    close: false,
+};
+
+/// Runs `candor run ARGS --quiet --json FILE`; returns the output and the JSON, which must have
+/// been written whatever the exit code.
+fn run(args: &[&str]) -> (Output, serde_json::Value) {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "candor-faults-{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("out.json");
+    let out = candor()
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "no results written; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    (out, serde_json::from_str(&text).unwrap())
+}
+
+fn errors(v: &serde_json::Value, class: &str) -> u64 {
+    v["requests"]["errors"][class].as_u64().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn error_statuses_fail_the_errors_slo_unless_accepted() {
+    let _g = serial();
+    // Every other response is a 503.
+    let (url, _) = http(Script {
+        reply: |n| response(if n % 2 == 0 { 200 } else { 503 }),
+        ..HTTP
+    });
+    let base = ["-R", "100", "-c", "1", "-t", "1", "-d", "1s"];
+    let mut args = base.to_vec();
+    args.extend(["--slo", "errors<0.1%", &url]);
+    let (out, v) = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("FAIL"), "{}", stdout(&out));
+    assert_balanced(&v);
+    let s = &v["requests"]["status"];
+    // By construction: every 5xx response is a status failure, every 2xx one a completion.
+    assert_eq!(errors(&v, "status"), s["5xx"].as_u64().unwrap());
+    assert_eq!(req(&v, "completed"), s["2xx"].as_u64().unwrap());
+    assert!(errors(&v, "status") > 0);
+    // The failed responses' latencies are recorded: the histogram holds every response.
+    assert_eq!(
+        v["response_time"]["count"].as_u64().unwrap(),
+        req(&v, "completed") + errors(&v, "status")
+    );
+    assert_eq!(v["config"]["check_status"], "1xx,2xx,3xx");
+
+    // Accepting 5xx turns them back into completions, and the SLO passes.
+    let mut args = base.to_vec();
+    args.extend(["--check-status", "2xx,5xx", "--slo", "errors<0.1%", &url]);
+    let (out, v) = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(errors(&v, "status"), 0);
+    assert_eq!(v["config"]["check_status"], "2xx,5xx");
+}
+
+#[test]
+fn a_run_where_nothing_succeeds_exits_non_zero_with_a_diagnosis() {
+    let _g = serial();
+    let (url, _) = http(Script {
+        reply: |_| response(503),
+        ..HTTP
+    });
+    let (out, v) = run(&["-R", "50", "-c", "1", "-t", "1", "-d", "1s", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap_or_default();
+    let n = req(&v, "intended");
+    assert_eq!(
+        last,
+        format!(
+            "candor: error: no request succeeded: {n} of {n} failed with HTTP status 5xx (status)"
+        ),
+        "{err}"
+    );
+    // The report is still printed, loudly.
+    assert!(
+        stdout(&out).contains("!!! FAILURES DOMINATE: 100.0% of requests failed"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(req(&v, "completed"), 0);
+    assert_eq!(errors(&v, "status"), n);
+    assert_balanced(&v);
+
+    // With a failed SLO the exit code stays the verdict's (3), the diagnosis is still given.
+    let (out, v) = run(&[
+        "-R",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--slo",
+        "errors<1%",
+        &url,
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let n = req(&v, "intended");
+    assert!(
+        stderr(&out).contains(&format!(
+            "candor: error: no request succeeded: {n} of {n} failed with HTTP status 5xx (status)"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_bad_status_list_is_refused_before_any_load() {
+    // Nothing listens on port 9: a list checked after the connect would report that instead.
+    let out = candor()
+        .args(["run", "--check-status", "200,2x0", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(
+            "candor: error: invalid --check-status '200,2x0': '2x0' is not a status code"
+        ),
+        "{err}"
+    );
+    let out = candor()
+        .args([
+            "run",
+            "--check-status",
+            "2xx",
+            "--payload",
+            "x",
+            "--expect-bytes",
+            "1",
+        ])
+        .arg("tcp://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("--check-status applies to HTTP targets"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn conflicting_content_lengths_are_parse_failures() {
+    let _g = serial();
+    let (url, _) = http(Script {
+        reply: |_| {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 4\r\n\r\nokok".to_vec()
+        },
+        ..HTTP
+    });
+    let (out, v) = run(&["-R", "50", "-c", "1", "-t", "1", "-d", "1s", &url]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 0, "{}", stdout(&out));
+    assert!(errors(&v, "parse") > 0);
+    assert_eq!(errors(&v, "parse"), req(&v, "failed"));
+    assert!(stderr(&out).contains("(parse)"), "{}", stderr(&out));
+    // Every parse error closes the connection: the reconnects show.
+    assert!(req(&v, "connections_opened") > 1);
+}
+
+#[test]
+fn a_second_response_to_one_request_is_a_parse_failure() {
+    let _g = serial();
+    let (url, _) = http(Script {
+        reply: |_| [response(200), response(200)].concat(),
+        ..HTTP
+    });
+    let (out, v) = run(&["-R", "50", "-c", "1", "-t", "1", "-d", "1s", &url]);
+    assert_balanced(&v);
+    // Not one exchange may pass for a success: its connection carried an extra response.
+    assert_eq!(req(&v, "completed"), 0, "{}", stdout(&out));
+    assert_eq!(errors(&v, "parse"), req(&v, "failed"));
+    assert!(errors(&v, "parse") > 0);
+}
+
+#[test]
+fn a_response_before_any_request_is_a_parse_failure() {
+    let _g = serial();
+    let (url, _) = http(Script {
+        greeting: b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        ..HTTP
+    });
+    let (out, v) = run(&["-R", "20", "-c", "1", "-t", "1", "-d", "1s", &url]);
+    assert_balanced(&v);
+    // Either the unsolicited response is seen before the request is written (the next request
+    // on the connection is charged), or it is taken for the answer and the real answer then
+    // arrives unasked (the exchange is re-booked). The one exception the client cannot see is
+    // the last exchange if the real answer (a separate write, microseconds after the request)
+    // came only after the run ended, 1/rate = 50 ms later: at most one completion, where
+    // without the check every request would pass.
+    assert!(req(&v, "completed") <= 1, "{}", stdout(&out));
+    assert_eq!(errors(&v, "parse"), req(&v, "failed"));
+    assert!(
+        errors(&v, "parse") + 1 >= req(&v, "intended"),
+        "{}",
+        v["requests"]
+    );
+}
+
+#[test]
+fn a_raw_tcp_server_sending_two_frames_per_request_is_a_parse_failure() {
+    let _g = serial();
+    for (reply, framing) in [
+        (
+            (|_| b"+PONG\r\n+PONG\r\n".to_vec()) as fn(u64) -> Vec<u8>,
+            ["--expect-delimiter", "\\r\\n"],
+        ),
+        (|_| b"+PONG\r\n+PONG\r\n".to_vec(), ["--expect-bytes", "7"]),
+        (|_| b"\x02ok\x02ok".to_vec(), ["--length-prefix", "u8"]),
+    ] {
+        let (addr, _) = scripted_server(Script {
+            greeting: b"",
+            request_end: b"\r\n",
+            reply,
+            close: false,
+        });
+        let url = format!("tcp://{addr}");
+        let mut args = vec!["-R", "50", "-c", "1", "-t", "1", "-d", "1s"];
+        args.extend(["--payload", "PING\\r\\n"]);
+        args.extend(framing);
+        args.push(&url);
+        let (out, v) = run(&args);
+        assert_balanced(&v);
+        assert_eq!(req(&v, "completed"), 0, "{framing:?}\n{}", stdout(&out));
+        assert_eq!(errors(&v, "parse"), req(&v, "failed"), "{framing:?}");
+        assert!(errors(&v, "parse") > 0, "{framing:?}");
+    }
+}
+
+#[test]
+fn connections_opened_count_initial_connections_and_reconnects() {
+    let _g = serial();
+    // Keep-alive: the two pre-connected connections carry everything.
+    let server = Server::start(&[]);
+    let (out, v) = run(&["-R", "100", "-c", "2", "-t", "1", "-d", "1s", &server.url]);
+    assert_eq!(req(&v, "completed"), 100, "{}", stdout(&out));
+    assert_eq!(req(&v, "connections_opened"), 2);
+    assert!(
+        stdout(&out).contains("connections: 2 opened"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A server that closes after every response: each request after the first on a connection
+    // needs a new one, so at least as many connections as completed requests.
+    let (url, _) = http(Script {
+        reply: |_| b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+        close: true,
+        ..HTTP
+    });
+    let (_, v) = run(&["-R", "50", "-c", "2", "-t", "1", "-d", "1s", &url]);
+    assert_balanced(&v);
+    assert!(req(&v, "completed") > 0);
+    assert!(
+        req(&v, "connections_opened") >= req(&v, "completed"),
+        "{}",
+        v["requests"]
+    );
+}
+
+#[test]
+fn url_credentials_are_sent_as_basic_authorization() {
+    let _g = serial();
+    let (url, seen) = http(HTTP);
+    let with_creds = url.replace("http://", "http://us%40er:p%3Ass@");
+    let (out, v) = run(&["-R", "20", "-c", "1", "-t", "1", "-d", "1s", &with_creds]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let heads = std::mem::take(&mut *seen.lock().unwrap());
+    assert!(!heads.is_empty());
+    for h in &heads {
+        let h = String::from_utf8_lossy(h);
+        // base64("us@er:p:ss"): percent-decoded, as curl sends it.
+        assert!(
+            h.contains("\r\nAuthorization: Basic dXNAZXI6cDpzcw==\r\n"),
+            "{h}"
+        );
+    }
+    // The password stays out of the results.
+    let text = v.to_string();
+    assert!(
+        !text.contains("p%3Ass") && !text.contains("dXNAZXI6cDpzcw"),
+        "{text}"
+    );
+    assert!(
+        v["target"].as_str().unwrap().contains("us%40er:***@"),
+        "{}",
+        v["target"]
+    );
+
+    // An Authorization header of the user's own wins.
+    let (out, _) = run(&[
+        "-R",
+        "20",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "-H",
+        "Authorization: Bearer t",
+        &with_creds,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for h in seen.lock().unwrap().iter() {
+        let h = String::from_utf8_lossy(h);
+        assert!(
+            h.contains("Authorization: Bearer t") && !h.contains("Basic"),
+            "{h}"
+        );
+    }
+}

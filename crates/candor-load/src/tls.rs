@@ -251,7 +251,7 @@ pub fn explain(e: &rustls::Error, ctx: &Context) -> String {
                 if presented.is_empty() {
                     "no names at all".to_string()
                 } else {
-                    presented.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>().join(", ")
+                    presented.iter().map(|p| format!("'{}'", shown_name(p))).collect::<Vec<_>>().join(", ")
                 }
             ),
             C::UnknownIssuer => format!(
@@ -289,6 +289,17 @@ pub fn explain(e: &rustls::Error, ctx: &Context) -> String {
             format!("the server and candor have no TLS version or cipher suite in common ({e})")
         }
         other => other.to_string(),
+    }
+}
+
+/// A name as webpki presents it (`DnsName("a.example")`, `IpAddress(127.0.0.1)`), as written
+/// in a URL.
+fn shown_name(presented: &str) -> &str {
+    match presented.split_once('(') {
+        Some((kind, rest)) if kind.chars().all(|c| c.is_ascii_alphabetic()) && rest.ends_with(')') => {
+            rest[..rest.len() - 1].trim_matches('"')
+        }
+        _ => presented,
     }
 }
 
@@ -490,5 +501,274 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{date_time_ymd, BasicConstraints, CertificateParams, IsCa, KeyPair};
+    use std::path::Path;
+
+    /// A self-signed certificate for `names`, marked as a CA as `openssl req -x509` makes it,
+    /// with a subject of its own (rcgen gives every certificate the same one by default).
+    fn ca_flagged(names: &[&str]) -> (CertificateDer<'static>, KeyPair) {
+        static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let key = KeyPair::generate().unwrap();
+        let mut p =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, format!("candor test {n}"));
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        (p.self_signed(&key).unwrap().der().clone(), key)
+    }
+
+    fn verifier(roots: &[&CertificateDer<'static>]) -> PinningVerifier {
+        let mut store = RootCertStore::empty();
+        for r in roots {
+            store.add((*r).clone()).unwrap();
+        }
+        PinningVerifier {
+            chain: Some(
+                WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider())
+                    .build()
+                    .unwrap(),
+            ),
+            pinned: roots.iter().map(|r| (*r).clone()).collect(),
+            provider: provider(),
+        }
+    }
+
+    fn ip() -> ServerName<'static> {
+        server_name("127.0.0.1").unwrap()
+    }
+
+    fn now() -> UnixTime {
+        UnixTime::now()
+    }
+
+    fn verify(
+        v: &PinningVerifier,
+        ee: &CertificateDer<'_>,
+        name: &ServerName<'_>,
+        at: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        v.verify_server_cert(ee, &[], name, &[], at)
+    }
+
+    fn ctx(host: &str) -> Context<'_> {
+        Context {
+            host,
+            ca_file: Some(Path::new("ca.pem")),
+            offered_h2: false,
+        }
+    }
+
+    #[test]
+    fn a_ca_flagged_self_signed_certificate_given_with_ca_is_accepted() {
+        let (cert, _) = ca_flagged(&["127.0.0.1"]);
+        let v = verifier(&[&cert]);
+        verify(&v, &cert, &ip(), now()).expect("pinned certificate");
+        // Without pinning, webpki alone refuses it: the case this verifier exists for.
+        let webpki = v.chain.as_ref().unwrap();
+        let refused = webpki.verify_server_cert(&cert, &[], &ip(), &[], now());
+        assert!(
+            format!("{refused:?}").contains("CaUsedAsEndEntity"),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_pinned_certificate_still_has_its_name_and_dates_checked() {
+        let (cert, _) = ca_flagged(&["127.0.0.1"]);
+        let v = verifier(&[&cert]);
+        let wrong = verify(&v, &cert, &server_name("localhost").unwrap(), now()).unwrap_err();
+        assert!(
+            matches!(
+                &wrong,
+                rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext { presented, .. })
+                    if presented.iter().any(|p| p.contains("127.0.0.1"))
+            ),
+            "{wrong:?}"
+        );
+        // rcgen's default validity runs from 1975 to 4096.
+        let at = |secs| UnixTime::since_unix_epoch(Duration::from_secs(secs));
+        let early = verify(&v, &cert, &ip(), at(0)).unwrap_err();
+        assert!(
+            matches!(
+                early,
+                rustls::Error::InvalidCertificate(CertificateError::NotValidYetContext { .. })
+            ),
+            "{early:?}"
+        );
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.not_before = date_time_ymd(2000, 1, 1);
+        p.not_after = date_time_ymd(2001, 1, 1);
+        let old = p.self_signed(&key).unwrap().der().clone();
+        let expired = verify(&verifier(&[&old]), &old, &ip(), now()).unwrap_err();
+        let said = explain(&expired, &ctx("127.0.0.1"));
+        assert!(said.contains("expired on 2001-01-01 00:00:00 UTC"), "{said}");
+    }
+
+    #[test]
+    fn certificates_not_given_get_full_chain_verification() {
+        // A CA and a server certificate it signed: trusting the CA accepts the server's
+        // certificate (webpki), which is not pinned.
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "candor test CA");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&leaf_key, &ca, &ca_key)
+            .unwrap();
+        let v = verifier(&[ca.der()]);
+        verify(&v, leaf.der(), &ip(), now()).expect("chain to the CA");
+        // Another CA's certificate: unknown issuer.
+        let (other, _) = ca_flagged(&["127.0.0.1"]);
+        let e = verify(&verifier(&[&other]), leaf.der(), &ip(), now()).unwrap_err();
+        assert_eq!(
+            e,
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)
+        );
+        // A self-signed certificate that was not given: told apart, with the advice for it.
+        let (stranger, _) = ca_flagged(&["127.0.0.1"]);
+        let e = verify(&v, &stranger, &ip(), now()).unwrap_err();
+        let said = explain(&e, &ctx("127.0.0.1"));
+        assert!(said.contains("self-signed") && said.contains("--ca FILE"), "{said}");
+        let plain = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let e = verify(&v, plain.cert.der(), &ip(), now()).unwrap_err();
+        assert!(explain(&e, &ctx("127.0.0.1")).contains("self-signed"), "{e:?}");
+    }
+
+    #[test]
+    fn every_verification_failure_is_a_sentence() {
+        use rustls::Error as E;
+        use CertificateError as C;
+        let at = |secs| UnixTime::since_unix_epoch(Duration::from_secs(secs));
+        let cases: Vec<(E, &str)> = vec![
+            (
+                E::InvalidCertificate(C::ExpiredContext {
+                    time: at(1_800_000_000),
+                    not_after: at(1_700_000_000),
+                }),
+                "the server's certificate expired on 2023-11-14 22:13:20 UTC (it is now 2027-01-15 08:00:00 UTC)",
+            ),
+            (E::InvalidCertificate(C::Expired), "has expired"),
+            (
+                E::InvalidCertificate(C::NotValidYetContext {
+                    time: at(0),
+                    not_before: at(86_400 * 366),
+                }),
+                "not valid before 1971-01-02 00:00:00 UTC (it is now 1970-01-01 00:00:00 UTC",
+            ),
+            (E::InvalidCertificate(C::NotValidYet), "not valid yet"),
+            (
+                E::InvalidCertificate(C::NotValidForNameContext {
+                    expected: server_name("example.org").unwrap(),
+                    presented: vec![
+                        "DnsName(\"a.example\")".into(),
+                        "IpAddress(10.0.0.1)".into(),
+                    ],
+                }),
+                "is for 'a.example', '10.0.0.1', not 'example.org'",
+            ),
+            (
+                E::InvalidCertificate(C::NotValidForName),
+                "not valid for the name 'example.org'",
+            ),
+            (
+                E::InvalidCertificate(C::UnknownIssuer),
+                "not issued by an authority in the certificates in ca.pem (use --ca FILE",
+            ),
+            (
+                E::InvalidCertificate(C::Other(OtherError(Arc::new(SelfSigned)))),
+                "self-signed and not in the certificates in ca.pem (use --ca FILE to trust it, or -k/--insecure to skip checks)",
+            ),
+            (
+                E::InvalidCertificate(C::Other(OtherError(Arc::new(
+                    webpki::Error::CaUsedAsEndEntity,
+                )))),
+                "presented a CA certificate as its own",
+            ),
+            (E::InvalidCertificate(C::BadSignature), "does not verify"),
+            (E::InvalidCertificate(C::Revoked), "revoked"),
+            (E::InvalidCertificate(C::InvalidPurpose), "not meant for TLS servers"),
+            (E::InvalidCertificate(C::BadEncoding), "malformed"),
+            (
+                E::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                "not TLS (is it a plain-HTTP server? try http://)",
+            ),
+            (
+                E::AlertReceived(rustls::AlertDescription::HandshakeFailure),
+                "TLS alert 'HandshakeFailure'",
+            ),
+        ];
+        for (e, want) in cases {
+            let said = explain(&e, &ctx("example.org"));
+            assert!(said.contains(want), "{e:?}: {said}");
+            assert!(!said.contains('\n'), "{said}");
+        }
+        // No --ca: the system's roots are named instead.
+        let said = explain(
+            &E::InvalidCertificate(C::UnknownIssuer),
+            &Context {
+                host: "h",
+                ca_file: None,
+                offered_h2: false,
+            },
+        );
+        assert!(said.contains("this system's trusted roots"), "{said}");
+        // ALPN refused while asking for HTTP/2.
+        let said = explain(
+            &E::AlertReceived(rustls::AlertDescription::NoApplicationProtocol),
+            &Context {
+                host: "h",
+                ca_file: None,
+                offered_h2: true,
+            },
+        );
+        assert!(said.contains("does not speak HTTP/2") && said.contains("drop --h2"), "{said}");
+    }
+
+    #[test]
+    fn a_server_that_is_not_tls_is_named_as_such() {
+        let t = Duration::from_secs(2);
+        let c = ctx("h");
+        let timed_out = io::Error::from(io::ErrorKind::WouldBlock);
+        assert_eq!(
+            explain_io(&timed_out, b"", t, &c),
+            "the server did not answer the TLS handshake within 2.000s (is it a plain-HTTP server? try http://)"
+        );
+        let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
+        assert!(explain_io(&eof, b"", t, &c).contains("closed the connection without answering"));
+        let bad = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+        );
+        assert!(explain_io(&bad, b"HTTP/1.1 400 Bad", t, &c).contains("answered in plain HTTP"));
+        let cert = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
+        );
+        assert!(explain_io(&cert, &[22, 3, 3], t, &c).contains("not issued by an authority"));
+    }
+
+    #[test]
+    fn dates_and_names_read_as_written() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(4_102_444_799), "2099-12-31 23:59:59 UTC");
+        assert_eq!(shown_name("DnsName(\"a.example\")"), "a.example");
+        assert_eq!(shown_name("IpAddress(::1)"), "::1");
+        assert_eq!(shown_name("odd"), "odd");
     }
 }

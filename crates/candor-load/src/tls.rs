@@ -196,7 +196,7 @@ const TRUST_HINT: &str = "use --ca FILE to trust it, or -k/--insecure to skip ch
 /// plain text is named as such; a TLS error is explained by [`explain`].
 pub fn explain_io(e: &io::Error, first_bytes: &[u8], timeout: Duration, ctx: &Context) -> String {
     if first_bytes.starts_with(b"HTTP/") {
-        return format!("the server answered in plain HTTP, not TLS ({PLAIN_HTTP_HINT})");
+        return "the server answered in plain HTTP, not TLS (try http://)".into();
     }
     if let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
         return explain(tls, ctx);

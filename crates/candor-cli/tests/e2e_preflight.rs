@@ -23,9 +23,15 @@ struct Made {
 
 /// A certificate for `names`; self-signed and marked as a CA (as `openssl req -x509` makes
 /// it) unless `issuer` signs it; valid until `until` (year) if given.
-fn make(cn: &str, names: &[&str], issuer: Option<&(rcgen::Certificate, KeyPair)>, until: Option<i32>) -> Made {
+fn make(
+    cn: &str,
+    names: &[&str],
+    issuer: Option<&(rcgen::Certificate, KeyPair)>,
+    until: Option<i32>,
+) -> Made {
     let key = KeyPair::generate().unwrap();
-    let mut p = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    let mut p =
+        CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
     p.distinguished_name.push(DnType::CommonName, cn);
     if let Some(year) = until {
         p.not_before = date_time_ymd(year - 1, 1, 1);
@@ -86,7 +92,9 @@ fn tls_server(cert: &Made, chain: &[&rcgen::Certificate], alpn: &[&[u8]]) -> u16
                     }
                     if line == "\r\n" {
                         let w = reader.get_mut();
-                        if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                        if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
                             return;
                         }
                         let _ = w.flush();
@@ -132,10 +140,18 @@ fn refused(args: &[&str]) -> String {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
     assert!(!out.status.success(), "{err}");
-    assert!(out.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "no report: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(!err.contains("panicked"), "{err}");
-    assert!(t0.elapsed() < Duration::from_secs(30), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t0.elapsed()
+    );
     err
 }
 
@@ -147,7 +163,9 @@ fn a_ca_flagged_self_signed_certificate_given_with_ca_is_trusted() {
     let ca = dir.write("cert.pem", &cert.pem);
     let port = tls_server(&cert, &[], &[b"http/1.1"]);
     let url = format!("https://127.0.0.1:{port}/");
-    let (v, _) = run_json(&["-R", "200", "-c", "2", "-t", "1", "-d", "1s", "--ca", &ca, &url]);
+    let (v, _) = run_json(&[
+        "-R", "200", "-c", "2", "-t", "1", "-d", "1s", "--ca", &ca, &url,
+    ]);
     assert_balanced(&v);
     assert_eq!(req(&v, "completed"), 200);
 
@@ -175,7 +193,19 @@ fn certificate_problems_are_one_sentence_before_any_load() {
     );
     // The same server with its authority given is fine.
     let authority_pem = dir.write("authority.pem", &authority.0.pem());
-    let (v, _) = run_json(&["-R", "50", "-c", "1", "-t", "1", "-d", "1s", "--ca", &authority_pem, &format!("https://127.0.0.1:{port}/")]);
+    let (v, _) = run_json(&[
+        "-R",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--ca",
+        &authority_pem,
+        &format!("https://127.0.0.1:{port}/"),
+    ]);
     assert_eq!(req(&v, "completed"), 50);
 
     // Self-signed and not given.
@@ -183,7 +213,8 @@ fn certificate_problems_are_one_sentence_before_any_load() {
     let port = tls_server(&own, &[], &[b"http/1.1"]);
     let err = refused(&["--ca", &stranger_pem, &format!("https://127.0.0.1:{port}/")]);
     assert!(
-        err.contains("self-signed") && err.contains("use --ca FILE to trust it, or -k/--insecure to skip checks"),
+        err.contains("self-signed")
+            && err.contains("use --ca FILE to trust it, or -k/--insecure to skip checks"),
         "{err}"
     );
 
@@ -201,7 +232,10 @@ fn https_to_a_plain_http_server_says_so() {
     let server = Server::start(&[]);
     let url = server.url.replacen("http://", "https://", 1);
     let err = refused(&["-k", &url]);
-    assert!(err.contains("plain") && err.contains("try http://"), "{err}");
+    assert!(
+        err.contains("plain") && err.contains("try http://"),
+        "{err}"
+    );
 }
 
 #[test]

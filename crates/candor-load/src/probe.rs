@@ -48,9 +48,9 @@ pub fn judge_h2_answer(bytes: &[u8]) -> H2Answer {
                     .to_string(),
             ),
             // A status line is short; 200 bytes without one is still HTTP/1, just odd.
-            None if bytes.len() >= 200 => H2Answer::Http1(
-                String::from_utf8_lossy(&bytes[..40]).trim_end().to_string(),
-            ),
+            None if bytes.len() >= 200 => {
+                H2Answer::Http1(String::from_utf8_lossy(&bytes[..40]).trim_end().to_string())
+            }
             None => H2Answer::NeedMore,
         };
     }
@@ -201,7 +201,17 @@ mod tests {
 
     fn settings(pairs: &[(u16, u32)]) -> Vec<u8> {
         let len = pairs.len() * 6;
-        let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, SETTINGS, 0, 0, 0, 0, 0];
+        let mut f = vec![
+            (len >> 16) as u8,
+            (len >> 8) as u8,
+            len as u8,
+            SETTINGS,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
         for (id, v) in pairs {
             f.extend_from_slice(&id.to_be_bytes());
             f.extend_from_slice(&v.to_be_bytes());
@@ -266,7 +276,13 @@ mod tests {
         goaway[3] = 0x7;
         let mut ragged = settings(&[(3, 1)]);
         ragged[2] = 5;
-        for bad in [ack, on_stream, goaway, ragged, b"SSH-2.0-OpenSSH_9\r\n".to_vec()] {
+        for bad in [
+            ack,
+            on_stream,
+            goaway,
+            ragged,
+            b"SSH-2.0-OpenSSH_9\r\n".to_vec(),
+        ] {
             assert_eq!(judge_h2_answer(&bad), H2Answer::NotH2, "{bad:?}");
         }
     }

@@ -206,9 +206,7 @@ pub fn explain_io(e: &io::Error, first_bytes: &[u8], timeout: Duration, ctx: &Co
             "the server did not answer the TLS handshake within {} ({PLAIN_HTTP_HINT})",
             candor_core::units::format_ns(timeout.as_nanos() as f64)
         ),
-        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
-            if first_bytes.is_empty() =>
-        {
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset if first_bytes.is_empty() => {
             format!("the server closed the connection without answering the TLS handshake ({PLAIN_HTTP_HINT})")
         }
         _ => e.to_string(),
@@ -296,7 +294,9 @@ pub fn explain(e: &rustls::Error, ctx: &Context) -> String {
 /// in a URL.
 fn shown_name(presented: &str) -> &str {
     match presented.split_once('(') {
-        Some((kind, rest)) if kind.chars().all(|c| c.is_ascii_alphabetic()) && rest.ends_with(')') => {
+        Some((kind, rest))
+            if kind.chars().all(|c| c.is_ascii_alphabetic()) && rest.ends_with(')') =>
+        {
             rest[..rest.len() - 1].trim_matches('"')
         }
         _ => presented,
@@ -386,7 +386,11 @@ impl ServerCertVerifier for PinningVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        if self.pinned.iter().any(|p| p.as_ref() == end_entity.as_ref()) {
+        if self
+            .pinned
+            .iter()
+            .any(|p| p.as_ref() == end_entity.as_ref())
+        {
             Self::verify_pinned(end_entity, server_name, now)?;
             return Ok(ServerCertVerified::assertion());
         }
@@ -515,9 +519,8 @@ mod tests {
     fn ca_flagged(names: &[&str]) -> (CertificateDer<'static>, KeyPair) {
         static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let key = KeyPair::generate().unwrap();
-        let mut p =
-            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-                .unwrap();
+        let mut p = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap();
         let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         p.distinguished_name
             .push(rcgen::DnType::CommonName, format!("candor test {n}"));
@@ -611,7 +614,10 @@ mod tests {
         let old = p.self_signed(&key).unwrap().der().clone();
         let expired = verify(&verifier(&[&old]), &old, &ip(), now()).unwrap_err();
         let said = explain(&expired, &ctx("127.0.0.1"));
-        assert!(said.contains("expired on 2001-01-01 00:00:00 UTC"), "{said}");
+        assert!(
+            said.contains("expired on 2001-01-01 00:00:00 UTC"),
+            "{said}"
+        );
     }
 
     #[test]
@@ -643,10 +649,16 @@ mod tests {
         let (stranger, _) = ca_flagged(&["127.0.0.1"]);
         let e = verify(&v, &stranger, &ip(), now()).unwrap_err();
         let said = explain(&e, &ctx("127.0.0.1"));
-        assert!(said.contains("self-signed") && said.contains("--ca FILE"), "{said}");
+        assert!(
+            said.contains("self-signed") && said.contains("--ca FILE"),
+            "{said}"
+        );
         let plain = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
         let e = verify(&v, plain.cert.der(), &ip(), now()).unwrap_err();
-        assert!(explain(&e, &ctx("127.0.0.1")).contains("self-signed"), "{e:?}");
+        assert!(
+            explain(&e, &ctx("127.0.0.1")).contains("self-signed"),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -736,7 +748,10 @@ mod tests {
                 offered_h2: true,
             },
         );
-        assert!(said.contains("does not speak HTTP/2") && said.contains("drop --h2"), "{said}");
+        assert!(
+            said.contains("does not speak HTTP/2") && said.contains("drop --h2"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@
 
 mod h2_support;
 
-use candor_load::run::{RunError, RunOptions};
 use candor_load::probe::{check_protocol, ProbeError};
+use candor_load::run::{RunError, RunOptions};
 use candor_load::{LoadConfig, RunOutcome, Target};
 use h2_support::{start, H2Server, ServerOptions, TestCert};
 use std::sync::atomic::Ordering;
@@ -146,7 +146,10 @@ fn first_two_held() -> ServerOptions {
 fn assert_waited_for_a_stream(out: &RunOutcome, max_active: usize) {
     let m = &out.main.counts;
     assert_eq!((m.intended, m.completed, m.failed), (4, 4, 0), "{m:?}");
-    assert!(max_active <= 2, "the server saw {max_active} streams at once");
+    assert!(
+        max_active <= 2,
+        "the server saw {max_active} streams at once"
+    );
     let r = &out.main.recorder;
     // The third request, due at 2 ms, could only be sent when a held one was answered, at
     // least 1 s after the first send: >= 998 ms of send lag, whatever the timing.
@@ -310,7 +313,10 @@ fn a_broken_connection_fails_its_streams_and_is_reopened() {
     // dropped for sure (all 200 requests go to one connection slot, 10 reach it before the
     // drop). How many others were caught in flight depends on the interleaving.
     let dropped = server.stats.dropped.load(Ordering::SeqCst);
-    assert!(dropped >= 1 && m.failed >= dropped, "{m:?}, {dropped} dropped");
+    assert!(
+        dropped >= 1 && m.failed >= dropped,
+        "{m:?}, {dropped} dropped"
+    );
     // Broken mid-exchange: `read`; the request that met a connection still being torn down
     // may fail its reconnect (`connect`); nothing else.
     assert_eq!(m.errors.read + m.errors.connect, m.failed, "{m:?}");
@@ -519,7 +525,8 @@ fn the_probe_accepts_http2_servers_and_refuses_a_zero_stream_limit() {
 fn the_probe_refuses_http2_to_an_http1_server() {
     // candor's own HTTP/1.1 server answers the HTTP/2 preface with a 400 or closes.
     let h1 = http1_server();
-    let mut c = LoadConfig::new(Target::parse(&format!("http://{}/", h1.local_addr())).expect("target"));
+    let mut c =
+        LoadConfig::new(Target::parse(&format!("http://{}/", h1.local_addr())).expect("target"));
     c.http2 = true;
     let msg = probe_error(&c);
     assert!(
@@ -579,10 +586,7 @@ fn a_ca_flagged_self_signed_certificate_given_with_ca_is_trusted() {
     let mut by_name = c.clone();
     by_name.target = Target::parse(&format!("https://localhost:{}/", server.addr.port())).unwrap();
     let msg = probe_error(&by_name);
-    assert!(
-        msg.contains("is for '127.0.0.1', not 'localhost'"),
-        "{msg}"
-    );
+    assert!(msg.contains("is for '127.0.0.1', not 'localhost'"), "{msg}");
 
     // Another certificate given with --ca: this one is self-signed and unknown.
     let other = TestCert::ca_flagged("other", &["127.0.0.1"]);

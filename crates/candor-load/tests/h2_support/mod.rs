@@ -271,8 +271,14 @@ impl TestCert {
         let cert = params.self_signed(&key).expect("self-sign");
         let ca_file =
             std::env::temp_dir().join(format!("candor-h2-test-{}-{tag}.pem", std::process::id()));
-        Self::with_ca_file(rcgen::CertifiedKey { cert, key_pair: key }, ca_file)
-            .expect("write CA file")
+        Self::with_ca_file(
+            rcgen::CertifiedKey {
+                cert,
+                key_pair: key,
+            },
+            ca_file,
+        )
+        .expect("write CA file")
     }
 
     /// Like [`TestCert::new`], writing the PEM to `path` (kept until the value is dropped).

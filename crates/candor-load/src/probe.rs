@@ -61,7 +61,11 @@ pub fn judge_h2_answer(bytes: &[u8]) -> H2Answer {
     let (kind, flags) = (bytes[3], bytes[4]);
     let stream = u32::from_be_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]) & 0x7fff_ffff;
     // The server's preface is a SETTINGS frame without ACK on stream 0, 6 bytes per setting.
-    if kind != SETTINGS || flags & 0x1 != 0 || stream != 0 || len % 6 != 0 || len > MAX_FIRST_FRAME
+    if kind != SETTINGS
+        || flags & 0x1 != 0
+        || stream != 0
+        || !len.is_multiple_of(6)
+        || len > MAX_FIRST_FRAME
     {
         return H2Answer::NotH2;
     }
@@ -73,7 +77,7 @@ pub fn judge_h2_answer(bytes: &[u8]) -> H2Answer {
         .chunks_exact(6)
         .filter(|s| u16::from_be_bytes([s[0], s[1]]) == SETTINGS_MAX_CONCURRENT_STREAMS)
         .map(|s| u32::from_be_bytes([s[2], s[3], s[4], s[5]]))
-        .last();
+        .next_back();
     H2Answer::Settings {
         max_concurrent_streams,
     }

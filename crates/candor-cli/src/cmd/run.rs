@@ -95,7 +95,8 @@ pub struct LoadArgs {
     /// HTTPS: do not verify the server certificate (traffic is still encrypted).
     #[arg(long, short = 'k')]
     pub insecure: bool,
-    /// HTTPS: trust the certificates in this PEM file instead of the system roots.
+    /// HTTPS: trust the certificates in this PEM file instead of the system roots, as issuers or
+    /// as the server's own certificate (a self-signed one, even if marked as a CA).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<std::path::PathBuf>,
     /// Many different requests: a JSON-lines file, one {"method", "path", "headers", "body"} per

@@ -2,8 +2,10 @@
 //! `candor run --h2`: tokio + the `h2` server API, answering every request 200 "ok" (the same
 //! 2-byte body as `candor serve`). The same server the HTTP/2 tests use.
 //!
-//! `cargo run --release -p candor-load --example h2_server [ADDR] [--delay MS] [--tls CA.pem]`
-//! (default 127.0.0.1:0); prints `listening on http://ADDR`. With `--tls`, it serves HTTP/2 over
+//! `cargo run --release -p candor-load --example h2_server [ADDR] [--delay MS] [--tls CA.pem]
+//! [--max-streams N]` (default 127.0.0.1:0); prints `listening on http://ADDR`. `--max-streams`
+//! announces SETTINGS_MAX_CONCURRENT_STREAMS (0 shows what `candor run --h2` says about a server
+//! that allows no streams). With `--tls`, it serves HTTP/2 over
 //! TLS (ALPN `h2`) with a fresh self-signed certificate for 127.0.0.1 and localhost, written to
 //! CA.pem for `candor run --h2 --ca CA.pem https://ADDR/`, and prints `https://ADDR`.
 
@@ -38,6 +40,14 @@ fn main() {
                 Some(ms) => opts.delay = Duration::from_millis(ms),
                 None => {
                     eprintln!("h2_server: --delay needs a whole number of milliseconds");
+                    std::process::exit(2);
+                }
+            }
+        } else if a == "--max-streams" {
+            match args.next().and_then(|v| v.parse::<u32>().ok()) {
+                Some(n) => opts.max_concurrent_streams = Some(n),
+                None => {
+                    eprintln!("h2_server: --max-streams needs a whole number");
                     std::process::exit(2);
                 }
             }

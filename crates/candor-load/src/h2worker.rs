@@ -304,6 +304,10 @@ struct State {
     scheduler_wants_slot: bool,
     /// A condition that makes the run meaningless (the server does not speak HTTP/2).
     fatal: Option<String>,
+    /// A request waited for a stream on a connection whose server allowed none
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS = 0): the pre-run check passed, so the server changed
+    /// its limit during the run, and the report must say why requests were never sent.
+    saw_zero_stream_limit: bool,
 }
 
 impl State {
@@ -702,11 +706,15 @@ impl Engine {
                 if conn.epoch != epoch || conn.link != Link::Up {
                     return false;
                 }
-                if conn.open < sender.current_max_send_streams() {
+                let limit = sender.current_max_send_streams();
+                if conn.open < limit {
                     conn.open += 1;
                     return true;
                 }
                 conn.stream_waiters += 1;
+                if limit == 0 {
+                    st.saw_zero_stream_limit = true;
+                }
             }
             notified.await;
             self.st.borrow_mut().conns[c].stream_waiters -= 1;
@@ -875,6 +883,13 @@ impl Engine {
             p.counts.bytes_read += self.bytes.read[i].get();
             p.counts.bytes_written += self.bytes.written[i].get();
         }
+        if st.saw_zero_stream_limit {
+            st.ledger.phases[1].warnings.push(
+                "the server allowed no HTTP/2 streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) during the run: \
+                 requests that waited for a stream then could not be sent (counted as failed or never sent)"
+                    .into(),
+            );
+        }
         st.ledger
             .finish(st.schedule.as_mut(), st.schedule_end_ns, now)
     }
@@ -956,6 +971,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
         request_count: requests.len(),
         scheduler_wants_slot: false,
         fatal: None,
+        saw_zero_stream_limit: false,
     };
     let engine = Rc::new(Engine {
         timeout: Duration::from_nanos(config.timeout_ns),

@@ -63,6 +63,8 @@ pub struct PhaseOutcome {
     /// TLS handshake times of connections opened in this phase (empty without TLS).
     pub tls_handshake: Histo,
     pub duration_ns: u64,
+    /// What the engine saw that the report must name (see `PhaseAcc::warnings`).
+    pub warnings: Vec<String>,
 }
 
 impl PhaseOutcome {
@@ -194,6 +196,11 @@ pub fn run(
             into.tls_handshake
                 .add(&from.tls_handshake)
                 .expect("same layout");
+            for w in &from.warnings {
+                if !into.warnings.contains(w) {
+                    into.warnings.push(w.clone());
+                }
+            }
         }
     }
     let stopped_early = options.stop.load(std::sync::atomic::Ordering::Relaxed);
@@ -212,6 +219,7 @@ pub fn run(
         counts: p.counts,
         tls_handshake: p.tls_handshake,
         duration_ns,
+        warnings: p.warnings,
     };
     Ok(RunOutcome {
         start_ns,
@@ -408,6 +416,7 @@ impl RunOutcome {
             }
         }
         let mut warnings = verdicts(config, &main);
+        warnings.extend(self.main.warnings.iter().cloned());
         if self.late_start_ns > 1_000_000 {
             warnings.insert(
                 0,

@@ -52,6 +52,8 @@ pub struct PhaseAcc {
     pub counts: RequestCounts,
     /// Time from TCP connected to TLS handshake complete, per handshake (by completion time).
     pub tls_handshake: Histo,
+    /// Conditions an engine saw that the report must name (the measured phase's are reported).
+    pub warnings: Vec<String>,
 }
 
 impl Default for PhaseAcc {
@@ -67,6 +69,7 @@ impl PhaseAcc {
             unfinished: new_histogram(),
             counts: RequestCounts::default(),
             tls_handshake: new_histogram(),
+            warnings: Vec::new(),
         }
     }
 }

@@ -95,7 +95,8 @@ pub struct LoadArgs {
     /// HTTPS: do not verify the server certificate (traffic is still encrypted).
     #[arg(long, short = 'k')]
     pub insecure: bool,
-    /// HTTPS: trust the certificates in this PEM file instead of the system roots.
+    /// HTTPS: trust the certificates in this PEM file instead of the system roots, as issuers or
+    /// as the server's own certificate (a self-signed one, even if marked as a CA).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<std::path::PathBuf>,
     /// Many different requests: a JSON-lines file, one {"method", "path", "headers", "body"} per
@@ -376,25 +377,12 @@ pub fn execute_with(
     live: bool,
     on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
 ) -> Result<candor_load::RunOutcome> {
-    // Fail before starting threads if nothing listens there.
-    config.target.check_reachable(
-        std::time::Duration::from_millis(config.timeout_ns / 1_000_000)
-            .max(std::time::Duration::from_millis(100)),
-    )?;
-    if config.target.scheme == candor_load::Scheme::Https {
-        let alpn: &[&[u8]] = if config.http2 {
-            &[b"h2"]
-        } else {
-            &[b"http/1.1"]
-        };
-        let tls = candor_load::tls::client_config(&config.tls, alpn)?;
-        candor_load::tls::check_handshake(
-            &tls,
-            &config.target.host,
-            config.target.addr,
-            std::time::Duration::from_millis((config.timeout_ns / 1_000_000).max(100)),
-        )?;
-    }
+    // Fail before starting threads if nothing listens there, or if it does not speak the
+    // protocol of the run (TLS and its certificate, HTTP/2): a run in which nothing could work
+    // must not look like a result.
+    let probe_timeout = std::time::Duration::from_millis((config.timeout_ns / 1_000_000).max(100));
+    config.target.check_reachable(probe_timeout)?;
+    candor_load::probe::check_protocol(config, probe_timeout)?;
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
         .context("installing Ctrl-C handler")?;

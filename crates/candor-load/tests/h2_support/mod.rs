@@ -1,6 +1,8 @@
 //! A small HTTP/2 server for tests and benchmarks (tokio + the `h2` server API, loopback, port
-//! 0): answers 200 "ok" after an optional fixed delay, can reset every n-th stream, speaks TLS
-//! with ALPN when given a configuration, and counts how many streams it serves at once.
+//! 0): answers 200 "ok" after an optional fixed delay, can hold its first streams until enough
+//! are open at once (so that tests of concurrency are exact, not timed), reset every n-th
+//! stream, drop connections, speaks TLS with ALPN when given a configuration, and counts how
+//! many streams it serves at once.
 
 #![allow(dead_code)]
 
@@ -18,6 +20,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub struct ServerOptions {
     /// Each response is sent this long after its request arrived.
     pub delay: Duration,
+    /// Only the first this many streams (counted over the server's life) are delayed; 0 = all.
+    pub delay_first: u64,
+    /// The first streams are held, unanswered, until this many are open at once; then every
+    /// stream is answered as usual. 0 = no hold. A client that cannot open this many streams
+    /// at once never gets an answer to them, so a test of concurrency fails instead of passing
+    /// by luck.
+    pub hold_until_open: usize,
     /// Reset every n-th stream (INTERNAL_ERROR) instead of answering; 0 = never.
     pub reset_every: u64,
     /// Drop the connection (no GOAWAY) after accepting this many streams on it; 0 = never.
@@ -34,6 +43,8 @@ impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             delay: Duration::ZERO,
+            delay_first: 0,
+            hold_until_open: 0,
             reset_every: 0,
             close_after: 0,
             tls: None,
@@ -51,6 +62,11 @@ pub struct Stats {
     pub streams: AtomicU64,
     pub resets: AtomicU64,
     pub connections: AtomicU64,
+    /// Connections dropped by `close_after`.
+    pub dropped: AtomicU64,
+    /// `hold_until_open` was reached (once; never reset).
+    released: std::sync::atomic::AtomicBool,
+    release: tokio::sync::Notify,
 }
 
 pub struct H2Server {
@@ -149,14 +165,42 @@ where
         accepted += 1;
         if accepted == opts.close_after {
             // Returning drops the connection with its socket: the client sees it break with
-            // streams in flight.
+            // this stream (at least) sent and unanswered.
+            stats.dropped.fetch_add(1, Ordering::SeqCst);
             return;
         }
         let n = stats.streams.fetch_add(1, Ordering::Relaxed) + 1;
         // checked_rem: None for 0, which means never.
         let reset = n.checked_rem(opts.reset_every) == Some(0);
-        let (delay, stats) = (opts.delay, stats.clone());
-        tokio::spawn(async move { handle(req, respond, delay, reset, stats).await });
+        let delay = if opts.delay_first == 0 || n <= opts.delay_first {
+            opts.delay
+        } else {
+            Duration::ZERO
+        };
+        let (hold, stats) = (opts.hold_until_open, stats.clone());
+        tokio::spawn(async move { handle(req, respond, delay, hold, reset, stats).await });
+    }
+}
+
+/// Waits until `hold` streams have been open at once (at any moment since the server started).
+async fn hold_until_open(hold: usize, open_now: usize, stats: &Stats) {
+    if hold == 0 {
+        return;
+    }
+    if open_now >= hold {
+        stats.released.store(true, Ordering::SeqCst);
+        stats.release.notify_waiters();
+        return;
+    }
+    loop {
+        let released = stats.release.notified();
+        tokio::pin!(released);
+        // Registered before the flag is read, so a release in between is not missed.
+        released.as_mut().enable();
+        if stats.released.load(Ordering::SeqCst) {
+            return;
+        }
+        released.await;
     }
 }
 
@@ -164,11 +208,13 @@ async fn handle(
     mut req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
     delay: Duration,
+    hold: usize,
     reset: bool,
     stats: Arc<Stats>,
 ) {
     let now = stats.active.fetch_add(1, Ordering::SeqCst) + 1;
     stats.max_active.fetch_max(now, Ordering::SeqCst);
+    hold_until_open(hold, now, &stats).await;
     let body = req.body_mut();
     while let Some(Ok(chunk)) = body.data().await {
         let _ = body.flow_control().release_capacity(chunk.len());
@@ -208,6 +254,31 @@ impl TestCert {
         let ca_file =
             std::env::temp_dir().join(format!("candor-h2-test-{}-{tag}.pem", std::process::id()));
         Self::with_ca_file(ck, ca_file).expect("write CA file")
+    }
+
+    /// A self-signed certificate for `names` marked as a CA, as
+    /// `openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -addext subjectAltName=...`
+    /// makes it (webpki alone refuses such a certificate as a server's own).
+    pub fn ca_flagged(tag: &str, names: &[&str]) -> TestCert {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .expect("names");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, format!("candor test {tag}"));
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).expect("self-sign");
+        let ca_file =
+            std::env::temp_dir().join(format!("candor-h2-test-{}-{tag}.pem", std::process::id()));
+        Self::with_ca_file(
+            rcgen::CertifiedKey {
+                cert,
+                key_pair: key,
+            },
+            ca_file,
+        )
+        .expect("write CA file")
     }
 
     /// Like [`TestCert::new`], writing the PEM to `path` (kept until the value is dropped).

@@ -1,0 +1,293 @@
+//! The pre-run check: one blocking connection that proves the target speaks what the run will
+//! speak (TLS with a certificate we trust, HTTP/2 by ALPN or prior knowledge, a usable
+//! SETTINGS_MAX_CONCURRENT_STREAMS), so that a run in which nothing could work is one clear
+//! error before any load, not a report full of failures.
+
+use crate::config::{LoadConfig, Scheme};
+use crate::tls::{self, TlsError};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("{url}: {reason}")]
+    Protocol { url: String, reason: String },
+}
+
+/// The client's HTTP/2 connection preface (RFC 9113 section 3.4) and an empty SETTINGS frame.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+const FRAME_HEADER: usize = 9;
+const SETTINGS: u8 = 0x4;
+const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
+/// SETTINGS_MAX_FRAME_SIZE's floor: the largest frame a server may send before it knows ours.
+const MAX_FIRST_FRAME: usize = 16_384;
+
+/// What the first bytes a server sent after our HTTP/2 preface say.
+#[derive(Debug, PartialEq, Eq)]
+pub enum H2Answer {
+    /// Not enough bytes yet to tell.
+    NeedMore,
+    /// A SETTINGS frame, as RFC 9113 requires first; with its stream limit if it sent one.
+    Settings { max_concurrent_streams: Option<u32> },
+    /// An HTTP/1.x response: the server does not speak HTTP/2 here. Holds its status line.
+    Http1(String),
+    /// Something else: not an HTTP/2 server.
+    NotH2,
+}
+
+/// Judges the server's first bytes after the client preface (pure, so it is tested exactly).
+pub fn judge_h2_answer(bytes: &[u8]) -> H2Answer {
+    if bytes.starts_with(b"HTTP/") || (bytes.len() < 5 && b"HTTP/".starts_with(bytes)) {
+        return match bytes.iter().position(|&b| b == b'\n') {
+            Some(end) => H2Answer::Http1(
+                String::from_utf8_lossy(&bytes[..end])
+                    .trim_end()
+                    .to_string(),
+            ),
+            // A status line is short; 200 bytes without one is still HTTP/1, just odd.
+            None if bytes.len() >= 200 => {
+                H2Answer::Http1(String::from_utf8_lossy(&bytes[..40]).trim_end().to_string())
+            }
+            None => H2Answer::NeedMore,
+        };
+    }
+    if bytes.len() < FRAME_HEADER {
+        return H2Answer::NeedMore;
+    }
+    let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+    let (kind, flags) = (bytes[3], bytes[4]);
+    let stream = u32::from_be_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]) & 0x7fff_ffff;
+    // The server's preface is a SETTINGS frame without ACK on stream 0, 6 bytes per setting.
+    if kind != SETTINGS
+        || flags & 0x1 != 0
+        || stream != 0
+        || !len.is_multiple_of(6)
+        || len > MAX_FIRST_FRAME
+    {
+        return H2Answer::NotH2;
+    }
+    let Some(payload) = bytes.get(FRAME_HEADER..FRAME_HEADER + len) else {
+        return H2Answer::NeedMore;
+    };
+    // A setting sent twice counts by its last value (RFC 9113 section 6.5).
+    let max_concurrent_streams = payload
+        .chunks_exact(6)
+        .filter(|s| u16::from_be_bytes([s[0], s[1]]) == SETTINGS_MAX_CONCURRENT_STREAMS)
+        .map(|s| u32::from_be_bytes([s[2], s[3], s[4], s[5]]))
+        .next_back();
+    H2Answer::Settings {
+        max_concurrent_streams,
+    }
+}
+
+/// Checks before the run that the target answers in the protocol the run will use. HTTP/1.1 in
+/// the clear and raw TCP need nothing beyond a connection (checked by
+/// [`crate::Target::check_reachable`]).
+pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), ProbeError> {
+    let t = &config.target;
+    let protocol_error = |reason: String| ProbeError::Protocol {
+        url: t.url.clone(),
+        reason,
+    };
+    match (t.scheme, config.http2) {
+        (Scheme::Https, h2) => {
+            let alpn: &[&[u8]] = if h2 { &[b"h2"] } else { &[b"http/1.1"] };
+            let client = tls::client_config(&config.tls, alpn)?;
+            let mut stream = tls::handshake(&client, &config.tls, &t.host, t.addr, timeout)?;
+            if h2 {
+                let chosen = stream.conn.alpn_protocol();
+                if chosen != Some(b"h2".as_slice()) {
+                    let did = chosen.map_or("chose no protocol".into(), |p| {
+                        format!("chose '{}'", String::from_utf8_lossy(p))
+                    });
+                    return Err(protocol_error(format!(
+                        "the server does not speak HTTP/2 over TLS: candor offered 'h2' by ALPN and the server {did}; \
+                         drop --h2 to test it with HTTP/1.1"
+                    )));
+                }
+                h2_handshake(&mut stream, timeout, false).map_err(protocol_error)?;
+            }
+            stream.conn.send_close_notify();
+            let _ = stream.conn.complete_io(&mut stream.sock);
+            Ok(())
+        }
+        (Scheme::Http, true) => {
+            let mut sock = connect(t.addr, timeout)
+                .map_err(|e| protocol_error(format!("cannot connect: {e}")))?;
+            h2_handshake(&mut sock, timeout, true).map_err(protocol_error)
+        }
+        (Scheme::Http, false) | (Scheme::Tcp, _) => Ok(()),
+    }
+}
+
+fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let sock = TcpStream::connect_timeout(&addr, timeout)?;
+    sock.set_read_timeout(Some(timeout))?;
+    sock.set_write_timeout(Some(timeout))?;
+    Ok(sock)
+}
+
+/// Sends the HTTP/2 preface and reads the server's first frame; `cleartext` is h2c with prior
+/// knowledge (the advice differs from HTTP/2 over TLS).
+fn h2_handshake<S: Read + Write>(
+    sock: &mut S,
+    timeout: Duration,
+    cleartext: bool,
+) -> Result<(), String> {
+    let drop_h2 = if cleartext {
+        "it does not speak HTTP/2 in the clear (h2c with prior knowledge); drop --h2, or use https:// if it offers HTTP/2 over TLS"
+    } else {
+        "drop --h2 to test it with HTTP/1.1"
+    };
+    sock.write_all(H2_PREFACE)
+        .and_then(|()| sock.flush())
+        .map_err(|e| format!("sending the HTTP/2 connection preface failed: {e}"))?;
+    let mut got = Vec::with_capacity(256);
+    let mut buf = [0u8; 4096];
+    loop {
+        match judge_h2_answer(&got) {
+            H2Answer::NeedMore => {}
+            H2Answer::Settings {
+                max_concurrent_streams: Some(0),
+            } => {
+                return Err(
+                    "the server allows no HTTP/2 streams at all (SETTINGS_MAX_CONCURRENT_STREAMS = 0): \
+                     no request could be sent; raise the server's stream limit"
+                        .into(),
+                )
+            }
+            H2Answer::Settings { .. } => return Ok(()),
+            H2Answer::Http1(status) => {
+                return Err(format!(
+                    "the server answered the HTTP/2 preface in HTTP/1 ('{status}'): {drop_h2}"
+                ))
+            }
+            H2Answer::NotH2 => {
+                return Err(format!(
+                    "the server's answer to the HTTP/2 preface is not HTTP/2: {drop_h2}"
+                ))
+            }
+        }
+        match sock.read(&mut buf) {
+            Ok(0) => {
+                return Err(format!(
+                    "the server closed the connection on the HTTP/2 preface: {drop_h2}"
+                ))
+            }
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!(
+                    "the server did not answer the HTTP/2 preface within {}: {drop_h2}",
+                    candor_core::units::format_ns(timeout.as_nanos() as f64)
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "the connection failed on the HTTP/2 preface ({e}): {drop_h2}"
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(pairs: &[(u16, u32)]) -> Vec<u8> {
+        let len = pairs.len() * 6;
+        let mut f = vec![
+            (len >> 16) as u8,
+            (len >> 8) as u8,
+            len as u8,
+            SETTINGS,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        for (id, v) in pairs {
+            f.extend_from_slice(&id.to_be_bytes());
+            f.extend_from_slice(&v.to_be_bytes());
+        }
+        f
+    }
+
+    #[test]
+    fn a_settings_frame_is_http2_and_its_stream_limit_is_read() {
+        assert_eq!(
+            judge_h2_answer(&settings(&[])),
+            H2Answer::Settings {
+                max_concurrent_streams: None
+            }
+        );
+        assert_eq!(
+            judge_h2_answer(&settings(&[(0x4, 65_535), (0x3, 100)])),
+            H2Answer::Settings {
+                max_concurrent_streams: Some(100)
+            }
+        );
+        // The last of repeated values counts.
+        assert_eq!(
+            judge_h2_answer(&settings(&[(0x3, 100), (0x3, 0)])),
+            H2Answer::Settings {
+                max_concurrent_streams: Some(0)
+            }
+        );
+        // Trailing bytes (the next frame) do not matter.
+        let mut two = settings(&[(0x3, 0)]);
+        two.extend_from_slice(&settings(&[]));
+        assert_eq!(
+            judge_h2_answer(&two),
+            H2Answer::Settings {
+                max_concurrent_streams: Some(0)
+            }
+        );
+    }
+
+    #[test]
+    fn partial_answers_wait_for_more() {
+        let full = settings(&[(0x3, 7)]);
+        for cut in 0..full.len() {
+            assert_eq!(judge_h2_answer(&full[..cut]), H2Answer::NeedMore, "{cut}");
+        }
+        assert_eq!(judge_h2_answer(b"HTT"), H2Answer::NeedMore);
+        assert_eq!(judge_h2_answer(b"HTTP/1.1 400 Bad"), H2Answer::NeedMore);
+    }
+
+    #[test]
+    fn http1_answers_and_other_frames_are_not_http2() {
+        assert_eq!(
+            judge_h2_answer(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n"),
+            H2Answer::Http1("HTTP/1.1 400 Bad Request".into())
+        );
+        // A SETTINGS ACK, a frame on a stream, a GOAWAY first, a ragged SETTINGS payload, text.
+        let mut ack = settings(&[]);
+        ack[4] = 1;
+        let mut on_stream = settings(&[]);
+        on_stream[8] = 1;
+        let mut goaway = settings(&[]);
+        goaway[3] = 0x7;
+        let mut ragged = settings(&[(3, 1)]);
+        ragged[2] = 5;
+        for bad in [
+            ack,
+            on_stream,
+            goaway,
+            ragged,
+            b"SSH-2.0-OpenSSH_9\r\n".to_vec(),
+        ] {
+            assert_eq!(judge_h2_answer(&bad), H2Answer::NotH2, "{bad:?}");
+        }
+    }
+}

@@ -529,6 +529,7 @@ impl Engine {
             .await
             .map_err(|_| Failure::Connect)?;
         let _ = tcp.set_nodelay(true);
+        self.st.borrow_mut().ledger.connection_opened(now_ns());
         let inner = match &self.tls {
             None => Transport::Plain(tcp),
             Some((connector, name)) => {

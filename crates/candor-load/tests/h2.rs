@@ -85,6 +85,13 @@ fn open_loop_accounts_for_every_request_at_the_requested_rate() {
     assert_eq!(m.status.s2xx, m.completed);
     assert!(m.bytes_read > 0 && m.bytes_written > 0);
     let w = &out.warmup.as_ref().expect("warm-up phase").counts;
+    // The four connections open before the first send, so they belong to the warm-up; a steady
+    // server never drops them.
+    assert_eq!(
+        w.connections_opened + m.connections_opened,
+        4,
+        "{w:?} {m:?}"
+    );
     assert!(
         (w.intended as i64 - 500).abs() <= 2,
         "warm-up intended {}",

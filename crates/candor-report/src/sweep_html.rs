@@ -73,11 +73,14 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
                 format_ns(m.response_time.at(p).unwrap_or(0) as f64)
             ));
         }
-        let verdict = match (&s.saturation, s.slo.iter().any(|v| !v.pass)) {
-            (Some(v), _) => esc(v),
-            (None, true) => "SLO missed".into(),
-            (None, false) if !s.slo.is_empty() => "SLO met".into(),
-            _ => String::new(),
+        // The same verdict as the terminal table, never blank; the saturation detail on hover.
+        let verdict = match &s.saturation {
+            Some(why) => format!(
+                "<span title=\"{}\">{}</span>",
+                esc(why),
+                esc(&s.verdict().join("; "))
+            ),
+            None => esc(&s.verdict().join("; ")),
         };
         rows.push_str(&format!(
             "<td>{}</td><td>{}</td></tr>\n",
@@ -161,5 +164,7 @@ mod tests {
         assert!(page.contains("\"offered\":[1000.0]"), "data block");
         assert!(page.contains("<td>1.00k/s</td>"));
         assert!(page.contains("&lt;x&gt;") && !page.contains("/<x>"));
+        // The verdict column is filled even without SLOs or saturation.
+        assert!(page.contains("<td>0</td><td>rate not reached</td></tr>"), "{page}");
     }
 }

@@ -3,7 +3,9 @@
 
 use candor_core::results::{PhaseResults, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
+use crate::input::Books;
 use candor_core::Summary;
+use candor_truth::late::count_noun;
 use std::fmt::Write as _;
 
 /// Renders the full text report of `results`.
@@ -34,7 +36,15 @@ pub fn render(results: &RunResults) -> String {
         }
     );
     let rate = &results.main.rate;
+    let books = Books::of(results);
     match rate.target_per_s {
+        None if books == Books::LatencyOnly => {
+            let _ = writeln!(
+                out,
+                "  rate: {} recorded (a log has no schedule: the offered rate is unknown)",
+                format_rate(rate.achieved_per_s)
+            );
+        }
         Some(t) => {
             let _ = writeln!(
                 out,
@@ -58,7 +68,20 @@ pub fn render(results: &RunResults) -> String {
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
     out.push('\n');
-    out.push_str(&accounting(&results.main));
+    out.push_str(&match books {
+        Books::Full => accounting(&results.main),
+        Books::LatencyOnly => format!(
+            "  requests: {} recorded; intended, failed and unfinished requests, status classes, failures by \
+             class and bytes are unknown (an interval log records latencies only)\n",
+            count_noun(results.main.response_time.count, "latency", "latencies")
+        ),
+        Books::Slice => format!(
+            "  requests: {} completed + {} failed in the slice; failures by class, status classes, bytes and \
+             unfinished requests are unknown (not kept per interval)\n",
+            format_count(results.main.requests.completed),
+            format_count(results.main.requests.failed)
+        ),
+    });
     if let Some(w) = &results.warmup {
         let _ = writeln!(
             out,
@@ -102,6 +125,10 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
             ("send lag", &p.send_lag),
         ]
     };
+    if columns.iter().all(|(_, s)| s.count == 0) {
+        // Zeros here would read as a measurement of 0ns.
+        return "  latency: no data (the input holds no samples)\n".to_string();
+    }
     let widths = [22, 14, 12];
     let mut out = String::new();
     let mut line = |label: &str, cell: &dyn Fn(&Summary) -> String| {
@@ -126,11 +153,19 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         ("p99.999", 99.999),
         ("max", 100.0),
     ];
+    // A column without samples says so rather than showing zeros.
+    let known = |s: &Summary, f: &dyn Fn(&Summary) -> String| {
+        if s.count == 0 {
+            "no data".to_string()
+        } else {
+            f(s)
+        }
+    };
     for (label, q) in rows {
-        line(label, &|s: &Summary| fmt_at(s, q));
+        line(label, &|s: &Summary| known(s, &|s| fmt_at(s, q)));
     }
-    line("mean", &|s: &Summary| format_ns(s.mean_ns));
-    line("stdev", &|s: &Summary| format_ns(s.stdev_ns));
+    line("mean", &|s: &Summary| known(s, &|s| format_ns(s.mean_ns)));
+    line("stdev", &|s: &Summary| known(s, &|s| format_ns(s.stdev_ns)));
     line("samples", &|s: &Summary| format_count(s.count));
     header + &out
 }

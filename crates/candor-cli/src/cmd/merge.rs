@@ -59,8 +59,7 @@ fn name_of(f: &Path) -> String {
 fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, RunResults)>> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text = crate::cmd::report::read_input(f)?;
         match shards::json_from_log(&text) {
             Some(json) => {
                 let name = name_of(f);
@@ -87,7 +86,14 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
         (m.merged, Some(m.report))
     } else {
         let results: Vec<_> = runs.iter().map(|(_, r)| r.clone()).collect();
-        (candor_report::merge::merge(&results)?, None)
+        let mut merged = candor_report::merge::merge(&results)?;
+        // Shard sets have their own, stricter consistency report; plain merges get these.
+        let mismatches = candor_report::merge::mismatches(&runs);
+        for m in &mismatches {
+            eprintln!("warning: {m}");
+        }
+        merged.warnings.splice(0..0, mismatches);
+        (merged, None)
     };
     // The merged result gets the analysis a single run has, computed from the merged histograms
     // (never from the inputs' own verdicts), SLO verdicts included.

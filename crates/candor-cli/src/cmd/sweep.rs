@@ -171,8 +171,7 @@ pub fn make_step(rate: f64, mut results: RunResults, slo: &SloSet) -> SweepStep 
 pub fn report_sweep(args: &crate::cmd::report::ReportArgs) -> Result<Option<i32>> {
     let mut sweeps = Vec::new();
     for f in &args.files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text = crate::cmd::report::read_input(f)?;
         if SweepResults::detect(&text) {
             sweeps.push((f, text));
         }

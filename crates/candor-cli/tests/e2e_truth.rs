@@ -224,7 +224,10 @@ fn sweep_and_capacity_find_the_predicted_capacity() {
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("offered") && t.contains("6.00k/s"), "{t}");
     assert!(t.contains("SLO missed: p99<20ms"), "{t}");
-    assert!(t.contains("SLO missed at") && t.contains("exit code stays 0"), "{t}");
+    assert!(
+        t.contains("SLO missed at") && t.contains("exit code stays 0"),
+        "{t}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["kind"], "sweep");

@@ -550,7 +550,10 @@ mod tests {
     fn negative_lengths_are_refused_with_their_line() {
         let good = write_hlog(&crate::synthetic::synthetic_run(1, 3, 10, 1_000_000, 0));
         let mut lines: Vec<String> = good.lines().map(str::to_string).collect();
-        let at = lines.iter().position(|l| !l.starts_with('#') && !l.starts_with('"')).unwrap();
+        let at = lines
+            .iter()
+            .position(|l| !l.starts_with('#') && !l.starts_with('"'))
+            .unwrap();
         let fields: Vec<&str> = lines[at].split(',').collect();
         lines[at] = format!("{},-1.000,{},{}", fields[0], fields[2], fields[3]);
         let err = read_hlog(&(lines.join("\n") + "\n"), &TimeRange::default()).unwrap_err();

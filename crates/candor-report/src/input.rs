@@ -2,11 +2,11 @@
 //! (detected by content), with the `--tag` and `--start/--end` selections applied.
 
 use crate::hlog::{self, HlogError, TimeRange};
+use crate::validate::{self, Impossible};
 use candor_core::hist::HistCodecError;
 use candor_core::results::{
     EncodedHistograms, PhaseResults, RequestCounts, ResultsError, RunResults,
 };
-use crate::validate::{self, Impossible};
 use candor_core::{new_histogram, Recorder};
 use std::io::Read as _;
 use std::path::Path;

@@ -220,10 +220,12 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
                     };
                     s.1 = s.1.max(iv.length_s);
                     s.2 &= iv.warmup;
-                    s.3 = s.3
-                        .checked_add(iv.completed)
-                        .ok_or_else(|| overflow("completed"))?;
-                    s.4 = s.4.checked_add(iv.failed).ok_or_else(|| overflow("failed"))?;
+                    s.3 =
+                        s.3.checked_add(iv.completed)
+                            .ok_or_else(|| overflow("completed"))?;
+                    s.4 =
+                        s.4.checked_add(iv.failed)
+                            .ok_or_else(|| overflow("failed"))?;
                     fits(&s.5, &rec)?;
                     s.5.add(&rec);
                 }
@@ -445,7 +447,8 @@ mod tests {
         b.main.requests.intended = u64::MAX - 100;
         let e = merge(&[a.clone(), b]).unwrap_err();
         assert!(
-            e.to_string().starts_with("run 2: impossible results: main.requests.completed"),
+            e.to_string()
+                .starts_with("run 2: impossible results: main.requests.completed"),
             "{e}"
         );
         // Books that do not balance.
@@ -471,9 +474,15 @@ mod tests {
         a.config = serde_json::json!({"rate_per_s": 500.0, "method": "GET"});
         let mut b = synthetic_run(2, 5, 500, 1_000_000, 0);
         b.config = a.config.clone();
-        let like = [("a.json".to_string(), a.clone()), ("b.json".to_string(), b.clone())];
+        let like = [
+            ("a.json".to_string(), a.clone()),
+            ("b.json".to_string(), b.clone()),
+        ];
         assert!(mismatches(&like).is_empty(), "{:?}", mismatches(&like));
-        let twice = [("a.json".to_string(), a.clone()), ("copy.json".to_string(), a.clone())];
+        let twice = [
+            ("a.json".to_string(), a.clone()),
+            ("copy.json".to_string(), a.clone()),
+        ];
         assert_eq!(
             mismatches(&twice),
             ["a.json and copy.json are the same run (same start, target and histograms): its requests are counted twice"]
@@ -483,10 +492,16 @@ mod tests {
         c.config = serde_json::json!({"rate_per_s": 2000.0, "method": "POST"});
         let m = mismatches(&[("a.json".to_string(), a), ("c.json".to_string(), c)]);
         assert_eq!(m.len(), 3, "{m:?}");
-        assert!(m[0].starts_with("merging runs of different targets: "), "{m:?}");
+        assert!(
+            m[0].starts_with("merging runs of different targets: "),
+            "{m:?}"
+        );
         assert!(m[0].contains("http://elsewhere/ in c.json"), "{m:?}");
         assert!(m[1].contains("GET in a.json; POST in c.json"), "{m:?}");
-        assert!(m[2].contains("500.0/s in a.json; 2.00k/s in c.json"), "{m:?}");
+        assert!(
+            m[2].contains("500.0/s in a.json; 2.00k/s in c.json"),
+            "{m:?}"
+        );
     }
 
     #[test]

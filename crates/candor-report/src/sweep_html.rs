@@ -165,6 +165,9 @@ mod tests {
         assert!(page.contains("<td>1.00k/s</td>"));
         assert!(page.contains("&lt;x&gt;") && !page.contains("/<x>"));
         // The verdict column is filled even without SLOs or saturation.
-        assert!(page.contains("<td>0</td><td>rate not reached</td></tr>"), "{page}");
+        assert!(
+            page.contains("<td>0</td><td>rate not reached</td></tr>"),
+            "{page}"
+        );
     }
 }

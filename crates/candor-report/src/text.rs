@@ -1,9 +1,9 @@
 //! The terminal report of a run: the headline table of response time, service time and send
 //! lag side by side, the accounting, and the warnings, in the order a reader needs them.
 
+use crate::input::Books;
 use candor_core::results::{PhaseResults, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
-use crate::input::Books;
 use candor_core::Summary;
 use candor_truth::late::count_noun;
 use std::fmt::Write as _;
@@ -26,17 +26,21 @@ pub fn render(results: &RunResults) -> String {
         (Some(t), Some(c)) => format!("{t} threads, {c} connections, "),
         _ => String::new(),
     };
+    let books = Books::of(results);
     let _ = writeln!(
         out,
-        "  {shape}{} measured{}",
-        format_ns(results.main.duration_s * 1e9),
+        "  {shape}{}{}",
+        if books == Books::LatencyOnly && results.intervals.is_empty() {
+            "no intervals in the log".to_string()
+        } else {
+            format!("{} measured", format_ns(results.main.duration_s * 1e9))
+        },
         match &results.warmup {
             Some(w) => format!(" after {} warm-up", format_ns(w.duration_s * 1e9)),
             None => String::new(),
         }
     );
     let rate = &results.main.rate;
-    let books = Books::of(results);
     match rate.target_per_s {
         None if books == Books::LatencyOnly => {
             let _ = writeln!(

@@ -81,7 +81,9 @@ fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, u64)>) {
 }
 
 fn is_bytes(path: &str) -> bool {
-    path.rsplit('.').next().is_some_and(|k| k.starts_with("bytes"))
+    path.rsplit('.')
+        .next()
+        .is_some_and(|k| k.starts_with("bytes"))
 }
 
 fn finite(field: String, value: f64, what: &'static str, min: f64) -> Result<(), Impossible> {
@@ -127,7 +129,10 @@ fn check_phase(name: &'static str, p: &PhaseResults) -> Result<(), Impossible> {
     }
     if r.generator_late > r.intended {
         return Err(Impossible::Count {
-            field: format!("{name}.requests.generator_late (of {} intended)", r.intended),
+            field: format!(
+                "{name}.requests.generator_late (of {} intended)",
+                r.intended
+            ),
             value: r.generator_late,
         });
     }

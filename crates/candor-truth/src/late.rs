@@ -106,10 +106,16 @@ mod tests {
     #[test]
     fn the_warning_says_how_much_with_correct_plurals() {
         let one = generator_late_effect(1, 100).unwrap().warning();
-        assert!(one.starts_with("the generator itself sent 1 request (1.00% of 100)"), "{one}");
+        assert!(
+            one.starts_with("the generator itself sent 1 request (1.00% of 100)"),
+            "{one}"
+        );
         assert!(one.contains("percentiles from p99 up"), "{one}");
         let many = generator_late_effect(250, 10_000).unwrap().warning();
-        assert!(many.starts_with("the generator itself sent 250 requests (2.50% of 10,000)"), "{many}");
+        assert!(
+            many.starts_with("the generator itself sent 250 requests (2.50% of 10,000)"),
+            "{many}"
+        );
         assert!(many.contains("from p97.5 up"), "{many}");
     }
 

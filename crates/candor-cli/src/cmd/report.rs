@@ -237,11 +237,13 @@ mod tests {
             #[command(flatten)]
             report: ReportArgs,
         }
-        let cli = Cli::try_parse_from(["candor", "a.json", "b.json", "--label", "one,two"]).unwrap();
-        assert_eq!(cli.report.label, ["one", "two"]);
         let cli =
-            Cli::try_parse_from(["candor", "a.json", "b.json", "--label", "one", "--label", "two"])
-                .unwrap();
+            Cli::try_parse_from(["candor", "a.json", "b.json", "--label", "one,two"]).unwrap();
+        assert_eq!(cli.report.label, ["one", "two"]);
+        let cli = Cli::try_parse_from([
+            "candor", "a.json", "b.json", "--label", "one", "--label", "two",
+        ])
+        .unwrap();
         assert_eq!(cli.report.label, ["one", "two"]);
     }
 }

@@ -91,6 +91,19 @@ fn tempdir() -> PathBuf {
     p
 }
 
+/// The text of every legend value cell (`<td class="u-value">...</td>`) of the dumped DOM.
+fn legend_values(dom: &str) -> Vec<String> {
+    let key = "class=\"u-value\">";
+    let mut out = Vec::new();
+    let mut rest = dom;
+    while let Some(i) = rest.find(key) {
+        rest = &rest[i + key.len()..];
+        let end = rest.find('<').unwrap_or(rest.len());
+        out.push(rest[..end].replace("&nbsp;", " "));
+    }
+    out
+}
+
 fn attr(dom: &str, name: &str) -> Option<String> {
     let key = format!("{name}=\"");
     let start = dom.find(&key)? + key.len();
@@ -158,6 +171,36 @@ fn report_renders_in_headless_chromium() {
     assert_eq!(expected, "5");
     assert_eq!(drawn, expected, "every chart painted");
     assert!(dom.contains("uplot"), "uPlot built its DOM");
+    // The spectrum runs to each run's max (it used to stop at 99.99%, hiding it).
+    assert_eq!(
+        attr(&dom, "data-spectrum-reaches-max").as_deref(),
+        Some("true"),
+        "every response curve ends at its max inside the drawn x range"
+    );
+    // Legends read without hovering: the static DOM (no cursor) holds each series' p99 and max
+    // and no placeholder.
+    let legends = legend_values(&dom);
+    assert!(!legends.is_empty(), "legends found");
+    assert!(
+        legends.iter().all(|v| !v.trim().is_empty() && !v.contains('\u{2014}') && v != "--"),
+        "no placeholder in a static legend: {legends:?}"
+    );
+    for (label, r) in &runs {
+        let rec = r.main.histograms.decode().unwrap();
+        let max = candor_core::units::format_ns(rec.response.max() as f64).replace("us", "\u{b5}s");
+        assert!(
+            legends.iter().any(|v| v.starts_with("p99 ") && v.ends_with(&format!("max {max}"))),
+            "{label}: legend shows its max {max}: {legends:?}"
+        );
+    }
+    // The text report's sample-support caveats and both targets are on the page.
+    assert!(dom.contains("not enough samples for"), "caveats shown");
+    for (label, r) in &runs {
+        assert!(
+            dom.contains(&format!("<b>{label}</b>: {}", r.target)),
+            "header names {label}'s target"
+        );
+    }
 
     let shot = dir.join("report.png");
     let _ = std::fs::remove_file(&shot);

@@ -13,7 +13,8 @@ use serde_json::json;
 const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../../vendor/uplot/uPlot.min.css");
 const PAGE_JS: &str = include_str!("html_report.js");
-const PAGE_CSS: &str = include_str!("html_report.css");
+/// The report's styles, shared by every candor page (the sweep page uses them too).
+pub(crate) const PAGE_CSS: &str = include_str!("html_report.css");
 /// Runs before anything else so that any script error, even in the library, is recorded on the
 /// page where automated checks (and people with devtools closed) can see it.
 const ERROR_CAPTURE: &str = "<script>window.__candorErrors=[];addEventListener('error',function(e){__candorErrors.push(String(e.message));document.documentElement.setAttribute('data-js-error',__candorErrors.join(' | '))});</script>";
@@ -92,7 +93,7 @@ fn format_ns(ns: f64) -> String {
     }
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -207,8 +207,8 @@ fn card_foot(r: &RunResults, target: &str) -> String {
     let secs = crate::javafmt::fixed(r.main.duration_s, 1);
     match Books::of(r) {
         Books::Full => format!(
-            "{} requests · achieved {} ({target}) · {} failed · {secs}s measured",
-            format_count(r.main.requests.completed),
+            "{} · achieved {} ({target}) · {} failed · {secs}s measured",
+            count_noun(r.main.requests.completed, "request", "requests"),
             format_rate(r.main.rate.achieved_per_s),
             format_count(r.main.requests.failed),
         ),
@@ -583,7 +583,7 @@ pub fn write_html(
             esc(label),
             known(format_count(q.intended)),
             if books == Books::LatencyOnly {
-                format!("{} latencies", format_count(r.main.response_time.count))
+                count_noun(r.main.response_time.count, "latency", "latencies")
             } else {
                 format_count(q.completed)
             },

@@ -89,8 +89,8 @@ pub fn render(results: &RunResults) -> String {
     if let Some(w) = &results.warmup {
         let _ = writeln!(
             out,
-            "\nwarm-up (excluded above): {} requests, response time p50 {} p99 {} max {}",
-            format_count(w.requests.intended),
+            "\nwarm-up (excluded above): {}, response time p50 {} p99 {} max {}",
+            count_noun(w.requests.intended, "request", "requests"),
             fmt_at(&w.response_time, 50.0),
             fmt_at(&w.response_time, 99.0),
             format_ns(w.response_time.max_ns as f64),

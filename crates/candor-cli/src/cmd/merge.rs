@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use candor_core::results::RunResults;
 use candor_report::input::{load, Selection};
 use candor_report::shards;
+use candor_truth::late::count_noun;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -110,10 +111,10 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     };
     let s = &merged.main.response_time;
     eprintln!(
-        "wrote {}: {} runs, {} responses, p50 {} p99 {} p99.9 {} max {}",
+        "wrote {}: {}, {}, p50 {} p99 {} p99.9 {} max {}",
         where_to,
-        runs.len(),
-        candor_core::units::format_count(s.count),
+        count_noun(runs.len() as u64, "run", "runs"),
+        count_noun(s.count, "response", "responses"),
         candor_core::units::format_ns(s.at(50.0).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.at(99.0).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.at(99.9).unwrap_or(0) as f64),

@@ -2,10 +2,10 @@
 //! spectrum, latency and throughput over time, summary tables, environment and configuration of
 //! one or several runs, overlaid with a legend so systems and loads can be compared.
 
+use crate::input::Books;
 use candor_core::hist::{value_at, HistCodecError};
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_rate};
-use crate::input::Books;
 use candor_core::{Histo, Summary};
 use candor_truth::late::count_noun;
 use serde_json::json;
@@ -167,7 +167,9 @@ fn summary_row(s: &Summary) -> String {
             cells.push_str("<td class=\"dim\">no data</td>");
             continue;
         }
-        let v = s.at(p).map_or("no data".to_string(), |v| format_ns(v as f64));
+        let v = s
+            .at(p)
+            .map_or("no data".to_string(), |v| format_ns(v as f64));
         // The text report's rule (candor_truth::confidence): about 100 samples beyond a
         // percentile support it; the caveats above list the ones that fall short.
         let needed = candor_truth::confidence::samples_needed(p / 100.0);

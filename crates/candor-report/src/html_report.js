@@ -95,6 +95,7 @@
   }
 
   var charts = [];
+  var timeCharts = [];
   var expected = 0;
 
   function make(el, opts, data) {
@@ -257,7 +258,7 @@
         ],
         hooks: { drawAxes: [warmupShade(run)] },
       };
-      make(el, lat, [t.t, t.p50, t.p99, t.p999, t.max, t.svc_p99]);
+      timeCharts.push([make(el, lat, [t.t, t.p50, t.p99, t.p999, t.max, t.svc_p99]), t.t0]);
     }
     var el2 = document.getElementById("rate-" + i);
     if (el2 && t.t.length) {
@@ -280,7 +281,7 @@
         ],
         hooks: { drawAxes: [warmupShade(run)] },
       };
-      make(el2, rate, [t.t, t.rate, target, t.failed]);
+      timeCharts.push([make(el2, rate, [t.t, t.rate, target, t.failed]), t.t0]);
     }
   }
 
@@ -311,6 +312,9 @@
 
   function check() {
     root.setAttribute("data-spectrum-reaches-max", String(spectrumReachesMax()));
+    root.setAttribute("data-time-axes-start-at-window", String(timeCharts.length > 0 && timeCharts.every(function (c) {
+      return c[1] != null && Math.abs(c[0].scales.x.min - c[1]) < 1e-9;
+    })));
     var drawn = charts.filter(painted).length;
     root.setAttribute("data-charts-expected", String(expected));
     root.setAttribute("data-charts-drawn", String(drawn));

@@ -120,7 +120,7 @@ fn report_renders_in_headless_chromium() {
     let exe = chromium().expect(
         "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
     );
-    let runs = vec![
+    let mut runs = vec![
         (
             "baseline 2k/s".to_string(),
             synthetic_run(11, 30, 2000, 800_000, 0),
@@ -130,6 +130,11 @@ fn report_renders_in_headless_chromium() {
             synthetic_run(12, 30, 2000, 1_100_000, 7),
         ),
     ];
+    // The second run's window starts 100 s into its file (as a slice or a log can): its time axes
+    // must start there, not at 0.
+    for iv in &mut runs[1].1.intervals {
+        iv.start_s += 100.0;
+    }
     let options = HtmlOptions {
         title: None,
         slos: vec![
@@ -177,19 +182,29 @@ fn report_renders_in_headless_chromium() {
         Some("true"),
         "every response curve ends at its max inside the drawn x range"
     );
+    // Over-time axes start at the window's start (the first interval's start), not at 0 or the
+    // first point.
+    assert_eq!(
+        attr(&dom, "data-time-axes-start-at-window").as_deref(),
+        Some("true")
+    );
     // Legends read without hovering: the static DOM (no cursor) holds each series' p99 and max
     // and no placeholder.
     let legends = legend_values(&dom);
     assert!(!legends.is_empty(), "legends found");
     assert!(
-        legends.iter().all(|v| !v.trim().is_empty() && !v.contains('\u{2014}') && v != "--"),
+        legends
+            .iter()
+            .all(|v| !v.trim().is_empty() && !v.contains('\u{2014}') && v != "--"),
         "no placeholder in a static legend: {legends:?}"
     );
     for (label, r) in &runs {
         let rec = r.main.histograms.decode().unwrap();
         let max = candor_core::units::format_ns(rec.response.max() as f64).replace("us", "\u{b5}s");
         assert!(
-            legends.iter().any(|v| v.starts_with("p99 ") && v.ends_with(&format!("max {max}"))),
+            legends
+                .iter()
+                .any(|v| v.starts_with("p99 ") && v.ends_with(&format!("max {max}"))),
             "{label}: legend shows its max {max}: {legends:?}"
         );
     }

@@ -7,7 +7,7 @@ mod common;
 use candor_core::results::RunResults;
 use candor_report::synthetic::synthetic_run;
 use common::candor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 fn dir() -> PathBuf {
@@ -35,7 +35,7 @@ fn stdout(o: &Output) -> String {
 }
 
 /// Exit 1 with exactly one line on stderr that names `file` and contains `why`.
-fn refused(o: &Output, file: &PathBuf, why: &str) {
+fn refused(o: &Output, file: &Path, why: &str) {
     let e = stderr(o);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert_eq!(e.trim_end().lines().count(), 1, "one line: {e}");

@@ -315,6 +315,9 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     })
 }
 
+/// One setting of a run, as text (`None` when the run does not record it).
+type Setting = Box<dyn Fn(&RunResults) -> Option<String>>;
+
 /// Groups `inputs` by a setting and describes a disagreement: `X in a.json, b.json; Y in c.json`.
 fn disagreement(
     inputs: &[(String, RunResults)],
@@ -365,7 +368,7 @@ pub fn mismatches(inputs: &[(String, RunResults)]) -> Vec<String> {
                 .flatten()
         }
     };
-    let checks: [(&str, Box<dyn Fn(&RunResults) -> Option<String>>); 4] = [
+    let checks: [(&str, Setting); 4] = [
         ("targets", Box::new(|r: &RunResults| Some(r.target.clone()))),
         ("modes", Box::new(|r: &RunResults| Some(r.mode.clone()))),
         ("methods", Box::new(config("method"))),

@@ -304,6 +304,7 @@
     var u = charts[0];
     if (!u || !document.getElementById("spectrum")) return false;
     return D.runs.every(function (r, k) {
+      if (!r.count) return true;
       var ys = u.data[1 + 2 * k], last = -1;
       for (var j = 0; j < ys.length; j++) if (ys[j] != null) last = j;
       return last >= 0 && ys[last] === r.spectrum.max_response && u.data[0][last] <= u.scales.x.max * (1 + 1e-9);

@@ -357,6 +357,14 @@ pub fn mismatches(inputs: &[(String, RunResults)]) -> Vec<String> {
             }
         }
     }
+    for (label, r) in inputs {
+        if crate::input::Books::of(r) == crate::input::Books::LatencyOnly {
+            out.push(format!(
+                "{label} is an interval log, which holds latencies only: the merged request counts take each \
+                 of its latencies as a completed request, and its failures are unknown"
+            ));
+        }
+    }
     let config = |key: &'static str| {
         move |r: &RunResults| -> Option<String> {
             (r.kind == "run")
@@ -482,6 +490,10 @@ mod tests {
             ("b.json".to_string(), b.clone()),
         ];
         assert!(mismatches(&like).is_empty(), "{:?}", mismatches(&like));
+        let mut log = b.clone();
+        log.kind = "hlog".into();
+        let m = mismatches(&[("a.json".to_string(), a.clone()), ("b.hlog".to_string(), log)]);
+        assert!(m[0].starts_with("b.hlog is an interval log, which holds latencies only"), "{m:?}");
         let twice = [
             ("a.json".to_string(), a.clone()),
             ("copy.json".to_string(), a.clone()),

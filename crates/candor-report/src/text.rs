@@ -287,6 +287,28 @@ mod tests {
     }
 
     #[test]
+    fn a_log_reports_only_what_it_holds_and_no_data_as_such() {
+        let log = crate::hlog::write_hlog(&crate::synthetic::synthetic_run(1, 3, 10, 1_000_000, 0));
+        let r = crate::input::load(&log, "x.hlog", &Default::default()).unwrap();
+        let text = render(&r);
+        assert!(text.contains("requests: 20 latencies recorded; intended, failed"), "{text}");
+        for invented in ["intended =", "status:", "errors:", "bytes:", "target "] {
+            assert!(!text.contains(invented), "{invented:?} in\n{text}");
+        }
+        let header: String = log.lines().filter(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+        let empty = crate::input::load(&header, "e.hlog", &Default::default()).unwrap();
+        let text = render(&empty);
+        assert!(text.contains("latency: no data") && text.contains("no intervals in the log"), "{text}");
+        assert!(!text.contains("0ns"), "{text}");
+        // A run whose every request failed has no latency either.
+        let mut none = results("open-loop");
+        none.main.response_time.count = 0;
+        none.main.service_time.count = 0;
+        none.main.send_lag.count = 0;
+        assert!(phase_table(&none.main, false).contains("no data"));
+    }
+
+    #[test]
     fn closed_loop_labels_the_latency_honestly() {
         let text = render(&results("closed-loop"));
         assert!(text.contains("latency (CO-affected)"));

@@ -492,8 +492,14 @@ mod tests {
         assert!(mismatches(&like).is_empty(), "{:?}", mismatches(&like));
         let mut log = b.clone();
         log.kind = "hlog".into();
-        let m = mismatches(&[("a.json".to_string(), a.clone()), ("b.hlog".to_string(), log)]);
-        assert!(m[0].starts_with("b.hlog is an interval log, which holds latencies only"), "{m:?}");
+        let m = mismatches(&[
+            ("a.json".to_string(), a.clone()),
+            ("b.hlog".to_string(), log),
+        ]);
+        assert!(
+            m[0].starts_with("b.hlog is an interval log, which holds latencies only"),
+            "{m:?}"
+        );
         let twice = [
             ("a.json".to_string(), a.clone()),
             ("copy.json".to_string(), a.clone()),

@@ -291,14 +291,24 @@ mod tests {
         let log = crate::hlog::write_hlog(&crate::synthetic::synthetic_run(1, 3, 10, 1_000_000, 0));
         let r = crate::input::load(&log, "x.hlog", &Default::default()).unwrap();
         let text = render(&r);
-        assert!(text.contains("requests: 20 latencies recorded; intended, failed"), "{text}");
+        assert!(
+            text.contains("requests: 30 latencies recorded; intended, failed"),
+            "{text}"
+        );
         for invented in ["intended =", "status:", "errors:", "bytes:", "target "] {
             assert!(!text.contains(invented), "{invented:?} in\n{text}");
         }
-        let header: String = log.lines().filter(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+        let header: String = log
+            .lines()
+            .filter(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
         let empty = crate::input::load(&header, "e.hlog", &Default::default()).unwrap();
         let text = render(&empty);
-        assert!(text.contains("latency: no data") && text.contains("no intervals in the log"), "{text}");
+        assert!(
+            text.contains("latency: no data") && text.contains("no intervals in the log"),
+            "{text}"
+        );
         assert!(!text.contains("0ns"), "{text}");
         // A run whose every request failed has no latency either.
         let mut none = results("open-loop");

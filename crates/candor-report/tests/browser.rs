@@ -235,3 +235,73 @@ fn report_renders_in_headless_chromium() {
     );
     eprintln!("report: {}\nscreenshot: {}", html.display(), shot.display());
 }
+
+/// The sweep page: drawn, styled like the run report, legends readable without hovering, and a
+/// verdict for every step.
+#[test]
+fn sweep_page_renders_with_verdicts_and_static_legends() {
+    use candor_core::results::SCHEMA_VERSION;
+    use candor_truth::sweep::{SweepResults, SweepStep};
+    if std::env::var("CANDOR_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("CANDOR_SKIP_BROWSER=1: skipping the browser test on purpose");
+        return;
+    }
+    let exe = chromium().expect(
+        "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
+    );
+    let steps: Vec<SweepStep> = [(1000.0, 900_000), (2000.0, 1_200_000), (4000.0, 9_000_000)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(rate, base))| {
+            let mut results = synthetic_run(20 + i as u64, 5, rate as u64, base, 0);
+            results.main.rate.target_per_s = Some(rate);
+            SweepStep {
+                offered_per_s: rate,
+                results,
+                slo: vec![],
+                saturation: None,
+            }
+        })
+        .collect();
+    let sweep = SweepResults {
+        schema_version: SCHEMA_VERSION,
+        kind: "sweep".into(),
+        candor_version: "test".into(),
+        target: "http://127.0.0.1:9/".into(),
+        command_line: vec![],
+        steps,
+    };
+    let page = candor_report::sweep_html::write_sweep_html(&sweep, None);
+    let html = artefact_dir().join("sweep.html");
+    std::fs::write(&html, &page).expect("write sweep page");
+    let url = format!("file://{}", html.display());
+    let (dom, _) = run_chromium(&exe, &["--dump-dom".to_string()], &url);
+    assert_eq!(attr(&dom, "data-js-error"), None, "script error recorded");
+    assert_eq!(attr(&dom, "data-charts-drawn").as_deref(), Some("2"));
+    // The run report's look: its header and grid table.
+    assert!(
+        dom.contains("<div class=\"brand\">candor</div>"),
+        "report header"
+    );
+    assert!(dom.contains("class=\"grid num\""), "report table style");
+    let legends = legend_values(&dom);
+    assert!(legends.len() >= 9, "both legends: {legends:?}");
+    assert!(
+        legends
+            .iter()
+            .all(|v| !v.trim().is_empty() && !v.contains('\u{2014}') && v != "--"),
+        "no placeholder in a static legend: {legends:?}"
+    );
+    // One verdict per step, never blank: the last cell of each body row.
+    let rows: Vec<&str> = dom
+        .split("<tr><th>")
+        .skip(1)
+        .filter(|r| !r.starts_with("offered<"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{dom}");
+    for row in rows {
+        let last = row.rsplit("<td>").next().unwrap();
+        let verdict = &last[..last.find("</td>").unwrap()];
+        assert!(!verdict.trim().is_empty(), "verdict filled: {row}");
+    }
+}

@@ -230,12 +230,20 @@ fn sweep_and_capacity_find_the_predicted_capacity() {
         ])
         .args(["--warmup", "500ms", "--pause", "300ms", "--json"])
         .arg(&json)
+        // 6k/s is 1.5x the capacity: it misses this SLO by tens of ms, and the sweep still
+        // exits 0 (a sweep's verdicts are in its table; `capacity` answers with its exit code).
+        .args(["--slo", "p99<20ms"])
         .arg(&server.url)
         .output()
         .unwrap();
     let t = text(&out);
-    assert!(out.status.success(), "{t}");
+    assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("offered") && t.contains("6.00k/s"), "{t}");
+    assert!(t.contains("SLO missed: p99<20ms"), "{t}");
+    assert!(
+        t.contains("SLO missed at") && t.contains("exit code stays 0"),
+        "{t}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["kind"], "sweep");
@@ -270,8 +278,14 @@ fn sweep_and_capacity_find_the_predicted_capacity() {
         pct(over, "response_time", 50.0) > 50.0 * MS,
         "overload queues"
     );
-    let rep = candor().arg("report").arg(&json).output().unwrap();
-    assert!(rep.status.success() && text(&rep).contains("throughput"));
+    let rep = candor()
+        .arg("report")
+        .arg(&json)
+        .args(["--slo", "p99<20ms"])
+        .output()
+        .unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep));
+    assert!(text(&rep).contains("throughput"));
     let html = tmp("sweep.html");
     let rep = candor()
         .arg("report")

@@ -492,12 +492,10 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
                     format_ns(lag_p99 as f64)
                 ));
             }
-            if r.generator_late > 0 {
-                w.push(format!(
-                    "the generator itself sent {} requests more than 1ms late while a connection was free: \
-                     candor was short of CPU; the numbers are pessimistic, use more threads or a lower rate",
-                    format_count(r.generator_late)
-                ));
+            if let Some(effect) =
+                candor_truth::late::generator_late_effect(r.generator_late, r.intended)
+            {
+                w.push(effect.warning());
             }
         }
     }

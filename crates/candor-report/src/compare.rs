@@ -116,14 +116,23 @@ pub fn compare_text(
             .map_or("closed loop".to_string(), |t| {
                 format!("target {}", format_rate(t))
             });
+        // A log holds latencies only: its rate target and failures are unknown, not zero.
+        let books = match crate::input::Books::of(r) {
+            crate::input::Books::LatencyOnly => {
+                "offered rate and failures unknown (a log holds latencies only)".to_string()
+            }
+            _ => format!(
+                "achieved {} ({target}), {} failed",
+                format_rate(r.main.rate.achieved_per_s),
+                format_count(r.main.requests.failed)
+            ),
+        };
         out.push_str(&format!(
-            "  [{}] {label}: {} {}, {} samples, achieved {} ({target}), {} failed\n",
+            "  [{}] {label}: {} {}, {}, {books}\n",
             i + 1,
             r.kind,
             r.mode,
-            format_count(hists[i].len()),
-            format_rate(r.main.rate.achieved_per_s),
-            format_count(r.main.requests.failed),
+            candor_truth::late::count_noun(hists[i].len(), "sample", "samples"),
         ));
     }
     out.push('\n');

@@ -45,6 +45,8 @@ pub enum HlogErrorKind {
     Histogram(#[from] CodecError),
     #[error("not an HdrHistogram interval log (no header and no interval line)")]
     NotALog,
+    #[error("negative {field} {value}: an interval cannot last (or take) less than nothing")]
+    Negative { field: &'static str, value: f64 },
 }
 
 /// Which intervals to read, as Java's `nextIntervalHistogram(start, end)` selects them: an interval
@@ -244,7 +246,16 @@ fn read_lines(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogError> 
         }
         let stamp = number("start timestamp", fields[0], line_no)?;
         let length = number("interval length", fields[1], line_no)?;
-        number("interval max", fields[2], line_no)?;
+        let max = number("interval max", fields[2], line_no)?;
+        for (field, value) in [("interval length", length), ("interval max", max)] {
+            if value < 0.0 {
+                return Err(HlogError {
+                    truncated: false,
+                    line: line_no,
+                    kind: HlogErrorKind::Negative { field, value },
+                });
+            }
+        }
         let start = *start_time.get_or_insert(stamp);
         let base = *base_time.get_or_insert(if stamp < start - 365.0 * 24.0 * 3600.0 {
             start
@@ -533,5 +544,23 @@ mod tests {
         assert!(err.to_string().contains("fields"), "{err}");
         let err = read_hlog("0.0,abc,1.0,AAAA\n", &TimeRange::default()).unwrap_err();
         assert!(err.to_string().contains("interval length"), "{err}");
+    }
+
+    #[test]
+    fn negative_lengths_are_refused_with_their_line() {
+        let good = write_hlog(&crate::synthetic::synthetic_run(1, 3, 10, 1_000_000, 0));
+        let mut lines: Vec<String> = good.lines().map(str::to_string).collect();
+        let at = lines
+            .iter()
+            .position(|l| !l.starts_with('#') && !l.starts_with('"'))
+            .unwrap();
+        let fields: Vec<&str> = lines[at].split(',').collect();
+        lines[at] = format!("{},-1.000,{},{}", fields[0], fields[2], fields[3]);
+        let err = read_hlog(&(lines.join("\n") + "\n"), &TimeRange::default()).unwrap_err();
+        assert_eq!(err.line, at + 1);
+        assert_eq!(
+            err.to_string(),
+            format!("line {}: negative interval length -1: an interval cannot last (or take) less than nothing", at + 1)
+        );
     }
 }

@@ -2,16 +2,19 @@
 //! spectrum, latency and throughput over time, summary tables, environment and configuration of
 //! one or several runs, overlaid with a legend so systems and loads can be compared.
 
+use crate::input::Books;
 use candor_core::hist::{value_at, HistCodecError};
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_rate};
 use candor_core::{Histo, Summary};
+use candor_truth::late::count_noun;
 use serde_json::json;
 
 const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../../vendor/uplot/uPlot.min.css");
 const PAGE_JS: &str = include_str!("html_report.js");
-const PAGE_CSS: &str = include_str!("html_report.css");
+/// The report's styles, shared by every candor page (the sweep page uses them too).
+pub(crate) const PAGE_CSS: &str = include_str!("html_report.css");
 /// Runs before anything else so that any script error, even in the library, is recorded on the
 /// page where automated checks (and people with devtools closed) can see it.
 const ERROR_CAPTURE: &str = "<script>window.__candorErrors=[];addEventListener('error',function(e){__candorErrors.push(String(e.message));document.documentElement.setAttribute('data-js-error',__candorErrors.join(' | '))});</script>";
@@ -90,7 +93,7 @@ fn format_ns(ns: f64) -> String {
     }
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -109,13 +112,19 @@ fn esc(s: &str) -> String {
 /// every labelled tick (90%, 99%, ...).
 const PER_DECADE: u32 = 40;
 
+/// The curve of `h` on the grid `xs` of 1/(1-p), running to the max as HdrHistogram's plotter
+/// draws it: percentiles up to 1/(1-p) = count (the last one the samples resolve), then the max
+/// at the next grid point, where the curve ends.
 fn spectrum(h: &Histo, xs: &[f64]) -> Vec<Option<u64>> {
     let n = h.len() as f64;
+    let mut ended = h.is_empty();
     xs.iter()
         .map(|&x| {
-            // Beyond 1/(1-p) = count the percentile is not resolved by the data: stop the curve.
-            if h.is_empty() || x > n * 1.0000001 {
+            if ended {
                 None
+            } else if x > n * 1.0000001 {
+                ended = true;
+                Some(h.max())
             } else {
                 let p = 100.0 * (1.0 - 1.0 / x);
                 Some(value_at(h, p))
@@ -124,18 +133,59 @@ fn spectrum(h: &Histo, xs: &[f64]) -> Vec<Option<u64>> {
         .collect()
 }
 
+/// The grid of 1/(1-p) values, PER_DECADE points a decade from 1, reaching one point past
+/// `max_count` so that every run's curve has a point for its max.
+fn spectrum_grid(max_count: u64) -> Vec<f64> {
+    let mut xs = Vec::new();
+    for i in 0u32.. {
+        let x = 10f64.powf(f64::from(i) / f64::from(PER_DECADE));
+        xs.push(x);
+        if x > max_count as f64 * 1.0000001 && xs.len() > 1 {
+            break;
+        }
+    }
+    xs
+}
+
+/// Summary text of a measure for legends and captions: "p99 4.907ms · max 22.74ms".
+fn p99_max(h: &Histo) -> String {
+    if h.is_empty() {
+        "no data".to_string()
+    } else {
+        format!(
+            "p99 {} \u{b7} max {}",
+            format_ns(value_at(h, 99.0) as f64),
+            format_ns(h.max() as f64)
+        )
+    }
+}
+
 fn summary_row(s: &Summary) -> String {
     let mut cells = String::new();
     for p in [50.0, 90.0, 99.0, 99.9, 99.99] {
-        let v = s.at(p).map_or("–".to_string(), |v| format_ns(v as f64));
-        let resolved = (s.count as f64) * (1.0 - p / 100.0) >= 1.0 - 1e-9;
-        if resolved {
+        if s.count == 0 {
+            cells.push_str("<td class=\"dim\">no data</td>");
+            continue;
+        }
+        let v = s
+            .at(p)
+            .map_or("no data".to_string(), |v| format_ns(v as f64));
+        // The text report's rule (candor_truth::confidence): about 100 samples beyond a
+        // percentile support it; the caveats above list the ones that fall short.
+        let needed = candor_truth::confidence::samples_needed(p / 100.0);
+        if s.count >= needed {
             cells.push_str(&format!("<td>{v}</td>"));
         } else {
             cells.push_str(&format!(
-                "<td class=\"dim\" title=\"fewer than one sample above this percentile\">{v}</td>"
+                "<td class=\"dim\" title=\"not enough samples ({} of ~{})\">{v}</td>",
+                format_count(s.count),
+                format_count(needed)
             ));
         }
+    }
+    if s.count == 0 {
+        cells.push_str("<td class=\"dim\">no data</td>".repeat(3).as_str());
+        return cells;
     }
     cells.push_str(&format!("<td>{}</td>", format_ns(s.max_ns as f64)));
     cells.push_str(&format!(
@@ -144,6 +194,86 @@ fn summary_row(s: &Summary) -> String {
         format_ns(s.stdev_ns)
     ));
     cells
+}
+
+fn card_value(h: &Histo, p: f64) -> String {
+    if h.is_empty() {
+        "no data".into()
+    } else {
+        format_ns(value_at(h, p) as f64)
+    }
+}
+
+/// The line under a run's headline numbers: only what the input knows.
+fn card_foot(r: &RunResults, target: &str) -> String {
+    let secs = crate::javafmt::fixed(r.main.duration_s, 1);
+    match Books::of(r) {
+        Books::Full => format!(
+            "{} · achieved {} ({target}) · {} failed · {secs}s measured",
+            count_noun(r.main.requests.completed, "request", "requests"),
+            format_rate(r.main.rate.achieved_per_s),
+            format_count(r.main.requests.failed),
+        ),
+        Books::LatencyOnly => format!(
+            "{} · {} recorded · {secs}s of intervals · offered rate and failures unknown (a log holds latencies only)",
+            count_noun(r.main.response_time.count, "latency", "latencies"),
+            format_rate(r.main.rate.achieved_per_s),
+        ),
+        Books::Slice => format!(
+            "{} completed · {} failed · {secs}s slice · failure classes and statuses unknown",
+            format_count(r.main.requests.completed),
+            format_count(r.main.requests.failed),
+        ),
+    }
+}
+
+/// The sample-support caveats of the text report (candor_truth::analysis), one line per run that
+/// has any: the reported percentiles its sample count cannot support.
+fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, (_, r)) in runs.iter().enumerate() {
+        let n = r.main.response_time.count;
+        if n == 0 {
+            out.push((i, "no samples: nothing to report".to_string()));
+            continue;
+        }
+        let a = candor_truth::analyze(r);
+        let short: Vec<String> = a
+            .confidence
+            .iter()
+            .filter(|c| c.percentile < 100.0 && !c.supported)
+            .map(|c| {
+                format!(
+                    "p{} ({} of ~{})",
+                    candor_truth::omission::trim_pct(c.percentile),
+                    format_count(c.samples),
+                    format_count(c.samples_needed)
+                )
+            })
+            .collect();
+        if short.is_empty() {
+            continue;
+        }
+        let support = match a.highest_supported_percentile {
+            Some(p) => format!(
+                "support percentiles up to p{}",
+                candor_truth::omission::trim_pct((p * 100.0).floor() / 100.0)
+            ),
+            None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
+        };
+        out.push((
+            i,
+            format!(
+                "{} {support}; not enough samples for {}: those values rest on a handful of requests",
+                count_noun(n, "sample", "samples"),
+                short.join(", ")
+            ),
+        ));
+        for v in a.verdicts() {
+            out.push((i, format!("verdict: {v}")));
+        }
+    }
+    out
 }
 
 fn kv_table(rows: &[(String, String)]) -> String {
@@ -212,10 +342,7 @@ pub fn write_html(
         .max()
         .unwrap_or(1)
         .max(10);
-    let decades = (max_count as f64).log10().ceil().max(1.0) as u32;
-    let xs: Vec<f64> = (0..=decades * PER_DECADE)
-        .map(|i| 10f64.powf(i as f64 / PER_DECADE as f64))
-        .collect();
+    let xs = spectrum_grid(max_count);
 
     let mut js_runs = Vec::new();
     for (i, ((label, r), rec)) in runs.iter().zip(&decoded).enumerate() {
@@ -236,9 +363,13 @@ pub fn write_html(
                 "response": spectrum(&rec.response, &xs),
                 "service": spectrum(&rec.service, &xs),
                 "max_response": rec.response.max(),
+                "max_service": rec.service.max(),
+                "legend_response": p99_max(&rec.response),
+                "legend_service": p99_max(&rec.service),
             },
             "time": {
                 "t": t,
+                "t0": ivs.iter().map(|iv| iv.start_s).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b)))),
                 "p50": ivs.iter().map(|iv| nz(iv.response_time.p50_ns, iv.response_time.count)).collect::<Vec<_>>(),
                 "p99": ivs.iter().map(|iv| nz(iv.response_time.p99_ns, iv.response_time.count)).collect::<Vec<_>>(),
                 "p999": ivs.iter().map(|iv| nz(iv.response_time.p999_ns, iv.response_time.count)).collect::<Vec<_>>(),
@@ -273,18 +404,30 @@ pub fn write_html(
         "<header><div class=\"brand\">candor</div><h1>{}</h1>",
         esc(&title)
     ));
-    let first = &runs.first().map(|(_, r)| r);
-    if let Some(r) = first {
+    if let [(_, r)] = runs {
         body.push_str(&format!(
             "<p class=\"sub\">{} · started {} · {}</p>",
             esc(&r.target),
             utc(r.start_time_unix_s),
-            if runs.len() == 1 {
-                esc(&r.mode)
-            } else {
-                format!("{} runs overlaid", runs.len())
-            }
+            esc(&r.mode)
         ));
+    } else {
+        // Several runs: each one's target, so a comparison says what was compared.
+        body.push_str(&format!(
+            "<p class=\"sub\">{} runs overlaid:</p><ul class=\"targets\">",
+            runs.len()
+        ));
+        for (i, (label, r)) in runs.iter().enumerate() {
+            body.push_str(&format!(
+                "<li><span class=\"swatch\" style=\"background:{}\"></span><b>{}</b>: {} · started {} · {}</li>",
+                PALETTE[i % PALETTE.len()],
+                esc(label),
+                esc(&r.target),
+                utc(r.start_time_unix_s),
+                esc(&r.mode)
+            ));
+        }
+        body.push_str("</ul>");
     }
     body.push_str("</header>");
 
@@ -309,17 +452,13 @@ pub fn write_html(
              <div><span class=\"k\">p99</span><span class=\"v\">{}</span></div>\
              <div><span class=\"k\">p99.9</span><span class=\"v\">{}</span></div>\
              <div><span class=\"k\">max</span><span class=\"v\">{}</span></div></div>\
-             <div class=\"card-foot\">{} requests · achieved {} ({}) · {} failed · {}s measured</div></div>",
+             <div class=\"card-foot\">{}</div></div>",
             esc(label),
-            format_ns(value_at(&rec.response, 50.0) as f64),
-            format_ns(value_at(&rec.response, 99.0) as f64),
-            format_ns(value_at(&rec.response, 99.9) as f64),
-            format_ns(value_at(&rec.response, 100.0) as f64),
-            format_count(r.main.requests.completed),
-            format_rate(r.main.rate.achieved_per_s),
-            esc(&target),
-            format_count(r.main.requests.failed),
-            crate::javafmt::fixed(r.main.duration_s, 1),
+            card_value(&rec.response, 50.0),
+            card_value(&rec.response, 99.0),
+            card_value(&rec.response, 99.9),
+            card_value(&rec.response, 100.0),
+            esc(&card_foot(r, &target)),
         ));
     }
     body.push_str("</section>");
@@ -372,6 +511,19 @@ pub fn write_html(
     }
 
     body.push_str("<section><h2>Summary</h2>");
+    let notes = caveats(runs);
+    if !notes.is_empty() {
+        body.push_str("<div class=\"caveats\"><h3>Sample support</h3><ul>");
+        for (i, note) in notes {
+            body.push_str(&format!(
+                "<li><span class=\"swatch\" style=\"background:{}\"></span><b>{}</b>: {}</li>",
+                PALETTE[i % PALETTE.len()],
+                esc(&runs[i].0),
+                esc(&note)
+            ));
+        }
+        body.push_str("</ul><p class=\"note\">Grey cells below are such percentiles: shown, but not to be relied on.</p></div>");
+    }
     for (title, pick) in [
         ("Response time", 0usize),
         ("Service time", 1),
@@ -411,24 +563,37 @@ pub fn write_html(
                 .map(|(k, n)| format!("{k} {}", format_count(*n)))
                 .collect();
             if parts.is_empty() {
-                "—".to_string()
+                "none".to_string()
             } else {
                 parts.join(", ")
             }
         };
         let e = &q.errors;
         let st = &q.status;
+        let unknown = || "<span class=\"unknown\">unknown</span>".to_string();
+        let books = Books::of(r);
+        let full = books == Books::Full;
+        let known = |v: String| if full { esc(&v) } else { unknown() };
+        let target_rate = match (books, r.main.rate.target_per_s) {
+            (_, Some(t)) => format_rate(t),
+            (Books::LatencyOnly, None) => unknown(),
+            _ => "closed loop".into(),
+        };
         body.push_str(&format!(
             "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             PALETTE[i % PALETTE.len()],
             esc(label),
-            format_count(q.intended),
-            format_count(q.completed),
-            format_count(q.failed),
-            format_count(q.in_flight_at_end),
-            classes(&[("connect", e.connect), ("read", e.read), ("write", e.write), ("timeout", e.timeout), ("parse", e.parse)]),
-            classes(&[("1xx", st.s1xx), ("2xx", st.s2xx), ("3xx", st.s3xx), ("4xx", st.s4xx), ("5xx", st.s5xx)]),
-            r.main.rate.target_per_s.map_or("closed loop".into(), format_rate),
+            known(format_count(q.intended)),
+            if books == Books::LatencyOnly {
+                count_noun(r.main.response_time.count, "latency", "latencies")
+            } else {
+                format_count(q.completed)
+            },
+            if books == Books::LatencyOnly { unknown() } else { format_count(q.failed) },
+            known(format_count(q.in_flight_at_end)),
+            known(classes(&[("connect", e.connect), ("read", e.read), ("write", e.write), ("timeout", e.timeout), ("parse", e.parse), ("status", e.status)])),
+            known(classes(&[("1xx", st.s1xx), ("2xx", st.s2xx), ("3xx", st.s3xx), ("4xx", st.s4xx), ("5xx", st.s5xx)])),
+            target_rate,
             format_rate(r.main.rate.achieved_per_s),
         ));
     }

@@ -95,6 +95,7 @@
   }
 
   var charts = [];
+  var timeCharts = [];
   var expected = 0;
 
   function make(el, opts, data) {
@@ -111,12 +112,14 @@
     if (!el) return;
     var xs = D.xs;
     var data = [xs];
-    var series = [{ label: "percentile", value: function (u, v) { return pctLabel(v); } }];
+    // Legends read without hovering: with no cursor each series shows its p99 and max, and the
+    // percentile column says so; hovering shows the values at the cursor.
+    var series = [{ label: "percentile", value: function (u, v) { return v == null ? "p99 \u00b7 max" : pctLabel(v); } }];
     D.runs.forEach(function (r) {
       data.push(r.spectrum.response);
-      series.push({ label: r.label + " \u00b7 response", stroke: r.color, width: 2.25, value: function (u, v) { return fmtNs(v); }, points: { show: false } });
+      series.push({ label: r.label + " \u00b7 response", stroke: r.color, width: 2.25, value: function (u, v) { return v == null ? r.spectrum.legend_response : fmtNs(v); }, points: { show: false } });
       data.push(r.spectrum.service);
-      series.push({ label: r.label + " \u00b7 service", stroke: r.color, width: 1.5, dash: [7, 5], value: function (u, v) { return fmtNs(v); }, points: { show: false } });
+      series.push({ label: r.label + " \u00b7 service", stroke: r.color, width: 1.5, dash: [7, 5], value: function (u, v) { return v == null ? r.spectrum.legend_service : fmtNs(v); }, points: { show: false } });
     });
     var maxX = xs[xs.length - 1];
     var opts = {
@@ -202,12 +205,38 @@
   }
 
   // ---- latency and throughput over time ----
-  // Time axes start at 0 (the run's start) so the warm-up band is visible.
-  function xRange(u, min, max) {
-    return [0, max == null ? 1 : max];
+  // Time axes start at the window's start (the first interval's start, the warm-up's when there
+  // is one), not at the first point, which is plotted at its interval's end.
+  function xRangeFrom(t0) {
+    return function (u, min, max) {
+      var lo = t0 == null ? (min == null ? 0 : min) : t0;
+      return [lo, max == null || max <= lo ? lo + 1 : max];
+    };
+  }
+  function highest(a) {
+    var m = null;
+    a.forEach(function (v) { if (v != null && (m == null || v > m)) m = v; });
+    return m;
+  }
+  function total(a) {
+    var n = 0;
+    a.forEach(function (v) { if (v != null) n += v; });
+    return n;
+  }
+  function mean(a) {
+    var n = 0, k = 0;
+    a.forEach(function (v) { if (v != null) { n += v; k++; } });
+    return k ? n / k : null;
+  }
+  // Legend value with no cursor: the series' highest interval value.
+  function latValue(a) {
+    var m = highest(a);
+    var idle = m == null ? "no data" : "highest " + fmtNs(m);
+    return function (u, v) { return v == null ? idle : fmtNs(v); };
   }
   function overTime(run, i) {
     var t = run.time;
+    var xRange = xRangeFrom(t.t0);
     var pts = { show: t.t.length <= 60, size: 4 };
     var el = document.getElementById("lat-" + i);
     if (el && t.t.length) {
@@ -220,16 +249,16 @@
           axis({ label: "latency", size: 78, splits: logSplits, values: function (u, s) { return s.map(fmtAxis); } }),
         ],
         series: [
-          { label: "t (s)", value: function (u, v) { return v == null ? "\u2014" : v.toFixed(1) + " s"; } },
-          { label: "p50", points: pts, stroke: "#2a9d5c", width: 1.75, value: function (u, v) { return fmtNs(v); } },
-          { label: "p99", points: pts, stroke: "#1f6fb2", width: 1.75, value: function (u, v) { return fmtNs(v); } },
-          { label: "p99.9", points: pts, stroke: "#8e5cc2", width: 1.75, value: function (u, v) { return fmtNs(v); } },
-          { label: "max", points: pts, stroke: "#d1495b", width: 1.75, value: function (u, v) { return fmtNs(v); } },
-          { label: "service p99", points: pts, stroke: "#8a94a6", width: 1.25, dash: [6, 4], value: function (u, v) { return fmtNs(v); } },
+          { label: "t (s)", value: function (u, v) { return v == null ? "all intervals" : v.toFixed(1) + " s"; } },
+          { label: "p50", points: pts, stroke: "#2a9d5c", width: 1.75, value: latValue(t.p50) },
+          { label: "p99", points: pts, stroke: "#1f6fb2", width: 1.75, value: latValue(t.p99) },
+          { label: "p99.9", points: pts, stroke: "#8e5cc2", width: 1.75, value: latValue(t.p999) },
+          { label: "max", points: pts, stroke: "#d1495b", width: 1.75, value: latValue(t.max) },
+          { label: "service p99", points: pts, stroke: "#8a94a6", width: 1.25, dash: [6, 4], value: latValue(t.svc_p99) },
         ],
         hooks: { drawAxes: [warmupShade(run)] },
       };
-      make(el, lat, [t.t, t.p50, t.p99, t.p999, t.max, t.svc_p99]);
+      timeCharts.push([make(el, lat, [t.t, t.p50, t.p99, t.p999, t.max, t.svc_p99]), t.t0]);
     }
     var el2 = document.getElementById("rate-" + i);
     if (el2 && t.t.length) {
@@ -245,14 +274,14 @@
           axis({ scale: "n", side: 1, label: "failures", size: 56, grid: { show: false } }),
         ],
         series: [
-          { label: "t (s)", value: function (u, v) { return v == null ? "\u2014" : v.toFixed(1) + " s"; } },
-          { label: "achieved", points: pts, scale: "rps", stroke: run.color, width: 2, fill: run.color + "22", value: function (u, v) { return v == null ? "\u2014" : fmtRate(v) + "/s"; } },
-          { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], value: function (u, v) { return t.target == null ? "closed loop" : v == null ? "\u2014" : fmtRate(v) + "/s"; } },
-          { label: "failed", scale: "n", stroke: "#b42318", fill: "rgba(180,35,24,0.55)", paths: bars, points: { show: false }, value: function (u, v) { return v == null ? "\u2014" : String(v); } },
+          { label: "t (s)", value: function (u, v) { return v == null ? "all intervals" : v.toFixed(1) + " s"; } },
+          { label: "achieved", points: pts, scale: "rps", stroke: run.color, width: 2, fill: run.color + "22", value: function (u, v) { var m = mean(t.rate); return v == null ? (m == null ? "no data" : "mean " + fmtRate(m) + "/s") : fmtRate(v) + "/s"; } },
+          { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], value: function (u, v) { return t.target == null ? "none" : fmtRate(t.target) + "/s"; } },
+          { label: "failed", scale: "n", stroke: "#b42318", fill: "rgba(180,35,24,0.55)", paths: bars, points: { show: false }, value: function (u, v) { return v == null ? "total " + total(t.failed) : String(v); } },
         ],
         hooks: { drawAxes: [warmupShade(run)] },
       };
-      make(el2, rate, [t.t, t.rate, target, t.failed]);
+      timeCharts.push([make(el2, rate, [t.t, t.rate, target, t.failed]), t.t0]);
     }
   }
 
@@ -270,7 +299,23 @@
     }
   }
 
+  // True when every run's response curve ends at its max, inside the x range drawn.
+  function spectrumReachesMax() {
+    var u = charts[0];
+    if (!u || !document.getElementById("spectrum")) return false;
+    return D.runs.every(function (r, k) {
+      if (!r.count) return true;
+      var ys = u.data[1 + 2 * k], last = -1;
+      for (var j = 0; j < ys.length; j++) if (ys[j] != null) last = j;
+      return last >= 0 && ys[last] === r.spectrum.max_response && u.data[0][last] <= u.scales.x.max * (1 + 1e-9);
+    });
+  }
+
   function check() {
+    root.setAttribute("data-spectrum-reaches-max", String(spectrumReachesMax()));
+    root.setAttribute("data-time-axes-start-at-window", String(timeCharts.length > 0 && timeCharts.every(function (c) {
+      return c[1] != null && Math.abs(c[0].scales.x.min - c[1]) < 1e-9;
+    })));
     var drawn = charts.filter(painted).length;
     root.setAttribute("data-charts-expected", String(expected));
     root.setAttribute("data-charts-drawn", String(drawn));

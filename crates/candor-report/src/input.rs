@@ -2,11 +2,14 @@
 //! (detected by content), with the `--tag` and `--start/--end` selections applied.
 
 use crate::hlog::{self, HlogError, TimeRange};
+use crate::validate::{self, Impossible};
 use candor_core::hist::HistCodecError;
 use candor_core::results::{
     EncodedHistograms, PhaseResults, RequestCounts, ResultsError, RunResults,
 };
 use candor_core::{new_histogram, Recorder};
+use std::io::Read as _;
+use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -22,6 +25,84 @@ pub enum InputError {
     TagOnJson,
     #[error("--start {start} is after --end {end}")]
     Range { start: f64, end: f64 },
+    /// Not `#[from]`: a source would repeat the reason in the one-line error chain.
+    #[error("impossible results: {0}")]
+    Impossible(Impossible),
+    #[error("the file is empty: neither candor JSON nor an HdrHistogram interval log")]
+    Empty,
+    #[error("{0}")]
+    Io(String),
+    #[error(
+        "the file is larger than {} MiB, the most candor reads: not a candor result or interval log \
+         (a day of per-second intervals is under 20 MiB)",
+        MAX_INPUT_BYTES >> 20
+    )]
+    TooLarge,
+}
+
+/// The largest input `report` and `merge` read. A day of one-second intervals of three streams is
+/// about 20 MiB as a log and less as JSON, so 256 MiB leaves room for week-long logs while a
+/// runaway or hostile file is refused before it is read into memory.
+pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// Reads a results file of at most [`MAX_INPUT_BYTES`]: a larger regular file is refused from its
+/// size, before reading; anything else (a pipe, a device) is read through a bounded buffer and
+/// refused as soon as it passes the limit.
+pub fn read_input(path: &Path) -> Result<String, InputError> {
+    let file = std::fs::File::open(path).map_err(|e| InputError::Io(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| InputError::Io(e.to_string()))?;
+    if meta.is_dir() {
+        return Err(InputError::Io("is a directory".into()));
+    }
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(InputError::TooLarge);
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::BufReader::new(file)
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::Io(e.to_string()))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(InputError::TooLarge);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        InputError::Io(format!(
+            "not text (invalid UTF-8 at byte {}): not candor JSON or an interval log",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// What a loaded input knows about its requests, beyond their latencies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Books {
+    /// A candor run's full accounting: intended, completed, failed, unfinished, by class.
+    Full,
+    /// An interval log: latencies only, so how many requests were intended, failed or left
+    /// unfinished, their statuses and bytes are unknown.
+    LatencyOnly,
+    /// A time slice of a run: completed and failed per interval are kept, the rest is not.
+    Slice,
+}
+
+/// Key in `config` marking results cut by [`time_slice`] (the slice's bounds in seconds).
+pub const TIME_SLICE_KEY: &str = "time_slice_s";
+
+impl Books {
+    pub fn of(r: &RunResults) -> Books {
+        if r.kind == "hlog" {
+            Books::LatencyOnly
+        } else if r.config.get(TIME_SLICE_KEY).is_some() {
+            Books::Slice
+        } else {
+            Books::Full
+        }
+    }
+
+    /// The request accounting when the input has it whole.
+    pub fn requests(r: &RunResults) -> Option<&RequestCounts> {
+        (Books::of(r) == Books::Full).then_some(&r.main.requests)
+    }
 }
 
 /// Which part of a file to read.
@@ -46,6 +127,9 @@ pub fn load(text: &str, source: &str, sel: &Selection) -> Result<RunResults, Inp
             return Err(InputError::Range { start: s, end: e });
         }
     }
+    if text.trim().is_empty() {
+        return Err(InputError::Empty);
+    }
     if is_hlog(text) {
         let range = if sel.start_s.is_some() || sel.end_s.is_some() {
             TimeRange::relative(sel.start_s, sel.end_s)
@@ -60,6 +144,7 @@ pub fn load(text: &str, source: &str, sel: &Selection) -> Result<RunResults, Inp
     }
     let r =
         RunResults::from_json(text).map_err(|e: ResultsError| InputError::Json(e.to_string()))?;
+    validate::check(&r).map_err(InputError::Impossible)?;
     if sel.start_s.is_none() && sel.end_s.is_none() {
         return Ok(r);
     }
@@ -107,8 +192,16 @@ pub fn time_slice(
     out.main.histograms = EncodedHistograms::of(&rec);
     out.warmup = None;
     out.intervals = picked;
+    let bounds = serde_json::json!([s, (e != f64::MAX).then_some(e)]);
+    match out.config.as_object_mut() {
+        Some(o) => {
+            o.insert(TIME_SLICE_KEY.into(), bounds);
+        }
+        None => out.config = serde_json::json!({ TIME_SLICE_KEY: bounds }),
+    }
     out.warnings.push(format!(
-        "time slice {s}..{} s of the run: per-class failure and status counts are not kept per interval and show as zero",
+        "time slice {s}..{} s of the run: failures by class, status classes, bytes and unfinished requests are \
+         not kept per interval and are unknown",
         if e == f64::MAX { "end".to_string() } else { e.to_string() }
     ));
     Ok(out)
@@ -131,10 +224,14 @@ mod tests {
             end_s: Some(4.0),
         };
         let part = load(&json, "r.json", &sel).unwrap();
+        assert_eq!(Books::of(&all), Books::Full);
+        assert_eq!(Books::of(&part), Books::Slice);
+        assert!(Books::requests(&part).is_none());
         assert_eq!(part.intervals.len(), 3);
         assert_eq!(part.main.response_time.count, 600);
         let log = crate::hlog::write_hlog(&r);
         let from_log = load(&log, "r.hlog", &sel).unwrap();
+        assert_eq!(Books::of(&from_log), Books::LatencyOnly);
         assert_eq!(from_log.main.response_time, part.main.response_time);
         let svc = load(
             &log,

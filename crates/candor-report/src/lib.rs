@@ -13,3 +13,4 @@ pub mod merge;
 pub mod shards;
 pub mod sweep_html;
 pub mod synthetic;
+pub mod validate;

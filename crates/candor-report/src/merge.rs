@@ -13,6 +13,15 @@ use candor_core::{new_histogram, Histo, Recorder, Summary};
 pub enum MergeError {
     #[error("nothing to merge")]
     Empty,
+    #[error("run {index}: impossible results: {cause}")]
+    Impossible {
+        index: usize,
+        cause: crate::validate::Impossible,
+    },
+    #[error("{0}")]
+    Overflow(crate::validate::Impossible),
+    #[error("merging overflows: the inputs hold more than 2^62 {what} latencies together")]
+    Histograms { what: &'static str },
     #[error("run {index}: {what} histogram is not valid: {cause}")]
     Histogram {
         index: usize,
@@ -105,16 +114,36 @@ fn combine_summaries(parts: &[&Summary]) -> Summary {
     }
 }
 
+/// Refuses an addition of histograms whose totals would pass the decoder's bound (2^62, see
+/// `codec::MAX_TOTAL_COUNT`), beyond which bucket counts and percentile scans could overflow.
+fn fits(acc: &Recorder, more: &Recorder) -> Result<(), MergeError> {
+    for (what, a, b) in [
+        ("response-time", &acc.response, &more.response),
+        ("service-time", &acc.service, &more.service),
+        ("send-lag", &acc.send_lag, &more.send_lag),
+    ] {
+        if u128::from(a.len()) + u128::from(b.len()) > u128::from(crate::codec::MAX_TOTAL_COUNT) {
+            return Err(MergeError::Histograms { what });
+        }
+    }
+    Ok(())
+}
+
 fn merge_phase(
     index_phases: &[(usize, &PhaseResults)],
     duration_s: f64,
 ) -> Result<PhaseResults, MergeError> {
+    let phases: Vec<&PhaseResults> = index_phases.iter().map(|(_, p)| *p).collect();
+    crate::validate::check_sum(&phases).map_err(MergeError::Overflow)?;
     let mut rec = Recorder::new();
     let mut requests = RequestCounts::default();
     let mut intended_rate_s = 0.0;
     let mut all_targeted = true;
     for (i, p) in index_phases {
-        rec.add(&decode(*i, "phase", &p.histograms)?);
+        let one = decode(*i, "phase", &p.histograms)?;
+        fits(&rec, &one)?;
+        rec.add(&one);
+        // check_sum above proved that no counter can overflow here.
         requests.add(&p.requests);
         match p.rate.target_per_s {
             Some(t) => intended_rate_s += t * p.duration_s,
@@ -142,6 +171,12 @@ fn merge_phase(
 /// measured windows, so the achieved rate is total completions over wall-clock time covered.
 pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     let first = runs.first().ok_or(MergeError::Empty)?;
+    for (index, r) in runs.iter().enumerate() {
+        crate::validate::check(r).map_err(|cause| MergeError::Impossible {
+            index: index + 1,
+            cause,
+        })?;
+    }
     let main_duration = union_length(runs.iter().map(window).collect());
     let mains: Vec<(usize, &PhaseResults)> = runs.iter().map(|r| &r.main).enumerate().collect();
     let main = merge_phase(&mains, main_duration)?;
@@ -178,10 +213,20 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             let rec = decode(i, "interval", &iv.histograms)?;
             match slots.iter_mut().find(|s| s.0 == key) {
                 Some(s) => {
+                    let overflow = |field: &str| {
+                        MergeError::Overflow(crate::validate::Impossible::Overflow {
+                            field: format!("intervals.{field}"),
+                        })
+                    };
                     s.1 = s.1.max(iv.length_s);
                     s.2 &= iv.warmup;
-                    s.3 += iv.completed;
-                    s.4 += iv.failed;
+                    s.3 =
+                        s.3.checked_add(iv.completed)
+                            .ok_or_else(|| overflow("completed"))?;
+                    s.4 =
+                        s.4.checked_add(iv.failed)
+                            .ok_or_else(|| overflow("failed"))?;
+                    fits(&s.5, &rec)?;
                     s.5.add(&rec);
                 }
                 None => slots.push((key, iv.length_s, iv.warmup, iv.completed, iv.failed, rec)),
@@ -270,6 +315,93 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     })
 }
 
+/// One setting of a run, as text (`None` when the run does not record it).
+type Setting = Box<dyn Fn(&RunResults) -> Option<String>>;
+
+/// Groups `inputs` by a setting and describes a disagreement: `X in a.json, b.json; Y in c.json`.
+fn disagreement(
+    inputs: &[(String, RunResults)],
+    value: impl Fn(&RunResults) -> Option<String>,
+) -> Option<String> {
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    for (label, r) in inputs {
+        let Some(v) = value(r) else { continue };
+        match groups.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, names)) => names.push(label),
+            None => groups.push((v, vec![label])),
+        }
+    }
+    (groups.len() > 1).then(|| {
+        groups
+            .iter()
+            .map(|(v, names)| format!("{v} in {}", names.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+/// What makes a merge of these inputs (label, results) questionable: the same run given twice,
+/// or runs of different targets, methods, modes or rates, whose merged percentiles describe none
+/// of them. Empty when they belong together.
+pub fn mismatches(inputs: &[(String, RunResults)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, (a, ra)) in inputs.iter().enumerate() {
+        for (b, rb) in &inputs[..i] {
+            if ra.start_time_unix_s.to_bits() == rb.start_time_unix_s.to_bits()
+                && ra.target == rb.target
+                && ra.main.histograms == rb.main.histograms
+            {
+                out.push(format!(
+                    "{b} and {a} are the same run (same start, target and histograms): its requests are counted twice"
+                ));
+            }
+        }
+    }
+    for (label, r) in inputs {
+        if crate::input::Books::of(r) == crate::input::Books::LatencyOnly {
+            out.push(format!(
+                "{label} is an interval log, which holds latencies only: the merged request counts take each \
+                 of its latencies as a completed request, and its failures are unknown"
+            ));
+        }
+    }
+    let config = |key: &'static str| {
+        move |r: &RunResults| -> Option<String> {
+            (r.kind == "run")
+                .then(|| {
+                    r.config
+                        .get(key)
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                })
+                .flatten()
+        }
+    };
+    let checks: [(&str, Setting); 4] = [
+        ("targets", Box::new(|r: &RunResults| Some(r.target.clone()))),
+        ("modes", Box::new(|r: &RunResults| Some(r.mode.clone()))),
+        ("methods", Box::new(config("method"))),
+        (
+            "rates (-R)",
+            Box::new(|r: &RunResults| {
+                (r.kind == "run").then(|| {
+                    r.config
+                        .get("rate_per_s")
+                        .and_then(serde_json::Value::as_f64)
+                        .map_or_else(|| "closed loop".into(), candor_core::units::format_rate)
+                })
+            }),
+        ),
+    ];
+    for (what, value) in checks {
+        if let Some(d) = disagreement(inputs, value) {
+            out.push(format!(
+                "merging runs of different {what}: {d}; the merged percentiles describe none of them"
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +446,82 @@ mod tests {
             (m.main.duration_s - 6.0).abs() < 1e-9,
             "{}",
             m.main.duration_s
+        );
+    }
+
+    #[test]
+    fn impossible_inputs_and_overflowing_sums_are_refused() {
+        let a = synthetic_run(1, 5, 500, 1_000_000, 0);
+        let mut b = synthetic_run(2, 5, 700, 3_000_000, 0);
+        // A completed count near 2^64 wrapped to a small number before.
+        b.main.requests.completed = u64::MAX - 100;
+        b.main.requests.intended = u64::MAX - 100;
+        let e = merge(&[a.clone(), b]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("run 2: impossible results: main.requests.completed"),
+            "{e}"
+        );
+        // Books that do not balance.
+        let mut b = synthetic_run(2, 5, 700, 3_000_000, 0);
+        b.main.requests.intended = 7;
+        assert!(matches!(
+            merge(&[a.clone(), b]),
+            Err(MergeError::Impossible { index: 2, .. })
+        ));
+        // Each file in range, the sum not: bytes are bounded by 64 bits only.
+        let mut b = synthetic_run(2, 5, 700, 3_000_000, 0);
+        b.main.requests.bytes_written = u64::MAX - 1;
+        let e = merge(&[a, b]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "merging overflows: the sum of requests.bytes_written over the inputs exceeds 2^64"
+        );
+    }
+
+    #[test]
+    fn merging_the_same_run_twice_or_unlike_runs_is_named() {
+        let mut a = synthetic_run(1, 5, 500, 1_000_000, 0);
+        a.config = serde_json::json!({"rate_per_s": 500.0, "method": "GET"});
+        let mut b = synthetic_run(2, 5, 500, 1_000_000, 0);
+        b.config = a.config.clone();
+        let like = [
+            ("a.json".to_string(), a.clone()),
+            ("b.json".to_string(), b.clone()),
+        ];
+        assert!(mismatches(&like).is_empty(), "{:?}", mismatches(&like));
+        let mut log = b.clone();
+        log.kind = "hlog".into();
+        let m = mismatches(&[
+            ("a.json".to_string(), a.clone()),
+            ("b.hlog".to_string(), log),
+        ]);
+        assert!(
+            m[0].starts_with("b.hlog is an interval log, which holds latencies only"),
+            "{m:?}"
+        );
+        let twice = [
+            ("a.json".to_string(), a.clone()),
+            ("copy.json".to_string(), a.clone()),
+        ];
+        assert_eq!(
+            mismatches(&twice),
+            ["a.json and copy.json are the same run (same start, target and histograms): its requests are counted twice"]
+        );
+        let mut c = b.clone();
+        c.target = "http://elsewhere/".into();
+        c.config = serde_json::json!({"rate_per_s": 2000.0, "method": "POST"});
+        let m = mismatches(&[("a.json".to_string(), a), ("c.json".to_string(), c)]);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert!(
+            m[0].starts_with("merging runs of different targets: "),
+            "{m:?}"
+        );
+        assert!(m[0].contains("http://elsewhere/ in c.json"), "{m:?}");
+        assert!(m[1].contains("GET in a.json; POST in c.json"), "{m:?}");
+        assert!(
+            m[2].contains("500.0/s in a.json; 2.00k/s in c.json"),
+            "{m:?}"
         );
     }
 

@@ -3,6 +3,7 @@
 //! self-contained file with the vendored uPlot inlined.
 
 use candor_core::units::{format_count, format_ns, format_rate};
+use candor_truth::late::count_noun;
 use candor_truth::sweep::{SweepResults, SWEEP_PERCENTILES};
 use serde_json::json;
 
@@ -10,25 +11,20 @@ const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../../vendor/uplot/uPlot.min.css");
 const COLOURS: [&str; 5] = ["#1f6fb2", "#2a9d5c", "#e08a1e", "#d1495b", "#7a7a7a"];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use crate::html::{esc, PAGE_CSS};
 
 /// Draws both charts from the data block and marks the page when done (for automated checks).
 const SCRIPT: &str = r#"(function(){
 var D=JSON.parse(document.getElementById('sweep-data').textContent);
 function fmt(v){if(v==null)return'';var u=[[1e9,'s'],[1e6,'ms'],[1e3,'\u00b5s'],[1,'ns']];for(var i=0;i<u.length;i++){if(Math.abs(v)>=u[i][0]||i==u.length-1){var x=v/u[i][0];return (x>=100?x.toFixed(0):x>=10?x.toFixed(1):x.toFixed(2))+' '+u[i][1];}}}
 function rate(v){return v>=1e6?(v/1e6).toFixed(2)+'M/s':v>=1e3?(v/1e3).toFixed(2)+'k/s':v.toFixed(0)+'/s';}
-var w=Math.min(1000,document.body.clientWidth-40);
+var w=Math.max(320,document.getElementById('latency').clientWidth-18);
 var lat=[D.offered].concat(D.series.map(function(s){return s.values;}));
-var ser=[{label:'offered',value:function(u,v){return v==null?'':rate(v);}}].concat(D.series.map(function(s){return {label:s.label,stroke:s.colour,width:2,points:{show:true,size:6},value:function(u,v){return fmt(v);}};}));
-new uPlot({title:'Response time against offered load',width:w,height:380,scales:{x:{time:false},y:{distr:3}},series:ser,
+var ser=[{label:'offered',value:function(u,v){return v==null?D.offered.length+' steps':rate(v);}}].concat(D.series.map(function(s){return {label:s.label,stroke:s.colour,width:2,points:{show:true,size:6},value:function(u,v){return v==null?'highest '+fmt(Math.max.apply(null,s.values)):fmt(v);}};}));
+new uPlot({width:w,height:380,scales:{x:{time:false},y:{distr:3}},series:ser,
  axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'response time',size:70,values:function(u,t){return t.map(fmt);}}]},lat,document.getElementById('latency'));
-new uPlot({title:'Throughput against offered rate',width:w,height:300,scales:{x:{time:false}},
- series:[{label:'offered',value:function(u,v){return v==null?'':rate(v);}},{label:'offered (ideal)',stroke:'#aaa',dash:[4,4],value:function(u,v){return v==null?'':rate(v);}},{label:'throughput',stroke:'#1f6fb2',width:2,points:{show:true,size:6},value:function(u,v){return v==null?'':rate(v);}}],
+new uPlot({width:w,height:300,scales:{x:{time:false}},
+ series:[{label:'offered',value:function(u,v){return v==null?D.offered.length+' steps':rate(v);}},{label:'offered (ideal)',stroke:'#aaa',dash:[4,4],value:function(u,v){return v==null?'up to '+rate(Math.max.apply(null,D.offered)):rate(v);}},{label:'throughput',stroke:'#1f6fb2',width:2,points:{show:true,size:6},value:function(u,v){return v==null?'highest '+rate(Math.max.apply(null,D.achieved)):rate(v);}}],
  axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'requests/s',size:70,values:function(u,t){return t.map(rate);}}]},[D.offered,D.offered,D.achieved],document.getElementById('rate'));
 document.documentElement.setAttribute('data-charts-drawn','2');
 })();"#;
@@ -63,7 +59,7 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
         let done =
             candor_truth::saturation::throughput(&s.results).unwrap_or(m.rate.achieved_per_s);
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td>",
+            "<tr><th>{}</th><td>{}</td>",
             format_rate(s.offered_per_s),
             format_rate(done)
         ));
@@ -73,11 +69,14 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
                 format_ns(m.response_time.at(p).unwrap_or(0) as f64)
             ));
         }
-        let verdict = match (&s.saturation, s.slo.iter().any(|v| !v.pass)) {
-            (Some(v), _) => esc(v),
-            (None, true) => "SLO missed".into(),
-            (None, false) if !s.slo.is_empty() => "SLO met".into(),
-            _ => String::new(),
+        // The same verdict as the terminal table, never blank; the saturation detail on hover.
+        let verdict = match &s.saturation {
+            Some(why) => format!(
+                "<span title=\"{}\">{}</span>",
+                esc(why),
+                esc(&s.verdict().join("; "))
+            ),
+            None => esc(&s.verdict().join("; ")),
         };
         rows.push_str(&format!(
             "<td>{}</td><td>{}</td></tr>\n",
@@ -95,17 +94,28 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
     );
     // `</` cannot appear inside the JSON block (values are numbers and fixed labels).
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>{css}</style>\n\
-         <style>body{{font-family:system-ui,sans-serif;margin:20px;color:#222}}table{{border-collapse:collapse}}\
-         td,th{{padding:3px 10px;text-align:right;border-bottom:1px solid #ddd}}</style></head><body>\n\
-         <h1>{t}</h1>\n<p>Response time is measured from each request's intended send time (open loop). Each point is one \
-         step of the sweep; the percentile curves bend upwards where the offered load approaches capacity, and \
-         throughput (completions per second during the measured window) falls below offered beyond it.</p>\n<div id=\"latency\"></div>\n<div id=\"rate\"></div>\n\
-         <table><tr><th>offered</th><th>throughput</th>{head}<th>failed + unfinished</th><th>verdict</th></tr>\n{rows}</table>\n\
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t}</title>\n\
+         <style>{css}</style>\n<style>{page_css}</style></head><body>\n\
+         <header><div class=\"brand\">candor</div><h1>{t}</h1><p class=\"sub\">{target} · {steps}</p></header>\n\
+         <section><p class=\"note\">Response time is measured from each request's intended send time (open loop). Each \
+         point is one step of the sweep; the percentile curves bend upwards where the offered load approaches capacity, \
+         and throughput (completions per second during the measured window) falls below offered beyond it.</p>\
+         <h2>Response time against offered load</h2><div class=\"chart\" id=\"latency\"></div>\
+         <h2>Throughput against offered load</h2><div class=\"chart\" id=\"rate\"></div></section>\n\
+         <section><h2>Steps</h2><table class=\"grid num\"><thead><tr><th>offered</th><th>throughput</th>{head}\
+         <th>failed + unfinished</th><th>verdict</th></tr></thead><tbody>\n{rows}</tbody></table>\
+         <p class=\"note\">The sweep's exit code is 0 whatever these verdicts: its top steps are meant to pass capacity. \
+         <code>candor capacity</code> answers with its exit code whether a rate meets the SLOs.</p></section>\n\
+         <footer>Generated by candor {version}. Charts: uPlot (MIT).</footer>\n\
          <script type=\"application/json\" id=\"sweep-data\">{data}</script>\n<script>{js}</script>\n<script>{script}</script>\n\
          </body></html>\n",
         t = esc(&title),
+        target = esc(&sweep.target),
+        steps = count_noun(sweep.steps.len() as u64, "step", "steps"),
         css = UPLOT_CSS,
+        page_css = PAGE_CSS,
+        version = esc(&sweep.candor_version),
         js = UPLOT_JS,
         script = SCRIPT,
     )
@@ -159,7 +169,14 @@ mod tests {
         let page = write_sweep_html(&sweep, None);
         assert!(page.contains("id=\"latency\"") && page.contains("id=\"rate\""));
         assert!(page.contains("\"offered\":[1000.0]"), "data block");
-        assert!(page.contains("<td>1.00k/s</td>"));
+        assert!(page.contains("<th>1.00k/s</th>"));
+        // The run report's styles.
+        assert!(page.contains(PAGE_CSS) && page.contains("class=\"grid num\""));
         assert!(page.contains("&lt;x&gt;") && !page.contains("/<x>"));
+        // The verdict column is filled even without SLOs or saturation.
+        assert!(
+            page.contains("<td>0</td><td>rate not reached</td></tr>"),
+            "{page}"
+        );
     }
 }

@@ -1,9 +1,11 @@
 //! The terminal report of a run: the headline table of response time, service time and send
 //! lag side by side, the accounting, and the warnings, in the order a reader needs them.
 
+use crate::input::Books;
 use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
+use candor_truth::late::count_noun;
 use std::fmt::Write as _;
 
 /// Renders the full text report of `results`.
@@ -24,10 +26,15 @@ pub fn render(results: &RunResults) -> String {
         (Some(t), Some(c)) => format!("{t} threads, {c} connections, "),
         _ => String::new(),
     };
+    let books = Books::of(results);
     let _ = writeln!(
         out,
-        "  {shape}{} measured{}",
-        format_ns(results.main.duration_s * 1e9),
+        "  {shape}{}{}",
+        if books == Books::LatencyOnly && results.intervals.is_empty() {
+            "no intervals in the log".to_string()
+        } else {
+            format!("{} measured", format_ns(results.main.duration_s * 1e9))
+        },
         match &results.warmup {
             Some(w) => format!(" after {} warm-up", format_ns(w.duration_s * 1e9)),
             None => String::new(),
@@ -35,6 +42,13 @@ pub fn render(results: &RunResults) -> String {
     );
     let rate = &results.main.rate;
     match rate.target_per_s {
+        None if books == Books::LatencyOnly => {
+            let _ = writeln!(
+                out,
+                "  rate: {} recorded (a log has no schedule: the offered rate is unknown)",
+                format_rate(rate.achieved_per_s)
+            );
+        }
         Some(t) => {
             let _ = writeln!(
                 out,
@@ -61,12 +75,25 @@ pub fn render(results: &RunResults) -> String {
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
     out.push('\n');
-    out.push_str(&accounting(&results.main));
+    out.push_str(&match books {
+        Books::Full => accounting(&results.main),
+        Books::LatencyOnly => format!(
+            "  requests: {} recorded; intended, failed and unfinished requests, status classes, failures by \
+             class and bytes are unknown (an interval log records latencies only)\n",
+            count_noun(results.main.response_time.count, "latency", "latencies")
+        ),
+        Books::Slice => format!(
+            "  requests: {} completed + {} failed in the slice; failures by class, status classes, bytes and \
+             unfinished requests are unknown (not kept per interval)\n",
+            format_count(results.main.requests.completed),
+            format_count(results.main.requests.failed)
+        ),
+    });
     if let Some(w) = &results.warmup {
         let _ = writeln!(
             out,
-            "\nwarm-up (excluded above): {} requests, response time p50 {} p99 {} max {}",
-            format_count(w.requests.intended),
+            "\nwarm-up (excluded above): {}, response time p50 {} p99 {} max {}",
+            count_noun(w.requests.intended, "request", "requests"),
             fmt_at(&w.response_time, 50.0),
             fmt_at(&w.response_time, 99.0),
             format_ns(w.response_time.max_ns as f64),
@@ -194,6 +221,10 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
             ("send lag", &p.send_lag),
         ]
     };
+    if columns.iter().all(|(_, s)| s.count == 0) {
+        // Zeros here would read as a measurement of 0ns.
+        return "  latency: no data (the input holds no samples)\n".to_string();
+    }
     let widths = [22, 14, 12];
     let mut out = String::new();
     let mut line = |label: &str, cell: &dyn Fn(&Summary) -> String| {
@@ -218,11 +249,19 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         ("p99.999", 99.999),
         ("max", 100.0),
     ];
+    // A column without samples says so rather than showing zeros.
+    let known = |s: &Summary, f: &dyn Fn(&Summary) -> String| {
+        if s.count == 0 {
+            "no data".to_string()
+        } else {
+            f(s)
+        }
+    };
     for (label, q) in rows {
-        line(label, &|s: &Summary| fmt_at(s, q));
+        line(label, &|s: &Summary| known(s, &|s| fmt_at(s, q)));
     }
-    line("mean", &|s: &Summary| format_ns(s.mean_ns));
-    line("stdev", &|s: &Summary| format_ns(s.stdev_ns));
+    line("mean", &|s: &Summary| known(s, &|s| format_ns(s.mean_ns)));
+    line("stdev", &|s: &Summary| known(s, &|s| format_ns(s.stdev_ns)));
     line("samples", &|s: &Summary| format_count(s.count));
     header + &out
 }
@@ -428,6 +467,38 @@ mod tests {
         assert_eq!(failures_dominate(&half), None);
         // Not counted (older files): no connections line rather than "0 opened".
         assert!(!render(&results("open-loop")).contains("connections:"));
+    }
+
+    #[test]
+    fn a_log_reports_only_what_it_holds_and_no_data_as_such() {
+        let log = crate::hlog::write_hlog(&crate::synthetic::synthetic_run(1, 3, 10, 1_000_000, 0));
+        let r = crate::input::load(&log, "x.hlog", &Default::default()).unwrap();
+        let text = render(&r);
+        assert!(
+            text.contains("requests: 30 latencies recorded; intended, failed"),
+            "{text}"
+        );
+        for invented in ["intended =", "status:", "errors:", "bytes:", "target "] {
+            assert!(!text.contains(invented), "{invented:?} in\n{text}");
+        }
+        let header: String = log
+            .lines()
+            .filter(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let empty = crate::input::load(&header, "e.hlog", &Default::default()).unwrap();
+        let text = render(&empty);
+        assert!(
+            text.contains("latency: no data") && text.contains("no intervals in the log"),
+            "{text}"
+        );
+        assert!(!text.contains("0ns"), "{text}");
+        // A run whose every request failed has no latency either.
+        let mut none = results("open-loop");
+        none.main.response_time.count = 0;
+        none.main.service_time.count = 0;
+        none.main.send_lag.count = 0;
+        assert!(phase_table(&none.main, false).contains("no data"));
     }
 
     #[test]

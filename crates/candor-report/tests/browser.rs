@@ -91,6 +91,19 @@ fn tempdir() -> PathBuf {
     p
 }
 
+/// The text of every legend value cell (`<td class="u-value">...</td>`) of the dumped DOM.
+fn legend_values(dom: &str) -> Vec<String> {
+    let key = "class=\"u-value\">";
+    let mut out = Vec::new();
+    let mut rest = dom;
+    while let Some(i) = rest.find(key) {
+        rest = &rest[i + key.len()..];
+        let end = rest.find('<').unwrap_or(rest.len());
+        out.push(rest[..end].replace("&nbsp;", " "));
+    }
+    out
+}
+
 fn attr(dom: &str, name: &str) -> Option<String> {
     let key = format!("{name}=\"");
     let start = dom.find(&key)? + key.len();
@@ -107,7 +120,7 @@ fn report_renders_in_headless_chromium() {
     let exe = chromium().expect(
         "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
     );
-    let runs = vec![
+    let mut runs = vec![
         (
             "baseline 2k/s".to_string(),
             synthetic_run(11, 30, 2000, 800_000, 0),
@@ -117,6 +130,11 @@ fn report_renders_in_headless_chromium() {
             synthetic_run(12, 30, 2000, 1_100_000, 7),
         ),
     ];
+    // The second run's window starts 100 s into its file (as a slice or a log can): its time axes
+    // must start there, not at 0.
+    for iv in &mut runs[1].1.intervals {
+        iv.start_s += 100.0;
+    }
     let options = HtmlOptions {
         title: None,
         slos: vec![
@@ -158,6 +176,46 @@ fn report_renders_in_headless_chromium() {
     assert_eq!(expected, "5");
     assert_eq!(drawn, expected, "every chart painted");
     assert!(dom.contains("uplot"), "uPlot built its DOM");
+    // The spectrum runs to each run's max (it used to stop at 99.99%, hiding it).
+    assert_eq!(
+        attr(&dom, "data-spectrum-reaches-max").as_deref(),
+        Some("true"),
+        "every response curve ends at its max inside the drawn x range"
+    );
+    // Over-time axes start at the window's start (the first interval's start), not at 0 or the
+    // first point.
+    assert_eq!(
+        attr(&dom, "data-time-axes-start-at-window").as_deref(),
+        Some("true")
+    );
+    // Legends read without hovering: the static DOM (no cursor) holds each series' p99 and max
+    // and no placeholder.
+    let legends = legend_values(&dom);
+    assert!(!legends.is_empty(), "legends found");
+    assert!(
+        legends
+            .iter()
+            .all(|v| !v.trim().is_empty() && !v.contains('\u{2014}') && v != "--"),
+        "no placeholder in a static legend: {legends:?}"
+    );
+    for (label, r) in &runs {
+        let rec = r.main.histograms.decode().unwrap();
+        let max = candor_core::units::format_ns(rec.response.max() as f64).replace("us", "\u{b5}s");
+        assert!(
+            legends
+                .iter()
+                .any(|v| v.starts_with("p99 ") && v.ends_with(&format!("max {max}"))),
+            "{label}: legend shows its max {max}: {legends:?}"
+        );
+    }
+    // The text report's sample-support caveats and both targets are on the page.
+    assert!(dom.contains("not enough samples for"), "caveats shown");
+    for (label, r) in &runs {
+        assert!(
+            dom.contains(&format!("<b>{label}</b>: {}", r.target)),
+            "header names {label}'s target"
+        );
+    }
 
     let shot = dir.join("report.png");
     let _ = std::fs::remove_file(&shot);
@@ -176,4 +234,74 @@ fn report_renders_in_headless_chromium() {
         meta.len()
     );
     eprintln!("report: {}\nscreenshot: {}", html.display(), shot.display());
+}
+
+/// The sweep page: drawn, styled like the run report, legends readable without hovering, and a
+/// verdict for every step.
+#[test]
+fn sweep_page_renders_with_verdicts_and_static_legends() {
+    use candor_core::results::SCHEMA_VERSION;
+    use candor_truth::sweep::{SweepResults, SweepStep};
+    if std::env::var("CANDOR_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("CANDOR_SKIP_BROWSER=1: skipping the browser test on purpose");
+        return;
+    }
+    let exe = chromium().expect(
+        "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
+    );
+    let steps: Vec<SweepStep> = [(1000.0, 900_000), (2000.0, 1_200_000), (4000.0, 9_000_000)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(rate, base))| {
+            let mut results = synthetic_run(20 + i as u64, 5, rate as u64, base, 0);
+            results.main.rate.target_per_s = Some(rate);
+            SweepStep {
+                offered_per_s: rate,
+                results,
+                slo: vec![],
+                saturation: None,
+            }
+        })
+        .collect();
+    let sweep = SweepResults {
+        schema_version: SCHEMA_VERSION,
+        kind: "sweep".into(),
+        candor_version: "test".into(),
+        target: "http://127.0.0.1:9/".into(),
+        command_line: vec![],
+        steps,
+    };
+    let page = candor_report::sweep_html::write_sweep_html(&sweep, None);
+    let html = artefact_dir().join("sweep.html");
+    std::fs::write(&html, &page).expect("write sweep page");
+    let url = format!("file://{}", html.display());
+    let (dom, _) = run_chromium(&exe, &["--dump-dom".to_string()], &url);
+    assert_eq!(attr(&dom, "data-js-error"), None, "script error recorded");
+    assert_eq!(attr(&dom, "data-charts-drawn").as_deref(), Some("2"));
+    // The run report's look: its header and grid table.
+    assert!(
+        dom.contains("<div class=\"brand\">candor</div>"),
+        "report header"
+    );
+    assert!(dom.contains("class=\"grid num\""), "report table style");
+    let legends = legend_values(&dom);
+    assert!(legends.len() >= 9, "both legends: {legends:?}");
+    assert!(
+        legends
+            .iter()
+            .all(|v| !v.trim().is_empty() && !v.contains('\u{2014}') && v != "--"),
+        "no placeholder in a static legend: {legends:?}"
+    );
+    // One verdict per step, never blank: the last cell of each body row.
+    let rows: Vec<&str> = dom
+        .split("<tr><th>")
+        .skip(1)
+        .filter(|r| !r.starts_with("offered<"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{dom}");
+    for row in rows {
+        let last = row.rsplit("<td>").next().unwrap();
+        let verdict = &last[..last.find("</td>").unwrap()];
+        assert!(!verdict.trim().is_empty(), "verdict filled: {row}");
+    }
 }

@@ -84,7 +84,7 @@ pub fn analyze(results: &RunResults) -> Analysis {
 /// The report section: confidence intervals and sample support of the response-time
 /// percentiles, timeline events, and the verdicts.
 pub fn render_text(results: &RunResults) -> String {
-    use candor_core::units::{format_count, format_ns};
+    use candor_core::units::format_ns;
     let a = analyze(results);
     let mut out = String::new();
     let n = results.main.response_time.count;
@@ -97,8 +97,8 @@ pub fn render_text(results: &RunResults) -> String {
             None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
         };
         out.push_str(&format!(
-            "\n  response-time percentiles with 95% confidence intervals (order statistics); {} samples {}:\n",
-            format_count(n),
+            "\n  response-time percentiles with 95% confidence intervals (order statistics); {} {}:\n",
+            crate::late::count_noun(n, "sample", "samples"),
             support
         ));
         for c in a

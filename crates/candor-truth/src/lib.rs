@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod capacity;
 pub mod confidence;
 pub mod correct;
+pub mod late;
 pub mod omission;
 pub mod saturation;
 pub mod slo;

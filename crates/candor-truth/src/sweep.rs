@@ -20,6 +20,38 @@ pub struct SweepStep {
     pub saturation: Option<String>,
 }
 
+impl SweepStep {
+    /// The step's verdict, one short phrase per finding (never empty): saturation or a missed
+    /// rate, then the SLOs when the sweep had any; `ok` when nothing is wrong.
+    pub fn verdict(&self) -> Vec<String> {
+        let m = &self.results.main;
+        let done = crate::saturation::throughput(&self.results).unwrap_or(m.rate.achieved_per_s);
+        let mut verdict = Vec::new();
+        if self.saturation.is_some() {
+            verdict.push("SATURATED".to_string());
+        } else if done < 0.95 * self.offered_per_s {
+            verdict.push("rate not reached".to_string());
+        }
+        if !self.slo.is_empty() {
+            let failed: Vec<&str> = self
+                .slo
+                .iter()
+                .filter(|v| !v.pass)
+                .map(|v| v.objective.as_str())
+                .collect();
+            verdict.push(if failed.is_empty() {
+                "SLO met".to_string()
+            } else {
+                format!("SLO missed: {}", failed.join(","))
+            });
+        }
+        if verdict.is_empty() {
+            verdict.push("ok".into());
+        }
+        verdict
+    }
+}
+
 /// The JSON file `candor sweep --json` writes and `candor report` reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepResults {
@@ -91,29 +123,7 @@ impl SweepResults {
                 let _ = write!(out, " {:>10}", format_ns(v as f64));
             }
             let bad = m.requests.failed + m.requests.in_flight_at_end;
-            let mut verdict = Vec::new();
-            if s.saturation.is_some() {
-                verdict.push("SATURATED".to_string());
-            } else if done < 0.95 * s.offered_per_s {
-                verdict.push("rate not reached".to_string());
-            }
-            if !s.slo.is_empty() {
-                let failed: Vec<&str> = s
-                    .slo
-                    .iter()
-                    .filter(|v| !v.pass)
-                    .map(|v| v.objective.as_str())
-                    .collect();
-                verdict.push(if failed.is_empty() {
-                    "SLO met".to_string()
-                } else {
-                    format!("SLO missed: {}", failed.join(","))
-                });
-            }
-            if verdict.is_empty() {
-                verdict.push("ok".into());
-            }
-            let _ = writeln!(out, " {:>9}  {}", format_count(bad), verdict.join("; "));
+            let _ = writeln!(out, " {:>9}  {}", format_count(bad), s.verdict().join("; "));
         }
         out.push_str(
             "  (response time from each request's intended send time; throughput = completions per second\n   \

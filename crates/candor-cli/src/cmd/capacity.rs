@@ -14,6 +14,9 @@ use clap::Args;
 #[derive(Args, Debug)]
 pub struct CapacityArgs {
     /// The objectives a rate must meet, e.g. 'p99<10ms,p99.9<50ms' (response time; see run --slo).
+    /// The exit code is the verdict: 0 when a rate in [--min, --max] meets them (the capacity is
+    /// printed), 3 when even --min misses them or the search did not settle (unlike `sweep`,
+    /// which exits 0 whatever its steps' verdicts).
     #[arg(long, value_name = "SLO", required = true)]
     pub slo: Vec<String>,
     /// Lowest rate to try (the search starts here and doubles).

@@ -17,8 +17,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "MEASURE", default_value = "response",
           value_parser = PossibleValuesParser::new(["response", "service", "send-lag"]))]
     pub measure: String,
-    /// Labels for the inputs, in order (default: file names).
-    #[arg(long, value_name = "LABEL")]
+    /// Labels for the inputs, one per input in order, comma-separated (`--label before,after`)
+    /// or repeated (default: file names).
+    #[arg(long, value_name = "LABEL,...", value_delimiter = ',')]
     pub label: Vec<String>,
 }
 

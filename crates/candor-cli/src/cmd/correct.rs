@@ -45,8 +45,7 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
     if interval == 0 {
         anyhow::bail!("--expected-interval must be longer than zero");
     }
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
+    let text = crate::cmd::report::read_input(&args.file)?;
     let name = args.file.display().to_string();
     let sel = Selection {
         tag: args.tag.clone(),

@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use candor_core::results::RunResults;
 use candor_report::input::{load, Selection};
 use candor_report::shards;
+use candor_truth::late::count_noun;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -59,8 +60,7 @@ fn name_of(f: &Path) -> String {
 fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, RunResults)>> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text = crate::cmd::report::read_input(f)?;
         match shards::json_from_log(&text) {
             Some(json) => {
                 let name = name_of(f);
@@ -87,7 +87,14 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
         (m.merged, Some(m.report))
     } else {
         let results: Vec<_> = runs.iter().map(|(_, r)| r.clone()).collect();
-        (candor_report::merge::merge(&results)?, None)
+        let mut merged = candor_report::merge::merge(&results)?;
+        // Shard sets have their own, stricter consistency report; plain merges get these.
+        let mismatches = candor_report::merge::mismatches(&runs);
+        for m in &mismatches {
+            eprintln!("warning: {m}");
+        }
+        merged.warnings.splice(0..0, mismatches);
+        (merged, None)
     };
     // The merged result gets the analysis a single run has, computed from the merged histograms
     // (never from the inputs' own verdicts), SLO verdicts included.
@@ -104,10 +111,10 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     };
     let s = &merged.main.response_time;
     eprintln!(
-        "wrote {}: {} runs, {} responses, p50 {} p99 {} p99.9 {} max {}",
+        "wrote {}: {}, {}, p50 {} p99 {} p99.9 {} max {}",
         where_to,
-        runs.len(),
-        candor_core::units::format_count(s.count),
+        count_noun(runs.len() as u64, "run", "runs"),
+        count_noun(s.count, "response", "responses"),
         candor_core::units::format_ns(s.at(50.0).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.at(99.0).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.at(99.9).unwrap_or(0) as f64),

@@ -40,12 +40,47 @@ pub struct ReportArgs {
     /// code 3 if any fails.
     #[arg(long, value_name = "SLO")]
     pub slo: Vec<String>,
-    /// Labels for the inputs, in order (default: file names).
-    #[arg(long, value_name = "LABEL")]
+    /// Labels for the inputs, one per input in order, comma-separated (`--label before,after`)
+    /// or repeated (default: file names).
+    #[arg(long, value_name = "LABEL,...", value_delimiter = ',')]
     pub label: Vec<String>,
     /// Title of the HTML report.
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
+}
+
+/// The display label of each input: the `--label` list when given (it must name every input,
+/// once), else the file names.
+pub fn labels_for(files: &[PathBuf], labels: &[String]) -> anyhow::Result<Vec<String>> {
+    if labels.is_empty() {
+        return Ok(files.iter().map(|f| file_name(f)).collect());
+    }
+    if labels.len() != files.len() {
+        bail!(
+            "--label gives {} label{} for {} input{}: give one per input, in order, comma-separated \
+             (--label before,after)",
+            labels.len(),
+            if labels.len() == 1 { "" } else { "s" },
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(empty) = labels.iter().position(|l| l.trim().is_empty()) {
+        bail!("--label: label {} is empty", empty + 1);
+    }
+    Ok(labels.iter().map(|l| l.trim().to_string()).collect())
+}
+
+fn file_name(f: &Path) -> String {
+    f.file_name().map_or_else(
+        || f.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// Reads a results file with a bounded buffer (see `input::MAX_INPUT_BYTES`); errors name it.
+pub fn read_input(f: &Path) -> anyhow::Result<String> {
+    candor_report::input::read_input(f).with_context(|| format!("reading {}", f.display()))
 }
 
 /// Reads every input with the selection applied, labelled for display; errors name the file.
@@ -54,19 +89,13 @@ pub fn load_inputs(
     labels: &[String],
     sel: &Selection,
 ) -> anyhow::Result<Vec<(String, RunResults)>> {
-    if labels.len() > files.len() {
-        bail!("{} labels given for {} files", labels.len(), files.len());
-    }
+    let labels = labels_for(files, labels)?;
     let mut out = Vec::with_capacity(files.len());
-    for (i, f) in files.iter().enumerate() {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-        let name = f.file_name().map_or_else(
-            || f.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let results = load(&text, &name, sel).with_context(|| format!("{}", f.display()))?;
-        out.push((labels.get(i).cloned().unwrap_or(name), results));
+    for (f, label) in files.iter().zip(labels) {
+        let text = read_input(f)?;
+        let results =
+            load(&text, &file_name(f), sel).with_context(|| format!("{}", f.display()))?;
+        out.push((label, results));
     }
     Ok(out)
 }
@@ -178,4 +207,43 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_one_per_input() {
+        let files = [PathBuf::from("a/one.json"), PathBuf::from("two.hlog")];
+        assert_eq!(labels_for(&files, &[]).unwrap(), ["one.json", "two.hlog"]);
+        let two = ["before".to_string(), " after".to_string()];
+        assert_eq!(labels_for(&files, &two).unwrap(), ["before", "after"]);
+        let err = labels_for(&files, &["a,b".to_string()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--label gives 1 label for 2 inputs: give one per input, in order, comma-separated (--label before,after)"
+        );
+        let three: Vec<String> = ["x", "y", "z"].iter().map(|s| s.to_string()).collect();
+        assert!(labels_for(&files, &three).is_err());
+        assert!(labels_for(&files, &["x".into(), " ".into()]).is_err());
+    }
+
+    #[test]
+    fn a_comma_list_is_split_into_labels() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            report: ReportArgs,
+        }
+        let cli =
+            Cli::try_parse_from(["candor", "a.json", "b.json", "--label", "one,two"]).unwrap();
+        assert_eq!(cli.report.label, ["one", "two"]);
+        let cli = Cli::try_parse_from([
+            "candor", "a.json", "b.json", "--label", "one", "--label", "two",
+        ])
+        .unwrap();
+        assert_eq!(cli.report.label, ["one", "two"]);
+    }
 }

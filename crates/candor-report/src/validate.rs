@@ -1,0 +1,282 @@
+//! Checks that a loaded results file describes something that could have happened: books that
+//! balance, counts and times in range, and merges whose sums fit in 64 bits. A file that fails is
+//! refused with the reason, before any number of it reaches a report or a merge.
+
+use candor_core::results::{PhaseResults, RequestCounts, RunResults};
+use serde_json::Value;
+
+/// The largest request count a results file may hold (2^56, about 7.2e16).
+///
+/// Derivation: a generator at 100 million requests per second (far beyond any machine candor
+/// runs on) needs 22 years to send 2^56 requests, so a larger count is not a measurement. The
+/// bound also makes every sum the checks and merges compute safe: `balanced()` adds at most a
+/// dozen such counts, and 256 of them still fit in 64 bits, so no check can itself overflow.
+pub const MAX_REQUEST_COUNT: u64 = 1 << 56;
+
+/// Why a results file is impossible.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Impossible {
+    #[error("{field} = {value} is beyond any possible run (more than 2^56 requests)")]
+    Count { field: String, value: u64 },
+    #[error(
+        "{phase} requests do not balance: intended {intended} is not completed {completed} + failed \
+         {failed} + unfinished {unfinished}"
+    )]
+    Books {
+        phase: &'static str,
+        intended: u64,
+        completed: u64,
+        failed: u64,
+        unfinished: u64,
+    },
+    #[error(
+        "{phase} requests do not balance: unfinished {unfinished} is not sent-and-unanswered {sent} + \
+         never-sent {unsent}"
+    )]
+    Unfinished {
+        phase: &'static str,
+        unfinished: u64,
+        sent: u64,
+        unsent: u64,
+    },
+    #[error("{phase} requests do not balance: failed {failed} is not the sum of the failure classes {classes}")]
+    Classes {
+        phase: &'static str,
+        failed: u64,
+        classes: String,
+    },
+    #[error("{field} = {value} is not a possible {what}")]
+    Number {
+        field: String,
+        value: f64,
+        what: &'static str,
+    },
+    #[error("merging overflows: the sum of {field} over the inputs exceeds 2^64")]
+    Overflow { field: String },
+}
+
+/// Every count in `requests` (bytes excepted: their bound is 64 bits) as (JSON path, value).
+/// Walking the serialized form keeps the check complete when counters are added to the model.
+fn counts(prefix: &str, requests: &RequestCounts) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let v = serde_json::to_value(requests).unwrap_or(Value::Null);
+    leaves(prefix, &v, &mut out);
+    out
+}
+
+fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, u64)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                leaves(&format!("{prefix}.{k}"), v, out);
+            }
+        }
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                out.push((prefix.to_string(), u));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn is_bytes(path: &str) -> bool {
+    path.rsplit('.')
+        .next()
+        .is_some_and(|k| k.starts_with("bytes"))
+}
+
+fn finite(field: String, value: f64, what: &'static str, min: f64) -> Result<(), Impossible> {
+    if value.is_finite() && value >= min {
+        Ok(())
+    } else {
+        Err(Impossible::Number { field, value, what })
+    }
+}
+
+fn check_phase(name: &'static str, p: &PhaseResults) -> Result<(), Impossible> {
+    let r = &p.requests;
+    for (field, value) in counts(&format!("{name}.requests"), r) {
+        if !is_bytes(&field) && value > MAX_REQUEST_COUNT {
+            return Err(Impossible::Count { field, value });
+        }
+    }
+    // Every term is at most 2^56 now, so these sums cannot overflow.
+    let unfinished = r.in_flight_at_end;
+    if r.intended != r.completed + r.failed + unfinished {
+        return Err(Impossible::Books {
+            phase: name,
+            intended: r.intended,
+            completed: r.completed,
+            failed: r.failed,
+            unfinished,
+        });
+    }
+    if unfinished != r.sent_unanswered + r.queued_unsent {
+        return Err(Impossible::Unfinished {
+            phase: name,
+            unfinished,
+            sent: r.sent_unanswered,
+            unsent: r.queued_unsent,
+        });
+    }
+    if !r.balanced() {
+        return Err(Impossible::Classes {
+            phase: name,
+            failed: r.failed,
+            classes: serde_json::to_string(&r.errors).unwrap_or_default(),
+        });
+    }
+    if r.generator_late > r.intended {
+        return Err(Impossible::Count {
+            field: format!(
+                "{name}.requests.generator_late (of {} intended)",
+                r.intended
+            ),
+            value: r.generator_late,
+        });
+    }
+    finite(format!("{name}.duration_s"), p.duration_s, "duration", 0.0)?;
+    finite(
+        format!("{name}.rate.achieved_per_s"),
+        p.rate.achieved_per_s,
+        "rate",
+        0.0,
+    )?;
+    if let Some(t) = p.rate.target_per_s {
+        finite(format!("{name}.rate.target_per_s"), t, "rate", 0.0)?;
+    }
+    Ok(())
+}
+
+/// Checks one loaded file: books, counts and times.
+pub fn check(r: &RunResults) -> Result<(), Impossible> {
+    finite(
+        "start_time_unix_s".into(),
+        r.start_time_unix_s,
+        "time",
+        f64::MIN,
+    )?;
+    check_phase("main", &r.main)?;
+    if let Some(w) = &r.warmup {
+        check_phase("warmup", w)?;
+    }
+    for (i, iv) in r.intervals.iter().enumerate() {
+        finite(
+            format!("intervals[{i}].start_s"),
+            iv.start_s,
+            "time",
+            f64::MIN,
+        )?;
+        finite(
+            format!("intervals[{i}].length_s"),
+            iv.length_s,
+            "interval length",
+            0.0,
+        )?;
+        for (k, v) in [("completed", iv.completed), ("failed", iv.failed)] {
+            if v > MAX_REQUEST_COUNT {
+                return Err(Impossible::Count {
+                    field: format!("intervals[{i}].{k}"),
+                    value: v,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that adding the request counts of `phases` cannot overflow any counter (bytes
+/// included), so that the merge can add them with the model's own `add`.
+pub fn check_sum(phases: &[&PhaseResults]) -> Result<(), Impossible> {
+    let mut sums: Vec<(String, u128)> = Vec::new();
+    for p in phases {
+        for (field, value) in counts("requests", &p.requests) {
+            match sums.iter_mut().find(|(f, _)| *f == field) {
+                Some((_, s)) => *s += u128::from(value),
+                None => sums.push((field, u128::from(value))),
+            }
+        }
+    }
+    match sums.into_iter().find(|(_, s)| *s > u128::from(u64::MAX)) {
+        Some((field, _)) => Err(Impossible::Overflow { field }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::synthetic_run;
+
+    #[test]
+    fn real_runs_pass() {
+        let r = synthetic_run(1, 5, 100, 1_000_000, 2);
+        check(&r).unwrap();
+    }
+
+    #[test]
+    fn books_that_do_not_balance_are_refused() {
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.requests.intended = 7;
+        r.main.requests.completed = 400;
+        r.main.requests.failed = 0;
+        let e = check(&r).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "main requests do not balance: intended 7 is not completed 400 + failed 0 + unfinished 0"
+        );
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.requests.in_flight_at_end += 1;
+        r.main.requests.intended += 1;
+        assert!(matches!(check(&r), Err(Impossible::Unfinished { .. })));
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.requests.failed += 1;
+        r.main.requests.intended += 1;
+        assert!(matches!(check(&r), Err(Impossible::Classes { .. })));
+    }
+
+    #[test]
+    fn counts_and_times_out_of_range_are_refused() {
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.requests.completed = u64::MAX;
+        r.main.requests.intended = u64::MAX;
+        let e = check(&r).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("main.requests.completed = 18446744073709551615 is beyond"),
+            "{e}"
+        );
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.requests.errors.timeout = MAX_REQUEST_COUNT + 1;
+        assert!(matches!(check(&r), Err(Impossible::Count { .. })));
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.intervals[2].length_s = -1.0;
+        assert_eq!(
+            check(&r).unwrap_err().to_string(),
+            "intervals[2].length_s = -1 is not a possible interval length"
+        );
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.duration_s = f64::NAN;
+        assert!(matches!(check(&r), Err(Impossible::Number { .. })));
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.requests.generator_late = r.main.requests.intended + 1;
+        assert!(matches!(check(&r), Err(Impossible::Count { .. })));
+        // Bytes may be large (they are only bounded by 64 bits).
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 0);
+        r.main.requests.bytes_read = u64::MAX;
+        check(&r).unwrap();
+    }
+
+    #[test]
+    fn sums_that_overflow_are_found() {
+        let mut a = synthetic_run(1, 5, 100, 1_000_000, 0);
+        let b = synthetic_run(2, 5, 100, 1_000_000, 0);
+        check_sum(&[&a.main, &b.main]).unwrap();
+        a.main.requests.bytes_read = u64::MAX;
+        assert_eq!(
+            check_sum(&[&a.main, &b.main]).unwrap_err().to_string(),
+            "merging overflows: the sum of requests.bytes_read over the inputs exceeds 2^64"
+        );
+    }
+}

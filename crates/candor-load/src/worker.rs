@@ -697,7 +697,7 @@ impl Worker {
         }
         let phases = self
             .ledger
-            .finish(self.schedule.as_mut(), self.schedule_end_ns, now);
+            .finish(self.schedule.as_mut(), self.schedule_end_ns, now, &self.stop);
         for c in &mut self.conns {
             if let Some(mut t) = c.transport.take() {
                 let _ = self.poll.registry().deregister(t.socket());

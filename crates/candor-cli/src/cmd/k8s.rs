@@ -268,7 +268,7 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     if a.pause_pid.is_some() {
         bail!("--pause-pid names a process on this machine, not one in the pods");
     }
-    parse_rate(&a.load.rate).context("-R/--rate")?;
+    parse_rate(&a.rate).context("-R/--rate")?;
     for (flag, v) in [
         ("--duration", &a.load.duration),
         ("--timeout", &a.load.timeout),

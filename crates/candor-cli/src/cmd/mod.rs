@@ -3,6 +3,7 @@
 pub mod calibrate;
 pub mod capacity;
 pub mod compare;
+pub mod completions;
 pub mod correct;
 pub mod demo;
 pub mod fdlimit;

@@ -266,7 +266,10 @@ impl LoadConfig {
                 return bad("-n (number of requests) must be at least 1".into());
             }
             if self.rate.is_none() {
-                return bad("-n needs a rate (-R): the N requests are sent on the open-loop schedule".into());
+                return bad(
+                    "-n needs a rate (-R): the N requests are sent on the open-loop schedule"
+                        .into(),
+                );
             }
             if self.arrival != ArrivalKind::Constant {
                 return bad("-n needs --arrival constant: a Poisson schedule has no fixed end for N requests; use -d".into());
@@ -440,7 +443,11 @@ mod tests {
         // Exactly the ceiling per thread passes; the next representable rate above it fails.
         c.rate = Some(2.0 * MAX_RATE_PER_THREAD);
         assert!(c.validate().is_ok());
-        for r in [2.0 * MAX_RATE_PER_THREAD * 1.0001, 1e12, 18446744073709551616.0] {
+        for r in [
+            2.0 * MAX_RATE_PER_THREAD * 1.0001,
+            1e12,
+            18446744073709551616.0,
+        ] {
             c.rate = Some(r);
             let e = c.validate().unwrap_err().to_string();
             assert!(e.contains("beyond what any machine can pace"), "{e}");

@@ -1,8 +1,8 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
-use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
 use crate::cmd::outputs::Output;
+use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_core::units::{
@@ -66,7 +66,8 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     for rate in [settings.min, settings.max] {
         let mut c = base.clone();
         c.rate = Some(rate);
-        c.validate().with_context(|| format!("at {}", format_rate(rate)))?;
+        c.validate()
+            .with_context(|| format!("at {}", format_rate(rate)))?;
     }
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     eprintln!(

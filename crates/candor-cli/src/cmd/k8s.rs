@@ -21,7 +21,9 @@ pub struct K8sArgs {
     /// Number of shards: one pod each, run in parallel (completions = parallelism = N).
     #[arg(long, value_name = "N")]
     pub shards: u32,
-    /// Container image with `candor` (and /bin/sh, unless --no-shell) on its PATH.
+    /// Container image with `candor` (and /bin/sh, unless --no-shell) on its PATH. The repository's
+    /// Containerfile builds one (`podman build -t candor -f Containerfile .`, or docker build);
+    /// push it to a registry the cluster can pull from.
     #[arg(long)]
     pub image: String,
     /// Name of the Job (a DNS label: lowercase letters, digits, '-').

@@ -104,8 +104,14 @@ mod tests {
     #[test]
     fn unwritable_places_fail_at_open_naming_the_flag() {
         let dir = tmp("unwritable");
-        let e = Output::open("--json", dir.clone()).err().unwrap().to_string();
-        assert!(e.starts_with("--json ") && e.contains("cannot write there"), "{e}");
+        let e = Output::open("--json", dir.clone())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("--json ") && e.contains("cannot write there"),
+            "{e}"
+        );
         let e = Output::open("--hlog", dir.join("missing/x.hlog"))
             .err()
             .unwrap()
@@ -149,7 +155,10 @@ mod tests {
         if std::path::Path::new("/dev/full").exists() {
             let mut full = Output::open("--hgrm", "/dev/full").unwrap();
             let e = full.write(b"x").unwrap_err();
-            assert!(format!("{e:#}").starts_with("writing --hgrm /dev/full"), "{e:#}");
+            assert!(
+                format!("{e:#}").starts_with("writing --hgrm /dev/full"),
+                "{e:#}"
+            );
         }
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -67,8 +67,8 @@ pub struct LoadArgs {
     /// (precision against CPU use).
     #[arg(long, default_value = "60us", value_name = "DUR")]
     pub spin: String,
-    /// Run as shard I of N of one schedule (0-based): this process sends its share R/N of the total
-    /// rate given by -R, interleaved so that the N shards together form the single-process schedule.
+    /// Run as shard I of N of one schedule (0-based): this process sends its share 1/N of the
+    /// total rate, interleaved so that the N shards together form the single-process schedule.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Wall-clock instant of the first intended send (RFC 3339, e.g. 2026-11-21T23:00:00Z, or Unix
@@ -139,7 +139,12 @@ pub struct RunArgs {
     pub rate: String,
     /// Send exactly N requests on the schedule of -R (constant arrival) instead of running for
     /// -d: the window lasts N / rate.
-    #[arg(short = 'n', long = "requests-total", value_name = "N", conflicts_with = "duration")]
+    #[arg(
+        short = 'n',
+        long = "requests-total",
+        value_name = "N",
+        conflicts_with = "duration"
+    )]
     pub count: Option<u64>,
     #[command(flatten)]
     pub load: LoadArgs,

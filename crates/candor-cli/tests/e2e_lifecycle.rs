@@ -221,6 +221,8 @@ fn the_open_file_limit_is_checked_and_raised_before_the_run() {
     };
     // SAFETY: getrlimit writes into our struct.
     assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+    // rlim_t is u32 on some 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
     let hard = lim.rlim_max as u64;
     if hard < 1000 {
         eprintln!("hard open-file limit {hard} < 1000 here: the raise case is not exercised");

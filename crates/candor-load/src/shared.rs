@@ -277,7 +277,7 @@ impl Ledger {
             let mut deadline = u64::MAX;
             while s.peek() < schedule_end_ns {
                 // A relaxed load per 4096 entries costs nothing next to the histogram records.
-                if counted % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                if counted.is_multiple_of(4096) && stop.load(Ordering::Relaxed) {
                     let t = now_ns();
                     if deadline == u64::MAX {
                         deadline = t + STOP_COUNT_BUDGET_NS;

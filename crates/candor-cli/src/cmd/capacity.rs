@@ -119,7 +119,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
                 eprintln!("candor: {e:#}; no capacity found");
                 return Ok(crate::cmd::interrupt::exit_code(sig));
             }
-            return Err(e.into());
+            return Err(e);
         }
     };
     println!("candor capacity of {}\n", base.target.url);

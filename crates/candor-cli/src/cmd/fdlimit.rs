@@ -46,6 +46,8 @@ pub fn ensure(connections: usize, threads: usize) -> Result<()> {
         // Without the numbers nothing can be checked; the run will report connect failures.
         return Ok(());
     }
+    // rlim_t is u32 on some 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
     let (soft, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
     match plan(need, soft, hard) {
         Plan::Enough => Ok(()),

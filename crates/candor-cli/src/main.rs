@@ -67,6 +67,10 @@ fn main() {
     match outcome {
         Ok(code) => std::process::exit(code),
         Err(err) => {
+            if let Some(i) = err.downcast_ref::<cmd::interrupt::Interrupted>() {
+                eprintln!("candor: {i}");
+                std::process::exit(cmd::interrupt::exit_code(i.signal));
+            }
             // `{:#}` joins the context chain on one line: "reading body file x: No such file".
             eprintln!("candor: error: {err:#}");
             std::process::exit(1);

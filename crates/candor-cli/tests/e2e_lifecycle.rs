@@ -49,6 +49,31 @@ fn black_hole() -> String {
     url
 }
 
+/// Waits until the child catches SIGINT and SIGTERM (its handlers are installed when the first
+/// run starts), so that a signal sent next is certainly one candor handles, never the default
+/// action killing a process still starting up on a busy machine.
+fn wait_for_handlers(child: &Child) {
+    let path = format!("/proc/{}/status", child.id());
+    let want = (1u64 << (libc::SIGINT - 1)) | (1u64 << (libc::SIGTERM - 1));
+    let t0 = Instant::now();
+    loop {
+        let status = std::fs::read_to_string(&path).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & want == want {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no signal handlers: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn signal(child: &Child, sig: i32) {
     // SAFETY: kill only sends a signal to the child we started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
@@ -133,6 +158,7 @@ fn sigterm_ends_a_run_with_an_endless_backlog_promptly_and_writes_results() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_for_handlers(&child);
     std::thread::sleep(Duration::from_secs(6));
     signal(&child, libc::SIGTERM);
     // The budget after a stop is 1 s of counting plus writing a report; 10 s leaves a loaded
@@ -166,6 +192,7 @@ fn sigint_says_interrupted_in_every_report_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_for_handlers(&child);
     std::thread::sleep(Duration::from_millis(1500));
     signal(&child, libc::SIGINT);
     let (out, _) = exit_within(child, Duration::from_secs(10));
@@ -181,6 +208,63 @@ fn sigint_says_interrupted_in_every_report_and_exits_130() {
         .starts_with("interrupted after"));
     assert!(v["config"]["interrupted_after_s"].as_f64().unwrap() < 30.0);
     assert!(std::fs::metadata(&hlog).unwrap().len() > 0);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_signal_ends_a_sweep_and_a_capacity_search_not_just_their_current_step() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = tmp("sweep-signal");
+    let json = dir.join("sweep.json");
+    // Three steps of 1 s warm-up + 5 s: 20 s with pauses if the signal only ended one step.
+    let child = candor()
+        .args([
+            "sweep",
+            "-q",
+            "--rates",
+            "100,200,300",
+            "-c",
+            "2",
+            "-d",
+            "5s",
+            "--json",
+        ])
+        .arg(&json)
+        .arg(&server.url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_handlers(&child);
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(&child, libc::SIGINT);
+    let (out, _) = exit_within(child, Duration::from_secs(10));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{t}");
+    assert!(
+        t.contains("interrupted by SIGINT during step 1 of 3"),
+        "{t}"
+    );
+    let v = read_json(&json);
+    assert_eq!(v["steps"].as_array().unwrap().len(), 1);
+
+    let child = candor()
+        .args([
+            "capacity", "--slo", "p99<1s", "--min", "100", "--max", "400",
+        ])
+        .args(["-c", "2", "-d", "5s", &server.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_handlers(&child);
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(&child, libc::SIGTERM);
+    let (out, _) = exit_within(child, Duration::from_secs(10));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(143), "{t}");
+    assert!(t.contains("interrupted by SIGTERM"), "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

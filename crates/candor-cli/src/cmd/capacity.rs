@@ -93,14 +93,8 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         c.rate = Some(rate);
         c.validate()?;
         let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
-        if let Some(sig) = crate::cmd::interrupt::received() {
-            // A cut-short step is no evidence either way: the search ends here.
-            anyhow::bail!(
-                "interrupted by {} during the step at {}",
-                crate::cmd::interrupt::name(sig),
-                format_rate(rate)
-            );
-        }
+        // A cut-short step is no evidence either way: the search ends here.
+        crate::cmd::interrupt::check(&format!("the capacity search (at {})", format_rate(rate)))?;
         let results = outcome.to_results(&c, vec![], config_json(&c));
         let trial = judge(&results, &slo, rate);
         eprintln!(
@@ -112,16 +106,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         );
         Ok(trial)
     };
-    let found = match search(settings, &mut measure) {
-        Ok(found) => found,
-        Err(e) => {
-            if let Some(sig) = crate::cmd::interrupt::received() {
-                eprintln!("candor: {e:#}; no capacity found");
-                return Ok(crate::cmd::interrupt::exit_code(sig));
-            }
-            return Err(e);
-        }
-    };
+    let found = search(settings, &mut measure)?;
     println!("candor capacity of {}\n", base.target.url);
     println!(
         "  {:>3}  {:<8} {:>10}  result  evidence",

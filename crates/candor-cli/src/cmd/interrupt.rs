@@ -52,6 +52,35 @@ pub fn received() -> Option<i32> {
     INTERRUPT.get().and_then(Interrupt::signal)
 }
 
+/// A command cut short by a signal: `main` prints it as one line and exits with
+/// [`exit_code`] of the signal.
+#[derive(Debug)]
+pub struct Interrupted {
+    pub signal: i32,
+    /// What was cut short, e.g. "the demo".
+    pub what: String,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} interrupted by {}", self.what, name(self.signal))
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Ends a command of several runs after the run a signal cut short: an `Interrupted` error.
+pub fn check(what: &str) -> Result<()> {
+    match received() {
+        Some(signal) => Err(Interrupted {
+            signal,
+            what: what.to_string(),
+        }
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// The shell's convention: 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
 pub fn exit_code(signal: i32) -> i32 {
     128 + signal

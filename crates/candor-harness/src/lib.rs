@@ -24,6 +24,9 @@ mod results;
 mod sampler;
 pub mod summary;
 
+/// The monotonic clock the harness times with (CLOCK_MONOTONIC, ns), for timing a probe's stretch
+/// of code: re-exported so that a benchmark needs no other crate than this one.
+pub use candor_core::now_ns;
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::{Config, HarnessBuilder, HarnessError};
 pub use harness::{Benchmark, Harness, Iteration};

@@ -319,6 +319,12 @@ impl HarnessResults {
     pub fn summary_text(&self) -> String {
         let mut s = String::new();
         let range = variation_runs(self.runs.len());
+        let _ = writeln!(
+            s,
+            "Summary of {} over {} runs",
+            self.cfg.name,
+            self.runs.len()
+        );
         for t in self.summary_tables() {
             let _ = writeln!(s, "{}", banner(&format!(" SUMMARY ({}) us ", t.name)));
             let _ = write!(s, "{:<10}", "Percentile");
@@ -563,6 +569,8 @@ pub fn run_text(cfg: &Config, r: &RunData) -> String {
         "{}",
         banner(&format!(" BENCHMARK RESULTS (RUN {n}) us "))
     );
+    // Several harnesses in one process print one after the other; the name tells them apart.
+    let _ = writeln!(s, "Benchmark: {}", cfg.name);
     let _ = writeln!(s, "Run time: {:.3}s", r.duration_ns as f64 / 1e9);
     let _ = writeln!(
         s,

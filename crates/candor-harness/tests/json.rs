@@ -87,6 +87,9 @@ fn text_report_has_jlbh_shape() {
     let t = r.text();
     assert!(t.contains("Warm up complete (50 iterations took"), "{t}");
     assert!(t.contains("BENCHMARK RESULTS (RUN 3) us"), "{t}");
+    // The .name() given to the builder labels every run block and the summary.
+    assert_eq!(t.matches("Benchmark: json test\n").count(), 3, "{t}");
+    assert!(t.contains("Summary of json test over 3 runs"), "{t}");
     assert!(t.contains("Correcting for co-ordinated:true"), "{t}");
     assert!(
         t.contains("Target throughput:100000/s = 1 message every 10us"),

@@ -81,6 +81,12 @@ impl Credentials {
 impl Target {
     /// Parses and resolves an `http://`, `https://` or `tcp://host:port` URL.
     pub fn parse(text: &str) -> Result<Target, LoadConfigError> {
+        if !text.contains("://") {
+            return Err(LoadConfigError::Url(
+                text.into(),
+                format!("no scheme; did you mean http://{text}?"),
+            ));
+        }
         let url =
             url::Url::parse(text).map_err(|e| LoadConfigError::Url(text.into(), e.to_string()))?;
         let scheme = match url.scheme() {
@@ -191,6 +197,15 @@ pub enum RequestOrder {
     Random { seed: u64 },
 }
 
+/// The highest rate one load thread may be asked to pace: one intended send per 10 ns.
+///
+/// Each send costs at least a clock read (~20 ns through the vDSO), a histogram record and a
+/// write system call (hundreds of ns), so no thread can keep a faster schedule; beyond this the
+/// backlog of never-sent requests grows by about the whole rate every second, and the run
+/// measures only candor. The ceiling is deliberately 10x or more above any reachable rate, so it
+/// only refuses rates that are certainly typos or overflows (`-R 1e12`).
+pub const MAX_RATE_PER_THREAD: f64 = 1e8;
+
 /// The arrival process (re-exported for users of the engine).
 pub type Arrival = ArrivalKind;
 
@@ -237,6 +252,8 @@ pub struct LoadConfig {
     pub framing: Option<Framing>,
     /// HTTP statuses that count as success; any other response fails in class `status`.
     pub accept_status: crate::status::StatusSet,
+    /// `-n`: exactly this many intended sends (constant arrival), over `duration_ns` = N / rate.
+    pub count: Option<u64>,
 }
 
 impl LoadConfig {
@@ -269,6 +286,7 @@ impl LoadConfig {
             payload: Vec::new(),
             framing: None,
             accept_status: crate::status::StatusSet::default(),
+            count: None,
         }
     }
 
@@ -306,6 +324,31 @@ impl LoadConfig {
         if let Some(r) = self.rate {
             if !(r > 0.0 && r.is_finite()) {
                 return bad(format!("rate must be positive, got {r}"));
+            }
+            let per_thread = r / (self.shard_count.max(1) as f64 * self.threads as f64);
+            if per_thread > MAX_RATE_PER_THREAD {
+                return bad(format!(
+                    "rate {r:.0}/s is {per_thread:.0}/s per load thread, beyond what any machine can pace \
+                     (at most {}/s per thread: one send per 10ns); lower -R or spread it over more threads or shards",
+                    candor_core::units::format_count(MAX_RATE_PER_THREAD as u64),
+                ));
+            }
+        }
+        if let Some(n) = self.count {
+            if n == 0 {
+                return bad("-n (number of requests) must be at least 1".into());
+            }
+            if self.rate.is_none() {
+                return bad(
+                    "-n needs a rate (-R): the N requests are sent on the open-loop schedule"
+                        .into(),
+                );
+            }
+            if self.arrival != ArrivalKind::Constant {
+                return bad("-n needs --arrival constant: a Poisson schedule has no fixed end for N requests; use -d".into());
+            }
+            if self.warmup_ns > 0 {
+                return bad("-n counts every request of the schedule; it does not combine with --warmup (use -d)".into());
             }
         }
         if self.shard_count == 0 || self.shard_index >= self.shard_count {
@@ -424,6 +467,10 @@ mod tests {
             Target::parse("not a url"),
             Err(LoadConfigError::Url(..))
         ));
+        assert_eq!(
+            Target::parse("localhost:8080/").unwrap_err().to_string(),
+            "invalid URL 'localhost:8080/': no scheme; did you mean http://localhost:8080/?"
+        );
         assert!(matches!(
             Target::parse("ftp://127.0.0.1/"),
             Err(LoadConfigError::Scheme(..))
@@ -534,5 +581,29 @@ mod tests {
         c.rate = None;
         c.headers = vec!["NoColon".into()];
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn rates_no_thread_can_pace_are_refused() {
+        let t = Target::parse("http://127.0.0.1:1/").unwrap();
+        let mut c = LoadConfig::new(t);
+        c.threads = 2;
+        c.connections = 2;
+        // Exactly the ceiling per thread passes; the next representable rate above it fails.
+        c.rate = Some(2.0 * MAX_RATE_PER_THREAD);
+        assert!(c.validate().is_ok());
+        for r in [
+            2.0 * MAX_RATE_PER_THREAD * 1.0001,
+            1e12,
+            18446744073709551616.0,
+        ] {
+            c.rate = Some(r);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("beyond what any machine can pace"), "{e}");
+        }
+        // Shards split the total rate: 4 shards of 2 threads may share 8x the ceiling.
+        c.shard_count = 4;
+        c.rate = Some(8.0 * MAX_RATE_PER_THREAD);
+        assert!(c.validate().is_ok());
     }
 }

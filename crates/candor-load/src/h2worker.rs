@@ -871,7 +871,7 @@ impl Engine {
     }
 
     /// Accounts for everything still outstanding, then hands back the totals.
-    fn finish(&self) -> [PhaseAcc; 2] {
+    fn finish(&self, stop: &AtomicBool) -> [PhaseAcc; 2] {
         let now = now_ns();
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
@@ -892,7 +892,7 @@ impl Engine {
             );
         }
         st.ledger
-            .finish(st.schedule.as_mut(), st.schedule_end_ns, now)
+            .finish(st.schedule.as_mut(), st.schedule_end_ns, now, stop)
     }
 }
 
@@ -911,6 +911,7 @@ impl Failure {
 pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
     candor_core::set_fine_timer_slack();
     let config = setup.config.clone();
+    let stop = setup.stop.clone();
     let requests = prepare(&config)?;
     let tls = match config.target.scheme {
         Scheme::Https => {
@@ -998,6 +999,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
     let local = tokio::task::LocalSet::new();
     let outcome = local.block_on(&rt, {
         let engine = engine.clone();
+        let stop = stop.clone();
         async move {
             for id in 0..slot_count {
                 tokio::task::spawn_local(engine.clone().slot_task(id));
@@ -1010,10 +1012,10 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
                     let _ = e.connected(c, &mut handle).await;
                 });
             }
-            engine.clone().scheduler(setup.stop).await
+            engine.clone().scheduler(stop).await
         }
     });
-    let phases = engine.finish();
+    let phases = engine.finish(&stop);
     {
         // Tasks own sockets registered with this runtime's reactor: drop them inside it.
         let _guard = rt.enter();

@@ -89,6 +89,9 @@ pub struct RunOutcome {
     pub main: PhaseOutcome,
     pub warmup: Option<PhaseOutcome>,
     pub intervals: Vec<Interval>,
+    /// Set when the run was stopped early (a signal): how long after the first intended send
+    /// (warm-up included) the workers had all ended.
+    pub interrupted_after_ns: Option<u64>,
 }
 
 /// Runs the load test described by `config`, calling `on_interval` after each interval.
@@ -134,9 +137,13 @@ pub fn run(
         // of every shard's threads is the single-process schedule at the total rate.
         let shards = config.shard_count as u64;
         let slot = config.shard_index as u64 + shards * t as u64;
-        let schedule = config
-            .rate
-            .map(|r| Schedule::new(start_ns, r, config.arrival, slot, shards * threads as u64));
+        let schedule = config.rate.map(|r| {
+            let s = Schedule::new(start_ns, r, config.arrival, slot, shards * threads as u64);
+            match config.count {
+                Some(n) => s.with_limit(n),
+                None => s,
+            }
+        });
         let setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),
@@ -228,6 +235,7 @@ pub fn run(
         warmup: (config.warmup_ns > 0).then(|| to_outcome(warm, config.warmup_ns)),
         main: to_outcome(main, measured_ns),
         intervals: collector.done,
+        interrupted_after_ns: stopped_early.then_some(elapsed_ns),
     })
 }
 
@@ -417,6 +425,15 @@ impl RunOutcome {
         }
         let mut warnings = verdicts(config, &main);
         warnings.extend(self.main.warnings.iter().cloned());
+        if let Some(after) = self.interrupted_after_ns {
+            if let Some(o) = config_json.as_object_mut() {
+                o.insert(
+                    "interrupted_after_s".into(),
+                    serde_json::json!(after as f64 / 1e9),
+                );
+            }
+            warnings.insert(0, interrupted_warning(after, config));
+        }
         if self.late_start_ns > 1_000_000 {
             warnings.insert(
                 0,
@@ -456,6 +473,16 @@ impl RunOutcome {
             warnings,
         }
     }
+}
+
+/// The first warning of an interrupted run: the results cover only the part that ran.
+pub fn interrupted_warning(after_ns: u64, config: &LoadConfig) -> String {
+    format!(
+        "interrupted after {:.1} s of {:.1} s planned{}: these results cover only what ran before the stop",
+        after_ns as f64 / 1e9,
+        (config.warmup_ns + config.duration_ns) as f64 / 1e9,
+        if config.warmup_ns > 0 { " (warm-up included)" } else { "" }
+    )
 }
 
 /// Send lag above this at p99 means requests commonly left late.

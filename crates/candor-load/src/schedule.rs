@@ -37,6 +37,8 @@ pub struct Schedule {
     poisson_offset_ns: f64,
     rng: Xoshiro256PlusPlus,
     current_ns: u64,
+    /// Entries this stream may produce (`u64::MAX`: unbounded); after that `peek` is `u64::MAX`.
+    limit: u64,
 }
 
 impl Schedule {
@@ -62,9 +64,22 @@ impl Schedule {
             poisson_offset_ns: 0.0,
             rng,
             current_ns: 0,
+            limit: u64::MAX,
         };
         s.current_ns = s.compute_first();
         s
+    }
+
+    /// Ends the combined stream (all `stride` interleaved streams together) after `total`
+    /// entries: this stream keeps the entries whose combined index is below `total`, so the
+    /// union of the streams has exactly `total` entries whatever the float rounding of times.
+    pub fn with_limit(mut self, total: u64) -> Self {
+        // Slots phase, phase + stride, ... below total: ceil((total - phase) / stride).
+        self.limit = total.saturating_sub(self.phase).div_ceil(self.stride);
+        if self.limit == 0 {
+            self.current_ns = u64::MAX;
+        }
+        self
     }
 
     fn compute_first(&mut self) -> u64 {
@@ -99,6 +114,10 @@ impl Schedule {
     #[inline]
     pub fn advance(&mut self) {
         self.index += 1;
+        if self.index >= self.limit {
+            self.current_ns = u64::MAX;
+            return;
+        }
         self.current_ns = match self.kind {
             ArrivalKind::Constant => self.constant_at(self.index),
             ArrivalKind::Poisson { .. } => {
@@ -148,6 +167,26 @@ mod tests {
             "three interleaved threads must equal the one-thread schedule"
         );
         assert_eq!(one[1] - one[0], 500_000);
+    }
+
+    #[test]
+    fn a_limit_gives_exactly_that_many_entries_across_streams() {
+        // 1e9/3 per second: a period of 3.33 ns, so times round and collide; the count must not care.
+        for (total, streams) in [(10u64, 3u64), (7, 1), (2, 4), (1000, 7), (0, 2)] {
+            let rate = 1e9 / 3.0;
+            let end = (total as f64 * 1e9 / rate).ceil() as u64;
+            let all: usize = (0..streams)
+                .map(|i| {
+                    let mut s =
+                        Schedule::new(0, rate, ArrivalKind::Constant, i, streams).with_limit(total);
+                    // Everything before the window end (and nothing after the limit).
+                    let v = take(&mut s, end + 1_000_000);
+                    assert!(v.iter().all(|&t| t < end.max(1)), "{v:?} beyond {end}");
+                    v.len()
+                })
+                .sum();
+            assert_eq!(all as u64, total, "{streams} streams");
+        }
     }
 
     #[test]

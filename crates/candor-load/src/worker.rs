@@ -723,9 +723,12 @@ impl Worker {
                 self.ledger.unfinished(f.intended, f.sent != 0, now);
             }
         }
-        let phases = self
-            .ledger
-            .finish(self.schedule.as_mut(), self.schedule_end_ns, now);
+        let phases = self.ledger.finish(
+            self.schedule.as_mut(),
+            self.schedule_end_ns,
+            now,
+            &self.stop,
+        );
         for c in &mut self.conns {
             if let Some(mut t) = c.transport.take() {
                 let _ = self.poll.registry().deregister(t.socket());

@@ -137,6 +137,10 @@ impl Objective {
                         "a latency limit is a duration like 10ms, not a percentage",
                     ));
                 }
+                if rhs.parse::<f64>().is_ok() {
+                    let op = if inclusive { "<=" } else { "<" };
+                    return Err(err(&format!("add a unit, e.g. {lhs}{op}{rhs}ms")));
+                }
                 let ns = parse_duration_ns(rhs).map_err(|e| err(&e.to_string()))?;
                 if ns == 0 {
                     return Err(err("a latency limit of zero can never be met"));
@@ -353,6 +357,9 @@ mod tests {
             ("errors<120%", "between 0% and 100%"),
             ("p99<0ms", "never be met"),
             ("p99<1ms<2ms", "more than one"),
+            ("p99<10", "add a unit, e.g. p99<10ms"),
+            ("max<=1.5", "add a unit, e.g. max<=1.5ms"),
+            ("mean<0", "add a unit"),
         ];
         for (text, want) in cases {
             let e = SloSet::parse(text).expect_err(text).to_string();

@@ -69,6 +69,7 @@ fn run_measured(
         None => None,
     };
     let outcome = outcome?;
+    crate::cmd::interrupt::check("calibration")?;
     let mut results = outcome.to_results(&c, vec![], crate::cmd::run::config_json(&c));
     if sab == Sabotage::ActualSend {
         // What a tool that starts its clock at the actual write would report.

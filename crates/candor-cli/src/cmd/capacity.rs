@@ -1,8 +1,9 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
+use crate::cmd::outputs::Output;
 use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
-use crate::cmd::sweep::{forbid_rate, step_warmup_ns};
+use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_core::units::{
     format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
@@ -52,7 +53,6 @@ fn rate_arg(text: &str, flag: &str) -> Result<f64> {
 }
 
 pub fn main(args: CapacityArgs) -> Result<i32> {
-    forbid_rate(&args.load, "capacity (use --min/--max)")?;
     let slo = SloSet::parse_all(&args.slo)?;
     let settings = SearchSettings {
         min: rate_arg(&args.min, "--min")?,
@@ -64,8 +64,15 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     };
     settings.validate()?;
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
-    let mut base = load_config(&args.load)?;
+    let mut base = load_config(&args.load, Some(settings.min), None)?;
     base.warmup_ns = step_warmup_ns(&args.load)?;
+    for rate in [settings.min, settings.max] {
+        let mut c = base.clone();
+        c.rate = Some(rate);
+        c.validate()
+            .with_context(|| format!("at {}", format_rate(rate)))?;
+    }
+    let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     eprintln!(
         "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
         base.target.url,
@@ -89,6 +96,8 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         c.rate = Some(rate);
         c.validate()?;
         let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
+        // A cut-short step is no evidence either way: the search ends here.
+        crate::cmd::interrupt::check(&format!("the capacity search (at {})", format_rate(rate)))?;
         let results = outcome.to_results(&c, vec![], config_json(&c));
         let trial = judge(&results, &slo, rate);
         eprintln!(
@@ -155,9 +164,9 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             3
         }
     };
-    if let Some(path) = &args.json {
+    if let Some(out) = json_out.as_mut() {
         let text = serde_json::to_string_pretty(&found).context("encoding the search")?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {path}"))?;
+        out.write((text + "\n").as_bytes())?;
     }
     Ok(code)
 }

@@ -75,6 +75,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     closed.drain_ns = closed.timeout_ns;
     closed.validate()?;
     let closed_out = execute(&closed, live)?;
+    crate::cmd::interrupt::check("the demo")?;
     let closed_res = &closed_out.main;
 
     println!(
@@ -85,6 +86,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     open.rate = Some(rate);
     open.connections = 16;
     let open_out = execute(&open, live)?;
+    crate::cmd::interrupt::check("the demo")?;
     let from = open_out.start_ns + open.warmup_ns;
     let to = from + open.duration_ns;
     let open_res = open_out

@@ -21,7 +21,9 @@ pub struct K8sArgs {
     /// Number of shards: one pod each, run in parallel (completions = parallelism = N).
     #[arg(long, value_name = "N")]
     pub shards: u32,
-    /// Container image with `candor` (and /bin/sh, unless --no-shell) on its PATH.
+    /// Container image with `candor` (and /bin/sh, unless --no-shell) on its PATH. The repository's
+    /// Containerfile builds one (`podman build -t candor -f Containerfile .`, or docker build);
+    /// push it to a registry the cluster can pull from.
     #[arg(long)]
     pub image: String,
     /// Name of the Job (a DNS label: lowercase letters, digits, '-').
@@ -268,7 +270,7 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     if a.pause_pid.is_some() {
         bail!("--pause-pid names a process on this machine, not one in the pods");
     }
-    parse_rate(&a.load.rate).context("-R/--rate")?;
+    parse_rate(&a.rate).context("-R/--rate")?;
     for (flag, v) in [
         ("--duration", &a.load.duration),
         ("--timeout", &a.load.timeout),

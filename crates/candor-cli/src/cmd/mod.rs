@@ -3,10 +3,14 @@
 pub mod calibrate;
 pub mod capacity;
 pub mod compare;
+pub mod completions;
 pub mod correct;
 pub mod demo;
+pub mod fdlimit;
+pub mod interrupt;
 pub mod k8s;
 pub mod merge;
+pub mod outputs;
 pub mod pause;
 pub mod report;
 pub mod run;

@@ -1,5 +1,6 @@
 //! `candor run`: parse and validate the flags once, run the engine, print the report.
 
+use crate::cmd::outputs::Output;
 use anyhow::{Context, Result};
 use candor_core::results::RunResults;
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
@@ -8,7 +9,6 @@ use candor_load::schedule::ArrivalKind;
 use candor_load::{IntervalReport, LoadConfig, Target};
 use clap::{Args, ValueEnum};
 use std::io::Write as _;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -19,29 +19,22 @@ pub enum ArrivalArg {
     Poisson,
 }
 
+/// The load settings shared by `run`, `sweep` and `capacity` (which set the rate themselves, so
+/// the rate flags live in [`RunArgs`]).
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
-    /// Total intended requests per second across all threads (k and M suffixes accepted), or
-    /// "max" for a closed loop where each connection sends as soon as its previous response arrives.
-    #[arg(
-        short = 'R',
-        long = "rate",
-        default_value = "1k",
-        value_name = "RATE",
-        allow_hyphen_values = true
-    )]
-    pub rate: String,
     /// Number of connections kept open to the target (at least one per thread).
     #[arg(short = 'c', long, default_value_t = 16)]
     pub connections: usize,
     /// Number of load threads; connections and rate are shared evenly between them.
     #[arg(short = 't', long, default_value_t = 2)]
     pub threads: usize,
-    /// Length of the measured window (us, ms, s, m, h).
+    /// Length of the measured window, with its unit: us, ms, s, m or h (a bare number is refused).
     #[arg(short = 'd', long, default_value = "10s", value_name = "DUR")]
     pub duration: String,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
+    /// With its unit (a bare number is refused).
     #[arg(short = 'T', long, default_value = "2s", value_name = "DUR")]
     pub timeout: String,
     /// Extra request header, "Name: value" (repeatable).
@@ -74,8 +67,8 @@ pub struct LoadArgs {
     /// (precision against CPU use).
     #[arg(long, default_value = "60us", value_name = "DUR")]
     pub spin: String,
-    /// Run as shard I of N of one schedule (0-based): this process sends its share R/N of the total
-    /// rate given by -R, interleaved so that the N shards together form the single-process schedule.
+    /// Run as shard I of N of one schedule (0-based): this process sends its share 1/N of the
+    /// total rate, interleaved so that the N shards together form the single-process schedule.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Wall-clock instant of the first intended send (RFC 3339, e.g. 2026-11-21T23:00:00Z, or Unix
@@ -142,6 +135,25 @@ pub enum RequestOrderArg {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// Total intended requests per second across all threads (k and M suffixes accepted), or
+    /// "max" for a closed loop where each connection sends as soon as its previous response arrives.
+    #[arg(
+        short = 'R',
+        long = "rate",
+        default_value = "1k",
+        value_name = "RATE",
+        allow_hyphen_values = true
+    )]
+    pub rate: String,
+    /// Send exactly N requests on the schedule of -R (constant arrival) instead of running for
+    /// -d: the window lasts N / rate.
+    #[arg(
+        short = 'n',
+        long = "requests-total",
+        value_name = "N",
+        conflicts_with = "duration"
+    )]
+    pub count: Option<u64>,
     #[command(flatten)]
     pub load: LoadArgs,
     /// Print the full percentile spectrum of response time (and service time) in the .hgrm layout.
@@ -178,17 +190,33 @@ pub struct RunArgs {
     pub expect: bool,
 }
 
-/// Validated settings from the flags.
-pub fn load_config(a: &LoadArgs) -> Result<LoadConfig> {
-    let target = Target::parse(&a.url)?;
-    let mut c = LoadConfig::new(target);
-    c.rate = match parse_rate(&a.rate)? {
+/// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
+pub fn rate_flag(text: &str) -> Result<Option<f64>> {
+    Ok(match parse_rate(text).context("-R/--rate")? {
         Rate::PerSecond(r) => Some(r),
         Rate::Max => None,
-    };
+    })
+}
+
+/// The window of `-n N` at `rate`: long enough to hold all N intended sends (the schedule itself
+/// stops after exactly N, see `Schedule::with_limit`).
+pub fn count_window_ns(count: u64, rate: f64) -> u64 {
+    (count as f64 * 1e9 / rate).ceil().max(1.0) as u64
+}
+
+/// Validated settings from the flags, at `rate` (`None`: closed loop), optionally for exactly
+/// `count` requests (`-n`).
+pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Result<LoadConfig> {
+    let target = Target::parse(&a.url)?;
+    let mut c = LoadConfig::new(target);
+    c.rate = rate;
     c.connections = a.connections;
     c.threads = a.threads;
     c.duration_ns = parse_duration_ns(&a.duration).context("--duration")?;
+    if let (Some(n), Some(r)) = (count, rate) {
+        c.duration_ns = count_window_ns(n, r);
+    }
+    c.count = count;
     c.timeout_ns = parse_duration_ns(&a.timeout).context("--timeout")?;
     c.warmup_ns = parse_duration_ns(&a.warmup).context("--warmup")?;
     c.drain_ns = match &a.drain {
@@ -306,6 +334,7 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "connections": c.connections,
         "threads": c.threads,
         "duration_s": c.duration_ns as f64 / 1e9,
+        "requests_total": c.count,
         "warmup_s": c.warmup_ns as f64 / 1e9,
         "timeout_s": c.timeout_ns as f64 / 1e9,
         "drain_s": c.drain_ns as f64 / 1e9,
@@ -377,17 +406,14 @@ pub fn execute_with(
     live: bool,
     on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
 ) -> Result<candor_load::RunOutcome> {
+    crate::cmd::fdlimit::ensure(config.connections, config.threads)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the
     // protocol of the run (TLS and its certificate, HTTP/2): a run in which nothing could work
     // must not look like a result.
     let probe_timeout = std::time::Duration::from_millis((config.timeout_ns / 1_000_000).max(100));
     config.target.check_reachable(probe_timeout)?;
     candor_load::probe::check_protocol(config, probe_timeout)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
-        .context("installing Ctrl-C handler")?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())
-        .context("installing SIGTERM handler")?;
+    let stop = crate::cmd::interrupt::install()?.stop.clone();
     let options = RunOptions {
         stop,
         worker_start_hook: None,
@@ -425,7 +451,7 @@ pub fn stderr_is_terminal() -> bool {
 }
 
 pub fn main(args: RunArgs) -> Result<i32> {
-    let config = load_config(&args.load)?;
+    let config = load_config(&args.load, rate_flag(&args.rate)?, args.count)?;
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = crate::cmd::pause::RunExtras::from_flags(
         &args.slo,
@@ -435,6 +461,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         args.expect,
         &config,
     )?;
+    let json_to_stdout = args.json.as_deref() == Some("-");
+    // Every output is opened before the load starts: a bad path costs a second, not the run.
+    let mut json_out = Output::open_opt("--json", args.json.as_deref().filter(|p| *p != "-"))?;
+    let mut hlog_out = Output::open_opt("--hlog", args.hlog.as_deref())?;
+    let mut hgrm_out = Output::open_opt("--hgrm", args.hgrm.as_deref())?;
     let outcome = extras.execute(&config, live)?;
     let mut results = outcome.to_results(
         &config,
@@ -442,22 +473,37 @@ pub fn main(args: RunArgs) -> Result<i32> {
         config_json(&config),
     );
     let (verdict_text, code) = extras.finish(&outcome, &config, &mut results);
-    let json_to_stdout = args.json.as_deref() == Some("-");
     let mut text = candor_report::text::render(&results);
     if args.latency {
         text.push_str(&spectrum(&results)?);
     }
     text.push_str(&verdict_text);
+    let interrupted = crate::cmd::interrupt::received();
+    if let (Some(sig), Some(after)) = (interrupted, outcome.interrupted_after_ns) {
+        text.push_str(&format!(
+            "\ninterrupted by {} after {:.1} s: partial results\n",
+            crate::cmd::interrupt::name(sig),
+            after as f64 / 1e9
+        ));
+    }
     if json_to_stdout {
         eprint!("{text}");
         println!("{}", results.to_json_pretty());
     } else {
         print!("{text}");
-        if let Some(path) = &args.json {
-            write_json(path, &results)?;
-        }
     }
-    write_exports(&results, args.hlog.as_deref(), args.hgrm.as_deref())?;
+    let written = write_outputs(
+        &results,
+        json_out.as_mut(),
+        hlog_out.as_mut(),
+        hgrm_out.as_mut(),
+    );
+    if !written {
+        return Ok(1);
+    }
+    if let Some(sig) = interrupted {
+        return Ok(crate::cmd::interrupt::exit_code(sig));
+    }
     // Written and reported above; a run where nothing worked must not pass for a result.
     if let Some(diagnosis) = candor_report::text::no_success(&results.main.requests) {
         if code != 0 {
@@ -470,26 +516,31 @@ pub fn main(args: RunArgs) -> Result<i32> {
     Ok(code)
 }
 
-pub fn write_json(path: &str, results: &RunResults) -> Result<()> {
-    std::fs::write(path, results.to_json_pretty() + "\n").with_context(|| format!("writing {path}"))
-}
-
-/// Writes the optional `.hlog` and `.hgrm` files of a run.
-pub fn write_exports(results: &RunResults, hlog: Option<&str>, hgrm: Option<&str>) -> Result<()> {
-    if let Some(path) = hlog {
-        std::fs::write(path, candor_report::hlog::write_hlog(results))
-            .with_context(|| format!("writing {path}"))?;
+/// Writes the JSON, `.hlog` and `.hgrm` outputs that were asked for, each independently of the
+/// others; false if any failed (each failure already printed).
+pub fn write_outputs(
+    results: &RunResults,
+    json: Option<&mut Output>,
+    hlog: Option<&mut Output>,
+    hgrm: Option<&mut Output>,
+) -> bool {
+    let mut items: Vec<(&mut Output, Result<Vec<u8>>)> = Vec::new();
+    if let Some(o) = json {
+        items.push((o, Ok((results.to_json_pretty() + "\n").into_bytes())));
     }
-    if let Some(path) = hgrm {
-        let rec = results
+    if let Some(o) = hlog {
+        items.push((o, Ok(candor_report::hlog::write_hlog(results).into_bytes())));
+    }
+    if let Some(o) = hgrm {
+        let bytes = results
             .main
             .histograms
             .decode()
-            .context("decoding histograms")?;
-        std::fs::write(path, candor_report::hgrm::write_hgrm(&rec.response, 5, 1e6))
-            .with_context(|| format!("writing {path}"))?;
+            .context("decoding histograms")
+            .map(|rec| candor_report::hgrm::write_hgrm(&rec.response, 5, 1e6).into_bytes());
+        items.push((o, bytes));
     }
-    Ok(())
+    crate::cmd::outputs::write_all(items)
 }
 
 /// The full percentile spectrum of the response and service times, in milliseconds.

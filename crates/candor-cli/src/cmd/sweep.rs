@@ -2,6 +2,7 @@
 //! a table of response-time percentiles against offered load, and one JSON file of every step's
 //! full results that `candor report` renders as a chart.
 
+use crate::cmd::outputs::Output;
 use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
 use anyhow::{bail, Context, Result};
 use candor_core::results::{RunResults, SCHEMA_VERSION};
@@ -12,8 +13,7 @@ use clap::Args;
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Offered rates, comma-separated (k and M suffixes), run in the order given. -R/--rate is
-    /// not used by sweep.
+    /// Offered rates, comma-separated (k and M suffixes), run in the order given.
     #[arg(long, value_name = "LIST", required = true)]
     pub rates: String,
     /// Idle time between steps, so that one step's backlog does not spill into the next.
@@ -57,21 +57,19 @@ pub fn step_warmup_ns(load: &LoadArgs) -> Result<u64> {
     Ok(if w == 0 { 1_000_000_000 } else { w })
 }
 
-/// Rejects a -R given to a command that sets the rate itself (the flag's default is "1k").
-pub fn forbid_rate(load: &LoadArgs, command: &str) -> Result<()> {
-    if load.rate != "1k" {
-        bail!("-R/--rate is not used by {command}: it sets the rate of each step itself");
-    }
-    Ok(())
-}
-
 pub fn main(args: SweepArgs) -> Result<i32> {
-    forbid_rate(&args.load, "sweep (use --rates)")?;
     let rates = parse_rates(&args.rates)?;
     let slo = SloSet::parse_all(&args.slo)?;
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
-    let mut base = load_config(&args.load)?;
+    let mut base = load_config(&args.load, Some(rates[0]), None)?;
     base.warmup_ns = step_warmup_ns(&args.load)?;
+    // Every step's rate is checked before the first one starts.
+    for &rate in &rates {
+        let mut c = base.clone();
+        c.rate = Some(rate);
+        c.validate()?;
+    }
+    let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     let live = !args.quiet && crate::cmd::run::stderr_is_terminal();
     let each = (base.warmup_ns + base.duration_ns) as f64 / 1e9;
     eprintln!(
@@ -86,6 +84,9 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     for (i, &rate) in rates.iter().enumerate() {
         if i > 0 {
             std::thread::sleep(std::time::Duration::from_nanos(pause_ns));
+        }
+        if crate::cmd::interrupt::received().is_some() {
+            break;
         }
         let mut c = base.clone();
         c.rate = Some(rate);
@@ -130,10 +131,19 @@ pub fn main(args: SweepArgs) -> Result<i32> {
             println!("  at {}: {v}", format_rate(s.offered_per_s));
         }
     }
-    if let Some(path) = &args.json {
-        std::fs::write(path, sweep.to_json_pretty() + "\n")
-            .with_context(|| format!("writing {path}"))?;
+    if let Some(out) = json_out.as_mut() {
+        out.write((sweep.to_json_pretty() + "\n").as_bytes())?;
+        let path = out.path.display();
         eprintln!("wrote {path} (candor report {path} -o sweep.html for the chart)");
+    }
+    if let Some(sig) = crate::cmd::interrupt::received() {
+        println!(
+            "\ninterrupted by {} during step {} of {}: that step was cut short and the rest not run",
+            crate::cmd::interrupt::name(sig),
+            sweep.steps.len(),
+            rates.len()
+        );
+        return Ok(crate::cmd::interrupt::exit_code(sig));
     }
     let missed: Vec<String> = sweep
         .steps

@@ -3,7 +3,7 @@
 //! full results that `candor report` renders as a chart.
 
 use crate::cmd::outputs::Output;
-use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
+use crate::cmd::run::{command_line, config_json, execute, load_config, LoadArgs};
 use anyhow::{bail, Context, Result};
 use candor_core::results::{RunResults, SCHEMA_VERSION};
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
@@ -118,7 +118,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         kind: "sweep".into(),
         candor_version: env!("CARGO_PKG_VERSION").into(),
         target: base.target.url.clone(),
-        command_line: std::env::args().collect(),
+        command_line: command_line(&base, &args.load.url),
         steps,
     };
     println!(

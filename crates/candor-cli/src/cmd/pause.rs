@@ -465,8 +465,9 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// Response times an honest measurement records at 1 kHz against the truth's windows.
-    fn sampled(truth: &StallTruth, extra_ns: u64) -> Summary {
+    /// Response times an honest measurement records at 1 kHz against the truth's windows, each
+    /// plus `extra(wait)`.
+    fn sampled_with(truth: &StallTruth, extra: impl Fn(u64) -> u64) -> Summary {
         let mut h = new_histogram();
         let mut t = truth.from_ns;
         while t < truth.to_ns {
@@ -475,10 +476,14 @@ mod tests {
                 .iter()
                 .find(|&&(s, e)| t >= s && t < e)
                 .map_or(0, |&(_, e)| e - t);
-            h.record(truth.base_ns + wait + extra_ns).unwrap();
+            h.record(truth.base_ns + wait + extra(wait)).unwrap();
             t += MS;
         }
         Summary::of(&h)
+    }
+
+    fn sampled(truth: &StallTruth, extra_ns: u64) -> Summary {
+        sampled_with(truth, |_| extra_ns)
     }
 
     #[test]
@@ -523,23 +528,13 @@ mod tests {
         assert_eq!(drain.allowance_ns(1e9, 1e9), 0.0, "the first in the queue");
         let truth = StallTruth::periodic(0, 1_000 * MS, 200 * MS, 0, 6_000 * MS, 30_000);
         // Drained measurements (every stalled request late by its rounds) pass with the model...
-        let mut h = new_histogram();
-        let mut t = truth.from_ns;
-        while t < truth.to_ns {
-            let wait = truth
-                .stalls
-                .iter()
-                .find(|&&(s, e)| t >= s && t < e)
-                .map_or(0, |&(_, e)| e - t);
-            let extra = if wait > 0 {
+        let drained = sampled_with(&truth, |wait| {
+            if wait > 0 {
                 drain.allowance_ns(200.0 * MS as f64, wait as f64) as u64
             } else {
                 0
-            };
-            h.record(truth.base_ns + wait + extra).unwrap();
-            t += MS;
-        }
-        let drained = Summary::of(&h);
+            }
+        });
         assert!(!truth_rows(&truth, &drained, &Drain::NONE)
             .iter()
             .all(TruthRow::pass));

@@ -133,3 +133,39 @@ pub fn assert_balanced(v: &serde_json::Value) {
         "a request vanished from the accounting: {r}"
     );
 }
+
+/// Serves HTTP/1.1 over TLS with `config` on a free loopback port, answering every request
+/// `200 ok` on a thread per connection, until the test process ends; returns the port.
+pub fn serve_tls_ok(config: std::sync::Arc<rustls::ServerConfig>) -> u16 {
+    use std::io::Write as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                let mut reader = BufReader::new(rustls::StreamOwned::new(conn, stream));
+                loop {
+                    let mut line = String::new();
+                    match reader.read_line(&mut line) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    if line == "\r\n" {
+                        let w = reader.get_mut();
+                        if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
+                            return;
+                        }
+                        let _ = w.flush();
+                    }
+                }
+            });
+        }
+    });
+    port
+}

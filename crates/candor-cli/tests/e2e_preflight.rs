@@ -7,8 +7,6 @@ mod common;
 
 use common::{assert_balanced, candor, req, run_json, serial, Server};
 use rcgen::{date_time_ymd, BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Output;
 use std::sync::Arc;
@@ -73,37 +71,7 @@ fn tls_server(cert: &Made, chain: &[&rcgen::Certificate], alpn: &[&[u8]]) -> u16
         .with_single_cert(certs, key)
         .unwrap();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    let config = Arc::new(config);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let config = config.clone();
-            std::thread::spawn(move || {
-                let Ok(conn) = rustls::ServerConnection::new(config) else {
-                    return;
-                };
-                let mut reader = BufReader::new(rustls::StreamOwned::new(conn, stream));
-                loop {
-                    let mut line = String::new();
-                    match reader.read_line(&mut line) {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                    if line == "\r\n" {
-                        let w = reader.get_mut();
-                        if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                            .is_err()
-                        {
-                            return;
-                        }
-                        let _ = w.flush();
-                    }
-                }
-            });
-        }
-    });
-    port
+    common::serve_tls_ok(Arc::new(config))
 }
 
 struct TempDir(PathBuf);

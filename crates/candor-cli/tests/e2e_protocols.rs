@@ -224,36 +224,7 @@ fn tls_server() -> (String, String) {
             .with_single_cert(vec![cert.cert.der().clone()], key)
             .unwrap(),
     );
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let config = config.clone();
-            std::thread::spawn(move || {
-                let Ok(conn) = rustls::ServerConnection::new(config) else {
-                    return;
-                };
-                let tls = rustls::StreamOwned::new(conn, stream);
-                let mut reader = BufReader::new(tls);
-                loop {
-                    let mut line = String::new();
-                    match reader.read_line(&mut line) {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                    if line == "\r\n" {
-                        let w = reader.get_mut();
-                        if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                            .is_err()
-                        {
-                            return;
-                        }
-                        let _ = w.flush();
-                    }
-                }
-            });
-        }
-    });
+    let port = serve_tls_ok(config);
     (format!("https://localhost:{port}/"), pem)
 }
 

@@ -1,6 +1,7 @@
 //! The engine: paces iterations on a schedule, hands each its intended start, records what it
 //! measures, collects other threads' samplers and the jitter monitor at run boundaries.
 
+use crate::alloc::{AllocStats, CountingAllocator};
 use crate::clock::{Clock, MonotonicClock};
 use crate::config::{Config, HarnessBuilder};
 use crate::jitter::JitterMonitor;
@@ -171,8 +172,12 @@ impl Harness {
         } else {
             None
         };
+        // Read on this thread, the one that runs the iterations and whose counters they use.
+        let count_allocations = CountingAllocator::is_installed();
         let mut engine = Engine {
             cfg: &self.cfg,
+            count_allocations,
+            send_lag: new_histogram(),
             samplers: &self.samplers,
             jitter: jitter.as_ref(),
             set: HistSet::new(self.n_hists()),
@@ -224,6 +229,11 @@ struct Engine<'a> {
     cfg: &'a Config,
     samplers: &'a Mutex<Vec<Arc<PhasedSet>>>,
     jitter: Option<&'a JitterMonitor>,
+    count_allocations: bool,
+    /// Kept across phases (reset, never re-created) so that its pages are touched before a run
+    /// starts: a fresh histogram's zero pages would fault in, one by one, inside the measured
+    /// loop, the first time each range of start lags is recorded.
+    send_lag: candor_core::hist::Histo,
     set: HistSet,
     scratch: HistSet,
     jscratch: HistSet,
@@ -267,8 +277,13 @@ impl Engine<'_> {
         }
         let remote_baseline = self.remote_e2e_total();
         self.set.reset();
-        let mut send_lag = new_histogram();
+        self.send_lag.reset();
         let mut lag_clamped = 0u64;
+        let mut allocs = AllocStats::default();
+        let alloc_limit = match phase {
+            Phase::Run(_) => self.cfg.max_allocations_per_iteration,
+            Phase::Warmup => None,
+        };
 
         let paced = phase != Phase::Warmup;
         let correct = self.cfg.account_for_coordinated_omission;
@@ -308,7 +323,16 @@ impl Engine<'_> {
                 ended: false,
                 handed_off: false,
             };
-            bench.run(&mut ctx);
+            if self.count_allocations {
+                // Only the measured code is inside the window: the harness's pacing before and
+                // recording after are not.
+                let before = CountingAllocator::thread_counts();
+                bench.run(&mut ctx);
+                let used = CountingAllocator::thread_counts().since(before);
+                allocs.record(i, used, alloc_limit);
+            } else {
+                bench.run(&mut ctx);
+            }
             let (ended, handed) = (ctx.ended, ctx.handed_off);
             if handed {
                 handed_off += 1;
@@ -317,7 +341,7 @@ impl Engine<'_> {
                 self.set.record(E2E, end.saturating_sub(intended));
                 self.set.record(SERVICE, end.saturating_sub(actual));
             }
-            lag_clamped += record_clamped(&mut send_lag, actual - intended) as u64;
+            lag_clamped += record_clamped(&mut self.send_lag, actual - intended) as u64;
         }
         let end = clock.now_ns();
 
@@ -354,7 +378,8 @@ impl Engine<'_> {
                 0
             },
             hists: self.set.hists.clone(),
-            send_lag,
+            send_lag: self.send_lag.clone(),
+            allocations: self.count_allocations.then_some(allocs),
             jitter,
             clamped: self.set.clamped + lag_clamped,
             misrouted: self.set.misrouted,

@@ -15,6 +15,7 @@
 //!
 //! See docs/harness.md for the design and measured examples.
 
+mod alloc;
 mod clock;
 mod config;
 mod harness;
@@ -24,6 +25,7 @@ mod results;
 mod sampler;
 pub mod summary;
 
+pub use alloc::{AllocCounts, AllocStats, AllocationFailure, CountingAllocator};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::{Config, HarnessBuilder, HarnessError};
 pub use harness::{Benchmark, Harness, Iteration};
@@ -32,3 +34,9 @@ pub use results::{
 };
 pub use sampler::{ProbeId, Sampler, Stamp};
 pub use summary::Variation;
+
+// The unit tests read real allocation counts (alloc.rs, harness.rs); per-thread counters keep
+// libtest's parallel tests out of each other's numbers.
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: CountingAllocator = CountingAllocator::new();

@@ -3,13 +3,28 @@
 //! corrected, 1% of samples are affected (p99 at the edge, p99.9 ~0.9 ms, p99.99 ~1 ms);
 //! uncorrected, only 1 in 10,000 is slow (p99.9 sub-microsecond, p99.99 at the 1 ms edge).
 //!
-//! `cargo run --release -p candor-harness --example hiccup [-- --iterations N --runs N --json DIR]`
-//! (`--json DIR` writes each mode's JSON, `.hlog` and HTML report there)
+//! `cargo run --release -p candor-harness --example hiccup [-- --help]`
 //! Defaults: 3 runs of 400,000 iterations per mode (about 25 s in all).
+//! bench/jlbh_parity.py runs it beside JLBH's own version of the example.
 
 use candor_core::hist::value_at;
 use candor_core::now_ns;
-use candor_harness::{Harness, HarnessResults, Iteration};
+use candor_harness::{Harness, HarnessResults, Iteration, Phase};
+
+const HELP: &str = "\
+JLBH's coordinated-omission example: 100,000 iterations/s, every 10,000th iteration busy-waits
+1 ms. Runs it with correction on, then off, and compares the end-to-end times with the expected
+distributions of docs/truth.md (\"In-process hiccup\").
+
+usage: cargo run --release -p candor-harness --example hiccup [-- OPTIONS]
+  --iterations N     iterations per measured run (default 400000)
+  --runs N           measured runs per mode (default 3)
+  --correction MODE  on, off or both (default both)
+  --no-jitter        do not run the OS jitter monitor thread (it spins on a core of its own;
+                     on a machine with 2 cores it competes with the benchmark thread)
+  --json DIR         write hiccup-correction-on.json and -off.json (with .hlog and .html) to DIR
+  -h, --help         print this help
+";
 
 const HICCUP_EVERY: u64 = 10_000;
 const HICCUP_NS: u64 = 1_000_000;
@@ -26,6 +41,7 @@ fn real_main() -> Result<(), String> {
     let mut runs = 3u32;
     let mut json_dir: Option<String> = None;
     let mut jitter = true;
+    let mut modes = vec![true, false];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -39,17 +55,25 @@ fn real_main() -> Result<(), String> {
                 runs = v.parse().map_err(|_| format!("bad --runs {v:?}"))?;
             }
             "--json" => json_dir = Some(value("--json")?),
-            "--no-jitter" => jitter = false,
-            "--bench" => {}
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (try --iterations, --runs, --json, --no-jitter)"
-                ))
+            "--correction" => {
+                modes = match value("--correction")?.as_str() {
+                    "on" => vec![true],
+                    "off" => vec![false],
+                    "both" => vec![true, false],
+                    v => return Err(format!("bad --correction {v:?} (want on, off or both)")),
+                }
             }
+            "--no-jitter" => jitter = false,
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Ok(());
+            }
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
     }
     let mut all = Vec::new();
-    for correct in [true, false] {
+    for correct in modes {
         println!(
             "\n==== coordinated-omission correction {} ====\n",
             if correct { "ON" } else { "OFF" }
@@ -140,4 +164,19 @@ fn check(correct: bool, r: &HarnessResults) {
         },
         bands.join(" ")
     );
+    for run in r.runs() {
+        let h = run.end_to_end();
+        let us = |p: f64| value_at(h, p) as f64 / 1e3;
+        println!(
+            "    run {}: p99 {:.2}us p99.9 {:.2}us p99.99 {:.2}us max {:.2}us",
+            match run.phase() {
+                Phase::Run(n) => n,
+                Phase::Warmup => 0,
+            },
+            us(99.0),
+            us(99.9),
+            us(99.99),
+            us(100.0)
+        );
+    }
 }

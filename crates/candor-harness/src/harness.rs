@@ -177,7 +177,6 @@ impl Harness {
         let mut engine = Engine {
             cfg: &self.cfg,
             count_allocations,
-            send_lag: new_histogram(),
             samplers: &self.samplers,
             jitter: jitter.as_ref(),
             set: HistSet::new(self.n_hists()),
@@ -230,10 +229,6 @@ struct Engine<'a> {
     samplers: &'a Mutex<Vec<Arc<PhasedSet>>>,
     jitter: Option<&'a JitterMonitor>,
     count_allocations: bool,
-    /// Kept across phases (reset, never re-created) so that its pages are touched before a run
-    /// starts: a fresh histogram's zero pages would fault in, one by one, inside the measured
-    /// loop, the first time each range of start lags is recorded.
-    send_lag: candor_core::hist::Histo,
     set: HistSet,
     scratch: HistSet,
     jscratch: HistSet,
@@ -277,7 +272,7 @@ impl Engine<'_> {
         }
         let remote_baseline = self.remote_e2e_total();
         self.set.reset();
-        self.send_lag.reset();
+        let mut send_lag = new_histogram();
         let mut lag_clamped = 0u64;
         let mut allocs = AllocStats::default();
         let alloc_limit = match phase {
@@ -341,7 +336,7 @@ impl Engine<'_> {
                 self.set.record(E2E, end.saturating_sub(intended));
                 self.set.record(SERVICE, end.saturating_sub(actual));
             }
-            lag_clamped += record_clamped(&mut self.send_lag, actual - intended) as u64;
+            lag_clamped += record_clamped(&mut send_lag, actual - intended) as u64;
         }
         let end = clock.now_ns();
 
@@ -378,7 +373,7 @@ impl Engine<'_> {
                 0
             },
             hists: self.set.hists.clone(),
-            send_lag: self.send_lag.clone(),
+            send_lag,
             allocations: self.count_allocations.then_some(allocs),
             jitter,
             clamped: self.set.clamped + lag_clamped,

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""JLBH and candor-harness side by side on JLBH's coordinated-omission example.
+
+The workload: 100,000 iterations/s, every 10,000th iteration busy-waits 1 ms, correction on, no
+OS jitter thread, 40,000 warm-up iterations, then RUNS runs of ITERATIONS. The JLBH side is
+bench/jlbh/JlbhHiccup.java on net.openhft:jlbh:1.25ea7 (resolved from Maven Central into ~/.m2
+with bench/jlbh/pom.xml); the candor side is `cargo run --release -p candor-harness --example
+hiccup -- --correction on --no-jitter`. Both run pinned with `taskset` to the same CPU, one after
+the other, PAIRS times (alternating which goes first), and the script prints each run's p99,
+p99.9, p99.99 and max for both tools, then the medians.
+
+This is a benchmark, not a test: on a shared machine the numbers move with the load (printed
+beside each pair). Compare medians of several pairs, and the two tools with each other.
+
+    python3 bench/jlbh_parity.py [--pairs 3] [--iterations 400000] [--runs 3] [--cpu N]
+
+Needs java/javac (17+), mvn and cargo.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK = os.path.join(ROOT, "target", "jlbh-parity")
+# chronicle-core reflects into the JDK; Java 17 refuses that unless these are open.
+JAVA_OPENS = [
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+]
+COLUMNS = ["p99", "p99.9", "p99.99", "max"]
+
+
+def die(msg):
+    print(f"jlbh_parity: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        die(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p.stdout
+
+
+def prepare():
+    for tool in ["java", "javac", "mvn", "cargo", "taskset"]:
+        if shutil.which(tool) is None:
+            die(f"{tool} not found (scripts/install-test-deps.sh installs Java and Maven)")
+    os.makedirs(os.path.join(WORK, "classes"), exist_ok=True)
+    cp_file = os.path.join(WORK, "classpath.txt")
+    run(["mvn", "-q", "-B", "-f", "bench/jlbh/pom.xml",
+         "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:build-classpath",
+         f"-Dmdep.outputFile={cp_file}"])
+    with open(cp_file) as f:
+        cp = f.read().strip()
+    run(["javac", "-d", os.path.join(WORK, "classes"), "-cp", cp, "bench/jlbh/JlbhHiccup.java"])
+    run(["cargo", "build", "--release", "-q", "-p", "candor-harness", "--example", "hiccup"])
+    return cp + os.pathsep + os.path.join(WORK, "classes")
+
+
+def parse_jlbh(out):
+    """Each run's `End to End: (n)  50/90 99/99.9 99.99 - worst was a / b  c / d  e - f` line."""
+    runs = []
+    for line in out.splitlines():
+        m = re.match(r"End to End: \([\d,]+\)\s+(.*?) - worst was (.*)$", line)
+        if not m:
+            continue
+        labels = re.split(r"[\s/]+", m.group(1).strip())
+        values_part, worst = m.group(2).rsplit(" - ", 1)
+        values = [float(v.replace(",", "")) for v in re.split(r"\s*/\s*|\s{2,}", values_part.strip())]
+        by = dict(zip(labels, values))
+        runs.append({"p99": by.get("99"), "p99.9": by.get("99.9"), "p99.99": by.get("99.99"),
+                     "max": float(worst.replace(",", ""))})
+    return runs
+
+
+def parse_candor(out):
+    """The hiccup example's `run N: p99 Xus p99.9 Xus p99.99 Xus max Xus` lines."""
+    pat = r"run \d+: p99 ([\d.]+)us p99\.9 ([\d.]+)us p99\.99 ([\d.]+)us max ([\d.]+)us"
+    return [dict(zip(COLUMNS, map(float, m))) for m in re.findall(pat, out)]
+
+
+def load():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def fmt(v):
+    return "-" if v is None else (f"{v:,.1f}" if v >= 10 else f"{v:.2f}")
+
+
+def table(title, rows):
+    print(f"\n{title} (us)")
+    print(f"{'':<22}" + "".join(f"{c:>11}" for c in COLUMNS))
+    for label, r in rows:
+        print(f"{label:<22}" + "".join(f"{fmt(r.get(c)):>11}" for c in COLUMNS))
+    vals = [r for _, r in rows]
+    med = {c: statistics.median([r[c] for r in vals if r.get(c) is not None] or [0]) for c in COLUMNS}
+    print(f"{'median':<22}" + "".join(f"{fmt(med[c]):>11}" for c in COLUMNS))
+    return med
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=3, help="JLBH + candor sessions (default 3)")
+    ap.add_argument("--iterations", type=int, default=400_000, help="per run (default 400000)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per session (default 3)")
+    ap.add_argument("--cpu", type=int, default=os.cpu_count() - 1,
+                    help="CPU both tools are pinned to (default: the last one)")
+    a = ap.parse_args()
+    if a.pairs < 1 or a.iterations < 10_000 or a.runs < 1:
+        die("--pairs and --runs must be >= 1, --iterations >= 10000")
+    cp = prepare()
+    pin = ["taskset", "-c", str(a.cpu)]
+    jlbh_cmd = pin + ["java"] + JAVA_OPENS + ["-cp", cp, "JlbhHiccup", str(a.iterations), str(a.runs)]
+    candor_cmd = pin + ["cargo", "run", "--release", "-q", "-p", "candor-harness", "--example", "hiccup",
+                        "--", "--correction", "on", "--no-jitter",
+                        "--iterations", str(a.iterations), "--runs", str(a.runs)]
+    print("JLBH:   " + " ".join(jlbh_cmd[:3]) + " java ... JlbhHiccup " + f"{a.iterations} {a.runs}")
+    print("candor: " + " ".join(candor_cmd))
+    jlbh_rows, candor_rows = [], []
+    for pair in range(1, a.pairs + 1):
+        order = [("jlbh", jlbh_cmd), ("candor", candor_cmd)]
+        if pair % 2 == 0:
+            order.reverse()
+        for name, cmd in order:
+            before = load()
+            out = run(cmd)
+            runs = parse_jlbh(out) if name == "jlbh" else parse_candor(out)
+            if len(runs) != a.runs:
+                die(f"{name}: expected {a.runs} runs in its output, found {len(runs)}:\n{out[-3000:]}")
+            rows = jlbh_rows if name == "jlbh" else candor_rows
+            for i, r in enumerate(runs, 1):
+                rows.append((f"pair {pair} run {i}", r))
+            print(f"pair {pair}: {name} done (load average before: {before})", flush=True)
+    print(f"\ncorrection on, no jitter thread, {a.iterations:,} iterations x {a.runs} runs, "
+          f"pinned to CPU {a.cpu}, {os.cpu_count()} CPUs, load average now {load()}")
+    print("truth (docs/truth.md, In-process hiccup): p99 at the edge (<= 10 us), "
+          "p99.9 ~900 us, p99.99 ~1,000 us, max ~1,000 us")
+    mj = table("JLBH 1.25ea7", jlbh_rows)
+    mc = table("candor-harness", candor_rows)
+    print("\nmedians side by side (us)")
+    print(f"{'':<22}" + "".join(f"{c:>11}" for c in COLUMNS))
+    print(f"{'JLBH':<22}" + "".join(f"{fmt(mj[c]):>11}" for c in COLUMNS))
+    print(f"{'candor-harness':<22}" + "".join(f"{fmt(mc[c]):>11}" for c in COLUMNS))
+
+
+if __name__ == "__main__":
+    main()

@@ -253,8 +253,12 @@ impl std::fmt::Display for AllocationFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "run {}, iteration {}: {} allocations, above max_allocations_per_iteration {}",
-            self.run, self.iteration, self.allocations, self.limit
+            "run {}, iteration {}: {} allocation{}, above max_allocations_per_iteration {}",
+            self.run,
+            self.iteration,
+            self.allocations,
+            if self.allocations == 1 { "" } else { "s" },
+            self.limit
         )
     }
 }
@@ -312,7 +316,10 @@ mod tests {
             s.spawn(|| {
                 let here = CountingAllocator::thread_counts();
                 std::hint::black_box(vec![0u64; 1000]);
-                assert_eq!(CountingAllocator::thread_counts().since(here).allocations, 1);
+                assert_eq!(
+                    CountingAllocator::thread_counts().since(here).allocations,
+                    1
+                );
             });
         });
         // Spawning a thread allocates on this thread (its handle); the 8,000 bytes of the

@@ -163,7 +163,12 @@ impl Harness {
         let mut warnings = Vec::new();
         let jitter = if self.cfg.record_os_jitter {
             match JitterMonitor::start(self.cfg.jitter_threshold_ns) {
-                Ok(j) => Some(j),
+                Ok(j) => {
+                    // available_parallelism honours the affinity mask (taskset, cgroups).
+                    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    warnings.extend(crate::jitter::crowding_warning(cpus));
+                    Some(j)
+                }
                 Err(e) => {
                     warnings.push(format!("jitter monitor not started: {e}"));
                     None

@@ -134,7 +134,10 @@ fn max_allocations_passes_at_the_limit() {
         "{}",
         r.text()
     );
-    assert_eq!(r.to_json_value()["allocations"]["failure"], serde_json::Value::Null);
+    assert_eq!(
+        r.to_json_value()["allocations"]["failure"],
+        serde_json::Value::Null
+    );
 }
 
 #[test]

@@ -25,6 +25,7 @@ Needs java/javac (17+), mvn and cargo.
 import argparse
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -59,7 +60,7 @@ def run(cmd, **kw):
 
 
 def prepare():
-    for tool in ["java", "javac", "mvn", "cargo", "taskset"]:
+    for tool in ["java", "javac", "mvn", "cargo", "taskset", "setsid"]:
         if shutil.which(tool) is None:
             die(f"{tool} not found (scripts/install-test-deps.sh installs Java and Maven)")
     os.makedirs(os.path.join(WORK, "classes"), exist_ok=True)
@@ -124,15 +125,16 @@ def main():
     ap.add_argument("--pairs", type=int, default=3, help="JLBH + candor sessions (default 3)")
     ap.add_argument("--iterations", type=int, default=400_000, help="per run (default 400000)")
     ap.add_argument("--runs", type=int, default=3, help="runs per session (default 3)")
-    ap.add_argument("--cpu", type=int, default=os.cpu_count() - 1,
-                    help="CPU both tools are pinned to (default: the last one)")
+    ap.add_argument("--cpu", default=str(os.cpu_count() - 1),
+                    help="CPU list both tools are pinned to with taskset (default: the last CPU; "
+                         "'none' to let the scheduler place them)")
     ap.add_argument("--autogroup-nice", type=int, default=None,
                     help="run each tool in its own session at this autogroup nice (e.g. -19)")
     a = ap.parse_args()
     if a.pairs < 1 or a.iterations < 10_000 or a.runs < 1:
         die("--pairs and --runs must be >= 1, --iterations >= 10000")
     cp = prepare()
-    pin = ["taskset", "-c", str(a.cpu)]
+    pin = [] if a.cpu == "none" else ["taskset", "-c", a.cpu]
     if a.autogroup_nice is not None:
         pin = ["setsid", "bash", "-c", f'echo {a.autogroup_nice} > /proc/self/autogroup && exec "$@"',
                "_"] + pin
@@ -140,8 +142,8 @@ def main():
     candor_cmd = pin + ["cargo", "run", "--release", "-q", "-p", "candor-harness", "--example", "hiccup",
                         "--", "--correction", "on", "--no-jitter",
                         "--iterations", str(a.iterations), "--runs", str(a.runs)]
-    print("JLBH:   " + " ".join(pin) + " java ... JlbhHiccup " + f"{a.iterations} {a.runs}")
-    print("candor: " + " ".join(candor_cmd))
+    print("JLBH:   " + shlex.join(pin + ["java", "...", "JlbhHiccup", str(a.iterations), str(a.runs)]))
+    print("candor: " + shlex.join(candor_cmd))
     jlbh_rows, candor_rows = [], []
     for pair in range(1, a.pairs + 1):
         order = [("jlbh", jlbh_cmd), ("candor", candor_cmd)]

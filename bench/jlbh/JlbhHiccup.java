@@ -2,6 +2,10 @@
 // every 10,000th iteration (counted across warm-up and runs) busy-waits 1 ms, correction on, no OS
 // jitter thread. candor's examples/hiccup runs the same workload. Usage:
 //   java -cp <jlbh classpath>:<dir of this class> JlbhHiccup [iterations] [runs]
+//   java ... JlbhHiccup cost [iterations] [runs]
+// `cost` measures what one queued iteration costs JLBH itself: every iteration is already late
+// (throughput Integer.MAX_VALUE), the task only records its end, and each run's
+// "Run time" / iterations is the catch-up cost (examples/hiccup --catch-up-cost is candor's).
 
 import net.openhft.chronicle.jlbh.JLBH;
 import net.openhft.chronicle.jlbh.JLBHOptions;
@@ -14,9 +18,28 @@ public class JlbhHiccup implements JLBHTask {
     private JLBH jlbh;
     private long count;
 
+    private final boolean hiccups;
+
+    JlbhHiccup(boolean hiccups) {
+        this.hiccups = hiccups;
+    }
+
     public static void main(String[] args) {
-        int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 400_000;
-        int runs = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+        boolean cost = args.length > 0 && args[0].equals("cost");
+        int a = cost ? 1 : 0;
+        int iterations = args.length > a ? Integer.parseInt(args[a]) : 400_000;
+        int runs = args.length > a + 1 ? Integer.parseInt(args[a + 1]) : 3;
+        if (cost) {
+            new JLBH(new JLBHOptions()
+                    .warmUpIterations(1_000_000)
+                    .iterations(iterations)
+                    .throughput(Integer.MAX_VALUE)
+                    .runs(runs)
+                    .recordOSJitter(false)
+                    .accountForCoordinatedOmission(true)
+                    .jlbhTask(new JlbhHiccup(false))).start();
+            return;
+        }
         JLBHOptions options = new JLBHOptions()
                 .warmUpIterations(40_000)
                 .iterations(iterations)
@@ -24,7 +47,7 @@ public class JlbhHiccup implements JLBHTask {
                 .runs(runs)
                 .recordOSJitter(false)
                 .accountForCoordinatedOmission(true)
-                .jlbhTask(new JlbhHiccup());
+                .jlbhTask(new JlbhHiccup(true));
         new JLBH(options).start();
     }
 
@@ -35,7 +58,7 @@ public class JlbhHiccup implements JLBHTask {
 
     @Override
     public void run(long startTimeNs) {
-        if (count % HICCUP_EVERY == 0) {
+        if (hiccups && count % HICCUP_EVERY == 0) {
             long until = System.nanoTime() + HICCUP_NS;
             while (System.nanoTime() < until) {
                 Thread.onSpinWait();

@@ -23,6 +23,10 @@ usage: cargo run --release -p candor-harness --example hiccup [-- OPTIONS]
   --no-jitter        do not run the OS jitter monitor thread (it spins on a core of its own;
                      on a machine with 2 cores it competes with the benchmark thread)
   --json DIR         write hiccup-correction-on.json and -off.json (with .hlog and .html) to DIR
+  --catch-up-cost    instead, measure what one queued iteration costs the harness: every
+                     iteration already late (1e9/s), the benchmark only records its end; prints
+                     run time / iterations per run (default 5000000 iterations; JLBH's
+                     counterpart is bench/jlbh/JlbhHiccup.java `cost`)
   -h, --help         print this help
 ";
 
@@ -42,6 +46,8 @@ fn real_main() -> Result<(), String> {
     let mut json_dir: Option<String> = None;
     let mut jitter = true;
     let mut modes = vec![true, false];
+    let mut catch_up_cost = false;
+    let mut iterations_given = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -49,6 +55,7 @@ fn real_main() -> Result<(), String> {
             "--iterations" => {
                 let v = value("--iterations")?;
                 iterations = v.parse().map_err(|_| format!("bad --iterations {v:?}"))?;
+                iterations_given = true;
             }
             "--runs" => {
                 let v = value("--runs")?;
@@ -64,6 +71,7 @@ fn real_main() -> Result<(), String> {
                 }
             }
             "--no-jitter" => jitter = false,
+            "--catch-up-cost" => catch_up_cost = true,
             "-h" | "--help" => {
                 print!("{HELP}");
                 return Ok(());
@@ -71,6 +79,9 @@ fn real_main() -> Result<(), String> {
             "--bench" => {}
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
+    }
+    if catch_up_cost {
+        return measure_catch_up_cost(if iterations_given { iterations } else { 5_000_000 }, runs);
     }
     let mut all = Vec::new();
     for correct in modes {
@@ -126,6 +137,38 @@ fn real_main() -> Result<(), String> {
     println!("\n==== against docs/truth.md, In-process hiccup (all runs merged) ====");
     for (correct, r) in &all {
         check(*correct, r);
+    }
+    Ok(())
+}
+
+/// The harness's own cost per iteration while it catches up (no pacing wait, nothing measured
+/// but the end): after a hiccup, each queued iteration adds this to the ones behind it, so with
+/// 100 queued per hiccup the corrected p99 sits about 100 times this above the edge.
+fn measure_catch_up_cost(iterations: u64, runs: u32) -> Result<(), String> {
+    let mut harness = Harness::builder()
+        .name("catch-up cost")
+        .throughput(1_000_000_000)
+        .warmup_iterations(1_000_000)
+        .iterations(iterations)
+        .runs(runs)
+        .record_os_jitter(false)
+        .print(false)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let r = harness.run(|ctx: &mut Iteration| {
+        ctx.end_now();
+    });
+    for run in r.runs() {
+        println!(
+            "catch-up cost run {}: {:.1} ns/iteration ({} iterations in {:.3}s)",
+            match run.phase() {
+                Phase::Run(n) => n,
+                Phase::Warmup => 0,
+            },
+            run.duration_ns() as f64 / run.iterations() as f64,
+            run.iterations(),
+            run.duration_ns() as f64 / 1e9
+        );
     }
     Ok(())
 }

@@ -278,6 +278,8 @@ impl Engine<'_> {
         let remote_baseline = self.remote_e2e_total();
         self.set.reset();
         let mut send_lag = new_histogram();
+        let mut wait_stalls = new_histogram();
+        let stall_threshold = self.cfg.jitter_threshold_ns;
         let mut lag_clamped = 0u64;
         let mut allocs = AllocStats::default();
         let alloc_limit = match phase {
@@ -305,7 +307,11 @@ impl Engine<'_> {
                         intended = now;
                     }
                 }
-                let actual = clock.sleep_until(intended);
+                let wake = clock.wait_until(intended);
+                if wake.longest_gap_ns > stall_threshold {
+                    record_clamped(&mut wait_stalls, wake.longest_gap_ns);
+                }
+                let actual = wake.at_ns;
                 // Uncorrected, as JLBH's: time from the actual start, so a wait that ran over
                 // (the thread was descheduled while spinning) is forgotten too.
                 (if correct { intended } else { actual }, actual)
@@ -379,6 +385,7 @@ impl Engine<'_> {
             },
             hists: self.set.hists.clone(),
             send_lag,
+            wait_stalls,
             allocations: self.count_allocations.then_some(allocs),
             jitter,
             clamped: self.set.clamped + lag_clamped,

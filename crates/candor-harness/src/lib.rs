@@ -26,7 +26,7 @@ mod sampler;
 pub mod summary;
 
 pub use alloc::{AllocCounts, AllocStats, AllocationFailure, CountingAllocator};
-pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use clock::{Clock, ManualClock, MonotonicClock, Wake};
 pub use config::{Config, HarnessBuilder, HarnessError};
 pub use harness::{Benchmark, Harness, Iteration};
 pub use results::{

@@ -33,6 +33,9 @@ pub struct RunData {
     /// End to end, service, then probes.
     pub(crate) hists: Vec<Histo>,
     pub(crate) send_lag: Histo,
+    /// The longest clock gap of each wait for the schedule that had one above the jitter
+    /// threshold: the benchmark thread descheduled or interrupted while it waited.
+    pub(crate) wait_stalls: Histo,
     pub(crate) jitter: Option<Histo>,
     pub(crate) clamped: u64,
     pub(crate) misrouted: u64,
@@ -74,6 +77,12 @@ impl RunData {
     /// A probe's histogram.
     pub fn probe(&self, p: ProbeId) -> Option<&Histo> {
         self.hists.get(p.slot())
+    }
+    /// Stalls of the benchmark thread while it waited for an iteration's intended start (the
+    /// longest clock gap of each such wait above the jitter threshold): the machine took the CPU.
+    /// The iterations due meanwhile start late, and their end-to-end times include it.
+    pub fn wait_stalls(&self) -> &Histo {
+        &self.wait_stalls
     }
     /// Clock gaps seen by the jitter monitor during this phase, if it ran.
     pub fn jitter(&self) -> Option<&Histo> {
@@ -197,6 +206,20 @@ impl HarnessResults {
                 warnings.push(format!(
                     "{name}: {} samples named a probe of another harness and were dropped",
                     r.misrouted
+                ));
+            }
+            // A stall longer than one interval makes the next iterations late: say that the
+            // machine, not the code, put that into the end-to-end times.
+            let long = r
+                .wait_stalls
+                .count_between((cfg.interval_ns() as u64).max(1) + 1, u64::MAX);
+            if r.scheduled_ns > 0 && long > 0 {
+                warnings.push(format!(
+                    "{name}: the benchmark thread was descheduled {long} times while waiting for \
+                     its schedule, for longer than one interval (longest {}): the machine, not the \
+                     benchmark; the iterations due meanwhile started late and their end-to-end \
+                     times include the wait (JLBH's wait forgets such stalls)",
+                    candor_core::units::format_ns(r.wait_stalls.max() as f64)
                 ));
             }
             if r.clamped > 0 {
@@ -383,6 +406,10 @@ impl HarnessResults {
     pub fn merged_probe(&self, p: ProbeId) -> Histo {
         self.merged(|r| r.probe(p))
     }
+    /// Stalls of the benchmark thread while waiting, over all runs.
+    pub fn merged_wait_stalls(&self) -> Histo {
+        self.merged(|r| Some(r.wait_stalls()))
+    }
     /// Jitter monitor gaps over all runs (empty if it did not run).
     pub fn merged_jitter(&self) -> Histo {
         self.merged(|r| r.jitter())
@@ -516,6 +543,7 @@ impl HarnessResults {
         if self.cfg.record_os_jitter {
             extra.push(NamedHistogram::of("os_jitter", &self.merged_jitter()));
         }
+        extra.push(NamedHistogram::of("wait_stalls", &self.merged_wait_stalls()));
         let summaries: Vec<serde_json::Value> = self
             .summary_tables()
             .iter()
@@ -708,6 +736,13 @@ pub fn run_text(cfg: &Config, r: &RunData) -> String {
     }
     if let Some(j) = &r.jitter {
         let _ = writeln!(s, "{}", histogram_line("OS Jitter", j));
+    }
+    if !r.wait_stalls.is_empty() {
+        let _ = writeln!(
+            s,
+            "{}",
+            histogram_line("Stalls while waiting", &r.wait_stalls)
+        );
     }
     match &r.allocations {
         Some(a) => {

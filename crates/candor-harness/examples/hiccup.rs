@@ -23,6 +23,10 @@ usage: cargo run --release -p candor-harness --example hiccup [-- OPTIONS]
   --no-jitter        do not run the OS jitter monitor thread (it spins on a core of its own;
                      on a machine with 2 cores it competes with the benchmark thread)
   --json DIR         write hiccup-correction-on.json and -off.json (with .hlog and .html) to DIR
+  --forgive-wait-stalls
+                     JLBH's accounting of machine stalls: a stall of the benchmark thread while
+                     it waits for the schedule restarts the schedule instead of delaying the
+                     iterations due during it (see Config::forgive_wait_stalls)
   --catch-up-cost    instead, measure what one queued iteration costs the harness: every
                      iteration already late (1e9/s), the benchmark only records its end; prints
                      run time / iterations per run (default 5000000 iterations; JLBH's
@@ -47,6 +51,7 @@ fn real_main() -> Result<(), String> {
     let mut jitter = true;
     let mut modes = vec![true, false];
     let mut catch_up_cost = false;
+    let mut forgive = false;
     let mut iterations_given = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -72,6 +77,7 @@ fn real_main() -> Result<(), String> {
             }
             "--no-jitter" => jitter = false,
             "--catch-up-cost" => catch_up_cost = true,
+            "--forgive-wait-stalls" => forgive = true,
             "-h" | "--help" => {
                 print!("{HELP}");
                 return Ok(());
@@ -81,7 +87,14 @@ fn real_main() -> Result<(), String> {
         }
     }
     if catch_up_cost {
-        return measure_catch_up_cost(if iterations_given { iterations } else { 5_000_000 }, runs);
+        return measure_catch_up_cost(
+            if iterations_given {
+                iterations
+            } else {
+                5_000_000
+            },
+            runs,
+        );
     }
     let mut all = Vec::new();
     for correct in modes {
@@ -99,6 +112,7 @@ fn real_main() -> Result<(), String> {
             .iterations(iterations)
             .runs(runs)
             .account_for_coordinated_omission(correct)
+            .forgive_wait_stalls(forgive)
             .record_os_jitter(jitter)
             .jitter_threshold_ns(1_000)
             .build()

@@ -77,6 +77,14 @@ pub struct Config {
     /// [`HarnessResults::failure`]: crate::HarnessResults::failure
     /// [`CountingAllocator`]: crate::CountingAllocator
     pub max_allocations_per_iteration: Option<u64>,
+    /// False (the default): a stall of the benchmark thread while it waits for an iteration's
+    /// start (the machine took the CPU) delays that iteration and the ones due during it, and
+    /// end-to-end times include it, as a request arriving then would have waited. True: JLBH's
+    /// accounting, for comparisons with it: after such a stall (a clock gap above
+    /// `jitter_threshold_ns` in the wait) the schedule restarts from the wake-up, so the stall
+    /// is left out (counted in [`RunData::forgiven_stalls`](crate::RunData::forgiven_stalls)
+    /// and a warning). Only with correction on.
+    pub forgive_wait_stalls: bool,
 }
 
 fn ser_duration_ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -100,6 +108,7 @@ impl Default for Config {
             variation: Variation::Jlbh,
             probes: Vec::new(),
             max_allocations_per_iteration: None,
+            forgive_wait_stalls: false,
         }
     }
 }
@@ -201,6 +210,12 @@ impl HarnessBuilder {
     /// the global allocator, since the check could not be made.
     pub fn max_allocations_per_iteration(mut self, n: u64) -> Self {
         self.cfg.max_allocations_per_iteration = Some(n);
+        self
+    }
+
+    /// See [`Config::forgive_wait_stalls`]: JLBH's accounting of machine stalls that hit the wait.
+    pub fn forgive_wait_stalls(mut self, on: bool) -> Self {
+        self.cfg.forgive_wait_stalls = on;
         self
     }
 

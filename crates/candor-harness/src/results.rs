@@ -36,6 +36,8 @@ pub struct RunData {
     /// The longest clock gap of each wait for the schedule that had one above the jitter
     /// threshold: the benchmark thread descheduled or interrupted while it waited.
     pub(crate) wait_stalls: Histo,
+    /// Stalls forgiven (`forgive_wait_stalls`) and the start lag they would have added, ns.
+    pub(crate) forgiven_stalls: (u64, u64),
     pub(crate) jitter: Option<Histo>,
     pub(crate) clamped: u64,
     pub(crate) misrouted: u64,
@@ -83,6 +85,11 @@ impl RunData {
     /// The iterations due meanwhile start late, and their end-to-end times include it.
     pub fn wait_stalls(&self) -> &Histo {
         &self.wait_stalls
+    }
+    /// With `forgive_wait_stalls`: how many stalls restarted the schedule, and the total start
+    /// lag they left out of the end-to-end times (ns).
+    pub fn forgiven_stalls(&self) -> (u64, u64) {
+        self.forgiven_stalls
     }
     /// Clock gaps seen by the jitter monitor during this phase, if it ran.
     pub fn jitter(&self) -> Option<&Histo> {
@@ -213,7 +220,15 @@ impl HarnessResults {
             let long = r
                 .wait_stalls
                 .count_between((cfg.interval_ns() as u64).max(1) + 1, u64::MAX);
-            if r.scheduled_ns > 0 && long > 0 {
+            let (forgiven, forgiven_ns) = r.forgiven_stalls;
+            if forgiven > 0 {
+                warnings.push(format!(
+                    "{name}: {forgiven} stalls of the benchmark thread while waiting were forgiven \
+                     (forgive_wait_stalls): the schedule restarted after each, so the end-to-end \
+                     times leave out {} of start lag, as JLBH's do",
+                    candor_core::units::format_ns(forgiven_ns as f64)
+                ));
+            } else if r.scheduled_ns > 0 && long > 0 {
                 warnings.push(format!(
                     "{name}: the benchmark thread was descheduled {long} times while waiting for \
                      its schedule, for longer than one interval (longest {}): the machine, not the \
@@ -543,7 +558,10 @@ impl HarnessResults {
         if self.cfg.record_os_jitter {
             extra.push(NamedHistogram::of("os_jitter", &self.merged_jitter()));
         }
-        extra.push(NamedHistogram::of("wait_stalls", &self.merged_wait_stalls()));
+        extra.push(NamedHistogram::of(
+            "wait_stalls",
+            &self.merged_wait_stalls(),
+        ));
         let summaries: Vec<serde_json::Value> = self
             .summary_tables()
             .iter()

@@ -3,13 +3,36 @@
 //! corrected, 1% of samples are affected (p99 at the edge, p99.9 ~0.9 ms, p99.99 ~1 ms);
 //! uncorrected, only 1 in 10,000 is slow (p99.9 sub-microsecond, p99.99 at the 1 ms edge).
 //!
-//! `cargo run --release -p candor-harness --example hiccup [-- --iterations N --runs N --json DIR]`
-//! (`--json DIR` writes each mode's JSON, `.hlog` and HTML report there)
+//! `cargo run --release -p candor-harness --example hiccup [-- --help]`
 //! Defaults: 3 runs of 400,000 iterations per mode (about 25 s in all).
+//! bench/jlbh_parity.py runs it beside JLBH's own version of the example.
 
 use candor_core::hist::value_at;
 use candor_core::now_ns;
-use candor_harness::{Harness, HarnessResults, Iteration};
+use candor_harness::{Harness, HarnessResults, Iteration, Phase};
+
+const HELP: &str = "\
+JLBH's coordinated-omission example: 100,000 iterations/s, every 10,000th iteration busy-waits
+1 ms. Runs it with correction on, then off, and compares the end-to-end times with the expected
+distributions of docs/truth.md (\"In-process hiccup\").
+
+usage: cargo run --release -p candor-harness --example hiccup [-- OPTIONS]
+  --iterations N     iterations per measured run (default 400000)
+  --runs N           measured runs per mode (default 3)
+  --correction MODE  on, off or both (default both)
+  --no-jitter        do not run the OS jitter monitor thread (it spins on a core of its own;
+                     on a machine with 2 cores it competes with the benchmark thread)
+  --json DIR         write hiccup-correction-on.json and -off.json (with .hlog and .html) to DIR
+  --forgive-wait-stalls
+                     JLBH's accounting of machine stalls: a stall of the benchmark thread while
+                     it waits for the schedule restarts the schedule instead of delaying the
+                     iterations due during it (see Config::forgive_wait_stalls)
+  --catch-up-cost    instead, measure what one queued iteration costs the harness: every
+                     iteration already late (1e9/s), the benchmark only records its end; prints
+                     run time / iterations per run (default 5000000 iterations; JLBH's
+                     counterpart is bench/jlbh/JlbhHiccup.java `cost`)
+  -h, --help         print this help
+";
 
 const HICCUP_EVERY: u64 = 10_000;
 const HICCUP_NS: u64 = 1_000_000;
@@ -26,6 +49,10 @@ fn real_main() -> Result<(), String> {
     let mut runs = 3u32;
     let mut json_dir: Option<String> = None;
     let mut jitter = true;
+    let mut modes = vec![true, false];
+    let mut catch_up_cost = false;
+    let mut forgive = false;
+    let mut iterations_given = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -33,23 +60,44 @@ fn real_main() -> Result<(), String> {
             "--iterations" => {
                 let v = value("--iterations")?;
                 iterations = v.parse().map_err(|_| format!("bad --iterations {v:?}"))?;
+                iterations_given = true;
             }
             "--runs" => {
                 let v = value("--runs")?;
                 runs = v.parse().map_err(|_| format!("bad --runs {v:?}"))?;
             }
             "--json" => json_dir = Some(value("--json")?),
-            "--no-jitter" => jitter = false,
-            "--bench" => {}
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (try --iterations, --runs, --json, --no-jitter)"
-                ))
+            "--correction" => {
+                modes = match value("--correction")?.as_str() {
+                    "on" => vec![true],
+                    "off" => vec![false],
+                    "both" => vec![true, false],
+                    v => return Err(format!("bad --correction {v:?} (want on, off or both)")),
+                }
             }
+            "--no-jitter" => jitter = false,
+            "--catch-up-cost" => catch_up_cost = true,
+            "--forgive-wait-stalls" => forgive = true,
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Ok(());
+            }
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
     }
+    if catch_up_cost {
+        return measure_catch_up_cost(
+            if iterations_given {
+                iterations
+            } else {
+                5_000_000
+            },
+            runs,
+        );
+    }
     let mut all = Vec::new();
-    for correct in [true, false] {
+    for correct in modes {
         println!(
             "\n==== coordinated-omission correction {} ====\n",
             if correct { "ON" } else { "OFF" }
@@ -64,6 +112,7 @@ fn real_main() -> Result<(), String> {
             .iterations(iterations)
             .runs(runs)
             .account_for_coordinated_omission(correct)
+            .forgive_wait_stalls(forgive)
             .record_os_jitter(jitter)
             .jitter_threshold_ns(1_000)
             .build()
@@ -106,6 +155,38 @@ fn real_main() -> Result<(), String> {
     Ok(())
 }
 
+/// The harness's own cost per iteration while it catches up (no pacing wait, nothing measured
+/// but the end): after a hiccup, each queued iteration adds this to the ones behind it, so with
+/// 100 queued per hiccup the corrected p99 sits about 100 times this above the edge.
+fn measure_catch_up_cost(iterations: u64, runs: u32) -> Result<(), String> {
+    let mut harness = Harness::builder()
+        .name("catch-up cost")
+        .throughput(1_000_000_000)
+        .warmup_iterations(1_000_000)
+        .iterations(iterations)
+        .runs(runs)
+        .record_os_jitter(false)
+        .print(false)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let r = harness.run(|ctx: &mut Iteration| {
+        ctx.end_now();
+    });
+    for run in r.runs() {
+        println!(
+            "catch-up cost run {}: {:.1} ns/iteration ({} iterations in {:.3}s)",
+            match run.phase() {
+                Phase::Run(n) => n,
+                Phase::Warmup => 0,
+            },
+            run.duration_ns() as f64 / run.iterations() as f64,
+            run.iterations(),
+            run.duration_ns() as f64 / 1e9
+        );
+    }
+    Ok(())
+}
+
 fn check(correct: bool, r: &HarnessResults) {
     let h = r.merged_end_to_end();
     let us = |p: f64| value_at(&h, p) as f64 / 1e3;
@@ -140,4 +221,19 @@ fn check(correct: bool, r: &HarnessResults) {
         },
         bands.join(" ")
     );
+    for run in r.runs() {
+        let h = run.end_to_end();
+        let us = |p: f64| value_at(h, p) as f64 / 1e3;
+        println!(
+            "    run {}: p99 {:.2}us p99.9 {:.2}us p99.99 {:.2}us max {:.2}us",
+            match run.phase() {
+                Phase::Run(n) => n,
+                Phase::Warmup => 0,
+            },
+            us(99.0),
+            us(99.9),
+            us(99.99),
+            us(100.0)
+        );
+    }
 }

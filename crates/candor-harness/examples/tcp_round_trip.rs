@@ -18,6 +18,18 @@ use std::net::{TcpListener, TcpStream};
 
 const MSG: usize = 24;
 
+const HELP: &str = "\
+Times a loopback TCP echo end to end from each round trip's intended start, with a probe for
+each half, at several throughputs, and prints a table of latency by throughput.
+
+usage: cargo run --release -p candor-harness --example tcp_round_trip [-- OPTIONS]
+  --rates R1,R2,..  round trips per second to sweep (default 5000,50000,100000,200000,300000)
+  --seconds S       length of each run, in seconds (default 1)
+  --runs N          measured runs per rate (default 3)
+  --quiet           print only the final table, not each run
+  -h, --help        print this help
+";
+
 struct Options {
     rates: Vec<u64>,
     seconds: f64,
@@ -64,8 +76,12 @@ fn parse_args() -> Result<Options, String> {
                 o.runs = v.parse().map_err(|_| format!("bad --runs {v:?}"))?;
             }
             "--quiet" => o.quiet = true,
+            "-h" | "--help" => {
+                print!("{HELP}");
+                std::process::exit(0);
+            }
             "--bench" => {}
-            other => return Err(format!("unknown argument {other:?}")),
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
     }
     Ok(o)

@@ -13,6 +13,24 @@ pub trait Clock: Sync {
     /// Waits until `deadline_ns` and returns the time at wake-up (at or after the deadline).
     /// Returns at once (with the current time) if the deadline has passed.
     fn sleep_until(&self, deadline_ns: u64) -> u64;
+    /// [`Clock::sleep_until`], also reporting the longest gap between two consecutive clock
+    /// reads while it spun: time the waiting thread was descheduled or interrupted. The default
+    /// reports no gap (nothing measured).
+    fn wait_until(&self, deadline_ns: u64) -> Wake {
+        Wake {
+            at_ns: self.sleep_until(deadline_ns),
+            longest_gap_ns: 0,
+        }
+    }
+}
+
+/// What a [`Clock::wait_until`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wake {
+    /// The clock reading at wake-up (at or after the deadline).
+    pub at_ns: u64,
+    /// The longest gap between two consecutive clock reads of the final spin, ns.
+    pub longest_gap_ns: u64,
 }
 
 /// `CLOCK_MONOTONIC` via candor-core: absolute nanosleep until 60 us before, then a spin.
@@ -27,6 +45,27 @@ impl Clock for MonotonicClock {
     #[inline]
     fn sleep_until(&self, deadline_ns: u64) -> u64 {
         candor_core::precise_sleep_until(deadline_ns)
+    }
+    /// `precise_sleep_until`'s method (nanosleep to 60 us before, then spin), watching the
+    /// spin: a preempted spinner sees the clock jump.
+    #[inline]
+    fn wait_until(&self, deadline_ns: u64) -> Wake {
+        let mut now = candor_core::now_ns();
+        if deadline_ns > now + candor_core::SPIN_MARGIN_NS {
+            candor_core::pace::sleep_until_absolute(deadline_ns - candor_core::SPIN_MARGIN_NS);
+            now = candor_core::now_ns();
+        }
+        let mut longest_gap_ns = 0;
+        while now < deadline_ns {
+            std::hint::spin_loop();
+            let t = candor_core::now_ns();
+            longest_gap_ns = longest_gap_ns.max(t.saturating_sub(now));
+            now = t;
+        }
+        Wake {
+            at_ns: now,
+            longest_gap_ns,
+        }
     }
 }
 
@@ -84,5 +123,12 @@ mod tests {
         let c = MonotonicClock;
         let deadline = c.now_ns() + 200_000;
         assert!(c.sleep_until(deadline) >= deadline);
+        let deadline = c.now_ns() + 200_000;
+        let w = c.wait_until(deadline);
+        assert!(w.at_ns >= deadline);
+        // The spin covers at most the last 60 us plus however late the sleep woke.
+        assert!(w.longest_gap_ns <= w.at_ns - (deadline - 60_000), "{w:?}");
+        let past = c.wait_until(0);
+        assert_eq!(past.longest_gap_ns, 0, "no spin for a past deadline");
     }
 }

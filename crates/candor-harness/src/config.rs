@@ -21,6 +21,11 @@ pub enum HarnessError {
     ProbeName(String),
     #[error("could not start the jitter monitor thread: {0}")]
     JitterThread(std::io::Error),
+    #[error(
+        "max_allocations_per_iteration is set but allocations cannot be counted: install \
+         candor_harness::CountingAllocator as the #[global_allocator]"
+    )]
+    AllocationsNotCounted,
     #[error("writing {path}: {source}")]
     Write {
         path: String,
@@ -65,6 +70,21 @@ pub struct Config {
     pub variation: Variation,
     /// Names of the probes, in registration order.
     pub probes: Vec<String>,
+    /// Most allocator calls (allocations + reallocations) the measured code may make in one
+    /// iteration of a run; more makes the results fail ([`HarnessResults::failure`]). Needs
+    /// [`CountingAllocator`] installed. Default none (counted, if installed, but not checked).
+    ///
+    /// [`HarnessResults::failure`]: crate::HarnessResults::failure
+    /// [`CountingAllocator`]: crate::CountingAllocator
+    pub max_allocations_per_iteration: Option<u64>,
+    /// False (the default): a stall of the benchmark thread while it waits for an iteration's
+    /// start (the machine took the CPU) delays that iteration and the ones due during it, and
+    /// end-to-end times include it, as a request arriving then would have waited. True: JLBH's
+    /// accounting, for comparisons with it: after such a stall (a clock gap above
+    /// `jitter_threshold_ns` in the wait) the schedule restarts from the wake-up, so the stall
+    /// is left out (counted in [`RunData::forgiven_stalls`](crate::RunData::forgiven_stalls)
+    /// and a warning). Only with correction on.
+    pub forgive_wait_stalls: bool,
 }
 
 fn ser_duration_ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -87,6 +107,8 @@ impl Default for Config {
             print: true,
             variation: Variation::Jlbh,
             probes: Vec::new(),
+            max_allocations_per_iteration: None,
+            forgive_wait_stalls: false,
         }
     }
 }
@@ -182,6 +204,21 @@ impl HarnessBuilder {
         self
     }
 
+    /// Turns the allocation count into a check: an iteration of a measured run whose code makes
+    /// more than `n` allocator calls fails the results (`0`: "this path allocates nothing").
+    /// [`build`](Self::build) fails if [`CountingAllocator`](crate::CountingAllocator) is not
+    /// the global allocator, since the check could not be made.
+    pub fn max_allocations_per_iteration(mut self, n: u64) -> Self {
+        self.cfg.max_allocations_per_iteration = Some(n);
+        self
+    }
+
+    /// See [`Config::forgive_wait_stalls`]: JLBH's accounting of machine stalls that hit the wait.
+    pub fn forgive_wait_stalls(mut self, on: bool) -> Self {
+        self.cfg.forgive_wait_stalls = on;
+        self
+    }
+
     /// Registers a probe: a named histogram for a stage of an iteration (JLBH `addProbe`).
     /// Record into it with [`Iteration::sample`](crate::Iteration::sample) or
     /// [`Sampler::sample`](crate::Sampler::sample). Probe samples are durations the benchmark
@@ -216,6 +253,9 @@ impl HarnessBuilder {
             if p.trim().is_empty() || reserved || c.probes[..i].contains(p) {
                 return Err(HarnessError::ProbeName(p.clone()));
             }
+        }
+        if c.max_allocations_per_iteration.is_some() && !crate::CountingAllocator::is_installed() {
+            return Err(HarnessError::AllocationsNotCounted);
         }
         Ok(Harness::new(self.cfg))
     }

@@ -1,6 +1,7 @@
 //! The engine: paces iterations on a schedule, hands each its intended start, records what it
 //! measures, collects other threads' samplers and the jitter monitor at run boundaries.
 
+use crate::alloc::{AllocStats, CountingAllocator};
 use crate::clock::{Clock, MonotonicClock};
 use crate::config::{Config, HarnessBuilder};
 use crate::jitter::JitterMonitor;
@@ -162,7 +163,12 @@ impl Harness {
         let mut warnings = Vec::new();
         let jitter = if self.cfg.record_os_jitter {
             match JitterMonitor::start(self.cfg.jitter_threshold_ns) {
-                Ok(j) => Some(j),
+                Ok(j) => {
+                    // available_parallelism honours the affinity mask (taskset, cgroups).
+                    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    warnings.extend(crate::jitter::crowding_warning(cpus));
+                    Some(j)
+                }
                 Err(e) => {
                     warnings.push(format!("jitter monitor not started: {e}"));
                     None
@@ -171,8 +177,11 @@ impl Harness {
         } else {
             None
         };
+        // Read on this thread, the one that runs the iterations and whose counters they use.
+        let count_allocations = CountingAllocator::is_installed();
         let mut engine = Engine {
             cfg: &self.cfg,
+            count_allocations,
             samplers: &self.samplers,
             jitter: jitter.as_ref(),
             set: HistSet::new(self.n_hists()),
@@ -224,6 +233,7 @@ struct Engine<'a> {
     cfg: &'a Config,
     samplers: &'a Mutex<Vec<Arc<PhasedSet>>>,
     jitter: Option<&'a JitterMonitor>,
+    count_allocations: bool,
     set: HistSet,
     scratch: HistSet,
     jscratch: HistSet,
@@ -268,7 +278,16 @@ impl Engine<'_> {
         let remote_baseline = self.remote_e2e_total();
         self.set.reset();
         let mut send_lag = new_histogram();
+        let mut wait_stalls = new_histogram();
+        let stall_threshold = self.cfg.jitter_threshold_ns;
+        let forgive = self.cfg.forgive_wait_stalls;
+        let (mut forgiven, mut forgiven_ns) = (0u64, 0u64);
         let mut lag_clamped = 0u64;
+        let mut allocs = AllocStats::default();
+        let alloc_limit = match phase {
+            Phase::Run(_) => self.cfg.max_allocations_per_iteration,
+            Phase::Warmup => None,
+        };
 
         let paced = phase != Phase::Warmup;
         let correct = self.cfg.account_for_coordinated_omission;
@@ -290,7 +309,20 @@ impl Engine<'_> {
                         intended = now;
                     }
                 }
-                let actual = clock.sleep_until(intended);
+                let wake = clock.wait_until(intended);
+                if wake.longest_gap_ns > stall_threshold {
+                    record_clamped(&mut wait_stalls, wake.longest_gap_ns);
+                    if correct && forgive && wake.at_ns > intended {
+                        // JLBH's accounting, on request: the machine's stall is not the
+                        // benchmark's; restart the schedule from the wake-up.
+                        forgiven += 1;
+                        forgiven_ns += wake.at_ns - intended;
+                        base = wake.at_ns;
+                        base_i = i;
+                        intended = wake.at_ns;
+                    }
+                }
+                let actual = wake.at_ns;
                 // Uncorrected, as JLBH's: time from the actual start, so a wait that ran over
                 // (the thread was descheduled while spinning) is forgotten too.
                 (if correct { intended } else { actual }, actual)
@@ -308,7 +340,16 @@ impl Engine<'_> {
                 ended: false,
                 handed_off: false,
             };
-            bench.run(&mut ctx);
+            if self.count_allocations {
+                // Only the measured code is inside the window: the harness's pacing before and
+                // recording after are not.
+                let before = CountingAllocator::thread_counts();
+                bench.run(&mut ctx);
+                let used = CountingAllocator::thread_counts().since(before);
+                allocs.record(i, used, alloc_limit);
+            } else {
+                bench.run(&mut ctx);
+            }
             let (ended, handed) = (ctx.ended, ctx.handed_off);
             if handed {
                 handed_off += 1;
@@ -355,6 +396,9 @@ impl Engine<'_> {
             },
             hists: self.set.hists.clone(),
             send_lag,
+            wait_stalls,
+            forgiven_stalls: (forgiven, forgiven_ns),
+            allocations: self.count_allocations.then_some(allocs),
             jitter,
             clamped: self.set.clamped + lag_clamped,
             misrouted: self.set.misrouted,

@@ -8,6 +8,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// The warning for a jitter monitor started with `cpus` CPUs available to the process, if it
+/// needs one. The monitor spins for the whole session, so with fewer than 3 CPUs it takes the
+/// core that the benchmark thread's neighbours (the OS, other processes) would otherwise use and
+/// they preempt the benchmark thread instead: on the 2-core machine of docs/benchmarks.md
+/// ("candor-harness vs JLBH") it doubled the hiccup example's p99 under load.
+pub(crate) fn crowding_warning(cpus: usize) -> Option<String> {
+    (cpus < 3).then(|| {
+        format!(
+            "the jitter monitor spins on a CPU of its own and this process may use only {cpus}: \
+             it competes with the benchmark thread and inflates its tail; turn it off \
+             (record_os_jitter(false)) unless the jitter itself is wanted"
+        )
+    })
+}
+
 pub(crate) struct JitterMonitor {
     pub set: Arc<PhasedSet>,
     stop: Arc<AtomicBool>,
@@ -57,5 +72,22 @@ impl Drop for JitterMonitor {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warns_only_when_the_monitor_would_crowd_the_benchmark() {
+        assert!(crowding_warning(1).is_some());
+        let w = crowding_warning(2).expect("2 CPUs: one spinning monitor, one benchmark thread");
+        assert!(
+            w.contains("only 2") && w.contains("record_os_jitter(false)"),
+            "{w}"
+        );
+        assert_eq!(crowding_warning(3), None);
+        assert_eq!(crowding_warning(64), None);
     }
 }

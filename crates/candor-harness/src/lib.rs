@@ -15,6 +15,7 @@
 //!
 //! See docs/harness.md for the design and measured examples.
 
+mod alloc;
 mod clock;
 mod config;
 mod harness;
@@ -24,10 +25,11 @@ mod results;
 mod sampler;
 pub mod summary;
 
+pub use alloc::{AllocCounts, AllocStats, AllocationFailure, CountingAllocator};
 /// The monotonic clock the harness times with (CLOCK_MONOTONIC, ns), for timing a probe's stretch
 /// of code: re-exported so that a benchmark needs no other crate than this one.
 pub use candor_core::now_ns;
-pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use clock::{Clock, ManualClock, MonotonicClock, Wake};
 pub use config::{Config, HarnessBuilder, HarnessError};
 pub use harness::{Benchmark, Harness, Iteration};
 pub use results::{
@@ -35,3 +37,9 @@ pub use results::{
 };
 pub use sampler::{ProbeId, Sampler, Stamp};
 pub use summary::Variation;
+
+// The unit tests read real allocation counts (alloc.rs, harness.rs); per-thread counters keep
+// libtest's parallel tests out of each other's numbers.
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: CountingAllocator = CountingAllocator::new();

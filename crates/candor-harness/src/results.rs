@@ -1,6 +1,7 @@
 //! What a harness run returns: per-run histograms as values, summary tables across runs, the
 //! JLBH-like text, and the same results JSON as `candor run`.
 
+use crate::alloc::{AllocStats, AllocationFailure, NOT_COUNTED};
 use crate::config::{Config, HarnessError};
 use crate::phased::{E2E, FIRST_PROBE, SERVICE};
 use crate::sampler::ProbeId;
@@ -32,12 +33,19 @@ pub struct RunData {
     /// End to end, service, then probes.
     pub(crate) hists: Vec<Histo>,
     pub(crate) send_lag: Histo,
+    /// The longest clock gap of each wait for the schedule that had one above the jitter
+    /// threshold: the benchmark thread descheduled or interrupted while it waited.
+    pub(crate) wait_stalls: Histo,
+    /// Stalls forgiven (`forgive_wait_stalls`) and the start lag they would have added, ns.
+    pub(crate) forgiven_stalls: (u64, u64),
     pub(crate) jitter: Option<Histo>,
     pub(crate) clamped: u64,
     pub(crate) misrouted: u64,
     pub(crate) handed_off: u64,
     pub(crate) missing_end_to_end: u64,
     pub(crate) late_samples: u64,
+    /// `None` when [`CountingAllocator`](crate::CountingAllocator) is not installed.
+    pub(crate) allocations: Option<AllocStats>,
 }
 
 impl RunData {
@@ -72,6 +80,17 @@ impl RunData {
     pub fn probe(&self, p: ProbeId) -> Option<&Histo> {
         self.hists.get(p.slot())
     }
+    /// Stalls of the benchmark thread while it waited for an iteration's intended start (the
+    /// longest clock gap of each such wait above the jitter threshold): the machine took the CPU.
+    /// The iterations due meanwhile start late, and their end-to-end times include it.
+    pub fn wait_stalls(&self) -> &Histo {
+        &self.wait_stalls
+    }
+    /// With `forgive_wait_stalls`: how many stalls restarted the schedule, and the total start
+    /// lag they left out of the end-to-end times (ns).
+    pub fn forgiven_stalls(&self) -> (u64, u64) {
+        self.forgiven_stalls
+    }
     /// Clock gaps seen by the jitter monitor during this phase, if it ran.
     pub fn jitter(&self) -> Option<&Histo> {
         self.jitter.as_ref()
@@ -83,6 +102,11 @@ impl RunData {
     /// Values above one hour, recorded as one hour.
     pub fn clamped(&self) -> u64 {
         self.clamped
+    }
+    /// What the measured code allocated on the benchmark thread, per iteration; `None` (not
+    /// zero) when [`CountingAllocator`](crate::CountingAllocator) is not the global allocator.
+    pub fn allocations(&self) -> Option<&AllocStats> {
+        self.allocations.as_ref()
     }
     /// Throughput actually achieved: iterations per second of run time.
     pub fn achieved_per_s(&self) -> f64 {
@@ -160,6 +184,7 @@ pub struct HarnessResults {
     runs: Vec<RunData>,
     start_unix_s: f64,
     warnings: Vec<String>,
+    failure: Option<AllocationFailure>,
 }
 
 impl HarnessResults {
@@ -188,6 +213,28 @@ impl HarnessResults {
                 warnings.push(format!(
                     "{name}: {} samples named a probe of another harness and were dropped",
                     r.misrouted
+                ));
+            }
+            // A stall longer than one interval makes the next iterations late: say that the
+            // machine, not the code, put that into the end-to-end times.
+            let long = r
+                .wait_stalls
+                .count_between((cfg.interval_ns() as u64).max(1) + 1, u64::MAX);
+            let (forgiven, forgiven_ns) = r.forgiven_stalls;
+            if forgiven > 0 {
+                warnings.push(format!(
+                    "{name}: {forgiven} stalls of the benchmark thread while waiting were forgiven \
+                     (forgive_wait_stalls): the schedule restarted after each, so the end-to-end \
+                     times leave out {} of start lag, as JLBH's do",
+                    candor_core::units::format_ns(forgiven_ns as f64)
+                ));
+            } else if r.scheduled_ns > 0 && long > 0 {
+                warnings.push(format!(
+                    "{name}: the benchmark thread was descheduled {long} times while waiting for \
+                     its schedule, for longer than one interval (longest {}): the machine, not the \
+                     benchmark; the iterations due meanwhile started late and their end-to-end \
+                     times include the wait (JLBH's wait forgets such stalls)",
+                    candor_core::units::format_ns(r.wait_stalls.max() as f64)
                 ));
             }
             if r.clamped > 0 {
@@ -224,12 +271,27 @@ impl HarnessResults {
                 ));
             }
         }
+        let failure = cfg.max_allocations_per_iteration.and_then(|limit| {
+            runs.iter().find_map(|r| {
+                let (iteration, allocations) = r.allocations.as_ref()?.first_over_limit?;
+                Some(AllocationFailure {
+                    run: match r.phase {
+                        Phase::Run(n) => n,
+                        Phase::Warmup => 0,
+                    },
+                    iteration,
+                    allocations,
+                    limit,
+                })
+            })
+        });
         HarnessResults {
             cfg,
             warmup,
             runs,
             start_unix_s,
             warnings,
+            failure,
         }
     }
 
@@ -245,6 +307,90 @@ impl HarnessResults {
     /// Reasons to doubt the numbers; empty when none were found.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// What the measured code allocated per iteration, all runs merged; `None` (not zero) when
+    /// [`CountingAllocator`](crate::CountingAllocator) is not the global allocator.
+    pub fn allocations(&self) -> Option<AllocStats> {
+        if self.runs.iter().any(|r| r.allocations.is_none()) {
+            return None;
+        }
+        Some(AllocStats::merge(
+            self.runs.iter().filter_map(|r| r.allocations.as_ref()),
+        ))
+    }
+
+    /// The first iteration that broke `max_allocations_per_iteration`, if one did.
+    pub fn failure(&self) -> Option<&AllocationFailure> {
+        self.failure.as_ref()
+    }
+
+    /// False if a check set on the builder (`max_allocations_per_iteration`) failed.
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// The allocation lines of the summary: the merged counts (or "not counted"), then the
+    /// verdict of `max_allocations_per_iteration` if it was set.
+    pub fn allocations_text(&self) -> String {
+        let mut s = match self.allocations() {
+            Some(a) => format!("{} (all runs)", a.text()),
+            None => NOT_COUNTED.to_string(),
+        };
+        if let Some(limit) = self.cfg.max_allocations_per_iteration {
+            match &self.failure {
+                Some(f) => {
+                    let _ = write!(s, "\nFAIL: {f}");
+                }
+                None => {
+                    let _ = write!(
+                        s,
+                        "\nPASS: no iteration made more than {limit} allocations \
+                         (max_allocations_per_iteration)"
+                    );
+                }
+            }
+        }
+        s
+    }
+
+    /// The top-level `allocations` object of the JSON: the runs merged, plus `runs` (one
+    /// entry per run), `limit` and `failure`; `{"counted": false}` when nothing was counted.
+    pub fn allocations_json(&self) -> serde_json::Value {
+        let mut v = match self.allocations() {
+            Some(a) => a.to_json(),
+            None => serde_json::json!({ "counted": false }),
+        };
+        if let Some(obj) = v.as_object_mut() {
+            if self.allocations().is_some() {
+                let runs: Vec<serde_json::Value> = self
+                    .runs
+                    .iter()
+                    .filter_map(|r| r.allocations.as_ref().map(AllocStats::to_json))
+                    .collect();
+                obj.insert("runs".into(), runs.into());
+            }
+            obj.insert(
+                "limit".into(),
+                serde_json::to_value(self.cfg.max_allocations_per_iteration)
+                    .unwrap_or(serde_json::Value::Null),
+            );
+            obj.insert(
+                "failure".into(),
+                serde_json::to_value(self.failure).unwrap_or(serde_json::Value::Null),
+            );
+        }
+        v
+    }
+
+    /// [`HarnessResults::to_run_results`] as JSON with the top-level `allocations` object
+    /// ([`HarnessResults::allocations_json`]) added: what [`HarnessResults::write_json`] writes.
+    pub fn to_json_value(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self.to_run_results()).unwrap_or(serde_json::Value::Null);
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("allocations".into(), self.allocations_json());
+        }
+        v
     }
 
     /// Probe id by name.
@@ -274,6 +420,10 @@ impl HarnessResults {
     /// A probe over all runs.
     pub fn merged_probe(&self, p: ProbeId) -> Histo {
         self.merged(|r| r.probe(p))
+    }
+    /// Stalls of the benchmark thread while waiting, over all runs.
+    pub fn merged_wait_stalls(&self) -> Histo {
+        self.merged(|r| Some(r.wait_stalls()))
     }
     /// Jitter monitor gaps over all runs (empty if it did not run).
     pub fn merged_jitter(&self) -> Histo {
@@ -315,7 +465,8 @@ impl HarnessResults {
         s
     }
 
-    /// The summary tables across runs, in JLBH's layout (values in us).
+    /// The summary tables across runs, in JLBH's layout (values in us), then the allocation
+    /// lines ([`HarnessResults::allocations_text`]).
     pub fn summary_text(&self) -> String {
         let mut s = String::new();
         let range = variation_runs(self.runs.len());
@@ -352,6 +503,7 @@ impl HarnessResults {
             );
             let _ = writeln!(s, "{}", "-".repeat(BANNER_WIDTH));
         }
+        let _ = writeln!(s, "{}", self.allocations_text());
         s
     }
 
@@ -412,6 +564,10 @@ impl HarnessResults {
         if self.cfg.record_os_jitter {
             extra.push(NamedHistogram::of("os_jitter", &self.merged_jitter()));
         }
+        extra.push(NamedHistogram::of(
+            "wait_stalls",
+            &self.merged_wait_stalls(),
+        ));
         let summaries: Vec<serde_json::Value> = self
             .summary_tables()
             .iter()
@@ -442,9 +598,10 @@ impl HarnessResults {
         }
     }
 
-    /// Writes [`HarnessResults::to_run_results`] as pretty JSON to `path`.
+    /// Writes [`HarnessResults::to_json_value`] as pretty JSON to `path`.
     pub fn write_json(&self, path: impl AsRef<std::path::Path>) -> Result<(), HarnessError> {
-        write_file(path.as_ref(), &self.to_run_results().to_json_pretty())
+        let text = serde_json::to_string_pretty(&self.to_json_value()).unwrap_or_default();
+        write_file(path.as_ref(), &text)
     }
 
     /// Writes an HdrHistogram interval log (the same `.hlog` as `candor run --hlog`; one
@@ -605,6 +762,21 @@ pub fn run_text(cfg: &Config, r: &RunData) -> String {
     }
     if let Some(j) = &r.jitter {
         let _ = writeln!(s, "{}", histogram_line("OS Jitter", j));
+    }
+    if !r.wait_stalls.is_empty() {
+        let _ = writeln!(
+            s,
+            "{}",
+            histogram_line("Stalls while waiting", &r.wait_stalls)
+        );
+    }
+    match &r.allocations {
+        Some(a) => {
+            let _ = writeln!(s, "{}", a.text());
+        }
+        None => {
+            let _ = writeln!(s, "{NOT_COUNTED}");
+        }
     }
     let _ = write!(s, "{}", "-".repeat(BANNER_WIDTH));
     s

@@ -47,9 +47,10 @@ fn json_round_trips_with_the_harness_mapping() {
     );
     assert_eq!(back.intervals.len(), 4);
     assert!(back.intervals[0].warmup && !back.intervals[1].warmup);
-    assert_eq!(back.extra.len(), 1);
+    assert_eq!(back.extra.len(), 2);
     assert_eq!(back.extra[0].name, "half");
     assert_eq!(back.extra[0].summary.count, 3_000);
+    assert_eq!(back.extra[1].name, "wait_stalls");
     assert_eq!(back.config["harness"]["iterations"], 1_000);
     assert_eq!(back.config["summaries"][0]["name"], "end to end");
     let decoded = back.main.histograms.decode().unwrap();

@@ -43,7 +43,7 @@ pub enum RunError {
 }
 
 /// What the live view gets once per interval.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct IntervalReport {
     pub index: u64,
     pub elapsed_s: f64,
@@ -53,6 +53,15 @@ pub struct IntervalReport {
     pub completed: u64,
     pub failed: u64,
     pub response_time: IntervalStats,
+    pub service_time: IntervalStats,
+    pub send_lag: IntervalStats,
+    /// Counts of both phases (0 = warm-up, 1 = measured, by intended time) from the start up to
+    /// the end of this interval. `intended` counts a request when it leaves the schedule, so
+    /// `intended - completed - failed` is what is in flight. The never-sent backlog counted at
+    /// the end may come after the last report; the final counts are in [`RunOutcome`].
+    pub totals: [RequestCounts; 2],
+    /// This interval's histograms (by completion time), for consumers that accumulate them.
+    pub histograms: Recorder,
 }
 
 /// Totals of one phase.
@@ -174,6 +183,7 @@ pub fn run(
         total_ns,
         start_ns,
         done: Vec::new(),
+        totals: [RequestCounts::default(); 2],
     };
     // Runs until every worker has dropped its sender (i.e. finished).
     while let Ok(msg) = from_workers.recv() {
@@ -283,6 +293,7 @@ struct Collector {
     total_ns: u64,
     start_ns: u64,
     done: Vec<Interval>,
+    totals: [RequestCounts; 2],
 }
 
 impl Collector {
@@ -297,6 +308,9 @@ impl Collector {
                 p.data.rec.add(&msg.data.rec);
                 p.data.completed += msg.data.completed;
                 p.data.failed += msg.data.failed;
+                for (into, from) in p.data.counts.iter_mut().zip(msg.data.counts.iter()) {
+                    into.add(from);
+                }
                 p.reported += 1;
                 p.end_ns = p.end_ns.max(msg.final_end_ns);
                 let mut spent = msg.data;
@@ -348,7 +362,11 @@ impl Collector {
                 .clamp(1, self.interval_ns),
             None => self.interval_ns,
         };
+        for (into, from) in self.totals.iter_mut().zip(p.data.counts.iter()) {
+            into.add(from);
+        }
         // An interval that ends before there is anything to record carries no information.
+        // (Its counts are already in the totals, so the last report still has them all.)
         if p.data.completed == 0
             && p.data.failed == 0
             && p.end_ns.is_some()
@@ -377,6 +395,10 @@ impl Collector {
             completed: d.completed,
             failed: d.failed,
             response_time: interval.response_time,
+            service_time: interval.service_time,
+            send_lag: interval.send_lag,
+            totals: self.totals,
+            histograms: d.rec.clone(),
         });
         self.done.push(interval);
         let mut spent = p.data;

@@ -31,6 +31,14 @@
     var s = p.toFixed(5).replace(/0+$/, "").replace(/\.$/, "");
     return s + "%";
   }
+  // uPlot passes null for ticks it leaves unlabelled to avoid crowding.
+  function tick(f) { return function (v) { return v == null ? "" : f(v); }; }
+  // One tick per decade: log axes stay readable at any zoom.
+  function decades(u, axisIdx, min, max) {
+    var out = [];
+    for (var e = Math.round(Math.log10(min)); Math.pow(10, e) <= max * (1 + 1e-9); e++) out.push(Math.pow(10, e));
+    return out;
+  }
   function logRange(u, min, max) {
     if (!(min > 0)) min = 1e-3;
     if (!(max > min)) max = min * 10;
@@ -41,6 +49,7 @@
   var T = { t: [], target: [], achieved: [], p50: [], p90: [], p99: [], p999: [], max: [], sp99: [],
     lag50: [], lag99: [], lagmax: [], connect: [], read: [], write: [], timeout: [], parse: [], inflight: [] };
   var lastFailures = null;
+  var closedLoop = false;
   var spectrum = [[1], [null]];
   var charts = {};
   var events = 0, redraws = 0;
@@ -63,13 +72,13 @@
   function build() {
     var pts = { size: 3 };
     make("c-rate", {
-      scales: { x: { time: false } },
-      axes: [axis({ label: "elapsed (s)" }), axis({ label: "requests/s", size: 64, values: function (u, s) { return s.map(fmtRate); } })],
+      scales: { x: { time: false }, y: { range: function (u, min, max) { return [0, Math.max(1, max) * 1.15]; } } },
+      axes: [axis({ label: "elapsed (s)" }), axis({ label: "requests/s", size: 64, values: function (u, s) { return s.map(tick(fmtRate)); } })],
       series: [{ label: "t", value: sec },
-        { label: "target", stroke: "#5b6575", dash: [5, 4], width: 1.5, points: { show: false }, value: function (u, v) { return v == null ? "closed loop" : fmtRate(v) + "/s"; } },
+        { label: "target", stroke: "#5b6575", dash: [5, 4], width: 1.5, points: { show: false }, value: function (u, v) { return closedLoop ? "closed loop" : v == null ? "\u2014" : fmtRate(v) + "/s"; } },
         { label: "achieved", stroke: "#1f6fb2", width: 2, fill: "#1f6fb222", points: pts, value: function (u, v) { return v == null ? "\u2014" : fmtRate(v) + "/s"; } }],
     }, [T.t, T.target, T.achieved]);
-    var latAxis = axis({ label: "latency", size: 72, values: function (u, s) { return s.map(fmtMs); } });
+    var latAxis = axis({ label: "latency", size: 72, splits: decades, values: function (u, s) { return s.map(tick(fmtMs)); } });
     make("c-latency", {
       scales: { x: { time: false }, y: { distr: 3, log: 10, range: logRange } },
       axes: [axis({ label: "elapsed (s)" }), latAxis],
@@ -83,7 +92,7 @@
     }, [T.t, T.p50, T.p90, T.p99, T.p999, T.max, T.sp99]);
     make("c-lag", {
       scales: { x: { time: false }, y: { distr: 3, log: 10, range: logRange } },
-      axes: [axis({ label: "elapsed (s)" }), axis({ label: "send lag", size: 72, values: function (u, s) { return s.map(fmtMs); } })],
+      axes: [axis({ label: "elapsed (s)" }), axis({ label: "send lag", size: 72, splits: decades, values: function (u, s) { return s.map(tick(fmtMs)); } })],
       series: [{ label: "t", value: sec },
         { label: "p50", stroke: "#2a9d5c", width: 1.5, points: pts, value: msVal },
         { label: "p99", stroke: "#1f6fb2", width: 2, points: pts, value: msVal },
@@ -100,9 +109,9 @@
       series: fs,
     }, [T.t, T.connect, T.read, T.write, T.timeout, T.parse, T.inflight]);
     make("c-spectrum", {
-      scales: { x: { time: false, distr: 3, log: 10 }, y: { distr: 3, log: 10, range: logRange } },
-      axes: [axis({ label: "percentile (log of 1/(1\u2212p))", values: function (u, s) { return s.map(pctLabel); } }),
-        axis({ label: "response time", size: 72, values: function (u, s) { return s.map(fmtMs); } })],
+      scales: { x: { time: false, distr: 3, log: 10, range: function (u, min, max) { return [1, Math.max(10, Math.pow(10, Math.ceil(Math.log10(max || 10))))]; } }, y: { distr: 3, log: 10, range: logRange } },
+      axes: [axis({ label: "percentile (log of 1/(1\u2212p))", splits: decades, values: function (u, s) { return s.map(tick(pctLabel)); } }),
+        axis({ label: "response time", size: 72, splits: decades, values: function (u, s) { return s.map(tick(fmtMs)); } })],
       series: [{ label: "percentile", value: function (u, v) { return v == null ? "\u2014" : pctLabel(v); } },
         { label: "response time", stroke: "#1f6fb2", width: 2, points: { size: 5 }, value: msVal }],
     }, spectrum);
@@ -168,6 +177,7 @@
     }
     st.textContent = e.warmup ? "Running: warm-up (not in the measured results)" : "Running";
     st.className = e.warmup ? "status warmup" : "status";
+    closedLoop = e.target_per_s == null;
     T.t.push(e.elapsed_s);
     T.target.push(e.target_per_s);
     T.achieved.push(e.achieved_per_s);

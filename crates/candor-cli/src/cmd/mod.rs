@@ -6,6 +6,7 @@ pub mod compare;
 pub mod correct;
 pub mod demo;
 pub mod k8s;
+pub mod live;
 pub mod merge;
 pub mod pause;
 pub mod report;

@@ -168,6 +168,8 @@ pub struct RunArgs {
     /// With a pause: print the response-time distribution the pause predicts beside the measured one.
     #[arg(long, requires = "pause_pid")]
     pub expect: bool,
+    #[command(flatten)]
+    pub live_view: crate::cmd::live::LiveArgs,
 }
 
 /// Validated settings from the flags.
@@ -350,13 +352,15 @@ pub fn execute_with(
         .context("installing Ctrl-C handler")?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())
         .context("installing SIGTERM handler")?;
+    crate::cmd::live::begin(config);
     let options = RunOptions {
-        stop,
+        stop: stop.clone(),
         worker_start_hook: None,
         on_start,
     };
     let mut total_failed = 0u64;
     let mut on_interval = |r: &IntervalReport| {
+        crate::cmd::live::interval(r);
         total_failed += r.failed;
         if live {
             let mut err = std::io::stderr().lock();
@@ -375,6 +379,7 @@ pub fn execute_with(
         }
     };
     let outcome = candor_load::run(config, options, &mut on_interval)?;
+    crate::cmd::live::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
     if live {
         eprint!("\r\x1b[2K");
     }
@@ -397,6 +402,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         args.expect,
         &config,
     )?;
+    let live_view = crate::cmd::live::start(&args.live_view)?;
     let outcome = extras.execute(&config, live)?;
     let mut results = outcome.to_results(&config, std::env::args().collect(), config_json(&config));
     let (verdict_text, code) = extras.finish(&outcome, &config, &mut results);
@@ -416,6 +422,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
     }
     write_exports(&results, args.hlog.as_deref(), args.hgrm.as_deref())?;
+    if let Some(l) = live_view {
+        l.close();
+    }
     Ok(code)
 }
 

@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     changed: Condvar,
     stop: AtomicBool,
     clients: AtomicUsize,
+    /// Threads answering 503 to clients beyond the limit.
+    refusing: AtomicUsize,
     page: String,
 }
 
@@ -100,6 +102,7 @@ impl LiveServer {
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
             clients: AtomicUsize::new(0),
+            refusing: AtomicUsize::new(0),
             page: page::html(),
         });
         let s = shared.clone();

@@ -39,13 +39,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         };
         if shared.clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
             shared.clients.fetch_sub(1, Ordering::SeqCst);
-            let _ = stream.set_nonblocking(true);
-            let _ = stream.write_all(&response_head(
-                Status::Busy,
-                "text/plain; charset=utf-8",
-                Some(BUSY_BODY.len()),
-            ));
-            let _ = stream.write_all(BUSY_BODY.as_bytes());
+            refuse(stream, &shared);
             continue;
         }
         let slot = ClientSlot(shared.clone());
@@ -63,6 +57,41 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 }
 
 const BUSY_BODY: &str = "too many live clients; try again shortly\n";
+
+/// Answers 503 on a short-lived thread of its own (at most [`MAX_CLIENTS`] at once; beyond that
+/// the connection is just closed). The request is read and discarded after the answer, because
+/// closing a socket with unread input resets it and the client would never see the answer.
+fn refuse(mut stream: TcpStream, shared: &Arc<Shared>) {
+    if shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+        shared.refusing.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let s = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("candor-live-busy".into())
+        .spawn(move || {
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let _ = stream.write_all(&response_head(
+                Status::Busy,
+                "text/plain; charset=utf-8",
+                Some(BUSY_BODY.len()),
+            ));
+            let _ = stream.write_all(BUSY_BODY.as_bytes());
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+            let mut sink = [0u8; 1024];
+            for _ in 0..16 {
+                match stream.read(&mut sink) {
+                    Ok(n) if n > 0 => continue,
+                    _ => break,
+                }
+            }
+            s.refusing.fetch_sub(1, Ordering::SeqCst);
+        });
+    if spawned.is_err() {
+        shared.refusing.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {

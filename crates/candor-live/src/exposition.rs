@@ -275,7 +275,10 @@ mod tests {
         assert_eq!(BUCKET_BOUNDS_NS[2], 5_000);
         assert_eq!(BUCKET_BOUNDS_NS[3], 10_000);
         assert_eq!(BUCKET_BOUNDS_NS[28], 2_000_000_000_000);
-        assert_eq!(BUCKET_BOUNDS_NS[29], candor_core::hist::HIGHEST_TRACKABLE_NS);
+        assert_eq!(
+            BUCKET_BOUNDS_NS[29],
+            candor_core::hist::HIGHEST_TRACKABLE_NS
+        );
         assert!(BUCKET_BOUNDS_NS.windows(2).all(|w| w[0] < w[1]));
     }
 
@@ -287,7 +290,10 @@ mod tests {
         assert_eq!(b.cumulative[0], 2, "500 ns and exactly 1 us are <= 1 us");
         assert_eq!(b.cumulative[1], 3, "1001 ns is <= 2 us");
         // 1.5 ms and 1.999 ms are <= 2 ms.
-        let two_ms = BUCKET_BOUNDS_NS.iter().position(|&x| x == 2_000_000).unwrap();
+        let two_ms = BUCKET_BOUNDS_NS
+            .iter()
+            .position(|&x| x == 2_000_000)
+            .unwrap();
         assert_eq!(b.cumulative[two_ms - 1], 3);
         assert_eq!(b.cumulative[two_ms], 5);
         let five_s = BUCKET_BOUNDS_NS
@@ -307,7 +313,10 @@ mod tests {
         let mut h = candor_core::new_histogram();
         h.record(2_000_000).unwrap();
         let b = Buckets::of(&h);
-        let two_ms = BUCKET_BOUNDS_NS.iter().position(|&x| x == 2_000_000).unwrap();
+        let two_ms = BUCKET_BOUNDS_NS
+            .iter()
+            .position(|&x| x == 2_000_000)
+            .unwrap();
         assert_eq!(b.cumulative[two_ms], 0);
         assert_eq!(b.cumulative[two_ms + 1], 1);
         assert!(candor_core::hist::value_at(&h, 99.0) > 2_000_000);
@@ -316,19 +325,17 @@ mod tests {
     #[test]
     fn exposition_has_every_series_once_with_shard_label() {
         let text = render(&snapshot(Some(3)));
-        assert!(text.contains(
-            "candor_response_time_seconds_bucket{shard=\"3\",le=\"0.000001\"} 2\n"
-        ));
+        assert!(
+            text.contains("candor_response_time_seconds_bucket{shard=\"3\",le=\"0.000001\"} 2\n")
+        );
         assert!(text.contains("candor_response_time_seconds_bucket{shard=\"3\",le=\"3600\"} 6\n"));
         assert!(text.contains("candor_response_time_seconds_bucket{shard=\"3\",le=\"+Inf\"} 6\n"));
         assert!(text.contains("candor_response_time_seconds_count{shard=\"3\"} 6\n"));
         assert!(text.contains("candor_service_time_seconds_count{shard=\"3\"} 0\n"));
         assert!(text.contains("candor_requests_intended_total{shard=\"3\"} 10\n"));
         assert!(text.contains("candor_requests_completed_total{shard=\"3\"} 6\n"));
-        assert!(text
-            .contains("candor_requests_failed_total{shard=\"3\",class=\"timeout\"} 2\n"));
-        assert!(text
-            .contains("candor_requests_failed_total{shard=\"3\",class=\"connect\"} 1\n"));
+        assert!(text.contains("candor_requests_failed_total{shard=\"3\",class=\"timeout\"} 2\n"));
+        assert!(text.contains("candor_requests_failed_total{shard=\"3\",class=\"connect\"} 1\n"));
         assert!(text.contains("candor_target_rate_per_second{shard=\"3\"} 2500\n"));
         assert!(text.contains("candor_requests_in_flight{shard=\"3\"} 1\n"));
         assert!(text.contains("candor_run_finished{shard=\"3\"} 0\n"));

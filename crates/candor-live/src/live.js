@@ -164,6 +164,7 @@
   function take(e) {
     events++;
     root.setAttribute("data-events", String(events));
+    root.setAttribute("data-last-elapsed", String(e.elapsed_s));
     var st = $("status");
     if (e.done) {
       var s = e.summary.response_time;

@@ -239,7 +239,12 @@ mod tests {
         }
     }
 
-    fn report(index: u64, warmup: bool, values: &[u64], totals: [RequestCounts; 2]) -> IntervalReport {
+    fn report(
+        index: u64,
+        warmup: bool,
+        values: &[u64],
+        totals: [RequestCounts; 2],
+    ) -> IntervalReport {
         let mut rec = Recorder::new();
         for &v in values {
             rec.record(v, v / 2, 1_000);
@@ -303,7 +308,10 @@ mod tests {
             }
             assert_eq!(e[m]["count"], 3);
         }
-        assert_eq!(e["response_time"]["p50_ns"], 2_000_000u64.next_multiple_of(1024) - 1);
+        assert_eq!(
+            e["response_time"]["p50_ns"],
+            2_000_000u64.next_multiple_of(1024) - 1
+        );
         // 3 values resolve percentiles up to 1/(1-p) <= 3, i.e. p <= 66.7.
         assert_eq!(e["spectrum"].as_array().unwrap().len(), 3);
     }
@@ -311,9 +319,19 @@ mod tests {
     #[test]
     fn warm_up_intervals_stay_out_of_the_measured_histograms() {
         let mut s = LiveState::new(info());
-        s.interval(&report(0, true, &[9_000_000; 4], [counts(4, 4, 0), counts(0, 0, 0)]));
+        s.interval(&report(
+            0,
+            true,
+            &[9_000_000; 4],
+            [counts(4, 4, 0), counts(0, 0, 0)],
+        ));
         assert_eq!(s.metrics().response.count, 0);
-        s.interval(&report(1, false, &[1_000; 2], [counts(4, 4, 0), counts(2, 2, 0)]));
+        s.interval(&report(
+            1,
+            false,
+            &[1_000; 2],
+            [counts(4, 4, 0), counts(2, 2, 0)],
+        ));
         let m = s.metrics();
         assert_eq!(m.response.count, 2);
         assert_eq!(m.response.cumulative[0], 2);
@@ -332,7 +350,12 @@ mod tests {
         assert!(w.contains("send lag p99"), "{w}");
         assert!(w.contains("7 requests more than 1ms late"), "{w}");
         // At the target rate and on time: no warning.
-        let ok = report(2, false, &[1_000; 1000], [counts(0, 0, 0), counts(1000, 1000, 0)]);
+        let ok = report(
+            2,
+            false,
+            &[1_000; 1000],
+            [counts(0, 0, 0), counts(1000, 1000, 0)],
+        );
         let mut s = LiveState::new(info());
         assert_eq!(s.interval(&ok)["warnings"], json!([]));
     }

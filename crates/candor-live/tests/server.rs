@@ -124,15 +124,30 @@ fn metrics_follow_the_published_intervals_and_the_final_numbers() {
     live.begin(info());
     live.interval(&report(0, 90, 90));
     let m = get_path(a, "/metrics");
-    assert!(m.contains("candor_requests_completed_total{shard=\"1\"} 90\n"), "{m}");
-    assert!(m.contains("candor_requests_in_flight{shard=\"1\"} 10\n"), "{m}");
-    assert!(m.contains("candor_response_time_seconds_count{shard=\"1\"} 90\n"), "{m}");
+    assert!(
+        m.contains("candor_requests_completed_total{shard=\"1\"} 90\n"),
+        "{m}"
+    );
+    assert!(
+        m.contains("candor_requests_in_flight{shard=\"1\"} 10\n"),
+        "{m}"
+    );
+    assert!(
+        m.contains("candor_response_time_seconds_count{shard=\"1\"} 90\n"),
+        "{m}"
+    );
     assert!(m.contains("candor_run_finished{shard=\"1\"} 0\n"));
     live.interval(&report(1, 100, 190));
     live.finish(&outcome(200), false);
     let m = get_path(a, "/metrics");
-    assert!(m.contains("candor_requests_completed_total{shard=\"1\"} 200\n"), "{m}");
-    assert!(m.contains("candor_response_time_seconds_count{shard=\"1\"} 190\n"), "{m}");
+    assert!(
+        m.contains("candor_requests_completed_total{shard=\"1\"} 200\n"),
+        "{m}"
+    );
+    assert!(
+        m.contains("candor_response_time_seconds_count{shard=\"1\"} 190\n"),
+        "{m}"
+    );
     assert!(m.contains("candor_run_finished{shard=\"1\"} 1\n"));
 }
 
@@ -170,7 +185,8 @@ fn event_stream_sends_kept_and_new_intervals_then_the_closing_event() {
     live.begin(info());
     live.interval(&report(0, 95, 95));
     let mut s = connect(a);
-    s.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    s.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     let reader = std::thread::spawn(move || read_events(s));
     live.interval(&report(1, 100, 195));
     live.finish(&outcome(195), false);

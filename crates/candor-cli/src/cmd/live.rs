@@ -43,7 +43,9 @@ pub fn start(args: &LiveArgs) -> Result<Option<LiveSession>> {
         Duration::from_nanos(parse_duration_ns(&args.live_linger).context("--live-linger")?);
     let server = LiveServer::bind(addr)?;
     let a = server.addr();
-    eprintln!("candor: live view at http://{a}/ (metrics: http://{a}/metrics, events: http://{a}/events)");
+    eprintln!(
+        "candor: live view at http://{a}/ (metrics: http://{a}/metrics, events: http://{a}/events)"
+    );
     *SERVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(server));
     Ok(Some(LiveSession { linger }))
 }

@@ -644,3 +644,74 @@ fn live_page_draws_and_updates_in_headless_chromium() {
     assert!(dom.contains("Run finished"), "the page says the run ended");
     eprintln!("live page screenshot: {}", shot.display());
 }
+
+#[test]
+fn sweep_streams_every_step_then_ends() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let mut child = Killed(
+        candor()
+            .args([
+                "sweep",
+                "--rates",
+                "200,300",
+                "-d",
+                "1s",
+                "--warmup",
+                "500ms",
+                "--pause",
+                "200ms",
+                "-c",
+                "4",
+                "--quiet",
+                "--live",
+                "127.0.0.1:0",
+                "--live-linger",
+                "5m",
+                &server.url,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let mut line = String::new();
+    let mut r = BufReader::new(stderr);
+    let addr: SocketAddr = loop {
+        line.clear();
+        assert!(
+            r.read_line(&mut line).unwrap() > 0,
+            "no live address printed"
+        );
+        if let Some(rest) = line.split("live view at http://").nth(1) {
+            break rest.split('/').next().unwrap().parse().unwrap();
+        }
+    };
+    // Drain stderr so the process never blocks on it.
+    std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+    // The stream ends after the last step's closing event, not after the first step's.
+    let events = read_events_to_end(addr);
+    let done: Vec<&serde_json::Value> = events.iter().filter(|e| e["done"] == true).collect();
+    assert_eq!(done.len(), 2, "one closing event per step");
+    assert_eq!(done[0]["run"], 1);
+    assert_eq!(done[0]["last"], false);
+    assert_eq!(done[1]["run"], 2);
+    assert_eq!(done[1]["last"], true);
+    let first_of_run2 = events.iter().position(|e| e["run"] == 2).unwrap();
+    assert!(events[..first_of_run2].iter().all(|e| e["run"] == 1));
+    assert_eq!(events[first_of_run2]["target_per_s"], 300.0);
+    assert_eq!(events.last().unwrap()["last"], true);
+}
+
+/// Reads the event stream until the server ends it.
+fn read_events_to_end(addr: SocketAddr) -> Vec<serde_json::Value> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    BufReader::new(s)
+        .lines()
+        .map(|l| l.expect("stream read"))
+        .filter_map(|l| Some(serde_json::from_str(l.strip_prefix("data: ")?).expect("event JSON")))
+        .collect()
+}

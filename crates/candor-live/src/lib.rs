@@ -40,6 +40,7 @@ const KEPT_EVENTS: usize = 4096;
 struct Event {
     seq: u64,
     json: Arc<str>,
+    /// The last run's closing event: streams end after it.
     done: bool,
 }
 
@@ -48,6 +49,8 @@ struct Inner {
     events: VecDeque<Event>,
     next_seq: u64,
     metrics: Arc<str>,
+    /// Runs begun so far (a sweep has several).
+    runs: u32,
 }
 
 /// What the server threads and the publisher share.
@@ -98,6 +101,7 @@ impl LiveServer {
                 events: VecDeque::new(),
                 next_seq: 0,
                 metrics: Arc::from(""),
+                runs: 0,
             }),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -123,9 +127,10 @@ impl LiveServer {
 
     /// A run begins: the state (and so every counter) starts from zero.
     pub fn begin(&self, info: RunInfo) {
-        let state = LiveState::new(info);
-        let metrics = exposition::render(&state.metrics());
         let mut inner = self.shared.lock();
+        inner.runs += 1;
+        let state = LiveState::new(info, inner.runs);
+        let metrics = exposition::render(&state.metrics());
         inner.state = Some(state);
         inner.metrics = Arc::from(metrics);
     }
@@ -144,16 +149,17 @@ impl LiveServer {
         self.shared.changed.notify_all();
     }
 
-    /// The run ended with `outcome`: the final numbers and the closing event.
-    pub fn finish(&self, outcome: &RunOutcome, stopped_early: bool) {
+    /// The run ended with `outcome`: the final numbers and the run's closing event. After the
+    /// `last` run's, event streams end; otherwise they go on with the next run.
+    pub fn finish(&self, outcome: &RunOutcome, stopped_early: bool, last: bool) {
         let mut inner = self.shared.lock();
         let Some(state) = inner.state.as_mut() else {
             return;
         };
-        let event = state.finish(outcome, stopped_early).to_string();
+        let event = state.finish(outcome, stopped_early, last).to_string();
         let metrics = exposition::render(&state.metrics());
         inner.metrics = Arc::from(metrics);
-        push(&mut inner, event, true);
+        push(&mut inner, event, last);
         drop(inner);
         self.shared.changed.notify_all();
     }

@@ -50,6 +50,7 @@
     lag50: [], lag99: [], lagmax: [], connect: [], read: [], write: [], timeout: [], parse: [], inflight: [] };
   var lastFailures = null;
   var closedLoop = false;
+  var run = null;
   var spectrum = [[1], [null]];
   var charts = {};
   var events = 0, redraws = 0;
@@ -161,14 +162,25 @@
     w.hidden = !(e.warnings && e.warnings.length);
   }
 
+  // A sweep or capacity search runs one test after another: each starts fresh charts.
+  function reset() {
+    Object.keys(T).forEach(function (k) { T[k].length = 0; });
+    lastFailures = null;
+    spectrum = [[1], [null]];
+    root.removeAttribute("data-done");
+  }
+
   function take(e) {
+    if (run !== null && e.run !== run) reset();
+    run = e.run;
+    if (e.label) $("label").textContent = e.label;
     events++;
     root.setAttribute("data-events", String(events));
     root.setAttribute("data-last-elapsed", String(e.elapsed_s));
     var st = $("status");
     if (e.done) {
       var s = e.summary.response_time;
-      st.textContent = (e.stopped_early ? "Run stopped early" : "Run finished") + ": p50 " + fmtNs(s.p50_ns) + ", p99 " + fmtNs(s.p99_ns) + ", p99.9 " + fmtNs(s.p999_ns) + ", max " + fmtNs(s.max_ns) + " (final picture)";
+      st.textContent = (e.stopped_early ? "Run stopped early" : e.last ? "Run finished" : "Run " + e.run + " finished") + ": p50 " + fmtNs(s.p50_ns) + ", p99 " + fmtNs(s.p99_ns) + ", p99.9 " + fmtNs(s.p999_ns) + ", max " + fmtNs(s.max_ns) + " (final picture)";
       st.className = "status done";
       root.setAttribute("data-done", "1");
       facts(e);
@@ -234,14 +246,15 @@
     try {
       var e = JSON.parse(m.data);
       take(e);
-      // The run is over: keep the final picture, do not reconnect.
-      if (e.done) es.close();
+      // The last run is over: keep the final picture, do not reconnect.
+      if (e.done && e.last) es.close();
     } catch (err) {
       fail("event: " + err);
     }
   };
   es.onerror = function () {
-    if (root.getAttribute("data-done") === "1") return;
+    // After a finished run, candor going away is the end, not a failure: keep the picture.
+    if (root.getAttribute("data-done") === "1") { es.close(); return; }
     var st = $("status");
     st.textContent = "Connection to candor lost (the run may have ended); showing the last picture";
     st.className = "status lost";

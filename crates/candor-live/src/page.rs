@@ -11,6 +11,7 @@ const ERROR_CAPTURE: &str = "<script>window.__candorErrors=[];addEventListener('
 
 const BODY: &str = r#"<header>
 <h1>candor live</h1>
+<div id="label" class="label"></div>
 <div id="status" class="status">connecting&hellip;</div>
 </header>
 <div id="warnings" class="warnings" hidden></div>

@@ -32,7 +32,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        let Ok(mut stream) = conn else {
+        let Ok(stream) = conn else {
             // Out of descriptors and the like: back off instead of spinning.
             std::thread::sleep(Duration::from_millis(50));
             continue;

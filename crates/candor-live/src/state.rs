@@ -42,6 +42,8 @@ pub struct LiveState {
     totals: [RequestCounts; 2],
     elapsed_s: f64,
     done: bool,
+    /// 1 for the first run of the process, 2 for the next (sweep and capacity steps).
+    run: u32,
 }
 
 fn stats_json(s: &IntervalStats) -> Value {
@@ -78,9 +80,10 @@ fn spectrum_json(h: &candor_core::Histo) -> Value {
 }
 
 impl LiveState {
-    pub fn new(info: RunInfo) -> LiveState {
+    pub fn new(info: RunInfo, run: u32) -> LiveState {
         LiveState {
             info,
+            run,
             measured: Recorder::new(),
             totals: [RequestCounts::default(); 2],
             elapsed_s: 0.0,
@@ -152,6 +155,7 @@ impl LiveState {
             "interval_s": r.length_s,
             "warmup": r.warmup,
             "label": self.info.label,
+            "run": self.run,
             "requests": self.requests_json(),
             "failures": failures_json(&self.totals[1]),
             "generator_late": self.totals.iter().map(|c| c.generator_late).sum::<u64>(),
@@ -169,7 +173,7 @@ impl LiveState {
 
     /// Takes the run's final numbers; returns the closing event. Counters only grow: the final
     /// counts include everything the interval reports had.
-    pub fn finish(&mut self, outcome: &RunOutcome, stopped_early: bool) -> Value {
+    pub fn finish(&mut self, outcome: &RunOutcome, stopped_early: bool, last: bool) -> Value {
         self.totals[1] = outcome.main.counts;
         if let Some(w) = &outcome.warmup {
             self.totals[0] = w.counts;
@@ -179,6 +183,8 @@ impl LiveState {
         let m = &outcome.main.counts;
         json!({
             "done": true,
+            "last": last,
+            "run": self.run,
             "stopped_early": stopped_early,
             "elapsed_s": self.elapsed_s,
             "total_s": self.info.total_s,
@@ -276,7 +282,7 @@ mod tests {
 
     #[test]
     fn event_has_the_documented_shape() {
-        let mut s = LiveState::new(info());
+        let mut s = LiveState::new(info(), 1);
         let e = s.interval(&report(
             1,
             false,
@@ -318,7 +324,7 @@ mod tests {
 
     #[test]
     fn warm_up_intervals_stay_out_of_the_measured_histograms() {
-        let mut s = LiveState::new(info());
+        let mut s = LiveState::new(info(), 1);
         s.interval(&report(
             0,
             true,
@@ -340,7 +346,7 @@ mod tests {
 
     #[test]
     fn falling_behind_is_stated() {
-        let mut s = LiveState::new(info());
+        let mut s = LiveState::new(info(), 1);
         let mut r = report(1, false, &[1_000; 10], [counts(0, 0, 0), counts(10, 10, 0)]);
         assert_eq!(s.interval(&r)["warnings"].as_array().unwrap().len(), 1);
         r.totals[1].generator_late = 7;
@@ -356,7 +362,7 @@ mod tests {
             &[1_000; 1000],
             [counts(0, 0, 0), counts(1000, 1000, 0)],
         );
-        let mut s = LiveState::new(info());
+        let mut s = LiveState::new(info(), 1);
         assert_eq!(s.interval(&ok)["warnings"], json!([]));
     }
 }

@@ -138,7 +138,7 @@ fn metrics_follow_the_published_intervals_and_the_final_numbers() {
     );
     assert!(m.contains("candor_run_finished{shard=\"1\"} 0\n"));
     live.interval(&report(1, 100, 190));
-    live.finish(&outcome(200), false);
+    live.finish(&outcome(200), false, true);
     let m = get_path(a, "/metrics");
     assert!(
         m.contains("candor_requests_completed_total{shard=\"1\"} 200\n"),
@@ -189,7 +189,7 @@ fn event_stream_sends_kept_and_new_intervals_then_the_closing_event() {
         .unwrap();
     let reader = std::thread::spawn(move || read_events(s));
     live.interval(&report(1, 100, 195));
-    live.finish(&outcome(195), false);
+    live.finish(&outcome(195), false, true);
     let (head, events) = reader.join().unwrap();
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"));
     assert!(head.contains("Content-Type: text/event-stream\r\n"));

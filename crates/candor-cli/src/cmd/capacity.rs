@@ -38,6 +38,8 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
     #[command(flatten)]
+    pub live_view: crate::cmd::live::LiveArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
 }
 
@@ -63,6 +65,10 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
     let mut base = load_config(&args.load)?;
     base.warmup_ns = step_warmup_ns(&args.load)?;
+    let live_view = crate::cmd::live::start(&args.live_view)?;
+    // The search decides as it goes whether another step follows: the event stream goes on
+    // until the live server closes.
+    crate::cmd::live::more_runs_follow(true);
     eprintln!(
         "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
         base.target.url,
@@ -155,6 +161,9 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&found).context("encoding the search")?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {path}"))?;
+    }
+    if let Some(l) = live_view {
+        l.close();
     }
     Ok(code)
 }

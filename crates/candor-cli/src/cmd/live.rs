@@ -6,6 +6,7 @@ use candor_core::units::{format_rate, parse_duration_ns};
 use candor_live::{LiveServer, RunInfo};
 use candor_load::{IntervalReport, LoadConfig, RunOutcome};
 use clap::Args;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +24,15 @@ pub struct LiveArgs {
 
 /// The server every run of this process reports to (one command per process, so one at most).
 static SERVER: Mutex<Option<Arc<LiveServer>>> = Mutex::new(None);
+
+/// Set while the command has more runs to come after the current one (sweep and capacity steps),
+/// so that the event stream does not end with the current run.
+static MORE_RUNS: AtomicBool = AtomicBool::new(false);
+
+/// Says whether another run follows the next one.
+pub fn more_runs_follow(more: bool) {
+    MORE_RUNS.store(more, Ordering::SeqCst);
+}
 
 fn current() -> Option<Arc<LiveServer>> {
     SERVER.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -91,6 +101,6 @@ pub fn interval(report: &IntervalReport) {
 /// The current run ended.
 pub fn finish(outcome: &RunOutcome, stopped_early: bool) {
     if let Some(s) = current() {
-        s.finish(outcome, stopped_early);
+        s.finish(outcome, stopped_early, !MORE_RUNS.load(Ordering::SeqCst));
     }
 }

@@ -29,6 +29,8 @@ pub struct SweepArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
+    pub live_view: crate::cmd::live::LiveArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
 }
 
@@ -70,6 +72,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     let mut base = load_config(&args.load)?;
     base.warmup_ns = step_warmup_ns(&args.load)?;
     let live = !args.quiet && crate::cmd::run::stderr_is_terminal();
+    let live_view = crate::cmd::live::start(&args.live_view)?;
     let each = (base.warmup_ns + base.duration_ns) as f64 / 1e9;
     eprintln!(
         "candor sweep: {} steps of {} warm-up + {} at {} ({:.0}s with pauses)",
@@ -88,6 +91,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         let mut c = base.clone();
         c.rate = Some(rate);
         c.validate()?;
+        crate::cmd::live::more_runs_follow(i + 1 < rates.len());
         let outcome = execute(&c, live).with_context(|| format!("step {}", format_rate(rate)))?;
         let results = outcome.to_results(&c, std::env::args().collect(), config_json(&c));
         let step = make_step(rate, results, &slo);
@@ -133,6 +137,9 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         std::fs::write(path, sweep.to_json_pretty() + "\n")
             .with_context(|| format!("writing {path}"))?;
         eprintln!("wrote {path} (candor report {path} -o sweep.html for the chart)");
+    }
+    if let Some(l) = live_view {
+        l.close();
     }
     Ok(if any_slo_failed { 3 } else { 0 })
 }

@@ -534,6 +534,14 @@ fn usage_comment(args: &K8sArgs, start_at: &str) -> String {
         );
     }
     c.push_str("# Then:     candor report merged.json\n");
+    if let Some(port) = args.live_port {
+        let _ = writeln!(
+            c,
+            "# Live:     Prometheus scrapes each pod's :{port}/metrics (label shard); p99 of all shards:\n\
+             #           histogram_quantile(0.99, sum by (le) (rate(candor_response_time_seconds_bucket[1m])))\n\
+             #           one pod's page: kubectl port-forward -n {ns} POD {port}, then http://127.0.0.1:{port}/"
+        );
+    }
     c
 }
 

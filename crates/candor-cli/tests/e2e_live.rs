@@ -50,7 +50,7 @@ impl Drop for Killed {
 
 /// A `candor run --live 127.0.0.1:0 ...` in the background, with the address it printed.
 struct LiveRun {
-    child: Killed,
+    _child: Killed,
     addr: SocketAddr,
     stdout: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -98,7 +98,7 @@ impl LiveRun {
             .parse()
             .expect("a socket address");
         LiveRun {
-            child,
+            _child: child,
             addr,
             stdout: out,
         }

@@ -249,6 +249,12 @@ struct RunFlags {
 }
 
 fn check_run_flags(flags: &[String]) -> Result<()> {
+    if flags
+        .iter()
+        .any(|f| f == "--live" || f.starts_with("--live=") || f.starts_with("--live-linger"))
+    {
+        bail!("--live and --live-linger in the run flags would bind inside each pod without a port or scrape annotations; use candor k8s --live-port PORT");
+    }
     let parsed = RunFlags::try_parse_from(flags).map_err(|e| {
         // clap's message up to its usage block, on one line.
         let text = e.to_string();
@@ -272,9 +278,6 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     }
     if a.pause_pid.is_some() {
         bail!("--pause-pid names a process on this machine, not one in the pods");
-    }
-    if a.live_view.live.is_some() {
-        bail!("--live in the run flags would bind inside each pod without a port or scrape annotations; use candor k8s --live-port PORT");
     }
     parse_rate(&a.load.rate).context("-R/--rate")?;
     for (flag, v) in [
@@ -354,8 +357,7 @@ pub fn manifest(args: &K8sArgs, start_at: &str) -> Result<Node> {
     ];
     if let Some(port) = args.live_port {
         // All interfaces: the cluster's Prometheus reaches the pod on its own IP. The linger
-        // keeps the final numbers up for two scrapes at the common 15 s interval (a
-        // --live-linger in the run flags, which come later, overrides it).
+        // keeps the final numbers up for two scrapes at the common 15 s interval.
         candor_args.extend([
             "--live".into(),
             format!("0.0.0.0:{port}"),

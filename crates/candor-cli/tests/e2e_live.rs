@@ -537,10 +537,14 @@ fn attr(dom: &str, name: &str) -> Option<String> {
     Some(dom[start..end].to_string())
 }
 
-/// Elapsed seconds of the run's latest interval, and whether the run has ended, from its metrics.
+/// Elapsed seconds of the run's latest interval, and whether the run has ended, from its metrics
+/// (before the run has begun, the exposition is empty: no time, not ended).
 fn progress(addr: SocketAddr) -> (f64, bool) {
     let r = http_get(addr, "/metrics");
     let m = body(&r);
+    if !m.contains("candor_run_elapsed_seconds ") {
+        return (0.0, false);
+    }
     (
         sample(m, "candor_run_elapsed_seconds"),
         sample(m, "candor_run_finished") == 1.0,

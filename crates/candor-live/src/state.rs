@@ -144,7 +144,7 @@ impl LiveState {
     /// Takes one interval report; returns its event.
     pub fn interval(&mut self, r: &IntervalReport) -> Value {
         if !r.warmup {
-            self.measured.add(&r.histograms);
+            self.measured.add(r.histograms);
         }
         self.totals = r.totals;
         self.elapsed_s = r.elapsed_s;
@@ -250,11 +250,13 @@ mod tests {
         warmup: bool,
         values: &[u64],
         totals: [RequestCounts; 2],
-    ) -> IntervalReport {
+    ) -> IntervalReport<'static> {
         let mut rec = Recorder::new();
         for &v in values {
             rec.record(v, v / 2, 1_000);
         }
+        // Leaked: a few test histograms that live as long as the test process.
+        let rec: &'static Recorder = Box::leak(Box::new(rec));
         IntervalReport {
             index,
             elapsed_s: index as f64 + 1.0,

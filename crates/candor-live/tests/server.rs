@@ -32,11 +32,13 @@ fn counts(intended: u64, completed: u64) -> RequestCounts {
     }
 }
 
-fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport {
+fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport<'static> {
     let mut rec = Recorder::new();
     for i in 0..completed {
         rec.record(1_000_000 + i * 1_000, 900_000, 500);
     }
+    // Leaked: a few small test histograms that live as long as the test process.
+    let rec: &'static Recorder = Box::leak(Box::new(rec));
     IntervalReport {
         index,
         elapsed_s: index as f64 + 1.0,

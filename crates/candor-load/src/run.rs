@@ -44,7 +44,7 @@ pub enum RunError {
 
 /// What the live view gets once per interval.
 #[derive(Clone)]
-pub struct IntervalReport {
+pub struct IntervalReport<'a> {
     pub index: u64,
     pub elapsed_s: f64,
     pub total_s: f64,
@@ -60,8 +60,9 @@ pub struct IntervalReport {
     /// `intended - completed - failed` is what is in flight. The never-sent backlog counted at
     /// the end may come after the last report; the final counts are in [`RunOutcome`].
     pub totals: [RequestCounts; 2],
-    /// This interval's histograms (by completion time), for consumers that accumulate them.
-    pub histograms: Recorder,
+    /// This interval's histograms (by completion time), for consumers that accumulate them
+    /// (borrowed: nothing is copied for consumers that do not).
+    pub histograms: &'a Recorder,
 }
 
 /// Totals of one phase.
@@ -398,7 +399,7 @@ impl Collector {
             service_time: interval.service_time,
             send_lag: interval.send_lag,
             totals: self.totals,
-            histograms: d.rec.clone(),
+            histograms: &d.rec,
         });
         self.done.push(interval);
         let mut spent = p.data;

@@ -719,3 +719,37 @@ fn read_events_to_end(addr: SocketAddr) -> Vec<serde_json::Value> {
         .filter_map(|l| Some(serde_json::from_str(l.strip_prefix("data: ")?).expect("event JSON")))
         .collect()
 }
+
+#[test]
+fn ctrl_c_ends_a_long_linger() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let mut run = LiveRun::start(&[
+        "-R",
+        "100",
+        "-d",
+        "1s",
+        "--quiet",
+        "--json",
+        "-",
+        "--live-linger",
+        "1h",
+        &server.url,
+    ]);
+    // Once the results are out, the process lingers; SIGINT must end it (an hour otherwise).
+    let results = run.stdout_json();
+    assert_eq!(results["kind"], "run");
+    let pid = run._child.0.id() as i32;
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(s) = run._child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "still lingering after Ctrl-C");
+        // Repeated: the results are printed a moment before the linger starts listening.
+        // SAFETY: kill only sends a signal to our own (not yet reaped) child process.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(status.success(), "{status}");
+}

@@ -61,9 +61,22 @@ pub fn start(args: &LiveArgs) -> Result<Option<LiveSession>> {
 }
 
 impl LiveSession {
-    /// Call after the results are written: serves the final state for the linger time, then stops.
+    /// Call after the results are written: serves the final state for the linger time, then
+    /// stops. Ctrl-C (or SIGTERM) ends the linger early: the run's own handlers have replaced
+    /// the default action by then, so without this a long linger could not be interrupted.
     pub fn close(self) {
-        std::thread::sleep(self.linger);
+        let interrupted = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register(sig, interrupted.clone());
+        }
+        let end = std::time::Instant::now() + self.linger;
+        while !interrupted.load(Ordering::SeqCst) {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
     }
 }
 

@@ -367,7 +367,7 @@ impl Collector {
             into.add(from);
         }
         // An interval that ends before there is anything to record carries no information.
-        // (Its counts are already in the totals, so the last report still has them all.)
+        // (Its counts still go into the totals; if it was the last, the outcome has them.)
         if p.data.completed == 0
             && p.data.failed == 0
             && p.end_ns.is_some()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what candor's tests need beyond Rust, idempotently: headless Chromium (the HTML report
-# browser test) and Java + Maven with HdrHistogram 2.2.2 in the local Maven repository (the Java
+# and live page browser tests), Prometheus with promtool (the --live scrape test) and Java + Maven with HdrHistogram 2.2.2 in the local Maven repository (the Java
 # interop test). Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -8,6 +8,9 @@ need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+# Debian's package brings both the server and promtool; the tests start their own server on a
+# free loopback port, so the packaged service is never needed (and containers do not start it).
+{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || need_apt+=(prometheus)
 
 if ((${#need_apt[@]})); then
     echo "install-test-deps: installing ${need_apt[*]}"
@@ -27,7 +30,7 @@ if [ ! -f "$M2_JAR" ]; then
         -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2 >/dev/null
 fi
 
-echo "install-test-deps: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), $(javac -version 2>&1), $(mvn -v 2>/dev/null | head -1)"
+echo "install-test-deps: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), prometheus $(prometheus --version 2>&1 | awk 'NR==1{print $3}'), $(javac -version 2>&1), $(mvn -v 2>/dev/null | head -1)"
 
 # kubernetes-validate (PyPI) bundles the Kubernetes API schemas, so the `candor k8s` manifest test
 # validates offline (crates/candor-cli/tests/k8s_manifest.rs). Pinned for reproducible verdicts.

@@ -77,7 +77,7 @@ fn validate(v: &[String], file: &Path) -> (bool, String) {
     (out.status.success(), text)
 }
 
-const VARIANTS: [&[&str]; 3] = [
+const VARIANTS: [&[&str]; 4] = [
     // Shared volume and logs.
     &[
         "--shards", "4", "--image", "ghcr.io/x/candor:0.1", "--pvc", "candor-results", "--", "-R",
@@ -94,6 +94,11 @@ const VARIANTS: [&[&str]; 3] = [
         "--shards", "8", "--image", "candor:latest", "--pvc", "r", "--no-shell", "--binary",
         "/usr/local/bin/candor", "--", "-R", "80k", "-t", "4", "-c", "128", "--warmup", "10s",
         "http://svc:8080/checkout",
+    ],
+    // Live view: container port and scrape annotations.
+    &[
+        "--shards", "3", "--image", "candor:latest", "--live-port", "9464", "--", "-R", "3k",
+        "http://svc:8080/",
     ],
 ];
 

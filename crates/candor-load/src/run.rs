@@ -43,8 +43,8 @@ pub enum RunError {
 }
 
 /// What the live view gets once per interval.
-#[derive(Debug, Clone)]
-pub struct IntervalReport {
+#[derive(Clone)]
+pub struct IntervalReport<'a> {
     pub index: u64,
     pub elapsed_s: f64,
     pub total_s: f64,
@@ -53,6 +53,16 @@ pub struct IntervalReport {
     pub completed: u64,
     pub failed: u64,
     pub response_time: IntervalStats,
+    pub service_time: IntervalStats,
+    pub send_lag: IntervalStats,
+    /// Counts of both phases (0 = warm-up, 1 = measured, by intended time) from the start up to
+    /// the end of this interval. `intended` counts a request when it leaves the schedule, so
+    /// `intended - completed - failed` is what is in flight. The never-sent backlog counted at
+    /// the end may come after the last report; the final counts are in [`RunOutcome`].
+    pub totals: [RequestCounts; 2],
+    /// This interval's histograms (by completion time), for consumers that accumulate them
+    /// (borrowed: nothing is copied for consumers that do not).
+    pub histograms: &'a Recorder,
 }
 
 /// Totals of one phase.
@@ -183,6 +193,7 @@ pub fn run(
         total_ns,
         start_ns,
         done: Vec::new(),
+        totals: [RequestCounts::default(); 2],
     };
     // Runs until every worker has dropped its sender (i.e. finished).
     while let Ok(msg) = from_workers.recv() {
@@ -299,6 +310,7 @@ struct Collector {
     total_ns: u64,
     start_ns: u64,
     done: Vec<Interval>,
+    totals: [RequestCounts; 2],
 }
 
 impl Collector {
@@ -313,6 +325,9 @@ impl Collector {
                 p.data.rec.add(&msg.data.rec);
                 p.data.completed += msg.data.completed;
                 p.data.failed += msg.data.failed;
+                for (into, from) in p.data.counts.iter_mut().zip(msg.data.counts.iter()) {
+                    into.add(from);
+                }
                 p.reported += 1;
                 p.end_ns = p.end_ns.max(msg.final_end_ns);
                 let mut spent = msg.data;
@@ -364,7 +379,11 @@ impl Collector {
                 .clamp(1, self.interval_ns),
             None => self.interval_ns,
         };
+        for (into, from) in self.totals.iter_mut().zip(p.data.counts.iter()) {
+            into.add(from);
+        }
         // An interval that ends before there is anything to record carries no information.
+        // (Its counts still go into the totals; if it was the last, the outcome has them.)
         if p.data.completed == 0
             && p.data.failed == 0
             && p.end_ns.is_some()
@@ -393,6 +412,10 @@ impl Collector {
             completed: d.completed,
             failed: d.failed,
             response_time: interval.response_time,
+            service_time: interval.service_time,
+            send_lag: interval.send_lag,
+            totals: self.totals,
+            histograms: &d.rec,
         });
         self.done.push(interval);
         let mut spent = p.data;

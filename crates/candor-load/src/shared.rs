@@ -15,6 +15,9 @@ pub struct IntervalData {
     pub rec: Recorder,
     pub completed: u64,
     pub failed: u64,
+    /// How the worker's phase counts (0 = warm-up, 1 = measured) grew during this interval; taken
+    /// once per interval at the flush, so the per-request path is unchanged.
+    pub counts: [RequestCounts; 2],
 }
 
 impl Default for IntervalData {
@@ -29,12 +32,14 @@ impl IntervalData {
             rec: Recorder::new(),
             completed: 0,
             failed: 0,
+            counts: [RequestCounts::default(); 2],
         }
     }
     pub fn reset(&mut self) {
         self.rec.reset();
         self.completed = 0;
         self.failed = 0;
+        self.counts = [RequestCounts::default(); 2];
     }
 }
 
@@ -136,6 +141,43 @@ pub struct Ledger {
     to_collector: Sender<IntervalMsg>,
     pool: Receiver<Box<IntervalData>>,
     accept_status: crate::status::StatusSet,
+    /// The phase counts as of the previous flush (the base of the next interval's growth).
+    flushed_counts: [RequestCounts; 2],
+}
+
+/// `now - before`, field by field: what a worker's counts grew by between two flushes.
+pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCounts {
+    let d = |a: u64, b: u64| a.saturating_sub(b);
+    let (e, f) = (&now.errors, &before.errors);
+    let (s, t) = (&now.status, &before.status);
+    RequestCounts {
+        intended: d(now.intended, before.intended),
+        completed: d(now.completed, before.completed),
+        failed: d(now.failed, before.failed),
+        in_flight_at_end: d(now.in_flight_at_end, before.in_flight_at_end),
+        sent_unanswered: d(now.sent_unanswered, before.sent_unanswered),
+        queued_unsent: d(now.queued_unsent, before.queued_unsent),
+        errors: candor_core::results::ErrorCounts {
+            connect: d(e.connect, f.connect),
+            read: d(e.read, f.read),
+            write: d(e.write, f.write),
+            timeout: d(e.timeout, f.timeout),
+            parse: d(e.parse, f.parse),
+            status: d(e.status, f.status),
+        },
+        status: candor_core::results::StatusCounts {
+            s1xx: d(s.s1xx, t.s1xx),
+            s2xx: d(s.s2xx, t.s2xx),
+            s3xx: d(s.s3xx, t.s3xx),
+            s4xx: d(s.s4xx, t.s4xx),
+            s5xx: d(s.s5xx, t.s5xx),
+        },
+        bytes_written: d(now.bytes_written, before.bytes_written),
+        bytes_read: d(now.bytes_read, before.bytes_read),
+        clamped_values: d(now.clamped_values, before.clamped_values),
+        generator_late: d(now.generator_late, before.generator_late),
+        connections_opened: d(now.connections_opened, before.connections_opened),
+    }
 }
 
 /// A send this much after its intended time, on a slot that had been free since before that
@@ -163,6 +205,7 @@ impl Ledger {
             to_collector: setup.to_collector.clone(),
             pool: setup.pool.clone(),
             accept_status: cfg.accept_status,
+            flushed_counts: [RequestCounts::default(); 2],
         }
     }
 
@@ -290,7 +333,11 @@ impl Ledger {
             .pool
             .try_recv()
             .unwrap_or_else(|_| Box::new(IntervalData::new()));
-        let data = std::mem::replace(&mut self.interval, fresh);
+        let mut data = std::mem::replace(&mut self.interval, fresh);
+        for (i, p) in self.phases.iter().enumerate() {
+            data.counts[i] = counts_growth(&p.counts, &self.flushed_counts[i]);
+            self.flushed_counts[i] = p.counts;
+        }
         // The collector drains continuously; a blocking send only waits if it is seconds behind.
         let _ = self.to_collector.send(IntervalMsg {
             index: self.interval_index,

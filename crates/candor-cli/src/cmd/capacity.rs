@@ -42,6 +42,8 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
     #[command(flatten)]
+    pub live_view: crate::cmd::live::LiveArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
 }
 
@@ -73,6 +75,10 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             .with_context(|| format!("at {}", format_rate(rate)))?;
     }
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
+    let live_view = crate::cmd::live::start(&args.live_view)?;
+    // The search decides as it goes whether another step follows: the event stream goes on
+    // until the live server closes.
+    crate::cmd::live::more_runs_follow(true);
     eprintln!(
         "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
         base.target.url,
@@ -167,6 +173,9 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     if let Some(out) = json_out.as_mut() {
         let text = serde_json::to_string_pretty(&found).context("encoding the search")?;
         out.write((text + "\n").as_bytes())?;
+    }
+    if let Some(l) = live_view {
+        l.close();
     }
     Ok(code)
 }

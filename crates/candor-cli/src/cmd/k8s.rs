@@ -66,6 +66,11 @@ pub struct K8sArgs {
     /// log; requires --pvc.
     #[arg(long)]
     pub no_shell: bool,
+    /// Serve each pod's live view (page, /events, Prometheus /metrics) on this port, with the
+    /// container port and the prometheus.io/scrape annotations set so that a cluster's Prometheus
+    /// scrapes every shard; the shards' histograms add up exactly with `sum by (le)`.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub live_port: Option<u16>,
     /// Output format (kubectl accepts both).
     #[arg(long, value_enum, default_value = "yaml")]
     pub format: ManifestFormat,
@@ -246,6 +251,12 @@ struct RunFlags {
 }
 
 fn check_run_flags(flags: &[String]) -> Result<()> {
+    if flags
+        .iter()
+        .any(|f| f == "--live" || f.starts_with("--live=") || f.starts_with("--live-linger"))
+    {
+        bail!("--live and --live-linger in the run flags would bind inside each pod without a port or scrape annotations; use candor k8s --live-port PORT");
+    }
     let parsed = RunFlags::try_parse_from(flags).map_err(|e| {
         // clap's message up to its usage block, on one line.
         let text = e.to_string();
@@ -285,6 +296,9 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+/// How long each pod's live view stays up after its shard's results are written.
+const K8S_LIVE_LINGER: &str = "30s";
 
 /// Kubernetes expands `$(NAME)` in command and args; a literal one is written `$$(NAME)`.
 fn escape_expansion(arg: &str) -> String {
@@ -343,6 +357,16 @@ pub fn manifest(args: &K8sArgs, start_at: &str) -> Result<Node> {
         "--json".into(),
         "$(CANDOR_RESULTS)".into(),
     ];
+    if let Some(port) = args.live_port {
+        // All interfaces: the cluster's Prometheus reaches the pod on its own IP. The linger
+        // keeps the final numbers up for two scrapes at the common 15 s interval.
+        candor_args.extend([
+            "--live".into(),
+            format!("0.0.0.0:{port}"),
+            "--live-linger".into(),
+            K8S_LIVE_LINGER.into(),
+        ]);
+    }
     candor_args.extend(args.run.iter().map(|a| escape_expansion(a)));
 
     let (command, container_args) = if args.no_shell {
@@ -380,7 +404,7 @@ pub fn manifest(args: &K8sArgs, start_at: &str) -> Result<Node> {
             ("app.kubernetes.io/instance", s(&args.name)),
         ])
     };
-    let container = map(vec![
+    let mut container = vec![
         ("name", s("candor")),
         ("image", s(&args.image)),
         ("command", seq_str(command)),
@@ -418,7 +442,27 @@ pub fn manifest(args: &K8sArgs, start_at: &str) -> Result<Node> {
                 ("mountPath", s("/results")),
             ])]),
         ),
-    ]);
+    ];
+    let mut template_meta = vec![("labels", labels())];
+    if let Some(port) = args.live_port {
+        container.push((
+            "ports",
+            Node::Seq(vec![map(vec![
+                ("name", s("live")),
+                ("containerPort", Node::Int(i64::from(port))),
+                ("protocol", s("TCP")),
+            ])]),
+        ));
+        template_meta.push((
+            "annotations",
+            map(vec![
+                ("prometheus.io/scrape", s("true")),
+                ("prometheus.io/port", s(port.to_string())),
+                ("prometheus.io/path", s("/metrics")),
+            ]),
+        ));
+    }
+    let container = map(container);
     let pod_spec = map(vec![
         // A retried shard would send its share of the schedule twice.
         ("restartPolicy", s("Never")),
@@ -463,10 +507,7 @@ pub fn manifest(args: &K8sArgs, start_at: &str) -> Result<Node> {
                 ("backoffLimit", Node::Int(0)),
                 (
                     "template",
-                    map(vec![
-                        ("metadata", map(vec![("labels", labels())])),
-                        ("spec", pod_spec),
-                    ]),
+                    map(vec![("metadata", map(template_meta)), ("spec", pod_spec)]),
                 ),
             ]),
         ),
@@ -497,6 +538,14 @@ fn usage_comment(args: &K8sArgs, start_at: &str) -> String {
         );
     }
     c.push_str("# Then:     candor report merged.json\n");
+    if let Some(port) = args.live_port {
+        let _ = writeln!(
+            c,
+            "# Live:     Prometheus scrapes each pod's :{port}/metrics (label shard); p99 of all shards:\n\
+             #           histogram_quantile(0.99, sum by (le) (rate(candor_response_time_seconds_bucket[1m])))\n\
+             #           one pod's page: kubectl port-forward -n {ns} POD {port}, then http://127.0.0.1:{port}/"
+        );
+    }
     c
 }
 
@@ -635,6 +684,79 @@ mod tests {
             "candor-results"
         );
         assert_eq!(j["metadata"]["annotations"]["candor/start-at"], AT);
+    }
+
+    #[test]
+    fn live_port_serves_metrics_and_asks_to_be_scraped() {
+        let mut v = vec![
+            "--shards",
+            "2",
+            "--image",
+            "i:1",
+            "--live-port",
+            "9464",
+            "--",
+        ];
+        v.extend(["-R", "2k", "http://svc/"]);
+        let j = manifest(&args(&v), AT).unwrap().to_json();
+        let t = &j["spec"]["template"];
+        let ann = &t["metadata"]["annotations"];
+        assert_eq!(ann["prometheus.io/scrape"], "true");
+        assert_eq!(ann["prometheus.io/port"], "9464");
+        assert_eq!(ann["prometheus.io/path"], "/metrics");
+        let c = &t["spec"]["containers"][0];
+        assert_eq!(c["ports"][0]["containerPort"], 9464);
+        let a: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let i = a.iter().position(|x| *x == "--live").unwrap();
+        assert_eq!(a[i + 1], "0.0.0.0:9464");
+        assert_eq!(a[i + 2..i + 4], ["--live-linger", K8S_LIVE_LINGER]);
+        // Without it: no port, no annotations.
+        let j = manifest(&example(), AT).unwrap().to_json();
+        assert!(j["spec"]["template"]["metadata"]
+            .get("annotations")
+            .is_none());
+        assert!(j["spec"]["template"]["spec"]["containers"][0]
+            .get("ports")
+            .is_none());
+        // --live itself is refused in the run flags.
+        let bad = args(&[
+            "--shards",
+            "2",
+            "--image",
+            "i",
+            "--",
+            "--live",
+            "0.0.0.0:1",
+            "http://a/",
+        ]);
+        let e = manifest(&bad, AT).unwrap_err().to_string();
+        assert!(e.contains("--live-port"), "{e}");
+        assert!(args_err(&[
+            "--shards",
+            "2",
+            "--image",
+            "i",
+            "--live-port",
+            "0",
+            "--",
+            "http://a/"
+        ]));
+    }
+
+    fn args_err(extra: &[&str]) -> bool {
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: K8sArgs,
+        }
+        let mut v = vec!["candor-k8s"];
+        v.extend_from_slice(extra);
+        Wrap::try_parse_from(v).is_err()
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod fdlimit;
 pub mod interrupt;
 pub mod k8s;
+pub mod live;
 pub mod merge;
 pub mod outputs;
 pub mod pause;

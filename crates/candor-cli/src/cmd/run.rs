@@ -188,6 +188,8 @@ pub struct RunArgs {
     /// With a pause: print the response-time distribution the pause predicts beside the measured one.
     #[arg(long, requires = "pause_pid")]
     pub expect: bool,
+    #[command(flatten)]
+    pub live_view: crate::cmd::live::LiveArgs,
 }
 
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
@@ -414,13 +416,15 @@ pub fn execute_with(
     config.target.check_reachable(probe_timeout)?;
     candor_load::probe::check_protocol(config, probe_timeout)?;
     let stop = crate::cmd::interrupt::install()?.stop.clone();
+    crate::cmd::live::begin(config);
     let options = RunOptions {
-        stop,
+        stop: stop.clone(),
         worker_start_hook: None,
         on_start,
     };
     let mut total_failed = 0u64;
     let mut on_interval = |r: &IntervalReport| {
+        crate::cmd::live::interval(r);
         total_failed += r.failed;
         if live {
             let mut err = std::io::stderr().lock();
@@ -439,6 +443,7 @@ pub fn execute_with(
         }
     };
     let outcome = candor_load::run(config, options, &mut on_interval)?;
+    crate::cmd::live::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
     if live {
         eprint!("\r\x1b[2K");
     }
@@ -466,6 +471,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let mut json_out = Output::open_opt("--json", args.json.as_deref().filter(|p| *p != "-"))?;
     let mut hlog_out = Output::open_opt("--hlog", args.hlog.as_deref())?;
     let mut hgrm_out = Output::open_opt("--hgrm", args.hgrm.as_deref())?;
+    let live_view = crate::cmd::live::start(&args.live_view)?;
     let outcome = extras.execute(&config, live)?;
     let mut results = outcome.to_results(
         &config,
@@ -498,6 +504,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
         hlog_out.as_mut(),
         hgrm_out.as_mut(),
     );
+    if let Some(l) = live_view {
+        l.close();
+    }
     if !written {
         return Ok(1);
     }

@@ -32,6 +32,8 @@ pub struct SweepArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
+    pub live_view: crate::cmd::live::LiveArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
 }
 
@@ -71,6 +73,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     }
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     let live = !args.quiet && crate::cmd::run::stderr_is_terminal();
+    let live_view = crate::cmd::live::start(&args.live_view)?;
     let each = (base.warmup_ns + base.duration_ns) as f64 / 1e9;
     eprintln!(
         "candor sweep: {} steps of {} warm-up + {} at {} ({:.0}s with pauses)",
@@ -91,6 +94,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         let mut c = base.clone();
         c.rate = Some(rate);
         c.validate()?;
+        crate::cmd::live::more_runs_follow(i + 1 < rates.len());
         let outcome = execute(&c, live).with_context(|| format!("step {}", format_rate(rate)))?;
         let results = outcome.to_results(&c, std::env::args().collect(), config_json(&c));
         let step = make_step(rate, results, &slo);
@@ -135,6 +139,9 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         out.write((sweep.to_json_pretty() + "\n").as_bytes())?;
         let path = out.path.display();
         eprintln!("wrote {path} (candor report {path} -o sweep.html for the chart)");
+    }
+    if let Some(l) = live_view {
+        l.close();
     }
     if let Some(sig) = crate::cmd::interrupt::received() {
         println!(

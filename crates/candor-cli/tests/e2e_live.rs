@@ -1,0 +1,755 @@
+//! `candor run --live` end to end: the real binary against `candor serve`, with its live page,
+//! event stream and metrics read over HTTP, scraped by a real Prometheus, and drawn by headless
+//! Chromium.
+//!
+//! Prometheus (with promtool) and Chromium come from scripts/install-test-deps.sh. Their tests
+//! fail when they are missing, unless CANDOR_SKIP_PROMETHEUS=1 / CANDOR_SKIP_BROWSER=1 say to skip
+//! them on purpose.
+
+mod common;
+
+use common::{assert_balanced, candor, pct, serial, Server};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Generous bound for anything that waits on a process on a loaded 2-core machine.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let p = std::env::temp_dir().join(format!("candor-{tag}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+fn artefact_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let dir = target.join("candor-live-artefacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A child process killed (and reaped) when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `candor run --live 127.0.0.1:0 ...` in the background, with the address it printed.
+struct LiveRun {
+    _child: Killed,
+    addr: SocketAddr,
+    stdout: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl LiveRun {
+    fn start(args: &[&str]) -> LiveRun {
+        let mut child = candor()
+            .arg("run")
+            .args(["--live", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn candor run");
+        let stderr = child.stderr.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("live view at http://").nth(1) {
+                    let addr = rest.split('/').next().unwrap().to_string();
+                    let _ = tx.send(addr);
+                }
+                eprintln!("[candor run] {line}");
+            }
+        });
+        let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let into = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                into.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let child = Killed(child);
+        let addr = rx
+            .recv_timeout(PATIENCE)
+            .expect("candor run printed its live address")
+            .parse()
+            .expect("a socket address");
+        LiveRun {
+            _child: child,
+            addr,
+            stdout: out,
+        }
+    }
+
+    /// Waits (bounded) until the run has written its results JSON on stdout, and returns it.
+    /// The live server lingers on; dropping the run stops it.
+    fn stdout_json(&self) -> serde_json::Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let text = self.stdout.lock().unwrap().clone();
+            // Until the document is complete it does not parse; once it does, it must be all
+            // there is (stdout stays clean of the live view's messages).
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "no results on stdout: {text:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read response");
+    out
+}
+
+fn body(response: &str) -> &str {
+    response.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("")
+}
+
+/// The value of an unlabelled sample (or with the exact label text given) in an exposition.
+fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in metrics"))
+        .parse()
+        .unwrap()
+}
+
+/// Reads the event stream until its closing event.
+fn read_events(addr: SocketAddr) -> Vec<serde_json::Value> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    let mut events = Vec::new();
+    for line in BufReader::new(s).lines() {
+        let line = line.expect("stream read");
+        if let Some(json) = line.strip_prefix("data: ") {
+            let v: serde_json::Value = serde_json::from_str(json).expect("event JSON");
+            let done = v["done"] == true;
+            events.push(v);
+            if done {
+                break;
+            }
+        }
+    }
+    events
+}
+
+#[test]
+fn live_address_errors_come_before_any_load() {
+    let _g = serial();
+    // The target counts connections: a bad --live must not lead to a single one.
+    let target = TcpListener::bind("127.0.0.1:0").unwrap();
+    target.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/", target.local_addr().unwrap());
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().to_string();
+    for (live, needle) in [
+        (busy.as_str(), "cannot listen on"),
+        ("nonsense", "invalid --live address"),
+        ("127.0.0.1:70000", "invalid --live address"),
+    ] {
+        let out = candor()
+            .args(["run", "-d", "1s", "--live", live, &url])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "--live {live} should fail");
+        assert!(err.contains(needle), "--live {live}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(out.stdout.is_empty());
+    }
+    assert!(
+        target.accept().is_err(),
+        "the target saw a connection before the error"
+    );
+}
+
+#[test]
+fn live_run_streams_events_and_metrics_that_match_the_results() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    // The linger keeps the server up while the test reads the final state; the test stops
+    // the process itself.
+    let run = LiveRun::start(&[
+        "-R",
+        "400",
+        "-d",
+        "4s",
+        "-c",
+        "4",
+        "--quiet",
+        "--json",
+        "-",
+        "--live-linger",
+        "5m",
+        &server.url,
+    ]);
+    let a = run.addr;
+    // Clients that misbehave during the run: garbage, a silent one, one that leaves mid-stream.
+    let mut garbage = TcpStream::connect(a).unwrap();
+    garbage
+        .write_all(b"\x16\x03\x01\x02\x00 not http\r\n\r\n")
+        .unwrap();
+    let _silent = TcpStream::connect(a).unwrap();
+    {
+        let mut leaver = TcpStream::connect(a).unwrap();
+        leaver.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    }
+    let page = http_get(a, "/");
+    assert!(page.starts_with("HTTP/1.1 200 OK"), "{}", &page[..60]);
+    assert!(page.contains("uPlot") && page.contains("EventSource"));
+
+    let events = read_events(a);
+    let (last, intervals) = events.split_last().unwrap();
+    assert_eq!(last["done"], true);
+    assert!(intervals.len() >= 3, "{} intervals", intervals.len());
+    for w in intervals.windows(2) {
+        assert!(w[0]["elapsed_s"].as_f64() < w[1]["elapsed_s"].as_f64());
+        assert!(w[0]["requests"]["completed"].as_u64() <= w[1]["requests"]["completed"].as_u64());
+    }
+    for e in intervals {
+        assert_eq!(e["done"], false);
+        assert_eq!(e["target_per_s"], 400.0);
+        assert!(e["achieved_per_s"].as_f64().unwrap() >= 0.0);
+        assert!(e["response_time"]["p99_ns"].is_u64());
+        assert!(e["service_time"]["max_ns"].is_u64());
+        assert!(e["send_lag"]["count"].is_u64());
+    }
+    let metrics = http_get(a, "/metrics");
+    assert!(metrics.contains("Content-Type: text/plain; version=0.0.4"));
+    let metrics = body(&metrics);
+    assert_eq!(sample(metrics, "candor_run_finished"), 1.0);
+
+    let results = run.stdout_json();
+    let main = &results;
+    assert_balanced(main);
+    let r = &main["requests"];
+    for k in ["intended", "completed", "failed"] {
+        assert_eq!(last["requests"][k], r[k], "final event {k}");
+    }
+    assert_eq!(last["requests"]["in_flight"], r["in_flight_at_end"]);
+    assert_eq!(
+        sample(metrics, "candor_requests_completed_total"),
+        r["completed"].as_f64().unwrap()
+    );
+    assert_eq!(
+        sample(metrics, "candor_requests_intended_total"),
+        r["intended"].as_f64().unwrap()
+    );
+    // No warm-up: the histograms of the intervals hold exactly the measured requests.
+    assert_eq!(
+        sample(metrics, "candor_response_time_seconds_count"),
+        main["response_time"]["count"].as_f64().unwrap()
+    );
+    assert_eq!(
+        last["summary"]["response_time"]["p99_ns"].as_f64().unwrap(),
+        pct(main, "response_time", 99.0)
+    );
+}
+
+/// Percent-encodes a PromQL expression for a query string.
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A Prometheus server of our own on a free loopback port, with its own storage, scraping `target`
+/// every second.
+struct Prometheus {
+    _child: Killed,
+    addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl Prometheus {
+    fn start(target: SocketAddr) -> Prometheus {
+        let dir = temp_dir("prometheus");
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+                 scrape_configs:\n  - job_name: candor\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        // The port is chosen by binding and releasing it; should another process take it in
+        // between, Prometheus exits and the next attempt picks another.
+        for _attempt in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
+            let child = Command::new("prometheus")
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+                .arg(format!("--web.listen-address={addr}"))
+                .arg("--log.level=warn")
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("prometheus not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_PROMETHEUS=1)");
+            let mut child = Killed(child);
+            let deadline = Instant::now() + PATIENCE;
+            loop {
+                if child.0.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if TcpStream::connect(addr).is_ok()
+                    && http_get(addr, "/-/ready").starts_with("HTTP/1.1 200")
+                {
+                    return Prometheus {
+                        _child: child,
+                        addr,
+                        dir,
+                    };
+                }
+                assert!(Instant::now() < deadline, "prometheus not ready in time");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        panic!(
+            "prometheus would not start: {}",
+            std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
+        );
+    }
+
+    /// The single value of an instant query, if it has one yet.
+    fn query(&self, promql: &str) -> Option<f64> {
+        let r = http_get(
+            self.addr,
+            &format!("/api/v1/query?query={}", encode(promql)),
+        );
+        let v: serde_json::Value = serde_json::from_str(body(&r)).ok()?;
+        assert_eq!(v["status"], "success", "{promql}: {v}");
+        let result = v["data"]["result"].as_array()?;
+        assert!(result.len() <= 1, "{promql}: one series expected: {v}");
+        result.first()?["value"][1].as_str()?.parse().ok()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn prometheus_scrapes_the_run_and_agrees_with_candor() {
+    if std::env::var("CANDOR_SKIP_PROMETHEUS").as_deref() == Ok("1") {
+        eprintln!("CANDOR_SKIP_PROMETHEUS=1: skipping the Prometheus test on purpose");
+        return;
+    }
+    let _g = serial();
+    let server = Server::start(&["--delay", "1ms"]);
+    let dir = temp_dir("live-prom");
+    let json = dir.join("results.json");
+    let run = LiveRun::start(&[
+        "-R",
+        "300",
+        "-d",
+        "6s",
+        "-c",
+        "8",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--live-linger",
+        "5m",
+        &server.url,
+    ]);
+    let prom = Prometheus::start(run.addr);
+
+    // The results file appears when the run is over (the server lingers on).
+    let deadline = Instant::now() + PATIENCE;
+    let results: serde_json::Value = loop {
+        if let Some(v) = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+        {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "no results file");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let main = &results;
+    let completed = main["requests"]["completed"].as_f64().unwrap();
+    // Scrapes every second; wait (bounded) until Prometheus holds the final state.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if prom.query("candor_run_finished") == Some(1.0)
+            && prom.query("candor_requests_completed_total") == Some(completed)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never saw the final state: finished {:?}, completed {:?} of {completed}",
+            prom.query("candor_run_finished"),
+            prom.query("candor_requests_completed_total")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let p99_prom = prom
+        .query("histogram_quantile(0.99, candor_response_time_seconds_bucket)")
+        .expect("p99 from Prometheus");
+    let p99_merged = prom
+        .query("histogram_quantile(0.99, sum by (le) (candor_response_time_seconds_bucket))")
+        .expect("merged p99 from Prometheus");
+    let count_prom = prom
+        .query("candor_response_time_seconds_count")
+        .expect("count");
+    let p99_candor = pct(main, "response_time", 99.0);
+    // Prometheus interpolates inside the 1-2-5 bucket where the 99th percentile falls; candor's
+    // exact p99 is counted in that same bucket (both use the HdrHistogram bucket's highest
+    // equivalent), so the two agree to within that bucket's bounds.
+    let bounds = candor_live::exposition::BUCKET_BOUNDS_NS;
+    let hi = *bounds.iter().find(|&&b| b as f64 >= p99_candor).unwrap() as f64 / 1e9;
+    let lo = bounds
+        .iter()
+        .rev()
+        .find(|&&b| (b as f64) < p99_candor)
+        .map(|&b| b as f64 / 1e9)
+        .unwrap_or(0.0);
+    let within = |v: f64| v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9);
+    let report = format!(
+        "candor: completed {completed}, p99 {:.6} s (count {})\n\
+         Prometheus: candor_requests_completed_total {completed}, candor_response_time_seconds_count {count_prom}\n\
+         Prometheus: histogram_quantile(0.99, candor_response_time_seconds_bucket) = {p99_prom:.6} s\n\
+         Prometheus: histogram_quantile(0.99, sum by (le) (...)) = {p99_merged:.6} s\n\
+         bucket of candor's p99: ({lo}, {hi}] s\n",
+        p99_candor / 1e9,
+        main["response_time"]["count"]
+    );
+    eprint!("{report}");
+    let _ = std::fs::write(artefact_dir().join("prometheus.txt"), &report);
+    let _ = std::fs::write(
+        artefact_dir().join("metrics.txt"),
+        body(&http_get(run.addr, "/metrics")),
+    );
+    assert!(within(p99_prom), "{report}");
+    assert!(within(p99_merged), "{report}");
+    assert_eq!(count_prom, main["response_time"]["count"].as_f64().unwrap());
+    drop(run);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn chromium() -> Option<PathBuf> {
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+/// Runs headless Chromium on `url` with `extra` flags, bounded; returns stdout and stderr.
+fn run_chromium(exe: &Path, extra: &[String], url: &str) -> (String, String) {
+    let profile = temp_dir("chromium");
+    let out_path = profile.join("stdout.txt");
+    let err_path = profile.join("stderr.txt");
+    let mut child = Killed(
+        Command::new(exe)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                "--enable-logging=stderr",
+                "--v=0",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                profile.join("profile").display()
+            ))
+            .args(extra)
+            .arg(url)
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .stderr(std::fs::File::create(&err_path).unwrap())
+            .spawn()
+            .expect("start chromium"),
+    );
+    let deadline = Instant::now() + PATIENCE;
+    while child.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "chromium did not finish in time");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = String::from_utf8_lossy(&std::fs::read(&out_path).unwrap_or_default()).into_owned();
+    let err = String::from_utf8_lossy(&std::fs::read(&err_path).unwrap_or_default()).into_owned();
+    let _ = std::fs::remove_dir_all(&profile);
+    (out, err)
+}
+
+fn attr(dom: &str, name: &str) -> Option<String> {
+    let key = format!("{name}=\"");
+    let start = dom.find(&key)? + key.len();
+    let end = dom[start..].find('"')? + start;
+    Some(dom[start..end].to_string())
+}
+
+/// Elapsed seconds of the run's latest interval, and whether the run has ended, from its metrics
+/// (before the run has begun, the exposition is empty: no time, not ended).
+fn progress(addr: SocketAddr) -> (f64, bool) {
+    let r = http_get(addr, "/metrics");
+    let m = body(&r);
+    if !m.contains("candor_run_elapsed_seconds ") {
+        return (0.0, false);
+    }
+    (
+        sample(m, "candor_run_elapsed_seconds"),
+        sample(m, "candor_run_finished") == 1.0,
+    )
+}
+
+#[test]
+fn live_page_draws_and_updates_in_headless_chromium() {
+    if std::env::var("CANDOR_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("CANDOR_SKIP_BROWSER=1: skipping the browser test on purpose");
+        return;
+    }
+    let exe = chromium().expect(
+        "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
+    );
+    let _g = serial();
+    let server = Server::start(&["--delay", "1ms"]);
+    let run = LiveRun::start(&[
+        "-R",
+        "300",
+        "-d",
+        "15s",
+        "-c",
+        "8",
+        "--quiet",
+        "--live-linger",
+        "5m",
+        &server.url,
+    ]);
+    let url = format!("http://{}/", run.addr);
+    // Mid-run: once a few intervals exist, a screenshot for people to look at.
+    let deadline = Instant::now() + PATIENCE;
+    while progress(run.addr).0 < 3.0 {
+        assert!(Instant::now() < deadline, "the run never got going");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let shot = artefact_dir().join("live-page.png");
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(
+        &exe,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,1300".to_string(),
+        ],
+        &url,
+    );
+    let size = std::fs::metadata(&shot).expect("screenshot written").len();
+    assert!(size > 50_000, "screenshot suspiciously small: {size} bytes");
+
+    // The DOM once the page has followed the stream to its end. Virtual time waits for the open
+    // event stream, so the dump comes after the closing event.
+    let (before, ended_before) = progress(run.addr);
+    let (dom, log) = run_chromium(
+        &exe,
+        &[
+            "--dump-dom".to_string(),
+            "--virtual-time-budget=10000".to_string(),
+        ],
+        &url,
+    );
+    let console_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught")))
+        .collect();
+    assert!(
+        console_errors.is_empty(),
+        "console errors: {console_errors:#?}"
+    );
+    assert_eq!(
+        attr(&dom, "data-js-error"),
+        None,
+        "script error on the page"
+    );
+    assert_eq!(
+        attr(&dom, "data-done").as_deref(),
+        Some("1"),
+        "the page saw the end"
+    );
+    let events: u32 = attr(&dom, "data-events").unwrap().parse().unwrap();
+    let redraws: u32 = attr(&dom, "data-redraws").unwrap().parse().unwrap();
+    assert!(events >= 4, "{events} events");
+    assert_eq!(redraws, events, "every event redrew the charts");
+    assert_eq!(attr(&dom, "data-charts-expected").as_deref(), Some("5"));
+    assert_eq!(
+        attr(&dom, "data-charts-drawn"),
+        attr(&dom, "data-charts-expected"),
+        "every chart painted"
+    );
+    // Intervals that did not exist when the page was opened reached it: it updated live. (Only
+    // checkable if the run was still going then; a very slow machine may have taken the whole
+    // run to produce the screenshot.)
+    let last: f64 = attr(&dom, "data-last-elapsed").unwrap().parse().unwrap();
+    if ended_before {
+        eprintln!("the run had ended before the page was opened: live updates not checked");
+    } else {
+        assert!(
+            last > before,
+            "last interval {last} s, page opened at {before} s"
+        );
+    }
+    assert!(dom.contains("Run finished"), "the page says the run ended");
+    eprintln!("live page screenshot: {}", shot.display());
+}
+
+#[test]
+fn sweep_streams_every_step_then_ends() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let mut child = Killed(
+        candor()
+            .args([
+                "sweep",
+                "--rates",
+                "200,300",
+                "-d",
+                "1s",
+                "--warmup",
+                "500ms",
+                "--pause",
+                "200ms",
+                "-c",
+                "4",
+                "--quiet",
+                "--live",
+                "127.0.0.1:0",
+                "--live-linger",
+                "5m",
+                &server.url,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let mut line = String::new();
+    let mut r = BufReader::new(stderr);
+    let addr: SocketAddr = loop {
+        line.clear();
+        assert!(
+            r.read_line(&mut line).unwrap() > 0,
+            "no live address printed"
+        );
+        if let Some(rest) = line.split("live view at http://").nth(1) {
+            break rest.split('/').next().unwrap().parse().unwrap();
+        }
+    };
+    // Drain stderr so the process never blocks on it.
+    std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+    // The stream ends after the last step's closing event, not after the first step's.
+    let events = read_events_to_end(addr);
+    let done: Vec<&serde_json::Value> = events.iter().filter(|e| e["done"] == true).collect();
+    assert_eq!(done.len(), 2, "one closing event per step");
+    assert_eq!(done[0]["run"], 1);
+    assert_eq!(done[0]["last"], false);
+    assert_eq!(done[1]["run"], 2);
+    assert_eq!(done[1]["last"], true);
+    let first_of_run2 = events.iter().position(|e| e["run"] == 2).unwrap();
+    assert!(events[..first_of_run2].iter().all(|e| e["run"] == 1));
+    assert_eq!(events[first_of_run2]["target_per_s"], 300.0);
+    assert_eq!(events.last().unwrap()["last"], true);
+}
+
+/// Reads the event stream until the server ends it.
+fn read_events_to_end(addr: SocketAddr) -> Vec<serde_json::Value> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    BufReader::new(s)
+        .lines()
+        .map(|l| l.expect("stream read"))
+        .filter_map(|l| Some(serde_json::from_str(l.strip_prefix("data: ")?).expect("event JSON")))
+        .collect()
+}
+
+#[test]
+fn ctrl_c_ends_a_long_linger() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let mut run = LiveRun::start(&[
+        "-R",
+        "100",
+        "-d",
+        "1s",
+        "--quiet",
+        "--json",
+        "-",
+        "--live-linger",
+        "1h",
+        &server.url,
+    ]);
+    // Once the results are out, the process lingers; SIGINT must end it (an hour otherwise).
+    let results = run.stdout_json();
+    assert_eq!(results["kind"], "run");
+    let pid = run._child.0.id() as i32;
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(s) = run._child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "still lingering after Ctrl-C");
+        // Repeated: the results are printed a moment before the linger starts listening.
+        // SAFETY: kill only sends a signal to our own (not yet reaped) child process.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(status.success(), "{status}");
+}

@@ -1,0 +1,417 @@
+//! The Prometheus text exposition of a run: histograms derived from the HdrHistograms on fixed
+//! 1-2-5 bucket bounds, request counters and gauges.
+
+use candor_core::results::RequestCounts;
+use candor_core::Histo;
+use std::fmt::Write as _;
+
+/// Upper bucket bounds in nanoseconds: 1-2-5 steps from 1 us up to 2000 s, then 1 h (the
+/// histograms' own ceiling). Fixed for every run so that shards and runs add up bucket by bucket.
+pub const BUCKET_BOUNDS_NS: [u64; 30] = {
+    let mut b = [0u64; 30];
+    let mut decade = 1_000u64;
+    let mut i = 0;
+    while i < 27 {
+        b[i] = decade;
+        b[i + 1] = 2 * decade;
+        b[i + 2] = 5 * decade;
+        decade *= 10;
+        i += 3;
+    }
+    b[27] = decade;
+    b[28] = 2 * decade;
+    b[29] = 3_600_000_000_000;
+    b
+};
+
+/// A histogram on [`BUCKET_BOUNDS_NS`]: `cumulative[i]` values at most bound `i`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Buckets {
+    pub cumulative: [u64; BUCKET_BOUNDS_NS.len()],
+    pub count: u64,
+    pub sum_ns: u128,
+}
+
+impl Buckets {
+    /// Counts every recorded value of `h` under the first bound at or above it. A value stands
+    /// for its HdrHistogram bucket's highest equivalent, as candor's percentiles do, so a
+    /// percentile candor reports lies in the bucket where Prometheus finds it.
+    pub fn of(h: &Histo) -> Buckets {
+        let mut per = [0u64; BUCKET_BOUNDS_NS.len()];
+        let mut sum_ns = 0u128;
+        let mut above = 0u64;
+        for v in h.iter_recorded() {
+            let value = h.highest_equivalent(v.value_iterated_to());
+            let n = v.count_at_value();
+            sum_ns += h.median_equivalent(value) as u128 * n as u128;
+            match BUCKET_BOUNDS_NS.iter().position(|&b| value <= b) {
+                Some(i) => per[i] += n,
+                None => above += n,
+            }
+        }
+        let mut cumulative = per;
+        for i in 1..cumulative.len() {
+            cumulative[i] += cumulative[i - 1];
+        }
+        Buckets {
+            cumulative,
+            count: cumulative[cumulative.len() - 1] + above,
+            sum_ns,
+        }
+    }
+}
+
+/// What `/metrics` shows: the measured window so far.
+#[derive(Debug, Clone)]
+pub struct MetricsSnapshot {
+    /// `Some(i)` adds the label `shard="i"` to every series.
+    pub shard: Option<u32>,
+    pub response: Buckets,
+    pub service: Buckets,
+    pub send_lag: Buckets,
+    /// Counts of the measured window.
+    pub measured: RequestCounts,
+    pub in_flight: u64,
+    /// `None` in a closed loop (no target).
+    pub target_per_s: Option<f64>,
+    pub elapsed_s: f64,
+    pub done: bool,
+}
+
+/// Formats a number the way Prometheus parses it (and without a trailing `.0` noise).
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else if v.is_nan() {
+        "NaN".into()
+    } else if v > 0.0 {
+        "+Inf".into()
+    } else {
+        "-Inf".into()
+    }
+}
+
+/// The label set `{shard="i",extra}` (or `{extra}`, or nothing).
+fn labels(shard: Option<u32>, extra: &[(&str, &str)]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(s) = shard {
+        parts.push(format!("shard=\"{s}\""));
+    }
+    for (k, v) in extra {
+        parts.push(format!("{k}=\"{v}\""));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{{{}}}", parts.join(","))
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn histogram(out: &mut String, name: &str, help: &str, shard: Option<u32>, b: &Buckets) {
+    header(out, name, "histogram", help);
+    for (bound, n) in BUCKET_BOUNDS_NS.iter().zip(b.cumulative.iter()) {
+        let le = num(*bound as f64 / 1e9);
+        let _ = writeln!(out, "{name}_bucket{} {n}", labels(shard, &[("le", &le)]));
+    }
+    let _ = writeln!(
+        out,
+        "{name}_bucket{} {}",
+        labels(shard, &[("le", "+Inf")]),
+        b.count
+    );
+    let _ = writeln!(
+        out,
+        "{name}_sum{} {}",
+        labels(shard, &[]),
+        num(b.sum_ns as f64 / 1e9)
+    );
+    let _ = writeln!(out, "{name}_count{} {}", labels(shard, &[]), b.count);
+}
+
+fn single(out: &mut String, name: &str, kind: &str, help: &str, shard: Option<u32>, v: f64) {
+    header(out, name, kind, help);
+    let _ = writeln!(out, "{name}{} {}", labels(shard, &[]), num(v));
+}
+
+/// The text exposition format (version 0.0.4) of `s`.
+pub fn render(s: &MetricsSnapshot) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let sh = s.shard;
+    histogram(
+        &mut out,
+        "candor_response_time_seconds",
+        "Response time from the intended send time, of requests completed (and timed out) since the start of the measured window.",
+        sh,
+        &s.response,
+    );
+    histogram(
+        &mut out,
+        "candor_service_time_seconds",
+        "Service time from the actual send, since the start of the measured window.",
+        sh,
+        &s.service,
+    );
+    histogram(
+        &mut out,
+        "candor_send_lag_seconds",
+        "Actual send time minus intended send time, since the start of the measured window.",
+        sh,
+        &s.send_lag,
+    );
+    let m = &s.measured;
+    single(
+        &mut out,
+        "candor_requests_intended_total",
+        "counter",
+        "Requests of the measured window that left the schedule (with, at the end, those never sent).",
+        sh,
+        m.intended as f64,
+    );
+    single(
+        &mut out,
+        "candor_requests_completed_total",
+        "counter",
+        "Requests of the measured window with a full response (any status).",
+        sh,
+        m.completed as f64,
+    );
+    header(
+        &mut out,
+        "candor_requests_failed_total",
+        "counter",
+        "Requests of the measured window that failed, by class.",
+    );
+    let e = &m.errors;
+    for (class, n) in [
+        ("connect", e.connect),
+        ("read", e.read),
+        ("write", e.write),
+        ("timeout", e.timeout),
+        ("parse", e.parse),
+        ("status", e.status),
+    ] {
+        let _ = writeln!(
+            out,
+            "candor_requests_failed_total{} {n}",
+            labels(sh, &[("class", class)])
+        );
+    }
+    if let Some(rate) = s.target_per_s {
+        single(
+            &mut out,
+            "candor_target_rate_per_second",
+            "gauge",
+            "The intended request rate of this process (its share of the total with --shard).",
+            sh,
+            rate,
+        );
+    }
+    single(
+        &mut out,
+        "candor_requests_in_flight",
+        "gauge",
+        "Requests sent and neither answered nor failed yet (at the end: unfinished requests).",
+        sh,
+        s.in_flight as f64,
+    );
+    single(
+        &mut out,
+        "candor_run_elapsed_seconds",
+        "gauge",
+        "Time since the first intended send (warm-up included).",
+        sh,
+        s.elapsed_s,
+    );
+    single(
+        &mut out,
+        "candor_run_finished",
+        "gauge",
+        "1 once the run has ended and these are its final numbers, else 0.",
+        sh,
+        if s.done { 1.0 } else { 0.0 },
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::new_histogram;
+
+    fn snapshot(shard: Option<u32>) -> MetricsSnapshot {
+        let mut h = new_histogram();
+        for v in [500u64, 1_000, 1_001, 1_500_000, 1_999_000, 7_000_000_000] {
+            h.record(v).unwrap();
+        }
+        let mut measured = RequestCounts {
+            intended: 10,
+            completed: 6,
+            failed: 3,
+            ..Default::default()
+        };
+        measured.errors.timeout = 2;
+        measured.errors.connect = 1;
+        MetricsSnapshot {
+            shard,
+            response: Buckets::of(&h),
+            service: Buckets::of(&new_histogram()),
+            send_lag: Buckets::of(&h),
+            measured,
+            in_flight: 1,
+            target_per_s: Some(2500.0),
+            elapsed_s: 3.5,
+            done: false,
+        }
+    }
+
+    #[test]
+    fn bounds_are_one_two_five_from_a_microsecond_to_an_hour() {
+        assert_eq!(BUCKET_BOUNDS_NS[0], 1_000);
+        assert_eq!(BUCKET_BOUNDS_NS[1], 2_000);
+        assert_eq!(BUCKET_BOUNDS_NS[2], 5_000);
+        assert_eq!(BUCKET_BOUNDS_NS[3], 10_000);
+        assert_eq!(BUCKET_BOUNDS_NS[28], 2_000_000_000_000);
+        assert_eq!(
+            BUCKET_BOUNDS_NS[29],
+            candor_core::hist::HIGHEST_TRACKABLE_NS
+        );
+        assert!(BUCKET_BOUNDS_NS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn buckets_are_cumulative_and_inclusive_of_their_bound() {
+        let s = snapshot(None);
+        let b = &s.response;
+        assert_eq!(b.count, 6);
+        assert_eq!(b.cumulative[0], 2, "500 ns and exactly 1 us are <= 1 us");
+        assert_eq!(b.cumulative[1], 3, "1001 ns is <= 2 us");
+        // 1.5 ms and 1.999 ms are <= 2 ms.
+        let two_ms = BUCKET_BOUNDS_NS
+            .iter()
+            .position(|&x| x == 2_000_000)
+            .unwrap();
+        assert_eq!(b.cumulative[two_ms - 1], 3);
+        assert_eq!(b.cumulative[two_ms], 5);
+        let five_s = BUCKET_BOUNDS_NS
+            .iter()
+            .position(|&x| x == 5_000_000_000)
+            .unwrap();
+        assert_eq!(b.cumulative[five_s], 5);
+        assert_eq!(b.cumulative[five_s + 1], 6, "7 s is <= 10 s");
+        let expect_sum = 500.0 + 1_000.0 + 1_001.0 + 1.5e6 + 1.999e6 + 7e9;
+        assert!(((b.sum_ns as f64) - expect_sum).abs() / expect_sum < 1e-3);
+    }
+
+    #[test]
+    fn a_value_counts_as_its_hdr_bucket_s_highest_equivalent() {
+        // Exactly 2 ms shares an HdrHistogram bucket (512 ns wide there) with values above 2 ms;
+        // it is counted where candor's own percentiles would put it: above the 2 ms bound.
+        let mut h = candor_core::new_histogram();
+        h.record(2_000_000).unwrap();
+        let b = Buckets::of(&h);
+        let two_ms = BUCKET_BOUNDS_NS
+            .iter()
+            .position(|&x| x == 2_000_000)
+            .unwrap();
+        assert_eq!(b.cumulative[two_ms], 0);
+        assert_eq!(b.cumulative[two_ms + 1], 1);
+        assert!(candor_core::hist::value_at(&h, 99.0) > 2_000_000);
+    }
+
+    #[test]
+    fn exposition_has_every_series_once_with_shard_label() {
+        let text = render(&snapshot(Some(3)));
+        assert!(
+            text.contains("candor_response_time_seconds_bucket{shard=\"3\",le=\"0.000001\"} 2\n")
+        );
+        assert!(text.contains("candor_response_time_seconds_bucket{shard=\"3\",le=\"3600\"} 6\n"));
+        assert!(text.contains("candor_response_time_seconds_bucket{shard=\"3\",le=\"+Inf\"} 6\n"));
+        assert!(text.contains("candor_response_time_seconds_count{shard=\"3\"} 6\n"));
+        assert!(text.contains("candor_service_time_seconds_count{shard=\"3\"} 0\n"));
+        assert!(text.contains("candor_requests_intended_total{shard=\"3\"} 10\n"));
+        assert!(text.contains("candor_requests_completed_total{shard=\"3\"} 6\n"));
+        assert!(text.contains("candor_requests_failed_total{shard=\"3\",class=\"timeout\"} 2\n"));
+        assert!(text.contains("candor_requests_failed_total{shard=\"3\",class=\"connect\"} 1\n"));
+        assert!(text.contains("candor_target_rate_per_second{shard=\"3\"} 2500\n"));
+        assert!(text.contains("candor_requests_in_flight{shard=\"3\"} 1\n"));
+        assert!(text.contains("candor_run_finished{shard=\"3\"} 0\n"));
+        for name in [
+            "candor_response_time_seconds",
+            "candor_service_time_seconds",
+            "candor_send_lag_seconds",
+            "candor_requests_intended_total",
+            "candor_requests_completed_total",
+            "candor_requests_failed_total",
+            "candor_target_rate_per_second",
+            "candor_requests_in_flight",
+        ] {
+            assert_eq!(
+                text.matches(&format!("# TYPE {name} ")).count(),
+                1,
+                "{name} declared once"
+            );
+        }
+        // 30 bounds plus +Inf per histogram.
+        assert_eq!(
+            text.matches("candor_send_lag_seconds_bucket{").count(),
+            BUCKET_BOUNDS_NS.len() + 1
+        );
+    }
+
+    #[test]
+    fn exposition_without_shard_or_target_has_no_empty_label_sets() {
+        let mut s = snapshot(None);
+        s.target_per_s = None;
+        let text = render(&s);
+        assert!(!text.contains("{}"));
+        assert!(text.contains("candor_requests_completed_total 6\n"));
+        assert!(!text.contains("candor_target_rate_per_second"));
+        assert!(text.contains("candor_response_time_seconds_bucket{le=\"0.000002\"} 3\n"));
+    }
+
+    /// `promtool check metrics` (Debian's prometheus package, from scripts/install-test-deps.sh)
+    /// is the reference linter of the format; the test fails when it is missing unless
+    /// CANDOR_SKIP_PROMETHEUS=1 says to skip it on purpose.
+    #[test]
+    fn promtool_accepts_the_exposition() {
+        if std::env::var("CANDOR_SKIP_PROMETHEUS").as_deref() == Ok("1") {
+            eprintln!("CANDOR_SKIP_PROMETHEUS=1: skipping promtool on purpose");
+            return;
+        }
+        for s in [snapshot(Some(0)), snapshot(None)] {
+            let text = render(&s);
+            let mut child = std::process::Command::new("promtool")
+                .args(["check", "metrics"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("promtool not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_PROMETHEUS=1)");
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "promtool check metrics: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stdout.is_empty() && out.stderr.is_empty(),
+                "promtool lint findings: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

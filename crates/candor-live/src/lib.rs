@@ -1,0 +1,202 @@
+//! candor's live view of a running load test: a small HTTP server on its own threads serving a
+//! self-contained page (`/`), Server-Sent Events (`/events`, one JSON object per interval) and
+//! the Prometheus text exposition (`/metrics`). It is fed from the interval reports the run's
+//! collector already produces, so nothing is added to the load threads.
+
+pub mod exposition;
+mod page;
+mod server;
+pub mod state;
+
+pub use state::{LiveState, RunInfo};
+
+use candor_load::run::RunOutcome;
+use candor_load::IntervalReport;
+use std::collections::VecDeque;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// Why the live server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("invalid --live address '{0}': expected HOST:PORT, e.g. 127.0.0.1:9464")]
+    Address(String),
+    #[error("cannot listen on {addr} for --live: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("cannot start the live server thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Events kept for clients that connect late: more than an hour of one-second intervals. Older
+/// ones are dropped (a page opened later starts its charts from the oldest kept).
+const KEPT_EVENTS: usize = 4096;
+
+/// One event of the stream.
+struct Event {
+    seq: u64,
+    json: Arc<str>,
+    /// The last run's closing event: streams end after it.
+    done: bool,
+}
+
+struct Inner {
+    state: Option<LiveState>,
+    events: VecDeque<Event>,
+    next_seq: u64,
+    metrics: Arc<str>,
+    /// Runs begun so far (a sweep has several).
+    runs: u32,
+}
+
+/// What the server threads and the publisher share.
+pub(crate) struct Shared {
+    inner: Mutex<Inner>,
+    changed: Condvar,
+    stop: AtomicBool,
+    clients: AtomicUsize,
+    /// Threads answering 503 to clients beyond the limit.
+    refusing: AtomicUsize,
+    page: String,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panicking client thread must not take the run down with it.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The running live server. Dropping it stops accepting; clients' threads end on their own.
+pub struct LiveServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+}
+
+impl LiveServer {
+    /// Binds `addr` (HOST:PORT; port 0 picks a free one) and starts serving on its own thread.
+    pub fn bind(addr: &str) -> Result<LiveServer, LiveError> {
+        let resolved: Vec<SocketAddr> = addr
+            .to_socket_addrs()
+            .map_err(|_| LiveError::Address(addr.to_string()))?
+            .collect();
+        let first = *resolved
+            .first()
+            .ok_or_else(|| LiveError::Address(addr.to_string()))?;
+        let listener = std::net::TcpListener::bind(first).map_err(|source| LiveError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+        let bound = listener.local_addr().map_err(|source| LiveError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner {
+                state: None,
+                events: VecDeque::new(),
+                next_seq: 0,
+                metrics: Arc::from(""),
+                runs: 0,
+            }),
+            changed: Condvar::new(),
+            stop: AtomicBool::new(false),
+            clients: AtomicUsize::new(0),
+            refusing: AtomicUsize::new(0),
+            page: page::html(),
+        });
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("candor-live".into())
+            .spawn(move || server::accept_loop(listener, s))
+            .map_err(LiveError::Thread)?;
+        Ok(LiveServer {
+            shared,
+            addr: bound,
+        })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A run begins: the state (and so every counter) starts from zero.
+    pub fn begin(&self, info: RunInfo) {
+        let mut inner = self.shared.lock();
+        inner.runs += 1;
+        let state = LiveState::new(info, inner.runs);
+        let metrics = exposition::render(&state.metrics());
+        inner.state = Some(state);
+        inner.metrics = Arc::from(metrics);
+    }
+
+    /// One interval of the current run (ignored before [`LiveServer::begin`]).
+    pub fn interval(&self, report: &IntervalReport) {
+        let mut inner = self.shared.lock();
+        let Some(state) = inner.state.as_mut() else {
+            return;
+        };
+        let event = state.interval(report).to_string();
+        let metrics = exposition::render(&state.metrics());
+        inner.metrics = Arc::from(metrics);
+        push(&mut inner, event, false);
+        drop(inner);
+        self.shared.changed.notify_all();
+    }
+
+    /// The run ended with `outcome`: the final numbers and the run's closing event. After the
+    /// `last` run's, event streams end; otherwise they go on with the next run.
+    pub fn finish(&self, outcome: &RunOutcome, stopped_early: bool, last: bool) {
+        let mut inner = self.shared.lock();
+        let Some(state) = inner.state.as_mut() else {
+            return;
+        };
+        let event = state.finish(outcome, stopped_early, last).to_string();
+        let metrics = exposition::render(&state.metrics());
+        inner.metrics = Arc::from(metrics);
+        push(&mut inner, event, last);
+        drop(inner);
+        self.shared.changed.notify_all();
+    }
+
+    /// Keeps serving for `linger` (so that a scraper sees the final state), then stops.
+    pub fn close_after(self, linger: Duration) {
+        std::thread::sleep(linger);
+    }
+}
+
+impl Drop for LiveServer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.changed.notify_all();
+        // Wake the blocking accept so that its thread sees the flag and ends.
+        let wake = match self.addr {
+            SocketAddr::V4(a) if a.ip().is_unspecified() => {
+                SocketAddr::from(([127, 0, 0, 1], a.port()))
+            }
+            SocketAddr::V6(a) if a.ip().is_unspecified() => {
+                SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, a.port()))
+            }
+            a => a,
+        };
+        let _ = TcpStream::connect_timeout(&wake, Duration::from_millis(500));
+    }
+}
+
+fn push(inner: &mut Inner, json: String, done: bool) {
+    let seq = inner.next_seq;
+    inner.next_seq += 1;
+    inner.events.push_back(Event {
+        seq,
+        json: Arc::from(json),
+        done,
+    });
+    while inner.events.len() > KEPT_EVENTS {
+        inner.events.pop_front();
+    }
+}

@@ -1,0 +1,371 @@
+//! The live view's memory of a run: the measured window's histograms accumulated from the
+//! interval reports, the counts, and the JSON event of each interval (pure, no I/O).
+
+use crate::exposition::{Buckets, MetricsSnapshot};
+use candor_core::hist::value_at;
+use candor_core::results::{IntervalStats, RequestCounts};
+use candor_core::units::{format_count, format_ns, format_rate};
+use candor_core::Recorder;
+use candor_load::run::RunOutcome;
+use candor_load::IntervalReport;
+use serde_json::{json, Value};
+
+/// What is known of a run before it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    pub target: String,
+    /// This process's intended rate (its share with `--shard`); `None` in a closed loop.
+    pub target_per_s: Option<f64>,
+    /// Warm-up plus measured window, seconds.
+    pub total_s: f64,
+    pub warmup_s: f64,
+    /// This process's shard index when the schedule is sharded.
+    pub shard: Option<u32>,
+    /// A label for the run shown on the page (e.g. the sweep step).
+    pub label: String,
+}
+
+/// Percentiles of the cumulative spectrum sent to the page (the max travels separately).
+const SPECTRUM: [f64; 16] = [
+    0.0, 25.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.8, 99.9, 99.95, 99.98, 99.99, 99.995,
+    99.999,
+];
+
+/// Send lag p99 above this in an interval means requests commonly left late (as in the report).
+const LAG_WARN_NS: u64 = 1_000_000;
+
+/// The accumulated state of one run.
+pub struct LiveState {
+    pub info: RunInfo,
+    /// Measured window so far, by completion time (intervals that start after the warm-up).
+    measured: Recorder,
+    totals: [RequestCounts; 2],
+    elapsed_s: f64,
+    done: bool,
+    /// 1 for the first run of the process, 2 for the next (sweep and capacity steps).
+    run: u32,
+}
+
+fn stats_json(s: &IntervalStats) -> Value {
+    json!({
+        "p50_ns": s.p50_ns,
+        "p90_ns": s.p90_ns,
+        "p99_ns": s.p99_ns,
+        "p999_ns": s.p999_ns,
+        "max_ns": s.max_ns,
+        "count": s.count,
+    })
+}
+
+fn failures_json(c: &RequestCounts) -> Value {
+    let e = &c.errors;
+    json!({
+        "connect": e.connect,
+        "read": e.read,
+        "write": e.write,
+        "timeout": e.timeout,
+        "parse": e.parse,
+        "status": e.status,
+    })
+}
+
+/// `[[percentile, ns], ...]` of `h` up to the finest percentile its count resolves.
+fn spectrum_json(h: &candor_core::Histo) -> Value {
+    let n = h.len() as f64;
+    let points: Vec<Value> = SPECTRUM
+        .iter()
+        .filter(|&&p| n > 0.0 && 1.0 / (1.0 - p / 100.0) <= n)
+        .map(|&p| json!([p, value_at(h, p)]))
+        .collect();
+    Value::Array(points)
+}
+
+impl LiveState {
+    pub fn new(info: RunInfo, run: u32) -> LiveState {
+        LiveState {
+            info,
+            run,
+            measured: Recorder::new(),
+            totals: [RequestCounts::default(); 2],
+            elapsed_s: 0.0,
+            done: false,
+        }
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.totals
+            .iter()
+            .map(|c| c.intended.saturating_sub(c.completed + c.failed))
+            .sum()
+    }
+
+    fn requests_json(&self) -> Value {
+        let m = &self.totals[1];
+        json!({
+            "intended": m.intended,
+            "completed": m.completed,
+            "failed": m.failed,
+            "in_flight": self.in_flight(),
+        })
+    }
+
+    /// Plain-words warnings about the last interval and the run so far, worded as the text
+    /// report words them, for the page to show loudly.
+    fn warnings(&self, r: Option<&IntervalReport>) -> Vec<String> {
+        let mut w = Vec::new();
+        if let (Some(r), Some(target)) = (r, self.info.target_per_s) {
+            let achieved = r.completed as f64 / r.length_s;
+            // A partial last interval or the first one (connections opening) says little.
+            let full = (r.length_s - 1.0).abs() < 0.05 && r.index > 0;
+            if full && achieved < 0.95 * target {
+                w.push(format!(
+                    "achieved rate {} is below the target {}: the target (or candor) is not keeping up",
+                    format_rate(achieved),
+                    format_rate(target)
+                ));
+            }
+            if r.send_lag.p99_ns > LAG_WARN_NS {
+                w.push(format!(
+                    "send lag p99 is {} in the last interval: requests are waiting to be sent",
+                    format_ns(r.send_lag.p99_ns as f64)
+                ));
+            }
+        }
+        let late: u64 = self.totals.iter().map(|c| c.generator_late).sum();
+        if late > 0 {
+            w.push(format!(
+                "the generator itself sent {} requests more than 1ms late while a connection was free: \
+                 candor is short of CPU; the numbers are pessimistic",
+                format_count(late)
+            ));
+        }
+        w
+    }
+
+    /// Takes one interval report; returns its event.
+    pub fn interval(&mut self, r: &IntervalReport) -> Value {
+        if !r.warmup {
+            self.measured.add(r.histograms);
+        }
+        self.totals = r.totals;
+        self.elapsed_s = r.elapsed_s;
+        json!({
+            "index": r.index,
+            "elapsed_s": r.elapsed_s,
+            "total_s": r.total_s,
+            "interval_s": r.length_s,
+            "warmup": r.warmup,
+            "label": self.info.label,
+            "run": self.run,
+            "requests": self.requests_json(),
+            "failures": failures_json(&self.totals[1]),
+            "generator_late": self.totals.iter().map(|c| c.generator_late).sum::<u64>(),
+            "achieved_per_s": r.completed as f64 / r.length_s,
+            "target_per_s": self.info.target_per_s,
+            "response_time": stats_json(&r.response_time),
+            "service_time": stats_json(&r.service_time),
+            "send_lag": stats_json(&r.send_lag),
+            "spectrum": spectrum_json(&self.measured.response),
+            "spectrum_max_ns": value_at(&self.measured.response, 100.0),
+            "warnings": self.warnings(Some(r)),
+            "done": false,
+        })
+    }
+
+    /// Takes the run's final numbers; returns the closing event. Counters only grow: the final
+    /// counts include everything the interval reports had.
+    pub fn finish(&mut self, outcome: &RunOutcome, stopped_early: bool, last: bool) -> Value {
+        self.totals[1] = outcome.main.counts;
+        if let Some(w) = &outcome.warmup {
+            self.totals[0] = w.counts;
+        }
+        self.done = true;
+        let main = &outcome.main.recorder;
+        let m = &outcome.main.counts;
+        json!({
+            "done": true,
+            "last": last,
+            "run": self.run,
+            "stopped_early": stopped_early,
+            "elapsed_s": self.elapsed_s,
+            "total_s": self.info.total_s,
+            "label": self.info.label,
+            "requests": {
+                "intended": m.intended,
+                "completed": m.completed,
+                "failed": m.failed,
+                "in_flight": self.totals.iter().map(|c| c.in_flight_at_end).sum::<u64>(),
+            },
+            "failures": failures_json(m),
+            "generator_late": self.totals.iter().map(|c| c.generator_late).sum::<u64>(),
+            "target_per_s": self.info.target_per_s,
+            "achieved_per_s": m.completed as f64 / (outcome.main.duration_ns as f64 / 1e9),
+            "summary": {
+                "response_time": stats_json(&IntervalStats::of(&main.response)),
+                "service_time": stats_json(&IntervalStats::of(&main.service)),
+                "send_lag": stats_json(&IntervalStats::of(&main.send_lag)),
+            },
+            "spectrum": spectrum_json(&main.response),
+            "spectrum_max_ns": value_at(&main.response, 100.0),
+            "warnings": self.warnings(None),
+        })
+    }
+
+    /// What `/metrics` shows now.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        MetricsSnapshot {
+            shard: self.info.shard,
+            response: Buckets::of(&self.measured.response),
+            service: Buckets::of(&self.measured.service),
+            send_lag: Buckets::of(&self.measured.send_lag),
+            measured: self.totals[1],
+            in_flight: if self.done {
+                self.totals.iter().map(|c| c.in_flight_at_end).sum()
+            } else {
+                self.in_flight()
+            },
+            target_per_s: self.info.target_per_s,
+            elapsed_s: self.elapsed_s,
+            done: self.done,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            target: "http://127.0.0.1:1/".into(),
+            target_per_s: Some(1000.0),
+            total_s: 3.0,
+            warmup_s: 1.0,
+            shard: None,
+            label: String::new(),
+        }
+    }
+
+    fn report(
+        index: u64,
+        warmup: bool,
+        values: &[u64],
+        totals: [RequestCounts; 2],
+    ) -> IntervalReport<'static> {
+        let mut rec = Recorder::new();
+        for &v in values {
+            rec.record(v, v / 2, 1_000);
+        }
+        // Leaked: a few test histograms that live as long as the test process.
+        let rec: &'static Recorder = Box::leak(Box::new(rec));
+        IntervalReport {
+            index,
+            elapsed_s: index as f64 + 1.0,
+            total_s: 3.0,
+            length_s: 1.0,
+            warmup,
+            completed: values.len() as u64,
+            failed: 0,
+            response_time: IntervalStats::of(&rec.response),
+            service_time: IntervalStats::of(&rec.service),
+            send_lag: IntervalStats::of(&rec.send_lag),
+            totals,
+            histograms: rec,
+        }
+    }
+
+    fn counts(intended: u64, completed: u64, failed: u64) -> RequestCounts {
+        RequestCounts {
+            intended,
+            completed,
+            failed,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn event_has_the_documented_shape() {
+        let mut s = LiveState::new(info(), 1);
+        let e = s.interval(&report(
+            1,
+            false,
+            &[1_000_000, 2_000_000, 3_000_000],
+            [counts(5, 5, 0), counts(4, 3, 0)],
+        ));
+        for key in [
+            "elapsed_s",
+            "total_s",
+            "achieved_per_s",
+            "target_per_s",
+            "warmup",
+            "spectrum",
+            "warnings",
+        ] {
+            assert!(e.get(key).is_some(), "{key} missing in {e}");
+        }
+        assert_eq!(e["done"], false);
+        assert_eq!(e["elapsed_s"], 2.0);
+        assert_eq!(e["requests"]["intended"], 4);
+        assert_eq!(e["requests"]["completed"], 3);
+        assert_eq!(e["requests"]["failed"], 0);
+        assert_eq!(e["requests"]["in_flight"], 1);
+        assert_eq!(e["achieved_per_s"], 3.0);
+        assert_eq!(e["target_per_s"], 1000.0);
+        for m in ["response_time", "service_time", "send_lag"] {
+            for k in ["p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "count"] {
+                assert!(e[m][k].is_u64(), "{m}.{k} in {e}");
+            }
+            assert_eq!(e[m]["count"], 3);
+        }
+        assert_eq!(
+            e["response_time"]["p50_ns"],
+            2_000_000u64.next_multiple_of(1024) - 1
+        );
+        // 3 values resolve percentiles up to 1/(1-p) <= 3, i.e. p <= 66.7.
+        assert_eq!(e["spectrum"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn warm_up_intervals_stay_out_of_the_measured_histograms() {
+        let mut s = LiveState::new(info(), 1);
+        s.interval(&report(
+            0,
+            true,
+            &[9_000_000; 4],
+            [counts(4, 4, 0), counts(0, 0, 0)],
+        ));
+        assert_eq!(s.metrics().response.count, 0);
+        s.interval(&report(
+            1,
+            false,
+            &[1_000; 2],
+            [counts(4, 4, 0), counts(2, 2, 0)],
+        ));
+        let m = s.metrics();
+        assert_eq!(m.response.count, 2);
+        assert_eq!(m.response.cumulative[0], 2);
+        assert_eq!(m.measured.completed, 2);
+    }
+
+    #[test]
+    fn falling_behind_is_stated() {
+        let mut s = LiveState::new(info(), 1);
+        let mut r = report(1, false, &[1_000; 10], [counts(0, 0, 0), counts(10, 10, 0)]);
+        assert_eq!(s.interval(&r)["warnings"].as_array().unwrap().len(), 1);
+        r.totals[1].generator_late = 7;
+        r.send_lag.p99_ns = 5_000_000;
+        let w = s.interval(&r)["warnings"].to_string();
+        assert!(w.contains("below the target"), "{w}");
+        assert!(w.contains("send lag p99"), "{w}");
+        assert!(w.contains("7 requests more than 1ms late"), "{w}");
+        // At the target rate and on time: no warning.
+        let ok = report(
+            2,
+            false,
+            &[1_000; 1000],
+            [counts(0, 0, 0), counts(1000, 1000, 0)],
+        );
+        let mut s = LiveState::new(info(), 1);
+        assert_eq!(s.interval(&ok)["warnings"], json!([]));
+    }
+}

@@ -1,0 +1,67 @@
+//! The interval reports add up to the run's outcome: their phase totals grow monotonically to the
+//! final counts, and their histograms hold every recorded value exactly once (the live view
+//! builds its cumulative numbers from them).
+
+use candor_core::results::RequestCounts;
+use candor_load::run::RunOptions;
+use candor_load::{LoadConfig, Target};
+
+fn grew(before: &RequestCounts, after: &RequestCounts) -> bool {
+    after.intended >= before.intended
+        && after.completed >= before.completed
+        && after.failed >= before.failed
+        && after.errors.total() >= before.errors.total()
+        && after.generator_late >= before.generator_late
+}
+
+#[test]
+fn interval_reports_add_up_to_the_outcome() {
+    let server = candor_serve::start(candor_serve::ServeConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+    ))
+    .unwrap();
+    let mut config =
+        LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
+    config.rate = Some(1000.0);
+    config.connections = 4;
+    config.threads = 2;
+    config.warmup_ns = 1_000_000_000;
+    config.duration_ns = 2_000_000_000;
+    config.validate().unwrap();
+    let mut totals: Vec<[RequestCounts; 2]> = Vec::new();
+    let mut recorded = 0u64;
+    let mut per_interval_completed = 0u64;
+    let outcome = candor_load::run(&config, RunOptions::default(), &mut |r| {
+        totals.push(r.totals);
+        recorded += r.histograms.response.len();
+        assert_eq!(r.histograms.response.len(), r.response_time.count);
+        assert_eq!(r.histograms.service.len(), r.service_time.count);
+        assert_eq!(r.histograms.send_lag.len(), r.send_lag.count);
+        per_interval_completed += r.completed;
+    })
+    .unwrap();
+    server.shutdown();
+    assert!(totals.len() >= 3, "{} reports", totals.len());
+    for w in totals.windows(2) {
+        assert!(grew(&w[0][0], &w[1][0]) && grew(&w[0][1], &w[1][1]));
+    }
+    let last = totals.last().unwrap();
+    let warm = outcome.warmup.as_ref().unwrap();
+    let main = &outcome.main;
+    // Completions and failures are counted in the interval they happen in, so the last report
+    // has them all; only the never-sent backlog is counted after it, in the outcome.
+    assert_eq!(last[0].completed, warm.counts.completed);
+    assert_eq!(last[1].completed, main.counts.completed);
+    assert_eq!(last[1].failed, main.counts.failed);
+    assert!(last[1].intended <= main.counts.intended);
+    assert_eq!(
+        per_interval_completed,
+        warm.counts.completed + main.counts.completed
+    );
+    assert!(main.counts.completed > 1000, "{}", main.counts.completed);
+    // Every recorded response time is in exactly one interval.
+    assert_eq!(
+        recorded,
+        warm.recorder.response.len() + main.recorder.response.len()
+    );
+}

@@ -12,6 +12,7 @@ pub mod omission;
 pub mod saturation;
 pub mod slo;
 pub mod sweep;
+pub mod trend;
 
 pub use analysis::{analyze, Analysis};
 pub use slo::{Objective, SloError, SloSet, SloVerdict};

@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod capacity;
+pub mod compare_ci;
 pub mod confidence;
 pub mod correct;
 pub mod late;

@@ -210,26 +210,37 @@ pub struct ConfidenceReport {
     pub comparisons: Vec<Comparison>,
 }
 
-/// The measure's histograms of the measured window and of each measured interval.
+/// The measure's histograms of the measured window and of its measured intervals holding
+/// samples, grouped into at most [`compare_ci::MAX_BLOCKS`] consecutive blocks as they are read.
 pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples, CompareError> {
     let total = histogram(r, m, label)?;
-    let intervals = r
+    let stats = |i: &candor_core::results::Interval| match m {
+        Measure::ResponseTime => i.response_time.count,
+        Measure::ServiceTime => i.service_time.count,
+        Measure::SendLag => i.send_lag.count,
+    };
+    let measured: Vec<_> = r
         .intervals
         .iter()
-        .filter(|i| !i.warmup)
-        .map(|i| {
-            let rec = i.histograms.decode().map_err(|cause| CompareError {
-                label: format!("{label}: interval at {}s", i.start_s),
-                cause,
-            })?;
-            Ok(match m {
-                Measure::ResponseTime => rec.response,
-                Measure::ServiceTime => rec.service,
-                Measure::SendLag => rec.send_lag,
-            })
-        })
-        .collect::<Result<_, CompareError>>()?;
-    Ok(RunSamples { total, intervals })
+        .filter(|i| !i.warmup && stats(i) > 0)
+        .collect();
+    let mut blocks = compare_ci::Coalescer::new(measured.len(), compare_ci::MAX_BLOCKS);
+    for i in &measured {
+        let rec = i.histograms.decode().map_err(|cause| CompareError {
+            label: format!("{label}: interval at {}s", i.start_s),
+            cause,
+        })?;
+        blocks.push(match m {
+            Measure::ResponseTime => rec.response,
+            Measure::ServiceTime => rec.service,
+            Measure::SendLag => rec.send_lag,
+        });
+    }
+    Ok(RunSamples {
+        total,
+        intervals: blocks.finish(),
+        measured: measured.len(),
+    })
 }
 
 /// Warnings for comparing runs that did not measure the same thing the same way: allowed (a

@@ -28,6 +28,11 @@ pub const SEED: u64 = 0x00ca_bd0e_5eed;
 /// z of a two-sided interval at level √0.95 ≈ 97.47% (each tail 1.266%): two independent such
 /// intervals hold together with probability 95%.
 pub const Z_JOINT95: f64 = 2.236_476_6;
+/// Most blocks a bootstrap draws from: longer runs have their consecutive intervals merged into
+/// this many blocks of equal length (within one), which keeps a resample's cost bounded for an
+/// hour-long run and only lengthens the blocks (longer blocks carry neighbouring correlation
+/// better, not worse).
+pub const MAX_BLOCKS: usize = 200;
 /// Percentiles compared; 100 is the max.
 pub const RATIO_PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
 
@@ -85,8 +90,11 @@ pub struct RatioRow {
 /// One run's samples of the compared measure: the whole measured window and its intervals.
 pub struct RunSamples {
     pub total: Histo,
-    /// Measured (not warm-up) intervals in time order; empty intervals may be included.
+    /// Measured (not warm-up) intervals in time order, or consecutive groups of them (see
+    /// [`Coalescer`]); empty ones may be included.
     pub intervals: Vec<Histo>,
+    /// Measured intervals holding samples, before any grouping.
+    pub measured: usize,
 }
 
 /// The comparison of one candidate with the baseline.
@@ -172,6 +180,54 @@ fn resample(b: &Blocks, rng: &mut Xoshiro256PlusPlus, counts: &mut [u64]) {
 fn point(v: &[f64], p: f64) -> f64 {
     let i = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
     v[i]
+}
+
+/// Adds `n` histograms, pushed in time order, into at most `max` consecutive groups whose sizes
+/// differ by at most one, holding only the groups (a day of one-second intervals never sits in
+/// memory at once).
+pub struct Coalescer {
+    n: usize,
+    max: usize,
+    seen: usize,
+    groups: Vec<Histo>,
+}
+
+impl Coalescer {
+    pub fn new(n: usize, max: usize) -> Coalescer {
+        Coalescer {
+            n,
+            max: max.max(1),
+            seen: 0,
+            groups: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, h: Histo) {
+        // Histogram i goes to group ⌊i·max/n⌋ (i itself when n ≤ max).
+        let g = if self.n <= self.max {
+            self.seen
+        } else {
+            self.seen * self.max / self.n
+        };
+        self.seen += 1;
+        match self.groups.get_mut(g) {
+            Some(group) => group
+                .add(&h)
+                .expect("histograms of one run share their range"),
+            None => self.groups.push(h),
+        }
+    }
+
+    pub fn finish(self) -> Vec<Histo> {
+        self.groups
+    }
+}
+
+/// `hs` merged by a [`Coalescer`] into at most `max` consecutive groups.
+pub fn coalesce(hs: Vec<Histo>, max: usize) -> Vec<Histo> {
+    let mut c = Coalescer::new(hs.len(), max);
+    hs.into_iter().for_each(|h| c.push(h));
+    c.finish()
 }
 
 /// Percentile-bootstrap intervals of candidate/baseline at each of `ps` (0..100, below 100,
@@ -262,7 +318,7 @@ pub fn supported(p: f64, base_n: u64, cand_n: u64) -> bool {
 
 /// Measured intervals that hold samples: the blocks a bootstrap can draw.
 pub fn usable_intervals(r: &RunSamples) -> usize {
-    r.intervals.iter().filter(|h| !h.is_empty()).count()
+    r.measured
 }
 
 /// Compares `cand` with `base` at each of `percentiles` (0..=100, ascending).
@@ -282,11 +338,13 @@ pub fn compare(
     let boot = match method {
         Method::Bootstrap => {
             let nonempty = |r: &RunSamples| -> Vec<Histo> {
-                r.intervals
+                let hs = r
+                    .intervals
                     .iter()
                     .filter(|h| !h.is_empty())
                     .cloned()
-                    .collect()
+                    .collect();
+                coalesce(hs, MAX_BLOCKS)
             };
             bootstrap_ratio_ci(&nonempty(base), &nonempty(cand), &inner, resamples, seed)
         }
@@ -358,6 +416,7 @@ mod tests {
         }
         RunSamples {
             total,
+            measured: ivs.len(),
             intervals: ivs,
         }
     }
@@ -389,6 +448,22 @@ mod tests {
                 "p{p}"
             );
         }
+    }
+
+    #[test]
+    fn long_runs_are_coalesced_into_at_most_max_blocks_in_order() {
+        let hs: Vec<Histo> = (1..=7u64)
+            .map(|v| {
+                let mut h = new_histogram();
+                h.record(v).unwrap();
+                h
+            })
+            .collect();
+        let c = coalesce(hs.clone(), 3);
+        // 7 into 3: groups {1,2,3}, {4,5}, {6,7} by i*3/7 = 0,0,0,1,1,2,2.
+        let got: Vec<(u64, u64, u64)> = c.iter().map(|h| (h.len(), h.min(), h.max())).collect();
+        assert_eq!(got, [(3, 1, 3), (2, 4, 5), (2, 6, 7)]);
+        assert_eq!(coalesce(hs, 10).len(), 7);
     }
 
     #[test]
@@ -494,6 +569,7 @@ mod tests {
         let empty = RunSamples {
             total: new_histogram(),
             intervals: vec![],
+            measured: 0,
         };
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
         let a = run(&mut rng, 12, 10, 0);

@@ -259,25 +259,36 @@ pub fn assess(series: &[(f64, Vec<f64>)]) -> Stationarity {
     }
 }
 
-/// The measured intervals' response-time percentiles, tested; intervals whose histograms do not
-/// decode or that hold no samples are left out (they carry no latency to trend).
+/// Most points in a tested series: longer runs are tested on this many groups of consecutive
+/// intervals (the test compares all pairs, so its cost grows with the square of the points).
+pub const MAX_POINTS: usize = 1_000;
+
+/// The measured intervals' response-time percentiles, tested. Intervals that hold no samples are
+/// left out (they carry no latency to trend), and so are intervals whose histograms do not decode.
 pub fn stationarity(results: &RunResults) -> Stationarity {
-    let measured: Vec<&Interval> = results.intervals.iter().filter(|i| !i.warmup).collect();
-    let mut series: Vec<(f64, Vec<f64>)> = TESTED_PERCENTILES
+    let measured: Vec<&Interval> = results
+        .intervals
         .iter()
-        .map(|&p| (p, Vec::new()))
+        .filter(|i| !i.warmup && i.response_time.count > 0)
         .collect();
+    let mut groups = crate::compare_ci::Coalescer::new(measured.len(), MAX_POINTS);
     for iv in measured {
-        let Ok(rec) = iv.histograms.decode() else {
-            continue;
-        };
-        if rec.response.is_empty() {
-            continue;
-        }
-        for (p, s) in series.iter_mut() {
-            s.push(candor_core::hist::value_at(&rec.response, *p) as f64);
+        if let Ok(rec) = iv.histograms.decode() {
+            groups.push(rec.response);
         }
     }
+    let groups = groups.finish();
+    let series: Vec<(f64, Vec<f64>)> = TESTED_PERCENTILES
+        .iter()
+        .map(|&p| {
+            let s = groups
+                .iter()
+                .filter(|h| !h.is_empty())
+                .map(|h| candor_core::hist::value_at(h, p) as f64)
+                .collect();
+            (p, s)
+        })
+        .collect();
     assess(&series)
 }
 

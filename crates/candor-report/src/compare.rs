@@ -249,6 +249,11 @@ pub fn unlike_warnings(base: &(String, RunResults), cand: &(String, RunResults))
     let mut w = Vec::new();
     let (bl, b) = base;
     let (cl, c) = cand;
+    // A log holds latencies only: its "target" is its file name and its mode unknown, so there
+    // is nothing to tell apart.
+    if b.kind == "hlog" || c.kind == "hlog" {
+        return w;
+    }
     if b.target != c.target {
         w.push(format!(
             "{cl} measured {} but {bl} measured {}: the ratios compare different targets",
@@ -322,6 +327,14 @@ fn verdict_cell(row: &RatioRow, samples: [u64; 2]) -> String {
         Verdict::Slower => "SLOWER".to_string(),
         Verdict::Faster => "FASTER".to_string(),
         Verdict::Same => "same".to_string(),
+        Verdict::NotEnoughSamples
+            if row.ratio.is_none()
+                && samples[0] > 0
+                && samples[1] > 0
+                && compare_ci::supported(row.percentile, samples[0], samples[1]) =>
+        {
+            "no ratio (the first run's value is 0)".to_string()
+        }
         Verdict::NotEnoughSamples if row.percentile >= 100.0 => {
             "not enough samples (no interval bounds a max)".to_string()
         }
@@ -464,6 +477,34 @@ mod tests {
     }
 
     #[test]
+    fn verdict_cells_say_why_there_is_no_verdict() {
+        let row = |p: f64, ratio: Option<f64>, verdict| RatioRow {
+            percentile: p,
+            ratio,
+            ci_low: None,
+            ci_high: None,
+            verdict,
+        };
+        let n = [50_000, 50_000];
+        assert_eq!(
+            verdict_cell(&row(50.0, None, Verdict::NotEnoughSamples), n),
+            "no ratio (the first run's value is 0)"
+        );
+        assert_eq!(
+            verdict_cell(&row(99.9, Some(1.0), Verdict::NotEnoughSamples), n),
+            "not enough samples (50,000 and 50,000 of ~100,000)"
+        );
+        assert_eq!(
+            verdict_cell(&row(100.0, Some(1.0), Verdict::NotEnoughSamples), n),
+            "not enough samples (no interval bounds a max)"
+        );
+        assert_eq!(
+            verdict_cell(&row(50.0, Some(1.2), Verdict::Slower), n),
+            "SLOWER"
+        );
+    }
+
+    #[test]
     fn unlike_runs_and_few_intervals_are_said() {
         use crate::synthetic::synthetic_run;
         let mut other = synthetic_run(2, 5, 400, 1_000_000, 0);
@@ -490,5 +531,9 @@ mod tests {
             "{w:?}"
         );
         assert!(confidence_text(&c, 100).contains("order statistics (too few intervals"));
+        // Logs name no target or mode: nothing to warn about.
+        let mut log = runs[1].clone();
+        log.1.kind = "hlog".into();
+        assert!(unlike_warnings(&runs[0], &log).is_empty());
     }
 }

@@ -477,6 +477,29 @@ mod tests {
     }
 
     #[test]
+    fn every_later_run_is_compared_with_the_first() {
+        use crate::synthetic::synthetic_run;
+        let runs: Vec<(String, RunResults)> =
+            [("a", 1_000_000), ("b", 1_000_000), ("c", 3_000_000)]
+                .iter()
+                .enumerate()
+                .map(|(i, (l, base))| {
+                    (
+                        l.to_string(),
+                        synthetic_run(10 + i as u64, 10, 300, *base, 0),
+                    )
+                })
+                .collect();
+        let c = compare_confidence(&runs, Measure::ResponseTime, &[50.0], 200, 1).unwrap();
+        let pairs: Vec<(&str, &str)> = c
+            .iter()
+            .map(|c| (c.baseline.as_str(), c.candidate.as_str()))
+            .collect();
+        assert_eq!(pairs, [("a", "b"), ("a", "c")]);
+        assert_eq!(c[1].rows[0].verdict, Verdict::Slower);
+    }
+
+    #[test]
     fn verdict_cells_say_why_there_is_no_verdict() {
         let row = |p: f64, ratio: Option<f64>, verdict| RatioRow {
             percentile: p,

@@ -35,7 +35,7 @@ enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Report results (candor JSON or any HdrHistogram interval log): text summary, HTML (-o), .hgrm.
     Report(cmd::report::ReportArgs),
-    /// Compare runs side by side by percentile, with changes and % Variation.
+    /// Compare runs by percentile: changes, % Variation, and ratios with 95% confidence intervals.
     Compare(cmd::compare::CompareArgs),
     /// Merge runs exactly (histograms added, never percentiles averaged) into one results file.
     Merge(cmd::merge::MergeArgs),

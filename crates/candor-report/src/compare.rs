@@ -5,11 +5,16 @@
 //! mid-range. JLBH prints `100 × (max − min) / (max + min / 2)` (an operator-precedence quirk, not
 //! a mean) and skips its first run as warm-up residue; candor runs have their own warm-up, so
 //! every run counts, and the denominator is the real mid-range.
+//!
+//! Below the table, [`compare_confidence`] gives each run's ratio to the first with a 95%
+//! confidence interval and a verdict ([`candor_truth::compare_ci`]).
 
 use candor_core::hist::HistCodecError;
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Histo;
+use candor_truth::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
+use serde::Serialize;
 
 /// Which measure to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +184,227 @@ pub fn compare_text(
     Ok(out)
 }
 
+/// One candidate against the baseline (an element of `--json`'s `comparisons`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Label of the first input.
+    pub baseline: String,
+    /// Label of this input.
+    pub candidate: String,
+    /// How the intervals were derived.
+    pub method: Method,
+    /// Measured intervals with samples in the baseline and in the candidate.
+    pub intervals: [usize; 2],
+    /// Warnings about the comparison itself (unlike runs, a fallback).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    pub rows: Vec<RatioRow>,
+    /// Samples in the baseline and in the candidate, for the text's sample-support notes.
+    #[serde(skip)]
+    pub samples: [u64; 2],
+}
+
+/// The `--json` document of `candor compare`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfidenceReport {
+    pub comparisons: Vec<Comparison>,
+}
+
+/// The measure's histograms of the measured window and of its measured intervals holding
+/// samples, grouped into at most [`compare_ci::MAX_BLOCKS`] consecutive blocks as they are read.
+pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples, CompareError> {
+    let total = histogram(r, m, label)?;
+    let stats = |i: &candor_core::results::Interval| match m {
+        Measure::ResponseTime => i.response_time.count,
+        Measure::ServiceTime => i.service_time.count,
+        Measure::SendLag => i.send_lag.count,
+    };
+    let measured: Vec<_> = r
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup && stats(i) > 0)
+        .collect();
+    let mut blocks = compare_ci::Coalescer::new(measured.len(), compare_ci::MAX_BLOCKS);
+    for i in &measured {
+        let rec = i.histograms.decode().map_err(|cause| CompareError {
+            label: format!("{label}: interval at {}s", i.start_s),
+            cause,
+        })?;
+        blocks.push(match m {
+            Measure::ResponseTime => rec.response,
+            Measure::ServiceTime => rec.service,
+            Measure::SendLag => rec.send_lag,
+        });
+    }
+    Ok(RunSamples {
+        total,
+        intervals: blocks.finish(),
+        measured: measured.len(),
+    })
+}
+
+/// Warnings for comparing runs that did not measure the same thing the same way: allowed (a
+/// change of target or mode may be the point), but said.
+pub fn unlike_warnings(base: &(String, RunResults), cand: &(String, RunResults)) -> Vec<String> {
+    let mut w = Vec::new();
+    let (bl, b) = base;
+    let (cl, c) = cand;
+    // A log holds latencies only: its "target" is its file name and its mode unknown, so there
+    // is nothing to tell apart.
+    if b.kind == "hlog" || c.kind == "hlog" {
+        return w;
+    }
+    if b.target != c.target {
+        w.push(format!(
+            "{cl} measured {} but {bl} measured {}: the ratios compare different targets",
+            c.target, b.target
+        ));
+    }
+    if b.mode != c.mode {
+        w.push(format!(
+            "{cl} ran {} but {bl} ran {}: latencies from different modes are not alike \
+             (a closed loop hides queueing that an open loop counts)",
+            c.mode, b.mode
+        ));
+    }
+    w
+}
+
+/// The ratio of each later run to the first at `percentiles` (0..=100, ascending), with 95%
+/// intervals from `resamples` bootstrap resamples seeded with `seed`.
+pub fn compare_confidence(
+    runs: &[(String, RunResults)],
+    measure: Measure,
+    percentiles: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> Result<Vec<Comparison>, CompareError> {
+    let Some((base_run, rest)) = runs.split_first() else {
+        return Ok(Vec::new());
+    };
+    let base = run_samples(&base_run.1, measure, &base_run.0)?;
+    let mut out = Vec::new();
+    for cand_run in rest {
+        let cand = run_samples(&cand_run.1, measure, &cand_run.0)?;
+        let c = compare_ci::compare(&base, &cand, percentiles, resamples, seed);
+        let intervals = [
+            compare_ci::usable_intervals(&base),
+            compare_ci::usable_intervals(&cand),
+        ];
+        let mut warnings = unlike_warnings(base_run, cand_run);
+        if c.method == Method::OrderStatistics {
+            warnings.push(format!(
+                "too few intervals for a bootstrap ({} in {}, {} in {}; it needs {} in each): the \
+                 intervals are order-statistic bounds of each run's percentile, which treat \
+                 requests as independent and so may be too narrow when latency comes in bursts",
+                intervals[0],
+                base_run.0,
+                intervals[1],
+                cand_run.0,
+                compare_ci::MIN_BOOTSTRAP_INTERVALS
+            ));
+        }
+        out.push(Comparison {
+            baseline: base_run.0.clone(),
+            candidate: cand_run.0.clone(),
+            method: c.method,
+            intervals,
+            warnings,
+            rows: c.rows,
+            samples: [base.total.len(), cand.total.len()],
+        });
+    }
+    Ok(out)
+}
+
+fn ratio_cell(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |r| format!("{r:.3}"))
+}
+
+/// The verdict as the text shows it: significant changes in capitals so they stand out.
+fn verdict_cell(row: &RatioRow, samples: [u64; 2]) -> String {
+    match row.verdict {
+        Verdict::Slower => "SLOWER".to_string(),
+        Verdict::Faster => "FASTER".to_string(),
+        Verdict::Same => "same".to_string(),
+        Verdict::NotEnoughSamples
+            if row.ratio.is_none()
+                && samples[0] > 0
+                && samples[1] > 0
+                && compare_ci::supported(row.percentile, samples[0], samples[1]) =>
+        {
+            "no ratio (the first run's value is 0)".to_string()
+        }
+        Verdict::NotEnoughSamples if row.percentile >= 100.0 => {
+            "not enough samples (no interval bounds a max)".to_string()
+        }
+        Verdict::NotEnoughSamples => {
+            let need = candor_truth::confidence::samples_needed(row.percentile / 100.0);
+            format!(
+                "not enough samples ({} and {} of ~{})",
+                format_count(samples[0]),
+                format_count(samples[1]),
+                format_count(need)
+            )
+        }
+    }
+}
+
+/// The comparisons as text: one block per candidate, one line per percentile.
+pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in comparisons.iter().enumerate() {
+        let method = match c.method {
+            Method::Bootstrap => format!(
+                "block bootstrap over {} and {} measured intervals, {} resamples",
+                c.intervals[0],
+                c.intervals[1],
+                format_count(resamples as u64)
+            ),
+            Method::OrderStatistics => {
+                "order statistics (too few intervals for a bootstrap)".into()
+            }
+        };
+        out.push_str(&format!(
+            "\n[{}] {} against [1] {}: ratio with 95% confidence interval ({method})\n",
+            i + 2,
+            c.candidate,
+            c.baseline
+        ));
+        out.push_str(&format!(
+            "{:<8}{:>8}  {:<18}{}\n",
+            "", "ratio", "95% CI", "verdict"
+        ));
+        for row in &c.rows {
+            let ci = match (row.ci_low, row.ci_high) {
+                (None, None) => "-".to_string(),
+                (l, h) => format!(
+                    "{} .. {}",
+                    l.map_or("0".to_string(), |v| format!("{v:.3}")),
+                    h.map_or("inf".to_string(), |v| format!("{v:.3}"))
+                ),
+            };
+            out.push_str(&format!(
+                "{:<8}{:>8}  {:<18}{}\n",
+                pct_label(row.percentile),
+                ratio_cell(row.ratio),
+                ci,
+                verdict_cell(row, c.samples)
+            ));
+        }
+        for w in &c.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+    }
+    if !comparisons.is_empty() {
+        out.push_str(
+            "\n(ratio = run / run 1; SLOWER or FASTER when the whole interval lies above or below 1, \
+             same when it contains 1; the method is described in docs/statistics.md)\n",
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +424,139 @@ mod tests {
         assert!(meaningful(99.9, 1000));
         assert!(!meaningful(99.99, 1000));
         assert!(meaningful(100.0, 1));
+    }
+    #[test]
+    fn confidence_rows_and_json_shape() {
+        use crate::synthetic::synthetic_run;
+        let runs = vec![
+            (
+                "base".to_string(),
+                synthetic_run(1, 12, 2_000, 1_000_000, 0),
+            ),
+            (
+                "slow".to_string(),
+                synthetic_run(2, 12, 2_000, 2_000_000, 0),
+            ),
+        ];
+        let c = compare_confidence(
+            &runs,
+            Measure::ResponseTime,
+            &compare_ci::RATIO_PERCENTILES,
+            500,
+            compare_ci::SEED,
+        )
+        .unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].method, Method::Bootstrap);
+        assert_eq!(c[0].intervals, [12, 12]);
+        assert!(c[0].warnings.is_empty(), "{:?}", c[0].warnings);
+        // 24,000 samples each: p50, p90, p99 supported and slower; p99.9 and max not.
+        let v: Vec<Verdict> = c[0].rows.iter().map(|r| r.verdict).collect();
+        assert_eq!(v[..3], [Verdict::Slower; 3]);
+        assert_eq!(v[3..], [Verdict::NotEnoughSamples; 2]);
+        let json = serde_json::to_value(ConfidenceReport {
+            comparisons: c.clone(),
+        })
+        .unwrap();
+        let row = &json["comparisons"][0]["rows"][2];
+        assert_eq!(json["comparisons"][0]["baseline"], "base");
+        assert_eq!(json["comparisons"][0]["candidate"], "slow");
+        assert_eq!(row["percentile"], 99.0);
+        assert_eq!(row["verdict"], "slower");
+        assert!(row["ratio"].as_f64().unwrap() > 1.0);
+        assert!(row["ci_low"].as_f64().unwrap() > 1.0);
+        assert!(row["ci_high"].as_f64().unwrap() >= row["ci_low"].as_f64().unwrap());
+        assert!(json["comparisons"][0]["rows"][4]["ci_low"].is_null());
+        let t = confidence_text(&c, 500);
+        assert!(t.contains("[2] slow against [1] base"), "{t}");
+        assert!(
+            t.contains("SLOWER")
+                && t.contains("not enough samples (24,000 and 24,000 of ~100,000)"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn every_later_run_is_compared_with_the_first() {
+        use crate::synthetic::synthetic_run;
+        let runs: Vec<(String, RunResults)> =
+            [("a", 1_000_000), ("b", 1_000_000), ("c", 3_000_000)]
+                .iter()
+                .enumerate()
+                .map(|(i, (l, base))| {
+                    (
+                        l.to_string(),
+                        synthetic_run(10 + i as u64, 10, 300, *base, 0),
+                    )
+                })
+                .collect();
+        let c = compare_confidence(&runs, Measure::ResponseTime, &[50.0], 200, 1).unwrap();
+        let pairs: Vec<(&str, &str)> = c
+            .iter()
+            .map(|c| (c.baseline.as_str(), c.candidate.as_str()))
+            .collect();
+        assert_eq!(pairs, [("a", "b"), ("a", "c")]);
+        assert_eq!(c[1].rows[0].verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn verdict_cells_say_why_there_is_no_verdict() {
+        let row = |p: f64, ratio: Option<f64>, verdict| RatioRow {
+            percentile: p,
+            ratio,
+            ci_low: None,
+            ci_high: None,
+            verdict,
+        };
+        let n = [50_000, 50_000];
+        assert_eq!(
+            verdict_cell(&row(50.0, None, Verdict::NotEnoughSamples), n),
+            "no ratio (the first run's value is 0)"
+        );
+        assert_eq!(
+            verdict_cell(&row(99.9, Some(1.0), Verdict::NotEnoughSamples), n),
+            "not enough samples (50,000 and 50,000 of ~100,000)"
+        );
+        assert_eq!(
+            verdict_cell(&row(100.0, Some(1.0), Verdict::NotEnoughSamples), n),
+            "not enough samples (no interval bounds a max)"
+        );
+        assert_eq!(
+            verdict_cell(&row(50.0, Some(1.2), Verdict::Slower), n),
+            "SLOWER"
+        );
+    }
+
+    #[test]
+    fn unlike_runs_and_few_intervals_are_said() {
+        use crate::synthetic::synthetic_run;
+        let mut other = synthetic_run(2, 5, 400, 1_000_000, 0);
+        other.target = "http://10.0.0.1/".into();
+        other.mode = "closed-loop".into();
+        let runs = vec![
+            ("a".to_string(), synthetic_run(1, 5, 400, 1_000_000, 0)),
+            ("b".to_string(), other),
+        ];
+        let c = compare_confidence(&runs, Measure::ResponseTime, &[50.0, 90.0], 100, 1).unwrap();
+        assert_eq!(c[0].method, Method::OrderStatistics);
+        let w = &c[0].warnings;
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(
+            w[0].starts_with("b measured http://10.0.0.1/ but a measured"),
+            "{w:?}"
+        );
+        assert!(
+            w[1].contains("b ran closed-loop but a ran open-loop"),
+            "{w:?}"
+        );
+        assert!(
+            w[2].starts_with("too few intervals for a bootstrap (5 in a, 5 in b"),
+            "{w:?}"
+        );
+        assert!(confidence_text(&c, 100).contains("order statistics (too few intervals"));
+        // Logs name no target or mode: nothing to warn about.
+        let mut log = runs[1].clone();
+        log.1.kind = "hlog".into();
+        assert!(unlike_warnings(&runs[0], &log).is_empty());
     }
 }

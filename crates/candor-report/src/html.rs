@@ -227,8 +227,8 @@ fn card_foot(r: &RunResults, target: &str) -> String {
     }
 }
 
-/// The sample-support caveats of the text report (candor_truth::analysis), one line per run that
-/// has any: the reported percentiles its sample count cannot support.
+/// The caveats and verdicts of the text report (candor_truth::analysis), per run: the reported
+/// percentiles its sample count cannot support, the stationarity verdict and the warnings.
 fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (i, (_, r)) in runs.iter().enumerate() {
@@ -251,29 +251,33 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
                 )
             })
             .collect();
-        if short.is_empty() {
-            continue;
+        if !short.is_empty() {
+            out.push((i, support_note(n, &a, &short)));
         }
-        let support = match a.highest_supported_percentile {
-            Some(p) => format!(
-                "support percentiles up to p{}",
-                candor_truth::omission::trim_pct((p * 100.0).floor() / 100.0)
-            ),
-            None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
-        };
-        out.push((
-            i,
-            format!(
-                "{} {support}; not enough samples for {}: those values rest on a handful of requests",
-                count_noun(n, "sample", "samples"),
-                short.join(", ")
-            ),
-        ));
+        if let Some(st) = &a.stationarity {
+            out.push((i, st.summary()));
+        }
         for v in a.verdicts() {
             out.push((i, format!("verdict: {v}")));
         }
     }
     out
+}
+
+/// The caveat line of a run whose sample count falls short of some reported percentiles.
+fn support_note(n: u64, a: &candor_truth::Analysis, short: &[String]) -> String {
+    let support = match a.highest_supported_percentile {
+        Some(p) => format!(
+            "support percentiles up to p{}",
+            candor_truth::omission::trim_pct((p * 100.0).floor() / 100.0)
+        ),
+        None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
+    };
+    format!(
+        "{} {support}; not enough samples for {}: those values rest on a handful of requests",
+        count_noun(n, "sample", "samples"),
+        short.join(", ")
+    )
 }
 
 fn kv_table(rows: &[(String, String)]) -> String {
@@ -513,7 +517,7 @@ pub fn write_html(
     body.push_str("<section><h2>Summary</h2>");
     let notes = caveats(runs);
     if !notes.is_empty() {
-        body.push_str("<div class=\"caveats\"><h3>Sample support</h3><ul>");
+        body.push_str("<div class=\"caveats\"><h3>Sample support and verdicts</h3><ul>");
         for (i, note) in notes {
             body.push_str(&format!(
                 "<li><span class=\"swatch\" style=\"background:{}\"></span><b>{}</b>: {}</li>",

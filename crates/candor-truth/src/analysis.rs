@@ -1,5 +1,6 @@
 //! Everything derived from one run's results for its report: confidence intervals and sample
-//! support of the reported percentiles, and the saturation and coordinated-omission verdicts.
+//! support of the reported percentiles, and the saturation, coordinated-omission and stationarity
+//! verdicts.
 
 use crate::confidence::{self, PercentileConfidence};
 use crate::omission::{self, CoSignature};
@@ -19,6 +20,10 @@ pub struct Analysis {
     pub saturation: Option<Saturation>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinated_omission: Option<CoSignature>,
+    /// Whether latency drifted during the measured window (Mann-Kendall on per-interval p50
+    /// and p99); absent in results written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stationarity: Option<crate::trend::Stationarity>,
     /// SLO verdicts when objectives were given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slo: Vec<crate::slo::SloVerdict>,
@@ -37,6 +42,9 @@ impl Analysis {
         }
         if let Some(c) = &self.coordinated_omission {
             v.push(c.verdict.clone());
+        }
+        if let Some(s) = &self.stationarity {
+            v.extend(s.warnings.iter().cloned());
         }
         v
     }
@@ -77,6 +85,12 @@ pub fn analyze(results: &RunResults) -> Analysis {
         highest_supported_percentile: confidence::highest_supported_percentile(n),
         saturation: saturation::detect(results),
         coordinated_omission,
+        // Only runs and merges have measured intervals; a summary without them is not tested.
+        stationarity: results
+            .intervals
+            .iter()
+            .any(|i| !i.warmup)
+            .then(|| crate::trend::stationarity(results)),
         slo: Vec::new(),
     }
 }
@@ -126,6 +140,9 @@ pub fn render_text(results: &RunResults) -> String {
                 format!(" ({})", e.detail)
             }
         ));
+    }
+    if let Some(s) = &a.stationarity {
+        out.push_str(&format!("\n  {}\n", s.summary()));
     }
     let verdicts = a.verdicts();
     if !verdicts.is_empty() {

@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod capacity;
+pub mod compare_ci;
 pub mod confidence;
 pub mod correct;
 pub mod late;
@@ -12,6 +13,7 @@ pub mod omission;
 pub mod saturation;
 pub mod slo;
 pub mod sweep;
+pub mod trend;
 
 pub use analysis::{analyze, Analysis};
 pub use slo::{Objective, SloError, SloSet, SloVerdict};

@@ -1,9 +1,14 @@
 //! `candor compare`: runs side by side by percentile, with the change against the first run and
-//! the `% Variation` across runs.
+//! the `% Variation` across runs, then each run's ratio to the first with a 95% confidence
+//! interval and a verdict (`--json` writes those; `--fail-if-slower` gates CI on them).
 
 use crate::cmd::report::load_inputs;
-use candor_report::compare::{compare_text, Measure};
+use anyhow::Context;
+use candor_report::compare::{
+    compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
+};
 use candor_report::input::Selection;
+use candor_truth::compare_ci::{self, Verdict};
 use clap::builder::PossibleValuesParser;
 use clap::Args;
 use std::path::PathBuf;
@@ -21,6 +26,42 @@ pub struct CompareArgs {
     /// or repeated (default: file names).
     #[arg(long, value_name = "LABEL,...", value_delimiter = ',')]
     pub label: Vec<String>,
+    /// Write the ratios, 95% confidence intervals and verdicts as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Exit with code 3 when percentile P (e.g. 99 or p99) of any run is significantly slower
+    /// than the first run's (the whole 95% interval of the ratio above 1).
+    #[arg(long, value_name = "P", value_parser = parse_percentile)]
+    pub fail_if_slower: Option<f64>,
+}
+
+/// A percentile for `--fail-if-slower`: `99`, `p99`, `99.9`; 0 < P < 100 (the max has no
+/// confidence interval, so it cannot be significantly slower).
+pub fn parse_percentile(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let num = t.strip_prefix('p').unwrap_or(t);
+    let p: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentile (write 99 or p99)"))?;
+    if !(p > 0.0 && p < 100.0) {
+        return Err(format!(
+            "{s:?} is out of range: a percentile between 0 and 100, exclusive (the max has no \
+             confidence interval)"
+        ));
+    }
+    Ok(p)
+}
+
+/// The compared percentiles, with `extra` added in order when it is not one of them.
+pub fn percentiles_with(extra: Option<f64>) -> Vec<f64> {
+    let mut ps = compare_ci::RATIO_PERCENTILES.to_vec();
+    if let Some(p) = extra {
+        if !ps.iter().any(|&x| (x - p).abs() < 1e-9) {
+            ps.push(p);
+            ps.sort_by(|a, b| a.total_cmp(b));
+        }
+    }
+    ps
 }
 
 pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
@@ -31,5 +72,76 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
         _ => Measure::ResponseTime,
     };
     print!("{}", compare_text(&runs, measure)?);
-    Ok(0)
+    let percentiles = percentiles_with(args.fail_if_slower);
+    let comparisons = compare_confidence(
+        &runs,
+        measure,
+        &percentiles,
+        compare_ci::RESAMPLES,
+        compare_ci::SEED,
+    )?;
+    print!("{}", confidence_text(&comparisons, compare_ci::RESAMPLES));
+    // The text has them too, but stdout may go to a file or nowhere when --json is the point.
+    for w in comparisons.iter().flat_map(|c| &c.warnings) {
+        eprintln!("candor: warning: {w}");
+    }
+    if let Some(path) = &args.json {
+        let doc = serde_json::to_string_pretty(&ConfidenceReport {
+            comparisons: comparisons.clone(),
+        })?;
+        std::fs::write(path, doc + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let Some(p) = args.fail_if_slower else {
+        return Ok(0);
+    };
+    let mut code = 0;
+    for c in &comparisons {
+        let Some(row) = c.rows.iter().find(|r| (r.percentile - p).abs() < 1e-9) else {
+            continue;
+        };
+        let label = format!("p{}", candor_truth::omission::trim_pct(p));
+        match row.verdict {
+            Verdict::Slower => {
+                eprintln!(
+                    "candor: {label} of {} is slower than {} (ratio {:.3}, 95% CI {:.3} .. {:.3}): exit code 3 (--fail-if-slower)",
+                    c.candidate,
+                    c.baseline,
+                    row.ratio.unwrap_or(f64::NAN),
+                    row.ci_low.unwrap_or(0.0),
+                    row.ci_high.unwrap_or(f64::INFINITY)
+                );
+                code = 3;
+            }
+            Verdict::NotEnoughSamples => eprintln!(
+                "candor: warning: {label} of {} against {}: not enough samples to tell (--fail-if-slower does not fail on it)",
+                c.candidate, c.baseline
+            ),
+            Verdict::Same | Verdict::Faster => {}
+        }
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fail_if_slower_takes_a_percentile_below_100() {
+        assert_eq!(parse_percentile("99"), Ok(99.0));
+        assert_eq!(parse_percentile("p99.9"), Ok(99.9));
+        assert!(parse_percentile("100")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(parse_percentile("p0").is_err());
+        assert!(parse_percentile("max")
+            .unwrap_err()
+            .contains("not a percentile"));
+        assert_eq!(percentiles_with(Some(99.0)), compare_ci::RATIO_PERCENTILES);
+        assert_eq!(
+            percentiles_with(Some(95.0)),
+            [50.0, 90.0, 95.0, 99.0, 99.9, 100.0]
+        );
+    }
 }

@@ -439,6 +439,8 @@ impl HarnessResults {
             intervals,
             extra,
             warnings: self.warnings.clone(),
+            stop_reason: None,
+            stop: None,
         }
     }
 

@@ -359,6 +359,8 @@ mod tests {
             intervals: vec![],
             extra: vec![],
             warnings: vec!["something to know".into()],
+            stop_reason: None,
+            stop: None,
         }
     }
 

@@ -454,6 +454,36 @@ mod tests {
     }
 
     #[test]
+    fn the_first_early_end_wins_and_only_an_abort_skips_the_drain() {
+        let end = EarlyEnd::default();
+        assert_eq!(end.requested(), None);
+        // Duration and Interrupt end a run by themselves: not requests.
+        end.request(StopReason::Duration);
+        end.request(StopReason::Interrupt);
+        assert_eq!(end.requested(), None);
+        let before = now_ns();
+        end.request(StopReason::Precision);
+        let (reason, at) = end.requested().unwrap();
+        assert_eq!(reason, StopReason::Precision);
+        assert!(at >= before);
+        assert!(!end.aborting(), "precision drains");
+        end.request(StopReason::Abort);
+        assert_eq!(
+            end.requested(),
+            Some((StopReason::Precision, at)),
+            "first wins"
+        );
+        let abort = EarlyEnd::default();
+        abort.request(StopReason::Abort);
+        assert!(abort.aborting());
+        let halt = Halt {
+            signal: Arc::new(AtomicBool::new(false)),
+            end: Arc::new(abort),
+        };
+        assert!(halt.aborting());
+    }
+
+    #[test]
     fn unaccepted_statuses_fail_with_their_latency_recorded() {
         let mut l = ledger("2xx", 0);
         // Intended times from the start (1_000) on: the measured phase.

@@ -510,7 +510,8 @@ impl RunExtras {
                 "\nWARNING: the pause did not happen (the run ended before --pause-at)\n",
             );
         }
-        let (stop_text, aborted) = self.stop_detail(outcome, config, results);
+        // Recorded in the results; the report (text::render) shows it.
+        let aborted = self.stop_detail(outcome, config, results);
         let mut analysis = candor_truth::analyze(results);
         analysis.slo = self.slo.evaluate(results);
         results.main.analysis = Some(analysis.to_value());
@@ -537,7 +538,6 @@ impl RunExtras {
                 false,
             ));
         }
-        text.push_str(&stop_text);
         let mut code = 0;
         if !analysis.slo.is_empty() {
             text.push('\n');
@@ -555,16 +555,16 @@ impl RunExtras {
         (text, code)
     }
 
-    /// Records how the run ended in `results` (`stop`, and a first warning for an abort); the
-    /// text for the report and whether the run was aborted.
+    /// Records how the run ended in `results` (`stop`, and a first warning for an abort); true
+    /// when the run was aborted.
     fn stop_detail(
         &self,
         outcome: &candor_load::RunOutcome,
         config: &candor_load::LoadConfig,
         results: &mut candor_core::results::RunResults,
-    ) -> (String, bool) {
+    ) -> bool {
         if self.precision.is_empty() && !self.abort_on_fail {
-            return (String::new(), false);
+            return false;
         }
         let planned_s = (config.warmup_ns + config.duration_ns) as f64 / 1e9;
         let at_s = outcome
@@ -578,13 +578,6 @@ impl RunExtras {
                 .collect(),
             Err(_) => Vec::new(),
         };
-        let mut text = String::new();
-        if !rows.is_empty() {
-            text.push_str("\nPrecision of the measured window (95% order-statistic intervals):\n");
-            for r in &rows {
-                text.push_str(&format!("  {}\n", candor_truth::stopping::describe(r)));
-            }
-        }
         let mut detail = StopDetail {
             at_s,
             intervals: self.watched,
@@ -612,9 +605,9 @@ impl RunExtras {
                 results.warnings.insert(
                     0,
                     format!(
-                        "aborted at {at_s:.1} s of {planned_s:.1} s planned (--abort-on-fail): {}; these results cover \
-                         only what was due before the abort",
-                        detail.detail
+                        "aborted at {at_s:.1} s of {planned_s:.1} s planned (--abort-on-fail: objective {} could no \
+                         longer pass); these results cover only what was due before the abort",
+                        v.objective
                     ),
                 );
             }
@@ -631,17 +624,8 @@ impl RunExtras {
                 detail.detail = "no objective failed for good before the planned end".into();
             }
         }
-        let reason = results.stop_reason.map_or("duration", StopReason::name);
-        if aborted {
-            text.push_str(&format!(
-                "\nABORTED at {at_s:.1} s: {}\nstop reason: abort (exit code {EXIT_VERDICT_FAILED})\n",
-                detail.detail
-            ));
-        } else {
-            text.push_str(&format!("stop reason: {reason}: {}\n", detail.detail));
-        }
         results.stop = Some(detail);
-        (text, aborted)
+        aborted
     }
 }
 

@@ -202,7 +202,7 @@ fn refused(args: &[&str]) -> String {
 
 #[test]
 fn bad_precision_and_objectives_are_one_line_errors_before_any_load() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--precision", "p101=5%"],
             "percentile 101 is outside (0, 100)",
@@ -213,6 +213,10 @@ fn bad_precision_and_objectives_are_one_line_errors_before_any_load() {
         (&["--slo", "send_lag.p99<1"], "add a unit"),
         (&["--slo", "queue.p99<1ms"], "unknown measure"),
         (&["--slo", "send_lag.errors<1%"], "without a measure"),
+        (
+            &["--precision", "p99=5%", "--shard", "0/2"],
+            "cannot be used with --shard",
+        ),
     ];
     for (args, want) in cases {
         let err = refused(args);

@@ -391,6 +391,14 @@ impl RunExtras {
             .iter()
             .map(|t| PrecisionTarget::parse(t))
             .collect::<Result<Vec<_>, _>>()?;
+        if (abort_on_fail || !precision.is_empty()) && config.shard_count > 1 {
+            // Each shard would decide on its own share and end at its own time, leaving holes
+            // in the merged schedule.
+            bail!(
+                "--precision and --abort-on-fail end a run on its own data; shards must end together, so they \
+                 cannot be used with --shard"
+            );
+        }
         if abort_on_fail && slo.is_empty() {
             bail!("--abort-on-fail watches the objectives of --slo: give at least one");
         }

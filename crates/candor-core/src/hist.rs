@@ -51,6 +51,17 @@ impl Default for Recorder {
     }
 }
 
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("response", &self.response.len())
+            .field("service", &self.service.len())
+            .field("send_lag", &self.send_lag.len())
+            .field("clamped", &self.clamped)
+            .finish()
+    }
+}
+
 impl Recorder {
     pub fn new() -> Self {
         Recorder {

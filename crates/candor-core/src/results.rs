@@ -405,6 +405,66 @@ impl NamedHistogram {
     }
 }
 
+/// Why the measured window ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It ran for the planned duration (`-d`, or the window of `-n`).
+    Duration,
+    /// Every `--precision` target was reached before the planned end.
+    Precision,
+    /// An objective could no longer pass (`--abort-on-fail`).
+    Abort,
+    /// A signal (SIGINT, SIGTERM) cut it short.
+    Interrupt,
+}
+
+impl StopReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Duration => "duration",
+            StopReason::Precision => "precision",
+            StopReason::Abort => "abort",
+            StopReason::Interrupt => "interrupt",
+        }
+    }
+}
+
+/// A `--precision` target and how close the measured window came to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionRow {
+    /// 0 < percentile < 100.
+    pub percentile: f64,
+    /// The half-width asked for, as a fraction of the estimate (0.05 = ±5%).
+    pub target: f64,
+    pub samples: u64,
+    pub estimate_ns: u64,
+    /// The 95% order-statistic interval; `None` where the samples cannot bound it.
+    pub ci_low_ns: Option<u64>,
+    pub ci_high_ns: Option<u64>,
+    /// The larger distance from the estimate to a bound, as a fraction of the estimate;
+    /// `None` while the interval is unbounded.
+    pub half_width: Option<f64>,
+    pub reached: bool,
+}
+
+/// Details of how the measured window ended, when there is more to say than its reason.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StopDetail {
+    /// Seconds from the first intended send (warm-up included) to the end of the schedule.
+    pub at_s: f64,
+    /// Measured (not warm-up) intervals complete when the decision was made.
+    pub intervals: u64,
+    /// `--precision` targets with the interval reached over the whole measured window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub precision: Vec<PrecisionRow>,
+    /// The objective that could no longer pass (an abort).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<String>,
+    /// In plain words.
+    pub detail: String,
+}
+
 /// Everything a run wrote: the measured window at the top level, warm-up and intervals beside it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResults {
@@ -430,6 +490,12 @@ pub struct RunResults {
     pub extra: Vec<NamedHistogram>,
     /// Reasons not to trust the numbers, in plain words; empty when none were found.
     pub warnings: Vec<String>,
+    /// Why the measured window ended (runs only; absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+    /// How it ended, for `--precision` and `--abort-on-fail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopDetail>,
 }
 
 /// Errors reading a results file.
@@ -494,6 +560,8 @@ mod tests {
             intervals: vec![],
             extra: vec![],
             warnings: vec![],
+            stop_reason: None,
+            stop: None,
         }
     }
 

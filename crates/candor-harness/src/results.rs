@@ -595,6 +595,8 @@ impl HarnessResults {
             intervals,
             extra,
             warnings: self.warnings.clone(),
+            stop_reason: None,
+            stop: None,
         }
     }
 

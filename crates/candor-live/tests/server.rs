@@ -78,6 +78,7 @@ fn outcome(completed: u64) -> RunOutcome {
         warmup: None,
         intervals: Vec::new(),
         interrupted_after_ns: None,
+        ended_early: None,
     }
 }
 

@@ -10,7 +10,7 @@
 
 use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
 use crate::schedule::Schedule;
-use crate::shared::{Failure, Ledger, PhaseAcc, WorkerSetup};
+use crate::shared::{Failure, Halt, Ledger, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
 use candor_core::now_ns;
 use candor_core::timerfd::TimerFd;
@@ -24,7 +24,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -790,16 +789,23 @@ impl Engine {
 
     /// One round of the scheduler's bookkeeping at `now`: stop, interval flushes, dispatch,
     /// the end of the run, and else when to wake next.
-    fn plan(&self, now: u64, drain_end_ns: &mut u64, stop: &AtomicBool) -> Plan {
+    fn plan(&self, now: u64, drain_end_ns: &mut u64, stop: &Halt) -> Plan {
         let mut st = self.st.borrow_mut();
         if let Some(msg) = st.fatal.take() {
             return Plan::Fatal(msg);
         }
-        if !st.stopping && stop.load(Ordering::Relaxed) {
+        if !st.stopping && stop.aborting() {
             // Interrupted: no more sends, no drain; what is outstanding is reported.
             st.stopping = true;
-            st.schedule_end_ns = st.schedule_end_ns.min(now.max(st.start_ns));
+            let at = stop.end.requested().map_or(now, |(_, at)| at.min(now));
+            st.schedule_end_ns = st.schedule_end_ns.min(at.max(st.start_ns));
             *drain_end_ns = now;
+        } else if !st.stopping {
+            if let Some((_, at)) = stop.end.requested() {
+                // The question of the run is answered: no more sends, the usual drain.
+                st.schedule_end_ns = st.schedule_end_ns.min(at.max(st.start_ns));
+                *drain_end_ns = (*drain_end_ns).min(st.schedule_end_ns + self.config.drain_ns);
+            }
         }
         st.ledger.flush_due(now);
         if now >= st.start_ns && !st.stopping && self.dispatch_due(&mut st, now) {
@@ -829,7 +835,7 @@ impl Engine {
         Plan::Wait { send_at, wake }
     }
 
-    async fn scheduler(self: Rc<Self>, stop: Arc<AtomicBool>) -> Result<(), String> {
+    async fn scheduler(self: Rc<Self>, stop: Halt) -> Result<(), String> {
         let timerfd = TimerFd::new().map_err(|e| format!("timerfd: {e}"))?;
         // SAFETY: the TimerFd owns its descriptor and keeps it open, unreplaced, for as long as
         // the AsyncFd that registers it lives.
@@ -871,7 +877,7 @@ impl Engine {
     }
 
     /// Accounts for everything still outstanding, then hands back the totals.
-    fn finish(&self, stop: &AtomicBool) -> [PhaseAcc; 2] {
+    fn finish(&self, stop: &Halt) -> [PhaseAcc; 2] {
         let now = now_ns();
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
@@ -892,7 +898,9 @@ impl Engine {
             );
         }
         st.ledger
-            .finish(st.schedule.as_mut(), st.schedule_end_ns, now, stop)
+            .finish(st.schedule.as_mut(), st.schedule_end_ns, now, &|| {
+                stop.aborting()
+            })
     }
 }
 
@@ -911,7 +919,10 @@ impl Failure {
 pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
     candor_core::set_fine_timer_slack();
     let config = setup.config.clone();
-    let stop = setup.stop.clone();
+    let stop = Halt {
+        signal: setup.stop.clone(),
+        end: setup.end.clone(),
+    };
     let requests = prepare(&config)?;
     let tls = match config.target.scheme {
         Scheme::Https => {

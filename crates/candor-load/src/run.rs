@@ -6,12 +6,13 @@ use crate::config::LoadConfig;
 use crate::config::Scheme;
 use crate::http1::build_request;
 use crate::schedule::Schedule;
+pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use crate::worker::Worker;
 use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
-    RunResults, SCHEMA_VERSION,
+    RunResults, StopReason, SCHEMA_VERSION,
 };
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::{now_ns, Histo, Recorder, Summary};
@@ -24,6 +25,9 @@ use std::sync::Arc;
 pub struct RunOptions {
     /// Set to stop early (Ctrl-C): sending stops, outstanding requests are reported as such.
     pub stop: Arc<AtomicBool>,
+    /// Set from `on_interval` to end the measured window early for a reason other than a signal
+    /// (`--precision` reached, an objective that can no longer pass); see [`EarlyEnd`].
+    pub end: Arc<EarlyEnd>,
     /// Called first thing on every worker thread (tests use it to mark threads).
     pub worker_start_hook: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Called once with the monotonic instant of the first intended send (warm-up included),
@@ -102,6 +106,9 @@ pub struct RunOutcome {
     /// Set when the run was stopped early (a signal): how long after the first intended send
     /// (warm-up included) the workers had all ended.
     pub interrupted_after_ns: Option<u64>,
+    /// Set when `RunOptions::end` ended the run early: why, and how long after the first intended
+    /// send (warm-up included) the schedule ended.
+    pub ended_early: Option<(StopReason, u64)>,
 }
 
 /// Runs the load test described by `config`, calling `on_interval` after each interval.
@@ -163,6 +170,7 @@ pub fn run(
             to_collector: to_collector.clone(),
             pool: pool.clone(),
             stop: options.stop.clone(),
+            end: options.end.clone(),
             on_start: options.worker_start_hook.clone(),
         };
         let tls = tls.clone();
@@ -223,8 +231,19 @@ pub fn run(
     }
     let stopped_early = options.stop.load(std::sync::atomic::Ordering::Relaxed);
     let elapsed_ns = now_ns().saturating_sub(start_ns);
+    // A signal ends everything at once; an early end asked for by the owner ends the schedule at
+    // its instant (and drains, unless it aborts).
+    let ended_early = options
+        .end
+        .requested()
+        .map(|(reason, at)| (reason, at.saturating_sub(start_ns)))
+        .filter(|&(_, after)| after < total_ns);
     let measured_ns = if stopped_early {
-        elapsed_ns
+        let end = ended_early.map_or(elapsed_ns, |(_, after)| after.min(elapsed_ns));
+        end.saturating_sub(config.warmup_ns)
+            .clamp(1, config.duration_ns)
+    } else if let Some((_, after)) = ended_early {
+        after
             .saturating_sub(config.warmup_ns)
             .clamp(1, config.duration_ns)
     } else {
@@ -247,6 +266,7 @@ pub fn run(
         main: to_outcome(main, measured_ns),
         intervals: collector.done,
         interrupted_after_ns: stopped_early.then_some(elapsed_ns),
+        ended_early,
     })
 }
 
@@ -494,6 +514,13 @@ impl RunOutcome {
                 )]
             },
             warnings,
+            stop_reason: Some(if self.interrupted_after_ns.is_some() {
+                StopReason::Interrupt
+            } else {
+                self.ended_early
+                    .map_or(StopReason::Duration, |(reason, _)| reason)
+            }),
+            stop: None,
         }
     }
 }

@@ -5,9 +5,10 @@ use crate::config::LoadConfig;
 use crate::schedule::Schedule;
 use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
+use candor_core::results::StopReason;
 use candor_core::{new_histogram, now_ns, Histo, Recorder};
 use crossbeam_channel::{Receiver, Sender};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Histograms and counts of one interval of one worker.
@@ -94,7 +95,77 @@ pub struct WorkerSetup {
     pub to_collector: Sender<IntervalMsg>,
     pub pool: Receiver<Box<IntervalData>>,
     pub stop: Arc<AtomicBool>,
+    /// An early end asked for by the run's owner (see [`EarlyEnd`]).
+    pub end: Arc<EarlyEnd>,
     pub on_start: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+/// An end of the measured window asked for by the run's owner for a reason other than a signal:
+/// `--precision` reached (the schedule ends, outstanding requests drain as usual) or an objective
+/// that can no longer pass (the schedule ends and nothing more is awaited, as on an interrupt).
+/// Workers end their schedules at the instant of the request, so that intended counts only what
+/// was due before it.
+#[derive(Debug, Default)]
+pub struct EarlyEnd {
+    /// 0: none; else 1 + the index in [`EarlyEnd::REASONS`].
+    reason: AtomicU8,
+    at_ns: AtomicU64,
+}
+
+impl EarlyEnd {
+    const REASONS: [StopReason; 2] = [StopReason::Precision, StopReason::Abort];
+
+    /// Asks the workers to end the schedule now (monotonic `now_ns()`); the first request wins.
+    /// `Duration` and `Interrupt` are not requests (they end the run by themselves) and are ignored.
+    pub fn request(&self, reason: StopReason) {
+        let Some(i) = Self::REASONS.iter().position(|&r| r == reason) else {
+            return;
+        };
+        let now = now_ns();
+        if self
+            .reason
+            .compare_exchange(0, i as u8 + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.at_ns.store(now, Ordering::Release);
+        }
+    }
+
+    /// The reason and the monotonic instant of the request, once made.
+    pub fn requested(&self) -> Option<(StopReason, u64)> {
+        match self.reason.load(Ordering::Acquire) {
+            0 => None,
+            i => {
+                // The instant is stored just after the reason; wait out that window.
+                let mut at = self.at_ns.load(Ordering::Acquire);
+                while at == 0 {
+                    std::hint::spin_loop();
+                    at = self.at_ns.load(Ordering::Acquire);
+                }
+                Some((Self::REASONS[i as usize - 1], at))
+            }
+        }
+    }
+
+    /// True once an abort was requested: nothing more is awaited.
+    pub fn aborting(&self) -> bool {
+        self.reason.load(Ordering::Relaxed) == 2
+    }
+}
+
+/// Both ways a run ends early, as the engines poll them.
+#[derive(Clone)]
+pub struct Halt {
+    /// A signal: stop at once.
+    pub signal: Arc<AtomicBool>,
+    pub end: Arc<EarlyEnd>,
+}
+
+impl Halt {
+    /// Stop at once: no more sends and no drain.
+    pub fn aborting(&self) -> bool {
+        self.signal.load(Ordering::Relaxed) || self.end.aborting()
+    }
 }
 
 /// One request, encoded once before the run.
@@ -374,14 +445,14 @@ impl Ledger {
         schedule: Option<&mut Schedule>,
         schedule_end_ns: u64,
         now: u64,
-        stop: &AtomicBool,
+        stopping: &dyn Fn() -> bool,
     ) -> [PhaseAcc; 2] {
         if let Some(s) = schedule {
             let mut counted = 0u64;
             let mut deadline = u64::MAX;
             while s.peek() < schedule_end_ns {
                 // A relaxed load per 4096 entries costs nothing next to the histogram records.
-                if counted.is_multiple_of(4096) && stop.load(Ordering::Relaxed) {
+                if counted.is_multiple_of(4096) && stopping() {
                     let t = now_ns();
                     if deadline == u64::MAX {
                         deadline = t + STOP_COUNT_BUDGET_NS;
@@ -424,8 +495,39 @@ mod tests {
             to_collector,
             pool,
             stop: Arc::new(AtomicBool::new(false)),
+            end: Arc::default(),
             on_start: None,
         })
+    }
+
+    #[test]
+    fn the_first_early_end_wins_and_only_an_abort_skips_the_drain() {
+        let end = EarlyEnd::default();
+        assert_eq!(end.requested(), None);
+        // Duration and Interrupt end a run by themselves: not requests.
+        end.request(StopReason::Duration);
+        end.request(StopReason::Interrupt);
+        assert_eq!(end.requested(), None);
+        let before = now_ns();
+        end.request(StopReason::Precision);
+        let (reason, at) = end.requested().unwrap();
+        assert_eq!(reason, StopReason::Precision);
+        assert!(at >= before);
+        assert!(!end.aborting(), "precision drains");
+        end.request(StopReason::Abort);
+        assert_eq!(
+            end.requested(),
+            Some((StopReason::Precision, at)),
+            "first wins"
+        );
+        let abort = EarlyEnd::default();
+        abort.request(StopReason::Abort);
+        assert!(abort.aborting());
+        let halt = Halt {
+            signal: Arc::new(AtomicBool::new(false)),
+            end: Arc::new(abort),
+        };
+        assert!(halt.aborting());
     }
 
     #[test]

@@ -175,6 +175,7 @@ pub(crate) struct Worker {
     schedule_end_ns: u64,
     ledger: Ledger,
     stop: Arc<AtomicBool>,
+    end: Arc<crate::shared::EarlyEnd>,
     next_request: u64,
     rng: Xoshiro256PlusPlus,
 }
@@ -229,6 +230,7 @@ impl Worker {
             schedule_end_ns: ledger.warmup_end_ns + cfg.duration_ns,
             ledger,
             stop: setup.stop,
+            end: setup.end,
             requests: setup.requests,
             config: setup.config,
             next_request: 0,
@@ -249,13 +251,22 @@ impl Worker {
         let mut drain_end_ns = self.schedule_end_ns + self.config.drain_ns;
         let mut next_timeout_scan = self.start_ns + TIMEOUT_SCAN_NS;
         let mut stopped = false;
+        let mut ended_early = false;
         loop {
             let now = now_ns();
-            if !stopped && self.stop.load(Ordering::Relaxed) {
+            if !stopped && (self.stop.load(Ordering::Relaxed) || self.end.aborting()) {
                 // Interrupted: no more sends, no drain; what is outstanding is reported as such.
                 stopped = true;
-                self.schedule_end_ns = self.schedule_end_ns.min(now.max(self.start_ns));
+                let at = self.end.requested().map_or(now, |(_, at)| at.min(now));
+                self.schedule_end_ns = self.schedule_end_ns.min(at.max(self.start_ns));
                 drain_end_ns = now;
+            } else if !ended_early && !stopped {
+                if let Some((_, at)) = self.end.requested() {
+                    // The question of the run is answered: no more sends, the usual drain.
+                    ended_early = true;
+                    self.schedule_end_ns = self.schedule_end_ns.min(at.max(self.start_ns));
+                    drain_end_ns = drain_end_ns.min(self.schedule_end_ns + self.config.drain_ns);
+                }
             }
             self.ledger.flush_due(now);
             if now >= self.start_ns {
@@ -723,12 +734,11 @@ impl Worker {
                 self.ledger.unfinished(f.intended, f.sent != 0, now);
             }
         }
-        let phases = self.ledger.finish(
-            self.schedule.as_mut(),
-            self.schedule_end_ns,
-            now,
-            &self.stop,
-        );
+        let phases = self
+            .ledger
+            .finish(self.schedule.as_mut(), self.schedule_end_ns, now, &|| {
+                self.stop.load(Ordering::Relaxed) || self.end.aborting()
+            });
         for c in &mut self.conns {
             if let Some(mut t) = c.transport.take() {
                 let _ = self.poll.registry().deregister(t.socket());

@@ -388,6 +388,97 @@ fn a_stop_request_ends_the_run_early_with_everything_accounted() {
     assert_eq!(out.main.unfinished.len(), m.in_flight_at_end);
 }
 
+/// Runs `c`, asking for an early end for `reason` once interval 1 (the second second) is in.
+fn run_ending_early(
+    c: &LoadConfig,
+    reason: candor_core::results::StopReason,
+) -> (RunOutcome, std::time::Instant) {
+    let options = RunOptions::default();
+    let end = options.end.clone();
+    let mut asked = None;
+    c.validate().expect("valid config");
+    let out = candor_load::run(c, options, &mut |r| {
+        if r.index == 1 {
+            end.request(reason);
+            asked = Some(std::time::Instant::now());
+        }
+    })
+    .expect("run");
+    (out, asked.expect("interval 1 was reported"))
+}
+
+#[test]
+fn an_early_end_for_precision_drains_and_counts_only_what_was_due() {
+    use candor_core::results::StopReason;
+    // 50 ms answers at 100/s on 16 streams: always a few in flight when the end comes, and all of
+    // them answered in the drain.
+    let server = start(ServerOptions {
+        delay: Duration::from_millis(50),
+        ..Default::default()
+    });
+    let mut c = config_for(&server, "http");
+    c.rate = Some(100.0);
+    c.streams = 16;
+    c.duration_ns = 60_000 * MS;
+    let (out, _) = run_ending_early(&c, StopReason::Precision);
+    let (reason, after_ns) = out.ended_early.expect("ended early");
+    assert_eq!(reason, StopReason::Precision);
+    assert_eq!(out.interrupted_after_ns, None, "not a signal");
+    // Interval 1 is reported after 2 s; a minute means the request was ignored.
+    assert!((2_000 * MS..60_000 * MS).contains(&after_ns), "{after_ns}");
+    assert_eq!(
+        out.main.duration_ns, after_ns,
+        "no warm-up: the window ends at the request"
+    );
+    let m = &out.main.counts;
+    assert_eq!(m.in_flight_at_end, 0, "drained as usual: {m:?}");
+    assert_eq!(m.intended, m.completed + m.failed, "{m:?}");
+    // Intended counts what was due before the end: 100/s, evenly spaced from the start, so at
+    // most ceil(100 * after) + 1.
+    let due = (100.0 * after_ns as f64 / 1e9).ceil() as u64 + 1;
+    assert!(m.intended <= due, "{} > {due}", m.intended);
+    let results = out.to_results(&c, vec![], serde_json::Value::Null);
+    assert_eq!(results.stop_reason, Some(StopReason::Precision));
+}
+
+#[test]
+fn an_early_end_for_an_abort_does_not_wait_for_the_drain() {
+    use candor_core::results::StopReason;
+    // The server never answers within the test, and the drain is ten minutes long: only an
+    // abort that skips the drain ends this run.
+    let server = start(ServerOptions {
+        delay: Duration::from_secs(600),
+        ..Default::default()
+    });
+    let mut c = config_for(&server, "http");
+    c.rate = Some(50.0);
+    c.streams = 256;
+    c.duration_ns = 60_000 * MS;
+    c.timeout_ns = 600_000 * MS;
+    c.drain_ns = 600_000 * MS;
+    let (out, asked) = run_ending_early(&c, StopReason::Abort);
+    // The scheduler looks every 10 ms; 10 s allows a stalled machine, not a ten-minute drain.
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(out.ended_early.map(|e| e.0), Some(StopReason::Abort));
+    let m = &out.main.counts;
+    assert!(m.intended >= 50, "{m:?}");
+    assert_eq!(
+        m.in_flight_at_end, m.intended,
+        "all unanswered, all reported: {m:?}"
+    );
+    assert_eq!(
+        m.in_flight_at_end,
+        m.sent_unanswered + m.queued_unsent,
+        "{m:?}"
+    );
+    let results = out.to_results(&c, vec![], serde_json::Value::Null);
+    assert_eq!(results.stop_reason, Some(StopReason::Abort));
+}
+
 #[test]
 fn timeouts_fail_and_record_their_age() {
     let server = start(ServerOptions {

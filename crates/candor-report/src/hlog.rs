@@ -512,6 +512,8 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
         intervals,
         extra: vec![],
         warnings: vec![],
+        stop_reason: None,
+        stop: None,
     }
 }
 

@@ -312,6 +312,8 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             .map(|(n, h)| NamedHistogram::of(n, h))
             .collect(),
         warnings,
+        stop_reason: None,
+        stop: None,
     })
 }
 

@@ -152,6 +152,8 @@ mod tests {
             intervals: vec![],
             extra: vec![],
             warnings: vec![],
+            stop_reason: None,
+            stop: None,
         };
         let sweep = SweepResults {
             schema_version: SCHEMA_VERSION,

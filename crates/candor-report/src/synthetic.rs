@@ -141,5 +141,7 @@ pub fn synthetic_run(
         intervals,
         extra: vec![],
         warnings: vec![],
+        stop_reason: None,
+        stop: None,
     }
 }

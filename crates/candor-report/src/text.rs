@@ -101,11 +101,37 @@ pub fn render(results: &RunResults) -> String {
     }
     // Confidence intervals, sample support, events and the saturation / CO verdicts.
     out.push_str(&candor_truth::analysis::render_text(results));
+    out.push_str(&render_stop(results));
     if !results.warnings.is_empty() {
         out.push('\n');
         for w in &results.warnings {
             let _ = writeln!(out, "WARNING: {w}");
         }
+    }
+    out
+}
+
+/// How a run with `--precision` or `--abort-on-fail` ended: the precision reached per target and
+/// the stop reason in words (nothing for runs without them).
+pub fn render_stop(results: &RunResults) -> String {
+    let Some(stop) = &results.stop else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if !stop.precision.is_empty() {
+        out.push_str("\nPrecision of the measured window (95% order-statistic intervals):\n");
+        for r in &stop.precision {
+            let _ = writeln!(out, "  {}", candor_truth::stopping::describe(r));
+        }
+    }
+    let reason = results
+        .stop_reason
+        .map_or("duration", candor_core::results::StopReason::name);
+    if results.stop_reason == Some(candor_core::results::StopReason::Abort) {
+        let _ = writeln!(out, "\nABORTED at {:.1} s: {}", stop.at_s, stop.detail);
+        let _ = writeln!(out, "stop reason: abort");
+    } else {
+        let _ = writeln!(out, "stop reason: {reason}: {}", stop.detail);
     }
     out
 }
@@ -359,6 +385,8 @@ mod tests {
             intervals: vec![],
             extra: vec![],
             warnings: vec!["something to know".into()],
+            stop_reason: None,
+            stop: None,
         }
     }
 
@@ -385,6 +413,47 @@ mod tests {
             .find(|l| l.trim_start().starts_with("max"))
             .unwrap();
         assert!(max_line.contains("1.000ms"), "{max_line}");
+    }
+
+    #[test]
+    fn the_stop_reason_and_precision_reached_are_reported() {
+        let mut r = results("open-loop");
+        assert_eq!(
+            render_stop(&r),
+            "",
+            "nothing without --precision or --abort-on-fail"
+        );
+        r.stop_reason = Some(StopReason::Precision);
+        r.stop = Some(StopDetail {
+            at_s: 4.0,
+            intervals: 3,
+            precision: vec![PrecisionRow {
+                percentile: 99.0,
+                target: 0.05,
+                samples: 12_000,
+                estimate_ns: 1_000_000,
+                ci_low_ns: Some(980_000),
+                ci_high_ns: Some(1_030_000),
+                half_width: Some(0.03),
+                reached: true,
+            }],
+            objective: None,
+            detail: "every --precision target was reached".into(),
+        });
+        let text = render(&r);
+        assert!(text.contains("p99=±5%"), "{text}");
+        assert!(text.contains("(±3.00%), 12,000 samples: reached"), "{text}");
+        assert!(text.contains("stop reason: precision: every --precision target was reached"));
+        assert!(!text.contains("ABORTED"));
+        r.stop_reason = Some(StopReason::Abort);
+        r.stop.as_mut().unwrap().precision.clear();
+        r.stop.as_mut().unwrap().detail = "objective errors<1% can no longer pass".into();
+        let text = render(&r);
+        assert!(
+            text.contains("ABORTED at 4.0 s: objective errors<1% can no longer pass"),
+            "{text}"
+        );
+        assert!(text.contains("stop reason: abort"));
     }
 
     fn all_503(n: u64) -> RequestCounts {

@@ -12,6 +12,7 @@ pub mod late;
 pub mod omission;
 pub mod saturation;
 pub mod slo;
+pub mod stopping;
 pub mod sweep;
 pub mod trend;
 

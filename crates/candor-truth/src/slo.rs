@@ -1,10 +1,12 @@
 //! Service-level objectives: `p99<10ms,p99.9<50ms,max<1s,errors<0.1%`, parsed once and evaluated
-//! on a run's response time (from the intended send time), never on service time.
+//! on a run's response time (from the intended send time) unless another measure is named
+//! (`service_time.p99<2ms`, `send_lag.max<5ms`), and objectives on whether the load was really
+//! offered (`rate>=95%`: completions per second against the target).
 
 use crate::confidence;
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_ns, parse_duration_ns};
-use candor_core::Histo;
+use candor_core::{Histo, Recorder, Summary};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -20,6 +22,58 @@ pub enum Metric {
     Mean,
     /// Requests not served (failed or still unfinished at the end) per intended request.
     Errors,
+    /// Completions per second over the measured window as a fraction of the target rate; a lower
+    /// limit (`rate>=95%`).
+    Rate,
+}
+
+/// Which recorded measure a latency objective constrains.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// From the intended send time to the last byte of the response.
+    #[default]
+    ResponseTime,
+    /// From the actual send to the last byte of the response.
+    ServiceTime,
+    /// Actual send minus intended send.
+    SendLag,
+}
+
+impl Measure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::ResponseTime => "response time",
+            Measure::ServiceTime => "service time",
+            Measure::SendLag => "send lag",
+        }
+    }
+
+    /// This measure's histogram in `rec`.
+    pub fn of(self, rec: &Recorder) -> &Histo {
+        match self {
+            Measure::ResponseTime => &rec.response,
+            Measure::ServiceTime => &rec.service,
+            Measure::SendLag => &rec.send_lag,
+        }
+    }
+
+    fn summary(self, main: &candor_core::results::PhaseResults) -> &Summary {
+        match self {
+            Measure::ResponseTime => &main.response_time,
+            Measure::ServiceTime => &main.service_time,
+            Measure::SendLag => &main.send_lag,
+        }
+    }
+
+    fn parse(name: &str) -> Option<Measure> {
+        Some(match name {
+            "response_time" | "response" => Measure::ResponseTime,
+            "service_time" | "service" => Measure::ServiceTime,
+            "send_lag" | "lag" => Measure::SendLag,
+            _ => return None,
+        })
+    }
 }
 
 /// One objective, e.g. `p99<10ms`.
@@ -27,10 +81,13 @@ pub enum Metric {
 pub struct Objective {
     /// The text as written (without spaces), used as its label.
     pub text: String,
+    /// The measure of a latency metric (response time unless named).
+    #[serde(default)]
+    pub measure: Measure,
     pub metric: Metric,
-    /// Nanoseconds for latency metrics; a fraction (0.001 = 0.1%) for errors.
+    /// Nanoseconds for latency metrics; a fraction (0.001 = 0.1%) for errors and rate.
     pub limit: f64,
-    /// `<=` rather than `<`.
+    /// `<=` rather than `<` (`>=` rather than `>` for the rate).
     pub inclusive: bool,
 }
 
@@ -41,7 +98,7 @@ pub struct SloSet {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid SLO '{expr}': {why}; expected a comma-separated list like 'p99<10ms,p99.9<50ms,max<1s,errors<0.1%'")]
+#[error("invalid SLO '{expr}': {why}; expected a comma-separated list like 'p99<10ms,p99.9<50ms,max<1s,errors<0.1%,rate>=95%,send_lag.p99<1ms'")]
 pub struct SloError {
     pub expr: String,
     pub why: String,
@@ -78,27 +135,51 @@ impl Objective {
                 "empty objective (two commas in a row, or a trailing comma?)",
             ));
         }
-        let (lhs, rhs, inclusive) = if let Some((l, r)) = compact.split_once("<=") {
+        let is_rate = compact.to_ascii_lowercase().starts_with("rate");
+        let (lhs, rhs, inclusive) = if is_rate {
+            if let Some((l, r)) = compact.split_once(">=") {
+                (l, r, true)
+            } else if let Some((l, r)) = compact.split_once('>') {
+                (l, r, false)
+            } else {
+                return Err(err("the rate takes a lower limit: rate>=95%"));
+            }
+        } else if let Some((l, r)) = compact.split_once("<=") {
             (l, r, true)
         } else if let Some((l, r)) = compact.split_once('<') {
             (l, r, false)
         } else if compact.contains('>') || compact.contains('=') {
-            return Err(err("only upper limits are supported: use '<' or '<='"));
+            return Err(err(
+                "only upper limits are supported (and a lower one for the rate, rate>=95%): use '<' or '<='",
+            ));
         } else {
             return Err(err("missing '<' between the measure and its limit"));
         };
-        if rhs.contains('<') {
-            return Err(err("more than one '<'"));
+        if rhs.contains('<') || rhs.contains('>') {
+            return Err(err("more than one comparison"));
         }
         if rhs.is_empty() {
-            return Err(err("missing limit after '<'"));
+            return Err(err("missing limit after the comparison"));
         }
-        let name = lhs.to_ascii_lowercase();
+        let lower = lhs.to_ascii_lowercase();
+        // A dot after a name without digits names a measure; in `p99.9` it is a decimal point.
+        let (measure, name) = match lower.split_once('.') {
+            Some((m, rest)) if !m.chars().any(|c| c.is_ascii_digit()) => match Measure::parse(m) {
+                Some(measure) => (Some(measure), rest.to_string()),
+                None => {
+                    return Err(err(&format!(
+                        "unknown measure '{m}' (use response_time, service_time or send_lag)"
+                    )))
+                }
+            },
+            _ => (None, lower.clone()),
+        };
         let metric = match name.as_str() {
             "" => return Err(err("missing measure before '<' (p99, max, mean or errors)")),
             "max" | "p100" => Metric::Max,
             "mean" | "avg" => Metric::Mean,
             "errors" | "error" | "err" => Metric::Errors,
+            "rate" => Metric::Rate,
             n if n.starts_with('p') => {
                 let p: f64 = n[1..].parse().map_err(|_| {
                     err(&format!(
@@ -114,20 +195,41 @@ impl Objective {
             }
             _ => {
                 return Err(err(&format!(
-                    "unknown measure '{lhs}' (use pNN like p99.9, max, mean or errors)"
+                    "unknown measure '{lhs}' (use pNN like p99.9, max, mean, errors or rate, optionally \
+                     after response_time., service_time. or send_lag.)"
                 )))
             }
         };
+        if measure.is_some() && matches!(metric, Metric::Errors | Metric::Rate) {
+            return Err(err(
+                "errors and rate are counts, not latencies: write them without a measure",
+            ));
+        }
+        let measure = measure.unwrap_or_default();
         let limit = match metric {
-            Metric::Errors => {
-                let pct = rhs
-                    .strip_suffix('%')
-                    .ok_or_else(|| err("the errors limit is a percentage, like errors<0.1%"))?;
+            Metric::Errors | Metric::Rate => {
+                let what = if metric == Metric::Rate {
+                    "rate"
+                } else {
+                    "errors"
+                };
+                let pct = rhs.strip_suffix('%').ok_or_else(|| {
+                    err(&format!(
+                        "the {what} limit is a percentage, like {}",
+                        if what == "rate" {
+                            "rate>=95% (of the target)"
+                        } else {
+                            "errors<0.1%"
+                        }
+                    ))
+                })?;
                 let v: f64 = pct
                     .parse()
                     .map_err(|_| err(&format!("'{rhs}' is not a percentage")))?;
                 if !(0.0..=100.0).contains(&v) || !v.is_finite() {
-                    return Err(err("the errors limit must be between 0% and 100%"));
+                    return Err(err(&format!(
+                        "the {what} limit must be between 0% and 100%"
+                    )));
                 }
                 v / 100.0
             }
@@ -150,31 +252,42 @@ impl Objective {
         };
         Ok(Objective {
             text: compact,
+            measure,
             metric,
             limit,
             inclusive,
         })
     }
 
-    fn holds(&self, measured: f64) -> bool {
-        if self.inclusive {
-            measured <= self.limit
-        } else {
-            measured < self.limit
+    /// True when `measured` meets the objective.
+    pub fn holds(&self, measured: f64) -> bool {
+        match (self.metric, self.inclusive) {
+            (Metric::Rate, true) => measured >= self.limit,
+            (Metric::Rate, false) => measured > self.limit,
+            (_, true) => measured <= self.limit,
+            (_, false) => measured < self.limit,
         }
     }
 
     /// The limit formatted for people.
     pub fn limit_text(&self) -> String {
         match self.metric {
-            Metric::Errors => format!("{}%", self.limit * 100.0),
+            Metric::Errors | Metric::Rate => format!("{}%", self.limit * 100.0),
             _ => format_ns(self.limit),
         }
     }
 
-    /// Evaluates on the response time of `results` (`response` is its decoded histogram, if
-    /// available, so that any percentile can be read, not only the summary's).
-    pub fn evaluate(&self, results: &RunResults, response: Option<&Histo>) -> SloVerdict {
+    /// True for objectives on a latency (a percentile, the max or the mean of a measure).
+    pub fn is_latency(&self) -> bool {
+        matches!(
+            self.metric,
+            Metric::Percentile(_) | Metric::Max | Metric::Mean
+        )
+    }
+
+    /// Evaluates on `results` (`rec` is its decoded histograms, if available, so that any
+    /// percentile can be read, not only the summary's).
+    pub fn evaluate(&self, results: &RunResults, rec: Option<&Recorder>) -> SloVerdict {
         let main = &results.main;
         let verdict = |measured: Option<f64>, note: String| SloVerdict {
             objective: self.text.clone(),
@@ -199,17 +312,44 @@ impl Objective {
                     ),
                 )
             }
-            _ if main.response_time.count == 0 => {
-                verdict(None, "no response times were recorded".into())
-            }
-            Metric::Max => verdict(Some(main.response_time.max_ns as f64), String::new()),
-            Metric::Mean => verdict(Some(main.response_time.mean_ns), String::new()),
-            Metric::Percentile(p) => {
-                let value = match response {
-                    Some(h) => Some(candor_core::hist::value_at(h, p)),
-                    None => main.response_time.at(p),
+            Metric::Rate => {
+                let Some(target) = main.rate.target_per_s.filter(|t| *t > 0.0) else {
+                    return verdict(
+                        None,
+                        "a closed loop (-R max) has no target rate to compare with".into(),
+                    );
                 };
-                let n = main.response_time.count;
+                if main.duration_s <= 0.0 {
+                    return verdict(None, "no measured window".into());
+                }
+                let achieved = main.requests.completed as f64 / main.duration_s;
+                verdict(
+                    Some(achieved / target),
+                    format!(
+                        "{} completed in {:.1} s: {:.1}/s of {:.1}/s",
+                        format_count(main.requests.completed),
+                        main.duration_s,
+                        achieved,
+                        target
+                    ),
+                )
+            }
+            _ if self.measure.summary(main).count == 0 => verdict(
+                None,
+                format!("no {} values were recorded", self.measure.name()),
+            ),
+            Metric::Max => verdict(
+                Some(self.measure.summary(main).max_ns as f64),
+                String::new(),
+            ),
+            Metric::Mean => verdict(Some(self.measure.summary(main).mean_ns), String::new()),
+            Metric::Percentile(p) => {
+                let summary = self.measure.summary(main);
+                let value = match rec {
+                    Some(r) => Some(candor_core::hist::value_at(self.measure.of(r), p)),
+                    None => summary.at(p),
+                };
+                let n = summary.count;
                 let need = confidence::samples_needed(p / 100.0);
                 let note = if n < need {
                     format!(
@@ -276,12 +416,12 @@ impl SloSet {
             .any(|o| matches!(o.metric, Metric::Errors))
     }
 
-    /// Evaluates every objective on the response time of `results`.
+    /// Evaluates every objective on `results`.
     pub fn evaluate(&self, results: &RunResults) -> Vec<SloVerdict> {
         let rec = results.main.histograms.decode().ok();
         self.objectives
             .iter()
-            .map(|o| o.evaluate(results, rec.as_ref().map(|r| &r.response)))
+            .map(|o| o.evaluate(results, rec.as_ref()))
             .collect()
     }
 }
@@ -291,16 +431,22 @@ pub fn all_pass(verdicts: &[SloVerdict]) -> bool {
     verdicts.iter().all(|v| v.pass)
 }
 
-/// One line per verdict: `SLO p99<10ms      response time p99 = 4.21ms   PASS`.
+/// One line per verdict: `SLO p99<10ms      response time = 4.21ms   PASS`.
 pub fn render(verdicts: &[SloVerdict]) -> String {
     let mut out = String::new();
     for v in verdicts {
-        let measured = match v.measured {
-            None => "cannot be measured".to_string(),
-            Some(m) if v.objective.to_ascii_lowercase().starts_with("err") => {
+        // The label says what was measured; parsing it again cannot fail for a verdict's own text.
+        let objective = Objective::parse(&v.objective).ok();
+        let measured = match (v.measured, &objective) {
+            (None, _) => "cannot be measured".to_string(),
+            (Some(m), Some(o)) if o.metric == Metric::Errors => {
                 format!("errors = {:.4}%", m * 100.0)
             }
-            Some(m) => format!("response time = {}", format_ns(m)),
+            (Some(m), Some(o)) if o.metric == Metric::Rate => {
+                format!("rate = {:.2}% of target", m * 100.0)
+            }
+            (Some(m), Some(o)) => format!("{} = {}", o.measure.name(), format_ns(m)),
+            (Some(m), None) => format_ns(m),
         };
         out.push_str(&format!(
             "SLO {:<16} {:<32} {}{}\n",
@@ -342,6 +488,14 @@ mod tests {
             ("", "no objectives"),
             ("p99<10ms,", "empty objective"),
             ("p99>10ms", "only upper limits"),
+            ("rate<95%", "lower limit"),
+            ("rate>=95", "percentage"),
+            ("rate>=120%", "between 0% and 100%"),
+            ("send_lag.errors<1%", "without a measure"),
+            ("queue.p99<1ms", "unknown measure 'queue'"),
+            ("send_lag.p101<1ms", "outside (0, 100)"),
+            ("service_time.p99<1", "add a unit"),
+            ("send_lag.q5<1ms", "unknown measure"),
             ("p99=10ms", "only upper limits"),
             ("p99 10ms", "missing '<'"),
             ("p99<", "missing limit"),
@@ -357,6 +511,7 @@ mod tests {
             ("errors<120%", "between 0% and 100%"),
             ("p99<0ms", "never be met"),
             ("p99<1ms<2ms", "more than one"),
+            ("rate>=9%>1%", "more than one"),
             ("p99<10", "add a unit, e.g. p99<10ms"),
             ("max<=1.5", "add a unit, e.g. max<=1.5ms"),
             ("mean<0", "add a unit"),
@@ -399,6 +554,8 @@ mod tests {
             intervals: vec![],
             extra: vec![],
             warnings: vec![],
+            stop_reason: None,
+            stop: None,
         }
     }
 
@@ -437,5 +594,58 @@ mod tests {
         let empty = run_with(&[], 0);
         let v = SloSet::parse("p99<1s,errors<1%").unwrap().evaluate(&empty);
         assert!(v.iter().all(|v| !v.pass && v.measured.is_none()), "{v:?}");
+    }
+
+    #[test]
+    fn parses_measures_and_the_rate() {
+        let s = SloSet::parse(
+            "rate>=95%,rate>50%,send_lag.p99<1ms,service_time.p99.9<=2ms,send_lag.max<5ms,response_time.mean<3ms",
+        )
+        .unwrap();
+        let o = &s.objectives;
+        assert_eq!((o[0].metric, o[0].inclusive), (Metric::Rate, true));
+        assert!((o[0].limit - 0.95).abs() < 1e-12);
+        assert_eq!((o[1].metric, o[1].inclusive), (Metric::Rate, false));
+        assert_eq!(o[2].measure, Measure::SendLag);
+        assert_eq!(o[2].metric, Metric::Percentile(99.0));
+        assert_eq!(o[2].limit, 1e6);
+        assert_eq!(o[3].measure, Measure::ServiceTime);
+        assert_eq!(o[3].metric, Metric::Percentile(99.9));
+        assert!(o[3].inclusive);
+        assert_eq!((o[4].measure, o[4].metric), (Measure::SendLag, Metric::Max));
+        assert_eq!(
+            (o[5].measure, o[5].metric),
+            (Measure::ResponseTime, Metric::Mean)
+        );
+        assert_eq!(
+            SloSet::parse("p99<1ms").unwrap().objectives[0].measure,
+            Measure::ResponseTime
+        );
+        // The rate is a lower limit: 95% passes >=95% and fails >95%.
+        assert!(o[0].holds(0.95) && !o[0].holds(0.9499));
+        assert!(SloSet::parse("rate>95%").unwrap().objectives[0].holds(0.951));
+        assert!(!SloSet::parse("rate>95%").unwrap().objectives[0].holds(0.95));
+    }
+
+    #[test]
+    fn evaluates_the_rate_and_other_measures() {
+        // run_with records service 10 ns and send lag 0 for every value; target 1000/s over 1 s.
+        let values: Vec<u64> = (1..=950).collect();
+        let r = run_with(&values, 0);
+        let v = SloSet::parse("rate>=95%,rate>95%,service_time.p99<11ns,service_time.max<10ns,send_lag.max<=1ns,send_lag.p50<2ns")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .evaluate(&r);
+        let pass: Vec<bool> = v.iter().map(|v| v.pass).collect();
+        assert_eq!(pass, [true, false, true, false, true, true], "{v:?}");
+        assert!((v[0].measured.unwrap() - 0.95).abs() < 1e-12);
+        assert_eq!(v[2].measured, Some(10.0));
+        let text = render(&v);
+        assert!(text.contains("rate = 95.00% of target"), "{text}");
+        assert!(text.contains("service time = "), "{text}");
+        // A closed loop has no target: the rate objective cannot be measured, and fails.
+        let mut closed = run_with(&values, 0);
+        closed.main.rate.target_per_s = None;
+        let v = SloSet::parse("rate>=95%").unwrap().evaluate(&closed);
+        assert!(!v[0].pass && v[0].measured.is_none() && v[0].note.contains("closed loop"));
     }
 }

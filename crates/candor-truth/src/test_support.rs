@@ -35,6 +35,8 @@ pub fn run_of(values_ns: &[u64], target: Option<f64>, mode: &str) -> RunResults 
         intervals: vec![],
         extra: vec![],
         warnings: vec![],
+        stop_reason: None,
+        stop: None,
     }
 }
 

@@ -10,6 +10,11 @@ use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use candor_core::results::{StopDetail, StopReason};
+use candor_truth::stopping::{
+    max_intended, AbortVerdict, AbortWatch, IntervalObs, PrecisionTarget, PrecisionWatch, RunBounds,
+};
+
 /// Pause `pid` from `at_ns` after the run's first intended send, for `for_ns`.
 #[derive(Debug, Clone, Copy)]
 pub struct PauseSpec {
@@ -325,20 +330,56 @@ pub fn render_truth(rows: &[TruthRow], judge: bool) -> String {
     out
 }
 
-/// What `candor run --slo/--pause-*/--expect` adds to a run.
+/// What `candor run --slo/--precision/--abort-on-fail/--pause-*/--expect` adds to a run.
 pub struct RunExtras {
     slo: candor_truth::SloSet,
+    precision: Vec<PrecisionTarget>,
+    abort_on_fail: bool,
     pauser: Option<Arc<Pauser>>,
     expect: bool,
     window: Option<(u64, u64)>,
+    /// Measured intervals seen by the watch when the run was decided, and what decided it.
+    decided: Option<(u64, Decision)>,
+    /// Measured intervals the watch saw in all.
+    watched: u64,
+}
+
+/// What ended a run early.
+enum Decision {
+    Precision { at_s: f64 },
+    Abort(AbortVerdict),
+}
+
+/// What bounds the measured window of `config`, for deciding that an objective can no longer pass.
+pub fn run_bounds(config: &candor_load::LoadConfig) -> RunBounds {
+    let target = config.rate.map(|r| r / config.shard_count as f64);
+    let max_intended = target.map(|r| {
+        let most = max_intended(
+            r,
+            config.duration_ns as f64 / 1e9,
+            config.threads as u64,
+            matches!(
+                config.arrival,
+                candor_load::schedule::ArrivalKind::Poisson { .. }
+            ),
+        );
+        config.count.map_or(most, |n| n.min(most))
+    });
+    RunBounds {
+        target_per_s: target,
+        max_intended,
+    }
 }
 
 /// Exit code of a run that worked but whose verdict is a failure (SLO missed, calibration failed).
 pub const EXIT_VERDICT_FAILED: i32 = 3;
 
 impl RunExtras {
+    #[allow(clippy::too_many_arguments)]
     pub fn from_flags(
         slo: &[String],
+        precision: &[String],
+        abort_on_fail: bool,
         pause_pid: Option<i32>,
         pause_at: Option<&str>,
         pause_for: Option<&str>,
@@ -346,6 +387,21 @@ impl RunExtras {
         config: &candor_load::LoadConfig,
     ) -> Result<RunExtras> {
         let slo = candor_truth::SloSet::parse_all(slo)?;
+        let precision = precision
+            .iter()
+            .map(|t| PrecisionTarget::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        if (abort_on_fail || !precision.is_empty()) && config.shard_count > 1 {
+            // Each shard would decide on its own share and end at its own time, leaving holes
+            // in the merged schedule.
+            bail!(
+                "--precision and --abort-on-fail end a run on its own data; shards must end together, so they \
+                 cannot be used with --shard"
+            );
+        }
+        if abort_on_fail && slo.is_empty() {
+            bail!("--abort-on-fail watches the objectives of --slo: give at least one");
+        }
         let pauser = match (pause_pid, pause_at, pause_for) {
             (None, None, None) => None,
             (Some(pid), Some(at), Some(for_)) => {
@@ -373,9 +429,13 @@ impl RunExtras {
         }
         Ok(RunExtras {
             slo,
+            precision,
+            abort_on_fail,
             pauser,
             expect,
             window: None,
+            decided: None,
+            watched: 0,
         })
     }
 
@@ -385,8 +445,49 @@ impl RunExtras {
         config: &candor_load::LoadConfig,
         live: bool,
     ) -> Result<candor_load::RunOutcome> {
-        let outcome =
-            crate::cmd::run::execute_with(config, live, self.pauser.as_ref().map(|p| p.hook()));
+        let mut precision =
+            (!self.precision.is_empty()).then(|| PrecisionWatch::new(self.precision.clone()));
+        let mut abort = self
+            .abort_on_fail
+            .then(|| AbortWatch::new(self.slo.objectives.clone(), run_bounds(config)));
+        let planned_end_s = (config.warmup_ns + config.duration_ns) as f64 / 1e9;
+        let mut decided = None;
+        let mut watched = 0u64;
+        let mut watch = |r: &candor_load::IntervalReport| -> Option<StopReason> {
+            // Warm-up is not judged, nor the drain after the planned end (nothing is left to stop).
+            if r.warmup || r.elapsed_s - r.length_s >= planned_end_s - 1e-9 {
+                return None;
+            }
+            watched += 1;
+            if let Some(a) = abort.as_mut() {
+                let obs = IntervalObs {
+                    end_s: r.elapsed_s,
+                    length_s: r.length_s,
+                    completed: r.completed,
+                    failed: r.failed,
+                    rec: r.histograms,
+                };
+                if let Some(v) = a.observe(&obs) {
+                    decided = Some((watched, Decision::Abort(v)));
+                    return Some(StopReason::Abort);
+                }
+            }
+            if let Some(p) = precision.as_mut() {
+                if p.observe(&r.histograms.response) {
+                    decided = Some((watched, Decision::Precision { at_s: r.elapsed_s }));
+                    return Some(StopReason::Precision);
+                }
+            }
+            None
+        };
+        let outcome = crate::cmd::run::execute_watched(
+            config,
+            live,
+            self.pauser.as_ref().map(|p| p.hook()),
+            &mut watch,
+        );
+        self.decided = decided;
+        self.watched = watched;
         if let Some(p) = &self.pauser {
             self.window = p.finish()?;
         }
@@ -417,6 +518,8 @@ impl RunExtras {
                 "\nWARNING: the pause did not happen (the run ended before --pause-at)\n",
             );
         }
+        // Recorded in the results; the report (text::render) shows it.
+        let aborted = self.stop_detail(outcome, config, results);
         let mut analysis = candor_truth::analyze(results);
         analysis.slo = self.slo.evaluate(results);
         results.main.analysis = Some(analysis.to_value());
@@ -454,7 +557,83 @@ impl RunExtras {
                 text.push_str("SLO: all objectives met\n");
             }
         }
+        if aborted {
+            code = EXIT_VERDICT_FAILED;
+        }
         (text, code)
+    }
+
+    /// Records how the run ended in `results` (`stop`, and a first warning for an abort); true
+    /// when the run was aborted.
+    fn stop_detail(
+        &self,
+        outcome: &candor_load::RunOutcome,
+        config: &candor_load::LoadConfig,
+        results: &mut candor_core::results::RunResults,
+    ) -> bool {
+        if self.precision.is_empty() && !self.abort_on_fail {
+            return false;
+        }
+        let planned_s = (config.warmup_ns + config.duration_ns) as f64 / 1e9;
+        let at_s = outcome
+            .ended_early
+            .map_or(planned_s, |(_, after)| after as f64 / 1e9);
+        let rows: Vec<_> = match results.main.histograms.decode() {
+            Ok(rec) => self
+                .precision
+                .iter()
+                .map(|t| t.row(&rec.response))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let mut detail = StopDetail {
+            at_s,
+            intervals: self.watched,
+            precision: rows,
+            objective: None,
+            detail: String::new(),
+        };
+        let mut aborted = false;
+        match (results.stop_reason, &self.decided) {
+            (Some(StopReason::Precision), Some((n, Decision::Precision { at_s: decided_s }))) => {
+                detail.intervals = *n;
+                detail.detail = format!(
+                    "every --precision target was reached after {n} measured intervals (decided at {decided_s:.1} s); \
+                     the schedule ended at {at_s:.1} s of {planned_s:.1} s planned and the outstanding requests drained"
+                );
+            }
+            (Some(StopReason::Abort), Some((n, Decision::Abort(v)))) => {
+                aborted = true;
+                detail.intervals = *n;
+                detail.objective = Some(v.objective.clone());
+                detail.detail = format!(
+                    "objective {} can no longer pass (decided at {:.1} s, after {n} measured intervals): {}",
+                    v.objective, v.at_s, v.reason
+                );
+                results.warnings.insert(
+                    0,
+                    format!(
+                        "aborted at {at_s:.1} s of {planned_s:.1} s planned (--abort-on-fail: objective {} could no \
+                         longer pass); these results cover only what was due before the abort",
+                        v.objective
+                    ),
+                );
+            }
+            (Some(StopReason::Interrupt), _) => {
+                detail.detail = "interrupted by a signal before the run was decided".into();
+            }
+            _ if !self.precision.is_empty() => {
+                detail.detail = format!(
+                    "the planned duration ({:.1} s measured) ended before every --precision target was reached",
+                    config.duration_ns as f64 / 1e9
+                );
+            }
+            _ => {
+                detail.detail = "no objective failed for good before the planned end".into();
+            }
+        }
+        results.stop = Some(detail);
+        aborted
     }
 }
 

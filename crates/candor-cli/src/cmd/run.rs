@@ -2,7 +2,7 @@
 
 use crate::cmd::outputs::Output;
 use anyhow::{Context, Result};
-use candor_core::results::RunResults;
+use candor_core::results::{RunResults, StopReason};
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
 use candor_load::run::RunOptions;
 use candor_load::schedule::ArrivalKind;
@@ -176,6 +176,16 @@ pub struct RunArgs {
     /// one PASS/FAIL line each after the report; exit code 3 if any fails.
     #[arg(long, value_name = "SLO")]
     pub slo: Vec<String>,
+    /// Stop as soon as an objective of --slo can no longer pass (the error budget is spent, the
+    /// rate stayed below its objective for 5 consecutive seconds, a latency bound is already
+    /// broken for the whole run); exit code 3, naming the objective and the moment.
+    #[arg(long, requires = "slo")]
+    pub abort_on_fail: bool,
+    /// Run until precise: end the measured window once the 95% confidence interval of the
+    /// percentile lies within ±X% of its estimate, e.g. 'p99=5%' (repeatable; all must be reached;
+    /// -d is the upper bound).
+    #[arg(long, value_name = "PNN=X%", conflicts_with = "count")]
+    pub precision: Vec<String>,
     /// Pause this process (SIGSTOP, then SIGCONT) during the run, e.g. the server under test.
     #[arg(long, value_name = "PID", requires_all = ["pause_at", "pause_for"])]
     pub pause_pid: Option<i32>,
@@ -408,6 +418,17 @@ pub fn execute_with(
     live: bool,
     on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
 ) -> Result<candor_load::RunOutcome> {
+    execute_watched(config, live, on_start, &mut |_| None)
+}
+
+/// [`execute_with`] with a watch called after every interval: when it names a reason, the
+/// measured window ends early for it (see `candor_load::run::EarlyEnd`).
+pub fn execute_watched(
+    config: &LoadConfig,
+    live: bool,
+    on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
+    watch: &mut dyn FnMut(&IntervalReport) -> Option<StopReason>,
+) -> Result<candor_load::RunOutcome> {
     crate::cmd::fdlimit::ensure(config.connections, config.threads)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the
     // protocol of the run (TLS and its certificate, HTTP/2): a run in which nothing could work
@@ -417,14 +438,21 @@ pub fn execute_with(
     candor_load::probe::check_protocol(config, probe_timeout)?;
     let stop = crate::cmd::interrupt::install()?.stop.clone();
     crate::cmd::live::begin(config);
+    let end = Arc::new(candor_load::run::EarlyEnd::default());
     let options = RunOptions {
         stop: stop.clone(),
+        end: end.clone(),
         worker_start_hook: None,
         on_start,
     };
     let mut total_failed = 0u64;
     let mut on_interval = |r: &IntervalReport| {
         crate::cmd::live::interval(r);
+        if end.requested().is_none() {
+            if let Some(reason) = watch(r) {
+                end.request(reason);
+            }
+        }
         total_failed += r.failed;
         if live {
             let mut err = std::io::stderr().lock();
@@ -460,6 +488,8 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = crate::cmd::pause::RunExtras::from_flags(
         &args.slo,
+        &args.precision,
+        args.abort_on_fail,
         args.pause_pid,
         args.pause_at.as_deref(),
         args.pause_for.as_deref(),

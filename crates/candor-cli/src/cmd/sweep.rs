@@ -236,6 +236,7 @@ pub fn drawable_slos(set: &SloSet) -> Vec<candor_report::html::Slo> {
     use candor_truth::slo::Metric;
     set.objectives
         .iter()
+        .filter(|o| o.measure == candor_truth::slo::Measure::ResponseTime)
         .filter_map(|o| {
             let percentile = match o.metric {
                 Metric::Percentile(p) => p,

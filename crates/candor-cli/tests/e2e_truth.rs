@@ -323,11 +323,19 @@ fn sweep_and_capacity_find_the_predicted_capacity() {
             .args([
                 "-c", "8", "-t", "2", "-d", "2s", "--warmup", "500ms", "--pause", "300ms",
             ])
-            .args(["--max-steps", "12"])
+            .args(["--max-steps", "16"])
             .arg(&server.url)
             .output()
             .unwrap();
         let t = text(&out);
+        // At a knee made noisy by a busy machine, the same rate can pass and then fail its
+        // confirmation, and the search may run out of steps: an honest "not settled" (exit 3),
+        // counted as an attempt that found nothing.
+        if out.status.code() == Some(3) && t.contains("not settled") {
+            eprintln!("capacity search did not settle; again\n{t}");
+            found.push(f64::NAN);
+            continue;
+        }
         assert_eq!(out.status.code(), Some(0), "{t}");
         let line = t
             .lines()

@@ -260,7 +260,7 @@ pub struct PhaseResults {
     /// Marked moments of the run, such as an injected pause of the server (`--pause-pid`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<TimelineEvent>,
-    /// Derived figures written by `candor-truth` (order-statistic confidence intervals, which
+    /// Derived figures written by `candor-analysis` (order-statistic confidence intervals, which
     /// percentiles the sample count supports, saturation and coordinated-omission verdicts, SLO
     /// verdicts); absent in older files, and recomputable from the histograms.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -570,7 +570,7 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
                 ));
             }
             if let Some(effect) =
-                candor_truth::late::generator_late_effect(r.generator_late, r.intended)
+                candor_analysis::late::generator_late_effect(r.generator_late, r.intended)
             {
                 w.push(effect.warning());
             }

@@ -7,13 +7,13 @@
 //! every run counts, and the denominator is the real mid-range.
 //!
 //! Below the table, [`compare_confidence`] gives each run's ratio to the first with a 95%
-//! confidence interval and a verdict ([`candor_truth::compare_ci`]).
+//! confidence interval and a verdict ([`candor_analysis::compare_ci`]).
 
 use candor_core::hist::HistCodecError;
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Histo;
-use candor_truth::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
+use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use serde::Serialize;
 
 /// Which measure to compare.
@@ -137,7 +137,7 @@ pub fn compare_text(
             i + 1,
             r.kind,
             r.mode,
-            candor_truth::late::count_noun(hists[i].len(), "sample", "samples"),
+            candor_analysis::late::count_noun(hists[i].len(), "sample", "samples"),
         ));
     }
     out.push('\n');
@@ -339,7 +339,7 @@ fn verdict_cell(row: &RatioRow, samples: [u64; 2]) -> String {
             "not enough samples (no interval bounds a max)".to_string()
         }
         Verdict::NotEnoughSamples => {
-            let need = candor_truth::confidence::samples_needed(row.percentile / 100.0);
+            let need = candor_analysis::confidence::samples_needed(row.percentile / 100.0);
             format!(
                 "not enough samples ({} and {} of ~{})",
                 format_count(samples[0]),

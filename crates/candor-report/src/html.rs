@@ -7,7 +7,7 @@ use candor_core::hist::{value_at, HistCodecError};
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_rate};
 use candor_core::{Histo, Summary};
-use candor_truth::late::count_noun;
+use candor_analysis::late::count_noun;
 use serde_json::json;
 
 const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
@@ -170,9 +170,9 @@ fn summary_row(s: &Summary) -> String {
         let v = s
             .at(p)
             .map_or("no data".to_string(), |v| format_ns(v as f64));
-        // The text report's rule (candor_truth::confidence): about 100 samples beyond a
+        // The text report's rule (candor_analysis::confidence): about 100 samples beyond a
         // percentile support it; the caveats above list the ones that fall short.
-        let needed = candor_truth::confidence::samples_needed(p / 100.0);
+        let needed = candor_analysis::confidence::samples_needed(p / 100.0);
         if s.count >= needed {
             cells.push_str(&format!("<td>{v}</td>"));
         } else {
@@ -227,7 +227,7 @@ fn card_foot(r: &RunResults, target: &str) -> String {
     }
 }
 
-/// The caveats and verdicts of the text report (candor_truth::analysis), per run: the reported
+/// The caveats and verdicts of the text report (candor_analysis::analysis), per run: the reported
 /// percentiles its sample count cannot support, the stationarity verdict and the warnings.
 fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -237,7 +237,7 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
             out.push((i, "no samples: nothing to report".to_string()));
             continue;
         }
-        let a = candor_truth::analyze(r);
+        let a = candor_analysis::analyze(r);
         let short: Vec<String> = a
             .confidence
             .iter()
@@ -245,7 +245,7 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
             .map(|c| {
                 format!(
                     "p{} ({} of ~{})",
-                    candor_truth::omission::trim_pct(c.percentile),
+                    candor_analysis::omission::trim_pct(c.percentile),
                     format_count(c.samples),
                     format_count(c.samples_needed)
                 )
@@ -265,11 +265,11 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
 }
 
 /// The caveat line of a run whose sample count falls short of some reported percentiles.
-fn support_note(n: u64, a: &candor_truth::Analysis, short: &[String]) -> String {
+fn support_note(n: u64, a: &candor_analysis::Analysis, short: &[String]) -> String {
     let support = match a.highest_supported_percentile {
         Some(p) => format!(
             "support percentiles up to p{}",
-            candor_truth::omission::trim_pct((p * 100.0).floor() / 100.0)
+            candor_analysis::omission::trim_pct((p * 100.0).floor() / 100.0)
         ),
         None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
     };

@@ -341,7 +341,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
         }
         // One late request cannot make a shard fall behind: only as many as could move a percentile.
         if let Some(effect) =
-            candor_truth::late::generator_late_effect(s.generator_late, s.intended)
+            candor_analysis::late::generator_late_effect(s.generator_late, s.intended)
         {
             s.behind.push(effect.warning());
             s.status.push("generator late");

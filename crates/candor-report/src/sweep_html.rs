@@ -3,8 +3,8 @@
 //! self-contained file with the vendored uPlot inlined.
 
 use candor_core::units::{format_count, format_ns, format_rate};
-use candor_truth::late::count_noun;
-use candor_truth::sweep::{SweepResults, SWEEP_PERCENTILES};
+use candor_analysis::late::count_noun;
+use candor_analysis::sweep::{SweepResults, SWEEP_PERCENTILES};
 use serde_json::json;
 
 const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
@@ -36,7 +36,7 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
         .steps
         .iter()
         .map(|s| {
-            candor_truth::saturation::throughput(&s.results)
+            candor_analysis::saturation::throughput(&s.results)
                 .unwrap_or(s.results.main.rate.achieved_per_s)
         })
         .collect();
@@ -57,7 +57,7 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
     for s in &sweep.steps {
         let m = &s.results.main;
         let done =
-            candor_truth::saturation::throughput(&s.results).unwrap_or(m.rate.achieved_per_s);
+            candor_analysis::saturation::throughput(&s.results).unwrap_or(m.rate.achieved_per_s);
         rows.push_str(&format!(
             "<tr><th>{}</th><td>{}</td>",
             format_rate(s.offered_per_s),
@@ -125,7 +125,7 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
 mod tests {
     use super::*;
     use candor_core::results::*;
-    use candor_truth::sweep::SweepStep;
+    use candor_analysis::sweep::SweepStep;
 
     #[test]
     fn page_has_both_charts_the_data_and_the_table() {

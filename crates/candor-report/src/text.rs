@@ -5,7 +5,7 @@ use crate::input::Books;
 use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
-use candor_truth::late::count_noun;
+use candor_analysis::late::count_noun;
 use std::fmt::Write as _;
 
 /// Renders the full text report of `results`.
@@ -100,7 +100,7 @@ pub fn render(results: &RunResults) -> String {
         );
     }
     // Confidence intervals, sample support, events and the saturation / CO verdicts.
-    out.push_str(&candor_truth::analysis::render_text(results));
+    out.push_str(&candor_analysis::analysis::render_text(results));
     out.push_str(&render_stop(results));
     if !results.warnings.is_empty() {
         out.push('\n');
@@ -121,7 +121,7 @@ pub fn render_stop(results: &RunResults) -> String {
     if !stop.precision.is_empty() {
         out.push_str("\nPrecision of the measured window (95% order-statistic intervals):\n");
         for r in &stop.precision {
-            let _ = writeln!(out, "  {}", candor_truth::stopping::describe(r));
+            let _ = writeln!(out, "  {}", candor_analysis::stopping::describe(r));
         }
     }
     let reason = results

@@ -22,9 +22,9 @@ fn drifting() -> RunResults {
 #[test]
 fn a_drifting_run_is_warned_about_in_json_text_and_html() {
     let r = drifting();
-    let a = candor_truth::analyze(&r);
+    let a = candor_analysis::analyze(&r);
     let st = a.stationarity.as_ref().expect("intervals were tested");
-    assert_eq!(st.verdict, candor_truth::trend::Steadiness::Drifted);
+    assert_eq!(st.verdict, candor_analysis::trend::Steadiness::Drifted);
     assert_eq!(st.intervals, 20);
     let json = a.to_value();
     assert_eq!(json["stationarity"]["verdict"], "drifted");
@@ -55,17 +55,17 @@ fn a_drifting_run_is_warned_about_in_json_text_and_html() {
 #[test]
 fn a_steady_run_is_called_steady_and_a_short_one_untested() {
     let r = synthetic_run(6, 20, 300, 1_000_000, 0);
-    let a = candor_truth::analyze(&r);
+    let a = candor_analysis::analyze(&r);
     assert_eq!(
         a.stationarity.as_ref().unwrap().verdict,
-        candor_truth::trend::Steadiness::Steady
+        candor_analysis::trend::Steadiness::Steady
     );
     assert!(candor_report::text::render(&r).contains("stationarity: steady"));
     let short = synthetic_run(6, 5, 300, 1_000_000, 0);
-    let a = candor_truth::analyze(&short);
+    let a = candor_analysis::analyze(&short);
     assert_eq!(
         a.stationarity.as_ref().unwrap().verdict,
-        candor_truth::trend::Steadiness::TooFewIntervals
+        candor_analysis::trend::Steadiness::TooFewIntervals
     );
     assert!(candor_report::text::render(&short).contains("stationarity: not tested (5 measured"));
 }

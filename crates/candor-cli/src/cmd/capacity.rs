@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use candor_core::units::{
     format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
 };
-use candor_truth::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
-use candor_truth::slo::SloSet;
+use candor_analysis::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
+use candor_analysis::slo::SloSet;
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -198,7 +198,7 @@ pub fn judge(results: &candor_core::results::RunResults, slo: &SloSet, rate: f64
             format_count(r.in_flight_at_end)
         ));
     }
-    let done = candor_truth::saturation::throughput(results).unwrap_or(m.rate.achieved_per_s);
+    let done = candor_analysis::saturation::throughput(results).unwrap_or(m.rate.achieved_per_s);
     if done < 0.95 * rate {
         reasons.push(format!("throughput only {}", format_rate(done)));
     }

@@ -8,7 +8,7 @@ use candor_report::compare::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
 use candor_report::input::Selection;
-use candor_truth::compare_ci::{self, Verdict};
+use candor_analysis::compare_ci::{self, Verdict};
 use clap::builder::PossibleValuesParser;
 use clap::Args;
 use std::path::PathBuf;
@@ -100,7 +100,7 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
         let Some(row) = c.rows.iter().find(|r| (r.percentile - p).abs() < 1e-9) else {
             continue;
         };
-        let label = format!("p{}", candor_truth::omission::trim_pct(p));
+        let label = format!("p{}", candor_analysis::omission::trim_pct(p));
         match row.verdict {
             Verdict::Slower => {
                 eprintln!(

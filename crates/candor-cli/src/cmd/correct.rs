@@ -6,8 +6,8 @@ use anyhow::{Context, Result};
 use candor_core::hist::value_at;
 use candor_core::units::{format_count, format_ns, parse_duration_ns};
 use candor_report::input::{load, Selection};
-use candor_truth::correct::copy_corrected;
-use candor_truth::omission;
+use candor_analysis::correct::copy_corrected;
+use candor_analysis::omission;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use candor_core::results::RunResults;
 use candor_report::input::{load, Selection};
 use candor_report::shards;
-use candor_truth::late::count_noun;
+use candor_analysis::late::count_noun;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,7 @@ fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, RunResults)>> {
 }
 
 pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
-    let slo_set = candor_truth::SloSet::parse_all(&args.slo)?;
+    let slo_set = candor_analysis::SloSet::parse_all(&args.slo)?;
     let files = expand(&args.files)?;
     let runs = read_all(&files)?;
     let (mut merged, shard_report) = if runs.iter().any(|(_, r)| shards::is_shard(r)) {
@@ -98,7 +98,7 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     };
     // The merged result gets the analysis a single run has, computed from the merged histograms
     // (never from the inputs' own verdicts), SLO verdicts included.
-    let mut analysis = candor_truth::analyze(&merged);
+    let mut analysis = candor_analysis::analyze(&merged);
     analysis.slo = slo_set.evaluate(&merged);
     merged.main.analysis = Some(analysis.to_value());
     let where_to = if args.output.as_os_str() == "-" {
@@ -135,8 +135,8 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     }
     let mut code = 0;
     if !analysis.slo.is_empty() {
-        eprint!("{}", candor_truth::slo::render(&analysis.slo));
-        if !candor_truth::slo::all_pass(&analysis.slo) {
+        eprint!("{}", candor_analysis::slo::render(&analysis.slo));
+        if !candor_analysis::slo::all_pass(&analysis.slo) {
             code = crate::cmd::pause::EXIT_VERDICT_FAILED;
             eprintln!("SLO: FAILED on the merged result (exit code {code})");
         } else {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use candor_core::results::{StopDetail, StopReason};
-use candor_truth::stopping::{
+use candor_analysis::stopping::{
     max_intended, AbortVerdict, AbortWatch, IntervalObs, PrecisionTarget, PrecisionWatch, RunBounds,
 };
 
@@ -332,7 +332,7 @@ pub fn render_truth(rows: &[TruthRow], judge: bool) -> String {
 
 /// What `candor run --slo/--precision/--abort-on-fail/--pause-*/--expect` adds to a run.
 pub struct RunExtras {
-    slo: candor_truth::SloSet,
+    slo: candor_analysis::SloSet,
     precision: Vec<PrecisionTarget>,
     abort_on_fail: bool,
     pauser: Option<Arc<Pauser>>,
@@ -386,7 +386,7 @@ impl RunExtras {
         expect: bool,
         config: &candor_load::LoadConfig,
     ) -> Result<RunExtras> {
-        let slo = candor_truth::SloSet::parse_all(slo)?;
+        let slo = candor_analysis::SloSet::parse_all(slo)?;
         let precision = precision
             .iter()
             .map(|t| PrecisionTarget::parse(t))
@@ -520,7 +520,7 @@ impl RunExtras {
         }
         // Recorded in the results; the report (text::render) shows it.
         let aborted = self.stop_detail(outcome, config, results);
-        let mut analysis = candor_truth::analyze(results);
+        let mut analysis = candor_analysis::analyze(results);
         analysis.slo = self.slo.evaluate(results);
         results.main.analysis = Some(analysis.to_value());
         if let (true, Some((stop, cont))) = (self.expect, self.window) {
@@ -549,8 +549,8 @@ impl RunExtras {
         let mut code = 0;
         if !analysis.slo.is_empty() {
             text.push('\n');
-            text.push_str(&candor_truth::slo::render(&analysis.slo));
-            if !candor_truth::slo::all_pass(&analysis.slo) {
+            text.push_str(&candor_analysis::slo::render(&analysis.slo));
+            if !candor_analysis::slo::all_pass(&analysis.slo) {
                 code = EXIT_VERDICT_FAILED;
                 text.push_str(&format!("SLO: FAILED (exit code {EXIT_VERDICT_FAILED})\n"));
             } else {

@@ -115,7 +115,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(code) = crate::cmd::sweep::report_sweep(&args)? {
         return Ok(code);
     }
-    let slo_set = candor_truth::SloSet::parse_all(&args.slo)?;
+    let slo_set = candor_analysis::SloSet::parse_all(&args.slo)?;
     let slos: Vec<Slo> = crate::cmd::sweep::drawable_slos(&slo_set);
     let mut slo_failed = false;
     let sel = Selection {
@@ -176,8 +176,8 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             for (label, r) in &runs {
                 if !slo_set.is_empty() {
                     let verdicts = slo_set.evaluate(r);
-                    slo_failed |= !candor_truth::slo::all_pass(&verdicts);
-                    eprint!("{label}:\n{}", candor_truth::slo::render(&verdicts));
+                    slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
+                    eprint!("{label}:\n{}", candor_analysis::slo::render(&verdicts));
                 }
             }
             eprintln!(
@@ -196,8 +196,8 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 print!("{}", candor_report::text::render(r));
                 if !slo_set.is_empty() {
                     let verdicts = slo_set.evaluate(r);
-                    slo_failed |= !candor_truth::slo::all_pass(&verdicts);
-                    print!("{}", candor_truth::slo::render(&verdicts));
+                    slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
+                    print!("{}", candor_analysis::slo::render(&verdicts));
                 }
             }
         }

@@ -7,8 +7,8 @@ use crate::cmd::run::{command_line, config_json, execute, load_config, LoadArgs}
 use anyhow::{bail, Context, Result};
 use candor_core::results::{RunResults, SCHEMA_VERSION};
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
-use candor_truth::slo::SloSet;
-use candor_truth::sweep::{SweepResults, SweepStep};
+use candor_analysis::slo::SloSet;
+use candor_analysis::sweep::{SweepResults, SweepStep};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -103,7 +103,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
             "  {:>9}: throughput {:>9}, response time p50 {} p99 {} max {}{}",
             format_rate(rate),
             format_rate(
-                candor_truth::saturation::throughput(&step.results)
+                candor_analysis::saturation::throughput(&step.results)
                     .unwrap_or(m.rate.achieved_per_s)
             ),
             format_ns(m.response_time.at(50.0).unwrap_or(0) as f64),
@@ -170,7 +170,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
 
 /// The results of one step with its analysis, SLO verdicts and saturation verdict.
 pub fn make_step(rate: f64, mut results: RunResults, slo: &SloSet) -> SweepStep {
-    let mut analysis = candor_truth::analyze(&results);
+    let mut analysis = candor_analysis::analyze(&results);
     let verdicts = slo.evaluate(&results);
     analysis.slo = verdicts.clone();
     let saturation = analysis.saturation.as_ref().map(|s| s.verdict.clone());
@@ -224,7 +224,7 @@ pub fn report_sweep(args: &crate::cmd::report::ReportArgs) -> Result<Option<i32>
         for s in &sweep.steps {
             let v = slo.evaluate(&s.results);
             println!("at {}:", format_rate(s.offered_per_s));
-            print!("{}", candor_truth::slo::render(&v));
+            print!("{}", candor_analysis::slo::render(&v));
         }
     }
     // As `candor sweep` itself: the verdicts are shown, the exit code says only that it was read.
@@ -233,10 +233,10 @@ pub fn report_sweep(args: &crate::cmd::report::ReportArgs) -> Result<Option<i32>
 
 /// The objectives the HTML spectrum can draw (percentiles and max).
 pub fn drawable_slos(set: &SloSet) -> Vec<candor_report::html::Slo> {
-    use candor_truth::slo::Metric;
+    use candor_analysis::slo::Metric;
     set.objectives
         .iter()
-        .filter(|o| o.measure == candor_truth::slo::Measure::ResponseTime)
+        .filter(|o| o.measure == candor_analysis::slo::Measure::ResponseTime)
         .filter_map(|o| {
             let percentile = match o.metric {
                 Metric::Percentile(p) => p,

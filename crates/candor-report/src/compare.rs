@@ -9,11 +9,11 @@
 //! Below the table, [`compare_confidence`] gives each run's ratio to the first with a 95%
 //! confidence interval and a verdict ([`candor_analysis::compare_ci`]).
 
+use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use candor_core::hist::HistCodecError;
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Histo;
-use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use serde::Serialize;
 
 /// Which measure to compare.

@@ -3,11 +3,11 @@
 //! one or several runs, overlaid with a legend so systems and loads can be compared.
 
 use crate::input::Books;
+use candor_analysis::late::count_noun;
 use candor_core::hist::{value_at, HistCodecError};
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_rate};
 use candor_core::{Histo, Summary};
-use candor_analysis::late::count_noun;
 use serde_json::json;
 
 const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");

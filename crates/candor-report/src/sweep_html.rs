@@ -2,9 +2,9 @@
 //! curve per percentile, log scale) and achieved against offered rate, with the table; one
 //! self-contained file with the vendored uPlot inlined.
 
-use candor_core::units::{format_count, format_ns, format_rate};
 use candor_analysis::late::count_noun;
 use candor_analysis::sweep::{SweepResults, SWEEP_PERCENTILES};
+use candor_core::units::{format_count, format_ns, format_rate};
 use serde_json::json;
 
 const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
@@ -124,8 +124,8 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candor_core::results::*;
     use candor_analysis::sweep::SweepStep;
+    use candor_core::results::*;
 
     #[test]
     fn page_has_both_charts_the_data_and_the_table() {

@@ -2,10 +2,10 @@
 //! lag side by side, the accounting, and the warnings, in the order a reader needs them.
 
 use crate::input::Books;
+use candor_analysis::late::count_noun;
 use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
-use candor_analysis::late::count_noun;
 use std::fmt::Write as _;
 
 /// Renders the full text report of `results`.

@@ -240,8 +240,8 @@ fn report_renders_in_headless_chromium() {
 /// verdict for every step.
 #[test]
 fn sweep_page_renders_with_verdicts_and_static_legends() {
-    use candor_core::results::SCHEMA_VERSION;
     use candor_analysis::sweep::{SweepResults, SweepStep};
+    use candor_core::results::SCHEMA_VERSION;
     if std::env::var("CANDOR_SKIP_BROWSER").as_deref() == Ok("1") {
         eprintln!("CANDOR_SKIP_BROWSER=1: skipping the browser test on purpose");
         return;

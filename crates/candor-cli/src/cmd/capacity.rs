@@ -5,11 +5,11 @@ use crate::cmd::outputs::Output;
 use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
+use candor_analysis::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
+use candor_analysis::slo::SloSet;
 use candor_core::units::{
     format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
 };
-use candor_analysis::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
-use candor_analysis::slo::SloSet;
 use clap::Args;
 
 #[derive(Args, Debug)]

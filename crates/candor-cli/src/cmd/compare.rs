@@ -4,11 +4,11 @@
 
 use crate::cmd::report::load_inputs;
 use anyhow::Context;
+use candor_analysis::compare_ci::{self, Verdict};
 use candor_report::compare::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
 use candor_report::input::Selection;
-use candor_analysis::compare_ci::{self, Verdict};
 use clap::builder::PossibleValuesParser;
 use clap::Args;
 use std::path::PathBuf;

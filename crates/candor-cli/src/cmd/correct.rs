@@ -3,11 +3,11 @@
 //! beside the data as recorded. The corrected column is an estimate, never a measurement.
 
 use anyhow::{Context, Result};
+use candor_analysis::correct::copy_corrected;
+use candor_analysis::omission;
 use candor_core::hist::value_at;
 use candor_core::units::{format_count, format_ns, parse_duration_ns};
 use candor_report::input::{load, Selection};
-use candor_analysis::correct::copy_corrected;
-use candor_analysis::omission;
 use clap::Args;
 use std::path::PathBuf;
 

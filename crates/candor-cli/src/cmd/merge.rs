@@ -5,10 +5,10 @@
 
 use crate::cmd::report::load_inputs;
 use anyhow::{bail, Context};
+use candor_analysis::late::count_noun;
 use candor_core::results::RunResults;
 use candor_report::input::{load, Selection};
 use candor_report::shards;
-use candor_analysis::late::count_noun;
 use clap::Args;
 use std::path::{Path, PathBuf};
 

@@ -10,6 +10,7 @@ pub mod fdlimit;
 pub mod interrupt;
 pub mod k8s;
 pub mod live;
+pub mod load_args;
 pub mod merge;
 pub mod outputs;
 pub mod pause;

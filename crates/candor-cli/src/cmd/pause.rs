@@ -10,10 +10,10 @@ use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use candor_core::results::{StopDetail, StopReason};
 use candor_analysis::stopping::{
     max_intended, AbortVerdict, AbortWatch, IntervalObs, PrecisionTarget, PrecisionWatch, RunBounds,
 };
+use candor_core::results::{StopDetail, StopReason};
 
 /// Pause `pid` from `at_ns` after the run's first intended send, for `for_ns`.
 #[derive(Debug, Clone, Copy)]

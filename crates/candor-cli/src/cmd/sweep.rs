@@ -5,10 +5,10 @@
 use crate::cmd::outputs::Output;
 use crate::cmd::run::{command_line, config_json, execute, load_config, LoadArgs};
 use anyhow::{bail, Context, Result};
-use candor_core::results::{RunResults, SCHEMA_VERSION};
-use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
 use candor_analysis::slo::SloSet;
 use candor_analysis::sweep::{SweepResults, SweepStep};
+use candor_core::results::{RunResults, SCHEMA_VERSION};
+use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
 use clap::Args;
 
 #[derive(Args, Debug)]

@@ -1,0 +1,336 @@
+//! The flags of `candor run` (and the load flags that `sweep`, `capacity` and `k8s` share), and their
+//! validation into a `LoadConfig` before any load is sent.
+
+use anyhow::{Context, Result};
+use candor_core::units::{parse_duration_ns, parse_rate, Rate};
+use candor_load::schedule::ArrivalKind;
+use candor_load::{LoadConfig, Target};
+use clap::{Args, ValueEnum};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced intended send times.
+    Constant,
+    /// Exponential gaps between intended send times (a Poisson process), seeded by --seed.
+    Poisson,
+}
+
+/// The load settings shared by `run`, `sweep` and `capacity` (which set the rate themselves, so
+/// the rate flags live in [`RunArgs`]).
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Number of connections kept open to the target (at least one per thread).
+    #[arg(short = 'c', long, default_value_t = 16)]
+    pub connections: usize,
+    /// Number of load threads; connections and rate are shared evenly between them.
+    #[arg(short = 't', long, default_value_t = 2)]
+    pub threads: usize,
+    /// Length of the measured window, with its unit: us, ms, s, m or h (a bare number is refused).
+    #[arg(short = 'd', long, default_value = "10s", value_name = "DUR")]
+    pub duration: String,
+    /// A request with no full response this long after it was written fails as a timeout
+    /// (its response time is recorded as its age at that moment) and its connection is reopened.
+    /// With its unit (a bare number is refused).
+    #[arg(short = 'T', long, default_value = "2s", value_name = "DUR")]
+    pub timeout: String,
+    /// Extra request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request body (sent with a Content-Length header).
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Read the request body from a file.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<std::path::PathBuf>,
+    /// Run the same load for this long first; it is measured but reported separately and
+    /// excluded from the main results.
+    #[arg(long, default_value = "0s", value_name = "DUR")]
+    pub warmup: String,
+    /// How intended send times are spaced.
+    #[arg(long, value_enum, default_value = "constant")]
+    pub arrival: ArrivalArg,
+    /// Seed of the Poisson arrival generator (same seed, same schedule).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// After the last intended send, wait this long for outstanding requests (default: the timeout);
+    /// whatever is still unfinished is reported with its age.
+    #[arg(long, value_name = "DUR")]
+    pub drain: Option<String>,
+    /// Advanced: spin on the clock for this long before each intended send instead of sleeping
+    /// (precision against CPU use).
+    #[arg(long, default_value = "60us", value_name = "DUR")]
+    pub spin: String,
+    /// Run as shard I of N of one schedule (0-based): this process sends its share 1/N of the
+    /// total rate, interleaved so that the N shards together form the single-process schedule.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Wall-clock instant of the first intended send (RFC 3339, e.g. 2026-11-21T23:00:00Z, or Unix
+    /// epoch seconds), so that shards on several machines begin together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// HTTP/1.1 pipelining: up to N requests in flight per connection, each timed from its own
+    /// intended send time.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub pipeline: usize,
+    /// Speak HTTP/2 (prior knowledge over http://, ALPN over https://).
+    #[arg(long)]
+    pub h2: bool,
+    /// HTTP/2: concurrent streams per connection; a due request waits for a free stream.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub streams: usize,
+    /// HTTPS: do not verify the server certificate (traffic is still encrypted).
+    #[arg(long, short = 'k')]
+    pub insecure: bool,
+    /// HTTPS: trust the certificates in this PEM file instead of the system roots, as issuers or
+    /// as the server's own certificate (a self-signed one, even if marked as a CA).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
+    /// Many different requests: a JSON-lines file, one {"method", "path", "headers", "body"} per
+    /// line (see docs/protocols.md); all are encoded before the run.
+    #[arg(long, value_name = "FILE")]
+    pub requests: Option<std::path::PathBuf>,
+    /// How the next request of --requests is chosen.
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub request_order: RequestOrderArg,
+    /// tcp://: the bytes sent per request: text with \r \n \t \0 escapes, or hex:0a0b...
+    #[arg(long, conflicts_with = "payload_file")]
+    pub payload: Option<String>,
+    /// tcp://: read the request payload from a file (sent verbatim).
+    #[arg(long, value_name = "FILE")]
+    pub payload_file: Option<std::path::PathBuf>,
+    /// tcp://: a response is exactly N bytes.
+    #[arg(long, value_name = "N", group = "framing")]
+    pub expect_bytes: Option<usize>,
+    /// tcp://: a response ends with this string (escapes as in --payload), e.g. '\r\n'.
+    #[arg(long, value_name = "STR", group = "framing")]
+    pub expect_delimiter: Option<String>,
+    /// tcp://: a response is a big-endian length prefix then that many bytes: u8, u16be, u32be, u64be.
+    #[arg(long, value_name = "KIND", group = "framing")]
+    pub length_prefix: Option<String>,
+    /// HTTP statuses that count as success: codes, classes or ranges, e.g. '200,404' or
+    /// '2xx,3xx'; any other response fails (class "status"), its latency still recorded.
+    /// Default: everything below 400.
+    #[arg(long, value_name = "LIST")]
+    pub check_status: Option<String>,
+    /// Target URL: http://host:port/path (port optional), https://..., or tcp://host:port.
+    /// `http://user:password@host/` sends Basic authorization (percent-decoded, as curl does)
+    /// unless an Authorization header is given.
+    pub url: String,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RequestOrderArg {
+    /// Cycle through the requests in file order.
+    RoundRobin,
+    /// Pick uniformly at random (seeded by --seed).
+    Random,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Total intended requests per second across all threads (k and M suffixes accepted), or
+    /// "max" for a closed loop where each connection sends as soon as its previous response arrives.
+    #[arg(
+        short = 'R',
+        long = "rate",
+        default_value = "1k",
+        value_name = "RATE",
+        allow_hyphen_values = true
+    )]
+    pub rate: String,
+    /// Send exactly N requests on the schedule of -R (constant arrival) instead of running for
+    /// -d: the window lasts N / rate.
+    #[arg(
+        short = 'n',
+        long = "requests-total",
+        value_name = "N",
+        conflicts_with = "duration"
+    )]
+    pub count: Option<u64>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Print the full percentile spectrum of response time (and service time) in the .hgrm layout.
+    #[arg(short = 'L', long)]
+    pub latency: bool,
+    /// Write the results as JSON to FILE ("-" for stdout; the text report then goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    /// Write an HdrHistogram interval log (format 1.3, one line per second and measure: untagged =
+    /// response time, Tag=service_time, Tag=send_lag), readable by HdrHistogram's Java tools.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<String>,
+    /// Write the response-time percentile distribution (.hgrm, in milliseconds) as Java prints it.
+    #[arg(long, value_name = "FILE")]
+    pub hgrm: Option<String>,
+    /// No live progress line.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Service-level objectives on response time, e.g. 'p99<10ms,p99.9<50ms,max<1s,errors<0.1%':
+    /// one PASS/FAIL line each after the report; exit code 3 if any fails.
+    #[arg(long, value_name = "SLO")]
+    pub slo: Vec<String>,
+    /// Stop as soon as an objective of --slo can no longer pass (the error budget is spent, the
+    /// rate stayed below its objective for 5 consecutive seconds, a latency bound is already
+    /// broken for the whole run); exit code 3, naming the objective and the moment.
+    #[arg(long, requires = "slo")]
+    pub abort_on_fail: bool,
+    /// Run until precise: end the measured window once the 95% confidence interval of the
+    /// percentile lies within ±X% of its estimate, e.g. 'p99=5%' (repeatable; all must be reached;
+    /// -d is the upper bound).
+    #[arg(long, value_name = "PNN=X%", conflicts_with = "count")]
+    pub precision: Vec<String>,
+    /// Pause this process (SIGSTOP, then SIGCONT) during the run, e.g. the server under test.
+    #[arg(long, value_name = "PID", requires_all = ["pause_at", "pause_for"])]
+    pub pause_pid: Option<i32>,
+    /// When to pause, from the first intended send (warm-up included).
+    #[arg(long, value_name = "DUR", requires = "pause_pid")]
+    pub pause_at: Option<String>,
+    /// How long the pause lasts.
+    #[arg(long, value_name = "DUR", requires = "pause_pid")]
+    pub pause_for: Option<String>,
+    /// With a pause: print the response-time distribution the pause predicts beside the measured one.
+    #[arg(long, requires = "pause_pid")]
+    pub expect: bool,
+    #[command(flatten)]
+    pub live_view: crate::cmd::live::LiveArgs,
+}
+
+/// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
+pub fn rate_flag(text: &str) -> Result<Option<f64>> {
+    Ok(match parse_rate(text).context("-R/--rate")? {
+        Rate::PerSecond(r) => Some(r),
+        Rate::Max => None,
+    })
+}
+
+/// The window of `-n N` at `rate`: long enough to hold all N intended sends (the schedule itself
+/// stops after exactly N, see `Schedule::with_limit`).
+pub fn count_window_ns(count: u64, rate: f64) -> u64 {
+    (count as f64 * 1e9 / rate).ceil().max(1.0) as u64
+}
+
+/// Validated settings from the flags, at `rate` (`None`: closed loop), optionally for exactly
+/// `count` requests (`-n`).
+pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Result<LoadConfig> {
+    let target = Target::parse(&a.url)?;
+    let mut c = LoadConfig::new(target);
+    c.rate = rate;
+    c.connections = a.connections;
+    c.threads = a.threads;
+    c.duration_ns = parse_duration_ns(&a.duration).context("--duration")?;
+    if let (Some(n), Some(r)) = (count, rate) {
+        c.duration_ns = count_window_ns(n, r);
+    }
+    c.count = count;
+    c.timeout_ns = parse_duration_ns(&a.timeout).context("--timeout")?;
+    c.warmup_ns = parse_duration_ns(&a.warmup).context("--warmup")?;
+    c.drain_ns = match &a.drain {
+        Some(d) => parse_duration_ns(d).context("--drain")?,
+        None => c.timeout_ns,
+    };
+    c.spin_ns = parse_duration_ns(&a.spin).context("--spin")?;
+    c.arrival = match a.arrival {
+        ArrivalArg::Constant => ArrivalKind::Constant,
+        ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },
+    };
+    c.method = a.method.to_ascii_uppercase();
+    c.headers = a.headers.clone();
+    c.body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .with_context(|| format!("reading --body-file {}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    c.pipeline = a.pipeline;
+    c.http2 = a.h2;
+    c.streams = a.streams;
+    c.tls = candor_load::TlsOptions {
+        insecure: a.insecure,
+        ca_file: a.ca.clone(),
+    };
+    if let Some(path) = &a.requests {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading --requests {}", path.display()))?;
+        c.requests = candor_load::requests::parse_request_set(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    c.request_order = match a.request_order {
+        RequestOrderArg::RoundRobin => candor_load::RequestOrder::RoundRobin,
+        RequestOrderArg::Random => candor_load::RequestOrder::Random { seed: a.seed },
+    };
+    c.payload = match (&a.payload, &a.payload_file) {
+        (Some(p), _) => {
+            candor_load::tcp::parse_payload(p).map_err(|e| anyhow::anyhow!("--payload: {e}"))?
+        }
+        (None, Some(path)) => std::fs::read(path)
+            .with_context(|| format!("reading --payload-file {}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    c.framing = if let Some(n) = a.expect_bytes {
+        Some(candor_load::Framing::ExpectBytes(n))
+    } else if let Some(d) = &a.expect_delimiter {
+        Some(candor_load::Framing::Delimiter(candor_load::tcp::unescape(
+            d,
+        )))
+    } else if let Some(kind) = &a.length_prefix {
+        let width = match kind.as_str() {
+            "u8" => 1,
+            "u16be" | "u16" => 2,
+            "u32be" | "u32" => 4,
+            "u64be" | "u64" => 8,
+            other => anyhow::bail!(
+                "invalid --length-prefix '{other}': expected u8, u16be, u32be or u64be"
+            ),
+        };
+        Some(candor_load::Framing::LengthPrefix { width })
+    } else {
+        None
+    };
+    if let Some(list) = &a.check_status {
+        if c.target.scheme == candor_load::Scheme::Tcp {
+            anyhow::bail!(
+                "--check-status applies to HTTP targets; raw tcp:// responses have no status"
+            );
+        }
+        c.accept_status = candor_load::StatusSet::parse(list)
+            .map_err(|e| anyhow::anyhow!("invalid --check-status '{list}': {e}"))?;
+    }
+    c.apply_url_credentials();
+    if let Some(shard) = &a.shard {
+        (c.shard_index, c.shard_count) = parse_shard(shard)?;
+    }
+    if let Some(at) = &a.start_at {
+        c.start_at_wall_ns = Some(parse_start_at(at)?);
+    }
+    c.validate()?;
+    Ok(c)
+}
+
+/// Parses `I/N`.
+pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
+    match parsed {
+        Some((i, n)) if n > 0 && i < n => Ok((i, n)),
+        _ => anyhow::bail!("invalid --shard '{text}': expected I/N with 0 <= I < N, e.g. 0/4"),
+    }
+}
+
+/// Parses an RFC 3339 timestamp or Unix epoch seconds into wall-clock nanoseconds.
+pub fn parse_start_at(text: &str) -> Result<u64> {
+    if let Ok(secs) = text.trim().parse::<f64>() {
+        if secs.is_finite() && secs > 0.0 {
+            return Ok((secs * 1e9) as u64);
+        }
+    }
+    let t = humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
+        anyhow::anyhow!("invalid --start-at '{text}': expected RFC 3339 (2026-11-21T23:00:00Z) or epoch seconds")
+    })?;
+    Ok(t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0))
+}

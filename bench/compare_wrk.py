@@ -13,6 +13,11 @@ The machine is small and noisy, so every configuration runs ROUNDS times, interl
 summary quotes medians and the candor/wrk ratio. Usage:
 
   bench/compare_wrk.py [--rounds 3] [--duration 10] [--connections 50] [--rate 20000]
+                      [--baseline PATH/TO/OLDER/candor]
+
+With --baseline, an older candor binary (for example one built from the commit before a change)
+runs the same three candor configurations in the same rounds, and the summary adds the
+new/baseline ratio of CPU per request: the before/after figure of a change, measured side by side.
 """
 
 import argparse
@@ -56,6 +61,7 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--rate", type=int, default=20000)
+    ap.add_argument("--baseline", help="an older candor binary to run beside this one")
     a = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is not installed: apt-get install -y wrk")
@@ -67,18 +73,23 @@ def main():
     url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",") + "/"
     d, c = str(a.duration), str(a.connections)
     rows = {"wrk closed": [], "candor closed": [], "candor open": [], "candor open spin0": []}
+    binaries = [("candor", CANDOR)]
+    if a.baseline:
+        binaries.append(("baseline", os.path.abspath(a.baseline)))
+        rows.update({"baseline closed": [], "baseline open": [], "baseline open spin0": []})
     tmp = tempfile.mkdtemp()
     try:
         for r in range(a.rounds):
             text, cpu = measured(pin_client + ["wrk", "-t1", "-c" + c, "-d" + d + "s", url])
             rows["wrk closed"].append((wrk_requests(text), cpu))
-            for name, rate, extra in (
-                ("candor closed", "max", []),
-                ("candor open", str(a.rate), []),
-                ("candor open spin0", str(a.rate), ["--spin", "0us"]),
+            for (who, binary), (kind, rate, extra) in (
+                (b, k)
+                for k in (("closed", "max", []), ("open", str(a.rate), []), ("open spin0", str(a.rate), ["--spin", "0us"]))
+                for b in binaries
             ):
+                name = f"{who} {kind}"
                 path = os.path.join(tmp, "r.json")
-                cmd = [CANDOR, "run", "-q", "-R", rate, "-t1", "-c", c, "-d", d + "s", "--json", path] + extra + [url]
+                cmd = [binary, "run", "-q", "-R", rate, "-t1", "-c", c, "-d", d + "s", "--json", path] + extra + [url]
                 _, cpu = measured(pin_client + cmd)
                 with open(path) as f:
                     res = json.load(f)
@@ -102,13 +113,14 @@ def main():
     print(f"{'client':<34} {'requests/s':>12} {'req per CPU-s':>14} {'CPU us/req':>11}")
     for name in rows:
         rps = statistics.median(n for n, _ in rows[name]) / a.duration
-        label = {
-            "candor open": f"candor open loop {a.rate}/s",
-            "candor open spin0": f"candor open loop {a.rate}/s --spin 0",
-        }.get(name, name)
+        label = name.replace(" open spin0", f" open loop {a.rate}/s --spin 0").replace(" open", f" open loop {a.rate}/s")
         print(f"{label:<34} {rps:>12,.0f} {per_cpu(name):>14,.0f} {us_per_req(name):>11.2f}")
     ratio = us_per_req("candor closed") / us_per_req("wrk closed")
     print(f"\ncandor/wrk CPU per request, closed loop: {ratio:.2f} (below 1 = candor is cheaper)")
+    if a.baseline:
+        for kind in ("closed", "open", "open spin0"):
+            change = us_per_req(f"candor {kind}") / us_per_req(f"baseline {kind}")
+            print(f"candor/baseline CPU per request, {kind}: {change:.3f} (below 1 = the new build is cheaper)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""The open loop at its limits: the figures of the "open loop at the physical limit" table.
+
+One `candor serve` thread pinned to core 1, one candor client pinned to core 0 (two threads for
+the 10,000-connection case, which shares both cores). CPU = user + system time of the client
+process (getrusage of the child); resident memory = the client's VmRSS, read from /proc while it
+runs. Every figure is a median over ROUNDS interleaved rounds.
+
+  closed        `-R max -t1 -c64`: requests per second and CPU microseconds per request
+  ceiling       the highest open-loop rate, as a share of that round's closed-loop rate (steps of
+                10%), whose send lag p99 stays <= 50 us with >= 99% of the target achieved
+  paced         `-R 20000 -t1 -c64`, default pacing and `--spin 0`: CPU us/request, and its ratio
+                to the closed-loop CPU us/request, and send lag p99
+  pool          `-R 10000 -t2 -c10000`, no warm-up: response and send lag p99, generator_late,
+                peak resident memory
+  --memory S    additionally `-R 20000 -t1 -c64` for S seconds, resident memory every 10 s
+
+  bench/open_loop.py [--rounds 3] [--duration 8] [--memory 600] [--candor PATH] [--skip pool]
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_client(cmd, sample_every=None):
+    """Runs a candor client; returns (results json, cpu seconds, peak RSS KiB, RSS series)."""
+    before = child_cpu()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak, series, started, next_sample = 0, [], time.monotonic(), 0.0
+    while p.poll() is None:
+        rss = rss_kib(p.pid)
+        peak = max(peak, rss)
+        elapsed = time.monotonic() - started
+        if sample_every and elapsed >= next_sample:
+            series.append((round(elapsed), rss))
+            next_sample += sample_every
+        time.sleep(0.05)
+    err = p.stderr.read()
+    if p.returncode not in (0, 3):
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{err}")
+    return child_cpu() - before, peak, series
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def p99_us(res, measure):
+    rows = res[measure]["percentiles"]
+    return next(r["value_ns"] for r in rows if r["percentile"] == 99.0) / 1000.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=8)
+    ap.add_argument("--memory", type=int, default=0, help="seconds of the flat-memory run (0: skip)")
+    ap.add_argument("--candor", default=os.path.join(ROOT, "target", "release", "candor"))
+    ap.add_argument("--skip", action="append", default=[], choices=["ceiling", "paced", "pool"])
+    a = ap.parse_args()
+    if a.candor == os.path.join(ROOT, "target", "release", "candor"):
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "candor"], cwd=ROOT, check=True)
+    pinned = (os.cpu_count() or 1) >= 2 and shutil.which("taskset")
+    pin_server = ["taskset", "-c", "1"] if pinned else []
+    pin_client = ["taskset", "-c", "0"] if pinned else []
+    server = subprocess.Popen(pin_server + [a.candor, "serve", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",") + "/"
+    tmp = tempfile.mkdtemp()
+    out = os.path.join(tmp, "r.json")
+    d = f"{a.duration}s"
+    rows = {k: [] for k in ("closed", "ceiling", "paced", "paced spin0", "pool")}
+
+    def client(args, pin=pin_client, sample_every=None):
+        cmd = pin + [a.candor, "run", "-q", "--json", out] + args + [url]
+        cpu, peak, series = run_client(cmd, sample_every)
+        return load(out), cpu, peak, series
+
+    try:
+        for r in range(a.rounds):
+            res, cpu, _, _ = client(["-R", "max", "-t1", "-c64", "-d", d])
+            closed_rate = res["requests"]["completed"] / a.duration
+            closed_us = cpu / res["requests"]["completed"] * 1e6
+            rows["closed"].append((closed_rate, closed_us))
+            if "ceiling" not in a.skip:
+                held = 0.0
+                for share in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+                    rate = int(closed_rate * share)
+                    res, _, _, _ = client(["-R", str(rate), "-t1", "-c64", "-d", d])
+                    achieved = res["requests"]["completed"] / a.duration / rate
+                    if p99_us(res, "send_lag") <= 50.0 and achieved >= 0.99:
+                        held = share
+                    else:
+                        break
+                rows["ceiling"].append((held, held * closed_rate))
+            if "paced" not in a.skip:
+                for name, extra in (("paced", []), ("paced spin0", ["--spin", "0us"])):
+                    res, cpu, _, _ = client(["-R", "20000", "-t1", "-c64", "-d", d] + extra)
+                    us = cpu / max(res["requests"]["completed"], 1) * 1e6
+                    rows[name].append((us, us / closed_us, p99_us(res, "send_lag")))
+            if "pool" not in a.skip:
+                res, cpu, peak, _ = client(["-R", "10000", "-t2", "-c10000", "-d", d], pin=[])
+                req = res["requests"]
+                rows["pool"].append((p99_us(res, "response_time"), p99_us(res, "send_lag"),
+                                     req["generator_late"], req["intended"], peak / 1024.0,
+                                     req["completed"] / a.duration))
+            print(f"round {r + 1}/{a.rounds} done", flush=True)
+        series = []
+        if a.memory:
+            _, _, _, series = client(["-R", "20000", "-t1", "-c64", "-d", f"{a.memory}s"], sample_every=10)
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    med = lambda xs: statistics.median(xs)
+    print(f"\n{a.candor}; server `candor serve` 1 thread{' on core 1, client on core 0' if pinned else ''}; "
+          f"{a.rounds} rounds of {a.duration}s; medians")
+    rate, us = med(x[0] for x in rows["closed"]), med(x[1] for x in rows["closed"])
+    print(f"closed loop, 1 thread, 64 connections: {rate:,.0f} requests/s, {us:.2f} CPU us/request")
+    if rows["ceiling"]:
+        print(f"open-loop ceiling (send lag p99 <= 50 us): {med(x[0] for x in rows['ceiling']):.0%} "
+              f"of closed loop = {med(x[1] for x in rows['ceiling']):,.0f}/s")
+    for name in ("paced", "paced spin0"):
+        if rows[name]:
+            print(f"20,000/s {'default pacing' if name == 'paced' else '--spin 0'}: "
+                  f"{med(x[0] for x in rows[name]):.1f} CPU us/request = {med(x[1] for x in rows[name]):.2f}x closed loop, "
+                  f"send lag p99 {med(x[2] for x in rows[name]):.1f} us")
+    if rows["pool"]:
+        p = rows["pool"]
+        print(f"10,000 connections at 10,000/s, 2 threads, no warm-up: response p99 {med(x[0] for x in p):,.0f} us, "
+              f"send lag p99 {med(x[1] for x in p):,.0f} us, generator_late {med(x[2] for x in p):,.0f} of "
+              f"{med(x[3] for x in p):,.0f}, peak RSS {med(x[4] for x in p):,.0f} MiB, achieved {med(x[5] for x in p):,.0f}/s")
+    if series:
+        print("resident memory at 20,000/s (seconds, MiB): " + ", ".join(f"{t}:{kib / 1024:.1f}" for t, kib in series))
+
+
+if __name__ == "__main__":
+    main()

@@ -565,7 +565,10 @@ mod tests {
             PrecisionTarget::parse("p50=5%").unwrap(),
             PrecisionTarget::parse("p99=5%").unwrap(),
         ]);
-        assert_eq!(w.progress(), "precision p50 0/200 samples  p99 0/10,000 samples");
+        assert_eq!(
+            w.progress(),
+            "precision p50 0/200 samples  p99 0/10,000 samples"
+        );
         w.observe(&second);
         let text = w.progress();
         assert!(text.starts_with("precision p50 ±"), "{text}");

@@ -194,6 +194,51 @@ impl PrecisionWatch {
     pub fn intervals(&self) -> u64 {
         self.intervals
     }
+
+    /// Every target's row over the measured window so far.
+    pub fn rows(&self) -> Vec<PrecisionRow> {
+        self.targets
+            .iter()
+            .map(|t| t.row(&self.cumulative))
+            .collect()
+    }
+
+    /// Progress toward the targets for the live line: see [`progress`].
+    pub fn progress(&self) -> String {
+        progress(&self.rows())
+    }
+}
+
+/// Progress toward `--precision` targets for `candor run`'s live line, e.g.
+/// `precision p50 ±0.41%/2% ✓  p99 6,000/10,000 samples`: per target the half-width reached
+/// against the goal (`✓` once reached), or, while the samples cannot yet support the
+/// percentile, how many there are of the number it needs; `±?` while the interval is unbounded.
+pub fn progress(rows: &[PrecisionRow]) -> String {
+    let parts: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let p = format!("p{}", crate::omission::trim_pct(r.percentile));
+            let goal = format!("{}%", crate::omission::trim_pct(r.target * 100.0));
+            let need = samples_needed(r.percentile / 100.0);
+            if r.samples < need {
+                return format!(
+                    "{p} {}/{} samples",
+                    format_count(r.samples),
+                    format_count(need)
+                );
+            }
+            let width = r
+                .half_width
+                .map_or("±?".to_string(), |w| format!("±{:.2}%", w * 100.0));
+            let mark = if r.reached { " ✓" } else { "" };
+            format!("{p} {width}/{goal}{mark}")
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("precision {}", parts.join("  "))
+    }
 }
 
 /// What bounds the rest of the run, for deciding that an objective can no longer pass.
@@ -489,6 +534,47 @@ mod tests {
         let mut coarse = PrecisionWatch::new(vec![PrecisionTarget::parse("p99=0.2%").unwrap()]);
         assert!((0..3).all(|_| !fine.observe(&spread)));
         assert!(!coarse.observe(&spread) && !coarse.observe(&spread) && coarse.observe(&spread));
+    }
+
+    #[test]
+    fn progress_shows_each_half_width_against_its_goal() {
+        let row = |percentile: f64, target: f64, samples: u64, half_width, reached| PrecisionRow {
+            percentile,
+            target,
+            samples,
+            estimate_ns: 1_000_000,
+            ci_low_ns: None,
+            ci_high_ns: None,
+            half_width,
+            reached,
+        };
+        assert_eq!(progress(&[]), "");
+        assert_eq!(
+            progress(&[
+                row(50.0, 0.02, 5_000, Some(0.0041), true),
+                row(99.0, 0.05, 6_000, None, false),
+                row(99.0, 0.05, 20_000, Some(0.0723), false),
+                row(99.9, 0.1, 200_000, None, false),
+            ]),
+            "precision p50 ±0.41%/2% ✓  p99 6,000/10,000 samples  p99 ±7.23%/5%  p99.9 ±?/10%"
+        );
+        // The watch's own rows: p99 lacks samples after one interval of 5,000; all reached
+        // once the watch says so.
+        let second = uniform(5_000, 1_000_000, 200);
+        let mut w = PrecisionWatch::new(vec![
+            PrecisionTarget::parse("p50=5%").unwrap(),
+            PrecisionTarget::parse("p99=5%").unwrap(),
+        ]);
+        assert_eq!(
+            w.progress(),
+            "precision p50 0/200 samples  p99 0/10,000 samples"
+        );
+        w.observe(&second);
+        let text = w.progress();
+        assert!(text.starts_with("precision p50 ±"), "{text}");
+        assert!(text.ends_with("/5% ✓  p99 5,000/10,000 samples"), "{text}");
+        while !w.observe(&second) {}
+        assert_eq!(w.progress().matches(" ✓").count(), 2, "{}", w.progress());
     }
 
     fn rec_of(response_ns: &[u64], lag_ns: u64) -> Recorder {

@@ -26,6 +26,8 @@ mod sampler;
 pub mod summary;
 
 pub use alloc::{AllocCounts, AllocStats, AllocationFailure, CountingAllocator};
+/// The ratio rows of the summaries' comparisons with run 1, as `candor compare` gives them.
+pub use candor_analysis::compare_ci::{Method, RatioRow, Verdict};
 /// The monotonic clock the harness times with (CLOCK_MONOTONIC, ns), for timing a probe's stretch
 /// of code: re-exported so that a benchmark needs no other crate than this one.
 pub use candor_core::now_ns;
@@ -33,7 +35,8 @@ pub use clock::{Clock, ManualClock, MonotonicClock, Wake};
 pub use config::{Config, HarnessBuilder, HarnessError};
 pub use harness::{Benchmark, Harness, Iteration};
 pub use results::{
-    histogram_line, run_text, warmup_text, HarnessResults, Phase, RunData, SummaryRow, SummaryTable,
+    comparison_text, histogram_line, ratio_cell, run_text, warmup_text, HarnessResults, Phase,
+    RunComparison, RunData, SummaryRow, SummaryTable,
 };
 pub use sampler::{ProbeId, Sampler, Stamp};
 pub use summary::Variation;

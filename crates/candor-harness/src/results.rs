@@ -6,6 +6,7 @@ use crate::config::{Config, HarnessError};
 use crate::phased::{E2E, FIRST_PROBE, SERVICE};
 use crate::sampler::ProbeId;
 use crate::summary::{format_us_short, percentile_label, percentile_rows, variation_runs};
+use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use candor_core::hist::{new_histogram, value_at, Histo, Recorder};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, NamedHistogram, PhaseResults,
@@ -129,11 +130,29 @@ pub struct SummaryRow {
     pub variation_pct: f64,
 }
 
+/// One run against the first, percentile by percentile: the ratio run / run 1 with its 95%
+/// confidence interval and verdict, by the method of `candor compare`
+/// ([`candor_analysis::compare_ci`]); the same shape as an element of its `--json` comparisons.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunComparison {
+    /// `run1`.
+    pub baseline: String,
+    /// `run2`, `run3`, ...
+    pub candidate: String,
+    /// A harness run is one histogram, not a series of intervals, so this is always
+    /// order statistics (a bootstrap needs blocks to draw).
+    pub method: Method,
+    /// One per row of the table, in its order; the worst row is percentile 100.
+    pub rows: Vec<RatioRow>,
+}
+
 /// A percentile-by-run table for one measure, as JLBH prints after all runs.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SummaryTable {
     pub name: String,
     pub rows: Vec<SummaryRow>,
+    /// Each run after the first against the first, at the table's percentiles.
+    pub comparisons: Vec<RunComparison>,
 }
 
 impl SummaryTable {
@@ -145,7 +164,7 @@ impl SummaryTable {
             percentile_rows(min_count).into_iter().map(Some).collect();
         percentiles.push(None);
         let range = variation_runs(per_run.len());
-        let rows = percentiles
+        let rows: Vec<SummaryRow> = percentiles
             .into_iter()
             .map(|p| {
                 let values_ns: Vec<u64> = per_run
@@ -160,9 +179,11 @@ impl SummaryTable {
                 }
             })
             .collect();
+        let percentiles: Vec<f64> = rows.iter().map(|r| r.percentile.unwrap_or(100.0)).collect();
         SummaryTable {
             name: name.to_string(),
             rows,
+            comparisons: compare_with_first(per_run, &percentiles),
         }
     }
 
@@ -174,6 +195,63 @@ impl SummaryTable {
             _ => false,
         })
     }
+}
+
+/// Each run after the first against the first at `percentiles` (ascending, 100 = worst).
+fn compare_with_first(per_run: &[&Histo], percentiles: &[f64]) -> Vec<RunComparison> {
+    // The run is its only block: fewer than MIN_BOOTSTRAP_INTERVALS, so compare_ci takes
+    // order-statistic bounds, which is all one histogram per run can support.
+    let samples = |h: &Histo| RunSamples {
+        total: h.clone(),
+        intervals: vec![h.clone()],
+        measured: usize::from(!h.is_empty()),
+    };
+    let Some((first, rest)) = per_run.split_first() else {
+        return Vec::new();
+    };
+    let base = samples(first);
+    rest.iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let c = compare_ci::compare(
+                &base,
+                &samples(h),
+                percentiles,
+                compare_ci::RESAMPLES,
+                compare_ci::SEED,
+            );
+            RunComparison {
+                baseline: "run1".into(),
+                candidate: format!("run{}", i + 2),
+                method: c.method,
+                rows: c.rows,
+            }
+        })
+        .collect()
+}
+
+/// A comparison cell of the text: ratio, interval, verdict; significant changes in capitals so
+/// they stand out, as in `candor compare`.
+pub fn ratio_cell(row: &RatioRow) -> String {
+    let Some(ratio) = row.ratio else {
+        return row.verdict.label().to_string();
+    };
+    let ci = match (row.ci_low, row.ci_high) {
+        (None, None) => String::new(),
+        (l, h) => format!(
+            " [{}, {}]",
+            l.map_or("0".to_string(), |v| format!("{v:.3}")),
+            h.map_or("inf".to_string(), |v| format!("{v:.3}"))
+        ),
+    };
+    if row.percentile >= 100.0 {
+        return format!("{ratio:.3} (no interval)");
+    }
+    let verdict = match row.verdict {
+        Verdict::Slower | Verdict::Faster => row.verdict.label().to_uppercase(),
+        Verdict::Same | Verdict::NotEnoughSamples => row.verdict.label().to_string(),
+    };
+    format!("{ratio:.3}{ci} {verdict}")
 }
 
 /// Everything a harness session measured, as values.
@@ -501,6 +579,7 @@ impl HarnessResults {
                 range.start + 1,
                 range.end
             );
+            s.push_str(&comparison_text(&t));
             let _ = writeln!(s, "{}", "-".repeat(BANNER_WIDTH));
         }
         let _ = writeln!(s, "{}", self.allocations_text());
@@ -781,6 +860,46 @@ pub fn run_text(cfg: &Config, r: &RunData) -> String {
         }
     }
     let _ = write!(s, "{}", "-".repeat(BANNER_WIDTH));
+    s
+}
+
+/// A table's comparisons with run 1: a row per percentile, a column per later run; empty with
+/// one run.
+pub fn comparison_text(t: &SummaryTable) -> String {
+    const CELL: usize = 34;
+    let mut s = String::new();
+    if t.comparisons.is_empty() {
+        return s;
+    }
+    let method = match t.comparisons[0].method {
+        Method::OrderStatistics => "order statistics of each run's samples",
+        Method::Bootstrap => "block bootstrap",
+    };
+    let _ = writeln!(s, "Ratio to run1 with 95% confidence interval ({method}):");
+    let _ = write!(s, "{:<10}", "Percentile");
+    for c in &t.comparisons {
+        let _ = write!(s, "  {:<CELL$}", c.candidate);
+    }
+    s.truncate(s.trim_end().len());
+    s.push('\n');
+    for (i, row) in t.rows.iter().enumerate() {
+        let label = match row.percentile {
+            Some(p) => format!("{}:", percentile_label(p)),
+            None => "worst:".to_string(),
+        };
+        let _ = write!(s, "{label:<10}");
+        for c in &t.comparisons {
+            let cell = c.rows.get(i).map(ratio_cell).unwrap_or_default();
+            let _ = write!(s, "  {cell:<CELL$}");
+        }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+    }
+    s.push_str(
+        "(SLOWER or FASTER when the whole interval lies above or below 1, same when it contains 1;\n \
+         a run is one histogram, so the bounds treat iterations as independent and may be too\n \
+         narrow when latency comes in bursts; no interval bounds a worst; docs/statistics.md)\n",
+    );
     s
 }
 

@@ -1,9 +1,14 @@
 //! Summary math: percentile rows by sample count, the % variation formulas (checked against
-//! JLBH's published table), and the summary table built from per-run histograms.
+//! JLBH's published table), the summary table built from per-run histograms, and its ratios to
+//! run 1 with confidence intervals and verdicts (synthetic runs with known answers).
 
-use candor_core::hist::new_histogram;
+use candor_core::hist::{new_histogram, Histo};
 use candor_harness::summary::{percentile_rows, variation_runs};
-use candor_harness::{SummaryTable, Variation};
+use candor_harness::{
+    comparison_text, ratio_cell, Method, RunComparison, SummaryTable, Variation, Verdict,
+};
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 #[test]
 fn percentile_rows_follow_the_sample_count() {
@@ -68,4 +73,125 @@ fn summary_table_rows_use_the_smallest_run_and_skip_run_one_for_variation() {
     assert!((p50.variation_pct - expected).abs() < 1e-9);
     let worst = t.row(None).unwrap();
     assert_eq!(worst.values_ns[0], runs[0].max());
+}
+
+/// `n` samples of 0.6 ms plus an exponential of mean 0.4 ms (p50 ≈ 0.88 ms, p90 ≈ 1.52 ms), plus
+/// `shift_ns`, from `rng`.
+fn run(rng: &mut Xoshiro256PlusPlus, n: usize, shift_ns: u64) -> Histo {
+    let mut h = new_histogram();
+    for _ in 0..n {
+        let u = ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        h.record((600_000.0 - 400_000.0 * u.ln()) as u64 + shift_ns)
+            .unwrap();
+    }
+    h
+}
+
+fn verdicts(c: &RunComparison) -> Vec<Verdict> {
+    c.rows.iter().map(|r| r.verdict).collect()
+}
+
+#[test]
+fn runs_from_one_distribution_read_same_against_run_one_at_most_about_5_percent_of_the_time() {
+    // 200 seeded trials of two runs of 20,000 samples from one distribution. A 95% interval
+    // excludes 1 in at most 5% of trials (the order-statistic ratio bounds are conservative, so
+    // fewer): Binomial(200, 0.05) has mean 10 and sd 3.1, and 20 false alarms per row is 3.2 sd
+    // above it, while reading any difference of two samples as a change would alarm nearly
+    // every time. Seeded, so deterministic anyway.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let mut alarms = [0usize; 3];
+    for _ in 0..200 {
+        let (a, b) = (run(&mut rng, 20_000, 0), run(&mut rng, 20_000, 0));
+        let t = SummaryTable::of("x", &[&a, &b], Variation::Jlbh);
+        assert_eq!(t.comparisons.len(), 1);
+        let c = &t.comparisons[0];
+        assert_eq!(c.method, Method::OrderStatistics);
+        // Rows 50, 90, 99, 99.7 (20,000 > 10,000 samples) and worst.
+        for (j, row) in c.rows[..3].iter().enumerate() {
+            if row.verdict != Verdict::Same {
+                alarms[j] += 1;
+            }
+        }
+        // 99.7 needs ~33,000 samples and the worst has no interval.
+        assert_eq!(c.rows[3].verdict, Verdict::NotEnoughSamples);
+        assert_eq!(c.rows[4].verdict, Verdict::NotEnoughSamples);
+    }
+    assert!(
+        alarms.iter().all(|&n| n <= 20),
+        "false alarms {alarms:?} of 200"
+    );
+}
+
+#[test]
+fn a_run_one_millisecond_slower_reads_slower_and_one_faster_reads_faster() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let base = run(&mut rng, 20_000, 1_000_000);
+    let same = run(&mut rng, 20_000, 1_000_000);
+    let slower = run(&mut rng, 20_000, 2_000_000);
+    let faster = run(&mut rng, 20_000, 0);
+    let t = SummaryTable::of("x", &[&base, &same, &slower, &faster], Variation::Jlbh);
+    let c = &t.comparisons;
+    assert_eq!(
+        c.iter().map(|c| c.candidate.as_str()).collect::<Vec<_>>(),
+        ["run2", "run3", "run4"]
+    );
+    assert!(c.iter().all(|c| c.baseline == "run1"));
+    use Verdict::*;
+    let tail = [NotEnoughSamples, NotEnoughSamples];
+    assert_eq!(verdicts(&c[0])[..3], [Same, Same, Same]);
+    assert_eq!(verdicts(&c[1])[..3], [Slower, Slower, Slower]);
+    assert_eq!(verdicts(&c[2])[..3], [Faster, Faster, Faster]);
+    assert!(c.iter().all(|c| verdicts(c)[3..] == tail));
+    // p50 ≈ 1.88 ms -> 2.88 ms: ratio ≈ 1.53, inside its interval; the worst row has a ratio
+    // but no interval.
+    let r = &c[1].rows[0];
+    let ratio = r.ratio.unwrap();
+    assert!((1.45..1.6).contains(&ratio), "{r:?}");
+    assert!(r.ci_low.unwrap() < ratio && ratio < r.ci_high.unwrap());
+    assert_eq!(c[1].rows[4].percentile, 100.0);
+    assert!(c[1].rows[4].ratio.is_some() && c[1].rows[4].ci_low.is_none());
+    // The text marks significant changes in capitals, column by run.
+    let text = comparison_text(&t);
+    let p50 = text.lines().find(|l| l.starts_with("50:")).unwrap();
+    let cells: Vec<&str> = p50.split("  ").filter(|c| !c.trim().is_empty()).collect();
+    assert!(cells[1].trim().ends_with(" same"), "{p50}");
+    assert!(cells[2].trim().ends_with(" SLOWER"), "{p50}");
+    assert!(cells[3].trim().ends_with(" FASTER"), "{p50}");
+    let worst = text.lines().find(|l| l.starts_with("worst:")).unwrap();
+    assert!(worst.contains("(no interval)"), "{worst}");
+    assert!(
+        text.starts_with("Ratio to run1 with 95% confidence interval (order statistics"),
+        "{text}"
+    );
+    // The JSON rows are those of `candor compare --json`.
+    let json = serde_json::to_value(&t).unwrap();
+    let row = &json["comparisons"][1]["rows"][0];
+    assert_eq!(json["comparisons"][1]["candidate"], "run3");
+    assert_eq!(json["comparisons"][1]["method"], "order_statistics");
+    assert_eq!(row["percentile"], 50.0);
+    assert_eq!(row["verdict"], "slower");
+    assert!(row["ci_low"].as_f64().unwrap() > 1.0);
+}
+
+#[test]
+fn one_run_has_nothing_to_compare_and_small_runs_do_not_support_a_verdict() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(6);
+    let a = run(&mut rng, 150, 0);
+    let t = SummaryTable::of("x", &[&a], Variation::Jlbh);
+    assert!(t.comparisons.is_empty());
+    assert_eq!(comparison_text(&t), "");
+    // 150 samples: fewer than the ~200 even p50 needs; the ratio is still given.
+    let b = run(&mut rng, 150, 1_000_000);
+    let t = SummaryTable::of("x", &[&a, &b], Variation::Jlbh);
+    let r = &t.comparisons[0].rows[0];
+    assert_eq!(r.verdict, Verdict::NotEnoughSamples);
+    assert!(r.ratio.unwrap() > 1.0);
+    assert!(ratio_cell(r).ends_with("not enough samples"));
+    // An empty run: no ratio at all.
+    let empty = new_histogram();
+    let t = SummaryTable::of("x", &[&empty, &b], Variation::Jlbh);
+    assert!(t.comparisons[0]
+        .rows
+        .iter()
+        .all(|r| r.ratio.is_none() && r.verdict == Verdict::NotEnoughSamples));
 }

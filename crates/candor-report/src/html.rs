@@ -85,7 +85,7 @@ pub struct HtmlError {
 }
 
 /// Auto-scaled latency with the proper micro sign for a typeset page.
-fn format_ns(ns: f64) -> String {
+pub(crate) fn format_ns(ns: f64) -> String {
     let s = candor_core::units::format_ns(ns);
     match s.strip_suffix("us") {
         Some(v) => format!("{v}\u{b5}s"),
@@ -478,6 +478,7 @@ pub fn write_html(
         }
         body.push_str("</ul></section>");
     }
+    body.push_str(&crate::html_stop::stop_section(runs, &PALETTE));
 
     body.push_str(
         "<section><h2>Percentile spectrum</h2><p class=\"note\">Latency at each percentile, on the classic \

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;
+mod html_stop;
 pub mod input;
 pub mod javafmt;
 pub mod merge;

@@ -135,6 +135,24 @@ fn report_renders_in_headless_chromium() {
     for iv in &mut runs[1].1.intervals {
         iv.start_s += 100.0;
     }
+    // The first run stopped on --precision: the page says so, with the interval reached.
+    runs[0].1.stop_reason = Some(candor_core::results::StopReason::Precision);
+    runs[0].1.stop = Some(candor_core::results::StopDetail {
+        at_s: 31.0,
+        intervals: 30,
+        precision: vec![candor_core::results::PrecisionRow {
+            percentile: 99.0,
+            target: 0.05,
+            samples: 60_000,
+            estimate_ns: 1_000_000,
+            ci_low_ns: Some(980_000),
+            ci_high_ns: Some(1_030_000),
+            half_width: Some(0.03),
+            reached: true,
+        }],
+        objective: None,
+        detail: "every --precision target was reached".into(),
+    });
     let options = HtmlOptions {
         title: None,
         slos: vec![
@@ -208,6 +226,10 @@ fn report_renders_in_headless_chromium() {
             "{label}: legend shows its max {max}: {legends:?}"
         );
     }
+    // The stop reason and the precision reached are on the page, for the run that has them.
+    assert_eq!(attr(&dom, "data-stop-reason").as_deref(), Some("precision"));
+    assert!(dom.contains("<th>p99=±5%</th>"), "precision row shown");
+    assert_eq!(dom.matches("data-stop-reason=").count(), 1);
     // The text report's sample-support caveats and both targets are on the page.
     assert!(dom.contains("not enough samples for"), "caveats shown");
     for (label, r) in &runs {

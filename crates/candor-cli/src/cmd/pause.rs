@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use candor_core::truth::StallTruth;
 use candor_core::units::{format_ns, parse_duration_ns};
 use candor_core::{now_ns, precise_sleep_until, Summary};
+use candor_load::IntervalReport;
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -453,7 +454,7 @@ impl RunExtras {
         let planned_end_s = (config.warmup_ns + config.duration_ns) as f64 / 1e9;
         let mut decided = None;
         let mut watched = 0u64;
-        let mut watch = |r: &candor_load::IntervalReport| -> Option<StopReason> {
+        let mut watch = |r: &IntervalReport, status: &mut String| -> Option<StopReason> {
             // Warm-up is not judged, nor the drain after the planned end (nothing is left to stop).
             if r.warmup || r.elapsed_s - r.length_s >= planned_end_s - 1e-9 {
                 return None;
@@ -473,7 +474,9 @@ impl RunExtras {
                 }
             }
             if let Some(p) = precision.as_mut() {
-                if p.observe(&r.histograms.response) {
+                let reached = p.observe(&r.histograms.response);
+                *status = p.progress();
+                if reached {
                     decided = Some((watched, Decision::Precision { at_s: r.elapsed_s }));
                     return Some(StopReason::Precision);
                 }

@@ -90,16 +90,18 @@ pub fn execute_with(
     live: bool,
     on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
 ) -> Result<candor_load::RunOutcome> {
-    execute_watched(config, live, on_start, &mut |_| None)
+    execute_watched(config, live, on_start, &mut |_, _| None)
 }
 
 /// [`execute_with`] with a watch called after every interval: when it names a reason, the
-/// measured window ends early for it (see `candor_load::run::EarlyEnd`).
+/// measured window ends early for it (see `candor_load::run::EarlyEnd`). What it writes into
+/// its `String` (cleared before each call) ends the live line, e.g. progress toward
+/// `--precision`.
 pub fn execute_watched(
     config: &LoadConfig,
     live: bool,
     on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
-    watch: &mut dyn FnMut(&IntervalReport) -> Option<StopReason>,
+    watch: &mut dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason>,
 ) -> Result<candor_load::RunOutcome> {
     crate::cmd::fdlimit::ensure(config.connections, config.threads)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the
@@ -118,10 +120,12 @@ pub fn execute_watched(
         on_start,
     };
     let mut total_failed = 0u64;
+    let mut status = String::new();
     let mut on_interval = |r: &IntervalReport| {
         crate::cmd::live::interval(r);
         if end.requested().is_none() {
-            if let Some(reason) = watch(r) {
+            status.clear();
+            if let Some(reason) = watch(r, &mut status) {
                 end.request(reason);
             }
         }
@@ -130,7 +134,7 @@ pub fn execute_watched(
             let mut err = std::io::stderr().lock();
             let _ = write!(
                 err,
-                "\r\x1b[2K[{:>6.1}s / {:.0}s{}] {:>10}  failures {}  p99 {}  max {}",
+                "\r\x1b[2K[{:>6.1}s / {:.0}s{}] {:>10}  failures {}  p99 {}  max {}{}{status}",
                 r.elapsed_s,
                 r.total_s,
                 if r.warmup { " warm-up" } else { "" },
@@ -138,6 +142,7 @@ pub fn execute_watched(
                 total_failed,
                 format_ns(r.response_time.p99_ns as f64),
                 format_ns(r.response_time.max_ns as f64),
+                if status.is_empty() { "" } else { "  " },
             );
             let _ = err.flush();
         }

@@ -203,7 +203,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if slo_failed {
-        crate::cmd::pause::EXIT_VERDICT_FAILED
+        crate::cmd::EXIT_VERDICT_FAILED
     } else {
         0
     })

@@ -14,6 +14,7 @@ pub mod load_args;
 pub mod merge;
 pub mod outputs;
 pub mod report;
+pub mod report_sweep;
 pub mod run;
 pub mod run_extras;
 pub mod serve;

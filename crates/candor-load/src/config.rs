@@ -166,6 +166,15 @@ impl TargetUrl {
         })
     }
 
+    /// The same URL with the loopback address for its host: for checking the settings that
+    /// depend on a target's scheme, port and credentials where its host can only be resolved
+    /// elsewhere (inside a cluster), without resolving it here.
+    pub fn on_loopback(&self) -> String {
+        let mut url = url::Url::parse(&self.url).expect("parsed and checked by TargetUrl::parse");
+        let _ = url.set_host(Some("127.0.0.1"));
+        url.to_string()
+    }
+
     /// Resolves the host (the first address it has).
     pub fn resolve(self) -> Result<Target, LoadConfigError> {
         let addr = (self.host.as_str(), self.port)
@@ -560,6 +569,12 @@ mod tests {
             Err(LoadConfigError::Scheme(..))
         ));
         assert!(TargetUrl::parse("tcp://svc").is_err());
+        assert_eq!(
+            TargetUrl::parse("tcp://u@db.cluster.local:5432")
+                .unwrap()
+                .on_loopback(),
+            "tcp://u@127.0.0.1:5432"
+        );
         let v6 = TargetUrl::parse("http://[::1]:8080/").unwrap();
         assert_eq!(v6.resolve().unwrap().addr, "[::1]:8080".parse().unwrap());
     }

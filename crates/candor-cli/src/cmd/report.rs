@@ -234,6 +234,7 @@ pub fn drawable_slos(set: &candor_analysis::SloSet) -> Vec<Slo> {
         })
         .collect()
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 use crate::pause::{pause_truth, PauseError, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
 use crate::table::{render_truth, truth_rows, Drain};
-use candor_core::results::{RequestCounts, RunResults};
+use candor_core::results::{PhaseResults, RequestCounts, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use candor_load::{LoadConfig, LoadConfigError, RunOutcome, Target};
@@ -232,16 +232,28 @@ fn at(s: &Summary, p: f64) -> f64 {
     s.at(p).unwrap_or(0) as f64
 }
 
-/// What the tester run measured against an instant server.
-pub struct Floor<'a> {
+/// What a calibration run measured.
+#[derive(Clone, Copy)]
+pub struct Measured<'a> {
     pub response_time: &'a Summary,
     pub service_time: &'a Summary,
     pub send_lag: &'a Summary,
     pub requests: &'a RequestCounts,
 }
 
+impl<'a> Measured<'a> {
+    pub fn of(phase: &'a PhaseResults) -> Measured<'a> {
+        Measured {
+            response_time: &phase.response_time,
+            service_time: &phase.service_time,
+            send_lag: &phase.send_lag,
+            requests: &phase.requests,
+        }
+    }
+}
+
 /// The bounds of the tester run against an instant server: candor's own floor must be small.
-pub fn tester_bounds(m: &Floor<'_>) -> Vec<Bound> {
+pub fn tester_bounds(m: &Measured<'_>) -> Vec<Bound> {
     let (acc_ok, acc) = accounting(m.requests);
     let gap50 = at(m.response_time, 50.0) - at(m.service_time, 50.0);
     let gap99 = at(m.response_time, 99.0) - at(m.service_time, 99.0);
@@ -310,23 +322,23 @@ pub struct StallJudgement {
     pub pass: bool,
 }
 
-/// Judges a run against the truth of its stall windows.
-pub fn judge_stall(truth: &StallTruth, res: &RunResults, config: &LoadConfig) -> StallJudgement {
+/// Judges a run of `config` against the truth of its stall windows.
+pub fn judge_stall(truth: &StallTruth, m: &Measured<'_>, config: &LoadConfig) -> StallJudgement {
     // The configured rate, also under the closed-loop sabotage: the allowance only widens upwards,
     // so it cannot make a blind measurement pass.
     let drain = Drain {
         rate_per_s: config.rate.unwrap_or(0.0),
         connections: config.connections,
-        round_ns: at(&res.main.service_time, 90.0),
+        round_ns: at(m.service_time, 90.0),
     };
-    let rows = truth_rows(truth, &res.main.response_time, &drain);
+    let rows = truth_rows(truth, m.response_time, &drain);
     let table: String = render_truth(&rows, true)
         .lines()
         .map(|l| format!("  {l}\n"))
         .collect();
-    let service_p90_ns = at(&res.main.service_time, 90.0);
+    let service_p90_ns = at(m.service_time, 90.0);
     let service_ok = service_p90_ns < 5e6;
-    let accounting = accounting(&res.main.requests);
+    let accounting = accounting(m.requests);
     let pass = rows.iter().all(|r| r.pass()) && service_ok && accounting.0;
     StallJudgement {
         table,
@@ -408,12 +420,7 @@ impl<R: Runner> Calibration<'_, R> {
             format_ns(at(&m.service_time, 50.0)),
             format_ns(at(&m.service_time, 99.0)),
         ));
-        let bounds = tester_bounds(&Floor {
-            response_time: &m.response_time,
-            service_time: &m.service_time,
-            send_lag: &m.send_lag,
-            requests: &m.requests,
-        });
+        let bounds = tester_bounds(&Measured::of(m));
         (self.say)(&render_bounds(&bounds));
         let ok = bounds.iter().all(|b| b.pass);
         if !ok {
@@ -427,7 +434,7 @@ impl<R: Runner> Calibration<'_, R> {
     }
 
     fn judge(&mut self, title: &str, truth: &StallTruth, res: &RunResults, c: &LoadConfig) -> bool {
-        let j = judge_stall(truth, res, c);
+        let j = judge_stall(truth, &Measured::of(&res.main), c);
         (self.say)(&j.table);
         (self.say)(&format!(
             "    service time p90 {} (< 5ms: only requests already in flight see a stall)  {}\n",
@@ -622,7 +629,7 @@ mod tests {
             flat(5 * US, 6_000),
         );
         let counts = all_completed(6_000);
-        let floor = Floor {
+        let floor = Measured {
             response_time: &rt,
             service_time: &st,
             send_lag: &lag,
@@ -630,7 +637,7 @@ mod tests {
         };
         let bounds = tester_bounds(&floor);
         assert!(bounds.iter().all(|b| b.pass), "{}", render_bounds(&bounds));
-        let failing = |f: &Floor<'_>| -> Vec<&'static str> {
+        let failing = |f: &Measured<'_>| -> Vec<&'static str> {
             tester_bounds(f)
                 .into_iter()
                 .filter(|b| !b.pass)
@@ -639,7 +646,7 @@ mod tests {
         };
         // Sends 2 ms late: the lag and the response - service gap both show it.
         let (late_rt, late_lag) = (flat(2_050 * US, 6_000), flat(2_000 * US, 6_000));
-        let late = Floor {
+        let late = Measured {
             response_time: &late_rt,
             send_lag: &late_lag,
             ..floor
@@ -659,7 +666,7 @@ mod tests {
             ..counts
         };
         assert_eq!(
-            failing(&Floor {
+            failing(&Measured {
                 requests: &behind,
                 ..floor
             }),
@@ -672,13 +679,111 @@ mod tests {
             ..counts
         };
         assert_eq!(
-            failing(&Floor {
+            failing(&Measured {
                 requests: &lost,
                 ..floor
             }),
             ["accounting"]
         );
         assert!(render_bounds(&tester_bounds(&late)).contains("FAIL"));
+    }
+
+    /// Response times an honest open loop records at 1 kHz against `truth`, each stalled one
+    /// plus `extra(wait)`.
+    fn honest(truth: &StallTruth, extra: impl Fn(u64) -> u64) -> Summary {
+        let mut h = new_histogram();
+        for t in (truth.from_ns..truth.to_ns).step_by(MS as usize) {
+            let wait = truth
+                .stalls
+                .iter()
+                .find(|&&(s, e)| t >= s && t < e)
+                .map_or(0, |&(_, e)| e - t);
+            let late = if wait > 0 { extra(wait) } else { 0 };
+            h.record(truth.base_ns + wait + late).unwrap();
+        }
+        Summary::of(&h)
+    }
+
+    #[test]
+    fn a_stall_is_judged_by_its_truth_table_the_service_time_and_the_books() {
+        // The periodic-stall check: 200 ms every 1 s over 6 s, 1,000/s on 16 connections.
+        let truth = StallTruth::periodic(0, S, 200 * MS, 0, 6 * S, 50 * US);
+        let mut config = base_config("http://127.0.0.1:9/", 1000.0, 16, 2, 6 * S).unwrap();
+        let (rt, st, lag) = (
+            honest(&truth, |_| 0),
+            flat(50 * US, 6_000),
+            flat(5 * US, 6_000),
+        );
+        let counts = all_completed(6_000);
+        let m = Measured {
+            response_time: &rt,
+            service_time: &st,
+            send_lag: &lag,
+            requests: &counts,
+        };
+        let j = judge_stall(&truth, &m, &config);
+        assert!(j.pass, "{}", j.table);
+        assert!(
+            j.table.lines().all(|l| l.starts_with("    ")),
+            "indented under the check"
+        );
+        // A closed loop records only the fast answers: the stalled rows fail.
+        let blind = flat(50 * US, 6_000);
+        let j = judge_stall(
+            &truth,
+            &Measured {
+                response_time: &blind,
+                ..m
+            },
+            &config,
+        );
+        assert!(!j.pass && j.table.contains("FAIL") && j.service_ok && j.accounting.0);
+        // Slow service (the server, not the stall) fails its own line.
+        let slow = flat(6 * MS, 6_000);
+        let j = judge_stall(
+            &truth,
+            &Measured {
+                service_time: &slow,
+                ..m
+            },
+            &config,
+        );
+        assert!(!j.pass && !j.service_ok);
+        // A lost request fails the books whatever the percentiles say.
+        let lost = RequestCounts {
+            completed: 5_999,
+            in_flight_at_end: 1,
+            ..counts
+        };
+        let j = judge_stall(
+            &truth,
+            &Measured {
+                requests: &lost,
+                ..m
+            },
+            &config,
+        );
+        assert!(!j.pass && !j.accounting.0);
+        // Rounds of 4 ms: the backlog after each stall leaves 16 at a time, and an honest
+        // measurement shows it; the allowance follows the configured rate, none without one.
+        let round = flat(4 * MS, 6_000);
+        let drain = Drain {
+            rate_per_s: 1000.0,
+            connections: 16,
+            round_ns: round.at(90.0).unwrap() as f64,
+        };
+        let drained = honest(&truth, |wait| {
+            drain.allowance_ns(200.0 * MS as f64, wait as f64) as u64
+        });
+        let m = Measured {
+            response_time: &drained,
+            service_time: &round,
+            ..m
+        };
+        let j = judge_stall(&truth, &m, &config);
+        assert!(j.pass, "{}", j.table);
+        config.rate = None;
+        assert!(!judge_stall(&truth, &m, &config).pass);
     }
 
     #[test]

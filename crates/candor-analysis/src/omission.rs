@@ -159,7 +159,6 @@ pub fn compact_duration(ns: u64) -> String {
 mod tests {
     use super::*;
     use candor_core::new_histogram;
-    use candor_core::truth::StallTruth;
 
     const MS: u64 = 1_000_000;
 
@@ -178,12 +177,14 @@ mod tests {
 
     /// What an open-loop measurement of the same stall records: the truth, sampled at 1 kHz.
     fn open_loop_stall() -> Histo {
-        let truth = StallTruth::periodic(0, 2_000 * MS, 500 * MS, 0, 8_000 * MS, 50_000);
+        // The freezes [1.5 s, 2 s), [3.5 s, 4 s), ...: each request waits until its freeze ends.
+        let stalls: Vec<(u64, u64)> = (0..4)
+            .map(|k| (k * 2_000 * MS + 1_500 * MS, (k + 1) * 2_000 * MS))
+            .collect();
         let mut h = new_histogram();
         for i in 0..8_000u64 {
             let t = i * MS;
-            let wait = truth
-                .stalls
+            let wait = stalls
                 .iter()
                 .find(|&&(s, e)| t >= s && t < e)
                 .map_or(0, |&(_, e)| e - t);

@@ -83,11 +83,12 @@ const VARIANTS: [&[&str]; 4] = [
         "--shards", "4", "--image", "ghcr.io/x/candor:0.1", "--pvc", "candor-results", "--", "-R",
         "40k", "-c", "64", "-d", "60s", "http://svc:8080/",
     ],
-    // Logs only, Guaranteed QoS, awkward header text.
+    // Logs only, Guaranteed QoS, awkward header text, a body YAML 1.1 reads as a boolean.
     &[
         "--shards", "2", "--image", "registry.local:5000/candor@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
         "--name", "checkout-load", "--namespace", "perf", "--cpu", "1500m", "--memory", "1Gi",
-        "--guaranteed", "--", "-R", "2k", "-H", "X-Note: a: b # c \"q\" $(HOME)", "http://svc/",
+        "--guaranteed", "--", "-R", "2k", "-H", "X-Note: a: b # c \"q\" $(HOME)", "--body", "on",
+        "http://svc/",
     ],
     // No shell in the image: volume only.
     &[
@@ -125,9 +126,12 @@ fn the_validator_refuses_broken_manifests() {
     let d = dir("refuses");
     let good = k8s(VARIANTS[0]);
     for (from, to) in [
-        ("completionMode:", "completionMod:"),
-        ("backoffLimit: 0", "backoffLimit: \"zero\""),
-        ("restartPolicy: \"Never\"", "restartPolicy: [\"Never\"]"),
+        ("\"completionMode\":", "\"completionMod\":"),
+        ("\"backoffLimit\": 0", "\"backoffLimit\": \"zero\""),
+        (
+            "\"restartPolicy\": \"Never\"",
+            "\"restartPolicy\": [\"Never\"]",
+        ),
     ] {
         assert!(good.contains(from), "{from} not in the manifest");
         let file = d.join("broken.yaml");

@@ -6,7 +6,6 @@ pub mod hist;
 pub mod pace;
 pub mod results;
 pub mod timerfd;
-pub mod truth;
 pub mod units;
 
 pub use clock::{now_ns, wall_clock_ns};

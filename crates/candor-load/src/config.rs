@@ -30,7 +30,26 @@ pub enum Scheme {
     Tcp,
 }
 
-/// Where requests go.
+/// A target URL, parsed and checked but not resolved: what `candor run` and a Kubernetes
+/// manifest's run flags agree on, where the host may exist only inside a cluster.
+#[derive(Debug, Clone)]
+pub struct TargetUrl {
+    /// The URL as reports show it (a password replaced by `***`).
+    pub url: String,
+    pub scheme: Scheme,
+    /// Host name as written in the URL, without IPv6 brackets (TLS server name for SNI).
+    pub host: String,
+    /// The URL's port, or the scheme's default.
+    pub port: u16,
+    /// Value of the Host header.
+    pub host_header: String,
+    /// Path and query, at least "/".
+    pub path: String,
+    /// `user:password@` of the URL, percent-decoded; sent as Basic authorization.
+    pub credentials: Option<Credentials>,
+}
+
+/// Where requests go: a [`TargetUrl`] with its host resolved.
 #[derive(Debug, Clone)]
 pub struct Target {
     pub url: String,
@@ -78,9 +97,9 @@ impl Credentials {
     }
 }
 
-impl Target {
-    /// Parses and resolves an `http://`, `https://` or `tcp://host:port` URL.
-    pub fn parse(text: &str) -> Result<Target, LoadConfigError> {
+impl TargetUrl {
+    /// Parses and checks an `http://`, `https://` or `tcp://host:port` URL without any I/O.
+    pub fn parse(text: &str) -> Result<TargetUrl, LoadConfigError> {
         if !text.contains("://") {
             return Err(LoadConfigError::Url(
                 text.into(),
@@ -108,11 +127,6 @@ impl Target {
             .to_string();
         let port = url.port_or_known_default().unwrap_or(80);
         let lookup_host = host.trim_start_matches('[').trim_end_matches(']');
-        let addr = (lookup_host, port)
-            .to_socket_addrs()
-            .map_err(|e| LoadConfigError::Resolve(host.clone(), e.to_string()))?
-            .next()
-            .ok_or_else(|| LoadConfigError::Resolve(host.clone(), "no addresses".into()))?;
         let host_header = match url.port() {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
@@ -141,15 +155,54 @@ impl Target {
             path.push('?');
             path.push_str(q);
         }
-        Ok(Target {
+        Ok(TargetUrl {
             url: shown,
             scheme,
             host: lookup_host.to_string(),
-            addr,
+            port,
             host_header,
             path,
             credentials,
         })
+    }
+
+    /// The same URL with the loopback address for its host: for checking the settings that
+    /// depend on a target's scheme, port and credentials where its host can only be resolved
+    /// elsewhere (inside a cluster), without resolving it here.
+    pub fn on_loopback(&self) -> String {
+        let mut url = url::Url::parse(&self.url).expect("parsed and checked by TargetUrl::parse");
+        let _ = url.set_host(Some("127.0.0.1"));
+        url.to_string()
+    }
+
+    /// Resolves the host (the first address it has).
+    pub fn resolve(self) -> Result<Target, LoadConfigError> {
+        let addr = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| LoadConfigError::Resolve(self.host.clone(), e.to_string()))?
+            .next()
+            .ok_or_else(|| LoadConfigError::Resolve(self.host.clone(), "no addresses".into()))?;
+        Ok(self.at(addr))
+    }
+
+    /// The target at a known address.
+    pub fn at(self, addr: SocketAddr) -> Target {
+        Target {
+            url: self.url,
+            scheme: self.scheme,
+            host: self.host,
+            addr,
+            host_header: self.host_header,
+            path: self.path,
+            credentials: self.credentials,
+        }
+    }
+}
+
+impl Target {
+    /// Parses and resolves an `http://`, `https://` or `tcp://host:port` URL.
+    pub fn parse(text: &str) -> Result<Target, LoadConfigError> {
+        TargetUrl::parse(text)?.resolve()
     }
 
     /// One blocking connection attempt, so that a wrong port fails before the run, not during it.
@@ -491,6 +544,39 @@ mod tests {
             Target::parse("http://no-such-host.invalid/"),
             Err(LoadConfigError::Resolve(..))
         ));
+    }
+
+    #[test]
+    fn parsing_a_target_does_not_resolve_its_host() {
+        // `.invalid` never resolves (RFC 6761): parsing succeeds, resolving fails clearly.
+        let u = TargetUrl::parse("https://u:pw@checkout.invalid/pay?x=1").unwrap();
+        assert_eq!(
+            (u.scheme, u.host.as_str(), u.port, u.path.as_str()),
+            (Scheme::Https, "checkout.invalid", 443, "/pay?x=1")
+        );
+        assert_eq!(u.url, "https://u:***@checkout.invalid/pay?x=1");
+        assert!(matches!(
+            u.clone().resolve(),
+            Err(LoadConfigError::Resolve(h, _)) if h == "checkout.invalid"
+        ));
+        let t = u.at("10.0.0.7:443".parse().unwrap());
+        assert_eq!((t.host.as_str(), t.addr.port()), ("checkout.invalid", 443));
+        assert_eq!(t.host_header, "checkout.invalid");
+        assert!(t.credentials.is_some());
+        // Bad URLs are refused by the parse alone.
+        assert!(matches!(
+            TargetUrl::parse("ftp://svc/"),
+            Err(LoadConfigError::Scheme(..))
+        ));
+        assert!(TargetUrl::parse("tcp://svc").is_err());
+        assert_eq!(
+            TargetUrl::parse("tcp://u@db.cluster.local:5432")
+                .unwrap()
+                .on_loopback(),
+            "tcp://u@127.0.0.1:5432"
+        );
+        let v6 = TargetUrl::parse("http://[::1]:8080/").unwrap();
+        assert_eq!(v6.resolve().unwrap().addr, "[::1]:8080".parse().unwrap());
     }
 
     #[test]

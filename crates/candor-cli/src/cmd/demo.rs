@@ -5,12 +5,12 @@
 use crate::cmd::run::execute;
 use anyhow::{Context, Result};
 use candor_core::results::PhaseResults;
-use candor_core::truth::StallTruth;
 use candor_core::units::{
     format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
 };
 use candor_core::Summary;
 use candor_load::{LoadConfig, Target};
+use candor_truth::{StallTruth, TRUTH_ROWS};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -28,17 +28,6 @@ pub struct DemoArgs {
     #[arg(short = 'R', long, default_value = "2k")]
     pub rate: String,
 }
-
-const ROWS: [(&str, f64); 8] = [
-    ("p50", 50.0),
-    ("p75", 75.0),
-    ("p90", 90.0),
-    ("p99", 99.0),
-    ("p99.9", 99.9),
-    ("p99.99", 99.99),
-    ("max", 100.0),
-    ("mean", -1.0),
-];
 
 pub fn main(args: DemoArgs) -> Result<i32> {
     let duration_ns = parse_duration_ns(&args.duration).context("--duration")?;
@@ -110,25 +99,16 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         "  {:<8} {:>12} {:>18} {:>20} {:>16}",
         "", "(predicted)", "closed loop", "response time", "service time"
     );
-    for (label, p) in ROWS {
-        let cell = |s: &Summary| {
-            if p < 0.0 {
-                format_ns(s.mean_ns)
-            } else {
-                format_ns(s.at(p).unwrap_or(0) as f64)
-            }
-        };
-        let t = if p < 0.0 {
-            truth.mean()
-        } else if p >= 100.0 {
-            truth.max() as f64
-        } else {
-            truth.percentile(p) as f64
+    for (label, statistic) in TRUTH_ROWS {
+        let cell = |s: &Summary| match statistic {
+            // The summary's p100, as the demo has always shown it.
+            candor_truth::Statistic::Max => format_ns(s.at(100.0).unwrap_or(0) as f64),
+            _ => format_ns(statistic.of(s)),
         };
         println!(
             "  {:<8} {:>12} {:>18} {:>20} {:>16}",
             label,
-            format_ns(t),
+            format_ns(truth.predicted(statistic)),
             cell(&closed_phase.response_time),
             cell(&open_res.response_time),
             cell(&open_res.service_time)

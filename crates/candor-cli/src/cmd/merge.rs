@@ -137,7 +137,7 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     if !analysis.slo.is_empty() {
         eprint!("{}", candor_analysis::slo::render(&analysis.slo));
         if !candor_analysis::slo::all_pass(&analysis.slo) {
-            code = crate::cmd::pause::EXIT_VERDICT_FAILED;
+            code = crate::cmd::EXIT_VERDICT_FAILED;
             eprintln!("SLO: FAILED on the merged result (exit code {code})");
         } else {
             eprintln!("SLO: all objectives met on the merged result");

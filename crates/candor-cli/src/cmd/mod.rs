@@ -13,8 +13,13 @@ pub mod live;
 pub mod load_args;
 pub mod merge;
 pub mod outputs;
-pub mod pause;
 pub mod report;
+pub mod report_sweep;
 pub mod run;
+pub mod run_extras;
 pub mod serve;
+pub mod stop;
 pub mod sweep;
+
+/// Exit code of a run that worked but whose verdict is a failure (SLO missed, calibration failed).
+pub const EXIT_VERDICT_FAILED: i32 = 3;

@@ -112,11 +112,16 @@ fn numbered(path: &Path, n: usize) -> PathBuf {
 }
 
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
-    if let Some(code) = crate::cmd::sweep::report_sweep(&args)? {
+    if let Some(code) = crate::cmd::report_sweep::report_sweep(
+        &args.files,
+        &args.slo,
+        args.output.as_deref(),
+        args.title.as_deref(),
+    )? {
         return Ok(code);
     }
     let slo_set = candor_analysis::SloSet::parse_all(&args.slo)?;
-    let slos: Vec<Slo> = crate::cmd::sweep::drawable_slos(&slo_set);
+    let slos: Vec<Slo> = drawable_slos(&slo_set);
     let mut slo_failed = false;
     let sel = Selection {
         tag: args.tag.clone(),
@@ -203,10 +208,31 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if slo_failed {
-        crate::cmd::pause::EXIT_VERDICT_FAILED
+        crate::cmd::EXIT_VERDICT_FAILED
     } else {
         0
     })
+}
+
+/// The objectives the HTML spectrum can draw (percentiles and max).
+pub fn drawable_slos(set: &candor_analysis::SloSet) -> Vec<Slo> {
+    use candor_analysis::slo::Metric;
+    set.objectives
+        .iter()
+        .filter(|o| o.measure == candor_analysis::slo::Measure::ResponseTime)
+        .filter_map(|o| {
+            let percentile = match o.metric {
+                Metric::Percentile(p) => p,
+                Metric::Max => 100.0,
+                _ => return None,
+            };
+            Some(candor_report::html::Slo {
+                label: o.text.clone(),
+                percentile,
+                threshold_ns: o.limit as u64,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 pub use crate::cmd::load_args::*;
 use crate::cmd::outputs::Output;
+use crate::cmd::run_extras::RunExtras;
 use anyhow::{Context, Result};
 use candor_core::results::{RunResults, StopReason};
 use candor_core::units::{format_ns, format_rate};
@@ -163,7 +164,7 @@ pub fn stderr_is_terminal() -> bool {
 pub fn main(args: RunArgs) -> Result<i32> {
     let config = load_config(&args.load, rate_flag(&args.rate)?, args.count)?;
     let live = !args.quiet && stderr_is_terminal();
-    let mut extras = crate::cmd::pause::RunExtras::from_flags(
+    let mut extras = RunExtras::from_flags(
         &args.slo,
         &args.precision,
         args.abort_on_fail,
@@ -179,7 +180,10 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let mut hlog_out = Output::open_opt("--hlog", args.hlog.as_deref())?;
     let mut hgrm_out = Output::open_opt("--hgrm", args.hgrm.as_deref())?;
     let live_view = crate::cmd::live::start(&args.live_view)?;
-    let outcome = extras.execute(&config, live)?;
+    let outcome = extras.execute(
+        &config,
+        Box::new(|hook, watch| execute_watched(&config, live, hook, watch)),
+    )?;
     let mut results = outcome.to_results(
         &config,
         command_line(&config, &args.load.url),

@@ -6,6 +6,38 @@
 //! time. With intended times spread uniformly over the measured window (constant or Poisson
 //! arrivals), the distribution follows from the windows alone (see docs/truth.md).
 
+/// One statistic of a latency distribution, as a truth table compares it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Statistic {
+    /// The percentile `p`, 0 < p < 100.
+    Percentile(f64),
+    Max,
+    Mean,
+}
+
+impl Statistic {
+    /// The same statistic of a measured distribution, nanoseconds.
+    pub fn of(self, measured: &candor_core::Summary) -> f64 {
+        match self {
+            Statistic::Percentile(p) => measured.at(p).unwrap_or(0) as f64,
+            Statistic::Max => measured.max_ns as f64,
+            Statistic::Mean => measured.mean_ns,
+        }
+    }
+}
+
+/// The rows of every truth table (`candor calibrate`, `candor run --expect`, `candor demo`).
+pub const TRUTH_ROWS: [(&str, Statistic); 8] = [
+    ("p50", Statistic::Percentile(50.0)),
+    ("p75", Statistic::Percentile(75.0)),
+    ("p90", Statistic::Percentile(90.0)),
+    ("p99", Statistic::Percentile(99.0)),
+    ("p99.9", Statistic::Percentile(99.9)),
+    ("p99.99", Statistic::Percentile(99.99)),
+    ("max", Statistic::Max),
+    ("mean", Statistic::Mean),
+];
+
 /// Stall windows overlapping a measured window of intended send times.
 #[derive(Debug, Clone)]
 pub struct StallTruth {
@@ -117,6 +149,15 @@ impl StallTruth {
         self.base_ns as f64 + integral / self.span()
     }
 
+    /// The predicted value of one statistic, nanoseconds.
+    pub fn predicted(&self, statistic: Statistic) -> f64 {
+        match statistic {
+            Statistic::Percentile(p) => self.percentile(p) as f64,
+            Statistic::Max => self.max() as f64,
+            Statistic::Mean => self.mean(),
+        }
+    }
+
     /// Predicted maximum: the longest wait of any intended time in the window.
     pub fn max(&self) -> u64 {
         let longest = self
@@ -171,5 +212,11 @@ mod tests {
         assert!((secs(90.0) - 80.0).abs() < 0.01);
         assert!((secs(99.0) - 98.0).abs() < 0.01);
         assert!((t.mean() / 1e9 - 25.0).abs() < 0.01);
+        assert_eq!(
+            t.predicted(Statistic::Percentile(75.0)),
+            t.percentile(75.0) as f64
+        );
+        assert_eq!(t.predicted(Statistic::Max), t.max() as f64);
+        assert_eq!(t.predicted(Statistic::Mean), t.mean());
     }
 }

@@ -1,0 +1,214 @@
+//! What `candor run --slo/--precision/--abort-on-fail/--pause-*/--expect` adds to a run: the
+//! flags validated before the load, the watch that may end it early, the pause (from
+//! `candor_truth`) around it, and the verdicts after it.
+
+use crate::cmd::stop::{record_stop, run_bounds, Decision};
+use crate::cmd::EXIT_VERDICT_FAILED;
+use anyhow::{bail, Result};
+use candor_analysis::stopping::{AbortWatch, IntervalObs, PrecisionTarget, PrecisionWatch};
+use candor_core::results::{RunResults, StopReason, TimelineEvent};
+use candor_core::units::format_ns;
+use candor_load::{IntervalReport, LoadConfig, RunOutcome};
+use candor_truth::pause::{expectation, pause_truth};
+use candor_truth::{Drain, PauseSpec, Pauser};
+use std::sync::Arc;
+
+/// Runs the load: given the pause's start hook and the watch, as `run::execute_watched` does.
+pub type Execute<'a> = dyn FnOnce(
+        Option<Arc<dyn Fn(u64) + Send + Sync>>,
+        &mut dyn FnMut(&IntervalReport) -> Option<StopReason>,
+    ) -> Result<RunOutcome>
+    + 'a;
+
+/// The run's objectives, stopping rules and pause.
+pub struct RunExtras {
+    slo: candor_analysis::SloSet,
+    precision: Vec<PrecisionTarget>,
+    abort_on_fail: bool,
+    pauser: Option<Arc<Pauser>>,
+    expect: bool,
+    window: Option<(u64, u64)>,
+    /// Measured intervals seen by the watch when the run was decided, and what decided it.
+    decided: Option<(u64, Decision)>,
+    /// Measured intervals the watch saw in all.
+    watched: u64,
+}
+
+impl RunExtras {
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_flags(
+        slo: &[String],
+        precision: &[String],
+        abort_on_fail: bool,
+        pause_pid: Option<i32>,
+        pause_at: Option<&str>,
+        pause_for: Option<&str>,
+        expect: bool,
+        config: &LoadConfig,
+    ) -> Result<RunExtras> {
+        let slo = candor_analysis::SloSet::parse_all(slo)?;
+        let precision = precision
+            .iter()
+            .map(|t| PrecisionTarget::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        if (abort_on_fail || !precision.is_empty()) && config.shard_count > 1 {
+            // Each shard would decide on its own share and end at its own time, leaving holes
+            // in the merged schedule.
+            bail!(
+                "--precision and --abort-on-fail end a run on its own data; shards must end together, so they \
+                 cannot be used with --shard"
+            );
+        }
+        if abort_on_fail && slo.is_empty() {
+            bail!("--abort-on-fail watches the objectives of --slo: give at least one");
+        }
+        let pauser = match (pause_pid, pause_at, pause_for) {
+            (None, None, None) => None,
+            (Some(pid), Some(at), Some(for_)) => {
+                let spec = PauseSpec::from_flags(pid, at, for_)?;
+                let total = config.warmup_ns + config.duration_ns;
+                if spec.at_ns >= total {
+                    bail!(
+                        "--pause-at {at} is not inside the run ({} with warm-up)",
+                        format_ns(total as f64)
+                    );
+                }
+                if spec.for_ns >= config.timeout_ns {
+                    eprintln!(
+                        "candor: warning: --pause-for {for_} is not shorter than --timeout {}: requests in flight \
+                         during the pause will time out instead of completing after it",
+                        format_ns(config.timeout_ns as f64)
+                    );
+                }
+                Some(Pauser::new(spec))
+            }
+            _ => bail!("--pause-pid, --pause-at and --pause-for go together"),
+        };
+        if expect && pauser.is_none() {
+            bail!("--expect predicts the distribution of a pause: give --pause-pid, --pause-at and --pause-for");
+        }
+        Ok(RunExtras {
+            slo,
+            precision,
+            abort_on_fail,
+            pauser,
+            expect,
+            window: None,
+            decided: None,
+            watched: 0,
+        })
+    }
+
+    /// Runs the load with `execute`, pausing the process if asked; the process is always resumed.
+    pub fn execute(
+        &mut self,
+        config: &LoadConfig,
+        execute: Box<Execute<'_>>,
+    ) -> Result<RunOutcome> {
+        let mut precision =
+            (!self.precision.is_empty()).then(|| PrecisionWatch::new(self.precision.clone()));
+        let mut abort = self
+            .abort_on_fail
+            .then(|| AbortWatch::new(self.slo.objectives.clone(), run_bounds(config)));
+        let planned_end_s = (config.warmup_ns + config.duration_ns) as f64 / 1e9;
+        let mut decided = None;
+        let mut watched = 0u64;
+        let mut watch = |r: &IntervalReport| -> Option<StopReason> {
+            // Warm-up is not judged, nor the drain after the planned end (nothing is left to stop).
+            if r.warmup || r.elapsed_s - r.length_s >= planned_end_s - 1e-9 {
+                return None;
+            }
+            watched += 1;
+            if let Some(a) = abort.as_mut() {
+                let obs = IntervalObs {
+                    end_s: r.elapsed_s,
+                    length_s: r.length_s,
+                    completed: r.completed,
+                    failed: r.failed,
+                    rec: r.histograms,
+                };
+                if let Some(v) = a.observe(&obs) {
+                    decided = Some((watched, Decision::Abort(v)));
+                    return Some(StopReason::Abort);
+                }
+            }
+            if let Some(p) = precision.as_mut() {
+                if p.observe(&r.histograms.response) {
+                    decided = Some((watched, Decision::Precision { at_s: r.elapsed_s }));
+                    return Some(StopReason::Precision);
+                }
+            }
+            None
+        };
+        let outcome = execute(self.pauser.as_ref().map(|p| p.hook()), &mut watch);
+        self.decided = decided;
+        self.watched = watched;
+        if let Some(p) = &self.pauser {
+            self.window = p.finish()?;
+        }
+        outcome
+    }
+
+    /// Adds the pause event and the analysis to `results`; returns text to print after the
+    /// report and the exit code.
+    pub fn finish(
+        &self,
+        outcome: &RunOutcome,
+        config: &LoadConfig,
+        results: &mut RunResults,
+    ) -> (String, i32) {
+        let mut text = String::new();
+        if let (Some(p), Some((stop, cont))) = (&self.pauser, self.window) {
+            results.main.events.push(TimelineEvent {
+                kind: "pause".into(),
+                at_s: stop.saturating_sub(outcome.start_ns) as f64 / 1e9,
+                length_s: (cont - stop) as f64 / 1e9,
+                detail: format!("SIGSTOP/SIGCONT of pid {}", p.spec().pid),
+            });
+        } else if self.pauser.is_some() {
+            text.push_str(
+                "\nWARNING: the pause did not happen (the run ended before --pause-at)\n",
+            );
+        }
+        // Recorded in the results; the report (text::render) shows it.
+        let aborted = (!self.precision.is_empty() || self.abort_on_fail)
+            && record_stop(
+                &self.precision,
+                self.watched,
+                self.decided.as_ref(),
+                outcome,
+                config,
+                results,
+            );
+        let mut analysis = candor_analysis::analyze(results);
+        analysis.slo = self.slo.evaluate(results);
+        results.main.analysis = Some(analysis.to_value());
+        if let (true, Some(window)) = (self.expect, self.window) {
+            let from = outcome.start_ns + config.warmup_ns;
+            let to = from + config.duration_ns;
+            let base = results.main.service_time.at(50.0).unwrap_or(0);
+            let drain = Drain {
+                rate_per_s: config.rate.unwrap_or(0.0),
+                connections: config.connections,
+                round_ns: results.main.service_time.at(90.0).unwrap_or(0) as f64,
+            };
+            let truth = pause_truth(window, from, to, base);
+            text.push_str(&expectation(&truth, &results.main.response_time, &drain));
+        }
+        let mut code = 0;
+        if !analysis.slo.is_empty() {
+            text.push('\n');
+            text.push_str(&candor_analysis::slo::render(&analysis.slo));
+            if !candor_analysis::slo::all_pass(&analysis.slo) {
+                code = EXIT_VERDICT_FAILED;
+                text.push_str(&format!("SLO: FAILED (exit code {EXIT_VERDICT_FAILED})\n"));
+            } else {
+                text.push_str("SLO: all objectives met\n");
+            }
+        }
+        if aborted {
+            code = EXIT_VERDICT_FAILED;
+        }
+        (text, code)
+    }
+}

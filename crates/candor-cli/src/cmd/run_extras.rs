@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// Runs the load: given the pause's start hook and the watch, as `run::execute_watched` does.
 pub type Execute<'a> = dyn FnOnce(
         Option<Arc<dyn Fn(u64) + Send + Sync>>,
-        &mut dyn FnMut(&IntervalReport) -> Option<StopReason>,
+        &mut dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason>,
     ) -> Result<RunOutcome>
     + 'a;
 
@@ -113,7 +113,7 @@ impl RunExtras {
         let planned_end_s = (config.warmup_ns + config.duration_ns) as f64 / 1e9;
         let mut decided = None;
         let mut watched = 0u64;
-        let mut watch = |r: &IntervalReport| -> Option<StopReason> {
+        let mut watch = |r: &IntervalReport, status: &mut String| -> Option<StopReason> {
             // Warm-up is not judged, nor the drain after the planned end (nothing is left to stop).
             if r.warmup || r.elapsed_s - r.length_s >= planned_end_s - 1e-9 {
                 return None;
@@ -133,7 +133,9 @@ impl RunExtras {
                 }
             }
             if let Some(p) = precision.as_mut() {
-                if p.observe(&r.histograms.response) {
+                let reached = p.observe(&r.histograms.response);
+                *status = p.progress();
+                if reached {
                     decided = Some((watched, Decision::Precision { at_s: r.elapsed_s }));
                     return Some(StopReason::Precision);
                 }

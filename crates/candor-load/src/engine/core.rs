@@ -93,6 +93,8 @@ struct SlotState {
     exchange: Exchange,
     /// When this slot last became free (to tell the generator's lateness from queueing).
     free_since: u64,
+    /// HTTP/2: the connection epoch on which this slot holds an open stream.
+    stream: Option<u64>,
 }
 
 struct ConnBooks {
@@ -100,6 +102,9 @@ struct ConnBooks {
     carried: VecDeque<usize>,
     /// When the latest connect attempt started.
     connect_started: u64,
+    /// HTTP/2: streams open on the current connection, which is the `stream_epoch`-th.
+    open_streams: usize,
+    stream_epoch: u64,
 }
 
 enum Chooser {
@@ -143,12 +148,15 @@ impl Core {
                 busy: false,
                 exchange: idle,
                 free_since: 0,
+                stream: None,
             })
             .collect();
         let conns = (0..connections)
             .map(|_| ConnBooks {
                 carried: VecDeque::with_capacity(per),
                 connect_started: 0,
+                open_streams: 0,
+                stream_epoch: 0,
             })
             .collect();
         let chooser = match (cfg.request_count, cfg.request_order) {
@@ -362,6 +370,7 @@ impl Core {
     }
 
     fn release(&mut self, slot: usize, now: u64) -> Exchange {
+        self.close_stream(slot);
         let s = &mut self.slots[slot];
         debug_assert!(s.busy, "slot {slot} is not busy");
         s.busy = false;
@@ -378,6 +387,50 @@ impl Core {
         }
         self.free.push_back(slot);
         exchange
+    }
+
+    /// HTTP/2: a new connection `conn` is up; the streams of the old one are gone.
+    pub fn new_stream_connection(&mut self, conn: usize) {
+        let c = &mut self.conns[conn];
+        c.stream_epoch += 1;
+        c.open_streams = 0;
+    }
+
+    /// HTTP/2: slot `slot` asks for a stream on its connection, whose server allows `limit` at
+    /// once (SETTINGS_MAX_CONCURRENT_STREAMS). False means it waits (the wait is send lag, as it
+    /// is for a real client); the driver asks again when a stream of that connection closes.
+    pub fn open_stream(&mut self, slot: usize, limit: usize) -> bool {
+        let conn = self.slots[slot].conn;
+        let c = &mut self.conns[conn];
+        if self.slots[slot].stream == Some(c.stream_epoch) {
+            return true;
+        }
+        if c.open_streams >= limit {
+            return false;
+        }
+        c.open_streams += 1;
+        self.slots[slot].stream = Some(c.stream_epoch);
+        true
+    }
+
+    /// HTTP/2: slot `slot`'s stream is closed (also done by every completion and failure).
+    pub fn close_stream(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if let Some(epoch) = s.stream.take() {
+            let c = &mut self.conns[s.conn];
+            if c.stream_epoch == epoch {
+                c.open_streams -= 1;
+            }
+        }
+    }
+
+    /// HTTP/2: streams open on connection `conn` now.
+    pub fn open_streams(&self, conn: usize) -> usize {
+        self.conns[conn].open_streams
+    }
+
+    pub fn timeout_scope(&self) -> TimeoutScope {
+        self.cfg.timeout_scope
     }
 
     /// Slot `slot`'s response completed at `now` with `status` (0: the protocol has none).

@@ -4,7 +4,6 @@
 
 pub mod config;
 pub mod engine;
-mod h2worker;
 pub mod http1;
 pub mod probe;
 pub mod requests;

@@ -183,7 +183,7 @@ pub fn run(
                 }
                 // ENGINE DISPATCH
                 if setup.config.http2 {
-                    return crate::h2worker::run_worker(setup);
+                    return crate::engine::http2::run_worker(setup);
                 }
                 crate::engine::mio_driver::run_worker(setup, tls).map_err(|e| e.to_string())
             })

@@ -6,6 +6,7 @@
 
 pub mod core;
 mod http1;
+pub(crate) mod http2;
 pub mod ledger;
 pub(crate) mod mio_driver;
 #[cfg(test)]

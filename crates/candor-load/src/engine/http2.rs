@@ -11,9 +11,8 @@
 //! thread; state is shared through one `RefCell`, never borrowed across an await.
 
 use crate::config::{LoadConfig, RequestSpec, Scheme};
-use crate::engine::core::{Core, HaltState, Plan as CorePlan, TimeoutScope};
+use crate::engine::core::{Core, CoreConfig, HaltState, Plan as CorePlan, TimeoutScope};
 use crate::engine::ledger::Ledger;
-use crate::engine::mio_driver::core_config;
 use crate::shared::{Failure, Halt, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
 use candor_core::now_ns;
@@ -815,7 +814,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
             stream_waiters: 0,
         })
         .collect();
-    let cfg = core_config(&setup, streams, TimeoutScope::Stream, requests.len());
+    let cfg = CoreConfig::for_thread(&setup, streams, TimeoutScope::Stream, requests.len());
     let ledger = Ledger::new(&setup);
     let state = State {
         core: Core::new(cfg, setup.schedule, ledger),

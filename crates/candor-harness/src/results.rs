@@ -576,11 +576,11 @@ impl HarnessResults {
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: env!("CARGO_PKG_VERSION").to_string(),
-            kind: "harness".into(),
+            kind: candor_core::results::Kind::Harness,
             mode: if self.cfg.account_for_coordinated_omission {
-                "open-loop".into()
+                candor_core::results::Mode::OpenLoop
             } else {
-                "closed-loop".into()
+                candor_core::results::Mode::ClosedLoop
             },
             target: self.cfg.name.clone(),
             command_line: std::env::args().collect(),

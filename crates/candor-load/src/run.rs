@@ -490,13 +490,12 @@ impl RunOutcome {
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: env!("CARGO_PKG_VERSION").to_string(),
-            kind: "run".into(),
+            kind: candor_core::results::Kind::Run,
             mode: if config.rate.is_some() {
-                "open-loop"
+                candor_core::results::Mode::OpenLoop
             } else {
-                "closed-loop"
-            }
-            .into(),
+                candor_core::results::Mode::ClosedLoop
+            },
             target: config.target.url.clone(),
             command_line,
             start_time_unix_s: self.start_wall_ns as f64 / 1e9,
@@ -536,7 +535,7 @@ pub fn interrupted_warning(after_ns: u64, config: &LoadConfig) -> String {
 }
 
 /// Send lag above this at p99 means requests commonly left late.
-const LAG_WARN_NS: u64 = 1_000_000;
+const LAG_WARN_NS: u64 = candor_core::thresholds::SEND_LAG_WARN_NS;
 
 /// Plain-words reasons not to trust (or to read carefully) the measured window.
 pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
@@ -552,7 +551,7 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
         Some(total) => {
             let target = total / config.shard_count as f64;
             let achieved = main.rate.achieved_per_s;
-            if achieved < 0.95 * target {
+            if candor_core::thresholds::fell_behind(achieved, target) {
                 w.push(format!(
                     "achieved rate {} is below the target {}: the target (or candor) could not keep up; response \
                      times include the resulting queueing, and {} requests were still unfinished at the end",

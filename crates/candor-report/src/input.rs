@@ -90,7 +90,7 @@ pub const TIME_SLICE_KEY: &str = "time_slice_s";
 
 impl Books {
     pub fn of(r: &RunResults) -> Books {
-        if r.kind == "hlog" {
+        if r.kind == candor_core::results::Kind::Hlog {
             Books::LatencyOnly
         } else if r.config.get(TIME_SLICE_KEY).is_some() {
             Books::Slice

@@ -4,6 +4,7 @@ pub mod text;
 
 pub mod codec;
 pub mod compare;
+pub mod escape;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;

@@ -2,7 +2,7 @@
 //! latency distribution (log-normal-ish body, a slow tail and periodic stalls) made from a fixed
 //! seed, so the same call always gives byte-identical output.
 
-use candor_core::results::{
+use candor_core::results::{Kind, Mode, 
     EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
     RunResults, StatusCounts, SCHEMA_VERSION,
 };
@@ -104,8 +104,8 @@ pub fn synthetic_run(
     RunResults {
         schema_version: SCHEMA_VERSION,
         candor_version: "0.1.0".into(),
-        kind: "run".into(),
-        mode: "open-loop".into(),
+        kind: Kind::Run,
+        mode: Mode::OpenLoop,
         target: "http://127.0.0.1:8080/".into(),
         command_line: vec![
             "candor".into(),

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 /// Renders the full text report of `results`.
 pub fn render(results: &RunResults) -> String {
     let mut out = String::new();
-    let closed = results.mode == "closed-loop";
+    let closed = results.mode.is_closed_loop();
     let cfg = &results.config;
     let _ = writeln!(
         out,
@@ -373,8 +373,8 @@ mod tests {
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: "0.0.0".into(),
-            kind: "run".into(),
-            mode: mode.into(),
+            kind: candor_core::results::Kind::Run,
+            mode: mode.parse().unwrap(),
             target: "http://127.0.0.1:9/".into(),
             command_line: vec![],
             start_time_unix_s: 0.0,

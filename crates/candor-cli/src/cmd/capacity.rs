@@ -199,7 +199,7 @@ pub fn judge(results: &candor_core::results::RunResults, slo: &SloSet, rate: f64
         ));
     }
     let done = candor_analysis::saturation::throughput(results).unwrap_or(m.rate.achieved_per_s);
-    if done < 0.95 * rate {
+    if candor_core::thresholds::fell_behind(done, rate) {
         reasons.push(format!("throughput only {}", format_rate(done)));
     }
     let at = |p: f64| format_ns(m.response_time.at(p).unwrap_or(0) as f64);

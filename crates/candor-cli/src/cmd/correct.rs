@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use candor_analysis::correct::copy_corrected;
 use candor_analysis::omission;
-use candor_core::hist::value_at;
+use candor_core::hist::SUMMARY_ROWS;
 use candor_core::units::{format_count, format_ns, parse_duration_ns};
 use candor_report::input::{load, Selection};
 use clap::Args;
@@ -27,18 +27,6 @@ pub struct CorrectArgs {
     #[arg(long, value_name = "FILE")]
     pub hgrm: Option<PathBuf>,
 }
-
-const ROWS: [(&str, f64); 9] = [
-    ("p50", 50.0),
-    ("p75", 75.0),
-    ("p90", 90.0),
-    ("p99", 99.0),
-    ("p99.9", 99.9),
-    ("p99.99", 99.99),
-    ("p99.999", 99.999),
-    ("max", 100.0),
-    ("mean", -1.0),
-];
 
 pub fn main(args: CorrectArgs) -> Result<i32> {
     let interval = parse_duration_ns(&args.expected_interval).context("--expected-interval")?;
@@ -66,7 +54,7 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         "candor correct: {name} with HdrHistogram's after-the-fact correction, expected interval {}",
         format_ns(interval as f64)
     );
-    if results.mode == "open-loop" {
+    if results.mode == candor_core::results::Mode::OpenLoop {
         println!(
             "NOTE: this is an open-loop candor run, already timed from intended send times; correcting it again\n\
              double-counts. The correction is meant for data taken without a schedule."
@@ -77,13 +65,9 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         "  {:<9} {:>14} {:>26}",
         "", "as recorded", "corrected (ESTIMATE)"
     );
-    for (label, p) in ROWS {
-        let (a, b) = if p < 0.0 {
-            (raw.mean(), fixed.mean())
-        } else {
-            (value_at(raw, p) as f64, value_at(&fixed, p) as f64)
-        };
-        println!("  {:<9} {:>14} {:>26}", label, format_ns(a), format_ns(b));
+    for row in SUMMARY_ROWS {
+        let (a, b) = (row.statistic.of(raw), row.statistic.of(&fixed));
+        println!("  {:<9} {:>14} {:>26}", row.label, format_ns(a), format_ns(b));
     }
     println!(
         "  {:<9} {:>14} {:>26}",

@@ -119,7 +119,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     }
     let sweep = SweepResults {
         schema_version: SCHEMA_VERSION,
-        kind: "sweep".into(),
+        kind: candor_core::results::Kind::Sweep,
         candor_version: env!("CARGO_PKG_VERSION").into(),
         target: base.target.url.clone(),
         command_line: command_line(&base, &args.load.url),

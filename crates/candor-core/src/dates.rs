@@ -74,7 +74,10 @@ mod tests {
             "Wed Sep 09 15:24:39 UTC 2015"
         );
         // A leap day, a Tuesday.
-        assert_eq!(java_date_utc(951_782_400_000), "Tue Feb 29 00:00:00 UTC 2000");
+        assert_eq!(
+            java_date_utc(951_782_400_000),
+            "Tue Feb 29 00:00:00 UTC 2000"
+        );
         assert_eq!(rfc3339_millis(0.0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339_millis(1_767_225_600.25), "2026-01-01T00:00:00.250Z");
         assert_eq!(utc_seconds(1_767_225_600.9), "2026-01-01 00:00:00 UTC");

@@ -496,6 +496,13 @@ impl Kind {
     }
 }
 
+/// Compares with the JSON name, so that a reader can check a kind against the contract's text.
+impl PartialEq<&str> for Kind {
+    fn eq(&self, name: &&str) -> bool {
+        self.name() == *name
+    }
+}
+
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -522,11 +529,7 @@ impl Mode {
             Mode::OpenLoop => "open-loop".into(),
             Mode::ClosedLoop => "closed-loop".into(),
             Mode::IntervalLog => "interval log".into(),
-            Mode::Mixed(parts) => parts
-                .iter()
-                .map(Mode::name)
-                .collect::<Vec<_>>()
-                .join(" + "),
+            Mode::Mixed(parts) => parts.iter().map(Mode::name).collect::<Vec<_>>().join(" + "),
         }
     }
 
@@ -553,6 +556,13 @@ impl Mode {
     }
 }
 
+/// Compares with the JSON name (`"open-loop + closed-loop"` for a mix).
+impl PartialEq<&str> for Mode {
+    fn eq(&self, name: &&str) -> bool {
+        self.name() == *name
+    }
+}
+
 impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name())
@@ -571,7 +581,10 @@ impl std::str::FromStr for Mode {
             )),
         };
         if s.contains(" + ") {
-            s.split(" + ").map(one).collect::<Result<_, _>>().map(Mode::Mixed)
+            s.split(" + ")
+                .map(one)
+                .collect::<Result<_, _>>()
+                .map(Mode::Mixed)
         } else {
             one(s)
         }
@@ -659,6 +672,36 @@ pub struct RunConfig {
     pub timeout_s: f64,
     pub tls_insecure: bool,
     pub warmup_s: f64,
+}
+
+/// What a tool hands over to be recorded as `config`: a load run's typed settings, or another
+/// tool's settings as it describes them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordedConfig {
+    Run(RunConfig),
+    Other(serde_json::Value),
+}
+
+impl From<RunConfig> for RecordedConfig {
+    fn from(c: RunConfig) -> Self {
+        RecordedConfig::Run(c)
+    }
+}
+
+impl From<serde_json::Value> for RecordedConfig {
+    fn from(v: serde_json::Value) -> Self {
+        RecordedConfig::Other(v)
+    }
+}
+
+impl RecordedConfig {
+    /// The `config` value of a results file.
+    pub fn to_value(&self) -> serde_json::Value {
+        match self {
+            RecordedConfig::Run(c) => c.to_value(),
+            RecordedConfig::Other(v) => v.clone(),
+        }
+    }
 }
 
 impl RunConfig {
@@ -761,10 +804,32 @@ impl RunResults {
             )*};
         }
         field!(
-            arrival, body_bytes, check_status, connections, drain_s, duration_s, headers,
-            interrupted_after_s, interval_s, late_start_s, method, pipeline, protocol,
-            rate_per_s, request_set_size, requests_total, seed, shard_count, shard_index,
-            spin_us, start_at_unix_s, streams, threads, timeout_s, tls_insecure, warmup_s
+            arrival,
+            body_bytes,
+            check_status,
+            connections,
+            drain_s,
+            duration_s,
+            headers,
+            interrupted_after_s,
+            interval_s,
+            late_start_s,
+            method,
+            pipeline,
+            protocol,
+            rate_per_s,
+            request_set_size,
+            requests_total,
+            seed,
+            shard_count,
+            shard_index,
+            spin_us,
+            start_at_unix_s,
+            streams,
+            threads,
+            timeout_s,
+            tls_insecure,
+            warmup_s
         );
         Some(c)
     }
@@ -891,8 +956,12 @@ mod tests {
         assert_eq!(mixed.name(), "open-loop + closed-loop + open-loop");
         let back: Mode = serde_json::from_value(serde_json::json!(mixed.name())).unwrap();
         assert_eq!(back, mixed);
-        assert_eq!(Mode::common([Mode::ClosedLoop, Mode::ClosedLoop]), Some(Mode::ClosedLoop));
+        assert_eq!(
+            Mode::common([Mode::ClosedLoop, Mode::ClosedLoop]),
+            Some(Mode::ClosedLoop)
+        );
         assert_eq!("interval log".parse(), Ok(Mode::IntervalLog));
+        assert!(Mode::ClosedLoop == "closed-loop" && Kind::Merged == "merged");
         let e = serde_json::from_value::<Mode>(serde_json::json!("half-open")).unwrap_err();
         assert!(e.to_string().contains("unknown mode"), "{e}");
     }

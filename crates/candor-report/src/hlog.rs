@@ -9,9 +9,9 @@
 use crate::codec::{self, CodecError};
 use crate::javafmt::fixed;
 use candor_core::hist::to_base64_v2_compressed;
-use candor_core::results::{Kind, Mode, 
-    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
-    RunResults, SCHEMA_VERSION,
+use candor_core::results::{
+    EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
+    RequestCounts, RunResults, SCHEMA_VERSION,
 };
 use candor_core::{Histo, Recorder, Summary};
 
@@ -485,6 +485,15 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
         warnings: vec![],
         stop_reason: None,
         stop: None,
+    }
+}
+
+/// The interval log of one run as an export (`--hlog`).
+pub struct HlogExporter;
+
+impl crate::export::Exporter<RunResults> for HlogExporter {
+    fn export(&self, results: &RunResults) -> Result<Vec<u8>, crate::export::ExportError> {
+        Ok(write_hlog(results).into_bytes())
     }
 }
 

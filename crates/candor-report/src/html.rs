@@ -665,6 +665,17 @@ pub fn strip_vendored(page: &str) -> String {
         .replace(UPLOT_CSS, "/* uPlot css */")
 }
 
+/// The report page of labelled runs as an export (`candor report -o`).
+pub struct HtmlExporter(pub HtmlOptions);
+
+impl crate::export::Exporter<[(String, RunResults)]> for HtmlExporter {
+    fn export(&self, runs: &[(String, RunResults)]) -> Result<Vec<u8>, crate::export::ExportError> {
+        write_html(runs, &self.0)
+            .map(String::into_bytes)
+            .map_err(|e| crate::export::ExportError::Format(e.to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Slo;

@@ -3,9 +3,9 @@
 
 use crate::codec::add_exact;
 use candor_core::hist::{from_base64_v2, HistCodecError};
-use candor_core::results::{Kind, Mode, 
-    EncodedHistograms, Interval, IntervalStats, NamedHistogram, PhaseResults, RequestCounts,
-    RunResults, SCHEMA_VERSION,
+use candor_core::results::{
+    EncodedHistograms, Interval, IntervalStats, Kind, Mode, NamedHistogram, PhaseResults,
+    RequestCounts, RunResults, SCHEMA_VERSION,
 };
 use candor_core::{new_histogram, Histo, Recorder, Summary};
 

@@ -122,6 +122,17 @@ pub fn write_sweep_html(sweep: &SweepResults, title: Option<&str>) -> String {
     )
 }
 
+/// The sweep page as an export (`candor sweep -o`, `candor report` of a sweep).
+pub struct SweepHtmlExporter {
+    pub title: Option<String>,
+}
+
+impl crate::export::Exporter<SweepResults> for SweepHtmlExporter {
+    fn export(&self, sweep: &SweepResults) -> Result<Vec<u8>, crate::export::ExportError> {
+        Ok(write_sweep_html(sweep, self.title.as_deref()).into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

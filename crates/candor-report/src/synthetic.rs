@@ -2,9 +2,9 @@
 //! latency distribution (log-normal-ish body, a slow tail and periodic stalls) made from a fixed
 //! seed, so the same call always gives byte-identical output.
 
-use candor_core::results::{Kind, Mode, 
-    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
-    RunResults, StatusCounts, SCHEMA_VERSION,
+use candor_core::results::{
+    EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
+    RequestCounts, RunResults, StatusCounts, SCHEMA_VERSION,
 };
 use candor_core::{new_histogram, Recorder};
 

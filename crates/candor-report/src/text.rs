@@ -352,6 +352,28 @@ pub fn accounting(p: &PhaseResults) -> String {
     out
 }
 
+/// The full percentile spectrum of the response and service times, in milliseconds
+/// (`candor run --latency`).
+pub fn spectrum(results: &RunResults) -> Result<String, candor_core::hist::HistCodecError> {
+    use crate::hgrm::{write_hgrm, DEFAULT_TICKS_PER_HALF, MS_RATIO};
+    let rec = results.main.histograms.decode()?;
+    let mut out = String::new();
+    out.push_str("\nResponse time (from intended send), percentile spectrum in ms:\n");
+    out.push_str(&write_hgrm(&rec.response, DEFAULT_TICKS_PER_HALF, MS_RATIO));
+    out.push_str("\nService time (from actual send), percentile spectrum in ms:\n");
+    out.push_str(&write_hgrm(&rec.service, DEFAULT_TICKS_PER_HALF, MS_RATIO));
+    Ok(out)
+}
+
+/// The terminal report as an export (`candor run`'s text, one run).
+pub struct TextExporter;
+
+impl crate::export::Exporter<RunResults> for TextExporter {
+    fn export(&self, results: &RunResults) -> Result<Vec<u8>, crate::export::ExportError> {
+        Ok(render(results).into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,7 +70,7 @@ fn run_measured(
     };
     let outcome = outcome?;
     crate::cmd::interrupt::check("calibration")?;
-    let mut results = outcome.to_results(&c, vec![], crate::cmd::run::config_json(&c));
+    let mut results = outcome.to_results(&c, vec![], crate::cmd::run::recorded_config(&c));
     if sab == Sabotage::ActualSend {
         // What a tool that starts its clock at the actual write would report.
         results.main.response_time = results.main.service_time.clone();

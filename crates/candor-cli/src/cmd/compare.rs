@@ -3,12 +3,13 @@
 //! interval and a verdict (`--json` writes those; `--fail-if-slower` gates CI on them).
 
 use crate::cmd::report::load_inputs;
-use anyhow::Context;
 use candor_analysis::compare_ci::{self, Verdict};
 use candor_report::compare::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
+use candor_report::export::Destination;
 use candor_report::input::Selection;
+use candor_report::json::JsonExporter;
 use clap::builder::PossibleValuesParser;
 use clap::Args;
 use std::path::PathBuf;
@@ -86,11 +87,10 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
         eprintln!("candor: warning: {w}");
     }
     if let Some(path) = &args.json {
-        let doc = serde_json::to_string_pretty(&ConfidenceReport {
+        let report = ConfidenceReport {
             comparisons: comparisons.clone(),
-        })?;
-        std::fs::write(path, doc + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        };
+        Destination::open("--json", path)?.export(&JsonExporter, &report)?;
     }
     let Some(p) = args.fail_if_slower else {
         return Ok(0);

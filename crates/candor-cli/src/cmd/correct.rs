@@ -7,6 +7,8 @@ use candor_analysis::correct::copy_corrected;
 use candor_analysis::omission;
 use candor_core::hist::SUMMARY_ROWS;
 use candor_core::units::{format_count, format_ns, parse_duration_ns};
+use candor_report::export::Destination;
+use candor_report::hgrm::HgrmExporter;
 use candor_report::input::{load, Selection};
 use clap::Args;
 use std::path::PathBuf;
@@ -67,7 +69,12 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
     );
     for row in SUMMARY_ROWS {
         let (a, b) = (row.statistic.of(raw), row.statistic.of(&fixed));
-        println!("  {:<9} {:>14} {:>26}", row.label, format_ns(a), format_ns(b));
+        println!(
+            "  {:<9} {:>14} {:>26}",
+            row.label,
+            format_ns(a),
+            format_ns(b)
+        );
     }
     println!(
         "  {:<9} {:>14} {:>26}",
@@ -89,8 +96,7 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         println!("\nAs recorded, the data shows a {}", sig.verdict);
     }
     if let Some(path) = &args.hgrm {
-        std::fs::write(path, candor_report::hgrm::write_hgrm(&fixed, 5, 1e6))
-            .with_context(|| format!("writing {}", path.display()))?;
+        Destination::open("--hgrm", path)?.export(&HgrmExporter, &fixed)?;
         eprintln!("wrote {} (corrected estimate, ms)", path.display());
     }
     Ok(0)

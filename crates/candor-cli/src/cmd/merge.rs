@@ -7,7 +7,9 @@ use crate::cmd::report::load_inputs;
 use anyhow::{bail, Context};
 use candor_analysis::late::count_noun;
 use candor_core::results::RunResults;
+use candor_report::export::Destination;
 use candor_report::input::{load, Selection};
+use candor_report::json::JsonExporter;
 use candor_report::shards;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -101,14 +103,9 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     let mut analysis = candor_analysis::analyze(&merged);
     analysis.slo = slo_set.evaluate(&merged);
     merged.main.analysis = Some(analysis.to_value());
-    let where_to = if args.output.as_os_str() == "-" {
-        println!("{}", merged.to_json_pretty());
-        "stdout".to_string()
-    } else {
-        std::fs::write(&args.output, merged.to_json_pretty())
-            .with_context(|| format!("writing {}", args.output.display()))?;
-        args.output.display().to_string()
-    };
+    let mut out = Destination::open("-o", &args.output)?;
+    out.export(&JsonExporter, &merged)?;
+    let where_to = out.name();
     let s = &merged.main.response_time;
     eprintln!(
         "wrote {}: {}, {}, p50 {} p99 {} p99.9 {} max {}",

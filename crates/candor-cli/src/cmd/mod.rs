@@ -6,15 +6,15 @@ pub mod compare;
 pub mod completions;
 pub mod correct;
 pub mod demo;
-pub mod fdlimit;
-pub mod interrupt;
 pub mod k8s;
 pub mod live;
 pub mod load_args;
 pub mod merge;
-pub mod outputs;
 pub mod pause;
 pub mod report;
 pub mod run;
 pub mod serve;
 pub mod sweep;
+
+/// Signals and exit codes 130/143, shared by every command that sends load.
+pub use candor_runner::interrupt;

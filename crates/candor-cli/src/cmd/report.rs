@@ -3,7 +3,10 @@
 
 use anyhow::{bail, Context};
 use candor_core::results::RunResults;
-use candor_report::html::{write_html, HtmlOptions, Slo};
+use candor_report::export::Destination;
+use candor_report::hgrm::HgrmExporter;
+use candor_report::hlog::HlogExporter;
+use candor_report::html::{HtmlExporter, HtmlOptions, Slo};
 use candor_report::input::{load, Selection};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -127,21 +130,14 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
 
     if let Some(path) = &args.hgrm {
         for (i, (label, r)) in runs.iter().enumerate() {
-            let rec = r
-                .main
-                .histograms
-                .decode()
-                .with_context(|| format!("{label}: histogram"))?;
             let target = if runs.len() == 1 {
                 path.clone()
             } else {
                 numbered(path, i + 1)
             };
-            std::fs::write(
-                &target,
-                candor_report::hgrm::write_hgrm(&rec.response, 5, 1e6),
-            )
-            .with_context(|| format!("writing {}", target.display()))?;
+            Destination::open("--hgrm", &target)?
+                .export(&HgrmExporter, r)
+                .with_context(|| format!("{label}: histogram"))?;
             eprintln!("wrote {} ({label}, response time, ms)", target.display());
         }
     }
@@ -153,8 +149,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             } else {
                 numbered(path, i + 1)
             };
-            std::fs::write(&target, candor_report::hlog::write_hlog(r))
-                .with_context(|| format!("writing {}", target.display()))?;
+            Destination::open("--hlog", &target)?.export(&HlogExporter, r)?;
             eprintln!(
                 "wrote {} ({label}, {} intervals)",
                 target.display(),
@@ -165,14 +160,11 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
 
     match &args.output {
         Some(path) => {
-            let page = write_html(
-                &runs,
-                &HtmlOptions {
-                    title: args.title.clone(),
-                    slos,
-                },
-            )?;
-            std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+            let html = HtmlExporter(HtmlOptions {
+                title: args.title.clone(),
+                slos,
+            });
+            Destination::open("-o", path)?.export(&html, runs.as_slice())?;
             for (label, r) in &runs {
                 if !slo_set.is_empty() {
                     let verdicts = slo_set.evaluate(r);

@@ -678,13 +678,13 @@ pub struct RunConfig {
 /// tool's settings as it describes them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordedConfig {
-    Run(RunConfig),
+    Run(Box<RunConfig>),
     Other(serde_json::Value),
 }
 
 impl From<RunConfig> for RecordedConfig {
     fn from(c: RunConfig) -> Self {
-        RecordedConfig::Run(c)
+        RecordedConfig::Run(Box::new(c))
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::input::Books;
 use candor_analysis::late::count_noun;
+use candor_core::hist::{Statistic, SUMMARY_ROWS};
 use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
@@ -265,16 +266,6 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         let _ = write!(header, " {:>w$}", name, w = widths[i]);
     }
     header.push('\n');
-    let rows: [(&str, f64); 8] = [
-        ("p50", 50.0),
-        ("p75", 75.0),
-        ("p90", 90.0),
-        ("p99", 99.0),
-        ("p99.9", 99.9),
-        ("p99.99", 99.99),
-        ("p99.999", 99.999),
-        ("max", 100.0),
-    ];
     // A column without samples says so rather than showing zeros.
     let known = |s: &Summary, f: &dyn Fn(&Summary) -> String| {
         if s.count == 0 {
@@ -283,10 +274,14 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
             f(s)
         }
     };
-    for (label, q) in rows {
-        line(label, &|s: &Summary| known(s, &|s| fmt_at(s, q)));
+    for row in SUMMARY_ROWS {
+        line(row.label, &|s: &Summary| {
+            known(s, &|s| match row.statistic {
+                Statistic::Percentile(q) => fmt_at(s, q),
+                Statistic::Mean => format_ns(s.mean_ns),
+            })
+        });
     }
-    line("mean", &|s: &Summary| known(s, &|s| format_ns(s.mean_ns)));
     line("stdev", &|s: &Summary| known(s, &|s| format_ns(s.stdev_ns)));
     line("samples", &|s: &Summary| format_count(s.count));
     header + &out

@@ -35,7 +35,7 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
     if interval == 0 {
         anyhow::bail!("--expected-interval must be longer than zero");
     }
-    let text = crate::cmd::report::read_input(&args.file)?;
+    let text = candor_report::input::read_named(&args.file)?;
     let name = args.file.display().to_string();
     let sel = Selection {
         tag: args.tag.clone(),

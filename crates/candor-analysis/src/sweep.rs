@@ -3,9 +3,9 @@
 
 use crate::slo::SloVerdict;
 use candor_core::results::{kind_of, read_versioned, Kind, ResultsError, RunResults};
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 
 /// One rate of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,28 +89,26 @@ impl SweepResults {
 
     /// The table: offered and achieved rate, response-time percentiles, errors, verdict.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = write!(out, "  {:>10} {:>10}", "offered", "throughput");
-        for (label, _) in SWEEP_PERCENTILES {
-            let _ = write!(out, " {:>10}", label);
-        }
-        let _ = writeln!(out, " {:>9}  verdict", "failed");
+        let mut columns = vec![Column::right(10); 2 + SWEEP_PERCENTILES.len()];
+        columns.push(Column::right(9));
+        let mut table = TextTable::new(columns);
+        let mut head = vec!["offered", "throughput"];
+        head.extend(SWEEP_PERCENTILES.iter().map(|(label, _)| *label));
+        head.push("failed");
+        table.row_with_tail(&head, "verdict");
         for s in &self.steps {
             let m = &s.results.main;
             let done = crate::saturation::throughput(&s.results).unwrap_or(m.rate.achieved_per_s);
-            let _ = write!(
-                out,
-                "  {:>10} {:>10}",
-                format_rate(s.offered_per_s),
-                format_rate(done)
-            );
+            let mut cells = vec![format_rate(s.offered_per_s), format_rate(done)];
             for (_, p) in SWEEP_PERCENTILES {
-                let v = m.response_time.at(p).unwrap_or(0);
-                let _ = write!(out, " {:>10}", format_ns(v as f64));
+                cells.push(format_ns(m.response_time.at(p).unwrap_or(0) as f64));
             }
-            let bad = m.requests.failed + m.requests.in_flight_at_end;
-            let _ = writeln!(out, " {:>9}  {}", format_count(bad), s.verdict().join("; "));
+            cells.push(format_count(
+                m.requests.failed + m.requests.in_flight_at_end,
+            ));
+            table.row_with_tail(&cells, &s.verdict().join("; "));
         }
+        let mut out = table.finish();
         out.push_str(
             "  (response time from each request's intended send time; throughput = completions per second\n   \
              during the measured window, below the offered rate when the target cannot keep up)\n",

@@ -6,6 +6,7 @@ pub mod dates;
 pub mod hist;
 pub mod pace;
 pub mod results;
+pub mod table;
 pub mod thresholds;
 pub mod timerfd;
 pub mod truth;

@@ -8,6 +8,7 @@
 
 use crate::merge::{merge, MergeError};
 use candor_core::results::RunResults;
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use serde_json::{json, Value};
@@ -486,48 +487,60 @@ impl ShardReport {
             opt(&n),
             self.reference
         );
-        let _ = writeln!(
-            out,
-            "  {:<7} {:<22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>8}  status",
-            "shard",
-            "file",
-            "intended",
-            "completed",
-            "failed",
-            "share",
-            "achieved",
-            "offset",
-            "lag p99",
-            "gen.late"
+        let mut table = TextTable::new([
+            Column::left(7),
+            Column::left(22),
+            Column::right(9),
+            Column::right(9),
+            Column::right(7),
+            Column::right(10),
+            Column::right(10),
+            Column::right(10),
+            Column::right(10),
+            Column::right(8),
+        ]);
+        table.row_with_tail(
+            &[
+                "shard",
+                "file",
+                "intended",
+                "completed",
+                "failed",
+                "share",
+                "achieved",
+                "offset",
+                "lag p99",
+                "gen.late",
+            ],
+            "status",
         );
         for s in &self.shards {
-            let _ = writeln!(
-                out,
-                "  {:<7} {:<22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>8}  {}",
-                match (s.index, s.count) {
-                    (Some(i), Some(n)) => format!("{i}/{n}"),
-                    _ => "?".into(),
-                },
-                s.label,
-                format_count(s.intended),
-                format_count(s.completed),
-                format_count(s.failed),
-                s.target_per_s.map_or_else(|| "max".into(), format_rate),
-                format_rate(s.achieved_per_s),
-                format!(
-                    "{}{}",
-                    if s.start_offset_s < 0.0 { "-" } else { "+" },
-                    format_ns(s.start_offset_s.abs() * 1e9)
-                ),
-                format_ns(s.send_lag_p99_ns as f64),
-                format_count(s.generator_late),
-                if s.status.is_empty() {
-                    "kept up".to_string()
-                } else {
-                    format!("BEHIND: {}", s.status.join(", "))
-                }
+            let status = if s.status.is_empty() {
+                "kept up".to_string()
+            } else {
+                format!("BEHIND: {}", s.status.join(", "))
+            };
+            let sign = if s.start_offset_s < 0.0 { "-" } else { "+" };
+            table.row_with_tail(
+                &[
+                    match (s.index, s.count) {
+                        (Some(i), Some(n)) => format!("{i}/{n}"),
+                        _ => "?".into(),
+                    },
+                    s.label.clone(),
+                    format_count(s.intended),
+                    format_count(s.completed),
+                    format_count(s.failed),
+                    s.target_per_s.map_or_else(|| "max".into(), format_rate),
+                    format_rate(s.achieved_per_s),
+                    format!("{sign}{}", format_ns(s.start_offset_s.abs() * 1e9)),
+                    format_ns(s.send_lag_p99_ns as f64),
+                    format_count(s.generator_late),
+                ],
+                &status,
             );
         }
+        out.push_str(&table.finish());
         for s in self.shards.iter().filter(|s| !s.behind.is_empty()) {
             let _ = writeln!(
                 out,

@@ -5,6 +5,7 @@ use crate::input::Books;
 use candor_analysis::late::count_noun;
 use candor_core::hist::{Statistic, SUMMARY_ROWS};
 use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use std::fmt::Write as _;
@@ -253,38 +254,32 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         return "  latency: no data (the input holds no samples)\n".to_string();
     }
     let widths = [22, 14, 12];
-    let mut out = String::new();
-    let mut line = |label: &str, cell: &dyn Fn(&Summary) -> String| {
-        let _ = write!(out, "  {label:<10}");
-        for (i, (_, s)) in columns.iter().enumerate() {
-            let _ = write!(out, " {:>w$}", cell(s), w = widths[i]);
-        }
-        out.push('\n');
-    };
-    let mut header = format!("  {:<10}", "");
-    for (i, (name, _)) in columns.iter().enumerate() {
-        let _ = write!(header, " {:>w$}", name, w = widths[i]);
-    }
-    header.push('\n');
+    let mut layout = vec![Column::left(10)];
+    layout.extend(widths.iter().take(columns.len()).map(|&w| Column::right(w)));
+    let mut table = TextTable::new(layout);
+    let mut head = vec![""];
+    head.extend(columns.iter().map(|(name, _)| *name));
+    table.row(&head);
     // A column without samples says so rather than showing zeros.
-    let known = |s: &Summary, f: &dyn Fn(&Summary) -> String| {
-        if s.count == 0 {
-            "no data".to_string()
-        } else {
-            f(s)
-        }
+    let mut line = |label: &str, cell: &dyn Fn(&Summary) -> String| {
+        let mut cells = vec![label.to_string()];
+        cells.extend(columns.iter().map(|(_, s)| match s.count {
+            0 => "no data".to_string(),
+            _ => cell(s),
+        }));
+        table.row(&cells);
     };
     for row in SUMMARY_ROWS {
-        line(row.label, &|s: &Summary| {
-            known(s, &|s| match row.statistic {
-                Statistic::Percentile(q) => fmt_at(s, q),
-                Statistic::Mean => format_ns(s.mean_ns),
-            })
+        line(row.label, &|s: &Summary| match row.statistic {
+            Statistic::Percentile(q) => fmt_at(s, q),
+            Statistic::Mean => format_ns(s.mean_ns),
         });
     }
-    line("stdev", &|s: &Summary| known(s, &|s| format_ns(s.stdev_ns)));
-    line("samples", &|s: &Summary| format_count(s.count));
-    header + &out
+    line("stdev", &|s: &Summary| format_ns(s.stdev_ns));
+    let mut cells = vec!["samples".to_string()];
+    cells.extend(columns.iter().map(|(_, s)| format_count(s.count)));
+    table.row(&cells);
+    table.finish()
 }
 
 /// Where every intended request went.

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use candor_analysis::correct::copy_corrected;
 use candor_analysis::omission;
 use candor_core::hist::SUMMARY_ROWS;
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, parse_duration_ns};
 use candor_report::export::Destination;
 use candor_report::hgrm::HgrmExporter;
@@ -63,29 +64,16 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         );
     }
     println!();
-    println!(
-        "  {:<9} {:>14} {:>26}",
-        "", "as recorded", "corrected (ESTIMATE)"
-    );
+    let mut table = TextTable::new([Column::left(9), Column::right(14), Column::right(26)]);
+    table.row(&["", "as recorded", "corrected (ESTIMATE)"]);
     for row in SUMMARY_ROWS {
         let (a, b) = (row.statistic.of(raw), row.statistic.of(&fixed));
-        println!(
-            "  {:<9} {:>14} {:>26}",
-            row.label,
-            format_ns(a),
-            format_ns(b)
-        );
+        table.row(&[row.label.to_string(), format_ns(a), format_ns(b)]);
     }
-    println!(
-        "  {:<9} {:>14} {:>26}",
-        "samples",
-        format_count(raw.len()),
-        format!(
-            "{} (+{})",
-            format_count(fixed.len()),
-            format_count(fixed.len() - raw.len())
-        )
-    );
+    let added = format_count(fixed.len() - raw.len());
+    let corrected = format!("{} (+{added})", format_count(fixed.len()));
+    table.row(&["samples".to_string(), format_count(raw.len()), corrected]);
+    print!("{}", table.finish());
     println!(
         "\nThe corrected column is an estimate: it assumes a sample was intended every {} and that the\n\
          requests a schedule would have sent while a slow one was outstanding would each have waited\n\

@@ -6,7 +6,7 @@ use crate::confidence::{self, PercentileConfidence};
 use crate::omission::{self, CoSignature};
 use crate::saturation::{self, Saturation};
 use candor_core::hist::SUMMARY_PERCENTILES;
-use candor_core::results::RunResults;
+use candor_core::results::{Kind, RunResults};
 use serde::{Deserialize, Serialize};
 
 /// The derived figures of one run (stored as the `analysis` field of the JSON).
@@ -53,7 +53,7 @@ impl Analysis {
 /// Whether the distribution was recorded without a schedule (so coordinated omission may hide
 /// in it): closed-loop runs and imported logs.
 pub fn unscheduled(results: &RunResults) -> bool {
-    results.mode == "closed-loop" || results.kind == "hlog"
+    results.mode.is_closed_loop() || results.kind == Kind::Hlog
 }
 
 /// Analyses `results` (response time of the measured window).
@@ -68,10 +68,13 @@ pub fn analyze(results: &RunResults) -> Analysis {
         (Some(r), true) => {
             // A closed loop's connections each send again when answered: the interval between
             // one connection's samples is about connections / achieved rate.
-            let conns = results.config.get("connections").and_then(|c| c.as_u64());
+            let conns = results
+                .run_config()
+                .map(|c| c.connections as u64)
+                .filter(|&c| c > 0);
             let rate = results.main.rate.achieved_per_s;
             let interval = match conns {
-                Some(c) if results.mode == "closed-loop" && rate > 0.0 => {
+                Some(c) if results.mode.is_closed_loop() && rate > 0.0 => {
                     Some((c as f64 / rate * 1e9) as u64)
                 }
                 _ => None,

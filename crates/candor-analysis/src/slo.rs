@@ -531,8 +531,8 @@ mod tests {
         candor_core::results::RunResults {
             schema_version: 1,
             candor_version: "t".into(),
-            kind: "run".into(),
-            mode: "open-loop".into(),
+            kind: candor_core::results::Kind::Run,
+            mode: candor_core::results::Mode::OpenLoop,
             target: "x".into(),
             command_line: vec![],
             start_time_unix_s: 0.0,

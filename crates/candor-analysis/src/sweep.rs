@@ -2,10 +2,10 @@
 //! [`RunResults`] per rate, and the table of response-time percentiles against offered load.
 
 use crate::slo::SloVerdict;
-use candor_core::results::{ResultsError, RunResults, SCHEMA_VERSION};
+use candor_core::results::{kind_of, read_versioned, Kind, ResultsError, RunResults};
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 
 /// One rate of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,7 +29,7 @@ impl SweepStep {
         let mut verdict = Vec::new();
         if self.saturation.is_some() {
             verdict.push("SATURATED".to_string());
-        } else if done < 0.95 * self.offered_per_s {
+        } else if candor_core::thresholds::fell_behind(done, self.offered_per_s) {
             verdict.push("rate not reached".to_string());
         }
         if !self.slo.is_empty() {
@@ -56,8 +56,8 @@ impl SweepStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepResults {
     pub schema_version: u32,
-    /// Always "sweep": how readers tell this from a single run.
-    pub kind: String,
+    /// Always [`Kind::Sweep`]: how readers tell this from a single run.
+    pub kind: Kind,
     pub candor_version: String,
     pub target: String,
     pub command_line: Vec<String>,
@@ -76,25 +76,11 @@ pub const SWEEP_PERCENTILES: [(&str, f64); 5] = [
 impl SweepResults {
     /// True when `text` is JSON of a sweep (rather than a single run or a log).
     pub fn detect(text: &str) -> bool {
-        let head = text.trim_start();
-        head.starts_with('{')
-            && serde_json::from_str::<serde_json::Value>(text)
-                .ok()
-                .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(|k| k == "sweep"))
-                .unwrap_or(false)
+        text.trim_start().starts_with('{') && kind_of(text) == Some(Kind::Sweep)
     }
 
     pub fn from_json(text: &str) -> Result<Self, ResultsError> {
-        let value: serde_json::Value = serde_json::from_str(text)?;
-        if let Some(found) = value.get("schema_version").and_then(|v| v.as_u64()) {
-            if found > SCHEMA_VERSION as u64 {
-                return Err(ResultsError::FutureVersion {
-                    found: found as u32,
-                    supported: SCHEMA_VERSION,
-                });
-            }
-        }
-        Ok(serde_json::from_value(value)?)
+        read_versioned(text)
     }
 
     pub fn to_json_pretty(&self) -> String {
@@ -103,28 +89,26 @@ impl SweepResults {
 
     /// The table: offered and achieved rate, response-time percentiles, errors, verdict.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = write!(out, "  {:>10} {:>10}", "offered", "throughput");
-        for (label, _) in SWEEP_PERCENTILES {
-            let _ = write!(out, " {:>10}", label);
-        }
-        let _ = writeln!(out, " {:>9}  verdict", "failed");
+        let mut columns = vec![Column::right(10); 2 + SWEEP_PERCENTILES.len()];
+        columns.push(Column::right(9));
+        let mut table = TextTable::new(columns);
+        let mut head = vec!["offered", "throughput"];
+        head.extend(SWEEP_PERCENTILES.iter().map(|(label, _)| *label));
+        head.push("failed");
+        table.row_with_tail(&head, "verdict");
         for s in &self.steps {
             let m = &s.results.main;
             let done = crate::saturation::throughput(&s.results).unwrap_or(m.rate.achieved_per_s);
-            let _ = write!(
-                out,
-                "  {:>10} {:>10}",
-                format_rate(s.offered_per_s),
-                format_rate(done)
-            );
+            let mut cells = vec![format_rate(s.offered_per_s), format_rate(done)];
             for (_, p) in SWEEP_PERCENTILES {
-                let v = m.response_time.at(p).unwrap_or(0);
-                let _ = write!(out, " {:>10}", format_ns(v as f64));
+                cells.push(format_ns(m.response_time.at(p).unwrap_or(0) as f64));
             }
-            let bad = m.requests.failed + m.requests.in_flight_at_end;
-            let _ = writeln!(out, " {:>9}  {}", format_count(bad), s.verdict().join("; "));
+            cells.push(format_count(
+                m.requests.failed + m.requests.in_flight_at_end,
+            ));
+            table.row_with_tail(&cells, &s.verdict().join("; "));
         }
+        let mut out = table.finish();
         out.push_str(
             "  (response time from each request's intended send time; throughput = completions per second\n   \
              during the measured window, below the offered rate when the target cannot keep up)\n",
@@ -150,8 +134,8 @@ mod tests {
             })
             .collect();
         let s = SweepResults {
-            schema_version: SCHEMA_VERSION,
-            kind: "sweep".into(),
+            schema_version: candor_core::results::SCHEMA_VERSION,
+            kind: Kind::Sweep,
             candor_version: "t".into(),
             target: "http://x/".into(),
             command_line: vec![],

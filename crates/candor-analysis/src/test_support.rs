@@ -1,6 +1,6 @@
 //! Results built in memory for unit tests.
 
-use candor_core::results::{PhaseResults, RequestCounts, RunResults};
+use candor_core::results::{Kind, PhaseResults, RequestCounts, RunResults};
 use candor_core::{new_histogram, Recorder};
 
 /// A run whose response times are `values_ns` (service time 10 ns), all completed.
@@ -13,8 +13,8 @@ pub fn run_of(values_ns: &[u64], target: Option<f64>, mode: &str) -> RunResults 
     RunResults {
         schema_version: 1,
         candor_version: "test".into(),
-        kind: "run".into(),
-        mode: mode.into(),
+        kind: Kind::Run,
+        mode: mode.parse().expect("a known mode"),
         target: "http://127.0.0.1:1/".into(),
         command_line: vec![],
         start_time_unix_s: 0.0,

@@ -16,6 +16,56 @@ pub const SIGNIFICANT_DIGITS: u8 = 3;
 /// Percentiles every summary reports (100 is the max, always shown).
 pub const SUMMARY_PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
+/// One statistic of a distribution, as a row of a report table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Statistic {
+    /// A percentile, 0..=100 (100 is the max).
+    Percentile(f64),
+    /// The mean.
+    Mean,
+}
+
+impl Statistic {
+    /// The statistic of `h` in nanoseconds (0 for an empty histogram).
+    pub fn of(self, h: &Histo) -> f64 {
+        match self {
+            Statistic::Percentile(p) => value_at(h, p) as f64,
+            Statistic::Mean if h.is_empty() => 0.0,
+            Statistic::Mean => h.mean(),
+        }
+    }
+}
+
+/// A labelled row of a latency table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatRow {
+    pub label: &'static str,
+    pub statistic: Statistic,
+}
+
+const fn row(label: &'static str, p: f64) -> StatRow {
+    StatRow {
+        label,
+        statistic: Statistic::Percentile(p),
+    }
+}
+
+/// The rows of every latency table: [`SUMMARY_PERCENTILES`] by name, then the mean.
+pub const SUMMARY_ROWS: [StatRow; 9] = [
+    row("p50", 50.0),
+    row("p75", 75.0),
+    row("p90", 90.0),
+    row("p99", 99.0),
+    row("p99.9", 99.9),
+    row("p99.99", 99.99),
+    row("p99.999", 99.999),
+    row("max", 100.0),
+    StatRow {
+        label: "mean",
+        statistic: Statistic::Mean,
+    },
+];
+
 /// A fresh histogram covering 1 ns .. 1 h at 3 significant digits.
 pub fn new_histogram() -> Histo {
     Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS)
@@ -186,6 +236,25 @@ pub fn from_base64_v2(text: &str) -> Result<Histo, HistCodecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_rows_name_the_summary_percentiles_then_the_mean() {
+        let ps: Vec<f64> = SUMMARY_ROWS
+            .iter()
+            .filter_map(|r| match r.statistic {
+                Statistic::Percentile(p) => Some(p),
+                Statistic::Mean => None,
+            })
+            .collect();
+        assert_eq!(ps, SUMMARY_PERCENTILES);
+        assert_eq!(SUMMARY_ROWS[8].statistic, Statistic::Mean);
+        let mut h = new_histogram();
+        h.record(1000).unwrap();
+        h.record(2000).unwrap();
+        assert_eq!(Statistic::Mean.of(&h), 1500.0);
+        assert_eq!(Statistic::Percentile(100.0).of(&h), 2000.0);
+        assert_eq!(Statistic::Mean.of(&new_histogram()), 0.0);
+    }
 
     #[test]
     fn values_above_range_are_clamped_and_counted_not_dropped() {

@@ -2,9 +2,12 @@
 //! unit parsing and formatting, and the results model that every report reads.
 
 pub mod clock;
+pub mod dates;
 pub mod hist;
 pub mod pace;
 pub mod results;
+pub mod table;
+pub mod thresholds;
 pub mod timerfd;
 pub mod units;
 

@@ -465,21 +465,267 @@ pub struct StopDetail {
     pub detail: String,
 }
 
+/// What produced a results file; how a reader knows which settings and books to expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// `candor run` (and every step of a sweep or capacity search).
+    Run,
+    /// The in-process harness (`candor-harness`).
+    Harness,
+    /// `candor merge` of several results.
+    Merged,
+    /// An HdrHistogram interval log read by `candor report` (never written as JSON by candor).
+    Hlog,
+    /// A throughput sweep (`candor sweep --json`): the kind of a [`SweepResults`] file.
+    ///
+    /// [`SweepResults`]: ../../candor_analysis/sweep/struct.SweepResults.html
+    Sweep,
+}
+
+impl Kind {
+    /// The name used in JSON and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Run => "run",
+            Kind::Harness => "harness",
+            Kind::Merged => "merged",
+            Kind::Hlog => "hlog",
+            Kind::Sweep => "sweep",
+        }
+    }
+}
+
+/// Compares with the JSON name, so that a reader can check a kind against the contract's text.
+impl PartialEq<&str> for Kind {
+    fn eq(&self, name: &&str) -> bool {
+        self.name() == *name
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How the requests were paced, which decides what the latency means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Sent on a schedule and timed from the intended send time.
+    OpenLoop,
+    /// Each connection sends again when answered: service time only.
+    ClosedLoop,
+    /// Read from an interval log: no schedule is known.
+    IntervalLog,
+    /// A merge of results with different modes, in input order (`open-loop + closed-loop`).
+    Mixed(Vec<Mode>),
+}
+
+impl Mode {
+    /// The name used in JSON and reports.
+    pub fn name(&self) -> String {
+        match self {
+            Mode::OpenLoop => "open-loop".into(),
+            Mode::ClosedLoop => "closed-loop".into(),
+            Mode::IntervalLog => "interval log".into(),
+            Mode::Mixed(parts) => parts.iter().map(Mode::name).collect::<Vec<_>>().join(" + "),
+        }
+    }
+
+    /// True for a closed loop (not for a mix that contains one).
+    pub fn is_closed_loop(&self) -> bool {
+        *self == Mode::ClosedLoop
+    }
+
+    /// The one mode of all `modes` when they agree, else their mix in order (flattened).
+    pub fn common(modes: impl IntoIterator<Item = Mode>) -> Option<Mode> {
+        let all: Vec<Mode> = modes
+            .into_iter()
+            .flat_map(|m| match m {
+                Mode::Mixed(parts) => parts,
+                one => vec![one],
+            })
+            .collect();
+        let first = all.first()?.clone();
+        Some(if all.iter().all(|m| *m == first) {
+            first
+        } else {
+            Mode::Mixed(all)
+        })
+    }
+}
+
+/// Compares with the JSON name (`"open-loop + closed-loop"` for a mix).
+impl PartialEq<&str> for Mode {
+    fn eq(&self, name: &&str) -> bool {
+        self.name() == *name
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        let one = |p: &str| match p {
+            "open-loop" => Ok(Mode::OpenLoop),
+            "closed-loop" => Ok(Mode::ClosedLoop),
+            "interval log" => Ok(Mode::IntervalLog),
+            other => Err(format!(
+                "unknown mode {other:?} (expected open-loop, closed-loop or interval log)"
+            )),
+        };
+        if s.contains(" + ") {
+            s.split(" + ")
+                .map(one)
+                .collect::<Result<_, _>>()
+                .map(Mode::Mixed)
+        } else {
+            one(s)
+        }
+    }
+}
+
+impl Serialize for Mode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Mode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How a load run's intended send times were spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalName {
+    Constant,
+    Poisson,
+}
+
+/// The protocol a load run spoke, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProtocolName {
+    #[serde(rename = "http/1.1")]
+    Http1,
+    #[serde(rename = "http/1.1 (TLS)")]
+    Http1Tls,
+    #[serde(rename = "h2c")]
+    H2c,
+    #[serde(rename = "h2 (TLS)")]
+    H2Tls,
+    #[serde(rename = "tcp")]
+    Tcp,
+}
+
+/// The settings of a load run (`kind` run) as its results record them: the `config` object.
+///
+/// Fields are in alphabetical order so that the JSON keeps the key order earlier builds wrote.
+/// Every field has a default so that older files, and the settings of other tools, read as far
+/// as they go (see [`RunResults::run_config`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunConfig {
+    pub arrival: Option<ArrivalName>,
+    pub body_bytes: usize,
+    /// The accepted statuses (`--check-status`); `None` for raw TCP, which has none.
+    pub check_status: Option<String>,
+    pub connections: usize,
+    pub drain_s: f64,
+    pub duration_s: f64,
+    /// Header lines, with Authorization values redacted: results are made to be shared.
+    pub headers: Vec<String>,
+    /// Seconds into the run at which a signal stopped it (measured, not a setting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted_after_s: Option<f64>,
+    pub interval_s: f64,
+    /// How late this process started after the agreed `--start-at` (measured, not a setting;
+    /// kept beside `start_at_unix_s` so that `candor merge` can say how late each shard was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_start_s: Option<f64>,
+    pub method: String,
+    pub pipeline: usize,
+    pub protocol: Option<ProtocolName>,
+    /// The total rate (all shards); `None` in closed-loop mode.
+    pub rate_per_s: Option<f64>,
+    pub request_set_size: Option<usize>,
+    /// `-n`: the number of requests asked for, when the run was sized by count.
+    pub requests_total: Option<u64>,
+    /// The Poisson seed; `None` for constant arrivals.
+    pub seed: Option<u64>,
+    pub shard_count: u32,
+    pub shard_index: u32,
+    pub spin_us: f64,
+    pub start_at_unix_s: Option<f64>,
+    /// HTTP/2 streams per connection; `None` for other protocols.
+    pub streams: Option<usize>,
+    pub threads: usize,
+    pub timeout_s: f64,
+    pub tls_insecure: bool,
+    pub warmup_s: f64,
+}
+
+/// What a tool hands over to be recorded as `config`: a load run's typed settings, or another
+/// tool's settings as it describes them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordedConfig {
+    Run(Box<RunConfig>),
+    Other(serde_json::Value),
+}
+
+impl From<RunConfig> for RecordedConfig {
+    fn from(c: RunConfig) -> Self {
+        RecordedConfig::Run(Box::new(c))
+    }
+}
+
+impl From<serde_json::Value> for RecordedConfig {
+    fn from(v: serde_json::Value) -> Self {
+        RecordedConfig::Other(v)
+    }
+}
+
+impl RecordedConfig {
+    /// The `config` value of a results file.
+    pub fn to_value(&self) -> serde_json::Value {
+        match self {
+            RecordedConfig::Run(c) => c.to_value(),
+            RecordedConfig::Other(v) => v.clone(),
+        }
+    }
+}
+
+impl RunConfig {
+    /// The `config` value of a results file.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("run settings always serialize")
+    }
+}
+
 /// Everything a run wrote: the measured window at the top level, warm-up and intervals beside it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResults {
     pub schema_version: u32,
     pub candor_version: String,
-    /// "run", "harness" or "merged".
-    pub kind: String,
-    /// "open-loop" or "closed-loop".
-    pub mode: String,
+    pub kind: Kind,
+    pub mode: Mode,
     pub target: String,
     pub command_line: Vec<String>,
     /// Wall-clock start of the run (warm-up included), seconds since the Unix epoch.
     pub start_time_unix_s: f64,
     pub environment: Environment,
-    /// The settings the run used, as the tool that made it describes them.
+    /// The settings the run used, as the tool that made it describes them: a [`RunConfig`] for
+    /// runs (read it with [`RunResults::run_config`]), the harness's own settings, or what a
+    /// merge was made from.
     pub config: serde_json::Value,
     #[serde(flatten)]
     pub main: PhaseResults,
@@ -507,23 +753,85 @@ pub enum ResultsError {
     FutureVersion { found: u32, supported: u32 },
 }
 
-impl RunResults {
-    /// Parses results JSON, refusing files from a future schema before looking at anything else.
-    pub fn from_json(text: &str) -> Result<Self, ResultsError> {
-        let value: serde_json::Value = serde_json::from_str(text)?;
-        if let Some(found) = value.get("schema_version").and_then(|v| v.as_u64()) {
-            if found > SCHEMA_VERSION as u64 {
-                return Err(ResultsError::FutureVersion {
-                    found: found as u32,
-                    supported: SCHEMA_VERSION,
-                });
-            }
+/// Reads a versioned candor JSON file (results or sweep), refusing a future schema before looking
+/// at anything else: a file from a newer candor says "upgrade", not a confusing field error.
+/// Files without a `schema_version` and every version up to [`SCHEMA_VERSION`] load.
+pub fn read_versioned<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ResultsError> {
+    let value: serde_json::Value = serde_json::from_str(text)?;
+    if let Some(found) = value.get("schema_version").and_then(|v| v.as_u64()) {
+        if found > SCHEMA_VERSION as u64 {
+            return Err(ResultsError::FutureVersion {
+                found: found as u32,
+                supported: SCHEMA_VERSION,
+            });
         }
-        Ok(serde_json::from_value(value)?)
+    }
+    Ok(serde_json::from_value(value)?)
+}
+
+/// The `kind` of a candor JSON document, if it names one candor knows.
+pub fn kind_of(text: &str) -> Option<Kind> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    serde_json::from_value(value.get("kind")?.clone()).ok()
+}
+
+impl RunResults {
+    /// Parses results JSON (see [`read_versioned`]).
+    pub fn from_json(text: &str) -> Result<Self, ResultsError> {
+        read_versioned(text)
     }
 
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).expect("results always serialize")
+    }
+
+    /// The settings of a load run, read as far as they go (`None` when `config` is not an
+    /// object: no tool writes that).
+    pub fn run_config(&self) -> Option<RunConfig> {
+        if !self.config.is_object() {
+            return None;
+        }
+        // Field by field, so that one odd value (another tool's) loses only that field.
+        let mut c = RunConfig::default();
+        let get = |k: &str| self.config.get(k).cloned();
+        macro_rules! field {
+            ($($name:ident),*) => {$(
+                if let Some(v) = get(stringify!($name)) {
+                    if let Ok(x) = serde_json::from_value(v) {
+                        c.$name = x;
+                    }
+                }
+            )*};
+        }
+        field!(
+            arrival,
+            body_bytes,
+            check_status,
+            connections,
+            drain_s,
+            duration_s,
+            headers,
+            interrupted_after_s,
+            interval_s,
+            late_start_s,
+            method,
+            pipeline,
+            protocol,
+            rate_per_s,
+            request_set_size,
+            requests_total,
+            seed,
+            shard_count,
+            shard_index,
+            spin_us,
+            start_at_unix_s,
+            streams,
+            threads,
+            timeout_s,
+            tls_insecure,
+            warmup_s
+        );
+        Some(c)
     }
 }
 
@@ -548,8 +856,8 @@ mod tests {
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: "test".into(),
-            kind: "run".into(),
-            mode: "open-loop".into(),
+            kind: Kind::Run,
+            mode: Mode::OpenLoop,
             target: "http://127.0.0.1:1/".into(),
             command_line: vec!["candor".into()],
             start_time_unix_s: 1.0,
@@ -630,6 +938,60 @@ mod tests {
         assert_eq!(tie.dominant(), Some((FailureClass::Read, 2)));
         let p = PhaseResults::from_recorder(&Recorder::new(), &new_histogram(), r, 2.0, None);
         assert_eq!(p.rate.achieved_per_s, 4.5);
+    }
+
+    #[test]
+    fn kinds_and_modes_keep_their_json_names() {
+        for (k, name) in [
+            (Kind::Run, "run"),
+            (Kind::Harness, "harness"),
+            (Kind::Merged, "merged"),
+            (Kind::Hlog, "hlog"),
+            (Kind::Sweep, "sweep"),
+        ] {
+            assert_eq!(serde_json::to_value(k).unwrap(), name);
+            assert_eq!(k.name(), name);
+        }
+        let mixed = Mode::common([Mode::OpenLoop, Mode::ClosedLoop, Mode::OpenLoop]).unwrap();
+        assert_eq!(mixed.name(), "open-loop + closed-loop + open-loop");
+        let back: Mode = serde_json::from_value(serde_json::json!(mixed.name())).unwrap();
+        assert_eq!(back, mixed);
+        assert_eq!(
+            Mode::common([Mode::ClosedLoop, Mode::ClosedLoop]),
+            Some(Mode::ClosedLoop)
+        );
+        assert_eq!("interval log".parse(), Ok(Mode::IntervalLog));
+        assert!(Mode::ClosedLoop == "closed-loop" && Kind::Merged == "merged");
+        let e = serde_json::from_value::<Mode>(serde_json::json!("half-open")).unwrap_err();
+        assert!(e.to_string().contains("unknown mode"), "{e}");
+    }
+
+    #[test]
+    fn run_settings_keep_the_layout_earlier_builds_wrote() {
+        let c = RunConfig {
+            arrival: Some(ArrivalName::Poisson),
+            protocol: Some(ProtocolName::Http1Tls),
+            rate_per_s: Some(100.0),
+            connections: 4,
+            ..Default::default()
+        };
+        // The struct writes its fields in declaration order (a `Value` would sort them anyway).
+        let text = serde_json::to_string(&c).unwrap();
+        let v = c.to_value();
+        let at = |k: &String| text.find(&format!("\"{k}\":")).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert!(keys.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
+        assert_eq!(v["protocol"], "http/1.1 (TLS)");
+        assert_eq!(v["arrival"], "poisson");
+        assert!(v.get("late_start_s").is_none() && v["seed"].is_null());
+        let mut r = sample();
+        r.config = v;
+        r.config["connections"] = serde_json::json!("many");
+        let read = r.run_config().unwrap();
+        assert_eq!(read.connections, 0, "an odd value loses only its field");
+        assert_eq!(read.rate_per_s, Some(100.0));
+        r.config = serde_json::json!({"harness": {}});
+        assert_eq!(r.run_config().unwrap(), RunConfig::default());
     }
 
     #[test]

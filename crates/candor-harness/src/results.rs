@@ -655,11 +655,11 @@ impl HarnessResults {
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: env!("CARGO_PKG_VERSION").to_string(),
-            kind: "harness".into(),
+            kind: candor_core::results::Kind::Harness,
             mode: if self.cfg.account_for_coordinated_omission {
-                "open-loop".into()
+                candor_core::results::Mode::OpenLoop
             } else {
-                "closed-loop".into()
+                candor_core::results::Mode::ClosedLoop
             },
             target: self.cfg.name.clone(),
             command_line: std::env::args().collect(),
@@ -681,17 +681,15 @@ impl HarnessResults {
 
     /// Writes [`HarnessResults::to_json_value`] as pretty JSON to `path`.
     pub fn write_json(&self, path: impl AsRef<std::path::Path>) -> Result<(), HarnessError> {
-        let text = serde_json::to_string_pretty(&self.to_json_value()).unwrap_or_default();
-        write_file(path.as_ref(), &text)
+        let json = self.to_json_value();
+        Ok(open(path.as_ref())?.export(&candor_report::json::JsonExporter, &json)?)
     }
 
     /// Writes an HdrHistogram interval log (the same `.hlog` as `candor run --hlog`; one
     /// interval per run, untagged lines = end to end), readable by HdrHistogram's Java tools.
     pub fn write_hlog(&self, path: impl AsRef<std::path::Path>) -> Result<(), HarnessError> {
-        write_file(
-            path.as_ref(),
-            &candor_report::hlog::write_hlog(&self.to_run_results()),
-        )
+        let results = self.to_run_results();
+        Ok(open(path.as_ref())?.export(&candor_report::hlog::HlogExporter, &results)?)
     }
 
     /// Writes the self-contained HTML report (percentile spectrum, per-run series, tables), the
@@ -701,24 +699,38 @@ impl HarnessResults {
         path: impl AsRef<std::path::Path>,
         label: &str,
     ) -> Result<(), HarnessError> {
-        let path = path.as_ref();
-        let page = candor_report::html::write_html(
-            &[(label.to_string(), self.to_run_results())],
-            &candor_report::html::HtmlOptions::default(),
-        )
-        .map_err(|e| HarnessError::Write {
-            path: path.display().to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
-        })?;
-        write_file(path, &page)
+        let runs = [(label.to_string(), self.to_run_results())];
+        let html = candor_report::html::HtmlExporter(Default::default());
+        Ok(open(path.as_ref())?.export(&html, runs.as_slice())?)
     }
 }
 
-fn write_file(path: &std::path::Path, text: &str) -> Result<(), HarnessError> {
-    std::fs::write(path, text).map_err(|source| HarnessError::Write {
-        path: path.display().to_string(),
-        source,
-    })
+/// The one export path of candor (`-` is stdout).
+fn open(path: &std::path::Path) -> Result<candor_report::export::Destination, HarnessError> {
+    Ok(candor_report::export::Destination::open(
+        "harness output",
+        path,
+    )?)
+}
+
+impl From<candor_report::export::ExportError> for HarnessError {
+    fn from(e: candor_report::export::ExportError) -> Self {
+        use candor_report::export::ExportError as E;
+        match e {
+            E::Open { path, reason, .. } | E::Write { path, reason, .. } => HarnessError::Write {
+                path,
+                source: reason,
+            },
+            E::Prepare { path, reason, .. } => HarnessError::Write {
+                path,
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+            },
+            E::Format(reason) => HarnessError::Write {
+                path: String::new(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+            },
+        }
+    }
 }
 
 fn recorder_of(r: &RunData) -> Recorder {

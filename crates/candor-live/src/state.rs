@@ -117,7 +117,7 @@ impl LiveState {
             let achieved = r.completed as f64 / r.length_s;
             // A partial last interval or the first one (connections opening) says little.
             let full = (r.length_s - 1.0).abs() < 0.05 && r.index > 0;
-            if full && achieved < 0.95 * target {
+            if full && candor_core::thresholds::fell_behind(achieved, target) {
                 w.push(format!(
                     "achieved rate {} is below the target {}: the target (or candor) is not keeping up",
                     format_rate(achieved),

@@ -450,30 +450,23 @@ impl RunOutcome {
         &self,
         config: &LoadConfig,
         command_line: Vec<String>,
-        config_json: serde_json::Value,
+        recorded: impl Into<candor_core::results::RecordedConfig>,
     ) -> RunResults {
+        use candor_core::results::RecordedConfig;
+        let mut recorded = recorded.into();
         // A shard's target is its share of the total rate.
         let target = config.rate.map(|r| r / config.shard_count as f64);
         let main = self.main.results(target);
         // Measured, not a setting, but kept beside start_at_unix_s so that `candor merge` can say
         // how late each shard really was (the schedule, and so start_time_unix_s, never moves).
-        let mut config_json = config_json;
-        if config.start_at_wall_ns.is_some() {
-            if let Some(o) = config_json.as_object_mut() {
-                o.insert(
-                    "late_start_s".into(),
-                    serde_json::json!(self.late_start_ns as f64 / 1e9),
-                );
-            }
+        if let (RecordedConfig::Run(r), Some(_)) = (&mut recorded, config.start_at_wall_ns) {
+            r.late_start_s = Some(self.late_start_ns as f64 / 1e9);
         }
         let mut warnings = verdicts(config, &main);
         warnings.extend(self.main.warnings.iter().cloned());
         if let Some(after) = self.interrupted_after_ns {
-            if let Some(o) = config_json.as_object_mut() {
-                o.insert(
-                    "interrupted_after_s".into(),
-                    serde_json::json!(after as f64 / 1e9),
-                );
+            if let RecordedConfig::Run(r) = &mut recorded {
+                r.interrupted_after_s = Some(after as f64 / 1e9);
             }
             warnings.insert(0, interrupted_warning(after, config));
         }
@@ -490,18 +483,17 @@ impl RunOutcome {
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: env!("CARGO_PKG_VERSION").to_string(),
-            kind: "run".into(),
+            kind: candor_core::results::Kind::Run,
             mode: if config.rate.is_some() {
-                "open-loop"
+                candor_core::results::Mode::OpenLoop
             } else {
-                "closed-loop"
-            }
-            .into(),
+                candor_core::results::Mode::ClosedLoop
+            },
             target: config.target.url.clone(),
             command_line,
             start_time_unix_s: self.start_wall_ns as f64 / 1e9,
             environment: Environment::current(),
-            config: config_json,
+            config: recorded.to_value(),
             main,
             warmup: self.warmup.as_ref().map(|w| w.results(target)),
             intervals: self.intervals.clone(),
@@ -536,7 +528,7 @@ pub fn interrupted_warning(after_ns: u64, config: &LoadConfig) -> String {
 }
 
 /// Send lag above this at p99 means requests commonly left late.
-const LAG_WARN_NS: u64 = 1_000_000;
+const LAG_WARN_NS: u64 = candor_core::thresholds::SEND_LAG_WARN_NS;
 
 /// Plain-words reasons not to trust (or to read carefully) the measured window.
 pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
@@ -552,7 +544,7 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
         Some(total) => {
             let target = total / config.shard_count as f64;
             let achieved = main.rate.achieved_per_s;
-            if achieved < 0.95 * target {
+            if candor_core::thresholds::fell_behind(achieved, target) {
                 w.push(format!(
                     "achieved rate {} is below the target {}: the target (or candor) could not keep up; response \
                      times include the resulting queueing, and {} requests were still unfinished at the end",

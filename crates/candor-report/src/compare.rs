@@ -11,7 +11,7 @@
 
 use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use candor_core::hist::HistCodecError;
-use candor_core::results::RunResults;
+use candor_core::results::{Kind, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Histo;
 use serde::Serialize;
@@ -251,7 +251,7 @@ pub fn unlike_warnings(base: &(String, RunResults), cand: &(String, RunResults))
     let (cl, c) = cand;
     // A log holds latencies only: its "target" is its file name and its mode unknown, so there
     // is nothing to tell apart.
-    if b.kind == "hlog" || c.kind == "hlog" {
+    if b.kind == Kind::Hlog || c.kind == Kind::Hlog {
         return w;
     }
     if b.target != c.target {
@@ -532,7 +532,7 @@ mod tests {
         use crate::synthetic::synthetic_run;
         let mut other = synthetic_run(2, 5, 400, 1_000_000, 0);
         other.target = "http://10.0.0.1/".into();
-        other.mode = "closed-loop".into();
+        other.mode = candor_core::results::Mode::ClosedLoop;
         let runs = vec![
             ("a".to_string(), synthetic_run(1, 5, 400, 1_000_000, 0)),
             ("b".to_string(), other),
@@ -556,7 +556,7 @@ mod tests {
         assert!(confidence_text(&c, 100).contains("order statistics (too few intervals"));
         // Logs name no target or mode: nothing to warn about.
         let mut log = runs[1].clone();
-        log.1.kind = "hlog".into();
+        log.1.kind = Kind::Hlog;
         assert!(unlike_warnings(&runs[0], &log).is_empty());
     }
 }

@@ -210,6 +210,29 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmError> {
     Ok(f)
 }
 
+/// A percentile distribution in milliseconds with Java's default ticks, as an export (`--hgrm`):
+/// of a histogram, or of a run's response time.
+pub struct HgrmExporter;
+
+impl crate::export::Exporter<Histo> for HgrmExporter {
+    fn export(&self, h: &Histo) -> Result<Vec<u8>, crate::export::ExportError> {
+        Ok(write_hgrm(h, DEFAULT_TICKS_PER_HALF, MS_RATIO).into_bytes())
+    }
+}
+
+impl crate::export::Exporter<candor_core::results::RunResults> for HgrmExporter {
+    fn export(
+        &self,
+        results: &candor_core::results::RunResults,
+    ) -> Result<Vec<u8>, crate::export::ExportError> {
+        let rec =
+            results.main.histograms.decode().map_err(|e| {
+                crate::export::ExportError::Format(format!("decoding histograms: {e}"))
+            })?;
+        self.export(&rec.response)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,8 +10,8 @@ use crate::codec::{self, CodecError};
 use crate::javafmt::fixed;
 use candor_core::hist::to_base64_v2_compressed;
 use candor_core::results::{
-    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
-    RunResults, SCHEMA_VERSION,
+    EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
+    RequestCounts, RunResults, SCHEMA_VERSION,
 };
 use candor_core::{Histo, Recorder, Summary};
 
@@ -301,36 +301,7 @@ fn read_lines(text: &str, range: &TimeRange) -> Result<HistogramLog, HlogError> 
     Ok(log)
 }
 
-/// Java's `Date.toString()` for a UTC instant: `Sat Nov 21 23:19:55 UTC 2026`.
-pub fn java_date_utc(unix_ms: i64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let secs = unix_ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
-    format!(
-        "{} {} {:02} {:02}:{:02}:{:02} UTC {}",
-        DAYS[days.rem_euclid(7) as usize],
-        MONTHS[(month - 1) as usize],
-        day,
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60,
-        year
-    )
-}
+pub use candor_core::dates::java_date_utc;
 
 /// One interval line as Java's `HistogramLogWriter.outputIntervalHistogram` prints it.
 pub fn interval_line(tag: Option<&str>, start_s: f64, length_s: f64, h: &Histo) -> String {
@@ -491,8 +462,8 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
     RunResults {
         schema_version: SCHEMA_VERSION,
         candor_version: env!("CARGO_PKG_VERSION").to_string(),
-        kind: "hlog".into(),
-        mode: "interval log".into(),
+        kind: Kind::Hlog,
+        mode: Mode::IntervalLog,
         target: source.to_string(),
         command_line: vec![],
         start_time_unix_s: start_unix,
@@ -514,6 +485,15 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
         warnings: vec![],
         stop_reason: None,
         stop: None,
+    }
+}
+
+/// The interval log of one run as an export (`--hlog`).
+pub struct HlogExporter;
+
+impl crate::export::Exporter<RunResults> for HlogExporter {
+    fn export(&self, results: &RunResults) -> Result<Vec<u8>, crate::export::ExportError> {
+        Ok(write_hlog(results).into_bytes())
     }
 }
 

@@ -93,20 +93,7 @@ pub(crate) fn format_ns(ns: f64) -> String {
     }
 }
 
-pub(crate) fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
+pub(crate) use crate::escape::html_text as esc;
 
 /// Points per decade of the 1/(1-p) axis: 40 keeps curves smooth and puts a point exactly on
 /// every labelled tick (90%, 99%, ...).
@@ -307,24 +294,7 @@ fn config_rows(v: &serde_json::Value, prefix: &str, out: &mut Vec<(String, Strin
     }
 }
 
-/// Seconds since the epoch as `2026-01-01 00:00:00 UTC`.
-fn utc(unix_s: f64) -> String {
-    let d = crate::hlog::java_date_utc((unix_s * 1000.0).round() as i64);
-    // "Thu Jan 01 00:00:00 UTC 1970" -> reorder to ISO-like date for a report.
-    let parts: Vec<&str> = d.split(' ').collect();
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    if parts.len() == 6 {
-        let m = MONTHS
-            .iter()
-            .position(|m| *m == parts[1])
-            .map_or(0, |i| i + 1);
-        format!("{}-{:02}-{} {} UTC", parts[5], m, parts[2], parts[3])
-    } else {
-        d
-    }
-}
+use candor_core::dates::utc_seconds as utc;
 
 /// Writes the report page for `runs` (label, results). Pure: the same input gives the same bytes.
 pub fn write_html(
@@ -392,8 +362,7 @@ pub fn write_html(
         "runs": js_runs,
         "slos": options.slos.iter().map(|s| json!({"label": s.label, "percentile": s.percentile, "threshold_ns": s.threshold_ns})).collect::<Vec<_>>(),
     });
-    // `</` inside a script element would end it early.
-    let data_text = data.to_string().replace("</", "<\\/");
+    let data_text = crate::escape::script_json(&data.to_string());
 
     let title = options.title.clone().unwrap_or_else(|| {
         if runs.len() == 1 {
@@ -413,7 +382,7 @@ pub fn write_html(
             "<p class=\"sub\">{} · started {} · {}</p>",
             esc(&r.target),
             utc(r.start_time_unix_s),
-            esc(&r.mode)
+            esc(&r.mode.name())
         ));
     } else {
         // Several runs: each one's target, so a comparison says what was compared.
@@ -428,7 +397,7 @@ pub fn write_html(
                 esc(label),
                 esc(&r.target),
                 utc(r.start_time_unix_s),
-                esc(&r.mode)
+                esc(&r.mode.name())
             ));
         }
         body.push_str("</ul>");
@@ -695,6 +664,17 @@ pub fn write_html(
 pub fn strip_vendored(page: &str) -> String {
     page.replace(UPLOT_JS, "/* uPlot */")
         .replace(UPLOT_CSS, "/* uPlot css */")
+}
+
+/// The report page of labelled runs as an export (`candor report -o`).
+pub struct HtmlExporter(pub HtmlOptions);
+
+impl crate::export::Exporter<[(String, RunResults)]> for HtmlExporter {
+    fn export(&self, runs: &[(String, RunResults)]) -> Result<Vec<u8>, crate::export::ExportError> {
+        write_html(runs, &self.0)
+            .map(String::into_bytes)
+            .map_err(|e| crate::export::ExportError::Format(e.to_string()))
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use candor_core::results::{
 };
 use candor_core::{new_histogram, Recorder};
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -90,7 +90,7 @@ pub const TIME_SLICE_KEY: &str = "time_slice_s";
 
 impl Books {
     pub fn of(r: &RunResults) -> Books {
-        if r.kind == "hlog" {
+        if r.kind == candor_core::results::Kind::Hlog {
             Books::LatencyOnly
         } else if r.config.get(TIME_SLICE_KEY).is_some() {
             Books::Slice
@@ -207,9 +207,187 @@ pub fn time_slice(
     Ok(out)
 }
 
+/// A file among a command's inputs that could not be used; `{:#}` (with its sources) gives the
+/// whole reason in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum InputsError {
+    #[error("reading {path}")]
+    Read {
+        path: String,
+        #[source]
+        cause: InputError,
+    },
+    #[error("{path}")]
+    Load {
+        path: String,
+        #[source]
+        cause: InputError,
+    },
+    #[error("{path} (results in a pod log)")]
+    PodLog {
+        path: String,
+        #[source]
+        cause: InputError,
+    },
+    #[error("reading directory {path}")]
+    Directory {
+        path: String,
+        #[source]
+        cause: std::io::Error,
+    },
+    #[error("directory {0} has no *.json results to merge")]
+    EmptyDirectory(String),
+    #[error(
+        "--label gives {given} label{} for {inputs} input{}: give one per input, in order, \
+         comma-separated (--label before,after)",
+        if *given == 1 { "" } else { "s" },
+        if *inputs == 1 { "" } else { "s" }
+    )]
+    LabelCount { given: usize, inputs: usize },
+    #[error("--label: label {0} is empty")]
+    EmptyLabel(usize),
+}
+
+/// The file name of `f` (the whole path when it has none), the default label of an input.
+pub fn file_name(f: &Path) -> String {
+    f.file_name().map_or_else(
+        || f.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// The display label of each input: `labels` when given (it must name every input, once), else
+/// the file names.
+pub fn labels_for(files: &[PathBuf], labels: &[String]) -> Result<Vec<String>, InputsError> {
+    if labels.is_empty() {
+        return Ok(files.iter().map(|f| file_name(f)).collect());
+    }
+    if labels.len() != files.len() {
+        return Err(InputsError::LabelCount {
+            given: labels.len(),
+            inputs: files.len(),
+        });
+    }
+    if let Some(empty) = labels.iter().position(|l| l.trim().is_empty()) {
+        return Err(InputsError::EmptyLabel(empty + 1));
+    }
+    Ok(labels.iter().map(|l| l.trim().to_string()).collect())
+}
+
+/// [`read_input`] with errors that name the file.
+pub fn read_named(f: &Path) -> Result<String, InputsError> {
+    read_input(f).map_err(|cause| InputsError::Read {
+        path: f.display().to_string(),
+        cause,
+    })
+}
+
+/// Reads every input with the selection applied, labelled for display.
+pub fn load_labelled(
+    files: &[PathBuf],
+    labels: &[String],
+    sel: &Selection,
+) -> Result<Vec<(String, RunResults)>, InputsError> {
+    let labels = labels_for(files, labels)?;
+    let mut out = Vec::with_capacity(files.len());
+    for (f, label) in files.iter().zip(labels) {
+        let text = read_named(f)?;
+        let results = load(&text, &file_name(f), sel).map_err(|cause| InputsError::Load {
+            path: f.display().to_string(),
+            cause,
+        })?;
+        out.push((label, results));
+    }
+    Ok(out)
+}
+
+/// The inputs of a merge, each directory replaced by its *.json files in name order.
+pub fn expand_directories(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputsError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|cause| InputsError::Directory {
+                path: p.display().to_string(),
+                cause,
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
+            .collect();
+        if found.is_empty() {
+            return Err(InputsError::EmptyDirectory(p.display().to_string()));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// Reads every input of a merge, labelled by file name; a `kubectl logs` capture (from
+/// `candor k8s`) contributes the JSON between its markers.
+pub fn load_for_merge(files: &[PathBuf]) -> Result<Vec<(String, RunResults)>, InputsError> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let text = read_named(f)?;
+        match crate::shards::json_from_log(&text) {
+            Some(json) => {
+                let name = file_name(f);
+                let r = load(json, &name, &Selection::default()).map_err(|cause| {
+                    InputsError::PodLog {
+                        path: f.display().to_string(),
+                        cause,
+                    }
+                })?;
+                out.push((name, r));
+            }
+            None => out.extend(load_labelled(
+                std::slice::from_ref(f),
+                &[],
+                &Selection::default(),
+            )?),
+        }
+    }
+    Ok(out)
+}
+
+/// `path` with `.n` before its extension (`dist.2.hgrm`), for one output per input.
+pub fn numbered(path: &Path, n: usize) -> PathBuf {
+    let stem = path.file_stem().map_or_else(
+        || "distribution".into(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let ext = path
+        .extension()
+        .map_or_else(|| "out".into(), |s| s.to_string_lossy().into_owned());
+    path.with_file_name(format!("{stem}.{n}.{ext}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_are_one_per_input() {
+        let files = [PathBuf::from("a/one.json"), PathBuf::from("two.hlog")];
+        assert_eq!(labels_for(&files, &[]).unwrap(), ["one.json", "two.hlog"]);
+        let two = ["before".to_string(), " after".to_string()];
+        assert_eq!(labels_for(&files, &two).unwrap(), ["before", "after"]);
+        let err = labels_for(&files, &["a,b".to_string()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--label gives 1 label for 2 inputs: give one per input, in order, comma-separated (--label before,after)"
+        );
+        let three: Vec<String> = ["x", "y", "z"].iter().map(|s| s.to_string()).collect();
+        assert!(labels_for(&files, &three).is_err());
+        assert!(labels_for(&files, &["x".into(), " ".into()]).is_err());
+        assert_eq!(
+            numbered(Path::new("out/dist.hgrm"), 2),
+            PathBuf::from("out/dist.2.hgrm")
+        );
+    }
     use crate::synthetic::synthetic_run;
 
     #[test]

@@ -4,12 +4,15 @@ pub mod text;
 
 pub mod codec;
 pub mod compare;
+pub mod escape;
+pub mod export;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;
 mod html_stop;
 pub mod input;
 pub mod javafmt;
+pub mod json;
 pub mod merge;
 pub mod shards;
 pub mod sweep_html;

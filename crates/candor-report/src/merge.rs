@@ -4,8 +4,8 @@
 use crate::codec::add_exact;
 use candor_core::hist::{from_base64_v2, HistCodecError};
 use candor_core::results::{
-    EncodedHistograms, Interval, IntervalStats, NamedHistogram, PhaseResults, RequestCounts,
-    RunResults, SCHEMA_VERSION,
+    EncodedHistograms, Interval, IntervalStats, Kind, Mode, NamedHistogram, PhaseResults,
+    RequestCounts, RunResults, SCHEMA_VERSION,
 };
 use candor_core::{new_histogram, Histo, Recorder, Summary};
 
@@ -44,7 +44,7 @@ fn decode(index: usize, what: &str, enc: &EncodedHistograms) -> Result<Recorder,
 /// without intervals, start, warm-up and duration are used.
 fn window(r: &RunResults) -> (f64, f64) {
     let main: Vec<&Interval> = r.intervals.iter().filter(|i| !i.warmup).collect();
-    if r.kind == "run" {
+    if r.kind == Kind::Run {
         let s = r.start_time_unix_s + r.warmup.as_ref().map_or(0.0, |w| w.duration_s);
         return (s, s + r.main.duration_s);
     }
@@ -292,8 +292,8 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     Ok(RunResults {
         schema_version: SCHEMA_VERSION,
         candor_version: env!("CARGO_PKG_VERSION").to_string(),
-        kind: "merged".into(),
-        mode: same(&|r| r.mode.clone()),
+        kind: Kind::Merged,
+        mode: Mode::common(runs.iter().map(|r| r.mode.clone())).unwrap_or(Mode::OpenLoop),
         target: same(&|r| r.target.clone()),
         command_line: first.command_line.clone(),
         start_time_unix_s: start,
@@ -369,7 +369,7 @@ pub fn mismatches(inputs: &[(String, RunResults)]) -> Vec<String> {
     }
     let config = |key: &'static str| {
         move |r: &RunResults| -> Option<String> {
-            (r.kind == "run")
+            (r.kind == Kind::Run)
                 .then(|| {
                     r.config
                         .get(key)
@@ -380,12 +380,12 @@ pub fn mismatches(inputs: &[(String, RunResults)]) -> Vec<String> {
     };
     let checks: [(&str, Setting); 4] = [
         ("targets", Box::new(|r: &RunResults| Some(r.target.clone()))),
-        ("modes", Box::new(|r: &RunResults| Some(r.mode.clone()))),
+        ("modes", Box::new(|r: &RunResults| Some(r.mode.name()))),
         ("methods", Box::new(config("method"))),
         (
             "rates (-R)",
             Box::new(|r: &RunResults| {
-                (r.kind == "run").then(|| {
+                (r.kind == Kind::Run).then(|| {
                     r.config
                         .get("rate_per_s")
                         .and_then(serde_json::Value::as_f64)
@@ -414,7 +414,7 @@ mod tests {
         let a = synthetic_run(1, 5, 500, 1_000_000, 0);
         let b = synthetic_run(2, 5, 700, 3_000_000, 2);
         let m = merge(&[a.clone(), b.clone()]).unwrap();
-        assert_eq!(m.kind, "merged");
+        assert_eq!(m.kind, Kind::Merged);
         assert_eq!(
             m.main.response_time.count,
             a.main.response_time.count + b.main.response_time.count
@@ -493,7 +493,7 @@ mod tests {
         ];
         assert!(mismatches(&like).is_empty(), "{:?}", mismatches(&like));
         let mut log = b.clone();
-        log.kind = "hlog".into();
+        log.kind = Kind::Hlog;
         let m = mismatches(&[
             ("a.json".to_string(), a.clone()),
             ("b.hlog".to_string(), log),

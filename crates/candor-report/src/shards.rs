@@ -8,6 +8,7 @@
 
 use crate::merge::{merge, MergeError};
 use candor_core::results::RunResults;
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use serde_json::{json, Value};
@@ -21,10 +22,8 @@ pub const LATE_START_WARN_S: f64 = 0.010;
 /// Without a common `--start-at`, shards whose starts spread more than this do not form one run
 /// in time (their intervals do not line up).
 pub const START_SPREAD_WARN_S: f64 = 0.5;
-/// Same threshold as the engine's own verdict: below 95% of its share a shard fell behind.
-const ACHIEVED_WARN_FRACTION: f64 = 0.95;
-/// Same threshold as the engine's verdict: send lag p99 above 1 ms means requests left late.
-const LAG_WARN_NS: u64 = 1_000_000;
+/// The engine's own verdict: send lag p99 above this means requests left late.
+use candor_core::thresholds::SEND_LAG_WARN_NS as LAG_WARN_NS;
 
 /// What one input says about itself as a shard.
 #[derive(Debug, Clone, PartialEq)]
@@ -190,7 +189,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
             inputs
                 .iter()
                 .find(|(l, _)| *l == s.label)
-                .map_or("", |(_, r)| r.kind.as_str())
+                .map_or("", |(_, r)| r.kind.name())
         ));
     }
     disagree(
@@ -322,7 +321,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
             s.status.push("late start");
         }
         if let Some(t) = s.target_per_s {
-            if s.achieved_per_s < ACHIEVED_WARN_FRACTION * t {
+            if candor_core::thresholds::fell_behind(s.achieved_per_s, t) {
                 s.behind.push(format!(
                     "achieved {} of its share {} ({:.1}%)",
                     format_rate(s.achieved_per_s),
@@ -488,48 +487,60 @@ impl ShardReport {
             opt(&n),
             self.reference
         );
-        let _ = writeln!(
-            out,
-            "  {:<7} {:<22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>8}  status",
-            "shard",
-            "file",
-            "intended",
-            "completed",
-            "failed",
-            "share",
-            "achieved",
-            "offset",
-            "lag p99",
-            "gen.late"
+        let mut table = TextTable::new([
+            Column::left(7),
+            Column::left(22),
+            Column::right(9),
+            Column::right(9),
+            Column::right(7),
+            Column::right(10),
+            Column::right(10),
+            Column::right(10),
+            Column::right(10),
+            Column::right(8),
+        ]);
+        table.row_with_tail(
+            &[
+                "shard",
+                "file",
+                "intended",
+                "completed",
+                "failed",
+                "share",
+                "achieved",
+                "offset",
+                "lag p99",
+                "gen.late",
+            ],
+            "status",
         );
         for s in &self.shards {
-            let _ = writeln!(
-                out,
-                "  {:<7} {:<22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>8}  {}",
-                match (s.index, s.count) {
-                    (Some(i), Some(n)) => format!("{i}/{n}"),
-                    _ => "?".into(),
-                },
-                s.label,
-                format_count(s.intended),
-                format_count(s.completed),
-                format_count(s.failed),
-                s.target_per_s.map_or_else(|| "max".into(), format_rate),
-                format_rate(s.achieved_per_s),
-                format!(
-                    "{}{}",
-                    if s.start_offset_s < 0.0 { "-" } else { "+" },
-                    format_ns(s.start_offset_s.abs() * 1e9)
-                ),
-                format_ns(s.send_lag_p99_ns as f64),
-                format_count(s.generator_late),
-                if s.status.is_empty() {
-                    "kept up".to_string()
-                } else {
-                    format!("BEHIND: {}", s.status.join(", "))
-                }
+            let status = if s.status.is_empty() {
+                "kept up".to_string()
+            } else {
+                format!("BEHIND: {}", s.status.join(", "))
+            };
+            let sign = if s.start_offset_s < 0.0 { "-" } else { "+" };
+            table.row_with_tail(
+                &[
+                    match (s.index, s.count) {
+                        (Some(i), Some(n)) => format!("{i}/{n}"),
+                        _ => "?".into(),
+                    },
+                    s.label.clone(),
+                    format_count(s.intended),
+                    format_count(s.completed),
+                    format_count(s.failed),
+                    s.target_per_s.map_or_else(|| "max".into(), format_rate),
+                    format_rate(s.achieved_per_s),
+                    format!("{sign}{}", format_ns(s.start_offset_s.abs() * 1e9)),
+                    format_ns(s.send_lag_p99_ns as f64),
+                    format_count(s.generator_late),
+                ],
+                &status,
             );
         }
+        out.push_str(&table.finish());
         for s in self.shards.iter().filter(|s| !s.behind.is_empty()) {
             let _ = writeln!(
                 out,
@@ -553,30 +564,7 @@ impl ShardReport {
 }
 
 /// RFC 3339 (UTC, milliseconds) of Unix seconds, for people reading the report.
-pub fn format_unix_s(t: f64) -> String {
-    if !t.is_finite() || t < 0.0 {
-        return format!("{t}");
-    }
-    let ms_total = (t * 1000.0).round() as i64;
-    let (secs, ms) = (ms_total.div_euclid(1000), ms_total.rem_euclid(1000));
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+pub use candor_core::dates::rfc3339_millis as format_unix_s;
 
 /// Marker lines around the results JSON in a pod's log (`candor k8s`), so that
 /// `kubectl logs` output can be merged directly.
@@ -623,7 +611,7 @@ mod tests {
         let m = merge_shards(&inputs).unwrap();
         assert!(m.report.problems.is_empty(), "{:?}", m.report.problems);
         let r = &m.merged;
-        assert_eq!(r.kind, "merged");
+        assert_eq!(r.kind, candor_core::results::Kind::Merged);
         // Histograms added bucket by bucket: the merged histogram is exactly the sum.
         let mut expected = candor_core::Recorder::new();
         for (_, s) in &inputs {

@@ -3,8 +3,8 @@
 //! seed, so the same call always gives byte-identical output.
 
 use candor_core::results::{
-    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
-    RunResults, StatusCounts, SCHEMA_VERSION,
+    EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
+    RequestCounts, RunResults, StatusCounts, SCHEMA_VERSION,
 };
 use candor_core::{new_histogram, Recorder};
 
@@ -104,8 +104,8 @@ pub fn synthetic_run(
     RunResults {
         schema_version: SCHEMA_VERSION,
         candor_version: "0.1.0".into(),
-        kind: "run".into(),
-        mode: "open-loop".into(),
+        kind: Kind::Run,
+        mode: Mode::OpenLoop,
         target: "http://127.0.0.1:8080/".into(),
         command_line: vec![
             "candor".into(),

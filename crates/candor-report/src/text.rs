@@ -3,7 +3,9 @@
 
 use crate::input::Books;
 use candor_analysis::late::count_noun;
+use candor_core::hist::{Statistic, SUMMARY_ROWS};
 use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use std::fmt::Write as _;
@@ -11,7 +13,7 @@ use std::fmt::Write as _;
 /// Renders the full text report of `results`.
 pub fn render(results: &RunResults) -> String {
     let mut out = String::new();
-    let closed = results.mode == "closed-loop";
+    let closed = results.mode.is_closed_loop();
     let cfg = &results.config;
     let _ = writeln!(
         out,
@@ -252,44 +254,32 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         return "  latency: no data (the input holds no samples)\n".to_string();
     }
     let widths = [22, 14, 12];
-    let mut out = String::new();
-    let mut line = |label: &str, cell: &dyn Fn(&Summary) -> String| {
-        let _ = write!(out, "  {label:<10}");
-        for (i, (_, s)) in columns.iter().enumerate() {
-            let _ = write!(out, " {:>w$}", cell(s), w = widths[i]);
-        }
-        out.push('\n');
-    };
-    let mut header = format!("  {:<10}", "");
-    for (i, (name, _)) in columns.iter().enumerate() {
-        let _ = write!(header, " {:>w$}", name, w = widths[i]);
-    }
-    header.push('\n');
-    let rows: [(&str, f64); 8] = [
-        ("p50", 50.0),
-        ("p75", 75.0),
-        ("p90", 90.0),
-        ("p99", 99.0),
-        ("p99.9", 99.9),
-        ("p99.99", 99.99),
-        ("p99.999", 99.999),
-        ("max", 100.0),
-    ];
+    let mut layout = vec![Column::left(10)];
+    layout.extend(widths.iter().take(columns.len()).map(|&w| Column::right(w)));
+    let mut table = TextTable::new(layout);
+    let mut head = vec![""];
+    head.extend(columns.iter().map(|(name, _)| *name));
+    table.row(&head);
     // A column without samples says so rather than showing zeros.
-    let known = |s: &Summary, f: &dyn Fn(&Summary) -> String| {
-        if s.count == 0 {
-            "no data".to_string()
-        } else {
-            f(s)
-        }
+    let mut line = |label: &str, cell: &dyn Fn(&Summary) -> String| {
+        let mut cells = vec![label.to_string()];
+        cells.extend(columns.iter().map(|(_, s)| match s.count {
+            0 => "no data".to_string(),
+            _ => cell(s),
+        }));
+        table.row(&cells);
     };
-    for (label, q) in rows {
-        line(label, &|s: &Summary| known(s, &|s| fmt_at(s, q)));
+    for row in SUMMARY_ROWS {
+        line(row.label, &|s: &Summary| match row.statistic {
+            Statistic::Percentile(q) => fmt_at(s, q),
+            Statistic::Mean => format_ns(s.mean_ns),
+        });
     }
-    line("mean", &|s: &Summary| known(s, &|s| format_ns(s.mean_ns)));
-    line("stdev", &|s: &Summary| known(s, &|s| format_ns(s.stdev_ns)));
-    line("samples", &|s: &Summary| format_count(s.count));
-    header + &out
+    line("stdev", &|s: &Summary| format_ns(s.stdev_ns));
+    let mut cells = vec!["samples".to_string()];
+    cells.extend(columns.iter().map(|(_, s)| format_count(s.count)));
+    table.row(&cells);
+    table.finish()
 }
 
 /// Where every intended request went.
@@ -352,6 +342,28 @@ pub fn accounting(p: &PhaseResults) -> String {
     out
 }
 
+/// The full percentile spectrum of the response and service times, in milliseconds
+/// (`candor run --latency`).
+pub fn spectrum(results: &RunResults) -> Result<String, candor_core::hist::HistCodecError> {
+    use crate::hgrm::{write_hgrm, DEFAULT_TICKS_PER_HALF, MS_RATIO};
+    let rec = results.main.histograms.decode()?;
+    let mut out = String::new();
+    out.push_str("\nResponse time (from intended send), percentile spectrum in ms:\n");
+    out.push_str(&write_hgrm(&rec.response, DEFAULT_TICKS_PER_HALF, MS_RATIO));
+    out.push_str("\nService time (from actual send), percentile spectrum in ms:\n");
+    out.push_str(&write_hgrm(&rec.service, DEFAULT_TICKS_PER_HALF, MS_RATIO));
+    Ok(out)
+}
+
+/// The terminal report as an export (`candor run`'s text, one run).
+pub struct TextExporter;
+
+impl crate::export::Exporter<RunResults> for TextExporter {
+    fn export(&self, results: &RunResults) -> Result<Vec<u8>, crate::export::ExportError> {
+        Ok(render(results).into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,8 +385,8 @@ mod tests {
         RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: "0.0.0".into(),
-            kind: "run".into(),
-            mode: mode.into(),
+            kind: candor_core::results::Kind::Run,
+            mode: mode.parse().unwrap(),
             target: "http://127.0.0.1:9/".into(),
             command_line: vec![],
             start_time_unix_s: 0.0,

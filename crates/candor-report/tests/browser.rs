@@ -287,7 +287,7 @@ fn sweep_page_renders_with_verdicts_and_static_legends() {
         .collect();
     let sweep = SweepResults {
         schema_version: SCHEMA_VERSION,
-        kind: "sweep".into(),
+        kind: candor_core::results::Kind::Sweep,
         candor_version: "test".into(),
         target: "http://127.0.0.1:9/".into(),
         command_line: vec![],

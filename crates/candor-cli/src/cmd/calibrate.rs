@@ -6,7 +6,7 @@
 //! waits for its answer), `actual-send` times requests from the actual write instead of the
 //! intended send time. Either must make calibration fail.
 
-use crate::cmd::run::{config_json, execute_with};
+use crate::cmd::run::{execute_with, recorded_config};
 use crate::cmd::EXIT_VERDICT_FAILED;
 use anyhow::{Context, Result};
 use candor_core::results::RunResults;
@@ -36,7 +36,7 @@ impl Runner for CliRunner {
     ) -> Result<(RunOutcome, RunResults)> {
         let outcome = execute_with(config, false, on_start)?;
         crate::cmd::interrupt::check("calibration")?;
-        let results = outcome.to_results(config, vec![], config_json(config));
+        let results = outcome.to_results(config, vec![], recorded_config(config));
         Ok((outcome, results))
     }
 

@@ -1,8 +1,7 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
-use crate::cmd::outputs::Output;
-use crate::cmd::run::{config_json, execute, load_config, LoadArgs};
+use crate::cmd::run::{execute, load_config, recorded_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_analysis::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
@@ -10,6 +9,7 @@ use candor_analysis::slo::SloSet;
 use candor_core::units::{
     format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
 };
+use candor_report::export::Destination as Output;
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -104,7 +104,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
         // A cut-short step is no evidence either way: the search ends here.
         crate::cmd::interrupt::check(&format!("the capacity search (at {})", format_rate(rate)))?;
-        let results = outcome.to_results(&c, vec![], config_json(&c));
+        let results = outcome.to_results(&c, vec![], recorded_config(&c));
         let trial = judge(&results, &slo, rate);
         eprintln!(
             "  {:<8} {:>9}  {}  {}",
@@ -199,7 +199,7 @@ pub fn judge(results: &candor_core::results::RunResults, slo: &SloSet, rate: f64
         ));
     }
     let done = candor_analysis::saturation::throughput(results).unwrap_or(m.rate.achieved_per_s);
-    if done < 0.95 * rate {
+    if candor_core::thresholds::fell_behind(done, rate) {
         reasons.push(format!("throughput only {}", format_rate(done)));
     }
     let at = |p: f64| format_ns(m.response_time.at(p).unwrap_or(0) as f64);

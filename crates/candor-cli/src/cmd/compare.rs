@@ -2,13 +2,13 @@
 //! the `% Variation` across runs, then each run's ratio to the first with a 95% confidence
 //! interval and a verdict (`--json` writes those; `--fail-if-slower` gates CI on them).
 
-use crate::cmd::report::load_inputs;
-use anyhow::Context;
 use candor_analysis::compare_ci::{self, Verdict};
 use candor_report::compare::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
-use candor_report::input::Selection;
+use candor_report::export::Destination;
+use candor_report::input::{load_labelled, Selection};
+use candor_report::json::JsonExporter;
 use clap::builder::PossibleValuesParser;
 use clap::Args;
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ pub fn percentiles_with(extra: Option<f64>) -> Vec<f64> {
 }
 
 pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
-    let runs = load_inputs(&args.files, &args.label, &Selection::default())?;
+    let runs = load_labelled(&args.files, &args.label, &Selection::default())?;
     let measure = match args.measure.as_str() {
         "service" => Measure::ServiceTime,
         "send-lag" => Measure::SendLag,
@@ -86,11 +86,10 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
         eprintln!("candor: warning: {w}");
     }
     if let Some(path) = &args.json {
-        let doc = serde_json::to_string_pretty(&ConfidenceReport {
+        let report = ConfidenceReport {
             comparisons: comparisons.clone(),
-        })?;
-        std::fs::write(path, doc + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        };
+        Destination::open("--json", path)?.export(&JsonExporter, &report)?;
     }
     let Some(p) = args.fail_if_slower else {
         return Ok(0);

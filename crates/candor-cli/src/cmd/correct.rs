@@ -5,8 +5,11 @@
 use anyhow::{Context, Result};
 use candor_analysis::correct::copy_corrected;
 use candor_analysis::omission;
-use candor_core::hist::value_at;
+use candor_core::hist::SUMMARY_ROWS;
+use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, parse_duration_ns};
+use candor_report::export::Destination;
+use candor_report::hgrm::HgrmExporter;
 use candor_report::input::{load, Selection};
 use clap::Args;
 use std::path::PathBuf;
@@ -28,24 +31,12 @@ pub struct CorrectArgs {
     pub hgrm: Option<PathBuf>,
 }
 
-const ROWS: [(&str, f64); 9] = [
-    ("p50", 50.0),
-    ("p75", 75.0),
-    ("p90", 90.0),
-    ("p99", 99.0),
-    ("p99.9", 99.9),
-    ("p99.99", 99.99),
-    ("p99.999", 99.999),
-    ("max", 100.0),
-    ("mean", -1.0),
-];
-
 pub fn main(args: CorrectArgs) -> Result<i32> {
     let interval = parse_duration_ns(&args.expected_interval).context("--expected-interval")?;
     if interval == 0 {
         anyhow::bail!("--expected-interval must be longer than zero");
     }
-    let text = crate::cmd::report::read_input(&args.file)?;
+    let text = candor_report::input::read_named(&args.file)?;
     let name = args.file.display().to_string();
     let sel = Selection {
         tag: args.tag.clone(),
@@ -66,35 +57,23 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         "candor correct: {name} with HdrHistogram's after-the-fact correction, expected interval {}",
         format_ns(interval as f64)
     );
-    if results.mode == "open-loop" {
+    if results.mode == candor_core::results::Mode::OpenLoop {
         println!(
             "NOTE: this is an open-loop candor run, already timed from intended send times; correcting it again\n\
              double-counts. The correction is meant for data taken without a schedule."
         );
     }
     println!();
-    println!(
-        "  {:<9} {:>14} {:>26}",
-        "", "as recorded", "corrected (ESTIMATE)"
-    );
-    for (label, p) in ROWS {
-        let (a, b) = if p < 0.0 {
-            (raw.mean(), fixed.mean())
-        } else {
-            (value_at(raw, p) as f64, value_at(&fixed, p) as f64)
-        };
-        println!("  {:<9} {:>14} {:>26}", label, format_ns(a), format_ns(b));
+    let mut table = TextTable::new([Column::left(9), Column::right(14), Column::right(26)]);
+    table.row(&["", "as recorded", "corrected (ESTIMATE)"]);
+    for row in SUMMARY_ROWS {
+        let (a, b) = (row.statistic.of(raw), row.statistic.of(&fixed));
+        table.row(&[row.label.to_string(), format_ns(a), format_ns(b)]);
     }
-    println!(
-        "  {:<9} {:>14} {:>26}",
-        "samples",
-        format_count(raw.len()),
-        format!(
-            "{} (+{})",
-            format_count(fixed.len()),
-            format_count(fixed.len() - raw.len())
-        )
-    );
+    let added = format_count(fixed.len() - raw.len());
+    let corrected = format!("{} (+{added})", format_count(fixed.len()));
+    table.row(&["samples".to_string(), format_count(raw.len()), corrected]);
+    print!("{}", table.finish());
     println!(
         "\nThe corrected column is an estimate: it assumes a sample was intended every {} and that the\n\
          requests a schedule would have sent while a slow one was outstanding would each have waited\n\
@@ -105,8 +84,7 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         println!("\nAs recorded, the data shows a {}", sig.verdict);
     }
     if let Some(path) = &args.hgrm {
-        std::fs::write(path, candor_report::hgrm::write_hgrm(&fixed, 5, 1e6))
-            .with_context(|| format!("writing {}", path.display()))?;
+        Destination::open("--hgrm", path)?.export(&HgrmExporter, &fixed)?;
         eprintln!("wrote {} (corrected estimate, ms)", path.display());
     }
     Ok(0)

@@ -3,14 +3,13 @@
 //! (`candor run --shard I/N`) are recognised and reported on: completeness and consistency of
 //! the set, each shard's start offset, and the shards that fell behind.
 
-use crate::cmd::report::load_inputs;
-use anyhow::{bail, Context};
 use candor_analysis::late::count_noun;
-use candor_core::results::RunResults;
-use candor_report::input::{load, Selection};
+use candor_report::export::Destination;
+use candor_report::input::{expand_directories, load_for_merge};
+use candor_report::json::JsonExporter;
 use candor_report::shards;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
 pub struct MergeArgs {
@@ -27,61 +26,10 @@ pub struct MergeArgs {
     pub slo: Vec<String>,
 }
 
-/// The inputs, with each directory replaced by its *.json files in name order.
-fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("reading directory {}", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
-                .collect();
-            if found.is_empty() {
-                bail!("directory {} has no *.json results to merge", p.display());
-            }
-            found.sort();
-            out.extend(found);
-        } else {
-            out.push(p.clone());
-        }
-    }
-    Ok(out)
-}
-
-fn name_of(f: &Path) -> String {
-    f.file_name().map_or_else(
-        || f.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
-/// Reads every input; a `kubectl logs` capture contributes the JSON between its markers.
-fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, RunResults)>> {
-    let mut out = Vec::with_capacity(files.len());
-    for f in files {
-        let text = crate::cmd::report::read_input(f)?;
-        match shards::json_from_log(&text) {
-            Some(json) => {
-                let name = name_of(f);
-                let r = load(json, &name, &Selection::default())
-                    .with_context(|| format!("{} (results in a pod log)", f.display()))?;
-                out.push((name, r));
-            }
-            None => out.extend(load_inputs(
-                std::slice::from_ref(f),
-                &[],
-                &Selection::default(),
-            )?),
-        }
-    }
-    Ok(out)
-}
-
 pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     let slo_set = candor_analysis::SloSet::parse_all(&args.slo)?;
-    let files = expand(&args.files)?;
-    let runs = read_all(&files)?;
+    let files = expand_directories(&args.files)?;
+    let runs = load_for_merge(&files)?;
     let (mut merged, shard_report) = if runs.iter().any(|(_, r)| shards::is_shard(r)) {
         let m = shards::merge_shards(&runs)?;
         (m.merged, Some(m.report))
@@ -101,14 +49,9 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     let mut analysis = candor_analysis::analyze(&merged);
     analysis.slo = slo_set.evaluate(&merged);
     merged.main.analysis = Some(analysis.to_value());
-    let where_to = if args.output.as_os_str() == "-" {
-        println!("{}", merged.to_json_pretty());
-        "stdout".to_string()
-    } else {
-        std::fs::write(&args.output, merged.to_json_pretty())
-            .with_context(|| format!("writing {}", args.output.display()))?;
-        args.output.display().to_string()
-    };
+    let mut out = Destination::open("-o", &args.output)?;
+    out.export(&JsonExporter, &merged)?;
+    let where_to = out.name();
     let s = &merged.main.response_time;
     eprintln!(
         "wrote {}: {}, {}, p50 {} p99 {} p99.9 {} max {}",

@@ -1,12 +1,14 @@
 //! `candor report`: turns candor JSON results and HdrHistogram interval logs (any tool's, any
 //! encoding) into a text summary, an HTML report and `.hgrm` percentile files.
 
-use anyhow::{bail, Context};
-use candor_core::results::RunResults;
-use candor_report::html::{write_html, HtmlOptions, Slo};
-use candor_report::input::{load, Selection};
+use anyhow::Context;
+use candor_report::export::Destination;
+use candor_report::hgrm::HgrmExporter;
+use candor_report::hlog::HlogExporter;
+use candor_report::html::{HtmlExporter, HtmlOptions, Slo};
+use candor_report::input::{load_labelled, numbered, Selection};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
@@ -49,68 +51,6 @@ pub struct ReportArgs {
     pub title: Option<String>,
 }
 
-/// The display label of each input: the `--label` list when given (it must name every input,
-/// once), else the file names.
-pub fn labels_for(files: &[PathBuf], labels: &[String]) -> anyhow::Result<Vec<String>> {
-    if labels.is_empty() {
-        return Ok(files.iter().map(|f| file_name(f)).collect());
-    }
-    if labels.len() != files.len() {
-        bail!(
-            "--label gives {} label{} for {} input{}: give one per input, in order, comma-separated \
-             (--label before,after)",
-            labels.len(),
-            if labels.len() == 1 { "" } else { "s" },
-            files.len(),
-            if files.len() == 1 { "" } else { "s" }
-        );
-    }
-    if let Some(empty) = labels.iter().position(|l| l.trim().is_empty()) {
-        bail!("--label: label {} is empty", empty + 1);
-    }
-    Ok(labels.iter().map(|l| l.trim().to_string()).collect())
-}
-
-fn file_name(f: &Path) -> String {
-    f.file_name().map_or_else(
-        || f.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
-/// Reads a results file with a bounded buffer (see `input::MAX_INPUT_BYTES`); errors name it.
-pub fn read_input(f: &Path) -> anyhow::Result<String> {
-    candor_report::input::read_input(f).with_context(|| format!("reading {}", f.display()))
-}
-
-/// Reads every input with the selection applied, labelled for display; errors name the file.
-pub fn load_inputs(
-    files: &[PathBuf],
-    labels: &[String],
-    sel: &Selection,
-) -> anyhow::Result<Vec<(String, RunResults)>> {
-    let labels = labels_for(files, labels)?;
-    let mut out = Vec::with_capacity(files.len());
-    for (f, label) in files.iter().zip(labels) {
-        let text = read_input(f)?;
-        let results =
-            load(&text, &file_name(f), sel).with_context(|| format!("{}", f.display()))?;
-        out.push((label, results));
-    }
-    Ok(out)
-}
-
-fn numbered(path: &Path, n: usize) -> PathBuf {
-    let stem = path.file_stem().map_or_else(
-        || "distribution".into(),
-        |s| s.to_string_lossy().into_owned(),
-    );
-    let ext = path
-        .extension()
-        .map_or_else(|| "out".into(), |s| s.to_string_lossy().into_owned());
-    path.with_file_name(format!("{stem}.{n}.{ext}"))
-}
-
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(code) = crate::cmd::report_sweep::report_sweep(
         &args.files,
@@ -128,25 +68,18 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         start_s: args.start,
         end_s: args.end,
     };
-    let runs = load_inputs(&args.files, &args.label, &sel)?;
+    let runs = load_labelled(&args.files, &args.label, &sel)?;
 
     if let Some(path) = &args.hgrm {
         for (i, (label, r)) in runs.iter().enumerate() {
-            let rec = r
-                .main
-                .histograms
-                .decode()
-                .with_context(|| format!("{label}: histogram"))?;
             let target = if runs.len() == 1 {
                 path.clone()
             } else {
                 numbered(path, i + 1)
             };
-            std::fs::write(
-                &target,
-                candor_report::hgrm::write_hgrm(&rec.response, 5, 1e6),
-            )
-            .with_context(|| format!("writing {}", target.display()))?;
+            Destination::open("--hgrm", &target)?
+                .export(&HgrmExporter, r)
+                .with_context(|| format!("{label}: histogram"))?;
             eprintln!("wrote {} ({label}, response time, ms)", target.display());
         }
     }
@@ -158,8 +91,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             } else {
                 numbered(path, i + 1)
             };
-            std::fs::write(&target, candor_report::hlog::write_hlog(r))
-                .with_context(|| format!("writing {}", target.display()))?;
+            Destination::open("--hlog", &target)?.export(&HlogExporter, r)?;
             eprintln!(
                 "wrote {} ({label}, {} intervals)",
                 target.display(),
@@ -170,14 +102,11 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
 
     match &args.output {
         Some(path) => {
-            let page = write_html(
-                &runs,
-                &HtmlOptions {
-                    title: args.title.clone(),
-                    slos,
-                },
-            )?;
-            std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+            let html = HtmlExporter(HtmlOptions {
+                title: args.title.clone(),
+                slos,
+            });
+            Destination::open("-o", path)?.export(&html, runs.as_slice())?;
             for (label, r) in &runs {
                 if !slo_set.is_empty() {
                     let verdicts = slo_set.evaluate(r);
@@ -238,22 +167,6 @@ pub fn drawable_slos(set: &candor_analysis::SloSet) -> Vec<Slo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn labels_are_one_per_input() {
-        let files = [PathBuf::from("a/one.json"), PathBuf::from("two.hlog")];
-        assert_eq!(labels_for(&files, &[]).unwrap(), ["one.json", "two.hlog"]);
-        let two = ["before".to_string(), " after".to_string()];
-        assert_eq!(labels_for(&files, &two).unwrap(), ["before", "after"]);
-        let err = labels_for(&files, &["a,b".to_string()]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "--label gives 1 label for 2 inputs: give one per input, in order, comma-separated (--label before,after)"
-        );
-        let three: Vec<String> = ["x", "y", "z"].iter().map(|s| s.to_string()).collect();
-        assert!(labels_for(&files, &three).is_err());
-        assert!(labels_for(&files, &["x".into(), " ".into()]).is_err());
-    }
 
     #[test]
     fn a_comma_list_is_split_into_labels() {

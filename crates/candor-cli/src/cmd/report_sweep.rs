@@ -37,8 +37,10 @@ pub fn report_sweep(
     let slo = SloSet::parse_all(slo)?;
     match output {
         Some(out) => {
-            let page = candor_report::sweep_html::write_sweep_html(&sweep, title);
-            std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
+            let page = candor_report::sweep_html::SweepHtmlExporter {
+                title: title.map(str::to_string),
+            };
+            candor_report::export::Destination::open("-o", out)?.export(&page, &sweep)?;
             eprintln!(
                 "wrote {} (sweep of {} rates)",
                 out.display(),

@@ -2,13 +2,13 @@
 //! a table of response-time percentiles against offered load, and one JSON file of every step's
 //! full results that `candor report` renders as a chart.
 
-use crate::cmd::outputs::Output;
-use crate::cmd::run::{command_line, config_json, execute, load_config, LoadArgs};
+use crate::cmd::run::{command_line, execute, load_config, recorded_config, LoadArgs};
 use anyhow::{bail, Context, Result};
 use candor_analysis::slo::SloSet;
 use candor_analysis::sweep::{SweepResults, SweepStep};
 use candor_core::results::{RunResults, SCHEMA_VERSION};
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
+use candor_report::export::Destination as Output;
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -96,7 +96,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         c.validate()?;
         crate::cmd::live::more_runs_follow(i + 1 < rates.len());
         let outcome = execute(&c, live).with_context(|| format!("step {}", format_rate(rate)))?;
-        let results = outcome.to_results(&c, std::env::args().collect(), config_json(&c));
+        let results = outcome.to_results(&c, std::env::args().collect(), recorded_config(&c));
         let step = make_step(rate, results, &slo);
         let m = &step.results.main;
         eprintln!(
@@ -119,7 +119,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     }
     let sweep = SweepResults {
         schema_version: SCHEMA_VERSION,
-        kind: "sweep".into(),
+        kind: candor_core::results::Kind::Sweep,
         candor_version: env!("CARGO_PKG_VERSION").into(),
         target: base.target.url.clone(),
         command_line: command_line(&base, &args.load.url),
@@ -136,7 +136,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         }
     }
     if let Some(out) = json_out.as_mut() {
-        out.write((sweep.to_json_pretty() + "\n").as_bytes())?;
+        out.export(&candor_report::json::JsonExporter, &sweep)?;
         let path = out.path.display();
         eprintln!("wrote {path} (candor report {path} -o sweep.html for the chart)");
     }

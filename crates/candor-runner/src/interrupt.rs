@@ -1,7 +1,6 @@
 //! SIGINT and SIGTERM for the whole process: the first one asks every run (and every later step
 //! of a sweep or capacity search) to stop and write what it has; a second one exits at once.
 
-use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -16,7 +15,7 @@ pub struct Interrupt {
 static INTERRUPT: OnceLock<Interrupt> = OnceLock::new();
 
 /// Installs the handlers once and returns the shared stop request.
-pub fn install() -> Result<&'static Interrupt> {
+pub fn install() -> Result<&'static Interrupt, std::io::Error> {
     if let Some(i) = INTERRUPT.get() {
         return Ok(i);
     }
@@ -25,11 +24,9 @@ pub fn install() -> Result<&'static Interrupt> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Registered first so that it runs before the flag is set: it exits only on a second
         // signal, when the first has already asked for a stop that has not come quickly enough.
-        signal_hook::flag::register_conditional_shutdown(sig, exit_code(sig), stop.clone())
-            .context("installing the signal handlers")?;
-        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
-            .context("installing the signal handlers")?;
-        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handlers")?;
+        signal_hook::flag::register_conditional_shutdown(sig, exit_code(sig), stop.clone())?;
+        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)?;
+        signal_hook::flag::register(sig, stop.clone())?;
     }
     Ok(INTERRUPT.get_or_init(|| Interrupt { stop, signal }))
 }
@@ -70,13 +67,12 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 /// Ends a command of several runs after the run a signal cut short: an `Interrupted` error.
-pub fn check(what: &str) -> Result<()> {
+pub fn check(what: &str) -> Result<(), Interrupted> {
     match received() {
         Some(signal) => Err(Interrupted {
             signal,
             what: what.to_string(),
-        }
-        .into()),
+        }),
         None => Ok(()),
     }
 }

@@ -1,8 +1,12 @@
 //! The open-file limit, checked before a run: every connection is a descriptor, and running out
 //! mid-run turns into `connect` failures that look like the target's fault.
 
-use anyhow::{bail, Result};
 use candor_core::units::format_count;
+
+/// The run needs more open files than the process may have.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FdLimitError(String);
 
 /// Descriptors a run needs besides its connections: stdio, per thread an epoll instance, a
 /// timer and a waker (and a tokio reactor for HTTP/2), the reachability and TLS probes, and the
@@ -35,7 +39,7 @@ pub fn plan(needed: u64, soft: u64, hard: u64) -> Plan {
 
 /// Makes sure `connections` sockets can be open at once, raising the soft RLIMIT_NOFILE up to
 /// the hard one if needed; otherwise a one-line error naming `ulimit -n`.
-pub fn ensure(connections: usize, threads: usize) -> Result<()> {
+pub fn ensure(connections: usize, threads: usize) -> Result<(), FdLimitError> {
     let need = needed(connections, threads);
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -59,22 +63,22 @@ pub fn ensure(connections: usize, threads: usize) -> Result<()> {
             // SAFETY: setrlimit reads the struct we own.
             if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
                 let e = std::io::Error::last_os_error();
-                bail!(
+                return Err(FdLimitError(format!(
                     "-c {connections} needs about {} open files but the limit is {} and raising it failed ({e}): \
                      run `ulimit -n {need}` first",
                     format_count(need),
                     format_count(soft)
-                );
+                )));
             }
             Ok(())
         }
-        Plan::TooLow => bail!(
+        Plan::TooLow => Err(FdLimitError(format!(
             "-c {connections} needs about {} open files but the limit is {} (hard limit {}): raise it with \
              `ulimit -n {need}` (the hard limit needs root or limits.conf) or use fewer connections",
             format_count(need),
             format_count(soft),
             format_count(hard)
-        ),
+        ))),
     }
 }
 

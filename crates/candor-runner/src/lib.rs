@@ -3,11 +3,14 @@
 //! and the live view; and records the settings and command line its results carry.
 //!
 //! Every command that sends load (`run`, `sweep`, `capacity`, `calibrate`, `demo`) goes through
-//! [`execute_watched`], so that these concerns are written once.
+//! [`execute_watched`], so that these concerns are written once. `candor run`'s objectives,
+//! early ends and pause wrap it (`extras.rs`, `stop.rs`).
 
+pub mod extras;
 pub mod fdlimit;
 pub mod interrupt;
 pub mod live;
+pub mod stop;
 
 use candor_core::results::{ArrivalName, ProtocolName, RunConfig, StopReason};
 use candor_core::units::{format_ns, format_rate};
@@ -30,6 +33,8 @@ pub enum RunnerError {
     Signals(#[from] std::io::Error),
     #[error(transparent)]
     Run(#[from] candor_load::run::RunError),
+    #[error(transparent)]
+    Extras(#[from] extras::ExtrasError),
 }
 
 /// A hook called with the monotonic instant of the first intended send.

@@ -27,7 +27,7 @@ pub fn execute_watched(
 pub fn main(args: RunArgs) -> Result<i32> {
     let config = load_config(&args.load, rate_flag(&args.rate)?, args.count)?;
     let live = !args.quiet && stderr_is_terminal();
-    let mut extras = crate::cmd::run_extras::RunExtras::from_flags(
+    let mut extras = candor_runner::extras::RunExtras::from_flags(
         &args.slo,
         &args.precision,
         args.abort_on_fail,

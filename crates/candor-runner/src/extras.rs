@@ -2,22 +2,40 @@
 //! flags validated before the load, the watch that may end it early, the pause (from
 //! `candor_truth`) around it, and the verdicts after it.
 
-use crate::cmd::stop::{record_stop, run_bounds, Decision};
-use crate::cmd::EXIT_VERDICT_FAILED;
-use anyhow::{bail, Result};
-use candor_analysis::stopping::{AbortWatch, IntervalObs, PrecisionTarget, PrecisionWatch};
+use crate::stop::{record_stop, run_bounds, Decision};
+use candor_analysis::stopping::{
+    AbortWatch, IntervalObs, PrecisionError, PrecisionTarget, PrecisionWatch,
+};
 use candor_core::results::{RunResults, StopReason, TimelineEvent};
 use candor_core::units::format_ns;
 use candor_load::{IntervalReport, LoadConfig, RunOutcome};
 use candor_truth::pause::{expectation, pause_truth};
-use candor_truth::{Drain, PauseSpec, Pauser};
+use candor_truth::{Drain, PauseError, PauseSpec, Pauser};
 use std::sync::Arc;
 
+/// Exit code of a run that worked but whose verdict is a failure (SLO missed, calibration failed,
+/// aborted by `--abort-on-fail`).
+pub const EXIT_VERDICT_FAILED: i32 = 3;
+
+/// Flags of the run's objectives, stopping rules and pause that cannot work together, or a pause
+/// that could not be undone.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtrasError {
+    #[error(transparent)]
+    Slo(#[from] candor_analysis::SloError),
+    #[error(transparent)]
+    Precision(#[from] PrecisionError),
+    #[error(transparent)]
+    Pause(#[from] PauseError),
+    #[error("{0}")]
+    Flags(String),
+}
+
 /// Runs the load: given the pause's start hook and the watch, as `run::execute_watched` does.
-pub type Execute<'a> = dyn FnOnce(
+pub type Execute<'a, E> = dyn FnOnce(
         Option<Arc<dyn Fn(u64) + Send + Sync>>,
         &mut dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason>,
-    ) -> Result<RunOutcome>
+    ) -> Result<RunOutcome, E>
     + 'a;
 
 /// The run's objectives, stopping rules and pause.
@@ -45,7 +63,7 @@ impl RunExtras {
         pause_for: Option<&str>,
         expect: bool,
         config: &LoadConfig,
-    ) -> Result<RunExtras> {
+    ) -> Result<RunExtras, ExtrasError> {
         let slo = candor_analysis::SloSet::parse_all(slo)?;
         let precision = precision
             .iter()
@@ -54,13 +72,15 @@ impl RunExtras {
         if (abort_on_fail || !precision.is_empty()) && config.shard_count > 1 {
             // Each shard would decide on its own share and end at its own time, leaving holes
             // in the merged schedule.
-            bail!(
+            return Err(ExtrasError::Flags(
                 "--precision and --abort-on-fail end a run on its own data; shards must end together, so they \
-                 cannot be used with --shard"
-            );
+                 cannot be used with --shard".into(),
+            ));
         }
         if abort_on_fail && slo.is_empty() {
-            bail!("--abort-on-fail watches the objectives of --slo: give at least one");
+            return Err(ExtrasError::Flags(
+                "--abort-on-fail watches the objectives of --slo: give at least one".into(),
+            ));
         }
         let pauser = match (pause_pid, pause_at, pause_for) {
             (None, None, None) => None,
@@ -68,10 +88,10 @@ impl RunExtras {
                 let spec = PauseSpec::from_flags(pid, at, for_)?;
                 let total = config.warmup_ns + config.duration_ns;
                 if spec.at_ns >= total {
-                    bail!(
+                    return Err(ExtrasError::Flags(format!(
                         "--pause-at {at} is not inside the run ({} with warm-up)",
                         format_ns(total as f64)
-                    );
+                    )));
                 }
                 if spec.for_ns >= config.timeout_ns {
                     eprintln!(
@@ -82,10 +102,17 @@ impl RunExtras {
                 }
                 Some(Pauser::new(spec))
             }
-            _ => bail!("--pause-pid, --pause-at and --pause-for go together"),
+            _ => {
+                return Err(ExtrasError::Flags(
+                    "--pause-pid, --pause-at and --pause-for go together".into(),
+                ))
+            }
         };
         if expect && pauser.is_none() {
-            bail!("--expect predicts the distribution of a pause: give --pause-pid, --pause-at and --pause-for");
+            return Err(ExtrasError::Flags(
+                "--expect predicts the distribution of a pause: give --pause-pid, --pause-at and --pause-for"
+                    .into(),
+            ));
         }
         Ok(RunExtras {
             slo,
@@ -100,11 +127,11 @@ impl RunExtras {
     }
 
     /// Runs the load with `execute`, pausing the process if asked; the process is always resumed.
-    pub fn execute(
+    pub fn execute<E: From<ExtrasError>>(
         &mut self,
         config: &LoadConfig,
-        execute: Box<Execute<'_>>,
-    ) -> Result<RunOutcome> {
+        execute: Box<Execute<'_, E>>,
+    ) -> Result<RunOutcome, E> {
         let mut precision =
             (!self.precision.is_empty()).then(|| PrecisionWatch::new(self.precision.clone()));
         let mut abort = self
@@ -146,7 +173,7 @@ impl RunExtras {
         self.decided = decided;
         self.watched = watched;
         if let Some(p) = &self.pauser {
-            self.window = p.finish()?;
+            self.window = p.finish().map_err(ExtrasError::from)?;
         }
         outcome
     }

@@ -274,6 +274,53 @@ fn confirmed_best<E>(st: &State<'_, E>, s: &SearchSettings) -> Option<f64> {
         .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))))
 }
 
+/// Pass when every objective holds, every request was served (unless an errors objective sets
+/// the budget) and the offered rate was actually achieved.
+pub fn judge(
+    results: &candor_core::results::RunResults,
+    slo: &crate::slo::SloSet,
+    rate: f64,
+) -> Trial {
+    let verdicts = slo.evaluate(results);
+    let m = &results.main;
+    let r = &m.requests;
+    let mut reasons: Vec<String> = verdicts
+        .iter()
+        .filter(|v| !v.pass)
+        .map(|v| format!("{} missed", v.objective))
+        .collect();
+    if !slo.limits_errors() && (r.failed > 0 || r.in_flight_at_end > 0) {
+        reasons.push(format!(
+            "{} failed, {} unfinished",
+            candor_core::units::format_count(r.failed),
+            candor_core::units::format_count(r.in_flight_at_end)
+        ));
+    }
+    let done = crate::saturation::throughput(results).unwrap_or(m.rate.achieved_per_s);
+    if candor_core::thresholds::fell_behind(done, rate) {
+        reasons.push(format!(
+            "throughput only {}",
+            candor_core::units::format_rate(done)
+        ));
+    }
+    let at = |p: f64| candor_core::units::format_ns(m.response_time.at(p).unwrap_or(0) as f64);
+    let mut note = format!(
+        "p50 {} p99 {} p99.9 {} max {}, throughput {}",
+        at(50.0),
+        at(99.0),
+        at(99.9),
+        candor_core::units::format_ns(m.response_time.max_ns as f64),
+        candor_core::units::format_rate(done)
+    );
+    if !reasons.is_empty() {
+        note.push_str(&format!(" ({})", reasons.join("; ")));
+    }
+    Trial {
+        pass: reasons.is_empty(),
+        note,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 
 pub mod text;
 
+pub mod capacity;
 pub mod codec;
 pub mod compare;
 pub mod escape;

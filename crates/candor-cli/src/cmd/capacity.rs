@@ -4,11 +4,9 @@
 use crate::cmd::run::{execute, load_config, recorded_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
-use candor_analysis::capacity::{search, Outcome, Purpose, SearchSettings, Trial};
+use candor_analysis::capacity::{search, Purpose, SearchSettings, Trial};
 use candor_analysis::slo::SloSet;
-use candor_core::units::{
-    format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
-};
+use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
 use candor_report::export::Destination as Output;
 use clap::Args;
 
@@ -105,7 +103,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         // A cut-short step is no evidence either way: the search ends here.
         crate::cmd::interrupt::check(&format!("the capacity search (at {})", format_rate(rate)))?;
         let results = outcome.to_results(&c, vec![], recorded_config(&c));
-        let trial = judge(&results, &slo, rate);
+        let trial = candor_analysis::capacity::judge(&results, &slo, rate);
         eprintln!(
             "  {:<8} {:>9}  {}  {}",
             purpose.name(),
@@ -116,60 +114,8 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         Ok(trial)
     };
     let found = search(settings, &mut measure)?;
-    println!("candor capacity of {}\n", base.target.url);
-    println!(
-        "  {:>3}  {:<8} {:>10}  result  evidence",
-        "#", "step", "offered"
-    );
-    for (i, p) in found.probes.iter().enumerate() {
-        println!(
-            "  {:>3}  {:<8} {:>10}  {:<6}  {}",
-            i + 1,
-            p.purpose.name(),
-            format_rate(p.rate),
-            if p.pass { "pass" } else { "FAIL" },
-            p.note
-        );
-    }
-    println!();
-    let code = match &found.outcome {
-        Outcome::Found {
-            capacity,
-            failed_at,
-        } => {
-            println!(
-                "CAPACITY: {} (passed {} runs; {} failed, so the limit lies between them, {:.1}% apart)",
-                format_rate(*capacity),
-                1 + settings.confirmations,
-                format_rate(*failed_at),
-                100.0 * (failed_at / capacity - 1.0)
-            );
-            0
-        }
-        Outcome::AtLeastMax { max } => {
-            println!(
-                "CAPACITY: at least {} (the --max passed every run; raise --max to look further)",
-                format_rate(*max)
-            );
-            0
-        }
-        Outcome::BelowMin { min } => {
-            println!(
-                "CAPACITY: below {} (even --min failed the objectives; lower --min)",
-                format_rate(*min)
-            );
-            3
-        }
-        Outcome::StepLimit { best, failed_at } => {
-            println!(
-                "CAPACITY: not settled within {} steps; highest confirmed pass {}, lowest failure {}",
-                settings.max_steps,
-                best.map_or("none".into(), format_rate),
-                failed_at.map_or("none".into(), format_rate)
-            );
-            3
-        }
-    };
+    let (text, code) = candor_report::capacity::render(&base.target.url, &settings, &found);
+    print!("{text}");
     if let Some(out) = json_out.as_mut() {
         let text = serde_json::to_string_pretty(&found).context("encoding the search")?;
         out.write((text + "\n").as_bytes())?;
@@ -178,44 +124,4 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         l.close();
     }
     Ok(code)
-}
-
-/// Pass when every objective holds, every request was served (unless an errors objective sets
-/// the budget) and the offered rate was actually achieved.
-pub fn judge(results: &candor_core::results::RunResults, slo: &SloSet, rate: f64) -> Trial {
-    let verdicts = slo.evaluate(results);
-    let m = &results.main;
-    let r = &m.requests;
-    let mut reasons: Vec<String> = verdicts
-        .iter()
-        .filter(|v| !v.pass)
-        .map(|v| format!("{} missed", v.objective))
-        .collect();
-    if !slo.limits_errors() && (r.failed > 0 || r.in_flight_at_end > 0) {
-        reasons.push(format!(
-            "{} failed, {} unfinished",
-            format_count(r.failed),
-            format_count(r.in_flight_at_end)
-        ));
-    }
-    let done = candor_analysis::saturation::throughput(results).unwrap_or(m.rate.achieved_per_s);
-    if candor_core::thresholds::fell_behind(done, rate) {
-        reasons.push(format!("throughput only {}", format_rate(done)));
-    }
-    let at = |p: f64| format_ns(m.response_time.at(p).unwrap_or(0) as f64);
-    let mut note = format!(
-        "p50 {} p99 {} p99.9 {} max {}, throughput {}",
-        at(50.0),
-        at(99.0),
-        at(99.9),
-        format_ns(m.response_time.max_ns as f64),
-        format_rate(done)
-    );
-    if !reasons.is_empty() {
-        note.push_str(&format!(" ({})", reasons.join("; ")));
-    }
-    Trial {
-        pass: reasons.is_empty(),
-        note,
-    }
 }

@@ -1,0 +1,127 @@
+//! The text report of `candor capacity`: every step's verdict and evidence, then the answer.
+
+use candor_analysis::capacity::{Outcome, Search, SearchSettings};
+use candor_core::units::format_rate;
+use std::fmt::Write as _;
+
+/// The report of a finished search of `target`, and the exit code its answer calls for: 0 when a
+/// rate in the range met the objectives, 3 when even the lowest missed them or the search did
+/// not settle.
+pub fn render(target: &str, settings: &SearchSettings, found: &Search) -> (String, i32) {
+    let mut out = String::new();
+    let _ = writeln!(out, "candor capacity of {target}\n");
+    let _ = writeln!(
+        out,
+        "  {:>3}  {:<8} {:>10}  result  evidence",
+        "#", "step", "offered"
+    );
+    for (i, p) in found.probes.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  {:>3}  {:<8} {:>10}  {:<6}  {}",
+            i + 1,
+            p.purpose.name(),
+            format_rate(p.rate),
+            if p.pass { "pass" } else { "FAIL" },
+            p.note
+        );
+    }
+    out.push('\n');
+    let (line, code) = match &found.outcome {
+        Outcome::Found {
+            capacity,
+            failed_at,
+        } => (
+            format!(
+                "CAPACITY: {} (passed {} runs; {} failed, so the limit lies between them, {:.1}% apart)",
+                format_rate(*capacity),
+                1 + settings.confirmations,
+                format_rate(*failed_at),
+                100.0 * (failed_at / capacity - 1.0)
+            ),
+            0,
+        ),
+        Outcome::AtLeastMax { max } => (
+            format!(
+                "CAPACITY: at least {} (the --max passed every run; raise --max to look further)",
+                format_rate(*max)
+            ),
+            0,
+        ),
+        Outcome::BelowMin { min } => (
+            format!(
+                "CAPACITY: below {} (even --min failed the objectives; lower --min)",
+                format_rate(*min)
+            ),
+            3,
+        ),
+        Outcome::StepLimit { best, failed_at } => (
+            format!(
+                "CAPACITY: not settled within {} steps; highest confirmed pass {}, lowest failure {}",
+                settings.max_steps,
+                best.map_or("none".into(), format_rate),
+                failed_at.map_or("none".into(), format_rate)
+            ),
+            3,
+        ),
+    };
+    out.push_str(&line);
+    out.push('\n');
+    (out, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_analysis::capacity::{search, Purpose, Trial};
+
+    fn settings() -> SearchSettings {
+        SearchSettings {
+            min: 100.0,
+            max: 1600.0,
+            tolerance: 0.05,
+            confirmations: 1,
+            max_steps: 30,
+            growth: 2.0,
+        }
+    }
+
+    #[test]
+    fn a_found_capacity_lists_the_steps_and_exits_zero() {
+        // A simulated service that meets its objectives up to 700/s.
+        let mut measure = |rate: f64, _: Purpose| -> Result<Trial, std::convert::Infallible> {
+            Ok(Trial {
+                pass: rate <= 700.0,
+                note: format!("at {rate}"),
+            })
+        };
+        let found = search(settings(), &mut measure).unwrap();
+        let (text, code) = render("http://x/", &settings(), &found);
+        assert_eq!(code, 0);
+        assert!(text.starts_with("candor capacity of http://x/\n"));
+        assert_eq!(
+            text.lines().filter(|l| l.contains("at ")).count(),
+            found.probes.len()
+        );
+        assert!(text
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("CAPACITY: "));
+    }
+
+    #[test]
+    fn failing_even_the_minimum_exits_three() {
+        let mut measure = |_: f64, _: Purpose| -> Result<Trial, std::convert::Infallible> {
+            Ok(Trial {
+                pass: false,
+                note: String::new(),
+            })
+        };
+        let found = search(settings(), &mut measure).unwrap();
+        let (text, code) = render("http://x/", &settings(), &found);
+        assert_eq!(code, 3);
+        assert!(text.contains("CAPACITY: below 100"), "{text}");
+    }
+}

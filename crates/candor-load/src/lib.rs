@@ -14,6 +14,7 @@ pub mod status;
 pub mod tcp;
 pub mod tls;
 mod worker;
+pub mod workload;
 
 pub use config::{
     Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target,

@@ -5,7 +5,6 @@
 use crate::config::LoadConfig;
 use crate::config::Scheme;
 use crate::http1::build_request;
-use crate::schedule::Schedule;
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use crate::worker::Worker;
@@ -154,13 +153,12 @@ pub fn run(
         // of every shard's threads is the single-process schedule at the total rate.
         let shards = config.shard_count as u64;
         let slot = config.shard_index as u64 + shards * t as u64;
-        let schedule = config.rate.map(|r| {
-            let s = Schedule::new(start_ns, r, config.arrival, slot, shards * threads as u64);
-            match config.count {
-                Some(n) => s.with_limit(n),
-                None => s,
-            }
-        });
+        let schedule = crate::workload::profile::stream_schedule(
+            &config,
+            start_ns,
+            slot,
+            shards * threads as u64,
+        );
         let setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),

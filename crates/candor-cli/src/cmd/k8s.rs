@@ -281,11 +281,15 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     if a.pause_pid.is_some() {
         bail!("--pause-pid names a process on this machine, not one in the pods");
     }
-    parse_rate(&a.rate).context("-R/--rate")?;
+    if candor_load::workload::profile::is_profile(&a.rate) {
+        candor_load::workload::profile::Profile::parse(&a.rate).context("-R/--rate")?;
+    } else {
+        parse_rate(&a.rate).context("-R/--rate")?;
+    }
     for (flag, v) in [
-        ("--duration", &a.load.duration),
-        ("--timeout", &a.load.timeout),
-        ("--warmup", &a.load.warmup),
+        ("--duration", a.load.duration_text()),
+        ("--timeout", a.load.timeout.as_str()),
+        ("--warmup", a.load.warmup.as_str()),
     ] {
         parse_duration_ns(v).with_context(|| flag.to_string())?;
     }

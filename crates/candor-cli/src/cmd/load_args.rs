@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 use candor_core::units::{parse_duration_ns, parse_rate, Rate};
 use candor_load::schedule::ArrivalKind;
+use candor_load::workload::profile::{is_profile, Profile};
 use candor_load::{LoadConfig, Target};
 use clap::{Args, ValueEnum};
 
@@ -26,8 +27,9 @@ pub struct LoadArgs {
     #[arg(short = 't', long, default_value_t = 2)]
     pub threads: usize,
     /// Length of the measured window, with its unit: us, ms, s, m or h (a bare number is refused).
-    #[arg(short = 'd', long, default_value = "10s", value_name = "DUR")]
-    pub duration: String,
+    /// Default 10s; with -R stages, their sum (a -d that disagrees is an error).
+    #[arg(short = 'd', long, value_name = "DUR")]
+    pub duration: Option<String>,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
     /// With its unit (a bare number is refused).
@@ -132,7 +134,9 @@ pub enum RequestOrderArg {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Total intended requests per second across all threads (k and M suffixes accepted), or
-    /// "max" for a closed loop where each connection sends as soon as its previous response arrives.
+    /// "max" for a closed loop where each connection sends as soon as its previous response arrives,
+    /// or a load profile: comma-separated stages RATE:DUR (hold) and FROM..TO:DUR (linear ramp),
+    /// e.g. 500:30s,500..5000:2m,5000:1m; the run then lasts the stages' sum.
     #[arg(
         short = 'R',
         long = "rate",
@@ -198,6 +202,43 @@ pub struct RunArgs {
     pub live_view: crate::cmd::live::LiveArgs,
 }
 
+impl LoadArgs {
+    /// `-d` as written, or its default.
+    pub fn duration_text(&self) -> &str {
+        self.duration.as_deref().unwrap_or(DEFAULT_DURATION)
+    }
+}
+
+/// The measured window when neither -d nor -R stages give one.
+pub const DEFAULT_DURATION: &str = "10s";
+
+/// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages.
+pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
+    if !is_profile(&args.rate) {
+        return load_config(&args.load, rate_flag(&args.rate)?, args.count);
+    }
+    let profile = Profile::parse(&args.rate).context("-R/--rate")?;
+    if args.count.is_some() {
+        anyhow::bail!(
+            "-n does not combine with -R stages: the stages set how many requests are sent"
+        );
+    }
+    if let Some(d) = &args.load.duration {
+        let given = parse_duration_ns(d).context("--duration")?;
+        if given != profile.duration_ns() {
+            anyhow::bail!(
+                "-d {d} disagrees with the -R stages, which last {}; leave -d out or make it their sum",
+                candor_core::units::format_ns(profile.duration_ns() as f64)
+            );
+        }
+    }
+    let mut c = load_config(&args.load, Some(profile.mean_per_s()), None)?;
+    c.duration_ns = profile.duration_ns();
+    c.profile = Some(profile);
+    c.validate()?;
+    Ok(c)
+}
+
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
 pub fn rate_flag(text: &str) -> Result<Option<f64>> {
     Ok(match parse_rate(text).context("-R/--rate")? {
@@ -220,7 +261,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.rate = rate;
     c.connections = a.connections;
     c.threads = a.threads;
-    c.duration_ns = parse_duration_ns(&a.duration).context("--duration")?;
+    c.duration_ns = parse_duration_ns(a.duration_text()).context("--duration")?;
     if let (Some(n), Some(r)) = (count, rate) {
         c.duration_ns = count_window_ns(n, r);
     }

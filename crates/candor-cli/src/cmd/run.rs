@@ -19,6 +19,7 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "threads": c.threads,
         "duration_s": c.duration_ns as f64 / 1e9,
         "requests_total": c.count,
+        "profile": c.profile.as_ref().map(|p| p.describe()),
         "warmup_s": c.warmup_ns as f64 / 1e9,
         "timeout_s": c.timeout_ns as f64 / 1e9,
         "drain_s": c.drain_ns as f64 / 1e9,
@@ -156,7 +157,7 @@ pub fn stderr_is_terminal() -> bool {
 }
 
 pub fn main(args: RunArgs) -> Result<i32> {
-    let config = load_config(&args.load, rate_flag(&args.rate)?, args.count)?;
+    let config = run_config(&args)?;
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = crate::cmd::pause::RunExtras::from_flags(
         &args.slo,

@@ -6,4 +6,5 @@ pub mod check;
 pub mod data;
 pub mod pick;
 pub mod profile;
+pub mod replay;
 pub mod template;

@@ -257,6 +257,8 @@ pub struct LoadConfig {
     /// `-R` as stages: the intended rate over the measured window (`rate` is then its mean,
     /// `duration_ns` its length); the warm-up holds the first stage's rate.
     pub profile: Option<crate::workload::profile::Profile>,
+    /// Templates' data, weights and names, response checks and trace replay.
+    pub workload: crate::workload::WorkloadConfig,
 }
 
 impl LoadConfig {
@@ -291,6 +293,7 @@ impl LoadConfig {
             accept_status: crate::status::StatusSet::default(),
             count: None,
             profile: None,
+            workload: Default::default(),
         }
     }
 
@@ -460,6 +463,7 @@ impl LoadConfig {
         if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
             return bad(format!("invalid HTTP method '{}'", self.method));
         }
+        crate::workload::validate(self).map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
         for h in &self.headers {
             match h.split_once(':') {
                 Some((name, _)) if !name.trim().is_empty() && !name.contains(' ') => {}

@@ -5,6 +5,7 @@
 //! next unsent entry and now, so nothing is ever skipped, thinned or re-anchored.
 
 use crate::workload::profile::StageTable;
+use crate::workload::replay::{Entry, ReplayStream};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ pub enum ArrivalKind {
 /// `i, i + threads, i + 2*threads, ...` of the single evenly spaced stream, so the union is exactly
 /// the one-thread schedule. A Poisson stream is split into independent Poisson streams of
 /// rate `total_rate / threads`, whose superposition is Poisson at `total_rate`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Schedule {
     start_ns: u64,
     kind: ArrivalKind,
@@ -44,6 +45,19 @@ pub struct Schedule {
     /// A load profile (`None`: one rate for ever), and the stage the cursor is in.
     stages: Option<Arc<StageTable>>,
     stage_cursor: usize,
+    /// A replayed trace: the records themselves are the schedule.
+    replay: Option<Box<ReplayCursor>>,
+}
+
+/// The schedule's hold on a replayed trace: the stream of records and a copy of the request
+/// of the entry last moved past (the one the engine just took), which stays valid until the next
+/// `advance`.
+#[derive(Debug)]
+struct ReplayCursor {
+    stream: ReplayStream,
+    current: Option<Entry>,
+    taken: Vec<u8>,
+    taken_head: bool,
 }
 
 impl Schedule {
@@ -89,6 +103,7 @@ impl Schedule {
             limit,
             stages,
             stage_cursor: 0,
+            replay: None,
         };
         s.current_ns = if s.limit == 0 {
             u64::MAX
@@ -114,6 +129,30 @@ impl Schedule {
         // A period of one second per unit: Poisson offsets then count the integral in 1e-9
         // requests, which `poisson_at` rescales to time.
         Self::build(start_ns, 1e9, kind, phase, stride, Some(stages))
+    }
+
+    /// The schedule of a replayed trace: each record of `stream` at `start_ns` plus its offset,
+    /// its `seq` the record's index in the trace. `max_request_bytes` bounds a record's
+    /// encoded request (the copy of the taken one is sized once, here).
+    pub fn replayed(start_ns: u64, mut stream: ReplayStream, max_request_bytes: usize) -> Self {
+        let mut s = Self::build(start_ns, 1e9, ArrivalKind::Constant, 0, 1, None);
+        let current = stream.peek().map(|(e, _)| e);
+        s.current_ns = current.map_or(u64::MAX, |e| start_ns + e.offset_ns);
+        s.replay = Some(Box::new(ReplayCursor {
+            stream,
+            current,
+            taken: Vec::with_capacity(max_request_bytes),
+            taken_head: false,
+        }));
+        s
+    }
+
+    /// Replay: the encoded request of the entry last moved past by [`Schedule::advance`], and
+    /// whether it is a HEAD request (`None` without a trace).
+    pub fn taken_request(&self) -> Option<(&[u8], bool)> {
+        self.replay
+            .as_ref()
+            .map(|r| (r.taken.as_slice(), r.taken_head))
     }
 
     /// Ends the combined stream (all `stride` interleaved streams together) after `total`
@@ -181,6 +220,18 @@ impl Schedule {
     /// Moves past the current entry (it was sent or otherwise accounted for).
     #[inline]
     pub fn advance(&mut self) {
+        if let Some(r) = &mut self.replay {
+            self.index += 1;
+            if let Some((entry, bytes)) = r.stream.peek() {
+                r.taken.clear();
+                r.taken.extend_from_slice(bytes);
+                r.taken_head = entry.head_only;
+                r.stream.advance();
+            }
+            r.current = r.stream.peek().map(|(e, _)| e);
+            self.current_ns = r.current.map_or(u64::MAX, |e| self.start_ns + e.offset_ns);
+            return;
+        }
         self.index += 1;
         if self.index >= self.limit {
             self.current_ns = u64::MAX;
@@ -193,6 +244,17 @@ impl Schedule {
                 self.poisson_at()
             }
         };
+    }
+
+    /// The global sequence number of the entry `peek` returns: its index in the whole schedule
+    /// (all `stride` interleaved streams: threads times shards; a replayed record's index in the
+    /// trace), unique across them.
+    #[inline]
+    pub fn seq(&self) -> u64 {
+        match &self.replay {
+            Some(r) => r.current.map_or(u64::MAX, |e| e.seq),
+            None => self.index * self.stride + self.phase,
+        }
     }
 
     /// How many entries have been consumed so far.

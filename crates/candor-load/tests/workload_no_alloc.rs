@@ -72,3 +72,53 @@ fn filling_picking_and_checking_allocate_nothing() {
     .join()
     .unwrap();
 }
+
+/// Stepping a replayed schedule (the reader thread encodes ahead) and copying each taken
+/// request into a slot buffer allocates nothing on the load thread.
+#[test]
+fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
+    use candor_load::workload::replay::ReplayPlan;
+    use candor_load::workload::runtime::RequestMaker;
+    let dir = std::env::temp_dir().join(format!("candor-replay-alloc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.log");
+    let mut text = String::new();
+    for i in 0..20_000u64 {
+        text.push_str(&format!(
+            "10.0.0.1 - - [10/Oct/2000:13:55:{:02} -0700] \"GET /item/{i} HTTP/1.1\" 200 5\n",
+            i / 1000
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    let plan = ReplayPlan::scan(&path, 1.0, false).unwrap();
+    let stream = plan.stream("127.0.0.1:80", 0, 1).unwrap();
+    let capacity = plan.max_request_bytes + "127.0.0.1:80".len();
+    let config =
+        candor_load::LoadConfig::new(candor_load::Target::parse("http://127.0.0.1:80/").unwrap());
+    let compiled = std::sync::Arc::new(candor_load::workload::compile_requests(&config).unwrap());
+    std::thread::spawn(move || {
+        let mut schedule = candor_load::schedule::Schedule::replayed(0, stream, capacity);
+        let mut maker = RequestMaker::new(compiled, None, DataOrder::Sequential, 1, 4, capacity);
+        candor_testkit::mark_this_thread();
+        // The first waits on the reader set up the channel's per-thread parking context (once
+        // per thread, in crossbeam); the steady state after them is what must not allocate.
+        let mut before = 0;
+        let mut n = 0u64;
+        while schedule.peek() != u64::MAX {
+            if n == 5_000 {
+                before = candor_testkit::marked_allocations();
+            }
+            let seq = schedule.seq();
+            schedule.advance();
+            let (bytes, _) = schedule.taken_request().unwrap();
+            maker.copy((seq % 4) as usize, bytes);
+            n += 1;
+        }
+        let allocations = candor_testkit::marked_allocations() - before;
+        assert_eq!(n, 20_000);
+        assert_eq!(allocations, 0, "{allocations} allocations while replaying");
+    })
+    .join()
+    .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -7,6 +7,7 @@ pub mod data;
 pub mod pick;
 pub mod profile;
 pub mod replay;
+pub mod runtime;
 pub mod template;
 
 use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
@@ -138,8 +139,8 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
     for i in 0..specs.len() {
         let line = w.lines.get(i);
         accept.push(
-            line.and_then(|l| l.check_status.clone())
-                .unwrap_or_else(|| config.accept_status.clone()),
+            line.and_then(|l| l.check_status)
+                .unwrap_or(config.accept_status),
         );
         let mut c = w.checks.clone();
         if let Some(text) = line.and_then(|l| l.check_body.as_deref()) {

@@ -361,6 +361,8 @@ pub struct ReplayPlan {
     pub malformed_count: u64,
     /// Offset of the last record from the first, in seconds, before `--speed`.
     pub span_s: f64,
+    /// The longest record's request encoded with an empty Host value (add the host's length).
+    pub max_request_bytes: usize,
     pub speed: f64,
 }
 
@@ -394,11 +396,22 @@ impl ReplayPlan {
         let shown = path.display().to_string();
         let mut reader = TraceReader::new(input, &shown);
         let (mut records, mut malformed, mut malformed_count, mut span_s) = (0, Vec::new(), 0, 0.0);
+        let mut max_request_bytes = 0;
         while let Some(item) = reader.next_item()? {
             match item {
-                Item::Record { offset_s, .. } => {
+                Item::Record {
+                    offset_s, record, ..
+                } => {
                     records += 1;
                     span_s = offset_s;
+                    let bytes = crate::http1::build_request(
+                        &record.method,
+                        "",
+                        &record.path,
+                        &record.headers,
+                        &record.body,
+                    );
+                    max_request_bytes = max_request_bytes.max(bytes.len());
                 }
                 Item::Malformed(m) => {
                     malformed_count += 1;
@@ -429,6 +442,7 @@ impl ReplayPlan {
             malformed,
             malformed_count,
             span_s,
+            max_request_bytes,
             speed,
         })
     }
@@ -436,7 +450,7 @@ impl ReplayPlan {
     /// The replay's length in nanoseconds: the last record's offset divided by the speed, plus
     /// one nanosecond so that the last record falls inside the window.
     pub fn duration_ns(&self) -> u64 {
-        (self.span_s / self.speed * 1e9) as u64 + 1
+        (self.span_s / self.speed * 1e9).round() as u64 + 1
     }
 
     /// Starts a reader thread that encodes the records of stream `phase` of `stride` (records
@@ -535,7 +549,7 @@ fn read_batches(
         ));
         batch.entries.push(Entry {
             seq,
-            offset_ns: (offset_s / speed * 1e9) as u64,
+            offset_ns: (offset_s / speed * 1e9).round() as u64,
             start,
             end: batch.bytes.len(),
             head_only: record.method == "HEAD",
@@ -558,6 +572,7 @@ fn read_batches(
 
 /// A load thread's cursor into a replayed trace: `peek`/`advance` like a schedule, with the
 /// encoded request of the current record.
+#[derive(Debug)]
 pub struct ReplayStream {
     full: Receiver<Box<Batch>>,
     empty: Sender<Box<Batch>>,
@@ -795,6 +810,45 @@ mod tests {
             ReplayPlan::scan_reader(&b""[..], p, 0.0, false).unwrap_err(),
             ReplayError::Speed(0.0)
         );
+    }
+
+    #[test]
+    fn a_replayed_schedule_yields_each_record_and_its_request() {
+        let dir = std::env::temp_dir().join(format!("candor-replay-s-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        let mut text = String::new();
+        for i in 0..2500u64 {
+            let method = if i % 2 == 0 { "GET" } else { "HEAD" };
+            text.push_str(&format!(
+                "{{\"at\": {}, \"method\": \"{method}\", \"path\": \"/{i}\"}}\n",
+                i as f64 / 1000.0
+            ));
+        }
+        std::fs::write(&path, text).unwrap();
+        let plan = ReplayPlan::scan(&path, 1.0, false).unwrap();
+        assert_eq!(
+            plan.max_request_bytes,
+            "HEAD /2499 HTTP/1.1\r\nHost: \r\n\r\n".len()
+        );
+        let stream = plan.stream("h", 1, 2).unwrap();
+        let mut s = crate::schedule::Schedule::replayed(10, stream, plan.max_request_bytes + 1);
+        let mut n = 0;
+        while s.peek() != u64::MAX {
+            let (t, seq) = (s.peek(), s.seq());
+            assert_eq!(seq, 2 * n + 1);
+            assert_eq!(t, 10 + seq * 1_000_000);
+            s.advance();
+            let (bytes, head) = s.taken_request().unwrap();
+            assert_eq!(
+                bytes,
+                format!("HEAD /{seq} HTTP/1.1\r\nHost: h\r\n\r\n").as_bytes()
+            );
+            assert!(head);
+            n += 1;
+        }
+        assert_eq!((n, s.consumed()), (1250, 1250));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! `RefCell`, never borrowed across an await.
 
 use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
+use crate::engine::ledger::{Exchange, Ledger};
 use crate::schedule::Schedule;
-use crate::shared::{Failure, Halt, Ledger, PhaseAcc, WorkerSetup};
+use crate::shared::{Failure, Halt, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
 use candor_core::now_ns;
 use candor_core::timerfd::TimerFd;
@@ -370,7 +371,7 @@ impl State {
     fn complete(&mut self, id: usize, status: u16, now: u64) {
         let (intended, sent) = (self.slots[id].intended, self.slots[id].sent_ns);
         self.release(id);
-        self.ledger.complete(intended, sent, now, status);
+        self.ledger.complete(&ex(intended, sent), now, status);
     }
 
     /// Fails slot `id`'s request (see `Ledger::fail`).
@@ -382,7 +383,7 @@ impl State {
         let (intended, sent_ns, was_sent) = (s.intended, s.sent_ns, s.sent);
         self.release(id);
         self.ledger
-            .fail(kind, intended, was_sent.then_some(sent_ns), now);
+            .fail(kind, &ex(intended, if was_sent { sent_ns } else { 0 }), now);
     }
 }
 
@@ -883,7 +884,8 @@ impl Engine {
         let st = &mut *st;
         for s in &st.slots {
             if s.busy {
-                st.ledger.unfinished(s.intended, s.sent, now);
+                st.ledger
+                    .unfinished(&ex(s.intended, if s.sent { s.sent_ns } else { 0 }), now);
             }
         }
         for (i, p) in st.ledger.phases.iter_mut().enumerate() {
@@ -897,10 +899,22 @@ impl Engine {
                     .into(),
             );
         }
-        st.ledger
-            .finish(st.schedule.as_mut(), st.schedule_end_ns, now, &|| {
-                stop.aborting()
-            })
+        st.ledger.finish(
+            st.schedule.as_mut(),
+            st.schedule_end_ns,
+            now,
+            &now_ns,
+            &|| stop.aborting(),
+        )
+    }
+}
+
+fn ex(intended: u64, sent: u64) -> Exchange {
+    Exchange {
+        seq: 0,
+        request: 0,
+        intended,
+        sent,
     }
 }
 

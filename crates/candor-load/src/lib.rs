@@ -3,6 +3,7 @@
 //! service time and send lag for every request, with nothing dropped from the accounting.
 
 pub mod config;
+pub mod engine;
 mod h2worker;
 pub mod http1;
 pub mod probe;
@@ -13,7 +14,6 @@ pub mod shared;
 pub mod status;
 pub mod tcp;
 pub mod tls;
-mod worker;
 pub mod workload;
 
 pub use config::{

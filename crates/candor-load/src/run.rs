@@ -7,7 +7,6 @@ use crate::config::Scheme;
 use crate::http1::build_request;
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
-use crate::worker::Worker;
 use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
@@ -170,6 +169,8 @@ pub fn run(
             stop: options.stop.clone(),
             end: options.end.clone(),
             on_start: options.worker_start_hook.clone(),
+            seq_phase: slot,
+            seq_stride: shards * threads as u64,
         };
         let tls = tls.clone();
         let handle = std::thread::Builder::new()
@@ -182,8 +183,7 @@ pub fn run(
                 if setup.config.http2 {
                     return crate::h2worker::run_worker(setup);
                 }
-                let worker = Worker::new(setup, tls).map_err(|e| e.to_string())?;
-                Ok(worker.run())
+                crate::engine::mio_driver::run_worker(setup, tls).map_err(|e| e.to_string())
             })
             .map_err(RunError::Thread)?;
         handles.push(handle);

@@ -29,6 +29,10 @@ pub struct ErrorCounts {
     /// latency is recorded like any response's: it was a real answer. Absent in older files.
     #[serde(default)]
     pub status: u64,
+    /// A full response failed a response check (`--check-body`, `--check-header`, or a request
+    /// line's own); its latency is recorded as for `status`. Absent in older files.
+    #[serde(default)]
+    pub check: u64,
 }
 
 /// The class of a failed request (the fields of [`ErrorCounts`]).
@@ -40,16 +44,18 @@ pub enum FailureClass {
     Timeout,
     Parse,
     Status,
+    Check,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 6] = [
+    pub const ALL: [FailureClass; 7] = [
         FailureClass::Connect,
         FailureClass::Read,
         FailureClass::Write,
         FailureClass::Timeout,
         FailureClass::Parse,
         FailureClass::Status,
+        FailureClass::Check,
     ];
 
     /// The name used in JSON and reports.
@@ -61,6 +67,7 @@ impl FailureClass {
             FailureClass::Timeout => "timeout",
             FailureClass::Parse => "parse",
             FailureClass::Status => "status",
+            FailureClass::Check => "check",
         }
     }
 }
@@ -76,6 +83,7 @@ impl ErrorCounts {
         self.timeout += o.timeout;
         self.parse += o.parse;
         self.status += o.status;
+        self.check += o.check;
     }
     pub fn get(&self, class: FailureClass) -> u64 {
         match class {
@@ -85,6 +93,7 @@ impl ErrorCounts {
             FailureClass::Timeout => self.timeout,
             FailureClass::Parse => self.parse,
             FailureClass::Status => self.status,
+            FailureClass::Check => self.check,
         }
     }
     /// The class with the most failures (the first of equals), `None` when nothing failed.

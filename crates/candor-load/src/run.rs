@@ -157,7 +157,8 @@ pub fn run(
             start_ns,
             slot,
             shards * threads as u64,
-        );
+        )
+        .map_err(RunError::Thread)?;
         let setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),
@@ -572,6 +573,20 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
             {
                 w.push(effect.warning());
             }
+        }
+    }
+    if let Some(plan) = &config.workload.replay {
+        if plan.malformed_count > 0 {
+            let first = plan
+                .malformed
+                .first()
+                .map(|m| format!(" (the first at line {}: {})", m.line, m.reason))
+                .unwrap_or_default();
+            w.push(format!(
+                "--lenient skipped {} malformed lines of {}{first}",
+                format_count(plan.malformed_count),
+                plan.path.display()
+            ));
         }
     }
     if r.failed > 0 {

@@ -111,7 +111,7 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
             let seq = schedule.seq();
             schedule.advance();
             let (bytes, _) = schedule.taken_request().unwrap();
-            maker.copy((seq % 4) as usize, bytes);
+            maker.copy((seq % 4) as usize, bytes, false);
             n += 1;
         }
         let allocations = candor_testkit::marked_allocations() - before;

@@ -166,6 +166,9 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
                 format!("failed with HTTP status {}", classes.join("/"))
             }
         }
+        FailureClass::Check => {
+            "got a response that failed its checks (--check-body, --check-header)".to_string()
+        }
     };
     format!("{what} ({})", class.name())
 }
@@ -317,7 +320,7 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(s.s5xx)
     );
     let e = &r.errors;
-    let _ = writeln!(
+    let _ = write!(
         out,
         "  errors:   connect {}  read {}  write {}  timeout {}  parse {}  status {}",
         format_count(e.connect),
@@ -327,6 +330,11 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(e.parse),
         format_count(e.status)
     );
+    // Only runs with response checks can fail them; other reports keep their line as it was.
+    if e.check > 0 {
+        let _ = write!(out, "  check {}", format_count(e.check));
+    }
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
         "  bytes:    {} written, {} read",

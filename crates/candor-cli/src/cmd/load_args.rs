@@ -257,12 +257,15 @@ pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
 }
 
 /// Refuses, before any load, the workload features that are parsed and validated but not yet
-/// driven by the load engine, rather than running without them.
+/// driven by the HTTP/2 engine, rather than running without them.
 fn refuse_unwired(c: &LoadConfig) -> Result<()> {
+    if !c.http2 || c.target.scheme == candor_load::Scheme::Tcp {
+        return Ok(());
+    }
     let w = &c.workload;
     let unwired = if w.replay.is_some() {
         Some("--replay")
-    } else if !w.checks.is_empty() || w.lines.iter().any(|l| l.check_body.is_some()) {
+    } else if candor_load::workload::has_checks(c) {
         Some("--check-body / --check-header / \"check_body\"")
     } else if w
         .lines
@@ -277,7 +280,7 @@ fn refuse_unwired(c: &LoadConfig) -> Result<()> {
     };
     match unwired {
         Some(what) => anyhow::bail!(
-            "{what}: understood and validated, but not yet wired into the load engine in this build (see docs/workloads.md)"
+            "{what}: not yet wired into the HTTP/2 engine (--h2); it works over HTTP/1.1 (see docs/workloads.md)"
         ),
         None => Ok(()),
     }
@@ -324,7 +327,12 @@ fn replay_config(args: &RunArgs, path: &std::path::Path) -> Result<LoadConfig> {
         Some(d) => parse_duration_ns(d).context("--duration")?.min(trace_ns),
         None => trace_ns,
     };
-    let rate = plan.records as f64 / (trace_ns as f64 / 1e9);
+    let records = if duration_ns < trace_ns {
+        plan.records_within(duration_ns)?
+    } else {
+        plan.records
+    };
+    let rate = (records.max(1)) as f64 / (duration_ns as f64 / 1e9);
     let mut c = load_config(&args.load, Some(rate), None)?;
     c.duration_ns = duration_ns;
     c.workload.replay = Some(plan);

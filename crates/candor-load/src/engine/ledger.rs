@@ -26,8 +26,10 @@ pub struct Exchange {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Booked {
     pub intended: u64,
-    /// Completed (true) or failed for its status (false).
+    /// Completed (true) or failed for its status or its checks (false).
     pub ok: bool,
+    /// Failed its response checks (its status was accepted).
+    pub check_failed: bool,
     interval: u64,
 }
 
@@ -47,6 +49,8 @@ pub struct Ledger {
     to_collector: Sender<IntervalMsg>,
     pool: Receiver<Box<IntervalData>>,
     accept_status: crate::status::StatusSet,
+    /// Per request, when request lines carry their own `"check_status"`.
+    accept_by_request: Option<std::sync::Arc<[crate::status::StatusSet]>>,
     /// The phase counts as of the previous flush (the base of the next interval's growth).
     flushed_counts: [RequestCounts; 2],
 }
@@ -70,6 +74,7 @@ pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCoun
             timeout: d(e.timeout, f.timeout),
             parse: d(e.parse, f.parse),
             status: d(e.status, f.status),
+            check: d(e.check, f.check),
         },
         status: candor_core::results::StatusCounts {
             s1xx: d(s.s1xx, t.s1xx),
@@ -111,6 +116,7 @@ impl Ledger {
             to_collector: setup.to_collector.clone(),
             pool: setup.pool.clone(),
             accept_status: cfg.accept_status,
+            accept_by_request: crate::workload::accept_by_request(cfg),
             flushed_counts: [RequestCounts::default(); 2],
         }
     }
@@ -137,12 +143,34 @@ impl Ledger {
     /// is recorded all the same, since the server did answer.
     #[inline]
     pub fn complete(&mut self, e: &Exchange, now: u64, status: u16) -> Booked {
+        self.complete_checked(e, now, status, true)
+    }
+
+    /// [`Ledger::complete`] for a response that passed (`checks_ok`) or failed its response
+    /// checks: an accepted status with a failed check fails in class `check`, its latency
+    /// recorded as for `status`.
+    #[inline]
+    pub fn complete_checked(
+        &mut self,
+        e: &Exchange,
+        now: u64,
+        status: u16,
+        checks_ok: bool,
+    ) -> Booked {
         let (intended, sent) = (e.intended, e.sent);
         let response = now.saturating_sub(intended);
         let service = now.saturating_sub(sent);
         let lag = sent.saturating_sub(intended);
         let phase = self.phase_of(intended);
-        let ok = self.accept_status.accepts(status);
+        let accept = match &self.accept_by_request {
+            Some(table) => table
+                .get(e.request as usize)
+                .copied()
+                .unwrap_or(self.accept_status),
+            None => self.accept_status,
+        };
+        let status_ok = accept.accepts(status);
+        let ok = status_ok && checks_ok;
         let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
         if status != 0 {
@@ -154,12 +182,17 @@ impl Ledger {
             self.interval.completed += 1;
         } else {
             p.counts.failed += 1;
-            p.counts.errors.status += 1;
+            if status_ok {
+                p.counts.errors.check += 1;
+            } else {
+                p.counts.errors.status += 1;
+            }
             self.interval.failed += 1;
         }
         Booked {
             intended,
             ok,
+            check_failed: status_ok && !checks_ok,
             interval: self.interval_index,
         }
     }
@@ -179,6 +212,8 @@ impl Ledger {
                 self.interval.completed -= 1;
                 self.interval.failed += 1;
             }
+        } else if b.check_failed {
+            c.errors.check -= 1;
         } else {
             c.errors.status -= 1;
         }

@@ -162,6 +162,35 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
     })
 }
 
+/// The statuses each request accepts, when a request line has its own `"check_status"`
+/// (`None`: every request accepts `--check-status`).
+pub fn accept_by_request(config: &LoadConfig) -> Option<Arc<[StatusSet]>> {
+    let lines = &config.workload.lines;
+    if !lines.iter().any(|l| l.check_status.is_some()) {
+        return None;
+    }
+    Some(
+        lines
+            .iter()
+            .map(|l| l.check_status.unwrap_or(config.accept_status))
+            .collect(),
+    )
+}
+
+/// Whether any response check applies (to every request, or to one line).
+pub fn has_checks(config: &LoadConfig) -> bool {
+    !config.workload.checks.is_empty()
+        || config.workload.lines.iter().any(|l| l.check_body.is_some())
+}
+
+/// Whether the load threads need a [`runtime::RequestMaker`]: weighted choice, templates, or a
+/// replayed trace.
+pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
+    compiled.templated
+        || config.workload.replay.is_some()
+        || matches!(compiled.picker, Picker::Weighted { .. })
+}
+
 /// Checks the workload settings against the rest of the configuration.
 pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
     let bad = |m: &str| Err(WorkloadError::Invalid(m.into()));
@@ -187,6 +216,11 @@ pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
         }
         if config.duration_ns > plan.duration_ns() {
             return bad("with --replay, -d may only cut the trace short");
+        }
+        if config.warmup_ns > 0 {
+            return bad(
+                "--warmup does not combine with --replay: a trace has no steady rate to warm up at",
+            );
         }
     }
     compile_requests(config)?;

@@ -293,25 +293,36 @@ impl StageTable {
 }
 
 /// The schedule of stream `phase` of `stride` (shards × threads) for `config`, starting at
-/// `start_ns` (the warm-up's start): its load profile (the warm-up held at the first stage's
-/// rate), or its one rate, ended after `-n` requests if given; `None` for a closed loop.
+/// `start_ns` (the warm-up's start): a replayed trace (records split by index modulo `stride`),
+/// its load profile (the warm-up held at the first stage's rate), or its one rate, ended after
+/// `-n` requests if given; `None` for a closed loop. Fails only if a trace's reader thread
+/// cannot start.
 pub fn stream_schedule(
     config: &LoadConfig,
     start_ns: u64,
     phase: u64,
     stride: u64,
-) -> Option<Schedule> {
+) -> std::io::Result<Option<Schedule>> {
+    if let Some(plan) = &config.workload.replay {
+        let host = &config.target.host_header;
+        let stream = plan.stream(host, phase, stride)?;
+        let capacity = plan.max_request_bytes + host.len();
+        return Ok(Some(Schedule::replayed(start_ns, stream, capacity)));
+    }
     let schedule = match &config.profile {
         Some(profile) => {
             let table = Arc::new(StageTable::new(&profile.with_warmup(config.warmup_ns)));
             Schedule::staged(start_ns, table, config.arrival, phase, stride)
         }
-        None => Schedule::new(start_ns, config.rate?, config.arrival, phase, stride),
+        None => match config.rate {
+            Some(rate) => Schedule::new(start_ns, rate, config.arrival, phase, stride),
+            None => return Ok(None),
+        },
     };
-    Some(match config.count {
+    Ok(Some(match config.count {
         Some(n) => schedule.with_limit(n),
         None => schedule,
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -447,6 +447,26 @@ impl ReplayPlan {
         })
     }
 
+    /// How many records fall within the first `window_ns` of the replay (at its speed): one
+    /// more streamed pass over the trace, for the target rate of a replay that `-d` cuts short.
+    pub fn records_within(&self, window_ns: u64) -> Result<u64, ReplayError> {
+        let file = std::fs::File::open(&self.path).map_err(|e| ReplayError::Read {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let mut reader = TraceReader::new(BufReader::new(file), &self.path.display().to_string());
+        let mut n = 0;
+        while let Some(item) = reader.next_item()? {
+            if let Item::Record { offset_s, .. } = item {
+                if (offset_s / self.speed * 1e9).round() as u64 >= window_ns {
+                    break;
+                }
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     /// The replay's length in nanoseconds: the last record's offset divided by the speed, plus
     /// one nanosecond so that the last record falls inside the window.
     pub fn duration_ns(&self) -> u64 {

@@ -19,6 +19,8 @@ pub struct RequestMaker {
     data_order: DataOrder,
     seed: u64,
     slots: Vec<FillBuffers>,
+    /// Per slot: whether its request is a HEAD request (its response has no body).
+    heads: Vec<bool>,
 }
 
 impl RequestMaker {
@@ -32,7 +34,7 @@ impl RequestMaker {
         slots: usize,
         extra_bytes: usize,
     ) -> RequestMaker {
-        let slots = (0..slots)
+        let slots: Vec<FillBuffers> = (0..slots)
             .map(|_| {
                 let mut b = FillBuffers::for_templates(&compiled.templates);
                 b.request.reserve(extra_bytes);
@@ -40,12 +42,19 @@ impl RequestMaker {
             })
             .collect();
         RequestMaker {
+            heads: vec![false; slots.len()],
             compiled,
             data,
             data_order,
             seed,
             slots,
         }
+    }
+
+    /// Whether slot `slot` carries a HEAD request.
+    #[inline]
+    pub fn is_head(&self, slot: usize) -> bool {
+        self.heads[slot]
     }
 
     pub fn compiled(&self) -> &CompiledRequests {
@@ -71,12 +80,15 @@ impl RequestMaker {
             rng: &mut rng,
             data: self.data.as_deref(),
         };
-        self.compiled.templates[request as usize].fill(&mut fill, &mut self.slots[slot]);
+        let template = &self.compiled.templates[request as usize];
+        template.fill(&mut fill, &mut self.slots[slot]);
+        self.heads[slot] = template.head_only;
     }
 
     /// Copies a request made elsewhere (a replayed record) into slot `slot`'s buffer.
     #[inline]
-    pub fn copy(&mut self, slot: usize, bytes: &[u8]) {
+    pub fn copy(&mut self, slot: usize, bytes: &[u8], head: bool) {
+        self.heads[slot] = head;
         let b = &mut self.slots[slot].request;
         b.clear();
         b.extend_from_slice(bytes);

@@ -392,6 +392,55 @@ mod tests {
     }
 
     #[test]
+    fn failed_checks_are_their_own_class_and_lines_accept_their_own_statuses() {
+        let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        let lines = crate::requests::parse_request_lines(
+            "{\"path\": \"/a\"}\n{\"path\": \"/b\", \"check_status\": \"404\"}",
+        )
+        .unwrap();
+        config.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        config.workload.lines = lines;
+        let mut l = ledger("2xx", 0);
+        l.accept_by_request = crate::workload::accept_by_request(&config);
+        let on = |request, t| Exchange {
+            seq: 0,
+            request,
+            intended: t,
+            sent: t + 1,
+        };
+        // (request, status, checks passed): an accepted status that fails its checks is `check`;
+        // an unaccepted one is `status` whatever the checks say.
+        for (i, (request, status, ok)) in [
+            (0, 200, true),
+            (0, 200, false),
+            (0, 404, false),
+            (1, 404, true),
+            (1, 200, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let t = 1010 + 10 * i as u64;
+            l.intend(t, t, 0);
+            let booked = l.complete_checked(&on(request, t), t + 5, status, ok);
+            if (request, status, ok) == (0, 200, false) {
+                // Re-booked as a protocol error, the check count moves to parse.
+                l.rebook_as_parse(booked);
+            }
+        }
+        let c = &l.phases[1].counts;
+        assert_eq!((c.completed, c.failed), (2, 3));
+        assert_eq!((c.errors.check, c.errors.status, c.errors.parse), (0, 2, 1));
+        assert!(c.balanced());
+        assert_eq!(l.phases[1].rec.response.len(), 5);
+        let mut l = ledger("2xx", 0);
+        l.intend(1010, 1010, 0);
+        l.complete_checked(&ex(1010, 1011), 1020, 200, false);
+        assert_eq!(l.phases[1].counts.errors.check, 1);
+        assert_eq!(l.phases[1].rec.response.len(), 1);
+    }
+
+    #[test]
     fn unaccepted_statuses_fail_with_their_latency_recorded() {
         let mut l = ledger("2xx", 0);
         // Intended times from the start (1_000) on: the measured phase.

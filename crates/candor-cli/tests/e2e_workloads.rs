@@ -43,7 +43,7 @@ impl Recorder {
     }
 }
 
-/// Reads GET requests (no bodies) off one connection and answers each.
+/// Reads requests (bodies by Content-Length) off one connection and answers each.
 fn serve(mut stream: TcpStream, log: &Mutex<Vec<(Instant, String)>>) {
     let _ = stream.set_nodelay(true);
     let mut buf = Vec::with_capacity(4096);
@@ -51,7 +51,18 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<(Instant, String)>>) {
     loop {
         while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_string();
-            buf.drain(..end + 4);
+            let body = head
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if buf.len() < end + 4 + body {
+                break;
+            }
+            buf.drain(..end + 4 + body);
             let line = head.lines().next().unwrap_or("").to_string();
             log.lock().unwrap().push((Instant::now(), line));
             if stream
@@ -146,6 +157,264 @@ fn malformed_stages_and_disagreeing_durations_are_one_line_errors() {
             .arg("run")
             .args(&args)
             .arg(&server.url)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(server.seen().is_empty(), "nothing may be sent on bad input");
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("candor-wl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A trace with a burst of 300 requests in 100 ms, then one every 10 ms, replayed: the server
+/// sees the burst as a burst (not smoothed) and every record at its own offset.
+#[test]
+fn a_replayed_burst_arrives_as_a_burst() {
+    let _g = serial();
+    let server = Recorder::start();
+    let mut trace = String::new();
+    for i in 0..300 {
+        trace.push_str(&format!(
+            "{{\"at\": {}, \"path\": \"/burst/{i}\"}}\n",
+            1000.0 + i as f64 / 3000.0
+        ));
+    }
+    for i in 0..100 {
+        trace.push_str(&format!(
+            "{{\"at\": {}, \"method\": \"POST\", \"path\": \"/tail/{i}\", \"body\": \"x\"}}\n",
+            1000.1 + (i + 1) as f64 / 100.0
+        ));
+    }
+    let path = temp_file("burst.jsonl", &trace);
+    let (v, _) = run_json(&[
+        "--replay",
+        path.to_str().unwrap(),
+        "-c",
+        "32",
+        "-t",
+        "2",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "intended"), 400);
+    assert_eq!(req(&v, "completed"), 400);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 400);
+    // Each record's intended offset, by its path; the error of its arrival, against the median
+    // error (which absorbs the fixed start-up and loopback delay).
+    let intended = |line: &str| -> f64 {
+        let path = line.split(' ').nth(1).unwrap();
+        let (kind, i) = path[1..].split_once('/').unwrap();
+        let i: f64 = i.parse().unwrap();
+        if kind == "burst" {
+            i / 3000.0
+        } else {
+            0.1 + (i + 1.0) / 100.0
+        }
+    };
+    let mut errors: Vec<f64> = seen.iter().map(|(t, line)| t - intended(line)).collect();
+    let mut sorted = errors.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    for e in &mut errors {
+        *e = (*e - median).abs();
+    }
+    errors.sort_by(f64::total_cmp);
+    let p99 = errors[errors.len() * 99 / 100];
+    let burst = seen.iter().filter(|(t, _)| *t - median < 0.1).count();
+    eprintln!(
+        "replayed burst: send-time error p99 {:.3} ms; {burst} arrivals in the burst's 100 ms (300 recorded)",
+        p99 * 1e3
+    );
+    // Tolerances: a smoothed replay would spread the 300 over the 1.1 s trace (about 27 in the
+    // first 100 ms), so "at least 250 in the first 100 ms plus 50 ms" separates a burst from
+    // smoothing with room for 50 ms of scheduler delay on a shared machine; likewise the error
+    // bound of 50 ms is thousands of times candor's usual send lag but far below the 1.1 s a
+    // smoothed or re-anchored schedule would be off by.
+    let in_burst = seen.iter().filter(|(t, _)| *t - median < 0.15).count();
+    assert!(
+        in_burst >= 250,
+        "{in_burst} of 300 burst requests arrived in the burst"
+    );
+    assert!(p99 < 0.05, "send-time error p99 {p99} s");
+    assert!(seen.iter().any(|(_, l)| l.starts_with("POST /tail/99 ")));
+}
+
+/// `{{seq}}` is the request's index in the whole schedule: unique across threads and shards,
+/// and together the shards send exactly 0..N.
+#[test]
+fn seq_is_unique_across_threads_and_shards() {
+    let _g = serial();
+    let server = Recorder::start();
+    let url = format!("{}/item/{{{{seq}}}}?d={{{{random:1:6}}}}", server.url);
+    for shard in ["0/2", "1/2"] {
+        let (v, _) = run_json(&[
+            "-R", "400", "-d", "1s", "-c", "4", "-t", "2", "--shard", shard, &url,
+        ]);
+        assert_balanced(&v);
+        assert_eq!(req(&v, "completed"), 200, "each shard carries half");
+    }
+    let mut seqs: Vec<u64> = server
+        .seen()
+        .iter()
+        .map(|(_, line)| {
+            let path = line.split(' ').nth(1).unwrap();
+            let (seq, dice) = path["/item/".len()..].split_once("?d=").unwrap();
+            let dice: u64 = dice.parse().unwrap();
+            assert!((1..=6).contains(&dice), "{line}");
+            seq.parse().unwrap()
+        })
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..400).collect::<Vec<u64>>());
+}
+
+/// Weighted named requests filled from a CSV, and body and header checks: a failed check is
+/// counted in class `check`, its response time still recorded.
+#[test]
+fn templates_weights_and_checks_end_to_end() {
+    let _g = serial();
+    let server = Recorder::start();
+    let data = temp_file("users.csv", "user,id\nalice,1\n\"bob, jr\",2\n");
+    let reqs = temp_file(
+        "reqs.jsonl",
+        "{\"name\": \"home\", \"path\": \"/home\", \"weight\": 3}\n{\"name\": \"user\", \"path\": \"/u/{{data:id}}\", \"headers\": {\"X-User\": \"{{data:user}}\"}, \"weight\": 1}\n",
+    );
+    let (v, _) = run_json(&[
+        "-R",
+        "400",
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        "--requests",
+        reqs.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--check-body",
+        "ok",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 400);
+    let seen = server.seen();
+    let users = seen
+        .iter()
+        .filter(|(_, l)| l.starts_with("GET /u/"))
+        .count();
+    // Weight 1 of 4: 100 expected, binomial sd ≈ 8.7; 5 sd.
+    assert!(
+        (users as i64 - 100).abs() < 44,
+        "{users} of 400 were 'user'"
+    );
+    assert!(seen.iter().any(|(_, l)| l == "GET /u/2 HTTP/1.1"));
+
+    let (v, out) = run_json_any(&[
+        "-R",
+        "200",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "--check-body",
+        "nope",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(v["requests"]["errors"]["check"].as_u64(), Some(200));
+    assert_eq!(
+        v["response_time"]["count"].as_u64(),
+        Some(200),
+        "latencies are recorded"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("check 200"));
+    let (v, _) = run_json_any(&[
+        "-R",
+        "200",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "--check-header",
+        "Content-Length: 3",
+        &server.url,
+    ]);
+    assert_eq!(v["requests"]["errors"]["check"].as_u64(), Some(200));
+    let (v, _) = run_json(&[
+        "-R",
+        "200",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "--check-header",
+        "content-length: 2",
+        &server.url,
+    ]);
+    assert_eq!(v["requests"]["errors"]["check"].as_u64(), Some(0));
+}
+
+#[test]
+fn bad_workload_input_is_refused_before_any_load() {
+    let server = Recorder::start();
+    let bad_csv = temp_file("bad.csv", "user,id\nalice,1\nbob\n");
+    let backwards = temp_file(
+        "back.jsonl",
+        "{\"at\": 1, \"path\": \"/a\"}\n{\"at\": 0.5, \"path\": \"/b\"}\n",
+    );
+    let url_with = |p: &str| format!("{}{p}", server.url);
+    for (args, expect) in [
+        (
+            vec![url_with("/{{nope}}")],
+            "unknown placeholder '{{nope}}'",
+        ),
+        (
+            vec![
+                "--data".into(),
+                bad_csv.display().to_string(),
+                url_with("/{{data:user}}"),
+            ],
+            "line 3: 1 fields, but the header has 2",
+        ),
+        (
+            vec![url_with("/{{data:user}}")],
+            "but no --data file is given",
+        ),
+        (
+            vec![
+                "--replay".into(),
+                backwards.display().to_string(),
+                server.url.clone(),
+            ],
+            "line 2: timestamp 0.5 goes backwards",
+        ),
+        (
+            vec![
+                "--replay".into(),
+                "/nonexistent/trace".into(),
+                server.url.clone(),
+            ],
+            "cannot read --replay /nonexistent/trace",
+        ),
+        (
+            vec!["--check-header".into(), "bad".into(), server.url.clone()],
+            "invalid --check-header 'bad'",
+        ),
+    ] {
+        let out = candor()
+            .arg("run")
+            .arg("-d")
+            .arg("1s")
+            .args(&args)
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

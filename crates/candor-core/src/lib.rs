@@ -8,6 +8,7 @@ pub mod results;
 pub mod timerfd;
 pub mod truth;
 pub mod units;
+pub mod workload_results;
 
 pub use clock::{now_ns, wall_clock_ns};
 pub use hist::{new_histogram, Histo, Recorder, Summary, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS};

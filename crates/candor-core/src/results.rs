@@ -505,6 +505,10 @@ pub struct RunResults {
     /// How it ended, for `--precision` and `--abort-on-fail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopDetail>,
+    /// Load-profile stages (`stages`) and the per-name breakdown (`by_request`); absent when
+    /// the run had neither.
+    #[serde(flatten, default)]
+    pub workload: crate::workload_results::WorkloadResults,
 }
 
 /// Errors reading a results file.
@@ -571,6 +575,7 @@ mod tests {
             warnings: vec![],
             stop_reason: None,
             stop: None,
+            workload: Default::default(),
         }
     }
 

@@ -99,6 +99,7 @@ pub fn render(results: &RunResults) -> String {
             format_ns(w.response_time.max_ns as f64),
         );
     }
+    out.push_str(&crate::workload_text::render(&results.workload));
     // Confidence intervals, sample support, events and the saturation / CO verdicts.
     out.push_str(&candor_analysis::analysis::render_text(results));
     out.push_str(&render_stop(results));
@@ -395,6 +396,7 @@ mod tests {
             warnings: vec!["something to know".into()],
             stop_reason: None,
             stop: None,
+            workload: Default::default(),
         }
     }
 

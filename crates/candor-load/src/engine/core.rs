@@ -335,6 +335,7 @@ impl Core {
             }
             None => Self::choose(&mut self.chooser, self.cfg.request_count, seq),
         };
+        self.ledger.intend_named(intended, request);
         s.busy = true;
         s.exchange = Exchange {
             seq,

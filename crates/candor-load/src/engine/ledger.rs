@@ -5,6 +5,7 @@
 
 use crate::schedule::Schedule;
 use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use crate::workload::books::{book_intended, book_response, book_unfinished, WorkloadBooks};
 use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
 use crossbeam_channel::{Receiver, Sender};
@@ -53,6 +54,8 @@ pub struct Ledger {
     accept_by_request: Option<std::sync::Arc<[crate::status::StatusSet]>>,
     /// The phase counts as of the previous flush (the base of the next interval's growth).
     flushed_counts: [RequestCounts; 2],
+    /// Per-stage and per-name books, when the run has a load profile or a named request set.
+    books: Option<Box<WorkloadBooks>>,
 }
 
 /// `now - before`, field by field: what a worker's counts grew by between two flushes.
@@ -99,6 +102,34 @@ pub const GENERATOR_LATE_NS: u64 = 1_000_000;
 /// [`Ledger::finish`]): a person pressing Ctrl-C expects the run to end within a second or so.
 pub const STOP_COUNT_BUDGET_NS: u64 = 1_000_000_000;
 
+/// The per-stage and per-name books of a run, allocated before it: stages for a load profile
+/// (the measured stages; the warm-up is its own phase), names for a request set.
+fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
+    let cfg = &setup.config;
+    let stage_ns: Vec<u64> = cfg
+        .profile
+        .as_ref()
+        .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
+        .unwrap_or_default();
+    let (name_of, names) = if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
+        (Vec::new(), 0)
+    } else {
+        match crate::workload::compile_requests(cfg) {
+            Ok(c) => (c.name_of, c.names.len()),
+            Err(_) => (Vec::new(), 0),
+        }
+    };
+    if stage_ns.is_empty() && names == 0 {
+        return None;
+    }
+    Some(Box::new(WorkloadBooks::new(
+        setup.start_ns + cfg.warmup_ns,
+        &stage_ns,
+        &name_of,
+        names,
+    )))
+}
+
 impl Ledger {
     pub fn new(setup: &WorkerSetup) -> Ledger {
         let cfg = &setup.config;
@@ -118,6 +149,7 @@ impl Ledger {
             accept_status: cfg.accept_status,
             accept_by_request: crate::workload::accept_by_request(cfg),
             flushed_counts: [RequestCounts::default(); 2],
+            books: workload_books(setup),
         }
     }
 
@@ -131,10 +163,25 @@ impl Ledger {
     #[inline]
     pub fn intend(&mut self, intended: u64, now: u64, free_since: u64) {
         let phase = self.phase_of(intended);
-        let counts = &mut self.phases[phase].counts;
-        counts.intended += 1;
-        if now > intended + GENERATOR_LATE_NS && free_since <= intended {
-            counts.generator_late += 1;
+        let late = now > intended + GENERATOR_LATE_NS && free_since <= intended;
+        book_intended(&mut self.phases[phase].counts, late);
+        if let Some(b) = &mut self.books {
+            if let Some(stage) = b.stage_of(intended) {
+                book_intended(&mut b.stages[stage].counts, late);
+            }
+        }
+    }
+
+    /// The request left the schedule as request `request` (after [`Ledger::intend`]): its
+    /// name's books count it.
+    #[inline]
+    pub fn intend_named(&mut self, intended: u64, request: u32) {
+        let measured = self.phase_of(intended) == 1;
+        if let Some(b) = &mut self.books {
+            // The stage was counted by `intend`; only the name is left.
+            if measured {
+                b.each_name(request, |acc| book_intended(&mut acc.counts, false));
+            }
         }
     }
 
@@ -189,10 +236,16 @@ impl Ledger {
             }
             self.interval.failed += 1;
         }
+        let check_failed = status_ok && !checks_ok;
+        if let Some(b) = &mut self.books {
+            b.each(intended, Some(e.request), phase == 1, |acc| {
+                book_response(acc, (response, service, lag), status, ok, check_failed)
+            });
+        }
         Booked {
             intended,
             ok,
-            check_failed: status_ok && !checks_ok,
+            check_failed,
             interval: self.interval_index,
         }
     }
@@ -230,7 +283,7 @@ impl Ledger {
     /// A request failed at `now`. Timeouts also record their latency so far: a request that
     /// never came back is at least that slow, and must not look fast by its absence.
     pub fn fail(&mut self, kind: Failure, e: &Exchange, now: u64) {
-        let intended = e.intended;
+        let (intended, request) = (e.intended, e.request);
         let sent = (e.sent != 0).then_some(e.sent);
         let phase = self.phase_of(intended);
         let p = &mut self.phases[phase];
@@ -243,6 +296,26 @@ impl Ledger {
             Failure::Timeout => e.timeout += 1,
             Failure::Parse => e.parse += 1,
         }
+        if let Some(b) = &mut self.books {
+            b.each(intended, Some(request), phase == 1, |acc| {
+                acc.counts.failed += 1;
+                let errors = &mut acc.counts.errors;
+                match kind {
+                    Failure::Connect => errors.connect += 1,
+                    Failure::Read => errors.read += 1,
+                    Failure::Write => errors.write += 1,
+                    Failure::Timeout => errors.timeout += 1,
+                    Failure::Parse => errors.parse += 1,
+                }
+                if kind == Failure::Timeout {
+                    record_clamped(&mut acc.rec.response, now.saturating_sub(intended));
+                    if let Some(sent) = sent {
+                        record_clamped(&mut acc.rec.service, now.saturating_sub(sent));
+                    }
+                }
+            });
+        }
+        let p = &mut self.phases[phase];
         if kind == Failure::Timeout {
             let response = now.saturating_sub(intended);
             p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
@@ -294,10 +367,16 @@ impl Ledger {
 
     /// A request still outstanding when the run ended: written (`sent`) or still queued.
     pub fn unfinished(&mut self, e: &Exchange, now: u64) {
-        self.unfinished_at(e.intended, e.sent != 0, now);
+        self.unfinished_at(e.intended, Some(e.request), e.sent != 0, now);
     }
 
-    fn unfinished_at(&mut self, intended: u64, sent: bool, now: u64) {
+    fn unfinished_at(&mut self, intended: u64, request: Option<u32>, sent: bool, now: u64) {
+        let measured = self.phase_of(intended) == 1;
+        if let Some(b) = &mut self.books {
+            b.each(intended, request, measured, |acc| {
+                book_unfinished(acc, now.saturating_sub(intended), sent)
+            });
+        }
         let phase = self.phase_of(intended);
         let p = &mut self.phases[phase];
         p.counts.in_flight_at_end += 1;
@@ -340,7 +419,13 @@ impl Ledger {
                 }
                 let t = s.peek();
                 self.phases[self.phase_of(t)].counts.intended += 1;
-                self.unfinished_at(t, false, now);
+                if let Some(b) = &mut self.books {
+                    if let Some(stage) = b.stage_of(t) {
+                        b.stages[stage].counts.intended += 1;
+                    }
+                }
+                // Never sent, so never given a request: in the totals and its stage, no name.
+                self.unfinished_at(t, None, false, now);
                 s.advance();
                 counted += 1;
             }
@@ -349,7 +434,14 @@ impl Ledger {
             p.counts.clamped_values += p.rec.clamped;
         }
         self.flush(Some(now));
-        std::mem::take(&mut self.phases)
+        let mut phases = std::mem::take(&mut self.phases);
+        if let Some(mut b) = self.books.take() {
+            for acc in b.stages.iter_mut().chain(b.names.iter_mut()) {
+                acc.counts.clamped_values += acc.rec.clamped;
+            }
+            phases[1].workload = Some(b);
+        }
+        phases
     }
 }
 

@@ -2,6 +2,7 @@
 //! templated requests filled from data, weighted named requests and response checks. Everything
 //! here is decided before the run or in pure functions, so it is tested exactly, without sockets.
 
+pub mod books;
 pub mod check;
 pub mod data;
 pub mod pick;

@@ -98,6 +98,20 @@ fn a_ramp_arrives_as_a_ramp() {
     assert_eq!(req(&v, "intended"), 2000, "the ramp's integral is 2000");
     assert_eq!(req(&v, "completed"), 2000);
     assert_eq!(v["duration_s"].as_f64(), Some(4.0));
+    let stages = v["stages"].as_array().expect("a stages array");
+    assert_eq!(stages.len(), 1);
+    let s = &stages[0];
+    assert_eq!(
+        (s["start_s"].as_f64(), s["duration_s"].as_f64()),
+        (Some(0.0), Some(4.0))
+    );
+    assert_eq!(
+        (s["from_per_s"].as_f64(), s["to_per_s"].as_f64()),
+        (Some(100.0), Some(900.0))
+    );
+    assert_eq!(s["requests"]["intended"].as_u64(), Some(2000));
+    assert_eq!(s["response_time"]["count"].as_u64(), Some(2000));
+    assert!(s["send_lag"]["percentiles"].is_array() && s["service_time"]["count"].is_u64());
     let seen = server.seen();
     assert_eq!(seen.len(), 2000);
     // The intended offset of send k solves 100τ + 100τ² = k. Anchor the server's clock on the
@@ -199,7 +213,7 @@ fn a_replayed_burst_arrives_as_a_burst() {
         "--replay",
         path.to_str().unwrap(),
         "-c",
-        "32",
+        "8",
         "-t",
         "2",
         &server.url,
@@ -235,22 +249,60 @@ fn a_replayed_burst_arrives_as_a_burst() {
         "replayed burst: send-time error p99 {:.3} ms; {burst} arrivals in the burst's 100 ms (300 recorded)",
         p99 * 1e3
     );
-    // Tolerances: a smoothed replay would spread the 300 over the 1.1 s trace (about 27 in the
-    // first 100 ms), so "at least 250 in the first 100 ms plus 50 ms" separates a burst from
-    // smoothing with room for 50 ms of scheduler delay on a shared machine; likewise the error
-    // bound of 50 ms is thousands of times candor's usual send lag but far below the 1.1 s a
-    // smoothed or re-anchored schedule would be off by.
-    let in_burst = seen.iter().filter(|(t, _)| *t - median < 0.15).count();
+    // Tolerances, from what a wrong replay would look like: one that smoothed the trace over its
+    // 1.1 s would send burst record i at i × 1.1 s / 400 instead of i / 3000 s, so the last
+    // burst records would be ~0.7 s off, only ~90 of the 300 would come within 250 ms of the
+    // start, and the p99 error would exceed 0.5 s. Bounds of 250 ms leave that much room for a
+    // shared machine (a thread per connection on the recording side, 2 cores for everything)
+    // while still failing any smoothing or re-anchoring.
+    let in_burst = seen.iter().filter(|(t, _)| *t - median < 0.25).count();
     assert!(
         in_burst >= 250,
         "{in_burst} of 300 burst requests arrived in the burst"
     );
-    assert!(p99 < 0.05, "send-time error p99 {p99} s");
+    assert!(p99 < 0.25, "send-time error p99 {p99} s");
     assert!(seen.iter().any(|(_, l)| l.starts_with("POST /tail/99 ")));
 }
 
 /// `{{seq}}` is the request's index in the whole schedule: unique across threads and shards,
 /// and together the shards send exactly 0..N.
+/// Two stages, warm-up at the first stage's rate, and shards: each shard's stages carry half of
+/// every stage's integral, and the warm-up is not in any stage.
+#[test]
+fn stages_split_across_shards_and_the_warm_up_holds_the_first_rate() {
+    let _g = serial();
+    let server = Recorder::start();
+    let mut per_stage = [0u64; 2];
+    for shard in ["0/2", "1/2"] {
+        let (v, _) = run_json(&[
+            "-R",
+            "300:1s,300..900:1s",
+            "--warmup",
+            "500ms",
+            "-c",
+            "4",
+            "--shard",
+            shard,
+            &server.url,
+        ]);
+        assert_balanced(&v);
+        // Warm-up 300/s for 0.5 s is 150, half each.
+        assert_eq!(v["warmup"]["requests"]["intended"].as_u64(), Some(75));
+        let stages = v["stages"].as_array().unwrap();
+        assert_eq!(
+            stages[1]["from_per_s"].as_f64(),
+            Some(150.0),
+            "a shard's share"
+        );
+        for (i, s) in stages.iter().enumerate() {
+            per_stage[i] += s["requests"]["intended"].as_u64().unwrap();
+        }
+        assert_eq!(req(&v, "intended"), 450, "300 + 600, half each");
+    }
+    assert_eq!(per_stage, [300, 600]);
+    assert_eq!(server.seen().len(), 150 + 900);
+}
+
 #[test]
 fn seq_is_unique_across_threads_and_shards() {
     let _g = serial();
@@ -317,6 +369,18 @@ fn templates_weights_and_checks_end_to_end() {
         "{users} of 400 were 'user'"
     );
     assert!(seen.iter().any(|(_, l)| l == "GET /u/2 HTTP/1.1"));
+    // The breakdown by name adds up to the totals.
+    let by = &v["by_request"];
+    let (home, user) = (&by["home"]["requests"], &by["user"]["requests"]);
+    assert_eq!(
+        home["intended"].as_u64().unwrap() + user["intended"].as_u64().unwrap(),
+        400
+    );
+    assert_eq!(user["completed"].as_u64(), Some(users as u64));
+    assert_eq!(
+        by["user"]["response_time"]["count"].as_u64(),
+        Some(users as u64)
+    );
 
     let (v, out) = run_json_any(&[
         "-R",

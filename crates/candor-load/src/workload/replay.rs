@@ -615,9 +615,15 @@ impl ReplayStream {
                 let _ = self.empty.try_send(spent);
                 self.next = 0;
             }
-            match self.full.recv() {
+            // Polled rather than a blocking `recv`: crossbeam's first block on a thread sets up
+            // its parking context with an allocation, which must not land on a load thread
+            // mid-run. The reader is normally batches ahead; when it is not, the wait is short.
+            match self.full.try_recv() {
                 Ok(b) => self.current = Some(b),
-                Err(_) => return None,
+                Err(crossbeam_channel::TryRecvError::Empty) => {
+                    std::thread::sleep(std::time::Duration::from_micros(50))
+                }
+                Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
             }
         }
         let b = self.current.as_ref().expect("filled above");

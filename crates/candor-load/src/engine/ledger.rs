@@ -31,6 +31,8 @@ pub struct Booked {
     pub ok: bool,
     /// Failed its response checks (its status was accepted).
     pub check_failed: bool,
+    /// The prepared request it sent (for the per-name books).
+    request: u32,
     interval: u64,
 }
 
@@ -111,14 +113,16 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
         .as_ref()
         .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
         .unwrap_or_default();
-    let (name_of, names) = if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
-        (Vec::new(), 0)
-    } else {
-        match crate::workload::compile_requests(cfg) {
-            Ok(c) => (c.name_of, c.names.len()),
-            Err(_) => (Vec::new(), 0),
-        }
-    };
+    // The HTTP/2 engine does not book which request an exchange sent yet, so it keeps no names.
+    let (name_of, names) =
+        if cfg.requests.is_empty() || cfg.http2 || cfg.target.scheme == crate::Scheme::Tcp {
+            (Vec::new(), 0)
+        } else {
+            match crate::workload::compile_requests(cfg) {
+                Ok(c) => (c.name_of, c.names.len()),
+                Err(_) => (Vec::new(), 0),
+            }
+        };
     if stage_ns.is_empty() && names == 0 {
         return None;
     }
@@ -246,6 +250,7 @@ impl Ledger {
             intended,
             ok,
             check_failed,
+            request: e.request,
             interval: self.interval_index,
         }
     }
@@ -271,6 +276,20 @@ impl Ledger {
             c.errors.status -= 1;
         }
         c.errors.parse += 1;
+        if let Some(books) = &mut self.books {
+            books.each(b.intended, Some(b.request), phase == 1, |acc| {
+                let c = &mut acc.counts;
+                if b.ok {
+                    c.completed -= 1;
+                    c.failed += 1;
+                } else if b.check_failed {
+                    c.errors.check -= 1;
+                } else {
+                    c.errors.status -= 1;
+                }
+                c.errors.parse += 1;
+            });
+        }
     }
 
     /// A connection was established at `now` (initial or reconnect); phases as for

@@ -556,6 +556,7 @@ mod tests {
             warnings: vec![],
             stop_reason: None,
             stop: None,
+            workload: Default::default(),
         }
     }
 

@@ -37,6 +37,7 @@ pub fn run_of(values_ns: &[u64], target: Option<f64>, mode: &str) -> RunResults 
         warnings: vec![],
         stop_reason: None,
         stop: None,
+        workload: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod table;
 pub mod thresholds;
 pub mod timerfd;
 pub mod units;
+pub mod workload_results;
 
 pub use clock::{now_ns, wall_clock_ns};
 pub use hist::{new_histogram, Histo, Recorder, Summary, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS};

@@ -29,6 +29,10 @@ pub struct ErrorCounts {
     /// latency is recorded like any response's: it was a real answer. Absent in older files.
     #[serde(default)]
     pub status: u64,
+    /// A full response failed a response check (`--check-body`, `--check-header`, or a request
+    /// line's own); its latency is recorded as for `status`. Absent in older files.
+    #[serde(default)]
+    pub check: u64,
 }
 
 /// The class of a failed request (the fields of [`ErrorCounts`]).
@@ -40,16 +44,18 @@ pub enum FailureClass {
     Timeout,
     Parse,
     Status,
+    Check,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 6] = [
+    pub const ALL: [FailureClass; 7] = [
         FailureClass::Connect,
         FailureClass::Read,
         FailureClass::Write,
         FailureClass::Timeout,
         FailureClass::Parse,
         FailureClass::Status,
+        FailureClass::Check,
     ];
 
     /// The name used in JSON and reports.
@@ -61,6 +67,7 @@ impl FailureClass {
             FailureClass::Timeout => "timeout",
             FailureClass::Parse => "parse",
             FailureClass::Status => "status",
+            FailureClass::Check => "check",
         }
     }
 }
@@ -76,6 +83,7 @@ impl ErrorCounts {
         self.timeout += o.timeout;
         self.parse += o.parse;
         self.status += o.status;
+        self.check += o.check;
     }
     pub fn get(&self, class: FailureClass) -> u64 {
         match class {
@@ -85,6 +93,7 @@ impl ErrorCounts {
             FailureClass::Timeout => self.timeout,
             FailureClass::Parse => self.parse,
             FailureClass::Status => self.status,
+            FailureClass::Check => self.check,
         }
     }
     /// The class with the most failures (the first of equals), `None` when nothing failed.
@@ -654,6 +663,9 @@ pub struct RunConfig {
     pub late_start_s: Option<f64>,
     pub method: String,
     pub pipeline: usize,
+    /// The `-R` load profile (stages), as given; absent for one rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     pub protocol: Option<ProtocolName>,
     /// The total rate (all shards); `None` in closed-loop mode.
     pub rate_per_s: Option<f64>,
@@ -742,6 +754,10 @@ pub struct RunResults {
     /// How it ended, for `--precision` and `--abort-on-fail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopDetail>,
+    /// Load-profile stages (`stages`) and the per-name breakdown (`by_request`); absent when
+    /// the run had neither.
+    #[serde(flatten, default)]
+    pub workload: crate::workload_results::WorkloadResults,
 }
 
 /// Errors reading a results file.
@@ -870,6 +886,7 @@ mod tests {
             warnings: vec![],
             stop_reason: None,
             stop: None,
+            workload: Default::default(),
         }
     }
 

@@ -676,6 +676,7 @@ impl HarnessResults {
             warnings: self.warnings.clone(),
             stop_reason: None,
             stop: None,
+            workload: Default::default(),
         }
     }
 

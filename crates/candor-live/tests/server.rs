@@ -74,6 +74,7 @@ fn outcome(completed: u64) -> RunOutcome {
             tls_handshake: new_histogram(),
             duration_ns: 2_000_000_000,
             warnings: Vec::new(),
+            workload: None,
         },
         warmup: None,
         intervals: Vec::new(),

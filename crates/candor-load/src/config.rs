@@ -307,6 +307,11 @@ pub struct LoadConfig {
     pub accept_status: crate::status::StatusSet,
     /// `-n`: exactly this many intended sends (constant arrival), over `duration_ns` = N / rate.
     pub count: Option<u64>,
+    /// `-R` as stages: the intended rate over the measured window (`rate` is then its mean,
+    /// `duration_ns` its length); the warm-up holds the first stage's rate.
+    pub profile: Option<crate::workload::profile::Profile>,
+    /// Templates' data, weights and names, response checks and trace replay.
+    pub workload: crate::workload::WorkloadConfig,
 }
 
 impl LoadConfig {
@@ -340,6 +345,8 @@ impl LoadConfig {
             framing: None,
             accept_status: crate::status::StatusSet::default(),
             count: None,
+            profile: None,
+            workload: Default::default(),
         }
     }
 
@@ -384,6 +391,32 @@ impl LoadConfig {
                     "rate {r:.0}/s is {per_thread:.0}/s per load thread, beyond what any machine can pace \
                      (at most {}/s per thread: one send per 10ns); lower -R or spread it over more threads or shards",
                     candor_core::units::format_count(MAX_RATE_PER_THREAD as u64),
+                ));
+            }
+        }
+        if let Some(p) = &self.profile {
+            if self.rate.is_none() {
+                return bad("a load profile needs an open loop (-R stages, not max)".into());
+            }
+            if self.count.is_some() {
+                return bad(
+                    "-n does not combine with -R stages: the stages set how many requests are sent"
+                        .into(),
+                );
+            }
+            if self.duration_ns != p.duration_ns() {
+                return bad(format!(
+                    "the run lasts {} (the sum of the -R stages) but the duration says {}",
+                    candor_core::units::format_ns(p.duration_ns() as f64),
+                    candor_core::units::format_ns(self.duration_ns as f64)
+                ));
+            }
+            let peak = p.peak_per_s();
+            let per_thread = peak / (self.shard_count.max(1) as f64 * self.threads as f64);
+            if per_thread > MAX_RATE_PER_THREAD {
+                return bad(format!(
+                    "the profile peaks at {peak:.0}/s, {per_thread:.0}/s per load thread, beyond what any machine can pace; \
+                     lower it or spread it over more threads or shards"
                 ));
             }
         }
@@ -483,6 +516,7 @@ impl LoadConfig {
         if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
             return bad(format!("invalid HTTP method '{}'", self.method));
         }
+        crate::workload::validate(self).map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
         for h in &self.headers {
             match h.split_once(':') {
                 Some((name, _)) if !name.trim().is_empty() && !name.contains(' ') => {}

@@ -2,6 +2,8 @@
 //! incrementally from a connection's buffer without allocating (`httparse` for the head, a small
 //! state machine for the body framing: Content-Length, chunked, or until close).
 
+use crate::workload::check::{BodyMatch, ResponseChecks};
+use std::sync::Arc;
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq)]
@@ -85,6 +87,14 @@ pub struct ResponseParser {
     close: bool,
     /// HEAD responses carry no body whatever their headers say.
     head_request: bool,
+    /// Response checks (`--check-body`, `--check-header`) of every request, if any, and which
+    /// request's apply to the response being parsed.
+    checks: Option<Arc<[ResponseChecks]>>,
+    check_index: usize,
+    body_match: BodyMatch,
+    headers_ok: bool,
+    /// Whether the last completed response passed its checks.
+    last_passed: bool,
 }
 
 const MAX_HEADERS: usize = 64;
@@ -96,6 +106,56 @@ impl ResponseParser {
             status: 0,
             close: false,
             head_request,
+            checks: None,
+            check_index: 0,
+            body_match: BodyMatch::default(),
+            headers_ok: true,
+            last_passed: true,
+        }
+    }
+
+    /// Checks responses against `table` (one entry per request; see [`Self::select_checks`]).
+    pub fn set_checks(&mut self, table: Arc<[ResponseChecks]>) {
+        self.checks = Some(table);
+    }
+
+    /// The response about to be parsed answers request `request`: its checks apply.
+    #[inline]
+    pub fn select_checks(&mut self, request: usize) {
+        self.check_index = request;
+    }
+
+    /// Whether the last completed response passed its checks (true without checks).
+    #[inline]
+    pub fn checks_passed(&self) -> bool {
+        self.last_passed
+    }
+
+    fn current_checks(&self) -> Option<&ResponseChecks> {
+        self.checks.as_ref().and_then(|t| t.get(self.check_index))
+    }
+
+    #[inline]
+    fn check_body(&mut self, bytes: &[u8]) {
+        let ResponseParser {
+            checks,
+            check_index,
+            body_match,
+            ..
+        } = self;
+        let needle = checks
+            .as_ref()
+            .and_then(|t| t.get(*check_index))
+            .and_then(|c| c.body.as_ref());
+        if let Some(needle) = needle {
+            body_match.feed(needle, bytes);
+        }
+    }
+
+    fn verdict(&self) -> bool {
+        match self.current_checks() {
+            None => true,
+            Some(c) => self.headers_ok && (c.body.is_none() || self.body_match.found()),
         }
     }
 
@@ -109,6 +169,8 @@ impl ResponseParser {
         self.state = State::Head;
         self.status = 0;
         self.close = false;
+        self.body_match.reset();
+        self.headers_ok = true;
     }
 
     /// True while no byte of the current response has been consumed.
@@ -136,6 +198,9 @@ impl ResponseParser {
                             }
                             self.status = status;
                             self.close = resp.version == Some(0);
+                            if let Some(c) = self.current_checks() {
+                                self.headers_ok = c.headers.iter().all(|h| h.passes(resp.headers));
+                            }
                             let mut length: Option<u64> = None;
                             let mut chunked = false;
                             for h in resp.headers.iter() {
@@ -174,6 +239,7 @@ impl ResponseParser {
                 }
                 State::Body { remaining } => {
                     let take = (rest.len() as u64).min(remaining);
+                    self.check_body(&rest[..take as usize]);
                     pos += take as usize;
                     let left = remaining - take;
                     if left == 0 {
@@ -201,6 +267,7 @@ impl ResponseParser {
                 },
                 State::ChunkData { remaining } => {
                     let take = (rest.len() as u64).min(remaining);
+                    self.check_body(&rest[..take as usize]);
                     pos += take as usize;
                     if take == remaining {
                         self.state = State::ChunkDataEnd;
@@ -235,9 +302,10 @@ impl ResponseParser {
                     }
                 }
                 State::UntilClose => {
+                    self.check_body(rest);
                     return Ok(Progress::NeedMore {
                         consumed: input.len(),
-                    })
+                    });
                 }
             }
         }
@@ -247,6 +315,7 @@ impl ResponseParser {
     pub fn finish_at_eof(&mut self) -> Option<u16> {
         if self.state == State::UntilClose {
             let status = self.status;
+            self.last_passed = self.verdict();
             self.reset();
             Some(status)
         } else {
@@ -260,6 +329,7 @@ impl ResponseParser {
             status: self.status,
             close: self.close,
         };
+        self.last_passed = self.verdict();
         self.reset();
         p
     }
@@ -466,5 +536,64 @@ mod tests {
             p.feed(b"HTTP/1.1 200 OK\r\nX: y", true),
             Err(ParseError::HeadTooLarge)
         );
+    }
+
+    #[test]
+    fn checks_see_headers_and_a_body_split_across_reads() {
+        use crate::workload::check::{BodyNeedle, HeaderCheck};
+        let table: Arc<[ResponseChecks]> = vec![
+            ResponseChecks {
+                body: Some(BodyNeedle::new(b"\"ok\":true").unwrap()),
+                headers: vec![HeaderCheck::parse("X-App: a").unwrap()],
+            },
+            ResponseChecks::default(),
+        ]
+        .into();
+        let run = |response: &[u8], step: usize, request: usize| -> Vec<bool> {
+            let mut p = ResponseParser::new(false);
+            p.set_checks(table.clone());
+            p.select_checks(request);
+            let mut buf: Vec<u8> = Vec::new();
+            let mut verdicts = Vec::new();
+            for piece in response.chunks(step) {
+                buf.extend_from_slice(piece);
+                loop {
+                    match p.feed(&buf, false).unwrap() {
+                        Progress::NeedMore { consumed } => {
+                            buf.drain(..consumed);
+                            break;
+                        }
+                        Progress::Done { consumed, .. } => {
+                            buf.drain(..consumed);
+                            verdicts.push(p.checks_passed());
+                        }
+                    }
+                }
+            }
+            if let Some(_status) = p.finish_at_eof() {
+                verdicts.push(p.checks_passed());
+            }
+            verdicts
+        };
+        let good =
+            b"HTTP/1.1 200 OK\r\nX-App: a\r\nContent-Length: 20\r\n\r\n{\"id\":1,\"ok\":true}xx";
+        let chunked = b"HTTP/1.1 200 OK\r\nx-app:  a \r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"ok\"\r\n6\r\n:true}\r\n0\r\n\r\n";
+        let no_header = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+        let wrong_body = b"HTTP/1.1 200 OK\r\nX-App: a\r\nContent-Length: 12\r\n\r\n{\"ok\":false}";
+        for step in [1, 3, 7, 1000] {
+            assert_eq!(run(good, step, 0), vec![true], "step {step}");
+            // The text straddles two chunks (and, for small steps, many reads).
+            assert_eq!(run(chunked, step, 0), vec![true], "step {step}");
+            assert_eq!(run(no_header, step, 0), vec![false]);
+            assert_eq!(run(wrong_body, step, 0), vec![false]);
+            // Request 1 has no checks.
+            assert_eq!(run(wrong_body, step, 1), vec![true]);
+        }
+        // A body delimited by the close, and two responses in a row: the state resets between.
+        let close = b"HTTP/1.0 200 OK\r\nX-App: a\r\n\r\nsay \"ok\":true";
+        assert_eq!(run(close, 4, 0), vec![true]);
+        let mut two = no_header.to_vec();
+        two.extend_from_slice(good);
+        assert_eq!(run(&two, 5, 0), vec![false, true]);
     }
 }

@@ -16,6 +16,7 @@ pub mod shared;
 pub mod status;
 pub mod tcp;
 pub mod tls;
+pub mod workload;
 
 pub use config::{
     Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target,

@@ -4,12 +4,36 @@
 //! {"Content-Type": "application/json"}, "body": "{\"x\":1}"}`. Every field but `path` is
 //! optional (method GET, no headers, empty body); `headers` may also be a list of "Name: value"
 //! strings. Blank lines and lines starting with `#` are ignored.
+//!
+//! A line may also carry `"name"` (its name in the per-request breakdown; default method and
+//! path), `"weight"` (a positive number: requests are drawn in proportion to it), and its own
+//! checks `"check_status"` (as `--check-status`) and `"check_body"` (as `--check-body`).
 
 use crate::config::RequestSpec;
+use crate::status::StatusSet;
 use serde_json::Value;
+
+/// One line of a request set: the request and what the workload features add to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestLine {
+    pub spec: RequestSpec,
+    /// The name in the breakdown: `"name"`, or the method and path template.
+    pub name: String,
+    pub weight: Option<f64>,
+    pub check_status: Option<StatusSet>,
+    pub check_body: Option<String>,
+}
 
 /// Parses a request-set file; errors name the line.
 pub fn parse_request_set(text: &str) -> Result<Vec<RequestSpec>, String> {
+    Ok(parse_request_lines(text)?
+        .into_iter()
+        .map(|l| l.spec)
+        .collect())
+}
+
+/// Parses a request-set file with names, weights and per-line checks; errors name the line.
+pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -53,17 +77,48 @@ pub fn parse_request_set(text: &str) -> Result<Vec<RequestSpec>, String> {
                 .collect::<Result<Vec<_>, String>>()?,
             Some(_) => return Err(at("\"headers\" must be an object or a list".into())),
         };
-        if let Some(unknown) = obj
-            .keys()
-            .find(|k| !["method", "path", "headers", "body"].contains(&k.as_str()))
-        {
+        const FIELDS: [&str; 8] = [
+            "method",
+            "path",
+            "headers",
+            "body",
+            "name",
+            "weight",
+            "check_status",
+            "check_body",
+        ];
+        if let Some(unknown) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return Err(at(format!("unknown field \"{unknown}\"")));
         }
-        out.push(RequestSpec {
-            method,
-            path,
-            headers,
-            body,
+        let name = text_field("name")?.unwrap_or_else(|| format!("{method} {path}"));
+        let weight = match obj.get("weight") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_f64()
+                    .filter(|w| *w > 0.0 && w.is_finite())
+                    .ok_or_else(|| at(format!("\"weight\" must be a positive number, got {v}")))?,
+            ),
+        };
+        let check_status = text_field("check_status")?
+            .map(|t| {
+                StatusSet::parse(&t).map_err(|e| at(format!("invalid \"check_status\" '{t}': {e}")))
+            })
+            .transpose()?;
+        let check_body = text_field("check_body")?;
+        if check_body.as_deref() == Some("") {
+            return Err(at("\"check_body\" must not be empty".into()));
+        }
+        out.push(RequestLine {
+            spec: RequestSpec {
+                method,
+                path,
+                headers,
+                body,
+            },
+            name,
+            weight,
+            check_status,
+            check_body,
         });
     }
     if out.is_empty() {
@@ -100,5 +155,28 @@ mod tests {
             .unwrap_err()
             .contains("unknown field"));
         assert!(parse_request_set("# only a comment").is_err());
+        assert!(parse_request_set("{\"path\": \"/\", \"weight\": 0}")
+            .unwrap_err()
+            .starts_with("line 1: \"weight\" must be a positive number, got 0"));
+        assert!(
+            parse_request_set("{\"path\": \"/\", \"check_status\": \"abc\"}")
+                .unwrap_err()
+                .starts_with("line 1: invalid \"check_status\" 'abc'")
+        );
+    }
+
+    #[test]
+    fn names_weights_and_checks() {
+        let lines = parse_request_lines(
+            "{\"path\": \"/a\", \"name\": \"home\", \"weight\": 3, \"check_status\": \"200\", \"check_body\": \"ok\"}\n{\"method\": \"post\", \"path\": \"/u/{{seq}}\"}",
+        )
+        .unwrap();
+        assert_eq!(lines[0].name, "home");
+        assert_eq!(lines[0].weight, Some(3.0));
+        assert!(lines[0].check_status.as_ref().unwrap().accepts(200));
+        assert!(!lines[0].check_status.as_ref().unwrap().accepts(201));
+        assert_eq!(lines[0].check_body.as_deref(), Some("ok"));
+        assert_eq!(lines[1].name, "POST /u/{{seq}}");
+        assert_eq!(lines[1].weight, None);
     }
 }

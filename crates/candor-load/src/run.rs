@@ -5,7 +5,6 @@
 use crate::config::LoadConfig;
 use crate::config::Scheme;
 use crate::http1::build_request;
-use crate::schedule::Schedule;
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
@@ -78,6 +77,8 @@ pub struct PhaseOutcome {
     pub duration_ns: u64,
     /// What the engine saw that the report must name (see `PhaseAcc::warnings`).
     pub warnings: Vec<String>,
+    /// Per-stage and per-name books (measured phase), if the run had them.
+    pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
 }
 
 impl PhaseOutcome {
@@ -153,13 +154,13 @@ pub fn run(
         // of every shard's threads is the single-process schedule at the total rate.
         let shards = config.shard_count as u64;
         let slot = config.shard_index as u64 + shards * t as u64;
-        let schedule = config.rate.map(|r| {
-            let s = Schedule::new(start_ns, r, config.arrival, slot, shards * threads as u64);
-            match config.count {
-                Some(n) => s.with_limit(n),
-                None => s,
-            }
-        });
+        let schedule = crate::workload::profile::stream_schedule(
+            &config,
+            start_ns,
+            slot,
+            shards * threads as u64,
+        )
+        .map_err(RunError::Thread)?;
         let setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),
@@ -215,7 +216,12 @@ pub fn run(
             .join()
             .map_err(|_| RunError::Worker("panicked".into()))?
             .map_err(RunError::Worker)?;
-        for (into, from) in phases.iter_mut().zip(worker_phases.iter()) {
+        for (into, mut from) in phases.iter_mut().zip(worker_phases) {
+            match (&mut into.workload, from.workload.take()) {
+                (Some(books), Some(more)) => books.merge(&more),
+                (slot @ None, more) => *slot = more,
+                (Some(_), None) => {}
+            }
             into.rec.add(&from.rec);
             into.unfinished.add(&from.unfinished).expect("same layout");
             into.counts.add(&from.counts);
@@ -257,6 +263,7 @@ pub fn run(
         tls_handshake: p.tls_handshake,
         duration_ns,
         warnings: p.warnings,
+        workload: p.workload,
     };
     Ok(RunOutcome {
         start_ns,
@@ -513,7 +520,52 @@ impl RunOutcome {
                     .map_or(StopReason::Duration, |(reason, _)| reason)
             }),
             stop: None,
+            workload: self.workload_results(config),
         }
+    }
+}
+
+impl RunOutcome {
+    /// The per-stage and per-name results, from the measured phase's books.
+    fn workload_results(
+        &self,
+        config: &LoadConfig,
+    ) -> candor_core::workload_results::WorkloadResults {
+        use candor_core::workload_results::{StageResults, WorkloadResults};
+        let mut out = WorkloadResults::default();
+        let Some(books) = &self.main.workload else {
+            return out;
+        };
+        let share = 1.0 / config.shard_count as f64;
+        let results = |acc: &PhaseAcc, duration_ns: u64, target: Option<f64>| {
+            PhaseResults::from_recorder(
+                &acc.rec,
+                &acc.unfinished,
+                acc.counts,
+                duration_ns as f64 / 1e9,
+                target,
+            )
+        };
+        if let Some(profile) = &config.profile {
+            let mut start_ns = 0u64;
+            for (stage, acc) in profile.stages.iter().zip(&books.stages) {
+                let target = (stage.from_per_s + stage.to_per_s) / 2.0 * share;
+                out.stages.push(StageResults {
+                    start_s: start_ns as f64 / 1e9,
+                    from_per_s: stage.from_per_s * share,
+                    to_per_s: stage.to_per_s * share,
+                    results: results(acc, stage.duration_ns, Some(target)),
+                });
+                start_ns += stage.duration_ns;
+            }
+        }
+        if let Ok(compiled) = crate::workload::compile_requests(config) {
+            for (name, acc) in compiled.names.iter().zip(&books.names) {
+                out.by_request
+                    .insert(name.clone(), results(acc, self.main.duration_ns, None));
+            }
+        }
+        out
     }
 }
 
@@ -566,6 +618,20 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
             {
                 w.push(effect.warning());
             }
+        }
+    }
+    if let Some(plan) = &config.workload.replay {
+        if plan.malformed_count > 0 {
+            let first = plan
+                .malformed
+                .first()
+                .map(|m| format!(" (the first at line {}: {})", m.line, m.reason))
+                .unwrap_or_default();
+            w.push(format!(
+                "--lenient skipped {} malformed lines of {}{first}",
+                format_count(plan.malformed_count),
+                plan.path.display()
+            ));
         }
     }
     if r.failed > 0 {

@@ -59,6 +59,8 @@ pub struct PhaseAcc {
     pub tls_handshake: Histo,
     /// Conditions an engine saw that the report must name (the measured phase's are reported).
     pub warnings: Vec<String>,
+    /// Per-stage and per-name books (the measured phase's only; `None` without them).
+    pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
 }
 
 impl Default for PhaseAcc {
@@ -75,6 +77,7 @@ impl PhaseAcc {
             counts: RequestCounts::default(),
             tls_handshake: new_histogram(),
             warnings: Vec::new(),
+            workload: None,
         }
     }
 }

@@ -22,6 +22,13 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
 
 fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
+    steady_state_allocations_with(rate, |_| {})
+}
+
+fn steady_state_allocations_with(
+    rate: Option<f64>,
+    shape: impl FnOnce(&mut LoadConfig),
+) -> (u64, u64) {
     let server = candor_serve::start(candor_serve::ServeConfig::new(
         "127.0.0.1:0".parse().unwrap(),
     ))
@@ -32,6 +39,7 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
     config.connections = 8;
     config.threads = 2;
     config.duration_ns = 5_000_000_000;
+    shape(&mut config);
     config.validate().unwrap();
     let options = RunOptions {
         worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
@@ -51,6 +59,39 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
     server.shutdown();
     let (before, after) = (before.expect("interval 1"), after.expect("interval 3"));
     (after - before, outcome.main.counts.completed)
+}
+
+/// The workload paths too: a load profile (stages' books), weighted named requests filled from
+/// templates and data (per-name books, per-slot fill buffers) and body and header checks.
+#[test]
+fn workloads_do_not_allocate_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (allocs, done) = steady_state_allocations_with(Some(5000.0), |c| {
+        use candor_load::workload::check::{BodyNeedle, HeaderCheck};
+        let profile =
+            candor_load::workload::profile::Profile::parse("4000:2s,4000..6000:2s,6000:1s")
+                .unwrap();
+        c.rate = Some(profile.mean_per_s());
+        c.duration_ns = profile.duration_ns();
+        c.profile = Some(profile);
+        let lines = candor_load::requests::parse_request_lines(
+            "{\"name\": \"a\", \"path\": \"/a/{{seq}}?u={{data:user}}\", \"weight\": 3}\n{\"name\": \"b\", \"path\": \"/b/{{uuid}}\", \"headers\": {\"X-R\": \"{{random:1:99}}\"}, \"weight\": 1, \"check_body\": \"o\"}",
+        )
+        .unwrap();
+        c.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        c.workload.lines = lines;
+        c.workload.data = Some(Arc::new(
+            candor_load::workload::data::DataTable::parse(b"user\nalice\n\"bob, jr\"\n", "u.csv")
+                .unwrap(),
+        ));
+        c.workload.checks.body = Some(BodyNeedle::new(b"ok").unwrap());
+        c.workload.checks.headers = vec![HeaderCheck::parse("Content-Length: 2").unwrap()];
+    });
+    assert!(done >= 15_000, "completed only {done}");
+    assert_eq!(
+        allocs, 0,
+        "workload runs allocated {allocs} times in steady state"
+    );
 }
 
 #[test]

@@ -485,6 +485,7 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
         warnings: vec![],
         stop_reason: None,
         stop: None,
+        workload: Default::default(),
     }
 }
 

@@ -19,3 +19,4 @@ pub mod shards;
 pub mod sweep_html;
 pub mod synthetic;
 pub mod validate;
+pub mod workload_text;

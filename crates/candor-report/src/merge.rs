@@ -314,6 +314,7 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         warnings,
         stop_reason: None,
         stop: None,
+        workload: Default::default(),
     })
 }
 

@@ -166,6 +166,7 @@ mod tests {
             warnings: vec![],
             stop_reason: None,
             stop: None,
+            workload: Default::default(),
         };
         let sweep = SweepResults {
             schema_version: SCHEMA_VERSION,

@@ -143,5 +143,6 @@ pub fn synthetic_run(
         warnings: vec![],
         stop_reason: None,
         stop: None,
+        workload: Default::default(),
     }
 }

@@ -101,6 +101,7 @@ pub fn render(results: &RunResults) -> String {
             format_ns(w.response_time.max_ns as f64),
         );
     }
+    out.push_str(&crate::workload_text::render(&results.workload));
     // Confidence intervals, sample support, events and the saturation / CO verdicts.
     out.push_str(&candor_analysis::analysis::render_text(results));
     out.push_str(&render_stop(results));
@@ -167,6 +168,9 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
             } else {
                 format!("failed with HTTP status {}", classes.join("/"))
             }
+        }
+        FailureClass::Check => {
+            "got a response that failed its checks (--check-body, --check-header)".to_string()
         }
     };
     format!("{what} ({})", class.name())
@@ -307,7 +311,7 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(s.s5xx)
     );
     let e = &r.errors;
-    let _ = writeln!(
+    let _ = write!(
         out,
         "  errors:   connect {}  read {}  write {}  timeout {}  parse {}  status {}",
         format_count(e.connect),
@@ -317,6 +321,11 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(e.parse),
         format_count(e.status)
     );
+    // Only runs with response checks can fail them; other reports keep their line as it was.
+    if e.check > 0 {
+        let _ = write!(out, "  check {}", format_count(e.check));
+    }
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
         "  bytes:    {} written, {} read",
@@ -399,6 +408,7 @@ mod tests {
             warnings: vec!["something to know".into()],
             stop_reason: None,
             stop: None,
+            workload: Default::default(),
         }
     }
 

@@ -155,6 +155,7 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         late_start_s: None,
         method: c.method.clone(),
         pipeline: c.pipeline,
+        profile: c.profile.as_ref().map(|p| p.describe()),
         protocol: Some(match (c.target.scheme, c.http2) {
             (Scheme::Tcp, _) => ProtocolName::Tcp,
             (Scheme::Https, true) => ProtocolName::H2Tls,

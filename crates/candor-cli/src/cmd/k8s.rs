@@ -2,7 +2,7 @@
 //! by `candor_k8s`), after checking the run flags with `candor run`'s own parsing and validation,
 //! without resolving the target's host (it usually exists only inside the cluster).
 
-use crate::cmd::load_args::{load_config, parse_start_at, rate_flag, RunArgs};
+use crate::cmd::load_args::{load_config, parse_start_at, run_config_unchecked, RunArgs};
 use anyhow::{bail, Context, Result};
 use candor_core::units::parse_duration_ns;
 use candor_k8s::{job, rfc3339_ceil, usage_comment, JobSpec};
@@ -126,17 +126,21 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
             "--body-file would be read inside the pod; mount the file in the image or use --body"
         );
     }
-    let rate = rate_flag(&a.rate)?;
     // The host is resolved by each pod; everything else is checked as `candor run` checks it,
-    // on the same URL at the loopback address.
-    let mut load = a.load.clone();
-    load.url = TargetUrl::parse(&a.load.url)?.on_loopback();
-    // Files named in the run flags are read inside the pods, from the image or a volume.
-    load.requests = None;
-    if load.payload_file.take().is_some() {
-        load.payload = Some("(read from --payload-file in the pod)".into());
+    // on the same URL at the loopback address. Files named in the run flags are read inside the
+    // pods, from the image or a volume.
+    let mut run = parsed.run;
+    run.load.url = TargetUrl::parse(&run.load.url)?.on_loopback();
+    run.load.requests = None;
+    run.load.data = None;
+    if run.load.payload_file.take().is_some() {
+        run.load.payload = Some("(read from --payload-file in the pod)".into());
     }
-    load_config(&load, rate, a.count)?;
+    if run.load.replay.take().is_some() {
+        // The trace, read in the pod, sets the schedule there: only the other flags are checked.
+        return load_config(&run.load, Some(1.0), None).map(drop);
+    }
+    run_config_unchecked(&run)?;
     Ok(())
 }
 

@@ -4,6 +4,10 @@
 use anyhow::{Context, Result};
 use candor_core::units::{parse_duration_ns, parse_rate, Rate};
 use candor_load::schedule::ArrivalKind;
+use candor_load::workload::check::{BodyNeedle, HeaderCheck};
+use candor_load::workload::data::{DataOrder, DataTable};
+use candor_load::workload::profile::{is_profile, Profile};
+use candor_load::workload::replay::ReplayPlan;
 use candor_load::{LoadConfig, Target};
 use clap::{Args, ValueEnum};
 
@@ -26,8 +30,9 @@ pub struct LoadArgs {
     #[arg(short = 't', long, default_value_t = 2)]
     pub threads: usize,
     /// Length of the measured window, with its unit: us, ms, s, m or h (a bare number is refused).
-    #[arg(short = 'd', long, default_value = "10s", value_name = "DUR")]
-    pub duration: String,
+    /// Default 10s; with -R stages, their sum (a -d that disagrees is an error).
+    #[arg(short = 'd', long, value_name = "DUR")]
+    pub duration: Option<String>,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
     /// With its unit (a bare number is refused).
@@ -115,10 +120,43 @@ pub struct LoadArgs {
     /// Default: everything below 400.
     #[arg(long, value_name = "LIST")]
     pub check_status: Option<String>,
+    /// The body of every response must contain this text (matched as the body streams in); a
+    /// response without it fails in class "check", its latency still recorded.
+    #[arg(long, value_name = "TEXT")]
+    pub check_body: Option<String>,
+    /// Every response must carry this header with this value, 'Name: value' (repeatable); a
+    /// response without it fails in class "check".
+    #[arg(long, value_name = "HEADER")]
+    pub check_header: Vec<String>,
+    /// Values for {{data:COLUMN}} placeholders: a CSV file with a header row (RFC 4180 quoting);
+    /// request seq takes row seq mod rows, or a random row with --data-order random.
+    #[arg(long, value_name = "FILE.csv")]
+    pub data: Option<std::path::PathBuf>,
+    /// How rows of --data are taken.
+    #[arg(long, value_enum, default_value = "sequential")]
+    pub data_order: DataOrderArg,
+    /// Take the schedule and the requests from a trace: JSON lines ({"at": seconds, "path", ...})
+    /// or an NCSA common/combined access log; each record is sent at its offset from the first.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["requests", "data"])]
+    pub replay: Option<std::path::PathBuf>,
+    /// Replay this many times faster than recorded (0.5 = half speed).
+    #[arg(long, default_value_t = 1.0, value_name = "X", requires = "replay")]
+    pub speed: f64,
+    /// Replay a trace with more than 1% malformed lines, skipping them (they are counted).
+    #[arg(long, requires = "replay")]
+    pub lenient: bool,
     /// Target URL: http://host:port/path (port optional), https://..., or tcp://host:port.
     /// `http://user:password@host/` sends Basic authorization (percent-decoded, as curl does)
     /// unless an Authorization header is given.
     pub url: String,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DataOrderArg {
+    /// Row seq mod rows: in file order, wrapping.
+    Sequential,
+    /// A random row per request (seeded by --seed).
+    Random,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -132,13 +170,16 @@ pub enum RequestOrderArg {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Total intended requests per second across all threads (k and M suffixes accepted), or
-    /// "max" for a closed loop where each connection sends as soon as its previous response arrives.
+    /// "max" for a closed loop where each connection sends as soon as its previous response arrives,
+    /// or a load profile: comma-separated stages RATE:DUR (hold) and FROM..TO:DUR (linear ramp),
+    /// e.g. 500:30s,500..5000:2m,5000:1m; the run then lasts the stages' sum.
     #[arg(
         short = 'R',
         long = "rate",
         default_value = "1k",
         value_name = "RATE",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        conflicts_with = "replay"
     )]
     pub rate: String,
     /// Send exactly N requests on the schedule of -R (constant arrival) instead of running for
@@ -198,6 +239,107 @@ pub struct RunArgs {
     pub live_view: crate::cmd::live::LiveArgs,
 }
 
+impl LoadArgs {
+    /// `-d` as written, or its default.
+    pub fn duration_text(&self) -> &str {
+        self.duration.as_deref().unwrap_or(DEFAULT_DURATION)
+    }
+}
+
+/// The measured window when neither -d nor -R stages give one.
+pub const DEFAULT_DURATION: &str = "10s";
+
+/// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages.
+pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
+    let config = run_config_unchecked(args)?;
+    refuse_unwired(&config)?;
+    Ok(config)
+}
+
+/// Refuses, before any load, the workload features that are parsed and validated but not yet
+/// driven by the HTTP/2 engine, rather than running without them.
+fn refuse_unwired(c: &LoadConfig) -> Result<()> {
+    if !c.http2 || c.target.scheme == candor_load::Scheme::Tcp {
+        return Ok(());
+    }
+    let w = &c.workload;
+    let unwired = if w.replay.is_some() {
+        Some("--replay")
+    } else if candor_load::workload::has_checks(c) {
+        Some("--check-body / --check-header / \"check_body\"")
+    } else if w
+        .lines
+        .iter()
+        .any(|l| l.weight.is_some() || l.check_status.is_some())
+    {
+        Some("\"weight\" / \"check_status\" in --requests")
+    } else if candor_load::workload::compile_requests(c)?.templated {
+        Some("{{...}} placeholders")
+    } else {
+        None
+    };
+    match unwired {
+        Some(what) => anyhow::bail!(
+            "{what}: not yet wired into the HTTP/2 engine (--h2); it works over HTTP/1.1 (see docs/workloads.md)"
+        ),
+        None => Ok(()),
+    }
+}
+
+/// [`run_config`] without refusing unwired features (for tests of the flags' validation).
+pub fn run_config_unchecked(args: &RunArgs) -> Result<LoadConfig> {
+    if let Some(path) = &args.load.replay {
+        return replay_config(args, path);
+    }
+    if !is_profile(&args.rate) {
+        return load_config(&args.load, rate_flag(&args.rate)?, args.count);
+    }
+    let profile = Profile::parse(&args.rate).context("-R/--rate")?;
+    if args.count.is_some() {
+        anyhow::bail!(
+            "-n does not combine with -R stages: the stages set how many requests are sent"
+        );
+    }
+    if let Some(d) = &args.load.duration {
+        let given = parse_duration_ns(d).context("--duration")?;
+        if given != profile.duration_ns() {
+            anyhow::bail!(
+                "-d {d} disagrees with the -R stages, which last {}; leave -d out or make it their sum",
+                candor_core::units::format_ns(profile.duration_ns() as f64)
+            );
+        }
+    }
+    let mut c = load_config(&args.load, Some(profile.mean_per_s()), None)?;
+    c.duration_ns = profile.duration_ns();
+    c.profile = Some(profile);
+    c.validate()?;
+    Ok(c)
+}
+
+/// `--replay`: the trace sets the schedule and the requests; `-d` may cut it short.
+fn replay_config(args: &RunArgs, path: &std::path::Path) -> Result<LoadConfig> {
+    if args.count.is_some() {
+        anyhow::bail!("-n does not combine with --replay");
+    }
+    let plan = ReplayPlan::scan(path, args.load.speed, args.load.lenient)?;
+    let trace_ns = plan.duration_ns();
+    let duration_ns = match &args.load.duration {
+        Some(d) => parse_duration_ns(d).context("--duration")?.min(trace_ns),
+        None => trace_ns,
+    };
+    let records = if duration_ns < trace_ns {
+        plan.records_within(duration_ns)?
+    } else {
+        plan.records
+    };
+    let rate = (records.max(1)) as f64 / (duration_ns as f64 / 1e9);
+    let mut c = load_config(&args.load, Some(rate), None)?;
+    c.duration_ns = duration_ns;
+    c.workload.replay = Some(plan);
+    c.validate()?;
+    Ok(c)
+}
+
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
 pub fn rate_flag(text: &str) -> Result<Option<f64>> {
     Ok(match parse_rate(text).context("-R/--rate")? {
@@ -220,7 +362,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.rate = rate;
     c.connections = a.connections;
     c.threads = a.threads;
-    c.duration_ns = parse_duration_ns(&a.duration).context("--duration")?;
+    c.duration_ns = parse_duration_ns(a.duration_text()).context("--duration")?;
     if let (Some(n), Some(r)) = (count, rate) {
         c.duration_ns = count_window_ns(n, r);
     }
@@ -254,8 +396,24 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     if let Some(path) = &a.requests {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading --requests {}", path.display()))?;
-        c.requests = candor_load::requests::parse_request_set(&text)
+        let lines = candor_load::requests::parse_request_lines(&text)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        c.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        c.workload.lines = lines;
+    }
+    c.workload.seed = a.seed;
+    if let Some(path) = &a.data {
+        c.workload.data = Some(std::sync::Arc::new(DataTable::load(path)?));
+    }
+    c.workload.data_order = match a.data_order {
+        DataOrderArg::Sequential => DataOrder::Sequential,
+        DataOrderArg::Random => DataOrder::Random,
+    };
+    if let Some(text) = &a.check_body {
+        c.workload.checks.body = Some(BodyNeedle::new(text.as_bytes())?);
+    }
+    for h in &a.check_header {
+        c.workload.checks.headers.push(HeaderCheck::parse(h)?);
     }
     c.request_order = match a.request_order {
         RequestOrderArg::RoundRobin => candor_load::RequestOrder::RoundRobin,

@@ -25,7 +25,7 @@ pub fn execute_watched(
 }
 
 pub fn main(args: RunArgs) -> Result<i32> {
-    let config = load_config(&args.load, rate_flag(&args.rate)?, args.count)?;
+    let config = run_config(&args)?;
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = candor_runner::extras::RunExtras::from_flags(
         &args.slo,

@@ -19,6 +19,7 @@ use crate::config::RequestOrder;
 use crate::engine::ledger::{Booked, Exchange, Ledger};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, PhaseAcc, WorkerSetup};
+use crate::workload::runtime::RequestMaker;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;
@@ -155,6 +156,11 @@ pub struct Core {
     chooser: Chooser,
     /// Closed loop: sends made so far (the k of the global sequence number).
     closed_sends: u64,
+    /// Weighted choice, templates or a replayed trace: the choice by `seq` and the bytes of
+    /// each slot's request (`None`: the prepared requests are sent as they are).
+    maker: Option<RequestMaker>,
+    /// Whether the maker fills the bytes (templates, replay) or only chooses (weights).
+    maker_fills: bool,
     next_timeout_scan: u64,
 }
 
@@ -208,6 +214,26 @@ impl Core {
             busy: 0,
             chooser,
             closed_sends: 0,
+            maker: None,
+            maker_fills: false,
+        }
+    }
+
+    /// Lets `maker` choose every request by its `seq` and, when `fills`, fill its bytes into the
+    /// buffer of the slot that carries it (see [`Core::slot_request`]).
+    pub fn with_maker(mut self, maker: RequestMaker, fills: bool) -> Core {
+        self.maker = Some(maker);
+        self.maker_fills = fills;
+        self
+    }
+
+    /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the maker
+    /// filled them (`None`: send prepared request `exchange.request`).
+    #[inline]
+    pub fn slot_request(&self, slot: usize) -> Option<(&[u8], bool)> {
+        match &self.maker {
+            Some(m) if self.maker_fills => Some((m.bytes(slot), m.is_head(slot))),
+            _ => None,
         }
     }
 
@@ -323,7 +349,20 @@ impl Core {
         self.free.pop_front();
         let s = &mut self.slots[slot];
         self.ledger.intend(intended, now, s.free_since);
-        let request = Self::choose(&mut self.chooser, self.cfg.request_count, seq);
+        let request = match &mut self.maker {
+            Some(m) => {
+                let request = m.choose(seq);
+                if self.maker_fills {
+                    match self.schedule.as_ref().and_then(|s| s.taken_request()) {
+                        Some((bytes, head)) => m.copy(slot, bytes, head),
+                        None => m.fill(slot, request, seq),
+                    }
+                }
+                request
+            }
+            None => Self::choose(&mut self.chooser, self.cfg.request_count, seq),
+        };
+        self.ledger.intend_named(intended, request);
         s.busy = true;
         s.exchange = Exchange {
             seq,
@@ -463,8 +502,20 @@ impl Core {
     /// Slot `slot`'s response completed at `now` with `status` (0: the protocol has none).
     #[inline]
     pub fn complete(&mut self, slot: usize, status: u16, now: u64) -> Booked {
+        self.complete_checked(slot, status, true, now)
+    }
+
+    /// [`Core::complete`] for a response that passed (`checks_ok`) or failed its response checks.
+    #[inline]
+    pub fn complete_checked(
+        &mut self,
+        slot: usize,
+        status: u16,
+        checks_ok: bool,
+        now: u64,
+    ) -> Booked {
         let e = self.release(slot, now);
-        self.ledger.complete(&e, now, status)
+        self.ledger.complete_checked(&e, now, status, checks_ok)
     }
 
     /// Slot `slot`'s request failed at `now`.

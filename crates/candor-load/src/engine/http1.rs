@@ -22,4 +22,17 @@ impl Framing for ResponseParser {
     fn reset(&mut self) {
         ResponseParser::reset(self)
     }
+    fn set_checks(&mut self, table: std::sync::Arc<[crate::workload::check::ResponseChecks]>) {
+        ResponseParser::set_checks(self, table)
+    }
+    #[inline]
+    fn select_checks(&mut self, request: usize) {
+        if self.at_start() {
+            ResponseParser::select_checks(self, request)
+        }
+    }
+    #[inline]
+    fn checks_passed(&self) -> bool {
+        ResponseParser::checks_passed(self)
+    }
 }

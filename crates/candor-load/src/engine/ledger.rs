@@ -5,6 +5,7 @@
 
 use crate::schedule::Schedule;
 use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use crate::workload::books::{book_intended, book_response, book_unfinished, WorkloadBooks};
 use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
 use crossbeam_channel::{Receiver, Sender};
@@ -26,8 +27,12 @@ pub struct Exchange {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Booked {
     pub intended: u64,
-    /// Completed (true) or failed for its status (false).
+    /// Completed (true) or failed for its status or its checks (false).
     pub ok: bool,
+    /// Failed its response checks (its status was accepted).
+    pub check_failed: bool,
+    /// The prepared request it sent (for the per-name books).
+    request: u32,
     interval: u64,
 }
 
@@ -47,8 +52,12 @@ pub struct Ledger {
     to_collector: Sender<IntervalMsg>,
     pool: Receiver<Box<IntervalData>>,
     accept_status: crate::status::StatusSet,
+    /// Per request, when request lines carry their own `"check_status"`.
+    accept_by_request: Option<std::sync::Arc<[crate::status::StatusSet]>>,
     /// The phase counts as of the previous flush (the base of the next interval's growth).
     flushed_counts: [RequestCounts; 2],
+    /// Per-stage and per-name books, when the run has a load profile or a named request set.
+    books: Option<Box<WorkloadBooks>>,
 }
 
 /// `now - before`, field by field: what a worker's counts grew by between two flushes.
@@ -70,6 +79,7 @@ pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCoun
             timeout: d(e.timeout, f.timeout),
             parse: d(e.parse, f.parse),
             status: d(e.status, f.status),
+            check: d(e.check, f.check),
         },
         status: candor_core::results::StatusCounts {
             s1xx: d(s.s1xx, t.s1xx),
@@ -94,6 +104,36 @@ pub const GENERATOR_LATE_NS: u64 = 1_000_000;
 /// [`Ledger::finish`]): a person pressing Ctrl-C expects the run to end within a second or so.
 pub const STOP_COUNT_BUDGET_NS: u64 = 1_000_000_000;
 
+/// The per-stage and per-name books of a run, allocated before it: stages for a load profile
+/// (the measured stages; the warm-up is its own phase), names for a request set.
+fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
+    let cfg = &setup.config;
+    let stage_ns: Vec<u64> = cfg
+        .profile
+        .as_ref()
+        .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
+        .unwrap_or_default();
+    // The HTTP/2 engine does not book which request an exchange sent yet, so it keeps no names.
+    let (name_of, names) =
+        if cfg.requests.is_empty() || cfg.http2 || cfg.target.scheme == crate::Scheme::Tcp {
+            (Vec::new(), 0)
+        } else {
+            match crate::workload::compile_requests(cfg) {
+                Ok(c) => (c.name_of, c.names.len()),
+                Err(_) => (Vec::new(), 0),
+            }
+        };
+    if stage_ns.is_empty() && names == 0 {
+        return None;
+    }
+    Some(Box::new(WorkloadBooks::new(
+        setup.start_ns + cfg.warmup_ns,
+        &stage_ns,
+        &name_of,
+        names,
+    )))
+}
+
 impl Ledger {
     pub fn new(setup: &WorkerSetup) -> Ledger {
         let cfg = &setup.config;
@@ -111,7 +151,9 @@ impl Ledger {
             to_collector: setup.to_collector.clone(),
             pool: setup.pool.clone(),
             accept_status: cfg.accept_status,
+            accept_by_request: crate::workload::accept_by_request(cfg),
             flushed_counts: [RequestCounts::default(); 2],
+            books: workload_books(setup),
         }
     }
 
@@ -125,10 +167,25 @@ impl Ledger {
     #[inline]
     pub fn intend(&mut self, intended: u64, now: u64, free_since: u64) {
         let phase = self.phase_of(intended);
-        let counts = &mut self.phases[phase].counts;
-        counts.intended += 1;
-        if now > intended + GENERATOR_LATE_NS && free_since <= intended {
-            counts.generator_late += 1;
+        let late = now > intended + GENERATOR_LATE_NS && free_since <= intended;
+        book_intended(&mut self.phases[phase].counts, late);
+        if let Some(b) = &mut self.books {
+            if let Some(stage) = b.stage_of(intended) {
+                book_intended(&mut b.stages[stage].counts, late);
+            }
+        }
+    }
+
+    /// The request left the schedule as request `request` (after [`Ledger::intend`]): its
+    /// name's books count it.
+    #[inline]
+    pub fn intend_named(&mut self, intended: u64, request: u32) {
+        let measured = self.phase_of(intended) == 1;
+        if let Some(b) = &mut self.books {
+            // The stage was counted by `intend`; only the name is left.
+            if measured {
+                b.each_name(request, |acc| book_intended(&mut acc.counts, false));
+            }
         }
     }
 
@@ -137,12 +194,34 @@ impl Ledger {
     /// is recorded all the same, since the server did answer.
     #[inline]
     pub fn complete(&mut self, e: &Exchange, now: u64, status: u16) -> Booked {
+        self.complete_checked(e, now, status, true)
+    }
+
+    /// [`Ledger::complete`] for a response that passed (`checks_ok`) or failed its response
+    /// checks: an accepted status with a failed check fails in class `check`, its latency
+    /// recorded as for `status`.
+    #[inline]
+    pub fn complete_checked(
+        &mut self,
+        e: &Exchange,
+        now: u64,
+        status: u16,
+        checks_ok: bool,
+    ) -> Booked {
         let (intended, sent) = (e.intended, e.sent);
         let response = now.saturating_sub(intended);
         let service = now.saturating_sub(sent);
         let lag = sent.saturating_sub(intended);
         let phase = self.phase_of(intended);
-        let ok = self.accept_status.accepts(status);
+        let accept = match &self.accept_by_request {
+            Some(table) => table
+                .get(e.request as usize)
+                .copied()
+                .unwrap_or(self.accept_status),
+            None => self.accept_status,
+        };
+        let status_ok = accept.accepts(status);
+        let ok = status_ok && checks_ok;
         let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
         if status != 0 {
@@ -154,12 +233,24 @@ impl Ledger {
             self.interval.completed += 1;
         } else {
             p.counts.failed += 1;
-            p.counts.errors.status += 1;
+            if status_ok {
+                p.counts.errors.check += 1;
+            } else {
+                p.counts.errors.status += 1;
+            }
             self.interval.failed += 1;
+        }
+        let check_failed = status_ok && !checks_ok;
+        if let Some(b) = &mut self.books {
+            b.each(intended, Some(e.request), phase == 1, |acc| {
+                book_response(acc, (response, service, lag), status, ok, check_failed)
+            });
         }
         Booked {
             intended,
             ok,
+            check_failed,
+            request: e.request,
             interval: self.interval_index,
         }
     }
@@ -179,10 +270,26 @@ impl Ledger {
                 self.interval.completed -= 1;
                 self.interval.failed += 1;
             }
+        } else if b.check_failed {
+            c.errors.check -= 1;
         } else {
             c.errors.status -= 1;
         }
         c.errors.parse += 1;
+        if let Some(books) = &mut self.books {
+            books.each(b.intended, Some(b.request), phase == 1, |acc| {
+                let c = &mut acc.counts;
+                if b.ok {
+                    c.completed -= 1;
+                    c.failed += 1;
+                } else if b.check_failed {
+                    c.errors.check -= 1;
+                } else {
+                    c.errors.status -= 1;
+                }
+                c.errors.parse += 1;
+            });
+        }
     }
 
     /// A connection was established at `now` (initial or reconnect); phases as for
@@ -195,7 +302,7 @@ impl Ledger {
     /// A request failed at `now`. Timeouts also record their latency so far: a request that
     /// never came back is at least that slow, and must not look fast by its absence.
     pub fn fail(&mut self, kind: Failure, e: &Exchange, now: u64) {
-        let intended = e.intended;
+        let (intended, request) = (e.intended, e.request);
         let sent = (e.sent != 0).then_some(e.sent);
         let phase = self.phase_of(intended);
         let p = &mut self.phases[phase];
@@ -208,6 +315,26 @@ impl Ledger {
             Failure::Timeout => e.timeout += 1,
             Failure::Parse => e.parse += 1,
         }
+        if let Some(b) = &mut self.books {
+            b.each(intended, Some(request), phase == 1, |acc| {
+                acc.counts.failed += 1;
+                let errors = &mut acc.counts.errors;
+                match kind {
+                    Failure::Connect => errors.connect += 1,
+                    Failure::Read => errors.read += 1,
+                    Failure::Write => errors.write += 1,
+                    Failure::Timeout => errors.timeout += 1,
+                    Failure::Parse => errors.parse += 1,
+                }
+                if kind == Failure::Timeout {
+                    record_clamped(&mut acc.rec.response, now.saturating_sub(intended));
+                    if let Some(sent) = sent {
+                        record_clamped(&mut acc.rec.service, now.saturating_sub(sent));
+                    }
+                }
+            });
+        }
+        let p = &mut self.phases[phase];
         if kind == Failure::Timeout {
             let response = now.saturating_sub(intended);
             p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
@@ -259,10 +386,16 @@ impl Ledger {
 
     /// A request still outstanding when the run ended: written (`sent`) or still queued.
     pub fn unfinished(&mut self, e: &Exchange, now: u64) {
-        self.unfinished_at(e.intended, e.sent != 0, now);
+        self.unfinished_at(e.intended, Some(e.request), e.sent != 0, now);
     }
 
-    fn unfinished_at(&mut self, intended: u64, sent: bool, now: u64) {
+    fn unfinished_at(&mut self, intended: u64, request: Option<u32>, sent: bool, now: u64) {
+        let measured = self.phase_of(intended) == 1;
+        if let Some(b) = &mut self.books {
+            b.each(intended, request, measured, |acc| {
+                book_unfinished(acc, now.saturating_sub(intended), sent)
+            });
+        }
         let phase = self.phase_of(intended);
         let p = &mut self.phases[phase];
         p.counts.in_flight_at_end += 1;
@@ -305,7 +438,13 @@ impl Ledger {
                 }
                 let t = s.peek();
                 self.phases[self.phase_of(t)].counts.intended += 1;
-                self.unfinished_at(t, false, now);
+                if let Some(b) = &mut self.books {
+                    if let Some(stage) = b.stage_of(t) {
+                        b.stages[stage].counts.intended += 1;
+                    }
+                }
+                // Never sent, so never given a request: in the totals and its stage, no name.
+                self.unfinished_at(t, None, false, now);
                 s.advance();
                 counted += 1;
             }
@@ -314,7 +453,14 @@ impl Ledger {
             p.counts.clamped_values += p.rec.clamped;
         }
         self.flush(Some(now));
-        std::mem::take(&mut self.phases)
+        let mut phases = std::mem::take(&mut self.phases);
+        if let Some(mut b) = self.books.take() {
+            for acc in b.stages.iter_mut().chain(b.names.iter_mut()) {
+                acc.counts.clamped_values += acc.rec.clamped;
+            }
+            phases[1].workload = Some(b);
+        }
+        phases
     }
 }
 
@@ -354,6 +500,55 @@ mod tests {
             seq_phase: 0,
             seq_stride: 1,
         })
+    }
+
+    #[test]
+    fn failed_checks_are_their_own_class_and_lines_accept_their_own_statuses() {
+        let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        let lines = crate::requests::parse_request_lines(
+            "{\"path\": \"/a\"}\n{\"path\": \"/b\", \"check_status\": \"404\"}",
+        )
+        .unwrap();
+        config.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        config.workload.lines = lines;
+        let mut l = ledger("2xx", 0);
+        l.accept_by_request = crate::workload::accept_by_request(&config);
+        let on = |request, t| Exchange {
+            seq: 0,
+            request,
+            intended: t,
+            sent: t + 1,
+        };
+        // (request, status, checks passed): an accepted status that fails its checks is `check`;
+        // an unaccepted one is `status` whatever the checks say.
+        for (i, (request, status, ok)) in [
+            (0, 200, true),
+            (0, 200, false),
+            (0, 404, false),
+            (1, 404, true),
+            (1, 200, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let t = 1010 + 10 * i as u64;
+            l.intend(t, t, 0);
+            let booked = l.complete_checked(&on(request, t), t + 5, status, ok);
+            if (request, status, ok) == (0, 200, false) {
+                // Re-booked as a protocol error, the check count moves to parse.
+                l.rebook_as_parse(booked);
+            }
+        }
+        let c = &l.phases[1].counts;
+        assert_eq!((c.completed, c.failed), (2, 3));
+        assert_eq!((c.errors.check, c.errors.status, c.errors.parse), (0, 2, 1));
+        assert!(c.balanced());
+        assert_eq!(l.phases[1].rec.response.len(), 5);
+        let mut l = ledger("2xx", 0);
+        l.intend(1010, 1010, 0);
+        l.complete_checked(&ex(1010, 1011), 1020, 200, false);
+        assert_eq!(l.phases[1].counts.errors.check, 1);
+        assert_eq!(l.phases[1].rec.response.len(), 1);
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub(crate) fn run_worker(
 struct Driver<F> {
     config: Arc<LoadConfig>,
     requests: Arc<[Prepared]>,
+    /// What a request filled by the core's maker is, for the framing: not HEAD, HEAD.
+    filled: [Prepared; 2],
     tls: Option<Arc<rustls::ClientConfig>>,
     conns: Vec<Conn<F>>,
     poll: Poll,
@@ -115,12 +117,49 @@ impl<F: Framing> Driver<F> {
             setup.requests.len(),
         );
         let ledger = Ledger::new(&setup);
+        let mut core = Core::new(cfg, setup.schedule, ledger);
+        let mut conns = conns;
+        if setup.config.target.scheme != Scheme::Tcp {
+            let config = &setup.config;
+            let compiled = crate::workload::compile_requests(config)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            if crate::workload::has_checks(config) {
+                let table: Arc<[crate::workload::check::ResponseChecks]> =
+                    compiled.checks.clone().into();
+                for c in &mut conns {
+                    c.framing.set_checks(table.clone());
+                }
+            }
+            if crate::workload::needs_maker(config, &compiled) {
+                let w = &config.workload;
+                let fills = compiled.templated || w.replay.is_some();
+                let extra = w
+                    .replay
+                    .as_ref()
+                    .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
+                let slots = core.slot_count();
+                let maker = crate::workload::runtime::RequestMaker::new(
+                    Arc::new(compiled),
+                    w.data.clone(),
+                    w.data_order,
+                    w.seed,
+                    slots,
+                    extra,
+                );
+                core = core.with_maker(maker, fills);
+            }
+        }
+        let marker = |head| Prepared {
+            bytes: Box::default(),
+            head,
+        };
         Ok(Driver {
+            filled: [marker(false), marker(true)],
             conns,
             poll,
             timer,
             tls,
-            core: Core::new(cfg, setup.schedule, ledger),
+            core,
             halt: Halt {
                 signal: setup.stop,
                 end: setup.end,
@@ -327,13 +366,17 @@ impl<F: Framing> Driver<F> {
                 // From here on the server may answer; what it sends is no longer stray.
                 c.answered = None;
             }
-            let bytes = &self.requests[exchange.request as usize].bytes;
+            let bytes: &[u8] = match self.core.slot_request(slot) {
+                Some((filled, _)) => filled,
+                None => &self.requests[exchange.request as usize].bytes,
+            };
+            let len = bytes.len();
             match sock.write(&bytes[c.write_off..]) {
                 Ok(0) => return self.fail_connection(i, Failure::Write, now),
                 Ok(n) => {
                     c.write_off += n;
-                    if c.write_off == bytes.len() {
-                        self.core.written(slot, bytes.len());
+                    if c.write_off == len {
+                        self.core.written(slot, len);
                         c.written += 1;
                         c.write_off = 0;
                     }
@@ -364,7 +407,8 @@ impl<F: Framing> Driver<F> {
                     let now = now_ns();
                     if c.written > 0 {
                         if let Some(status) = c.framing.finish_at_eof() {
-                            self.complete_oldest(i, status, now);
+                            let checks_ok = c.framing.checks_passed();
+                            self.complete_oldest(i, status, checks_ok, now);
                         }
                     }
                     // Whatever else was outstanding was cut off by the close.
@@ -421,7 +465,12 @@ impl<F: Framing> Driver<F> {
                 return true;
             };
             let request = self.core.exchange(front).request as usize;
-            c.framing.start(&self.requests[request]);
+            let prepared = match self.core.slot_request(front) {
+                Some((_, head)) => &self.filled[usize::from(head)],
+                None => &self.requests[request],
+            };
+            c.framing.start(prepared);
+            c.framing.select_checks(request);
             let full = c.buf_len == c.buf.len();
             match c.framing.feed(&c.buf[..c.buf_len], full) {
                 Ok(Progress::NeedMore { consumed }) => {
@@ -436,7 +485,8 @@ impl<F: Framing> Driver<F> {
                 }) => {
                     c.buf.copy_within(consumed..c.buf_len, 0);
                     c.buf_len -= consumed;
-                    self.complete_oldest(i, status, now);
+                    let checks_ok = c.framing.checks_passed();
+                    self.complete_oldest(i, status, checks_ok, now);
                     if close {
                         // Anything pipelined behind a closing response is cut off.
                         self.fail_connection(i, Failure::Read, now);
@@ -454,14 +504,14 @@ impl<F: Framing> Driver<F> {
         }
     }
 
-    fn complete_oldest(&mut self, i: usize, status: u16, now: u64) {
+    fn complete_oldest(&mut self, i: usize, status: u16, checks_ok: bool, now: u64) {
         let Some(slot) = self.core.oldest(i) else {
             return;
         };
         let c = &mut self.conns[i];
         c.written -= 1;
         let nothing_else_written = c.written == 0;
-        let booked = self.core.complete(slot, status, now);
+        let booked = self.core.complete_checked(slot, status, checks_ok, now);
         self.conns[i].answered = nothing_else_written.then_some(booked);
     }
 

@@ -21,6 +21,15 @@ pub trait Framing {
     fn finish_at_eof(&mut self) -> Option<u16>;
     /// Forgets a partial response (the connection is gone).
     fn reset(&mut self);
+    /// Checks responses against `table` (one entry per request); protocols without response
+    /// checks ignore it.
+    fn set_checks(&mut self, _table: std::sync::Arc<[crate::workload::check::ResponseChecks]>) {}
+    /// The response about to be fed answers prepared request `request`: its checks apply.
+    fn select_checks(&mut self, _request: usize) {}
+    /// Whether the last completed response passed its checks.
+    fn checks_passed(&self) -> bool {
+        true
+    }
 }
 
 /// Where a TLS handshake stands.

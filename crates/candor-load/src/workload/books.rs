@@ -1,0 +1,199 @@
+//! The books a workload adds to a load thread's: one per stage of a load profile (a request
+//! belongs to the stage of its intended time) and one per request name. All are allocated before
+//! the run; booking into them is an index and the same histogram records as the phase's.
+
+use crate::shared::PhaseAcc;
+use candor_core::hist::record_clamped;
+use candor_core::results::RequestCounts;
+
+/// Per-stage and per-name accumulators of one load thread (merged across threads at the end).
+pub struct WorkloadBooks {
+    /// Absolute start of each measured stage, and one more entry: the end of the last.
+    stage_bounds: Box<[u64]>,
+    pub stages: Vec<PhaseAcc>,
+    /// Request index → name index.
+    name_of: Box<[u32]>,
+    pub names: Vec<PhaseAcc>,
+}
+
+impl WorkloadBooks {
+    /// Books for a profile whose measured stages last `stage_ns` each from `measured_start_ns`
+    /// (empty: no stages), and for `names` names with `name_of` mapping requests to them (empty:
+    /// no per-name books).
+    pub fn new(
+        measured_start_ns: u64,
+        stage_ns: &[u64],
+        name_of: &[usize],
+        names: usize,
+    ) -> WorkloadBooks {
+        let mut bounds = Vec::with_capacity(stage_ns.len() + 1);
+        let mut t = measured_start_ns;
+        bounds.push(t);
+        for d in stage_ns {
+            t += d;
+            bounds.push(t);
+        }
+        WorkloadBooks {
+            stages: (0..stage_ns.len()).map(|_| PhaseAcc::new()).collect(),
+            stage_bounds: if stage_ns.is_empty() {
+                Box::default()
+            } else {
+                bounds.into()
+            },
+            name_of: name_of.iter().map(|&n| n as u32).collect(),
+            names: (0..names).map(|_| PhaseAcc::new()).collect(),
+        }
+    }
+
+    /// The stage of a request intended at `intended` (`None` before the first measured stage,
+    /// in the warm-up, or without stages). Requests intended after the end count in the last.
+    #[inline]
+    pub fn stage_of(&self, intended: u64) -> Option<usize> {
+        if self.stages.is_empty() || intended < self.stage_bounds[0] {
+            return None;
+        }
+        let i = self.stage_bounds.partition_point(|&b| b <= intended);
+        Some((i - 1).min(self.stages.len() - 1))
+    }
+
+    #[inline]
+    fn name(&mut self, request: u32) -> Option<&mut PhaseAcc> {
+        let n = *self.name_of.get(request as usize)? as usize;
+        self.names.get_mut(n)
+    }
+
+    /// The accumulators a request of `request` intended at `intended` is booked in (besides
+    /// its phase): its stage and its name, each if any; `measured` says whether it belongs to
+    /// the measured phase (names keep only the measured phase, like the top level).
+    #[inline]
+    pub fn each(
+        &mut self,
+        intended: u64,
+        request: Option<u32>,
+        measured: bool,
+        mut f: impl FnMut(&mut PhaseAcc),
+    ) {
+        if let Some(s) = self.stage_of(intended) {
+            f(&mut self.stages[s]);
+        }
+        if let (Some(r), true) = (request, measured) {
+            if let Some(acc) = self.name(r) {
+                f(acc);
+            }
+        }
+    }
+
+    /// Calls `f` with the books of request `request`'s name, if any.
+    #[inline]
+    pub fn each_name(&mut self, request: u32, f: impl FnOnce(&mut PhaseAcc)) {
+        if let Some(acc) = self.name(request) {
+            f(acc);
+        }
+    }
+
+    /// Adds another thread's books.
+    pub fn merge(&mut self, other: &WorkloadBooks) {
+        for (into, from) in self
+            .stages
+            .iter_mut()
+            .zip(&other.stages)
+            .chain(self.names.iter_mut().zip(&other.names))
+        {
+            into.rec.add(&from.rec);
+            into.unfinished.add(&from.unfinished).expect("same layout");
+            into.counts.add(&from.counts);
+        }
+    }
+}
+
+/// Books a completed response (`ok`: completed; otherwise failed in class `status` or, when
+/// `check_failed`, `check`) into one accumulator, as the ledger books its phase.
+#[inline]
+pub fn book_response(
+    acc: &mut PhaseAcc,
+    (response, service, lag): (u64, u64, u64),
+    status: u16,
+    ok: bool,
+    check_failed: bool,
+) {
+    acc.rec.record(response, service, lag);
+    let c = &mut acc.counts;
+    if status != 0 {
+        c.status.count(status);
+    }
+    if ok {
+        c.completed += 1;
+    } else {
+        c.failed += 1;
+        if check_failed {
+            c.errors.check += 1;
+        } else {
+            c.errors.status += 1;
+        }
+    }
+}
+
+/// Books a request still outstanding at the end.
+#[inline]
+pub fn book_unfinished(acc: &mut PhaseAcc, age: u64, sent: bool) {
+    let c = &mut acc.counts;
+    c.in_flight_at_end += 1;
+    if sent {
+        c.sent_unanswered += 1;
+    } else {
+        c.queued_unsent += 1;
+    }
+    record_clamped(&mut acc.unfinished, age);
+}
+
+/// Counts one more intended request.
+#[inline]
+pub fn book_intended(counts: &mut RequestCounts, late: bool) {
+    counts.intended += 1;
+    if late {
+        counts.generator_late += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_belongs_to_the_stage_of_its_intended_time() {
+        let b = WorkloadBooks::new(1_000, &[100, 50, 10], &[], 0);
+        assert_eq!(b.stage_of(999), None);
+        assert_eq!(b.stage_of(1_000), Some(0));
+        assert_eq!(b.stage_of(1_099), Some(0));
+        assert_eq!(b.stage_of(1_100), Some(1));
+        assert_eq!(b.stage_of(1_159), Some(2));
+        assert_eq!(b.stage_of(5_000), Some(2));
+        let none = WorkloadBooks::new(1_000, &[], &[0, 1, 0], 2);
+        assert_eq!(none.stage_of(1_500), None);
+    }
+
+    #[test]
+    fn names_and_stages_both_book_and_merge() {
+        let mut a = WorkloadBooks::new(0, &[10, 10], &[0, 1, 0], 2);
+        let mut seen = 0;
+        a.each(15, Some(2), true, |acc| {
+            book_intended(&mut acc.counts, false);
+            book_response(acc, (5, 4, 1), 200, true, false);
+            seen += 1;
+        });
+        assert_eq!(seen, 2, "its stage and its name");
+        a.each(3, Some(1), false, |acc| {
+            book_intended(&mut acc.counts, false);
+            book_response(acc, (5, 4, 1), 200, false, true);
+        });
+        let mut b = WorkloadBooks::new(0, &[10, 10], &[0, 1, 0], 2);
+        b.merge(&a);
+        b.merge(&a);
+        assert_eq!(b.stages[1].counts.completed, 2);
+        assert_eq!(b.stages[0].counts.errors.check, 2);
+        assert_eq!(b.names[0].counts.completed, 2);
+        // A warm-up request is in no name's books.
+        assert_eq!(b.names[1].counts.intended, 0);
+        assert!(b.stages[0].counts.balanced() && b.names[0].counts.balanced());
+    }
+}

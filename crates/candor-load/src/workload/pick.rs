@@ -1,0 +1,101 @@
+//! Which request of a `--requests` set a request is: round robin by `seq`, uniform, or drawn in
+//! proportion to each line's `"weight"`, from the request's seeded generator, so that the choice
+//! of request `seq` is the same whatever thread or shard sends it.
+
+use super::template::uniform_below;
+use rand_xoshiro::rand_core::RngCore;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// How the request of each `seq` is chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Picker {
+    /// `seq mod n`: every request in turn.
+    RoundRobin { n: usize },
+    /// Uniformly at random.
+    Uniform { n: usize },
+    /// In proportion to weights: `cumulative[i]` is the sum of the weights up to and including i.
+    Weighted { cumulative: Box<[f64]> },
+}
+
+impl Picker {
+    /// A weighted picker; every weight must be positive and finite.
+    pub fn weighted(weights: &[f64]) -> Result<Picker, String> {
+        if weights.is_empty() {
+            return Err("no requests to choose from".into());
+        }
+        let mut total = 0.0;
+        let mut cumulative = Vec::with_capacity(weights.len());
+        for (i, &w) in weights.iter().enumerate() {
+            if !(w > 0.0 && w.is_finite()) {
+                return Err(format!(
+                    "request {}: weight must be a positive number, got {w}",
+                    i + 1
+                ));
+            }
+            total += w;
+            cumulative.push(total);
+        }
+        Ok(Picker::Weighted {
+            cumulative: cumulative.into(),
+        })
+    }
+
+    /// The index of request `seq`'s choice.
+    #[inline]
+    pub fn pick(&self, seq: u64, rng: &mut Xoshiro256PlusPlus) -> usize {
+        match self {
+            Picker::RoundRobin { n } => (seq % *n as u64) as usize,
+            Picker::Uniform { n } => uniform_below(rng, *n as u64) as usize,
+            Picker::Weighted { cumulative } => {
+                let total = cumulative[cumulative.len() - 1];
+                // 53 random bits: a uniform point in [0, total).
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+                cumulative
+                    .partition_point(|&c| c <= u)
+                    .min(cumulative.len() - 1)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::template::request_rng;
+
+    #[test]
+    fn weights_are_followed_and_seeded() {
+        let p = Picker::weighted(&[1.0, 3.0, 6.0]).unwrap();
+        let draw = |seed| -> Vec<usize> {
+            (0..100_000)
+                .map(|seq| p.pick(seq, &mut request_rng(seed, seq)))
+                .collect()
+        };
+        let a = draw(5);
+        assert_eq!(a, draw(5), "same seed, same choices");
+        assert_ne!(a, draw(6));
+        let mut counts = [0i64; 3];
+        for i in a {
+            counts[i] += 1;
+        }
+        // Binomial sd: √(n p (1−p)) ≈ 95, 137, 155; 5 sd bounds.
+        assert!((counts[0] - 10_000).abs() < 475, "{counts:?}");
+        assert!((counts[1] - 30_000).abs() < 685, "{counts:?}");
+        assert!((counts[2] - 60_000).abs() < 775, "{counts:?}");
+    }
+
+    #[test]
+    fn round_robin_and_bad_weights() {
+        let p = Picker::RoundRobin { n: 3 };
+        let mut rng = request_rng(1, 0);
+        assert_eq!(
+            (0..5).map(|s| p.pick(s, &mut rng)).collect::<Vec<_>>(),
+            vec![0, 1, 2, 0, 1]
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(Picker::weighted(&[1.0, bad])
+                .unwrap_err()
+                .starts_with("request 2: weight must be a positive number"));
+        }
+    }
+}

@@ -1,0 +1,917 @@
+//! Trace replay (`--replay FILE`): the schedule taken from recorded traffic. Two formats,
+//! detected from the content: JSON lines (`{"at": seconds, "method", "path", "headers", "body"}`)
+//! and the NCSA Common/Combined Log Format of nginx and Apache, whose one-second timestamps are
+//! spread evenly over their second in file order.
+//!
+//! The file is read twice, each time streamed in bounded memory: once before the run
+//! ([`ReplayPlan::scan`]: format, record count, malformed lines, the first timestamp), and once
+//! during it by a reader thread ([`ReplayPlan::stream`]) that encodes each record's HTTP/1.1
+//! request ahead of the load threads into recycled batches, so the load threads only copy bytes.
+
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ReplayError {
+    #[error("cannot read --replay {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("--replay {0}: the trace has no records")]
+    Empty(String),
+    #[error("--replay {path}: line {line}: timestamp {at} goes backwards (the previous record is at {previous}); a trace must be in time order")]
+    Backwards {
+        path: String,
+        line: u64,
+        at: f64,
+        previous: f64,
+    },
+    #[error("--replay {path}: {malformed} of {lines} lines are malformed (more than 1%), the first at line {first_line}: {first_reason}; fix the trace or pass --lenient to skip them")]
+    TooMalformed {
+        path: String,
+        malformed: u64,
+        lines: u64,
+        first_line: u64,
+        first_reason: String,
+    },
+    #[error("--speed must be a positive number, got {0}")]
+    Speed(f64),
+}
+
+/// The trace format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceFormat {
+    JsonLines,
+    /// NCSA Common or Combined Log Format.
+    Ncsa,
+}
+
+/// One record as read from a line: its timestamp in seconds and its request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRecord {
+    pub at_s: f64,
+    pub method: String,
+    pub path: String,
+    /// "Name: value" lines.
+    pub headers: Vec<String>,
+    pub body: Vec<u8>,
+}
+
+/// Detects the format from the first line that is not blank.
+pub fn detect(first_line: &str) -> TraceFormat {
+    if first_line.trim_start().starts_with('{') {
+        TraceFormat::JsonLines
+    } else {
+        TraceFormat::Ncsa
+    }
+}
+
+/// Parses one JSON-lines record.
+pub fn parse_json_line(line: &str) -> Result<TraceRecord, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let obj = v.as_object().ok_or("expected a JSON object")?;
+    let at_s = obj
+        .get("at")
+        .ok_or("missing \"at\"")?
+        .as_f64()
+        .filter(|a| a.is_finite() && *a >= 0.0)
+        .ok_or("\"at\" must be a number of seconds, 0 or more")?;
+    let text = |k: &str| -> Result<Option<String>, String> {
+        match obj.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("\"{k}\" must be a string")),
+        }
+    };
+    let path = text("path")?.ok_or("missing \"path\"")?;
+    let method = text("method")?
+        .unwrap_or_else(|| "GET".into())
+        .to_ascii_uppercase();
+    check_request(&method, &path)?;
+    let headers = match obj.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) if !s.contains(['\r', '\n']) => Ok(format!("{k}: {s}")),
+                _ => Err(format!("header \"{k}\" must be a one-line string")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"headers\" must be an object".into()),
+    };
+    let body = text("body")?.unwrap_or_default().into_bytes();
+    Ok(TraceRecord {
+        at_s,
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn check_request(method: &str, path: &str) -> Result<(), String> {
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(format!("invalid method '{method}'"));
+    }
+    if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!(
+            "invalid path '{}': it must start with '/' and hold no spaces or control characters",
+            path.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// Days from 1970-01-01 to a civil date (proleptic Gregorian), after Howard Hinnant's
+/// `days_from_civil`; here rather than a date crate because it is the only calendar arithmetic
+/// the log format needs.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parses an NCSA timestamp `10/Oct/2000:13:55:36 -0700` into Unix seconds.
+fn parse_ncsa_time(t: &str) -> Option<i64> {
+    let (stamp, zone) = t.split_once(' ')?;
+    let mut parts = stamp.splitn(3, '/');
+    let day: i64 = parts.next()?.parse().ok()?;
+    let month_name = parts.next()?;
+    let month = MONTHS.iter().position(|m| *m == month_name)? as i64 + 1;
+    let rest = parts.next()?;
+    let mut hms = rest.split(':');
+    let year: i64 = hms.next()?.parse().ok()?;
+    let h: i64 = hms.next()?.parse().ok()?;
+    let mi: i64 = hms.next()?.parse().ok()?;
+    let s: i64 = hms.next()?.parse().ok()?;
+    if !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 || zone.len() != 5 {
+        return None;
+    }
+    let sign = match &zone[..1] {
+        "+" => 1,
+        "-" => -1,
+        _ => return None,
+    };
+    let zh: i64 = zone[1..3].parse().ok()?;
+    let zm: i64 = zone[3..5].parse().ok()?;
+    let local = days_from_civil(year, month, day) * 86_400 + h * 3600 + mi * 60 + s;
+    Some(local - sign * (zh * 3600 + zm * 60))
+}
+
+/// Parses one NCSA Common/Combined line: `host ident user [time] "METHOD path PROTO" status
+/// bytes ...`; only the time, method and path are kept.
+pub fn parse_ncsa_line(line: &str) -> Result<TraceRecord, String> {
+    let open = line.find('[').ok_or("no [timestamp]")?;
+    let close = open
+        + line[open..]
+            .find(']')
+            .ok_or("no closing ] after the timestamp")?;
+    let at = parse_ncsa_time(&line[open + 1..close])
+        .ok_or("timestamp is not dd/Mon/yyyy:hh:mm:ss +zzzz")?;
+    let rest = &line[close + 1..];
+    let q = rest.find('"').ok_or("no quoted request line")?;
+    let request = &rest[q + 1..];
+    let end = request.find('"').ok_or("unterminated request line")?;
+    let mut words = request[..end].split(' ');
+    let (Some(method), Some(path)) = (words.next(), words.next()) else {
+        return Err("request line is not 'METHOD path PROTOCOL'".into());
+    };
+    check_request(method, path)?;
+    Ok(TraceRecord {
+        at_s: at as f64,
+        method: method.to_string(),
+        path: path.to_string(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    })
+}
+
+/// A malformed line, by number (1-based) and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Malformed {
+    pub line: u64,
+    pub reason: String,
+}
+
+/// What comes out of a trace in order: a record with its offset in seconds from the first
+/// record (before `--speed`), or a malformed line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    Record {
+        line: u64,
+        offset_s: f64,
+        record: TraceRecord,
+    },
+    Malformed(Malformed),
+}
+
+/// Reads a trace line by line, in bounded memory: at most one second of NCSA records is held,
+/// to spread them over their second.
+pub struct TraceReader<R: BufRead> {
+    input: R,
+    path: String,
+    format: Option<TraceFormat>,
+    line: u64,
+    line_buf: String,
+    first_at: Option<f64>,
+    previous_at: f64,
+    /// NCSA: the records of the current second, waiting for the second to end.
+    second: Vec<(u64, TraceRecord)>,
+    ready: std::collections::VecDeque<Item>,
+    done: bool,
+}
+
+impl<R: BufRead> TraceReader<R> {
+    pub fn new(input: R, path: &str) -> Self {
+        TraceReader {
+            input,
+            path: path.into(),
+            format: None,
+            line: 0,
+            line_buf: String::new(),
+            first_at: None,
+            previous_at: f64::NEG_INFINITY,
+            second: Vec::new(),
+            ready: Default::default(),
+            done: false,
+        }
+    }
+
+    pub fn format(&self) -> Option<TraceFormat> {
+        self.format
+    }
+
+    /// Lines read so far.
+    pub fn lines(&self) -> u64 {
+        self.line
+    }
+
+    fn offset(&mut self, at: f64) -> f64 {
+        let first = *self.first_at.get_or_insert(at);
+        at - first
+    }
+
+    /// Moves the held second's records out, spread evenly over their second in file order.
+    fn release_second(&mut self) {
+        let n = self.second.len() as f64;
+        for (i, (line, record)) in std::mem::take(&mut self.second).into_iter().enumerate() {
+            let at = record.at_s + i as f64 / n;
+            let offset_s = self.offset(at);
+            self.ready.push_back(Item::Record {
+                line,
+                offset_s,
+                record,
+            });
+        }
+    }
+
+    /// The next item, or `None` at the end; an error for a trace that goes backwards or that
+    /// cannot be read.
+    pub fn next_item(&mut self) -> Result<Option<Item>, ReplayError> {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Ok(Some(item));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            self.line_buf.clear();
+            let read = self
+                .input
+                .read_line(&mut self.line_buf)
+                .map_err(|e| ReplayError::Read {
+                    path: self.path.clone(),
+                    reason: e.to_string(),
+                })?;
+            if read == 0 {
+                self.done = true;
+                self.release_second();
+                continue;
+            }
+            self.line += 1;
+            let text = self.line_buf.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let format = *self.format.get_or_insert_with(|| detect(text));
+            let parsed = match format {
+                TraceFormat::JsonLines => parse_json_line(text),
+                TraceFormat::Ncsa => parse_ncsa_line(text),
+            };
+            let record = match parsed {
+                Ok(r) => r,
+                Err(reason) => {
+                    return Ok(Some(Item::Malformed(Malformed {
+                        line: self.line,
+                        reason,
+                    })))
+                }
+            };
+            match format {
+                TraceFormat::JsonLines => {
+                    if record.at_s < self.previous_at {
+                        return Err(ReplayError::Backwards {
+                            path: self.path.clone(),
+                            line: self.line,
+                            at: record.at_s,
+                            previous: self.previous_at,
+                        });
+                    }
+                    self.previous_at = record.at_s;
+                    let offset_s = self.offset(record.at_s);
+                    return Ok(Some(Item::Record {
+                        line: self.line,
+                        offset_s,
+                        record,
+                    }));
+                }
+                TraceFormat::Ncsa => {
+                    // Servers log at completion, so a line may carry an earlier second than the
+                    // one before it; it joins the current second rather than going back in time.
+                    let mut record = record;
+                    record.at_s = record.at_s.max(self.previous_at);
+                    if record.at_s > self.previous_at {
+                        self.release_second();
+                        self.previous_at = record.at_s;
+                    }
+                    self.second.push((self.line, record));
+                }
+            }
+        }
+    }
+}
+
+/// The trace's facts, from a scan before the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayPlan {
+    pub path: PathBuf,
+    pub format: TraceFormat,
+    pub records: u64,
+    pub malformed: Vec<Malformed>,
+    /// How many malformed lines there were (only the first few are kept in `malformed`).
+    pub malformed_count: u64,
+    /// Offset of the last record from the first, in seconds, before `--speed`.
+    pub span_s: f64,
+    /// The longest record's request encoded with an empty Host value (add the host's length).
+    pub max_request_bytes: usize,
+    pub speed: f64,
+}
+
+/// Malformed lines kept for the report; the rest are only counted.
+const MALFORMED_KEPT: usize = 5;
+
+impl ReplayPlan {
+    /// Scans the whole trace before the run: refuses an unreadable, empty or backwards trace, and
+    /// one with more than 1% malformed lines unless `lenient`.
+    pub fn scan(path: &Path, speed: f64, lenient: bool) -> Result<ReplayPlan, ReplayError> {
+        if !(speed > 0.0 && speed.is_finite()) {
+            return Err(ReplayError::Speed(speed));
+        }
+        let shown = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|e| ReplayError::Read {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        Self::scan_reader(BufReader::new(file), path, speed, lenient)
+    }
+
+    pub fn scan_reader<R: BufRead>(
+        input: R,
+        path: &Path,
+        speed: f64,
+        lenient: bool,
+    ) -> Result<ReplayPlan, ReplayError> {
+        if !(speed > 0.0 && speed.is_finite()) {
+            return Err(ReplayError::Speed(speed));
+        }
+        let shown = path.display().to_string();
+        let mut reader = TraceReader::new(input, &shown);
+        let (mut records, mut malformed, mut malformed_count, mut span_s) = (0, Vec::new(), 0, 0.0);
+        let mut max_request_bytes = 0;
+        while let Some(item) = reader.next_item()? {
+            match item {
+                Item::Record {
+                    offset_s, record, ..
+                } => {
+                    records += 1;
+                    span_s = offset_s;
+                    let bytes = crate::http1::build_request(
+                        &record.method,
+                        "",
+                        &record.path,
+                        &record.headers,
+                        &record.body,
+                    );
+                    max_request_bytes = max_request_bytes.max(bytes.len());
+                }
+                Item::Malformed(m) => {
+                    malformed_count += 1;
+                    if malformed.len() < MALFORMED_KEPT {
+                        malformed.push(m);
+                    }
+                }
+            }
+        }
+        let lines = records + malformed_count;
+        if records == 0 {
+            return Err(ReplayError::Empty(shown));
+        }
+        if !lenient && malformed_count * 100 > lines {
+            let first = &malformed[0];
+            return Err(ReplayError::TooMalformed {
+                path: shown,
+                malformed: malformed_count,
+                lines,
+                first_line: first.line,
+                first_reason: first.reason.clone(),
+            });
+        }
+        Ok(ReplayPlan {
+            path: path.to_path_buf(),
+            format: reader.format().unwrap_or(TraceFormat::JsonLines),
+            records,
+            malformed,
+            malformed_count,
+            span_s,
+            max_request_bytes,
+            speed,
+        })
+    }
+
+    /// How many records fall within the first `window_ns` of the replay (at its speed): one
+    /// more streamed pass over the trace, for the target rate of a replay that `-d` cuts short.
+    pub fn records_within(&self, window_ns: u64) -> Result<u64, ReplayError> {
+        let file = std::fs::File::open(&self.path).map_err(|e| ReplayError::Read {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let mut reader = TraceReader::new(BufReader::new(file), &self.path.display().to_string());
+        let mut n = 0;
+        while let Some(item) = reader.next_item()? {
+            if let Item::Record { offset_s, .. } = item {
+                if (offset_s / self.speed * 1e9).round() as u64 >= window_ns {
+                    break;
+                }
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The replay's length in nanoseconds: the last record's offset divided by the speed, plus
+    /// one nanosecond so that the last record falls inside the window.
+    pub fn duration_ns(&self) -> u64 {
+        (self.span_s / self.speed * 1e9).round() as u64 + 1
+    }
+
+    /// Starts a reader thread that encodes the records of stream `phase` of `stride` (records
+    /// whose index is `phase` modulo `stride`) as HTTP/1.1 requests for `host`, in batches.
+    pub fn stream(&self, host: &str, phase: u64, stride: u64) -> std::io::Result<ReplayStream> {
+        let (full_tx, full_rx) = crossbeam_channel::bounded::<Box<Batch>>(BATCHES);
+        let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Box<Batch>>(BATCHES + 1);
+        for _ in 0..BATCHES {
+            let _ = empty_tx.send(Box::new(Batch::with_capacity()));
+        }
+        let path = self.path.clone();
+        let speed = self.speed;
+        let host = host.to_string();
+        let handle = std::thread::Builder::new()
+            .name("candor-replay".into())
+            .spawn(move || read_batches(&path, speed, &host, phase, stride, full_tx, empty_rx))?;
+        Ok(ReplayStream {
+            full: full_rx,
+            empty: empty_tx,
+            current: None,
+            next: 0,
+            reader: Some(handle),
+        })
+    }
+}
+
+/// Records per batch, and batches in flight per stream: the memory a replay holds is about
+/// `BATCHES × BATCH` encoded requests whatever the trace's length.
+const BATCH: usize = 1024;
+const BATCHES: usize = 4;
+
+/// One prepared record: its global index in the trace, its intended offset from the run's
+/// start, and where its request bytes lie in the batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Entry {
+    pub seq: u64,
+    pub offset_ns: u64,
+    start: usize,
+    end: usize,
+    pub head_only: bool,
+}
+
+/// A batch of encoded requests, recycled between the reader thread and a load thread.
+#[derive(Debug)]
+pub struct Batch {
+    entries: Vec<Entry>,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    fn with_capacity() -> Self {
+        Batch {
+            entries: Vec::with_capacity(BATCH),
+            bytes: Vec::with_capacity(BATCH * 256),
+        }
+    }
+}
+
+fn read_batches(
+    path: &Path,
+    speed: f64,
+    host: &str,
+    phase: u64,
+    stride: u64,
+    full: Sender<Box<Batch>>,
+    empty: Receiver<Box<Batch>>,
+) -> Result<(), ReplayError> {
+    let file = std::fs::File::open(path).map_err(|e| ReplayError::Read {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let mut reader = TraceReader::new(BufReader::new(file), &path.display().to_string());
+    let mut index = 0u64;
+    let Ok(mut batch) = empty.recv() else {
+        return Ok(());
+    };
+    while let Some(item) = reader.next_item()? {
+        let Item::Record {
+            offset_s, record, ..
+        } = item
+        else {
+            continue;
+        };
+        let seq = index;
+        index += 1;
+        if seq % stride != phase {
+            continue;
+        }
+        let start = batch.bytes.len();
+        batch.bytes.extend_from_slice(&crate::http1::build_request(
+            &record.method,
+            host,
+            &record.path,
+            &record.headers,
+            &record.body,
+        ));
+        batch.entries.push(Entry {
+            seq,
+            offset_ns: (offset_s / speed * 1e9).round() as u64,
+            start,
+            end: batch.bytes.len(),
+            head_only: record.method == "HEAD",
+        });
+        if batch.entries.len() == BATCH {
+            if full.send(batch).is_err() {
+                return Ok(()); // the load thread is gone: the run ended
+            }
+            batch = match empty.recv() {
+                Ok(b) => b,
+                Err(_) => return Ok(()),
+            };
+        }
+    }
+    if !batch.entries.is_empty() {
+        let _ = full.send(batch);
+    }
+    Ok(())
+}
+
+/// A load thread's cursor into a replayed trace: `peek`/`advance` like a schedule, with the
+/// encoded request of the current record.
+#[derive(Debug)]
+pub struct ReplayStream {
+    full: Receiver<Box<Batch>>,
+    empty: Sender<Box<Batch>>,
+    current: Option<Box<Batch>>,
+    next: usize,
+    reader: Option<std::thread::JoinHandle<Result<(), ReplayError>>>,
+}
+
+impl ReplayStream {
+    /// The current record, waiting for the reader if its batch is not ready; `None` at the end.
+    pub fn peek(&mut self) -> Option<(Entry, &[u8])> {
+        loop {
+            if let Some(b) = &self.current {
+                if self.next < b.entries.len() {
+                    break;
+                }
+                let mut spent = self.current.take().expect("checked");
+                spent.entries.clear();
+                spent.bytes.clear();
+                let _ = self.empty.try_send(spent);
+                self.next = 0;
+            }
+            // Polled rather than a blocking `recv`: crossbeam's first block on a thread sets up
+            // its parking context with an allocation, which must not land on a load thread
+            // mid-run. The reader is normally batches ahead; when it is not, the wait is short.
+            match self.full.try_recv() {
+                Ok(b) => self.current = Some(b),
+                Err(crossbeam_channel::TryRecvError::Empty) => {
+                    std::thread::sleep(std::time::Duration::from_micros(50))
+                }
+                Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+            }
+        }
+        let b = self.current.as_ref().expect("filled above");
+        let e = b.entries[self.next];
+        Some((e, &b.bytes[e.start..e.end]))
+    }
+
+    /// Moves past the current record.
+    pub fn advance(&mut self) {
+        self.next += 1;
+    }
+
+    /// The reader thread's verdict (after the end): an error if the file changed under it.
+    pub fn finish(mut self) -> Result<(), ReplayError> {
+        drop(std::mem::replace(
+            &mut self.full,
+            crossbeam_channel::never(),
+        ));
+        match self.reader.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(ReplayError::Read {
+                path: String::new(),
+                reason: "the replay reader thread panicked".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(text: &str) -> Result<Vec<Item>, ReplayError> {
+        let mut r = TraceReader::new(text.as_bytes(), "t");
+        let mut v = Vec::new();
+        while let Some(i) = r.next_item()? {
+            v.push(i);
+        }
+        Ok(v)
+    }
+
+    fn offsets(text: &str) -> Vec<(u64, f64, String)> {
+        items(text)
+            .unwrap()
+            .into_iter()
+            .filter_map(|i| match i {
+                Item::Record {
+                    line,
+                    offset_s,
+                    record,
+                } => Some((line, offset_s, format!("{} {}", record.method, record.path))),
+                Item::Malformed(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn json_lines_records_and_defaults() {
+        let text = "{\"at\": 100.0, \"path\": \"/a\"}\n\n{\"at\": 100.25, \"method\": \"post\", \"path\": \"/b?x=1\", \"headers\": {\"X-A\": \"1\"}, \"body\": \"hi\"}\n";
+        let v = items(text).unwrap();
+        assert_eq!(v.len(), 2);
+        match &v[1] {
+            Item::Record {
+                line,
+                offset_s,
+                record,
+            } => {
+                assert_eq!((*line, *offset_s), (3, 0.25));
+                assert_eq!(record.method, "POST");
+                assert_eq!(record.headers, vec!["X-A: 1"]);
+                assert_eq!(record.body, b"hi");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn json_lines_going_backwards_is_refused_naming_the_line() {
+        let e = items("{\"at\": 5, \"path\": \"/\"}\n{\"at\": 6, \"path\": \"/\"}\n{\"at\": 5.5, \"path\": \"/\"}\n")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--replay t: line 3: timestamp 5.5 goes backwards (the previous record is at 6); a trace must be in time order"
+        );
+    }
+
+    #[test]
+    fn malformed_json_lines_are_reported_by_line() {
+        let v = items("{\"at\": 1, \"path\": \"/\"}\n{\"path\": \"/\"}\n{\"at\": 2, \"path\": \"x\"}\nnot json\n{\"at\": -1, \"path\": \"/\"}\n").unwrap();
+        let bad: Vec<(u64, String)> = v
+            .iter()
+            .filter_map(|i| match i {
+                Item::Malformed(m) => Some((m.line, m.reason.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bad.len(), 4);
+        assert_eq!(bad[0], (2, "missing \"at\"".into()));
+        assert!(bad[1].1.starts_with("invalid path 'x'"), "{bad:?}");
+        assert_eq!(bad[2].0, 4);
+        assert!(bad[2].1.starts_with("not JSON"));
+        assert_eq!(
+            bad[3],
+            (5, "\"at\" must be a number of seconds, 0 or more".into())
+        );
+    }
+
+    #[test]
+    fn ncsa_lines_spread_evenly_over_their_second() {
+        let log = "\
+127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] \"GET /a.gif HTTP/1.0\" 200 2326\n\
+127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"POST /b HTTP/1.1\" 201 5 \"http://ref/\" \"curl/8\"\n\
+127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /c HTTP/1.1\" 200 5 \"-\" \"Mozilla/5.0 (X11)\"\n\
+127.0.0.1 - - [10/Oct/2000:13:55:35 -0700] \"GET /late-logged HTTP/1.1\" 200 5\n\
+10.0.0.2 - - [10/Oct/2000:13:55:38 -0700] \"HEAD /d HTTP/1.1\" 200 0\n";
+        assert_eq!(
+            offsets(log),
+            vec![
+                (1, 0.0, "GET /a.gif".into()),
+                (2, 0.25, "POST /b".into()),
+                (3, 0.5, "GET /c".into()),
+                // Logged at completion with an earlier second: it joins the current one.
+                (4, 0.75, "GET /late-logged".into()),
+                (5, 2.0, "HEAD /d".into()),
+            ]
+        );
+        // 2000-10-10 20:55:36 UTC.
+        assert_eq!(
+            parse_ncsa_time("10/Oct/2000:13:55:36 -0700"),
+            Some(971_211_336)
+        );
+        assert_eq!(parse_ncsa_time("01/Jan/1970:00:00:00 +0000"), Some(0));
+        assert_eq!(
+            parse_ncsa_time("29/Feb/2024:12:00:00 +0100"),
+            Some(1_709_204_400)
+        );
+    }
+
+    #[test]
+    fn malformed_ncsa_lines_are_reported() {
+        for (line, reason) in [
+            (
+                "127.0.0.1 - - 10/Oct/2000 \"GET / HTTP/1.1\" 200 1",
+                "no [timestamp]",
+            ),
+            (
+                "127.0.0.1 - - [10/Foo/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 1",
+                "timestamp is not",
+            ),
+            (
+                "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"-\" 400 0",
+                "request line is not 'METHOD path PROTOCOL'",
+            ),
+            (
+                "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"G=T / HTTP/1.1\" 400 0",
+                "invalid method 'G=T'",
+            ),
+            (
+                "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] 200",
+                "no quoted request line",
+            ),
+        ] {
+            let e = parse_ncsa_line(line).unwrap_err();
+            assert!(e.starts_with(reason), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn more_than_one_percent_malformed_refuses_unless_lenient() {
+        let mut text = String::new();
+        for i in 0..98 {
+            text.push_str(&format!("{{\"at\": {i}, \"path\": \"/\"}}\n"));
+        }
+        text.push_str("garbage\n{\"at\": 99}\n");
+        let p = Path::new("trace.jsonl");
+        let e = ReplayPlan::scan_reader(text.as_bytes(), p, 1.0, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--replay trace.jsonl: 2 of 100 lines are malformed (more than 1%), the first at line 99: not JSON: expected value at line 1 column 1; fix the trace or pass --lenient to skip them"
+        );
+        let plan = ReplayPlan::scan_reader(text.as_bytes(), p, 2.0, true).unwrap();
+        assert_eq!((plan.records, plan.malformed_count), (98, 2));
+        assert_eq!(plan.format, TraceFormat::JsonLines);
+        assert_eq!(plan.duration_ns(), 48_500_000_001);
+        // Exactly 1% passes.
+        let one = format!(
+            "{}bad\n",
+            text.lines()
+                .take(98)
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+                + "{\"at\": 98, \"path\": \"/\"}\n"
+        );
+        assert_eq!(
+            ReplayPlan::scan_reader(one.as_bytes(), p, 1.0, false)
+                .unwrap()
+                .malformed_count,
+            1
+        );
+        assert_eq!(
+            ReplayPlan::scan_reader(&b"\n\n"[..], p, 1.0, false).unwrap_err(),
+            ReplayError::Empty("trace.jsonl".into())
+        );
+        assert!(matches!(
+            ReplayPlan::scan(Path::new("/nonexistent/trace"), 1.0, false),
+            Err(ReplayError::Read { .. })
+        ));
+        assert_eq!(
+            ReplayPlan::scan_reader(&b""[..], p, 0.0, false).unwrap_err(),
+            ReplayError::Speed(0.0)
+        );
+    }
+
+    #[test]
+    fn a_replayed_schedule_yields_each_record_and_its_request() {
+        let dir = std::env::temp_dir().join(format!("candor-replay-s-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        let mut text = String::new();
+        for i in 0..2500u64 {
+            let method = if i % 2 == 0 { "GET" } else { "HEAD" };
+            text.push_str(&format!(
+                "{{\"at\": {}, \"method\": \"{method}\", \"path\": \"/{i}\"}}\n",
+                i as f64 / 1000.0
+            ));
+        }
+        std::fs::write(&path, text).unwrap();
+        let plan = ReplayPlan::scan(&path, 1.0, false).unwrap();
+        assert_eq!(
+            plan.max_request_bytes,
+            "HEAD /2499 HTTP/1.1\r\nHost: \r\n\r\n".len()
+        );
+        let stream = plan.stream("h", 1, 2).unwrap();
+        let mut s = crate::schedule::Schedule::replayed(10, stream, plan.max_request_bytes + 1);
+        let mut n = 0;
+        while s.peek() != u64::MAX {
+            let (t, seq) = (s.peek(), s.seq());
+            assert_eq!(seq, 2 * n + 1);
+            assert_eq!(t, 10 + seq * 1_000_000);
+            s.advance();
+            let (bytes, head) = s.taken_request().unwrap();
+            assert_eq!(
+                bytes,
+                format!("HEAD /{seq} HTTP/1.1\r\nHost: h\r\n\r\n").as_bytes()
+            );
+            assert!(head);
+            n += 1;
+        }
+        assert_eq!((n, s.consumed()), (1250, 1250));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn streams_split_records_by_index_and_encode_them() {
+        let dir = std::env::temp_dir().join(format!("candor-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("burst.jsonl");
+        // 3000 records (several batches): 300 in the first 100 ms, then one per 10 ms.
+        let mut text = String::new();
+        for i in 0..3000u64 {
+            let at = if i < 300 {
+                i as f64 / 3000.0
+            } else {
+                0.1 + (i - 300) as f64 / 100.0
+            };
+            text.push_str(&format!("{{\"at\": {at}, \"path\": \"/r/{i}\"}}\n"));
+        }
+        std::fs::write(&path, text).unwrap();
+        let plan = ReplayPlan::scan(&path, 2.0, false).unwrap();
+        let mut all = Vec::new();
+        for phase in 0..3 {
+            let mut s = plan.stream("h", phase, 3).unwrap();
+            while let Some((e, bytes)) = s.peek() {
+                assert_eq!(e.seq % 3, phase);
+                let expect = format!("GET /r/{} HTTP/1.1\r\nHost: h\r\n\r\n", e.seq);
+                assert_eq!(bytes, expect.as_bytes());
+                all.push((e.seq, e.offset_ns));
+                s.advance();
+            }
+            s.finish().unwrap();
+        }
+        all.sort_unstable();
+        assert_eq!(all.len(), 3000);
+        assert!(all.iter().enumerate().all(|(i, e)| e.0 == i as u64));
+        // At speed 2, record 299 (at 99.67 ms) is sent at 49.83 ms: the burst stays a burst.
+        assert_eq!(all[299].1, (299.0 / 3000.0 / 2.0 * 1e9) as u64);
+        assert_eq!(all[2999].1, ((0.1 + 2699.0 / 100.0) / 2.0 * 1e9) as u64);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

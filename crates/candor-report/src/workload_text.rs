@@ -1,0 +1,69 @@
+//! The text report's workload sections: one row per stage of a load profile (window, target and
+//! achieved rate, intended/completed/failed, response time, service time and send lag
+//! percentiles) and one row per request name.
+
+use candor_core::results::PhaseResults;
+use candor_core::units::{format_count, format_ns, format_rate};
+use candor_core::workload_results::WorkloadResults;
+use std::fmt::Write as _;
+
+fn at(measure: &candor_core::Summary, q: f64) -> String {
+    measure
+        .percentiles
+        .iter()
+        .find(|e| (e.percentile - q).abs() < 1e-9)
+        .map_or("-".into(), |e| format_ns(e.value_ns as f64))
+}
+
+fn row(out: &mut String, label: &str, p: &PhaseResults) {
+    let r = &p.requests;
+    let _ = writeln!(
+        out,
+        "  {label:<28} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        format_count(r.intended),
+        format_count(r.completed),
+        format_count(r.failed),
+        format_rate(p.rate.achieved_per_s),
+        at(&p.response_time, 50.0),
+        at(&p.response_time, 99.0),
+        at(&p.service_time, 99.0),
+        at(&p.send_lag, 99.0),
+    );
+}
+
+const HEAD: &str =
+    "intended completed  failed   achieved   resp p50   resp p99   serv p99    lag p99";
+
+/// The sections, or nothing for a run without stages or names.
+pub fn render(w: &WorkloadResults) -> String {
+    let mut out = String::new();
+    if !w.stages.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nstages (a request belongs to the stage of its intended time):"
+        );
+        let _ = writeln!(out, "  {:<28} {HEAD}", "window / target");
+        for s in &w.stages {
+            let target = if s.from_per_s == s.to_per_s {
+                format_rate(s.from_per_s)
+            } else {
+                format!("{}..{}", format_rate(s.from_per_s), format_rate(s.to_per_s))
+            };
+            let end = s.start_s + s.results.duration_s;
+            row(
+                &mut out,
+                &format!("{:.1}-{:.1}s {target}", s.start_s, end),
+                &s.results,
+            );
+        }
+    }
+    if !w.by_request.is_empty() {
+        let _ = writeln!(out, "\nby request name:");
+        let _ = writeln!(out, "  {:<28} {HEAD}", "name");
+        for (name, p) in &w.by_request {
+            let shown: String = name.chars().take(28).collect();
+            row(&mut out, &shown, p);
+        }
+    }
+    out
+}

@@ -8,6 +8,7 @@
 
 pub mod extras;
 pub mod fdlimit;
+pub mod flags;
 pub mod interrupt;
 pub mod live;
 pub mod stop;

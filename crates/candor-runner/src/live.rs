@@ -99,3 +99,16 @@ pub fn finish(outcome: &RunOutcome, stopped_early: bool) {
         s.finish(outcome, stopped_early, !MORE_RUNS.load(Ordering::SeqCst));
     }
 }
+
+/// The flags of the live view, shared by every command that sends load.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// Serve a live view during the run at ADDR (HOST:PORT, e.g. 127.0.0.1:9464; port 0 picks a
+    /// free one): the page at /, Server-Sent Events at /events, Prometheus metrics at /metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub live: Option<String>,
+    /// How long the live server stays up after the results are written, so that a scraper sees
+    /// the final numbers.
+    #[arg(long, default_value = "1s", value_name = "DUR", requires = "live")]
+    pub live_linger: String,
+}

@@ -138,7 +138,8 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     }
     if run.load.replay.take().is_some() {
         // The trace, read in the pod, sets the schedule there: only the other flags are checked.
-        return load_config(&run.load, Some(1.0), None).map(drop);
+        load_config(&run.load, Some(1.0), None)?;
+        return Ok(());
     }
     run_config_unchecked(&run)?;
     Ok(())

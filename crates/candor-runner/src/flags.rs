@@ -1,15 +1,68 @@
 //! The flags of `candor run` (and the load flags that `sweep`, `capacity` and `k8s` share), and their
 //! validation into a `LoadConfig` before any load is sent.
 
-use anyhow::{Context, Result};
+use candor_core::units::UnitError;
 use candor_core::units::{parse_duration_ns, parse_rate, Rate};
 use candor_load::schedule::ArrivalKind;
+use candor_load::workload::check::CheckError;
 use candor_load::workload::check::{BodyNeedle, HeaderCheck};
+use candor_load::workload::data::DataError;
 use candor_load::workload::data::{DataOrder, DataTable};
+use candor_load::workload::profile::ProfileError;
 use candor_load::workload::profile::{is_profile, Profile};
+use candor_load::workload::replay::ReplayError;
 use candor_load::workload::replay::ReplayPlan;
+use candor_load::workload::WorkloadError;
+use candor_load::LoadConfigError;
 use candor_load::{LoadConfig, Target};
 use clap::{Args, ValueEnum};
+
+/// A flag of `candor run` (or of the commands that share its load flags) that cannot work, in one
+/// line naming the flag.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("{flag}")]
+    Value {
+        flag: &'static str,
+        source: UnitError,
+    },
+    #[error("-R/--rate")]
+    Profile(#[from] ProfileError),
+    #[error("reading {flag} {path}")]
+    Read {
+        flag: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] LoadConfigError),
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error(transparent)]
+    Check(#[from] CheckError),
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+type Result<T> = std::result::Result<T, FlagError>;
+
+/// Names the flag whose value failed to parse.
+fn flag<T>(r: std::result::Result<T, UnitError>, flag: &'static str) -> Result<T> {
+    r.map_err(|source| FlagError::Value { flag, source })
+}
+
+/// Reads a file named by a flag.
+fn read(path: &std::path::Path, flag: &'static str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| FlagError::Read {
+        flag,
+        path: path.display().to_string(),
+        source,
+    })
+}
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ArrivalArg {
@@ -236,7 +289,7 @@ pub struct RunArgs {
     #[arg(long, requires = "pause_pid")]
     pub expect: bool,
     #[command(flatten)]
-    pub live_view: crate::cmd::live::LiveArgs,
+    pub live_view: crate::live::LiveArgs,
 }
 
 impl LoadArgs {
@@ -279,9 +332,9 @@ fn refuse_unwired(c: &LoadConfig) -> Result<()> {
         None
     };
     match unwired {
-        Some(what) => anyhow::bail!(
+        Some(what) => Err(FlagError::Invalid(format!(
             "{what}: not yet wired into the HTTP/2 engine (--h2); it works over HTTP/1.1 (see docs/workloads.md)"
-        ),
+        ))),
         None => Ok(()),
     }
 }
@@ -294,19 +347,20 @@ pub fn run_config_unchecked(args: &RunArgs) -> Result<LoadConfig> {
     if !is_profile(&args.rate) {
         return load_config(&args.load, rate_flag(&args.rate)?, args.count);
     }
-    let profile = Profile::parse(&args.rate).context("-R/--rate")?;
+    let profile = Profile::parse(&args.rate)?;
     if args.count.is_some() {
-        anyhow::bail!(
+        return Err(FlagError::Invalid(
             "-n does not combine with -R stages: the stages set how many requests are sent"
-        );
+                .to_string(),
+        ));
     }
     if let Some(d) = &args.load.duration {
-        let given = parse_duration_ns(d).context("--duration")?;
+        let given = flag(parse_duration_ns(d), "--duration")?;
         if given != profile.duration_ns() {
-            anyhow::bail!(
+            return Err(FlagError::Invalid(format!(
                 "-d {d} disagrees with the -R stages, which last {}; leave -d out or make it their sum",
                 candor_core::units::format_ns(profile.duration_ns() as f64)
-            );
+            )));
         }
     }
     let mut c = load_config(&args.load, Some(profile.mean_per_s()), None)?;
@@ -319,12 +373,14 @@ pub fn run_config_unchecked(args: &RunArgs) -> Result<LoadConfig> {
 /// `--replay`: the trace sets the schedule and the requests; `-d` may cut it short.
 fn replay_config(args: &RunArgs, path: &std::path::Path) -> Result<LoadConfig> {
     if args.count.is_some() {
-        anyhow::bail!("-n does not combine with --replay");
+        return Err(FlagError::Invalid(
+            "-n does not combine with --replay".to_string(),
+        ));
     }
     let plan = ReplayPlan::scan(path, args.load.speed, args.load.lenient)?;
     let trace_ns = plan.duration_ns();
     let duration_ns = match &args.load.duration {
-        Some(d) => parse_duration_ns(d).context("--duration")?.min(trace_ns),
+        Some(d) => flag(parse_duration_ns(d), "--duration")?.min(trace_ns),
         None => trace_ns,
     };
     let records = if duration_ns < trace_ns {
@@ -342,7 +398,7 @@ fn replay_config(args: &RunArgs, path: &std::path::Path) -> Result<LoadConfig> {
 
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
 pub fn rate_flag(text: &str) -> Result<Option<f64>> {
-    Ok(match parse_rate(text).context("-R/--rate")? {
+    Ok(match flag(parse_rate(text), "-R/--rate")? {
         Rate::PerSecond(r) => Some(r),
         Rate::Max => None,
     })
@@ -362,18 +418,18 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.rate = rate;
     c.connections = a.connections;
     c.threads = a.threads;
-    c.duration_ns = parse_duration_ns(a.duration_text()).context("--duration")?;
+    c.duration_ns = flag(parse_duration_ns(a.duration_text()), "--duration")?;
     if let (Some(n), Some(r)) = (count, rate) {
         c.duration_ns = count_window_ns(n, r);
     }
     c.count = count;
-    c.timeout_ns = parse_duration_ns(&a.timeout).context("--timeout")?;
-    c.warmup_ns = parse_duration_ns(&a.warmup).context("--warmup")?;
+    c.timeout_ns = flag(parse_duration_ns(&a.timeout), "--timeout")?;
+    c.warmup_ns = flag(parse_duration_ns(&a.warmup), "--warmup")?;
     c.drain_ns = match &a.drain {
-        Some(d) => parse_duration_ns(d).context("--drain")?,
+        Some(d) => flag(parse_duration_ns(d), "--drain")?,
         None => c.timeout_ns,
     };
-    c.spin_ns = parse_duration_ns(&a.spin).context("--spin")?;
+    c.spin_ns = flag(parse_duration_ns(&a.spin), "--spin")?;
     c.arrival = match a.arrival {
         ArrivalArg::Constant => ArrivalKind::Constant,
         ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },
@@ -382,8 +438,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.headers = a.headers.clone();
     c.body = match (&a.body, &a.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
-            .with_context(|| format!("reading --body-file {}", path.display()))?,
+        (None, Some(path)) => read(path, "--body-file")?,
         (None, None) => Vec::new(),
     };
     c.pipeline = a.pipeline;
@@ -394,10 +449,9 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         ca_file: a.ca.clone(),
     };
     if let Some(path) = &a.requests {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading --requests {}", path.display()))?;
+        let text = String::from_utf8_lossy(&read(path, "--requests")?).into_owned();
         let lines = candor_load::requests::parse_request_lines(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            .map_err(|e| FlagError::Invalid(format!("{}: {e}", path.display())))?;
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
     }
@@ -420,11 +474,9 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         RequestOrderArg::Random => candor_load::RequestOrder::Random { seed: a.seed },
     };
     c.payload = match (&a.payload, &a.payload_file) {
-        (Some(p), _) => {
-            candor_load::tcp::parse_payload(p).map_err(|e| anyhow::anyhow!("--payload: {e}"))?
-        }
-        (None, Some(path)) => std::fs::read(path)
-            .with_context(|| format!("reading --payload-file {}", path.display()))?,
+        (Some(p), _) => candor_load::tcp::parse_payload(p)
+            .map_err(|e| FlagError::Invalid(format!("--payload: {e}")))?,
+        (None, Some(path)) => read(path, "--payload-file")?,
         (None, None) => Vec::new(),
     };
     c.framing = if let Some(n) = a.expect_bytes {
@@ -439,9 +491,11 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
             "u16be" | "u16" => 2,
             "u32be" | "u32" => 4,
             "u64be" | "u64" => 8,
-            other => anyhow::bail!(
-                "invalid --length-prefix '{other}': expected u8, u16be, u32be or u64be"
-            ),
+            other => {
+                return Err(FlagError::Invalid(format!(
+                    "invalid --length-prefix '{other}': expected u8, u16be, u32be or u64be"
+                )))
+            }
         };
         Some(candor_load::Framing::LengthPrefix { width })
     } else {
@@ -449,12 +503,13 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     };
     if let Some(list) = &a.check_status {
         if c.target.scheme == candor_load::Scheme::Tcp {
-            anyhow::bail!(
+            return Err(FlagError::Invalid(
                 "--check-status applies to HTTP targets; raw tcp:// responses have no status"
-            );
+                    .to_string(),
+            ));
         }
         c.accept_status = candor_load::StatusSet::parse(list)
-            .map_err(|e| anyhow::anyhow!("invalid --check-status '{list}': {e}"))?;
+            .map_err(|e| FlagError::Invalid(format!("invalid --check-status '{list}': {e}")))?;
     }
     c.apply_url_credentials();
     if let Some(shard) = &a.shard {
@@ -474,7 +529,9 @@ pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
         .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
     match parsed {
         Some((i, n)) if n > 0 && i < n => Ok((i, n)),
-        _ => anyhow::bail!("invalid --shard '{text}': expected I/N with 0 <= I < N, e.g. 0/4"),
+        _ => Err(FlagError::Invalid(format!(
+            "invalid --shard '{text}': expected I/N with 0 <= I < N, e.g. 0/4"
+        ))),
     }
 }
 
@@ -486,7 +543,9 @@ pub fn parse_start_at(text: &str) -> Result<u64> {
         }
     }
     let t = humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
-        anyhow::anyhow!("invalid --start-at '{text}': expected RFC 3339 (2026-11-21T23:00:00Z) or epoch seconds")
+        FlagError::Invalid(format!(
+            "invalid --start-at '{text}': expected RFC 3339 (2026-11-21T23:00:00Z) or epoch seconds"
+        ))
     })?;
     Ok(t.duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

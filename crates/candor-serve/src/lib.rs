@@ -18,6 +18,7 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
+use candor_core::units::format_ns;
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -45,6 +46,33 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
+    /// One line of what this server does: threads, delay, stall, fault and body size.
+    pub fn describe(&self) -> String {
+        let config = self;
+        let delay = if config.delay_ns == 0 {
+            "none".to_string()
+        } else {
+            format_ns(config.delay_ns as f64)
+        };
+        let stall = match &config.stall {
+            Some(s) => format!(
+                "{} every {}",
+                format_ns(s.for_ns as f64),
+                format_ns(s.every_ns as f64)
+            ),
+            None => "none".to_string(),
+        };
+        let fault = match &config.fault {
+            Some(f) if f.every == 1 => format!("{} on every request", f.kind),
+            Some(f) => format!("{} on every {}th request", f.kind, f.every),
+            None => "none".to_string(),
+        };
+        format!(
+            "threads {}, delay {delay}, stall {stall}, fault {fault}, body {} bytes",
+            config.threads, config.body_bytes
+        )
+    }
+
     /// One thread, no delay, no stall, no fault, a 2-byte body.
     pub fn new(listen: SocketAddr) -> Self {
         ServeConfig {

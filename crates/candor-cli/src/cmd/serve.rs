@@ -43,7 +43,7 @@ pub struct ServeArgs {
 
 pub fn main(args: ServeArgs) -> anyhow::Result<i32> {
     let config = to_config(&args)?;
-    let summary = describe(&config);
+    let summary = config.describe();
     let server = candor_serve::start(config).context("starting the server")?;
     // Registered before announcing, so a signal sent as soon as the line appears is honoured.
     let mut signals = signal_hook::iterator::Signals::new([
@@ -128,31 +128,6 @@ fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("--listen address '{text}' resolves to nothing"))
 }
 
-fn describe(config: &ServeConfig) -> String {
-    let delay = if config.delay_ns == 0 {
-        "none".to_string()
-    } else {
-        format_ns(config.delay_ns as f64)
-    };
-    let stall = match &config.stall {
-        Some(s) => format!(
-            "{} every {}",
-            format_ns(s.for_ns as f64),
-            format_ns(s.every_ns as f64)
-        ),
-        None => "none".to_string(),
-    };
-    let fault = match &config.fault {
-        Some(f) if f.every == 1 => format!("{} on every request", f.kind),
-        Some(f) => format!("{} on every {}th request", f.kind, f.every),
-        None => "none".to_string(),
-    };
-    format!(
-        "threads {}, delay {delay}, stall {stall}, fault {fault}, body {} bytes",
-        config.threads, config.body_bytes
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,7 +188,7 @@ mod tests {
             })
         );
         assert_eq!(c.body_bytes, 512);
-        assert!(describe(&c).contains("2.000s every 10.00s"));
+        assert!(c.describe().contains("2.000s every 10.00s"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use crate::hist::{
     from_base64_v2, to_base64_v2_compressed, HistCodecError, Histo, Recorder, Summary,
 };
+use crate::analysis::Analysis;
 use serde::{Deserialize, Serialize};
 
 /// Version of the JSON layout written by this build.
@@ -263,8 +264,22 @@ pub struct PhaseResults {
     /// Derived figures written by `candor-analysis` (order-statistic confidence intervals, which
     /// percentiles the sample count supports, saturation and coordinated-omission verdicts, SLO
     /// verdicts); absent in older files, and recomputable from the histograms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub analysis: Option<serde_json::Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "analysis_as_far_as_known"
+    )]
+    pub analysis: Option<Analysis>,
+}
+
+/// Reads `analysis` when it has this build's layout, else none: the figures are recomputed from
+/// the histograms by every reader, so a blob an older build wrote in an earlier layout (the
+/// coordinated-omission signature changed once) must not make the whole file unreadable.
+fn analysis_as_far_as_known<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Analysis>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 /// A marked moment on a run's timeline.
@@ -992,6 +1007,34 @@ mod tests {
         assert_eq!(read.rate_per_s, Some(100.0));
         r.config = serde_json::json!({"harness": {}});
         assert_eq!(r.run_config().unwrap(), RunConfig::default());
+    }
+
+    #[test]
+    fn analysis_reads_typed_and_an_unknown_layout_does_not_refuse_the_file() {
+        let mut res = sample();
+        res.main.analysis = Some(Analysis {
+            confidence: vec![],
+            highest_supported_percentile: Some(99.9),
+            saturation: None,
+            coordinated_omission: None,
+            stationarity: None,
+            slo: vec![crate::analysis::SloVerdict {
+                objective: "p99<1ms".into(),
+                measured: Some(1e6),
+                pass: false,
+                note: String::new(),
+            }],
+        });
+        let text = res.to_json_pretty();
+        let back = RunResults::from_json(&text).unwrap();
+        assert_eq!(back, res);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["analysis"]["slo"][0]["pass"], false);
+        let mut odd = v.clone();
+        odd["analysis"] = serde_json::json!({"confidence": "an earlier layout"});
+        let back = RunResults::from_json(&odd.to_string()).unwrap();
+        assert_eq!(back.main.analysis, None);
+        assert_eq!(back.main.requests, res.main.requests);
     }
 
     #[test]

@@ -242,7 +242,7 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
             out.push((i, support_note(n, &a, &short)));
         }
         if let Some(st) = &a.stationarity {
-            out.push((i, st.summary()));
+            out.push((i, candor_analysis::trend::summary(st)));
         }
         for v in a.verdicts() {
             out.push((i, format!("verdict: {v}")));

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod dates;
 pub mod hist;
 pub mod pace;
+pub mod recorded;
 pub mod results;
 pub mod table;
 pub mod thresholds;

@@ -626,7 +626,7 @@ pub fn write_html(
             ),
             ("schema".into(), r.schema_version.to_string()),
         ];
-        config_rows(&r.config, "config", &mut rows);
+        config_rows(&r.config.to_value(), "config", &mut rows);
         body.push_str(&format!(
             "<div class=\"env\"><h3>{}</h3>{}</div>",
             esc(label),

@@ -2,53 +2,13 @@
 //! support of the reported percentiles, and the saturation, coordinated-omission and stationarity
 //! verdicts.
 
-use crate::confidence::{self, PercentileConfidence};
-use crate::omission::{self, CoSignature};
-use crate::saturation::{self, Saturation};
+use crate::confidence;
+use crate::omission;
+use crate::saturation;
 use candor_core::hist::SUMMARY_PERCENTILES;
 use candor_core::results::{Kind, RunResults};
-use serde::{Deserialize, Serialize};
 
-/// The derived figures of one run (stored as the `analysis` field of the JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Analysis {
-    /// Response-time percentiles with 95% order-statistic intervals and sample support.
-    pub confidence: Vec<PercentileConfidence>,
-    /// Highest percentile the sample count supports (about 100 samples beyond it).
-    pub highest_supported_percentile: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saturation: Option<Saturation>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub coordinated_omission: Option<CoSignature>,
-    /// Whether latency drifted during the measured window (Mann-Kendall on per-interval p50
-    /// and p99); absent in results written before it existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stationarity: Option<crate::trend::Stationarity>,
-    /// SLO verdicts when objectives were given.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub slo: Vec<crate::slo::SloVerdict>,
-}
-
-impl Analysis {
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("analysis always serializes")
-    }
-
-    /// Verdict lines for a report, in plain words.
-    pub fn verdicts(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        if let Some(s) = &self.saturation {
-            v.push(s.verdict.clone());
-        }
-        if let Some(c) = &self.coordinated_omission {
-            v.push(c.verdict.clone());
-        }
-        if let Some(s) = &self.stationarity {
-            v.extend(s.warnings.iter().cloned());
-        }
-        v
-    }
-}
+pub use candor_core::analysis::Analysis;
 
 /// Whether the distribution was recorded without a schedule (so coordinated omission may hide
 /// in it): closed-loop runs and imported logs.
@@ -145,7 +105,7 @@ pub fn render_text(results: &RunResults) -> String {
         ));
     }
     if let Some(s) = &a.stationarity {
-        out.push_str(&format!("\n  {}\n", s.summary()));
+        out.push_str(&format!("\n  {}\n", crate::trend::summary(s)));
     }
     let verdicts = a.verdicts();
     if !verdicts.is_empty() {

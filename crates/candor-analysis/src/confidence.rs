@@ -9,7 +9,6 @@
 
 use candor_core::units::{format_count, format_ns};
 use candor_core::Histo;
-use serde::{Deserialize, Serialize};
 
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_984_540_054;
@@ -63,20 +62,7 @@ pub fn value_at_rank(h: &Histo, rank: u64) -> Option<u64> {
     None
 }
 
-/// One reported percentile with its confidence interval and sample support.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PercentileConfidence {
-    /// 0..=100 (100 is the max).
-    pub percentile: f64,
-    pub value_ns: u64,
-    /// 95% order-statistic interval; `upper_ns` is `None` when the samples cannot bound it.
-    pub lower_ns: Option<u64>,
-    pub upper_ns: Option<u64>,
-    pub samples: u64,
-    pub samples_needed: u64,
-    /// `samples >= samples_needed`.
-    pub supported: bool,
-}
+pub use candor_core::analysis::PercentileConfidence;
 
 /// Confidence of each percentile in `percentiles` (0..=100) of histogram `h`.
 pub fn percentile_confidence(h: &Histo, percentiles: &[f64]) -> Vec<PercentileConfidence> {

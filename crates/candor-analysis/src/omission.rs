@@ -21,7 +21,6 @@
 
 use candor_core::units::{format_count, format_ns};
 use candor_core::Histo;
-use serde::{Deserialize, Serialize};
 
 /// The maximum must be at least this many times the median.
 pub const MIN_RISE: f64 = 10.0;
@@ -32,24 +31,7 @@ pub const MAX_RISE_DECADES: f64 = 0.25;
 /// Implied missing samples per recorded slow sample.
 pub const MIN_MISSING_RATIO: f64 = 10.0;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CoSignature {
-    /// Largest value below 10% of the max, and smallest at or above it, ns.
-    pub below_ns: u64,
-    pub above_ns: u64,
-    /// Percentile (0..100) at which the curve rises.
-    pub at_percentile: f64,
-    /// Samples at or above 10% of the max.
-    pub tail_samples: u64,
-    /// Decades of 1/(1−q) between 10% and 90% of the max.
-    pub rise_decades: f64,
-    pub samples: u64,
-    /// Samples a schedule-driven measurement would have recorded in the rise, estimated
-    /// with the expected interval (HdrHistogram's correction).
-    pub implied_missing: f64,
-    pub expected_interval_ns: u64,
-    pub verdict: String,
-}
+pub use candor_core::analysis::CoSignature;
 
 /// Looks for the signature in `h`. `expected_interval_ns` is the intended time between samples
 /// of one sender; when unknown, the median is used (a closed loop sends again as soon as it

@@ -78,21 +78,7 @@ pub fn fit_line(points: &[(f64, f64)]) -> Option<LineFit> {
     })
 }
 
-/// A detected steady growth of response time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Saturation {
-    /// "p50" or "max": the per-interval statistic that grows.
-    pub statistic: String,
-    /// Growth in milliseconds of response time per second of run.
-    pub slope_ms_per_s: f64,
-    pub r2: f64,
-    /// Growth over the fitted span, ns.
-    pub rise_ns: f64,
-    /// True when the run also shows that the load was not absorbed (achieved rate below target,
-    /// requests left unfinished, or send lag growing): offered load above capacity.
-    pub overload: bool,
-    pub verdict: String,
-}
+pub use candor_core::analysis::Saturation;
 
 fn significant(fit: &LineFit, rise_ns: f64, floor_ns: f64) -> bool {
     fit.points >= MIN_INTERVALS

@@ -104,17 +104,7 @@ pub struct SloError {
     pub why: String,
 }
 
-/// The outcome of one objective on one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SloVerdict {
-    pub objective: String,
-    /// The measured value: ns for latency, a fraction for errors; `None` when it cannot be measured.
-    pub measured: Option<f64>,
-    pub pass: bool,
-    /// Plain-words caveat (too few samples for the percentile, no accounting in the input...).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub note: String,
-}
+pub use candor_core::analysis::SloVerdict;
 
 impl fmt::Display for Objective {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -537,7 +527,7 @@ mod tests {
             command_line: vec![],
             start_time_unix_s: 0.0,
             environment: Default::default(),
-            config: serde_json::Value::Null,
+            config: serde_json::Value::Null.into(),
             main: candor_core::results::PhaseResults::from_recorder(
                 &rec,
                 &candor_core::new_histogram(),

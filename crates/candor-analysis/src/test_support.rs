@@ -19,7 +19,11 @@ pub fn run_of(values_ns: &[u64], target: Option<f64>, mode: &str) -> RunResults 
         command_line: vec![],
         start_time_unix_s: 0.0,
         environment: Default::default(),
-        config: serde_json::json!({"connections": 10}),
+        config: candor_core::results::RunConfig {
+            connections: 10,
+            ..Default::default()
+        }
+        .into(),
         main: PhaseResults::from_recorder(
             &rec,
             &new_histogram(),

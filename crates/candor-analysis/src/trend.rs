@@ -10,7 +10,6 @@
 //! reach ([`MIN_CHANGE_PCT`], median of the last third of the intervals against the first third).
 
 use candor_core::results::{Interval, RunResults};
-use serde::{Deserialize, Serialize};
 
 /// Two-sided significance level of the trend test. Two series (p50, p99) are tested on every
 /// report, so 1% each keeps false warnings on steady runs at about 2% of runs or fewer.
@@ -120,70 +119,28 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// The trend test of one per-interval percentile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrendTest {
-    /// The per-interval percentile tested (0..100).
-    pub percentile: f64,
-    pub intervals: usize,
-    /// Mann-Kendall S, its normal score and two-sided p-value.
-    pub s: i64,
-    pub z: f64,
-    pub p_value: f64,
-    /// Median of the per-interval percentile over the first and the last third of the intervals.
-    pub first_third_ns: f64,
-    pub last_third_ns: f64,
-    /// 100 × (last − first) / first.
-    pub change_pct: f64,
-    /// Significant at [`ALPHA`] and at least [`MIN_CHANGE_PCT`] in size.
-    pub drifted: bool,
-}
+pub use candor_core::analysis::{Stationarity, Steadiness, TrendTest};
 
-/// The verdict on the whole measured window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Steadiness {
-    /// No tested percentile drifted.
-    Steady,
-    /// At least one tested percentile drifted.
-    Drifted,
-    /// Fewer than [`MIN_INTERVALS`] measured intervals: not tested.
-    TooFewIntervals,
-}
-
-/// The stationarity verdict (stored as `analysis.stationarity` in the JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stationarity {
-    pub verdict: Steadiness,
-    pub intervals: usize,
-    pub tests: Vec<TrendTest>,
-    /// The warning for a report, one per drifted percentile.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
-impl Stationarity {
-    /// One line for a text report.
-    pub fn summary(&self) -> String {
-        match self.verdict {
-            Steadiness::TooFewIntervals => format!(
-                "stationarity: not tested ({} measured intervals; the trend test needs {MIN_INTERVALS})",
-                self.intervals
-            ),
-            Steadiness::Steady => format!(
-                "stationarity: steady (no trend in per-interval {} over {} intervals; Mann-Kendall, level {ALPHA}, drifts under {MIN_CHANGE_PCT}% ignored)",
-                self.tests
-                    .iter()
-                    .map(|t| format!("p{}", crate::omission::trim_pct(t.percentile)))
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-                self.intervals
-            ),
-            Steadiness::Drifted => format!(
-                "stationarity: drifted over {} intervals (Mann-Kendall, level {ALPHA})",
-                self.intervals
-            ),
-        }
+/// One line for a text report: the verdict on `s` with the test's level and guards.
+pub fn summary(s: &Stationarity) -> String {
+    match s.verdict {
+        Steadiness::TooFewIntervals => format!(
+            "stationarity: not tested ({} measured intervals; the trend test needs {MIN_INTERVALS})",
+            s.intervals
+        ),
+        Steadiness::Steady => format!(
+            "stationarity: steady (no trend in per-interval {} over {} intervals; Mann-Kendall, level {ALPHA}, drifts under {MIN_CHANGE_PCT}% ignored)",
+            s.tests
+                .iter()
+                .map(|t| format!("p{}", crate::omission::trim_pct(t.percentile)))
+                .collect::<Vec<_>>()
+                .join(" and "),
+            s.intervals
+        ),
+        Steadiness::Drifted => format!(
+            "stationarity: drifted over {} intervals (Mann-Kendall, level {ALPHA})",
+            s.intervals
+        ),
     }
 }
 
@@ -396,6 +353,6 @@ mod tests {
         assert!(s.warnings[0].starts_with("p50 fell "), "{:?}", s.warnings);
         let s = assess(&[(50.0, vec![1.0; 9])]);
         assert_eq!(s.verdict, Steadiness::TooFewIntervals);
-        assert!(s.summary().contains("9 measured intervals"));
+        assert!(summary(&s).contains("9 measured intervals"));
     }
 }

@@ -96,7 +96,12 @@ fn merge_refuses_impossible_counts_and_unbalanced_books() {
 #[test]
 fn merge_warns_about_the_same_run_twice_and_unlike_runs() {
     let mut a = synthetic_run(1, 4, 100, 1_000_000, 0);
-    a.config = serde_json::json!({"rate_per_s": 100.0, "method": "GET"});
+    a.config = candor_core::results::RunConfig {
+        rate_per_s: Some(100.0),
+        method: "GET".into(),
+        ..Default::default()
+    }
+    .into();
     let pa = write_run("a.json", &a);
     let copy = write_run("copy.json", &a);
     let out = dir().join("twice.json");
@@ -123,7 +128,12 @@ fn merge_warns_about_the_same_run_twice_and_unlike_runs() {
 
     let mut b = synthetic_run(2, 4, 100, 1_000_000, 0);
     b.target = "http://127.0.0.1:2/other".into();
-    b.config = serde_json::json!({"rate_per_s": 5000.0, "method": "POST"});
+    b.config = candor_core::results::RunConfig {
+        rate_per_s: Some(5000.0),
+        method: "POST".into(),
+        ..Default::default()
+    }
+    .into();
     let pb = write_run("b.json", &b);
     let o = candor()
         .arg("merge")

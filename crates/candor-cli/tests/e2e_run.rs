@@ -288,6 +288,26 @@ fn json_contract_fields() {
     assert!(v["duration_s"].as_f64().is_some());
     assert!(v["candor_version"].as_str().is_some());
     assert_eq!(v["config"]["arrival"], "poisson");
+    // Read back through the contract: the settings and the analysis come back typed.
+    let typed = candor_core::results::RunResults::from_json(&v.to_string()).unwrap();
+    let candor_core::recorded::RecordedConfig::Run(c) = &typed.config else {
+        panic!("a run's settings read back typed: {:?}", typed.config)
+    };
+    assert_eq!(
+        (c.arrival, c.seed, c.connections),
+        (Some(candor_core::results::ArrivalName::Poisson), Some(3), 2)
+    );
+    let analysis = typed
+        .main
+        .analysis
+        .as_ref()
+        .expect("a run writes its analysis");
+    assert!(!analysis.confidence.is_empty());
+    assert_eq!(
+        serde_json::to_value(&typed).unwrap(),
+        v,
+        "read and written back unchanged"
+    );
     // A Poisson count over 1 s at 200/s has sd ~14; 200 +- 70 is 5 sd.
     let n = req(&v, "intended") as i64;
     assert!((n - 200).abs() < 70, "poisson intended {n}");

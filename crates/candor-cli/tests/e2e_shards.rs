@@ -111,6 +111,22 @@ fn four_shards_merged_match_one_process_and_the_truth() {
         .as_array()
         .unwrap()
         .is_empty());
+    // Read back through the contract: a merge's sources and its shard report come back typed.
+    let typed = candor_core::results::RunResults::from_json(&m.to_string()).unwrap();
+    let candor_core::recorded::RecordedConfig::Merged(c) = &typed.config else {
+        panic!("a merge's settings read back typed: {:?}", typed.config)
+    };
+    assert_eq!(c.shards.as_ref().map(|s| s.shards.len()), Some(4));
+    assert!(c
+        .merged_from
+        .iter()
+        .all(|s| matches!(s.config, candor_core::recorded::RecordedConfig::Run(_))));
+    assert!(typed.main.analysis.is_some());
+    assert_eq!(
+        serde_json::to_value(&typed).unwrap(),
+        m,
+        "read and written back unchanged"
+    );
 
     let (single, _) = run_json(&[
         "-R",

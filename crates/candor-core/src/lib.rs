@@ -1,10 +1,12 @@
 //! Shared foundations of candor: the monotonic clock, precise pacing, histogram recording,
 //! unit parsing and formatting, and the results model that every report reads.
 
+pub mod analysis;
 pub mod clock;
 pub mod dates;
 pub mod hist;
 pub mod pace;
+pub mod recorded;
 pub mod results;
 pub mod table;
 pub mod thresholds;

@@ -3,6 +3,7 @@
 //! This is a stable contract for scripts and CI. Fields are only ever added; a change that would
 //! break readers bumps [`SCHEMA_VERSION`], and readers refuse versions newer than their own.
 
+use crate::analysis::Analysis;
 use crate::hist::{
     from_base64_v2, to_base64_v2_compressed, HistCodecError, Histo, Recorder, Summary,
 };
@@ -272,8 +273,22 @@ pub struct PhaseResults {
     /// Derived figures written by `candor-analysis` (order-statistic confidence intervals, which
     /// percentiles the sample count supports, saturation and coordinated-omission verdicts, SLO
     /// verdicts); absent in older files, and recomputable from the histograms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub analysis: Option<serde_json::Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "analysis_as_far_as_known"
+    )]
+    pub analysis: Option<Analysis>,
+}
+
+/// Reads `analysis` when it has this build's layout, else none: the figures are recomputed from
+/// the histograms by every reader, so a blob an older build wrote in an earlier layout (the
+/// coordinated-omission signature changed once) must not make the whole file unreadable.
+fn analysis_as_far_as_known<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Analysis>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 /// A marked moment on a run's timeline.
@@ -621,6 +636,16 @@ pub enum ArrivalName {
     Poisson,
 }
 
+impl ArrivalName {
+    /// The name used in JSON and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArrivalName::Constant => "constant",
+            ArrivalName::Poisson => "poisson",
+        }
+    }
+}
+
 /// The protocol a load run spoke, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ProtocolName {
@@ -686,35 +711,10 @@ pub struct RunConfig {
     pub warmup_s: f64,
 }
 
-/// What a tool hands over to be recorded as `config`: a load run's typed settings, or another
-/// tool's settings as it describes them.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RecordedConfig {
-    Run(Box<RunConfig>),
-    Other(serde_json::Value),
-}
-
-impl From<RunConfig> for RecordedConfig {
-    fn from(c: RunConfig) -> Self {
-        RecordedConfig::Run(Box::new(c))
-    }
-}
-
-impl From<serde_json::Value> for RecordedConfig {
-    fn from(v: serde_json::Value) -> Self {
-        RecordedConfig::Other(v)
-    }
-}
-
-impl RecordedConfig {
-    /// The `config` value of a results file.
-    pub fn to_value(&self) -> serde_json::Value {
-        match self {
-            RecordedConfig::Run(c) => c.to_value(),
-            RecordedConfig::Other(v) => v.clone(),
-        }
-    }
-}
+pub use crate::recorded::{
+    HarnessConfig, HlogConfig, MergedConfig, MergedSource, RecordedConfig, ShardRecord,
+    ShardSetRecord,
+};
 
 impl RunConfig {
     /// The `config` value of a results file.
@@ -735,10 +735,10 @@ pub struct RunResults {
     /// Wall-clock start of the run (warm-up included), seconds since the Unix epoch.
     pub start_time_unix_s: f64,
     pub environment: Environment,
-    /// The settings the run used, as the tool that made it describes them: a [`RunConfig`] for
-    /// runs (read it with [`RunResults::run_config`]), the harness's own settings, or what a
-    /// merge was made from.
-    pub config: serde_json::Value,
+    /// The settings the run used, typed by the tool that made it: a [`RunConfig`] for runs
+    /// (read it with [`RunResults::run_config`]), the harness's own settings, what a merge was
+    /// made from, an interval log's header, or (older files) the JSON as it was read.
+    pub config: RecordedConfig,
     #[serde(flatten)]
     pub main: PhaseResults,
     pub warmup: Option<PhaseResults>,
@@ -801,15 +801,18 @@ impl RunResults {
         serde_json::to_string_pretty(self).expect("results always serialize")
     }
 
-    /// The settings of a load run, read as far as they go (`None` when `config` is not an
+    /// The settings of a load run, read as far as they go: whole when typed, else field by field
+    /// from an untyped object (`None` for other tools' settings and for a value that is not an
     /// object: no tool writes that).
     pub fn run_config(&self) -> Option<RunConfig> {
-        if !self.config.is_object() {
-            return None;
-        }
+        let other = match &self.config {
+            RecordedConfig::Run(c) => return Some((**c).clone()),
+            RecordedConfig::Other(v) if v.is_object() => v,
+            _ => return None,
+        };
         // Field by field, so that one odd value (another tool's) loses only that field.
         let mut c = RunConfig::default();
-        let get = |k: &str| self.config.get(k).cloned();
+        let get = |k: &str| other.get(k).cloned();
         macro_rules! field {
             ($($name:ident),*) => {$(
                 if let Some(v) = get(stringify!($name)) {
@@ -878,7 +881,7 @@ mod tests {
             command_line: vec!["candor".into()],
             start_time_unix_s: 1.0,
             environment: Environment::default(),
-            config: serde_json::json!({"rate": 1000}),
+            config: serde_json::json!({"rate": 1000}).into(),
             main: PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
             warmup: None,
             intervals: vec![],
@@ -1002,13 +1005,46 @@ mod tests {
         assert_eq!(v["arrival"], "poisson");
         assert!(v.get("late_start_s").is_none() && v["seed"].is_null());
         let mut r = sample();
-        r.config = v;
-        r.config["connections"] = serde_json::json!("many");
+        r.config = RecordedConfig::from_value(v.clone());
+        assert_eq!(r.run_config(), Some(c.clone()), "typed whole");
+        let mut odd = v;
+        odd["connections"] = serde_json::json!("many");
+        r.config = odd.into();
         let read = r.run_config().unwrap();
         assert_eq!(read.connections, 0, "an odd value loses only its field");
         assert_eq!(read.rate_per_s, Some(100.0));
-        r.config = serde_json::json!({"harness": {}});
+        r.config = serde_json::json!({"harness": {}}).into();
         assert_eq!(r.run_config().unwrap(), RunConfig::default());
+        r.config = serde_json::json!(null).into();
+        assert_eq!(r.run_config(), None);
+    }
+
+    #[test]
+    fn analysis_reads_typed_and_an_unknown_layout_does_not_refuse_the_file() {
+        let mut res = sample();
+        res.main.analysis = Some(Analysis {
+            confidence: vec![],
+            highest_supported_percentile: Some(99.9),
+            saturation: None,
+            coordinated_omission: None,
+            stationarity: None,
+            slo: vec![crate::analysis::SloVerdict {
+                objective: "p99<1ms".into(),
+                measured: Some(1e6),
+                pass: false,
+                note: String::new(),
+            }],
+        });
+        let text = res.to_json_pretty();
+        let back = RunResults::from_json(&text).unwrap();
+        assert_eq!(back, res);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["analysis"]["slo"][0]["pass"], false);
+        let mut odd = v.clone();
+        odd["analysis"] = serde_json::json!({"confidence": "an earlier layout"});
+        let back = RunResults::from_json(&odd.to_string()).unwrap();
+        assert_eq!(back.main.analysis, None);
+        assert_eq!(back.main.requests, res.main.requests);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::sampler::ProbeId;
 use crate::summary::{format_us_short, percentile_label, percentile_rows, variation_runs};
 use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use candor_core::hist::{new_histogram, value_at, Histo, Recorder};
+use candor_core::recorded::{HarnessConfig, RecordedConfig};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, NamedHistogram, PhaseResults,
     RequestCounts, RunResults, SCHEMA_VERSION,
@@ -665,9 +666,9 @@ impl HarnessResults {
             command_line: std::env::args().collect(),
             start_time_unix_s: self.start_unix_s,
             environment: Environment::current(),
-            config: serde_json::json!({
-                "harness": &self.cfg,
-                "summaries": summaries,
+            config: RecordedConfig::Harness(HarnessConfig {
+                harness: serde_json::to_value(&self.cfg).unwrap_or(serde_json::Value::Null),
+                summaries,
             }),
             main: PhaseResults::from_recorder(&main, &empty, requests, duration_s, target),
             warmup,

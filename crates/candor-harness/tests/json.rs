@@ -51,8 +51,11 @@ fn json_round_trips_with_the_harness_mapping() {
     assert_eq!(back.extra[0].name, "half");
     assert_eq!(back.extra[0].summary.count, 3_000);
     assert_eq!(back.extra[1].name, "wait_stalls");
-    assert_eq!(back.config["harness"]["iterations"], 1_000);
-    assert_eq!(back.config["summaries"][0]["name"], "end to end");
+    let candor_core::recorded::RecordedConfig::Harness(config) = &back.config else {
+        panic!("harness settings read back typed: {:?}", back.config)
+    };
+    assert_eq!(config.harness["iterations"], 1_000);
+    assert_eq!(config.summaries[0]["name"], "end to end");
     let decoded = back.main.histograms.decode().unwrap();
     assert_eq!(decoded.response.len(), 3_000);
 }

@@ -500,7 +500,7 @@ impl RunOutcome {
             command_line,
             start_time_unix_s: self.start_wall_ns as f64 / 1e9,
             environment: Environment::current(),
-            config: recorded.to_value(),
+            config: recorded,
             main,
             warmup: self.warmup.as_ref().map(|w| w.results(target)),
             intervals: self.intervals.clone(),

@@ -9,6 +9,7 @@
 use crate::codec::{self, CodecError};
 use crate::javafmt::fixed;
 use candor_core::hist::to_base64_v2_compressed;
+use candor_core::recorded::{HlogConfig, RecordedConfig};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
     RequestCounts, RunResults, SCHEMA_VERSION,
@@ -468,15 +469,15 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
         command_line: vec![],
         start_time_unix_s: start_unix,
         environment: Environment::default(),
-        config: serde_json::json!({
-            "source": source,
-            "logged_with": log
-                .comments
-                .iter()
-                .find_map(|c| c.strip_prefix("[Logged with ").map(|s| s.trim_end_matches(']').to_string())),
-            "log_format_version": log.format_version,
-            "tags": tags,
-            "selected_tag": tag,
+        config: RecordedConfig::Hlog(HlogConfig {
+            source: source.to_string(),
+            logged_with: log.comments.iter().find_map(|c| {
+                c.strip_prefix("[Logged with ")
+                    .map(|s| s.trim_end_matches(']').to_string())
+            }),
+            log_format_version: log.format_version.clone(),
+            tags,
+            selected_tag: tag.map(str::to_string),
         }),
         main,
         warmup: None,

@@ -242,7 +242,7 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
             out.push((i, support_note(n, &a, &short)));
         }
         if let Some(st) = &a.stationarity {
-            out.push((i, st.summary()));
+            out.push((i, candor_analysis::trend::summary(st)));
         }
         for v in a.verdicts() {
             out.push((i, format!("verdict: {v}")));
@@ -626,7 +626,7 @@ pub fn write_html(
             ),
             ("schema".into(), r.schema_version.to_string()),
         ];
-        config_rows(&r.config, "config", &mut rows);
+        config_rows(&r.config.to_value(), "config", &mut rows);
         body.push_str(&format!(
             "<div class=\"env\"><h3>{}</h3>{}</div>",
             esc(label),

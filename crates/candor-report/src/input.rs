@@ -86,13 +86,13 @@ pub enum Books {
 }
 
 /// Key in `config` marking results cut by [`time_slice`] (the slice's bounds in seconds).
-pub const TIME_SLICE_KEY: &str = "time_slice_s";
+pub use candor_core::recorded::TIME_SLICE_KEY;
 
 impl Books {
     pub fn of(r: &RunResults) -> Books {
         if r.kind == candor_core::results::Kind::Hlog {
             Books::LatencyOnly
-        } else if r.config.get(TIME_SLICE_KEY).is_some() {
+        } else if r.config.time_slice().is_some() {
             Books::Slice
         } else {
             Books::Full
@@ -192,13 +192,7 @@ pub fn time_slice(
     out.main.histograms = EncodedHistograms::of(&rec);
     out.warmup = None;
     out.intervals = picked;
-    let bounds = serde_json::json!([s, (e != f64::MAX).then_some(e)]);
-    match out.config.as_object_mut() {
-        Some(o) => {
-            o.insert(TIME_SLICE_KEY.into(), bounds);
-        }
-        None => out.config = serde_json::json!({ TIME_SLICE_KEY: bounds }),
-    }
+    out.config = r.config.sliced(s, (e != f64::MAX).then_some(e));
     out.warnings.push(format!(
         "time slice {s}..{} s of the run: failures by class, status classes, bytes and unfinished requests are \
          not kept per interval and are unknown",

@@ -3,6 +3,7 @@
 
 use crate::codec::add_exact;
 use candor_core::hist::{from_base64_v2, HistCodecError};
+use candor_core::recorded::{MergedConfig, MergedSource, RecordedConfig};
 use candor_core::results::{
     EncodedHistograms, Interval, IntervalStats, Kind, Mode, NamedHistogram, PhaseResults,
     RequestCounts, RunResults, SCHEMA_VERSION,
@@ -298,12 +299,25 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         command_line: first.command_line.clone(),
         start_time_unix_s: start,
         environment: first.environment.clone(),
-        config: serde_json::json!({
-            "merged_from": runs.iter().map(|r| serde_json::json!({
-                "kind": r.kind, "target": r.target, "start_time_unix_s": r.start_time_unix_s,
-                "command_line": r.command_line, "config": r.config, "environment": r.environment,
-            })).collect::<Vec<_>>(),
-        }),
+        config: RecordedConfig::Merged(Box::new(MergedConfig {
+            merged_from: runs
+                .iter()
+                .map(|r| MergedSource {
+                    kind: r.kind,
+                    target: r.target.clone(),
+                    start_time_unix_s: r.start_time_unix_s,
+                    command_line: r.command_line.clone(),
+                    config: r.config.clone(),
+                    environment: r.environment.clone(),
+                })
+                .collect(),
+            threads: None,
+            connections: None,
+            rate_per_s: None,
+            duration_s: None,
+            warmup_s: None,
+            shards: None,
+        })),
         main,
         warmup,
         intervals,
@@ -368,28 +382,20 @@ pub fn mismatches(inputs: &[(String, RunResults)]) -> Vec<String> {
             ));
         }
     }
-    let config = |key: &'static str| {
-        move |r: &RunResults| -> Option<String> {
-            (r.kind == Kind::Run)
-                .then(|| {
-                    r.config
-                        .get(key)
-                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                })
-                .flatten()
-        }
-    };
+    // Only runs record a method and a rate; a setting an older file lacks is not compared.
+    let run = |r: &RunResults| (r.kind == Kind::Run).then(|| r.run_config()).flatten();
     let checks: [(&str, Setting); 4] = [
         ("targets", Box::new(|r: &RunResults| Some(r.target.clone()))),
         ("modes", Box::new(|r: &RunResults| Some(r.mode.name()))),
-        ("methods", Box::new(config("method"))),
+        (
+            "methods",
+            Box::new(move |r: &RunResults| run(r).map(|c| c.method).filter(|m| !m.is_empty())),
+        ),
         (
             "rates (-R)",
-            Box::new(|r: &RunResults| {
-                (r.kind == Kind::Run).then(|| {
-                    r.config
-                        .get("rate_per_s")
-                        .and_then(serde_json::Value::as_f64)
+            Box::new(move |r: &RunResults| {
+                run(r).map(|c| {
+                    c.rate_per_s
                         .map_or_else(|| "closed loop".into(), candor_core::units::format_rate)
                 })
             }),
@@ -485,7 +491,12 @@ mod tests {
     #[test]
     fn merging_the_same_run_twice_or_unlike_runs_is_named() {
         let mut a = synthetic_run(1, 5, 500, 1_000_000, 0);
-        a.config = serde_json::json!({"rate_per_s": 500.0, "method": "GET"});
+        a.config = candor_core::results::RunConfig {
+            rate_per_s: Some(500.0),
+            method: "GET".into(),
+            ..Default::default()
+        }
+        .into();
         let mut b = synthetic_run(2, 5, 500, 1_000_000, 0);
         b.config = a.config.clone();
         let like = [
@@ -513,7 +524,12 @@ mod tests {
         );
         let mut c = b.clone();
         c.target = "http://elsewhere/".into();
-        c.config = serde_json::json!({"rate_per_s": 2000.0, "method": "POST"});
+        c.config = candor_core::results::RunConfig {
+            rate_per_s: Some(2000.0),
+            method: "POST".into(),
+            ..Default::default()
+        }
+        .into();
         let m = mismatches(&[("a.json".to_string(), a), ("c.json".to_string(), c)]);
         assert_eq!(m.len(), 3, "{m:?}");
         assert!(

@@ -7,11 +7,11 @@
 //! `--start-at`) depend on the machines' clocks agreeing (docs/scale-out.md).
 
 use crate::merge::{merge, MergeError};
+use candor_core::recorded::{RecordedConfig, ShardRecord, ShardSetRecord};
 use candor_core::results::RunResults;
 use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -84,34 +84,37 @@ pub struct ShardMerge {
 
 /// True when `r` was run as part of a shard set (`--shard` with N > 1, or a `--start-at`).
 pub fn is_shard(r: &RunResults) -> bool {
-    let c = &r.config;
-    c.get("shard_count").and_then(Value::as_u64).unwrap_or(1) > 1
-        || c.get("start_at_unix_s").is_some_and(|v| !v.is_null())
+    r.run_config()
+        .is_some_and(|c| c.shard_count > 1 || c.start_at_unix_s.is_some())
 }
 
 fn info_of(label: &str, r: &RunResults) -> ShardInfo {
-    let c = &r.config;
-    let num = |k: &str| c.get(k).and_then(Value::as_f64);
-    let int = |k: &str| {
-        c.get(k)
-            .and_then(Value::as_u64)
-            .and_then(|v| u32::try_from(v).ok())
-    };
+    let c = r.run_config();
+    let c = c.as_ref();
+    // A run always records a shard count of at least 1, and a duration; zeros are settings an
+    // older or hand-made file does not record (read as defaults by `run_config`).
+    let sharded = c.filter(|c| c.shard_count > 0);
     let m = &r.main;
     ShardInfo {
         label: label.to_string(),
-        index: int("shard_index"),
-        count: int("shard_count"),
-        total_rate_per_s: num("rate_per_s"),
-        duration_s: num("duration_s").unwrap_or(m.duration_s),
-        warmup_s: num("warmup_s")
+        index: sharded.map(|c| c.shard_index),
+        count: sharded.map(|c| c.shard_count),
+        total_rate_per_s: c.and_then(|c| c.rate_per_s),
+        duration_s: c
+            .map(|c| c.duration_s)
+            .filter(|&d| d > 0.0)
+            .unwrap_or(m.duration_s),
+        // No warm-up setting and no warm-up phase agree: 0.
+        warmup_s: c
+            .map(|c| c.warmup_s)
+            .filter(|&w| w > 0.0)
             .unwrap_or_else(|| r.warmup.as_ref().map_or(0.0, |w| w.duration_s)),
-        arrival: c.get("arrival").and_then(Value::as_str).map(str::to_string),
-        seed: c.get("seed").and_then(Value::as_u64),
+        arrival: c.and_then(|c| c.arrival).map(|a| a.name().to_string()),
+        seed: c.and_then(|c| c.seed),
         target: r.target.clone(),
-        start_at_unix_s: num("start_at_unix_s"),
+        start_at_unix_s: c.and_then(|c| c.start_at_unix_s),
         start_time_unix_s: r.start_time_unix_s,
-        late_start_s: num("late_start_s"),
+        late_start_s: c.and_then(|c| c.late_start_s),
         start_offset_s: 0.0,
         intended: m.requests.intended,
         completed: m.requests.completed,
@@ -426,53 +429,54 @@ pub fn merge_shards(inputs: &[(String, RunResults)]) -> Result<ShardMerge, Merge
     merged.warnings = warnings;
 
     // What `candor report` shows for the merged run: the whole set's threads and connections.
-    if let Some(o) = merged.config.as_object_mut() {
-        let sum = |k: &str| -> u64 {
-            inputs
-                .iter()
-                .filter_map(|(_, r)| r.config.get(k).and_then(Value::as_u64))
-                .sum()
+    if let RecordedConfig::Merged(m) = &mut merged.config {
+        let sum = |of: fn(&RecordedConfig) -> Option<u64>| -> u64 {
+            inputs.iter().filter_map(|(_, r)| of(&r.config)).sum()
         };
-        o.insert("threads".into(), json!(sum("threads")));
-        o.insert("connections".into(), json!(sum("connections")));
+        m.threads = Some(sum(RecordedConfig::threads));
+        m.connections = Some(sum(RecordedConfig::connections));
         if report.problems.is_empty() {
             if let Some(first) = report.shards.first() {
-                o.insert("rate_per_s".into(), json!(first.total_rate_per_s));
-                o.insert("duration_s".into(), json!(first.duration_s));
-                o.insert("warmup_s".into(), json!(first.warmup_s));
+                m.rate_per_s = Some(first.total_rate_per_s);
+                m.duration_s = Some(first.duration_s);
+                m.warmup_s = Some(first.warmup_s);
             }
         }
-        o.insert("shards".into(), report.to_json());
+        m.shards = Some(report.to_record());
     }
     Ok(ShardMerge { merged, report })
 }
 
 impl ShardReport {
     /// The report as recorded in the merged result's config (`config.shards`).
-    pub fn to_json(&self) -> Value {
-        json!({
-            "count": self.shards.first().and_then(|s| s.count),
-            "reference": self.reference,
-            "reference_unix_s": self.reference_unix_s,
-            "problems": self.problems,
-            "notes": self.notes,
-            "shards": self.shards.iter().map(|s| json!({
-                "file": s.label,
-                "shard_index": s.index,
-                "shard_count": s.count,
-                "start_time_unix_s": s.start_time_unix_s,
-                "late_start_s": s.late_start_s,
-                "start_offset_s": s.start_offset_s,
-                "intended": s.intended,
-                "completed": s.completed,
-                "failed": s.failed,
-                "target_per_s": s.target_per_s,
-                "achieved_per_s": s.achieved_per_s,
-                "send_lag_p99_ns": s.send_lag_p99_ns,
-                "generator_late": s.generator_late,
-                "behind": s.behind,
-            })).collect::<Vec<_>>(),
-        })
+    pub fn to_record(&self) -> ShardSetRecord {
+        ShardSetRecord {
+            count: self.shards.first().and_then(|s| s.count),
+            reference: self.reference.clone(),
+            reference_unix_s: self.reference_unix_s,
+            problems: self.problems.clone(),
+            notes: self.notes.clone(),
+            shards: self
+                .shards
+                .iter()
+                .map(|s| ShardRecord {
+                    file: s.label.clone(),
+                    shard_index: s.index,
+                    shard_count: s.count,
+                    start_time_unix_s: s.start_time_unix_s,
+                    late_start_s: s.late_start_s,
+                    start_offset_s: s.start_offset_s,
+                    intended: s.intended,
+                    completed: s.completed,
+                    failed: s.failed,
+                    target_per_s: s.target_per_s,
+                    achieved_per_s: s.achieved_per_s,
+                    send_lag_p99_ns: s.send_lag_p99_ns,
+                    generator_late: s.generator_late,
+                    behind: s.behind.clone(),
+                })
+                .collect(),
+        }
     }
 
     /// A table of the shards, then the problems of the set, for the terminal.
@@ -582,6 +586,7 @@ pub fn json_from_log(text: &str) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::synthetic::synthetic_run;
+    use candor_core::results::{ArrivalName, RunConfig};
 
     /// A synthetic run relabelled as shard `i` of `n` of a schedule at `total` per second starting
     /// at `start`.
@@ -595,11 +600,21 @@ mod tests {
         );
         r.start_time_unix_s = start;
         r.main.rate.target_per_s = Some(total / f64::from(n));
-        r.config = json!({
-            "rate_per_s": total, "connections": 4, "threads": 1, "duration_s": 4.0, "warmup_s": 1.0,
-            "arrival": "constant", "seed": null, "shard_index": i, "shard_count": n,
-            "start_at_unix_s": start, "late_start_s": late,
-        });
+        r.config = RunConfig {
+            rate_per_s: Some(total),
+            connections: 4,
+            threads: 1,
+            duration_s: 4.0,
+            warmup_s: 1.0,
+            arrival: Some(ArrivalName::Constant),
+            seed: None,
+            shard_index: i,
+            shard_count: n,
+            start_at_unix_s: Some(start),
+            late_start_s: Some(late),
+            ..Default::default()
+        }
+        .into();
         (format!("shard-{i}.json"), r)
     }
 
@@ -633,9 +648,12 @@ mod tests {
         // Intervals with the same absolute start are one interval of the merged run.
         assert_eq!(r.intervals.len(), inputs[0].1.intervals.len());
         assert_eq!(r.intervals[1].completed, 4 * 250);
-        assert_eq!(r.config["threads"], 4);
-        assert_eq!(r.config["connections"], 16);
-        assert_eq!(r.config["shards"]["count"], 4);
+        let RecordedConfig::Merged(c) = &r.config else {
+            panic!("a merge records what it was made from")
+        };
+        assert_eq!((c.threads, c.connections), (Some(4), Some(16)));
+        assert_eq!(c.shards.as_ref().unwrap().count, Some(4));
+        assert_eq!(c.merged_from.len(), 4);
         let text = m.report.render();
         assert!(text.contains("complete and consistent"), "{text}");
         assert!(text.contains("the agreed --start-at 2026-11-18T"), "{text}");
@@ -655,8 +673,16 @@ mod tests {
         b.1 = synthetic_run(2, 4, 250, 1_000_000, 2);
         for (i, (_, r)) in [&mut a, &mut b].into_iter().enumerate() {
             r.start_time_unix_s = T0;
-            r.config = json!({"rate_per_s": 500.0, "duration_s": 4.0, "warmup_s": 1.0,
-                "shard_index": i, "shard_count": 2, "start_at_unix_s": T0});
+            r.config = RunConfig {
+                rate_per_s: Some(500.0),
+                duration_s: 4.0,
+                warmup_s: 1.0,
+                shard_index: i as u32,
+                shard_count: 2,
+                start_at_unix_s: Some(T0),
+                ..Default::default()
+            }
+            .into();
         }
         let m = merge_shards(&[a.clone(), b.clone()]).unwrap();
         let pa = a.1.main.response_time.at(99.9).unwrap();
@@ -701,7 +727,11 @@ mod tests {
         assert!(m.merged.warnings[0].starts_with("inconsistent shard set: "));
         assert!(m.report.render().contains("INCONSISTENT SHARD SET"));
         // The set's settings are not claimed for the merged run when the shards disagree.
-        assert!(m.merged.config.get("rate_per_s").is_none());
+        let RecordedConfig::Merged(c) = &m.merged.config else {
+            panic!("a merge records what it was made from")
+        };
+        assert_eq!(c.rate_per_s, None);
+        assert!(m.merged.config.to_value().get("rate_per_s").is_none());
 
         // A plain run among shards, and a different --start-at.
         let mut plain = synthetic_run(5, 4, 250, 1_000_000, 0);
@@ -817,8 +847,9 @@ mod tests {
     fn without_a_common_start_offsets_are_from_the_earliest_shard() {
         let mut inputs: Vec<_> = (0..2).map(|i| shard(i, 2, 500.0, T0, 0.0)).collect();
         for (k, (_, r)) in inputs.iter_mut().enumerate() {
-            r.config["start_at_unix_s"] = Value::Null;
-            r.config["late_start_s"] = Value::Null;
+            let c = r.config.run_mut().unwrap();
+            c.start_at_unix_s = None;
+            c.late_start_s = None;
             r.start_time_unix_s = T0 + 2.0 * k as f64;
         }
         let rep = analyse(&inputs);

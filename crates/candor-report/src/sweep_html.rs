@@ -152,7 +152,7 @@ mod tests {
             command_line: vec![],
             start_time_unix_s: 0.0,
             environment: Environment::default(),
-            config: serde_json::Value::Null,
+            config: serde_json::Value::Null.into(),
             main: PhaseResults::from_recorder(
                 &rec,
                 &candor_core::new_histogram(),

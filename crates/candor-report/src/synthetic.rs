@@ -123,7 +123,8 @@ pub fn synthetic_run(
         },
         config: serde_json::json!({
             "rate": rate, "duration_s": seconds, "warmup_s": 1, "connections": 16, "timeout_ms": 2000,
-        }),
+        })
+        .into(),
         main: PhaseResults::from_recorder(
             &main,
             &new_histogram(),

@@ -21,10 +21,7 @@ pub fn render(results: &RunResults) -> String {
         results.candor_version, results.mode, results.target
     );
     // Imported logs and harness results have no threads or connections: say only what is known.
-    let shape = match (
-        cfg.get("threads").and_then(|v| v.as_u64()),
-        cfg.get("connections").and_then(|v| v.as_u64()),
-    ) {
+    let shape = match (cfg.threads(), cfg.connections()) {
         (Some(t), Some(c)) => format!("{t} threads, {c} connections, "),
         _ => String::new(),
     };
@@ -400,7 +397,12 @@ mod tests {
             command_line: vec![],
             start_time_unix_s: 0.0,
             environment: Environment::default(),
-            config: serde_json::json!({"threads": 2, "connections": 8}),
+            config: candor_core::results::RunConfig {
+                threads: 2,
+                connections: 8,
+                ..Default::default()
+            }
+            .into(),
             main: PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
             warmup: None,
             intervals: vec![],

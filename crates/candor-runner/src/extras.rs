@@ -211,7 +211,8 @@ impl RunExtras {
             );
         let mut analysis = candor_analysis::analyze(results);
         analysis.slo = self.slo.evaluate(results);
-        results.main.analysis = Some(analysis.to_value());
+        let slo = analysis.slo.clone();
+        results.main.analysis = Some(analysis);
         if let (true, Some(window)) = (self.expect, self.window) {
             let from = outcome.start_ns + config.warmup_ns;
             let to = from + config.duration_ns;
@@ -225,10 +226,10 @@ impl RunExtras {
             text.push_str(&expectation(&truth, &results.main.response_time, &drain));
         }
         let mut code = 0;
-        if !analysis.slo.is_empty() {
+        if !slo.is_empty() {
             text.push('\n');
-            text.push_str(&candor_analysis::slo::render(&analysis.slo));
-            if !candor_analysis::slo::all_pass(&analysis.slo) {
+            text.push_str(&candor_analysis::slo::render(&slo));
+            if !candor_analysis::slo::all_pass(&slo) {
                 code = EXIT_VERDICT_FAILED;
                 text.push_str(&format!("SLO: FAILED (exit code {EXIT_VERDICT_FAILED})\n"));
             } else {

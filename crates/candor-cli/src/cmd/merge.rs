@@ -48,7 +48,8 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     // (never from the inputs' own verdicts), SLO verdicts included.
     let mut analysis = candor_analysis::analyze(&merged);
     analysis.slo = slo_set.evaluate(&merged);
-    merged.main.analysis = Some(analysis.to_value());
+    let slo = analysis.slo.clone();
+    merged.main.analysis = Some(analysis);
     let mut out = Destination::open("-o", &args.output)?;
     out.export(&JsonExporter, &merged)?;
     let where_to = out.name();
@@ -77,9 +78,9 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
         );
     }
     let mut code = 0;
-    if !analysis.slo.is_empty() {
-        eprint!("{}", candor_analysis::slo::render(&analysis.slo));
-        if !candor_analysis::slo::all_pass(&analysis.slo) {
+    if !slo.is_empty() {
+        eprint!("{}", candor_analysis::slo::render(&slo));
+        if !candor_analysis::slo::all_pass(&slo) {
             code = crate::cmd::EXIT_VERDICT_FAILED;
             eprintln!("SLO: FAILED on the merged result (exit code {code})");
         } else {

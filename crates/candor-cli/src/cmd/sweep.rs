@@ -174,7 +174,7 @@ pub fn make_step(rate: f64, mut results: RunResults, slo: &SloSet) -> SweepStep 
     let verdicts = slo.evaluate(&results);
     analysis.slo = verdicts.clone();
     let saturation = analysis.saturation.as_ref().map(|s| s.verdict.clone());
-    results.main.analysis = Some(analysis.to_value());
+    results.main.analysis = Some(analysis);
     SweepStep {
         offered_per_s: rate,
         results,

@@ -113,7 +113,8 @@ def main():
     print(f"{'client':<34} {'requests/s':>12} {'req per CPU-s':>14} {'CPU us/req':>11}")
     for name in rows:
         rps = statistics.median(n for n, _ in rows[name]) / a.duration
-        label = name.replace(" open spin0", f" open loop {a.rate}/s --spin 0").replace(" open", f" open loop {a.rate}/s")
+        who, _, kind = name.partition(" ")
+        label = {"open": f"{who} open loop {a.rate}/s", "open spin0": f"{who} open loop {a.rate}/s --spin 0"}.get(kind, name)
         print(f"{label:<34} {rps:>12,.0f} {per_cpu(name):>14,.0f} {us_per_req(name):>11.2f}")
     ratio = us_per_req("candor closed") / us_per_req("wrk closed")
     print(f"\ncandor/wrk CPU per request, closed loop: {ratio:.2f} (below 1 = candor is cheaper)")

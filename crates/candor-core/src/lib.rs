@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod hist;
 pub mod pace;
+pub mod pacer;
 pub mod results;
 pub mod timerfd;
 pub mod truth;
@@ -12,3 +13,4 @@ pub mod units;
 pub use clock::{now_ns, wall_clock_ns};
 pub use hist::{new_histogram, Histo, Recorder, Summary, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS};
 pub use pace::{precise_sleep_until, set_fine_timer_slack, SPIN_MARGIN_NS};
+pub use pacer::{PaceStats, Pacer, Pacing, Wait};

@@ -123,13 +123,19 @@ def main():
                 for name, extra in (("paced", []), ("paced spin0", ["--spin", "0us"])):
                     res, cpu, _, _ = client(["-R", "20000", "-t1", "-c64", "-d", d] + extra)
                     us = cpu / max(res["requests"]["completed"], 1) * 1e6
-                    rows[name].append((us, us / closed_us, p99_us(res, "send_lag")))
+                    spin = (res.get("pacing") or {}).get("spin_share", float("nan"))
+                    rows[name].append((us, us / closed_us, p99_us(res, "send_lag"), spin))
             if "pool" not in a.skip:
                 res, cpu, peak, _ = client(["-R", "10000", "-t2", "-c10000", "-d", d], pin=[])
                 req = res["requests"]
+                pool = res.get("pool") or {}
+                connect_p99 = next((r["value_ns"] / 1000.0 for r in pool["connect_time"]["percentiles"]
+                                    if r["percentile"] == 99.0), float("nan")) if pool else float("nan")
                 rows["pool"].append((p99_us(res, "response_time"), p99_us(res, "send_lag"),
                                      req["generator_late"], req["intended"], peak / 1024.0,
-                                     req["completed"] / a.duration))
+                                     req["completed"] / a.duration,
+                                     pool.get("open_s", float("nan")) * 1000.0, connect_p99,
+                                     pool.get("ready", float("nan"))))
             print(f"round {r + 1}/{a.rounds} done", flush=True)
         series = []
         if a.memory:
@@ -151,12 +157,15 @@ def main():
         if rows[name]:
             print(f"20,000/s {'default pacing' if name == 'paced' else '--spin 0'}: "
                   f"{med(x[0] for x in rows[name]):.1f} CPU us/request = {med(x[1] for x in rows[name]):.2f}x closed loop, "
-                  f"send lag p99 {med(x[2] for x in rows[name]):.1f} us")
+                  f"send lag p99 {med(x[2] for x in rows[name]):.1f} us, "
+                  f"spinning {med(x[3] for x in rows[name]):.1%} of the thread's time (pacing; nan = not reported)")
     if rows["pool"]:
         p = rows["pool"]
         print(f"10,000 connections at 10,000/s, 2 threads, no warm-up: response p99 {med(x[0] for x in p):,.0f} us, "
               f"send lag p99 {med(x[1] for x in p):,.0f} us, generator_late {med(x[2] for x in p):,.0f} of "
-              f"{med(x[3] for x in p):,.0f}, peak RSS {med(x[4] for x in p):,.0f} MiB, achieved {med(x[5] for x in p):,.0f}/s")
+              f"{med(x[3] for x in p):,.0f}, peak RSS {med(x[4] for x in p):,.0f} MiB, achieved {med(x[5] for x in p):,.0f}/s; "
+              f"pool of {med(x[8] for x in p):,.0f} ready in {med(x[6] for x in p):,.1f} ms, connect p99 {med(x[7] for x in p):,.0f} us "
+              f"(nan = not reported)")
     if series:
         print("resident memory at 20,000/s (seconds, MiB): " + ", ".join(f"{t}:{kib / 1024:.1f}" for t, kib in series))
 

@@ -5,6 +5,7 @@
 pub mod config;
 mod h2worker;
 pub mod http1;
+pub mod pool;
 pub mod probe;
 pub mod requests;
 pub mod run;

@@ -1,9 +1,12 @@
-//! candor's load engine: an open-loop schedule of intended send times, connections driven by
-//! an event loop with microsecond pacing, HTTP/1.1 exchanges, and recording of response time,
-//! service time and send lag for every request, with nothing dropped from the accounting.
+//! candor's load engine: an open-loop schedule of intended send times (`schedule`), and per load
+//! thread one sans-IO core (`engine::core`) that decides what is sent when and on which
+//! connection and keeps the books, with transports beneath it for HTTP/1.1 (plain or TLS), raw
+//! TCP and HTTP/2, paced to the microsecond. Response time, service time and send lag are
+//! recorded for every request, and nothing is dropped from the accounting:
+//! `intended = completed + failed + unfinished`.
 
 pub mod config;
-mod h2worker;
+pub mod engine;
 pub mod http1;
 pub mod pool;
 pub mod probe;
@@ -14,7 +17,6 @@ pub mod shared;
 pub mod status;
 pub mod tcp;
 pub mod tls;
-mod worker;
 
 pub use config::{
     Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target,

@@ -8,7 +8,6 @@ use crate::http1::build_request;
 use crate::schedule::Schedule;
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
-use crate::worker::Worker;
 use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
@@ -172,6 +171,8 @@ pub fn run(
             stop: options.stop.clone(),
             end: options.end.clone(),
             on_start: options.worker_start_hook.clone(),
+            seq_phase: slot,
+            seq_stride: shards * threads as u64,
         };
         let tls = tls.clone();
         let handle = std::thread::Builder::new()
@@ -182,10 +183,9 @@ pub fn run(
                 }
                 // ENGINE DISPATCH
                 if setup.config.http2 {
-                    return crate::h2worker::run_worker(setup);
+                    return crate::engine::http2::run_worker(setup);
                 }
-                let worker = Worker::new(setup, tls).map_err(|e| e.to_string())?;
-                Ok(worker.run())
+                crate::engine::mio_driver::run_worker(setup, tls).map_err(|e| e.to_string())
             })
             .map_err(RunError::Thread)?;
         handles.push(handle);

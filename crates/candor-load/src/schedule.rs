@@ -127,6 +127,13 @@ impl Schedule {
         };
     }
 
+    /// The global sequence number of the entry `peek` returns: its index in the whole schedule
+    /// (all `stride` interleaved streams: threads times shards), unique across them.
+    #[inline]
+    pub fn seq(&self) -> u64 {
+        self.index * self.stride + self.phase
+    }
+
     /// How many entries have been consumed so far.
     pub fn consumed(&self) -> u64 {
         self.index

@@ -1,13 +1,16 @@
 //! HTTP/2 engine end to end against a local `h2` server: open-loop accounting and rate,
-//! concurrent streams on one connection, requests waiting for a free stream (never skipped),
-//! closed loop, TLS with ALPN, a server without HTTP/2, stream resets, timeouts, a server that
-//! allows no streams, the pre-run protocol probe, and the allocations per request that the `h2`
-//! crate costs.
+//! concurrent streams on one connection, the server's stream limit, closed loop, TLS with ALPN,
+//! a server without HTTP/2, stream resets, a broken connection, stop and early ends, timeouts,
+//! a server that allows no streams, the pre-run protocol probe, and the allocations per request
+//! that the `h2` crate costs.
 //!
-//! Nothing here may depend on the scheduler's luck: where a test needs requests to overlap,
-//! the server holds them until they do (`hold_until_open`), and where it needs a request in
-//! flight at some event, the server never answers it; timing bounds are one-sided or state
-//! their derivation.
+//! This is the real-socket tier: it shows that the transport carries the core's decisions over
+//! real connections. The decisions themselves (which request waits for which slot, what a drop,
+//! a stop or a timeout leaves in the books, `generator_late`) are asserted exactly on simulated
+//! time in `src/engine/sim.rs`. Nothing here may depend on the scheduler's luck or assert that
+//! a race happened: where a test needs requests to overlap, the server holds them until they do
+//! (`hold_until_open`), and where it needs a request in flight at some event, the server never
+//! answers it; timing bounds are one-sided or state their derivation.
 
 mod h2_support;
 
@@ -170,16 +173,8 @@ fn assert_waited_for_a_stream(out: &RunOutcome, max_active: usize) {
     let service_p50 = r.service.value_at_quantile(0.5);
     assert!(service_p50 < 990 * MS, "service p50 {service_p50} ns");
     assert!(r.service.max() >= 1_000 * MS, "{}", r.service.max());
-    // Waiting for a busy stream is queueing, not the generator's own lateness: the two that
-    // waited (their stream was busy at their intended time) are never counted late. The first
-    // two could be, if the machine stalled for over 1 ms before sending them.
-    assert!(m.generator_late <= 2, "{m:?}");
-}
-
-#[test]
-fn requests_wait_for_a_free_stream_and_are_never_skipped() {
-    let (out, max_active) = burst_of_four(2, first_two_held());
-    assert_waited_for_a_stream(&out, max_active);
+    // Whether the wait counts as the generator's lateness is decided by the core, and tested
+    // exactly in engine::sim (generator_late_counts_only_sends_late_while_a_slot_was_free).
 }
 
 #[test]
@@ -316,22 +311,19 @@ fn a_broken_connection_fails_its_streams_and_is_reopened() {
     let m = &out.main.counts;
     assert!((m.intended as i64 - 200).abs() <= 1, "{m:?}");
     assert_eq!(m.completed + m.failed, m.intended, "{m:?}");
-    // Every dropped connection took at least its 10th request down with it; the first was
-    // dropped for sure (all 200 requests go to one connection slot, 10 reach it before the
-    // drop). How many others were caught in flight depends on the interleaving.
-    let dropped = server.stats.dropped.load(Ordering::SeqCst);
-    assert!(
-        dropped >= 1 && m.failed >= dropped,
-        "{m:?}, {dropped} dropped"
-    );
-    // Broken mid-exchange: `read`; the request that met a connection still being torn down
-    // may fail its reconnect (`connect`); nothing else.
+    // Which requests a drop catches in flight depends on the interleaving; that a drop fails
+    // exactly the requests its connection carried is the core's rule, tested exactly in
+    // engine::sim (a_drop_fails_exactly_the_requests_in_flight_on_it). Here: broken
+    // mid-exchange is `read`, a request that met a connection still being torn down may fail
+    // its reconnect (`connect`), and nothing else.
     assert_eq!(m.errors.read + m.errors.connect, m.failed, "{m:?}");
-    // The connection came back for the requests after each break: the first drop comes
-    // ~50 ms into a 1 s schedule, and the ones after it need a new connection.
+    // The connection came back for the requests after each break: the server drops the first
+    // one when its 10th stream arrives (~50 ms into a 1 s schedule at 200/s on one connection),
+    // so the 190 requests after it need a new one.
+    let dropped = server.stats.dropped.load(Ordering::SeqCst);
     let conns = server.stats.connections.load(Ordering::SeqCst);
     assert!(
-        conns >= 2 && conns >= dropped,
+        dropped >= 1 && conns >= 2 && conns >= dropped,
         "{conns} connections, {dropped} dropped, for {} streams",
         m.intended
     );
@@ -384,8 +376,9 @@ fn a_stop_request_ends_the_run_early_with_everything_accounted() {
         "{m:?}"
     );
     assert_eq!(m.in_flight_at_end, m.intended, "{m:?}");
-    assert!(m.sent_unanswered >= 4, "{m:?}");
     assert_eq!(out.main.unfinished.len(), m.in_flight_at_end);
+    // How the unfinished split between sent and never sent depends on when the stop landed;
+    // the exact census of a stop is tested in engine::sim (a_stop_leaves_exactly_the_expected_census).
 }
 
 /// Runs `c`, asking for an early end for `reason` once interval 1 (the second second) is in.
@@ -465,6 +458,8 @@ fn an_early_end_for_an_abort_does_not_wait_for_the_drain() {
     );
     assert_eq!(out.ended_early.map(|e| e.0), Some(StopReason::Abort));
     let m = &out.main.counts;
+    // The abort is asked for when interval 1 is reported, 2 s into a 50/s schedule: at least
+    // 100 entries were due by then; 50 leaves a stalled machine a second.
     assert!(m.intended >= 50, "{m:?}");
     assert_eq!(
         m.in_flight_at_end, m.intended,

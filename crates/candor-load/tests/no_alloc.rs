@@ -1,10 +1,22 @@
 //! Proves that the load threads allocate nothing per request in steady state: a counting global
 //! allocator counts allocations made on threads marked by the engine's worker start hook, and the
 //! count must not move between two interval reports well inside a run of thousands of requests.
+//! The engine core is also driven alone on simulated time (no sockets), so that its own
+//! per-request path is checked apart from any transport.
 
+use candor_load::config::RequestOrder;
+use candor_load::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
+use candor_load::engine::ledger::Ledger;
 use candor_load::run::RunOptions;
+use candor_load::schedule::{ArrivalKind, Schedule};
+use candor_load::shared::{IntervalData, WorkerSetup};
 use candor_load::{LoadConfig, Target};
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+/// The marked-allocation count is one for the whole process: the tests take turns.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[global_allocator]
 static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
@@ -43,6 +55,7 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
 
 #[test]
 fn load_threads_do_not_allocate_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (open_allocs, open_done) = steady_state_allocations(Some(5000.0));
     assert!(open_done >= 15_000, "open loop completed only {open_done}");
     assert_eq!(
@@ -57,5 +70,95 @@ fn load_threads_do_not_allocate_per_request() {
     assert_eq!(
         closed_allocs, 0,
         "closed-loop workers allocated {closed_allocs} times in steady state"
+    );
+}
+
+#[test]
+fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    const MS: u64 = 1_000_000;
+    const START: u64 = 1_000 * MS;
+    let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+    config.duration_ns = 1_000 * MS;
+    // Bounded channels, as the run uses: they hold their slots from the start.
+    let (to_collector, intervals) = crossbeam_channel::bounded(16);
+    let (to_pool, pool) = crossbeam_channel::bounded(16);
+    for _ in 0..3 {
+        to_pool.send(Box::new(IntervalData::new())).unwrap();
+    }
+    let setup = WorkerSetup {
+        config: Arc::new(config),
+        requests: Vec::new().into(),
+        connections: 4,
+        start_ns: START,
+        schedule: None,
+        to_collector,
+        pool,
+        stop: Arc::new(AtomicBool::new(false)),
+        end: Arc::default(),
+        on_start: None,
+        seq_phase: 0,
+        seq_stride: 1,
+    };
+    let cfg = CoreConfig {
+        start_ns: START,
+        schedule_end_ns: START + 1_000 * MS,
+        drain_ns: 100 * MS,
+        timeout_ns: 2_000 * MS,
+        connections: 4,
+        slots_per_connection: 2,
+        timeout_scope: TimeoutScope::Connection,
+        request_count: 3,
+        request_order: RequestOrder::Random { seed: 1 },
+        order_seed_mix: START,
+        seq_phase: 0,
+        seq_stride: 1,
+    };
+    let schedule = Schedule::new(START, 100_000.0, ArrivalKind::Constant, 0, 1);
+    let mut core = Core::new(cfg, Some(schedule), Ledger::new(&setup));
+    // The scripted server answers every request 50 us after it went out, in order.
+    let mut answers: VecDeque<(u64, usize)> = VecDeque::with_capacity(1024);
+    let (mut before, mut after) = (None, None);
+    let mut now = START - MS;
+    candor_testkit::mark_this_thread();
+    loop {
+        while let Some(&(at, slot)) = answers.front() {
+            if at > now {
+                break;
+            }
+            answers.pop_front();
+            core.complete(slot, 200, now);
+        }
+        core.halt(now, HaltState::default());
+        core.flush_due(now);
+        while let Some(due) = core.next_due(now) {
+            core.sent(due.slot, now);
+            core.written(due.slot, 100);
+            answers.push_back((now + 50_000, due.slot));
+        }
+        core.scan_timeouts(now, |_| {});
+        while let Ok(msg) = intervals.try_recv() {
+            let _ = to_pool.try_send(msg.data);
+        }
+        // The window: from 200 ms to 800 ms of the 1 s schedule (60,000 requests).
+        if before.is_none() && now >= START + 200 * MS {
+            before = Some(candor_testkit::marked_allocations());
+        }
+        if after.is_none() && now >= START + 800 * MS {
+            after = Some(candor_testkit::marked_allocations());
+        }
+        let Plan::Wait { send_at, wake } = core.plan(now) else {
+            break;
+        };
+        let answer = answers.front().map_or(u64::MAX, |&(at, _)| at);
+        now = send_at.min(wake).min(answer).max(now + 1);
+    }
+    let allocations = after.unwrap() - before.unwrap();
+    let phases = core.finish(now, &|| now, &|| false);
+    let c = &phases[1].counts;
+    assert_eq!((c.intended, c.completed), (100_000, 100_000));
+    assert_eq!(
+        allocations, 0,
+        "the core allocated {allocations} times in steady state"
     );
 }

@@ -1,26 +1,27 @@
-//! One HTTP/2 load thread: the `h2` crate on a single-threaded tokio runtime, with the same
-//! open-loop rules as the HTTP/1.1 engine (schedule order, a free stream slot per request,
-//! timing from the intended send) and microsecond pacing from a timerfd plus a final spin.
+//! HTTP/2 beneath the engine core: the `h2` crate's framing on a single-threaded tokio runtime,
+//! with microsecond pacing from a timerfd plus a final spin. Every decision is the core's, as
+//! for the other protocols: which due request goes on which slot (a slot is a stream of a
+//! connection, `--streams` per connection), whether a stream may open under the server's
+//! SETTINGS_MAX_CONCURRENT_STREAMS, timeouts (a stream that times out is reset and its
+//! connection carries on), `generator_late`, stop, drain and the census.
 //!
-//! Each connection offers `config.streams` stream slots; every slot is a long-lived task that
-//! waits for a request, opens a stream for it and reads the response to its last byte. A
-//! scheduler task hands due requests to free slots in schedule order, flushes the interval
-//! histograms and ends the run. All of it runs on this thread; state is shared through one
-//! `RefCell`, never borrowed across an await.
+//! Every slot is a long-lived task that waits for the core to give it a request, opens a stream
+//! for it and reads the response to its last byte. A scheduler task hands the core `now`,
+//! wakes the slots it gave requests to, and runs the timeout scan. All of it runs on this
+//! thread; state is shared through one `RefCell`, never borrowed across an await.
 
-use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
-use crate::schedule::Schedule;
-use crate::shared::{Failure, Halt, Ledger, PhaseAcc, WorkerSetup};
+use crate::config::{LoadConfig, RequestSpec, Scheme};
+use crate::engine::core::{Core, HaltState, Plan as CorePlan, TimeoutScope};
+use crate::engine::ledger::Ledger;
+use crate::engine::mio_driver::core_config;
+use crate::shared::{Failure, Halt, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
 use candor_core::now_ns;
 use candor_core::timerfd::TimerFd;
 use h2::client::{Connection, SendRequest};
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::{HeaderMap, Method, Request, Uri};
-use rand_xoshiro::rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -263,43 +264,14 @@ struct Conn {
     attempts: u64,
     failed_attempt: u64,
     last_failure: Failure,
-    /// Streams our slots hold open on this connection (this epoch), and slots waiting because
-    /// that reached the server's SETTINGS_MAX_CONCURRENT_STREAMS.
-    open: usize,
+    /// Slots waiting because the connection's streams reached the server's limit.
     stream_waiters: usize,
 }
 
-struct Slot {
-    conn: usize,
-    busy: bool,
-    /// The request was handed to h2 (`send_request`).
-    sent: bool,
-    intended: u64,
-    sent_ns: u64,
-    request: usize,
-    /// When the slot last became free (to tell the generator's lateness from queueing).
-    free_since: u64,
-}
-
-enum Picker {
-    RoundRobin(u64),
-    Random(Xoshiro256PlusPlus),
-}
-
 struct State {
-    schedule: Option<Schedule>,
-    start_ns: u64,
-    schedule_end_ns: u64,
-    stopping: bool,
-    /// Slots that can take a request now, FIFO; a slot whose connection is down connects first.
-    free: VecDeque<usize>,
-    busy: usize,
-    slots: Vec<Slot>,
+    core: Core,
     conns: Vec<Conn>,
-    ledger: Ledger,
-    picker: Picker,
-    request_count: usize,
-    /// The scheduler is asleep with due requests and no free slot: a freed slot must wake it.
+    /// The scheduler is asleep with no free slot: a freed slot must wake it.
     scheduler_wants_slot: bool,
     /// A condition that makes the run meaningless (the server does not speak HTTP/2).
     fatal: Option<String>,
@@ -309,95 +281,22 @@ struct State {
     saw_zero_stream_limit: bool,
 }
 
-impl State {
-    fn backlog_due(&self) -> bool {
-        self.schedule
-            .as_ref()
-            .is_some_and(|s| s.peek() < self.schedule_end_ns)
-    }
-
-    fn pick_request(&mut self) -> usize {
-        let n = self.request_count as u64;
-        if n == 1 {
-            return 0;
-        }
-        let k = match &mut self.picker {
-            Picker::RoundRobin(next) => {
-                *next += 1;
-                *next
-            }
-            Picker::Random(rng) => rng.next_u64(),
-        };
-        (k % n) as usize
-    }
-
-    /// Gives the request intended at `intended` to slot `id` (already taken off the free list).
-    fn assign(&mut self, id: usize, intended: u64, now: u64) {
-        self.ledger.intend(intended, now, self.slots[id].free_since);
-        let request = self.pick_request();
-        let s = &mut self.slots[id];
-        s.busy = true;
-        s.sent = false;
-        s.intended = intended;
-        s.request = request;
-        self.busy += 1;
-    }
-
-    /// The intended time of the next request due at `now`, taken from the schedule.
-    fn take_due(&mut self, now: u64) -> Option<u64> {
-        match &mut self.schedule {
-            Some(s) => {
-                let t = s.peek();
-                if t > now || t >= self.schedule_end_ns {
-                    return None;
-                }
-                s.advance();
-                Some(t)
-            }
-            // Closed loop: the intended time is the send time.
-            None => (now >= self.start_ns && now < self.schedule_end_ns).then_some(now),
-        }
-    }
-
-    fn release(&mut self, id: usize) {
-        let s = &mut self.slots[id];
-        if s.busy {
-            s.busy = false;
-            self.busy -= 1;
-        }
-    }
-
-    fn complete(&mut self, id: usize, status: u16, now: u64) {
-        let (intended, sent) = (self.slots[id].intended, self.slots[id].sent_ns);
-        self.release(id);
-        self.ledger.complete(intended, sent, now, status);
-    }
-
-    /// Fails slot `id`'s request (see `Ledger::fail`).
-    fn fail(&mut self, id: usize, kind: Failure, now: u64) {
-        let s = &self.slots[id];
-        if !s.busy {
-            return;
-        }
-        let (intended, sent_ns, was_sent) = (s.intended, s.sent_ns, s.sent);
-        self.release(id);
-        self.ledger
-            .fail(kind, intended, was_sent.then_some(sent_ns), now);
-    }
-}
-
 struct Engine {
     config: Arc<LoadConfig>,
     requests: Vec<H2Request>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    /// Bounds a connect attempt (TCP, TLS, the HTTP/2 preface); requests on the wire are timed
+    /// out by the core's scan.
     timeout: Duration,
     bytes: Rc<ByteCounts>,
     st: RefCell<State>,
-    /// Wakes the scheduler (a slot became free while requests were waiting for one).
+    /// Wakes the scheduler (a slot became free while it slept with none).
     wake_scheduler: Notify,
-    /// Per slot: a request was assigned.
+    /// Per slot: the core gave it a request.
     go: Box<[Notify]>,
-    /// Per connection: it came up, failed to, or went down.
+    /// Per slot: the core timed its request out (and booked it); drop the stream.
+    cancel: Box<[Notify]>,
+    /// Per connection: it came up, failed to, went down, or a stream of it closed.
     conn_changed: Box<[Notify]>,
 }
 
@@ -456,7 +355,9 @@ impl Engine {
                         }
                         conn.link = Link::Connecting;
                         conn.attempts += 1;
-                        Some(conn.attempts)
+                        let attempt = conn.attempts;
+                        st.core.connecting(c, now_ns());
+                        Some(attempt)
                     }
                 }
             };
@@ -483,11 +384,11 @@ impl Engine {
             match result {
                 Ok((sender, connection)) => {
                     conn.epoch += 1;
-                    conn.open = 0;
                     conn.link = Link::Up;
                     conn.sender = Some(sender.clone());
                     let epoch = conn.epoch;
                     *cached = Some((epoch, sender));
+                    st.core.new_stream_connection(c);
                     let engine = self.clone();
                     tokio::task::spawn_local(async move {
                         // Drives the connection until it closes or fails; its streams see
@@ -528,7 +429,7 @@ impl Engine {
             .await
             .map_err(|_| Failure::Connect)?;
         let _ = tcp.set_nodelay(true);
-        self.st.borrow_mut().ledger.connection_opened(now_ns());
+        self.st.borrow_mut().core.connected(now_ns());
         let inner = match &self.tls {
             None => Transport::Plain(tcp),
             Some((connector, name)) => {
@@ -555,7 +456,7 @@ impl Engine {
                 // By completion time; the connections opened before the first send belong to
                 // the warm-up if there is one, else to the measured phase (not to a phase that
                 // is never reported).
-                st.ledger.tls_handshake(t1 - t0, t1);
+                st.core.tls_handshake(t1 - t0, t1);
                 let alpn = tls.get_ref().1.alpn_protocol();
                 if alpn != Some(b"h2".as_slice()) {
                     let got = alpn.map_or("chose no protocol".into(), |p| {
@@ -593,22 +494,22 @@ impl Engine {
     }
 
     /// One exchange on slot `id`: wait for the connection, open a stream, read the response to
-    /// its last byte; records the outcome.
+    /// its last byte; the core books the outcome.
     async fn exchange(self: &Rc<Self>, id: usize, cached: &mut Handle) {
         let (c, request) = {
             let st = self.st.borrow();
-            (st.slots[id].conn, st.slots[id].request)
+            (st.core.conn_of(id), st.core.exchange(id).request as usize)
         };
         let mut reconnected = false;
-        let ((response, body_tx), epoch) = loop {
+        let (response, body_tx) = loop {
             if let Err(f) = self.connected(c, cached).await {
-                return self.st.borrow_mut().fail(id, f, now_ns());
+                return self.fail(id, f);
             }
             let Some((epoch, sender)) = cached.as_mut() else {
-                return self.st.borrow_mut().fail(id, Failure::Connect, now_ns());
+                return self.fail(id, Failure::Connect);
             };
             let epoch = *epoch;
-            if !self.take_stream(c, epoch, sender).await {
+            if !self.take_stream(id, c, epoch, sender).await {
                 // The connection went down while this request waited for a stream.
                 continue;
             }
@@ -620,79 +521,88 @@ impl Engine {
             });
             match opened {
                 Ok(pair) => {
-                    let mut st = self.st.borrow_mut();
-                    st.slots[id].sent = true;
-                    st.slots[id].sent_ns = sent;
-                    break (pair, epoch);
+                    self.st.borrow_mut().core.sent(id, sent);
+                    break pair;
                 }
                 // The connection died before this request could be sent (GOAWAY, reset): the
                 // request was never on the wire, so connecting again is no retry.
                 Err(_) if !reconnected => {
                     reconnected = true;
                     *cached = None;
-                    self.release_stream(c, epoch);
+                    self.st.borrow_mut().core.close_stream(id);
+                    self.stream_closed(c);
                     self.connection_lost(c, epoch);
                 }
-                Err(e) => {
-                    self.release_stream(c, epoch);
-                    return self.st.borrow_mut().fail(id, classify(&e), now_ns());
-                }
+                Err(e) => return self.fail(id, classify(&e)),
             }
         };
-        let outcome = self.await_response(request, response, body_tx).await;
-        self.release_stream(c, epoch);
+        let outcome = tokio::select! {
+            biased;
+            // The core's timeout scan booked it: dropping the stream resets it (RST_STREAM
+            // CANCEL); the connection carries on.
+            _ = self.cancel[id].notified() => return,
+            outcome = self.await_response(request, response, body_tx) => outcome,
+        };
         let now = now_ns();
-        let mut st = self.st.borrow_mut();
         match outcome {
-            Ok(Ok(status)) => st.complete(id, status, now),
-            Ok(Err(e)) => st.fail(id, classify(&e), now),
-            // Dropping the stream resets it (RST_STREAM CANCEL); the connection carries on.
-            Err(_) => st.fail(id, Failure::Timeout, now),
+            Ok(status) => {
+                self.st.borrow_mut().core.complete(id, status, now);
+                self.stream_closed(c);
+            }
+            Err(e) => self.fail(id, classify(&e)),
         }
     }
 
-    /// Sends the body if any, then reads the response to its last byte, within the timeout
-    /// (which runs from the actual send; tokio's millisecond timer is plenty for seconds).
+    /// Slot `id`'s request failed now.
+    fn fail(&self, id: usize, kind: Failure) {
+        let c = {
+            let mut st = self.st.borrow_mut();
+            st.core.fail(id, kind, now_ns());
+            st.core.conn_of(id)
+        };
+        self.stream_closed(c);
+    }
+
+    /// Sends the body if any, then reads the response to its last byte.
     async fn await_response(
         &self,
         request: usize,
         response: h2::client::ResponseFuture,
         body_tx: h2::SendStream<Bytes>,
-    ) -> Result<Result<u16, h2::Error>, tokio::time::error::Elapsed> {
+    ) -> Result<u16, h2::Error> {
         let body = &self.requests[request].body;
         if !body.is_empty() {
             let mut body_tx = body_tx;
-            if let Err(e) = body_tx.send_data(body.clone(), true) {
-                return Ok(Err(e));
-            }
+            body_tx.send_data(body.clone(), true)?;
         }
-        let exchange = async {
-            let response = response.await?;
-            let status = response.status().as_u16();
-            let mut body = response.into_body();
-            while let Some(chunk) = body.data().await {
-                let chunk = chunk?;
-                let _ = body.flow_control().release_capacity(chunk.len());
-            }
-            Ok::<u16, h2::Error>(status)
-        };
-        tokio::time::timeout(self.timeout, exchange).await
+        let response = response.await?;
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk?;
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        Ok(status)
     }
 
-    /// Waits until connection `c` (at `epoch`) has a stream to spare under the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS, and takes it. Returns false if the connection changed
+    /// Waits until the core lets slot `id` open a stream on connection `c` (at `epoch`) under
+    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS. Returns false if the connection changed
     /// meanwhile. Without this, `h2` would queue the stream inside the client, and the wait
     /// would land in service time instead of send lag.
-    async fn take_stream(&self, c: usize, epoch: u64, sender: &SendRequest<Bytes>) -> bool {
+    async fn take_stream(
+        &self,
+        id: usize,
+        c: usize,
+        epoch: u64,
+        sender: &SendRequest<Bytes>,
+    ) -> bool {
         {
             // The common case, without registering for changes.
             let mut st = self.st.borrow_mut();
-            let conn = &mut st.conns[c];
-            if conn.epoch == epoch
-                && conn.link == Link::Up
-                && conn.open < sender.current_max_send_streams()
+            if st.conns[c].epoch == epoch
+                && st.conns[c].link == Link::Up
+                && st.core.open_stream(id, sender.current_max_send_streams())
             {
-                conn.open += 1;
                 return true;
             }
         }
@@ -702,16 +612,14 @@ impl Engine {
             notified.as_mut().enable();
             {
                 let mut st = self.st.borrow_mut();
-                let conn = &mut st.conns[c];
-                if conn.epoch != epoch || conn.link != Link::Up {
+                if st.conns[c].epoch != epoch || st.conns[c].link != Link::Up {
                     return false;
                 }
                 let limit = sender.current_max_send_streams();
-                if conn.open < limit {
-                    conn.open += 1;
+                if st.core.open_stream(id, limit) {
                     return true;
                 }
-                conn.stream_waiters += 1;
+                st.conns[c].stream_waiters += 1;
                 if limit == 0 {
                     st.saw_zero_stream_limit = true;
                 }
@@ -721,118 +629,84 @@ impl Engine {
         }
     }
 
-    fn release_stream(&self, c: usize, epoch: u64) {
-        let wake = {
-            let mut st = self.st.borrow_mut();
-            let conn = &mut st.conns[c];
-            if conn.epoch != epoch || conn.open == 0 {
-                return;
-            }
-            conn.open -= 1;
-            conn.stream_waiters > 0
-        };
-        if wake {
+    /// A stream of connection `c` closed: a slot waiting for one may take it.
+    fn stream_closed(&self, c: usize) {
+        if self.st.borrow().conns[c].stream_waiters > 0 {
             self.conn_changed[c].notify_waiters();
         }
-    }
-
-    /// After slot `id` finished: take the next due request at once (backlog or closed loop),
-    /// or go back to the free list. Returns whether the slot has a new request.
-    fn next_for(&self, id: usize) -> bool {
-        let now = now_ns();
-        let mut st = self.st.borrow_mut();
-        // Free from now: a request that waited for this slot was queued, not late by our fault.
-        st.slots[id].free_since = now;
-        // A free slot ahead in the FIFO gets the next request first (the scheduler hands it).
-        if !st.stopping && (st.free.is_empty() || st.schedule.is_none()) {
-            if let Some(intended) = st.take_due(now) {
-                st.assign(id, intended, now);
-                return true;
-            }
-        }
-        st.free.push_back(id);
-        if st.scheduler_wants_slot {
-            st.scheduler_wants_slot = false;
-            drop(st);
-            self.wake_scheduler.notify_one();
-        }
-        false
     }
 
     async fn slot_task(self: Rc<Self>, id: usize) {
         let mut cached: Handle = None;
         loop {
             self.go[id].notified().await;
-            loop {
-                self.exchange(id, &mut cached).await;
-                if !self.next_for(id) {
-                    break;
-                }
-            }
+            self.exchange(id, &mut cached).await;
+            // At once, not at the scheduler's next round: the backlog, or the closed loop's
+            // next request, goes on the slot that just freed (or one ahead of it in the FIFO).
+            self.dispatch_due(now_ns());
         }
     }
 
-    /// Hands every due request to a free slot, in schedule order; returns whether any was.
-    fn dispatch_due(&self, st: &mut State, now: u64) -> bool {
+    /// Wakes the slots the core gives the requests due at `now`; returns whether it gave any.
+    fn dispatch_due(&self, now: u64) -> bool {
+        let mut st = self.st.borrow_mut();
         let mut any = false;
-        while let Some(&id) = st.free.front() {
-            let Some(intended) = st.take_due(now) else {
-                return any;
-            };
+        while let Some(due) = st.core.next_due(now) {
+            self.go[due.slot].notify_one();
             any = true;
-            st.free.pop_front();
-            st.assign(id, intended, now);
-            self.go[id].notify_one();
+        }
+        if st.scheduler_wants_slot && st.core.has_free_slot() {
+            st.scheduler_wants_slot = false;
+            drop(st);
+            self.wake_scheduler.notify_one();
         }
         any
     }
 
-    /// One round of the scheduler's bookkeeping at `now`: stop, interval flushes, dispatch,
-    /// the end of the run, and else when to wake next.
-    fn plan(&self, now: u64, drain_end_ns: &mut u64, stop: &Halt) -> Plan {
-        let mut st = self.st.borrow_mut();
-        if let Some(msg) = st.fatal.take() {
-            return Plan::Fatal(msg);
-        }
-        if !st.stopping && stop.aborting() {
-            // Interrupted: no more sends, no drain; what is outstanding is reported.
-            st.stopping = true;
-            let at = stop.end.requested().map_or(now, |(_, at)| at.min(now));
-            st.schedule_end_ns = st.schedule_end_ns.min(at.max(st.start_ns));
-            *drain_end_ns = now;
-        } else if !st.stopping {
-            if let Some((_, at)) = stop.end.requested() {
-                // The question of the run is answered: no more sends, the usual drain.
-                st.schedule_end_ns = st.schedule_end_ns.min(at.max(st.start_ns));
-                *drain_end_ns = (*drain_end_ns).min(st.schedule_end_ns + self.config.drain_ns);
+    /// One round of the scheduler at `now`: early ends, interval flushes, dispatch, the timeout
+    /// scan, the end of the run, and else when to wake next.
+    fn plan(&self, now: u64, stop: &Halt) -> Plan {
+        {
+            let mut st = self.st.borrow_mut();
+            if let Some(msg) = st.fatal.take() {
+                return Plan::Fatal(msg);
             }
+            let halt = HaltState {
+                aborting: stop.aborting(),
+                requested_at: stop.end.requested().map(|(_, at)| at),
+            };
+            st.core.halt(now, halt);
+            st.core.flush_due(now);
         }
-        st.ledger.flush_due(now);
-        if now >= st.start_ns && !st.stopping && self.dispatch_due(&mut st, now) {
+        if self.dispatch_due(now) {
             return Plan::Dispatched;
         }
-        if now >= st.schedule_end_ns
-            && (now >= *drain_end_ns || (st.busy == 0 && !st.backlog_due()))
-        {
-            return Plan::Done;
+        let mut st = self.st.borrow_mut();
+        let mut expired = false;
+        st.core.scan_timeouts(now, |slot| {
+            self.cancel[slot].notify_one();
+            expired = true;
+        });
+        if expired {
+            // The timed-out streams are closed: wake whoever waits for one (waking only marks
+            // the tasks runnable; they run after this borrow ends).
+            for (c, conn) in st.conns.iter().enumerate() {
+                if conn.stream_waiters > 0 {
+                    self.conn_changed[c].notify_waiters();
+                }
+            }
+            return Plan::Dispatched;
         }
-        let end = if now < st.schedule_end_ns {
-            st.schedule_end_ns
-        } else {
-            *drain_end_ns
-        };
-        let wake = st.ledger.next_boundary_ns.min(end).min(now + MAX_SLEEP_NS);
-        let mut send_at = u64::MAX;
-        if !st.free.is_empty() && !st.stopping {
-            match &st.schedule {
-                Some(s) if s.peek() < st.schedule_end_ns => send_at = s.peek().max(st.start_ns),
-                Some(_) => {}
-                None if now < st.schedule_end_ns => send_at = st.start_ns.max(now),
-                None => {}
+        match st.core.plan(now) {
+            CorePlan::Done => Plan::Done,
+            CorePlan::Wait { send_at, wake } => {
+                st.scheduler_wants_slot = !st.core.has_free_slot();
+                Plan::Wait {
+                    send_at,
+                    wake: wake.min(now + MAX_SLEEP_NS),
+                }
             }
         }
-        st.scheduler_wants_slot = st.free.is_empty();
-        Plan::Wait { send_at, wake }
     }
 
     async fn scheduler(self: Rc<Self>, stop: Halt) -> Result<(), String> {
@@ -841,10 +715,9 @@ impl Engine {
         // the AsyncFd that registers it lives.
         let timer = unsafe { AsyncFd::register(timerfd) }.map_err(|e| format!("timerfd: {e}"))?;
         let spin = self.config.spin_ns;
-        let mut drain_end_ns = self.st.borrow().schedule_end_ns + self.config.drain_ns;
         loop {
             let now = now_ns();
-            let (send_at, wake) = match self.plan(now, &mut drain_end_ns, &stop) {
+            let (send_at, wake) = match self.plan(now, &stop) {
                 Plan::Fatal(msg) => return Err(msg),
                 Plan::Done => break,
                 Plan::Dispatched => {
@@ -881,26 +754,19 @@ impl Engine {
         let now = now_ns();
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
-        for s in &st.slots {
-            if s.busy {
-                st.ledger.unfinished(s.intended, s.sent, now);
-            }
-        }
-        for (i, p) in st.ledger.phases.iter_mut().enumerate() {
+        let ledger = st.core.ledger_mut();
+        for (i, p) in ledger.phases.iter_mut().enumerate() {
             p.counts.bytes_read += self.bytes.read[i].get();
             p.counts.bytes_written += self.bytes.written[i].get();
         }
         if st.saw_zero_stream_limit {
-            st.ledger.phases[1].warnings.push(
+            ledger.phases[1].warnings.push(
                 "the server allowed no HTTP/2 streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) during the run: \
                  requests that waited for a stream then could not be sent (counted as failed or never sent)"
                     .into(),
             );
         }
-        st.ledger
-            .finish(st.schedule.as_mut(), st.schedule_end_ns, now, &|| {
-                stop.aborting()
-            })
+        st.core.finish(now, &now_ns, &|| stop.aborting())
     }
 }
 
@@ -937,19 +803,6 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
     let streams = config.streams.max(1);
     let slot_count = setup.connections * streams;
     let warmup_end_ns = setup.start_ns + config.warmup_ns;
-    // Slot k belongs to connection k % connections: consecutive free slots spread requests
-    // over all connections before stacking streams on one.
-    let slots = (0..slot_count)
-        .map(|k| Slot {
-            conn: k % setup.connections,
-            busy: false,
-            sent: false,
-            intended: 0,
-            sent_ns: 0,
-            request: 0,
-            free_since: 0,
-        })
-        .collect();
     let conns = (0..setup.connections)
         .map(|_| Conn {
             link: Link::Down,
@@ -958,30 +811,14 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
             attempts: 0,
             failed_attempt: 0,
             last_failure: Failure::Connect,
-            open: 0,
             stream_waiters: 0,
         })
         .collect();
+    let cfg = core_config(&setup, streams, TimeoutScope::Stream, requests.len());
     let ledger = Ledger::new(&setup);
-    let picker = match config.request_order {
-        // Same seeding as the HTTP/1.1 engine.
-        RequestOrder::Random { seed } => Picker::Random(Xoshiro256PlusPlus::seed_from_u64(
-            seed ^ setup.start_ns.rotate_left(17),
-        )),
-        RequestOrder::RoundRobin => Picker::RoundRobin(0),
-    };
     let state = State {
-        schedule: setup.schedule,
-        start_ns: setup.start_ns,
-        schedule_end_ns: warmup_end_ns + config.duration_ns,
-        stopping: false,
-        free: (0..slot_count).collect(),
-        busy: 0,
-        slots,
+        core: Core::new(cfg, setup.schedule, ledger),
         conns,
-        ledger,
-        picker,
-        request_count: requests.len(),
         scheduler_wants_slot: false,
         fatal: None,
         saw_zero_stream_limit: false,
@@ -996,6 +833,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
         st: RefCell::new(state),
         wake_scheduler: Notify::new(),
         go: (0..slot_count).map(|_| Notify::new()).collect(),
+        cancel: (0..slot_count).map(|_| Notify::new()).collect(),
         conn_changed: (0..setup.connections).map(|_| Notify::new()).collect(),
         requests,
         tls,

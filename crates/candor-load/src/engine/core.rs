@@ -1,0 +1,568 @@
+//! The sans-IO core of a load thread: handed `now` and events, it answers which due request goes
+//! on which slot and keeps the books. It never reads the clock and never touches a socket, so
+//! every rule that makes candor honest is written once here and tested exactly on simulated time
+//! (`engine::sim`).
+//!
+//! What it owns: the schedule cursor (consumed in order through `peek`/`advance`, never skipped,
+//! thinned or re-anchored); the FIFO of free slots (a due request takes the first; the rest of
+//! the due stretch waits in the schedule, keeping its intended time); which requests each
+//! connection carries (for pipelined HTTP/1.1 in the order they were written); timeouts; the
+//! `generator_late` rule; stop, early end and drain; and the end-of-run census
+//! (`intended = completed + failed + unfinished`).
+//!
+//! A slot is one request a connection can carry at a time: HTTP/1.1 with `--pipeline P` has P per
+//! connection, HTTP/2 one per stream (`--streams`), raw TCP one. Slot `k` belongs to connection
+//! `k % connections`, and the free FIFO starts as `0, 1, 2, ...`, so consecutive requests spread
+//! over all connections before they stack on one.
+
+use crate::config::RequestOrder;
+use crate::engine::ledger::{Booked, Exchange, Ledger};
+use crate::schedule::Schedule;
+use crate::shared::{Failure, PhaseAcc};
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::VecDeque;
+
+/// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
+pub const TIMEOUT_SCAN_NS: u64 = 10_000_000;
+
+/// What a timeout ends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TimeoutScope {
+    /// The whole connection (HTTP/1.1, raw TCP): responses come in order, so one that never
+    /// comes blocks everything behind it; the connection is closed and its requests fail.
+    Connection,
+    /// One stream (HTTP/2): it is reset and the connection carries on.
+    Stream,
+}
+
+/// The fixed shape of one load thread, as the core needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct CoreConfig {
+    /// The first intended send (absolute ns).
+    pub start_ns: u64,
+    /// The end of the schedule: warm-up plus duration after the start.
+    pub schedule_end_ns: u64,
+    pub drain_ns: u64,
+    pub timeout_ns: u64,
+    pub connections: usize,
+    /// Requests one connection carries at once (pipeline depth or streams).
+    pub slots_per_connection: usize,
+    pub timeout_scope: TimeoutScope,
+    /// How many prepared requests there are, and in what order they are chosen.
+    pub request_count: usize,
+    pub request_order: RequestOrder,
+    /// Seeds the random request order (mixed with `start_ns`, as before the core existed).
+    pub order_seed_mix: u64,
+    /// This thread's place among all streams of the schedule (threads times shards): the global
+    /// sequence number of its k-th entry is `k * seq_stride + seq_phase`.
+    pub seq_phase: u64,
+    pub seq_stride: u64,
+}
+
+/// A request due now, given to a slot: the transport writes `request` on `conn`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Due {
+    pub slot: usize,
+    pub conn: usize,
+    pub exchange: Exchange,
+}
+
+/// What the driver does after a round of events.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Plan {
+    /// The run is over: call [`Core::finish`].
+    Done,
+    /// Wait until `wake`, or until the next send at `send_at` (`u64::MAX`: none pending a free slot).
+    Wait { send_at: u64, wake: u64 },
+}
+
+/// The run's owner asks for an end: read by the driver from `Halt`, handed in as a value.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct HaltState {
+    /// Stop at once: no more sends and no drain (a signal, or an objective that cannot pass).
+    pub aborting: bool,
+    /// The instant an early end was asked for, if one was.
+    pub requested_at: Option<u64>,
+}
+
+#[derive(Clone, Copy)]
+struct SlotState {
+    conn: usize,
+    busy: bool,
+    exchange: Exchange,
+    /// When this slot last became free (to tell the generator's lateness from queueing).
+    free_since: u64,
+    /// HTTP/2: the connection epoch on which this slot holds an open stream.
+    stream: Option<u64>,
+}
+
+struct ConnBooks {
+    /// Busy slots of this connection, in the order their requests were given to it.
+    carried: VecDeque<usize>,
+    /// When the latest connect attempt started.
+    connect_started: u64,
+    /// HTTP/2: streams open on the current connection, which is the `stream_epoch`-th.
+    open_streams: usize,
+    stream_epoch: u64,
+}
+
+enum Chooser {
+    One,
+    RoundRobin(u64),
+    Random(Xoshiro256PlusPlus),
+}
+
+pub struct Core {
+    cfg: CoreConfig,
+    schedule: Option<Schedule>,
+    schedule_end_ns: u64,
+    drain_end_ns: u64,
+    stopping: bool,
+    ended_early: bool,
+    ledger: Ledger,
+    free: VecDeque<usize>,
+    slots: Vec<SlotState>,
+    conns: Vec<ConnBooks>,
+    busy: usize,
+    chooser: Chooser,
+    /// Closed loop: sends made so far (the k of the global sequence number).
+    closed_sends: u64,
+    next_timeout_scan: u64,
+}
+
+impl Core {
+    pub fn new(cfg: CoreConfig, schedule: Option<Schedule>, ledger: Ledger) -> Core {
+        let connections = cfg.connections.max(1);
+        let per = cfg.slots_per_connection.max(1);
+        let slot_count = connections * per;
+        let idle = Exchange {
+            seq: 0,
+            request: 0,
+            intended: 0,
+            sent: 0,
+        };
+        let slots = (0..slot_count)
+            .map(|k| SlotState {
+                conn: k % connections,
+                busy: false,
+                exchange: idle,
+                free_since: 0,
+                stream: None,
+            })
+            .collect();
+        let conns = (0..connections)
+            .map(|_| ConnBooks {
+                carried: VecDeque::with_capacity(per),
+                connect_started: 0,
+                open_streams: 0,
+                stream_epoch: 0,
+            })
+            .collect();
+        let chooser = match (cfg.request_count, cfg.request_order) {
+            (0 | 1, _) => Chooser::One,
+            (_, RequestOrder::RoundRobin) => Chooser::RoundRobin(0),
+            (_, RequestOrder::Random { seed }) => Chooser::Random(
+                Xoshiro256PlusPlus::seed_from_u64(seed ^ cfg.order_seed_mix.rotate_left(17)),
+            ),
+        };
+        Core {
+            schedule_end_ns: cfg.schedule_end_ns,
+            drain_end_ns: cfg.schedule_end_ns + cfg.drain_ns,
+            next_timeout_scan: cfg.start_ns + TIMEOUT_SCAN_NS,
+            cfg,
+            schedule,
+            stopping: false,
+            ended_early: false,
+            ledger,
+            free: (0..slot_count).collect(),
+            slots,
+            conns,
+            busy: 0,
+            chooser,
+            closed_sends: 0,
+        }
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn ledger_mut(&mut self) -> &mut Ledger {
+        &mut self.ledger
+    }
+
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn conn_of(&self, slot: usize) -> usize {
+        self.slots[slot].conn
+    }
+
+    /// The exchange slot `slot` carries (meaningful while it is busy).
+    pub fn exchange(&self, slot: usize) -> &Exchange {
+        &self.slots[slot].exchange
+    }
+
+    pub fn is_busy(&self, slot: usize) -> bool {
+        self.slots[slot].busy
+    }
+
+    /// Requests given to slots and not yet answered or failed.
+    pub fn busy(&self) -> usize {
+        self.busy
+    }
+
+    /// The slots connection `conn` carries, oldest first.
+    pub fn carried(&self, conn: usize) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.conns[conn].carried.iter().copied()
+    }
+
+    /// The `k`-th oldest request connection `conn` carries.
+    #[inline]
+    pub fn carried_at(&self, conn: usize, k: usize) -> Option<usize> {
+        self.conns[conn].carried.get(k).copied()
+    }
+
+    /// The oldest request connection `conn` carries (for HTTP/1.1, the one the next response answers).
+    pub fn oldest(&self, conn: usize) -> Option<usize> {
+        self.conns[conn].carried.front().copied()
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stopping
+    }
+
+    pub fn has_free_slot(&self) -> bool {
+        !self.free.is_empty()
+    }
+
+    /// An end asked for by the run's owner, as seen at `now`.
+    pub fn halt(&mut self, now: u64, halt: HaltState) {
+        let start = self.cfg.start_ns;
+        if !self.stopping && halt.aborting {
+            // Interrupted: no more sends, no drain; what is outstanding is reported as such.
+            self.stopping = true;
+            let at = halt.requested_at.map_or(now, |at| at.min(now));
+            self.schedule_end_ns = self.schedule_end_ns.min(at.max(start));
+            self.drain_end_ns = now;
+        } else if !self.ended_early && !self.stopping {
+            if let Some(at) = halt.requested_at {
+                // The question of the run is answered: no more sends, the usual drain.
+                self.ended_early = true;
+                self.schedule_end_ns = self.schedule_end_ns.min(at.max(start));
+                self.drain_end_ns = self
+                    .drain_end_ns
+                    .min(self.schedule_end_ns + self.cfg.drain_ns);
+            }
+        }
+    }
+
+    /// Hands every interval that ended by `now` to the collector.
+    #[inline]
+    pub fn flush_due(&mut self, now: u64) {
+        self.ledger.flush_due(now);
+    }
+
+    /// The next request due at `now`, given to the first free slot; `None` when nothing is due
+    /// or no slot is free (then the due stretch waits in the schedule, in order).
+    #[inline]
+    pub fn next_due(&mut self, now: u64) -> Option<Due> {
+        if self.stopping || now < self.cfg.start_ns {
+            return None;
+        }
+        let &slot = self.free.front()?;
+        let (intended, seq) = match &mut self.schedule {
+            Some(s) => {
+                let t = s.peek();
+                if t > now || t >= self.schedule_end_ns {
+                    return None;
+                }
+                let seq = s.seq();
+                s.advance();
+                (t, seq)
+            }
+            None => {
+                // Closed loop: the intended time is the send time.
+                if now >= self.schedule_end_ns {
+                    return None;
+                }
+                let seq = self.closed_sends * self.cfg.seq_stride + self.cfg.seq_phase;
+                self.closed_sends += 1;
+                (now, seq)
+            }
+        };
+        self.free.pop_front();
+        let s = &mut self.slots[slot];
+        self.ledger.intend(intended, now, s.free_since);
+        let request = Self::choose(&mut self.chooser, self.cfg.request_count, seq);
+        s.busy = true;
+        s.exchange = Exchange {
+            seq,
+            request,
+            intended,
+            sent: 0,
+        };
+        let conn = s.conn;
+        self.busy += 1;
+        self.conns[conn].carried.push_back(slot);
+        Some(Due {
+            slot,
+            conn,
+            exchange: s.exchange,
+        })
+    }
+
+    /// Which prepared request the entry with global sequence number `seq` sends. The one place
+    /// the choice is made, so that weighted or templated choice can replace it.
+    #[inline]
+    fn choose(chooser: &mut Chooser, count: usize, _seq: u64) -> u32 {
+        let k = match chooser {
+            Chooser::One => return 0,
+            Chooser::RoundRobin(next) => {
+                *next += 1;
+                *next
+            }
+            Chooser::Random(rng) => rng.next_u64(),
+        };
+        (k % count as u64) as u32
+    }
+
+    /// The first byte of slot `slot`'s request was handed to the connection at `now`.
+    #[inline]
+    pub fn sent(&mut self, slot: usize, now: u64) {
+        let e = &mut self.slots[slot].exchange;
+        if e.sent == 0 {
+            e.sent = now;
+        }
+    }
+
+    /// The whole of slot `slot`'s request (`bytes` long) went out.
+    #[inline]
+    pub fn written(&mut self, slot: usize, bytes: usize) {
+        let phase = self.ledger.phase_of(self.slots[slot].exchange.intended);
+        self.ledger.phases[phase].counts.bytes_written += bytes as u64;
+    }
+
+    /// `bytes` arrived on connection `conn` (booked to the phase of its oldest request).
+    #[inline]
+    pub fn read(&mut self, conn: usize, bytes: usize) {
+        let phase = self.conns[conn].carried.front().map_or(1, |&s| {
+            self.ledger.phase_of(self.slots[s].exchange.intended)
+        });
+        self.ledger.phases[phase].counts.bytes_read += bytes as u64;
+    }
+
+    /// A connect attempt for `conn` started at `now`; requests waiting on it are timed from here.
+    pub fn connecting(&mut self, conn: usize, now: u64) {
+        self.conns[conn].connect_started = now;
+    }
+
+    /// A connection was established (TCP connected) at `now`.
+    pub fn connected(&mut self, now: u64) {
+        self.ledger.connection_opened(now);
+    }
+
+    /// A TLS handshake that took `ns` ended at `now`.
+    pub fn tls_handshake(&mut self, ns: u64, now: u64) {
+        self.ledger.tls_handshake(ns, now);
+    }
+
+    fn release(&mut self, slot: usize, now: u64) -> Exchange {
+        self.close_stream(slot);
+        let s = &mut self.slots[slot];
+        debug_assert!(s.busy, "slot {slot} is not busy");
+        s.busy = false;
+        s.free_since = now;
+        let conn = s.conn;
+        let exchange = s.exchange;
+        self.busy -= 1;
+        let carried = &mut self.conns[conn].carried;
+        if carried.front() == Some(&slot) {
+            carried.pop_front();
+        } else if let Some(i) = carried.iter().position(|&k| k == slot) {
+            // HTTP/2 streams finish in any order; a connection carries a handful.
+            carried.remove(i);
+        }
+        self.free.push_back(slot);
+        exchange
+    }
+
+    /// HTTP/2: a new connection `conn` is up; the streams of the old one are gone.
+    pub fn new_stream_connection(&mut self, conn: usize) {
+        let c = &mut self.conns[conn];
+        c.stream_epoch += 1;
+        c.open_streams = 0;
+    }
+
+    /// HTTP/2: slot `slot` asks for a stream on its connection, whose server allows `limit` at
+    /// once (SETTINGS_MAX_CONCURRENT_STREAMS). False means it waits (the wait is send lag, as it
+    /// is for a real client); the driver asks again when a stream of that connection closes.
+    pub fn open_stream(&mut self, slot: usize, limit: usize) -> bool {
+        let conn = self.slots[slot].conn;
+        let c = &mut self.conns[conn];
+        if self.slots[slot].stream == Some(c.stream_epoch) {
+            return true;
+        }
+        if c.open_streams >= limit {
+            return false;
+        }
+        c.open_streams += 1;
+        self.slots[slot].stream = Some(c.stream_epoch);
+        true
+    }
+
+    /// HTTP/2: slot `slot`'s stream is closed (also done by every completion and failure).
+    pub fn close_stream(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if let Some(epoch) = s.stream.take() {
+            let c = &mut self.conns[s.conn];
+            if c.stream_epoch == epoch {
+                c.open_streams -= 1;
+            }
+        }
+    }
+
+    /// HTTP/2: streams open on connection `conn` now.
+    pub fn open_streams(&self, conn: usize) -> usize {
+        self.conns[conn].open_streams
+    }
+
+    pub fn timeout_scope(&self) -> TimeoutScope {
+        self.cfg.timeout_scope
+    }
+
+    /// Slot `slot`'s response completed at `now` with `status` (0: the protocol has none).
+    #[inline]
+    pub fn complete(&mut self, slot: usize, status: u16, now: u64) -> Booked {
+        let e = self.release(slot, now);
+        self.ledger.complete(&e, now, status)
+    }
+
+    /// Slot `slot`'s request failed at `now`.
+    pub fn fail(&mut self, slot: usize, kind: Failure, now: u64) {
+        if !self.slots[slot].busy {
+            return;
+        }
+        let e = self.release(slot, now);
+        self.ledger.fail(kind, &e, now);
+    }
+
+    /// Connection `conn` is gone at `now`: every request it carried fails with `kind`.
+    pub fn fail_connection(&mut self, conn: usize, kind: Failure, now: u64) {
+        while let Some(&slot) = self.conns[conn].carried.front() {
+            self.fail(slot, kind, now);
+        }
+    }
+
+    /// Every [`TIMEOUT_SCAN_NS`]: fails what waited longer than the timeout and tells the
+    /// driver what to close or reset (`expired` gets a connection for
+    /// [`TimeoutScope::Connection`], a slot for [`TimeoutScope::Stream`]). A request is timed
+    /// from its first byte out, or while it waits for its connection from the later of the
+    /// connect start and its intended time; a request waiting behind others is not (it has not
+    /// been asked yet).
+    pub fn scan_timeouts(&mut self, now: u64, mut expired: impl FnMut(usize)) {
+        if now < self.next_timeout_scan {
+            return;
+        }
+        self.next_timeout_scan = now + TIMEOUT_SCAN_NS;
+        let limit = self.cfg.timeout_ns;
+        match self.cfg.timeout_scope {
+            TimeoutScope::Connection => {
+                for conn in 0..self.conns.len() {
+                    let Some(&front) = self.conns[conn].carried.front() else {
+                        continue;
+                    };
+                    let e = &self.slots[front].exchange;
+                    let since = if e.sent != 0 {
+                        e.sent
+                    } else {
+                        self.conns[conn].connect_started.max(e.intended)
+                    };
+                    if now.saturating_sub(since) >= limit {
+                        self.fail_connection(conn, Failure::Timeout, now);
+                        expired(conn);
+                    }
+                }
+            }
+            TimeoutScope::Stream => {
+                for slot in 0..self.slots.len() {
+                    let s = &self.slots[slot];
+                    // Only requests on the wire: one waiting for its connection fails with
+                    // the connect attempt, which the transport bounds by the same timeout.
+                    if s.busy
+                        && s.exchange.sent != 0
+                        && now.saturating_sub(s.exchange.sent) >= limit
+                    {
+                        self.fail(slot, Failure::Timeout, now);
+                        expired(slot);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the schedule still holds entries before its end (due or not).
+    fn backlog_due(&self) -> bool {
+        self.schedule
+            .as_ref()
+            .is_some_and(|s| s.peek() < self.schedule_end_ns)
+    }
+
+    /// After a round of events at `now`: is the run over, and if not, when must the driver wake?
+    /// (The next send if a slot is free to take it, the interval boundary, the timeout scan, or
+    /// the end of the schedule or drain.)
+    pub fn plan(&self, now: u64) -> Plan {
+        if now >= self.schedule_end_ns
+            && (now >= self.drain_end_ns || (self.busy == 0 && !self.backlog_due()))
+        {
+            return Plan::Done;
+        }
+        let end = if now < self.schedule_end_ns {
+            self.schedule_end_ns
+        } else {
+            self.drain_end_ns
+        };
+        let wake = self
+            .ledger
+            .next_boundary_ns
+            .min(self.next_timeout_scan)
+            .min(end);
+        let mut send_at = u64::MAX;
+        if !self.free.is_empty() && !self.stopping {
+            match &self.schedule {
+                Some(s) if s.peek() < self.schedule_end_ns => {
+                    send_at = s.peek().max(self.cfg.start_ns)
+                }
+                Some(_) => {}
+                None if now < self.schedule_end_ns => send_at = self.cfg.start_ns.max(now),
+                None => {}
+            }
+        }
+        Plan::Wait { send_at, wake }
+    }
+
+    /// Closes the books at `now`: every request still carried is unfinished (sent or queued),
+    /// the never-sent rest of the schedule is counted entry by entry (see [`Ledger::finish`],
+    /// which reads `clock` only to bound that count after a stop), and the two phases come back.
+    pub fn finish(
+        &mut self,
+        now: u64,
+        clock: &dyn Fn() -> u64,
+        stopping: &dyn Fn() -> bool,
+    ) -> [PhaseAcc; 2] {
+        for s in &self.slots {
+            if s.busy {
+                self.ledger.unfinished(&s.exchange, now);
+            }
+        }
+        self.ledger.finish(
+            self.schedule.as_mut(),
+            self.schedule_end_ns,
+            now,
+            clock,
+            stopping,
+        )
+    }
+}

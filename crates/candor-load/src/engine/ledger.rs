@@ -1,0 +1,416 @@
+//! A load thread's books: what every exchange came to, by phase and by interval, and the
+//! hand-off of finished intervals to the collector. The core (`engine::core`) books through it,
+//! so the accounting rules (phase by intended time, timeouts record their age, the never-sent
+//! backlog counted entry by entry) are written once for every protocol.
+
+use crate::schedule::Schedule;
+use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use candor_core::hist::record_clamped;
+use candor_core::results::RequestCounts;
+use crossbeam_channel::{Receiver, Sender};
+
+/// One request as the books see it: which entry of the schedule it is, what it sent, and when.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Exchange {
+    /// The entry's index in the whole schedule, across threads and shards.
+    pub seq: u64,
+    /// The index of the prepared request it sent.
+    pub request: u32,
+    pub intended: u64,
+    /// When its first byte was handed to the connection (0 until then).
+    pub sent: u64,
+}
+
+/// The outcome of one exchange as booked, so that it can be re-booked as a protocol error if
+/// bytes nobody asked for follow it on its connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Booked {
+    pub intended: u64,
+    /// Completed (true) or failed for its status (false).
+    pub ok: bool,
+    interval: u64,
+}
+
+/// A load thread's books: the two phases' recorders and counts, the current interval, and the
+/// hand-off of finished intervals to the collector. Every engine records through it, so the
+/// accounting rules (phase by intended time, timeouts record their age, the never-sent backlog
+/// counted entry by entry) are written once.
+pub struct Ledger {
+    pub phases: [PhaseAcc; 2],
+    interval: Box<IntervalData>,
+    interval_index: u64,
+    /// The next interval boundary (absolute ns); engines wake for it.
+    pub next_boundary_ns: u64,
+    interval_ns: u64,
+    pub warmup_end_ns: u64,
+    has_warmup: bool,
+    to_collector: Sender<IntervalMsg>,
+    pool: Receiver<Box<IntervalData>>,
+    accept_status: crate::status::StatusSet,
+    /// The phase counts as of the previous flush (the base of the next interval's growth).
+    flushed_counts: [RequestCounts; 2],
+}
+
+/// `now - before`, field by field: what a worker's counts grew by between two flushes.
+pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCounts {
+    let d = |a: u64, b: u64| a.saturating_sub(b);
+    let (e, f) = (&now.errors, &before.errors);
+    let (s, t) = (&now.status, &before.status);
+    RequestCounts {
+        intended: d(now.intended, before.intended),
+        completed: d(now.completed, before.completed),
+        failed: d(now.failed, before.failed),
+        in_flight_at_end: d(now.in_flight_at_end, before.in_flight_at_end),
+        sent_unanswered: d(now.sent_unanswered, before.sent_unanswered),
+        queued_unsent: d(now.queued_unsent, before.queued_unsent),
+        errors: candor_core::results::ErrorCounts {
+            connect: d(e.connect, f.connect),
+            read: d(e.read, f.read),
+            write: d(e.write, f.write),
+            timeout: d(e.timeout, f.timeout),
+            parse: d(e.parse, f.parse),
+            status: d(e.status, f.status),
+        },
+        status: candor_core::results::StatusCounts {
+            s1xx: d(s.s1xx, t.s1xx),
+            s2xx: d(s.s2xx, t.s2xx),
+            s3xx: d(s.s3xx, t.s3xx),
+            s4xx: d(s.s4xx, t.s4xx),
+            s5xx: d(s.s5xx, t.s5xx),
+        },
+        bytes_written: d(now.bytes_written, before.bytes_written),
+        bytes_read: d(now.bytes_read, before.bytes_read),
+        clamped_values: d(now.clamped_values, before.clamped_values),
+        generator_late: d(now.generator_late, before.generator_late),
+        connections_opened: d(now.connections_opened, before.connections_opened),
+    }
+}
+
+/// A send this much after its intended time, on a slot that had been free since before that
+/// time, is the generator's own lateness (a spin-paced loop is normally within microseconds).
+pub const GENERATOR_LATE_NS: u64 = 1_000_000;
+
+/// After a stop request, the never-sent backlog is counted for at most this long (see
+/// [`Ledger::finish`]): a person pressing Ctrl-C expects the run to end within a second or so.
+pub const STOP_COUNT_BUDGET_NS: u64 = 1_000_000_000;
+
+impl Ledger {
+    pub fn new(setup: &WorkerSetup) -> Ledger {
+        let cfg = &setup.config;
+        Ledger {
+            phases: [PhaseAcc::new(), PhaseAcc::new()],
+            interval: setup
+                .pool
+                .try_recv()
+                .unwrap_or_else(|_| Box::new(IntervalData::new())),
+            interval_index: 0,
+            next_boundary_ns: setup.start_ns + cfg.interval_ns,
+            interval_ns: cfg.interval_ns,
+            warmup_end_ns: setup.start_ns + cfg.warmup_ns,
+            has_warmup: cfg.warmup_ns > 0,
+            to_collector: setup.to_collector.clone(),
+            pool: setup.pool.clone(),
+            accept_status: cfg.accept_status,
+            flushed_counts: [RequestCounts::default(); 2],
+        }
+    }
+
+    /// 0 = warm-up, 1 = measured, decided by the request's intended time.
+    #[inline]
+    pub fn phase_of(&self, intended: u64) -> usize {
+        (intended >= self.warmup_end_ns) as usize
+    }
+
+    /// A request left the schedule at `now` on a slot free since `free_since`.
+    #[inline]
+    pub fn intend(&mut self, intended: u64, now: u64, free_since: u64) {
+        let phase = self.phase_of(intended);
+        let counts = &mut self.phases[phase].counts;
+        counts.intended += 1;
+        if now > intended + GENERATOR_LATE_NS && free_since <= intended {
+            counts.generator_late += 1;
+        }
+    }
+
+    /// A full response arrived at `now`; `status` 0 means the protocol has none (raw TCP).
+    /// A status outside the accepted set makes the request fail (class `status`); its latency
+    /// is recorded all the same, since the server did answer.
+    #[inline]
+    pub fn complete(&mut self, e: &Exchange, now: u64, status: u16) -> Booked {
+        let (intended, sent) = (e.intended, e.sent);
+        let response = now.saturating_sub(intended);
+        let service = now.saturating_sub(sent);
+        let lag = sent.saturating_sub(intended);
+        let phase = self.phase_of(intended);
+        let ok = self.accept_status.accepts(status);
+        let p = &mut self.phases[phase];
+        p.rec.record(response, service, lag);
+        if status != 0 {
+            p.counts.status.count(status);
+        }
+        self.interval.rec.record(response, service, lag);
+        if ok {
+            p.counts.completed += 1;
+            self.interval.completed += 1;
+        } else {
+            p.counts.failed += 1;
+            p.counts.errors.status += 1;
+            self.interval.failed += 1;
+        }
+        Booked {
+            intended,
+            ok,
+            interval: self.interval_index,
+        }
+    }
+
+    /// An exchange booked by [`Ledger::complete`] turned out to be a protocol error: its
+    /// connection then carried bytes no request had asked for, so which bytes answered it is
+    /// unknown. It becomes a `parse` failure; its latency stays recorded (a response did come).
+    pub fn rebook_as_parse(&mut self, b: Booked) {
+        let phase = self.phase_of(b.intended);
+        let c = &mut self.phases[phase].counts;
+        if b.ok {
+            c.completed -= 1;
+            c.failed += 1;
+            // An interval already handed to the collector keeps its count; only the current
+            // one can still be corrected.
+            if b.interval == self.interval_index && self.interval.completed > 0 {
+                self.interval.completed -= 1;
+                self.interval.failed += 1;
+            }
+        } else {
+            c.errors.status -= 1;
+        }
+        c.errors.parse += 1;
+    }
+
+    /// A connection was established at `now` (initial or reconnect); phases as for
+    /// [`Ledger::tls_handshake`].
+    pub fn connection_opened(&mut self, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        self.phases[phase].counts.connections_opened += 1;
+    }
+
+    /// A request failed at `now`. Timeouts also record their latency so far: a request that
+    /// never came back is at least that slow, and must not look fast by its absence.
+    pub fn fail(&mut self, kind: Failure, e: &Exchange, now: u64) {
+        let intended = e.intended;
+        let sent = (e.sent != 0).then_some(e.sent);
+        let phase = self.phase_of(intended);
+        let p = &mut self.phases[phase];
+        p.counts.failed += 1;
+        let e = &mut p.counts.errors;
+        match kind {
+            Failure::Connect => e.connect += 1,
+            Failure::Read => e.read += 1,
+            Failure::Write => e.write += 1,
+            Failure::Timeout => e.timeout += 1,
+            Failure::Parse => e.parse += 1,
+        }
+        if kind == Failure::Timeout {
+            let response = now.saturating_sub(intended);
+            p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
+            record_clamped(&mut self.interval.rec.response, response);
+            if let Some(sent) = sent {
+                let service = now.saturating_sub(sent);
+                p.counts.clamped_values += record_clamped(&mut p.rec.service, service) as u64;
+                record_clamped(&mut self.interval.rec.service, service);
+            }
+        }
+        self.interval.failed += 1;
+    }
+
+    /// A TLS handshake took `ns` and ended at `now`: handshakes before the end of the warm-up
+    /// belong to it if there is one; otherwise (pre-connects included) to the measured phase,
+    /// never to a phase that is not reported.
+    pub fn tls_handshake(&mut self, ns: u64, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        record_clamped(&mut self.phases[phase].tls_handshake, ns);
+    }
+
+    /// Hands every interval that ended by `now` to the collector.
+    pub fn flush_due(&mut self, now: u64) {
+        while now >= self.next_boundary_ns {
+            self.flush(None);
+        }
+    }
+
+    fn flush(&mut self, final_end_ns: Option<u64>) {
+        // A recycled box from the collector; a new one only if the collector fell behind.
+        let fresh = self
+            .pool
+            .try_recv()
+            .unwrap_or_else(|_| Box::new(IntervalData::new()));
+        let mut data = std::mem::replace(&mut self.interval, fresh);
+        for (i, p) in self.phases.iter().enumerate() {
+            data.counts[i] = counts_growth(&p.counts, &self.flushed_counts[i]);
+            self.flushed_counts[i] = p.counts;
+        }
+        // The collector drains continuously; a blocking send only waits if it is seconds behind.
+        let _ = self.to_collector.send(IntervalMsg {
+            index: self.interval_index,
+            final_end_ns,
+            data,
+        });
+        self.interval_index += 1;
+        self.next_boundary_ns += self.interval_ns;
+    }
+
+    /// A request still outstanding when the run ended: written (`sent`) or still queued.
+    pub fn unfinished(&mut self, e: &Exchange, now: u64) {
+        self.unfinished_at(e.intended, e.sent != 0, now);
+    }
+
+    fn unfinished_at(&mut self, intended: u64, sent: bool, now: u64) {
+        let phase = self.phase_of(intended);
+        let p = &mut self.phases[phase];
+        p.counts.in_flight_at_end += 1;
+        if sent {
+            p.counts.sent_unanswered += 1;
+        } else {
+            p.counts.queued_unsent += 1;
+        }
+        record_clamped(&mut p.unfinished, now.saturating_sub(intended));
+    }
+
+    /// Closes the books: the due but never sent rest of the schedule (counted entry by entry, no
+    /// formula, so the count is exactly what the schedule generated), the clamped counts, and the
+    /// final partial interval. Returns the two phases.
+    ///
+    /// The backlog can be long (a stalled target at a high rate leaves rate x stall entries, and
+    /// counting one costs a histogram record), so once a stop is requested the count goes on
+    /// for at most [`STOP_COUNT_BUDGET_NS`] and then ends the schedule at the entry reached.
+    /// The books still balance: every entry counted as intended is also counted as unfinished.
+    pub fn finish(
+        &mut self,
+        schedule: Option<&mut Schedule>,
+        schedule_end_ns: u64,
+        now: u64,
+        clock: &dyn Fn() -> u64,
+        stopping: &dyn Fn() -> bool,
+    ) -> [PhaseAcc; 2] {
+        if let Some(s) = schedule {
+            let mut counted = 0u64;
+            let mut deadline = u64::MAX;
+            while s.peek() < schedule_end_ns {
+                // A relaxed load per 4096 entries costs nothing next to the histogram records.
+                if counted.is_multiple_of(4096) && stopping() {
+                    let t = clock();
+                    if deadline == u64::MAX {
+                        deadline = t + STOP_COUNT_BUDGET_NS;
+                    } else if t >= deadline {
+                        break;
+                    }
+                }
+                let t = s.peek();
+                self.phases[self.phase_of(t)].counts.intended += 1;
+                self.unfinished_at(t, false, now);
+                s.advance();
+                counted += 1;
+            }
+        }
+        for p in &mut self.phases {
+            p.counts.clamped_values += p.rec.clamped;
+        }
+        self.flush(Some(now));
+        std::mem::take(&mut self.phases)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LoadConfig, Target};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn ex(intended: u64, sent: u64) -> Exchange {
+        Exchange {
+            seq: 0,
+            request: 0,
+            intended,
+            sent,
+        }
+    }
+
+    fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
+        let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        config.accept_status = crate::status::StatusSet::parse(accept).unwrap();
+        config.warmup_ns = warmup_ns;
+        let (to_collector, _rx) = crossbeam_channel::unbounded();
+        let (_tx, pool) = crossbeam_channel::unbounded();
+        Ledger::new(&WorkerSetup {
+            config: Arc::new(config),
+            requests: Vec::new().into(),
+            connections: 1,
+            start_ns: 1_000,
+            schedule: None,
+            to_collector,
+            pool,
+            stop: Arc::new(AtomicBool::new(false)),
+            end: Arc::default(),
+            on_start: None,
+            seq_phase: 0,
+            seq_stride: 1,
+        })
+    }
+
+    #[test]
+    fn unaccepted_statuses_fail_with_their_latency_recorded() {
+        let mut l = ledger("2xx", 0);
+        // Intended times from the start (1_000) on: the measured phase.
+        for (status, t) in [
+            (200, 1010),
+            (503, 1020),
+            (404, 1030),
+            (0, 1040),
+            (302, 1050),
+        ] {
+            l.intend(t, t, 0);
+            l.complete(&ex(t, t + 1), t + 5, status);
+        }
+        let c = &l.phases[1].counts;
+        assert_eq!((c.intended, c.completed, c.failed), (5, 2, 3));
+        assert_eq!(c.errors.status, 3);
+        assert!(c.balanced());
+        assert_eq!(
+            (c.status.s2xx, c.status.s3xx, c.status.s4xx, c.status.s5xx),
+            (1, 1, 1, 1)
+        );
+        // Every response is in the histograms, failed or not.
+        assert_eq!(l.phases[1].rec.response.len(), 5);
+        assert_eq!((l.interval.completed, l.interval.failed), (2, 3));
+    }
+
+    #[test]
+    fn rebooking_moves_an_exchange_to_parse_and_keeps_the_books() {
+        let mut l = ledger("2xx", 0);
+        l.intend(1010, 1010, 0);
+        let ok = l.complete(&ex(1010, 1011), 1015, 200);
+        l.intend(1020, 1020, 0);
+        let failed = l.complete(&ex(1020, 1021), 1025, 500);
+        l.rebook_as_parse(ok);
+        l.rebook_as_parse(failed);
+        let c = &l.phases[1].counts;
+        assert_eq!((c.completed, c.failed), (0, 2));
+        assert_eq!((c.errors.parse, c.errors.status), (2, 0));
+        assert!(c.balanced());
+        assert_eq!((l.interval.completed, l.interval.failed), (0, 2));
+    }
+
+    #[test]
+    fn connections_opened_go_to_the_phase_of_their_time() {
+        // Warm-up ends at start (1_000) + 500.
+        let mut l = ledger("2xx", 500);
+        l.connection_opened(900); // pre-connect: belongs to the warm-up
+        l.connection_opened(1_499);
+        l.connection_opened(1_500);
+        assert_eq!(l.phases[0].counts.connections_opened, 2);
+        assert_eq!(l.phases[1].counts.connections_opened, 1);
+        // Without a warm-up, pre-connects belong to the measured phase.
+        let mut l = ledger("2xx", 0);
+        l.connection_opened(900);
+        assert_eq!(l.phases[1].counts.connections_opened, 1);
+    }
+}

@@ -1,0 +1,521 @@
+//! The I/O of one load thread for the byte-stream protocols (HTTP/1.1 plain or TLS, raw TCP):
+//! mio sockets, a timerfd and the final spin. Every decision (what is due, on which slot, what
+//! a timeout or a drop fails, when the run ends) is the core's; this loop reads the clock,
+//! moves bytes, and reports what happened.
+//!
+//! The loop: hand the core `now` (early-end requests, interval flushes), write every request it
+//! says is due, let it scan for timeouts, and sleep until the wake-up it plans: a timerfd for the
+//! long stretch, then a spin of non-blocking polls so that responses are still timed precisely.
+
+use crate::config::{LoadConfig, Scheme};
+use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
+use crate::engine::ledger::{Booked, Ledger};
+use crate::engine::transport::{Framing, Handshake, Sock};
+use crate::http1::{Progress, ResponseParser};
+use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
+use crate::tcp::TcpFramer;
+use candor_core::now_ns;
+use candor_core::timerfd::TimerFd;
+use mio::net::TcpStream;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+const TIMER: Token = Token(usize::MAX - 1);
+/// Responses larger than this are fine (bodies stream through); only a head must fit.
+const READ_BUFFER: usize = 64 * 1024;
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum ConnState {
+    /// No socket; a request given to it starts a connect.
+    Down,
+    /// TCP connect in progress.
+    Connecting,
+    /// TLS handshake in progress.
+    Handshaking,
+    /// Ready for requests.
+    Open,
+}
+
+struct Conn<F> {
+    sock: Option<Sock>,
+    state: ConnState,
+    /// Of the requests the core gave this connection (oldest first), this many are fully
+    /// written, and the next one up to `write_off`.
+    written: usize,
+    write_off: usize,
+    tcp_connected: u64,
+    framing: F,
+    buf: Box<[u8]>,
+    buf_len: usize,
+    /// The last exchange booked on this connection while no other request was written after
+    /// it: bytes arriving now are not an answer to anything, and make it a protocol error.
+    answered: Option<Booked>,
+    /// The server sent bytes before any request was written on this connection: the next
+    /// request given to it fails as `parse` (the books need a request to charge).
+    stray: bool,
+}
+
+/// Runs one HTTP/1.1 or raw TCP load thread to the end of the schedule plus the drain and
+/// returns its two phases (0 = warm-up, 1 = measured).
+pub(crate) fn run_worker(
+    setup: WorkerSetup,
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> io::Result<[PhaseAcc; 2]> {
+    match &setup.config.framing {
+        Some(f) if setup.config.target.scheme == Scheme::Tcp => {
+            let f = f.clone();
+            Ok(Driver::new(setup, tls, || TcpFramer::new(f.clone()))?.run())
+        }
+        _ => Ok(Driver::new(setup, tls, || ResponseParser::new(false))?.run()),
+    }
+}
+
+/// The core's configuration for a load thread with `slots_per_connection` requests per
+/// connection at once.
+pub(crate) fn core_config(
+    setup: &WorkerSetup,
+    slots_per_connection: usize,
+    timeout_scope: TimeoutScope,
+    request_count: usize,
+) -> CoreConfig {
+    let cfg = &setup.config;
+    CoreConfig {
+        start_ns: setup.start_ns,
+        schedule_end_ns: setup.start_ns + cfg.warmup_ns + cfg.duration_ns,
+        drain_ns: cfg.drain_ns,
+        timeout_ns: cfg.timeout_ns,
+        connections: setup.connections,
+        slots_per_connection,
+        timeout_scope,
+        request_count,
+        request_order: cfg.request_order,
+        order_seed_mix: setup.start_ns,
+        seq_phase: setup.seq_phase,
+        seq_stride: setup.seq_stride,
+    }
+}
+
+struct Driver<F> {
+    config: Arc<LoadConfig>,
+    requests: Arc<[Prepared]>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    conns: Vec<Conn<F>>,
+    poll: Poll,
+    timer: TimerFd,
+    core: Core,
+    halt: Halt,
+}
+
+impl<F: Framing> Driver<F> {
+    fn new(
+        setup: WorkerSetup,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        framing: impl Fn() -> F,
+    ) -> io::Result<Driver<F>> {
+        let conns: Vec<Conn<F>> = (0..setup.connections)
+            .map(|_| Conn {
+                sock: None,
+                state: ConnState::Down,
+                written: 0,
+                write_off: 0,
+                tcp_connected: 0,
+                framing: framing(),
+                buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
+                buf_len: 0,
+                answered: None,
+                stray: false,
+            })
+            .collect();
+        let poll = Poll::new()?;
+        let timer = TimerFd::new()?;
+        poll.registry()
+            .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
+        let cfg = core_config(
+            &setup,
+            setup.config.pipeline,
+            TimeoutScope::Connection,
+            setup.requests.len(),
+        );
+        let ledger = Ledger::new(&setup);
+        Ok(Driver {
+            conns,
+            poll,
+            timer,
+            tls,
+            core: Core::new(cfg, setup.schedule, ledger),
+            halt: Halt {
+                signal: setup.stop,
+                end: setup.end,
+            },
+            requests: setup.requests,
+            config: setup.config,
+        })
+    }
+
+    fn run(mut self) -> [PhaseAcc; 2] {
+        candor_core::set_fine_timer_slack();
+        let mut events = Events::with_capacity(1024);
+        // Connect everything before the first intended send, as wrk does.
+        let now = now_ns();
+        for i in 0..self.conns.len() {
+            self.start_connect(i, now);
+        }
+        let spin = self.config.spin_ns;
+        loop {
+            let now = now_ns();
+            let halt = HaltState {
+                aborting: self.halt.aborting(),
+                requested_at: self.halt.end.requested().map(|(_, at)| at),
+            };
+            self.core.halt(now, halt);
+            self.core.flush_due(now);
+            while let Some(due) = self.core.next_due(now) {
+                self.dispatch(due.conn, due.slot, now);
+            }
+            self.core
+                .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
+            let (send_at, wake) = match self.core.plan(now) {
+                Plan::Done => break,
+                Plan::Wait { send_at, wake } => (send_at, wake),
+            };
+            let timeout = if send_at <= now + spin || wake <= now {
+                // Spin stretch: poll without blocking so responses are still timed precisely.
+                Some(std::time::Duration::ZERO)
+            } else {
+                self.timer.arm(wake.min(send_at - spin));
+                None
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.acknowledge();
+                    continue;
+                }
+                self.handle_event(
+                    ev.token().0,
+                    ev.is_readable() || ev.is_read_closed(),
+                    ev.is_writable() || ev.is_error(),
+                );
+            }
+        }
+        self.finish()
+    }
+
+    /// The core gave slot `slot` of connection `i` a request.
+    fn dispatch(&mut self, i: usize, slot: usize, now: u64) {
+        let c = &mut self.conns[i];
+        if c.stray {
+            c.stray = false;
+            self.core.fail(slot, Failure::Parse, now);
+            return;
+        }
+        match c.state {
+            ConnState::Open => self.write_requests(i, now),
+            ConnState::Down => self.start_connect(i, now),
+            // Written as soon as the connection is ready; the wait counts against it.
+            ConnState::Connecting | ConnState::Handshaking => {}
+        }
+    }
+
+    fn start_connect(&mut self, i: usize, now: u64) {
+        self.core.connecting(i, now);
+        match TcpStream::connect(self.config.target.addr) {
+            Ok(mut stream) => {
+                if self
+                    .poll
+                    .registry()
+                    .register(
+                        &mut stream,
+                        Token(i),
+                        Interest::READABLE | Interest::WRITABLE,
+                    )
+                    .is_err()
+                {
+                    self.fail_connection(i, Failure::Connect, now);
+                    return;
+                }
+                let c = &mut self.conns[i];
+                c.sock = Some(Sock::Plain(stream));
+                c.state = ConnState::Connecting;
+            }
+            Err(_) => self.fail_connection(i, Failure::Connect, now),
+        }
+    }
+
+    fn handle_event(&mut self, i: usize, readable: bool, writable: bool) {
+        if i >= self.conns.len() || self.conns[i].sock.is_none() {
+            return;
+        }
+        let now = now_ns();
+        match self.conns[i].state {
+            ConnState::Connecting => {
+                if writable || readable {
+                    self.finish_connect(i, now);
+                }
+            }
+            ConnState::Handshaking => self.drive_handshake(i, now),
+            ConnState::Open => {
+                if writable {
+                    self.write_requests(i, now);
+                }
+                if readable && self.conns[i].sock.is_some() {
+                    self.read_responses(i);
+                }
+            }
+            ConnState::Down => {}
+        }
+    }
+
+    fn finish_connect(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(sock) = c.sock.as_mut() else {
+            return;
+        };
+        let stream = sock.socket();
+        match stream.take_error() {
+            Ok(None) => {}
+            _ => return self.fail_connection(i, Failure::Connect, now),
+        }
+        match stream.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+            Err(_) => return self.fail_connection(i, Failure::Connect, now),
+        }
+        let _ = stream.set_nodelay(true);
+        c.tcp_connected = now;
+        self.core.connected(now);
+        if let Some(tls) = &self.tls {
+            let name = match crate::tls::server_name(&self.config.target.host) {
+                Ok(n) => n,
+                Err(_) => return self.fail_connection(i, Failure::Connect, now),
+            };
+            let Some(Sock::Plain(stream)) = c.sock.take() else {
+                return;
+            };
+            match rustls::ClientConnection::new(tls.clone(), name) {
+                Ok(session) => {
+                    c.sock = Some(Sock::Tls(stream, Box::new(session)));
+                    c.state = ConnState::Handshaking;
+                    self.drive_handshake(i, now);
+                }
+                Err(_) => {
+                    c.sock = Some(Sock::Plain(stream));
+                    self.fail_connection(i, Failure::Connect, now);
+                }
+            }
+        } else {
+            c.state = ConnState::Open;
+            self.write_requests(i, now);
+        }
+    }
+
+    fn drive_handshake(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(sock) = c.sock.as_mut() else {
+            return;
+        };
+        match sock.handshake() {
+            Handshake::Done => {}
+            Handshake::Waiting => return,
+            Handshake::Failed => return self.fail_connection(i, Failure::Connect, now),
+        }
+        let handshake = now.saturating_sub(c.tcp_connected);
+        c.state = ConnState::Open;
+        self.core.tls_handshake(handshake, now);
+        self.write_requests(i, now);
+        // Application data may have arrived with the last handshake flight.
+        if self.conns[i].sock.is_some() {
+            self.read_responses(i);
+        }
+    }
+
+    /// Writes every request the core gave connection `i`, as far as the socket takes them.
+    fn write_requests(&mut self, i: usize, now: u64) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(slot) = self.core.carried_at(i, c.written) else {
+                break;
+            };
+            let Some(sock) = c.sock.as_mut() else {
+                return;
+            };
+            let exchange = *self.core.exchange(slot);
+            if c.write_off == 0 && exchange.sent == 0 {
+                self.core.sent(slot, now);
+                // From here on the server may answer; what it sends is no longer stray.
+                c.answered = None;
+            }
+            let bytes = &self.requests[exchange.request as usize].bytes;
+            match sock.write(&bytes[c.write_off..]) {
+                Ok(0) => return self.fail_connection(i, Failure::Write, now),
+                Ok(n) => {
+                    c.write_off += n;
+                    if c.write_off == bytes.len() {
+                        self.core.written(slot, bytes.len());
+                        c.written += 1;
+                        c.write_off = 0;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.fail_connection(i, Failure::Write, now),
+            }
+        }
+        if let Some(sock) = self.conns[i].sock.as_mut() {
+            match sock.flush() {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => self.fail_connection(i, Failure::Write, now),
+            }
+        }
+    }
+
+    fn read_responses(&mut self, i: usize) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(sock) = c.sock.as_mut() else {
+                return;
+            };
+            let len = c.buf_len;
+            match sock.read(&mut c.buf[len..]) {
+                Ok(0) => {
+                    let now = now_ns();
+                    if c.written > 0 {
+                        if let Some(status) = c.framing.finish_at_eof() {
+                            self.complete_oldest(i, status, now);
+                        }
+                    }
+                    // Whatever else was outstanding was cut off by the close.
+                    self.fail_connection(i, Failure::Read, now);
+                    return;
+                }
+                Ok(n) => {
+                    let now = now_ns();
+                    c.buf_len += n;
+                    self.core.read(i, n);
+                    if !self.process_buffer(i, now) {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let kind = if e.kind() == io::ErrorKind::InvalidData {
+                        Failure::Parse
+                    } else {
+                        Failure::Read
+                    };
+                    self.fail_connection(i, kind, now_ns());
+                    return;
+                }
+            }
+        }
+        // TLS may owe the server bytes after reading (key updates, alerts).
+        if let Some(sock) = self.conns[i].sock.as_mut() {
+            let _ = sock.flush();
+        }
+    }
+
+    /// Parses what is buffered into as many responses as it holds. Returns false when the
+    /// connection was closed.
+    fn process_buffer(&mut self, i: usize, now: u64) -> bool {
+        loop {
+            let c = &mut self.conns[i];
+            if c.written == 0 {
+                // Bytes nobody asked for (HTTP/1.1 and the raw TCP framings answer each request
+                // with one response, in order): the connection is out of step. A second
+                // response to one request (or a second raw TCP frame) makes that exchange a
+                // protocol error; bytes before any request was written are charged to the
+                // requests given to this connection, or to the next one.
+                match c.answered.take() {
+                    Some(b) => self.core.ledger_mut().rebook_as_parse(b),
+                    None if self.core.oldest(i).is_none() => c.stray = true,
+                    None => {}
+                }
+                self.fail_connection(i, Failure::Parse, now);
+                return false;
+            }
+            let Some(front) = self.core.oldest(i) else {
+                return true;
+            };
+            let request = self.core.exchange(front).request as usize;
+            c.framing.start(&self.requests[request]);
+            let full = c.buf_len == c.buf.len();
+            match c.framing.feed(&c.buf[..c.buf_len], full) {
+                Ok(Progress::NeedMore { consumed }) => {
+                    c.buf.copy_within(consumed..c.buf_len, 0);
+                    c.buf_len -= consumed;
+                    return true;
+                }
+                Ok(Progress::Done {
+                    consumed,
+                    status,
+                    close,
+                }) => {
+                    c.buf.copy_within(consumed..c.buf_len, 0);
+                    c.buf_len -= consumed;
+                    self.complete_oldest(i, status, now);
+                    if close {
+                        // Anything pipelined behind a closing response is cut off.
+                        self.fail_connection(i, Failure::Read, now);
+                        return false;
+                    }
+                    if self.conns[i].buf_len == 0 {
+                        return true;
+                    }
+                }
+                Err(_) => {
+                    self.fail_connection(i, Failure::Parse, now);
+                    return false;
+                }
+            }
+        }
+    }
+
+    fn complete_oldest(&mut self, i: usize, status: u16, now: u64) {
+        let Some(slot) = self.core.oldest(i) else {
+            return;
+        };
+        let c = &mut self.conns[i];
+        c.written -= 1;
+        let nothing_else_written = c.written == 0;
+        let booked = self.core.complete(slot, status, now);
+        self.conns[i].answered = nothing_else_written.then_some(booked);
+    }
+
+    /// Closes connection `i`; the core fails every request it carried.
+    fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
+        close(&mut self.conns[i], &self.poll);
+        self.core.fail_connection(i, kind, now);
+    }
+
+    /// Accounts for everything still outstanding, then hands back the totals.
+    fn finish(mut self) -> [PhaseAcc; 2] {
+        let halt = self.halt.clone();
+        let phases = self.core.finish(now_ns(), &now_ns, &|| halt.aborting());
+        for c in &mut self.conns {
+            close(c, &self.poll);
+        }
+        phases
+    }
+}
+
+/// Closes a connection's socket and forgets its partial state (not its books: the core's).
+fn close<F: Framing>(c: &mut Conn<F>, poll: &Poll) {
+    if let Some(mut sock) = c.sock.take() {
+        let _ = poll.registry().deregister(sock.socket());
+    }
+    c.state = ConnState::Down;
+    c.answered = None;
+    c.buf_len = 0;
+    c.write_off = 0;
+    c.written = 0;
+    c.framing.reset();
+}

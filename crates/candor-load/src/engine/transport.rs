@@ -1,0 +1,117 @@
+//! What lies beneath the core for the byte-stream protocols (HTTP/1.1 and raw TCP): the
+//! connection's byte stream, plain or TLS over it (as wrk's `struct sock` carries both), and the
+//! [`Framing`] trait that says where one response ends. A protocol over a byte stream is one
+//! `Framing` implementation (`engine/http1.rs`, `engine/tcp.rs`); the driver
+//! (`engine/mio_driver.rs`) connects, writes the prepared requests, feeds the bytes it reads to
+//! the framing and reports completions and failures to the core.
+
+use crate::http1::{ParseError, Progress};
+use crate::shared::Prepared;
+use mio::net::TcpStream;
+use std::io::{self, Read, Write};
+
+/// How responses are delimited on a byte stream.
+pub trait Framing {
+    /// Before the first byte of the response to `request` is fed.
+    fn start(&mut self, request: &Prepared);
+    /// Consumes what it can of `input` (`full`: the read buffer is full, so a head that does
+    /// not fit in it never will).
+    fn feed(&mut self, input: &[u8], full: bool) -> Result<Progress, ParseError>;
+    /// The connection closed: the status of a response that the close completes, if any.
+    fn finish_at_eof(&mut self) -> Option<u16>;
+    /// Forgets a partial response (the connection is gone).
+    fn reset(&mut self);
+}
+
+/// Where a TLS handshake stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Handshake {
+    Done,
+    /// Waiting for the server's next flight.
+    Waiting,
+    Failed,
+}
+
+/// The byte stream of one connection: plain TCP or TLS over it.
+pub enum Sock {
+    Plain(TcpStream),
+    Tls(TcpStream, Box<rustls::ClientConnection>),
+}
+
+impl Sock {
+    pub fn socket(&mut self) -> &mut TcpStream {
+        match self {
+            Sock::Plain(s) | Sock::Tls(s, _) => s,
+        }
+    }
+
+    pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Plain(s) => s.write(data),
+            // Plaintext is buffered by rustls (and encrypted into records); `flush` sends it.
+            Sock::Tls(_, c) => c.writer().write(data),
+        }
+    }
+
+    /// Sends buffered TLS records; `WouldBlock` means wait for writability.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if let Sock::Tls(s, c) = self {
+            while c.wants_write() {
+                c.write_tls(s)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Like `Read::read` on the plaintext: `Ok(0)` is end of stream.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Plain(s) => s.read(buf),
+            Sock::Tls(s, c) => loop {
+                match c.reader().read(buf) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    // Closed without close_notify: for a client that is simply the end.
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                    Err(e) => return Err(e),
+                }
+                if c.read_tls(s)? == 0 {
+                    return Ok(0);
+                }
+                c.process_new_packets()
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            },
+        }
+    }
+
+    /// Drives a TLS handshake as far as the socket allows.
+    pub fn handshake(&mut self) -> Handshake {
+        let Sock::Tls(stream, session) = self else {
+            return Handshake::Done;
+        };
+        loop {
+            if session.wants_write() {
+                match session.write_tls(stream) {
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(_) => return Handshake::Failed,
+                }
+            }
+            if !session.is_handshaking() {
+                return Handshake::Done;
+            }
+            match session.read_tls(stream) {
+                Ok(0) => return Handshake::Failed,
+                Ok(_) => {
+                    if session.process_new_packets().is_err() {
+                        // Flush the alert so the server learns why, then give up.
+                        let _ = session.write_tls(stream);
+                        return Handshake::Failed;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Handshake::Waiting,
+                Err(_) => return Handshake::Failed,
+            }
+        }
+    }
+}

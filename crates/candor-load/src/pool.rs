@@ -9,16 +9,30 @@ use candor_core::results::PoolResults;
 use candor_core::{new_histogram, Histo, Summary};
 use crossbeam_channel::{Receiver, Sender};
 
+/// The start a load thread's books are made with before the real one is known: far ahead, so
+/// that what happens while its pool opens is booked as before the start.
+pub const UNKNOWN_START_NS: u64 = u64::MAX / 4;
+
+/// A load thread's error when the run ended before setting the start (another thread failed).
+pub const NO_START: &str = "the run ended before its start";
+
 /// How long after the last pool is ready the schedule starts: time for every thread to learn
 /// the instant and be asleep waiting for it (a wake-up from a channel takes tens of
 /// microseconds; a busy machine can take milliseconds, which then shows as send lag).
 pub const START_AFTER_POOL_NS: u64 = 10_000_000;
 
-/// The first intended send: `--start-at` if given (shards agree on it; if the pool was not ready
-/// by then, the backlog is sent at once and shows in send lag), else just after the last pool is
-/// ready.
-pub fn start_instant(pool_ready_ns: u64, start_at_ns: Option<u64>) -> u64 {
-    start_at_ns.unwrap_or(pool_ready_ns + START_AFTER_POOL_NS)
+/// Connects (and TLS handshakes) a thread has under way at once while its pool opens: issuing
+/// thousands of connects before looking at any would time each one from its call to when the
+/// thread got round to it, not to when it was ready, and would send the target a burst of
+/// SYNs deeper than many listen backlogs (511 in nginx).
+pub const CONNECTS_IN_FLIGHT: usize = 128;
+
+/// The earliest instant the schedule can start: just after the last pool was ready at
+/// `pool_ready_ns`, and not before `not_before_ns`. (`--start-at`, which shards agree on,
+/// overrides it: if the pool was not ready by then, the backlog is sent at once and shows in send
+/// lag, and how late is reported.)
+pub fn earliest_start(not_before_ns: u64, pool_ready_ns: u64) -> u64 {
+    not_before_ns.max(pool_ready_ns + START_AFTER_POOL_NS)
 }
 
 /// How one load thread's pool opened.
@@ -80,6 +94,10 @@ impl PoolTally {
             .add(&r.connect_time)
             .expect("pool histograms share one layout");
         self.open_ns = self.open_ns.max(r.open_ns);
+    }
+
+    pub fn connections(&self) -> u64 {
+        self.connections
     }
 
     pub fn results(&self) -> PoolResults {
@@ -164,10 +182,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_start_follows_the_pool_unless_agreed() {
-        assert_eq!(start_instant(5_000, None), 5_000 + START_AFTER_POOL_NS);
-        assert_eq!(start_instant(5_000, Some(1_000)), 1_000, "late shards keep the agreed start");
-        assert_eq!(start_instant(5_000, Some(9_000_000_000)), 9_000_000_000);
+    fn the_start_follows_the_pool() {
+        assert_eq!(earliest_start(0, 5_000), 5_000 + START_AFTER_POOL_NS);
+        assert_eq!(earliest_start(90_000_000, 5_000), 90_000_000);
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct PhaseAcc {
     pub tls_handshake: Histo,
     /// Conditions an engine saw that the report must name (the measured phase's are reported).
     pub warnings: Vec<String>,
+    /// What pacing did over the whole run (kept on the measured phase).
+    pub pacing: candor_core::PaceStats,
 }
 
 impl Default for PhaseAcc {
@@ -75,6 +77,7 @@ impl PhaseAcc {
             counts: RequestCounts::default(),
             tls_handshake: new_histogram(),
             warnings: Vec::new(),
+            pacing: candor_core::PaceStats::default(),
         }
     }
 }

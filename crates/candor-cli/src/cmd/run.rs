@@ -30,7 +30,7 @@ pub fn config_json(c: &LoadConfig) -> serde_json::Value {
         "check_status": (c.target.scheme != candor_load::Scheme::Tcp).then(|| c.accept_status.to_string()),
         "body_bytes": c.body.len(),
         "interval_s": c.interval_ns as f64 / 1e9,
-        "spin_us": c.spin_ns as f64 / 1e3,
+        "spin_us": c.spin_ns.map(|n| n as f64 / 1e3),
         "shard_index": c.shard_index,
         "shard_count": c.shard_count,
         "start_at_unix_s": c.start_at_wall_ns.map(|n| n as f64 / 1e9),

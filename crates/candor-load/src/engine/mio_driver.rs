@@ -254,8 +254,10 @@ impl<F: Framing> Driver<F> {
             };
             self.core.halt(now, halt);
             self.core.flush_due(now);
+            let mut sent = false;
             while let Some(due) = self.core.next_due(now) {
                 self.dispatch(due.conn, due.slot, now);
+                sent = true;
             }
             self.core
                 .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
@@ -283,7 +285,8 @@ impl<F: Framing> Driver<F> {
                     break;
                 }
             }
-            if spin && events.is_empty() {
+            if spin && !sent && events.is_empty() {
+                // Nothing was sent or received in this turn: it was pacing's cost.
                 idle_since = Some(now);
             }
             for ev in events.iter() {

@@ -11,7 +11,7 @@
 //! within the aim; on a machine so short of CPU that no affordable spin keeps them there, it does
 //! not spin (see [`QUANTILES_PER_MILLE`]). A stretch too short to be worth a sleep
 //! ([`MIN_SLEEP_NS`]) is spun.
-//! `--spin DUR` replaces all of this with a fixed margin ([`Pacer::fixed`]).
+//! `--spin DUR` replaces all of this with a fixed margin ([`Pacing::Fixed`]).
 
 /// The p99 of the send lag that pacing may leave: half of the 50 us a send must keep at p99, so
 /// that the sends ahead of it in a batch and the error of a p99 estimated from a few hundred
@@ -298,7 +298,11 @@ mod tests {
         // 240 wake-ups 30 us late, 16 preempted for 5 ms: the p99 (5 ms) is beyond any margin
         // up to 60 us, the p90 (the 231st smallest, 30 us) is not: 30 - 25 = 5 us.
         let mut p = Pacer::new(Pacing::Adaptive);
-        feed(&mut p, WINDOW, |i| if i % 16 == 0 { 5_000_000 } else { 30_000 });
+        feed(
+            &mut p,
+            WINDOW,
+            |i| if i % 16 == 0 { 5_000_000 } else { 30_000 },
+        );
         assert_eq!(p.margin_ns(), 5_000);
         // A p99 exactly MAX_MARGIN_NS + LAG_AIM_NS late is still covered.
         let mut q = Pacer::new(Pacing::Adaptive);

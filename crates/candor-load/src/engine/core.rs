@@ -18,7 +18,7 @@
 use crate::config::RequestOrder;
 use crate::engine::ledger::{Booked, Exchange, Ledger};
 use crate::schedule::Schedule;
-use crate::shared::{Failure, PhaseAcc};
+use crate::shared::{Failure, PhaseAcc, WorkerSetup};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;
@@ -58,6 +58,33 @@ pub struct CoreConfig {
     /// sequence number of its k-th entry is `k * seq_stride + seq_phase`.
     pub seq_phase: u64,
     pub seq_stride: u64,
+}
+
+impl CoreConfig {
+    /// The configuration of the load thread `setup` describes, whose connections carry
+    /// `slots_per_connection` requests at once and choose among `request_count` prepared requests.
+    pub fn for_thread(
+        setup: &WorkerSetup,
+        slots_per_connection: usize,
+        timeout_scope: TimeoutScope,
+        request_count: usize,
+    ) -> CoreConfig {
+        let cfg = &setup.config;
+        CoreConfig {
+            start_ns: setup.start_ns,
+            schedule_end_ns: setup.start_ns + cfg.warmup_ns + cfg.duration_ns,
+            drain_ns: cfg.drain_ns,
+            timeout_ns: cfg.timeout_ns,
+            connections: setup.connections,
+            slots_per_connection,
+            timeout_scope,
+            request_count,
+            request_order: cfg.request_order,
+            order_seed_mix: setup.start_ns,
+            seq_phase: setup.seq_phase,
+            seq_stride: setup.seq_stride,
+        }
+    }
 }
 
 /// A request due now, given to a slot: the transport writes `request` on `conn`.

@@ -11,9 +11,8 @@
 //! thread; state is shared through one `RefCell`, never borrowed across an await.
 
 use crate::config::{LoadConfig, RequestSpec, Scheme};
-use crate::engine::core::{Core, HaltState, Plan as CorePlan, TimeoutScope};
+use crate::engine::core::{Core, CoreConfig, HaltState, Plan as CorePlan, TimeoutScope};
 use crate::engine::ledger::Ledger;
-use crate::engine::mio_driver::core_config;
 use crate::shared::{Failure, Halt, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
 use candor_core::now_ns;
@@ -666,8 +665,8 @@ impl Engine {
         any
     }
 
-    /// One round of the scheduler at `now`: early ends, interval flushes, dispatch, the timeout
-    /// scan, the end of the run, and else when to wake next.
+    /// One round of the scheduler at `now`: early ends, interval flushes, the timeout scan,
+    /// dispatch, the end of the run, and else when to wake next.
     fn plan(&self, now: u64, stop: &Halt) -> Plan {
         {
             let mut st = self.st.borrow_mut();
@@ -680,26 +679,27 @@ impl Engine {
             };
             st.core.halt(now, halt);
             st.core.flush_due(now);
+            // Before the dispatch, so that a busy scheduler still scans (the scan itself runs
+            // once per 10 ms) and the slots it frees take the due requests at once.
+            let mut expired = false;
+            st.core.scan_timeouts(now, |slot| {
+                self.cancel[slot].notify_one();
+                expired = true;
+            });
+            if expired {
+                // The timed-out streams are closed: wake whoever waits for one (waking only
+                // marks the tasks runnable; they run after this borrow ends).
+                for (c, conn) in st.conns.iter().enumerate() {
+                    if conn.stream_waiters > 0 {
+                        self.conn_changed[c].notify_waiters();
+                    }
+                }
+            }
         }
         if self.dispatch_due(now) {
             return Plan::Dispatched;
         }
         let mut st = self.st.borrow_mut();
-        let mut expired = false;
-        st.core.scan_timeouts(now, |slot| {
-            self.cancel[slot].notify_one();
-            expired = true;
-        });
-        if expired {
-            // The timed-out streams are closed: wake whoever waits for one (waking only marks
-            // the tasks runnable; they run after this borrow ends).
-            for (c, conn) in st.conns.iter().enumerate() {
-                if conn.stream_waiters > 0 {
-                    self.conn_changed[c].notify_waiters();
-                }
-            }
-            return Plan::Dispatched;
-        }
         match st.core.plan(now) {
             CorePlan::Done => Plan::Done,
             CorePlan::Wait { send_at, wake } => {
@@ -833,7 +833,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
             stream_waiters: 0,
         })
         .collect();
-    let cfg = core_config(&setup, streams, TimeoutScope::Stream, requests.len());
+    let cfg = CoreConfig::for_thread(&setup, streams, TimeoutScope::Stream, requests.len());
     let ledger = Ledger::new(&setup);
     let state = State {
         core: Core::new(cfg, setup.schedule, ledger),

@@ -105,31 +105,6 @@ fn pool_then_run<F: Framing>(
     Ok(driver.run())
 }
 
-/// The core's configuration for a load thread with `slots_per_connection` requests per
-/// connection at once.
-pub(crate) fn core_config(
-    setup: &WorkerSetup,
-    slots_per_connection: usize,
-    timeout_scope: TimeoutScope,
-    request_count: usize,
-) -> CoreConfig {
-    let cfg = &setup.config;
-    CoreConfig {
-        start_ns: setup.start_ns,
-        schedule_end_ns: setup.start_ns + cfg.warmup_ns + cfg.duration_ns,
-        drain_ns: cfg.drain_ns,
-        timeout_ns: cfg.timeout_ns,
-        connections: setup.connections,
-        slots_per_connection,
-        timeout_scope,
-        request_count,
-        request_order: cfg.request_order,
-        order_seed_mix: setup.start_ns,
-        seq_phase: setup.seq_phase,
-        seq_stride: setup.seq_stride,
-    }
-}
-
 struct Driver<F> {
     config: Arc<LoadConfig>,
     requests: Arc<[Prepared]>,
@@ -168,7 +143,7 @@ impl<F: Framing> Driver<F> {
         let timer = TimerFd::new()?;
         poll.registry()
             .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
-        let cfg = core_config(
+        let cfg = CoreConfig::for_thread(
             &setup,
             setup.config.pipeline,
             TimeoutScope::Connection,

@@ -33,6 +33,7 @@ enum Answer {
 #[derive(Clone, Copy, PartialEq, Debug)]
 struct Sent {
     seq: u64,
+    request: u32,
     intended: u64,
     at: u64,
     conn: usize,
@@ -49,6 +50,8 @@ struct Shape {
     scope: TimeoutScope,
     seq_phase: u64,
     seq_stride: u64,
+    request_count: usize,
+    request_order: RequestOrder,
 }
 
 impl Shape {
@@ -65,6 +68,8 @@ impl Shape {
             scope: TimeoutScope::Connection,
             seq_phase: 0,
             seq_stride: 1,
+            request_count: 1,
+            request_order: RequestOrder::RoundRobin,
         }
     }
 }
@@ -137,8 +142,8 @@ impl Sim {
             connections: shape.connections,
             slots_per_connection: shape.slots_per_connection,
             timeout_scope: shape.scope,
-            request_count: 1,
-            request_order: RequestOrder::RoundRobin,
+            request_count: shape.request_count,
+            request_order: shape.request_order,
             order_seed_mix: START,
             seq_phase: shape.seq_phase,
             seq_stride: shape.seq_stride,
@@ -196,6 +201,7 @@ impl Sim {
         let e = *self.core.exchange(slot);
         self.sends.push(Sent {
             seq: e.seq,
+            request: e.request,
             intended: e.intended,
             at: self.now,
             conn,
@@ -695,4 +701,52 @@ fn begin_at_moves_the_whole_run_to_the_start_the_pool_allowed() {
     let intended: Vec<u64> = sim.sends.iter().map(|s| s.intended - start).collect();
     assert_eq!(intended, (0..10).map(|k| k * MS).collect::<Vec<_>>());
     assert!(sim.sends.iter().all(|s| s.at == s.intended));
+}
+
+#[test]
+fn a_pipelined_connection_that_times_out_fails_everything_it_carried() {
+    // Three requests pipelined on one connection, none answered: the oldest times out (HTTP/1.1
+    // answers in order, so nothing behind it can come back), and the connection with it.
+    let mut shape = Shape::new();
+    shape.slots_per_connection = 3;
+    shape.duration_ns = 3 * MS;
+    shape.timeout_ns = 25 * MS;
+    let mut sim = Sim::new(shape);
+    sim.default_answer = Answer::Never;
+    let phases = sim.run_to_end();
+    let p = measured(&phases);
+    let c = &p.counts;
+    assert_eq!((c.intended, c.failed, c.errors.timeout), (3, 3, 3), "{c:?}");
+    assert_eq!(sim.expired, [0], "one connection closed, once");
+    // The scan at 30 ms: each records its own age, 30, 29 and 28 ms.
+    assert_eq!(p.rec.response.len(), 3);
+    assert!(p.rec.response.equivalent(p.rec.response.min(), 28 * MS));
+    assert!(p.rec.response.equivalent(p.rec.response.max(), 30 * MS));
+    assert_eq!(sim.now, START + 30 * MS, "nothing left to drain");
+}
+
+#[test]
+fn the_request_sent_is_chosen_per_entry_and_booked_with_it() {
+    // Three prepared requests in round-robin order (from the second, as candor always did).
+    let mut shape = Shape::new();
+    shape.duration_ns = 6 * MS;
+    shape.request_count = 3;
+    let mut sim = Sim::new(shape);
+    sim.run_to_end();
+    let chosen: Vec<u32> = sim.sends.iter().map(|s| s.request).collect();
+    assert_eq!(chosen, [1, 2, 0, 1, 2, 0]);
+    // Random order: seeded, so the same seed gives the same choices, every index in range.
+    let random = |seed| {
+        let mut shape = Shape::new();
+        shape.duration_ns = 50 * MS;
+        shape.request_count = 3;
+        shape.request_order = RequestOrder::Random { seed };
+        let mut sim = Sim::new(shape);
+        sim.run_to_end();
+        sim.sends.iter().map(|s| s.request).collect::<Vec<u32>>()
+    };
+    let (a, b) = (random(7), random(7));
+    assert_eq!(a, b);
+    assert!(a.iter().all(|&r| r < 3));
+    assert!((0..3).all(|r| a.contains(&r)), "{a:?}");
 }

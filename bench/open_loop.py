@@ -9,13 +9,15 @@ runs. Every figure is a median over ROUNDS interleaved rounds.
   closed        `-R max -t1 -c64`: requests per second and CPU microseconds per request
   ceiling       the highest open-loop rate, as a share of that round's closed-loop rate (steps of
                 10%), whose send lag p99 stays <= 50 us with >= 99% of the target achieved
-  paced         `-R 20000 -t1 -c64`, default pacing and `--spin 0`: CPU us/request, and its ratio
-                to the closed-loop CPU us/request, and send lag p99
+  paced         `-R 20000 -t1 -c64` (`--paced-rate`), default pacing and `--spin 0`: CPU
+                us/request, its ratio to the closed-loop CPU us/request, send lag p50 and p99, and
+                the share of the thread's time pacing spent spinning (when the results say)
   pool          `-R 10000 -t2 -c10000`, no warm-up: response and send lag p99, generator_late,
                 peak resident memory
   --memory S    additionally `-R 20000 -t1 -c64` for S seconds, resident memory every 10 s
 
   bench/open_loop.py [--rounds 3] [--duration 8] [--memory 600] [--candor PATH] [--skip pool]
+                     [--paced-rate 20000]
 """
 
 import argparse
@@ -84,6 +86,7 @@ def main():
     ap.add_argument("--memory", type=int, default=0, help="seconds of the flat-memory run (0: skip)")
     ap.add_argument("--candor", default=os.path.join(ROOT, "target", "release", "candor"))
     ap.add_argument("--skip", action="append", default=[], choices=["ceiling", "paced", "pool"])
+    ap.add_argument("--paced-rate", type=int, default=20000, help="rate of the paced case")
     a = ap.parse_args()
     if a.candor == os.path.join(ROOT, "target", "release", "candor"):
         subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "candor"], cwd=ROOT, check=True)
@@ -121,15 +124,22 @@ def main():
                 rows["ceiling"].append((held, held * closed_rate))
             if "paced" not in a.skip:
                 for name, extra in (("paced", []), ("paced spin0", ["--spin", "0us"])):
-                    res, cpu, _, _ = client(["-R", "20000", "-t1", "-c64", "-d", d] + extra)
+                    res, cpu, _, _ = client(["-R", str(a.paced_rate), "-t1", "-c64", "-d", d] + extra)
                     us = cpu / max(res["requests"]["completed"], 1) * 1e6
-                    rows[name].append((us, us / closed_us, p99_us(res, "send_lag")))
+                    spin = (res.get("pacing") or {}).get("spin_share", float("nan"))
+                    p50 = next(r["value_ns"] for r in res["send_lag"]["percentiles"] if r["percentile"] == 50.0) / 1000.0
+                    rows[name].append((us, us / closed_us, p99_us(res, "send_lag"), spin, p50))
             if "pool" not in a.skip:
                 res, cpu, peak, _ = client(["-R", "10000", "-t2", "-c10000", "-d", d], pin=[])
                 req = res["requests"]
+                pool = res.get("pool") or {}
+                connect_p99 = next((r["value_ns"] / 1000.0 for r in pool["connect_time"]["percentiles"]
+                                    if r["percentile"] == 99.0), float("nan")) if pool else float("nan")
                 rows["pool"].append((p99_us(res, "response_time"), p99_us(res, "send_lag"),
                                      req["generator_late"], req["intended"], peak / 1024.0,
-                                     req["completed"] / a.duration))
+                                     req["completed"] / a.duration,
+                                     pool.get("open_s", float("nan")) * 1000.0, connect_p99,
+                                     pool.get("ready", float("nan"))))
             print(f"round {r + 1}/{a.rounds} done", flush=True)
         series = []
         if a.memory:
@@ -149,14 +159,17 @@ def main():
               f"of closed loop = {med(x[1] for x in rows['ceiling']):,.0f}/s")
     for name in ("paced", "paced spin0"):
         if rows[name]:
-            print(f"20,000/s {'default pacing' if name == 'paced' else '--spin 0'}: "
+            print(f"{a.paced_rate:,}/s {'default pacing' if name == 'paced' else '--spin 0'}: "
                   f"{med(x[0] for x in rows[name]):.1f} CPU us/request = {med(x[1] for x in rows[name]):.2f}x closed loop, "
-                  f"send lag p99 {med(x[2] for x in rows[name]):.1f} us")
+                  f"send lag p50 {med(x[4] for x in rows[name]):.1f} us, p99 {med(x[2] for x in rows[name]):.1f} us, "
+                  f"spinning {med(x[3] for x in rows[name]):.1%} of the thread's time (pacing; nan = not reported)")
     if rows["pool"]:
         p = rows["pool"]
         print(f"10,000 connections at 10,000/s, 2 threads, no warm-up: response p99 {med(x[0] for x in p):,.0f} us, "
               f"send lag p99 {med(x[1] for x in p):,.0f} us, generator_late {med(x[2] for x in p):,.0f} of "
-              f"{med(x[3] for x in p):,.0f}, peak RSS {med(x[4] for x in p):,.0f} MiB, achieved {med(x[5] for x in p):,.0f}/s")
+              f"{med(x[3] for x in p):,.0f}, peak RSS {med(x[4] for x in p):,.0f} MiB, achieved {med(x[5] for x in p):,.0f}/s; "
+              f"pool of {med(x[8] for x in p):,.0f} ready in {med(x[6] for x in p):,.1f} ms, connect p99 {med(x[7] for x in p):,.0f} us "
+              f"(nan = not reported)")
     if series:
         print("resident memory at 20,000/s (seconds, MiB): " + ", ".join(f"{t}:{kib / 1024:.1f}" for t, kib in series))
 

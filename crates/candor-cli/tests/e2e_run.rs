@@ -84,7 +84,8 @@ fn stall_response_time_matches_the_analytic_truth() {
 }
 
 /// (b) Test the tester: against an instant server both measures are small and close together,
-/// because sends leave on time (spin-paced); wrk2's millisecond timers would put ~1 ms between them.
+/// because sends leave on time (a nanosecond timer, and the pacer's spin where the machine's
+/// wake-ups need it); wrk2's millisecond timers would put ~1 ms between them.
 #[test]
 fn instant_server_response_and_service_time_agree() {
     let _g = serial();
@@ -307,6 +308,16 @@ fn json_contract_fields() {
         serde_json::to_value(&typed).unwrap(),
         v,
         "read and written back unchanged"
+    );
+    // The pool, opened before the first send, and what pacing cost, each on its own.
+    assert_eq!(v["pool"]["connections"], 2);
+    assert_eq!(v["pool"]["ready"], 2);
+    assert_eq!(v["pool"]["connect_time"]["count"], 2);
+    assert_eq!(v["pacing"]["margin"], "adaptive");
+    assert!(v["pacing"]["spin_share"].as_f64().is_some());
+    assert!(
+        v["config"]["spin_us"].is_null(),
+        "no --spin: the pacer chooses"
     );
     // A Poisson count over 1 s at 200/s has sd ~14; 200 +- 70 is 5 sd.
     let n = req(&v, "intended") as i64;

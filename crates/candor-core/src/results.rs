@@ -279,6 +279,14 @@ pub struct PhaseResults {
         deserialize_with = "analysis_as_far_as_known"
     )]
     pub analysis: Option<Analysis>,
+    /// The connection pool opened before the first intended send (on the measured phase of
+    /// HTTP/1.1 and TCP runs; absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolResults>,
+    /// What precise pacing cost over the whole run (on the measured phase of HTTP/1.1 and TCP
+    /// open-loop runs; absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<PacingResults>,
 }
 
 /// Reads `analysis` when it has this build's layout, else none: the figures are recomputed from
@@ -289,6 +297,49 @@ fn analysis_as_far_as_known<'de, D: serde::Deserializer<'de>>(
 ) -> Result<Option<Analysis>, D::Error> {
     let value = Option::<serde_json::Value>::deserialize(d)?;
     Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
+/// How the connection pool opened before the first intended send, apart from the requests:
+/// the measured window starts with every connection that could be opened ready.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolResults {
+    /// Connections the run asked for.
+    pub connections: u64,
+    /// Of them, ready (connected, TLS handshake done) before the first intended send.
+    pub ready: u64,
+    /// Of them, failed or not ready in time; the requests given to them connect again and
+    /// count the wait.
+    pub not_ready: u64,
+    /// From the first connect to the last connection ready (the slowest thread), seconds.
+    pub open_s: f64,
+    /// Per connection, from the connect call to ready (TCP connect, plus the TLS handshake).
+    pub connect_time: Summary,
+}
+
+/// What precise pacing cost: the time the load threads spent polling without blocking while
+/// nothing was due and nothing arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PacingResults {
+    /// The adaptive spin margin (`adaptive`) or `--spin` (`fixed`).
+    pub margin: PacingMargin,
+    /// CPU seconds spent spinning, all threads together.
+    pub spin_s: f64,
+    /// `spin_s` as a share of the threads' time (threads x the run's length).
+    pub spin_share: f64,
+    /// The largest spin margin in force at the end, microseconds.
+    pub margin_us: f64,
+    /// Timer wake-ups whose lateness was measured.
+    pub wakeups: u64,
+}
+
+/// How the spin margin before each send was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacingMargin {
+    /// From the measured lateness of timer wake-ups.
+    Adaptive,
+    /// Fixed by `--spin`.
+    Fixed,
 }
 
 /// A marked moment on a run's timeline.
@@ -330,6 +381,8 @@ impl PhaseResults {
             histograms: EncodedHistograms::of(r),
             events: Vec::new(),
             analysis: None,
+            pool: None,
+            pacing: None,
         }
     }
 }
@@ -701,7 +754,8 @@ pub struct RunConfig {
     pub seed: Option<u64>,
     pub shard_count: u32,
     pub shard_index: u32,
-    pub spin_us: f64,
+    /// `--spin` in microseconds; null when the pacer chose the spin from measured wake-ups.
+    pub spin_us: Option<f64>,
     pub start_at_unix_s: Option<f64>,
     /// HTTP/2 streams per connection; `None` for other protocols.
     pub streams: Option<usize>,

@@ -62,6 +62,14 @@ impl TimerFd {
         };
     }
 
+    /// Notes that the timer fired, without the `read` that [`TimerFd::acknowledge`] costs: in an
+    /// edge-triggered epoll set every expiry is a new event of its own (the kernel wakes the
+    /// descriptor's waiters at each one), and the next [`TimerFd::arm`] resets the expiry count,
+    /// so the count left unread changes nothing. Level-triggered waiters need `acknowledge`.
+    pub fn fired(&self) {
+        self.armed_for.set(0);
+    }
+
     /// Consumes the expiry so the descriptor stops reading ready (edge-triggered loops need it).
     pub fn acknowledge(&self) {
         let mut buf = [0u8; 8];
@@ -99,5 +107,45 @@ mod tests {
         t.acknowledge();
         // SAFETY: as above, without waiting.
         assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 0, "acknowledged");
+    }
+
+    /// Waits up to 1 s on an edge-triggered epoll set holding `t`; the number of events.
+    fn wait_edge(ep: &OwnedFd) -> i32 {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: valid epoll descriptor and one event slot.
+        unsafe { libc::epoll_wait(ep.as_raw_fd(), &mut ev, 1, 1000) }
+    }
+
+    #[test]
+    fn edge_triggered_expiries_need_no_read() {
+        let t = TimerFd::new().unwrap();
+        // SAFETY: plain syscalls on descriptors owned here; the event struct is valid.
+        let ep = unsafe { OwnedFd::from_raw_fd(libc::epoll_create1(libc::EPOLL_CLOEXEC)) };
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: 1,
+        };
+        // SAFETY: as above.
+        let rc =
+            unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, t.as_raw_fd(), &mut ev) };
+        assert_eq!(rc, 0);
+        for round in 0..3 {
+            let deadline = now_ns() + 1_000_000;
+            t.arm(deadline);
+            assert_eq!(
+                wait_edge(&ep),
+                1,
+                "expiry {round} is an event although none was read"
+            );
+            assert!(now_ns() >= deadline);
+            t.fired();
+        }
+        // Nothing armed, nothing pending: no further event (a 1 ms bounded wait).
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { libc::epoll_wait(ep.as_raw_fd(), &mut ev, 1, 1) },
+            0
+        );
     }
 }

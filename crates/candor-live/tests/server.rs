@@ -80,6 +80,8 @@ fn outcome(completed: u64) -> RunOutcome {
         intervals: Vec::new(),
         interrupted_after_ns: None,
         ended_early: None,
+        pool: None,
+        pacing: None,
     }
 }
 

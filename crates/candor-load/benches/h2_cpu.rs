@@ -55,7 +55,7 @@ fn measure(case: &Case, h1_url: &str, h2_url: &str) -> (u64, u64, u64) {
     c.rate = case.rate;
     c.duration_ns = 6 * S;
     if !case.spin {
-        c.spin_ns = 0;
+        c.spin_ns = Some(0);
     }
     if let Proto::Http2 { streams } = case.proto {
         c.http2 = true;

@@ -283,8 +283,9 @@ pub struct LoadConfig {
     /// Extra headers as "Name: value".
     pub headers: Vec<String>,
     pub body: Vec<u8>,
-    /// Spin on the clock for this long before each send instead of sleeping.
-    pub spin_ns: u64,
+    /// Spin on the clock for this long before each send instead of sleeping; `None` lets the
+    /// pacer choose from the measured wake-up lateness ([`candor_core::Pacer`]).
+    pub spin_ns: Option<u64>,
     /// This process is shard `shard_index` of `shard_count` of one schedule at the total `rate`.
     pub shard_index: u32,
     pub shard_count: u32,
@@ -331,7 +332,7 @@ impl LoadConfig {
             method: "GET".into(),
             headers: Vec::new(),
             body: Vec::new(),
-            spin_ns: candor_core::SPIN_MARGIN_NS,
+            spin_ns: None,
             shard_index: 0,
             shard_count: 1,
             start_at_wall_ns: None,

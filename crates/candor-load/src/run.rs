@@ -9,8 +9,8 @@ pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
 use candor_core::results::{
-    EncodedHistograms, Environment, Interval, IntervalStats, PhaseResults, RequestCounts,
-    RunResults, StopReason, SCHEMA_VERSION,
+    EncodedHistograms, Environment, Interval, IntervalStats, PacingMargin, PacingResults,
+    PhaseResults, PoolResults, RequestCounts, RunResults, StopReason, SCHEMA_VERSION,
 };
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::{now_ns, Histo, Recorder, Summary};
@@ -29,8 +29,8 @@ pub struct RunOptions {
     /// Called first thing on every worker thread (tests use it to mark threads).
     pub worker_start_hook: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Called once with the monotonic instant of the first intended send (warm-up included),
-    /// before the workers start, so that timed actions (an injected server pause) can be
-    /// scheduled on the run's own clock.
+    /// once every connection pool is open and before the first send, so that timed actions (an
+    /// injected server pause) can be scheduled on the run's own clock.
     pub on_start: Option<Arc<dyn Fn(u64) + Send + Sync>>,
 }
 
@@ -109,6 +109,10 @@ pub struct RunOutcome {
     /// Set when `RunOptions::end` ended the run early: why, and how long after the first intended
     /// send (warm-up included) the schedule ended.
     pub ended_early: Option<(StopReason, u64)>,
+    /// How the connection pool opened before the first intended send (HTTP/1.1 and TCP).
+    pub pool: Option<PoolResults>,
+    /// What pacing cost (open loop).
+    pub pacing: Option<PacingResults>,
 }
 
 /// Runs the load test described by `config`, calling `on_interval` after each interval.
@@ -131,42 +135,35 @@ pub fn run(
     for _ in 0..threads * 3 {
         let _ = to_pool.try_send(Box::new(IntervalData::new()));
     }
-    // Give threads time to start and pre-connect before the first intended send, unless a
-    // common start instant was given (shards): then the schedule starts there, even if that is
-    // already past, so a late shard sends its backlog at once and its lateness shows in send lag.
+    // Threads open their connection pools first; the schedule starts once every pool is ready
+    // (and not before 50 ms from now, time for every thread to start), unless a common start
+    // instant was given (shards): then it starts there, even if that is already past, so a late
+    // shard sends its backlog at once and its lateness shows in send lag.
     let earliest_ns = now_ns() + 50_000_000;
-    let start_ns = match config.start_at_wall_ns {
-        Some(wall) => wall_to_monotonic_ns(wall),
-        None => earliest_ns,
-    };
-    let start_wall_ns = config
-        .start_at_wall_ns
-        .unwrap_or_else(|| monotonic_to_wall_ns(start_ns));
-    if let Some(hook) = &options.on_start {
-        hook(start_ns);
-    }
-    let late_start_ns = earliest_ns.saturating_sub(start_ns);
+    let (gate, tickets) = crate::pool::gate(threads);
     let mut handles = Vec::with_capacity(threads);
-    for t in 0..threads {
+    for (t, ticket) in tickets.into_iter().enumerate() {
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
         // Streams of all shards interleave: shard s, thread t is slot s + N*t of N*T, so the union
         // of every shard's threads is the single-process schedule at the total rate.
         let shards = config.shard_count as u64;
         let slot = config.shard_index as u64 + shards * t as u64;
-        let schedule = crate::workload::profile::stream_schedule(
-            &config,
-            start_ns,
-            slot,
-            shards * threads as u64,
-        )
-        .map_err(RunError::Thread)?;
-        let setup = WorkerSetup {
+        let (stream_config, stride) = (config.clone(), shards * threads as u64);
+        // Made once the pools are open and the start is set; a trace that cannot be opened
+        // then fails the thread with its reason.
+        let schedule_at = move |start_ns| {
+            crate::workload::profile::stream_schedule(&stream_config, start_ns, slot, stride)
+                .map_err(|e| format!("opening the schedule: {e}"))
+        };
+        let mut setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),
             connections,
-            start_ns,
-            schedule,
+            // Until the pools are open and the start is set: far ahead, so that what happens
+            // while a pool opens is booked as before the start.
+            start_ns: crate::pool::UNKNOWN_START_NS,
+            schedule: None,
             to_collector: to_collector.clone(),
             pool: pool.clone(),
             stop: options.stop.clone(),
@@ -184,14 +181,33 @@ pub fn run(
                 }
                 // ENGINE DISPATCH
                 if setup.config.http2 {
+                    // HTTP/2 connects in its own runtime, within the 50 ms before the start.
+                    let start = ticket
+                        .report_and_wait(crate::pool::PoolReport::new(0))
+                        .ok_or(crate::pool::NO_START)?;
+                    setup.start_ns = start;
+                    setup.schedule = schedule_at(start)?;
                     return crate::engine::http2::run_worker(setup);
                 }
-                crate::engine::mio_driver::run_worker(setup, tls).map_err(|e| e.to_string())
+                crate::engine::mio_driver::run_worker(setup, tls, ticket, schedule_at)
             })
             .map_err(RunError::Thread)?;
         handles.push(handle);
     }
     drop(to_collector);
+    let pool = gate.wait_pools();
+    let earliest_ns = crate::pool::earliest_start(earliest_ns, now_ns());
+    let start_ns = config
+        .start_at_wall_ns
+        .map_or(earliest_ns, wall_to_monotonic_ns);
+    let start_wall_ns = config
+        .start_at_wall_ns
+        .unwrap_or_else(|| monotonic_to_wall_ns(start_ns));
+    if let Some(hook) = &options.on_start {
+        hook(start_ns);
+    }
+    let late_start_ns = earliest_ns.saturating_sub(start_ns);
+    gate.start(start_ns);
 
     let total_ns = config.warmup_ns + config.duration_ns;
     let mut collector = Collector {
@@ -228,6 +244,7 @@ pub fn run(
             into.tls_handshake
                 .add(&from.tls_handshake)
                 .expect("same layout");
+            into.pacing.add(&from.pacing);
             for w in &from.warnings {
                 if !into.warnings.contains(w) {
                     into.warnings.push(w.clone());
@@ -256,6 +273,16 @@ pub fn run(
         config.duration_ns
     };
     let [warm, main] = phases;
+    let pacing = (config.rate.is_some() && !config.http2).then(|| PacingResults {
+        margin: match config.spin_ns {
+            Some(_) => PacingMargin::Fixed,
+            None => PacingMargin::Adaptive,
+        },
+        spin_s: main.pacing.spin_ns as f64 / 1e9,
+        spin_share: main.pacing.spin_ns as f64 / (threads as f64 * elapsed_ns.max(1) as f64),
+        margin_us: main.pacing.margin_ns as f64 / 1e3,
+        wakeups: main.pacing.wakeups,
+    });
     let to_outcome = |p: PhaseAcc, duration_ns| PhaseOutcome {
         recorder: p.rec,
         unfinished: p.unfinished,
@@ -274,6 +301,8 @@ pub fn run(
         intervals: collector.done,
         interrupted_after_ns: stopped_early.then_some(elapsed_ns),
         ended_early,
+        pool: (pool.connections() > 0).then(|| pool.results()),
+        pacing,
     })
 }
 
@@ -463,7 +492,9 @@ impl RunOutcome {
         let mut recorded = recorded.into();
         // A shard's target is its share of the total rate.
         let target = config.rate.map(|r| r / config.shard_count as f64);
-        let main = self.main.results(target);
+        let mut main = self.main.results(target);
+        main.pool = self.pool.clone();
+        main.pacing = self.pacing;
         // Measured, not a setting, but kept beside start_at_unix_s so that `candor merge` can say
         // how late each shard really was (the schedule, and so start_time_unix_s, never moves).
         if let (RecordedConfig::Run(r), Some(_)) = (&mut recorded, config.start_at_wall_ns) {

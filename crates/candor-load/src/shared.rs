@@ -61,6 +61,8 @@ pub struct PhaseAcc {
     pub warnings: Vec<String>,
     /// Per-stage and per-name books (the measured phase's only; `None` without them).
     pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
+    /// What pacing did over the whole run (kept on the measured phase).
+    pub pacing: candor_core::PaceStats,
 }
 
 impl Default for PhaseAcc {
@@ -78,6 +80,7 @@ impl PhaseAcc {
             tls_handshake: new_histogram(),
             warnings: Vec::new(),
             workload: None,
+            pacing: candor_core::PaceStats::default(),
         }
     }
 }

@@ -4,7 +4,9 @@
 use crate::input::Books;
 use candor_analysis::late::count_noun;
 use candor_core::hist::{Statistic, SUMMARY_ROWS};
-use candor_core::results::{FailureClass, PhaseResults, RequestCounts, RunResults};
+use candor_core::results::{
+    FailureClass, PacingMargin, PacingResults, PhaseResults, PoolResults, RequestCounts, RunResults,
+};
 use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
@@ -337,6 +339,12 @@ pub fn accounting(p: &PhaseResults) -> String {
             format_count(r.connections_opened)
         );
     }
+    if let Some(pool) = &p.pool {
+        let _ = writeln!(out, "{}", pool_line(pool));
+    }
+    if let Some(pacing) = &p.pacing {
+        let _ = writeln!(out, "{}", pacing_line(pacing));
+    }
     if r.in_flight_at_end > 0 {
         let _ = writeln!(
             out,
@@ -368,6 +376,41 @@ impl crate::export::Exporter<RunResults> for TextExporter {
     fn export(&self, results: &RunResults) -> Result<Vec<u8>, crate::export::ExportError> {
         Ok(render(results).into_bytes())
     }
+}
+
+/// How the connection pool opened, apart from the requests.
+fn pool_line(pool: &PoolResults) -> String {
+    let mut line = format!(
+        "  pool:     {} of {} connections ready in {} before the first send; connect p50 {} p99 {} max {}",
+        format_count(pool.ready),
+        format_count(pool.connections),
+        format_ns(pool.open_s * 1e9),
+        fmt_at(&pool.connect_time, 50.0),
+        fmt_at(&pool.connect_time, 99.0),
+        format_ns(pool.connect_time.max_ns as f64)
+    );
+    if pool.not_ready > 0 {
+        let _ = write!(
+            line,
+            "; {} not ready (their requests connected again and waited)",
+            format_count(pool.not_ready)
+        );
+    }
+    line
+}
+
+/// What precise pacing cost.
+fn pacing_line(pacing: &PacingResults) -> String {
+    format!(
+        "  pacing:   {} spinning before sends ({:.1}% of the threads' time); spin margin {} ({})",
+        format_ns(pacing.spin_s * 1e9),
+        pacing.spin_share * 100.0,
+        format_ns(pacing.margin_us * 1e3),
+        match pacing.margin {
+            PacingMargin::Adaptive => "adaptive, from measured wake-up lateness",
+            PacingMargin::Fixed => "fixed by --spin",
+        }
+    )
 }
 
 #[cfg(test)]
@@ -412,6 +455,43 @@ mod tests {
             stop: None,
             workload: Default::default(),
         }
+    }
+
+    #[test]
+    fn pool_and_pacing_have_a_line_each_when_present() {
+        let mut res = results("open-loop");
+        assert!(!render(&res).contains("pool:"));
+        assert!(!render(&res).contains("pacing:"));
+        let mut h = new_histogram();
+        for us in 1..=100u64 {
+            h.record(us * 1_000).unwrap();
+        }
+        res.main.pool = Some(PoolResults {
+            connections: 100,
+            ready: 98,
+            not_ready: 2,
+            open_s: 0.25,
+            connect_time: Summary::of(&h),
+        });
+        res.main.pacing = Some(PacingResults {
+            margin: PacingMargin::Adaptive,
+            spin_s: 0.012,
+            spin_share: 0.0125,
+            margin_us: 0.0,
+            wakeups: 9,
+        });
+        let text = render(&res);
+        assert!(
+            text.contains(
+                "  pool:     98 of 100 connections ready in 250.0ms before the first send; \
+                 connect p50 50.02us p99 99.01us max 100.0us; 2 not ready"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  pacing:   12.00ms spinning before sends (1.2% of the threads' time); spin margin 0ns (adaptive"),
+            "{text}"
+        );
     }
 
     #[test]

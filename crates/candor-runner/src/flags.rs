@@ -118,9 +118,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DUR")]
     pub drain: Option<String>,
     /// Advanced: spin on the clock for this long before each intended send instead of sleeping
-    /// (precision against CPU use).
-    #[arg(long, default_value = "60us", value_name = "DUR")]
-    pub spin: String,
+    /// (precision against CPU use; 0 never spins). Default: as long as this machine's measured
+    /// timer wake-up lateness requires to keep send lag p99 within 25us.
+    #[arg(long, value_name = "DUR")]
+    pub spin: Option<String>,
     /// Run as shard I of N of one schedule (0-based): this process sends its share 1/N of the
     /// total rate, interleaved so that the N shards together form the single-process schedule.
     #[arg(long, value_name = "I/N")]
@@ -429,7 +430,10 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         Some(d) => flag(parse_duration_ns(d), "--drain")?,
         None => c.timeout_ns,
     };
-    c.spin_ns = flag(parse_duration_ns(&a.spin), "--spin")?;
+    c.spin_ns = match &a.spin {
+        Some(s) => Some(flag(parse_duration_ns(s), "--spin")?),
+        None => None,
+    };
     c.arrival = match a.arrival {
         ArrivalArg::Constant => ArrivalKind::Constant,
         ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },

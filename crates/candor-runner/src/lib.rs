@@ -173,7 +173,7 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         },
         shard_count: c.shard_count,
         shard_index: c.shard_index,
-        spin_us: c.spin_ns as f64 / 1e3,
+        spin_us: c.spin_ns.map(|n| n as f64 / 1e3),
         start_at_unix_s: c.start_at_wall_ns.map(|n| n as f64 / 1e9),
         streams: c.http2.then_some(c.streams),
         threads: c.threads,

@@ -237,6 +237,27 @@ impl Core {
         }
     }
 
+    /// Sets the first intended send at `start_ns`, with the schedule that starts there, once
+    /// the connection pool is open and before anything was sent. A core made before the start is
+    /// known is given one far ahead, so that what happens while the pool opens (connects, TLS
+    /// handshakes) is booked as before the start.
+    pub fn begin_at(&mut self, start_ns: u64, schedule: Option<Schedule>, warmup_ns: u64) {
+        let span = self.cfg.schedule_end_ns - self.cfg.start_ns;
+        self.cfg.start_ns = start_ns;
+        self.cfg.schedule_end_ns = start_ns + span;
+        self.cfg.order_seed_mix = start_ns;
+        self.schedule_end_ns = self.cfg.schedule_end_ns;
+        self.drain_end_ns = self.schedule_end_ns + self.cfg.drain_ns;
+        self.next_timeout_scan = start_ns + TIMEOUT_SCAN_NS;
+        self.schedule = schedule;
+        if let (Chooser::Random(rng), RequestOrder::Random { seed }) =
+            (&mut self.chooser, self.cfg.request_order)
+        {
+            *rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ start_ns.rotate_left(17));
+        }
+        self.ledger.begin_at(start_ns, warmup_ns);
+    }
+
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
     }

@@ -17,6 +17,7 @@ use crate::shared::{Failure, Halt, PhaseAcc, WorkerSetup};
 use bytes::Bytes;
 use candor_core::now_ns;
 use candor_core::timerfd::TimerFd;
+use candor_core::Wait;
 use h2::client::{Connection, SendRequest};
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::{HeaderMap, Method, Request, Uri};
@@ -297,6 +298,8 @@ struct Engine {
     cancel: Box<[Notify]>,
     /// Per connection: it came up, failed to, went down, or a stream of it closed.
     conn_changed: Box<[Notify]>,
+    /// What the scheduler's pacing did, once it has ended.
+    pacing: std::cell::Cell<candor_core::PaceStats>,
 }
 
 type Handle = Option<(u64, SendRequest<Bytes>)>;
@@ -714,7 +717,10 @@ impl Engine {
         // SAFETY: the TimerFd owns its descriptor and keeps it open, unreplaced, for as long as
         // the AsyncFd that registers it lives.
         let timer = unsafe { AsyncFd::register(timerfd) }.map_err(|e| format!("timerfd: {e}"))?;
-        let spin = self.config.spin_ns;
+        let mut pacer = candor_core::Pacer::new(match self.config.spin_ns {
+            Some(spin_ns) => candor_core::Pacing::Fixed { spin_ns },
+            None => candor_core::Pacing::Adaptive,
+        });
         loop {
             let now = now_ns();
             let (send_at, wake) = match self.plan(now, &stop) {
@@ -728,24 +734,35 @@ impl Engine {
                 }
                 Plan::Wait { send_at, wake } => (send_at, wake),
             };
-            if send_at <= now + spin || wake <= now {
+            let mut until = wake;
+            let mut spin = wake <= now;
+            if send_at != u64::MAX {
+                match pacer.wait(now, send_at) {
+                    Wait::Spin => spin = true,
+                    Wait::Sleep { until_ns } => until = until.min(until_ns),
+                }
+            }
+            if spin {
                 // The last stretch before a send: yield instead of sleeping, so that the
                 // reactor is polled (responses keep being read and timed) between clock reads.
                 tokio::task::yield_now().await;
                 continue;
             }
-            timer.get_ref().arm(wake.min(send_at - spin));
+            timer.get_ref().arm(until);
             tokio::select! {
                 biased;
                 _ = self.wake_scheduler.notified() => {}
                 r = timer.readable() => {
                     if let Ok(mut guard) = r {
+                        // The timer's lateness teaches the pacer this machine's wake-ups.
+                        pacer.woke(until, now_ns());
                         guard.get_inner().acknowledge();
                         guard.clear_ready();
                     }
                 }
             }
         }
+        self.pacing.set(pacer.stats());
         Ok(())
     }
 
@@ -766,7 +783,9 @@ impl Engine {
                     .into(),
             );
         }
-        st.core.finish(now, &now_ns, &|| stop.aborting())
+        let mut phases = st.core.finish(now, &now_ns, &|| stop.aborting());
+        phases[1].pacing = self.pacing.get();
+        phases
     }
 }
 
@@ -838,6 +857,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
         requests,
         tls,
         config,
+        pacing: std::cell::Cell::new(candor_core::PaceStats::default()),
     });
 
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -157,6 +157,14 @@ impl Ledger {
         }
     }
 
+    /// Sets the first intended send, once the connection pool is open (see [`Core::begin_at`]).
+    ///
+    /// [`Core::begin_at`]: crate::engine::core::Core::begin_at
+    pub fn begin_at(&mut self, start_ns: u64, warmup_ns: u64) {
+        self.next_boundary_ns = start_ns + self.interval_ns;
+        self.warmup_end_ns = start_ns + warmup_ns;
+    }
+
     /// 0 = warm-up, 1 = measured, decided by the request's intended time.
     #[inline]
     pub fn phase_of(&self, intended: u64) -> usize {

@@ -3,19 +3,28 @@
 //! a timeout or a drop fails, when the run ends) is the core's; this loop reads the clock,
 //! moves bytes, and reports what happened.
 //!
-//! The loop: hand the core `now` (early-end requests, interval flushes), write every request it
-//! says is due, let it scan for timeouts, and sleep until the wake-up it plans: a timerfd for the
-//! long stretch, then a spin of non-blocking polls so that responses are still timed precisely.
+//! First the pool: every connection is opened (and its TLS handshake done), at most
+//! [`CONNECTS_IN_FLIGHT`] at a time, and reported to the start gate; the schedule begins at the
+//! instant the run sets once every thread's pool is ready.
+//!
+//! Then the loop: hand the core `now` (early-end requests, interval flushes), write every request
+//! it says is due, let it scan for timeouts, and wait as the [`Pacer`] says: sleep on the timerfd
+//! (one arm per wait, however many sends fell due in the last pass) or, when the next send is too
+//! close for a sleep to be worth it or on time, spin with non-blocking polls so that responses
+//! are still timed precisely. Sends that fall due while a batch of events is handled go out
+//! between events, not after the batch.
 
 use crate::config::{LoadConfig, Scheme};
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::transport::{Framing, Handshake, Sock};
 use crate::http1::{Progress, ResponseParser};
+use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
+use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::tcp::TcpFramer;
-use candor_core::now_ns;
 use candor_core::timerfd::TimerFd;
+use candor_core::{now_ns, Pacer, Pacing, Wait};
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
@@ -46,6 +55,8 @@ struct Conn<F> {
     /// written, and the next one up to `write_off`.
     written: usize,
     write_off: usize,
+    /// When the latest connect call was made, and when TCP was connected.
+    connect_called: u64,
     tcp_connected: u64,
     framing: F,
     buf: Box<[u8]>,
@@ -58,19 +69,40 @@ struct Conn<F> {
     stray: bool,
 }
 
-/// Runs one HTTP/1.1 or raw TCP load thread to the end of the schedule plus the drain and
-/// returns its two phases (0 = warm-up, 1 = measured).
+/// Runs one HTTP/1.1 or raw TCP load thread: opens its pool, reports it through `ticket`,
+/// and, from the start the run sets (with the schedule `schedule_at` makes for it), runs to the
+/// end of the schedule plus the drain; returns its two phases (0 = warm-up, 1 = measured).
 pub(crate) fn run_worker(
     setup: WorkerSetup,
     tls: Option<Arc<rustls::ClientConfig>>,
-) -> io::Result<[PhaseAcc; 2]> {
+    ticket: GateTicket,
+    schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
+) -> Result<[PhaseAcc; 2], String> {
     match &setup.config.framing {
         Some(f) if setup.config.target.scheme == Scheme::Tcp => {
             let f = f.clone();
-            Ok(Driver::new(setup, tls, || TcpFramer::new(f.clone()))?.run())
+            let driver = Driver::new(setup, tls, || TcpFramer::new(f.clone()));
+            pool_then_run(driver.map_err(|e| e.to_string())?, ticket, schedule_at)
         }
-        _ => Ok(Driver::new(setup, tls, || ResponseParser::new(false))?.run()),
+        _ => {
+            let driver = Driver::new(setup, tls, || ResponseParser::new(false));
+            pool_then_run(driver.map_err(|e| e.to_string())?, ticket, schedule_at)
+        }
     }
+}
+
+fn pool_then_run<F: Framing>(
+    mut driver: Driver<F>,
+    ticket: GateTicket,
+    schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
+) -> Result<[PhaseAcc; 2], String> {
+    let report = driver.open_pool();
+    let start_ns = ticket.report_and_wait(report).ok_or(NO_START)?;
+    let warmup_ns = driver.config.warmup_ns;
+    driver
+        .core
+        .begin_at(start_ns, schedule_at(start_ns)?, warmup_ns);
+    Ok(driver.run())
 }
 
 struct Driver<F> {
@@ -84,6 +116,8 @@ struct Driver<F> {
     timer: TimerFd,
     core: Core,
     halt: Halt,
+    /// While the pool opens (before the start is known): how it goes.
+    pool: Option<PoolReport>,
 }
 
 impl<F: Framing> Driver<F> {
@@ -98,6 +132,7 @@ impl<F: Framing> Driver<F> {
                 state: ConnState::Down,
                 written: 0,
                 write_off: 0,
+                connect_called: 0,
                 tcp_connected: 0,
                 framing: framing(),
                 buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
@@ -164,30 +199,79 @@ impl<F: Framing> Driver<F> {
                 signal: setup.stop,
                 end: setup.end,
             },
+            pool: None,
             requests: setup.requests,
             config: setup.config,
         })
     }
 
-    fn run(mut self) -> [PhaseAcc; 2] {
+    /// Opens every connection (TCP connect and TLS handshake), at most [`CONNECTS_IN_FLIGHT`]
+    /// at a time, until all are ready or failed, or `--timeout` has passed, or the run is
+    /// stopped; connections not ready by then are left to the requests that get them, which wait
+    /// for them.
+    fn open_pool(&mut self) -> PoolReport {
         candor_core::set_fine_timer_slack();
+        let started = now_ns();
+        self.pool = Some(PoolReport::new(self.conns.len()));
+        let deadline = started.saturating_add(self.config.timeout_ns);
         let mut events = Events::with_capacity(1024);
-        // Connect everything before the first intended send, as wrk does.
-        let now = now_ns();
-        for i in 0..self.conns.len() {
-            self.start_connect(i, now);
+        let mut next = 0;
+        loop {
+            let mut opening = self.conns[..next]
+                .iter()
+                .filter(|c| matches!(c.state, ConnState::Connecting | ConnState::Handshaking))
+                .count();
+            while next < self.conns.len() && opening < CONNECTS_IN_FLIGHT {
+                self.start_connect(next, now_ns());
+                // A connect refused at once leaves the connection down, not opening.
+                opening += usize::from(self.conns[next].state == ConnState::Connecting);
+                next += 1;
+            }
+            if opening == 0 || now_ns() >= deadline || self.halt.aborting() {
+                break;
+            }
+            self.timer.arm(deadline);
+            if let Err(e) = self.poll.poll(&mut events, None) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.fired();
+                    continue;
+                }
+                self.handle_event(ev);
+            }
         }
-        let spin = self.config.spin_ns;
+        let mut report = self.pool.take().expect("set above");
+        report.open_ns = now_ns() - started;
+        report
+    }
+
+    fn run(mut self) -> [PhaseAcc; 2] {
+        let mut events = Events::with_capacity(1024);
+        let mut pacer = Pacer::new(match self.config.spin_ns {
+            Some(spin_ns) => Pacing::Fixed { spin_ns },
+            None => Pacing::Adaptive,
+        });
+        // Set after a non-blocking poll that found nothing: the start of that idle spin.
+        let mut idle_since: Option<u64> = None;
         loop {
             let now = now_ns();
+            if let Some(t) = idle_since.take() {
+                pacer.spun(now.saturating_sub(t));
+            }
             let halt = HaltState {
                 aborting: self.halt.aborting(),
                 requested_at: self.halt.end.requested().map(|(_, at)| at),
             };
             self.core.halt(now, halt);
             self.core.flush_due(now);
+            let mut sent = false;
             while let Some(due) = self.core.next_due(now) {
                 self.dispatch(due.conn, due.slot, now);
+                sent = true;
             }
             self.core
                 .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
@@ -195,11 +279,19 @@ impl<F: Framing> Driver<F> {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake),
             };
-            let timeout = if send_at <= now + spin || wake <= now {
+            let mut until = wake;
+            let mut spin = wake <= now;
+            if send_at != u64::MAX {
+                match pacer.wait(now, send_at) {
+                    Wait::Spin => spin = true,
+                    Wait::Sleep { until_ns } => until = until.min(until_ns),
+                }
+            }
+            let timeout = if spin {
                 // Spin stretch: poll without blocking so responses are still timed precisely.
                 Some(std::time::Duration::ZERO)
             } else {
-                self.timer.arm(wake.min(send_at - spin));
+                self.timer.arm(until);
                 None
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
@@ -207,19 +299,32 @@ impl<F: Framing> Driver<F> {
                     break;
                 }
             }
+            if spin && !sent && events.is_empty() {
+                // Nothing was sent or received in this turn: it was pacing's cost.
+                idle_since = Some(now);
+            }
             for ev in events.iter() {
                 if ev.token() == TIMER {
-                    self.timer.acknowledge();
+                    if !spin {
+                        // The timer's lateness teaches the pacer this machine's wake-ups.
+                        pacer.woke(until, now_ns());
+                    }
+                    self.timer.fired();
                     continue;
                 }
-                self.handle_event(
-                    ev.token().0,
-                    ev.is_readable() || ev.is_read_closed(),
-                    ev.is_writable() || ev.is_error(),
-                );
+                self.handle_event(ev);
+                if send_at != u64::MAX {
+                    // A send that fell due while this batch is handled leaves now, not after it.
+                    let now = now_ns();
+                    if now >= send_at {
+                        while let Some(due) = self.core.next_due(now) {
+                            self.dispatch(due.conn, due.slot, now);
+                        }
+                    }
+                }
             }
         }
-        self.finish()
+        self.finish(pacer.stats())
     }
 
     /// The core gave slot `slot` of connection `i` a request.
@@ -240,6 +345,7 @@ impl<F: Framing> Driver<F> {
 
     fn start_connect(&mut self, i: usize, now: u64) {
         self.core.connecting(i, now);
+        self.conns[i].connect_called = now;
         match TcpStream::connect(self.config.target.addr) {
             Ok(mut stream) => {
                 if self
@@ -263,7 +369,10 @@ impl<F: Framing> Driver<F> {
         }
     }
 
-    fn handle_event(&mut self, i: usize, readable: bool, writable: bool) {
+    fn handle_event(&mut self, ev: &mio::event::Event) {
+        let i = ev.token().0;
+        let readable = ev.is_readable() || ev.is_read_closed();
+        let writable = ev.is_writable() || ev.is_error();
         if i >= self.conns.len() || self.conns[i].sock.is_none() {
             return;
         }
@@ -280,7 +389,7 @@ impl<F: Framing> Driver<F> {
                     self.write_requests(i, now);
                 }
                 if readable && self.conns[i].sock.is_some() {
-                    self.read_responses(i);
+                    self.read_responses(i, ev.is_read_closed());
                 }
             }
             ConnState::Down => {}
@@ -326,6 +435,9 @@ impl<F: Framing> Driver<F> {
             }
         } else {
             c.state = ConnState::Open;
+            if let Some(p) = &mut self.pool {
+                p.ready(now - c.connect_called);
+            }
             self.write_requests(i, now);
         }
     }
@@ -342,11 +454,14 @@ impl<F: Framing> Driver<F> {
         }
         let handshake = now.saturating_sub(c.tcp_connected);
         c.state = ConnState::Open;
+        if let Some(p) = &mut self.pool {
+            p.ready(now - c.connect_called);
+        }
         self.core.tls_handshake(handshake, now);
         self.write_requests(i, now);
         // Application data may have arrived with the last handshake flight.
         if self.conns[i].sock.is_some() {
-            self.read_responses(i);
+            self.read_responses(i, true);
         }
     }
 
@@ -395,7 +510,12 @@ impl<F: Framing> Driver<F> {
         }
     }
 
-    fn read_responses(&mut self, i: usize) {
+    /// Reads and parses what connection `i` has received. A plain socket that returned less than
+    /// asked for is drained as of that read, and whatever arrives later is a new edge-triggered
+    /// event, so the read that would only say `WouldBlock` is skipped (one system call per
+    /// response instead of two) unless the peer closed (`until_blocked`): its end of stream
+    /// must be read now.
+    fn read_responses(&mut self, i: usize, until_blocked: bool) {
         loop {
             let c = &mut self.conns[i];
             let Some(sock) = c.sock.as_mut() else {
@@ -417,9 +537,11 @@ impl<F: Framing> Driver<F> {
                 }
                 Ok(n) => {
                     let now = now_ns();
+                    let drained =
+                        !until_blocked && len + n < c.buf.len() && matches!(sock, Sock::Plain(_));
                     c.buf_len += n;
                     self.core.read(i, n);
-                    if !self.process_buffer(i, now) {
+                    if !self.process_buffer(i, now) || drained {
                         return;
                     }
                 }
@@ -522,9 +644,10 @@ impl<F: Framing> Driver<F> {
     }
 
     /// Accounts for everything still outstanding, then hands back the totals.
-    fn finish(mut self) -> [PhaseAcc; 2] {
+    fn finish(mut self, pacing: candor_core::PaceStats) -> [PhaseAcc; 2] {
         let halt = self.halt.clone();
-        let phases = self.core.finish(now_ns(), &now_ns, &|| halt.aborting());
+        let mut phases = self.core.finish(now_ns(), &now_ns, &|| halt.aborting());
+        phases[1].pacing = pacing;
         for c in &mut self.conns {
             close(c, &self.poll);
         }

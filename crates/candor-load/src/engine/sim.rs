@@ -684,6 +684,26 @@ fn an_http2_timeout_resets_one_stream_and_the_connection_carries_on() {
 }
 
 #[test]
+fn begin_at_moves_the_whole_run_to_the_start_the_pool_allowed() {
+    // A core made before its start was known (while the pool opened), then started 7 ms later
+    // than it was made for: every intended time and the end of the schedule follow the new
+    // start, and the connect made before it is booked in the measured phase (no warm-up).
+    let mut shape = Shape::new();
+    shape.duration_ns = 10 * MS;
+    let mut sim = Sim::new(shape);
+    let start = START + 7 * MS;
+    let schedule = Schedule::new(start, 1000.0, ArrivalKind::Constant, 0, 1);
+    sim.core.begin_at(start, Some(schedule), 0);
+    let phases = sim.run_to_end();
+    let c = &measured(&phases).counts;
+    assert_eq!((c.intended, c.completed), (10, 10), "{c:?}");
+    assert_eq!(c.connections_opened, 1);
+    let intended: Vec<u64> = sim.sends.iter().map(|s| s.intended - start).collect();
+    assert_eq!(intended, (0..10).map(|k| k * MS).collect::<Vec<_>>());
+    assert!(sim.sends.iter().all(|s| s.at == s.intended));
+}
+
+#[test]
 fn a_pipelined_connection_that_times_out_fails_everything_it_carried() {
     // Three requests pipelined on one connection, none answered: the oldest times out (HTTP/1.1
     // answers in order, so nothing behind it can come back), and the connection with it.

@@ -163,6 +163,9 @@ impl Ledger {
     pub fn begin_at(&mut self, start_ns: u64, warmup_ns: u64) {
         self.next_boundary_ns = start_ns + self.interval_ns;
         self.warmup_end_ns = start_ns + warmup_ns;
+        if let Some(b) = &mut self.books {
+            b.begin_at(self.warmup_end_ns);
+        }
     }
 
     /// 0 = warm-up, 1 = measured, decided by the request's intended time.

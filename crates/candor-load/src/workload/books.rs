@@ -45,6 +45,16 @@ impl WorkloadBooks {
         }
     }
 
+    /// Moves the stages to a measured window starting at `measured_start_ns` (the start is set
+    /// only once every connection pool is ready, after the books were made).
+    pub fn begin_at(&mut self, measured_start_ns: u64) {
+        if let Some(&first) = self.stage_bounds.first() {
+            for b in self.stage_bounds.iter_mut() {
+                *b = measured_start_ns + (*b - first);
+            }
+        }
+    }
+
     /// The stage of a request intended at `intended` (`None` before the first measured stage,
     /// in the warm-up, or without stages). Requests intended after the end count in the last.
     #[inline]
@@ -158,6 +168,16 @@ pub fn book_intended(counts: &mut RequestCounts, late: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stages_move_with_the_start() {
+        let mut b = WorkloadBooks::new(1_000, &[100, 50], &[], 0);
+        b.begin_at(5_000);
+        assert_eq!(b.stage_of(4_999), None);
+        assert_eq!(b.stage_of(5_000), Some(0));
+        assert_eq!(b.stage_of(5_100), Some(1));
+        assert_eq!(b.stage_of(5_149), Some(1));
+    }
 
     #[test]
     fn a_request_belongs_to_the_stage_of_its_intended_time() {

@@ -453,7 +453,11 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         ca_file: a.ca.clone(),
     };
     if let Some(path) = &a.requests {
-        let text = String::from_utf8_lossy(&read(path, "--requests")?).into_owned();
+        let text = std::fs::read_to_string(path).map_err(|source| FlagError::Read {
+            flag: "--requests",
+            path: path.display().to_string(),
+            source,
+        })?;
         let lines = candor_load::requests::parse_request_lines(&text)
             .map_err(|e| FlagError::Invalid(format!("{}: {e}", path.display())))?;
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();

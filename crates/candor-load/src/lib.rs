@@ -8,6 +8,7 @@
 pub mod config;
 pub mod engine;
 pub mod http1;
+pub mod interval_store;
 pub mod pool;
 pub mod probe;
 pub mod requests;

@@ -217,7 +217,7 @@ pub fn run(
         warmup_end_offset_ns: config.warmup_ns,
         total_ns,
         start_ns,
-        done: Vec::new(),
+        done: crate::interval_store::IntervalStore::new(),
         totals: [RequestCounts::default(); 2],
     };
     // Runs until every worker has dropped its sender (i.e. finished).
@@ -272,7 +272,13 @@ pub fn run(
     } else {
         config.duration_ns
     };
-    let [warm, main] = phases;
+    let [warm, mut main] = phases;
+    let (intervals, interval_fallback) = collector.done.into_vec();
+    if let Some(why) = interval_fallback {
+        main.warnings.push(format!(
+            "the per-interval histograms were kept in memory instead of a temporary file: {why}"
+        ));
+    }
     let pacing = (config.rate.is_some() && !config.http2).then(|| PacingResults {
         margin: match config.spin_ns {
             Some(_) => PacingMargin::Fixed,
@@ -298,7 +304,7 @@ pub fn run(
         late_start_ns,
         warmup: (config.warmup_ns > 0).then(|| to_outcome(warm, config.warmup_ns)),
         main: to_outcome(main, measured_ns),
-        intervals: collector.done,
+        intervals,
         interrupted_after_ns: stopped_early.then_some(elapsed_ns),
         ended_early,
         pool: (pool.connections() > 0).then(|| pool.results()),
@@ -365,7 +371,7 @@ struct Collector {
     warmup_end_offset_ns: u64,
     total_ns: u64,
     start_ns: u64,
-    done: Vec<Interval>,
+    done: crate::interval_store::IntervalStore,
     totals: [RequestCounts; 2],
 }
 

@@ -43,6 +43,21 @@ impl Recorder {
     }
 }
 
+/// The body of every answer to `GET /busy`: a tab and a CRLF, to be shown escaped.
+const BUSY_BODY: &str = "over capacity\tretry in 5s\r\n";
+
+/// `GET /busy` gets a 503 with [`BUSY_BODY`], `GET /wrong` a 200 whose body says `"ok":false`,
+/// anything else `200 ok`.
+fn answer_to(request_line: &str) -> &'static [u8] {
+    if request_line.starts_with("GET /busy ") {
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 27\r\n\r\nover capacity\tretry in 5s\r\n"
+    } else if request_line.starts_with("GET /wrong ") {
+        b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{\"ok\":false}"
+    } else {
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    }
+}
+
 /// Reads requests (bodies by Content-Length) off one connection and answers each.
 fn serve(mut stream: TcpStream, log: &Mutex<Vec<(Instant, String)>>) {
     let _ = stream.set_nodelay(true);
@@ -64,11 +79,9 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<(Instant, String)>>) {
             }
             buf.drain(..end + 4 + body);
             let line = head.lines().next().unwrap_or("").to_string();
+            let answer = answer_to(&line);
             log.lock().unwrap().push((Instant::now(), line));
-            if stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                .is_err()
-            {
+            if stream.write_all(answer).is_err() {
                 return;
             }
         }
@@ -425,6 +438,94 @@ fn templates_weights_and_checks_end_to_end() {
         &server.url,
     ]);
     assert_eq!(v["requests"]["errors"]["check"].as_u64(), Some(0));
+}
+
+/// Responses that fail their status (503) or the body check (a 200 without the text) are
+/// counted, and the first five by intended time are shown once, as they came back: name,
+/// status, class and check, and the body made printable; the JSON holds the same.
+#[test]
+fn the_first_failed_responses_are_shown_with_status_and_body() {
+    let _g = serial();
+    let server = Recorder::start();
+    assert_eq!(BUSY_BODY.len(), 27, "the Content-Length of the answer");
+    let reqs = temp_file(
+        "failing.jsonl",
+        "{\"name\": \"busy\", \"path\": \"/busy\"}\n{\"name\": \"wrong\", \"path\": \"/wrong\"}\n",
+    );
+    let (v, out) = run_json_any(&[
+        "-R",
+        "100",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "--requests",
+        reqs.to_str().unwrap(),
+        "--check-body",
+        "\"ok\":true",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    let e = &v["requests"]["errors"];
+    assert_eq!(
+        (e["status"].as_u64(), e["check"].as_u64()),
+        (Some(50), Some(50))
+    );
+    let examples = v["failure_examples"].as_array().expect("failure_examples");
+    // Every request failed: the five earliest by intended time are the schedule's first five.
+    let seqs: Vec<u64> = examples
+        .iter()
+        .map(|x| x["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![0, 1, 2, 3, 4]);
+    for x in examples {
+        match x["request"].as_str().unwrap() {
+            "busy" => {
+                assert_eq!(x["status"].as_u64(), Some(503));
+                assert_eq!(
+                    (x["class"].as_str(), x["check"].as_str()),
+                    (Some("status"), Some("status"))
+                );
+                assert_eq!(
+                    x["excerpt"].as_str(),
+                    Some("over capacity\\tretry in 5s\\r\\n")
+                );
+            }
+            "wrong" => {
+                assert_eq!(x["status"].as_u64(), Some(200));
+                assert_eq!(
+                    (x["class"].as_str(), x["check"].as_str()),
+                    (Some("check"), Some("body"))
+                );
+                assert_eq!(x["excerpt"].as_str(), Some("{\"ok\":false}"));
+            }
+            other => panic!("unexpected request name {other}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("first failed responses:").count(), 1, "{text}");
+    let line_of = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name) && l.contains("body \""))
+            .unwrap_or_else(|| panic!("no line for {name} in\n{text}"))
+            .to_string()
+    };
+    let busy = line_of("busy");
+    assert!(
+        busy.contains("status 503") && busy.contains("body \"over capacity\\tretry in 5s\\r\\n\""),
+        "{busy}"
+    );
+    let wrong = line_of("wrong");
+    assert!(
+        wrong.contains("status 200")
+            && wrong.contains("check (body)")
+            && wrong.contains("{\"ok\":false}"),
+        "{wrong}"
+    );
+    // A run whose responses all pass shows no such section and writes no such field.
+    let (v, out) = run_json(&["-R", "100", "-d", "1s", "-c", "2", &server.url]);
+    assert!(v.get("failure_examples").is_none());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("first failed responses"));
 }
 
 #[test]

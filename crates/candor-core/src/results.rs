@@ -37,7 +37,8 @@ pub struct ErrorCounts {
 }
 
 /// The class of a failed request (the fields of [`ErrorCounts`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FailureClass {
     Connect,
     Read,

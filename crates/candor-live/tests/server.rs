@@ -75,6 +75,7 @@ fn outcome(completed: u64) -> RunOutcome {
             duration_ns: 2_000_000_000,
             warnings: Vec::new(),
             workload: None,
+            failures: Default::default(),
         },
         warmup: None,
         intervals: Vec::new(),

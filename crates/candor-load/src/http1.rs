@@ -2,6 +2,8 @@
 //! incrementally from a connection's buffer without allocating (`httparse` for the head, a small
 //! state machine for the body framing: Content-Length, chunked, or until close).
 
+use crate::engine::examples::{ContentCheck, ExcerptBuf};
+use crate::status::StatusSet;
 use crate::workload::check::{BodyMatch, ResponseChecks};
 use std::sync::Arc;
 use thiserror::Error;
@@ -93,8 +95,15 @@ pub struct ResponseParser {
     check_index: usize,
     body_match: BodyMatch,
     headers_ok: bool,
-    /// Whether the last completed response passed its checks.
-    last_passed: bool,
+    /// The check the last completed response failed besides its status (`None`: passed).
+    last_failed: Option<ContentCheck>,
+    /// The statuses each request accepts, when failing responses' bodies are kept (see
+    /// [`Self::keep_excerpts`]).
+    accept: Option<Arc<[StatusSet]>>,
+    /// Whether the current body is copied into `excerpt`: its status failed, or a check applies.
+    capturing: bool,
+    /// The first bytes of the current (after it, the last completed) response's body.
+    excerpt: ExcerptBuf,
 }
 
 const MAX_HEADERS: usize = 64;
@@ -110,8 +119,25 @@ impl ResponseParser {
             check_index: 0,
             body_match: BodyMatch::default(),
             headers_ok: true,
-            last_passed: true,
+            last_failed: None,
+            accept: None,
+            capturing: false,
+            excerpt: ExcerptBuf::default(),
         }
+    }
+
+    /// Keeps the first bytes of the body of every response whose status request `i` does not
+    /// accept (`accept[i]`), or that has checks to pass. Bodies of responses that pass by their
+    /// status and have no checks are never copied.
+    pub fn keep_excerpts(&mut self, accept: Arc<[StatusSet]>) {
+        self.accept = Some(accept);
+    }
+
+    /// The first bytes of the last completed response's body, when kept (see
+    /// [`Self::keep_excerpts`]; empty unless that response failed its status or had checks).
+    #[inline]
+    pub fn excerpt(&self) -> Option<&[u8]> {
+        self.accept.as_ref().map(|_| self.excerpt.as_slice())
     }
 
     /// Checks responses against `table` (one entry per request; see [`Self::select_checks`]).
@@ -128,7 +154,13 @@ impl ResponseParser {
     /// Whether the last completed response passed its checks (true without checks).
     #[inline]
     pub fn checks_passed(&self) -> bool {
-        self.last_passed
+        self.last_failed.is_none()
+    }
+
+    /// The check the last completed response failed besides its status, if any.
+    #[inline]
+    pub fn failed_check(&self) -> Option<ContentCheck> {
+        self.last_failed
     }
 
     fn current_checks(&self) -> Option<&ResponseChecks> {
@@ -137,6 +169,9 @@ impl ResponseParser {
 
     #[inline]
     fn check_body(&mut self, bytes: &[u8]) {
+        if self.capturing {
+            self.excerpt.push(bytes);
+        }
         let ResponseParser {
             checks,
             check_index,
@@ -152,11 +187,27 @@ impl ResponseParser {
         }
     }
 
-    fn verdict(&self) -> bool {
-        match self.current_checks() {
-            None => true,
-            Some(c) => self.headers_ok && (c.body.is_none() || self.body_match.found()),
+    fn verdict(&self) -> Option<ContentCheck> {
+        let c = self.current_checks()?;
+        if !self.headers_ok {
+            Some(ContentCheck::Header)
+        } else if c.body.is_some() && !self.body_match.found() {
+            Some(ContentCheck::Body)
+        } else {
+            None
         }
+    }
+
+    /// Whether the body of the response to the current request, with `status`, is kept.
+    fn captures(&self, status: u16) -> bool {
+        let Some(accept) = &self.accept else {
+            return false;
+        };
+        let accepted = accept
+            .get(self.check_index)
+            .or(accept.first())
+            .is_none_or(|a| a.accepts(status));
+        !accepted || self.current_checks().is_some_and(|c| !c.is_empty())
     }
 
     /// Whether the response being parsed answers a HEAD request (no body).
@@ -171,6 +222,7 @@ impl ResponseParser {
         self.close = false;
         self.body_match.reset();
         self.headers_ok = true;
+        self.capturing = false;
     }
 
     /// True while no byte of the current response has been consumed.
@@ -198,6 +250,8 @@ impl ResponseParser {
                             }
                             self.status = status;
                             self.close = resp.version == Some(0);
+                            self.excerpt.clear();
+                            self.capturing = self.captures(status);
                             if let Some(c) = self.current_checks() {
                                 self.headers_ok = c.headers.iter().all(|h| h.passes(resp.headers));
                             }
@@ -315,7 +369,7 @@ impl ResponseParser {
     pub fn finish_at_eof(&mut self) -> Option<u16> {
         if self.state == State::UntilClose {
             let status = self.status;
-            self.last_passed = self.verdict();
+            self.last_failed = self.verdict();
             self.reset();
             Some(status)
         } else {
@@ -329,7 +383,7 @@ impl ResponseParser {
             status: self.status,
             close: self.close,
         };
-        self.last_passed = self.verdict();
+        self.last_failed = self.verdict();
         self.reset();
         p
     }
@@ -595,5 +649,105 @@ mod tests {
         let mut two = no_header.to_vec();
         two.extend_from_slice(good);
         assert_eq!(run(&two, 5, 0), vec![false, true]);
+    }
+
+    /// Feeds `response` in pieces of `step` bytes and returns, per completed response, its
+    /// status, the check it failed and its excerpt.
+    fn excerpts(
+        p: &mut ResponseParser,
+        response: &[u8],
+        step: usize,
+    ) -> Vec<(u16, Option<ContentCheck>, Option<Vec<u8>>)> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut out = Vec::new();
+        let seen = |p: &ResponseParser, status| {
+            (status, p.failed_check(), p.excerpt().map(<[u8]>::to_vec))
+        };
+        for piece in response.chunks(step) {
+            buf.extend_from_slice(piece);
+            loop {
+                match p.feed(&buf, false).unwrap() {
+                    Progress::NeedMore { consumed } => {
+                        buf.drain(..consumed);
+                        break;
+                    }
+                    Progress::Done {
+                        consumed, status, ..
+                    } => {
+                        buf.drain(..consumed);
+                        out.push(seen(p, status));
+                    }
+                }
+            }
+        }
+        if let Some(status) = p.finish_at_eof() {
+            out.push(seen(p, status));
+        }
+        out
+    }
+
+    #[test]
+    fn failing_bodies_are_excerpted_across_reads_and_passing_ones_are_not_copied() {
+        use crate::engine::examples::EXCERPT_KEPT;
+        use crate::workload::check::BodyNeedle;
+        let accept: Arc<[StatusSet]> = vec![
+            StatusSet::parse("2xx").unwrap(),
+            StatusSet::parse("2xx").unwrap(),
+        ]
+        .into();
+        let checks: Arc<[ResponseChecks]> = vec![
+            ResponseChecks::default(),
+            ResponseChecks {
+                body: Some(BodyNeedle::new(b"\"ok\":true").unwrap()),
+                headers: Vec::new(),
+            },
+        ]
+        .into();
+        let parser = |request| {
+            let mut p = ResponseParser::new(false);
+            p.keep_excerpts(accept.clone());
+            p.set_checks(checks.clone());
+            p.select_checks(request);
+            p
+        };
+        let busy = b"HTTP/1.1 503 Busy\r\nContent-Length: 21\r\n\r\nover capacity, retry\n";
+        let fine = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let wrong = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{\"ok\":\r\n7\r\nfalse}\n\r\n0\r\n\r\n";
+        for step in [1, 5, 1000] {
+            // Request 0: only the status decides; a passing body is never copied.
+            let mut p = parser(0);
+            let mut two = busy.to_vec();
+            two.extend_from_slice(fine);
+            assert_eq!(
+                excerpts(&mut p, &two, step),
+                vec![
+                    (503, None, Some(b"over capacity, retry\n".to_vec())),
+                    (200, None, Some(Vec::new())),
+                ],
+                "step {step}"
+            );
+            // Request 1 has a body check: its chunked body is excerpted across chunks and reads.
+            let mut p = parser(1);
+            assert_eq!(
+                excerpts(&mut p, wrong, step),
+                vec![(
+                    200,
+                    Some(ContentCheck::Body),
+                    Some(b"{\"ok\":false}\n".to_vec())
+                )],
+                "step {step}"
+            );
+        }
+        // A long body keeps one byte more than is shown, so that it is known to be longer; a
+        // body delimited by the close is excerpted too.
+        let mut long = b"HTTP/1.0 500 Oops\r\n\r\n".to_vec();
+        long.extend(std::iter::repeat_n(b'z', 4000));
+        let mut p = parser(0);
+        let got = excerpts(&mut p, &long, 700);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].2.as_ref().map(Vec::len), Some(EXCERPT_KEPT));
+        // Without excerpts asked for, nothing is kept.
+        let mut p = ResponseParser::new(false);
+        assert_eq!(excerpts(&mut p, busy, 3), vec![(503, None, None)]);
     }
 }

@@ -79,6 +79,8 @@ pub struct PhaseOutcome {
     pub warnings: Vec<String>,
     /// Per-stage and per-name books (measured phase), if the run had them.
     pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
+    /// The earliest failed responses (measured phase).
+    pub failures: crate::engine::examples::FailureSamples,
 }
 
 impl PhaseOutcome {
@@ -245,6 +247,7 @@ pub fn run(
                 .add(&from.tls_handshake)
                 .expect("same layout");
             into.pacing.add(&from.pacing);
+            into.failures.merge(&from.failures);
             for w in &from.warnings {
                 if !into.warnings.contains(w) {
                     into.warnings.push(w.clone());
@@ -297,6 +300,7 @@ pub fn run(
         duration_ns,
         warnings: p.warnings,
         workload: p.workload,
+        failures: p.failures,
     };
     Ok(RunOutcome {
         start_ns,
@@ -569,7 +573,10 @@ impl RunOutcome {
         config: &LoadConfig,
     ) -> candor_core::workload_results::WorkloadResults {
         use candor_core::workload_results::{StageResults, WorkloadResults};
-        let mut out = WorkloadResults::default();
+        let mut out = WorkloadResults {
+            failure_examples: self.failure_examples(config),
+            ..WorkloadResults::default()
+        };
         let Some(books) = &self.main.workload else {
             return out;
         };
@@ -603,6 +610,49 @@ impl RunOutcome {
             }
         }
         out
+    }
+}
+
+impl RunOutcome {
+    /// The measured window's earliest failed responses, named as the per-name breakdown names
+    /// their requests, their intended times from the first intended send.
+    fn failure_examples(
+        &self,
+        config: &LoadConfig,
+    ) -> Vec<candor_core::workload_results::FailureExample> {
+        use candor_core::workload_results::FailureExample;
+        let samples = self.main.failures.sorted();
+        if samples.is_empty() {
+            return Vec::new();
+        }
+        let compiled = crate::workload::compile_requests(config).ok();
+        // A trace's records carry their own method and path, which are not kept per request.
+        let replayed = config.workload.replay.is_some();
+        let name = |request: u32| {
+            if replayed {
+                return "replayed request".to_string();
+            }
+            compiled
+                .as_ref()
+                .and_then(|c| {
+                    let index = *c.name_of.get(request as usize)?;
+                    c.names.get(index).cloned()
+                })
+                .unwrap_or_else(|| format!("request {request}"))
+        };
+        samples
+            .iter()
+            .map(|s| {
+                FailureExample::new(
+                    name(s.request),
+                    s.seq,
+                    s.intended.saturating_sub(self.start_ns) as f64 / 1e9,
+                    s.status,
+                    s.check,
+                    s.body(),
+                )
+            })
+            .collect()
     }
 }
 

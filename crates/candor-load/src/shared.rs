@@ -63,6 +63,8 @@ pub struct PhaseAcc {
     pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
     /// What pacing did over the whole run (kept on the measured phase).
     pub pacing: candor_core::PaceStats,
+    /// The earliest failed responses (kept on the measured phase).
+    pub failures: crate::engine::examples::FailureSamples,
 }
 
 impl Default for PhaseAcc {
@@ -81,6 +83,7 @@ impl PhaseAcc {
             warnings: Vec::new(),
             workload: None,
             pacing: candor_core::PaceStats::default(),
+            failures: Default::default(),
         }
     }
 }

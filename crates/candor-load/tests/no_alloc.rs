@@ -29,6 +29,15 @@ fn steady_state_allocations_with(
     rate: Option<f64>,
     shape: impl FnOnce(&mut LoadConfig),
 ) -> (u64, u64) {
+    let (allocations, outcome) = steady_state_run(rate, shape);
+    (allocations, outcome.main.counts.completed)
+}
+
+/// The marked allocations between the reports of intervals 1 and 3 of a run, and its outcome.
+fn steady_state_run(
+    rate: Option<f64>,
+    shape: impl FnOnce(&mut LoadConfig),
+) -> (u64, candor_load::RunOutcome) {
     let server = candor_serve::start(candor_serve::ServeConfig::new(
         "127.0.0.1:0".parse().unwrap(),
     ))
@@ -58,7 +67,30 @@ fn steady_state_allocations_with(
     .unwrap();
     server.shutdown();
     let (before, after) = (before.expect("interval 1"), after.expect("interval 3"));
-    (after - before, outcome.main.counts.completed)
+    (after - before, outcome)
+}
+
+/// Failing responses too: every response fails (one request line by its status, the other by
+/// its body check), so each one's body is excerpted and offered to the kept failures.
+#[test]
+fn failing_responses_do_not_allocate_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (allocs, outcome) = steady_state_run(Some(5000.0), |c| {
+        let lines = candor_load::requests::parse_request_lines(
+            "{\"name\": \"s\", \"path\": \"/s\", \"check_status\": \"5xx\"}\n{\"name\": \"b\", \"path\": \"/b\", \"check_body\": \"nope\"}",
+        )
+        .unwrap();
+        c.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        c.workload.lines = lines;
+    });
+    let e = &outcome.main.counts.errors;
+    assert!(e.status >= 7_000 && e.check >= 7_000, "{e:?}");
+    assert_eq!(outcome.main.counts.completed, 0);
+    assert_eq!(outcome.main.failures.sorted().len(), 5);
+    assert_eq!(
+        allocs, 0,
+        "runs of failing responses allocated {allocs} times in steady state"
+    );
 }
 
 /// The workload paths too: a load profile (stages' books), weighted named requests filled from

@@ -117,3 +117,62 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
     .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Keeping the first failed responses allocates nothing: the parser copies failing bodies into
+/// its fixed excerpt and the samples replace their latest kept entry in place, for every one of
+/// thousands of failures that arrive earliest-last (each one is kept: the worst case).
+#[test]
+fn excerpting_and_keeping_failed_responses_allocate_nothing() {
+    use candor_load::engine::examples::FailureSamples;
+    use candor_load::http1::{Progress, ResponseParser};
+    use candor_load::workload::check::ResponseChecks;
+    use candor_load::StatusSet;
+    use std::sync::Arc;
+    let accept: Arc<[StatusSet]> = vec![StatusSet::parse("2xx").unwrap()].into();
+    let checks: Arc<[ResponseChecks]> = vec![ResponseChecks {
+        body: Some(BodyNeedle::new(b"\"ok\":true").unwrap()),
+        headers: Vec::new(),
+    }]
+    .into();
+    std::thread::spawn(move || {
+        let mut parser = ResponseParser::new(false);
+        parser.keep_excerpts(accept);
+        parser.set_checks(checks);
+        parser.select_checks(0);
+        let mut samples = FailureSamples::default();
+        let mut body = b"HTTP/1.1 503 Busy\r\nContent-Length: 300\r\n\r\n".to_vec();
+        body.extend(std::iter::repeat_n(b'x', 300));
+        let (head, rest) = body.split_at(60);
+        candor_testkit::mark_this_thread();
+        let before = candor_testkit::marked_allocations();
+        let mut failed = 0u64;
+        for seq in 0..20_000u64 {
+            // The body arrives in two reads.
+            let Ok(Progress::NeedMore { consumed }) = parser.feed(head, false) else {
+                panic!("the head and part of the body")
+            };
+            assert_eq!(consumed, head.len());
+            let Ok(Progress::Done { status, .. }) = parser.feed(rest, false) else {
+                panic!("the rest of the body")
+            };
+            let check = candor_core::workload_results::FailedCheck::Status;
+            samples.record(seq, u64::MAX - seq, 0, status, check, parser.excerpt());
+            failed += u64::from(status == 503);
+        }
+        let allocations = candor_testkit::marked_allocations() - before;
+        assert_eq!(failed, 20_000);
+        assert_eq!(
+            allocations, 0,
+            "{allocations} allocations while keeping failures"
+        );
+        // The earliest by intended time are the last five.
+        let kept = samples.sorted();
+        assert_eq!(kept.first().map(|k| k.seq), Some(19_999));
+        assert_eq!(
+            kept[0].body().map(<[u8]>::len),
+            Some(candor_load::engine::examples::EXCERPT_KEPT)
+        );
+    })
+    .join()
+    .unwrap();
+}

@@ -328,8 +328,31 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         warnings,
         stop_reason: None,
         stop: None,
-        workload: Default::default(),
+        workload: candor_core::workload_results::WorkloadResults {
+            failure_examples: merge_failure_examples(runs, start),
+            ..Default::default()
+        },
     })
+}
+
+/// The inputs' first failed responses as one run's: their union, each intended time moved onto
+/// the merged `start`, keeping the earliest few (`keep_earliest`).
+fn merge_failure_examples(
+    runs: &[RunResults],
+    start: f64,
+) -> Vec<candor_core::workload_results::FailureExample> {
+    let mut all: Vec<_> = runs
+        .iter()
+        .flat_map(|r| {
+            r.workload.failure_examples.iter().map(move |e| {
+                let mut e = e.clone();
+                e.intended_s = r.start_time_unix_s + e.intended_s - start;
+                e
+            })
+        })
+        .collect();
+    candor_core::workload_results::keep_earliest(&mut all);
+    all
 }
 
 /// One setting of a run, as text (`None` when the run does not record it).
@@ -552,5 +575,33 @@ mod tests {
         assert_eq!(m.main.histograms, a.main.histograms);
         assert_eq!(m.intervals.len(), a.intervals.len());
         assert!(matches!(merge(&[]), Err(MergeError::Empty)));
+    }
+
+    #[test]
+    fn merged_failure_examples_are_the_earliest_of_the_union_on_the_merged_clock() {
+        use candor_core::workload_results::{FailedCheck, FailureExample, FAILURE_EXAMPLES};
+        let example = |seq: u64, t: f64| {
+            FailureExample::new("GET /".into(), seq, t, 503, FailedCheck::Status, Some(b"x"))
+        };
+        let mut a = synthetic_run(3, 4, 300, 2_000_000, 0);
+        let mut b = synthetic_run(4, 4, 300, 2_000_000, 0);
+        assert_eq!(b.start_time_unix_s - a.start_time_unix_s, 1.0);
+        // a's failures at 0.5 s and later; b's (which started 1 s later) at 1.2 s on a's clock.
+        a.workload.failure_examples = (0..5).map(|k| example(2 * k, 0.5 + k as f64)).collect();
+        b.workload.failure_examples = vec![example(1, 0.2)];
+        let m = merge(&[a, b]).unwrap();
+        let kept: Vec<(u64, f64)> = m
+            .workload
+            .failure_examples
+            .iter()
+            .map(|e| (e.seq, e.intended_s))
+            .collect();
+        assert_eq!(kept.len(), FAILURE_EXAMPLES);
+        assert_eq!(
+            kept.iter().map(|k| k.0).collect::<Vec<_>>(),
+            vec![0, 1, 2, 4, 6]
+        );
+        // Unix seconds near 1.8e9 carry about 2.4e-7 s of f64 resolution.
+        assert!((kept[1].1 - 1.2).abs() < 1e-6, "{kept:?}");
     }
 }

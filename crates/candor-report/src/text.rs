@@ -90,6 +90,9 @@ pub fn render(results: &RunResults) -> String {
             format_count(results.main.requests.failed)
         ),
     });
+    out.push_str(&crate::workload_text::render_failure_examples(
+        &results.workload.failure_examples,
+    ));
     if let Some(w) = &results.warmup {
         let _ = writeln!(
             out,

@@ -1,10 +1,10 @@
 //! The text report's workload sections: one row per stage of a load profile (window, target and
 //! achieved rate, intended/completed/failed, response time, service time and send lag
-//! percentiles) and one row per request name.
+//! percentiles), one row per request name, and the first failed responses as they came back.
 
 use candor_core::results::PhaseResults;
 use candor_core::units::{format_count, format_ns, format_rate};
-use candor_core::workload_results::WorkloadResults;
+use candor_core::workload_results::{FailureExample, WorkloadResults};
 use std::fmt::Write as _;
 
 fn at(measure: &candor_core::Summary, q: f64) -> String {
@@ -66,4 +66,70 @@ pub fn render(w: &WorkloadResults) -> String {
         }
     }
     out
+}
+
+/// The first failed responses, once, one line each: name, status, class (and the check that
+/// failed) and the body excerpt; nothing when none failed their status or a check.
+pub fn render_failure_examples(examples: &[FailureExample]) -> String {
+    let mut out = String::new();
+    if examples.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "  first failed responses:");
+    for e in examples {
+        let class = match e.check {
+            candor_core::workload_results::FailedCheck::Status => e.class.name().to_string(),
+            check => format!("{} ({})", e.class.name(), check.name()),
+        };
+        let body = match &e.excerpt {
+            Some(text) => format!("body \"{text}\""),
+            None => "body not captured".to_string(),
+        };
+        let name: String = e.request.chars().take(28).collect();
+        let _ = writeln!(
+            out,
+            "    {name:<28} status {:>3}  {class:<14} {body}",
+            e.status
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::workload_results::FailedCheck;
+
+    #[test]
+    fn failed_responses_get_one_line_each_with_status_class_and_excerpt() {
+        assert_eq!(render_failure_examples(&[]), "");
+        let shown = render_failure_examples(&[
+            FailureExample::new(
+                "GET /a".into(),
+                0,
+                0.01,
+                503,
+                FailedCheck::Status,
+                Some(b"busy\n"),
+            ),
+            FailureExample::new("b".into(), 1, 0.02, 200, FailedCheck::Body, Some(b"{}")),
+            FailureExample::new("c".into(), 2, 0.03, 404, FailedCheck::Status, None),
+        ]);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[0], "  first failed responses:");
+        assert_eq!(
+            lines[1],
+            "    GET /a                       status 503  status         body \"busy\\n\""
+        );
+        assert_eq!(
+            lines[2],
+            "    b                            status 200  check (body)   body \"{}\""
+        );
+        assert!(
+            lines[3].ends_with("status         body not captured"),
+            "{}",
+            lines[3]
+        );
+        assert_eq!(lines.len(), 4);
+    }
 }

@@ -523,20 +523,23 @@ impl Core {
     /// Slot `slot`'s response completed at `now` with `status` (0: the protocol has none).
     #[inline]
     pub fn complete(&mut self, slot: usize, status: u16, now: u64) -> Booked {
-        self.complete_checked(slot, status, true, now)
+        self.complete_response(slot, status, None, None, now)
     }
 
-    /// [`Core::complete`] for a response that passed (`checks_ok`) or failed its response checks.
+    /// [`Core::complete`] with what the protocol saw of the response: the check it failed
+    /// besides its status and its body's first bytes (see [`Ledger::complete_response`]).
     #[inline]
-    pub fn complete_checked(
+    pub fn complete_response(
         &mut self,
         slot: usize,
         status: u16,
-        checks_ok: bool,
+        failed_check: Option<crate::engine::examples::ContentCheck>,
+        body: Option<&[u8]>,
         now: u64,
     ) -> Booked {
         let e = self.release(slot, now);
-        self.ledger.complete_checked(&e, now, status, checks_ok)
+        self.ledger
+            .complete_response(&e, now, status, failed_check, body)
     }
 
     /// Slot `slot`'s request failed at `now`.

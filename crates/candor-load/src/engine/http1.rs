@@ -32,7 +32,14 @@ impl Framing for ResponseParser {
         }
     }
     #[inline]
-    fn checks_passed(&self) -> bool {
-        ResponseParser::checks_passed(self)
+    fn failed_check(&self) -> Option<crate::engine::examples::ContentCheck> {
+        ResponseParser::failed_check(self)
+    }
+    fn keep_excerpts(&mut self, accept: std::sync::Arc<[crate::status::StatusSet]>) {
+        ResponseParser::keep_excerpts(self, accept)
+    }
+    #[inline]
+    fn excerpt(&self) -> Option<&[u8]> {
+        ResponseParser::excerpt(self)
     }
 }

@@ -3,11 +3,13 @@
 //! so the accounting rules (phase by intended time, timeouts record their age, the never-sent
 //! backlog counted entry by entry) are written once for every protocol.
 
+use crate::engine::examples::{ContentCheck, FailureSamples};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
 use crate::workload::books::{book_intended, book_response, book_unfinished, WorkloadBooks};
 use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
+use candor_core::workload_results::FailedCheck;
 use crossbeam_channel::{Receiver, Sender};
 
 /// One request as the books see it: which entry of the schedule it is, what it sent, and when.
@@ -33,6 +35,7 @@ pub struct Booked {
     pub check_failed: bool,
     /// The prepared request it sent (for the per-name books).
     request: u32,
+    seq: u64,
     interval: u64,
 }
 
@@ -58,6 +61,8 @@ pub struct Ledger {
     flushed_counts: [RequestCounts; 2],
     /// Per-stage and per-name books, when the run has a load profile or a named request set.
     books: Option<Box<WorkloadBooks>>,
+    /// The earliest failed responses of the measured phase (fixed storage, no allocation).
+    examples: FailureSamples,
 }
 
 /// `now - before`, field by field: what a worker's counts grew by between two flushes.
@@ -154,6 +159,7 @@ impl Ledger {
             accept_by_request: crate::workload::accept_by_request(cfg),
             flushed_counts: [RequestCounts::default(); 2],
             books: workload_books(setup),
+            examples: FailureSamples::default(),
         }
     }
 
@@ -205,20 +211,37 @@ impl Ledger {
     /// is recorded all the same, since the server did answer.
     #[inline]
     pub fn complete(&mut self, e: &Exchange, now: u64, status: u16) -> Booked {
-        self.complete_checked(e, now, status, true)
+        self.complete_response(e, now, status, None, None)
     }
 
-    /// [`Ledger::complete`] for a response that passed (`checks_ok`) or failed its response
-    /// checks: an accepted status with a failed check fails in class `check`, its latency
-    /// recorded as for `status`.
+    /// The one booking of a full response, for every protocol: exchange `e` (its request index
+    /// `e.request` decides the accepted statuses and the name) was answered at `now` with
+    /// `status` (0: the protocol has none), `failed_check` the first response check it failed
+    /// besides its status (`None`: it passed them, or none apply), and `body` the first bytes of
+    /// its body as far as the protocol kept them ([`EXCERPT_KEPT`] suffice, more is ignored;
+    /// `None`: not captured). A status outside the accepted set fails in class `status`, an
+    /// accepted one with a failed check in class `check`; either way the latency is recorded,
+    /// and a failure of the measured phase is offered to the thread's earliest
+    /// [`FAILURE_EXAMPLES`] failed responses (fixed storage: nothing is allocated). A protocol
+    /// that can tell which check failed and keep the body's first bytes (an [`ExcerptBuf`] per
+    /// connection or stream, filled only while the response is failing or a check applies)
+    /// calls this, through [`Core::complete_response`]; one that cannot calls
+    /// [`Ledger::complete`].
+    ///
+    /// [`EXCERPT_KEPT`]: crate::engine::examples::EXCERPT_KEPT
+    /// [`FAILURE_EXAMPLES`]: candor_core::workload_results::FAILURE_EXAMPLES
+    /// [`ExcerptBuf`]: crate::engine::examples::ExcerptBuf
+    /// [`Core::complete_response`]: crate::engine::core::Core::complete_response
     #[inline]
-    pub fn complete_checked(
+    pub fn complete_response(
         &mut self,
         e: &Exchange,
         now: u64,
         status: u16,
-        checks_ok: bool,
+        failed_check: Option<ContentCheck>,
+        body: Option<&[u8]>,
     ) -> Booked {
+        let checks_ok = failed_check.is_none();
         let (intended, sent) = (e.intended, e.sent);
         let response = now.saturating_sub(intended);
         let service = now.saturating_sub(sent);
@@ -252,6 +275,14 @@ impl Ledger {
             self.interval.failed += 1;
         }
         let check_failed = status_ok && !checks_ok;
+        if !ok && phase == 1 {
+            let check = match failed_check {
+                Some(c) if status_ok => c.into(),
+                _ => FailedCheck::Status,
+            };
+            self.examples
+                .record(e.seq, intended, e.request, status, check, body);
+        }
         if let Some(b) = &mut self.books {
             b.each(intended, Some(e.request), phase == 1, |acc| {
                 book_response(acc, (response, service, lag), status, ok, check_failed)
@@ -262,6 +293,7 @@ impl Ledger {
             ok,
             check_failed,
             request: e.request,
+            seq: e.seq,
             interval: self.interval_index,
         }
     }
@@ -271,6 +303,9 @@ impl Ledger {
     /// unknown. It becomes a `parse` failure; its latency stays recorded (a response did come).
     pub fn rebook_as_parse(&mut self, b: Booked) {
         let phase = self.phase_of(b.intended);
+        if !b.ok {
+            self.examples.forget(b.seq);
+        }
         let c = &mut self.phases[phase].counts;
         if b.ok {
             c.completed -= 1;
@@ -465,6 +500,7 @@ impl Ledger {
         }
         self.flush(Some(now));
         let mut phases = std::mem::take(&mut self.phases);
+        phases[1].failures = std::mem::take(&mut self.examples);
         if let Some(mut b) = self.books.take() {
             for acc in b.stages.iter_mut().chain(b.names.iter_mut()) {
                 acc.counts.clamped_values += acc.rec.clamped;
@@ -544,7 +580,8 @@ mod tests {
         {
             let t = 1010 + 10 * i as u64;
             l.intend(t, t, 0);
-            let booked = l.complete_checked(&on(request, t), t + 5, status, ok);
+            let failed = (!ok).then_some(ContentCheck::Body);
+            let booked = l.complete_response(&on(request, t), t + 5, status, failed, None);
             if (request, status, ok) == (0, 200, false) {
                 // Re-booked as a protocol error, the check count moves to parse.
                 l.rebook_as_parse(booked);
@@ -557,7 +594,7 @@ mod tests {
         assert_eq!(l.phases[1].rec.response.len(), 5);
         let mut l = ledger("2xx", 0);
         l.intend(1010, 1010, 0);
-        l.complete_checked(&ex(1010, 1011), 1020, 200, false);
+        l.complete_response(&ex(1010, 1011), 1020, 200, Some(ContentCheck::Body), None);
         assert_eq!(l.phases[1].counts.errors.check, 1);
         assert_eq!(l.phases[1].rec.response.len(), 1);
     }
@@ -618,5 +655,65 @@ mod tests {
         let mut l = ledger("2xx", 0);
         l.connection_opened(900);
         assert_eq!(l.phases[1].counts.connections_opened, 1);
+    }
+
+    #[test]
+    fn failed_responses_of_the_measured_phase_are_kept_with_their_check_and_body() {
+        // Warm-up ends at start (1_000) + 500.
+        let mut l = ledger("2xx", 500);
+        let on = |seq, t| Exchange {
+            seq,
+            request: 0,
+            intended: t,
+            sent: t + 1,
+        };
+        // A warm-up failure is not an example; completed responses are not either.
+        l.intend(1_100, 1_100, 0);
+        l.complete_response(&on(0, 1_100), 1_110, 503, None, Some(b"warm"));
+        l.intend(1_600, 1_600, 0);
+        l.complete_response(&on(1, 1_600), 1_610, 200, None, Some(b""));
+        // An unaccepted status is `status` whatever the checks say.
+        l.intend(1_700, 1_700, 0);
+        l.complete_response(
+            &on(2, 1_700),
+            1_710,
+            503,
+            Some(ContentCheck::Body),
+            Some(b"busy"),
+        );
+        l.intend(1_800, 1_800, 0);
+        l.complete_response(
+            &on(3, 1_800),
+            1_810,
+            200,
+            Some(ContentCheck::Header),
+            Some(b"{}"),
+        );
+        // A protocol that keeps no body books through `complete`.
+        l.intend(1_900, 1_900, 0);
+        l.complete(&on(4, 1_900), 1_910, 404);
+        // A failure re-booked as a protocol error is no longer an example of its class.
+        l.intend(2_000, 2_000, 0);
+        let rebooked = l.complete_response(
+            &on(5, 2_000),
+            2_010,
+            200,
+            Some(ContentCheck::Body),
+            Some(b"x"),
+        );
+        l.rebook_as_parse(rebooked);
+        let kept = l.examples.sorted();
+        let seen: Vec<(u64, u16, FailedCheck, Option<&[u8]>)> = kept
+            .iter()
+            .map(|k| (k.seq, k.status, k.check, k.body()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (2, 503, FailedCheck::Status, Some(&b"busy"[..])),
+                (3, 200, FailedCheck::Header, Some(&b"{}"[..])),
+                (4, 404, FailedCheck::Status, None),
+            ]
+        );
     }
 }

@@ -158,6 +158,11 @@ impl<F: Framing> Driver<F> {
             let config = &setup.config;
             let compiled = crate::workload::compile_requests(config)
                 .map_err(|e| io::Error::other(e.to_string()))?;
+            // The first failed responses' bodies (only failing or checked bodies are copied).
+            let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
+            for c in &mut conns {
+                c.framing.keep_excerpts(accept.clone());
+            }
             if crate::workload::has_checks(config) {
                 let table: Arc<[crate::workload::check::ResponseChecks]> =
                     compiled.checks.clone().into();
@@ -527,8 +532,7 @@ impl<F: Framing> Driver<F> {
                     let now = now_ns();
                     if c.written > 0 {
                         if let Some(status) = c.framing.finish_at_eof() {
-                            let checks_ok = c.framing.checks_passed();
-                            self.complete_oldest(i, status, checks_ok, now);
+                            self.complete_oldest(i, status, now);
                         }
                     }
                     // Whatever else was outstanding was cut off by the close.
@@ -607,8 +611,7 @@ impl<F: Framing> Driver<F> {
                 }) => {
                     c.buf.copy_within(consumed..c.buf_len, 0);
                     c.buf_len -= consumed;
-                    let checks_ok = c.framing.checks_passed();
-                    self.complete_oldest(i, status, checks_ok, now);
+                    self.complete_oldest(i, status, now);
                     if close {
                         // Anything pipelined behind a closing response is cut off.
                         self.fail_connection(i, Failure::Read, now);
@@ -626,14 +629,16 @@ impl<F: Framing> Driver<F> {
         }
     }
 
-    fn complete_oldest(&mut self, i: usize, status: u16, checks_ok: bool, now: u64) {
+    /// The response the framing just completed answers connection `i`'s oldest request.
+    fn complete_oldest(&mut self, i: usize, status: u16, now: u64) {
         let Some(slot) = self.core.oldest(i) else {
             return;
         };
         let c = &mut self.conns[i];
         c.written -= 1;
         let nothing_else_written = c.written == 0;
-        let booked = self.core.complete_checked(slot, status, checks_ok, now);
+        let (failed, body) = (c.framing.failed_check(), c.framing.excerpt());
+        let booked = self.core.complete_response(slot, status, failed, body, now);
         self.conns[i].answered = nothing_else_written.then_some(booked);
     }
 

@@ -26,9 +26,18 @@ pub trait Framing {
     fn set_checks(&mut self, _table: std::sync::Arc<[crate::workload::check::ResponseChecks]>) {}
     /// The response about to be fed answers prepared request `request`: its checks apply.
     fn select_checks(&mut self, _request: usize) {}
-    /// Whether the last completed response passed its checks.
-    fn checks_passed(&self) -> bool {
-        true
+    /// The check the last completed response failed besides its status (`None`: passed, or
+    /// the protocol has none).
+    fn failed_check(&self) -> Option<crate::engine::examples::ContentCheck> {
+        None
+    }
+    /// Keeps the body's first bytes of responses whose status request `i` does not accept
+    /// (`accept[i]`) or that have checks, for the report's first failed responses; protocols
+    /// without bodies ignore it.
+    fn keep_excerpts(&mut self, _accept: std::sync::Arc<[crate::status::StatusSet]>) {}
+    /// The first bytes of the last completed response's body, when kept.
+    fn excerpt(&self) -> Option<&[u8]> {
+        None
     }
 }
 

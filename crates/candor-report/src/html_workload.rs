@@ -12,13 +12,11 @@ use candor_core::Summary;
 use serde_json::{json, Value};
 
 /// Where the measured window starts on the charts' time axis (seconds from the start of the run,
-/// warm-up included): the first measured interval's start, else the end of the warm-up.
+/// which is where the warm-up starts): at the end of the warm-up. Not at the first measured
+/// interval: intervals are cut every `--interval` from the start, so one may span the warm-up's
+/// end (and be marked warm-up).
 fn measured_offset(r: &RunResults) -> f64 {
-    r.intervals
-        .iter()
-        .find(|iv| !iv.warmup)
-        .map(|iv| iv.start_s)
-        .unwrap_or_else(|| r.warmup.as_ref().map_or(0.0, |w| w.duration_s))
+    r.warmup.as_ref().map_or(0.0, |w| w.duration_s)
 }
 
 /// The intended rate over time as (seconds on the time axis, requests/s) corners of a

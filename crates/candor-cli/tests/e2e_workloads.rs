@@ -663,6 +663,29 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1.0-2.0s 200.0/s..600.0/s"), "{text}");
 
+    // Objectives are judged on each stage as well (recorded, shown); the exit code is the whole
+    // run's. No response takes under 1 ns and every error share is at most 100%: exact verdicts.
+    let out = candor()
+        .arg("merge")
+        .arg(dir.join("shard-0.json"))
+        .arg(dir.join("shard-1.json"))
+        .args(["-o", "-", "--slo", "p99<1ns,errors<=100%"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("objectives per stage"), "{err}");
+    assert!(
+        err.contains("  stage 2 (1.0-2.0s 200.0/s..600.0/s):\n    SLO p99<1ns"),
+        "{err}"
+    );
+    let judged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in judged["stages"].as_array().unwrap() {
+        let slo = &s["analysis"]["slo"];
+        assert_eq!(slo[0]["pass"], false, "{slo}");
+        assert_eq!(slo[1]["pass"], true, "{slo}");
+    }
+
     // A file of another profile does not merge stage by stage: one line, non-zero exit.
     let mut other = parts[1].clone();
     other["stages"][1]["to_per_s"] = serde_json::json!(500.0);

@@ -4,8 +4,9 @@
 //! offered (`rate>=95%`: completions per second against the target).
 
 use crate::confidence;
-use candor_core::results::RunResults;
-use candor_core::units::{format_count, format_ns, parse_duration_ns};
+use candor_core::results::{PhaseResults, RunResults};
+use candor_core::units::{format_count, format_ns, format_rate, parse_duration_ns};
+use candor_core::workload_results::StageResults;
 use candor_core::{Histo, Recorder, Summary};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -278,7 +279,12 @@ impl Objective {
     /// Evaluates on `results` (`rec` is its decoded histograms, if available, so that any
     /// percentile can be read, not only the summary's).
     pub fn evaluate(&self, results: &RunResults, rec: Option<&Recorder>) -> SloVerdict {
-        let main = &results.main;
+        self.evaluate_phase(&results.main, rec)
+    }
+
+    /// Evaluates on one phase of a run: the measured window, or one stage of a load profile
+    /// (whose own target and window judge `rate>=`).
+    pub fn evaluate_phase(&self, main: &PhaseResults, rec: Option<&Recorder>) -> SloVerdict {
         let verdict = |measured: Option<f64>, note: String| SloVerdict {
             objective: self.text.clone(),
             pass: measured.is_some_and(|m| self.holds(m)),
@@ -408,12 +414,77 @@ impl SloSet {
 
     /// Evaluates every objective on `results`.
     pub fn evaluate(&self, results: &RunResults) -> Vec<SloVerdict> {
-        let rec = results.main.histograms.decode().ok();
+        self.evaluate_phase(&results.main)
+    }
+
+    /// Evaluates every objective on one phase (the measured window, or a stage).
+    pub fn evaluate_phase(&self, phase: &PhaseResults) -> Vec<SloVerdict> {
+        let rec = phase.histograms.decode().ok();
         self.objectives
             .iter()
-            .map(|o| o.evaluate(results, rec.as_ref()))
+            .map(|o| o.evaluate_phase(phase, rec.as_ref()))
             .collect()
     }
+
+    /// Judges every objective on each stage of a load profile as well, from the stage's own
+    /// histograms and counts, and records the verdicts as the stage's `analysis.slo`. The whole
+    /// run's verdicts (and so the exit code) stay the run's: a stage's are what it contributed.
+    pub fn judge_stages(&self, results: &mut RunResults) {
+        if self.is_empty() {
+            return;
+        }
+        for stage in &mut results.workload.stages {
+            let slo = self.evaluate_phase(&stage.results);
+            match &mut stage.results.analysis {
+                Some(a) => a.slo = slo,
+                None => {
+                    stage.results.analysis = Some(crate::Analysis {
+                        confidence: Vec::new(),
+                        highest_supported_percentile: None,
+                        saturation: None,
+                        coordinated_omission: None,
+                        stationarity: None,
+                        slo,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// The per-stage verdicts that [`SloSet::judge_stages`] recorded, a block per stage under its
+/// window and target (as the text report's stage table names them); empty when none were.
+pub fn render_stages(stages: &[StageResults]) -> String {
+    let judged: Vec<(usize, &StageResults, &Vec<SloVerdict>)> = stages
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| {
+            let slo = &s.results.analysis.as_ref()?.slo;
+            (!slo.is_empty()).then_some((k, s, slo))
+        })
+        .collect();
+    if judged.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("objectives per stage (the pass or fail above is the whole run's):\n");
+    for (k, s, verdicts) in judged {
+        let target = if s.from_per_s == s.to_per_s {
+            format_rate(s.from_per_s)
+        } else {
+            format!("{}..{}", format_rate(s.from_per_s), format_rate(s.to_per_s))
+        };
+        out.push_str(&format!(
+            "  stage {} ({:.1}-{:.1}s {target}):\n",
+            k + 1,
+            s.start_s,
+            s.start_s + s.results.duration_s
+        ));
+        for line in render(verdicts).lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    out
 }
 
 /// True when every verdict passed.
@@ -638,5 +709,59 @@ mod tests {
         closed.main.rate.target_per_s = None;
         let v = SloSet::parse("rate>=95%").unwrap().evaluate(&closed);
         assert!(!v[0].pass && v[0].measured.is_none() && v[0].note.contains("closed loop"));
+    }
+
+    #[test]
+    fn each_stage_is_judged_on_its_own_books() {
+        use candor_core::workload_results::StageResults;
+        let stage = |values: Vec<u64>, start_s: f64, from: f64, to: f64| StageResults {
+            start_s,
+            from_per_s: from,
+            to_per_s: to,
+            results: crate::test_support::run_of(&values, Some((from + to) / 2.0), "open-loop")
+                .main,
+        };
+        // 100 requests in each 1 s stage: a quiet hold (1..=100 ns), then a ramp whose target
+        // averages 150/s and whose latencies are ten times higher.
+        let mut r = run_with(&(1..=200).collect::<Vec<u64>>(), 0);
+        r.workload.stages = vec![
+            stage((1..=100).collect(), 0.0, 100.0, 100.0),
+            stage((1000..=1099).collect(), 1.0, 100.0, 200.0),
+        ];
+        let set = SloSet::parse("p99<500ns,rate>=90%").unwrap();
+        // The whole run: p99 of 1..=200 is 198 ns; 200 completed of 1000/s is 20%.
+        let whole = set.evaluate(&r);
+        assert!(whole[0].pass && !whole[1].pass);
+        set.judge_stages(&mut r);
+        let verdicts = |k: usize| {
+            r.workload.stages[k]
+                .results
+                .analysis
+                .as_ref()
+                .unwrap()
+                .slo
+                .clone()
+        };
+        assert!(verdicts(0)[0].pass, "{:?}", verdicts(0));
+        assert_eq!(verdicts(0)[0].measured, Some(99.0));
+        assert!(verdicts(0)[1].pass, "100 of 100/s");
+        assert!(!verdicts(1)[0].pass);
+        assert_eq!(verdicts(1)[0].measured, Some(1098.0));
+        // 100 in a stage whose target averages 150/s: 66.7%.
+        assert!(!verdicts(1)[1].pass);
+        assert!((verdicts(1)[1].measured.unwrap() - 2.0 / 3.0).abs() < 1e-9);
+        let text = render_stages(&r.workload.stages);
+        assert!(text.starts_with("objectives per stage (the pass or fail above is the whole run's):\n  stage 1 (0.0-1.0s 100.0/s):\n    SLO p99<500ns"), "{text}");
+        assert!(
+            text.contains("  stage 2 (1.0-2.0s 100.0/s..200.0/s):\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("FAIL").count(), 2, "{text}");
+        // No objectives: nothing judged, nothing shown.
+        let mut plain = run_with(&[1, 2, 3], 0);
+        plain.workload.stages = vec![stage(vec![1, 2], 0.0, 2.0, 2.0)];
+        SloSet::default().judge_stages(&mut plain);
+        assert!(plain.workload.stages[0].results.analysis.is_none());
+        assert!(render_stages(&plain.workload.stages).is_empty());
     }
 }

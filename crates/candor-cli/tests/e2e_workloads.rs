@@ -589,3 +589,223 @@ fn bad_workload_input_is_refused_before_any_load() {
     }
     assert!(server.seen().is_empty(), "nothing may be sent on bad input");
 }
+
+fn load_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("results written")).expect("json")
+}
+
+/// A load profile with named requests, run as two shards with a common `--start-at`, reported as
+/// HTML and merged: the merged stages are each the sum of the shards' (so each stage's integral,
+/// at the whole profile's rates), the names add up, and the pages show stages and names; a file
+/// of another profile is refused in one line.
+#[test]
+fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
+    let _g = serial();
+    let server = Recorder::start();
+    let reqs = temp_file(
+        "named.jsonl",
+        "{\"name\": \"home\", \"path\": \"/\", \"weight\": 3}\n{\"name\": \"<b>search</b>\", \"path\": \"/s?q={{seq}}\", \"weight\": 1}\n",
+    );
+    let dir = reqs.parent().unwrap().join("profile-shards");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let unix_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    // 3 s lead: two processes start and connect in tens of ms when idle; a late start would only
+    // show in send lag, never in the counts checked here.
+    let start_at = format!("{:.3}", unix_now + 3.0);
+    let shards: Vec<_> = (0..2)
+        .map(|i| {
+            candor()
+                .args(["run", "--shard", &format!("{i}/2"), "--start-at", &start_at])
+                .args(["-R", "200:1s,200..600:1s", "--warmup", "500ms"])
+                .args(["-c", "4", "-t", "1", "--quiet", "--requests"])
+                .arg(&reqs)
+                .arg("--json")
+                .arg(dir.join(format!("shard-{i}.json")))
+                .arg(&server.url)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn a shard")
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("shard finished"))
+        .collect();
+    for (i, out) in shards.iter().enumerate() {
+        assert!(
+            out.status.success(),
+            "shard {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let parts: Vec<serde_json::Value> = (0..2)
+        .map(|i| load_json(&dir.join(format!("shard-{i}.json"))))
+        .collect();
+
+    // One shard's page: the stage table, the target line's data and the names, escaped.
+    let page_path = dir.join("shard-0.html");
+    let out = candor()
+        .arg("report")
+        .arg(dir.join("shard-0.json"))
+        .arg("-o")
+        .arg(&page_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(page.contains("<h2>Load profile stages</h2>"));
+    assert!(
+        page.contains("<td>100.0/s \u{2192} 300.0/s</td>"),
+        "a shard's share of the ramp"
+    );
+    assert!(
+        page.contains("\"profile\":[[0.0,100.0],[0.5,100.0]"),
+        "the target line starts with the warm-up"
+    );
+    assert!(page.contains("<h2>By request name</h2>"));
+    assert!(page.contains("&lt;b&gt;search&lt;/b&gt;</th>"));
+    assert!(page.contains("id=\"names-0\""));
+
+    let merged_path = dir.join("merged.json");
+    let out = candor()
+        .arg("merge")
+        .arg(dir.join("shard-0.json"))
+        .arg(dir.join("shard-1.json"))
+        .arg("-o")
+        .arg(&merged_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = load_json(&merged_path);
+    assert_balanced(&m);
+    let stages = m["stages"].as_array().expect("merged stages");
+    assert_eq!(stages.len(), 2);
+    let count = |v: &serde_json::Value, k: &str| v["requests"][k].as_u64().unwrap();
+    for (k, s) in stages.iter().enumerate() {
+        for field in ["intended", "completed", "failed"] {
+            let sum: u64 = parts.iter().map(|p| count(&p["stages"][k], field)).sum();
+            assert_eq!(count(s, field), sum, "stage {k} {field}");
+        }
+        let samples: u64 = parts
+            .iter()
+            .map(|p| p["stages"][k]["response_time"]["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(s["response_time"]["count"].as_u64(), Some(samples));
+        let max = parts
+            .iter()
+            .map(|p| p["stages"][k]["response_time"]["max_ns"].as_u64().unwrap())
+            .max();
+        assert_eq!(
+            s["response_time"]["max_ns"].as_u64(),
+            max,
+            "histograms added, not averaged"
+        );
+    }
+    // Each stage's integral, as one process would send it: 200 × 1 s, then (200 + 600) / 2 × 1 s.
+    assert_eq!(count(&stages[0], "intended"), 200);
+    assert_eq!(count(&stages[1], "intended"), 400);
+    // The shards ran together, so the stage's rates are the whole profile's.
+    let rate = |k: &str| stages[1][k].as_f64().unwrap();
+    assert!(
+        (rate("from_per_s") - 200.0).abs() < 1e-6,
+        "{}",
+        rate("from_per_s")
+    );
+    assert!(
+        (rate("to_per_s") - 600.0).abs() < 1e-6,
+        "{}",
+        rate("to_per_s")
+    );
+    for name in ["home", "<b>search</b>"] {
+        let sum: u64 = parts
+            .iter()
+            .map(|p| count(&p["by_request"][name], "intended"))
+            .sum();
+        assert_eq!(count(&m["by_request"][name], "intended"), sum, "{name}");
+    }
+    let named: u64 = ["home", "<b>search</b>"]
+        .iter()
+        .map(|n| count(&m["by_request"][n], "completed"))
+        .sum();
+    assert_eq!(
+        named,
+        req(&m, "completed"),
+        "every completed request had a name"
+    );
+
+    // The merged page and text show the whole profile.
+    let out = candor()
+        .arg("report")
+        .arg(&merged_path)
+        .arg("-o")
+        .arg(dir.join("merged.html"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(dir.join("merged.html")).unwrap();
+    assert!(page.contains("<td>200.0/s \u{2192} 600.0/s</td>"));
+    let out = candor().arg("report").arg(&merged_path).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1.0-2.0s 200.0/s..600.0/s"), "{text}");
+
+    // Objectives are judged on each stage as well (recorded, shown); the exit code is the whole
+    // run's. No response takes under 1 ns and every error share is at most 100%: exact verdicts.
+    let out = candor()
+        .arg("merge")
+        .arg(dir.join("shard-0.json"))
+        .arg(dir.join("shard-1.json"))
+        .args(["-o", "-", "--slo", "p99<1ns,errors<=100%"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("objectives per stage"), "{err}");
+    assert!(
+        err.contains("  stage 2 (1.0-2.0s 200.0/s..600.0/s):\n    SLO p99<1ns"),
+        "{err}"
+    );
+    let judged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in judged["stages"].as_array().unwrap() {
+        let slo = &s["analysis"]["slo"];
+        assert_eq!(slo[0]["pass"], false, "{slo}");
+        assert_eq!(slo[1]["pass"], true, "{slo}");
+    }
+
+    // A file of another profile does not merge stage by stage: one line, non-zero exit.
+    let mut other = parts[1].clone();
+    other["stages"][1]["to_per_s"] = serde_json::json!(500.0);
+    let other_path = dir.join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    let out = candor()
+        .arg("merge")
+        .arg(dir.join("shard-0.json"))
+        .arg(&other_path)
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("run 2 has other load-profile stages than run 1 (stage 2 is 100.0/s..500.0/s"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing written on refusal");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,6 +1,7 @@
 //! The HTML report: one self-contained page (uPlot inlined, no network) with the percentile
 //! spectrum, latency and throughput over time, summary tables, environment and configuration of
-//! one or several runs, overlaid with a legend so systems and loads can be compared.
+//! one or several runs, overlaid with a legend so systems and loads can be compared; with load
+//! profiles and named requests, their stages and names (`html_workload.rs`).
 
 use crate::input::Books;
 use candor_analysis::late::count_noun;
@@ -102,7 +103,7 @@ const PER_DECADE: u32 = 40;
 /// The curve of `h` on the grid `xs` of 1/(1-p), running to the max as HdrHistogram's plotter
 /// draws it: percentiles up to 1/(1-p) = count (the last one the samples resolve), then the max
 /// at the next grid point, where the curve ends.
-fn spectrum(h: &Histo, xs: &[f64]) -> Vec<Option<u64>> {
+pub(crate) fn spectrum(h: &Histo, xs: &[f64]) -> Vec<Option<u64>> {
     let n = h.len() as f64;
     let mut ended = h.is_empty();
     xs.iter()
@@ -135,7 +136,7 @@ fn spectrum_grid(max_count: u64) -> Vec<f64> {
 }
 
 /// Summary text of a measure for legends and captions: "p99 4.907ms · max 22.74ms".
-fn p99_max(h: &Histo) -> String {
+pub(crate) fn p99_max(h: &Histo) -> String {
     if h.is_empty() {
         "no data".to_string()
     } else {
@@ -329,7 +330,8 @@ pub fn write_html(
             .filter(|iv| iv.warmup)
             .map(|iv| iv.start_s + iv.length_s)
             .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-        js_runs.push(json!({
+        let workload = crate::html_workload::chart_data(label, r, &xs, &PALETTE)?;
+        let mut js_run = json!({
             "label": label,
             "color": color,
             "count": rec.response.len(),
@@ -355,7 +357,12 @@ pub fn write_html(
                 "warmup_end": warmup_end,
                 "events": r.main.events.iter().map(|e| json!({"kind": e.kind, "at": e.at_s, "length": e.length_s, "detail": e.detail})).collect::<Vec<_>>(),
             },
-        }));
+        });
+        // Only runs with stages or names carry the key, so other runs' pages stay as they were.
+        if let Some(w) = workload {
+            js_run["workload"] = w;
+        }
+        js_runs.push(js_run);
     }
     let data = json!({
         "xs": xs,
@@ -565,13 +572,14 @@ pub fn write_html(
             },
             if books == Books::LatencyOnly { unknown() } else { format_count(q.failed) },
             known(format_count(q.in_flight_at_end)),
-            known(classes(&[("connect", e.connect), ("read", e.read), ("write", e.write), ("timeout", e.timeout), ("parse", e.parse), ("status", e.status)])),
+            known(classes(&[("connect", e.connect), ("read", e.read), ("write", e.write), ("timeout", e.timeout), ("parse", e.parse), ("status", e.status), ("check", e.check)])),
             known(classes(&[("1xx", st.s1xx), ("2xx", st.s2xx), ("3xx", st.s3xx), ("4xx", st.s4xx), ("5xx", st.s5xx)])),
             target_rate,
             format_rate(r.main.rate.achieved_per_s),
         ));
     }
     body.push_str("</tbody></table></section>");
+    body.push_str(&crate::html_workload::sections(runs, &PALETTE));
 
     body.push_str("<section><h2>Over time</h2><p class=\"note\">Per interval, by completion time. The shaded band is the warm-up, excluded from every summary.</p>");
     for (i, (label, _)) in runs.iter().enumerate() {

@@ -204,6 +204,75 @@
     };
   }
 
+  // ---- the load profile on the charts over time ----
+  function clipToPlot(u) {
+    u.ctx.beginPath();
+    u.ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+    u.ctx.clip();
+  }
+  // Stage boundaries: a dashed line at each stage's start and at the last one's end, labelled
+  // with the stage's number and target where the label fits before the next boundary.
+  function stageMarks(run) {
+    var w = run.workload;
+    return function (u) {
+      if (!w || !w.stages || !w.stages.length) return;
+      var ctx = u.ctx, dpr = devicePixelRatio, n = 0;
+      var top = u.bbox.top, bottom = u.bbox.top + u.bbox.height;
+      ctx.save();
+      clipToPlot(u);
+      ctx.font = "600 " + 11 * dpr + "px sans-serif";
+      w.stages.forEach(function (s, k) {
+        var x0 = u.valToPos(s.x0, "x", true), x1 = u.valToPos(s.x1, "x", true);
+        ctx.strokeStyle = "#5b6575";
+        ctx.lineWidth = dpr;
+        ctx.setLineDash([3 * dpr, 3 * dpr]);
+        ctx.beginPath();
+        ctx.moveTo(x0, top);
+        ctx.lineTo(x0, bottom);
+        n++;
+        if (k === w.stages.length - 1) {
+          ctx.moveTo(x1, top);
+          ctx.lineTo(x1, bottom);
+          n++;
+        }
+        ctx.stroke();
+        ctx.setLineDash([]);
+        var room = x1 - x0 - 8 * dpr;
+        var long = "stage " + (k + 1) + " \u00b7 " + s.target, short = String(k + 1);
+        var text = ctx.measureText(long).width <= room ? long : ctx.measureText(short).width <= room ? short : null;
+        if (text) {
+          ctx.fillStyle = "#3d4757";
+          ctx.fillText(text, x0 + 4 * dpr, bottom - 6 * dpr);
+        }
+      });
+      ctx.restore();
+      u._stageMarks = n;
+    };
+  }
+  // The target rate as the profile intends it: flat for a hold, linear for a ramp, a step where
+  // one stage's end rate is not the next one's start, the warm-up at the first stage's rate.
+  function targetLine(run) {
+    var prof = run.workload && run.workload.profile;
+    return function (u) {
+      if (!prof || !prof.length) return;
+      var ctx = u.ctx, dpr = devicePixelRatio;
+      ctx.save();
+      clipToPlot(u);
+      ctx.strokeStyle = "#5b6575";
+      ctx.lineWidth = 1.5 * dpr;
+      ctx.setLineDash([5 * dpr, 4 * dpr]);
+      ctx.beginPath();
+      prof.forEach(function (p, j) {
+        var x = u.valToPos(p[0], "x", true), y = u.valToPos(p[1], "rps", true);
+        if (j === 0) ctx.moveTo(x, y);
+        else ctx.lineTo(x, y);
+      });
+      ctx.stroke();
+      ctx.restore();
+      u._targetCorners = prof.length;
+    };
+  }
+
   // ---- latency and throughput over time ----
   // Time axes start at the window's start (the first interval's start, the warm-up's when there
   // is one), not at the first point, which is plotted at its interval's end.
@@ -256,18 +325,25 @@
           { label: "max", points: pts, stroke: "#d1495b", width: 1.75, value: latValue(t.max) },
           { label: "service p99", points: pts, stroke: "#8a94a6", width: 1.25, dash: [6, 4], value: latValue(t.svc_p99) },
         ],
-        hooks: { drawAxes: [warmupShade(run)] },
+        hooks: { drawAxes: [warmupShade(run), stageMarks(run)] },
       };
       timeCharts.push([make(el, lat, [t.t, t.p50, t.p99, t.p999, t.max, t.svc_p99]), t.t0]);
     }
     var el2 = document.getElementById("rate-" + i);
     if (el2 && t.t.length) {
-      var target = t.t.map(function () { return t.target; });
+      // With a load profile the target series holds the profile's mean over each interval (for the
+      // legend and the scale) and the line drawn is the profile itself; else one flat rate.
+      var prof = run.workload && run.workload.profile && run.workload.profile.length ? run.workload : null;
+      var target = prof ? prof.target_mean : t.t.map(function () { return t.target; });
+      var profMax = prof ? highest(prof.profile.map(function (p) { return p[1]; })) : 0;
+      var targetSeries = prof
+        ? { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], paths: function () { return null; }, value: function (u, v) { return v == null ? "load profile" : fmtRate(v) + "/s"; } }
+        : { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], value: function (u, v) { return t.target == null ? "none" : fmtRate(t.target) + "/s"; } };
       var bars = uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.6, 24] }) : undefined;
       var rate = {
         height: 210,
         title: "Throughput and failures per interval",
-        scales: { x: { time: false, range: xRange }, rps: { range: function (u, min, max) { return [0, Math.max(1, max * 1.15)]; } }, n: { range: function (u, min, max) { return [0, Math.max(4, max * 1.3)]; } } },
+        scales: { x: { time: false, range: xRange }, rps: { range: function (u, min, max) { return [0, Math.max(1, Math.max(max, profMax) * 1.15)]; } }, n: { range: function (u, min, max) { return [0, Math.max(4, max * 1.3)]; } } },
         axes: [
           axis({ label: "seconds since start" }),
           axis({ scale: "rps", label: "requests/s", size: 70, values: function (u, s) { return s.map(fmtRate); } }),
@@ -276,13 +352,44 @@
         series: [
           { label: "t (s)", value: function (u, v) { return v == null ? "all intervals" : v.toFixed(1) + " s"; } },
           { label: "achieved", points: pts, scale: "rps", stroke: run.color, width: 2, fill: run.color + "22", value: function (u, v) { var m = mean(t.rate); return v == null ? (m == null ? "no data" : "mean " + fmtRate(m) + "/s") : fmtRate(v) + "/s"; } },
-          { label: "target", points: { show: false }, scale: "rps", stroke: "#5b6575", width: 1.25, dash: [5, 4], value: function (u, v) { return t.target == null ? "none" : fmtRate(t.target) + "/s"; } },
+          targetSeries,
           { label: "failed", scale: "n", stroke: "#b42318", fill: "rgba(180,35,24,0.55)", paths: bars, points: { show: false }, value: function (u, v) { return v == null ? "total " + total(t.failed) : String(v); } },
         ],
-        hooks: { drawAxes: [warmupShade(run)] },
+        hooks: { drawAxes: [warmupShade(run), stageMarks(run)], draw: [targetLine(run)] },
       };
       timeCharts.push([make(el2, rate, [t.t, t.rate, target, t.failed]), t.t0]);
     }
+  }
+
+  // ---- response-time percentiles by request name, overlaid as the spectrum draws them ----
+  function namesOverlay(run, i) {
+    var el = document.getElementById("names-" + i);
+    var names = run.workload && run.workload.names;
+    if (!el || !names || !names.length) return;
+    var xs = D.xs, data = [xs], maxX = 1;
+    var series = [{ label: "percentile", value: function (u, v) { return v == null ? "p99 \u00b7 max" : pctLabel(v); } }];
+    names.forEach(function (n) {
+      data.push(n.response);
+      for (var j = n.response.length - 1; j >= 0; j--) {
+        if (n.response[j] != null) { maxX = Math.max(maxX, xs[j]); break; }
+      }
+      series.push({ label: n.label, stroke: n.color, width: 2, dash: n.dash || undefined, points: { show: false }, value: function (u, v) { return v == null ? n.legend : fmtNs(v); } });
+    });
+    if (maxX <= 1) maxX = xs[xs.length - 1];
+    make(el, {
+      height: 380,
+      title: "Response time by request name",
+      scales: {
+        x: { time: false, distr: 3, log: 10, range: [1, maxX] },
+        y: { distr: 3, log: 10, range: logRange },
+      },
+      axes: [
+        axis({ label: "percentile (log of 1/(1\u2212p))", splits: function () { return decadeSplits(1, maxX); }, values: function (u, s) { return s.map(pctLabel); } }),
+        axis({ label: "response time", size: 78, splits: logSplits, values: function (u, s) { return s.map(fmtAxis); } }),
+      ],
+      series: series,
+      cursor: { drag: { x: true, y: false } },
+    }, data);
   }
 
   // True when the chart's canvas has enough painted pixels to be a real plot.
@@ -316,6 +423,11 @@
     root.setAttribute("data-time-axes-start-at-window", String(timeCharts.length > 0 && timeCharts.every(function (c) {
       return c[1] != null && Math.abs(c[0].scales.x.min - c[1]) < 1e-9;
     })));
+    // What the load profile put on the charts: stage boundaries and target-line corners drawn.
+    var marks = 0, corners = 0;
+    timeCharts.forEach(function (c) { marks += c[0]._stageMarks || 0; corners += c[0]._targetCorners || 0; });
+    root.setAttribute("data-stage-marks", String(marks));
+    root.setAttribute("data-target-corners", String(corners));
     var drawn = charts.filter(painted).length;
     root.setAttribute("data-charts-expected", String(expected));
     root.setAttribute("data-charts-drawn", String(drawn));
@@ -325,6 +437,7 @@
     if (typeof uPlot !== "function") throw new Error("uPlot did not load");
     spectrum();
     D.runs.forEach(overTime);
+    D.runs.forEach(namesOverlay);
   } catch (e) {
     fail(e && e.stack ? e.stack : e);
   }

@@ -1,5 +1,7 @@
 //! Exact merging of several results into one (kind "merged"): histograms are added bucket by
-//! bucket and counts summed, never percentiles averaged; intervals are aligned by absolute time.
+//! bucket and counts summed, never percentiles averaged; intervals are aligned by absolute time;
+//! load-profile stages are merged by index (the runs must share one profile) and per-name
+//! results by name.
 
 use crate::codec::add_exact;
 use candor_core::hist::{from_base64_v2, HistCodecError};
@@ -8,7 +10,10 @@ use candor_core::results::{
     EncodedHistograms, Interval, IntervalStats, Kind, Mode, NamedHistogram, PhaseResults,
     RequestCounts, RunResults, SCHEMA_VERSION,
 };
+use candor_core::units::format_rate;
+use candor_core::workload_results::{StageResults, WorkloadResults};
 use candor_core::{new_histogram, Histo, Recorder, Summary};
+use std::collections::BTreeSet;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -29,6 +34,8 @@ pub enum MergeError {
         what: String,
         cause: HistCodecError,
     },
+    #[error("run {index} has other load-profile stages than run 1 ({difference}): only runs of one profile merge stage by stage")]
+    Stages { index: usize, difference: String },
 }
 
 fn decode(index: usize, what: &str, enc: &EncodedHistograms) -> Result<Recorder, MergeError> {
@@ -178,6 +185,7 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             cause,
         })?;
     }
+    check_stages(runs)?;
     let main_duration = union_length(runs.iter().map(window).collect());
     let mains: Vec<(usize, &PhaseResults)> = runs.iter().map(|r| &r.main).enumerate().collect();
     let main = merge_phase(&mains, main_duration)?;
@@ -202,10 +210,13 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         Some(merge_phase(&warms, d)?)
     };
 
+    let mut workload = merge_workload(runs, main_duration)?;
+
     let start = runs
         .iter()
         .map(|r| r.start_time_unix_s)
         .fold(f64::INFINITY, f64::min);
+    workload.failure_examples = merge_failure_examples(runs, start);
     // Align intervals on the millisecond of their absolute start.
     let mut slots: Vec<(i64, f64, bool, u64, u64, Recorder)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
@@ -328,11 +339,126 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         warnings,
         stop_reason: None,
         stop: None,
-        workload: candor_core::workload_results::WorkloadResults {
-            failure_examples: merge_failure_examples(runs, start),
-            ..Default::default()
-        },
+        workload,
     })
+}
+
+/// A stage as it must agree across runs: window and target rates, in words for the refusal.
+fn stage_words(s: &StageResults) -> String {
+    let rate = if s.from_per_s == s.to_per_s {
+        format_rate(s.from_per_s)
+    } else {
+        format!("{}..{}", format_rate(s.from_per_s), format_rate(s.to_per_s))
+    };
+    format!(
+        "{rate} for {:.3}s from {:.3}s",
+        s.results.duration_s, s.start_s
+    )
+}
+
+/// Whether two stages are the same stage of one profile. Windows come from integer nanoseconds
+/// written as seconds, and rates from the same profile (a shard's share of it), so anything
+/// beyond floating-point noise is another profile.
+fn same_stage(a: &StageResults, b: &StageResults) -> bool {
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0);
+    close(a.start_s, b.start_s)
+        && close(a.results.duration_s, b.results.duration_s)
+        && close(a.from_per_s, b.from_per_s)
+        && close(a.to_per_s, b.to_per_s)
+}
+
+/// Refuses runs whose stage lists differ from the first run's: a stage of one profile added to
+/// another stage describes neither.
+fn check_stages(runs: &[RunResults]) -> Result<(), MergeError> {
+    let first = &runs[0].workload.stages;
+    for (i, r) in runs.iter().enumerate().skip(1) {
+        let other = &r.workload.stages;
+        let difference = if other.len() != first.len() {
+            Some(format!("{} stages, not {}", other.len(), first.len()))
+        } else {
+            first
+                .iter()
+                .zip(other)
+                .position(|(a, b)| !same_stage(a, b))
+                .map(|k| {
+                    format!(
+                        "stage {} is {}, not {}",
+                        k + 1,
+                        stage_words(&other[k]),
+                        stage_words(&first[k])
+                    )
+                })
+        };
+        if let Some(difference) = difference {
+            return Err(MergeError::Stages {
+                index: i + 1,
+                difference,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Merges the stages (by index, their lists already checked equal) and the per-name results (by
+/// name, the union): histograms added, counts summed, as for the whole run. A stage's duration
+/// is the union of the runs' windows of that stage in absolute time, as the whole run's is, so
+/// shards (which run the stage together) add their rates and repeats (one after another) keep
+/// one run's; names are measured over the merged window, as each run's are over its own.
+fn merge_workload(
+    runs: &[RunResults],
+    main_duration_s: f64,
+) -> Result<WorkloadResults, MergeError> {
+    let mut out = WorkloadResults::default();
+    for (k, stage) in runs[0].workload.stages.iter().enumerate() {
+        let parts: Vec<(usize, &StageResults)> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, &r.workload.stages[k]))
+            .collect();
+        let spans = parts
+            .iter()
+            .map(|(i, s)| {
+                let start = window(&runs[*i]).0 + s.start_s;
+                (start, start + s.results.duration_s)
+            })
+            .collect();
+        let duration_s = union_length(spans);
+        let phases: Vec<(usize, &PhaseResults)> =
+            parts.iter().map(|(i, s)| (*i, &s.results)).collect();
+        let results = merge_phase(&phases, duration_s)?;
+        // The intended rate integrated over every run's stage, spread over the merged window.
+        let spread = |rate: fn(&StageResults) -> f64| {
+            if duration_s > 0.0 {
+                parts
+                    .iter()
+                    .map(|(_, s)| rate(s) * s.results.duration_s)
+                    .sum::<f64>()
+                    / duration_s
+            } else {
+                rate(stage)
+            }
+        };
+        out.stages.push(StageResults {
+            start_s: stage.start_s,
+            from_per_s: spread(|s| s.from_per_s),
+            to_per_s: spread(|s| s.to_per_s),
+            results,
+        });
+    }
+    let names: BTreeSet<&String> = runs
+        .iter()
+        .flat_map(|r| r.workload.by_request.keys())
+        .collect();
+    for name in names {
+        let phases: Vec<(usize, &PhaseResults)> = runs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.workload.by_request.get(name).map(|p| (i, p)))
+            .collect();
+        out.by_request
+            .insert(name.clone(), merge_phase(&phases, main_duration_s)?);
+    }
+    Ok(out)
 }
 
 /// The inputs' first failed responses as one run's: their union, each intended time moved onto
@@ -603,5 +729,154 @@ mod tests {
         );
         // Unix seconds near 1.8e9 carry about 2.4e-7 s of f64 resolution.
         assert!((kept[1].1 - 1.2).abs() < 1e-6, "{kept:?}");
+    }
+
+    /// The stages and names of `runs`' merge, with each input's decoded histograms added.
+    fn added(parts: &[&PhaseResults]) -> Recorder {
+        let mut rec = Recorder::new();
+        for p in parts {
+            rec.add(&p.histograms.decode().unwrap());
+        }
+        rec
+    }
+
+    #[test]
+    fn stages_merge_by_index_and_names_by_key_with_histograms_added() {
+        use crate::synthetic::synthetic_workload_run;
+        let a = synthetic_workload_run(1, 400, &["home", "user"]);
+        let mut b = synthetic_workload_run(2, 400, &["home", "search"]);
+        // Two shards of one schedule run together: the same window.
+        b.start_time_unix_s = a.start_time_unix_s;
+        let m = merge(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(m.workload.stages.len(), 2);
+        for (k, s) in m.workload.stages.iter().enumerate() {
+            let (sa, sb) = (&a.workload.stages[k], &b.workload.stages[k]);
+            let q = &s.results.requests;
+            assert_eq!(
+                q.intended,
+                sa.results.requests.intended + sb.results.requests.intended
+            );
+            assert_eq!(
+                q.failed,
+                sa.results.requests.failed + sb.results.requests.failed
+            );
+            assert!(q.balanced());
+            let expected = added(&[&sa.results, &sb.results]);
+            assert_eq!(
+                s.results.histograms.decode().unwrap().response,
+                expected.response
+            );
+            assert_eq!(s.results.response_time, Summary::of(&expected.response));
+            assert_eq!(s.results.send_lag, Summary::of(&expected.send_lag));
+            // Run together, the stage keeps its window and the rates add.
+            assert_eq!(s.start_s, sa.start_s);
+            assert!((s.results.duration_s - sa.results.duration_s).abs() < 1e-9);
+            assert!(
+                (s.from_per_s - 2.0 * sa.from_per_s).abs() < 1e-6,
+                "{}",
+                s.from_per_s
+            );
+            assert!(
+                (s.to_per_s - 2.0 * sa.to_per_s).abs() < 1e-6,
+                "{}",
+                s.to_per_s
+            );
+            let achieved = q.responses() as f64 / s.results.duration_s;
+            assert!((s.results.rate.achieved_per_s - achieved).abs() < 1e-9);
+        }
+        // Names: the union; a name in both runs adds, a name in one keeps its books.
+        let names: Vec<&str> = m.workload.by_request.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["home", "search", "user"]);
+        let home = &m.workload.by_request["home"];
+        let (ha, hb) = (
+            &a.workload.by_request["home"],
+            &b.workload.by_request["home"],
+        );
+        assert_eq!(
+            home.requests.completed,
+            ha.requests.completed + hb.requests.completed
+        );
+        let expected = added(&[ha, hb]);
+        assert_eq!(home.histograms.decode().unwrap().service, expected.service);
+        assert_eq!(home.response_time, Summary::of(&expected.response));
+        assert!(
+            (home.rate.achieved_per_s - home.requests.responses() as f64 / m.main.duration_s).abs()
+                < 1e-9
+        );
+        assert_eq!(
+            m.workload.by_request["user"].requests,
+            a.workload.by_request["user"].requests
+        );
+        // Through JSON and back, as `candor merge` writes it.
+        let back = RunResults::from_json(&m.to_json_pretty()).unwrap();
+        for (x, y) in back.workload.stages.iter().zip(&m.workload.stages) {
+            assert!(
+                x.results.requests == y.results.requests
+                    && x.results.histograms == y.results.histograms
+            );
+        }
+        assert!(back
+            .workload
+            .by_request
+            .keys()
+            .eq(m.workload.by_request.keys()));
+    }
+
+    #[test]
+    fn repeats_of_a_profile_keep_one_runs_rates() {
+        use crate::synthetic::synthetic_workload_run;
+        let a = synthetic_workload_run(1, 400, &["home"]);
+        let mut b = synthetic_workload_run(2, 400, &["home"]);
+        b.start_time_unix_s = a.start_time_unix_s + 100.0;
+        let m = merge(&[a.clone(), b]).unwrap();
+        let s = &m.workload.stages[0];
+        // Two 2 s windows one after the other: 4 s at one run's rate.
+        assert!((s.results.duration_s - 4.0).abs() < 1e-9);
+        assert!((s.from_per_s - 400.0).abs() < 1e-9);
+        assert_eq!(
+            s.results.requests.intended,
+            2 * a.workload.stages[0].results.requests.intended
+        );
+    }
+
+    #[test]
+    fn runs_of_different_profiles_are_refused_in_one_line() {
+        use crate::synthetic::synthetic_workload_run;
+        let a = synthetic_workload_run(1, 400, &["home"]);
+        let mut b = synthetic_workload_run(2, 400, &["home"]);
+        b.workload.stages[1].to_per_s = 1000.0;
+        let e = merge(&[a.clone(), b]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "run 2 has other load-profile stages than run 1 (stage 2 is 400.0/s..1.00k/s for 3.000s \
+             from 2.000s, not 400.0/s..800.0/s for 3.000s from 2.000s): only runs of one profile \
+             merge stage by stage"
+        );
+        assert!(!e.contains('\n'));
+        let plain = synthetic_run(3, 5, 400, 1_000_000, 0);
+        let e = merge(&[a.clone(), plain]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("run 2 has other load-profile stages than run 1 (0 stages, not 2)"),
+            "{e}"
+        );
+        // Runs without stages merge as before.
+        let m = merge(&[
+            synthetic_run(3, 5, 400, 1_000_000, 0),
+            synthetic_run(4, 5, 400, 1_000_000, 0),
+        ])
+        .unwrap();
+        assert!(m.workload.is_empty());
+    }
+
+    #[test]
+    fn impossible_stage_books_are_refused() {
+        use crate::synthetic::synthetic_workload_run;
+        let a = synthetic_workload_run(1, 400, &["home"]);
+        let mut b = synthetic_workload_run(2, 400, &["home"]);
+        b.workload.stages[0].results.requests.intended += 1;
+        assert!(matches!(
+            merge(&[a, b]),
+            Err(MergeError::Impossible { index: 2, .. })
+        ));
     }
 }

@@ -147,3 +147,64 @@ pub fn synthetic_run(
         workload: Default::default(),
     }
 }
+
+/// [`synthetic_run`] (5 measured seconds at `rate`, stalls every 2 s) as a run of a load profile
+/// and named requests: stage 1 holds `rate` over the first 2 s, stage 2 ramps `rate..2·rate` over
+/// the last 3 s; the measured intervals go to `names` in turn. Stage and name books are made from
+/// the intervals' own histograms and counts, so they add up to the totals exactly.
+pub fn synthetic_workload_run(seed: u64, rate: u64, names: &[&str]) -> RunResults {
+    use candor_core::workload_results::StageResults;
+    let mut r = synthetic_run(seed, 5, rate, 1_000_000, 2);
+    let measured: Vec<&Interval> = r.intervals.iter().filter(|i| !i.warmup).collect();
+    let book = |ivs: &[&Interval], duration_s: f64, target: Option<f64>| {
+        let mut rec = Recorder::new();
+        let (mut completed, mut failed) = (0, 0);
+        for iv in ivs {
+            rec.add(&iv.histograms.decode().expect("synthetic histograms decode"));
+            completed += iv.completed;
+            failed += iv.failed;
+        }
+        let requests = RequestCounts {
+            intended: completed + failed,
+            completed,
+            failed,
+            errors: candor_core::results::ErrorCounts {
+                timeout: failed,
+                ..Default::default()
+            },
+            status: StatusCounts {
+                s2xx: completed,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        PhaseResults::from_recorder(&rec, &new_histogram(), requests, duration_s, target)
+    };
+    let rate = rate as f64;
+    r.workload.stages = vec![
+        StageResults {
+            start_s: 0.0,
+            from_per_s: rate,
+            to_per_s: rate,
+            results: book(&measured[..2], 2.0, Some(rate)),
+        },
+        StageResults {
+            start_s: 2.0,
+            from_per_s: rate,
+            to_per_s: 2.0 * rate,
+            results: book(&measured[2..], 3.0, Some(1.5 * rate)),
+        },
+    ];
+    for (k, name) in names.iter().enumerate() {
+        let mine: Vec<&Interval> = measured
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % names.len() == k)
+            .map(|(_, iv)| *iv)
+            .collect();
+        r.workload
+            .by_request
+            .insert(name.to_string(), book(&mine, 5.0, None));
+    }
+    r
+}

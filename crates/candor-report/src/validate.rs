@@ -161,6 +161,12 @@ pub fn check(r: &RunResults) -> Result<(), Impossible> {
     if let Some(w) = &r.warmup {
         check_phase("warmup", w)?;
     }
+    for s in &r.workload.stages {
+        check_phase("stages[]", &s.results)?;
+    }
+    for p in r.workload.by_request.values() {
+        check_phase("by_request[]", p)?;
+    }
     for (i, iv) in r.intervals.iter().enumerate() {
         finite(
             format!("intervals[{i}].start_s"),

@@ -327,3 +327,63 @@ fn sweep_page_renders_with_verdicts_and_static_legends() {
         assert!(!verdict.trim().is_empty(), "verdict filled: {row}");
     }
 }
+
+/// A run of a load profile with named requests: the stage boundaries and the target line are
+/// drawn on the charts over time, the overlay of the names is painted, and a hostile name stays
+/// text (no script error, no element made of it).
+#[test]
+fn stages_and_names_render_in_headless_chromium() {
+    if std::env::var("CANDOR_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("CANDOR_SKIP_BROWSER=1: skipping the browser test on purpose");
+        return;
+    }
+    let exe = chromium().expect(
+        "chromium not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_BROWSER=1 to skip on purpose)",
+    );
+    let hostile = "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','1')\">";
+    let r = candor_report::synthetic::synthetic_workload_run(5, 800, &["home", hostile]);
+    let page = write_html(&[("staged".to_string(), r)], &HtmlOptions::default()).expect("report");
+    let html = artefact_dir().join("report-stages.html");
+    std::fs::write(&html, &page).expect("write report");
+    let url = format!("file://{}", html.display());
+    let (dom, _) = run_chromium(&exe, &["--dump-dom".to_string()], &url);
+    assert_eq!(
+        attr(&dom, "data-js-error"),
+        None,
+        "script error recorded on the page"
+    );
+    assert_eq!(attr(&dom, "data-pwned"), None, "the hostile name ran");
+    // The spectrum, latency and throughput over time, and the names' overlay.
+    assert_eq!(attr(&dom, "data-charts-expected").as_deref(), Some("4"));
+    assert_eq!(attr(&dom, "data-charts-drawn").as_deref(), Some("4"));
+    // Two stages: three boundaries on each of the two charts over time.
+    assert_eq!(attr(&dom, "data-stage-marks").as_deref(), Some("6"));
+    // The warm-up and two stages: six corners of the target line.
+    assert_eq!(attr(&dom, "data-target-corners").as_deref(), Some("6"));
+    // Both names are in the overlay's legend, the hostile one as text.
+    let legends = legend_values(&dom);
+    assert_eq!(
+        legends
+            .iter()
+            .filter(|v| v.starts_with("p99 ") && *v != "p99 \u{b7} max")
+            .count(),
+        2 + 2,
+        "the spectrum's response and service curves and one curve per name: {legends:?}"
+    );
+    assert!(legends.iter().any(|v| v == "load profile"), "{legends:?}");
+    assert!(
+        dom.contains("&lt;img src=x"),
+        "the hostile name shown as text"
+    );
+    let shot = artefact_dir().join("report-stages.png");
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(
+        &exe,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,4300".to_string(),
+        ],
+        &url,
+    );
+    assert!(std::fs::metadata(&shot).expect("screenshot written").len() > 50_000);
+}

@@ -213,6 +213,7 @@ impl RunExtras {
         analysis.slo = self.slo.evaluate(results);
         let slo = analysis.slo.clone();
         results.main.analysis = Some(analysis);
+        self.slo.judge_stages(results);
         if let (true, Some(window)) = (self.expect, self.window) {
             let from = outcome.start_ns + config.warmup_ns;
             let to = from + config.duration_ns;
@@ -235,6 +236,9 @@ impl RunExtras {
             } else {
                 text.push_str("SLO: all objectives met\n");
             }
+            text.push_str(&candor_analysis::slo::render_stages(
+                &results.workload.stages,
+            ));
         }
         if aborted {
             code = EXIT_VERDICT_FAILED;

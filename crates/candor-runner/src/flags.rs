@@ -264,7 +264,8 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Service-level objectives on response time, e.g. 'p99<10ms,p99.9<50ms,max<1s,errors<0.1%':
-    /// one PASS/FAIL line each after the report; exit code 3 if any fails.
+    /// one PASS/FAIL line each after the report; exit code 3 if any fails. With -R stages, each
+    /// stage is judged too (shown and recorded; the exit code is the whole run's).
     #[arg(long, value_name = "SLO")]
     pub slo: Vec<String>,
     /// Stop as soon as an objective of --slo can no longer pass (the error budget is spent, the

@@ -21,7 +21,8 @@ pub struct MergeArgs {
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
     /// Service-level objectives on the merged response time, like 'p99<10ms,max<1s,errors<0.1%'
-    /// (repeatable): a PASS/FAIL line per objective; exit code 3 if any fails.
+    /// (repeatable): a PASS/FAIL line per objective; exit code 3 if any fails. Load-profile stages
+    /// are judged too (shown and recorded; the exit code is the whole merge's).
     #[arg(long, value_name = "SLO")]
     pub slo: Vec<String>,
 }
@@ -50,6 +51,7 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     analysis.slo = slo_set.evaluate(&merged);
     let slo = analysis.slo.clone();
     merged.main.analysis = Some(analysis);
+    slo_set.judge_stages(&mut merged);
     let mut out = Destination::open("-o", &args.output)?;
     out.export(&JsonExporter, &merged)?;
     let where_to = out.name();
@@ -86,6 +88,10 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
         } else {
             eprintln!("SLO: all objectives met on the merged result");
         }
+        eprint!(
+            "{}",
+            candor_analysis::slo::render_stages(&merged.workload.stages)
+        );
     }
     Ok(code)
 }

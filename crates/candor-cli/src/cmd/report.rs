@@ -111,7 +111,11 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 if !slo_set.is_empty() {
                     let verdicts = slo_set.evaluate(r);
                     slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
-                    eprint!("{label}:\n{}", candor_analysis::slo::render(&verdicts));
+                    eprint!(
+                        "{label}:\n{}{}",
+                        candor_analysis::slo::render(&verdicts),
+                        stage_verdicts(&slo_set, r)
+                    );
                 }
             }
             eprintln!(
@@ -131,7 +135,11 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 if !slo_set.is_empty() {
                     let verdicts = slo_set.evaluate(r);
                     slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
-                    print!("{}", candor_analysis::slo::render(&verdicts));
+                    print!(
+                        "{}{}",
+                        candor_analysis::slo::render(&verdicts),
+                        stage_verdicts(&slo_set, r)
+                    );
                 }
             }
         }
@@ -162,6 +170,19 @@ pub fn drawable_slos(set: &candor_analysis::SloSet) -> Vec<Slo> {
             })
         })
         .collect()
+}
+
+/// The objectives judged on each stage of a load profile (shown, not part of the exit code).
+fn stage_verdicts(
+    slo_set: &candor_analysis::SloSet,
+    r: &candor_core::results::RunResults,
+) -> String {
+    if r.workload.stages.is_empty() {
+        return String::new();
+    }
+    let mut judged = r.clone();
+    slo_set.judge_stages(&mut judged);
+    candor_analysis::slo::render_stages(&judged.workload.stages)
 }
 
 #[cfg(test)]

@@ -137,7 +137,9 @@ struct ConnBooks {
 
 enum Chooser {
     One,
-    RoundRobin(u64),
+    /// Request `seq mod count`: every request in turn over the whole schedule, whichever
+    /// thread or shard sends it (as the workload maker's round robin).
+    RoundRobin,
     Random(Xoshiro256PlusPlus),
 }
 
@@ -194,7 +196,7 @@ impl Core {
             .collect();
         let chooser = match (cfg.request_count, cfg.request_order) {
             (0 | 1, _) => Chooser::One,
-            (_, RequestOrder::RoundRobin) => Chooser::RoundRobin(0),
+            (_, RequestOrder::RoundRobin) => Chooser::RoundRobin,
             (_, RequestOrder::Random { seed }) => Chooser::Random(
                 Xoshiro256PlusPlus::seed_from_u64(seed ^ cfg.order_seed_mix.rotate_left(17)),
             ),
@@ -404,13 +406,10 @@ impl Core {
     /// Which prepared request the entry with global sequence number `seq` sends. The one place
     /// the choice is made, so that weighted or templated choice can replace it.
     #[inline]
-    fn choose(chooser: &mut Chooser, count: usize, _seq: u64) -> u32 {
+    fn choose(chooser: &mut Chooser, count: usize, seq: u64) -> u32 {
         let k = match chooser {
             Chooser::One => return 0,
-            Chooser::RoundRobin(next) => {
-                *next += 1;
-                *next
-            }
+            Chooser::RoundRobin => seq,
             Chooser::Random(rng) => rng.next_u64(),
         };
         (k % count as u64) as u32

@@ -727,14 +727,29 @@ fn a_pipelined_connection_that_times_out_fails_everything_it_carried() {
 
 #[test]
 fn the_request_sent_is_chosen_per_entry_and_booked_with_it() {
-    // Three prepared requests in round-robin order (from the second, as candor always did).
+    // Three prepared requests in round-robin order: request `seq mod 3`, from the first.
     let mut shape = Shape::new();
     shape.duration_ns = 6 * MS;
     shape.request_count = 3;
     let mut sim = Sim::new(shape);
     sim.run_to_end();
     let chosen: Vec<u32> = sim.sends.iter().map(|s| s.request).collect();
-    assert_eq!(chosen, [1, 2, 0, 1, 2, 0]);
+    assert_eq!(chosen, [0, 1, 2, 0, 1, 2]);
+    // A second thread of a closed loop (every other seq, from 1) continues the same rotation
+    // rather than starting its own: its requests are those of its seqs.
+    let mut shape = Shape::new();
+    shape.rate = None;
+    shape.duration_ns = 6 * MS;
+    shape.request_count = 3;
+    shape.seq_phase = 1;
+    shape.seq_stride = 2;
+    let mut sim = Sim::new(shape);
+    sim.run_to_end();
+    assert!(sim.sends.len() >= 3);
+    for s in &sim.sends {
+        assert_eq!(s.seq % 2, 1);
+        assert_eq!(s.request as u64, s.seq % 3, "seq {}", s.seq);
+    }
     // Random order: seeded, so the same seed gives the same choices, every index in range.
     let random = |seed| {
         let mut shape = Shape::new();

@@ -165,7 +165,10 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
             .filter(|(_, n)| *n > 0)
             .map(|(c, _)| *c)
             .collect();
-            if classes.is_empty() {
+            let answered = s.s1xx + s.s2xx + s.s3xx + s.s4xx + s.s5xx;
+            // The classes count every response; they name the failures' statuses only when
+            // every response was a status failure.
+            if classes.is_empty() || answered != r.errors.status {
                 "failed with an unaccepted HTTP status".to_string()
             } else {
                 format!("failed with HTTP status {}", classes.join("/"))
@@ -578,6 +581,31 @@ mod tests {
             connections_opened: 2,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn status_classes_are_named_only_when_they_are_the_failures() {
+        // 60 answered 503 (status failures), 40 answered 200 but failed --check-body: the 2xx
+        // are not status failures, so the line must not say "2xx/5xx".
+        let r = RequestCounts {
+            intended: 100,
+            failed: 100,
+            errors: ErrorCounts {
+                status: 60,
+                check: 40,
+                ..Default::default()
+            },
+            status: StatusCounts {
+                s2xx: 40,
+                s5xx: 60,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            no_success(&r).unwrap(),
+            "no request succeeded: 60 of 100 failed with an unaccepted HTTP status (status), 40 failed otherwise"
+        );
     }
 
     #[test]

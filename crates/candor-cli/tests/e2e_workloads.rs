@@ -519,7 +519,7 @@ fn the_first_failed_responses_are_shown_with_status_and_body() {
     assert!(
         wrong.contains("status 200")
             && wrong.contains("check (body)")
-            && wrong.contains("{\"ok\":false}"),
+            && wrong.contains(r#"body "{\"ok\":false}""#),
         "{wrong}"
     );
     // A run whose responses all pass shows no such section and writes no such field.

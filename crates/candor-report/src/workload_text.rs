@@ -82,7 +82,8 @@ pub fn render_failure_examples(examples: &[FailureExample]) -> String {
             check => format!("{} ({})", e.class.name(), check.name()),
         };
         let body = match &e.excerpt {
-            Some(text) => format!("body \"{text}\""),
+            // Quotes inside are escaped, so the excerpt's own end is unambiguous.
+            Some(text) => format!("body \"{}\"", text.replace('"', "\\\"")),
             None => "body not captured".to_string(),
         };
         let name: String = e.request.chars().take(28).collect();

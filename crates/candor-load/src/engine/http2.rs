@@ -14,6 +14,7 @@ use crate::config::{LoadConfig, RequestSpec, Scheme};
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan as CorePlan, TimeoutScope};
 use crate::engine::ledger::Ledger;
 use crate::shared::{Failure, Halt, PhaseAcc, WorkerSetup};
+use crate::workload::check::{BodyMatch, ResponseChecks};
 use bytes::Bytes;
 use candor_core::now_ns;
 use candor_core::timerfd::TimerFd;
@@ -79,6 +80,28 @@ fn prepare(config: &LoadConfig) -> Result<Vec<H2Request>, String> {
         .iter()
         .map(|spec| build_request(scheme, &config.target.host_header, spec))
         .collect()
+}
+
+/// The HTTP/2 form of a request the core's maker filled (a template or a replayed record), which
+/// it writes as HTTP/1.1 bytes: method, path, headers (`Host` becomes `:authority`) and body.
+fn from_http1(scheme: &str, host: &str, bytes: &[u8]) -> Result<H2Request, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut parsed = httparse::Request::new(&mut headers);
+    let body_at = match parsed.parse(bytes) {
+        Ok(httparse::Status::Complete(n)) => n,
+        _ => return Err("a filled request is not a valid HTTP/1.1 request".into()),
+    };
+    let spec = RequestSpec {
+        method: parsed.method.unwrap_or("GET").to_string(),
+        path: parsed.path.unwrap_or("/").to_string(),
+        headers: parsed
+            .headers
+            .iter()
+            .map(|h| format!("{}: {}", h.name, String::from_utf8_lossy(h.value)))
+            .collect(),
+        body: bytes[body_at..].to_vec(),
+    };
+    build_request(scheme, host, &spec)
 }
 
 fn build_request(scheme: &str, host: &str, spec: &RequestSpec) -> Result<H2Request, String> {
@@ -284,6 +307,8 @@ struct State {
 struct Engine {
     config: Arc<LoadConfig>,
     requests: Vec<H2Request>,
+    /// Per request: the response checks besides the status (`None`: there are none).
+    checks: Option<Arc<[ResponseChecks]>>,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
     /// Bounds a connect attempt (TCP, TLS, the HTTP/2 preface); requests on the wire are timed
     /// out by the core's scan.
@@ -498,10 +523,23 @@ impl Engine {
     /// One exchange on slot `id`: wait for the connection, open a stream, read the response to
     /// its last byte; the core books the outcome.
     async fn exchange(self: &Rc<Self>, id: usize, cached: &mut Handle) {
-        let (c, request) = {
+        let (c, request, filled) = {
             let st = self.st.borrow();
-            (st.core.conn_of(id), st.core.exchange(id).request as usize)
+            let filled = st.core.slot_request(id).map(|(bytes, _)| {
+                from_http1(self.scheme(), &self.config.target.host_header, bytes)
+            });
+            (
+                st.core.conn_of(id),
+                st.core.exchange(id).request as usize,
+                filled,
+            )
         };
+        let filled = match filled {
+            Some(Ok(r)) => Some(r),
+            Some(Err(_)) => return self.fail(id, Failure::Write),
+            None => None,
+        };
+        let req = filled.as_ref().unwrap_or(&self.requests[request]);
         let mut reconnected = false;
         let (response, body_tx) = loop {
             if let Err(f) = self.connected(c, cached).await {
@@ -517,10 +555,8 @@ impl Engine {
             }
             let ready = std::future::poll_fn(|cx| sender.poll_ready(cx)).await;
             let sent = now_ns();
-            let opened = ready.and_then(|()| {
-                let req = &self.requests[request];
-                sender.send_request(req.head.clone(), req.body.is_empty())
-            });
+            let opened =
+                ready.and_then(|()| sender.send_request(req.head.clone(), req.body.is_empty()));
             match opened {
                 Ok(pair) => {
                     self.st.borrow_mut().core.sent(id, sent);
@@ -543,12 +579,15 @@ impl Engine {
             // The core's timeout scan booked it: dropping the stream resets it (RST_STREAM
             // CANCEL); the connection carries on.
             _ = self.cancel[id].notified() => return,
-            outcome = self.await_response(request, response, body_tx) => outcome,
+            outcome = self.await_response(request, &req.body, response, body_tx) => outcome,
         };
         let now = now_ns();
         match outcome {
-            Ok(status) => {
-                self.st.borrow_mut().core.complete(id, status, now);
+            Ok((status, checks_ok)) => {
+                self.st
+                    .borrow_mut()
+                    .core
+                    .complete_checked(id, status, checks_ok, now);
                 self.stream_closed(c);
             }
             Err(e) => self.fail(id, classify(&e)),
@@ -565,26 +604,49 @@ impl Engine {
         self.stream_closed(c);
     }
 
-    /// Sends the body if any, then reads the response to its last byte.
+    /// Sends the body if any, then reads the response to its last byte; the status and whether
+    /// the response passed request `request`'s checks.
     async fn await_response(
         &self,
         request: usize,
+        body: &Bytes,
         response: h2::client::ResponseFuture,
         body_tx: h2::SendStream<Bytes>,
-    ) -> Result<u16, h2::Error> {
-        let body = &self.requests[request].body;
+    ) -> Result<(u16, bool), h2::Error> {
         if !body.is_empty() {
             let mut body_tx = body_tx;
             body_tx.send_data(body.clone(), true)?;
         }
         let response = response.await?;
         let status = response.status().as_u16();
+        let checks = self.checks.as_ref().map(|t| &t[request]);
+        let mut headers_ok = true;
+        if let Some(checks) = checks {
+            headers_ok = checks.headers.iter().all(|check| {
+                response
+                    .headers()
+                    .iter()
+                    .any(|(n, v)| check.matches(n.as_str().as_bytes(), v.as_bytes()))
+            });
+        }
+        let needle = checks.and_then(|c| c.body.as_ref());
+        let mut matched = BodyMatch::default();
         let mut body = response.into_body();
         while let Some(chunk) = body.data().await {
             let chunk = chunk?;
+            if let Some(needle) = needle {
+                matched.feed(needle, &chunk);
+            }
             let _ = body.flow_control().release_capacity(chunk.len());
         }
-        Ok(status)
+        Ok((status, headers_ok && (needle.is_none() || matched.found())))
+    }
+
+    fn scheme(&self) -> &'static str {
+        match self.config.target.scheme {
+            Scheme::Https => "https",
+            _ => "http",
+        }
     }
 
     /// Waits until the core lets slot `id` open a stream on connection `c` (at `epoch`) under
@@ -835,8 +897,31 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
         .collect();
     let cfg = CoreConfig::for_thread(&setup, streams, TimeoutScope::Stream, requests.len());
     let ledger = Ledger::new(&setup);
+    let mut core = Core::new(cfg, setup.schedule, ledger);
+    // The workload as over HTTP/1.1: the maker chooses each request by its `seq` (weights) and
+    // fills templated or replayed ones into its slot's buffer; checks apply per request.
+    let compiled = crate::workload::compile_requests(&config).map_err(|e| e.to_string())?;
+    let checks = crate::workload::has_checks(&config)
+        .then(|| Arc::<[ResponseChecks]>::from(compiled.checks.clone()));
+    if crate::workload::needs_maker(&config, &compiled) {
+        let w = &config.workload;
+        let fills = compiled.templated || w.replay.is_some();
+        let extra = w
+            .replay
+            .as_ref()
+            .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
+        let maker = crate::workload::runtime::RequestMaker::new(
+            Arc::new(compiled),
+            w.data.clone(),
+            w.data_order,
+            w.seed,
+            core.slot_count(),
+            extra,
+        );
+        core = core.with_maker(maker, fills);
+    }
     let state = State {
-        core: Core::new(cfg, setup.schedule, ledger),
+        core,
         conns,
         scheduler_wants_slot: false,
         fatal: None,
@@ -855,6 +940,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) -> Result<[PhaseAcc; 2], String> {
         cancel: (0..slot_count).map(|_| Notify::new()).collect(),
         conn_changed: (0..setup.connections).map(|_| Notify::new()).collect(),
         requests,
+        checks,
         tls,
         config,
         pacing: std::cell::Cell::new(candor_core::PaceStats::default()),

@@ -1,8 +1,9 @@
 //! A small HTTP/2 server for tests and benchmarks (tokio + the `h2` server API, loopback, port
 //! 0): answers 200 "ok" after an optional fixed delay, can hold its first streams until enough
 //! are open at once (so that tests of concurrency are exact, not timed), reset every n-th
-//! stream, drop connections, speaks TLS with ALPN when given a configuration, and counts how
-//! many streams it serves at once.
+//! stream, drop connections, speaks TLS with ALPN when given a configuration, counts how
+//! many streams it serves at once, and records every request as it arrived (method, path,
+//! `x-` headers, body), so tests see what a client sent.
 
 #![allow(dead_code)]
 
@@ -64,6 +65,8 @@ pub struct Stats {
     pub connections: AtomicU64,
     /// Connections dropped by `close_after`.
     pub dropped: AtomicU64,
+    /// Every request as it arrived: "METHOD /path x-name=value... body=BODY".
+    pub requests: std::sync::Mutex<Vec<String>>,
     /// `hold_until_open` was reached (once; never reset).
     released: std::sync::atomic::AtomicBool,
     release: tokio::sync::Notify,
@@ -215,10 +218,29 @@ async fn handle(
     let now = stats.active.fetch_add(1, Ordering::SeqCst) + 1;
     stats.max_active.fetch_max(now, Ordering::SeqCst);
     hold_until_open(hold, now, &stats).await;
+    let mut seen = format!(
+        "{} {}",
+        req.method(),
+        req.uri().path_and_query().map_or("", |p| p.as_str())
+    );
+    for (name, value) in req.headers() {
+        if name.as_str().starts_with("x-") {
+            seen.push_str(&format!(
+                " {name}={}",
+                String::from_utf8_lossy(value.as_bytes())
+            ));
+        }
+    }
+    let mut received = Vec::new();
     let body = req.body_mut();
     while let Some(Ok(chunk)) = body.data().await {
+        received.extend_from_slice(&chunk);
         let _ = body.flow_control().release_capacity(chunk.len());
     }
+    if !received.is_empty() {
+        seen.push_str(&format!(" body={}", String::from_utf8_lossy(&received)));
+    }
+    stats.requests.lock().unwrap().push(seen);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }

@@ -156,7 +156,7 @@ pub fn run(
             crate::workload::profile::stream_schedule(&stream_config, start_ns, slot, stride)
                 .map_err(|e| format!("opening the schedule: {e}"))
         };
-        let mut setup = WorkerSetup {
+        let setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),
             connections,
@@ -181,13 +181,7 @@ pub fn run(
                 }
                 // ENGINE DISPATCH
                 if setup.config.http2 {
-                    // HTTP/2 connects in its own runtime, within the 50 ms before the start.
-                    let start = ticket
-                        .report_and_wait(crate::pool::PoolReport::new(0))
-                        .ok_or(crate::pool::NO_START)?;
-                    setup.start_ns = start;
-                    setup.schedule = schedule_at(start)?;
-                    return crate::engine::http2::run_worker(setup);
+                    return crate::engine::http2::run_worker(setup, ticket, schedule_at);
                 }
                 crate::engine::mio_driver::run_worker(setup, tls, ticket, schedule_at)
             })

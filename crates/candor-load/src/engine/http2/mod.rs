@@ -106,6 +106,8 @@ struct Conn {
     goaway: bool,
     /// Open streams: (id, slot).
     active: Vec<(u32, usize)>,
+    /// Frames were buffered since the last write: in `Driver::dirty`, written once per pass.
+    dirty: bool,
 }
 
 impl Conn {
@@ -131,6 +133,7 @@ impl Conn {
             block_ends: false,
             goaway: false,
             active: Vec::with_capacity(streams),
+            dirty: false,
         }
     }
 
@@ -197,6 +200,9 @@ struct Driver {
     streams: Vec<Stream>,
     /// Slots the timeout scan failed, to reset.
     expired: Vec<usize>,
+    /// Connections with frames buffered in this pass: one write each at its end, so that the
+    /// requests of one pass leave in one system call per connection, as h2load writes them.
+    dirty: Vec<usize>,
     poll: Poll,
     timer: TimerFd,
     core: Core,
@@ -279,6 +285,7 @@ impl Driver {
             conns: (0..setup.connections).map(|_| Conn::new(streams)).collect(),
             streams: vec![Stream::default(); slots],
             expired: Vec::with_capacity(slots),
+            dirty: Vec::with_capacity(setup.connections),
             poll,
             timer,
             core,
@@ -412,7 +419,7 @@ impl Driver {
         Ok(self.finish(pacer.stats()))
     }
 
-    /// Hands every due request to its connection; whether any was.
+    /// Hands every due request to its connection, then writes; whether any was due.
     fn dispatch_due(&mut self, now: u64) -> bool {
         let mut any = false;
         while let Some(due) = self.core.next_due(now) {
@@ -424,7 +431,23 @@ impl Driver {
                 _ => {}
             }
         }
+        self.flush_dirty(now);
         any
+    }
+
+    /// Writes every connection that buffered frames in this pass.
+    fn flush_dirty(&mut self, now: u64) {
+        while let Some(i) = self.dirty.pop() {
+            self.conns[i].dirty = false;
+            self.flush(i, now);
+        }
+    }
+
+    fn mark_dirty(&mut self, i: usize) {
+        if !self.conns[i].dirty {
+            self.conns[i].dirty = true;
+            self.dirty.push(i);
+        }
     }
 
     /// The core's timeout scan (it books the failures); the expired streams are reset. Also
@@ -446,9 +469,11 @@ impl Driver {
         if touched {
             for c in 0..self.conns.len() {
                 if self.conns[c].state == ConnState::Open {
+                    self.mark_dirty(c);
                     self.after_streams_closed(c, now);
                 }
             }
+            self.flush_dirty(now);
         }
         if now >= self.next_connect_scan {
             self.next_connect_scan = now + CONNECT_SCAN_NS;
@@ -686,7 +711,7 @@ impl Driver {
                 k -= 1;
             }
         }
-        self.flush(i, now);
+        self.mark_dirty(i);
     }
 
     /// Writes slot `slot`'s HEADERS (and as much body as the windows allow) on connection `i`.

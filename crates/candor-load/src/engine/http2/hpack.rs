@@ -83,10 +83,13 @@ static STATIC_TABLE: [(&[u8], &[u8]); 61] = [
     (b"www-authenticate", b""),
 ];
 
+/// A dynamic table entry: name and value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
 /// The decoding state of one connection's response blocks.
 pub struct Decoder {
     /// Newest first.
-    table: VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    table: VecDeque<Entry>,
     size: usize,
     max_size: usize,
     name_buf: Vec<u8>,
@@ -208,7 +211,7 @@ impl Decoder {
                 used += len;
                 field(name, value);
                 if indexing {
-                    let entry: (Box<[u8]>, Box<[u8]>) = (name.into(), value.into());
+                    let entry: Entry = (name.into(), value.into());
                     let size = entry.0.len() + entry.1.len() + 32;
                     if size > self.max_size {
                         self.evict_to(0);
@@ -229,13 +232,15 @@ impl Decoder {
 mod tests {
     use super::*;
 
-    fn mine(d: &mut Decoder, block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, HpackError> {
+    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn mine(d: &mut Decoder, block: &[u8]) -> Result<Fields, HpackError> {
         let mut out = Vec::new();
         d.decode(block, |n, v| out.push((n.to_vec(), v.to_vec())))?;
         Ok(out)
     }
 
-    fn loona(d: &mut loona_hpack::Decoder<'static>, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn loona(d: &mut loona_hpack::Decoder<'static>, block: &[u8]) -> Fields {
         let mut out = Vec::new();
         d.decode_with_cb(block, |n, v| out.push((n.to_vec(), v.to_vec())))
             .expect("valid");

@@ -1003,7 +1003,7 @@ impl Driver {
                 if h.flags & frame::ACK != 0 {
                     return Ok(false);
                 }
-                if h.len % 6 != 0 || h.stream != 0 {
+                if !h.len.is_multiple_of(6) || h.stream != 0 {
                     return Err(ProtocolError);
                 }
                 for s in payload.chunks_exact(6) {

@@ -550,8 +550,8 @@ fn allocations_per_request_over_tls_are_only_rustls_buffers() {
     c.tls.ca_file = Some(cert.ca_file.clone());
     let per_request = steady_state_allocations(c);
     eprintln!("h2 over TLS: {per_request:.2} allocations per request in steady state");
-    // rustls's buffered API allocates a record buffer per write and per record read (~1.7
-    // here; HTTP/1.1 over TLS the same); HTTP/2 itself adds nothing. 3 flags a regression.
+    // rustls allocates a buffer per record read and per record encrypted (~1.7 here; HTTP/1.1
+    // over TLS the same); HTTP/2 itself adds nothing. 3 flags a regression.
     assert!(per_request < 3.0, "{per_request} allocations per request");
 }
 

@@ -109,7 +109,7 @@ pub struct RunOutcome {
     /// Set when `RunOptions::end` ended the run early: why, and how long after the first intended
     /// send (warm-up included) the schedule ended.
     pub ended_early: Option<(StopReason, u64)>,
-    /// How the connection pool opened before the first intended send (HTTP/1.1 and TCP).
+    /// How the connection pool opened before the first intended send (every protocol).
     pub pool: Option<PoolResults>,
     /// What pacing cost (open loop).
     pub pacing: Option<PacingResults>,
@@ -267,7 +267,7 @@ pub fn run(
         config.duration_ns
     };
     let [warm, main] = phases;
-    let pacing = (config.rate.is_some() && !config.http2).then(|| PacingResults {
+    let pacing = config.rate.is_some().then(|| PacingResults {
         margin: match config.spin_ns {
             Some(_) => PacingMargin::Fixed,
             None => PacingMargin::Adaptive,

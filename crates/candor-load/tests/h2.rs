@@ -108,6 +108,11 @@ fn open_loop_accounts_for_every_request_at_the_requested_rate() {
     );
     let done: u64 = out.intervals.iter().map(|i| i.completed).sum();
     assert_eq!(done, m.completed + w.completed);
+    // The pool opens (up to the server's SETTINGS) before the first send, and is reported; the
+    // pacing is reported as for HTTP/1.1.
+    let pool = out.pool.as_ref().expect("pool reported");
+    assert_eq!((pool.connections, pool.ready, pool.not_ready), (4, 4, 0));
+    assert!(out.pacing.is_some());
     // On an idle loopback an exchange takes tens of microseconds and the timerfd + spin pacing
     // sends within microseconds. Precision cannot be promised on a shared 2-core machine (other
     // tests, other processes), so the bounds only catch a broken engine: 100 ms is a tenth of

@@ -32,6 +32,9 @@ pub struct ServerOptions {
     pub reset_every: u64,
     /// Drop the connection (no GOAWAY) after accepting this many streams on it; 0 = never.
     pub close_after: u64,
+    /// Shut the connection down gracefully (GOAWAY, then the last stream id it processed) after
+    /// accepting this many streams on it, answering the streams below it; 0 = never.
+    pub goaway_after: u64,
     /// TLS (with its ALPN list) instead of cleartext prior-knowledge HTTP/2.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS to announce (None = h2's default, unlimited).
@@ -48,6 +51,7 @@ impl Default for ServerOptions {
             hold_until_open: 0,
             reset_every: 0,
             close_after: 0,
+            goaway_after: 0,
             tls: None,
             max_concurrent_streams: None,
             threads: 1,
@@ -65,6 +69,8 @@ pub struct Stats {
     pub connections: AtomicU64,
     /// Connections dropped by `close_after`.
     pub dropped: AtomicU64,
+    /// Connections shut down by `goaway_after`.
+    pub goaways: AtomicU64,
     /// Every request as it arrived: "METHOD /path x-name=value... body=BODY".
     pub requests: std::sync::Mutex<Vec<String>>,
     /// `hold_until_open` was reached (once; never reset).
@@ -171,6 +177,10 @@ where
             // this stream (at least) sent and unanswered.
             stats.dropped.fetch_add(1, Ordering::SeqCst);
             return;
+        }
+        if accepted == opts.goaway_after {
+            stats.goaways.fetch_add(1, Ordering::SeqCst);
+            conn.graceful_shutdown();
         }
         let n = stats.streams.fetch_add(1, Ordering::Relaxed) + 1;
         // checked_rem: None for 0, which means never.

@@ -20,21 +20,22 @@
 //! Why not the `h2` crate: see docs/protocols.md (it allocated ~5 times per request and cost
 //! 0.6x h2load's requests per CPU-second).
 
+mod connect;
 pub mod frame;
 mod hpack;
+mod receive;
 
 use crate::config::{LoadConfig, Scheme};
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::Ledger;
 use crate::engine::transport::Sock;
-use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
+use crate::pool::{GateTicket, PoolReport, NO_START};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::workload::check::{BodyMatch, ResponseChecks};
 use candor_core::timerfd::TimerFd;
 use candor_core::{now_ns, Pacer, Pacing, Wait};
 use frame::FrameHeader;
-use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::io;
@@ -302,53 +303,6 @@ impl Driver {
         })
     }
 
-    /// Opens every connection up to the server's SETTINGS, as `mio_driver` opens its pool.
-    fn open_pool(&mut self) -> PoolReport {
-        candor_core::set_fine_timer_slack();
-        let started = now_ns();
-        self.pool = Some(PoolReport::new(self.conns.len()));
-        let deadline = started.saturating_add(self.config.timeout_ns);
-        let mut events = Events::with_capacity(1024);
-        let mut next = 0;
-        loop {
-            let opening = |c: &Conn| {
-                matches!(
-                    c.state,
-                    ConnState::Connecting | ConnState::Handshaking | ConnState::Settings
-                )
-            };
-            let mut in_flight = self.conns[..next].iter().filter(|c| opening(c)).count();
-            while next < self.conns.len() && in_flight < CONNECTS_IN_FLIGHT {
-                self.start_connect(next, now_ns());
-                in_flight += usize::from(self.conns[next].state == ConnState::Connecting);
-                next += 1;
-            }
-            if in_flight == 0
-                || now_ns() >= deadline
-                || self.halt.aborting()
-                || self.fatal.is_some()
-            {
-                break;
-            }
-            self.timer.arm(deadline);
-            if let Err(e) = self.poll.poll(&mut events, None) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    self.timer.fired();
-                    continue;
-                }
-                self.handle_event(ev);
-            }
-        }
-        let mut report = self.pool.take().expect("set above");
-        report.open_ns = now_ns() - started;
-        report
-    }
-
     fn run(mut self) -> Result<[PhaseAcc; 2], String> {
         let mut events = Events::with_capacity(1024);
         let mut pacer = Pacer::new(match self.config.spin_ns {
@@ -490,28 +444,6 @@ impl Driver {
         }
     }
 
-    fn start_connect(&mut self, i: usize, now: u64) {
-        self.core.connecting(i, now);
-        self.conns[i].connect_called = now;
-        match TcpStream::connect(self.config.target.addr) {
-            Ok(mut stream) => {
-                let interest = Interest::READABLE | Interest::WRITABLE;
-                if self
-                    .poll
-                    .registry()
-                    .register(&mut stream, Token(i), interest)
-                    .is_err()
-                {
-                    return self.connect_failed(i, Failure::Connect, now);
-                }
-                let c = &mut self.conns[i];
-                c.sock = Some(Sock::Plain(stream));
-                c.state = ConnState::Connecting;
-            }
-            Err(_) => self.connect_failed(i, Failure::Connect, now),
-        }
-    }
-
     fn handle_event(&mut self, ev: &mio::event::Event) {
         let i = ev.token().0;
         if i >= self.conns.len() || self.conns[i].sock.is_none() {
@@ -537,126 +469,6 @@ impl Driver {
             }
             ConnState::Down => {}
         }
-    }
-
-    fn finish_connect(&mut self, i: usize, now: u64) {
-        let c = &mut self.conns[i];
-        let Some(sock) = c.sock.as_mut() else {
-            return;
-        };
-        let stream = sock.socket();
-        match stream.take_error() {
-            Ok(None) => {}
-            _ => return self.connect_failed(i, Failure::Connect, now),
-        }
-        match stream.peer_addr() {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-            Err(_) => return self.connect_failed(i, Failure::Connect, now),
-        }
-        let _ = stream.set_nodelay(true);
-        c.tcp_connected = now;
-        self.core.connected(now);
-        if let Some(tls) = &self.tls {
-            let name = match crate::tls::server_name(&self.config.target.host) {
-                Ok(n) => n,
-                Err(_) => return self.connect_failed(i, Failure::Connect, now),
-            };
-            let Some(Sock::Plain(stream)) = c.sock.take() else {
-                return;
-            };
-            match rustls::ClientConnection::new(tls.clone(), name) {
-                Ok(session) => {
-                    c.sock = Some(Sock::Tls(stream, Box::new(session)));
-                    c.state = ConnState::Handshaking;
-                    self.drive_handshake(i, now);
-                }
-                Err(_) => {
-                    c.sock = Some(Sock::Plain(stream));
-                    self.connect_failed(i, Failure::Connect, now);
-                }
-            }
-        } else {
-            self.send_preface(i, now);
-        }
-    }
-
-    /// Drives the TLS handshake; `Sock::handshake` would lose why it failed, and a server that
-    /// refuses `h2` by ALPN must be named.
-    fn drive_handshake(&mut self, i: usize, now: u64) {
-        let c = &mut self.conns[i];
-        let Some(Sock::Tls(stream, session)) = c.sock.as_mut() else {
-            return;
-        };
-        let failed = loop {
-            if session.wants_write() {
-                match session.write_tls(stream) {
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => break None,
-                }
-            }
-            if !session.is_handshaking() {
-                break Some(false);
-            }
-            match session.read_tls(stream) {
-                Ok(0) => break None,
-                Ok(_) => {
-                    if let Err(e) = session.process_new_packets() {
-                        let _ = session.write_tls(stream);
-                        if e == rustls::Error::AlertReceived(
-                            rustls::AlertDescription::NoApplicationProtocol,
-                        ) {
-                            break Some(true);
-                        }
-                        break None;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => break None,
-            }
-        };
-        match failed {
-            None => self.connect_failed(i, Failure::Connect, now),
-            Some(true) => {
-                self.not_h2("refused it (no_application_protocol alert)");
-                self.connect_failed(i, Failure::Connect, now);
-            }
-            Some(false) => {
-                let alpn = session.alpn_protocol();
-                if alpn != Some(b"h2".as_slice()) {
-                    let got = alpn.map_or("chose no protocol".into(), |p| {
-                        format!("chose '{}'", String::from_utf8_lossy(p))
-                    });
-                    self.not_h2(&got);
-                    return self.connect_failed(i, Failure::Connect, now);
-                }
-                let handshake = now.saturating_sub(c.tcp_connected);
-                self.core.tls_handshake(handshake, now);
-                self.send_preface(i, now);
-                // Frames may have arrived with the last handshake flight.
-                if self.conns[i].sock.is_some() {
-                    self.read_frames(i, true);
-                }
-            }
-        }
-    }
-
-    fn not_h2(&mut self, server_did: &str) {
-        if self.fatal.is_none() {
-            self.fatal = Some(format!(
-                "{} does not speak HTTP/2 over TLS: candor offered 'h2' by ALPN and the server {server_did}; \
-                 drop --h2 to test it with HTTP/1.1",
-                self.config.target.url
-            ));
-        }
-    }
-
-    fn send_preface(&mut self, i: usize, now: u64) {
-        let c = &mut self.conns[i];
-        c.state = ConnState::Settings;
-        frame::put_preface(&mut c.wbuf, STREAM_WINDOW, CONNECTION_WINDOW);
-        self.flush(i, now);
     }
 
     /// Writes what is buffered for connection `i`, as far as the socket takes it.
@@ -914,266 +726,6 @@ impl Driver {
         }
     }
 
-    /// One frame; whether it closed a stream.
-    fn frame(
-        &mut self,
-        i: usize,
-        h: FrameHeader,
-        payload: &[u8],
-        now: u64,
-    ) -> Result<bool, ProtocolError> {
-        let c = &mut self.conns[i];
-        if c.block_stream != 0 && h.kind != frame::CONTINUATION {
-            return Err(ProtocolError);
-        }
-        if c.state == ConnState::Settings && h.kind != frame::SETTINGS {
-            // The server's first frame must be SETTINGS (RFC 9113 §3.4).
-            return Err(ProtocolError);
-        }
-        match h.kind {
-            frame::DATA => {
-                let data = strip_padding(h.flags, payload)?;
-                c.unacked += h.len as u32;
-                if c.unacked >= CONNECTION_WINDOW / 2 {
-                    frame::put_window_update(&mut c.wbuf, 0, c.unacked);
-                    c.unacked = 0;
-                }
-                let Some(slot) = c.slot_of(h.stream) else {
-                    // A stream this client reset or gave up on.
-                    return Ok(false);
-                };
-                let s = &mut self.streams[slot];
-                if let Some(needle) = self
-                    .checks
-                    .as_ref()
-                    .and_then(|t| t[self.core.exchange(slot).request as usize].body.as_ref())
-                {
-                    s.body.feed(needle, data);
-                }
-                if h.flags & frame::END_STREAM != 0 {
-                    self.complete(i, slot, now);
-                    return Ok(true);
-                }
-                s.unacked += h.len as u32;
-                if s.unacked >= STREAM_WINDOW / 2 {
-                    frame::put_window_update(&mut c.wbuf, h.stream, s.unacked);
-                    s.unacked = 0;
-                }
-                Ok(false)
-            }
-            frame::HEADERS => {
-                let mut fragment = strip_padding(h.flags, payload)?;
-                if h.flags & frame::PRIORITY_FLAG != 0 {
-                    fragment = fragment.get(5..).ok_or(ProtocolError)?;
-                }
-                c.block.clear();
-                c.block.extend_from_slice(fragment);
-                let ends = h.flags & frame::END_STREAM != 0;
-                if h.flags & frame::END_HEADERS != 0 {
-                    self.header_block(i, h.stream, ends, now)
-                } else {
-                    c.block_stream = h.stream;
-                    c.block_ends = ends;
-                    Ok(false)
-                }
-            }
-            frame::CONTINUATION => {
-                if c.block_stream == 0 || c.block_stream != h.stream {
-                    return Err(ProtocolError);
-                }
-                c.block.extend_from_slice(payload);
-                if h.flags & frame::END_HEADERS != 0 {
-                    c.block_stream = 0;
-                    let ends = c.block_ends;
-                    self.header_block(i, h.stream, ends, now)
-                } else {
-                    Ok(false)
-                }
-            }
-            frame::RST_STREAM => {
-                let Some(slot) = c.slot_of(h.stream) else {
-                    return Ok(false);
-                };
-                c.forget(h.stream);
-                self.streams[slot].id = 0;
-                self.core.fail(slot, Failure::Read, now);
-                Ok(true)
-            }
-            frame::SETTINGS => {
-                if h.flags & frame::ACK != 0 {
-                    return Ok(false);
-                }
-                if !h.len.is_multiple_of(6) || h.stream != 0 {
-                    return Err(ProtocolError);
-                }
-                for s in payload.chunks_exact(6) {
-                    let id = u16::from_be_bytes([s[0], s[1]]);
-                    let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                    match id {
-                        frame::SETTINGS_MAX_CONCURRENT_STREAMS => c.max_streams = value as usize,
-                        frame::SETTINGS_INITIAL_WINDOW_SIZE => {
-                            if value > 0x7fff_ffff {
-                                return Err(ProtocolError);
-                            }
-                            let delta = value as i64 - c.initial_window;
-                            c.initial_window = value as i64;
-                            for &(_, slot) in &c.active {
-                                self.streams[slot].send_window += delta;
-                            }
-                        }
-                        frame::SETTINGS_MAX_FRAME_SIZE => {
-                            if !(16_384..=16_777_215).contains(&value) {
-                                return Err(ProtocolError);
-                            }
-                            c.max_frame = value as usize;
-                        }
-                        _ => {}
-                    }
-                }
-                frame::put_header(&mut c.wbuf, 0, frame::SETTINGS, frame::ACK, 0);
-                if c.state == ConnState::Settings {
-                    c.state = ConnState::Open;
-                    self.core.new_stream_connection(i);
-                    if let Some(p) = &mut self.pool {
-                        p.ready(now - c.connect_called);
-                    }
-                    // Requests that waited for the connection.
-                    return Ok(true);
-                }
-                self.resume_bodies(i);
-                // A raised limit lets waiting requests open streams.
-                Ok(true)
-            }
-            frame::PING => {
-                if h.len != 8 {
-                    return Err(ProtocolError);
-                }
-                if h.flags & frame::ACK == 0 {
-                    frame::put_header(&mut c.wbuf, 8, frame::PING, frame::ACK, 0);
-                    c.wbuf.extend_from_slice(payload);
-                }
-                Ok(false)
-            }
-            frame::GOAWAY => {
-                if h.len < 8 {
-                    return Err(ProtocolError);
-                }
-                let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                    & 0x7fff_ffff;
-                c.goaway = true;
-                // Streams above the last one the server processed were sent and never
-                // processed: they fail; candor does not retry behind the user's back.
-                let mut k = 0;
-                while k < c.active.len() {
-                    let (id, slot) = c.active[k];
-                    if id > last {
-                        c.active.swap_remove(k);
-                        self.streams[slot].id = 0;
-                        self.core.fail(slot, Failure::Read, now);
-                    } else {
-                        k += 1;
-                    }
-                }
-                Ok(true)
-            }
-            frame::WINDOW_UPDATE => {
-                if h.len != 4 {
-                    return Err(ProtocolError);
-                }
-                let inc = (u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                    & 0x7fff_ffff) as i64;
-                if h.stream == 0 {
-                    c.send_window += inc;
-                } else if let Some(slot) = c.slot_of(h.stream) {
-                    self.streams[slot].send_window += inc;
-                }
-                self.resume_bodies(i);
-                Ok(false)
-            }
-            // Push is disabled in this client's SETTINGS.
-            frame::PUSH_PROMISE => Err(ProtocolError),
-            // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1).
-            _ => Ok(false),
-        }
-    }
-
-    /// A whole header block for `stream` (in `conns[i].block`): decoded whatever the stream
-    /// (the decoder's table must follow the server's), looked at if the stream is ours.
-    fn header_block(
-        &mut self,
-        i: usize,
-        stream: u32,
-        ends: bool,
-        now: u64,
-    ) -> Result<bool, ProtocolError> {
-        let c = &mut self.conns[i];
-        let slot = c.slot_of(stream);
-        let checks = match (slot, &self.checks) {
-            (Some(slot), Some(t)) => Some(&t[self.core.exchange(slot).request as usize]),
-            _ => None,
-        };
-        let mut status = 0u16;
-        let mut hits = 0u64;
-        let block = std::mem::take(&mut c.block);
-        let decoded = c.decoder.decode(&block, |name, value| {
-            if name == b":status" {
-                status = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(0);
-            } else if let Some(checks) = checks {
-                for (k, check) in checks.headers.iter().enumerate().take(64) {
-                    if check.matches(name, value) {
-                        hits |= 1 << k;
-                    }
-                }
-            }
-        });
-        c.block = block;
-        if decoded.is_err() {
-            return Err(ProtocolError);
-        }
-        let Some(slot) = slot else {
-            return Ok(false);
-        };
-        let s = &mut self.streams[slot];
-        if status != 0 {
-            if (100..200).contains(&status) {
-                // Interim response: the final one follows.
-                return Ok(false);
-            }
-            s.status = status;
-            s.header_hits = hits;
-        }
-        if ends {
-            self.complete(i, slot, now);
-            return Ok(true);
-        }
-        Ok(false)
-    }
-
-    /// Slot `slot`'s response ended: the core books it.
-    fn complete(&mut self, i: usize, slot: usize, now: u64) {
-        let s = &mut self.streams[slot];
-        self.conns[i].forget(s.id);
-        s.id = 0;
-        let checks_ok = match &self.checks {
-            Some(t) => {
-                let checks = &t[self.core.exchange(slot).request as usize];
-                let n = checks.headers.len().min(64);
-                let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-                s.header_hits & all == all && (checks.body.is_none() || s.body.found())
-            }
-            None => true,
-        };
-        if s.status == 0 {
-            // A response without :status is malformed.
-            self.core.fail(slot, Failure::Parse, now);
-        } else {
-            self.core.complete_checked(slot, s.status, checks_ok, now);
-        }
-    }
-
     /// A connection failed before it was open: every request waiting on it fails with `kind`.
     fn connect_failed(&mut self, i: usize, kind: Failure, now: u64) {
         close(&mut self.conns[i], &self.poll);
@@ -1224,16 +776,6 @@ impl Driver {
         }
         phases
     }
-}
-
-/// The payload of a DATA or HEADERS frame without its padding.
-fn strip_padding(flags: u8, payload: &[u8]) -> Result<&[u8], ProtocolError> {
-    if flags & frame::PADDED == 0 {
-        return Ok(payload);
-    }
-    let (&pad, rest) = payload.split_first().ok_or(ProtocolError)?;
-    rest.get(..rest.len().checked_sub(pad as usize).ok_or(ProtocolError)?)
-        .ok_or(ProtocolError)
 }
 
 /// Closes a connection's socket and forgets its protocol state (not its books: the core's).

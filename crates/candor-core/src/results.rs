@@ -284,8 +284,8 @@ pub struct PhaseResults {
     /// HTTP/1.1 and TCP runs; absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolResults>,
-    /// What precise pacing cost over the whole run (on the measured phase of HTTP/1.1 and TCP
-    /// open-loop runs; absent in older files).
+    /// What precise pacing cost over the whole run (on the measured phase of open-loop runs,
+    /// every protocol; absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pacing: Option<PacingResults>,
 }

@@ -111,7 +111,7 @@ pub struct RunOutcome {
     /// Set when `RunOptions::end` ended the run early: why, and how long after the first intended
     /// send (warm-up included) the schedule ended.
     pub ended_early: Option<(StopReason, u64)>,
-    /// How the connection pool opened before the first intended send (HTTP/1.1 and TCP).
+    /// How the connection pool opened before the first intended send (every protocol).
     pub pool: Option<PoolResults>,
     /// What pacing cost (open loop).
     pub pacing: Option<PacingResults>,
@@ -158,7 +158,7 @@ pub fn run(
             crate::workload::profile::stream_schedule(&stream_config, start_ns, slot, stride)
                 .map_err(|e| format!("opening the schedule: {e}"))
         };
-        let mut setup = WorkerSetup {
+        let setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),
             connections,
@@ -183,13 +183,7 @@ pub fn run(
                 }
                 // ENGINE DISPATCH
                 if setup.config.http2 {
-                    // HTTP/2 connects in its own runtime, within the 50 ms before the start.
-                    let start = ticket
-                        .report_and_wait(crate::pool::PoolReport::new(0))
-                        .ok_or(crate::pool::NO_START)?;
-                    setup.start_ns = start;
-                    setup.schedule = schedule_at(start)?;
-                    return crate::engine::http2::run_worker(setup);
+                    return crate::engine::http2::run_worker(setup, ticket, schedule_at);
                 }
                 crate::engine::mio_driver::run_worker(setup, tls, ticket, schedule_at)
             })
@@ -282,7 +276,7 @@ pub fn run(
             "the per-interval histograms were kept in memory instead of a temporary file: {why}"
         ));
     }
-    let pacing = (config.rate.is_some() && !config.http2).then(|| PacingResults {
+    let pacing = config.rate.is_some().then(|| PacingResults {
         margin: match config.spin_ns {
             Some(_) => PacingMargin::Fixed,
             None => PacingMargin::Adaptive,

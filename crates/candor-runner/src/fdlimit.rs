@@ -9,7 +9,7 @@ use candor_core::units::format_count;
 pub struct FdLimitError(String);
 
 /// Descriptors a run needs besides its connections: stdio, per thread an epoll instance, a
-/// timer and a waker (and a tokio reactor for HTTP/2), the reachability and TLS probes, and the
+/// timer and a waker, the reachability and TLS probes, and the
 /// output files: 8 per thread and 64 in all is several times what these take.
 pub fn needed(connections: usize, threads: usize) -> u64 {
     connections as u64 + 8 * threads as u64 + 64

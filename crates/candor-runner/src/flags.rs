@@ -306,43 +306,6 @@ pub const DEFAULT_DURATION: &str = "10s";
 
 /// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages.
 pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
-    let config = run_config_unchecked(args)?;
-    refuse_unwired(&config)?;
-    Ok(config)
-}
-
-/// Refuses, before any load, the workload features that are parsed and validated but not yet
-/// driven by the HTTP/2 engine, rather than running without them.
-fn refuse_unwired(c: &LoadConfig) -> Result<()> {
-    if !c.http2 || c.target.scheme == candor_load::Scheme::Tcp {
-        return Ok(());
-    }
-    let w = &c.workload;
-    let unwired = if w.replay.is_some() {
-        Some("--replay")
-    } else if candor_load::workload::has_checks(c) {
-        Some("--check-body / --check-header / \"check_body\"")
-    } else if w
-        .lines
-        .iter()
-        .any(|l| l.weight.is_some() || l.check_status.is_some())
-    {
-        Some("\"weight\" / \"check_status\" in --requests")
-    } else if candor_load::workload::compile_requests(c)?.templated {
-        Some("{{...}} placeholders")
-    } else {
-        None
-    };
-    match unwired {
-        Some(what) => Err(FlagError::Invalid(format!(
-            "{what}: not yet wired into the HTTP/2 engine (--h2); it works over HTTP/1.1 (see docs/workloads.md)"
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// [`run_config`] without refusing unwired features (for tests of the flags' validation).
-pub fn run_config_unchecked(args: &RunArgs) -> Result<LoadConfig> {
     if let Some(path) = &args.load.replay {
         return replay_config(args, path);
     }

@@ -2,7 +2,7 @@
 //! by `candor_k8s`), after checking the run flags with `candor run`'s own parsing and validation,
 //! without resolving the target's host (it usually exists only inside the cluster).
 
-use crate::cmd::load_args::{load_config, parse_start_at, run_config_unchecked, RunArgs};
+use crate::cmd::load_args::{load_config, parse_start_at, run_config, RunArgs};
 use anyhow::{bail, Context, Result};
 use candor_core::units::parse_duration_ns;
 use candor_k8s::{job, rfc3339_ceil, usage_comment, JobSpec};
@@ -141,7 +141,7 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
         load_config(&run.load, Some(1.0), None)?;
         return Ok(());
     }
-    run_config_unchecked(&run)?;
+    run_config(&run)?;
     Ok(())
 }
 

@@ -118,16 +118,14 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
         .as_ref()
         .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
         .unwrap_or_default();
-    // The HTTP/2 engine does not book which request an exchange sent yet, so it keeps no names.
-    let (name_of, names) =
-        if cfg.requests.is_empty() || cfg.http2 || cfg.target.scheme == crate::Scheme::Tcp {
-            (Vec::new(), 0)
-        } else {
-            match crate::workload::compile_requests(cfg) {
-                Ok(c) => (c.name_of, c.names.len()),
-                Err(_) => (Vec::new(), 0),
-            }
-        };
+    let (name_of, names) = if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
+        (Vec::new(), 0)
+    } else {
+        match crate::workload::compile_requests(cfg) {
+            Ok(c) => (c.name_of, c.names.len()),
+            Err(_) => (Vec::new(), 0),
+        }
+    };
     if stage_ns.is_empty() && names == 0 {
         return None;
     }

@@ -1,7 +1,8 @@
 //! The engine of a load thread: a sans-IO core that makes every decision and keeps the books
 //! (`core.rs`, `ledger.rs`, with the first failed responses in `examples.rs`), the transports beneath it (`transport.rs` with one framing file per
-//! byte-stream protocol: `http1.rs`, `tcp.rs`; `http2.rs` on the `h2` crate), and the driver
-//! loop that does the I/O and the pacing for the byte-stream protocols (`mio_driver.rs`).
+//! byte-stream protocol: `http1.rs`, `tcp.rs`; `http2/` a lean HTTP/2 client with its own mio loop), and
+//! the driver loop that does the I/O and the pacing for the byte-stream protocols
+//! (`mio_driver.rs`).
 //! `sim.rs` drives the core on simulated time in tests.
 
 pub mod core;

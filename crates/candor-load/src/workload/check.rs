@@ -125,9 +125,17 @@ impl HeaderCheck {
 
     /// Whether the parsed response headers satisfy the check.
     pub fn passes(&self, headers: &[httparse::Header<'_>]) -> bool {
-        headers.iter().any(|h| {
-            h.name.eq_ignore_ascii_case(&self.name) && h.value.trim_ascii() == self.value.as_slice()
-        })
+        headers
+            .iter()
+            .any(|h| self.matches(h.name.as_bytes(), h.value))
+    }
+
+    /// Whether one response header (name, value) satisfies the check (HTTP/2 hands headers
+    /// one at a time, from its header block).
+    #[inline]
+    pub fn matches(&self, name: &[u8], value: &[u8]) -> bool {
+        name.eq_ignore_ascii_case(self.name.as_bytes())
+            && value.trim_ascii() == self.value.as_slice()
     }
 }
 

@@ -1,8 +1,9 @@
 //! A small HTTP/2 server for tests and benchmarks (tokio + the `h2` server API, loopback, port
 //! 0): answers 200 "ok" after an optional fixed delay, can hold its first streams until enough
 //! are open at once (so that tests of concurrency are exact, not timed), reset every n-th
-//! stream, drop connections, speaks TLS with ALPN when given a configuration, and counts how
-//! many streams it serves at once.
+//! stream, drop connections, speaks TLS with ALPN when given a configuration, counts how
+//! many streams it serves at once, and records every request as it arrived (method, path,
+//! `x-` headers, body), so tests see what a client sent.
 
 #![allow(dead_code)]
 
@@ -31,6 +32,9 @@ pub struct ServerOptions {
     pub reset_every: u64,
     /// Drop the connection (no GOAWAY) after accepting this many streams on it; 0 = never.
     pub close_after: u64,
+    /// Shut the connection down gracefully (GOAWAY, then the last stream id it processed) after
+    /// accepting this many streams on it, answering the streams below it; 0 = never.
+    pub goaway_after: u64,
     /// TLS (with its ALPN list) instead of cleartext prior-knowledge HTTP/2.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS to announce (None = h2's default, unlimited).
@@ -47,6 +51,7 @@ impl Default for ServerOptions {
             hold_until_open: 0,
             reset_every: 0,
             close_after: 0,
+            goaway_after: 0,
             tls: None,
             max_concurrent_streams: None,
             threads: 1,
@@ -64,6 +69,10 @@ pub struct Stats {
     pub connections: AtomicU64,
     /// Connections dropped by `close_after`.
     pub dropped: AtomicU64,
+    /// Connections shut down by `goaway_after`.
+    pub goaways: AtomicU64,
+    /// Every request as it arrived: "METHOD /path x-name=value... body=BODY".
+    pub requests: std::sync::Mutex<Vec<String>>,
     /// `hold_until_open` was reached (once; never reset).
     released: std::sync::atomic::AtomicBool,
     release: tokio::sync::Notify,
@@ -169,6 +178,10 @@ where
             stats.dropped.fetch_add(1, Ordering::SeqCst);
             return;
         }
+        if accepted == opts.goaway_after {
+            stats.goaways.fetch_add(1, Ordering::SeqCst);
+            conn.graceful_shutdown();
+        }
         let n = stats.streams.fetch_add(1, Ordering::Relaxed) + 1;
         // checked_rem: None for 0, which means never.
         let reset = n.checked_rem(opts.reset_every) == Some(0);
@@ -215,10 +228,29 @@ async fn handle(
     let now = stats.active.fetch_add(1, Ordering::SeqCst) + 1;
     stats.max_active.fetch_max(now, Ordering::SeqCst);
     hold_until_open(hold, now, &stats).await;
+    let mut seen = format!(
+        "{} {}",
+        req.method(),
+        req.uri().path_and_query().map_or("", |p| p.as_str())
+    );
+    for (name, value) in req.headers() {
+        if name.as_str().starts_with("x-") {
+            seen.push_str(&format!(
+                " {name}={}",
+                String::from_utf8_lossy(value.as_bytes())
+            ));
+        }
+    }
+    let mut received = Vec::new();
     let body = req.body_mut();
     while let Some(Ok(chunk)) = body.data().await {
+        received.extend_from_slice(&chunk);
         let _ = body.flow_control().release_capacity(chunk.len());
     }
+    if !received.is_empty() {
+        seen.push_str(&format!(" body={}", String::from_utf8_lossy(&received)));
+    }
+    stats.requests.lock().unwrap().push(seen);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }

@@ -1,0 +1,204 @@
+//! Opening an HTTP/2 connection: TCP connect, the TLS handshake with ALPN `h2` (a server that
+//! refuses it ends the run with a plain-words error), the preface and this client's SETTINGS;
+//! the connection is open once the server's SETTINGS arrive. And the pool: every connection
+//! opened this way before the first intended send, as `mio_driver` opens its pool.
+
+use super::{frame, Conn, ConnState, Driver, CONNECTION_WINDOW, STREAM_WINDOW, TIMER};
+use crate::engine::transport::Sock;
+use crate::pool::{PoolReport, CONNECTS_IN_FLIGHT};
+use crate::shared::Failure;
+use candor_core::now_ns;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Token};
+use std::io;
+
+impl Driver {
+    /// Opens every connection up to the server's SETTINGS, as `mio_driver` opens its pool.
+    pub(super) fn open_pool(&mut self) -> PoolReport {
+        candor_core::set_fine_timer_slack();
+        let started = now_ns();
+        self.pool = Some(PoolReport::new(self.conns.len()));
+        let deadline = started.saturating_add(self.config.timeout_ns);
+        let mut events = Events::with_capacity(1024);
+        let mut next = 0;
+        loop {
+            let opening = |c: &Conn| {
+                matches!(
+                    c.state,
+                    ConnState::Connecting | ConnState::Handshaking | ConnState::Settings
+                )
+            };
+            let mut in_flight = self.conns[..next].iter().filter(|c| opening(c)).count();
+            while next < self.conns.len() && in_flight < CONNECTS_IN_FLIGHT {
+                self.start_connect(next, now_ns());
+                in_flight += usize::from(self.conns[next].state == ConnState::Connecting);
+                next += 1;
+            }
+            if in_flight == 0
+                || now_ns() >= deadline
+                || self.halt.aborting()
+                || self.fatal.is_some()
+            {
+                break;
+            }
+            self.timer.arm(deadline);
+            if let Err(e) = self.poll.poll(&mut events, None) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.fired();
+                    continue;
+                }
+                self.handle_event(ev);
+            }
+        }
+        let mut report = self.pool.take().expect("set above");
+        report.open_ns = now_ns() - started;
+        report
+    }
+
+    pub(super) fn start_connect(&mut self, i: usize, now: u64) {
+        self.core.connecting(i, now);
+        self.conns[i].connect_called = now;
+        match TcpStream::connect(self.config.target.addr) {
+            Ok(mut stream) => {
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                if self
+                    .poll
+                    .registry()
+                    .register(&mut stream, Token(i), interest)
+                    .is_err()
+                {
+                    return self.connect_failed(i, Failure::Connect, now);
+                }
+                let c = &mut self.conns[i];
+                c.sock = Some(Sock::Plain(stream));
+                c.state = ConnState::Connecting;
+            }
+            Err(_) => self.connect_failed(i, Failure::Connect, now),
+        }
+    }
+
+    pub(super) fn finish_connect(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(sock) = c.sock.as_mut() else {
+            return;
+        };
+        let stream = sock.socket();
+        match stream.take_error() {
+            Ok(None) => {}
+            _ => return self.connect_failed(i, Failure::Connect, now),
+        }
+        match stream.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+            Err(_) => return self.connect_failed(i, Failure::Connect, now),
+        }
+        let _ = stream.set_nodelay(true);
+        c.tcp_connected = now;
+        self.core.connected(now);
+        if let Some(tls) = &self.tls {
+            let name = match crate::tls::server_name(&self.config.target.host) {
+                Ok(n) => n,
+                Err(_) => return self.connect_failed(i, Failure::Connect, now),
+            };
+            let Some(Sock::Plain(stream)) = c.sock.take() else {
+                return;
+            };
+            match rustls::ClientConnection::new(tls.clone(), name) {
+                Ok(session) => {
+                    c.sock = Some(Sock::Tls(stream, Box::new(session)));
+                    c.state = ConnState::Handshaking;
+                    self.drive_handshake(i, now);
+                }
+                Err(_) => {
+                    c.sock = Some(Sock::Plain(stream));
+                    self.connect_failed(i, Failure::Connect, now);
+                }
+            }
+        } else {
+            self.send_preface(i, now);
+        }
+    }
+
+    /// Drives the TLS handshake; `Sock::handshake` would lose why it failed, and a server that
+    /// refuses `h2` by ALPN must be named.
+    pub(super) fn drive_handshake(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(Sock::Tls(stream, session)) = c.sock.as_mut() else {
+            return;
+        };
+        let failed = loop {
+            if session.wants_write() {
+                match session.write_tls(stream) {
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(_) => break None,
+                }
+            }
+            if !session.is_handshaking() {
+                break Some(false);
+            }
+            match session.read_tls(stream) {
+                Ok(0) => break None,
+                Ok(_) => {
+                    if let Err(e) = session.process_new_packets() {
+                        let _ = session.write_tls(stream);
+                        if e == rustls::Error::AlertReceived(
+                            rustls::AlertDescription::NoApplicationProtocol,
+                        ) {
+                            break Some(true);
+                        }
+                        break None;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => break None,
+            }
+        };
+        match failed {
+            None => self.connect_failed(i, Failure::Connect, now),
+            Some(true) => {
+                self.not_h2("refused it (no_application_protocol alert)");
+                self.connect_failed(i, Failure::Connect, now);
+            }
+            Some(false) => {
+                let alpn = session.alpn_protocol();
+                if alpn != Some(b"h2".as_slice()) {
+                    let got = alpn.map_or("chose no protocol".into(), |p| {
+                        format!("chose '{}'", String::from_utf8_lossy(p))
+                    });
+                    self.not_h2(&got);
+                    return self.connect_failed(i, Failure::Connect, now);
+                }
+                let handshake = now.saturating_sub(c.tcp_connected);
+                self.core.tls_handshake(handshake, now);
+                self.send_preface(i, now);
+                // Frames may have arrived with the last handshake flight.
+                if self.conns[i].sock.is_some() {
+                    self.read_frames(i, true);
+                }
+            }
+        }
+    }
+
+    fn not_h2(&mut self, server_did: &str) {
+        if self.fatal.is_none() {
+            self.fatal = Some(format!(
+                "{} does not speak HTTP/2 over TLS: candor offered 'h2' by ALPN and the server {server_did}; \
+                 drop --h2 to test it with HTTP/1.1",
+                self.config.target.url
+            ));
+        }
+    }
+
+    fn send_preface(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        c.state = ConnState::Settings;
+        frame::put_preface(&mut c.wbuf, STREAM_WINDOW, CONNECTION_WINDOW);
+        self.flush(i, now);
+    }
+}

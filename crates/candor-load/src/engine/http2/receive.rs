@@ -1,0 +1,303 @@
+//! What the HTTP/2 client does with each frame the server sends (RFC 9113 §6): DATA fed to the
+//! body check with its window given back, header blocks from HEADERS and CONTINUATION decoded,
+//! RST_STREAM, SETTINGS and their ack, PING, GOAWAY, WINDOW_UPDATE; and the end of a response,
+//! booked by the core.
+
+use super::{
+    frame, ConnState, Driver, FrameHeader, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW,
+};
+use crate::engine::examples::ContentCheck;
+use crate::shared::Failure;
+
+impl Driver {
+    /// One frame; whether it closed a stream.
+    pub(super) fn frame(
+        &mut self,
+        i: usize,
+        h: FrameHeader,
+        payload: &[u8],
+        now: u64,
+    ) -> Result<bool, ProtocolError> {
+        let c = &mut self.conns[i];
+        if c.block_stream != 0 && h.kind != frame::CONTINUATION {
+            return Err(ProtocolError);
+        }
+        if c.state == ConnState::Settings && h.kind != frame::SETTINGS {
+            // The server's first frame must be SETTINGS (RFC 9113 §3.4).
+            return Err(ProtocolError);
+        }
+        match h.kind {
+            frame::DATA => {
+                let data = strip_padding(h.flags, payload)?;
+                c.unacked += h.len as u32;
+                if c.unacked >= CONNECTION_WINDOW / 2 {
+                    frame::put_window_update(&mut c.wbuf, 0, c.unacked);
+                    c.unacked = 0;
+                }
+                let Some(slot) = c.slot_of(h.stream) else {
+                    // A stream this client reset or gave up on.
+                    return Ok(false);
+                };
+                let s = &mut self.streams[slot];
+                if s.capturing {
+                    s.excerpt.push(data);
+                }
+                if let Some(needle) = self
+                    .checks
+                    .as_ref()
+                    .and_then(|t| t[self.core.exchange(slot).request as usize].body.as_ref())
+                {
+                    s.body.feed(needle, data);
+                }
+                if h.flags & frame::END_STREAM != 0 {
+                    self.complete(i, slot, now);
+                    return Ok(true);
+                }
+                s.unacked += h.len as u32;
+                if s.unacked >= STREAM_WINDOW / 2 {
+                    frame::put_window_update(&mut c.wbuf, h.stream, s.unacked);
+                    s.unacked = 0;
+                }
+                Ok(false)
+            }
+            frame::HEADERS => {
+                let mut fragment = strip_padding(h.flags, payload)?;
+                if h.flags & frame::PRIORITY_FLAG != 0 {
+                    fragment = fragment.get(5..).ok_or(ProtocolError)?;
+                }
+                c.block.clear();
+                c.block.extend_from_slice(fragment);
+                let ends = h.flags & frame::END_STREAM != 0;
+                if h.flags & frame::END_HEADERS != 0 {
+                    self.header_block(i, h.stream, ends, now)
+                } else {
+                    c.block_stream = h.stream;
+                    c.block_ends = ends;
+                    Ok(false)
+                }
+            }
+            frame::CONTINUATION => {
+                if c.block_stream == 0 || c.block_stream != h.stream {
+                    return Err(ProtocolError);
+                }
+                c.block.extend_from_slice(payload);
+                if h.flags & frame::END_HEADERS != 0 {
+                    c.block_stream = 0;
+                    let ends = c.block_ends;
+                    self.header_block(i, h.stream, ends, now)
+                } else {
+                    Ok(false)
+                }
+            }
+            frame::RST_STREAM => {
+                let Some(slot) = c.slot_of(h.stream) else {
+                    return Ok(false);
+                };
+                c.forget(h.stream);
+                self.streams[slot].id = 0;
+                self.core.fail(slot, Failure::Read, now);
+                Ok(true)
+            }
+            frame::SETTINGS => {
+                if h.flags & frame::ACK != 0 {
+                    return Ok(false);
+                }
+                if !h.len.is_multiple_of(6) || h.stream != 0 {
+                    return Err(ProtocolError);
+                }
+                for s in payload.chunks_exact(6) {
+                    let id = u16::from_be_bytes([s[0], s[1]]);
+                    let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+                    match id {
+                        frame::SETTINGS_MAX_CONCURRENT_STREAMS => c.max_streams = value as usize,
+                        frame::SETTINGS_INITIAL_WINDOW_SIZE => {
+                            if value > 0x7fff_ffff {
+                                return Err(ProtocolError);
+                            }
+                            let delta = value as i64 - c.initial_window;
+                            c.initial_window = value as i64;
+                            for &(_, slot) in &c.active {
+                                self.streams[slot].send_window += delta;
+                            }
+                        }
+                        frame::SETTINGS_MAX_FRAME_SIZE => {
+                            if !(16_384..=16_777_215).contains(&value) {
+                                return Err(ProtocolError);
+                            }
+                            c.max_frame = value as usize;
+                        }
+                        _ => {}
+                    }
+                }
+                frame::put_header(&mut c.wbuf, 0, frame::SETTINGS, frame::ACK, 0);
+                if c.state == ConnState::Settings {
+                    c.state = ConnState::Open;
+                    self.core.new_stream_connection(i);
+                    if let Some(p) = &mut self.pool {
+                        p.ready(now - c.connect_called);
+                    }
+                    // Requests that waited for the connection.
+                    return Ok(true);
+                }
+                self.resume_bodies(i);
+                // A raised limit lets waiting requests open streams.
+                Ok(true)
+            }
+            frame::PING => {
+                if h.len != 8 {
+                    return Err(ProtocolError);
+                }
+                if h.flags & frame::ACK == 0 {
+                    frame::put_header(&mut c.wbuf, 8, frame::PING, frame::ACK, 0);
+                    c.wbuf.extend_from_slice(payload);
+                }
+                Ok(false)
+            }
+            frame::GOAWAY => {
+                if h.len < 8 {
+                    return Err(ProtocolError);
+                }
+                let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
+                    & 0x7fff_ffff;
+                c.goaway = true;
+                // Streams above the last one the server processed were sent and never
+                // processed: they fail; candor does not retry behind the user's back.
+                let mut k = 0;
+                while k < c.active.len() {
+                    let (id, slot) = c.active[k];
+                    if id > last {
+                        c.active.swap_remove(k);
+                        self.streams[slot].id = 0;
+                        self.core.fail(slot, Failure::Read, now);
+                    } else {
+                        k += 1;
+                    }
+                }
+                Ok(true)
+            }
+            frame::WINDOW_UPDATE => {
+                if h.len != 4 {
+                    return Err(ProtocolError);
+                }
+                let inc = (u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
+                    & 0x7fff_ffff) as i64;
+                if h.stream == 0 {
+                    c.send_window += inc;
+                } else if let Some(slot) = c.slot_of(h.stream) {
+                    self.streams[slot].send_window += inc;
+                }
+                self.resume_bodies(i);
+                Ok(false)
+            }
+            // Push is disabled in this client's SETTINGS.
+            frame::PUSH_PROMISE => Err(ProtocolError),
+            // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1).
+            _ => Ok(false),
+        }
+    }
+
+    /// A whole header block for `stream` (in `conns[i].block`): decoded whatever the stream
+    /// (the decoder's table must follow the server's), looked at if the stream is ours.
+    fn header_block(
+        &mut self,
+        i: usize,
+        stream: u32,
+        ends: bool,
+        now: u64,
+    ) -> Result<bool, ProtocolError> {
+        let c = &mut self.conns[i];
+        let slot = c.slot_of(stream);
+        let checks = match (slot, &self.checks) {
+            (Some(slot), Some(t)) => Some(&t[self.core.exchange(slot).request as usize]),
+            _ => None,
+        };
+        let mut status = 0u16;
+        let mut hits = 0u64;
+        let block = std::mem::take(&mut c.block);
+        let decoded = c.decoder.decode(&block, |name, value| {
+            if name == b":status" {
+                status = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+            } else if let Some(checks) = checks {
+                for (k, check) in checks.headers.iter().enumerate().take(64) {
+                    if check.matches(name, value) {
+                        hits |= 1 << k;
+                    }
+                }
+            }
+        });
+        c.block = block;
+        if decoded.is_err() {
+            return Err(ProtocolError);
+        }
+        let Some(slot) = slot else {
+            return Ok(false);
+        };
+        let request = self.core.exchange(slot).request as usize;
+        let s = &mut self.streams[slot];
+        if status != 0 {
+            if (100..200).contains(&status) {
+                // Interim response: the final one follows.
+                return Ok(false);
+            }
+            s.status = status;
+            s.header_hits = hits;
+            // Only a failing or checked body is copied (for the first failed responses).
+            let accepted = self
+                .accept
+                .get(request)
+                .or(self.accept.first())
+                .is_none_or(|a| a.accepts(status));
+            s.capturing = !accepted || checks.is_some_and(|c| !c.is_empty());
+            s.excerpt.clear();
+        }
+        if ends {
+            self.complete(i, slot, now);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Slot `slot`'s response ended: the core books it.
+    fn complete(&mut self, i: usize, slot: usize, now: u64) {
+        let s = &mut self.streams[slot];
+        self.conns[i].forget(s.id);
+        s.id = 0;
+        // Headers are judged before the body, as over HTTP/1.1.
+        let failed = match &self.checks {
+            Some(t) => {
+                let checks = &t[self.core.exchange(slot).request as usize];
+                let n = checks.headers.len().min(64);
+                let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+                if s.header_hits & all != all {
+                    Some(ContentCheck::Header)
+                } else if checks.body.is_some() && !s.body.found() {
+                    Some(ContentCheck::Body)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        if s.status == 0 {
+            // A response without :status is malformed.
+            self.core.fail(slot, Failure::Parse, now);
+        } else {
+            let body = Some(s.excerpt.as_slice());
+            self.core
+                .complete_response(slot, s.status, failed, body, now);
+        }
+    }
+}
+
+/// The payload of a DATA or HEADERS frame without its padding.
+fn strip_padding(flags: u8, payload: &[u8]) -> Result<&[u8], ProtocolError> {
+    if flags & frame::PADDED == 0 {
+        return Ok(payload);
+    }
+    let (&pad, rest) = payload.split_first().ok_or(ProtocolError)?;
+    rest.get(..rest.len().checked_sub(pad as usize).ok_or(ProtocolError)?)
+        .ok_or(ProtocolError)
+}

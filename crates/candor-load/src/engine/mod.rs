@@ -1,7 +1,8 @@
 //! The engine of a load thread: a sans-IO core that makes every decision and keeps the books
 //! (`core.rs`, `ledger.rs`), the transports beneath it (`transport.rs` with one framing file per
 //! byte-stream protocol: `http1.rs`, `tcp.rs`; `http2.rs` on the `h2` crate), and the driver
-//! loop that does the I/O and the pacing for the byte-stream protocols (`mio_driver.rs`).
+//! loop that does the I/O and the pacing for the byte-stream protocols (`mio_driver.rs`), with the
+//! kernel's receive timestamps of its reads (`rxstamp.rs`).
 //! `sim.rs` drives the core on simulated time in tests.
 
 pub mod core;
@@ -9,6 +10,7 @@ mod http1;
 pub(crate) mod http2;
 pub mod ledger;
 pub(crate) mod mio_driver;
+mod rxstamp;
 #[cfg(test)]
 mod sim;
 mod tcp;

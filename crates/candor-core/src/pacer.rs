@@ -80,9 +80,11 @@ pub enum Pacing {
 pub struct PaceStats {
     /// Sleeps whose wake-up lateness was measured.
     pub wakeups: u64,
-    /// Time spent polling without blocking while nothing was due and nothing arrived: the CPU
-    /// that precise pacing cost.
+    /// Time spent polling without blocking, or spinning on the clock, while nothing was due and
+    /// nothing arrived: the CPU that precise pacing cost.
     pub spin_ns: u64,
+    /// Blocking waits that a socket ended before the timer.
+    pub socket_wakeups: u64,
     /// The margin in force at the end of the run.
     pub margin_ns: u64,
 }
@@ -91,6 +93,7 @@ impl PaceStats {
     /// Adds another thread's figures (the margin reported is the largest).
     pub fn add(&mut self, other: &PaceStats) {
         self.wakeups += other.wakeups;
+        self.socket_wakeups += other.socket_wakeups;
         self.spin_ns += other.spin_ns;
         self.margin_ns = self.margin_ns.max(other.margin_ns);
     }
@@ -179,6 +182,11 @@ impl Pacer {
             self.margin_ns = margin_for(&self.lateness[..self.filled]);
             self.learned_ns = Some(woke_ns);
         }
+    }
+
+    /// Counts a blocking wait that a socket ended before the timer.
+    pub fn socket_woke(&mut self) {
+        self.stats.socket_wakeups += 1;
     }
 
     /// Counts `ns` spent polling with nothing to do.

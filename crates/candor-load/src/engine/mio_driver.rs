@@ -359,6 +359,9 @@ impl<F: Framing> Driver<F> {
             } else {
                 events.clear();
             }
+            if !spin && !clock_slept && !events.iter().any(|ev| ev.token() == TIMER) {
+                pacer.socket_woke();
+            }
             if spin && !clock_spun && !sent && events.is_empty() {
                 // Nothing was sent or received in this turn: it was pacing's cost.
                 idle_since = Some(now);
@@ -657,19 +660,20 @@ impl<F: Framing> Driver<F> {
     /// The instant what a read returned at `now` on connection `i` arrived: the kernel's
     /// `stamp` when reads are stamped (mapped to this clock, and kept between the send of the
     /// request it answers and `now`, so that a step of the wall clock can never place it outside
-    /// them), else `now`. A stamped read without a stamp ends stamping for this thread (it is
+    /// them), else `now`. Reads before the kernel's first stamp were not left waiting, so `now`
+    /// is their arrival; a read without a stamp after it ends stamping for this thread (it is
     /// timed by when it was read, and no later response waits for a wake-up).
     fn arrival(&mut self, i: usize, stamped: bool, stamp: Option<u64>, now: u64) -> u64 {
         if !stamped {
             return now;
         }
         let Some(real) = stamp else {
-            self.stamped = false;
+            self.stamped = !self.stamps_seen;
             return now;
         };
         self.stamps_seen = true;
         let sent = self.core.oldest(i).map_or(0, |s| self.core.exchange(s).sent);
-        self.clock_offset.to_monotonic(real).clamp(sent.min(now), now)
+        self.clock_offset.arrival(real, sent, now)
     }
 
     /// Parses what is buffered into as many responses as it holds. Returns false when the

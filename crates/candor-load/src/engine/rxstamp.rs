@@ -134,6 +134,13 @@ impl ClockOffset {
     pub fn to_monotonic(&self, real_ns: u64) -> u64 {
         (i128::from(real_ns) - self.offset_ns).max(0) as u64
     }
+
+    /// The arrival of a packet stamped `real_ns` that answers a request sent at `sent_ns` and
+    /// was read at `read_ns`: its monotonic instant, kept within those two (only a step of the
+    /// wall clock since the offset was measured could place it outside them).
+    pub fn arrival(&self, real_ns: u64, sent_ns: u64, read_ns: u64) -> u64 {
+        self.to_monotonic(real_ns).clamp(sent_ns.min(read_ns), read_ns)
+    }
 }
 
 #[cfg(test)]
@@ -143,6 +150,26 @@ mod tests {
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
+
+    /// A connected pair whose client end is stamped, once the kernel stamps: it starts to only
+    /// shortly after the first socket on the machine asks (the switch is deferred work), which is
+    /// why the driver waits for a stamp before it lets responses wait (`stamps_seen`).
+    fn stamped_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        enable(client.as_raw_fd()).unwrap();
+        let mut buf = [0u8; 16];
+        for _ in 0..1000 {
+            server.write_all(b"x").unwrap();
+            wait_readable(client.as_raw_fd());
+            if recv(client.as_raw_fd(), &mut buf).unwrap().1.is_some() {
+                return (client, server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("the kernel never stamped a received packet");
+    }
 
     fn wait_readable(fd: RawFd) {
         let mut p = libc::pollfd {
@@ -154,16 +181,28 @@ mod tests {
         while unsafe { libc::poll(&mut p, 1, 10_000) } <= 0 {}
     }
 
+    #[test]
+    fn arrivals_map_by_the_offset_and_stay_between_send_and_read() {
+        let offset = ClockOffset {
+            offset_ns: 1_000_000,
+            error_ns: 0,
+        };
+        assert_eq!(offset.to_monotonic(1_500_000), 500_000);
+        assert_eq!(offset.arrival(1_500_000, 400_000, 600_000), 500_000);
+        // A wall clock stepped back or forward since the offset was measured.
+        assert_eq!(offset.arrival(1_300_000, 400_000, 600_000), 400_000);
+        assert_eq!(offset.arrival(1_700_000, 400_000, 600_000), 600_000);
+        // Nothing sent (a stray answer): up to the read.
+        assert_eq!(offset.arrival(1_500_000, 0, 600_000), 500_000);
+    }
+
     /// The exactness the driver relies on: data read 20 ms after it arrived is stamped with its
     /// arrival. Bounds, all without assuming anything about the machine's speed: the stamp was
     /// taken after the peer's write began (`written_from`) and before the data read ready
     /// (`ready_at`), each up to the offset's measured error; the read came 20 ms after that.
     #[test]
     fn a_late_read_returns_the_arrival_instant() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
-        enable(client.as_raw_fd()).unwrap();
+        let (client, mut server) = stamped_pair();
         let mut buf = [0u8; 256];
         for round in 0..3 {
             let offset = ClockOffset::measure();
@@ -189,10 +228,7 @@ mod tests {
     /// arrives in pieces is complete when its last piece arrived.
     #[test]
     fn a_read_of_two_packets_returns_the_later_arrival() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
-        enable(client.as_raw_fd()).unwrap();
+        let (client, mut server) = stamped_pair();
         server.write_all(b"HTTP/1.1 200 OK\r\n").unwrap();
         wait_readable(client.as_raw_fd());
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -333,7 +333,9 @@ impl<F: Framing> Driver<F> {
                     }
                     pacer.spun(t - now);
                     clock_spun = true;
-                    polling = poll_sockets(t, last_poll);
+                    // Before a timeout scan or an interval's end, read what has arrived: a
+                    // response in by then counts as in by then.
+                    polling = t >= wake || poll_sockets(t, last_poll);
                     Some(std::time::Duration::ZERO)
                 }
                 (false, Listen::Sockets) => {

@@ -544,9 +544,21 @@ mod tests {
     #[test]
     fn only_stamped_reads_with_a_pending_send_and_nothing_owed_wait_on_the_timer_alone() {
         assert_eq!(listen(true, true, false), Listen::TimerOnly);
-        assert_eq!(listen(false, true, false), Listen::Sockets, "unstamped reads");
-        assert_eq!(listen(true, false, false), Listen::Sockets, "no free slot / drain");
-        assert_eq!(listen(true, true, true), Listen::Sockets, "a connect or write waits");
+        assert_eq!(
+            listen(false, true, false),
+            Listen::Sockets,
+            "unstamped reads"
+        );
+        assert_eq!(
+            listen(true, false, false),
+            Listen::Sockets,
+            "no free slot / drain"
+        );
+        assert_eq!(
+            listen(true, true, true),
+            Listen::Sockets,
+            "a connect or write waits"
+        );
     }
 
     #[test]

@@ -24,9 +24,9 @@ use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::tcp::TcpFramer;
-use candor_core::timerfd::TimerFd;
 use candor_core::pace::sleep_until_absolute;
 use candor_core::pacer::{listen, poll_sockets};
+use candor_core::timerfd::TimerFd;
 use candor_core::{now_ns, Listen, Pacer, Pacing, Wait};
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
@@ -287,17 +287,7 @@ impl<F: Framing> Driver<F> {
                 self.clock_offset = ClockOffset::measure();
                 offset_measured = now;
             }
-            let halt = HaltState {
-                aborting: self.halt.aborting(),
-                requested_at: self.halt.end.requested().map(|(_, at)| at),
-            };
-            self.core.halt(now, halt);
-            self.core.flush_due(now);
-            let mut sent = false;
-            while let Some(due) = self.core.next_due(now) {
-                self.dispatch(due.conn, due.slot, now);
-                sent = true;
-            }
+            let sent = self.send_due(now);
             self.core
                 .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
             let (send_at, wake) = match self.core.plan(now) {
@@ -346,8 +336,15 @@ impl<F: Framing> Driver<F> {
                 // meanwhile is read with it.
                 (false, Listen::TimerOnly) => {
                     sleep_until_absolute(until);
-                    pacer.woke(until, now_ns());
+                    let woke = now_ns();
+                    pacer.woke(until, woke);
                     clock_slept = true;
+                    // The send first, so that its lag does not include reading what arrived;
+                    // unless an interval's end or a timeout scan is due, which must see the
+                    // responses that arrived before it first (the loop's next turn sends).
+                    if woke < wake {
+                        self.send_due(woke);
+                    }
                     Some(std::time::Duration::ZERO)
                 }
             };
@@ -361,7 +358,11 @@ impl<F: Framing> Driver<F> {
             } else {
                 events.clear();
             }
-            if !spin && !clock_slept && !events.iter().any(|ev| ev.token() == TIMER) {
+            if !spin
+                && !clock_slept
+                && !events.is_empty()
+                && !events.iter().any(|ev| ev.token() == TIMER)
+            {
                 pacer.socket_woke();
             }
             if spin && !clock_spun && !sent && events.is_empty() {
@@ -391,6 +392,23 @@ impl<F: Framing> Driver<F> {
             }
         }
         self.finish(pacer.stats())
+    }
+
+    /// Hands the core `now` (an end asked for, interval flushes) and writes every request due by
+    /// then; whether any was.
+    fn send_due(&mut self, now: u64) -> bool {
+        let halt = HaltState {
+            aborting: self.halt.aborting(),
+            requested_at: self.halt.end.requested().map(|(_, at)| at),
+        };
+        self.core.halt(now, halt);
+        self.core.flush_due(now);
+        let mut sent = false;
+        while let Some(due) = self.core.next_due(now) {
+            self.dispatch(due.conn, due.slot, now);
+            sent = true;
+        }
+        sent
     }
 
     /// Whether some connection waits for a socket event (see `socket_owed`), which a wait on
@@ -674,7 +692,10 @@ impl<F: Framing> Driver<F> {
             return now;
         };
         self.stamps_seen = true;
-        let sent = self.core.oldest(i).map_or(0, |s| self.core.exchange(s).sent);
+        let sent = self
+            .core
+            .oldest(i)
+            .map_or(0, |s| self.core.exchange(s).sent);
         self.clock_offset.arrival(real, sent, now)
     }
 

@@ -402,12 +402,14 @@ mod tests {
         feed(&mut p, 3, |_| 1_000);
         p.spun(700);
         p.spun(300);
+        p.socket_woke();
         let s = p.stats();
         assert_eq!(
             s,
             PaceStats {
                 wakeups: 3,
                 spin_ns: 1_000,
+                socket_wakeups: 1,
                 margin_ns: INITIAL_MARGIN_NS
             }
         );
@@ -416,6 +418,7 @@ mod tests {
         total.add(&PaceStats {
             wakeups: 1,
             spin_ns: 5,
+            socket_wakeups: 2,
             margin_ns: 7,
         });
         assert_eq!(
@@ -423,6 +426,7 @@ mod tests {
             PaceStats {
                 wakeups: 4,
                 spin_ns: 1_005,
+                socket_wakeups: 3,
                 margin_ns: INITIAL_MARGIN_NS
             }
         );

@@ -131,7 +131,7 @@ impl ClockOffset {
     }
 
     /// The monotonic instant of the realtime instant `real_ns`.
-    pub fn to_monotonic(&self, real_ns: u64) -> u64 {
+    pub fn monotonic(&self, real_ns: u64) -> u64 {
         (i128::from(real_ns) - self.offset_ns).max(0) as u64
     }
 
@@ -139,7 +139,7 @@ impl ClockOffset {
     /// was read at `read_ns`: its monotonic instant, kept within those two (only a step of the
     /// wall clock since the offset was measured could place it outside them).
     pub fn arrival(&self, real_ns: u64, sent_ns: u64, read_ns: u64) -> u64 {
-        self.to_monotonic(real_ns)
+        self.monotonic(real_ns)
             .clamp(sent_ns.min(read_ns), read_ns)
     }
 }
@@ -188,7 +188,7 @@ mod tests {
             offset_ns: 1_000_000,
             error_ns: 0,
         };
-        assert_eq!(offset.to_monotonic(1_500_000), 500_000);
+        assert_eq!(offset.monotonic(1_500_000), 500_000);
         assert_eq!(offset.arrival(1_500_000, 400_000, 600_000), 500_000);
         // A wall clock stepped back or forward since the offset was measured.
         assert_eq!(offset.arrival(1_300_000, 400_000, 600_000), 400_000);
@@ -215,7 +215,7 @@ mod tests {
             let read_at = now_ns();
             let (n, stamp) = recv(client.as_raw_fd(), &mut buf).unwrap();
             assert_eq!(n, 19);
-            let arrived = offset.to_monotonic(stamp.expect("a stamp"));
+            let arrived = offset.monotonic(stamp.expect("a stamp"));
             let e = offset.error_ns;
             assert!(
                 arrived + e >= written_from && arrived <= ready_at + e,
@@ -245,7 +245,7 @@ mod tests {
             got += n;
             last = stamp;
         }
-        let arrived = offset.to_monotonic(last.expect("a stamp"));
+        let arrived = offset.monotonic(last.expect("a stamp"));
         assert!(arrived + offset.error_ns >= second_from);
     }
 }

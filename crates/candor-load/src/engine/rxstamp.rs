@@ -139,8 +139,7 @@ impl ClockOffset {
     /// was read at `read_ns`: its monotonic instant, kept within those two (only a step of the
     /// wall clock since the offset was measured could place it outside them).
     pub fn arrival(&self, real_ns: u64, sent_ns: u64, read_ns: u64) -> u64 {
-        self.monotonic(real_ns)
-            .clamp(sent_ns.min(read_ns), read_ns)
+        self.monotonic(real_ns).clamp(sent_ns.min(read_ns), read_ns)
     }
 }
 

@@ -18,4 +18,4 @@ pub mod workload_results;
 pub use clock::{now_ns, wall_clock_ns};
 pub use hist::{new_histogram, Histo, Recorder, Summary, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS};
 pub use pace::{precise_sleep_until, set_fine_timer_slack, SPIN_MARGIN_NS};
-pub use pacer::{PaceStats, Pacer, Pacing, Wait};
+pub use pacer::{Listen, PaceStats, Pacer, Pacing, Wait};

@@ -331,6 +331,11 @@ pub struct PacingResults {
     pub margin_us: f64,
     /// Timer wake-ups whose lateness was measured.
     pub wakeups: u64,
+    /// Blocking waits a socket ended before the timer (a response, a connect, room to write):
+    /// one per request in an open loop that wakes for every response; with the kernel's receive
+    /// timestamps, only where a response frees the slot a send waits for, or ends the drain.
+    #[serde(default)]
+    pub socket_wakeups: u64,
 }
 
 /// How the spin margin before each send was chosen.

@@ -285,6 +285,7 @@ pub fn run(
         spin_share: main.pacing.spin_ns as f64 / (threads as f64 * elapsed_ns.max(1) as f64),
         margin_us: main.pacing.margin_ns as f64 / 1e3,
         wakeups: main.pacing.wakeups,
+        socket_wakeups: main.pacing.socket_wakeups,
     });
     let to_outcome = |p: PhaseAcc, duration_ns| PhaseOutcome {
         recorder: p.rec,

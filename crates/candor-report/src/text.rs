@@ -485,6 +485,7 @@ mod tests {
             spin_share: 0.0125,
             margin_us: 0.0,
             wakeups: 9,
+            socket_wakeups: 0,
         });
         let text = render(&res);
         assert!(

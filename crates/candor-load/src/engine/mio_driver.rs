@@ -17,14 +17,17 @@
 use crate::config::{LoadConfig, Scheme};
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
+use crate::engine::rxstamp::{self, ClockOffset};
 use crate::engine::transport::{Framing, Handshake, Sock};
 use crate::http1::{Progress, ResponseParser};
 use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::tcp::TcpFramer;
+use candor_core::pace::sleep_until_absolute;
+use candor_core::pacer::{listen, poll_sockets};
 use candor_core::timerfd::TimerFd;
-use candor_core::{now_ns, Pacer, Pacing, Wait};
+use candor_core::{now_ns, Listen, Pacer, Pacing, Wait};
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
@@ -118,6 +121,18 @@ struct Driver<F> {
     halt: Halt,
     /// While the pool opens (before the start is known): how it goes.
     pool: Option<PoolReport>,
+    /// Reads return the kernel's receive timestamp ([`rxstamp`]), and a response is complete
+    /// at the arrival of its last bytes, not when it is read: open loop, plain sockets, one
+    /// request per connection at a time (so the last packet a read copies from is the last of
+    /// the response it completes). Cleared for good by a read that came without a stamp.
+    stamped: bool,
+    /// A read has returned a stamp, so the kernel stamps what arrives (it starts to shortly
+    /// after the first socket asks): only then may responses wait for a later wake-up.
+    stamps_seen: bool,
+    clock_offset: ClockOffset,
+    /// Some connection may be owed a socket event (a connect or TLS handshake in progress, a
+    /// write the socket did not take): checked, and cleared, before a wait on the timer alone.
+    socket_owed: bool,
 }
 
 impl<F: Framing> Driver<F> {
@@ -198,13 +213,17 @@ impl<F: Framing> Driver<F> {
             conns,
             poll,
             timer,
-            tls,
+            tls: tls.clone(),
             core,
             halt: Halt {
                 signal: setup.stop,
                 end: setup.end,
             },
             pool: None,
+            stamped: setup.config.rate.is_some() && tls.is_none() && setup.config.pipeline == 1,
+            stamps_seen: false,
+            clock_offset: ClockOffset::measure(),
+            socket_owed: true,
             requests: setup.requests,
             config: setup.config,
         })
@@ -262,22 +281,18 @@ impl<F: Framing> Driver<F> {
         });
         // Set after a non-blocking poll that found nothing: the start of that idle spin.
         let mut idle_since: Option<u64> = None;
+        let mut last_poll = 0;
+        let mut offset_measured = now_ns();
         loop {
             let now = now_ns();
             if let Some(t) = idle_since.take() {
                 pacer.spun(now.saturating_sub(t));
             }
-            let halt = HaltState {
-                aborting: self.halt.aborting(),
-                requested_at: self.halt.end.requested().map(|(_, at)| at),
-            };
-            self.core.halt(now, halt);
-            self.core.flush_due(now);
-            let mut sent = false;
-            while let Some(due) = self.core.next_due(now) {
-                self.dispatch(due.conn, due.slot, now);
-                sent = true;
+            if self.stamped && now - offset_measured >= ClockOffset::REFRESH_NS {
+                self.clock_offset = ClockOffset::measure();
+                offset_measured = now;
             }
+            let sent = self.send_due(now);
             self.core
                 .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
             let (send_at, wake) = match self.core.plan(now) {
@@ -292,25 +307,77 @@ impl<F: Framing> Driver<F> {
                     Wait::Sleep { until_ns } => until = until.min(until_ns),
                 }
             }
-            let timeout = if spin {
+            let stamped = self.stamped && self.stamps_seen;
+            let pending = send_at != u64::MAX;
+            let owed = stamped && pending && self.socket_owed && self.owes_socket_event();
+            let listening = listen(stamped, pending, owed);
+            let mut clock_spun = false;
+            let mut clock_slept = false;
+            let mut polling = true;
+            let timeout = match (spin, listening) {
                 // Spin stretch: poll without blocking so responses are still timed precisely.
-                Some(std::time::Duration::ZERO)
-            } else {
-                self.timer.arm(until);
-                None
-            };
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
+                (true, Listen::Sockets) => Some(std::time::Duration::ZERO),
+                // Reads are stamped: spin on the clock alone, without a system call, until the
+                // send, and read the sockets only every so often.
+                (true, Listen::TimerOnly) => {
+                    let target = send_at.min(wake);
+                    let mut t = now;
+                    while t < target {
+                        std::hint::spin_loop();
+                        t = now_ns();
+                    }
+                    pacer.spun(t - now);
+                    clock_spun = true;
+                    // Before a timeout scan or an interval's end, read what has arrived: a
+                    // response in by then counts as in by then.
+                    polling = t >= wake || poll_sockets(t, last_poll);
+                    Some(std::time::Duration::ZERO)
                 }
+                (false, Listen::Sockets) => {
+                    self.timer.arm(until);
+                    None
+                }
+                // One wake-up for the send, from one system call (no timer to arm); what arrived
+                // meanwhile is read with it.
+                (false, Listen::TimerOnly) => {
+                    sleep_until_absolute(until);
+                    let woke = now_ns();
+                    pacer.woke(until, woke);
+                    clock_slept = true;
+                    // The send first, so that its lag does not include reading what arrived;
+                    // unless an interval's end or a timeout scan is due, which must see the
+                    // responses that arrived before it first (the loop's next turn sends).
+                    if woke < wake {
+                        self.send_due(woke);
+                    }
+                    Some(std::time::Duration::ZERO)
+                }
+            };
+            if polling {
+                if let Err(e) = self.poll.poll(&mut events, timeout) {
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        break;
+                    }
+                }
+                last_poll = now_ns();
+            } else {
+                events.clear();
             }
-            if spin && !sent && events.is_empty() {
+            if !spin
+                && !clock_slept
+                && !events.is_empty()
+                && !events.iter().any(|ev| ev.token() == TIMER)
+            {
+                pacer.socket_woke();
+            }
+            if spin && !clock_spun && !sent && events.is_empty() {
                 // Nothing was sent or received in this turn: it was pacing's cost.
                 idle_since = Some(now);
             }
             for ev in events.iter() {
                 if ev.token() == TIMER {
-                    if !spin {
+                    // (After a clock sleep this is an older deadline's expiry: not this wait's.)
+                    if !spin && !clock_slept {
                         // The timer's lateness teaches the pacer this machine's wake-ups.
                         pacer.woke(until, now_ns());
                     }
@@ -332,6 +399,35 @@ impl<F: Framing> Driver<F> {
         self.finish(pacer.stats())
     }
 
+    /// Hands the core `now` (an end asked for, interval flushes) and writes every request due by
+    /// then; whether any was.
+    fn send_due(&mut self, now: u64) -> bool {
+        let halt = HaltState {
+            aborting: self.halt.aborting(),
+            requested_at: self.halt.end.requested().map(|(_, at)| at),
+        };
+        self.core.halt(now, halt);
+        self.core.flush_due(now);
+        let mut sent = false;
+        while let Some(due) = self.core.next_due(now) {
+            self.dispatch(due.conn, due.slot, now);
+            sent = true;
+        }
+        sent
+    }
+
+    /// Whether some connection waits for a socket event (see `socket_owed`), which a wait on
+    /// the timer alone would not see; once none does, the flag is cleared.
+    fn owes_socket_event(&mut self) -> bool {
+        let owed = self.conns.iter().enumerate().any(|(i, c)| match c.state {
+            ConnState::Connecting | ConnState::Handshaking => true,
+            ConnState::Open => self.core.carried_at(i, c.written).is_some(),
+            ConnState::Down => false,
+        });
+        self.socket_owed = owed;
+        owed
+    }
+
     /// The core gave slot `slot` of connection `i` a request.
     fn dispatch(&mut self, i: usize, slot: usize, now: u64) {
         let c = &mut self.conns[i];
@@ -351,8 +447,12 @@ impl<F: Framing> Driver<F> {
     fn start_connect(&mut self, i: usize, now: u64) {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
+        self.socket_owed = true;
         match TcpStream::connect(self.config.target.addr) {
             Ok(mut stream) => {
+                if self.stamped && rxstamp::enable(stream.as_raw_fd()).is_err() {
+                    self.stamped = false;
+                }
                 if self
                     .poll
                     .registry()
@@ -501,7 +601,10 @@ impl<F: Framing> Driver<F> {
                         c.write_off = 0;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.socket_owed = true;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return self.fail_connection(i, Failure::Write, now),
             }
@@ -527,8 +630,14 @@ impl<F: Framing> Driver<F> {
                 return;
             };
             let len = c.buf_len;
-            match sock.read(&mut c.buf[len..]) {
-                Ok(0) => {
+            let stamped = self.stamped && matches!(sock, Sock::Plain(_));
+            let got = if stamped {
+                rxstamp::recv(sock.socket().as_raw_fd(), &mut c.buf[len..])
+            } else {
+                sock.read(&mut c.buf[len..]).map(|n| (n, None))
+            };
+            match got {
+                Ok((0, _)) => {
                     let now = now_ns();
                     if c.written > 0 {
                         if let Some(status) = c.framing.finish_at_eof() {
@@ -539,8 +648,12 @@ impl<F: Framing> Driver<F> {
                     self.fail_connection(i, Failure::Read, now);
                     return;
                 }
-                Ok(n) => {
-                    let now = now_ns();
+                Ok((n, stamp)) => {
+                    let now = self.arrival(i, stamped, stamp, now_ns());
+                    let c = &mut self.conns[i];
+                    let Some(sock) = c.sock.as_ref() else {
+                        return;
+                    };
                     let drained =
                         !until_blocked && len + n < c.buf.len() && matches!(sock, Sock::Plain(_));
                     c.buf_len += n;
@@ -566,6 +679,28 @@ impl<F: Framing> Driver<F> {
         if let Some(sock) = self.conns[i].sock.as_mut() {
             let _ = sock.flush();
         }
+    }
+
+    /// The instant what a read returned at `now` on connection `i` arrived: the kernel's
+    /// `stamp` when reads are stamped (mapped to this clock, and kept between the send of the
+    /// request it answers and `now`, so that a step of the wall clock can never place it outside
+    /// them), else `now`. Reads before the kernel's first stamp were not left waiting, so `now`
+    /// is their arrival; a read without a stamp after it ends stamping for this thread (it is
+    /// timed by when it was read, and no later response waits for a wake-up).
+    fn arrival(&mut self, i: usize, stamped: bool, stamp: Option<u64>, now: u64) -> u64 {
+        if !stamped {
+            return now;
+        }
+        let Some(real) = stamp else {
+            self.stamped = !self.stamps_seen;
+            return now;
+        };
+        self.stamps_seen = true;
+        let sent = self
+            .core
+            .oldest(i)
+            .map_or(0, |s| self.core.exchange(s).sent);
+        self.clock_offset.arrival(real, sent, now)
     }
 
     /// Parses what is buffered into as many responses as it holds. Returns false when the

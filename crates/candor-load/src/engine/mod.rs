@@ -2,7 +2,7 @@
 //! (`core.rs`, `ledger.rs`, with the first failed responses in `examples.rs`), the transports beneath it (`transport.rs` with one framing file per
 //! byte-stream protocol: `http1.rs`, `tcp.rs`; `http2/` a lean HTTP/2 client with its own mio loop), and
 //! the driver loop that does the I/O and the pacing for the byte-stream protocols
-//! (`mio_driver.rs`).
+//! (`mio_driver.rs`), with the kernel's receive timestamps of its reads (`rxstamp.rs`).
 //! `sim.rs` drives the core on simulated time in tests.
 
 pub mod core;
@@ -11,6 +11,7 @@ mod http1;
 pub(crate) mod http2;
 pub mod ledger;
 pub(crate) mod mio_driver;
+mod rxstamp;
 #[cfg(test)]
 mod sim;
 mod tcp;

@@ -124,8 +124,13 @@ struct Driver<F> {
     /// Reads return the kernel's receive timestamp ([`rxstamp`]), and a response is complete
     /// at the arrival of its last bytes, not when it is read: open loop, plain sockets, one
     /// request per connection at a time (so the last packet a read copies from is the last of
-    /// the response it completes). Cleared for good by a read that came without a stamp.
+    /// the response it completes). Responses wait for a later wake-up only while this holds;
+    /// it is cleared for good by a read that came without a stamp.
     stamped: bool,
+    /// Reads go through `recvmsg` and take the kernel's stamp whenever it gives one (set with
+    /// `stamped` at the start, never cleared: a read without a stamp is timed when it was read,
+    /// and the reads after it that have one are still timed by it).
+    stamp_reads: bool,
     /// A read has returned a stamp, so the kernel stamps what arrives (it starts to shortly
     /// after the first socket asks): only then may responses wait for a later wake-up.
     stamps_seen: bool,
@@ -221,6 +226,7 @@ impl<F: Framing> Driver<F> {
             },
             pool: None,
             stamped: setup.config.rate.is_some() && tls.is_none() && setup.config.pipeline == 1,
+            stamp_reads: setup.config.rate.is_some() && tls.is_none() && setup.config.pipeline == 1,
             stamps_seen: false,
             clock_offset: ClockOffset::measure(),
             socket_owed: true,
@@ -288,7 +294,7 @@ impl<F: Framing> Driver<F> {
             if let Some(t) = idle_since.take() {
                 pacer.spun(now.saturating_sub(t));
             }
-            if self.stamped && now - offset_measured >= ClockOffset::REFRESH_NS {
+            if self.stamp_reads && now - offset_measured >= ClockOffset::REFRESH_NS {
                 self.clock_offset = ClockOffset::measure();
                 offset_measured = now;
             }
@@ -344,12 +350,11 @@ impl<F: Framing> Driver<F> {
                     let woke = now_ns();
                     pacer.woke(until, woke);
                     clock_slept = true;
-                    // The send first, so that its lag does not include reading what arrived;
-                    // unless an interval's end or a timeout scan is due, which must see the
-                    // responses that arrived before it first (the loop's next turn sends).
-                    if woke < wake {
-                        self.send_due(woke);
-                    }
+                    // What arrived during the sleep is read before the send: a connection the
+                    // server closed meanwhile (an idle keep-alive timeout) must be seen closed,
+                    // and reopened, before a request is written to it. The loop's next turn
+                    // sends; the reads cost that send a few microseconds of lag, but no request
+                    // is charged a failure that was only an idle connection's close.
                     Some(std::time::Duration::ZERO)
                 }
             };
@@ -385,7 +390,7 @@ impl<F: Framing> Driver<F> {
                     continue;
                 }
                 self.handle_event(ev);
-                if send_at != u64::MAX {
+                if send_at != u64::MAX && !clock_slept {
                     // A send that fell due while this batch is handled leaves now, not after it.
                     let now = now_ns();
                     if now >= send_at {
@@ -630,7 +635,7 @@ impl<F: Framing> Driver<F> {
                 return;
             };
             let len = c.buf_len;
-            let stamped = self.stamped && matches!(sock, Sock::Plain(_));
+            let stamped = self.stamp_reads && matches!(sock, Sock::Plain(_));
             let got = if stamped {
                 rxstamp::recv(sock.socket().as_raw_fd(), &mut c.buf[len..])
             } else {
@@ -685,14 +690,17 @@ impl<F: Framing> Driver<F> {
     /// `stamp` when reads are stamped (mapped to this clock, and kept between the send of the
     /// request it answers and `now`, so that a step of the wall clock can never place it outside
     /// them), else `now`. Reads before the kernel's first stamp were not left waiting, so `now`
-    /// is their arrival; a read without a stamp after it ends stamping for this thread (it is
-    /// timed by when it was read, and no later response waits for a wake-up).
+    /// is their arrival; a read without a stamp after it ends the waiting for this thread (it is
+    /// timed by when it was read, and no later response waits for a wake-up), while the reads
+    /// that do carry a stamp, such as those of responses that already waited, keep it.
     fn arrival(&mut self, i: usize, stamped: bool, stamp: Option<u64>, now: u64) -> u64 {
         if !stamped {
             return now;
         }
         let Some(real) = stamp else {
-            self.stamped = !self.stamps_seen;
+            if self.stamps_seen {
+                self.stamped = false;
+            }
             return now;
         };
         self.stamps_seen = true;

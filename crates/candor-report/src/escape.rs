@@ -17,10 +17,12 @@ pub fn html_text(s: &str) -> String {
     o
 }
 
-/// JSON text made safe inside a `<script>` element: `</` there would end the element early, and
-/// `<\/` means the same to a JSON parser.
+/// JSON text made safe inside a `<script>` element: `</` there would end the element early and
+/// `<!--` could keep it from ending; `\u003c` means `<` to a JSON parser.
 pub fn script_json(json: &str) -> String {
-    json.replace("</", "<\\/")
+    // Every `<` (only ever inside a JSON string) becomes `\u003c`: neither `</script>` nor
+    // `<!--` can then change how the HTML parser reads the data block.
+    json.replace('<', "\\u003c")
 }
 
 #[cfg(test)]
@@ -33,10 +35,12 @@ mod tests {
             html_text(r#"<a href="x">Tom & 'Jerry'</a>"#),
             "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
         );
-        let json = serde_json::json!({"label": "</script><b>"}).to_string();
-        let safe = script_json(&json);
-        assert!(!safe.contains("</"));
-        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
-        assert_eq!(back["label"], "</script><b>");
+        for label in ["</script><b>", "<!--<script>"] {
+            let json = serde_json::json!({ "label": label }).to_string();
+            let safe = script_json(&json);
+            assert!(!safe.contains('<'), "{safe}");
+            let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+            assert_eq!(back["label"], label);
+        }
     }
 }

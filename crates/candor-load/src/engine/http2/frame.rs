@@ -189,6 +189,9 @@ pub fn encode_request(h1: &[u8], https: bool, block: &mut Vec<u8>) -> Result<usi
         _ => return Err(NotARequest),
     };
     block.clear();
+    // A dynamic table size update to 0 opens every block: this encoder never indexes, and it
+    // keeps any server that lowered SETTINGS_HEADER_TABLE_SIZE in step (RFC 7541 §4.2, §6.3).
+    block.push(0x20);
     match req.method.ok_or(NotARequest)? {
         "GET" => block.push(0x80 | 2),
         "POST" => block.push(0x80 | 3),
@@ -258,9 +261,9 @@ mod tests {
         );
         encode_request(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n", false, &mut block).unwrap();
         assert_eq!(
-            block[..3],
-            [0x82, 0x86, 0x84],
-            "all three from the static table"
+            block[..4],
+            [0x20, 0x82, 0x86, 0x84],
+            "a table size update to 0, then all three from the static table"
         );
         assert_eq!(
             encode_request(b"GET / HTTP/1.1\r\n", false, &mut block),

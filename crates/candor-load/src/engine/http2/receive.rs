@@ -9,6 +9,10 @@ use super::{
 use crate::engine::examples::ContentCheck;
 use crate::shared::Failure;
 
+/// The largest response header block accepted (over all its CONTINUATION frames); a load
+/// generator's responses need a few hundred bytes.
+const MAX_HEADER_BLOCK: usize = 256 * 1024;
+
 impl Driver {
     /// One frame; whether it closed a stream.
     pub(super) fn frame(
@@ -20,6 +24,15 @@ impl Driver {
     ) -> Result<bool, ProtocolError> {
         let c = &mut self.conns[i];
         if c.block_stream != 0 && h.kind != frame::CONTINUATION {
+            return Err(ProtocolError);
+        }
+        // These frames belong to a stream; on stream 0 they are a connection error (§6.1-6.4).
+        if h.stream == 0
+            && matches!(
+                h.kind,
+                frame::DATA | frame::HEADERS | frame::RST_STREAM | frame::CONTINUATION
+            )
+        {
             return Err(ProtocolError);
         }
         if c.state == ConnState::Settings && h.kind != frame::SETTINGS {
@@ -81,6 +94,10 @@ impl Driver {
                     return Err(ProtocolError);
                 }
                 c.block.extend_from_slice(payload);
+                // A header block without end (a CONTINUATION flood) must not grow without bound.
+                if c.block.len() > MAX_HEADER_BLOCK {
+                    return Err(ProtocolError);
+                }
                 if h.flags & frame::END_HEADERS != 0 {
                     c.block_stream = 0;
                     let ends = c.block_ends;
@@ -239,6 +256,12 @@ impl Driver {
         let s = &mut self.streams[slot];
         if status != 0 {
             if (100..200).contains(&status) {
+                if ends {
+                    // An interim response cannot end the stream (RFC 9113 §8.1).
+                    self.reset_stream(i, slot);
+                    self.core.fail(slot, Failure::Parse, now);
+                    return Ok(true);
+                }
                 // Interim response: the final one follows.
                 return Ok(false);
             }
@@ -262,6 +285,12 @@ impl Driver {
 
     /// Slot `slot`'s response ended: the core books it.
     fn complete(&mut self, i: usize, slot: usize, now: u64) {
+        let s = &self.streams[slot];
+        if s.body_sent < s.body_len {
+            // The server answered before the whole request body was sent: close this side
+            // too (§8.1), or the server keeps counting the stream against its concurrency limit.
+            self.reset_stream(i, slot);
+        }
         let s = &mut self.streams[slot];
         self.conns[i].forget(s.id);
         s.id = 0;
@@ -288,6 +317,20 @@ impl Driver {
             let body = Some(s.excerpt.as_slice());
             self.core
                 .complete_response(slot, s.status, failed, body, now);
+        }
+    }
+}
+
+impl Driver {
+    /// Sends RST_STREAM (CANCEL) for slot `slot`'s stream on connection `i`, which this client
+    /// gives up on; the caller books the slot.
+    fn reset_stream(&mut self, i: usize, slot: usize) {
+        let id = self.streams[slot].id;
+        if id != 0 {
+            frame::put_rst_stream(&mut self.conns[i].wbuf, id, frame::CANCEL);
+            self.conns[i].forget(id);
+            self.streams[slot].id = 0;
+            self.mark_dirty(i);
         }
     }
 }

@@ -646,6 +646,11 @@ impl<F: Framing> Driver<F> {
                     let now = now_ns();
                     if c.written > 0 {
                         if let Some(status) = c.framing.finish_at_eof() {
+                            // A response that the server's close completes: the close has no
+                            // receive stamp, so it is timed when read. Responses stop waiting
+                            // for the next send's wake-up in this thread from here on, so that
+                            // the reads of the next ones (and so their times) are prompt.
+                            self.stamped = false;
                             self.complete_oldest(i, status, now);
                         }
                     }

@@ -18,7 +18,7 @@ use crate::config::{LoadConfig, Scheme};
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
-use crate::engine::transport::{Framing, Handshake, Sock};
+use crate::engine::transport::{start_tls, ConnectState, Framing, Handshake, Sock};
 use crate::http1::{Progress, ResponseParser};
 use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
 use crate::schedule::Schedule;
@@ -511,37 +511,19 @@ impl<F: Framing> Driver<F> {
         let Some(sock) = c.sock.as_mut() else {
             return;
         };
-        let stream = sock.socket();
-        match stream.take_error() {
-            Ok(None) => {}
-            _ => return self.fail_connection(i, Failure::Connect, now),
+        match sock.connect_state() {
+            ConnectState::InProgress => return,
+            ConnectState::Failed => return self.fail_connection(i, Failure::Connect, now),
+            ConnectState::Connected => {}
         }
-        match stream.peer_addr() {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-            Err(_) => return self.fail_connection(i, Failure::Connect, now),
-        }
-        let _ = stream.set_nodelay(true);
         c.tcp_connected = now;
         self.core.connected(now);
         if let Some(tls) = &self.tls {
-            let name = match crate::tls::server_name(&self.config.target.host) {
-                Ok(n) => n,
-                Err(_) => return self.fail_connection(i, Failure::Connect, now),
-            };
-            let Some(Sock::Plain(stream)) = c.sock.take() else {
-                return;
-            };
-            match rustls::ClientConnection::new(tls.clone(), name) {
-                Ok(session) => {
-                    c.sock = Some(Sock::Tls(stream, Box::new(session)));
-                    c.state = ConnState::Handshaking;
-                    self.drive_handshake(i, now);
-                }
-                Err(_) => {
-                    c.sock = Some(Sock::Plain(stream));
-                    self.fail_connection(i, Failure::Connect, now);
-                }
+            if start_tls(&mut c.sock, tls, &self.config.target.host) {
+                c.state = ConnState::Handshaking;
+                self.drive_handshake(i, now);
+            } else {
+                self.fail_connection(i, Failure::Connect, now);
             }
         } else {
             c.state = ConnState::Open;

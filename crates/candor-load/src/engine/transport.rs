@@ -56,7 +56,56 @@ pub enum Sock {
     Tls(TcpStream, Box<rustls::ClientConnection>),
 }
 
+/// Where a non-blocking connect stands once its socket has turned writable.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ConnectState {
+    InProgress,
+    Connected,
+    Failed,
+}
+
+/// Puts a TLS session for `host` over the connected plain socket in `slot`, for the handshake
+/// to follow; false when no session can be made (the connect then counts as failed).
+pub fn start_tls(
+    slot: &mut Option<Sock>,
+    tls: &std::sync::Arc<rustls::ClientConfig>,
+    host: &str,
+) -> bool {
+    let Ok(name) = crate::tls::server_name(host) else {
+        return false;
+    };
+    let Some(Sock::Plain(stream)) = slot.take() else {
+        return false;
+    };
+    match rustls::ClientConnection::new(tls.clone(), name) {
+        Ok(session) => {
+            *slot = Some(Sock::Tls(stream, Box::new(session)));
+            true
+        }
+        Err(_) => {
+            *slot = Some(Sock::Plain(stream));
+            false
+        }
+    }
+}
+
 impl Sock {
+    /// Where this socket's non-blocking connect stands; once connected, Nagle is turned off.
+    pub fn connect_state(&mut self) -> ConnectState {
+        let stream = self.socket();
+        match stream.take_error() {
+            Ok(None) => {}
+            _ => return ConnectState::Failed,
+        }
+        match stream.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return ConnectState::InProgress,
+            Err(_) => return ConnectState::Failed,
+        }
+        let _ = stream.set_nodelay(true);
+        ConnectState::Connected
+    }
+
     pub fn socket(&mut self) -> &mut TcpStream {
         match self {
             Sock::Plain(s) | Sock::Tls(s, _) => s,

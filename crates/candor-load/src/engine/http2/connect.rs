@@ -4,7 +4,7 @@
 //! opened this way before the first intended send, as `mio_driver` opens its pool.
 
 use super::{frame, Conn, ConnState, Driver, CONNECTION_WINDOW, STREAM_WINDOW, TIMER};
-use crate::engine::transport::Sock;
+use crate::engine::transport::{start_tls, ConnectState, Sock};
 use crate::pool::{PoolReport, CONNECTS_IN_FLIGHT};
 use crate::shared::Failure;
 use candor_core::now_ns;
@@ -87,37 +87,19 @@ impl Driver {
         let Some(sock) = c.sock.as_mut() else {
             return;
         };
-        let stream = sock.socket();
-        match stream.take_error() {
-            Ok(None) => {}
-            _ => return self.connect_failed(i, Failure::Connect, now),
+        match sock.connect_state() {
+            ConnectState::InProgress => return,
+            ConnectState::Failed => return self.connect_failed(i, Failure::Connect, now),
+            ConnectState::Connected => {}
         }
-        match stream.peer_addr() {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-            Err(_) => return self.connect_failed(i, Failure::Connect, now),
-        }
-        let _ = stream.set_nodelay(true);
         c.tcp_connected = now;
         self.core.connected(now);
         if let Some(tls) = &self.tls {
-            let name = match crate::tls::server_name(&self.config.target.host) {
-                Ok(n) => n,
-                Err(_) => return self.connect_failed(i, Failure::Connect, now),
-            };
-            let Some(Sock::Plain(stream)) = c.sock.take() else {
-                return;
-            };
-            match rustls::ClientConnection::new(tls.clone(), name) {
-                Ok(session) => {
-                    c.sock = Some(Sock::Tls(stream, Box::new(session)));
-                    c.state = ConnState::Handshaking;
-                    self.drive_handshake(i, now);
-                }
-                Err(_) => {
-                    c.sock = Some(Sock::Plain(stream));
-                    self.connect_failed(i, Failure::Connect, now);
-                }
+            if start_tls(&mut c.sock, tls, &self.config.target.host) {
+                c.state = ConnState::Handshaking;
+                self.drive_handshake(i, now);
+            } else {
+                self.connect_failed(i, Failure::Connect, now);
             }
         } else {
             self.send_preface(i, now);

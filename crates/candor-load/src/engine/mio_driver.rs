@@ -486,17 +486,21 @@ impl<F: Framing> Driver<F> {
         if i >= self.conns.len() || self.conns[i].sock.is_none() {
             return;
         }
-        let now = now_ns();
         match self.conns[i].state {
             ConnState::Connecting => {
                 if writable || readable {
-                    self.finish_connect(i, now);
+                    self.finish_connect(i, now_ns());
                 }
             }
-            ConnState::Handshaking => self.drive_handshake(i, now),
+            ConnState::Handshaking => self.drive_handshake(i, now_ns()),
             ConnState::Open => {
-                if writable {
-                    self.write_requests(i, now);
+                // An edge-triggered event of an open socket says writable almost every time;
+                // the clock is read only when there is something to write (or TLS to flush).
+                let c = &self.conns[i];
+                let owes_write = self.core.carried_at(i, c.written).is_some()
+                    || !matches!(c.sock, Some(Sock::Plain(_)));
+                if writable && owes_write {
+                    self.write_requests(i, now_ns());
                 }
                 if readable && self.conns[i].sock.is_some() {
                     self.read_responses(i, ev.is_read_closed());

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod http1;
 pub mod interval_store;
 pub mod pool;
+pub mod priority;
 pub mod probe;
 pub mod requests;
 pub mod run;

@@ -15,7 +15,7 @@ use candor_core::results::{
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::{now_ns, Histo, Recorder, Summary};
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Hooks and controls for a run.
@@ -121,7 +121,7 @@ pub struct RunOutcome {
 pub fn run(
     config: &LoadConfig,
     options: RunOptions,
-    on_interval: &mut dyn FnMut(&IntervalReport),
+    on_interval: &mut (dyn FnMut(&IntervalReport) + Send),
 ) -> Result<RunOutcome, RunError> {
     let config = Arc::new(config.clone());
     let requests = prepare_requests(&config);
@@ -216,16 +216,41 @@ pub fn run(
         done: crate::interval_store::IntervalStore::new(),
         totals: [RequestCounts::default(); 2],
     };
-    // Runs until every worker has dropped its sender (i.e. finished).
+    // The intervals are merged, encoded and reported by a thread of background priority while
+    // the workers run, so that this bookkeeping (about a millisecond of CPU a second) never
+    // delays a send on a core the load threads share with it. Once the workers have ended, this
+    // thread, at its usual priority, takes over whatever is still queued, so that the end of a
+    // run (an interrupt's included) does not wait for a starved background thread.
+    let workers_done = AtomicBool::new(false);
+    let joined: Vec<_> = std::thread::scope(|scope| {
+        let background = std::thread::Builder::new()
+            .name("candor-collect".into())
+            .spawn_scoped(scope, || {
+                crate::priority::lower_to_background();
+                while !workers_done.load(Ordering::Acquire) {
+                    match from_workers.recv() {
+                        Ok(msg) => collector.accept(msg, &to_pool, on_interval),
+                        Err(_) => break,
+                    }
+                }
+            });
+        let joined = handles.into_iter().map(|h| h.join()).collect();
+        workers_done.store(true, Ordering::Release);
+        if let Ok(background) = background {
+            let _ = background.join();
+        }
+        joined
+    });
+    // Every worker has dropped its sender, so this ends once the queue is empty (it is the whole
+    // collection if the background thread could not be started).
     while let Ok(msg) = from_workers.recv() {
         collector.accept(msg, &to_pool, on_interval);
     }
     collector.finish_all(&to_pool, on_interval);
 
     let mut phases = [PhaseAcc::new(), PhaseAcc::new()];
-    for h in handles {
-        let worker_phases = h
-            .join()
+    for worker in joined {
+        let worker_phases = worker
             .map_err(|_| RunError::Worker("panicked".into()))?
             .map_err(RunError::Worker)?;
         for (into, mut from) in phases.iter_mut().zip(worker_phases) {
@@ -379,7 +404,7 @@ impl Collector {
         &mut self,
         msg: IntervalMsg,
         pool: &crossbeam_channel::Sender<Box<IntervalData>>,
-        on_interval: &mut dyn FnMut(&IntervalReport),
+        on_interval: &mut (dyn FnMut(&IntervalReport) + Send),
     ) {
         match self.pending.get_mut(&msg.index) {
             Some(p) => {
@@ -419,7 +444,7 @@ impl Collector {
     fn finish_all(
         &mut self,
         pool: &crossbeam_channel::Sender<Box<IntervalData>>,
-        on_interval: &mut dyn FnMut(&IntervalReport),
+        on_interval: &mut (dyn FnMut(&IntervalReport) + Send),
     ) {
         while let Some((index, p)) = self.pending.pop_first() {
             self.emit(index, p, pool, on_interval);
@@ -431,7 +456,7 @@ impl Collector {
         index: u64,
         p: Pending,
         pool: &crossbeam_channel::Sender<Box<IntervalData>>,
-        on_interval: &mut dyn FnMut(&IntervalReport),
+        on_interval: &mut (dyn FnMut(&IntervalReport) + Send),
     ) {
         let offset_ns = index * self.interval_ns;
         let length_ns = match p.end_ns {

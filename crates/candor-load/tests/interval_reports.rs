@@ -31,7 +31,14 @@ fn interval_reports_add_up_to_the_outcome() {
     let mut totals: Vec<[RequestCounts; 2]> = Vec::new();
     let mut recorded = 0u64;
     let mut per_interval_completed = 0u64;
+    let caller = std::thread::current().id();
     let outcome = candor_load::run(&config, RunOptions::default(), &mut |r| {
+        // Reported by the background collector while the workers run, or by the caller's
+        // thread once they have ended; the collector never at the load threads' priority.
+        let on_collector = std::thread::current().name() == Some("candor-collect");
+        assert!(on_collector || std::thread::current().id() == caller);
+        #[cfg(target_os = "linux")]
+        assert_eq!(candor_load::priority::is_background(), on_collector);
         totals.push(r.totals);
         recorded += r.histograms.response.len();
         assert_eq!(r.histograms.response.len(), r.response_time.count);

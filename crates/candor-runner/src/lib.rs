@@ -63,7 +63,7 @@ pub fn execute_watched(
     config: &LoadConfig,
     live: bool,
     on_start: Option<OnStart>,
-    watch: &mut dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason>,
+    watch: &mut (dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason> + Send),
 ) -> Result<RunOutcome, RunnerError> {
     fdlimit::ensure(config.connections, config.threads)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the

@@ -14,10 +14,11 @@ pub fn execute_watched(
     config: &candor_load::LoadConfig,
     live: bool,
     on_start: Option<candor_runner::OnStart>,
-    watch: &mut dyn FnMut(
+    watch: &mut (dyn FnMut(
         &candor_load::IntervalReport,
         &mut String,
-    ) -> Option<candor_core::results::StopReason>,
+    ) -> Option<candor_core::results::StopReason>
+              + Send),
 ) -> Result<candor_load::RunOutcome> {
     Ok(candor_runner::execute_watched(
         config, live, on_start, watch,

@@ -6,14 +6,19 @@ candor (pinned to the other core) and measures each client's CPU time (user + sy
 getrusage of the child) and its completed requests:
 
   * closed loop: `wrk -t1 -cC -dD` vs `candor run -R max -t1 -cC -dD`  -> requests per CPU-second
-  * open loop at a fixed rate: `candor run -R RATE -t1 -cC -dD`, with the default 60 us spin
-    before each send and with `--spin 0` (timerfd only)          -> CPU microseconds per request
+  * open loop at a fixed rate: `candor run -R RATE -t1 -cC -dD`, with default pacing and with
+    `--spin 0` (never spins)                                       -> CPU microseconds per request
+  * with --wrk2 PATH, the same open loop by wrk2 (`wrk2 -t1 -cC -dD -R RATE`), which paces to a
+    millisecond: the peer's price of an open loop, beside candor's
 
 The machine is small and noisy, so every configuration runs ROUNDS times, interleaved, and the
 summary quotes medians and the candor/wrk ratio. Usage:
 
   bench/compare_wrk.py [--rounds 3] [--duration 10] [--connections 50] [--rate 20000]
-                      [--baseline PATH/TO/OLDER/candor]
+                      [--baseline PATH/TO/OLDER/candor] [--wrk2 PATH/TO/wrk2]
+
+wrk2 is not packaged by Debian: build it yourself from its sources (github.com/giltene/wrk2,
+`make`) outside this repository and pass the binary's path.
 
 With --baseline, an older candor binary (for example one built from the commit before a change)
 runs the same three candor configurations in the same rounds, and the summary adds the
@@ -62,6 +67,7 @@ def main():
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--rate", type=int, default=20000)
     ap.add_argument("--baseline", help="an older candor binary to run beside this one")
+    ap.add_argument("--wrk2", help="a wrk2 binary, to run its open loop at --rate beside candor's")
     a = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is not installed: apt-get install -y wrk")
@@ -73,6 +79,8 @@ def main():
     url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",") + "/"
     d, c = str(a.duration), str(a.connections)
     rows = {"wrk closed": [], "candor closed": [], "candor open": [], "candor open spin0": []}
+    if a.wrk2:
+        rows["wrk2 open"] = []
     binaries = [("candor", CANDOR)]
     if a.baseline:
         binaries.append(("baseline", os.path.abspath(a.baseline)))
@@ -82,6 +90,9 @@ def main():
         for r in range(a.rounds):
             text, cpu = measured(pin_client + ["wrk", "-t1", "-c" + c, "-d" + d + "s", url])
             rows["wrk closed"].append((wrk_requests(text), cpu))
+            if a.wrk2:
+                text, cpu = measured(pin_client + [a.wrk2, "-t1", "-c" + c, "-d" + d + "s", "-R" + str(a.rate), url])
+                rows["wrk2 open"].append((wrk_requests(text), cpu))
             for (who, binary), (kind, rate, extra) in (
                 (b, k)
                 for k in (("closed", "max", []), ("open", str(a.rate), []), ("open spin0", str(a.rate), ["--spin", "0us"]))
@@ -118,6 +129,14 @@ def main():
         print(f"{label:<34} {rps:>12,.0f} {per_cpu(name):>14,.0f} {us_per_req(name):>11.2f}")
     ratio = us_per_req("candor closed") / us_per_req("wrk closed")
     print(f"\ncandor/wrk CPU per request, closed loop: {ratio:.2f} (below 1 = candor is cheaper)")
+    for kind in ("open", "open spin0"):
+        print(f"candor {kind} / candor closed, CPU per request: "
+              f"{us_per_req('candor ' + kind) / us_per_req('candor closed'):.2f}")
+    if a.wrk2:
+        print(f"wrk2 open / wrk closed, CPU per request: {us_per_req('wrk2 open') / us_per_req('wrk closed'):.2f}")
+        for kind in ("open", "open spin0"):
+            print(f"candor {kind} / wrk2 open, CPU per request: "
+                  f"{us_per_req('candor ' + kind) / us_per_req('wrk2 open'):.2f} (below 1 = candor is cheaper)")
     if a.baseline:
         for kind in ("closed", "open", "open spin0"):
             change = us_per_req(f"candor {kind}") / us_per_req(f"baseline {kind}")

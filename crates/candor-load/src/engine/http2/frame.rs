@@ -40,6 +40,8 @@ pub const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
 
 /// RST_STREAM and GOAWAY error codes this client sends.
 pub const NO_ERROR: u32 = 0x0;
+pub const PROTOCOL_ERROR: u32 = 0x1;
+pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 pub const CANCEL: u32 = 0x8;
 
 /// A frame's 9-byte header.

@@ -13,6 +13,9 @@ use crate::shared::Failure;
 /// generator's responses need a few hundred bytes.
 const MAX_HEADER_BLOCK: usize = 256 * 1024;
 
+/// The largest a flow-control window may be (RFC 9113 §6.9.1).
+const MAX_WINDOW: i64 = 0x7fff_ffff;
+
 impl Driver {
     /// One frame; whether it closed a stream.
     pub(super) fn frame(
@@ -135,6 +138,11 @@ impl Driver {
                             c.initial_window = value as i64;
                             for &(_, slot) in &c.active {
                                 self.streams[slot].send_window += delta;
+                                // A stream window pushed past 2^31-1 by the new initial size
+                                // is an error of the connection (RFC 9113 §6.9.2).
+                                if self.streams[slot].send_window > MAX_WINDOW {
+                                    return Err(ProtocolError);
+                                }
                             }
                         }
                         frame::SETTINGS_MAX_FRAME_SIZE => {
@@ -198,9 +206,25 @@ impl Driver {
                 }
                 let inc = (u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                     & 0x7fff_ffff) as i64;
+                // An increment of 0, or one that takes a window past 2^31-1, is an error of
+                // the connection when it is the connection's window, of the stream otherwise
+                // (RFC 9113 §6.9, §6.9.1).
                 if h.stream == 0 {
+                    if inc == 0 || c.send_window + inc > MAX_WINDOW {
+                        return Err(ProtocolError);
+                    }
                     c.send_window += inc;
                 } else if let Some(slot) = c.slot_of(h.stream) {
+                    if inc == 0 || self.streams[slot].send_window + inc > MAX_WINDOW {
+                        let code = if inc == 0 {
+                            frame::PROTOCOL_ERROR
+                        } else {
+                            frame::FLOW_CONTROL_ERROR
+                        };
+                        self.reset_stream_with(i, slot, code);
+                        self.core.fail(slot, Failure::Parse, now);
+                        return Ok(true);
+                    }
                     self.streams[slot].send_window += inc;
                 }
                 self.resume_bodies(i);
@@ -325,9 +349,15 @@ impl Driver {
     /// Sends RST_STREAM (CANCEL) for slot `slot`'s stream on connection `i`, which this client
     /// gives up on; the caller books the slot.
     fn reset_stream(&mut self, i: usize, slot: usize) {
+        self.reset_stream_with(i, slot, frame::CANCEL);
+    }
+
+    /// Sends RST_STREAM with error `code` for slot `slot`'s stream on connection `i`; the caller
+    /// books the slot.
+    fn reset_stream_with(&mut self, i: usize, slot: usize, code: u32) {
         let id = self.streams[slot].id;
         if id != 0 {
-            frame::put_rst_stream(&mut self.conns[i].wbuf, id, frame::CANCEL);
+            frame::put_rst_stream(&mut self.conns[i].wbuf, id, code);
             self.conns[i].forget(id);
             self.streams[slot].id = 0;
             self.mark_dirty(i);

@@ -8,10 +8,10 @@ runs. Every figure is a median over ROUNDS interleaved rounds.
 
   closed        `-R max -t1 -c64`: requests per second and CPU microseconds per request
   ceiling       the highest open-loop rate, as a share of that round's closed-loop rate (steps of
-                10%; `--ceiling-connections N` gives those runs N connections instead of 64, so
-                that a server's millisecond hiccup does not take every connection; each step's
-                send lag p99 is printed as it is measured)
-                10%), whose send lag p99 stays <= 50 us with >= 99% of the target achieved
+                10%), whose send lag p99 stays <= 50 us with >= 99% of the target achieved;
+                `--ceiling-connections N` gives those runs N connections instead of 64, so that
+                a server's millisecond hiccup does not take every connection; each step's send
+                lag p99 is printed as it is measured
   paced         `-R 20000 -t1 -c64` (`--paced-rate`), default pacing and `--spin 0`: CPU
                 us/request, its ratio to the closed-loop CPU us/request, send lag p50 and p99, and
                 the share of the thread's time pacing spent spinning (when the results say)

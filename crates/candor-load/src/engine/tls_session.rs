@@ -26,10 +26,16 @@ use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Room for two whole records received, so a read from the socket can take more than one.
-const RX_BUFFER: usize = 2 * (HEADER + MAX_CIPHERTEXT);
-/// Room for two whole records sent (and a KeyUpdate).
-const TX_BUFFER: usize = 2 * (HEADER + MAX_PLAINTEXT + 64);
+/// The buffers start small and grow, once, to what the connection's traffic needs (at most one
+/// whole record each way), then stay: growth is a connection's first large record or burst, not
+/// a per-request cost. At 10,000 connections small buffers matter: each buffer's touched pages
+/// stay resident, and small ones share pages.
+const RX_INITIAL: usize = 2048;
+const TX_INITIAL: usize = 1024;
+/// Room for the largest record received (one read may take several smaller ones).
+const RX_MAX: usize = HEADER + MAX_CIPHERTEXT;
+/// Room for the largest record sent and a KeyUpdate before it (see `TlsSession::write`).
+const TX_MAX: usize = MAX_PLAINTEXT + 128;
 /// How far the receive buffer may grow for one handshake message spread over records (rustls
 /// joins them in place; a certificate chain can exceed one record).
 const HANDSHAKE_BUFFER_MAX: usize = 256 * 1024;
@@ -110,12 +116,12 @@ impl TlsSession {
     ) -> Result<TlsSession, rustls::Error> {
         Ok(TlsSession {
             phase: Phase::Handshaking(Box::new(UnbufferedClientConnection::new(config, name)?)),
-            rx: vec![0; RX_BUFFER],
+            rx: vec![0; RX_INITIAL],
             rx_start: 0,
             rx_len: 0,
             plain: 0..0,
             record_end: 0,
-            tx: vec![0; TX_BUFFER],
+            tx: vec![0; TX_INITIAL],
             tx_sent: 0,
             tx_len: 0,
             early: Vec::new(),
@@ -330,6 +336,10 @@ impl TlsSession {
             self.tx.copy_within(self.tx_sent..self.tx_len, 0);
             self.tx_len -= self.tx_sent;
             self.tx_sent = 0;
+            let need = self.tx_len + reserve + want;
+            if need > self.tx.len() && self.tx.len() < TX_MAX {
+                self.tx.resize(need.next_power_of_two().min(TX_MAX), 0);
+            }
         }
         let room = self.tx.len() - self.tx_len;
         if room <= reserve {
@@ -412,9 +422,20 @@ impl TlsSession {
                 self.rx.copy_within(self.rx_start..self.rx_len, 0);
                 self.rx_len -= self.rx_start;
                 self.rx_start = 0;
+                if let [_, _, _, a, b, ..] = self.rx[..self.rx_len] {
+                    // A record larger than the buffer (`complete_record` bounds its length).
+                    let need = HEADER + usize::from(u16::from_be_bytes([a, b]));
+                    if need > self.rx.len() {
+                        self.rx.resize(need.next_power_of_two().min(RX_MAX).max(need), 0);
+                    }
+                }
                 match io.read(&mut self.rx[self.rx_len..])? {
                     0 => return Ok(0),
                     n => self.rx_len += n,
+                }
+                // A read that filled the buffer left more waiting: take more per read from now.
+                if self.rx_len == self.rx.len() && self.rx.len() < RX_MAX {
+                    self.rx.resize((2 * self.rx.len()).min(RX_MAX), 0);
                 }
                 continue;
             };

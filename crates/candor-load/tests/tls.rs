@@ -220,8 +220,10 @@ fn close_notify_ends_the_connection_and_the_next_request_reconnects() {
     let m = &out.main.counts;
     assert!(m.intended.abs_diff(100) <= 2, "{m:?}");
     assert_eq!(m.completed + m.failed + m.in_flight_at_end, m.intended, "{m:?}");
-    // Every response arrived; a request given to a connection whose close_notify was not yet
-    // read may fail as a read failure, but never as a parse failure (the close is understood).
+    // The close is understood: never a parse failure. A request can fail only by racing a
+    // close (sent on the connection before its close_notify was read), at most one per closed
+    // connection, and a connection closes only after three completed responses.
     assert_eq!(m.errors.parse, 0, "{m:?}");
-    assert!(m.completed >= m.intended * 9 / 10, "{m:?}");
+    assert!(m.failed <= m.completed / 3 + 2, "{m:?}");
+    assert!(m.completed > 0, "{m:?}");
 }

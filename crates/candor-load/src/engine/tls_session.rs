@@ -31,7 +31,7 @@ use std::sync::Arc;
 /// a per-request cost. At 10,000 connections small buffers matter: each buffer's touched pages
 /// stay resident, and small ones share pages.
 const RX_INITIAL: usize = 2048;
-const TX_INITIAL: usize = 1024;
+const TX_INITIAL: usize = 2048;
 /// Room for the largest record received (one read may take several smaller ones).
 const RX_MAX: usize = HEADER + MAX_CIPHERTEXT;
 /// Room for the largest record sent and a KeyUpdate before it (see `TlsSession::write`).

@@ -81,12 +81,15 @@ fn serve(opts: ServerOptions) -> TlsServer {
                     }
                     answered += 1;
                     let w = reader.get_mut();
-                    if opts.key_update_every.is_some_and(|n| answered % n == 0)
+                    if opts
+                        .key_update_every
+                        .is_some_and(|n| answered.is_multiple_of(n))
                         && w.conn.refresh_traffic_keys().is_ok()
                     {
                         updates.fetch_add(1, Ordering::Relaxed);
                     }
-                    if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err()
+                    if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                        .is_err()
                         || w.flush().is_err()
                     {
                         return;
@@ -219,7 +222,11 @@ fn close_notify_ends_the_connection_and_the_next_request_reconnects() {
     let out = candor_load::run(&c, RunOptions::default(), &mut |_| {}).unwrap();
     let m = &out.main.counts;
     assert!(m.intended.abs_diff(100) <= 2, "{m:?}");
-    assert_eq!(m.completed + m.failed + m.in_flight_at_end, m.intended, "{m:?}");
+    assert_eq!(
+        m.completed + m.failed + m.in_flight_at_end,
+        m.intended,
+        "{m:?}"
+    );
     // The close is understood: never a parse failure. A request can fail only by racing a
     // close (sent on the connection before its close_notify was read), at most one per closed
     // connection, and a connection closes only after three completed responses.

@@ -125,7 +125,12 @@ impl RecordKey {
     /// Writes one record of content type `typ` carrying `plaintext` (at most [`MAX_PLAINTEXT`])
     /// at the start of `out`, which must hold `plaintext.len() + overhead()` bytes; returns the
     /// record's length.
-    pub fn seal(&mut self, typ: u8, plaintext: &[u8], out: &mut [u8]) -> Result<usize, RecordError> {
+    pub fn seal(
+        &mut self,
+        typ: u8,
+        plaintext: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, RecordError> {
         let total = plaintext.len() + self.overhead();
         if plaintext.len() > MAX_PLAINTEXT || out.len() < total {
             return Err(RecordError::Oversized);
@@ -253,8 +258,7 @@ pub fn complete_record(buf: &[u8]) -> Result<Option<usize>, RecordError> {
 mod tests {
     use super::*;
     use rustls::crypto::cipher::{
-        AeadKey, InboundOpaqueMessage, Iv, MessageDecrypter, MessageEncrypter,
-        OutboundPlainMessage,
+        AeadKey, InboundOpaqueMessage, Iv, MessageDecrypter, MessageEncrypter, OutboundPlainMessage,
     };
     use rustls::{ContentType, ProtocolVersion, SupportedCipherSuite};
 
@@ -302,7 +306,10 @@ mod tests {
     fn agrees_with_rustls(suite: SupportedCipherSuite) {
         let big = [0xab; MAX_PLAINTEXT];
         let cases: [(ContentType, &[u8]); 4] = [
-            (ContentType::ApplicationData, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+            (
+                ContentType::ApplicationData,
+                b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            ),
             (ContentType::ApplicationData, b""),
             (ContentType::ApplicationData, &big),
             (ContentType::Alert, &[1, 0]),
@@ -364,13 +371,21 @@ mod tests {
 
     #[test]
     fn a_record_too_long_for_its_buffer_is_refused_not_cut() {
-        let SupportedCipherSuite::Tls13(s) = rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256 else {
+        let SupportedCipherSuite::Tls13(s) =
+            rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256
+        else {
             unreachable!()
         };
-        let secrets = s.aead_alg.extract_keys(AeadKey::from([1; 32]), Iv::new(IV)).unwrap();
+        let secrets = s
+            .aead_alg
+            .extract_keys(AeadKey::from([1; 32]), Iv::new(IV))
+            .unwrap();
         let mut key = RecordKey::new(Version::Tls13, secrets, 0).unwrap();
         let mut out = [0u8; 64];
-        assert_eq!(key.seal(APPLICATION_DATA, &[1; 60], &mut out), Err(RecordError::Oversized));
+        assert_eq!(
+            key.seal(APPLICATION_DATA, &[1; 60], &mut out),
+            Err(RecordError::Oversized)
+        );
         assert_eq!(key.seq(), 0);
         assert_eq!(key.seal(APPLICATION_DATA, &[1; 42], &mut out), Ok(64));
     }

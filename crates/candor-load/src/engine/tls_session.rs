@@ -350,10 +350,9 @@ impl TlsSession {
             return Err(io::ErrorKind::NotConnected.into());
         };
         let n = want.min(room - reserve);
-        let sealed = t
-            .tx
-            .seal(APPLICATION_DATA, &data[..n], &mut self.tx[self.tx_len..])
-            .map_err(invalid)?;
+        let sealed =
+            t.tx.seal(APPLICATION_DATA, &data[..n], &mut self.tx[self.tx_len..])
+                .map_err(invalid)?;
         self.tx_len += sealed;
         Ok(n)
     }
@@ -381,12 +380,12 @@ impl TlsSession {
         };
         let message = [KEY_UPDATE, 0, 0, 1, 0];
         if self.tx.len() - self.tx_len < message.len() + t.tx.overhead() {
-            self.tx.resize(self.tx_len + message.len() + t.tx.overhead(), 0);
+            self.tx
+                .resize(self.tx_len + message.len() + t.tx.overhead(), 0);
         }
-        let sealed = t
-            .tx
-            .seal(HANDSHAKE, &message, &mut self.tx[self.tx_len..])
-            .map_err(invalid)?;
+        let sealed =
+            t.tx.seal(HANDSHAKE, &message, &mut self.tx[self.tx_len..])
+                .map_err(invalid)?;
         self.tx_len += sealed;
         let (seq, secrets) = t.kernel.update_tx_secret().map_err(invalid)?;
         t.tx = RecordKey::new(t.version, secrets, seq).map_err(invalid)?;
@@ -417,7 +416,8 @@ impl TlsSession {
             let Phase::Traffic(t) = &mut self.phase else {
                 return Err(io::ErrorKind::NotConnected.into());
             };
-            let Some(len) = complete_record(&self.rx[self.rx_start..self.rx_len]).map_err(invalid)?
+            let Some(len) =
+                complete_record(&self.rx[self.rx_start..self.rx_len]).map_err(invalid)?
             else {
                 self.rx.copy_within(self.rx_start..self.rx_len, 0);
                 self.rx_len -= self.rx_start;
@@ -426,7 +426,8 @@ impl TlsSession {
                     // A record larger than the buffer (`complete_record` bounds its length).
                     let need = HEADER + usize::from(u16::from_be_bytes([a, b]));
                     if need > self.rx.len() {
-                        self.rx.resize(need.next_power_of_two().min(RX_MAX).max(need), 0);
+                        self.rx
+                            .resize(need.next_power_of_two().min(RX_MAX).max(need), 0);
                     }
                 }
                 match io.read(&mut self.rx[self.rx_len..])? {
@@ -507,7 +508,11 @@ impl TlsSession {
                     }
                 }
                 HELLO_REQUEST if t.version == Version::Tls12 && len == 0 => {}
-                _ => return Err(protocol("unexpected TLS handshake message after the handshake")),
+                _ => {
+                    return Err(protocol(
+                        "unexpected TLS handshake message after the handshake",
+                    ))
+                }
             }
             at = body.end;
         }
@@ -743,7 +748,10 @@ pub(crate) mod tests {
         t.tx_limit = t.tx.seq() + 2;
         p.send(b"a");
         p.send(b"b");
-        let err = p.client.write(&mut ClientEnd(&mut p.wire), b"c").unwrap_err();
+        let err = p
+            .client
+            .write(&mut ClientEnd(&mut p.wire), b"c")
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::Other);
         assert_eq!(p.server_received(), b"ab");
     }
@@ -755,7 +763,10 @@ pub(crate) mod tests {
         assert_eq!(p.handshake(), Handshake::Done);
         assert_eq!(p.client.alpn_protocol(), Some(&b"h2"[..]));
         let mut p = pair(suite, &[b"h2"], &[b"http/1.1"]);
-        assert_eq!(p.client.handshake(&mut ClientEnd(&mut p.wire)), Handshake::Waiting);
+        assert_eq!(
+            p.client.handshake(&mut ClientEnd(&mut p.wire)),
+            Handshake::Waiting
+        );
         // The server refuses, and says so with an alert.
         let (a, _) = p.wire.to_server.as_slices();
         let mut a = a;
@@ -767,7 +778,10 @@ pub(crate) mod tests {
             p.server.write_tls(&mut out).unwrap();
         }
         p.wire.to_client.extend(out);
-        assert_eq!(p.client.handshake(&mut ClientEnd(&mut p.wire)), Handshake::AlpnRefused);
+        assert_eq!(
+            p.client.handshake(&mut ClientEnd(&mut p.wire)),
+            Handshake::AlpnRefused
+        );
     }
 
     /// A record that does not decrypt is invalid data (a parse failure), not a panic or an end.
@@ -806,6 +820,9 @@ pub(crate) mod tests {
             assert_eq!(p.receive().unwrap(), Some(vec![7; 300]));
         }
         assert_eq!((p.client.rx.as_ptr(), p.client.tx.as_ptr()), (rx, tx));
-        assert_eq!((p.client.rx.capacity(), p.client.tx.capacity()), (rx_cap, tx_cap));
+        assert_eq!(
+            (p.client.rx.capacity(), p.client.tx.capacity()),
+            (rx_cap, tx_cap)
+        );
     }
 }

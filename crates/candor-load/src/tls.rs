@@ -97,6 +97,9 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<Arc<ClientConf
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    // The load threads take the traffic keys over after the handshake and protect records in
+    // buffers of their own, allocating nothing per request (engine/tls_session.rs).
+    config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }
 

@@ -10,8 +10,13 @@ use candor_load::workload::template::{data_row, request_rng, Fill, FillBuffers, 
 #[global_allocator]
 static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
 
+/// The marked-allocation count is one for the whole process (every marked thread): the tests
+/// take turns, or one test's set-up on its marked thread lands in another's window.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn filling_picking_and_checking_allocate_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     std::thread::spawn(|| {
         let data = DataTable::parse(
             b"user,email\nalice,a@x\n\"bob, jr\",b@averylongdomain.example\n",
@@ -77,6 +82,7 @@ fn filling_picking_and_checking_allocate_nothing() {
 /// request into a slot buffer allocates nothing on the load thread.
 #[test]
 fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     use candor_load::workload::replay::ReplayPlan;
     use candor_load::workload::runtime::RequestMaker;
     let dir = std::env::temp_dir().join(format!("candor-replay-alloc-{}", std::process::id()));
@@ -123,6 +129,7 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
 /// thousands of failures that arrive earliest-last (each one is kept: the worst case).
 #[test]
 fn excerpting_and_keeping_failed_responses_allocate_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     use candor_load::engine::examples::FailureSamples;
     use candor_load::http1::{Progress, ResponseParser};
     use candor_load::workload::check::ResponseChecks;

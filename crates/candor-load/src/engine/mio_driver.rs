@@ -546,7 +546,9 @@ impl<F: Framing> Driver<F> {
         match sock.handshake() {
             Handshake::Done => {}
             Handshake::Waiting => return,
-            Handshake::Failed => return self.fail_connection(i, Failure::Connect, now),
+            Handshake::Failed | Handshake::AlpnRefused => {
+                return self.fail_connection(i, Failure::Connect, now)
+            }
         }
         let handshake = now.saturating_sub(c.tcp_connected);
         c.state = ConnState::Open;

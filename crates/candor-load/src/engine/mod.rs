@@ -2,7 +2,9 @@
 //! (`core.rs`, `ledger.rs`, with the first failed responses in `examples.rs`), the transports beneath it (`transport.rs` with one framing file per
 //! byte-stream protocol: `http1.rs`, `tcp.rs`; `http2/` a lean HTTP/2 client with its own mio loop), and
 //! the driver loop that does the I/O and the pacing for the byte-stream protocols
-//! (`mio_driver.rs`), with the kernel's receive timestamps of its reads (`rxstamp.rs`).
+//! (`mio_driver.rs`), with the kernel's receive timestamps of its reads (`rxstamp.rs`). TLS is
+//! `tls_session.rs` (rustls's handshake, then records in the session's own buffers) and
+//! `tls_record.rs` (the records' protection).
 //! `sim.rs` drives the core on simulated time in tests.
 
 pub mod core;
@@ -15,4 +17,6 @@ mod rxstamp;
 #[cfg(test)]
 mod sim;
 mod tcp;
+mod tls_record;
+mod tls_session;
 pub mod transport;

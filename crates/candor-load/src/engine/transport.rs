@@ -41,19 +41,14 @@ pub trait Framing {
     }
 }
 
-/// Where a TLS handshake stands.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Handshake {
-    Done,
-    /// Waiting for the server's next flight.
-    Waiting,
-    Failed,
-}
+pub use super::tls_session::Handshake;
+use super::tls_session::TlsSession;
 
-/// The byte stream of one connection: plain TCP or TLS over it.
+/// The byte stream of one connection: plain TCP or TLS over it (`tls_session.rs`: records in
+/// buffers the session owns, so that requests over TLS allocate nothing).
 pub enum Sock {
     Plain(TcpStream),
-    Tls(TcpStream, Box<rustls::ClientConnection>),
+    Tls(TcpStream, Box<TlsSession>),
 }
 
 /// Where a non-blocking connect stands once its socket has turned writable.
@@ -77,7 +72,7 @@ pub fn start_tls(
     let Some(Sock::Plain(stream)) = slot.take() else {
         return false;
     };
-    match rustls::ClientConnection::new(tls.clone(), name) {
+    match TlsSession::new(tls.clone(), name) {
         Ok(session) => {
             *slot = Some(Sock::Tls(stream, Box::new(session)));
             true
@@ -115,70 +110,40 @@ impl Sock {
     pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
             Sock::Plain(s) => s.write(data),
-            // Plaintext is buffered by rustls (and encrypted into records); `flush` sends it.
-            Sock::Tls(_, c) => c.writer().write(data),
+            // Sealed into the session's buffer; `flush` sends it.
+            Sock::Tls(s, t) => t.write(s, data),
         }
     }
 
-    /// Sends buffered TLS records; `WouldBlock` means wait for writability.
+    /// Sends sealed TLS records; `WouldBlock` means wait for writability.
     pub fn flush(&mut self) -> io::Result<()> {
-        if let Sock::Tls(s, c) = self {
-            while c.wants_write() {
-                c.write_tls(s)?;
-            }
+        match self {
+            Sock::Plain(_) => Ok(()),
+            Sock::Tls(s, t) => t.flush(s),
         }
-        Ok(())
     }
 
     /// Like `Read::read` on the plaintext: `Ok(0)` is end of stream.
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Sock::Plain(s) => s.read(buf),
-            Sock::Tls(s, c) => loop {
-                match c.reader().read(buf) {
-                    Ok(n) => return Ok(n),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    // Closed without close_notify: for a client that is simply the end.
-                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-                    Err(e) => return Err(e),
-                }
-                if c.read_tls(s)? == 0 {
-                    return Ok(0);
-                }
-                c.process_new_packets()
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-            },
+            Sock::Tls(s, t) => t.read(s, buf),
+        }
+    }
+
+    /// The protocol the server chose by ALPN (TLS, once the handshake is done).
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        match self {
+            Sock::Plain(_) => None,
+            Sock::Tls(_, t) => t.alpn_protocol(),
         }
     }
 
     /// Drives a TLS handshake as far as the socket allows.
     pub fn handshake(&mut self) -> Handshake {
-        let Sock::Tls(stream, session) = self else {
-            return Handshake::Done;
-        };
-        loop {
-            if session.wants_write() {
-                match session.write_tls(stream) {
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => return Handshake::Failed,
-                }
-            }
-            if !session.is_handshaking() {
-                return Handshake::Done;
-            }
-            match session.read_tls(stream) {
-                Ok(0) => return Handshake::Failed,
-                Ok(_) => {
-                    if session.process_new_packets().is_err() {
-                        // Flush the alert so the server learns why, then give up.
-                        let _ = session.write_tls(stream);
-                        return Handshake::Failed;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Handshake::Waiting,
-                Err(_) => return Handshake::Failed,
-            }
+        match self {
+            Sock::Plain(_) => Handshake::Done,
+            Sock::Tls(s, t) => t.handshake(s),
         }
     }
 }

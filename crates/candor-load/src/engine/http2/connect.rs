@@ -4,7 +4,7 @@
 //! opened this way before the first intended send, as `mio_driver` opens its pool.
 
 use super::{frame, Conn, ConnState, Driver, CONNECTION_WINDOW, STREAM_WINDOW, TIMER};
-use crate::engine::transport::{start_tls, ConnectState, Sock};
+use crate::engine::transport::{start_tls, ConnectState, Handshake, Sock};
 use crate::pool::{PoolReport, CONNECTS_IN_FLIGHT};
 use crate::shared::Failure;
 use candor_core::now_ns;
@@ -106,49 +106,21 @@ impl Driver {
         }
     }
 
-    /// Drives the TLS handshake; `Sock::handshake` would lose why it failed, and a server that
-    /// refuses `h2` by ALPN must be named.
+    /// Drives the TLS handshake; a server that refuses `h2` by ALPN must be named.
     pub(super) fn drive_handshake(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
-        let Some(Sock::Tls(stream, session)) = c.sock.as_mut() else {
+        let Some(sock) = c.sock.as_mut() else {
             return;
         };
-        let failed = loop {
-            if session.wants_write() {
-                match session.write_tls(stream) {
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => break None,
-                }
-            }
-            if !session.is_handshaking() {
-                break Some(false);
-            }
-            match session.read_tls(stream) {
-                Ok(0) => break None,
-                Ok(_) => {
-                    if let Err(e) = session.process_new_packets() {
-                        let _ = session.write_tls(stream);
-                        if e == rustls::Error::AlertReceived(
-                            rustls::AlertDescription::NoApplicationProtocol,
-                        ) {
-                            break Some(true);
-                        }
-                        break None;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => break None,
-            }
-        };
-        match failed {
-            None => self.connect_failed(i, Failure::Connect, now),
-            Some(true) => {
+        match sock.handshake() {
+            Handshake::Waiting => {}
+            Handshake::Failed => self.connect_failed(i, Failure::Connect, now),
+            Handshake::AlpnRefused => {
                 self.not_h2("refused it (no_application_protocol alert)");
                 self.connect_failed(i, Failure::Connect, now);
             }
-            Some(false) => {
-                let alpn = session.alpn_protocol();
+            Handshake::Done => {
+                let alpn = sock.alpn_protocol();
                 if alpn != Some(b"h2".as_slice()) {
                     let got = alpn.map_or("chose no protocol".into(), |p| {
                         format!("chose '{}'", String::from_utf8_lossy(p))

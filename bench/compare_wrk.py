@@ -68,6 +68,8 @@ def main():
     ap.add_argument("--rate", type=int, default=20000)
     ap.add_argument("--baseline", help="an older candor binary to run beside this one")
     ap.add_argument("--wrk2", help="a wrk2 binary, to run its open loop at --rate beside candor's")
+    ap.add_argument("--busy-server", action="store_true",
+                    help="run the server with --busy-poll: it never sleeps, so no send pays for waking it")
     a = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is not installed: apt-get install -y wrk")
@@ -75,7 +77,8 @@ def main():
     cores = os.cpu_count() or 1
     pin_server = ["taskset", "-c", "1"] if cores >= 2 and shutil.which("taskset") else []
     pin_client = ["taskset", "-c", "0"] if pin_server else []
-    server = subprocess.Popen(pin_server + [CANDOR, "serve", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    busy = ["--busy-poll"] if a.busy_server else []
+    server = subprocess.Popen(pin_server + [CANDOR, "serve", "--listen", "127.0.0.1:0"] + busy, stdout=subprocess.PIPE, text=True)
     url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",") + "/"
     d, c = str(a.duration), str(a.connections)
     rows = {"wrk closed": [], "candor closed": [], "candor open": [], "candor open spin0": []}

@@ -97,6 +97,8 @@ def main():
     ap.add_argument("--ceiling-connections", type=int, default=64,
                     help="connections of the ceiling's open-loop runs (the closed loop keeps 64)")
     ap.add_argument("--against", help="another candor build to run in the same rounds")
+    ap.add_argument("--busy-server", action="store_true",
+                    help="run the server with --busy-poll: it never sleeps, so no send pays for waking it")
     a = ap.parse_args()
     if a.candor == os.path.join(ROOT, "target", "release", "candor"):
         subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "candor"], cwd=ROOT, check=True)
@@ -104,7 +106,8 @@ def main():
     pin_server = ["taskset", "-c", "1"] if pinned else []
     pin_client = ["taskset", "-c", "0"] if pinned else []
     builds = [a.candor] + ([a.against] if a.against else [])
-    server = subprocess.Popen(pin_server + [a.candor, "serve", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    busy = ["--busy-poll"] if a.busy_server else []
+    server = subprocess.Popen(pin_server + [a.candor, "serve", "--listen", "127.0.0.1:0"] + busy, stdout=subprocess.PIPE, text=True)
     url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",") + "/"
     tmp = tempfile.mkdtemp()
     out = os.path.join(tmp, "r.json")
@@ -187,7 +190,7 @@ def report(a, build, rows, pinned):
     """Prints the medians of `build`'s rounds; returns the ones ratios are taken of."""
     med = lambda xs: statistics.median(xs)
     out = {}
-    print(f"\n{build}; server `candor serve` 1 thread{' on core 1, client on core 0' if pinned else ''}; "
+    print(f"\n{build}; server `candor serve` 1 thread{' (--busy-poll)' if a.busy_server else ''}{' on core 1, client on core 0' if pinned else ''}; "
           f"{a.rounds} rounds of {a.duration}s; medians")
     rate, us = med(x[0] for x in rows["closed"]), med(x[1] for x in rows["closed"])
     print(f"closed loop, 1 thread, 64 connections: {rate:,.0f} requests/s, {us:.2f} CPU us/request")

@@ -43,6 +43,10 @@ pub struct ServeConfig {
     pub fault: Option<Fault>,
     /// Response body size in bytes (default 2: `ok`).
     pub body_bytes: usize,
+    /// Never sleep: each worker polls its sockets without blocking, a core at 100% each, so
+    /// that a client's sends never pay for waking it (on loopback the sender's system call
+    /// delivers the packet and wakes the receiver). For benchmarks of a client's limits.
+    pub busy_poll: bool,
 }
 
 impl ServeConfig {
@@ -68,8 +72,10 @@ impl ServeConfig {
             None => "none".to_string(),
         };
         format!(
-            "threads {}, delay {delay}, stall {stall}, fault {fault}, body {} bytes",
-            config.threads, config.body_bytes
+            "threads {}, delay {delay}, stall {stall}, fault {fault}, body {} bytes{}",
+            config.threads,
+            config.body_bytes,
+            if config.busy_poll { ", busy-polling" } else { "" }
         )
     }
 
@@ -82,6 +88,7 @@ impl ServeConfig {
             stall: None,
             fault: None,
             body_bytes: 2,
+            busy_poll: false,
         }
     }
 

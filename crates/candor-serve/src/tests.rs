@@ -138,6 +138,22 @@ fn keep_alive_answers_many_requests_on_one_connection() {
 }
 
 #[test]
+fn a_busy_polling_server_answers_and_shuts_down() {
+    let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap());
+    config.busy_poll = true;
+    assert!(config.describe().ends_with(", busy-polling"), "{}", config.describe());
+    let s = start(config).expect("test server starts");
+    let mut c = Client::connect(s.local_addr());
+    for _ in 0..200 {
+        let r = c.get();
+        assert_eq!((r.code, r.body.as_slice()), (200, &b"ok"[..]));
+    }
+    assert_eq!(wait_served(&s, 200), 200);
+    // Its loop never blocks, and sees the stop flag on its next turn.
+    s.shutdown();
+}
+
+#[test]
 fn pipelined_requests_are_answered_in_order() {
     let s = server(|_| {});
     let r = Responses::new(2);

@@ -56,6 +56,7 @@ pub(crate) struct Settings {
     started_ns: u64,
     /// Unsent response bytes above which a connection is not read further.
     write_pause_bytes: usize,
+    busy_poll: bool,
 }
 
 impl Settings {
@@ -69,6 +70,7 @@ impl Settings {
             fault: config.fault,
             started_ns,
             write_pause_bytes,
+            busy_poll: config.busy_poll,
         }
     }
 
@@ -457,7 +459,8 @@ impl Worker {
         loop {
             // Leftover work (a connection resumed after its output drained) must not wait for a
             // new event; during a stall the timer is armed for the window end instead.
-            let timeout = if (self.due_soon || !self.ready.is_empty()) && !self.stalled(now_ns()) {
+            let busy = self.due_soon || !self.ready.is_empty() || self.out.settings.busy_poll;
+            let timeout = if busy && !self.stalled(now_ns()) {
                 Some(Duration::ZERO)
             } else {
                 None

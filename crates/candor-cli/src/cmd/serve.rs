@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// Response body size in bytes.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub body_bytes: usize,
+    /// Never sleep: poll the sockets without blocking, each worker thread a core at 100%. For
+    /// benchmarks of a client's limits on one machine, where a sleeping server's wake-up is
+    /// paid inside the client's send (loopback delivers in the sender's system call).
+    #[arg(long)]
+    pub busy_poll: bool,
 }
 
 pub fn main(args: ServeArgs) -> anyhow::Result<i32> {
@@ -111,6 +116,7 @@ fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
         });
     }
     config.body_bytes = args.body_bytes;
+    config.busy_poll = args.busy_poll;
     config.validate()?;
     Ok(config)
 }

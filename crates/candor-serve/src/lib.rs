@@ -75,7 +75,11 @@ impl ServeConfig {
             "threads {}, delay {delay}, stall {stall}, fault {fault}, body {} bytes{}",
             config.threads,
             config.body_bytes,
-            if config.busy_poll { ", busy-polling" } else { "" }
+            if config.busy_poll {
+                ", busy-polling"
+            } else {
+                ""
+            }
         )
     }
 

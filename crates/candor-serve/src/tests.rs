@@ -141,7 +141,11 @@ fn keep_alive_answers_many_requests_on_one_connection() {
 fn a_busy_polling_server_answers_and_shuts_down() {
     let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap());
     config.busy_poll = true;
-    assert!(config.describe().ends_with(", busy-polling"), "{}", config.describe());
+    assert!(
+        config.describe().ends_with(", busy-polling"),
+        "{}",
+        config.describe()
+    );
     let s = start(config).expect("test server starts");
     let mut c = Client::connect(s.local_addr());
     for _ in 0..200 {

@@ -175,8 +175,17 @@ impl RecordKey {
     /// Decrypts in place the whole record `record` (header included, as long as its header
     /// says); returns its real content type and where its plaintext now lies in `record`.
     pub fn open(&mut self, record: &mut [u8]) -> Result<(u8, Range<usize>), RecordError> {
-        if record.len() < HEADER + TAG || record.len() - HEADER > MAX_CIPHERTEXT {
+        if record.len() < HEADER + TAG {
             return Err(RecordError::Malformed);
+        }
+        // TLS 1.3 allows 256 bytes of expansion over the plaintext (RFC 8446 §5.2), TLS 1.2
+        // 2,048 (RFC 5246 §6.2.3).
+        let max_ciphertext = match self.version {
+            Version::Tls13 => MAX_PLAINTEXT + 256,
+            Version::Tls12 => MAX_CIPHERTEXT,
+        };
+        if record.len() - HEADER > max_ciphertext {
+            return Err(RecordError::Oversized);
         }
         let header: [u8; HEADER] = record[..HEADER].try_into().expect("length checked above");
         let nonce = self.nonce(self.seq);
@@ -193,6 +202,10 @@ impl RecordKey {
                         &mut record[HEADER..],
                     )
                     .map_err(|_| RecordError::Decrypt)?;
+                // The inner plaintext (content, type and padding) is at most 2^14 + 1 bytes.
+                if opened.len() > MAX_PLAINTEXT + 1 {
+                    return Err(RecordError::Oversized);
+                }
                 // The content type is the last non-zero byte; zeros after it are padding.
                 let Some(last) = opened.iter().rposition(|&b| b != 0) else {
                     return Err(RecordError::Malformed);
@@ -388,6 +401,30 @@ mod tests {
         );
         assert_eq!(key.seq(), 0);
         assert_eq!(key.seal(APPLICATION_DATA, &[1; 42], &mut out), Ok(64));
+    }
+
+    /// TLS 1.3 ciphertext may exceed its plaintext by 256 bytes at most (RFC 8446 §5.2): a
+    /// longer record is refused before it is opened, a TLS 1.2 one of that size is not.
+    #[test]
+    fn a_tls13_record_beyond_its_expansion_limit_is_oversized() {
+        let SupportedCipherSuite::Tls13(s) =
+            rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256
+        else {
+            unreachable!()
+        };
+        let secrets = || {
+            s.aead_alg
+                .extract_keys(AeadKey::from([1; 32]), Iv::new(IV))
+                .unwrap()
+        };
+        let len = MAX_PLAINTEXT + 300;
+        let mut record = vec![0u8; HEADER + len];
+        record[..HEADER].copy_from_slice(&[APPLICATION_DATA, 3, 3, (len >> 8) as u8, len as u8]);
+        let mut key = RecordKey::new(Version::Tls13, secrets(), 0).unwrap();
+        assert_eq!(key.open(&mut record), Err(RecordError::Oversized));
+        // Within TLS 1.2's bound it gets as far as the decryption (which this garbage fails).
+        let mut key = RecordKey::new(Version::Tls12, secrets(), 0).unwrap();
+        assert_eq!(key.open(&mut record), Err(RecordError::Decrypt));
     }
 
     #[test]

@@ -46,6 +46,10 @@ const KEY_UPDATE: u8 = 24;
 const NEW_SESSION_TICKET: u8 = 4;
 const HELLO_REQUEST: u8 = 0;
 const CLOSE_NOTIFY: u8 = 0;
+const USER_CANCELED: u8 = 90;
+/// The most bytes of post-handshake messages held at once: one whole message of the largest
+/// size rustls accepts (0xffff) and its header.
+const MAX_POST_HANDSHAKE: usize = 0xffff + 4;
 const WARNING: u8 = 1;
 
 /// Where a TLS handshake stands.
@@ -324,8 +328,8 @@ impl TlsSession {
             return Err(io::ErrorKind::NotConnected.into());
         };
         let overhead = t.tx.overhead();
-        // A key update may have to go first: room for its record too.
-        let reserve = 2 * overhead + 1;
+        // A key update may have to go first: room for its record (a 5-byte message) too.
+        let reserve = 2 * overhead + 5;
         let want = data.len().min(MAX_PLAINTEXT);
         if self.tx.len() - self.tx_len < reserve + want {
             match self.flush(io) {
@@ -349,7 +353,12 @@ impl TlsSession {
         let Phase::Traffic(t) = &mut self.phase else {
             return Err(io::ErrorKind::NotConnected.into());
         };
-        let n = want.min(room - reserve);
+        // What the KeyUpdate, if one went first, left.
+        let room = self.tx.len() - self.tx_len;
+        if room <= overhead {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = want.min(room - overhead);
         let sealed =
             t.tx.seal(APPLICATION_DATA, &data[..n], &mut self.tx[self.tx_len..])
                 .map_err(invalid)?;
@@ -459,13 +468,22 @@ impl TlsSession {
                             self.closed = true;
                             return Ok(0);
                         }
-                        [WARNING, _] => {}
+                        // TLS 1.3 has no warnings but user_canceled (RFC 8446 §6); TLS 1.2's
+                        // are ignored.
+                        [_, USER_CANCELED] if t.version == Version::Tls13 => {}
+                        [WARNING, _] if t.version == Version::Tls12 => {}
                         _ => return Err(protocol("the TLS server sent a fatal alert")),
                     }
                 }
                 HANDSHAKE => {
                     self.rx_start = end;
                     let Range { start, end } = plain;
+                    // No handshake message after the handshake is longer than 2^16 - 1 bytes
+                    // (as rustls bounds them): a server announcing more cannot make every
+                    // connection buffer up to 16 MiB.
+                    if self.post_handshake.len() + (end - start) > MAX_POST_HANDSHAKE {
+                        return Err(protocol("TLS handshake message too long"));
+                    }
                     self.post_handshake.extend_from_slice(&self.rx[start..end]);
                     self.handle_post_handshake()?;
                 }
@@ -656,6 +674,8 @@ pub(crate) mod tests {
             .with_no_client_auth()
             .with_single_cert(chain.clone(), key)
             .unwrap();
+        // For tests that seal records as the server would.
+        server.enable_secret_extraction = true;
         server.alpn_protocols = alpn_server.iter().map(|p| p.to_vec()).collect();
         let mut roots = rustls::RootCertStore::empty();
         roots.add(chain[0].clone()).unwrap();
@@ -734,6 +754,74 @@ pub(crate) mod tests {
             panic!("not in traffic")
         };
         assert!(t.tx.seq() <= 3, "renewed at the limit: {}", t.tx.seq());
+    }
+
+    /// A socket that takes nothing.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A renewal of the sending key that falls on a large write while the socket is full: the
+    /// KeyUpdate and the data record both fit what is left of the buffer, and the server reads
+    /// everything.
+    #[test]
+    fn a_key_renewal_on_a_full_buffer_leaves_room_for_both_records() {
+        let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+        let mut p = pair(suite, &[], &[]);
+        assert_eq!(p.handshake(), Handshake::Done);
+        assert_eq!(p.client.write(&mut Full, &[1; 100]).unwrap(), 100);
+        let Phase::Traffic(t) = &mut p.client.phase else {
+            panic!("not in traffic")
+        };
+        t.tx_limit = t.tx.seq();
+        let big = [2u8; MAX_PLAINTEXT];
+        let n = p.client.write(&mut Full, &big).unwrap();
+        assert!(n > MAX_PLAINTEXT / 2, "{n}");
+        p.client.flush(&mut ClientEnd(&mut p.wire)).unwrap();
+        p.pump_server();
+        let mut expected = vec![1u8; 100];
+        expected.extend_from_slice(&big[..n]);
+        assert_eq!(p.server_received(), expected);
+    }
+
+    /// TLS 1.3 knows no warning alerts but user_canceled (RFC 8446 §6): any other is fatal.
+    /// The alerts are sealed with the server's sending key, extracted from rustls.
+    #[test]
+    fn a_tls13_warning_alert_is_fatal_but_user_canceled_is_not() {
+        let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+        for (alert, fatal) in [([WARNING, 40u8], true), ([WARNING, USER_CANCELED], false)] {
+            let mut p = pair(suite, &[], &[]);
+            assert_eq!(p.handshake(), Handshake::Done);
+            p.receive().unwrap();
+            let Pair {
+                mut wire,
+                mut client,
+                server,
+                ..
+            } = p;
+            let (seq, secrets) = server.dangerous_extract_secrets().unwrap().tx;
+            let mut server_key = RecordKey::new(Version::Tls13, secrets, seq).unwrap();
+            let mut record = [0u8; 64];
+            let len = server_key.seal(ALERT, &alert, &mut record).unwrap();
+            wire.to_client.extend(&record[..len]);
+            let mut buf = [0u8; 16];
+            let err = client
+                .read(&mut ClientEnd(&mut wire), &mut buf)
+                .unwrap_err();
+            let expected = if fatal {
+                io::ErrorKind::InvalidData
+            } else {
+                io::ErrorKind::WouldBlock
+            };
+            assert_eq!(err.kind(), expected, "alert {alert:?}");
+        }
     }
 
     #[test]

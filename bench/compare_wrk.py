@@ -15,7 +15,8 @@ The machine is small and noisy, so every configuration runs ROUNDS times, interl
 summary quotes medians and the candor/wrk ratio. Usage:
 
   bench/compare_wrk.py [--rounds 3] [--duration 10] [--connections 50] [--rate 20000]
-                      [--baseline PATH/TO/OLDER/candor] [--wrk2 PATH/TO/wrk2]
+                      [--baseline PATH/TO/OLDER/candor] [--wrk2 PATH/TO/wrk2] [--closed-only]
+                      [--busy-server]
 
 wrk2 is not packaged by Debian: build it yourself from its sources (github.com/giltene/wrk2,
 `make`) outside this repository and pass the binary's path.
@@ -68,6 +69,7 @@ def main():
     ap.add_argument("--rate", type=int, default=20000)
     ap.add_argument("--baseline", help="an older candor binary to run beside this one")
     ap.add_argument("--wrk2", help="a wrk2 binary, to run its open loop at --rate beside candor's")
+    ap.add_argument("--closed-only", action="store_true", help="only the closed-loop runs (wrk, candor, baseline)")
     ap.add_argument("--busy-server", action="store_true",
                     help="run the server with --busy-poll: it never sleeps, so no send pays for waking it")
     a = ap.parse_args()
@@ -77,28 +79,33 @@ def main():
     cores = os.cpu_count() or 1
     pin_server = ["taskset", "-c", "1"] if cores >= 2 and shutil.which("taskset") else []
     pin_client = ["taskset", "-c", "0"] if pin_server else []
+    if a.busy_server and not pin_server:
+        sys.exit("--busy-server needs two cores and taskset: a server that never sleeps would starve a client on its core")
     busy = ["--busy-poll"] if a.busy_server else []
     server = subprocess.Popen(pin_server + [CANDOR, "serve", "--listen", "127.0.0.1:0"] + busy, stdout=subprocess.PIPE, text=True)
     url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",") + "/"
     d, c = str(a.duration), str(a.connections)
-    rows = {"wrk closed": [], "candor closed": [], "candor open": [], "candor open spin0": []}
-    if a.wrk2:
+    rows = {"wrk closed": [], "candor closed": []}
+    if not a.closed_only:
+        rows.update({"candor open": [], "candor open spin0": []})
+    if a.wrk2 and not a.closed_only:
         rows["wrk2 open"] = []
     binaries = [("candor", CANDOR)]
     if a.baseline:
         binaries.append(("baseline", os.path.abspath(a.baseline)))
-        rows.update({"baseline closed": [], "baseline open": [], "baseline open spin0": []})
+        rows.update({"baseline closed": []} if a.closed_only else
+                    {"baseline closed": [], "baseline open": [], "baseline open spin0": []})
     tmp = tempfile.mkdtemp()
     try:
         for r in range(a.rounds):
             text, cpu = measured(pin_client + ["wrk", "-t1", "-c" + c, "-d" + d + "s", url])
             rows["wrk closed"].append((wrk_requests(text), cpu))
-            if a.wrk2:
+            if a.wrk2 and not a.closed_only:
                 text, cpu = measured(pin_client + [a.wrk2, "-t1", "-c" + c, "-d" + d + "s", "-R" + str(a.rate), url])
                 rows["wrk2 open"].append((wrk_requests(text), cpu))
             for (who, binary), (kind, rate, extra) in (
                 (b, k)
-                for k in (("closed", "max", []), ("open", str(a.rate), []), ("open spin0", str(a.rate), ["--spin", "0us"]))
+                for k in (("closed", "max", []), ("open", str(a.rate), []), ("open spin0", str(a.rate), ["--spin", "0us"]))[:1 if a.closed_only else 3]
                 for b in binaries
             ):
                 name = f"{who} {kind}"
@@ -131,7 +138,14 @@ def main():
         label = {"open": f"{who} open loop {a.rate}/s", "open spin0": f"{who} open loop {a.rate}/s --spin 0"}.get(kind, name)
         print(f"{label:<34} {rps:>12,.0f} {per_cpu(name):>14,.0f} {us_per_req(name):>11.2f}")
     ratio = us_per_req("candor closed") / us_per_req("wrk closed")
-    print(f"\ncandor/wrk CPU per request, closed loop: {ratio:.2f} (below 1 = candor is cheaper)")
+    print(f"\ncandor/wrk CPU per request, closed loop: {ratio:.2f} (below 1 = candor is cheaper); "
+          f"requests per CPU-second, candor/wrk: {per_cpu('candor closed') / per_cpu('wrk closed'):.3f}")
+    print("candor/wrk requests per CPU-second, round by round: " + ", ".join(
+        f"{(n / cpu) / (wn / wcpu):.3f}" for (n, cpu), (wn, wcpu) in zip(rows["candor closed"], rows["wrk closed"])))
+    if a.closed_only:
+        if a.baseline:
+            print(f"baseline/wrk requests per CPU-second: {per_cpu('baseline closed') / per_cpu('wrk closed'):.3f}")
+        return
     for kind in ("open", "open spin0"):
         print(f"candor {kind} / candor closed, CPU per request: "
               f"{us_per_req('candor ' + kind) / us_per_req('candor closed'):.2f}")

@@ -20,7 +20,8 @@ runs. Every figure is a median over ROUNDS interleaved rounds.
   --memory S    additionally `-R 20000 -t1 -c64` for S seconds, resident memory every 10 s
 
   bench/open_loop.py [--rounds 3] [--duration 8] [--memory 600] [--candor PATH] [--skip pool]
-                     [--paced-rate 20000] [--against PATH]
+                     [--paced-rate 20000] [--against PATH] [--ceiling-connections 64]
+                     [--busy-server]
 
 --against PATH runs a second build (e.g. one of main) in the same rounds, each case of a round
 once with each build in turn, so that the machine's noise hits both; it prints both builds'
@@ -105,6 +106,8 @@ def main():
     pinned = (os.cpu_count() or 1) >= 2 and shutil.which("taskset")
     pin_server = ["taskset", "-c", "1"] if pinned else []
     pin_client = ["taskset", "-c", "0"] if pinned else []
+    if a.busy_server and not pinned:
+        sys.exit("--busy-server needs two cores and taskset: a server that never sleeps would starve a client on its core")
     builds = [a.candor] + ([a.against] if a.against else [])
     busy = ["--busy-poll"] if a.busy_server else []
     server = subprocess.Popen(pin_server + [a.candor, "serve", "--listen", "127.0.0.1:0"] + busy, stdout=subprocess.PIPE, text=True)
@@ -196,7 +199,7 @@ def report(a, build, rows, pinned):
     print(f"closed loop, 1 thread, 64 connections: {rate:,.0f} requests/s, {us:.2f} CPU us/request")
     out["closed-loop CPU us/request"] = us
     if rows["ceiling"]:
-        print(f"open-loop ceiling (send lag p99 <= 50 us): {med(x[0] for x in rows['ceiling']):.0%} "
+        print(f"open-loop ceiling (send lag p99 <= 50 us, {a.ceiling_connections} connections): {med(x[0] for x in rows['ceiling']):.0%} "
               f"of closed loop = {med(x[1] for x in rows['ceiling']):,.0f}/s")
     for name in ("paced", "paced spin0"):
         if rows[name]:

@@ -1,10 +1,10 @@
 //! Background scheduling priority for the threads that keep the books beside the load threads.
 //!
-//! On Linux a thread of policy `SCHED_IDLE` runs only when no ordinary thread wants its core, and
-//! its wake-up never preempts one: the collector that merges and encodes each interval's
-//! histograms (about a millisecond of CPU a second) then fits into the load threads' sleeps
-//! instead of delaying their sends. Elsewhere, and where the policy is refused, the thread keeps
-//! its priority; nothing else depends on it.
+//! On Linux a thread of policy `SCHED_IDLE` has the scheduler's lowest weight (about 0.3% of a
+//! core against each busy ordinary thread) and its wake-up never preempts an ordinary thread:
+//! the collector that merges and encodes each interval's histograms (about a millisecond of CPU
+//! a second) then runs in the load threads' sleeps instead of delaying their sends. Elsewhere,
+//! and where the policy is refused, the thread keeps its priority; nothing else depends on it.
 
 /// Whether the calling thread now runs at background priority.
 pub fn lower_to_background() -> bool {

@@ -217,32 +217,53 @@ pub fn run(
         totals: [RequestCounts::default(); 2],
     };
     // The intervals are merged, encoded and reported by a thread of background priority while
-    // the workers run, so that this bookkeeping (about a millisecond of CPU a second) never
-    // delays a send on a core the load threads share with it. Once the workers have ended, this
+    // the workers run, so that this bookkeeping (about a millisecond of CPU a second) does not
+    // delay a send on a core the load threads share with it. Once the workers have ended, this
     // thread, at its usual priority, takes over whatever is still queued, so that the end of a
-    // run (an interrupt's included) does not wait for a starved background thread.
+    // run (an interrupt's included) waits for at most the one message the background thread is
+    // on. Should that thread not start, this one collects while the workers run, as it would
+    // alone; should `on_interval` panic there, the run is stopped, the queue kept empty so that
+    // no worker waits on it, and the panic carried on from here once the workers have ended.
+    let collecting = std::sync::Mutex::new((&mut collector, &mut *on_interval));
+    let collect = |msg: IntervalMsg| {
+        let mut guard = collecting.lock().unwrap_or_else(|p| p.into_inner());
+        let (collector, on_interval) = &mut *guard;
+        collector.accept(msg, &to_pool, &mut **on_interval);
+    };
     let workers_done = AtomicBool::new(false);
-    let joined: Vec<_> = std::thread::scope(|scope| {
+    let (joined, panicked) = std::thread::scope(|scope| {
         let background = std::thread::Builder::new()
             .name("candor-collect".into())
             .spawn_scoped(scope, || {
                 crate::priority::lower_to_background();
-                while !workers_done.load(Ordering::Acquire) {
-                    match from_workers.recv() {
-                        Ok(msg) => collector.accept(msg, &to_pool, on_interval),
-                        Err(_) => break,
+                let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    while !workers_done.load(Ordering::Acquire) {
+                        match from_workers.recv() {
+                            Ok(msg) => collect(msg),
+                            Err(_) => break,
+                        }
                     }
-                }
+                }));
+                collected.err().inspect(|_| {
+                    options.stop.store(true, Ordering::Relaxed);
+                    while from_workers.recv().is_ok() {}
+                })
             });
-        let joined = handles.into_iter().map(|h| h.join()).collect();
-        workers_done.store(true, Ordering::Release);
-        if let Ok(background) = background {
-            let _ = background.join();
+        if background.is_err() {
+            while let Ok(msg) = from_workers.recv() {
+                collect(msg);
+            }
         }
-        joined
+        let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        workers_done.store(true, Ordering::Release);
+        let panicked = background.ok().and_then(|b| b.join().ok().flatten());
+        (joined, panicked)
     });
-    // Every worker has dropped its sender, so this ends once the queue is empty (it is the whole
-    // collection if the background thread could not be started).
+    if let Some(payload) = panicked {
+        std::panic::resume_unwind(payload);
+    }
+    drop(collecting);
+    // Every worker has dropped its sender, so this ends once the queue is empty.
     while let Ok(msg) = from_workers.recv() {
         collector.accept(msg, &to_pool, on_interval);
     }

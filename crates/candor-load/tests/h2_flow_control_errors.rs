@@ -1,7 +1,8 @@
 //! HTTP/2 flow-control errors a server can commit (RFC 9113 §6.9): a WINDOW_UPDATE of 0, or one
 //! that takes a window past 2^31-1, is an error of the stream it names (the client resets that
 //! stream, with the right code, and fails its request, and the connection carries on) or, on
-//! stream 0, of the connection (every request on it fails and the client reconnects).
+//! stream 0 or through SETTINGS_INITIAL_WINDOW_SIZE, of the connection (every request on it
+//! fails and the client reconnects).
 //!
 //! The server here is a script over a plain socket, since a well-behaved HTTP/2 library cannot
 //! be made to send such frames: it answers every request with a bare `:status 200`, except the
@@ -157,6 +158,18 @@ fn assert_connection_error(first_answer: fn(u32) -> Vec<u8>) {
 #[test]
 fn a_zero_window_increment_on_the_connection_is_a_connection_error() {
     assert_connection_error(|_| window_update(0, 0));
+}
+
+/// A new SETTINGS_INITIAL_WINDOW_SIZE that takes an open stream's window past 2^31-1 (its window
+/// was raised by 1 first) is an error of the connection (RFC 9113 §6.9.2).
+#[test]
+fn an_initial_window_size_pushing_a_stream_window_past_the_maximum_is_a_connection_error() {
+    assert_connection_error(|stream| {
+        let mut frames = window_update(stream, 1);
+        // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 2^31-1.
+        frames.extend(frame(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]));
+        frames
+    });
 }
 
 #[test]

@@ -316,6 +316,12 @@ pub struct LoadConfig {
 }
 
 impl LoadConfig {
+    /// Whether sends follow a schedule (a rate, a profile or a replayed trace) rather than each
+    /// response (a closed loop).
+    pub fn is_open_loop(&self) -> bool {
+        self.rate.is_some() || self.profile.is_some() || self.workload.replay.is_some()
+    }
+
     /// A configuration with wrk2-like defaults for `target`.
     pub fn new(target: Target) -> Self {
         LoadConfig {

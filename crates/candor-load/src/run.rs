@@ -235,7 +235,13 @@ pub fn run(
         let background = std::thread::Builder::new()
             .name("candor-collect".into())
             .spawn_scoped(scope, || {
-                crate::priority::lower_to_background();
+                // An open loop's threads sleep between sends, and the collector runs in those
+                // sleeps; a closed loop's never do, so there it keeps its share of the core (a
+                // collector starved for seconds would make the workers allocate interval boxes
+                // and, after 16 intervals, wait for it).
+                if config.is_open_loop() {
+                    crate::priority::lower_to_background();
+                }
                 let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     while !workers_done.load(Ordering::Acquire) {
                         match from_workers.recv() {

@@ -37,7 +37,8 @@ fn interval_reports_add_up_to_the_outcome() {
         .unwrap();
     let outcome = candor_load::run(&config, RunOptions::default(), &mut |r| {
         // Reported by the background collector while the workers run, or by the caller's
-        // thread once they have ended; the collector never at the load threads' priority.
+        // thread once they have ended; in an open loop, the collector never at the load
+        // threads' priority.
         let on_collector = std::thread::current().name() == Some("candor-collect");
         assert!(on_collector || std::thread::current().id() == caller);
         // (Where the policy is refused, as some sandboxes do, the collector keeps its priority.)

@@ -15,30 +15,13 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REL = os.path.join(ROOT, "target", "release")
-
-
-def child_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def start(cmd, pin):
-    p = subprocess.Popen(pin + cmd, stdout=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    url = next((w.rstrip(",") for w in line.split() if "://" in w), None)
-    if url is None:
-        p.kill()
-        sys.exit(f"no URL in banner of {cmd}: {line!r}")
-    return p, url
+from benchlib import REL, ROOT, child_cpu, start  # noqa: F401 (the bench scripts' shared helpers)
 
 
 def main():

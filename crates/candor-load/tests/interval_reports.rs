@@ -14,8 +14,8 @@ fn grew(before: &RequestCounts, after: &RequestCounts) -> bool {
         && after.generator_late >= before.generator_late
 }
 
-#[test]
-fn interval_reports_add_up_to_the_outcome() {
+/// A local server, and an open loop of 1000/s against it.
+fn server_and_open_loop() -> (candor_serve::ServerHandle, LoadConfig) {
     let server = candor_serve::start(candor_serve::ServeConfig::new(
         "127.0.0.1:0".parse().unwrap(),
     ))
@@ -23,6 +23,12 @@ fn interval_reports_add_up_to_the_outcome() {
     let mut config =
         LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
     config.rate = Some(1000.0);
+    (server, config)
+}
+
+#[test]
+fn interval_reports_add_up_to_the_outcome() {
+    let (server, mut config) = server_and_open_loop();
     config.connections = 4;
     config.threads = 2;
     config.warmup_ns = 1_000_000_000;
@@ -83,13 +89,7 @@ fn interval_reports_add_up_to_the_outcome() {
 /// waits on a full queue) and reaches the caller, as a panic of the caller's own code would.
 #[test]
 fn a_panicking_interval_callback_stops_the_run_and_reaches_the_caller() {
-    let server = candor_serve::start(candor_serve::ServeConfig::new(
-        "127.0.0.1:0".parse().unwrap(),
-    ))
-    .unwrap();
-    let mut config =
-        LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
-    config.rate = Some(1000.0);
+    let (server, mut config) = server_and_open_loop();
     config.connections = 2;
     config.threads = 1;
     // Far longer than the test waits: only a stopped run returns in time.

@@ -268,7 +268,6 @@ pub fn run(
     if let Some(payload) = panicked {
         std::panic::resume_unwind(payload);
     }
-    drop(collecting);
     // Every worker has dropped its sender, so this ends once the queue is empty.
     while let Ok(msg) = from_workers.recv() {
         collector.accept(msg, &to_pool, on_interval);

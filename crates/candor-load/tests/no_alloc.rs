@@ -4,10 +4,11 @@
 //! The engine core is also driven alone on simulated time (no sockets), so that its own
 //! per-request path is checked apart from any transport.
 
+mod steady_state;
+
 use candor_load::config::RequestOrder;
 use candor_load::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use candor_load::engine::ledger::Ledger;
-use candor_load::run::RunOptions;
 use candor_load::schedule::{ArrivalKind, Schedule};
 use candor_load::shared::{IntervalData, WorkerSetup};
 use candor_load::{LoadConfig, Target};
@@ -47,27 +48,10 @@ fn steady_state_run(
     config.rate = rate;
     config.connections = 8;
     config.threads = 2;
-    config.duration_ns = 5_000_000_000;
     shape(&mut config);
-    config.validate().unwrap();
-    let options = RunOptions {
-        worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
-        ..Default::default()
-    };
-    // The window is defined by the run's own clock, not by sleeping beside it: from the report
-    // of interval 1 (every worker has flushed two intervals: start-up is over) to that of
-    // interval 3, so it spans two interval boundaries and thousands of requests, and ends before
-    // the run's last interval and its end-of-run work.
-    let (mut before, mut after) = (None, None);
-    let outcome = candor_load::run(&config, options, &mut |report| match report.index {
-        1 => before = Some(candor_testkit::marked_allocations()),
-        3 => after = Some(candor_testkit::marked_allocations()),
-        _ => {}
-    })
-    .unwrap();
+    let (allocations, outcome) = steady_state::steady_state_allocations(config);
     server.shutdown();
-    let (before, after) = (before.expect("interval 1"), after.expect("interval 3"));
-    (after - before, outcome)
+    (allocations, outcome)
 }
 
 /// Failing responses too: every response fails (one request line by its status, the other by

@@ -5,6 +5,8 @@
 //! completes, the next request reconnects).
 //! HTTP/2 over TLS is covered by `tests/h2.rs`.
 
+mod steady_state;
+
 use candor_load::run::RunOptions;
 use candor_load::{LoadConfig, RunOutcome, Target};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -139,28 +141,10 @@ fn config_for(server: &TlsServer) -> LoadConfig {
     c
 }
 
-/// The marked allocations between the reports of intervals 1 and 3 of a 5 s run (as
-/// `tests/no_alloc.rs` measures plain HTTP/1.1), and the run's outcome.
-fn steady_state_run(mut config: LoadConfig) -> (u64, RunOutcome) {
+/// [`steady_state::steady_state_allocations`], one test at a time (the count is process-wide).
+fn steady_state_run(config: LoadConfig) -> (u64, RunOutcome) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    config.duration_ns = 5_000_000_000;
-    config.validate().unwrap();
-    let options = RunOptions {
-        worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
-        ..Default::default()
-    };
-    // From the report of interval 1 (every worker has flushed two intervals: the pool and its
-    // handshakes are long done) to that of interval 3: two interval boundaries and thousands of
-    // requests, before the run's last interval and its end-of-run work.
-    let (mut before, mut after) = (None, None);
-    let outcome = candor_load::run(&config, options, &mut |report| match report.index {
-        1 => before = Some(candor_testkit::marked_allocations()),
-        3 => after = Some(candor_testkit::marked_allocations()),
-        _ => {}
-    })
-    .unwrap();
-    let (before, after) = (before.expect("interval 1"), after.expect("interval 3"));
-    (after - before, outcome)
+    steady_state::steady_state_allocations(config)
 }
 
 fn assert_no_allocations(opts: ServerOptions, what: &str) {

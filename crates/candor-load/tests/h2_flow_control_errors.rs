@@ -1,8 +1,8 @@
 //! HTTP/2 flow-control errors a server can commit (RFC 9113 §6.9): a WINDOW_UPDATE of 0, or one
 //! that takes a window past 2^31-1, is an error of the stream it names (the client resets that
 //! stream, with the right code, and fails its request, and the connection carries on) or, on
-//! stream 0 or through SETTINGS_INITIAL_WINDOW_SIZE, of the connection (every request on it
-//! fails and the client reconnects).
+//! stream 0 or through SETTINGS_INITIAL_WINDOW_SIZE, of the connection (the client sends a
+//! GOAWAY with the error's code, every request on the connection fails, and it reconnects).
 //!
 //! The server here is a script over a plain socket, since a well-behaved HTTP/2 library cannot
 //! be made to send such frames: it answers every request with a bare `:status 200`, except the
@@ -21,11 +21,13 @@ const SETTINGS: u8 = 0x4;
 const WINDOW_UPDATE: u8 = 0x8;
 const GOAWAY: u8 = 0x7;
 
-/// What the script saw: connections accepted, and the (stream, error code) of each RST_STREAM.
+/// What the script saw: connections accepted, the (stream, error code) of each RST_STREAM, and
+/// the error code of each GOAWAY.
 #[derive(Default)]
 struct Seen {
     connections: u64,
     resets: Vec<(u32, u32)>,
+    goaways: Vec<u32>,
 }
 
 fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
@@ -70,7 +72,15 @@ fn serve(mut sock: TcpStream, first_answer: fn(u32) -> Vec<u8>, seen: Arc<Mutex<
                 seen.lock().unwrap().resets.push((stream, code));
                 continue;
             }
-            GOAWAY => return,
+            GOAWAY => {
+                if let [_, _, _, _, a, b, c, d, ..] = payload[..] {
+                    seen.lock()
+                        .unwrap()
+                        .goaways
+                        .push(u32::from_be_bytes([a, b, c, d]));
+                }
+                return;
+            }
             _ => continue,
         };
         if sock.write_all(&reply).is_err() {
@@ -141,38 +151,49 @@ fn a_stream_window_past_the_maximum_resets_that_stream_only() {
     assert_stream_error(|stream| window_update(stream, 0x7fff_ffff), 0x3);
 }
 
-/// A connection error: the request on the connection fails, and the client opens a new one
-/// for the rest (each new connection's first request meets the same error).
-fn assert_connection_error(first_answer: fn(u32) -> Vec<u8>) {
+/// A connection error: the client says why in a GOAWAY (`code`), the request on the connection
+/// fails, and the client opens a new one for the rest (each new connection's first request
+/// meets the same error).
+fn assert_connection_error(first_answer: fn(u32) -> Vec<u8>, code: u32) {
     let (out, seen) = run_against(first_answer);
     let m = &out.main.counts;
     assert_eq!(m.intended, 50, "{m:?}");
     assert_eq!(m.completed + m.failed, 50, "{m:?}");
     assert!(m.failed >= 1, "{m:?}");
     assert_eq!(m.errors.parse, m.failed, "{m:?}");
+    // The GOAWAY was written when the error was read; the script's thread records it when it is
+    // next scheduled, which a busy machine may delay.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !seen.lock().unwrap().goaways.contains(&code) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let seen = seen.lock().unwrap();
     assert!(seen.connections >= 2, "{} connections", seen.connections);
     assert!(seen.resets.is_empty(), "{:?}", seen.resets);
+    assert!(seen.goaways.contains(&code), "{:?}", seen.goaways);
 }
 
 #[test]
 fn a_zero_window_increment_on_the_connection_is_a_connection_error() {
-    assert_connection_error(|_| window_update(0, 0));
+    assert_connection_error(|_| window_update(0, 0), 0x1);
 }
 
 /// A new SETTINGS_INITIAL_WINDOW_SIZE that takes an open stream's window past 2^31-1 (its window
 /// was raised by 1 first) is an error of the connection (RFC 9113 §6.9.2).
 #[test]
 fn an_initial_window_size_pushing_a_stream_window_past_the_maximum_is_a_connection_error() {
-    assert_connection_error(|stream| {
-        let mut frames = window_update(stream, 1);
-        // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 2^31-1.
-        frames.extend(frame(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]));
-        frames
-    });
+    assert_connection_error(
+        |stream| {
+            let mut frames = window_update(stream, 1);
+            // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 2^31-1.
+            frames.extend(frame(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]));
+            frames
+        },
+        0x3,
+    );
 }
 
 #[test]
 fn a_connection_window_past_the_maximum_is_a_connection_error() {
-    assert_connection_error(|_| window_update(0, 0x7fff_ffff));
+    assert_connection_error(|_| window_update(0, 0x7fff_ffff), 0x3);
 }

@@ -38,10 +38,12 @@ pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 pub const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
 
-/// RST_STREAM and GOAWAY error codes this client sends.
+/// RST_STREAM and GOAWAY error codes this client sends (RFC 9113 §7).
 pub const NO_ERROR: u32 = 0x0;
 pub const PROTOCOL_ERROR: u32 = 0x1;
 pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+pub const FRAME_SIZE_ERROR: u32 = 0x6;
+pub const COMPRESSION_ERROR: u32 = 0x9;
 pub const CANCEL: u32 = 0x8;
 
 /// A frame's 9-byte header.

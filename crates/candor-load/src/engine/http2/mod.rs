@@ -169,8 +169,26 @@ fn request_bytes<'a>(core: &'a Core, requests: &'a [Prepared], slot: usize) -> &
     }
 }
 
-/// A protocol error on a connection: it is closed, its streams fail with `Failure::Parse`.
-struct ProtocolError;
+/// A protocol error on a connection: a GOAWAY with `code` is sent (as far as the socket takes it
+/// at once), the connection is closed, and its streams fail with `Failure::Parse`.
+struct ProtocolError {
+    code: u32,
+}
+
+impl ProtocolError {
+    const PROTOCOL: ProtocolError = ProtocolError {
+        code: frame::PROTOCOL_ERROR,
+    };
+    const FLOW_CONTROL: ProtocolError = ProtocolError {
+        code: frame::FLOW_CONTROL_ERROR,
+    };
+    const FRAME_SIZE: ProtocolError = ProtocolError {
+        code: frame::FRAME_SIZE_ERROR,
+    };
+    const COMPRESSION: ProtocolError = ProtocolError {
+        code: frame::COMPRESSION_ERROR,
+    };
+}
 
 /// Runs one HTTP/2 load thread: opens its pool (connect, TLS with ALPN `h2`, preface, the
 /// server's SETTINGS), reports it through `ticket`, and from the start the run sets runs to the
@@ -676,12 +694,12 @@ impl Driver {
         let buf = std::mem::take(&mut self.conns[i].rbuf);
         let mut at = 0;
         let mut closed_streams = false;
-        let mut ok = true;
+        let mut failed: Option<ProtocolError> = None;
         let rlen = self.conns[i].rlen;
         while rlen - at >= frame::HEADER_LEN {
             let h = FrameHeader::parse(&buf[at..]);
             if h.len > frame::DEFAULT_MAX_FRAME {
-                ok = false;
+                failed = Some(ProtocolError::FRAME_SIZE);
                 break;
             }
             if rlen - at < frame::HEADER_LEN + h.len {
@@ -691,8 +709,8 @@ impl Driver {
             at += frame::HEADER_LEN + h.len;
             match self.frame(i, h, payload, now) {
                 Ok(closed) => closed_streams |= closed,
-                Err(ProtocolError) => {
-                    ok = false;
+                Err(e) => {
+                    failed = Some(e);
                     break;
                 }
             }
@@ -702,7 +720,13 @@ impl Driver {
         }
         let c = &mut self.conns[i];
         c.rbuf = buf;
-        if !ok {
+        if let Some(error) = failed {
+            // The server is told why (RFC 9113 §5.4.1), as far as the socket takes it now.
+            if let Some(sock) = c.sock.as_mut() {
+                frame::put_goaway(&mut c.wbuf, error.code);
+                let _ = sock.write(&c.wbuf[c.woff..]);
+                let _ = sock.flush();
+            }
             if c.state == ConnState::Settings {
                 self.connect_failed(i, Failure::Connect, now);
             } else {

@@ -27,7 +27,7 @@ impl Driver {
     ) -> Result<bool, ProtocolError> {
         let c = &mut self.conns[i];
         if c.block_stream != 0 && h.kind != frame::CONTINUATION {
-            return Err(ProtocolError);
+            return Err(ProtocolError::PROTOCOL);
         }
         // These frames belong to a stream; on stream 0 they are a connection error (§6.1-6.4).
         if h.stream == 0
@@ -36,11 +36,11 @@ impl Driver {
                 frame::DATA | frame::HEADERS | frame::RST_STREAM | frame::CONTINUATION
             )
         {
-            return Err(ProtocolError);
+            return Err(ProtocolError::PROTOCOL);
         }
         if c.state == ConnState::Settings && h.kind != frame::SETTINGS {
             // The server's first frame must be SETTINGS (RFC 9113 §3.4).
-            return Err(ProtocolError);
+            return Err(ProtocolError::PROTOCOL);
         }
         match h.kind {
             frame::DATA => {
@@ -79,7 +79,7 @@ impl Driver {
             frame::HEADERS => {
                 let mut fragment = strip_padding(h.flags, payload)?;
                 if h.flags & frame::PRIORITY_FLAG != 0 {
-                    fragment = fragment.get(5..).ok_or(ProtocolError)?;
+                    fragment = fragment.get(5..).ok_or(ProtocolError::PROTOCOL)?;
                 }
                 c.block.clear();
                 c.block.extend_from_slice(fragment);
@@ -94,12 +94,12 @@ impl Driver {
             }
             frame::CONTINUATION => {
                 if c.block_stream == 0 || c.block_stream != h.stream {
-                    return Err(ProtocolError);
+                    return Err(ProtocolError::PROTOCOL);
                 }
                 c.block.extend_from_slice(payload);
                 // A header block without end (a CONTINUATION flood) must not grow without bound.
                 if c.block.len() > MAX_HEADER_BLOCK {
-                    return Err(ProtocolError);
+                    return Err(ProtocolError::PROTOCOL);
                 }
                 if h.flags & frame::END_HEADERS != 0 {
                     c.block_stream = 0;
@@ -122,8 +122,11 @@ impl Driver {
                 if h.flags & frame::ACK != 0 {
                     return Ok(false);
                 }
-                if !h.len.is_multiple_of(6) || h.stream != 0 {
-                    return Err(ProtocolError);
+                if h.stream != 0 {
+                    return Err(ProtocolError::PROTOCOL);
+                }
+                if !h.len.is_multiple_of(6) {
+                    return Err(ProtocolError::FRAME_SIZE);
                 }
                 for s in payload.chunks_exact(6) {
                     let id = u16::from_be_bytes([s[0], s[1]]);
@@ -132,7 +135,7 @@ impl Driver {
                         frame::SETTINGS_MAX_CONCURRENT_STREAMS => c.max_streams = value as usize,
                         frame::SETTINGS_INITIAL_WINDOW_SIZE => {
                             if value > 0x7fff_ffff {
-                                return Err(ProtocolError);
+                                return Err(ProtocolError::FLOW_CONTROL);
                             }
                             let delta = value as i64 - c.initial_window;
                             c.initial_window = value as i64;
@@ -141,13 +144,13 @@ impl Driver {
                                 // A stream window pushed past 2^31-1 by the new initial size
                                 // is an error of the connection (RFC 9113 §6.9.2).
                                 if self.streams[slot].send_window > MAX_WINDOW {
-                                    return Err(ProtocolError);
+                                    return Err(ProtocolError::FLOW_CONTROL);
                                 }
                             }
                         }
                         frame::SETTINGS_MAX_FRAME_SIZE => {
                             if !(16_384..=16_777_215).contains(&value) {
-                                return Err(ProtocolError);
+                                return Err(ProtocolError::PROTOCOL);
                             }
                             c.max_frame = value as usize;
                         }
@@ -170,7 +173,7 @@ impl Driver {
             }
             frame::PING => {
                 if h.len != 8 {
-                    return Err(ProtocolError);
+                    return Err(ProtocolError::FRAME_SIZE);
                 }
                 if h.flags & frame::ACK == 0 {
                     frame::put_header(&mut c.wbuf, 8, frame::PING, frame::ACK, 0);
@@ -180,7 +183,7 @@ impl Driver {
             }
             frame::GOAWAY => {
                 if h.len < 8 {
-                    return Err(ProtocolError);
+                    return Err(ProtocolError::PROTOCOL);
                 }
                 let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                     & 0x7fff_ffff;
@@ -202,7 +205,7 @@ impl Driver {
             }
             frame::WINDOW_UPDATE => {
                 if h.len != 4 {
-                    return Err(ProtocolError);
+                    return Err(ProtocolError::FRAME_SIZE);
                 }
                 let inc = (u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                     & 0x7fff_ffff) as i64;
@@ -210,8 +213,11 @@ impl Driver {
                 // the connection when it is the connection's window, of the stream otherwise
                 // (RFC 9113 §6.9, §6.9.1).
                 if h.stream == 0 {
-                    if inc == 0 || c.send_window + inc > MAX_WINDOW {
-                        return Err(ProtocolError);
+                    if inc == 0 {
+                        return Err(ProtocolError::PROTOCOL);
+                    }
+                    if c.send_window + inc > MAX_WINDOW {
+                        return Err(ProtocolError::FLOW_CONTROL);
                     }
                     c.send_window += inc;
                 } else if let Some(slot) = c.slot_of(h.stream) {
@@ -231,7 +237,7 @@ impl Driver {
                 Ok(false)
             }
             // Push is disabled in this client's SETTINGS.
-            frame::PUSH_PROMISE => Err(ProtocolError),
+            frame::PUSH_PROMISE => Err(ProtocolError::PROTOCOL),
             // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1).
             _ => Ok(false),
         }
@@ -271,7 +277,7 @@ impl Driver {
         });
         c.block = block;
         if decoded.is_err() {
-            return Err(ProtocolError);
+            return Err(ProtocolError::COMPRESSION);
         }
         let Some(slot) = slot else {
             return Ok(false);
@@ -370,7 +376,12 @@ fn strip_padding(flags: u8, payload: &[u8]) -> Result<&[u8], ProtocolError> {
     if flags & frame::PADDED == 0 {
         return Ok(payload);
     }
-    let (&pad, rest) = payload.split_first().ok_or(ProtocolError)?;
-    rest.get(..rest.len().checked_sub(pad as usize).ok_or(ProtocolError)?)
-        .ok_or(ProtocolError)
+    let (&pad, rest) = payload.split_first().ok_or(ProtocolError::PROTOCOL)?;
+    rest.get(
+        ..rest
+            .len()
+            .checked_sub(pad as usize)
+            .ok_or(ProtocolError::PROTOCOL)?,
+    )
+    .ok_or(ProtocolError::PROTOCOL)
 }

@@ -98,6 +98,10 @@ impl ErrorCounts {
             FailureClass::Check => self.check,
         }
     }
+    /// Each class's name and count, in the order of [`FailureClass::ALL`].
+    pub fn by_class(&self) -> [(&'static str, u64); 7] {
+        FailureClass::ALL.map(|c| (c.name(), self.get(c)))
+    }
     /// The class with the most failures (the first of equals), `None` when nothing failed.
     pub fn dominant(&self) -> Option<(FailureClass, u64)> {
         FailureClass::ALL
@@ -140,6 +144,16 @@ impl StatusCounts {
             400..=499 => self.s4xx += 1,
             _ => self.s5xx += 1,
         }
+    }
+    /// Each class's name (`1xx` .. `5xx`) and count.
+    pub fn by_class(&self) -> [(&'static str, u64); 5] {
+        [
+            ("1xx", self.s1xx),
+            ("2xx", self.s2xx),
+            ("3xx", self.s3xx),
+            ("4xx", self.s4xx),
+            ("5xx", self.s5xx),
+        ]
     }
     pub fn add(&mut self, o: &StatusCounts) {
         self.s1xx += o.s1xx;

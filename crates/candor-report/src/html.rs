@@ -537,18 +537,6 @@ pub fn write_html(
     );
     for (i, (label, r)) in runs.iter().enumerate() {
         let q = &r.main.requests;
-        let classes = |pairs: &[(&str, u64)]| {
-            let parts: Vec<String> = pairs
-                .iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(k, n)| format!("{k} {}", format_count(*n)))
-                .collect();
-            if parts.is_empty() {
-                "none".to_string()
-            } else {
-                parts.join(", ")
-            }
-        };
         let e = &q.errors;
         let st = &q.status;
         let unknown = || "<span class=\"unknown\">unknown</span>".to_string();
@@ -572,8 +560,8 @@ pub fn write_html(
             },
             if books == Books::LatencyOnly { unknown() } else { format_count(q.failed) },
             known(format_count(q.in_flight_at_end)),
-            known(classes(&[("connect", e.connect), ("read", e.read), ("write", e.write), ("timeout", e.timeout), ("parse", e.parse), ("status", e.status), ("check", e.check)])),
-            known(classes(&[("1xx", st.s1xx), ("2xx", st.s2xx), ("3xx", st.s3xx), ("4xx", st.s4xx), ("5xx", st.s5xx)])),
+            known(crate::html_workload::nonzero_classes(&e.by_class())),
+            known(crate::html_workload::nonzero_classes(&st.by_class())),
             target_rate,
             format_rate(r.main.rate.achieved_per_s),
         ));

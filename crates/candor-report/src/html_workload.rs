@@ -5,7 +5,7 @@
 
 use crate::escape::html_text as esc;
 use crate::html::{format_ns, p99_max, spectrum, HtmlError};
-use candor_core::results::{ErrorCounts, Interval, PhaseResults, RunResults, StatusCounts};
+use candor_core::results::{Interval, PhaseResults, RunResults};
 use candor_core::units::{format_count, format_rate};
 use candor_core::workload_results::StageResults;
 use candor_core::Summary;
@@ -153,39 +153,13 @@ fn pct_cell(s: &Summary, p: f64) -> String {
     }
 }
 
-fn failure_classes(e: &ErrorCounts) -> String {
-    let parts: Vec<String> = [
-        ("connect", e.connect),
-        ("read", e.read),
-        ("write", e.write),
-        ("timeout", e.timeout),
-        ("parse", e.parse),
-        ("status", e.status),
-        ("check", e.check),
-    ]
-    .iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(k, n)| format!("{k} {}", format_count(*n)))
-    .collect();
-    if parts.is_empty() {
-        "none".into()
-    } else {
-        parts.join(", ")
-    }
-}
-
-fn status_classes(s: &StatusCounts) -> String {
-    let parts: Vec<String> = [
-        ("1xx", s.s1xx),
-        ("2xx", s.s2xx),
-        ("3xx", s.s3xx),
-        ("4xx", s.s4xx),
-        ("5xx", s.s5xx),
-    ]
-    .iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(k, n)| format!("{k} {}", format_count(*n)))
-    .collect();
+/// The classes with a count, as `name count, ...`; `none` when every count is 0.
+pub(crate) fn nonzero_classes(pairs: &[(&str, u64)]) -> String {
+    let parts: Vec<String> = pairs
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {}", format_count(*n)))
+        .collect();
     if parts.is_empty() {
         "none".into()
     } else {
@@ -291,8 +265,8 @@ pub(crate) fn sections(runs: &[(String, RunResults)], palette: &[&str]) -> Strin
                     esc(name),
                     format_rate(p.rate.achieved_per_s),
                     books_cells(p),
-                    esc(&failure_classes(&p.requests.errors)),
-                    esc(&status_classes(&p.requests.status)),
+                    esc(&nonzero_classes(&p.requests.errors.by_class())),
+                    esc(&nonzero_classes(&p.requests.status.by_class())),
                 ));
             }
             out.push_str(&format!(

@@ -154,17 +154,12 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         }
         FailureClass::Status => {
             let s = &r.status;
-            let classes: Vec<&str> = [
-                ("1xx", s.s1xx),
-                ("2xx", s.s2xx),
-                ("3xx", s.s3xx),
-                ("4xx", s.s4xx),
-                ("5xx", s.s5xx),
-            ]
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(c, _)| *c)
-            .collect();
+            let classes: Vec<&str> = s
+                .by_class()
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(c, _)| *c)
+                .collect();
             let answered = s.s1xx + s.s2xx + s.s3xx + s.s4xx + s.s5xx;
             // The classes count every response; they name the failures' statuses only when
             // every response was a status failure.

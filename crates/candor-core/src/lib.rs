@@ -2,6 +2,7 @@
 //! unit parsing and formatting, and the results model that every report reads.
 
 pub mod analysis;
+pub mod bounded;
 pub mod clock;
 pub mod dates;
 pub mod hist;

@@ -1,6 +1,9 @@
 //! The flags of `candor run` (and the load flags that `sweep`, `capacity` and `k8s` share), and their
 //! validation into a `LoadConfig` before any load is sent.
 
+use candor_core::bounded::{
+    strip_bom, MAX_BODY_FILE_BYTES, MAX_LINE_BYTES, MAX_REQUESTS_FILE_BYTES,
+};
 use candor_core::units::UnitError;
 use candor_core::units::{parse_duration_ns, parse_rate, Rate};
 use candor_load::schedule::ArrivalKind;
@@ -28,11 +31,12 @@ pub enum FlagError {
     },
     #[error("-R/--rate")]
     Profile(#[from] ProfileError),
-    #[error("reading {flag} {path}")]
+    /// Not `#[from]` nor a source: the reason is part of the one line.
+    #[error("{flag} {path}: {reason}")]
     Read {
         flag: &'static str,
         path: String,
-        source: std::io::Error,
+        reason: candor_core::bounded::BoundedReadError,
     },
     #[error(transparent)]
     Config(#[from] LoadConfigError),
@@ -55,12 +59,17 @@ fn flag<T>(r: std::result::Result<T, UnitError>, flag: &'static str) -> Result<T
     r.map_err(|source| FlagError::Value { flag, source })
 }
 
-/// Reads a file named by a flag.
-fn read(path: &std::path::Path, flag: &'static str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| FlagError::Read {
+/// Reads a file named by a flag, of at most `max_bytes` (and `max_line` per line).
+fn read(
+    path: &std::path::Path,
+    flag: &'static str,
+    max_bytes: u64,
+    max_line: Option<usize>,
+) -> Result<Vec<u8>> {
+    candor_core::bounded::read_file(path, max_bytes, max_line).map_err(|reason| FlagError::Read {
         flag,
         path: path.display().to_string(),
-        source,
+        reason,
     })
 }
 
@@ -406,7 +415,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.headers = a.headers.clone();
     c.body = match (&a.body, &a.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => read(path, "--body-file")?,
+        (None, Some(path)) => read(path, "--body-file", MAX_BODY_FILE_BYTES, None)?,
         (None, None) => Vec::new(),
     };
     c.pipeline = a.pipeline;
@@ -417,12 +426,20 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         ca_file: a.ca.clone(),
     };
     if let Some(path) = &a.requests {
-        let text = std::fs::read_to_string(path).map_err(|source| FlagError::Read {
-            flag: "--requests",
-            path: path.display().to_string(),
-            source,
+        let bytes = read(
+            path,
+            "--requests",
+            MAX_REQUESTS_FILE_BYTES,
+            Some(MAX_LINE_BYTES),
+        )?;
+        let text = std::str::from_utf8(strip_bom(&bytes)).map_err(|e| {
+            FlagError::Invalid(format!(
+                "--requests {}: not UTF-8 text (invalid byte at offset {})",
+                path.display(),
+                e.valid_up_to()
+            ))
         })?;
-        let lines = candor_load::requests::parse_request_lines(&text)
+        let lines = candor_load::requests::parse_request_lines(text)
             .map_err(|e| FlagError::Invalid(format!("{}: {e}", path.display())))?;
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
@@ -448,7 +465,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.payload = match (&a.payload, &a.payload_file) {
         (Some(p), _) => candor_load::tcp::parse_payload(p)
             .map_err(|e| FlagError::Invalid(format!("--payload: {e}")))?,
-        (None, Some(path)) => read(path, "--payload-file")?,
+        (None, Some(path)) => read(path, "--payload-file", MAX_BODY_FILE_BYTES, None)?,
         (None, None) => Vec::new(),
     };
     c.framing = if let Some(n) = a.expect_bytes {

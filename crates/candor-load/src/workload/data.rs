@@ -2,6 +2,7 @@
 //! before the run with the `csv` crate (a header row, RFC 4180 quoting); a request takes row
 //! `seq mod rows`, or a seeded random row with `--data-order random`.
 
+use candor_core::bounded::{MAX_DATA_FILE_BYTES, MAX_LINE_BYTES};
 use std::path::Path;
 use thiserror::Error;
 
@@ -43,18 +44,23 @@ pub struct DataTable {
 }
 
 impl DataTable {
-    /// Reads and parses a CSV file.
+    /// Reads and parses a CSV file of at most [`MAX_DATA_FILE_BYTES`], no line longer than
+    /// [`MAX_LINE_BYTES`].
     pub fn load(path: &Path) -> Result<DataTable, DataError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| DataError::Read {
-            path: shown.clone(),
-            reason: e.to_string(),
-        })?;
+        let bytes =
+            candor_core::bounded::read_file(path, MAX_DATA_FILE_BYTES, Some(MAX_LINE_BYTES))
+                .map_err(|e| DataError::Read {
+                    path: shown.clone(),
+                    reason: e.to_string(),
+                })?;
         DataTable::parse(&bytes, &shown)
     }
 
-    /// Parses CSV text; `path` names it in errors.
+    /// Parses CSV text (a leading byte order mark is not part of the first column's name);
+    /// `path` names it in errors.
     pub fn parse(bytes: &[u8], path: &str) -> Result<DataTable, DataError> {
+        let bytes = candor_core::bounded::strip_bom(bytes);
         let row_error = |e: csv::Error| {
             let line = e.position().map_or(0, |p| p.line());
             let reason = match e.kind() {
@@ -93,6 +99,19 @@ impl DataTable {
         let mut widest = vec![0; columns.len()];
         for record in reader.byte_records() {
             let record = record.map_err(row_error)?;
+            // Every load thread keeps a fill buffer per slot as wide as the widest value: a
+            // quoted value spanning many short lines is bounded as a line is.
+            if let Some(long) = record.iter().find(|f| f.len() > MAX_LINE_BYTES) {
+                return Err(DataError::Row {
+                    path: path.into(),
+                    line: record.position().map_or(0, |p| p.line()),
+                    reason: format!(
+                        "a value of {} bytes, longer than {}, the longest value candor reads",
+                        long.len(),
+                        candor_core::bounded::format_limit(MAX_LINE_BYTES as u64)
+                    ),
+                });
+            }
             for (i, field) in record.iter().enumerate() {
                 widest[i] = widest[i].max(field.len());
                 cells.push(field.into());
@@ -150,6 +169,29 @@ mod tests {
         assert_eq!(t.cell(2, 0), b"car\nol");
         assert_eq!(t.column("note"), Some(1));
         assert_eq!(t.widest(1), 12);
+        // A byte order mark (spreadsheets write one) is not part of the first column's name.
+        let t = DataTable::parse(b"\xEF\xBB\xBFid,name\n1,a\n", "bom.csv").unwrap();
+        assert_eq!(t.column("id"), Some(0));
+    }
+
+    #[test]
+    fn files_values_and_lines_are_bounded() {
+        let e = DataTable::load(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "cannot read --data /dev/zero: line 1 is longer than 4 MiB, the longest line candor reads"
+        );
+        let mut text = b"id\n\"".to_vec();
+        text.extend(std::iter::repeat_n(b"ab\n", (MAX_LINE_BYTES / 3) + 1).flatten());
+        text.extend_from_slice(b"\"\n");
+        let e = DataTable::parse(&text, "d.csv").unwrap_err().to_string();
+        assert!(
+            e.starts_with("--data d.csv: line 2: a value of ")
+                && e.ends_with("longer than 4 MiB, the longest value candor reads"),
+            "{e}"
+        );
     }
 
     #[test]

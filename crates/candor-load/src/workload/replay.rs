@@ -8,6 +8,7 @@
 //! during it by a reader thread ([`ReplayPlan::stream`]) that encodes each record's HTTP/1.1
 //! request ahead of the load threads into recycled batches, so the load threads only copy bytes.
 
+use candor_core::bounded::{self, MAX_LINE_BYTES, MAX_REPLAY_FILE_BYTES};
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -221,7 +222,9 @@ pub struct TraceReader<R: BufRead> {
     path: String,
     format: Option<TraceFormat>,
     line: u64,
-    line_buf: String,
+    line_buf: Vec<u8>,
+    /// Bytes read so far (the trace is refused past [`MAX_REPLAY_FILE_BYTES`]).
+    bytes: u64,
     first_at: Option<f64>,
     previous_at: f64,
     /// NCSA: the records of the current second, waiting for the second to end.
@@ -237,7 +240,8 @@ impl<R: BufRead> TraceReader<R> {
             path: path.into(),
             format: None,
             line: 0,
-            line_buf: String::new(),
+            line_buf: Vec::new(),
+            bytes: 0,
             first_at: None,
             previous_at: f64::NEG_INFINITY,
             second: Vec::new(),
@@ -284,21 +288,46 @@ impl<R: BufRead> TraceReader<R> {
             if self.done {
                 return Ok(None);
             }
-            self.line_buf.clear();
-            let read = self
-                .input
-                .read_line(&mut self.line_buf)
-                .map_err(|e| ReplayError::Read {
-                    path: self.path.clone(),
-                    reason: e.to_string(),
-                })?;
-            if read == 0 {
+            let read = bounded::read_line(
+                &mut self.input,
+                &mut self.line_buf,
+                MAX_LINE_BYTES,
+                self.line + 1,
+            )
+            .map_err(|e| ReplayError::Read {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })?;
+            if read == bounded::Line::End {
                 self.done = true;
                 self.release_second();
                 continue;
             }
             self.line += 1;
-            let text = self.line_buf.trim();
+            self.bytes += self.line_buf.len() as u64;
+            if self.bytes > MAX_REPLAY_FILE_BYTES {
+                return Err(ReplayError::Read {
+                    path: self.path.clone(),
+                    reason: bounded::BoundedReadError::TooLarge {
+                        limit: MAX_REPLAY_FILE_BYTES,
+                    }
+                    .to_string(),
+                });
+            }
+            let line = if self.line == 1 {
+                bounded::strip_bom(&self.line_buf)
+            } else {
+                &self.line_buf
+            };
+            let text = match std::str::from_utf8(line) {
+                Ok(t) => t.trim(),
+                Err(_) => {
+                    return Ok(Some(Item::Malformed(Malformed {
+                        line: self.line,
+                        reason: "not UTF-8 text".into(),
+                    })))
+                }
+            };
             if text.is_empty() {
                 continue;
             }

@@ -213,6 +213,11 @@ impl Target {
     }
 }
 
+/// Whether a body has a placeholder, so that its length is only known when it is filled.
+fn has_placeholder(body: &[u8]) -> bool {
+    body.windows(2).any(|w| w == b"{{")
+}
+
 /// TLS settings for `https://` targets.
 #[derive(Debug, Clone, Default)]
 pub struct TlsOptions {
@@ -500,16 +505,17 @@ impl LoadConfig {
             }
             _ => {}
         }
-        for r in &self.requests {
-            if r.method.is_empty() || !r.method.bytes().all(|b| b.is_ascii_alphabetic()) {
-                return bad(format!(
-                    "invalid HTTP method '{}' in the request set",
-                    r.method
-                ));
-            }
-            if !r.path.starts_with('/') {
-                return bad(format!("request set path '{}' must start with '/'", r.path));
-            }
+        for (i, r) in self.requests.iter().enumerate() {
+            crate::wire::check_request(
+                &r.method,
+                &r.path,
+                &r.headers,
+                &r.body,
+                has_placeholder(&r.body),
+            )
+            .map_err(|e| {
+                LoadConfigError::Invalid(format!("request {} of the request set: {e}", i + 1))
+            })?;
         }
         if self.duration_ns == 0 {
             return bad("duration must be positive".into());
@@ -521,21 +527,27 @@ impl LoadConfig {
             return bad("interval must be at least 1ms".into());
         }
         if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return bad(format!("invalid HTTP method '{}'", self.method));
+            return bad(format!(
+                "invalid HTTP method '{}'",
+                self.method.escape_debug()
+            ));
+        }
+        // -H, the URL's path (encoded by the URL parser) and --body, before the workload's
+        // templates are compiled from them.
+        if self.target.scheme != Scheme::Tcp {
+            for h in &self.headers {
+                crate::wire::check_header(h).map_err(LoadConfigError::Invalid)?;
+            }
+            crate::wire::check_request(
+                &self.method,
+                &self.target.path,
+                &self.headers,
+                &self.body,
+                has_placeholder(&self.body),
+            )
+            .map_err(LoadConfigError::Invalid)?;
         }
         crate::workload::validate(self).map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
-        for h in &self.headers {
-            match h.split_once(':') {
-                Some((name, _)) if !name.trim().is_empty() && !name.contains(' ') => {}
-                _ => return bad(format!("invalid header '{h}': expected 'Name: value'")),
-            }
-            if h.contains('\r') || h.contains('\n') {
-                return bad(format!(
-                    "invalid header '{}': line breaks are not allowed",
-                    h.escape_debug()
-                ));
-            }
-        }
         Ok(())
     }
 }

@@ -19,6 +19,7 @@ pub mod shared;
 pub mod status;
 pub mod tcp;
 pub mod tls;
+pub mod wire;
 pub mod workload;
 
 pub use config::{

@@ -61,9 +61,13 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Object(map)) => map
                 .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => Ok(format!("{k}: {s}")),
-                    other => Ok(format!("{k}: {other}")),
+                .map(|(k, v)| {
+                    // The name is checked alone: a colon in it would move the split.
+                    crate::wire::check_header_name(k).map_err(&at)?;
+                    Ok(match v {
+                        Value::String(s) => format!("{k}: {s}"),
+                        other => format!("{k}: {other}"),
+                    })
                 })
                 .collect::<Result<Vec<_>, String>>()?,
             Some(Value::Array(items)) => items
@@ -108,10 +112,16 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         if check_body.as_deref() == Some("") {
             return Err(at("\"check_body\" must not be empty".into()));
         }
+        // Nothing of the line reaches the wire unchecked: a line break in a header or the path
+        // is refused here, naming the line; other bytes a request-target may not hold are
+        // percent-encoded (placeholders are encoded when they are filled).
+        let templated_body = body.windows(2).any(|w| w == b"{{");
+        crate::wire::check_request(&method, &path, &headers, &body, templated_body).map_err(at)?;
+        let wire_path = crate::wire::encode_target(&path, true);
         out.push(RequestLine {
             spec: RequestSpec {
                 method,
-                path,
+                path: wire_path,
                 headers,
                 body,
             },
@@ -178,5 +188,42 @@ mod tests {
         assert_eq!(lines[0].check_body.as_deref(), Some("ok"));
         assert_eq!(lines[1].name, "POST /u/{{seq}}");
         assert_eq!(lines[1].weight, None);
+    }
+
+    #[test]
+    fn nothing_of_a_line_reaches_the_wire_unchecked() {
+        // A line break or NUL in a header (name or value) or the path is refused, naming the line.
+        for (line, expect) in [
+            (r#"{"path": "/a", "headers": {"X": "a\r\nY: b"}}"#, "line 2: invalid header 'X: a\\r\\nY: b': its value holds a line break or NUL"),
+            (r#"{"path": "/a", "headers": {"X": "a\nY: b"}}"#, "line 2: invalid header"),
+            (r#"{"path": "/a", "headers": {"X": "a\u0000"}}"#, "line 2: invalid header"),
+            (r#"{"path": "/a", "headers": ["X: a\rb"]}"#, "line 2: invalid header"),
+            (r#"{"path": "/a", "headers": {"X\r\nY": "b"}}"#, "line 2: the header name 'X\\r\\nY' is not a token"),
+            (r#"{"path": "/a", "headers": {"X: Y": "b"}}"#, "line 2: the header name 'X: Y' is not a token"),
+            (r#"{"path": "/a b\r\nX: y"}"#, "line 2: path '/a b\\r\\nX: y' holds a line break or NUL"),
+            (r#"{"method": "GET /x HTTP/1.1\r\n", "path": "/"}"#, "line 2: invalid HTTP method"),
+            (r#"{"path": "/", "headers": {"Content-Length": "5"}}"#, "line 2: header 'Content-Length: 5' contradicts the body, which has 0 bytes"),
+            (r#"{"path": "/", "body": "abc", "headers": {"Transfer-Encoding": "chunked"}}"#, "line 2: header 'Transfer-Encoding: chunked': candor sends a body with its Content-Length"),
+        ] {
+            let text = format!("{{\"path\": \"/ok\"}}\n{line}\n");
+            let e = parse_request_set(&text).unwrap_err();
+            assert!(e.starts_with(expect), "{line}: {e}");
+            assert!(!e.contains(['\r', '\n', '\0']), "{e}");
+        }
+        // A consistent Content-Length is kept (and not duplicated by the builder).
+        let set = parse_request_set(r#"{"method": "POST", "path": "/", "body": "hello", "headers": {"Content-Length": "5"}}"#).unwrap();
+        assert_eq!(set[0].headers, vec!["Content-Length: 5"]);
+    }
+
+    #[test]
+    fn paths_are_percent_encoded_and_placeholders_kept() {
+        let lines = parse_request_lines(
+            "{\"path\": \"/u/bob, jr?q=a b\"}\n{\"path\": \"/x%20y/{{data:name}} z\"}",
+        )
+        .unwrap();
+        assert_eq!(lines[0].spec.path, "/u/bob,%20jr?q=a%20b");
+        assert_eq!(lines[1].spec.path, "/x%20y/{{data:name}}%20z");
+        // The name stays as the user wrote it.
+        assert_eq!(lines[0].name, "GET /u/bob, jr?q=a b");
     }
 }

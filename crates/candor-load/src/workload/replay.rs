@@ -89,39 +89,42 @@ pub fn parse_json_line(line: &str) -> Result<TraceRecord, String> {
     let method = text("method")?
         .unwrap_or_else(|| "GET".into())
         .to_ascii_uppercase();
-    check_request(&method, &path)?;
     let headers = match obj.get("headers") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(map)) => map
             .iter()
             .map(|(k, v)| match v {
-                Value::String(s) if !s.contains(['\r', '\n']) => Ok(format!("{k}: {s}")),
-                _ => Err(format!("header \"{k}\" must be a one-line string")),
+                Value::String(s) => {
+                    crate::wire::check_header_name(k)?;
+                    Ok(format!("{k}: {s}"))
+                }
+                _ => Err(format!("header \"{}\" must be a string", k.escape_debug())),
             })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("\"headers\" must be an object".into()),
     };
     let body = text("body")?.unwrap_or_default().into_bytes();
+    record(at_s, method, &path, headers, body)
+}
+
+/// A record whose request passed the checks of everything that reaches the wire (a line break in
+/// a header or the path makes the line malformed), its path percent-encoded where a
+/// request-target needs it.
+fn record(
+    at_s: f64,
+    method: String,
+    path: &str,
+    headers: Vec<String>,
+    body: Vec<u8>,
+) -> Result<TraceRecord, String> {
+    crate::wire::check_request(&method, path, &headers, &body, false)?;
     Ok(TraceRecord {
         at_s,
         method,
-        path,
+        path: crate::wire::encode_target(path, false),
         headers,
         body,
     })
-}
-
-fn check_request(method: &str, path: &str) -> Result<(), String> {
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(format!("invalid method '{method}'"));
-    }
-    if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!(
-            "invalid path '{}': it must start with '/' and hold no spaces or control characters",
-            path.escape_debug()
-        ));
-    }
-    Ok(())
 }
 
 const MONTHS: [&str; 12] = [
@@ -186,14 +189,7 @@ pub fn parse_ncsa_line(line: &str) -> Result<TraceRecord, String> {
     let (Some(method), Some(path)) = (words.next(), words.next()) else {
         return Err("request line is not 'METHOD path PROTOCOL'".into());
     };
-    check_request(method, path)?;
-    Ok(TraceRecord {
-        at_s: at as f64,
-        method: method.to_string(),
-        path: path.to_string(),
-        headers: Vec::new(),
-        body: Vec::new(),
-    })
+    record(at as f64, method.to_string(), path, Vec::new(), Vec::new())
 }
 
 /// A malformed line, by number (1-based) and why.
@@ -752,13 +748,56 @@ mod tests {
             .collect();
         assert_eq!(bad.len(), 4);
         assert_eq!(bad[0], (2, "missing \"at\"".into()));
-        assert!(bad[1].1.starts_with("invalid path 'x'"), "{bad:?}");
+        assert!(
+            bad[1].1.starts_with("path 'x' must start with '/'"),
+            "{bad:?}"
+        );
         assert_eq!(bad[2].0, 4);
         assert!(bad[2].1.starts_with("not JSON"));
         assert_eq!(
             bad[3],
             (5, "\"at\" must be a number of seconds, 0 or more".into())
         );
+    }
+
+    #[test]
+    fn replayed_requests_are_checked_and_their_paths_encoded() {
+        let v = items(concat!(
+            r#"{"at": 1, "path": "/a b?q=x y"}"#,
+            "\n",
+            r#"{"at": 2, "path": "/a", "headers": {"X": "1\r\nY: 2"}}"#,
+            "\n",
+            r#"{"at": 3, "path": "/a", "headers": {"X\nY": "1"}}"#,
+            "\n",
+            r#"{"at": 4, "path": "/a\r\nX: 1"}"#,
+            "\n",
+            r#"{"at": 5, "path": "/a", "headers": {"Content-Length": "9"}, "body": "x"}"#,
+            "\n",
+        ))
+        .unwrap();
+        match &v[0] {
+            Item::Record { record, .. } => assert_eq!(record.path, "/a%20b?q=x%20y"),
+            other => panic!("{other:?}"),
+        }
+        for (i, expect) in [
+            (1, "invalid header 'X: 1\\r\\nY: 2'"),
+            (2, "the header name 'X\\nY' is not a token"),
+            (3, "path '/a\\r\\nX: 1' holds a line break"),
+            (4, "header 'Content-Length: 9' contradicts the body"),
+        ] {
+            match &v[i] {
+                Item::Malformed(m) => {
+                    assert_eq!(m.line, i as u64 + 1);
+                    assert!(m.reason.starts_with(expect), "{}", m.reason);
+                }
+                other => panic!("{i}: {other:?}"),
+            }
+        }
+        let r = parse_ncsa_line(
+            "1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"GET /caf\u{e9}/%41{x} HTTP/1.1\" 200 1",
+        )
+        .unwrap();
+        assert_eq!(r.path, "/caf%C3%A9/%41%7Bx%7D");
     }
 
     #[test]
@@ -809,7 +848,7 @@ mod tests {
             ),
             (
                 "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"G=T / HTTP/1.1\" 400 0",
-                "invalid method 'G=T'",
+                "invalid HTTP method 'G=T'",
             ),
             (
                 "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] 200",

@@ -34,6 +34,11 @@ pub struct ErrorCounts {
     /// line's own); its latency is recorded as for `status`. Absent in older files.
     #[serde(default)]
     pub check: u64,
+    /// A templated request could not be made and was not sent: a value filled into it (a
+    /// `{{data:COLUMN}}` cell) holds a line break or NUL where it would go into a header. Absent
+    /// in older files.
+    #[serde(default)]
+    pub template: u64,
 }
 
 /// The class of a failed request (the fields of [`ErrorCounts`]).
@@ -47,10 +52,11 @@ pub enum FailureClass {
     Parse,
     Status,
     Check,
+    Template,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 7] = [
+    pub const ALL: [FailureClass; 8] = [
         FailureClass::Connect,
         FailureClass::Read,
         FailureClass::Write,
@@ -58,6 +64,7 @@ impl FailureClass {
         FailureClass::Parse,
         FailureClass::Status,
         FailureClass::Check,
+        FailureClass::Template,
     ];
 
     /// The name used in JSON and reports.
@@ -70,6 +77,7 @@ impl FailureClass {
             FailureClass::Parse => "parse",
             FailureClass::Status => "status",
             FailureClass::Check => "check",
+            FailureClass::Template => "template",
         }
     }
 }
@@ -86,6 +94,7 @@ impl ErrorCounts {
         self.parse += o.parse;
         self.status += o.status;
         self.check += o.check;
+        self.template += o.template;
     }
     pub fn get(&self, class: FailureClass) -> u64 {
         match class {
@@ -96,10 +105,11 @@ impl ErrorCounts {
             FailureClass::Parse => self.parse,
             FailureClass::Status => self.status,
             FailureClass::Check => self.check,
+            FailureClass::Template => self.template,
         }
     }
     /// Each class's name and count, in the order of [`FailureClass::ALL`].
-    pub fn by_class(&self) -> [(&'static str, u64); 7] {
+    pub fn by_class(&self) -> [(&'static str, u64); 8] {
         FailureClass::ALL.map(|c| (c.name(), self.get(c)))
     }
     /// The class with the most failures (the first of equals), `None` when nothing failed.

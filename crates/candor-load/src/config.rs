@@ -652,7 +652,11 @@ mod tests {
         let bytes = crate::run::prepare_requests(&config);
         assert_eq!(
             &*bytes[0].bytes,
-            &b"GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: Basic dXNAZXI6cDpzcw==\r\n\r\n"[..]
+            format!(
+                "GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n{}Authorization: Basic dXNAZXI6cDpzcw==\r\n\r\n",
+                crate::http1::USER_AGENT_LINE
+            )
+            .as_bytes()
         );
 
         // The user's own Authorization header wins, per request of a set too.

@@ -32,6 +32,10 @@ pub fn has_header(headers: &[String], name: &str) -> bool {
     })
 }
 
+/// The `User-Agent` line of every HTTP request that has none of its own, so that a server's logs
+/// name the client (HTTP/2 sends it as a `user-agent` field).
+pub const USER_AGENT_LINE: &str = concat!("User-Agent: candor/", env!("CARGO_PKG_VERSION"), "\r\n");
+
 /// Builds the exact bytes of the request sent on every exchange.
 pub fn build_request(
     method: &str,
@@ -45,6 +49,9 @@ pub fn build_request(
     out.extend_from_slice(format!("{method} {path} HTTP/1.1\r\n").as_bytes());
     if !has("host") {
         out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
+    }
+    if !has("user-agent") {
+        out.extend_from_slice(USER_AGENT_LINE.as_bytes());
     }
     for h in headers {
         let (name, value) = h.split_once(':').unwrap_or((h, ""));
@@ -483,11 +490,22 @@ mod tests {
     #[test]
     fn builds_requests() {
         let r = build_request("GET", "h:1", "/x", &["Accept: */*".into()], b"");
-        assert_eq!(r, b"GET /x HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\n\r\n");
-        let r = build_request("POST", "h", "/", &["host: other".into()], b"abc");
+        let ua = format!("User-Agent: candor/{}\r\n", env!("CARGO_PKG_VERSION"));
         assert_eq!(
             r,
-            b"POST / HTTP/1.1\r\nhost: other\r\nContent-Length: 3\r\n\r\nabc"
+            format!("GET /x HTTP/1.1\r\nHost: h:1\r\n{ua}Accept: */*\r\n\r\n").as_bytes()
+        );
+        // The user's own User-Agent (any case) replaces candor's, as a Host header does.
+        let r = build_request(
+            "POST",
+            "h",
+            "/",
+            &["host: other".into(), "user-agent: me/1".into()],
+            b"abc",
+        );
+        assert_eq!(
+            r,
+            b"POST / HTTP/1.1\r\nhost: other\r\nuser-agent: me/1\r\nContent-Length: 3\r\n\r\nabc"
         );
     }
 

@@ -196,6 +196,9 @@ pub enum Failure {
     Write,
     Timeout,
     Parse,
+    /// A templated request could not be made: a value filled in cannot stand where it goes (a
+    /// line break in a header value). Nothing was sent.
+    Template,
 }
 
 #[cfg(test)]

@@ -17,10 +17,16 @@ pub fn breaks_line(b: u8) -> bool {
 
 /// Whether `name` is an HTTP token (RFC 9110 §5.6.2), as a header name must be.
 pub fn is_token(name: &str) -> bool {
+    is_token_bytes(name.as_bytes())
+}
+
+/// [`is_token`] of bytes.
+#[inline]
+pub fn is_token_bytes(name: &[u8]) -> bool {
     !name.is_empty()
         && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b))
 }
 
 fn push_encoded(out: &mut Vec<u8>, b: u8) {

@@ -172,6 +172,10 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         FailureClass::Check => {
             "got a response that failed its checks (--check-body, --check-header)".to_string()
         }
+        FailureClass::Template => {
+            "were not sent: a --data value holds a line break or NUL where it would go into a header"
+                .to_string()
+        }
     };
     format!("{what} ({})", class.name())
 }
@@ -324,6 +328,9 @@ pub fn accounting(p: &PhaseResults) -> String {
     // Only runs with response checks can fail them; other reports keep their line as it was.
     if e.check > 0 {
         let _ = write!(out, "  check {}", format_count(e.check));
+    }
+    if e.template > 0 {
+        let _ = write!(out, "  template {}", format_count(e.template));
     }
     let _ = writeln!(out);
     let _ = writeln!(

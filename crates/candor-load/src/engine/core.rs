@@ -345,6 +345,19 @@ impl Core {
     /// or no slot is free (then the due stretch waits in the schedule, in order).
     #[inline]
     pub fn next_due(&mut self, now: u64) -> Option<Due> {
+        loop {
+            let due = self.take_due(now)?;
+            if let Some(due) = due {
+                return Some(due);
+            }
+        }
+    }
+
+    /// The next due entry given to the first free slot (`Some(Some(..))`), nothing due
+    /// (`None`), or an entry whose request could not be made and failed at once in class
+    /// `template` (`Some(None)`: ask again).
+    #[inline]
+    fn take_due(&mut self, now: u64) -> Option<Option<Due>> {
         if self.stopping || now < self.cfg.start_ns {
             return None;
         }
@@ -372,13 +385,14 @@ impl Core {
         self.free.pop_front();
         let s = &mut self.slots[slot];
         self.ledger.intend(intended, now, s.free_since);
+        let mut made = true;
         let request = match &mut self.maker {
             Some(m) => {
                 let request = m.choose(seq);
                 if self.maker_fills {
                     match self.schedule.as_ref().and_then(|s| s.taken_request()) {
                         Some((bytes, head)) => m.copy(slot, bytes, head),
-                        None => m.fill(slot, request, seq),
+                        None => made = m.fill(slot, request, seq).is_ok(),
                     }
                 }
                 request
@@ -396,11 +410,17 @@ impl Core {
         let conn = s.conn;
         self.busy += 1;
         self.conns[conn].carried.push_back(slot);
-        Some(Due {
+        if !made {
+            // Booked like any request, failed before a byte of it is written: the books stay
+            // whole and the connection never sees it.
+            self.fail(slot, Failure::Template, now);
+            return Some(None);
+        }
+        Some(Some(Due {
             slot,
             conn,
             exchange: s.exchange,
-        })
+        }))
     }
 
     /// Which prepared request the entry with global sequence number `seq` sends. The one place

@@ -85,6 +85,7 @@ pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCoun
             parse: d(e.parse, f.parse),
             status: d(e.status, f.status),
             check: d(e.check, f.check),
+            template: d(e.template, f.template),
         },
         status: candor_core::results::StatusCounts {
             s1xx: d(s.s1xx, t.s1xx),
@@ -358,6 +359,7 @@ impl Ledger {
             Failure::Write => e.write += 1,
             Failure::Timeout => e.timeout += 1,
             Failure::Parse => e.parse += 1,
+            Failure::Template => e.template += 1,
         }
         if let Some(b) = &mut self.books {
             b.each(intended, Some(request), phase == 1, |acc| {
@@ -369,6 +371,7 @@ impl Ledger {
                     Failure::Write => errors.write += 1,
                     Failure::Timeout => errors.timeout += 1,
                     Failure::Parse => errors.parse += 1,
+                    Failure::Template => errors.template += 1,
                 }
                 if kind == Failure::Timeout {
                     record_clamped(&mut acc.rec.response, now.saturating_sub(intended));

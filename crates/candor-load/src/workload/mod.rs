@@ -253,8 +253,12 @@ mod tests {
             data: None,
         };
         assert_eq!(
-            compiled.templates[0].fill(&mut fill, &mut buffers),
-            b"GET /u/7?r=1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\nX-Id: 7\r\nContent-Length: 3\r\n\r\nn=7"
+            compiled.templates[0].fill(&mut fill, &mut buffers).unwrap(),
+            format!(
+                "GET /u/7?r=1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n{}X-Id: 7\r\nContent-Length: 3\r\n\r\nn=7",
+                crate::http1::USER_AGENT_LINE
+            )
+            .as_bytes()
         );
         assert_eq!(compiled.names, vec!["GET /u/{{seq}}?r={{random:1:1}}"]);
     }

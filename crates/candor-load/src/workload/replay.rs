@@ -923,7 +923,7 @@ mod tests {
         let plan = ReplayPlan::scan(&path, 1.0, false).unwrap();
         assert_eq!(
             plan.max_request_bytes,
-            "HEAD /2499 HTTP/1.1\r\nHost: \r\n\r\n".len()
+            "HEAD /2499 HTTP/1.1\r\nHost: \r\n\r\n".len() + crate::http1::USER_AGENT_LINE.len()
         );
         let stream = plan.stream("h", 1, 2).unwrap();
         let mut s = crate::schedule::Schedule::replayed(10, stream, plan.max_request_bytes + 1);
@@ -936,7 +936,11 @@ mod tests {
             let (bytes, head) = s.taken_request().unwrap();
             assert_eq!(
                 bytes,
-                format!("HEAD /{seq} HTTP/1.1\r\nHost: h\r\n\r\n").as_bytes()
+                format!(
+                    "HEAD /{seq} HTTP/1.1\r\nHost: h\r\n{}\r\n",
+                    crate::http1::USER_AGENT_LINE
+                )
+                .as_bytes()
             );
             assert!(head);
             n += 1;
@@ -967,7 +971,11 @@ mod tests {
             let mut s = plan.stream("h", phase, 3).unwrap();
             while let Some((e, bytes)) = s.peek() {
                 assert_eq!(e.seq % 3, phase);
-                let expect = format!("GET /r/{} HTTP/1.1\r\nHost: h\r\n\r\n", e.seq);
+                let expect = format!(
+                    "GET /r/{} HTTP/1.1\r\nHost: h\r\n{}\r\n",
+                    e.seq,
+                    crate::http1::USER_AGENT_LINE
+                );
                 assert_eq!(bytes, expect.as_bytes());
                 all.push((e.seq, e.offset_ns));
                 s.advance();

@@ -4,7 +4,7 @@
 //! allocates per request.
 
 use super::data::{DataOrder, DataTable};
-use super::template::{data_row, request_rng, Fill, FillBuffers};
+use super::template::{data_row, request_rng, Fill, FillBuffers, Unsendable};
 use super::CompiledRequests;
 use std::sync::Arc;
 
@@ -68,9 +68,10 @@ impl RequestMaker {
         self.compiled.picker.pick(seq, &mut rng) as u32
     }
 
-    /// Fills request `request` for entry `seq` into slot `slot`'s buffer.
+    /// Fills request `request` for entry `seq` into slot `slot`'s buffer; `Err` when a value
+    /// cannot be sent where it goes (the request is not to be sent: it fails in class `template`).
     #[inline]
-    pub fn fill(&mut self, slot: usize, request: u32, seq: u64) {
+    pub fn fill(&mut self, slot: usize, request: u32, seq: u64) -> Result<(), Unsendable> {
         let mut rng = request_rng(self.seed, seq);
         let rows = self.data.as_ref().map_or(1, |d| d.rows());
         let row = data_row(self.data_order, rows, seq, &mut rng);
@@ -81,8 +82,8 @@ impl RequestMaker {
             data: self.data.as_deref(),
         };
         let template = &self.compiled.templates[request as usize];
-        template.fill(&mut fill, &mut self.slots[slot]);
         self.heads[slot] = template.head_only;
+        template.fill(&mut fill, &mut self.slots[slot]).map(drop)
     }
 
     /// Copies a request made elsewhere (a replayed record) into slot `slot`'s buffer.
@@ -122,8 +123,8 @@ mod tests {
         for seq in 0..2000u64 {
             let r = one.choose(seq);
             assert_eq!(r, other.choose(seq));
-            one.fill((seq % 2) as usize, r, seq);
-            other.fill(7, r, seq);
+            one.fill((seq % 2) as usize, r, seq).unwrap();
+            other.fill(7, r, seq).unwrap();
             assert_eq!(one.bytes((seq % 2) as usize), other.bytes(7));
             assert!(
                 seen.insert(one.bytes((seq % 2) as usize).to_vec()),

@@ -34,6 +34,25 @@ pub enum TemplateError {
     ContentLength { what: String },
 }
 
+/// Where in a request a template's text stands, which decides what a value filled into it must be
+/// or becomes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The body, and the fixed text of a head: values go in as they are.
+    Raw,
+    /// The path and query: a value is percent-encoded as one path segment.
+    Path,
+    /// A header name: a value must be a token.
+    HeaderName,
+    /// A header value: a value must hold no line break or NUL.
+    HeaderValue,
+}
+
+/// A filled value could not be sent: a data value with a line break or NUL in a header value, or
+/// one that is not a token in a header name. The request fails in class `template`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unsendable;
+
 #[derive(Debug, Clone, PartialEq)]
 enum Piece {
     /// A range of the template's literal bytes.
@@ -44,7 +63,7 @@ enum Piece {
         hi: i64,
     },
     Uuid,
-    Data(usize),
+    Data(usize, Part),
 }
 
 /// A compiled template: literal bytes and the placeholders between them.
@@ -96,15 +115,53 @@ pub fn uniform_below(rng: &mut Xoshiro256PlusPlus, n: u64) -> u64 {
 }
 
 impl Template {
-    /// Compiles `text`; `what` names where it came from in errors (e.g. "-H value", "line 3 path").
+    /// Compiles `text` whose values go in as they are (a body); `what` names where it came from
+    /// in errors (e.g. "-H value", "line 3 path").
     pub fn compile(
         text: &str,
         data: Option<&DataTable>,
         what: &str,
     ) -> Result<Template, TemplateError> {
-        let mut literal = Vec::with_capacity(text.len());
+        Self::compile_parts(&[(text, Part::Raw)], data, what)
+    }
+
+    /// Compiles the concatenation of `parts`, each in its own [`Part`] of a request.
+    pub fn compile_parts(
+        parts: &[(&str, Part)],
+        data: Option<&DataTable>,
+        what: &str,
+    ) -> Result<Template, TemplateError> {
+        let mut literal = Vec::new();
         let mut pieces = Vec::new();
         let mut max_len = 0;
+        for &(text, part) in parts {
+            Self::compile_part(
+                text,
+                part,
+                data,
+                what,
+                &mut literal,
+                &mut pieces,
+                &mut max_len,
+            )?;
+        }
+        max_len += literal.len();
+        Ok(Template {
+            literal: literal.into(),
+            pieces: pieces.into(),
+            max_len,
+        })
+    }
+
+    fn compile_part(
+        text: &str,
+        part: Part,
+        data: Option<&DataTable>,
+        what: &str,
+        literal: &mut Vec<u8>,
+        pieces: &mut Vec<Piece>,
+        max_len: &mut usize,
+    ) -> Result<(), TemplateError> {
         let mut rest = text;
         let push_literal = |literal: &mut Vec<u8>, pieces: &mut Vec<Piece>, s: &str| {
             if !s.is_empty() {
@@ -114,7 +171,7 @@ impl Template {
             }
         };
         while let Some(open) = rest.find("{{") {
-            push_literal(&mut literal, &mut pieces, &rest[..open]);
+            push_literal(literal, pieces, &rest[..open]);
             let after = &rest[open + 2..];
             let close = after
                 .find("}}")
@@ -151,7 +208,7 @@ impl Template {
                                 column: column.into(),
                                 columns: table.columns().join(", "),
                             })?;
-                    Piece::Data(index)
+                    Piece::Data(index, part)
                 }
                 _ => {
                     return Err(TemplateError::Unknown {
@@ -160,23 +217,20 @@ impl Template {
                     })
                 }
             };
-            max_len += match &piece {
+            *max_len += match &piece {
                 Piece::Seq => 20,
                 Piece::Random { .. } => 20,
                 Piece::Uuid => 36,
-                Piece::Data(c) => data.map_or(0, |t| t.widest(*c)),
+                // Percent-encoding triples a byte at most.
+                Piece::Data(c, Part::Path) => 3 * data.map_or(0, |t| t.widest(*c)),
+                Piece::Data(c, _) => data.map_or(0, |t| t.widest(*c)),
                 Piece::Literal(..) => 0,
             };
             pieces.push(piece);
             rest = &after[close + 2..];
         }
-        push_literal(&mut literal, &mut pieces, rest);
-        max_len += literal.len();
-        Ok(Template {
-            literal: literal.into(),
-            pieces: pieces.into(),
-            max_len,
-        })
+        push_literal(literal, pieces, rest);
+        Ok(())
     }
 
     /// Whether the text has no placeholder (it fills to itself).
@@ -186,7 +240,7 @@ impl Template {
 
     /// Whether it takes values from the data file.
     pub fn uses_data(&self) -> bool {
-        self.pieces.iter().any(|p| matches!(p, Piece::Data(_)))
+        self.pieces.iter().any(|p| matches!(p, Piece::Data(..)))
     }
 
     /// The longest text a fill can produce.
@@ -195,8 +249,9 @@ impl Template {
     }
 
     /// Appends this template filled for one request to `out` (which must have `max_len` spare
-    /// capacity for the fill to allocate nothing).
-    pub fn fill_into(&self, fill: &mut Fill<'_>, out: &mut Vec<u8>) {
+    /// capacity for the fill to allocate nothing). A value that cannot stand where it goes (see
+    /// [`Unsendable`]) stops the fill: what `out` holds then is not to be sent.
+    pub fn fill_into(&self, fill: &mut Fill<'_>, out: &mut Vec<u8>) -> Result<(), Unsendable> {
         for piece in self.pieces.iter() {
             match piece {
                 Piece::Literal(a, b) => out.extend_from_slice(&self.literal[*a..*b]),
@@ -221,13 +276,24 @@ impl Template {
                     let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
                     out.extend_from_slice(id.hyphenated().encode_lower(&mut text).as_bytes());
                 }
-                Piece::Data(c) => {
-                    if let Some(t) = fill.data {
-                        out.extend_from_slice(t.cell(fill.row, *c));
+                Piece::Data(c, part) => {
+                    let Some(t) = fill.data else { continue };
+                    let value = t.cell(fill.row, *c);
+                    match part {
+                        Part::Raw => out.extend_from_slice(value),
+                        Part::Path => crate::wire::encode_segment_into(value, out),
+                        Part::HeaderValue if value.iter().any(|&b| crate::wire::breaks_line(b)) => {
+                            return Err(Unsendable)
+                        }
+                        Part::HeaderName if !crate::wire::is_token_bytes(value) => {
+                            return Err(Unsendable)
+                        }
+                        Part::HeaderValue | Part::HeaderName => out.extend_from_slice(value),
                     }
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -280,13 +346,28 @@ impl RequestTemplate {
         what: &str,
     ) -> Result<RequestTemplate, TemplateError> {
         let has = |name: &str| crate::http1::has_header(headers, name);
-        let mut head = format!("{method} {path} HTTP/1.1\r\n");
+        // The head as `http1::build_request` lays it out, each text in its part of the request.
+        let start = format!("{method} ");
+        let mut fixed = String::from(" HTTP/1.1\r\n");
         if !has("host") {
-            head.push_str(&format!("Host: {host}\r\n"));
+            fixed.push_str(&format!("Host: {host}\r\n"));
         }
+        if !has("user-agent") {
+            fixed.push_str(crate::http1::USER_AGENT_LINE);
+        }
+        let mut parts = vec![
+            (start.as_str(), Part::Raw),
+            (path, Part::Path),
+            (fixed.as_str(), Part::Raw),
+        ];
         for h in headers {
             let (name, value) = h.split_once(':').unwrap_or((h, ""));
-            head.push_str(&format!("{}: {}\r\n", name.trim(), value.trim()));
+            parts.extend([
+                (name.trim(), Part::HeaderName),
+                (": ", Part::Raw),
+                (value.trim(), Part::HeaderValue),
+                ("\r\n", Part::Raw),
+            ]);
         }
         let body_text = String::from_utf8_lossy(body);
         let body = Template::compile(&body_text, data, &format!("{what} body"))?;
@@ -299,7 +380,7 @@ impl RequestTemplate {
             || method == "PUT")
             && !has("content-length");
         Ok(RequestTemplate {
-            head: Template::compile(&head, data, what)?,
+            head: Template::compile_parts(&parts, data, what)?,
             body,
             content_length,
             head_only: method.eq_ignore_ascii_case("HEAD"),
@@ -315,21 +396,26 @@ impl RequestTemplate {
         self.head.uses_data() || self.body.uses_data()
     }
 
-    /// Fills the request into `buffers.request` (cleared first) and returns it.
-    pub fn fill<'b>(&self, fill: &mut Fill<'_>, buffers: &'b mut FillBuffers) -> &'b [u8] {
+    /// Fills the request into `buffers.request` (cleared first) and returns it, or refuses a
+    /// value that cannot be sent where it goes.
+    pub fn fill<'b>(
+        &self,
+        fill: &mut Fill<'_>,
+        buffers: &'b mut FillBuffers,
+    ) -> Result<&'b [u8], Unsendable> {
         let FillBuffers { request, body } = buffers;
         body.clear();
         request.clear();
         // The body first, for its length; the head's placeholders then draw after the body's,
         // in one fixed order, so a seed gives the same request every time.
-        self.body.fill_into(fill, body);
-        self.head.fill_into(fill, request);
+        self.body.fill_into(fill, body)?;
+        self.head.fill_into(fill, request)?;
         if self.content_length {
             let _ = write!(request, "Content-Length: {}\r\n", body.len());
         }
         request.extend_from_slice(b"\r\n");
         request.extend_from_slice(body);
-        request
+        Ok(request)
     }
 }
 
@@ -440,7 +526,7 @@ mod tests {
                 data: None,
             };
             assert_eq!(
-                t.fill(&mut fill, &mut buffers),
+                t.fill(&mut fill, &mut buffers).unwrap(),
                 &crate::http1::build_request(method, "h:1", "/p?q", &headers, body)[..]
             );
         }
@@ -468,8 +554,12 @@ mod tests {
             data: Some(&data),
         };
         assert_eq!(
-            t.fill(&mut fill, &mut buffers),
-            b"POST /users/1 HTTP/1.1\r\nHost: h\r\nX-Request-Id: 1\r\nContent-Length: 18\r\n\r\n{\"name\":\"barbara\"}"
+            t.fill(&mut fill, &mut buffers).unwrap(),
+            format!(
+                "POST /users/1 HTTP/1.1\r\nHost: h\r\n{}X-Request-Id: 1\r\nContent-Length: 18\r\n\r\n{{\"name\":\"barbara\"}}",
+                crate::http1::USER_AGENT_LINE
+            )
+            .as_bytes()
         );
         assert!(matches!(
             RequestTemplate::compile(
@@ -483,6 +573,67 @@ mod tests {
             ),
             Err(TemplateError::ContentLength { .. })
         ));
+    }
+
+    #[test]
+    fn a_value_is_encoded_in_the_path_and_refused_with_a_line_break_in_a_header() {
+        let data = DataTable::parse(
+            b"id\n\"bob, jr\"\n\"a\r\nX-Inj: 1\"\nx/y?z#%\n\"nul\x00\"\n",
+            "u.csv",
+        )
+        .unwrap();
+        let t = RequestTemplate::compile(
+            "POST",
+            "h",
+            "/u/{{data:id}}?q={{data:id}}",
+            &["X-Id: {{data:id}}".into()],
+            b"{{data:id}}",
+            Some(&data),
+            "r",
+        )
+        .unwrap();
+        let mut buffers = FillBuffers::for_templates(std::slice::from_ref(&t));
+        let capacity = buffers.request.capacity();
+        let mut fill_row = |row: usize| {
+            let mut rng = request_rng(1, row as u64);
+            let mut fill = Fill {
+                seq: row as u64,
+                row,
+                rng: &mut rng,
+                data: Some(&data),
+            };
+            t.fill(&mut fill, &mut buffers)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        };
+        let sent = fill_row(0).unwrap();
+        assert!(
+            sent.starts_with("POST /u/bob%2C%20jr?q=bob%2C%20jr HTTP/1.1\r\n"),
+            "{sent}"
+        );
+        assert!(sent.contains("\r\nX-Id: bob, jr\r\n") && sent.ends_with("\r\n\r\nbob, jr"));
+        // In the path a line break is only bytes to encode; in a header it would be a new header.
+        assert_eq!(fill_row(1), Err(Unsendable));
+        let sent = fill_row(2).unwrap();
+        assert!(sent.starts_with("POST /u/x%2Fy%3Fz%23%25?q="), "{sent}");
+        assert_eq!(fill_row(3), Err(Unsendable));
+        // The encoded path fits the buffer sized before the run.
+        assert_eq!(buffers.request.capacity(), capacity);
+        // Without a header use, the same values are only encoded.
+        let path_only =
+            RequestTemplate::compile("GET", "h", "/u/{{data:id}}", &[], b"", Some(&data), "r")
+                .unwrap();
+        let mut b = FillBuffers::for_templates(std::slice::from_ref(&path_only));
+        let mut rng = request_rng(1, 1);
+        let mut fill = Fill {
+            seq: 1,
+            row: 1,
+            rng: &mut rng,
+            data: Some(&data),
+        };
+        assert!(path_only
+            .fill(&mut fill, &mut b)
+            .unwrap()
+            .starts_with(b"GET /u/a%0D%0AX-Inj%3A%201 HTTP/1.1\r\n"));
     }
 
     #[test]

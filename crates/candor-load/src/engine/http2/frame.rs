@@ -280,6 +280,21 @@ mod tests {
         );
         encode_request(long.as_bytes(), false, &mut block).unwrap();
         assert_eq!(decode(&block)[4].1.len(), 300);
+        // The request builder's default User-Agent goes out as a `user-agent` field, and a
+        // consistent user Content-Length as itself.
+        let built =
+            crate::http1::build_request("POST", "h", "/", &["Content-Length: 2".into()], b"hi");
+        let body_at = encode_request(&built, false, &mut block).unwrap();
+        assert_eq!(&built[body_at..], b"hi");
+        let pairs = decode(&block);
+        let ua = format!("candor/{}", env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            pairs[4..],
+            [
+                ("user-agent".to_string(), ua),
+                ("content-length".to_string(), "2".to_string())
+            ]
+        );
     }
 
     /// A HEADERS block longer than the peer's frame size is split into HEADERS and CONTINUATION

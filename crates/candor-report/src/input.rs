@@ -8,7 +8,6 @@ use candor_core::results::{
     EncodedHistograms, PhaseResults, RequestCounts, ResultsError, RunResults,
 };
 use candor_core::{new_histogram, Recorder};
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -49,22 +48,13 @@ pub const MAX_INPUT_BYTES: u64 = 256 << 20;
 /// size, before reading; anything else (a pipe, a device) is read through a bounded buffer and
 /// refused as soon as it passes the limit.
 pub fn read_input(path: &Path) -> Result<String, InputError> {
-    let file = std::fs::File::open(path).map_err(|e| InputError::Io(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| InputError::Io(e.to_string()))?;
-    if meta.is_dir() {
-        return Err(InputError::Io("is a directory".into()));
-    }
-    if meta.len() > MAX_INPUT_BYTES {
-        return Err(InputError::TooLarge);
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::io::BufReader::new(file)
-        .take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| InputError::Io(e.to_string()))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(InputError::TooLarge);
-    }
+    use candor_core::bounded::{read_file, BoundedReadError};
+    let bytes = read_file(path, MAX_INPUT_BYTES, None).map_err(|e| match e {
+        BoundedReadError::Io(reason) => InputError::Io(reason),
+        BoundedReadError::TooLarge { .. } | BoundedReadError::LineTooLong { .. } => {
+            InputError::TooLarge
+        }
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         InputError::Io(format!(
             "not text (invalid UTF-8 at byte {}): not candor JSON or an interval log",

@@ -534,10 +534,10 @@ impl LoadConfig {
         }
         // -H, the URL's path (encoded by the URL parser) and --body, before the workload's
         // templates are compiled from them.
+        for h in &self.headers {
+            crate::wire::check_header(h).map_err(LoadConfigError::Invalid)?;
+        }
         if self.target.scheme != Scheme::Tcp {
-            for h in &self.headers {
-                crate::wire::check_header(h).map_err(LoadConfigError::Invalid)?;
-            }
             crate::wire::check_request(
                 &self.method,
                 &self.target.path,

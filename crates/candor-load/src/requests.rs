@@ -45,6 +45,9 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         let obj = v
             .as_object()
             .ok_or_else(|| at("expected a JSON object".into()))?;
+        if obj.contains_key("url") {
+            return Err(at("\"url\" (a request to another target) is not supported: one run sends to the URL on the command line; give this line a \"path\" and run each target on its own".into()));
+        }
         let text_field = |k: &str| -> Result<Option<String>, String> {
             match obj.get(k) {
                 None | Some(Value::Null) => Ok(None),
@@ -165,6 +168,11 @@ mod tests {
             .unwrap_err()
             .contains("unknown field"));
         assert!(parse_request_set("# only a comment").is_err());
+        assert!(
+            parse_request_set("{\"path\": \"/\"}\n{\"url\": \"http://127.0.0.1:9/x\"}")
+                .unwrap_err()
+                .starts_with("line 2: \"url\" (a request to another target) is not supported")
+        );
         assert!(parse_request_set("{\"path\": \"/\", \"weight\": 0}")
             .unwrap_err()
             .starts_with("line 1: \"weight\" must be a positive number, got 0"));

@@ -37,11 +37,11 @@ pub enum BoundedReadError {
 
 /// A byte limit in words: `16 GiB`, `256 MiB`, `4 MiB`, `512 KiB`, `100 bytes`.
 pub fn format_limit(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{} GiB", bytes >> 30)
-    } else if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    } else if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
         format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes} bytes")

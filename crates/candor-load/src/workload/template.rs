@@ -434,7 +434,8 @@ mod tests {
                 data,
             },
             &mut out,
-        );
+        )
+        .unwrap();
         String::from_utf8(out).unwrap()
     }
 

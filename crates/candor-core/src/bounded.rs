@@ -19,6 +19,8 @@ pub const MAX_DATA_FILE_BYTES: u64 = 256 << 20;
 /// The largest `--body-file` or `--payload-file`: one request body, kept in memory and copied per
 /// request.
 pub const MAX_BODY_FILE_BYTES: u64 = 64 << 20;
+/// The largest `--ca` PEM file: a system's whole bundle is a few hundred KiB.
+pub const MAX_CA_FILE_BYTES: u64 = 16 << 20;
 /// The largest `--replay` trace. A trace is streamed, never held whole, so this only bounds how
 /// long the scan before the run may read (an access log of a busy day fits); an endless source
 /// such as a pipe that never closes is refused instead of scanned forever.

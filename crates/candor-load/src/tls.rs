@@ -48,8 +48,12 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<Arc<ClientConf
         match &opts.ca_file {
             Some(path) => {
                 let shown = path.display().to_string();
-                let pem = std::fs::read(path)
-                    .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
+                let pem = candor_core::bounded::read_file(
+                    path,
+                    candor_core::bounded::MAX_CA_FILE_BYTES,
+                    None,
+                )
+                .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
                 for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
                     let cert = cert.map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
                     // A certificate that cannot be a trust anchor can still be pinned.
@@ -661,6 +665,19 @@ mod tests {
         assert!(
             explain(&e, &ctx("127.0.0.1")).contains("self-signed"),
             "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_ca_file_is_read_bounded() {
+        let opts = TlsOptions {
+            insecure: false,
+            ca_file: Some("/dev/zero".into()),
+        };
+        let e = client_config(&opts, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("/dev/zero") && e.contains("larger than 16 MiB"),
+            "{e}"
         );
     }
 

@@ -273,9 +273,10 @@ fn paths_are_encoded_and_unsendable_values_fail_as_template() {
         );
     }
 
-    // The user's own User-Agent replaces candor's.
+    // The user's own User-Agent replaces candor's: by -H, for the URL's request and for every
+    // line of a request set without its own, or by a line's headers.
     let server = RawRecorder::start();
-    run_json(&[
+    let ua = [
         "-n",
         "3",
         "-R",
@@ -286,12 +287,40 @@ fn paths_are_encoded_and_unsendable_values_fail_as_template() {
         "1",
         "-H",
         "user-agent: mine/2",
-        &server.url,
-    ]);
-    for h in server.heads() {
-        assert!(h.contains("\r\nuser-agent: mine/2"), "{h:?}");
+    ];
+    run_json(&[&ua[..], &[server.url.as_str()]].concat());
+    let set = temp_file(
+        "ua.jsonl",
+        b"{\"path\": \"/a\"}\n{\"path\": \"/b\", \"headers\": {\"User-Agent\": \"line/3\"}}\n",
+    );
+    let mut args = vec![
+        "-n",
+        "4",
+        "-R",
+        "100",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-H",
+        "user-agent: mine/2",
+    ];
+    args.extend(["--requests", set.to_str().unwrap(), server.url.as_str()]);
+    run_json(&args);
+    let heads = server.heads();
+    assert_eq!(heads.len(), 7);
+    for h in &heads {
         assert!(!h.contains("candor/"), "{h:?}");
+        if h.starts_with("GET /b ") {
+            assert!(
+                h.contains("\r\nUser-Agent: line/3") && !h.contains("mine/2"),
+                "{h:?}"
+            );
+        } else {
+            assert!(h.contains("\r\nuser-agent: mine/2"), "{h:?}");
+        }
     }
+    assert_eq!(heads.iter().filter(|h| h.starts_with("GET /b ")).count(), 2);
 }
 
 /// The same over HTTP/2: the filled path is encoded, an unsendable value fails in class

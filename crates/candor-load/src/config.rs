@@ -362,6 +362,20 @@ impl LoadConfig {
         }
     }
 
+    /// Adds each `-H` header to every request of the request set that has no header of that name
+    /// (a line's own header wins), so that `-H` means every request, with `--requests` as
+    /// without. Call once the request set is final.
+    pub fn apply_headers_to_request_set(&mut self) {
+        for r in &mut self.requests {
+            for h in &self.headers {
+                let name = h.split(':').next().unwrap_or(h).trim();
+                if !crate::http1::has_header(&r.headers, name) {
+                    r.headers.push(h.clone());
+                }
+            }
+        }
+    }
+
     /// Sends the URL's credentials as `Authorization: Basic` with every request (the single
     /// request and each of a request set) that has no Authorization header of its own, as curl
     /// does. Call once the headers and the request set are final; calling it again adds nothing.

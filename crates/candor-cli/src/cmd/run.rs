@@ -58,10 +58,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
     text.push_str(&verdict_text);
     let interrupted = crate::cmd::interrupt::received();
     if let (Some(sig), Some(after)) = (interrupted, outcome.interrupted_after_ns) {
+        let when = match after {
+            0 => "before the first intended send".to_string(),
+            _ => format!("after {:.1} s", after as f64 / 1e9),
+        };
         text.push_str(&format!(
-            "\ninterrupted by {} after {:.1} s: partial results\n",
+            "\ninterrupted by {} {when}: partial results\n",
             crate::cmd::interrupt::name(sig),
-            after as f64 / 1e9
         ));
     }
     // With the JSON on stdout, the report goes to stderr.

@@ -106,6 +106,16 @@ impl TargetUrl {
                 format!("no scheme; did you mean http://{text}?"),
             ));
         }
+        // `http:///path` is read by the URL standard as host "path": nothing between `://` and
+        // the path is no host, whatever a lenient parser makes of it.
+        if let Some((_, rest)) = text.split_once("://") {
+            if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
+                return Err(LoadConfigError::Url(
+                    text.into(),
+                    "no host between :// and the path (e.g. http://127.0.0.1:8080/path)".into(),
+                ));
+            }
+        }
         let url =
             url::Url::parse(text).map_err(|e| LoadConfigError::Url(text.into(), e.to_string()))?;
         let scheme = match url.scheme() {
@@ -481,6 +491,25 @@ impl LoadConfig {
                             .into(),
                     );
                 }
+                // HTTP's flags would be ignored here; a run that silently drops what was asked
+                // for is not the run that was asked for.
+                let http_only = [
+                    (!self.headers.is_empty(), "-H/--header"),
+                    (self.method != "GET", "-m/--method"),
+                    (!self.body.is_empty(), "--body/--body-file"),
+                    (self.workload.checks.body.is_some(), "--check-body"),
+                    (!self.workload.checks.headers.is_empty(), "--check-header"),
+                    (
+                        self.tls.insecure || self.tls.ca_file.is_some(),
+                        "-k/--insecure and --ca",
+                    ),
+                ];
+                if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
+                    return bad(format!(
+                        "{flag} applies to http:// and https:// targets; a tcp:// request is the bytes of \
+                         --payload or --payload-file alone"
+                    ));
+                }
             }
             Scheme::Http | Scheme::Https => {
                 if self.framing.is_some() || !self.payload.is_empty() {
@@ -504,11 +533,14 @@ impl LoadConfig {
             if r.method.is_empty() || !r.method.bytes().all(|b| b.is_ascii_alphabetic()) {
                 return bad(format!(
                     "invalid HTTP method '{}' in the request set",
-                    r.method
+                    r.method.escape_debug()
                 ));
             }
             if !r.path.starts_with('/') {
-                return bad(format!("request set path '{}' must start with '/'", r.path));
+                return bad(format!(
+                    "request set path '{}' must start with '/'",
+                    r.path.escape_debug()
+                ));
             }
         }
         if self.duration_ns == 0 {
@@ -521,7 +553,11 @@ impl LoadConfig {
             return bad("interval must be at least 1ms".into());
         }
         if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return bad(format!("invalid HTTP method '{}'", self.method));
+            // Escaped: an error is one line, whatever was typed.
+            return bad(format!(
+                "invalid HTTP method '{}': letters only",
+                self.method.escape_debug()
+            ));
         }
         crate::workload::validate(self).map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
         for h in &self.headers {

@@ -86,12 +86,18 @@ pub struct LoadArgs {
     pub threads: Option<usize>,
     /// Length of the measured window, with its unit: us, ms, s, m or h (a bare number is refused).
     /// Default 10s.
-    #[arg(short = 'd', long, value_name = "DUR")]
+    #[arg(short = 'd', long, value_name = "DUR", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
     /// With its unit (a bare number is refused).
-    #[arg(short = 'T', long, default_value = "2s", value_name = "DUR")]
+    #[arg(
+        short = 'T',
+        long,
+        default_value = "2s",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     pub timeout: String,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]

@@ -171,7 +171,7 @@ mod tests {
         assert_eq!(code, 3);
         assert!(
             text.contains(
-                "CAPACITY: not settled within 3 steps; highest confirmed pass none, highest pass 400/s \
+                "CAPACITY: not settled within 3 steps; highest confirmed pass none, highest pass 400.0/s \
                  (unconfirmed: 1 of the 2 passing runs a confirmed pass needs), lowest failure none"
             ),
             "{text}"

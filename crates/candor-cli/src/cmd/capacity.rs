@@ -57,6 +57,7 @@ fn rate_arg(text: &str, flag: &str) -> Result<f64> {
 }
 
 pub fn main(args: CapacityArgs) -> Result<i32> {
+    crate::cmd::interrupt::install().context("installing the signal handlers")?;
     let slo = SloSet::parse_all(&args.slo)?;
     let settings = SearchSettings {
         min: rate_arg(&args.min, "--min")?,

@@ -26,6 +26,8 @@ pub fn execute_watched(
 }
 
 pub fn main(args: RunArgs) -> Result<i32> {
+    // From the first moment: a signal while the flags and files are read is one more phase.
+    crate::cmd::interrupt::install().context("installing the signal handlers")?;
     let config = run_config(&args)?;
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = candor_runner::extras::RunExtras::from_flags(

@@ -60,6 +60,7 @@ pub fn step_warmup_ns(load: &LoadArgs) -> Result<u64> {
 }
 
 pub fn main(args: SweepArgs) -> Result<i32> {
+    crate::cmd::interrupt::install().context("installing the signal handlers")?;
     let rates = parse_rates(&args.rates)?;
     let slo = SloSet::parse_all(&args.slo)?;
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;

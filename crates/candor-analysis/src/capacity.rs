@@ -228,7 +228,7 @@ fn run_search<E>(s: &SearchSettings, st: &mut State<'_, E>) -> Result<Outcome, E
         // as not confirmed (a settled search would have repeated it).
         let unconfirmed = st
             .best_pass_below(f64::INFINITY)
-            .filter(|&u| best.map_or(true, |b| u > b));
+            .filter(|&u| !matches!(best, Some(b) if u <= b));
         Ok(if st.interrupted {
             Outcome::Interrupted {
                 best,

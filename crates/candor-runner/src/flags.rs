@@ -402,7 +402,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.duration_ns = flag(parse_duration_ns(a.duration_text()), "--duration")?;
     if let (Some(n), Some(r)) = (count, rate) {
         let window = n as f64 * 1e9 / r;
-        if !(window <= candor_core::units::MAX_DURATION_NS as f64) {
+        if window.is_nan() || window > candor_core::units::MAX_DURATION_NS as f64 {
             return Err(FlagError::Invalid(format!(
                 "-n {n} at {} would last {:.3e} s, longer than the longest window -d accepts ({:.0} years): \
                  the run could never finish; lower -n or raise -R",

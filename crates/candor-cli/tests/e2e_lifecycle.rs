@@ -631,6 +631,11 @@ fn absurd_start_instants_and_endless_counts_are_refused_before_anything() {
             vec!["-n", "18446744073709551615", "-R", "1M"],
             "could never finish",
         ),
+        // 228 years twice: each fits, their sum does not.
+        (
+            vec!["-d", "2000000h", "--warmup", "2000000h"],
+            "could never finish",
+        ),
     ] {
         // Bounded: an instant that is accepted would wait for it (years), -n would run on.
         let child = candor()

@@ -546,6 +546,18 @@ impl LoadConfig {
         if self.duration_ns == 0 {
             return bad("duration must be positive".into());
         }
+        // Instants are start + warm-up + duration + drain in u64 nanoseconds: a sum beyond the
+        // longest single duration could wrap, and a run that long cannot finish anyway.
+        let span = [self.warmup_ns, self.duration_ns, self.drain_ns]
+            .iter()
+            .try_fold(0u64, |sum, &d| sum.checked_add(d));
+        if !matches!(span, Some(s) if s <= candor_core::units::MAX_DURATION_NS) {
+            return bad(
+                "--warmup, -d and --drain together last longer than the longest duration accepted \
+                 (about 292 years): the run could never finish"
+                    .into(),
+            );
+        }
         if self.timeout_ns == 0 {
             return bad("timeout must be positive".into());
         }

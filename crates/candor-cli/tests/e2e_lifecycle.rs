@@ -812,7 +812,7 @@ fn a_signal_in_the_pause_ends_a_sweep_at_once_and_a_capacity_search_keeps_its_ju
     let (out, _) = exit_within(child, Duration::from_secs(15));
     let t = text(&out);
     assert_eq!(out.status.code(), Some(143), "{t}");
-    assert!(t.contains("interrupted after 1 steps judged"), "{t}");
+    assert!(t.contains("interrupted after 1 step judged"), "{t}");
     let v = read_json(&json);
     assert_eq!(v["outcome"]["kind"], "interrupted", "{v}");
     assert_eq!(v["probes"].as_array().unwrap().len(), 1, "{v}");

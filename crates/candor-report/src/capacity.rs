@@ -73,8 +73,8 @@ pub fn render(target: &str, settings: &SearchSettings, found: &Search) -> (Strin
             unconfirmed,
         } => (
             format!(
-                "CAPACITY: not settled, interrupted after {} steps judged; {}",
-                found.probes.len(),
+                "CAPACITY: not settled, interrupted after {} judged; {}",
+                candor_analysis::late::count_noun(found.probes.len() as u64, "step", "steps"),
                 unsettled(settings, found, *best, *unconfirmed, *failed_at)
             ),
             3,

@@ -53,7 +53,8 @@ pub fn received() -> Option<i32> {
 const POLL_NS: u64 = 10_000_000;
 
 /// Runs `f` on a thread of its own and waits for its answer unless `stop` is set first: then
-/// `Ok(None)` at once, and `f` is left to finish (or time out) on its own. For the blocking steps
+/// `Ok(None)` at once, and `f` is left to finish (or time out) on its own; an error when the
+/// thread could not start or `f` panicked. For the blocking steps
 /// before a run (connect and protocol probes), which cannot look at the flag themselves.
 pub fn unless_stopped<T: Send + 'static>(
     stop: &AtomicBool,
@@ -72,7 +73,12 @@ pub fn unless_stopped<T: Send + 'static>(
         match rx.recv_timeout(std::time::Duration::from_nanos(POLL_NS)) {
             Ok(v) => return Ok(Some(v)),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+            // `f` ended without an answer: it panicked, and that must not pass for a check.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(std::io::Error::other(
+                    "the check ended without an answer (it panicked)",
+                ))
+            }
         }
     }
 }

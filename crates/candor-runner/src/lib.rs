@@ -36,7 +36,7 @@ pub enum RunnerError {
     Run(#[from] candor_load::run::RunError),
     #[error(transparent)]
     Extras(#[from] extras::ExtrasError),
-    #[error("starting the pre-flight check's thread: {0}")]
+    #[error("the pre-flight check: {0}")]
     Thread(std::io::Error),
 }
 

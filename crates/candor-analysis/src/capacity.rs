@@ -90,10 +90,20 @@ pub enum Outcome {
     BelowMin { min: f64 },
     /// The maximum passed every run: capacity is at least that.
     AtLeastMax { max: f64 },
-    /// The step limit ended the search; `best` is the highest confirmed pass, if any.
+    /// The step limit ended the search; `best` is the highest confirmed pass, if any, and
+    /// `unconfirmed` the highest rate above it that passed every run it had, too few to count.
     StepLimit {
         best: Option<f64>,
         failed_at: Option<f64>,
+        #[serde(default)]
+        unconfirmed: Option<f64>,
+    },
+    /// A signal ended the search (the step it cut short is no evidence and is not listed); the
+    /// fields are those of [`Outcome::StepLimit`] over the steps judged before it.
+    Interrupted {
+        best: Option<f64>,
+        failed_at: Option<f64>,
+        unconfirmed: Option<f64>,
     },
 }
 
@@ -127,14 +137,21 @@ struct State<'a, E> {
     probes: Vec<Probe>,
     measure: &'a mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
     max_steps: u32,
+    stopped: &'a dyn Fn() -> bool,
+    interrupted: bool,
 }
 
 impl<E> State<'_, E> {
+    /// The verdict of one more step; `None` when the search ends here (the step limit, or a stop).
     fn run(&mut self, rate: f64, purpose: Purpose) -> Result<Option<bool>, E> {
-        if self.probes.len() as u32 >= self.max_steps {
+        if self.probes.len() as u32 >= self.max_steps || self.stop_seen() {
             return Ok(None);
         }
         let t = (self.measure)(rate, purpose)?;
+        // A step a stop cut short is no evidence either way.
+        if self.stop_seen() {
+            return Ok(None);
+        }
         self.probes.push(Probe {
             rate,
             purpose,
@@ -154,6 +171,11 @@ impl<E> State<'_, E> {
             })
     }
 
+    fn stop_seen(&mut self) -> bool {
+        self.interrupted |= (self.stopped)();
+        self.interrupted
+    }
+
     /// Highest rate below `limit` that never failed.
     fn best_pass_below(&self, limit: f64) -> Option<f64> {
         self.probes
@@ -169,10 +191,22 @@ pub fn search<E>(
     settings: SearchSettings,
     measure: &mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
 ) -> Result<Search, E> {
+    search_until(settings, measure, &|| false)
+}
+
+/// [`search`] that ends with [`Outcome::Interrupted`] once `stopped` says so, keeping the steps
+/// judged before; a step during which it became true is dropped (cut short, it proves nothing).
+pub fn search_until<E>(
+    settings: SearchSettings,
+    measure: &mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
+    stopped: &dyn Fn() -> bool,
+) -> Result<Search, E> {
     let mut st = State {
         probes: Vec::new(),
         measure,
         max_steps: settings.max_steps,
+        stopped,
+        interrupted: false,
     };
     let outcome = run_search(&settings, &mut st)?;
     Ok(Search {
@@ -189,9 +223,24 @@ fn round_rate(r: f64) -> f64 {
 
 fn run_search<E>(s: &SearchSettings, st: &mut State<'_, E>) -> Result<Outcome, E> {
     let limit = |st: &State<'_, E>, hi: Option<f64>| {
-        Ok(Outcome::StepLimit {
-            best: confirmed_best(st, s),
-            failed_at: hi,
+        let best = confirmed_best(st, s);
+        // The highest pass seen, when it is more than the confirmed one: worth reporting, marked
+        // as not confirmed (a settled search would have repeated it).
+        let unconfirmed = st
+            .best_pass_below(f64::INFINITY)
+            .filter(|&u| !matches!(best, Some(b) if u <= b));
+        Ok(if st.interrupted {
+            Outcome::Interrupted {
+                best,
+                failed_at: hi,
+                unconfirmed,
+            }
+        } else {
+            Outcome::StepLimit {
+                best,
+                failed_at: hi,
+                unconfirmed,
+            }
         })
     };
     // Bracket: grow from the minimum until a rate fails or the maximum passes.
@@ -418,6 +467,64 @@ mod tests {
             s.outcome
         );
         assert_eq!(s.probes.len(), 5);
+    }
+
+    #[test]
+    fn a_pass_the_step_limit_left_unconfirmed_is_reported_as_such() {
+        // 500, 1k, 1.5k and 1.62k passed once each; nothing was confirmed before the limit.
+        let mut few = settings();
+        few.max_steps = 4;
+        few.max = 1_620.0;
+        let s = search(few, &mut threshold(1e9)).unwrap();
+        assert_eq!(
+            s.outcome,
+            Outcome::StepLimit {
+                best: None,
+                failed_at: None,
+                unconfirmed: Some(1_620.0)
+            }
+        );
+        // A confirmed pass below it stays the best; the unconfirmed one is only ever above it.
+        let mut few = settings();
+        few.max_steps = 9;
+        let s = search(few, &mut threshold(3_000.0)).unwrap();
+        match s.outcome {
+            Outcome::StepLimit {
+                best, unconfirmed, ..
+            } => {
+                if let (Some(b), Some(u)) = (best, unconfirmed) {
+                    assert!(u > b, "{b} {u}");
+                }
+                assert!(unconfirmed.or(best).is_some_and(|r| r <= 3_000.0));
+            }
+            o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
+    fn a_stop_ends_the_search_with_the_steps_judged_before_it() {
+        let steps = std::cell::Cell::new(0);
+        let mut measure = |r: f64, _| -> Result<Trial, Infallible> {
+            steps.set(steps.get() + 1);
+            Ok(Trial {
+                pass: r <= 3_000.0,
+                note: String::new(),
+            })
+        };
+        // The stop arrives during the third step: two steps judged, the third dropped.
+        let s = search_until(settings(), &mut measure, &|| steps.get() >= 3).unwrap();
+        assert_eq!(steps.get(), 3);
+        assert_eq!(s.probes.len(), 2);
+        assert_eq!(
+            s.outcome,
+            Outcome::Interrupted {
+                best: None,
+                failed_at: None,
+                unconfirmed: Some(1_000.0)
+            }
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["outcome"]["kind"], "interrupted");
     }
 
     #[test]

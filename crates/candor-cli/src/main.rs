@@ -47,8 +47,53 @@ enum Command {
     Man(cmd::completions::ManArgs),
 }
 
+/// A command-line error in one line: clap's message with what it lists (missing arguments), its
+/// tip if it has one, and where to look (the usage block stays behind `--help`).
+fn one_line(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let mut line = String::new();
+    for l in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if l.starts_with("Usage:") || l.starts_with("For more information") {
+            break;
+        }
+        match l.strip_prefix("tip: ") {
+            Some(tip) => line.push_str(&format!(" ({tip})")),
+            None if line.is_empty() => line.push_str(l.strip_prefix("error: ").unwrap_or(l)),
+            None => {
+                line.push(' ');
+                line.push_str(l);
+            }
+        }
+    }
+    // The subcommand typed, whose --help explains its flags.
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let command = match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        Some(sub) if names.contains(&sub) => format!("candor {sub}"),
+        _ => "candor".into(),
+    };
+    format!("{line}; see '{command} --help'")
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                // Help and version are the answer asked for, not errors.
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+                _ => {
+                    eprintln!("candor: error: {}", one_line(&e));
+                    std::process::exit(2);
+                }
+            }
+        }
+    };
     let outcome = match cli.command {
         Command::Calibrate(args) => cmd::calibrate::main(args),
         Command::Sweep(args) => cmd::sweep::main(*args),

@@ -96,18 +96,13 @@ fn exit_within(mut child: Child, limit: Duration) -> (Output, Duration) {
     let took = t0.elapsed();
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_end(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_end(&mut stderr)
-        .unwrap();
+    // A pipe a test took to watch as the child runs is read there.
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_end(&mut stdout).unwrap();
+    }
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_end(&mut stderr).unwrap();
+    }
     let status = child.wait().unwrap();
     (
         Output {
@@ -520,4 +515,437 @@ fn completions_and_man_page() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(pages.join("candor-run.1").exists());
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Collects the child's stderr as it comes, for a test that acts on what it says.
+fn watch_stderr(child: &mut Child) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut err = child.stderr.take().expect("stderr piped");
+    let into = seen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            into.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    seen
+}
+
+/// Waits (up to 60 s, for a busy machine) until the watched stderr contains `needle`.
+fn wait_for_text(seen: &std::sync::Mutex<String>, needle: &str) {
+    let t0 = Instant::now();
+    while !seen.lock().unwrap().contains(needle) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no {needle:?} in: {}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn unix_now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn a_start_at_ahead_is_announced_and_either_signal_ends_the_wait_with_results() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = tmp("start-at-wait");
+    // A minute ahead, and two days ahead with the opt-in: a signal must end either wait at once.
+    for (sig, code, ahead_s, far) in [
+        (libc::SIGINT, 130, 60.0, false),
+        (libc::SIGTERM, 143, 2.0 * 86_400.0, true),
+    ] {
+        let json = dir.join(format!("wait-{sig}.json"));
+        let start_at = format!("{:.3}", unix_now_s() + ahead_s);
+        let mut child = candor()
+            .args([
+                "run",
+                "-q",
+                "-R",
+                "100",
+                "-d",
+                "2s",
+                "--start-at",
+                &start_at,
+            ])
+            .args(if far {
+                &["--start-at-far"][..]
+            } else {
+                &[][..]
+            })
+            .arg("--json")
+            .arg(&json)
+            .arg(&server.url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let seen = watch_stderr(&mut child);
+        wait_for_text(&seen, "waiting until ");
+        wait_for_handlers(&child);
+        signal(&child, sig);
+        // Without the fix the run sat out the whole wait (a minute, two days).
+        let (out, _) = exit_within(child, Duration::from_secs(15));
+        let t = format!("{}{}", text(&out), seen.lock().unwrap());
+        assert_eq!(out.status.code(), Some(code), "{t}");
+        assert!(t.contains(" (in "), "the wait says how long: {t}");
+        let v = read_json(&json);
+        assert_eq!(v["stop_reason"], "interrupt", "{v}");
+        assert_balanced(&v);
+        assert_eq!(req(&v, "intended"), 0, "nothing was due before the start");
+        assert!(
+            v["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("interrupted before the first intended send"),
+            "{}",
+            v["warnings"]
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn absurd_start_instants_and_endless_counts_are_refused_before_anything() {
+    let server = Server::start(&[]);
+    let two_days = format!("{:.0}", unix_now_s() + 2.0 * 86_400.0);
+    for (args, says) in [
+        (vec!["--start-at", "1e300"], "--start-at"),
+        (vec!["--start-at", "inf"], "--start-at"),
+        (vec!["--start-at", "NaN"], "--start-at"),
+        (vec!["--start-at", "2100-01-01T00:00:00Z"], "--start-at-far"),
+        (vec!["--start-at", &two_days], "days ahead"),
+        (vec!["-n", "200000000000000000"], "could never finish"),
+        (
+            vec!["-n", "18446744073709551615", "-R", "1M"],
+            "could never finish",
+        ),
+        // 228 years twice: each fits, their sum does not.
+        (
+            vec!["-d", "2000000h", "--warmup", "2000000h"],
+            "could never finish",
+        ),
+    ] {
+        // Bounded: an instant that is accepted would wait for it (years), -n would run on.
+        let child = candor()
+            .arg("run")
+            .args(&args)
+            .arg(&server.url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, _) = exit_within(child, Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: no report, nothing ran");
+    }
+}
+
+#[test]
+fn a_start_at_already_past_keeps_the_schedule_and_reports_wall_clock_lateness() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    // 3 s and an hour late: the whole schedule is sent with its shape and drained, and the
+    // lateness is the wall-clock distance to the agreed instant (it read as the uptime).
+    for late_s in [3.0, 3600.0] {
+        let start_at = format!("{:.3}", unix_now_s() - late_s);
+        let (v, out) = common::run_json(&[
+            "-R",
+            "200",
+            "-d",
+            "1s",
+            "-c",
+            "4",
+            "--start-at",
+            &start_at,
+            &server.url,
+        ]);
+        assert_balanced(&v);
+        assert_eq!(req(&v, "intended"), 200, "{}", text(&out));
+        assert_eq!(
+            req(&v, "completed"),
+            200,
+            "a local server answers every request of a paced second: {}",
+            text(&out)
+        );
+        assert_eq!(v["stop_reason"], "duration");
+        let late = v["config"]["late_start_s"].as_f64().unwrap();
+        // Late by the instant's age plus the time to start and open the pool: generous for a
+        // busy machine, far below any uptime-sized error.
+        assert!(late >= late_s && late < late_s + 30.0, "late {late}");
+        let shift = v["start_time_unix_s"].as_f64().unwrap()
+            - v["config"]["start_at_unix_s"].as_f64().unwrap();
+        assert!(
+            (shift - late).abs() < 0.05,
+            "started when ready: {shift} vs {late}"
+        );
+        let w = v["warnings"].to_string();
+        assert!(w.contains("after the agreed --start-at"), "{w}");
+        assert!(w.contains("its shape kept"), "{w}");
+    }
+}
+
+/// A listener whose accept queue is full (backlog 0, one connection queued, never accepted):
+/// a further connect gets no answer to its SYN and hangs until its own timeout.
+fn never_accepting() -> (TcpListener, Vec<std::net::TcpStream>, String) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns and hands to TcpListener.
+    let listener = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        TcpListener::from_raw_fd(fd)
+    };
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..3 {
+        if let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            queued.push(s);
+        }
+    }
+    assert!(
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_err(),
+        "the accept queue should be full"
+    );
+    (listener, queued, format!("http://{addr}/"))
+}
+
+#[test]
+fn either_signal_during_the_initial_connect_ends_the_run_with_results() {
+    let _g = serial();
+    let (_listener, _queued, url) = never_accepting();
+    let dir = tmp("connect-signal");
+    for (sig, code, name) in [
+        (libc::SIGTERM, 143, "SIGTERM"),
+        (libc::SIGINT, 130, "SIGINT"),
+    ] {
+        let json = dir.join(format!("connect-{sig}.json"));
+        // -T 60s: the pre-flight connect would wait a minute for its SYN to be answered.
+        let child = candor()
+            .args(["run", "-q", "-R", "100", "-d", "2s", "-T", "60s", "--json"])
+            .arg(&json)
+            .arg(&url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_handlers(&child);
+        std::thread::sleep(Duration::from_millis(300));
+        signal(&child, sig);
+        let (out, _) = exit_within(child, Duration::from_secs(15));
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{t}");
+        assert!(t.contains(&format!("interrupted by {name}")), "{t}");
+        let v = read_json(&json);
+        assert_eq!(v["stop_reason"], "interrupt");
+        assert_balanced(&v);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_signal_in_the_pause_ends_a_sweep_at_once_and_a_capacity_search_keeps_its_judged_steps() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = tmp("pause-signal");
+    let json = dir.join("sweep.json");
+    // A minute's pause after the first step: the signal comes in it.
+    let mut child = candor()
+        .args([
+            "sweep", "-q", "--rates", "100,200", "-c", "2", "-d", "500ms",
+        ])
+        .args(["--warmup", "100ms", "--pause", "60s", "--json"])
+        .arg(&json)
+        .arg(&server.url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = watch_stderr(&mut child);
+    wait_for_text(&seen, "throughput");
+    signal(&child, libc::SIGINT);
+    let (out, took) = exit_within(child, Duration::from_secs(15));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(took < Duration::from_secs(15));
+    assert_eq!(read_json(&json)["steps"].as_array().unwrap().len(), 1);
+
+    let json = dir.join("capacity.json");
+    let mut child = candor()
+        .args([
+            "capacity", "--slo", "p99<1s", "--min", "100", "--max", "400",
+        ])
+        .args([
+            "-c", "2", "-d", "500ms", "--warmup", "100ms", "--pause", "60s",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg(&server.url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = watch_stderr(&mut child);
+    wait_for_text(&seen, "bracket");
+    signal(&child, libc::SIGTERM);
+    let (out, _) = exit_within(child, Duration::from_secs(15));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(143), "{t}");
+    assert!(t.contains("interrupted after 1 step judged"), "{t}");
+    let v = read_json(&json);
+    assert_eq!(v["outcome"]["kind"], "interrupted", "{v}");
+    assert_eq!(v["probes"].as_array().unwrap().len(), 1, "{v}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn wrong_input_gets_one_true_line() {
+    let server = Server::start(&[]);
+    let tcp = server.url.replace("http://", "tcp://");
+    let tcp = tcp.trim_end_matches('/');
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["run", "http:///path"], 1, "no host"),
+        (vec!["run", "-m", "GE\nT", &server.url], 1, "'GE\\nT'"),
+        (vec!["run", "-R", "1:1ns", &server.url], 1, "long enough"),
+        (
+            vec!["run", "-R", "0:1s", &server.url],
+            1,
+            "every stage has rate 0",
+        ),
+        (
+            vec!["run", "-d", "-1s", &server.url],
+            1,
+            "invalid duration '-1s'",
+        ),
+        (
+            vec!["run", "--bogus", &server.url],
+            2,
+            "see 'candor run --help'",
+        ),
+        (
+            vec!["run", "-c", "abc", &server.url],
+            2,
+            "invalid value 'abc'",
+        ),
+        (
+            vec!["sweep", "--rates", "1k", "-c", "x", &server.url],
+            2,
+            "see 'candor sweep --help'",
+        ),
+        (vec!["run"], 2, "<URL>"),
+        (
+            vec!["run", "-t", "4", "-c", "2", &server.url],
+            1,
+            "connections (2)",
+        ),
+    ];
+    let mut cases = cases;
+    for flags in [
+        vec!["-H", "X-A: b"],
+        vec!["-m", "POST"],
+        vec!["--body", "x"],
+        vec!["--check-body", "ok"],
+        vec!["--check-header", "X: y"],
+        vec!["-k"],
+    ] {
+        let mut args = vec!["run", "--payload", "hi", "--expect-bytes", "2"];
+        let name = flags[0];
+        args.extend(flags);
+        args.push(tcp);
+        cases.push((args, 1, name));
+    }
+    for (args, code, says) in cases {
+        let out = candor().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("resolve host"), "{args:?}: {err}");
+    }
+    // --help keeps clap's full page.
+    let out = candor().args(["run", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 20);
+}
+
+#[test]
+fn threads_follow_a_smaller_connection_count_and_tiny_rates_read_honestly() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    // -c 1 with -t left out: one thread, as wrk users expect.
+    let (v, _) = common::run_json(&["-c", "1", "-R", "100", "-d", "300ms", &server.url]);
+    assert_eq!(v["config"]["threads"], 1);
+    assert_eq!(req(&v, "completed"), 30);
+    // One request due in the window of a rate a million times lower: 100% of it, not 10^8 %.
+    let out = candor()
+        .args(["run", "-q", "-R", "0.000001", "-d", "500ms", &server.url])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("target 0.00000100/s"), "{t}");
+    assert!(t.contains("(100.0% of 1 intended)"), "{t}");
+    assert!(!t.contains("00000.0%"), "{t}");
+}
+
+#[test]
+fn capacity_takes_quiet_and_its_help_names_only_what_it_takes() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let help = String::from_utf8_lossy(
+        &candor()
+            .args(["capacity", "--help"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .to_string();
+    let duration_help: String = help
+        .split("-d, --duration")
+        .nth(1)
+        .and_then(|rest| rest.split("\n  -").next())
+        .unwrap_or_default()
+        .into();
+    assert!(!duration_help.is_empty(), "{help}");
+    assert!(!duration_help.contains("stage"), "{duration_help}");
+    let out = candor()
+        .args([
+            "capacity", "-q", "--slo", "p99<1s", "--min", "100", "--max", "200",
+        ])
+        .args(["--confirm", "1", "--max-steps", "3", "--pause", "0s"])
+        .args(["-c", "2", "-d", "300ms", "--warmup", "100ms", &server.url])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "-q accepted: {stderr}"
+    );
+    assert!(stdout.contains("CAPACITY: "), "{stdout}");
+    assert!(!stderr.contains("candor capacity:"), "quiet: {stderr}");
+    assert!(!stderr.contains("bracket"), "quiet: {stderr}");
 }

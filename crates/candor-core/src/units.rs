@@ -44,11 +44,15 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
         _ => return Err(err()),
     };
     let ns = value * scale;
-    if !ns.is_finite() || ns > u64::MAX as f64 / 2.0 {
+    if !ns.is_finite() || ns > MAX_DURATION_NS as f64 {
         return Err(err());
     }
     Ok(ns.round() as u64)
 }
+
+/// The longest duration [`parse_duration_ns`] accepts (about 292 years): room to add instants
+/// and durations in nanoseconds without overflow.
+pub const MAX_DURATION_NS: u64 = u64::MAX / 2;
 
 /// A request rate: requests per second, or `Max` for closed-loop operation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,6 +130,10 @@ pub fn format_rate(per_s: f64) -> String {
         format!("{:.2}M/s", per_s / 1e6)
     } else if per_s >= 1e3 {
         format!("{:.2}k/s", per_s / 1e3)
+    } else if per_s > 0.0 && per_s < 0.05 {
+        // Three significant figures: 0.000001/s must not read as 0.0/s.
+        let decimals = (2.0 - per_s.log10().floor()) as usize;
+        format!("{per_s:.decimals$}/s")
     } else {
         format!("{per_s:.1}/s")
     }
@@ -178,6 +186,10 @@ mod tests {
     #[test]
     fn formatting() {
         assert_eq!(format_ns(850.0), "850ns");
+        assert_eq!(format_rate(0.000001), "0.00000100/s");
+        assert_eq!(format_rate(0.0123), "0.0123/s");
+        assert_eq!(format_rate(0.0), "0.0/s");
+        assert_eq!(format_rate(2.5), "2.5/s");
         assert_eq!(format_ns(12_345.0), "12.35us");
         assert_eq!(format_ns(1_990_000_000.0), "1.990s");
         assert_eq!(format_ns(250_000_000.0), "250.0ms");

@@ -106,6 +106,16 @@ impl TargetUrl {
                 format!("no scheme; did you mean http://{text}?"),
             ));
         }
+        // `http:///path` is read by the URL standard as host "path": nothing between `://` and
+        // the path is no host, whatever a lenient parser makes of it.
+        if let Some((_, rest)) = text.split_once("://") {
+            if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
+                return Err(LoadConfigError::Url(
+                    text.into(),
+                    "no host between :// and the path (e.g. http://127.0.0.1:8080/path)".into(),
+                ));
+            }
+        }
         let url =
             url::Url::parse(text).map_err(|e| LoadConfigError::Url(text.into(), e.to_string()))?;
         let scheme = match url.scheme() {
@@ -500,6 +510,25 @@ impl LoadConfig {
                             .into(),
                     );
                 }
+                // HTTP's flags would be ignored here; a run that silently drops what was asked
+                // for is not the run that was asked for.
+                let http_only = [
+                    (!self.headers.is_empty(), "-H/--header"),
+                    (self.method != "GET", "-m/--method"),
+                    (!self.body.is_empty(), "--body/--body-file"),
+                    (self.workload.checks.body.is_some(), "--check-body"),
+                    (!self.workload.checks.headers.is_empty(), "--check-header"),
+                    (
+                        self.tls.insecure || self.tls.ca_file.is_some(),
+                        "-k/--insecure and --ca",
+                    ),
+                ];
+                if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
+                    return bad(format!(
+                        "{flag} applies to http:// and https:// targets; a tcp:// request is the bytes of \
+                         --payload or --payload-file alone"
+                    ));
+                }
             }
             Scheme::Http | Scheme::Https => {
                 if self.framing.is_some() || !self.payload.is_empty() {
@@ -533,6 +562,18 @@ impl LoadConfig {
         }
         if self.duration_ns == 0 {
             return bad("duration must be positive".into());
+        }
+        // Instants are start + warm-up + duration + drain in u64 nanoseconds: a sum beyond the
+        // longest single duration could wrap, and a run that long cannot finish anyway.
+        let span = [self.warmup_ns, self.duration_ns, self.drain_ns]
+            .iter()
+            .try_fold(0u64, |sum, &d| sum.checked_add(d));
+        if !matches!(span, Some(s) if s <= candor_core::units::MAX_DURATION_NS) {
+            return bad(
+                "--warmup, -d and --drain together last longer than the longest duration accepted \
+                 (about 292 years): the run could never finish"
+                    .into(),
+            );
         }
         if self.timeout_ns == 0 {
             return bad("timeout must be positive".into());

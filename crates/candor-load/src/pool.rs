@@ -27,10 +27,14 @@ pub const START_AFTER_POOL_NS: u64 = 10_000_000;
 /// SYNs deeper than many listen backlogs (511 in nginx).
 pub const CONNECTS_IN_FLIGHT: usize = 128;
 
+/// While a pool opens, how often a load thread looks whether the run was stopped (a signal is
+/// delivered to one thread; the others learn of it from the shared flag).
+pub const STOP_CHECK_NS: u64 = 10_000_000;
+
 /// The earliest instant the schedule can start: just after the last pool was ready at
-/// `pool_ready_ns`, and not before `not_before_ns`. (`--start-at`, which shards agree on,
-/// overrides it: if the pool was not ready by then, the backlog is sent at once and shows in send
-/// lag, and how late is reported.)
+/// `pool_ready_ns`, and not before `not_before_ns`. (`--start-at`, which shards agree on, may set
+/// a later one; a pool not ready by then starts the schedule here, and how late is reported: see
+/// `run::start_instant`.)
 pub fn earliest_start(not_before_ns: u64, pool_ready_ns: u64) -> u64 {
     not_before_ns.max(pool_ready_ns + START_AFTER_POOL_NS)
 }

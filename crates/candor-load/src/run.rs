@@ -7,7 +7,7 @@ use crate::config::Scheme;
 use crate::http1::build_request;
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
-use candor_core::clock::{monotonic_to_wall_ns, wall_clock_ns};
+use candor_core::clock::wall_clock_ns;
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, PacingMargin, PacingResults,
     PhaseResults, PoolResults, RequestCounts, RunResults, StopReason, SCHEMA_VERSION,
@@ -138,9 +138,9 @@ pub fn run(
         let _ = to_pool.try_send(Box::new(IntervalData::new()));
     }
     // Threads open their connection pools first; the schedule starts once every pool is ready
-    // (and not before 50 ms from now, time for every thread to start), unless a common start
-    // instant was given (shards): then it starts there, even if that is already past, so a late
-    // shard sends its backlog at once and its lateness shows in send lag.
+    // (and not before 50 ms from now, time for every thread to start), or at the common start
+    // instant given (shards) if that is later; one already past is missed, reported, and the
+    // schedule starts with the pools, its shape kept (see `start_instant`).
     let earliest_ns = now_ns() + 50_000_000;
     let (gate, tickets) = crate::pool::gate(threads);
     let mut handles = Vec::with_capacity(threads);
@@ -193,16 +193,15 @@ pub fn run(
     drop(to_collector);
     let pool = gate.wait_pools();
     let earliest_ns = crate::pool::earliest_start(earliest_ns, now_ns());
-    let start_ns = config
-        .start_at_wall_ns
-        .map_or(earliest_ns, wall_to_monotonic_ns);
-    let start_wall_ns = config
-        .start_at_wall_ns
-        .unwrap_or_else(|| monotonic_to_wall_ns(start_ns));
+    let start = start_instant(
+        config.start_at_wall_ns,
+        earliest_ns,
+        (now_ns(), wall_clock_ns()),
+    );
+    let (start_ns, start_wall_ns, late_start_ns) = (start.mono_ns, start.wall_ns, start.late_ns);
     if let Some(hook) = &options.on_start {
         hook(start_ns);
     }
-    let late_start_ns = earliest_ns.saturating_sub(start_ns);
     gate.start(start_ns);
 
     let total_ns = config.warmup_ns + config.duration_ns;
@@ -362,11 +361,53 @@ pub fn run(
     })
 }
 
-/// Maps a wall-clock instant onto the monotonic clock using one paired reading of both.
-fn wall_to_monotonic_ns(wall_ns: u64) -> u64 {
-    let now_wall = wall_clock_ns() as i128;
-    let now_mono = now_ns() as i128;
-    (now_mono + (wall_ns as i128 - now_wall)).max(0) as u64
+/// A lateness in the unit a reader expects: days past two of them (a start instant of last year),
+/// the usual units below.
+fn format_lateness(ns: u64) -> String {
+    const DAY_NS: f64 = 86_400e9;
+    if ns as f64 >= 2.0 * DAY_NS {
+        format!("{:.1} days", ns as f64 / DAY_NS)
+    } else {
+        format_ns(ns as f64)
+    }
+}
+
+/// When the schedule starts, on both clocks, and how late that is for a `--start-at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartInstant {
+    /// Monotonic instant of the first intended send.
+    pub mono_ns: u64,
+    /// The same instant on the wall clock.
+    pub wall_ns: u64,
+    /// How long after the agreed `--start-at` this is (0 when on time or none was given).
+    pub late_ns: u64,
+}
+
+/// The start of the schedule: `earliest_ns` (monotonic: the pools are ready) unless an agreed
+/// wall-clock instant `start_at` lies after it. An agreed instant already past when the pools
+/// are ready is missed: the schedule starts at `earliest_ns` with its shape kept (no backlog is
+/// sent at once) and the lateness is measured on the wall clock, where the agreed instant lives.
+/// `now` is one paired reading (monotonic, wall) that maps one clock onto the other.
+pub fn start_instant(start_at: Option<u64>, earliest_ns: u64, now: (u64, u64)) -> StartInstant {
+    let (now_mono, now_wall) = (now.0 as i128, now.1 as i128);
+    let earliest_wall = (now_wall + (earliest_ns as i128 - now_mono)).max(0) as u64;
+    match start_at {
+        Some(at) if at > earliest_wall => StartInstant {
+            mono_ns: earliest_ns.saturating_add(at - earliest_wall),
+            wall_ns: at,
+            late_ns: 0,
+        },
+        Some(at) => StartInstant {
+            mono_ns: earliest_ns,
+            wall_ns: earliest_wall,
+            late_ns: earliest_wall - at,
+        },
+        None => StartInstant {
+            mono_ns: earliest_ns,
+            wall_ns: earliest_wall,
+            late_ns: 0,
+        },
+    }
 }
 
 /// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
@@ -552,7 +593,8 @@ impl RunOutcome {
         main.pool = self.pool.clone();
         main.pacing = self.pacing;
         // Measured, not a setting, but kept beside start_at_unix_s so that `candor merge` can say
-        // how late each shard really was (the schedule, and so start_time_unix_s, never moves).
+        // how late each shard really was (a late shard's schedule, and so start_time_unix_s,
+        // starts when it was ready).
         if let (RecordedConfig::Run(r), Some(_)) = (&mut recorded, config.start_at_wall_ns) {
             r.late_start_s = Some(self.late_start_ns as f64 / 1e9);
         }
@@ -568,9 +610,17 @@ impl RunOutcome {
             warnings.insert(
                 0,
                 format!(
-                    "this process started {} after the agreed --start-at; the requests it owed meanwhile were \
-                     sent late and their lateness is in send lag and response time",
-                    format_ns(self.late_start_ns as f64)
+                    "this process was ready {} after the agreed --start-at {}: its schedule started then, \
+                     its shape kept (nothing owed meanwhile was sent in a burst){}",
+                    format_lateness(self.late_start_ns),
+                    candor_core::dates::rfc3339_millis(
+                        config.start_at_wall_ns.unwrap_or(0) as f64 / 1e9
+                    ),
+                    if config.shard_count > 1 {
+                        ", so it overlaps the other shards' windows only in part"
+                    } else {
+                        ""
+                    }
                 ),
             );
         }
@@ -704,6 +754,11 @@ impl RunOutcome {
 
 /// The first warning of an interrupted run: the results cover only the part that ran.
 pub fn interrupted_warning(after_ns: u64, config: &LoadConfig) -> String {
+    if after_ns == 0 {
+        return "interrupted before the first intended send (while the connections opened or a --start-at \
+                was awaited): nothing was due, so these results hold no measurement"
+            .into();
+    }
     format!(
         "interrupted after {:.1} s of {:.1} s planned{}: these results cover only what ran before the stop",
         after_ns as f64 / 1e9,
@@ -729,7 +784,8 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
         Some(total) => {
             let target = total / config.shard_count as f64;
             let achieved = main.rate.achieved_per_s;
-            if candor_core::thresholds::fell_behind(achieved, target) {
+            // With nothing due (a stop before the start), there was nothing to keep up with.
+            if r.intended > 0 && candor_core::thresholds::fell_behind(achieved, target) {
                 w.push(format!(
                     "achieved rate {} is below the target {}: the target (or candor) could not keep up; response \
                      times include the resulting queueing, and {} requests were still unfinished at the end",
@@ -790,4 +846,56 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
         ));
     }
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn an_agreed_start_ahead_is_kept_on_the_monotonic_clock() {
+        // Monotonic 100 s is wall 1e9 s; the pools are ready at monotonic 101 s.
+        let now = (100 * S, 1_000_000_000 * S);
+        let at = 1_000_000_030 * S;
+        let s = start_instant(Some(at), 101 * S, now);
+        assert_eq!(
+            s,
+            StartInstant {
+                mono_ns: 130 * S,
+                wall_ns: at,
+                late_ns: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_missed_start_keeps_the_shape_and_its_lateness_is_wall_clock_time() {
+        // Machine up for 60 s: monotonic 60 s is wall 1e9 s. Whatever the uptime, the lateness is
+        // the wall-clock distance to the agreed instant (one hour, or years for 2020).
+        for uptime in [60 * S, 86_400 * S] {
+            let now = (uptime, 1_000_000_000 * S);
+            let ready = uptime + S / 10;
+            let hour_ago = 1_000_000_000 * S - 3600 * S;
+            let s = start_instant(Some(hour_ago), ready, now);
+            assert_eq!(s.mono_ns, ready, "the schedule starts with the pools");
+            assert_eq!(s.wall_ns, 1_000_000_000 * S + S / 10);
+            assert_eq!(s.late_ns, 3600 * S + S / 10);
+            let y2020 = 1_577_836_800 * S;
+            let now = (uptime, 1_795_000_000 * S);
+            let s = start_instant(Some(y2020), uptime, now);
+            assert_eq!(s.late_ns, (1_795_000_000 - 1_577_836_800) * S);
+            assert_eq!(s.mono_ns, uptime);
+        }
+        let s = start_instant(None, 7 * S, (5 * S, 50 * S));
+        assert_eq!(
+            s,
+            StartInstant {
+                mono_ns: 7 * S,
+                wall_ns: 52 * S,
+                late_ns: 0
+            }
+        );
+    }
 }

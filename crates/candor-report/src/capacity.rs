@@ -55,12 +55,27 @@ pub fn render(target: &str, settings: &SearchSettings, found: &Search) -> (Strin
             ),
             3,
         ),
-        Outcome::StepLimit { best, failed_at } => (
+        Outcome::StepLimit {
+            best,
+            failed_at,
+            unconfirmed,
+        } => (
             format!(
-                "CAPACITY: not settled within {} steps; highest confirmed pass {}, lowest failure {}",
+                "CAPACITY: not settled within {} steps; {}",
                 settings.max_steps,
-                best.map_or("none".into(), format_rate),
-                failed_at.map_or("none".into(), format_rate)
+                unsettled(settings, found, *best, *unconfirmed, *failed_at)
+            ),
+            3,
+        ),
+        Outcome::Interrupted {
+            best,
+            failed_at,
+            unconfirmed,
+        } => (
+            format!(
+                "CAPACITY: not settled, interrupted after {} judged; {}",
+                candor_analysis::late::count_noun(found.probes.len() as u64, "step", "steps"),
+                unsettled(settings, found, *best, *unconfirmed, *failed_at)
             ),
             3,
         ),
@@ -68,6 +83,36 @@ pub fn render(target: &str, settings: &SearchSettings, found: &Search) -> (Strin
     out.push_str(&line);
     out.push('\n');
     (out, code)
+}
+
+/// What an unsettled search found: its highest confirmed pass, the highest pass above it (how
+/// many of the runs a confirmation needs it had), and its lowest failure.
+fn unsettled(
+    settings: &SearchSettings,
+    found: &Search,
+    best: Option<f64>,
+    unconfirmed: Option<f64>,
+    failed_at: Option<f64>,
+) -> String {
+    let mut text = format!(
+        "highest confirmed pass {}",
+        best.map_or("none".into(), format_rate)
+    );
+    if let Some(u) = unconfirmed {
+        let runs = found.probes.iter().filter(|p| p.rate == u).count();
+        let _ = write!(
+            text,
+            ", highest pass {} (unconfirmed: {runs} of the {} passing runs a confirmed pass needs)",
+            format_rate(u),
+            1 + settings.confirmations
+        );
+    }
+    let _ = write!(
+        text,
+        ", lowest failure {}",
+        failed_at.map_or("none".into(), format_rate)
+    );
+    text
 }
 
 #[cfg(test)]
@@ -109,6 +154,28 @@ mod tests {
             .last()
             .unwrap()
             .starts_with("CAPACITY: "));
+    }
+
+    #[test]
+    fn an_unsettled_search_names_its_highest_pass_as_unconfirmed() {
+        let mut few = settings();
+        few.max_steps = 3;
+        let mut measure = |_: f64, _: Purpose| -> Result<Trial, std::convert::Infallible> {
+            Ok(Trial {
+                pass: true,
+                note: String::new(),
+            })
+        };
+        let found = search(few, &mut measure).unwrap();
+        let (text, code) = render("http://x/", &few, &found);
+        assert_eq!(code, 3);
+        assert!(
+            text.contains(
+                "CAPACITY: not settled within 3 steps; highest confirmed pass none, highest pass 400.0/s \
+                 (unconfirmed: 1 of the 2 passing runs a confirmed pass needs), lowest failure none"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -299,7 +299,10 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
         ),
     };
     for s in shards.iter_mut() {
-        s.start_offset_s = s.start_time_unix_s - reference_unix_s + s.late_start_s.unwrap_or(0.0);
+        // A late shard's schedule starts when it was ready (start_time_unix_s); files written
+        // before that kept the agreed start there and carried the lateness alone.
+        s.start_offset_s =
+            (s.start_time_unix_s - reference_unix_s).max(s.late_start_s.unwrap_or(f64::MIN));
     }
     if agreed.is_none() && shards.len() > 1 {
         let spread = shards
@@ -744,6 +747,18 @@ mod tests {
         let p = analyse(&inputs).problems.join("\n");
         assert!(p.contains("'plain.json' records no shard settings"), "{p}");
         assert!(p.contains("disagree on --start-at"), "{p}");
+    }
+
+    #[test]
+    fn a_late_shard_that_started_when_ready_is_as_late_as_it_says_not_twice() {
+        // Since a missed --start-at starts the schedule when the pool is ready, start_time_unix_s
+        // carries the lateness as well as late_start_s: the offset is counted once.
+        let mut inputs: Vec<_> = (0..2).map(|i| shard(i, 2, 500.0, T0, 0.0)).collect();
+        inputs[1] = shard(1, 2, 500.0, T0, 3.0);
+        inputs[1].1.start_time_unix_s = T0 + 3.0;
+        let m = merge_shards(&inputs).unwrap();
+        assert!((m.report.shards[1].start_offset_s - 3.0).abs() < 1e-9);
+        assert_eq!(m.report.shards[0].start_offset_s, 0.0);
     }
 
     #[test]

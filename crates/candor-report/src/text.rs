@@ -12,6 +12,20 @@ use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use std::fmt::Write as _;
 
+/// The share of the schedule answered: responses over intended requests. (The ratio of the
+/// rates would say the same for a window of many requests, but a rate so low that the window holds
+/// one request, sent at its start, would read as millions of percent.)
+fn achieved_share(r: &candor_core::results::RequestCounts) -> String {
+    if r.intended == 0 {
+        return "no request was due".into();
+    }
+    format!(
+        "{:.1}% of {} intended",
+        100.0 * r.responses() as f64 / r.intended as f64,
+        candor_core::units::format_count(r.intended)
+    )
+}
+
 /// Renders the full text report of `results`.
 pub fn render(results: &RunResults) -> String {
     let mut out = String::new();
@@ -53,10 +67,10 @@ pub fn render(results: &RunResults) -> String {
         Some(t) => {
             let _ = writeln!(
                 out,
-                "  rate: target {}, achieved {} ({:.1}%)",
+                "  rate: target {}, achieved {} ({})",
                 format_rate(t),
                 format_rate(rate.achieved_per_s),
-                100.0 * rate.achieved_per_s / t
+                achieved_share(&results.main.requests)
             );
         }
         None if !closed => {

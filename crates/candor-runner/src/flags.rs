@@ -88,17 +88,25 @@ pub struct LoadArgs {
     /// Number of connections kept open to the target (at least one per thread).
     #[arg(short = 'c', long, default_value_t = 16)]
     pub connections: usize,
-    /// Number of load threads; connections and rate are shared evenly between them.
-    #[arg(short = 't', long, default_value_t = 2)]
-    pub threads: usize,
+    /// Number of load threads; connections and rate are shared evenly between them. Default 2,
+    /// or -c when fewer connections are asked for; a -t above -c is refused (each thread needs a
+    /// connection), as wrk refuses it.
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
     /// Length of the measured window, with its unit: us, ms, s, m or h (a bare number is refused).
-    /// Default 10s; with -R stages, their sum (a -d that disagrees is an error).
-    #[arg(short = 'd', long, value_name = "DUR")]
+    /// Default 10s.
+    #[arg(short = 'd', long, value_name = "DUR", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
     /// With its unit (a bare number is refused).
-    #[arg(short = 'T', long, default_value = "2s", value_name = "DUR")]
+    #[arg(
+        short = 'T',
+        long,
+        default_value = "2s",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     pub timeout: String,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
@@ -136,9 +144,14 @@ pub struct LoadArgs {
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Wall-clock instant of the first intended send (RFC 3339, e.g. 2026-11-21T23:00:00Z, or Unix
-    /// epoch seconds), so that shards on several machines begin together.
+    /// epoch seconds), so that shards on several machines begin together. The run waits for it
+    /// (a signal ends the wait); one more than a day ahead needs --start-at-far. One already past
+    /// is missed: the schedule starts when the connections are ready, and the lateness is reported.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
+    /// Accept a --start-at more than a day ahead (a typo in a date would otherwise wait for years).
+    #[arg(long, requires = "start_at")]
+    pub start_at_far: bool,
     /// HTTP/1.1 pipelining: up to N requests in flight per connection, each timed from its own
     /// intended send time.
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -235,7 +248,8 @@ pub struct RunArgs {
     /// Total intended requests per second across all threads (k and M suffixes accepted), or
     /// "max" for a closed loop where each connection sends as soon as its previous response arrives,
     /// or a load profile: comma-separated stages RATE:DUR (hold) and FROM..TO:DUR (linear ramp),
-    /// e.g. 500:30s,500..5000:2m,5000:1m; the run then lasts the stages' sum.
+    /// e.g. 500:30s,500..5000:2m,5000:1m; the run then lasts the stages' sum (-d may be left out,
+    /// or must equal it).
     #[arg(
         short = 'R',
         long = "rate",
@@ -391,9 +405,21 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     let mut c = LoadConfig::new(target);
     c.rate = rate;
     c.connections = a.connections;
-    c.threads = a.threads;
+    c.threads = a
+        .threads
+        .unwrap_or(DEFAULT_THREADS.min(a.connections.max(1)));
     c.duration_ns = flag(parse_duration_ns(a.duration_text()), "--duration")?;
     if let (Some(n), Some(r)) = (count, rate) {
+        let window = n as f64 * 1e9 / r;
+        if window.is_nan() || window > candor_core::units::MAX_DURATION_NS as f64 {
+            return Err(FlagError::Invalid(format!(
+                "-n {n} at {} would last {:.3e} s, longer than the longest window -d accepts ({:.0} years): \
+                 the run could never finish; lower -n or raise -R",
+                candor_core::units::format_rate(r),
+                window / 1e9,
+                candor_core::units::MAX_DURATION_NS as f64 / 1e9 / (365.25 * 86_400.0)
+            )));
+        }
         c.duration_ns = count_window_ns(n, r);
     }
     c.count = count;
@@ -506,7 +532,9 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         (c.shard_index, c.shard_count) = parse_shard(shard)?;
     }
     if let Some(at) = &a.start_at {
-        c.start_at_wall_ns = Some(parse_start_at(at)?);
+        let ns = parse_start_at(at)?;
+        check_start_ahead(at, ns, candor_core::clock::wall_clock_ns(), a.start_at_far)?;
+        c.start_at_wall_ns = Some(ns);
     }
     c.validate()?;
     Ok(c)
@@ -525,12 +553,35 @@ pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
     }
 }
 
+/// Threads when -t is not given (fewer when -c asks for fewer connections).
+pub const DEFAULT_THREADS: usize = 2;
+
+/// How far ahead a `--start-at` may lie without `--start-at-far`.
+pub const START_AT_HORIZON_NS: u64 = 86_400_000_000_000;
+
+/// Refuses a `--start-at` (`text`, at wall-clock `at_ns`) more than a day after `now_ns` unless
+/// `far` allows it: such an instant is far more often a typo than a plan.
+pub fn check_start_ahead(text: &str, at_ns: u64, now_ns: u64, far: bool) -> Result<()> {
+    if !far && at_ns > now_ns.saturating_add(START_AT_HORIZON_NS) {
+        return Err(FlagError::Invalid(format!(
+            "--start-at '{text}' is {:.1} days ahead: the run would wait until then; \
+             add --start-at-far if that is meant",
+            (at_ns - now_ns) as f64 / 86_400e9
+        )));
+    }
+    Ok(())
+}
+
 /// Parses an RFC 3339 timestamp or Unix epoch seconds into wall-clock nanoseconds.
 pub fn parse_start_at(text: &str) -> Result<u64> {
     if let Ok(secs) = text.trim().parse::<f64>() {
-        if secs.is_finite() && secs > 0.0 {
+        // Nanoseconds since 1970 in a u64 reach the year 2554.
+        if secs.is_finite() && secs > 0.0 && secs * 1e9 < u64::MAX as f64 {
             return Ok((secs * 1e9) as u64);
         }
+        return Err(FlagError::Invalid(format!(
+            "invalid --start-at '{text}': epoch seconds must be a positive finite instant before the year 2554"
+        )));
     }
     let t = humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
         FlagError::Invalid(format!(

@@ -49,6 +49,60 @@ pub fn received() -> Option<i32> {
     INTERRUPT.get().and_then(Interrupt::signal)
 }
 
+/// How often a wait that a signal must cut short looks at the stop request.
+const POLL_NS: u64 = 10_000_000;
+
+/// Runs `f` on a thread of its own and waits for its answer unless `stop` is set first: then
+/// `Ok(None)` at once, and `f` is left to finish (or time out) on its own; an error when the
+/// thread could not start or `f` panicked. For the blocking steps
+/// before a run (connect and protocol probes), which cannot look at the flag themselves.
+pub fn unless_stopped<T: Send + 'static>(
+    stop: &AtomicBool,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<Option<T>, std::io::Error> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("candor-probe".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })?;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        match rx.recv_timeout(std::time::Duration::from_nanos(POLL_NS)) {
+            Ok(v) => return Ok(Some(v)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            // `f` ended without an answer: it panicked, and that must not pass for a check.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(std::io::Error::other(
+                    "the check ended without an answer (it panicked)",
+                ))
+            }
+        }
+    }
+}
+
+/// Sleeps for `ns` unless a signal asks for a stop meanwhile; true when the whole sleep passed.
+/// (Before the handlers are installed there is nothing to wait for: a plain sleep.)
+pub fn sleep(ns: u64) -> bool {
+    let Some(i) = INTERRUPT.get() else {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+        return true;
+    };
+    let end = candor_core::now_ns().saturating_add(ns);
+    loop {
+        if i.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = candor_core::now_ns();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos((end - now).min(POLL_NS)));
+    }
+}
+
 /// A command cut short by a signal: `main` prints it as one line and exits with
 /// [`exit_code`] of the signal.
 #[derive(Debug)]
@@ -94,6 +148,22 @@ pub fn name(signal: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_ends_the_wait_for_a_blocked_step_at_once() {
+        let stop = AtomicBool::new(false);
+        assert_eq!(unless_stopped(&stop, || 7).unwrap(), Some(7));
+        stop.store(true, Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        // A step that would block forever (until the test ends) is not waited for.
+        let started = std::time::Instant::now();
+        assert_eq!(
+            unless_stopped(&stop, move || rx.recv().is_ok()).unwrap(),
+            None
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        drop(tx);
+    }
 
     #[test]
     fn conventional_exit_codes() {

@@ -36,6 +36,8 @@ pub enum RunnerError {
     Run(#[from] candor_load::run::RunError),
     #[error(transparent)]
     Extras(#[from] extras::ExtrasError),
+    #[error("the pre-flight check: {0}")]
+    Thread(std::io::Error),
 }
 
 /// A hook called with the monotonic instant of the first intended send.
@@ -65,14 +67,25 @@ pub fn execute_watched(
     on_start: Option<OnStart>,
     watch: &mut (dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason> + Send),
 ) -> Result<RunOutcome, RunnerError> {
+    // First of all: a signal in any phase, the probes' included, asks for the same stop.
+    let stop = interrupt::install()?.stop.clone();
     fdlimit::ensure(config.connections, config.threads)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the
     // protocol of the run (TLS and its certificate, HTTP/2): a run in which nothing could work
     // must not look like a result.
     let probe_timeout = std::time::Duration::from_millis((config.timeout_ns / 1_000_000).max(100));
-    config.target.check_reachable(probe_timeout)?;
-    candor_load::probe::check_protocol(config, probe_timeout)?;
-    let stop = interrupt::install()?.stop.clone();
+    let probed = config.clone();
+    let probes = move || -> Result<(), RunnerError> {
+        probed.target.check_reachable(probe_timeout)?;
+        candor_load::probe::check_protocol(&probed, probe_timeout)?;
+        Ok(())
+    };
+    // Stopped during the probes: the run below sees the stop at once and ends with its (empty)
+    // results marked interrupted, as a stop in any later phase does.
+    if let Some(probed) = interrupt::unless_stopped(&stop, probes).map_err(RunnerError::Thread)? {
+        probed?;
+    }
+    announce_wait(config);
     live::begin(config);
     let end = Arc::new(candor_load::run::EarlyEnd::default());
     let options = RunOptions {
@@ -104,6 +117,22 @@ pub fn execute_watched(
         eprint!("\r\x1b[2K");
     }
     Ok(outcome)
+}
+
+/// Says on stderr how long a `--start-at` ahead will keep the run waiting (a silent wait reads as
+/// a hang).
+fn announce_wait(config: &LoadConfig) {
+    let Some(at) = config.start_at_wall_ns else {
+        return;
+    };
+    let now = candor_core::clock::wall_clock_ns();
+    if at > now {
+        eprintln!(
+            "candor: waiting until {} (in {}) as --start-at asks; SIGINT or SIGTERM ends the wait",
+            candor_core::dates::rfc3339_millis(at as f64 / 1e9),
+            format_ns((at - now) as f64)
+        );
+    }
 }
 
 /// The one-line progress shown on a terminal during a run, rewritten every interval.

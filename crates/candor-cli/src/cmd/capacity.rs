@@ -4,7 +4,7 @@
 use crate::cmd::run::{execute, load_config, recorded_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
-use candor_analysis::capacity::{search, Purpose, SearchSettings, Trial};
+use candor_analysis::capacity::{search_until, Purpose, SearchSettings, Trial};
 use candor_analysis::slo::SloSet;
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
 use candor_report::export::Destination as Output;
@@ -36,9 +36,13 @@ pub struct CapacityArgs {
     /// Idle time between steps, so that one step's backlog does not spill into the next.
     #[arg(long, default_value = "1s", value_name = "DUR")]
     pub pause: String,
-    /// Write the search (every step's verdict and evidence) as JSON.
+    /// Write the search (every step's verdict and evidence) as JSON; an interrupted search
+    /// writes the steps judged before the signal (outcome "interrupted").
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// No progress on stderr (the plan and one line per step); the report is unchanged.
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub live_view: crate::cmd::live::LiveArgs,
     #[command(flatten)]
@@ -53,6 +57,7 @@ fn rate_arg(text: &str, flag: &str) -> Result<f64> {
 }
 
 pub fn main(args: CapacityArgs) -> Result<i32> {
+    crate::cmd::interrupt::install().context("installing the signal handlers")?;
     let slo = SloSet::parse_all(&args.slo)?;
     let settings = SearchSettings {
         min: rate_arg(&args.min, "--min")?,
@@ -77,7 +82,9 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     // The search decides as it goes whether another step follows: the event stream goes on
     // until the live server closes.
     crate::cmd::live::more_runs_follow(true);
-    eprintln!(
+    let progress = !args.quiet;
+    if progress {
+        eprintln!(
         "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
         base.target.url,
         format_rate(settings.min),
@@ -90,30 +97,37 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(",")
     );
+    }
     let mut first = true;
     let mut measure = |rate: f64, purpose: Purpose| -> Result<Trial> {
-        if !first {
-            std::thread::sleep(std::time::Duration::from_nanos(pause_ns));
+        // A signal during the pause ends the search at once: the next step is not judged.
+        if !first && !crate::cmd::interrupt::sleep(pause_ns) {
+            return Ok(Trial {
+                pass: false,
+                note: "not run: interrupted".into(),
+            });
         }
         first = false;
         let mut c = base.clone();
         c.rate = Some(rate);
         c.validate()?;
         let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
-        // A cut-short step is no evidence either way: the search ends here.
-        crate::cmd::interrupt::check(&format!("the capacity search (at {})", format_rate(rate)))?;
+        // A step a signal cut short is dropped by the search, which ends with the steps before.
         let results = outcome.to_results(&c, vec![], recorded_config(&c));
         let trial = candor_analysis::capacity::judge(&results, &slo, rate);
-        eprintln!(
-            "  {:<8} {:>9}  {}  {}",
-            purpose.name(),
-            format_rate(rate),
-            if trial.pass { "pass" } else { "FAIL" },
-            trial.note
-        );
+        if progress && crate::cmd::interrupt::received().is_none() {
+            eprintln!(
+                "  {:<8} {:>9}  {}  {}",
+                purpose.name(),
+                format_rate(rate),
+                if trial.pass { "pass" } else { "FAIL" },
+                trial.note
+            );
+        }
         Ok(trial)
     };
-    let found = search(settings, &mut measure)?;
+    let stopped = || crate::cmd::interrupt::received().is_some();
+    let found = search_until(settings, &mut measure, &stopped)?;
     let (text, code) = candor_report::capacity::render(&base.target.url, &settings, &found);
     print!("{text}");
     if let Some(out) = json_out.as_mut() {
@@ -122,6 +136,13 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     }
     if let Some(l) = live_view {
         l.close();
+    }
+    if let Some(sig) = crate::cmd::interrupt::received() {
+        println!(
+            "\ninterrupted by {}: the step it cut short was dropped and the search ended",
+            crate::cmd::interrupt::name(sig)
+        );
+        return Ok(crate::cmd::interrupt::exit_code(sig));
     }
     Ok(code)
 }

@@ -26,6 +26,8 @@ pub fn execute_watched(
 }
 
 pub fn main(args: RunArgs) -> Result<i32> {
+    // From the first moment: a signal while the flags and files are read is one more phase.
+    crate::cmd::interrupt::install().context("installing the signal handlers")?;
     let config = run_config(&args)?;
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = candor_runner::extras::RunExtras::from_flags(
@@ -58,10 +60,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
     text.push_str(&verdict_text);
     let interrupted = crate::cmd::interrupt::received();
     if let (Some(sig), Some(after)) = (interrupted, outcome.interrupted_after_ns) {
+        let when = match after {
+            0 => "before the first intended send".to_string(),
+            _ => format!("after {:.1} s", after as f64 / 1e9),
+        };
         text.push_str(&format!(
-            "\ninterrupted by {} after {:.1} s: partial results\n",
+            "\ninterrupted by {} {when}: partial results\n",
             crate::cmd::interrupt::name(sig),
-            after as f64 / 1e9
         ));
     }
     // With the JSON on stdout, the report goes to stderr.

@@ -60,6 +60,7 @@ pub fn step_warmup_ns(load: &LoadArgs) -> Result<u64> {
 }
 
 pub fn main(args: SweepArgs) -> Result<i32> {
+    crate::cmd::interrupt::install().context("installing the signal handlers")?;
     let rates = parse_rates(&args.rates)?;
     let slo = SloSet::parse_all(&args.slo)?;
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
@@ -85,10 +86,10 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     );
     let mut steps = Vec::with_capacity(rates.len());
     for (i, &rate) in rates.iter().enumerate() {
-        if i > 0 {
-            std::thread::sleep(std::time::Duration::from_nanos(pause_ns));
-        }
-        if crate::cmd::interrupt::received().is_some() {
+        // The pause between steps ends at a signal too: the interrupted step is the last.
+        if crate::cmd::interrupt::received().is_some()
+            || (i > 0 && !crate::cmd::interrupt::sleep(pause_ns))
+        {
             break;
         }
         let mut c = base.clone();

@@ -635,8 +635,11 @@ impl Core {
     /// (The next send if a slot is free to take it, the interval boundary, the timeout scan, or
     /// the end of the schedule or drain.)
     pub fn plan(&self, now: u64) -> Plan {
-        if now >= self.schedule_end_ns
-            && (now >= self.drain_end_ns || (self.busy == 0 && !self.backlog_due()))
+        // A stop (a signal, an abort) sends nothing more and drains nothing: done at once, even
+        // before the start (a --start-at ahead must not hold a stopped run until it comes).
+        if (self.stopping && now >= self.drain_end_ns)
+            || (now >= self.schedule_end_ns
+                && (now >= self.drain_end_ns || (self.busy == 0 && !self.backlog_due())))
         {
             return Plan::Done;
         }
@@ -645,11 +648,16 @@ impl Core {
         } else {
             self.drain_end_ns
         };
-        let wake = self
+        let mut wake = self
             .ledger
             .next_boundary_ns
             .min(self.next_timeout_scan)
             .min(end);
+        if now < self.cfg.start_ns {
+            // Waiting for a start ahead: wake as often as the timeout scan would, so that a stop
+            // asked for meanwhile is seen within that time.
+            wake = wake.min(now + TIMEOUT_SCAN_NS);
+        }
         let mut send_at = u64::MAX;
         if !self.free.is_empty() && !self.stopping {
             match &self.schedule {

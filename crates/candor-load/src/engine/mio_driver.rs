@@ -260,7 +260,10 @@ impl<F: Framing> Driver<F> {
             if opening == 0 || now_ns() >= deadline || self.halt.aborting() {
                 break;
             }
-            self.timer.arm(deadline);
+            // Woken at least every STOP_CHECK_NS: a signal reaches another thread, and the
+            // stop it asks for must not wait for the pool's deadline.
+            self.timer
+                .arm(deadline.min(now_ns() + crate::pool::STOP_CHECK_NS));
             if let Err(e) = self.poll.poll(&mut events, None) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;

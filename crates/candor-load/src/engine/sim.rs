@@ -7,7 +7,7 @@
 //! or the wake-up the core plans). Times are nanoseconds from an arbitrary origin.
 
 use crate::config::{LoadConfig, RequestOrder, Target};
-use crate::engine::core::{Core, CoreConfig, Due, HaltState, Plan, TimeoutScope};
+use crate::engine::core::{Core, CoreConfig, Due, HaltState, Plan, TimeoutScope, TIMEOUT_SCAN_NS};
 use crate::engine::ledger::Ledger;
 use crate::schedule::{ArrivalKind, Schedule};
 use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
@@ -764,4 +764,31 @@ fn the_request_sent_is_chosen_per_entry_and_booked_with_it() {
     assert_eq!(a, b);
     assert!(a.iter().all(|&r| r < 3));
     assert!((0..3).all(|r| a.contains(&r)), "{a:?}");
+}
+
+#[test]
+fn a_stop_while_a_start_ahead_is_awaited_ends_the_run_at_once() {
+    // A start an hour ahead (--start-at): the core wakes every timeout-scan period while it
+    // waits, so a stop asked for meanwhile is seen within that period, and it ends the run there
+    // with empty books instead of waiting for the start.
+    let mut sim = Sim::new(Shape::new());
+    let start = START + 3_600_000 * MS;
+    let schedule = Schedule::new(start, 1000.0, ArrivalKind::Constant, 0, 1);
+    sim.core.begin_at(start, Some(schedule), 0);
+    match sim.core.plan(sim.now) {
+        Plan::Wait { wake, .. } => assert!(wake <= sim.now + TIMEOUT_SCAN_NS, "wake {wake}"),
+        Plan::Done => panic!("done before the start"),
+    }
+    let stop_at = START + 25 * MS;
+    sim.run_until(stop_at);
+    sim.halt = HaltState {
+        aborting: true,
+        requested_at: None,
+    };
+    let phases = sim.run_to_end();
+    let c = &measured(&phases).counts;
+    assert!(sim.now < stop_at + TIMEOUT_SCAN_NS, "ended at {}", sim.now);
+    assert_eq!((c.intended, c.in_flight_at_end), (0, 0), "{c:?}");
+    assert!(c.balanced());
+    assert!(sim.sends.is_empty());
 }

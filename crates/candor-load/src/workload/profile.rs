@@ -31,6 +31,11 @@ pub enum ProfileError {
     ZeroLength(String),
     #[error("the load profile sends no request: every stage has rate 0")]
     Empty,
+    #[error(
+        "the load profile sends no request: no stage lasts long enough at its rate for one \
+         (a stage sends rate x duration requests, rounded); lengthen a stage or raise its rate"
+    )]
+    TooShort,
 }
 
 /// One stage: the intended rate goes linearly from `from_per_s` to `to_per_s` over `duration_ns`
@@ -150,6 +155,10 @@ impl Profile {
         }
         let profile = Profile { stages };
         if profile.total_count() == 0 {
+            let silent = |s: &Stage| s.from_per_s == 0.0 && s.to_per_s == 0.0;
+            if !profile.stages.iter().all(silent) {
+                return Err(ProfileError::TooShort);
+            }
             return Err(ProfileError::Empty);
         }
         Ok(profile)

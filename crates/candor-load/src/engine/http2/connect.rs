@@ -41,7 +41,10 @@ impl Driver {
             {
                 break;
             }
-            self.timer.arm(deadline);
+            // Woken at least every STOP_CHECK_NS: a signal reaches another thread, and the
+            // stop it asks for must not wait for the pool's deadline.
+            self.timer
+                .arm(deadline.min(now_ns() + crate::pool::STOP_CHECK_NS));
             if let Err(e) = self.poll.poll(&mut events, None) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;

@@ -116,9 +116,16 @@ impl Destination {
         let result = match &mut self.file {
             None => {
                 let mut out = std::io::stdout().lock();
-                out.write_all(bytes)
+                match out
+                    .write_all(bytes)
                     .and_then(|()| out.write_all(newline))
                     .and_then(|()| out.flush())
+                {
+                    // The reader took what it wanted and left (`--json - | head -1`): not a
+                    // failure of the export, and the other outputs are still written.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                    other => other,
+                }
             }
             Some(f) => {
                 // Truncating and syncing apply to regular files; /dev/stdout or a pipe is just

@@ -22,7 +22,17 @@ fn stderr(o: &Output) -> String {
 /// Runs `cmd` with stdout a pipe whose reader is already gone: every write to it fails with
 /// EPIPE, deterministically (no race with a `head` that may or may not have exited yet).
 fn with_closed_stdout(mut cmd: Command) -> Output {
-    let (reader, writer) = std::io::pipe().unwrap();
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, which are owned from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fds[0] and fds[1] were just returned by pipe(2) and nothing else owns them.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
     drop(reader);
     cmd.stdout(writer)
         .stderr(std::process::Stdio::piped())
@@ -106,4 +116,180 @@ fn a_closed_pipe_ends_every_printing_command_quietly() {
         quiet(what, &with_closed_stdout(cmd));
     }
     assert!(merged.exists(), "merge wrote its -o");
+}
+
+/// Exit 1 with one line on stderr containing every part of `want`, well before a 30 s run.
+fn refused_before_the_run(what: &str, o: &Output, started: std::time::Instant, want: &[&str]) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "{what}: {e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{what}: one line: {e}");
+    for w in want {
+        assert!(e.contains(w), "{what}: {w:?} in {e}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{what}: refused before the 30 s load, not after ({:?})",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn two_outputs_on_one_place_are_refused_before_the_run() {
+    let _serial = common::serial();
+    let server = common::Server::start(&[]);
+    let d = dir();
+    let f = d.join("same.json");
+    let link = d.join("same-link.json");
+    let hard = d.join("same-hard.json");
+    let old = "previous results";
+    std::fs::write(&f, old).unwrap();
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&hard);
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    std::fs::hard_link(&f, &hard).unwrap();
+    let fresh = d.join("fresh.out");
+    let _ = std::fs::remove_file(&fresh);
+    let (f, link, hard, fresh) = (
+        f.display().to_string(),
+        link.display().to_string(),
+        hard.display().to_string(),
+        fresh.display().to_string(),
+    );
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--json", &f, "--hlog", &f],
+            vec!["--json and --hlog", &f],
+        ),
+        (
+            vec!["--json", &f, "--hgrm", &f],
+            vec!["--json and --hgrm", &f],
+        ),
+        (
+            vec!["--hlog", &f, "--hgrm", &link],
+            vec!["--hlog and --hgrm"],
+        ),
+        (
+            vec!["--json", &hard, "--hgrm", &f],
+            vec!["--json and --hgrm"],
+        ),
+        (vec!["--json", &fresh, "--hlog", &fresh], vec![&fresh]),
+        (
+            vec!["--json", "-", "--hlog", "-"],
+            vec!["--json and --hlog", "stdout"],
+        ),
+    ];
+    for (outputs, want) in cases {
+        let started = std::time::Instant::now();
+        let o = candor()
+            .args(["run", "-q", "-R", "100", "-d", "30s"])
+            .args(&outputs)
+            .arg(&server.url)
+            .output()
+            .unwrap();
+        refused_before_the_run(&outputs.join(" "), &o, started, &want);
+    }
+    // Nothing was destroyed, and no empty file was left behind.
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), old);
+    assert!(!std::path::Path::new(&fresh).exists());
+    // Two outputs on stdout, one of them by the name /dev/stdout, when stdout is a pipe.
+    let started = std::time::Instant::now();
+    let o = candor()
+        .args(["run", "-q", "-R", "100", "-d", "30s", "--json", "-"])
+        .args(["--hlog", "/dev/stdout"])
+        .arg(&server.url)
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    refused_before_the_run("- and /dev/stdout", &o, started, &["--json and --hlog"]);
+}
+
+#[test]
+fn an_output_that_takes_no_writes_is_refused_before_the_load() {
+    // procfs opens /proc/version for write as root and refuses only the write itself; as
+    // another user the open already fails. Either way: before the load, one line.
+    let _serial = common::serial();
+    let server = common::Server::start(&[]);
+    for (cmd, flag) in [
+        ("run", "--json"),
+        ("run", "--hlog"),
+        ("run", "--hgrm"),
+        ("sweep", "--json"),
+        ("capacity", "--json"),
+    ] {
+        let started = std::time::Instant::now();
+        let mut c = candor();
+        c.arg(cmd);
+        match cmd {
+            "run" => c.args(["-q", "-R", "100", "-d", "30s"]),
+            "sweep" => c.args(["--rates", "100,200", "-d", "15s"]),
+            _ => c.args(["--slo", "p99<1s", "-d", "15s"]),
+        };
+        let o = c
+            .args([flag, "/proc/version"])
+            .arg(&server.url)
+            .output()
+            .unwrap();
+        refused_before_the_run(
+            &format!("{cmd} {flag}"),
+            &o,
+            started,
+            &[flag, "/proc/version", "cannot write there"],
+        );
+    }
+}
+
+#[test]
+fn report_merge_and_correct_refuse_an_output_on_an_input_or_another_output() {
+    let d = dir();
+    let a = d.join("in-a.json");
+    let b = d.join("in-b.json");
+    let text = synthetic_run(1, 4, 100, 1_000_000, 0).to_json_pretty();
+    std::fs::write(&a, &text).unwrap();
+    std::fs::write(&b, synthetic_run(2, 4, 100, 1_000_000, 0).to_json_pretty()).unwrap();
+    let (sa, sb) = (a.display().to_string(), b.display().to_string());
+    let x = d.join("x.out").display().to_string();
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["report", &sa, "--hlog", &sa],
+            vec!["--hlog", "also an input"],
+        ),
+        (
+            vec!["report", &sa, "--hgrm", &x, "--hlog", &x],
+            vec!["--hgrm and --hlog"],
+        ),
+        (
+            vec!["report", &sa, &sb, "--hgrm", &x, "--hlog", &x],
+            vec!["--hgrm and --hlog"],
+        ),
+        (
+            vec!["report", &sa, "--hgrm", &x, "-o", &x],
+            vec!["--hgrm and -o"],
+        ),
+        (
+            vec!["report", &sa, "-o", "/proc/version"],
+            vec!["cannot write there"],
+        ),
+        (
+            vec!["merge", &sa, &sb, "-o", &sb],
+            vec!["-o", "also an input"],
+        ),
+        (
+            vec!["correct", "--expected-interval", "1ms", &sa, "--hgrm", &sa],
+            vec!["--hgrm", "also an input"],
+        ),
+    ];
+    for (args, want) in cases {
+        let o = candor().args(&args).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: {e}");
+        for w in want {
+            assert!(e.contains(w), "{args:?}: {w:?} in {e}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(&a).unwrap(),
+        text,
+        "the input is intact"
+    );
 }

@@ -293,3 +293,72 @@ fn report_merge_and_correct_refuse_an_output_on_an_input_or_another_output() {
         "the input is intact"
     );
 }
+
+#[test]
+fn report_and_compare_refuse_what_merge_refuses() {
+    let d = dir();
+    let good = d.join("valid-good.json");
+    std::fs::write(
+        &good,
+        synthetic_run(1, 4, 100, 1_000_000, 0).to_json_pretty(),
+    )
+    .unwrap();
+    let damaged: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+        (
+            "notbase64",
+            Box::new(|v| v["histograms"]["response_time"] = "!!!notbase64".into()),
+            "histograms.response_time is not an HdrHistogram",
+        ),
+        (
+            "interval-histogram",
+            Box::new(|v| v["intervals"][0]["histograms"]["send_lag"] = "AAAA".into()),
+            "intervals[0].histograms.send_lag",
+        ),
+        (
+            "duration",
+            Box::new(|v| v["duration_s"] = 1e308.into()),
+            "duration_s = ",
+        ),
+        (
+            "rate",
+            Box::new(|v| v["rate"]["achieved_per_s"] = 1e300.into()),
+            "achieved_per_s = ",
+        ),
+    ];
+    for (name, damage, why) in damaged {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&good).unwrap()).unwrap();
+        damage(&mut v);
+        let bad = d.join(format!("valid-{name}.json"));
+        std::fs::write(&bad, v.to_string()).unwrap();
+        for args in [
+            vec!["report".to_string(), bad.display().to_string()],
+            vec![
+                "compare".to_string(),
+                good.display().to_string(),
+                bad.display().to_string(),
+            ],
+            vec![
+                "merge".to_string(),
+                good.display().to_string(),
+                bad.display().to_string(),
+                "-o".into(),
+                d.join("valid-merged.json").display().to_string(),
+            ],
+        ] {
+            let o = candor().args(&args).output().unwrap();
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{name} {}: {e}", args[0]);
+            assert_eq!(e.trim_end().lines().count(), 1, "{name}: one line: {e}");
+            assert!(e.contains(why), "{name} {}: {why:?} in {e}", args[0]);
+            assert!(
+                e.contains(&bad.display().to_string()),
+                "names the file: {e}"
+            );
+            assert!(
+                o.stdout.is_empty(),
+                "{name}: nothing printed before the error"
+            );
+        }
+    }
+}

@@ -362,3 +362,45 @@ fn report_and_compare_refuse_what_merge_refuses() {
         }
     }
 }
+
+#[test]
+fn replay_errors_name_the_line_and_what_is_wrong() {
+    let d = dir();
+    for (name, trace, want) in [
+        (
+            "one",
+            "{\"at\": 1, \"path\": \"/\"}\n",
+            "line 1 is the trace's only record",
+        ),
+        (
+            "same",
+            "{\"at\": 1, \"path\": \"/\"}\n{\"at\": 1, \"path\": \"/b\"}\n",
+            "all 2 records (lines 1 to 2) are at the same time",
+        ),
+        (
+            "huge",
+            "{\"at\": 1e300, \"path\": \"/\"}\n",
+            "line 1: \"at\" must be a number of seconds from 0 to 1e10, got 1e+300",
+        ),
+        (
+            "nan",
+            "{\"at\": \"NaN\", \"path\": \"/\"}\n",
+            "line 1: \"at\" must be a number of seconds from 0 to 1e10, got \"NaN\"",
+        ),
+    ] {
+        let path = d.join(format!("trace-{name}.jsonl"));
+        std::fs::write(&path, trace).unwrap();
+        // Refused while the flags are read: no server is needed, none is contacted.
+        let o = candor()
+            .args(["run", "-q", "--replay"])
+            .arg(&path)
+            .arg("http://127.0.0.1:9/")
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{name}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{name}: one line: {e}");
+        assert!(e.contains(want), "{name}: {want:?} in {e}");
+        assert!(!e.contains("rate"), "{name}: not about a rate: {e}");
+    }
+}

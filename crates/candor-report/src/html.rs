@@ -240,7 +240,7 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
             })
             .collect();
         if !short.is_empty() {
-            out.push((i, support_note(n, &a, &short)));
+            out.push((i, support_note(n, &short)));
         }
         if let Some(st) = &a.stationarity {
             out.push((i, candor_analysis::trend::summary(st)));
@@ -253,14 +253,8 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
 }
 
 /// The caveat line of a run whose sample count falls short of some reported percentiles.
-fn support_note(n: u64, a: &candor_analysis::Analysis, short: &[String]) -> String {
-    let support = match a.highest_supported_percentile {
-        Some(p) => format!(
-            "support percentiles up to p{}",
-            candor_analysis::omission::trim_pct((p * 100.0).floor() / 100.0)
-        ),
-        None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
-    };
+fn support_note(n: u64, short: &[String]) -> String {
+    let support = candor_analysis::confidence::support_phrase(n);
     format!(
         "{} {support}; not enough samples for {}: those values rest on a handful of requests",
         count_noun(n, "sample", "samples"),

@@ -226,6 +226,15 @@ fn report_renders_in_headless_chromium() {
             "{label}: legend shows its max {max}: {legends:?}"
         );
     }
+    // Legend samples are lines as drawn: the dashed service curve's sample is dashed, the
+    // response curve's solid (uPlot alone draws the same square for both).
+    assert!(
+        dom.contains("u-series line-sample"),
+        "line series have line samples"
+    );
+    for style in ["px dashed", "px solid"] {
+        assert!(dom.contains(style), "a legend marker drawn {style}");
+    }
     // The stop reason and the precision reached are on the page, for the run that has them.
     assert_eq!(attr(&dom, "data-stop-reason").as_deref(), Some("precision"));
     assert!(dom.contains("<th>p99=±5%</th>"), "precision row shown");

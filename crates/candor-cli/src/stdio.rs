@@ -14,8 +14,22 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// The first failure to write stdout other than a closed pipe (a full disk): reported at exit.
 static STDOUT_FAILED: Mutex<Option<std::io::Error>> = Mutex::new(None);
 
+/// Set when an output file is `-`: stdout then carries that data alone, and the text a command
+/// prints goes to stderr instead (as `run --json -` does), so the two never interleave.
+static STDOUT_IS_DATA: AtomicBool = AtomicBool::new(false);
+
+/// Hands stdout to the output `dest` when it is `-`: from then on `print!` writes to stderr.
+pub fn give_stdout_to(dest: Option<&candor_report::export::Destination>) {
+    if dest.is_some_and(|d| d.is_stdout()) {
+        STDOUT_IS_DATA.store(true, Ordering::Relaxed);
+    }
+}
+
 /// What `print!` and `println!` expand to in this crate (see `main.rs`).
 pub fn print(args: fmt::Arguments) {
+    if STDOUT_IS_DATA.load(Ordering::Relaxed) {
+        return eprint(args);
+    }
     write_stdout(|out| out.write_fmt(args));
 }
 

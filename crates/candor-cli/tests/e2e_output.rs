@@ -404,3 +404,48 @@ fn replay_errors_name_the_line_and_what_is_wrong() {
         assert!(!e.contains("rate"), "{name}: not about a rate: {e}");
     }
 }
+
+/// With an output on stdout (`-`), stdout carries that output alone and the text goes to stderr,
+/// in every command that has both (as `run --json -` always did).
+#[test]
+fn an_output_on_stdout_is_all_that_stdout_carries() {
+    let d = dir();
+    let a = d.join("alone-a.json");
+    let b = d.join("alone-b.json");
+    std::fs::write(&a, synthetic_run(1, 12, 100, 1_000_000, 0).to_json_pretty()).unwrap();
+    std::fs::write(&b, synthetic_run(2, 12, 100, 1_000_000, 0).to_json_pretty()).unwrap();
+    let (sa, sb) = (a.display().to_string(), b.display().to_string());
+    let json = |o: &Output, what: &str| {
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(o));
+        serde_json::from_str::<serde_json::Value>(&text)
+            .unwrap_or_else(|e| panic!("{what}: stdout is not JSON alone ({e}): {text}"));
+        assert!(!stderr(o).is_empty(), "{what}: the text went to stderr");
+    };
+    let o = candor()
+        .args(["compare", &sa, &sb, "--json", "-"])
+        .output()
+        .unwrap();
+    json(&o, "compare --json -");
+    // An .hgrm on stdout: its lines only, the summary on stderr.
+    let o = candor()
+        .args(["report", &sa, "--hgrm", "-"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.trim_start().starts_with("Value"), "{out}");
+    assert!(!out.contains("== "), "no text report in the .hgrm: {out}");
+    assert!(stderr(&o).contains("== "), "the text report on stderr");
+    let _serial = common::serial();
+    let server = common::Server::start(&[]);
+    let o = candor()
+        .args([
+            "sweep", "-q", "--rates", "50,100", "-d", "300ms", "--pause", "0s",
+        ])
+        .args(["--json", "-"])
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    json(&o, "sweep --json -");
+}

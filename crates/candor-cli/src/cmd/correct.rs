@@ -41,6 +41,7 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
     if let Some(out) = &hgrm {
         out.refuse_inputs(std::slice::from_ref(&args.file))?;
     }
+    crate::stdio::give_stdout_to(hgrm.as_ref());
     let text = candor_report::input::read_named(&args.file)?;
     let name = args.file.display().to_string();
     let sel = Selection {

@@ -98,6 +98,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     let html_at = args.output.as_ref().map(|p| open("-o", p)).transpose()?;
+    for out in &outputs {
+        crate::stdio::give_stdout_to(Some(out));
+    }
 
     for (&at, (label, r)) in hgrm_at.iter().zip(&runs) {
         let dest = &mut outputs[at];

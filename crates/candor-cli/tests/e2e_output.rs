@@ -116,6 +116,29 @@ fn a_closed_pipe_ends_every_printing_command_quietly() {
         quiet(what, &with_closed_stdout(cmd));
     }
     assert!(merged.exists(), "merge wrote its -o");
+    // A run: the report, or the JSON itself, to a reader that has gone; the files still written.
+    let _serial = common::serial();
+    let server = common::Server::start(&[]);
+    for json_flag in ["-", "file"] {
+        let hlog = d.join(format!("pipe-run-{json_flag}.hlog"));
+        let json = d.join("pipe-run.json");
+        let _ = std::fs::remove_file(&hlog);
+        let mut cmd = candor();
+        cmd.args(["run", "-q", "-R", "100", "-d", "300ms", "--hlog"])
+            .arg(&hlog)
+            .arg("--json");
+        if json_flag == "-" {
+            cmd.arg("-");
+        } else {
+            cmd.arg(&json);
+        }
+        cmd.arg(&server.url);
+        quiet(&format!("run --json {json_flag}"), &with_closed_stdout(cmd));
+        assert!(
+            hlog.exists(),
+            "run --json {json_flag}: --hlog still written"
+        );
+    }
 }
 
 /// Exit 1 with one line on stderr containing every part of `want`, well before a 30 s run.

@@ -326,7 +326,8 @@ fn report_and_compare_refuse_what_merge_refuses() {
         synthetic_run(1, 4, 100, 1_000_000, 0).to_json_pretty(),
     )
     .unwrap();
-    let damaged: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Damage = Box<dyn Fn(&mut serde_json::Value)>;
+    let damaged: Vec<(&str, Damage, &str)> = vec![
         (
             "notbase64",
             Box::new(|v| v["histograms"]["response_time"] = "!!!notbase64".into()),

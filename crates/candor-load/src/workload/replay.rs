@@ -440,7 +440,8 @@ impl ReplayPlan {
                     last_line = line;
                     records += 1;
                     span_s = offset_s;
-                    if !(offset_s / speed <= MAX_REPLAY_S) {
+                    // Both are finite here: "at" is at most 1e10, the speed positive.
+                    if offset_s / speed > MAX_REPLAY_S {
                         return Err(ReplayError::TooLong {
                             path: shown,
                             line,

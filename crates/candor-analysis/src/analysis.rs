@@ -66,13 +66,7 @@ pub fn render_text(results: &RunResults) -> String {
     let mut out = String::new();
     let n = results.main.response_time.count;
     if n > 0 && !a.confidence.is_empty() {
-        let support = match a.highest_supported_percentile {
-            Some(p) => format!(
-                "support percentiles up to p{}",
-                omission::trim_pct((p * 100.0).floor() / 100.0)
-            ),
-            None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
-        };
+        let support = confidence::support_phrase(n);
         out.push_str(&format!(
             "\n  response-time percentiles with 95% confidence intervals (order statistics); {} {}:\n",
             crate::late::count_noun(n, "sample", "samples"),

@@ -22,12 +22,32 @@ pub fn samples_needed(q: f64) -> u64 {
     (100.0 / (1.0 - q.max(0.0)) - 1e-6).ceil() as u64
 }
 
-/// The highest percentile (0..100) that `n` samples support by [`samples_needed`].
+/// The lowest percentile the reports show (p50): a count too small for it supports none of them.
+pub const LOWEST_REPORTED_PERCENTILE: f64 = 50.0;
+
+/// The highest percentile (0..100) that `n` samples support by [`samples_needed`]; `None` below
+/// [`LOWEST_REPORTED_PERCENTILE`] (200 samples), where the rule would name percentiles such as
+/// p0 that no report shows.
 pub fn highest_supported_percentile(n: u64) -> Option<f64> {
-    if n < 100 {
+    if n < samples_needed(LOWEST_REPORTED_PERCENTILE / 100.0) {
         return None;
     }
     Some(100.0 * (1.0 - 100.0 / n as f64))
+}
+
+/// How far `n` samples reach, for "N samples ...": "support percentiles up to p99" or why none.
+pub fn support_phrase(n: u64) -> String {
+    match highest_supported_percentile(n) {
+        Some(p) => format!(
+            "support percentiles up to p{}",
+            crate::omission::trim_pct((p * 100.0).floor() / 100.0)
+        ),
+        None => format!(
+            "are too few for any reported percentile by the ~100/(1-q) rule (p{} needs {})",
+            LOWEST_REPORTED_PERCENTILE,
+            samples_needed(LOWEST_REPORTED_PERCENTILE / 100.0)
+        ),
+    }
 }
 
 /// 1-based ranks `(lower, upper)` of the order statistics bracketing quantile `q` of `n` samples;
@@ -139,6 +159,17 @@ mod tests {
         let top = highest_supported_percentile(10_000).unwrap();
         assert!((top - 99.0).abs() < 1e-9);
         assert_eq!(highest_supported_percentile(99), None);
+        // 100 samples reach "p0" by the bare rule: no report shows that, so none is claimed.
+        for n in [100, 150, 199] {
+            assert_eq!(highest_supported_percentile(n), None, "{n}");
+            let phrase = support_phrase(n);
+            assert!(!phrase.contains("up to p"), "{n}: {phrase}");
+            assert!(phrase.contains("p50 needs 200"), "{n}: {phrase}");
+        }
+        assert_eq!(highest_supported_percentile(200), Some(50.0));
+        assert_eq!(support_phrase(200), "support percentiles up to p50");
+        assert_eq!(support_phrase(10_000), "support percentiles up to p99");
+        assert_eq!(support_phrase(1_500), "support percentiles up to p93.33");
     }
 
     #[test]

@@ -1,7 +1,26 @@
 //! The `candor` command: a thin front end that parses settings once and hands them to the
 //! library crates. Every error ends as one line on stderr and a non-zero exit code.
 
+// Every command prints through `stdio`: these shadow std's macros for the whole crate, so a closed
+// pipe (`candor report a.json | head -1`) ends the output quietly in every command, present and
+// future, instead of std's panic. Defined before `mod cmd` so that its modules see them.
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::stdio::print(format_args!($($arg)*)) };
+}
+macro_rules! println {
+    () => { $crate::stdio::print(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdio::print(format_args!("{}\n", format_args!($($arg)*))) };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => { $crate::stdio::eprint(format_args!($($arg)*)) };
+}
+macro_rules! eprintln {
+    () => { $crate::stdio::eprint(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdio::eprint(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod cmd;
+mod stdio;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -110,7 +129,15 @@ fn main() {
         Command::Man(args) => cmd::completions::man(args, Cli::command()),
     };
     match outcome {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => {
+            if let Some(e) = stdio::take_failure() {
+                eprintln!("candor: error: writing to stdout: {e}");
+                std::process::exit(1);
+            }
+            std::process::exit(code)
+        }
+        // The reader has gone (`| head -1`): nothing is wrong and nobody is left to tell.
+        Err(err) if stdio::caused_by_closed_pipe(&err) => std::process::exit(0),
         Err(err) => {
             if let Some(i) = err.downcast_ref::<cmd::interrupt::Interrupted>() {
                 eprintln!("candor: {i}");

@@ -744,6 +744,20 @@ pub enum ProtocolName {
     Tcp,
 }
 
+impl ProtocolName {
+    /// The protocol in the words of a report's first line: "HTTP/1.1", "HTTP/1.1 over TLS",
+    /// "HTTP/2, h2c", "HTTP/2 over TLS, h2", "raw TCP".
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProtocolName::Http1 => "HTTP/1.1",
+            ProtocolName::Http1Tls => "HTTP/1.1 over TLS",
+            ProtocolName::H2c => "HTTP/2, h2c",
+            ProtocolName::H2Tls => "HTTP/2 over TLS, h2",
+            ProtocolName::Tcp => "raw TCP",
+        }
+    }
+}
+
 /// The settings of a load run (`kind` run) as its results record them: the `config` object.
 ///
 /// Fields are in alphabetical order so that the JSON keeps the key order earlier builds wrote.

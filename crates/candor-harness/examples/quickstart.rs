@@ -1,6 +1,7 @@
-//! The first example of docs/harness.md, compiled: the code between the markers is the doc's
-//! block, indented (tests/docs_example.rs checks they are identical). It uses nothing but
-//! `candor-harness`. Run it with `cargo run --release -p candor-harness --example quickstart`.
+//! The first example of docs/harness.md, compiled: everything below this header is the doc's
+//! block as written (tests/docs_example.rs checks they are identical, and the doc's blocks are
+//! doc-tests of candor-harness). It uses nothing but `candor-harness`. Run it with
+//! `cargo run --release -p candor-harness --example quickstart`.
 
 /// Stands for the first stage of the code under test.
 fn do_parse() {
@@ -13,7 +14,6 @@ fn do_rest() {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // BEGIN docs/harness.md
     use candor_harness::{now_ns, Harness, Iteration};
 
     let mut builder = Harness::builder()
@@ -38,7 +38,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     results.write_json("bench.json")?; // same JSON model as `candor run`, kind "harness"
     results.write_hlog("bench.hlog")?; // HdrHistogram interval log (Java tools read it)
     results.write_html("bench.html", "my bench")?; // the HTML report of `candor report -o`
-
-    // END docs/harness.md
     Ok(())
 }

@@ -46,3 +46,9 @@ pub use summary::Variation;
 #[cfg(test)]
 #[global_allocator]
 static TEST_ALLOCATOR: CountingAllocator = CountingAllocator::new();
+
+/// `docs/harness.md`, whose Rust blocks are compiled (and run, unless marked `no_run`) as doc-tests of
+/// this crate: the documented code is code that compiles as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/harness.md")]
+pub struct HarnessGuide;

@@ -731,6 +731,11 @@ impl From<candor_report::export::ExportError> for HarnessError {
                 path: String::new(),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
             },
+            // The harness opens one output at a time and reads no file; kept for completeness.
+            e @ (E::SamePlace { .. } | E::Input { .. }) => HarnessError::Write {
+                path: String::new(),
+                source: std::io::Error::new(std::io::ErrorKind::AlreadyExists, e.to_string()),
+            },
         }
     }
 }

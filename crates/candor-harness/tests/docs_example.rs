@@ -1,24 +1,19 @@
 //! docs/harness.md's first example is examples/quickstart.rs, which `cargo test` builds: this
-//! test keeps the two identical, so the documented code is code that compiles.
+//! test keeps the two identical, so the documented code is the code that compiles and runs (every
+//! Rust block of the page is also a doc-test of the crate, see `lib.rs`).
 
 fn first_rust_block(md: &str) -> String {
-    let start = md.find("```rust\n").expect("a rust block") + "```rust\n".len();
+    let start = md.find("```rust").expect("a rust block");
+    let start = start + md[start..].find('\n').expect("fence line") + 1;
     let len = md[start..].find("```").expect("closed block");
     md[start..start + len].to_string()
 }
 
-fn marked_region(src: &str) -> String {
-    let begin = src
-        .find("// BEGIN docs/harness.md\n")
-        .expect("BEGIN marker");
-    let begin = begin + "// BEGIN docs/harness.md\n".len();
-    let end = src[begin..]
-        .find("    // END docs/harness.md")
-        .expect("END marker");
-    src[begin..begin + end]
-        .trim_end()
-        .lines()
-        .map(|l| l.strip_prefix("    ").unwrap_or(l))
+/// The example without its `//!` header: the program as the doc shows it.
+fn program(src: &str) -> String {
+    src.lines()
+        .skip_while(|l| l.starts_with("//!"))
+        .skip_while(|l| l.trim().is_empty())
         .map(|l| format!("{l}\n"))
         .collect()
 }
@@ -29,7 +24,9 @@ fn the_docs_first_example_is_the_compiled_quickstart() {
     let md = std::fs::read_to_string(format!("{root}../../docs/harness.md")).unwrap();
     let src = std::fs::read_to_string(format!("{root}examples/quickstart.rs")).unwrap();
     let block = first_rust_block(&md);
-    assert_eq!(block, marked_region(&src));
+    assert_eq!(block, program(&src));
+    // A whole program, as written: nothing the reader has to guess.
+    assert!(block.contains("fn main()") && block.contains("fn do_parse()"));
     // Only candor-harness: no other crate of the workspace named.
     assert!(!block.contains("candor_core") && !src.contains("candor_core"));
 }

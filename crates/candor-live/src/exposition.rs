@@ -375,14 +375,11 @@ mod tests {
     }
 
     /// `promtool check metrics` (Debian's prometheus package, from scripts/install-test-deps.sh)
-    /// is the reference linter of the format; the test fails when it is missing unless
-    /// CANDOR_SKIP_PROMETHEUS=1 says to skip it on purpose.
+    /// is the reference linter of the format: ignored by a plain `cargo test`, run by
+    /// scripts/test.sh (`--include-ignored`), where a missing promtool fails it.
     #[test]
+    #[ignore = "needs promtool (Prometheus): scripts/test.sh"]
     fn promtool_accepts_the_exposition() {
-        if std::env::var("CANDOR_SKIP_PROMETHEUS").as_deref() == Ok("1") {
-            eprintln!("CANDOR_SKIP_PROMETHEUS=1: skipping promtool on purpose");
-            return;
-        }
         for s in [snapshot(Some(0)), snapshot(None)] {
             let text = render(&s);
             let mut child = std::process::Command::new("promtool")
@@ -391,7 +388,7 @@ mod tests {
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
-                .expect("promtool not found: run scripts/install-test-deps.sh (or set CANDOR_SKIP_PROMETHEUS=1)");
+                .expect("promtool not found: run scripts/install-test-deps.sh");
             use std::io::Write as _;
             child
                 .stdin

@@ -6,7 +6,9 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, Write};
-use std::path::PathBuf;
+use std::os::fd::AsFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
 /// Turns a document (`T`: one run, several labelled runs, a sweep, a histogram) into the bytes
 /// of one format.
@@ -38,7 +40,36 @@ pub enum ExportError {
     /// The document cannot be put in this format (a histogram that does not decode...).
     #[error("{0}")]
     Format(String),
+    /// Two outputs would land in one file (or both on stdout): the second would replace or
+    /// interleave with the first.
+    #[error("{first} and {second} both write to {place}: give each output its own file")]
+    SamePlace {
+        first: &'static str,
+        second: &'static str,
+        place: String,
+    },
+    /// An output would replace a file the command reads.
+    #[error("{flag} {path} is also an input: writing there would replace what is being read")]
+    Input { flag: &'static str, path: String },
 }
+
+/// The file an output really lands in, whatever path named it (a symlink, a hard link,
+/// `/dev/stdout` for `-`): its device and inode. `None` for a character device such as
+/// `/dev/null` or a terminal, where two outputs take nothing from each other.
+type Place = Option<(u64, u64)>;
+
+fn place_of(meta: &std::fs::Metadata) -> Place {
+    (!meta.file_type().is_char_device()).then(|| (meta.dev(), meta.ino()))
+}
+
+/// Where stdout leads (a file, a pipe), for `-`.
+fn stdout_place() -> Place {
+    let fd = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    File::from(fd).metadata().ok().as_ref().and_then(place_of)
+}
+
+/// `ENOSPC` on Linux: a full device.
+const ENOSPC: i32 = 28;
 
 /// Where an export goes: a file opened before the work that produces it (so that a typo in a
 /// path fails in a second, not after a long run), or stdout for `-`.
@@ -51,6 +82,7 @@ pub struct Destination {
     /// Created by this process (and so removed again if nothing is ever written to it).
     created: bool,
     written: bool,
+    place: Place,
 }
 
 impl Destination {
@@ -66,6 +98,7 @@ impl Destination {
                 file: None,
                 created: false,
                 written: false,
+                place: stdout_place(),
             });
         }
         let existed = path.exists();
@@ -79,13 +112,80 @@ impl Destination {
                 path: path.display().to_string(),
                 reason,
             })?;
-        Ok(Destination {
+        let mut dest = Destination {
             flag,
             path,
             file: Some(file),
             created: !existed,
             written: false,
-        })
+            place: None,
+        };
+        let file = dest.file.as_mut().expect("opened above");
+        // Opening for write is not proof of writing: root opens /proc/version for write and
+        // learns only at the first write, after the load, that it takes none. A write of no
+        // bytes asks the file's own write operation now, changing nothing. A full device
+        // (/dev/full, ENOSPC) is let through: it may have room by the end, and the final
+        // write says so if not.
+        let probe = file
+            .write(&[])
+            .map(|_| ())
+            .or_else(|e| match e.raw_os_error() {
+                Some(ENOSPC) => Ok(()),
+                _ => Err(e),
+            });
+        let meta = probe.and_then(|()| file.metadata());
+        match meta {
+            Ok(meta) => dest.place = place_of(&meta),
+            Err(reason) => {
+                return Err(ExportError::Open {
+                    flag,
+                    path: dest.path.display().to_string(),
+                    reason,
+                })
+            }
+        }
+        Ok(dest)
+    }
+
+    /// Refuses `self` when it lands where one of `others` already does (the same file under
+    /// another name, or stdout twice).
+    pub fn refuse_same_place<'d>(
+        &self,
+        others: impl IntoIterator<Item = &'d Destination>,
+    ) -> Result<(), ExportError> {
+        for other in others {
+            let both_stdout = self.is_stdout() && other.is_stdout();
+            if both_stdout || (self.place.is_some() && self.place == other.place) {
+                return Err(ExportError::SamePlace {
+                    first: other.flag,
+                    second: self.flag,
+                    place: if both_stdout {
+                        "stdout".into()
+                    } else {
+                        self.name()
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses `self` when it is one of the `inputs` (under any name), which writing would
+    /// replace. Inputs that cannot be looked at are not its concern (reading them says why).
+    pub fn refuse_inputs(&self, inputs: &[impl AsRef<Path>]) -> Result<(), ExportError> {
+        if self.place.is_none() {
+            return Ok(());
+        }
+        for input in inputs {
+            let place = std::fs::metadata(input).ok().as_ref().and_then(place_of);
+            if place == self.place {
+                return Err(ExportError::Input {
+                    flag: self.flag,
+                    path: self.name(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Opens the destination when the flag was given.
@@ -116,9 +216,16 @@ impl Destination {
         let result = match &mut self.file {
             None => {
                 let mut out = std::io::stdout().lock();
-                out.write_all(bytes)
+                match out
+                    .write_all(bytes)
                     .and_then(|()| out.write_all(newline))
                     .and_then(|()| out.flush())
+                {
+                    // The reader took what it wanted and left (`--json - | head -1`): not a
+                    // failure of the export, and the other outputs are still written.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                    other => other,
+                }
             }
             Some(f) => {
                 // Truncating and syncing apply to regular files; /dev/stdout or a pipe is just
@@ -194,6 +301,7 @@ impl<'a, T: ?Sized> ExportManager<'a, T> {
         exporter: impl Exporter<T> + 'a,
     ) -> Result<&mut Self, ExportError> {
         if let Some(dest) = Destination::open_opt(flag, path)? {
+            dest.refuse_same_place(self.targets.iter().map(|(d, _)| d))?;
             self.targets.push((dest, Box::new(exporter)));
         }
         Ok(self)

@@ -240,7 +240,7 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
             })
             .collect();
         if !short.is_empty() {
-            out.push((i, support_note(n, &a, &short)));
+            out.push((i, support_note(n, &short)));
         }
         if let Some(st) = &a.stationarity {
             out.push((i, candor_analysis::trend::summary(st)));
@@ -253,14 +253,8 @@ fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
 }
 
 /// The caveat line of a run whose sample count falls short of some reported percentiles.
-fn support_note(n: u64, a: &candor_analysis::Analysis, short: &[String]) -> String {
-    let support = match a.highest_supported_percentile {
-        Some(p) => format!(
-            "support percentiles up to p{}",
-            candor_analysis::omission::trim_pct((p * 100.0).floor() / 100.0)
-        ),
-        None => "are too few for any percentile by the ~100/(1-q) rule".to_string(),
-    };
+fn support_note(n: u64, short: &[String]) -> String {
+    let support = candor_analysis::confidence::support_phrase(n);
     format!(
         "{} {support}; not enough samples for {}: those values rest on a handful of requests",
         count_noun(n, "sample", "samples"),
@@ -569,7 +563,16 @@ pub fn write_html(
     body.push_str("</tbody></table></section>");
     body.push_str(&crate::html_workload::sections(runs, &PALETTE));
 
-    body.push_str("<section><h2>Over time</h2><p class=\"note\">Per interval, by completion time. The shaded band is the warm-up, excluded from every summary.</p>");
+    // The band is drawn only where a run has warm-up intervals; so is the sentence about it.
+    let warmup = if runs
+        .iter()
+        .any(|(_, r)| r.intervals.iter().any(|iv| iv.warmup))
+    {
+        " The shaded band is the warm-up, excluded from every summary."
+    } else {
+        ""
+    };
+    body.push_str(&format!("<section><h2>Over time</h2><p class=\"note\">Per interval, by completion time.{warmup}</p>"));
     for (i, (label, _)) in runs.iter().enumerate() {
         body.push_str(&format!(
             "<h3><span class=\"swatch\" style=\"background:{}\"></span>{}</h3><div class=\"chart\" id=\"lat-{i}\"></div><div class=\"chart short\" id=\"rate-{i}\"></div>",
@@ -676,6 +679,38 @@ impl crate::export::Exporter<[(String, RunResults)]> for HtmlExporter {
 #[cfg(test)]
 mod tests {
     use super::Slo;
+    use super::{write_html, HtmlOptions};
+    use crate::synthetic::synthetic_run;
+
+    fn page(drop_warmup: bool) -> String {
+        let mut r = synthetic_run(3, 4, 200, 1_000_000, 0);
+        if drop_warmup {
+            r.intervals.retain(|iv| !iv.warmup);
+            r.warmup = None;
+        }
+        write_html(&[("a".into(), r)], &HtmlOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn the_warm_up_band_is_explained_only_when_there_is_one() {
+        let sentence = "The shaded band is the warm-up";
+        assert!(page(false).contains(sentence));
+        assert!(!page(true).contains(sentence));
+        assert!(page(true).contains("Per interval, by completion time.</p>"));
+    }
+
+    #[test]
+    fn legend_samples_are_lines_solid_or_dashed_as_drawn() {
+        // The markers follow each series' dash (uPlot's default is one solid square for all),
+        // and the stylesheet draws a marker of a line series as a line, not a square. A browser
+        // checks the drawn result in tests/browser.rs.
+        let html = page(false);
+        assert!(html.contains(
+            "opts.legend.markers.dash = function (u, i) { return u.series[i].dash ? \"dashed\" : \"solid\"; }"
+        ));
+        assert!(html.contains(".u-legend .line-sample .u-marker { width:22px; height:0;"));
+        assert!(html.contains("legendSamples(opts);"));
+    }
 
     #[test]
     fn slo_parsing() {

@@ -98,8 +98,22 @@
   var timeCharts = [];
   var expected = 0;
 
+  // A legend's sample is the line as drawn, solid or dashed: uPlot draws the same square for
+  // both. Series drawn as bars (legendSquare) keep the square; the CSS of .line-sample turns the
+  // marker's top border into the line.
+  function legendSamples(opts) {
+    opts.series.forEach(function (s, i) {
+      if (i == 0 || s.legendSquare) return;
+      s.class = (s.class ? s.class + " " : "") + "line-sample";
+    });
+    opts.legend = opts.legend || {};
+    opts.legend.markers = opts.legend.markers || {};
+    opts.legend.markers.dash = function (u, i) { return u.series[i].dash ? "dashed" : "solid"; };
+  }
+
   function make(el, opts, data) {
     expected++;
+    legendSamples(opts);
     opts.width = widthOf(el);
     var u = new uPlot(opts, data, el);
     charts.push(u);
@@ -353,7 +367,7 @@
           { label: "t (s)", value: function (u, v) { return v == null ? "all intervals" : v.toFixed(1) + " s"; } },
           { label: "achieved", points: pts, scale: "rps", stroke: run.color, width: 2, fill: run.color + "22", value: function (u, v) { var m = mean(t.rate); return v == null ? (m == null ? "no data" : "mean " + fmtRate(m) + "/s") : fmtRate(v) + "/s"; } },
           targetSeries,
-          { label: "failed", scale: "n", stroke: "#b42318", fill: "rgba(180,35,24,0.55)", paths: bars, points: { show: false }, value: function (u, v) { return v == null ? "total " + total(t.failed) : String(v); } },
+          { label: "failed", scale: "n", stroke: "#b42318", fill: "rgba(180,35,24,0.55)", paths: bars, legendSquare: true, points: { show: false }, value: function (u, v) { return v == null ? "total " + total(t.failed) : String(v); } },
         ],
         hooks: { drawAxes: [warmupShade(run), stageMarks(run)], draw: [targetLine(run)] },
       };

@@ -31,9 +31,14 @@ pub fn render(results: &RunResults) -> String {
     let mut out = String::new();
     let closed = results.mode.is_closed_loop();
     let cfg = &results.config;
+    // The protocol spoken, where the file records it (a run's own results; not a log or a merge).
+    let protocol = results
+        .run_config()
+        .and_then(|c| c.protocol)
+        .map_or(String::new(), |p| format!(" ({})", p.describe()));
     let _ = writeln!(
         out,
-        "candor {} {} @ {}",
+        "candor {} {} @ {}{protocol}",
         results.candor_version, results.mode, results.target
     );
     // Imported logs and harness results have no threads or connections: say only what is known.
@@ -515,6 +520,33 @@ mod tests {
             text.contains("  pacing:   12.00ms spinning before sends (1.2% of the threads' time); spin margin 0ns (adaptive"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_first_line_names_the_protocol_where_it_is_recorded() {
+        let mut res = results("open-loop");
+        let first = |r: &RunResults| render(r).lines().next().unwrap().to_string();
+        // Not recorded (a log, an older file): nothing is guessed.
+        assert_eq!(first(&res), "candor 0.0.0 open-loop @ http://127.0.0.1:9/");
+        for (protocol, want) in [
+            (ProtocolName::Http1, "(HTTP/1.1)"),
+            (ProtocolName::Http1Tls, "(HTTP/1.1 over TLS)"),
+            (ProtocolName::H2c, "(HTTP/2, h2c)"),
+            (ProtocolName::H2Tls, "(HTTP/2 over TLS, h2)"),
+            (ProtocolName::Tcp, "(raw TCP)"),
+        ] {
+            res.config = RunConfig {
+                threads: 2,
+                connections: 8,
+                protocol: Some(protocol),
+                ..Default::default()
+            }
+            .into();
+            assert_eq!(
+                first(&res),
+                format!("candor 0.0.0 open-loop @ http://127.0.0.1:9/ {want}")
+            );
+        }
     }
 
     #[test]

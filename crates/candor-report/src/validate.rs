@@ -2,7 +2,7 @@
 //! balance, counts and times in range, and merges whose sums fit in 64 bits. A file that fails is
 //! refused with the reason, before any number of it reaches a report or a merge.
 
-use candor_core::results::{PhaseResults, RequestCounts, RunResults};
+use candor_core::results::{EncodedHistograms, PhaseResults, RequestCounts, RunResults};
 use serde_json::Value;
 
 /// The largest request count a results file may hold (2^56, about 7.2e16).
@@ -12,6 +12,15 @@ use serde_json::Value;
 /// bound also makes every sum the checks and merges compute safe: `balanced()` adds at most a
 /// dozen such counts, and 256 of them still fit in 64 bits, so no check can itself overflow.
 pub const MAX_REQUEST_COUNT: u64 = 1 << 56;
+
+/// The longest a run, a phase or an interval may last, and the furthest from the run's start an
+/// interval may begin: a century (3.16e9 s). No measurement lasts that long, and the bound keeps
+/// every figure derived from it finite (`duration_s: 1e308` would print as "infm measured").
+pub const MAX_DURATION_S: f64 = 100.0 * 365.25 * 86_400.0;
+
+/// The highest rate a results file may state, per second: [`MAX_REQUEST_COUNT`], as no second
+/// can hold more requests than a whole file may.
+pub const MAX_RATE_PER_S: f64 = MAX_REQUEST_COUNT as f64;
 
 /// Why a results file is impossible.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -45,7 +54,7 @@ pub enum Impossible {
         failed: u64,
         classes: String,
     },
-    #[error("{field} = {value} is not a possible {what}")]
+    #[error("{field} = {} is not a possible {what}", plain(*.value))]
     Number {
         field: String,
         value: f64,
@@ -53,6 +62,17 @@ pub enum Impossible {
     },
     #[error("merging overflows: the sum of {field} over the inputs exceeds 2^64")]
     Overflow { field: String },
+    #[error("{field} is not an HdrHistogram (base64 of the V2 compressed encoding): {reason}")]
+    Histogram { field: String, reason: String },
+}
+
+/// A number as a person would write it: 1e308, not 309 digits.
+fn plain(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e15 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
 }
 
 /// Every count in `requests` (bytes excepted: their bound is 64 bits) as (JSON path, value).
@@ -87,7 +107,18 @@ fn is_bytes(path: &str) -> bool {
 }
 
 fn finite(field: String, value: f64, what: &'static str, min: f64) -> Result<(), Impossible> {
-    if value.is_finite() && value >= min {
+    within(field, value, what, min, f64::MAX)
+}
+
+/// `value` is a number in `min..=max`.
+fn within(
+    field: String,
+    value: f64,
+    what: &'static str,
+    min: f64,
+    max: f64,
+) -> Result<(), Impossible> {
+    if value.is_finite() && value >= min && value <= max {
         Ok(())
     } else {
         Err(Impossible::Number { field, value, what })
@@ -136,17 +167,51 @@ fn check_phase(name: &'static str, p: &PhaseResults) -> Result<(), Impossible> {
             value: r.generator_late,
         });
     }
-    finite(format!("{name}.duration_s"), p.duration_s, "duration", 0.0)?;
-    finite(
+    within(
+        format!("{name}.duration_s"),
+        p.duration_s,
+        "duration (seconds, at most a century)",
+        0.0,
+        MAX_DURATION_S,
+    )?;
+    within(
         format!("{name}.rate.achieved_per_s"),
         p.rate.achieved_per_s,
         "rate",
         0.0,
+        MAX_RATE_PER_S,
     )?;
     if let Some(t) = p.rate.target_per_s {
-        finite(format!("{name}.rate.target_per_s"), t, "rate", 0.0)?;
+        within(
+            format!("{name}.rate.target_per_s"),
+            t,
+            "rate",
+            0.0,
+            MAX_RATE_PER_S,
+        )?;
+    }
+    histograms(&format!("{name}.histograms"), &p.histograms)
+}
+
+/// The three histograms decode, as a merge, a comparison or an HTML report will need them to.
+fn histograms(prefix: &str, h: &EncodedHistograms) -> Result<(), Impossible> {
+    for (key, text) in [
+        ("response_time", &h.response_time),
+        ("service_time", &h.service_time),
+        ("send_lag", &h.send_lag),
+    ] {
+        histogram(format!("{prefix}.{key}"), text)?;
     }
     Ok(())
+}
+
+fn histogram(field: String, text: &str) -> Result<(), Impossible> {
+    candor_core::hist::from_base64_v2(text)
+        .map(|_| ())
+        .map_err(|e| Impossible::Histogram {
+            field,
+            reason: e.to_string(),
+        })
 }
 
 /// Checks one loaded file: books, counts and times.
@@ -167,19 +232,25 @@ pub fn check(r: &RunResults) -> Result<(), Impossible> {
     for p in r.workload.by_request.values() {
         check_phase("by_request[]", p)?;
     }
+    for (i, x) in r.extra.iter().enumerate() {
+        histogram(format!("extra[{i}].histogram ({})", x.name), &x.histogram)?;
+    }
     for (i, iv) in r.intervals.iter().enumerate() {
-        finite(
+        within(
             format!("intervals[{i}].start_s"),
             iv.start_s,
             "time",
-            f64::MIN,
+            -MAX_DURATION_S,
+            MAX_DURATION_S,
         )?;
-        finite(
+        within(
             format!("intervals[{i}].length_s"),
             iv.length_s,
             "interval length",
             0.0,
+            MAX_DURATION_S,
         )?;
+        histograms(&format!("intervals[{i}].histograms"), &iv.histograms)?;
         for (k, v) in [("completed", iv.completed), ("failed", iv.failed)] {
             if v > MAX_REQUEST_COUNT {
                 return Err(Impossible::Count {
@@ -240,6 +311,53 @@ mod tests {
         r.main.requests.failed += 1;
         r.main.requests.intended += 1;
         assert!(matches!(check(&r), Err(Impossible::Classes { .. })));
+    }
+
+    #[test]
+    fn histograms_that_do_not_decode_and_absurd_durations_are_refused() {
+        let bad = |f: &dyn Fn(&mut RunResults)| {
+            let mut r = synthetic_run(1, 5, 100, 1_000_000, 1);
+            f(&mut r);
+            check(&r).unwrap_err().to_string()
+        };
+        let e = bad(&|r| r.main.histograms.response_time = "!!!notbase64".into());
+        assert!(
+            e.starts_with("main.histograms.response_time is not an HdrHistogram"),
+            "{e}"
+        );
+        // Valid base64 that is no histogram, in an interval and in a warm-up.
+        let e = bad(&|r| r.intervals[1].histograms.send_lag = "AAAA".into());
+        assert!(
+            e.starts_with("intervals[1].histograms.send_lag is not"),
+            "{e}"
+        );
+        let e = bad(&|r| r.warmup.as_mut().unwrap().histograms.service_time = String::new());
+        assert!(e.starts_with("warmup.histograms.service_time"), "{e}");
+        for (field, e) in [
+            ("main.duration_s", bad(&|r| r.main.duration_s = 1e308)),
+            (
+                "main.duration_s",
+                bad(&|r| r.main.duration_s = MAX_DURATION_S * 1.01),
+            ),
+            (
+                "main.rate.achieved_per_s",
+                bad(&|r| r.main.rate.achieved_per_s = 1e300),
+            ),
+            (
+                "intervals[0].length_s",
+                bad(&|r| r.intervals[0].length_s = 1e20),
+            ),
+            (
+                "intervals[0].start_s",
+                bad(&|r| r.intervals[0].start_s = -1e20),
+            ),
+        ] {
+            assert!(e.starts_with(&format!("{field} = ")), "{field}: {e}");
+        }
+        // A long but possible run passes.
+        let mut r = synthetic_run(1, 5, 100, 1_000_000, 1);
+        r.main.duration_s = 30.0 * 86_400.0;
+        check(&r).unwrap();
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! Central: Java reads candor's `.hlog` and prints exactly candor's `.hgrm`, and Java and candor
 //! read every reference vector (tests/data/hdrhistogram) to the same numbers and the same distribution.
 //!
-//! Needs `java`, `javac` and `mvn` (CI has them via scripts/install-test-deps.sh). Without them
-//! the test says so loudly and passes, unless CANDOR_REQUIRE_JAVA=1 makes that a failure.
+//! Needs `java`, `javac` and `mvn` (scripts/install-test-deps.sh installs them): ignored by a plain
+//! `cargo test`, run by scripts/test.sh (`--include-ignored`), where a missing tool fails it.
 
 use candor_report::codec::java_value_at_percentile;
 use candor_report::hgrm::write_hgrm;
@@ -112,19 +112,16 @@ fn candor_view(text: &str, tag: Option<&str>, range: TimeRange) -> String {
 }
 
 #[test]
+#[ignore = "needs Java and Maven: scripts/test.sh"]
 fn java_hdrhistogram_agrees_with_candor() {
     let missing: Vec<&str> = ["java", "javac", "mvn"]
         .into_iter()
         .filter(|c| !have(c))
         .collect();
-    if !missing.is_empty() {
-        let msg = format!("JAVA INTEROP TEST NOT RUN: {missing:?} not installed (scripts/install-test-deps.sh installs them)");
-        if std::env::var("CANDOR_REQUIRE_JAVA").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        eprintln!("\n*** {msg} ***\n");
-        return;
-    }
+    assert!(
+        missing.is_empty(),
+        "{missing:?} not installed: run scripts/install-test-deps.sh"
+    );
     let dir = work_dir();
     let jar = jar(&dir);
     compile(&dir, &jar);

@@ -393,3 +393,9 @@ pub fn start(config: ServeConfig) -> Result<ServerHandle, ServeError> {
         threads,
     })
 }
+
+/// `docs/serve.md`, whose Rust blocks are compiled (and run, unless marked `no_run`) as doc-tests of
+/// this crate: the documented code is code that compiles as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/serve.md")]
+pub struct ServeGuide;

@@ -78,6 +78,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             .with_context(|| format!("at {}", format_rate(rate)))?;
     }
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
+    crate::stdio::give_stdout_to(json_out.as_ref());
     let live_view = crate::cmd::live::start(&args.live_view)?;
     // The search decides as it goes whether another step follows: the event stream goes on
     // until the live server closes.

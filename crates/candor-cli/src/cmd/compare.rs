@@ -66,6 +66,12 @@ pub fn percentiles_with(extra: Option<f64>) -> Vec<f64> {
 
 pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
     let runs = load_labelled(&args.files, &args.label, &Selection::default())?;
+    // Opened before anything is printed; with `--json -` the text goes to stderr.
+    let mut json_out = Destination::open_opt("--json", args.json.as_ref())?;
+    if let Some(out) = &json_out {
+        out.refuse_inputs(&args.files)?;
+    }
+    crate::stdio::give_stdout_to(json_out.as_ref());
     let measure = match args.measure.as_str() {
         "service" => Measure::ServiceTime,
         "send-lag" => Measure::SendLag,
@@ -85,11 +91,11 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
     for w in comparisons.iter().flat_map(|c| &c.warnings) {
         eprintln!("candor: warning: {w}");
     }
-    if let Some(path) = &args.json {
+    if let Some(out) = json_out.as_mut() {
         let report = ConfidenceReport {
             comparisons: comparisons.clone(),
         };
-        Destination::open("--json", path)?.export(&JsonExporter, &report)?;
+        out.export(&JsonExporter, &report)?;
     }
     let Some(p) = args.fail_if_slower else {
         return Ok(0);

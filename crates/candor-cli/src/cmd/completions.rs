@@ -22,7 +22,10 @@ pub struct ManArgs {
 
 pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<i32> {
     let name = cmd.get_name().to_string();
-    clap_complete::generate(args.shell, &mut cmd, name, &mut std::io::stdout());
+    // Made in memory, then printed the one way every command prints (a closed pipe is quiet).
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, name, &mut script);
+    crate::stdio::print_bytes(&script);
     Ok(0)
 }
 
@@ -36,9 +39,11 @@ pub fn man(args: ManArgs, cmd: clap::Command) -> Result<i32> {
             eprintln!("wrote the manual pages into {}", dir.display());
         }
         None => {
+            let mut page = Vec::new();
             clap_mangen::Man::new(cmd)
-                .render(&mut std::io::stdout())
-                .context("writing the manual page")?;
+                .render(&mut page)
+                .context("rendering the manual page")?;
+            crate::stdio::print_bytes(&page);
         }
     }
     Ok(0)

@@ -36,6 +36,12 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
     if interval == 0 {
         anyhow::bail!("--expected-interval must be longer than zero");
     }
+    // Opened before anything is printed: a bad path, or the input itself, is refused at once.
+    let hgrm = Destination::open_opt("--hgrm", args.hgrm.as_ref())?;
+    if let Some(out) = &hgrm {
+        out.refuse_inputs(std::slice::from_ref(&args.file))?;
+    }
+    crate::stdio::give_stdout_to(hgrm.as_ref());
     let text = candor_report::input::read_named(&args.file)?;
     let name = args.file.display().to_string();
     let sel = Selection {
@@ -83,9 +89,9 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
     if let Some(sig) = omission::detect(raw, Some(interval)) {
         println!("\nAs recorded, the data shows a {}", sig.verdict);
     }
-    if let Some(path) = &args.hgrm {
-        Destination::open("--hgrm", path)?.export(&HgrmExporter, &fixed)?;
-        eprintln!("wrote {} (corrected estimate, ms)", path.display());
+    if let Some(mut out) = hgrm {
+        out.export(&HgrmExporter, &fixed)?;
+        eprintln!("wrote {} (corrected estimate, ms)", out.name());
     }
     Ok(0)
 }

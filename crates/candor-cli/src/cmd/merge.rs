@@ -53,6 +53,7 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     merged.main.analysis = Some(analysis);
     slo_set.judge_stages(&mut merged);
     let mut out = Destination::open("-o", &args.output)?;
+    out.refuse_inputs(&args.files)?;
     out.export(&JsonExporter, &merged)?;
     let where_to = out.name();
     let s = &merged.main.response_time;

@@ -70,43 +70,62 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     };
     let runs = load_labelled(&args.files, &args.label, &sel)?;
 
-    if let Some(path) = &args.hgrm {
-        for (i, (label, r)) in runs.iter().enumerate() {
-            let target = if runs.len() == 1 {
-                path.clone()
-            } else {
-                numbered(path, i + 1)
-            };
-            Destination::open("--hgrm", &target)?
-                .export(&HgrmExporter, r)
-                .with_context(|| format!("{label}: histogram"))?;
-            eprintln!("wrote {} ({label}, response time, ms)", target.display());
+    // Every output is opened, and checked against the others and the inputs, before any is
+    // written: `--hgrm f --hlog f` or `--hlog a.json` for input a.json is refused, not lost.
+    let per_input = |path: &PathBuf, i: usize| {
+        if runs.len() == 1 {
+            path.clone()
+        } else {
+            numbered(path, i + 1)
+        }
+    };
+    let mut outputs: Vec<Destination> = Vec::new();
+    let mut open = |flag: &'static str, path: &PathBuf| -> anyhow::Result<usize> {
+        let dest = Destination::open(flag, path)?;
+        dest.refuse_same_place(&outputs)?;
+        dest.refuse_inputs(&args.files)?;
+        outputs.push(dest);
+        Ok(outputs.len() - 1)
+    };
+    let mut hgrm_at = Vec::new();
+    let mut hlog_at = Vec::new();
+    for i in 0..runs.len() {
+        if let Some(path) = &args.hgrm {
+            hgrm_at.push(open("--hgrm", &per_input(path, i))?);
+        }
+        if let Some(path) = &args.hlog {
+            hlog_at.push(open("--hlog", &per_input(path, i))?);
         }
     }
-
-    if let Some(path) = &args.hlog {
-        for (i, (label, r)) in runs.iter().enumerate() {
-            let target = if runs.len() == 1 {
-                path.clone()
-            } else {
-                numbered(path, i + 1)
-            };
-            Destination::open("--hlog", &target)?.export(&HlogExporter, r)?;
-            eprintln!(
-                "wrote {} ({label}, {} intervals)",
-                target.display(),
-                r.intervals.iter().filter(|i| !i.warmup).count()
-            );
-        }
+    let html_at = args.output.as_ref().map(|p| open("-o", p)).transpose()?;
+    for out in &outputs {
+        crate::stdio::give_stdout_to(Some(out));
     }
 
-    match &args.output {
-        Some(path) => {
+    for (&at, (label, r)) in hgrm_at.iter().zip(&runs) {
+        let dest = &mut outputs[at];
+        dest.export(&HgrmExporter, r)
+            .with_context(|| format!("{label}: histogram"))?;
+        eprintln!("wrote {} ({label}, response time, ms)", dest.name());
+    }
+
+    for (&at, (label, r)) in hlog_at.iter().zip(&runs) {
+        let dest = &mut outputs[at];
+        dest.export(&HlogExporter, r)?;
+        eprintln!(
+            "wrote {} ({label}, {} intervals)",
+            dest.name(),
+            r.intervals.iter().filter(|i| !i.warmup).count()
+        );
+    }
+
+    match (&args.output, html_at) {
+        (Some(path), Some(at)) => {
             let html = HtmlExporter(HtmlOptions {
                 title: args.title.clone(),
                 slos,
             });
-            Destination::open("-o", path)?.export(&html, runs.as_slice())?;
+            outputs[at].export(&html, runs.as_slice())?;
             for (label, r) in &runs {
                 if !slo_set.is_empty() {
                     let verdicts = slo_set.evaluate(r);
@@ -125,7 +144,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 if runs.len() == 1 { "" } else { "s" }
             );
         }
-        None => {
+        _ => {
             for (i, (label, r)) in runs.iter().enumerate() {
                 if i > 0 {
                     println!();

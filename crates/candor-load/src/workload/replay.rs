@@ -38,7 +38,37 @@ pub enum ReplayError {
     },
     #[error("--speed must be a positive number, got {0}")]
     Speed(f64),
+    /// Lines, but not one record among them: the first bad line says why.
+    #[error(
+        "--replay {path}: none of the {lines} lines is a record; line {first_line}: {first_reason}"
+    )]
+    NoRecords {
+        path: String,
+        lines: u64,
+        first_line: u64,
+        first_reason: String,
+    },
+    /// Every record at one instant: no time to spread them over, so no rate to send them at.
+    #[error("--replay {path}: {what}: a replay needs records spread over time (two or more, at different times)")]
+    NoSpan { path: String, what: String },
+    /// The trace, at its speed, lasts longer than a schedule can count in nanoseconds.
+    #[error("--replay {path}: line {line}: the record is {offset_s:e} s after the first (at --speed {speed}), beyond the longest replay ({MAX_REPLAY_S:e} s, about 30 years)")]
+    TooLong {
+        path: String,
+        line: u64,
+        offset_s: f64,
+        speed: f64,
+    },
 }
+
+/// The largest `"at"` a JSON-lines record may carry, in seconds: a Unix time up to the year 2286
+/// or an offset of 317 years. Larger is not a recorded moment (often milliseconds taken for
+/// seconds), and would overflow the schedule's nanoseconds.
+pub const MAX_AT_S: f64 = 1e10;
+
+/// The longest replay, in seconds after `--speed`: the schedule counts nanoseconds in 64 bits
+/// (584 years); 1e9 s keeps a wide margin below that.
+pub const MAX_REPLAY_S: f64 = 1e9;
 
 /// The trace format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,12 +102,11 @@ pub fn detect(first_line: &str) -> TraceFormat {
 pub fn parse_json_line(line: &str) -> Result<TraceRecord, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let obj = v.as_object().ok_or("expected a JSON object")?;
-    let at_s = obj
-        .get("at")
-        .ok_or("missing \"at\"")?
+    let at = obj.get("at").ok_or("missing \"at\"")?;
+    let at_s = at
         .as_f64()
-        .filter(|a| a.is_finite() && *a >= 0.0)
-        .ok_or("\"at\" must be a number of seconds, 0 or more")?;
+        .filter(|a| a.is_finite() && (0.0..=MAX_AT_S).contains(a))
+        .ok_or_else(|| format!("\"at\" must be a number of seconds from 0 to 1e10, got {at}"))?;
     let text = |k: &str| -> Result<Option<String>, String> {
         match obj.get(k) {
             None | Some(Value::Null) => Ok(None),
@@ -422,13 +451,29 @@ impl ReplayPlan {
         let mut reader = TraceReader::new(input, &shown);
         let (mut records, mut malformed, mut malformed_count, mut span_s) = (0, Vec::new(), 0, 0.0);
         let mut max_request_bytes = 0;
+        let (mut first_line, mut last_line) = (0, 0);
         while let Some(item) = reader.next_item()? {
             match item {
                 Item::Record {
-                    offset_s, record, ..
+                    line,
+                    offset_s,
+                    record,
                 } => {
+                    if records == 0 {
+                        first_line = line;
+                    }
+                    last_line = line;
                     records += 1;
                     span_s = offset_s;
+                    // Both are finite here: "at" is at most 1e10, the speed positive.
+                    if offset_s / speed > MAX_REPLAY_S {
+                        return Err(ReplayError::TooLong {
+                            path: shown,
+                            line,
+                            offset_s,
+                            speed,
+                        });
+                    }
                     let bytes = crate::http1::build_request(
                         &record.method,
                         "",
@@ -447,8 +492,24 @@ impl ReplayPlan {
             }
         }
         let lines = records + malformed_count;
+        if let (0, Some(first)) = (records, malformed.first()) {
+            return Err(ReplayError::NoRecords {
+                path: shown,
+                lines,
+                first_line: first.line,
+                first_reason: first.reason.clone(),
+            });
+        }
         if records == 0 {
             return Err(ReplayError::Empty(shown));
+        }
+        if span_s <= 0.0 {
+            let what = if records == 1 {
+                format!("line {first_line} is the trace's only record")
+            } else {
+                format!("all {records} records (lines {first_line} to {last_line}) are at the same time")
+            };
+            return Err(ReplayError::NoSpan { path: shown, what });
         }
         if !lenient && malformed_count * 100 > lines {
             let first = &malformed[0];
@@ -756,7 +817,10 @@ mod tests {
         assert!(bad[2].1.starts_with("not JSON"));
         assert_eq!(
             bad[3],
-            (5, "\"at\" must be a number of seconds, 0 or more".into())
+            (
+                5,
+                "\"at\" must be a number of seconds from 0 to 1e10, got -1".into()
+            )
         );
     }
 
@@ -904,6 +968,53 @@ mod tests {
             ReplayPlan::scan_reader(&b""[..], p, 0.0, false).unwrap_err(),
             ReplayError::Speed(0.0)
         );
+    }
+
+    #[test]
+    fn a_trace_without_a_rate_is_refused_naming_its_lines() {
+        let p = Path::new("t.jsonl");
+        let scan = |text: &str, speed: f64| {
+            ReplayPlan::scan_reader(text.as_bytes(), p, speed, false)
+                .unwrap_err()
+                .to_string()
+        };
+        let tail = "a replay needs records spread over time (two or more, at different times)";
+        assert_eq!(
+            scan("\n{\"at\": 7, \"path\": \"/\"}\n", 1.0),
+            format!("--replay t.jsonl: line 2 is the trace's only record: {tail}")
+        );
+        assert_eq!(
+            scan("{\"at\": 3, \"path\": \"/a\"}\n{\"at\": 3, \"path\": \"/b\"}\n{\"at\": 3.0, \"path\": \"/c\"}\n", 1.0),
+            format!("--replay t.jsonl: all 3 records (lines 1 to 3) are at the same time: {tail}")
+        );
+        // One NCSA line is one record too; two in one second are spread over it and pass.
+        let ncsa = "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.0\" 200 2326\n";
+        assert!(scan(ncsa, 1.0).contains("line 1 is the trace's only record"));
+        let two = ReplayPlan::scan_reader(ncsa.repeat(2).as_bytes(), p, 1.0, false).unwrap();
+        assert_eq!(two.records, 2);
+        // Lines, but no record: the first bad line and why, not "no records".
+        assert_eq!(
+            scan("{\"at\": \"NaN\", \"path\": \"/\"}\n", 1.0),
+            "--replay t.jsonl: none of the 1 lines is a record; line 1: \"at\" must be a number of seconds from 0 to 1e10, got \"NaN\""
+        );
+        assert_eq!(
+            scan("{\"at\": 1e300, \"path\": \"/\"}\n", 1.0),
+            "--replay t.jsonl: none of the 1 lines is a record; line 1: \"at\" must be a number of seconds from 0 to 1e10, got 1e+300"
+        );
+        // An absurd timestamp among good ones is a malformed line, named.
+        let e = scan("{\"at\": 0, \"path\": \"/\"}\n{\"at\": 1e300, \"path\": \"/\"}\n{\"at\": 2, \"path\": \"/\"}\n", 1.0);
+        assert!(
+            e.contains(
+                "the first at line 2: \"at\" must be a number of seconds from 0 to 1e10, got 1e+300"
+            ),
+            "{e}"
+        );
+        // A speed that stretches a real trace past what a schedule can count.
+        let e = scan(
+            "{\"at\": 0, \"path\": \"/\"}\n{\"at\": 1e9, \"path\": \"/\"}\n",
+            0.01,
+        );
+        assert!(e.starts_with("--replay t.jsonl: line 2: the record is 1e9 s after the first (at --speed 0.01), beyond the longest replay"), "{e}");
     }
 
     #[test]

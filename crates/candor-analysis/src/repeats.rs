@@ -67,11 +67,11 @@ impl Rule {
             Rule::InsideNoise => {
                 "inside noise: the interval widened by the noise floor contains 1".into()
             }
-            Rule::BelowThreshold => format!("below threshold: within {t} of 1"),
+            Rule::BelowThreshold => format!("below threshold: the ratio is within {t} of 1"),
             Rule::SignificantAboveThreshold => format!("significant and above the {t} threshold"),
             Rule::BeyondNoise => format!("beyond noise and above the {t} threshold"),
-            Rule::NoNoiseFloor => "one run per side: cannot separate a change from run-to-run \
-                                   variation; give --noise or compare repeats"
+            Rule::NoNoiseFloor => "one run per side cannot separate a change from run-to-run \
+                                   variation: give --noise or compare repeats"
                 .into(),
         }
     }

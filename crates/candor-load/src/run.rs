@@ -608,6 +608,7 @@ impl RunOutcome {
             }),
             stop: None,
             workload: self.workload_results(config),
+            repeats: Vec::new(),
         }
     }
 }

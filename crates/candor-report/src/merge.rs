@@ -340,6 +340,7 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         stop_reason: None,
         stop: None,
         workload,
+        repeats: Vec::new(),
     })
 }
 

@@ -3,7 +3,7 @@
 //! interval, a verdict and its rule (`--json` writes those; `--fail-if-slower` gates CI on them).
 
 use candor_analysis::compare_ci::{self, Verdict};
-use candor_analysis::repeats::{pct, Policy, DEFAULT_THRESHOLD};
+use candor_analysis::repeats::Policy;
 use candor_report::compare::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
@@ -158,6 +158,7 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candor_analysis::repeats::{pct, DEFAULT_THRESHOLD};
 
     #[test]
     fn fail_if_slower_takes_a_percentile_below_100() {

@@ -27,6 +27,9 @@ pub fn execute_watched(
 
 pub fn main(args: RunArgs) -> Result<i32> {
     let config = run_config(&args)?;
+    if let Some(n) = args.repeat {
+        return crate::cmd::repeat::main(&args, &config, n);
+    }
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = candor_runner::extras::RunExtras::from_flags(
         &args.slo,

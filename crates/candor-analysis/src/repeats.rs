@@ -123,6 +123,20 @@ pub fn across_runs(base: &[u64], cand: &[u64]) -> Option<(f64, f64, f64)> {
     Some((d.exp(), (d - t * se).exp(), (d + t * se).exp()))
 }
 
+/// The noise floor of one run from `values`, one percentile of each of several runs of the same
+/// test (at least 3, every value above 0): the factor by which two further single runs may differ
+/// with 95% probability, minus 1. The log of the ratio of two new runs has standard deviation
+/// √2·s for a per-run standard deviation s, and with s estimated from n runs its 95% prediction
+/// bound is t(n−1)·√2·s.
+pub fn noise_floor(values: &[u64]) -> Option<f64> {
+    if values.len() < 3 || values.contains(&0) {
+        return None;
+    }
+    let (_, var) = mean_var(values);
+    let df = (values.len() - 1) as f64;
+    Some((t_quantile(0.5 + LEVEL / 2.0, df) * (2.0 * var).sqrt()).exp() - 1.0)
+}
+
 /// Mean and sample variance of the logarithms.
 fn mean_var(v: &[u64]) -> (f64, f64) {
     let n = v.len() as f64;
@@ -340,6 +354,31 @@ mod tests {
         assert_eq!(across_runs(&[0, 10], &cand), None);
         // No spread at all: the interval is the point.
         assert_eq!(across_runs(&[5, 5], &[5, 5]), Some((1.0, 1.0, 1.0)));
+    }
+
+    #[test]
+    fn the_noise_floor_bounds_the_ratio_of_two_further_runs() {
+        // s of ln(1000, 1100, 1200) with t(2) = 4.303.
+        let (_, var) = mean_var(&[1000, 1100, 1200]);
+        let want = (4.303 * (2.0 * var).sqrt()).exp() - 1.0;
+        let got = noise_floor(&[1000, 1100, 1200]).unwrap();
+        assert!((got - want).abs() < 1e-3, "{got} {want}");
+        assert_eq!(noise_floor(&[5, 5, 5]), Some(0.0));
+        assert_eq!(noise_floor(&[5, 6]), None);
+        // Simulated: a floor from 6 runs covers the ratio of two further runs about 95% of the
+        // time (a prediction interval; the floor's own sampling noise is in the t quantile).
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(8);
+        let trials = 2_000;
+        let covered = (0..trials)
+            .filter(|_| {
+                let floor = noise_floor(&runs(&mut rng, 6, 1e6, 0.03, 0.005)).unwrap();
+                let two = runs(&mut rng, 2, 1e6, 0.03, 0.005);
+                let r = two[1] as f64 / two[0] as f64;
+                r <= 1.0 + floor && r >= 1.0 / (1.0 + floor)
+            })
+            .count();
+        // Binomial(2000, 0.95): sd 9.7 around 1900.
+        assert!((1_860..=1_960).contains(&covered), "{covered}");
     }
 
     #[test]

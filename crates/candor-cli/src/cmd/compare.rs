@@ -36,7 +36,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "P", value_parser = parse_percentile)]
     pub fail_if_slower: Option<f64>,
     /// A ratio within X% of 1 reads "same" however significant (the practical threshold).
-    #[arg(long, value_name = "X%", default_value = "2%", value_parser = parse_pct)]
+    #[arg(long, value_name = "X%", default_value = "2%", value_parser = parse_threshold)]
     pub threshold: f64,
     /// The run-to-run variation of one run on this machine, e.g. 3% (`candor calibrate --noise
     /// URL` measures it): with one run a side, a change is called only beyond it.
@@ -44,19 +44,29 @@ pub struct CompareArgs {
     pub noise: Option<f64>,
 }
 
-/// A percentage such as `2%`, `2` or `0.5%`, from 0 up to (not including) 100, as a fraction.
+/// A percentage such as `2%`, `2` or `0.5%`, 0 or more, as a fraction (a noise floor may
+/// exceed 100%: one run twice as slow as the next).
 pub fn parse_pct(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let num = t.strip_suffix('%').unwrap_or(t).trim();
     let x: f64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a percentage (write 2% or 2)"))?;
-    if !(0.0..100.0).contains(&x) {
-        return Err(format!(
-            "{s:?} is out of range: a percentage from 0 up to 100"
-        ));
+    if !(x.is_finite() && x >= 0.0) {
+        return Err(format!("{s:?} is out of range: a percentage of 0 or more"));
     }
     Ok(x / 100.0)
+}
+
+/// `--threshold`: a percentage below 100 (a ratio cannot be within 100% of 1 and still change).
+pub fn parse_threshold(s: &str) -> Result<f64, String> {
+    let x = parse_pct(s)?;
+    if x >= 1.0 {
+        return Err(format!(
+            "{s:?} is out of range: a threshold from 0 up to 100%"
+        ));
+    }
+    Ok(x)
 }
 
 /// A percentile for `--fail-if-slower`: `99`, `p99`, `99.9`; 0 < P < 100 (the max has no
@@ -183,7 +193,11 @@ mod tests {
         assert_eq!(parse_pct("2%"), Ok(0.02));
         assert_eq!(parse_pct("0.5"), Ok(0.005));
         assert_eq!(parse_pct(&pct(DEFAULT_THRESHOLD)), Ok(DEFAULT_THRESHOLD));
-        assert!(parse_pct("100%").unwrap_err().contains("out of range"));
+        assert_eq!(parse_pct("250%"), Ok(2.5));
+        assert!(parse_threshold("100%")
+            .unwrap_err()
+            .contains("out of range"));
+        assert_eq!(parse_threshold("5"), Ok(0.05));
         assert!(parse_pct("-1").unwrap_err().contains("out of range"));
         assert!(parse_pct("lots").unwrap_err().contains("not a percentage"));
     }

@@ -91,8 +91,8 @@ def main():
             verdict, _, ratio = v[50.0]
             ab["slower" if verdict == "slower" else "same" if verdict == "same" else "other"] += 1
             ab["ratios"].append(ratio)
-            print(f"pair {i + 1}/{a.pairs}: A/A p50 {compare_line(x, y, c)}; A/B p50 {verdict} ({ratio:.3f})",
-                  file=sys.stderr)
+            print(f"pair {i + 1}/{a.pairs}: A/A {compare_line(c)}; A/B p50 {verdict} ({fmt(ratio)})",
+                  file=sys.stderr, flush=True)
     finally:
         srv_a.kill()
         srv_b.kill()
@@ -107,7 +107,7 @@ def main():
     for p in PERCENTILES:
         r = aa[p]
         print(f"| p{p:g} | {r['same']} | {r['alarm']} of {a.pairs} | {r['samples']} |")
-    ratios = sorted(x for x in ab["ratios"] if x is not None)
+    ratios = sorted(x for x in ab["ratios"] if x is not None)  # None: a run without samples
     med = ratios[len(ratios) // 2] if ratios else float("nan")
     print(f"\nA/B (service time +{a.slower_pct:g}%): p50 verdicts\n")
     print("| slower | same | other | median p50 ratio |")
@@ -115,10 +115,15 @@ def main():
     print(f"| {ab['slower']} of {a.pairs} | {ab['same']} | {ab['other']} | {med:.3f} |")
 
 
-def compare_line(x, y, c):
+def fmt(x):
+    return "-" if x is None else f"{x:.3f}"
+
+
+def compare_line(c):
     with open(c) as f:
-        r = json.load(f)["comparisons"][0]["rows"][0]
-    return f"{r['verdict']} ({r['ratio']:.3f})"
+        rows = json.load(f)["comparisons"][0]["rows"]
+    return ", ".join(f"p{r['percentile']:g} {r['verdict']} ({fmt(r['ratio'])})"
+                     for r in rows if r["percentile"] in PERCENTILES)
 
 
 if __name__ == "__main__":

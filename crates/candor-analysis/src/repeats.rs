@@ -18,7 +18,7 @@
 //! Why not a rank test: a permutation or Mann-Whitney test on 3 against 3 runs has 20
 //! arrangements, so its smallest two-sided p-value is 0.1. At the 5% level it could never call a
 //! change, however large: honest, and useless. The t interval assumes normality instead, which
-//! [`tests`] check for its false-alarm rate and power on synthetic runs.
+//! the unit tests of this module check for its false-alarm rate and power on synthetic runs.
 
 use serde::{Deserialize, Serialize};
 

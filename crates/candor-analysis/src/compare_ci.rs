@@ -1,5 +1,10 @@
 //! Comparisons with confidence: the ratio candidate/baseline of a percentile with a 95%
-//! confidence interval, and the verdict `faster`, `slower`, `same` or `not enough samples`.
+//! confidence interval, and its verdict with the rule that decided it ([`crate::repeats`]):
+//! `faster` or `slower` only across repeated runs, `changed beyond noise` for one run a side with
+//! a noise floor, `same`, `not enough samples` or `not enough runs`.
+//!
+//! This module gives the interval of one run against one run; [`compare_repeats`] the interval
+//! across repeated runs, which is the only one that covers run-to-run variation.
 //!
 //! The interval comes from a block bootstrap over the runs' measured intervals: neighbouring
 //! requests share stalls, queues and GC pauses, so single requests are not independent, but
@@ -13,6 +18,7 @@
 //! `low_candidate / high_baseline .. high_candidate / low_baseline`.
 
 use crate::confidence::{rank_interval, samples_needed, value_at_rank};
+use crate::repeats::{self, Direction, Policy, Rule};
 use candor_core::Histo;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -36,18 +42,25 @@ pub const MAX_BLOCKS: usize = 200;
 /// Percentiles compared; 100 is the max.
 pub const RATIO_PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
 
-/// What a row says about the candidate against the baseline.
+/// What a row says about the candidate against the baseline; the [`Rule`] beside it says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Verdict {
-    /// The whole interval lies below 1.
+    /// Repeats on both sides: the whole interval lies below 1 and the ratio below the threshold.
     #[serde(rename = "faster")]
     Faster,
-    /// The whole interval lies above 1.
+    /// Repeats on both sides: the whole interval lies above 1 and the ratio above the threshold.
     #[serde(rename = "slower")]
     Slower,
-    /// The interval contains 1.
+    /// The interval contains 1, or the ratio is within the threshold of 1.
     #[serde(rename = "same")]
     Same,
+    /// One run a side: the interval widened by the noise floor excludes 1 and the ratio is beyond
+    /// the threshold (which way is the ratio's).
+    #[serde(rename = "changed beyond noise")]
+    ChangedBeyondNoise,
+    /// One run a side and no noise floor, where the interval of one run excludes 1.
+    #[serde(rename = "not enough runs")]
+    NotEnoughRuns,
     /// A run has fewer samples than the percentile needs (about 100 beyond it), or is empty.
     #[serde(rename = "not enough samples")]
     NotEnoughSamples,
@@ -59,7 +72,19 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::Same => "same",
+            Verdict::ChangedBeyondNoise => "changed beyond noise",
+            Verdict::NotEnoughRuns => "not enough runs",
             Verdict::NotEnoughSamples => "not enough samples",
+        }
+    }
+
+    /// Whether the candidate's percentile is higher than the baseline's by a margin the verdict
+    /// stands behind (what `--fail-if-slower` fails on).
+    pub fn is_slower(self, ratio: Option<f64>) -> bool {
+        match self {
+            Verdict::Slower => true,
+            Verdict::ChangedBeyondNoise => ratio.is_some_and(|r| r > 1.0),
+            _ => false,
         }
     }
 }
@@ -72,6 +97,9 @@ pub enum Method {
     Bootstrap,
     /// Conservative ratio of per-run order-statistic bounds.
     OrderStatistics,
+    /// Repeats on both sides: Welch's t on the logarithms of per-run percentiles
+    /// ([`crate::repeats`]).
+    AcrossRuns,
 }
 
 /// One percentile's ratio, interval and verdict (the JSON row of `candor compare --json`).
@@ -79,12 +107,16 @@ pub enum Method {
 pub struct RatioRow {
     /// 0..=100 (100 is the max).
     pub percentile: f64,
-    /// candidate / baseline; `None` when the baseline's value is 0.
+    /// candidate / baseline (across runs: of the geometric means of per-run percentiles);
+    /// `None` when the baseline's value is 0.
     pub ratio: Option<f64>,
-    /// 95% interval; `None` where it is unbounded or not computed (the max has no interval).
+    /// The 95% interval the verdict was read from (one run a side with a noise floor: widened by
+    /// it); `None` where it is unbounded or not trusted (too few samples, the max).
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
     pub verdict: Verdict,
+    /// The rule that decided the verdict.
+    pub rule: Rule,
 }
 
 /// One run's samples of the compared measure: the whole measured window and its intervals.
@@ -298,17 +330,6 @@ pub fn order_statistic_ratio_ci(base: &Histo, cand: &Histo, p: f64) -> (Option<f
     (low, high)
 }
 
-/// The verdict of an interval (`None` ends are unbounded: 0 below, infinity above).
-pub fn verdict_of(ci_low: Option<f64>, ci_high: Option<f64>) -> Verdict {
-    if ci_low.is_some_and(|l| l > 1.0) {
-        Verdict::Slower
-    } else if ci_high.is_some_and(|h| h < 1.0) {
-        Verdict::Faster
-    } else {
-        Verdict::Same
-    }
-}
-
 /// Whether both runs have the samples percentile `p` needs (about 100 beyond it; never for the
 /// max).
 pub fn supported(p: f64, base_n: u64, cand_n: u64) -> bool {
@@ -321,13 +342,111 @@ pub fn usable_intervals(r: &RunSamples) -> usize {
     r.measured
 }
 
-/// Compares `cand` with `base` at each of `percentiles` (0..=100, ascending).
+/// The verdict of a row with one run a side, from its within-run interval (see
+/// [`repeats::decide_single`]); rows without enough samples or a ratio show no interval.
+fn single_row(
+    p: f64,
+    ratio: Option<f64>,
+    ci: (Option<f64>, Option<f64>),
+    supported: bool,
+    policy: Policy,
+) -> RatioRow {
+    let row = |ci_low, ci_high, verdict, rule| RatioRow {
+        percentile: p,
+        ratio,
+        ci_low,
+        ci_high,
+        verdict,
+        rule,
+    };
+    let Some(r) = ratio.filter(|_| supported) else {
+        let rule = if supported {
+            Rule::NoRatio
+        } else {
+            Rule::NotEnoughSamples
+        };
+        return row(None, None, Verdict::NotEnoughSamples, rule);
+    };
+    let (dir, rule, l, h) = repeats::decide_single(r, ci.0, ci.1, policy);
+    let verdict = match dir {
+        Direction::Changed => Verdict::ChangedBeyondNoise,
+        Direction::Undecided => Verdict::NotEnoughRuns,
+        Direction::Slower => Verdict::Slower,
+        Direction::Faster => Verdict::Faster,
+        Direction::Same => Verdict::Same,
+    };
+    row(l, h, verdict, rule)
+}
+
+/// Compares runs repeated on both sides (at least 2 each, every histogram one run's measured
+/// window) at each of `percentiles` (0..=100, ascending): the across-run interval of
+/// [`repeats::across_runs`] and its verdict. A percentile some run has too few samples for, and
+/// the max, read `not enough samples`.
+pub fn compare_repeats(
+    base: &[Histo],
+    cand: &[Histo],
+    percentiles: &[f64],
+    threshold: f64,
+) -> RatioComparison {
+    let rows = percentiles
+        .iter()
+        .map(|&p| {
+            let min_n = base.iter().chain(cand).map(|h| h.len()).min().unwrap_or(0);
+            let per_run = |hs: &[Histo]| -> Vec<u64> {
+                hs.iter()
+                    .map(|h| candor_core::hist::value_at(h, p))
+                    .collect()
+            };
+            let (bv, cv) = (per_run(base), per_run(cand));
+            let supported = p < 100.0 && supported(p, min_n, min_n);
+            let across = repeats::across_runs(&bv, &cv);
+            let row = |ratio, ci_low, ci_high, verdict, rule| RatioRow {
+                percentile: p,
+                ratio,
+                ci_low,
+                ci_high,
+                verdict,
+                rule,
+            };
+            match across {
+                _ if !supported => {
+                    let ratio = across.map(|a| a.0);
+                    row(
+                        ratio,
+                        None,
+                        None,
+                        Verdict::NotEnoughSamples,
+                        Rule::NotEnoughSamples,
+                    )
+                }
+                None => row(None, None, None, Verdict::NotEnoughSamples, Rule::NoRatio),
+                Some((r, l, h)) => {
+                    let (dir, rule) = repeats::decide_across(r, l, h, threshold);
+                    let verdict = match dir {
+                        Direction::Slower => Verdict::Slower,
+                        Direction::Faster => Verdict::Faster,
+                        _ => Verdict::Same,
+                    };
+                    row(Some(r), Some(l), Some(h), verdict, rule)
+                }
+            }
+        })
+        .collect();
+    RatioComparison {
+        method: Method::AcrossRuns,
+        rows,
+    }
+}
+
+/// Compares `cand` with `base`, one run each, at each of `percentiles` (0..=100, ascending):
+/// the within-run interval, read by `policy` (one run a side cannot say `faster` or `slower`).
 pub fn compare(
     base: &RunSamples,
     cand: &RunSamples,
     percentiles: &[f64],
     resamples: usize,
     seed: u64,
+    policy: Policy,
 ) -> RatioComparison {
     let method = if usable_intervals(base).min(usable_intervals(cand)) >= MIN_BOOTSTRAP_INTERVALS {
         Method::Bootstrap
@@ -348,7 +467,7 @@ pub fn compare(
             };
             bootstrap_ratio_ci(&nonempty(base), &nonempty(cand), &inner, resamples, seed)
         }
-        Method::OrderStatistics => Vec::new(),
+        Method::OrderStatistics | Method::AcrossRuns => Vec::new(),
     };
     let (bn, cn) = (base.total.len(), cand.total.len());
     let rows = percentiles
@@ -367,23 +486,12 @@ pub fn compare(
                         let j = inner.iter().position(|&x| x == p).expect("inner holds p");
                         boot[j].map_or((None, None), |(l, h)| (Some(l), Some(h)))
                     }
-                    Method::OrderStatistics => {
+                    Method::OrderStatistics | Method::AcrossRuns => {
                         order_statistic_ratio_ci(&base.total, &cand.total, p)
                     }
                 }
             };
-            let verdict = if !supported(p, bn, cn) || ratio.is_none() {
-                Verdict::NotEnoughSamples
-            } else {
-                verdict_of(ci_low, ci_high)
-            };
-            RatioRow {
-                percentile: p,
-                ratio,
-                ci_low,
-                ci_high,
-                verdict,
-            }
+            single_row(p, ratio, (ci_low, ci_high), supported(p, bn, cn), policy)
         })
         .collect();
     RatioComparison { method, rows }
@@ -466,13 +574,65 @@ mod tests {
         assert_eq!(coalesce(hs, 10).len(), 7);
     }
 
+    /// No row's verdict contradicts the interval printed beside it.
+    fn assert_consistent(c: &RatioComparison) {
+        for r in &c.rows {
+            let (l, h) = (r.ci_low.unwrap_or(0.0), r.ci_high.unwrap_or(f64::INFINITY));
+            match r.rule {
+                Rule::NotEnoughSamples | Rule::NoRatio => {
+                    assert_eq!(r.verdict, Verdict::NotEnoughSamples, "{r:?}");
+                    assert!(r.ci_low.is_none() && r.ci_high.is_none(), "{r:?}");
+                }
+                Rule::IntervalContainsOne | Rule::InsideNoise => {
+                    assert_eq!(r.verdict, Verdict::Same, "{r:?}");
+                    assert!(l <= 1.0 && 1.0 <= h, "{r:?}");
+                }
+                Rule::BelowThreshold => {
+                    assert_eq!(r.verdict, Verdict::Same, "{r:?}");
+                    assert!(!(l <= 1.0 && 1.0 <= h), "{r:?}");
+                }
+                Rule::SignificantAboveThreshold | Rule::BeyondNoise | Rule::NoNoiseFloor => {
+                    let ratio = r.ratio.unwrap();
+                    assert!(l <= ratio && ratio <= h, "{r:?}");
+                    assert!(if ratio > 1.0 { l > 1.0 } else { h < 1.0 }, "{r:?}");
+                    let want = match (r.rule, ratio > 1.0) {
+                        (Rule::SignificantAboveThreshold, true) => Verdict::Slower,
+                        (Rule::SignificantAboveThreshold, false) => Verdict::Faster,
+                        (Rule::BeyondNoise, _) => Verdict::ChangedBeyondNoise,
+                        _ => Verdict::NotEnoughRuns,
+                    };
+                    assert_eq!(r.verdict, want, "{r:?}");
+                }
+            }
+        }
+    }
+
     #[test]
-    fn verdicts_read_the_interval() {
-        assert_eq!(verdict_of(Some(1.02), Some(1.12)), Verdict::Slower);
-        assert_eq!(verdict_of(Some(0.9), Some(0.98)), Verdict::Faster);
-        assert_eq!(verdict_of(Some(0.97), Some(1.03)), Verdict::Same);
-        assert_eq!(verdict_of(None, None), Verdict::Same);
-        assert_eq!(verdict_of(None, Some(0.5)), Verdict::Faster);
+    fn an_interval_not_trusted_is_not_shown() {
+        // Issue 22: a p99 ratio of 2.389 with CI 1.083..4.093 read "not enough samples" beside an
+        // interval above 1. A row without the samples for its percentile shows no interval.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        let a = run(&mut rng, 12, 500, 0);
+        let b = run(&mut rng, 12, 500, 1_500_000);
+        let noise = Policy {
+            noise: Some(0.05),
+            ..Policy::default()
+        };
+        for policy in [Policy::default(), noise] {
+            let c = compare(&a, &b, &RATIO_PERCENTILES, RESAMPLES, SEED, policy);
+            // 6,000 samples: p50 and p90 supported, p99 (10,000) and above not.
+            assert_eq!(c.rows[2].verdict, Verdict::NotEnoughSamples);
+            assert!(c.rows[2].ratio.unwrap() > 1.0);
+            assert_consistent(&c);
+        }
+        assert_eq!(
+            serde_json::to_value(Verdict::ChangedBeyondNoise).unwrap(),
+            "changed beyond noise"
+        );
+        assert_eq!(
+            serde_json::to_value(Rule::SignificantAboveThreshold).unwrap(),
+            "significant_above_threshold"
+        );
         assert_eq!(
             serde_json::to_value(Verdict::NotEnoughSamples).unwrap(),
             "not enough samples"
@@ -492,7 +652,7 @@ mod tests {
         for t in 0..trials {
             let a = run(&mut rng, 30, 400, 0);
             let b = run(&mut rng, 30, 400, 0);
-            let c = compare(&a, &b, &[50.0, 90.0], 1_000, t as u64);
+            let c = compare(&a, &b, &[50.0, 90.0], 1_000, t as u64, Policy::default());
             assert_eq!(c.method, Method::Bootstrap);
             for (j, row) in c.rows.iter().enumerate() {
                 assert_ne!(row.verdict, Verdict::NotEnoughSamples);
@@ -508,24 +668,42 @@ mod tests {
     }
 
     #[test]
-    fn a_one_millisecond_shift_reads_slower_and_the_reverse_faster() {
+    fn a_one_millisecond_shift_is_a_change_beyond_noise_either_way() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
         let a = run(&mut rng, 20, 1_000, 0);
         let b = run(&mut rng, 20, 1_000, 1_000_000);
-        let c = compare(&a, &b, &RATIO_PERCENTILES, RESAMPLES, SEED);
+        let noise = Policy {
+            noise: Some(0.05),
+            ..Policy::default()
+        };
+        let c = compare(&a, &b, &RATIO_PERCENTILES, RESAMPLES, SEED, noise);
         assert_eq!(c.method, Method::Bootstrap);
+        assert_consistent(&c);
         let v: Vec<Verdict> = c.rows.iter().map(|r| r.verdict).collect();
         // 20,000 samples support p50, p90, p99 (10,000 needed) but not p99.9 nor the max.
         assert_eq!(
             v,
             [
-                Verdict::Slower,
-                Verdict::Slower,
-                Verdict::Slower,
+                Verdict::ChangedBeyondNoise,
+                Verdict::ChangedBeyondNoise,
+                Verdict::ChangedBeyondNoise,
                 Verdict::NotEnoughSamples,
                 Verdict::NotEnoughSamples
             ]
         );
+        // Without a noise floor one run a side cannot tell a change from run-to-run variation.
+        let bare = compare(
+            &a,
+            &b,
+            &RATIO_PERCENTILES,
+            RESAMPLES,
+            SEED,
+            Policy::default(),
+        );
+        assert_consistent(&bare);
+        assert!(bare.rows[..3]
+            .iter()
+            .all(|r| r.verdict == Verdict::NotEnoughRuns && r.rule == Rule::NoNoiseFloor));
         // p50 ≈ 0.88 ms -> 1.88 ms: ratio ≈ 2.1, inside its interval.
         let r = &c.rows[0];
         let ratio = r.ratio.unwrap();
@@ -535,10 +713,19 @@ mod tests {
             "{r:?}"
         );
         assert_eq!(c.rows[4].ci_low, None);
-        let back = compare(&b, &a, &[50.0, 90.0], RESAMPLES, SEED);
-        assert!(back.rows.iter().all(|r| r.verdict == Verdict::Faster));
+        let back = compare(&b, &a, &[50.0, 90.0], RESAMPLES, SEED, noise);
+        assert!(back
+            .rows
+            .iter()
+            .all(|r| r.verdict == Verdict::ChangedBeyondNoise
+                && r.ratio.unwrap() < 1.0
+                && !r.verdict.is_slower(r.ratio)));
+        assert!(c.rows[0].verdict.is_slower(c.rows[0].ratio));
         // Same seed, same answer.
-        assert_eq!(compare(&a, &b, &RATIO_PERCENTILES, RESAMPLES, SEED), c);
+        assert_eq!(
+            compare(&a, &b, &RATIO_PERCENTILES, RESAMPLES, SEED, noise),
+            c
+        );
     }
 
     #[test]
@@ -546,9 +733,12 @@ mod tests {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
         let a = run(&mut rng, 5, 4_000, 0);
         let b = run(&mut rng, 5, 4_000, 1_000_000);
-        let c = compare(&a, &b, &[50.0, 90.0], RESAMPLES, SEED);
+        let c = compare(&a, &b, &[50.0, 90.0], RESAMPLES, SEED, Policy::default());
         assert_eq!(c.method, Method::OrderStatistics);
-        assert!(c.rows.iter().all(|r| r.verdict == Verdict::Slower), "{c:?}");
+        assert!(
+            c.rows.iter().all(|r| r.verdict == Verdict::NotEnoughRuns),
+            "{c:?}"
+        );
         // The interval is exactly low_b/high_a .. high_b/low_a of the per-run bounds.
         let q = 0.5;
         let (al, ah) = order_bounds(&a.total, q, Z_JOINT95);
@@ -557,7 +747,7 @@ mod tests {
         assert_eq!(r.ci_low, Some(bl.unwrap() as f64 / ah.unwrap() as f64));
         assert_eq!(r.ci_high, Some(bh.unwrap() as f64 / al.unwrap() as f64));
         // The same run against itself: the interval straddles 1.
-        let same = compare(&a, &a, &[50.0, 90.0], RESAMPLES, SEED);
+        let same = compare(&a, &a, &[50.0, 90.0], RESAMPLES, SEED, Policy::default());
         assert!(
             same.rows.iter().all(|r| r.verdict == Verdict::Same),
             "{same:?}"
@@ -573,15 +763,61 @@ mod tests {
         };
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
         let a = run(&mut rng, 12, 10, 0);
-        let c = compare(&empty, &a, &RATIO_PERCENTILES, 100, SEED);
+        let c = compare(&empty, &a, &RATIO_PERCENTILES, 100, SEED, Policy::default());
         assert!(c
             .rows
             .iter()
             .all(|r| r.verdict == Verdict::NotEnoughSamples && r.ratio.is_none()));
         // 120 samples: too few even for p50 (200 needed), but the ratio is still given.
-        let c = compare(&a, &a, &[50.0], 100, SEED);
+        let c = compare(&a, &a, &[50.0], 100, SEED, Policy::default());
         assert_eq!(c.rows[0].verdict, Verdict::NotEnoughSamples);
         assert_eq!(c.rows[0].ratio, Some(1.0));
         assert!(supported(99.0, 10_000, 10_000) && !supported(99.0, 10_000, 9_999));
+    }
+
+    #[test]
+    fn repeats_are_compared_across_runs() {
+        // Three runs a side whose levels differ by a few percent from run to run (what a one-run
+        // interval does not see), then a candidate 30% slower.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+        let side = |rng: &mut Xoshiro256PlusPlus, shifts: [u64; 3]| -> Vec<Histo> {
+            shifts
+                .iter()
+                .map(|&s| run(rng, 4, 3_000, s).total)
+                .collect()
+        };
+        let a = side(&mut rng, [0, 40_000, 20_000]);
+        let a2 = side(&mut rng, [30_000, 0, 10_000]);
+        let b = side(&mut rng, [300_000, 330_000, 280_000]);
+        let same = compare_repeats(&a, &a2, &RATIO_PERCENTILES, repeats::DEFAULT_THRESHOLD);
+        assert_eq!(same.method, Method::AcrossRuns);
+        assert_consistent(&same);
+        assert_eq!(same.rows[0].verdict, Verdict::Same, "{same:?}");
+        let slow = compare_repeats(&a, &b, &RATIO_PERCENTILES, repeats::DEFAULT_THRESHOLD);
+        assert_consistent(&slow);
+        let v: Vec<Verdict> = slow.rows.iter().map(|r| r.verdict).collect();
+        // 12,000 samples a run: p50, p90 and p99 supported, p99.9 and the max not.
+        assert_eq!(
+            v,
+            [
+                Verdict::Slower,
+                Verdict::Slower,
+                Verdict::Slower,
+                Verdict::NotEnoughSamples,
+                Verdict::NotEnoughSamples
+            ]
+        );
+        // The ratio is that of the geometric means of the per-run percentiles.
+        let p50 = |hs: &[Histo]| -> f64 {
+            let logs: f64 = hs
+                .iter()
+                .map(|h| (candor_core::hist::value_at(h, 50.0) as f64).ln())
+                .sum();
+            (logs / hs.len() as f64).exp()
+        };
+        let want = p50(&b) / p50(&a);
+        assert!((slow.rows[0].ratio.unwrap() - want).abs() < 1e-9);
+        let back = compare_repeats(&b, &a, &[50.0], repeats::DEFAULT_THRESHOLD);
+        assert_eq!(back.rows[0].verdict, Verdict::Faster);
     }
 }

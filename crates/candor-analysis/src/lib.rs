@@ -11,6 +11,7 @@ pub mod confidence;
 pub mod correct;
 pub mod late;
 pub mod omission;
+pub mod repeats;
 pub mod saturation;
 pub mod slo;
 pub mod stopping;

@@ -618,6 +618,7 @@ mod tests {
             stop_reason: None,
             stop: None,
             workload: Default::default(),
+            repeats: Vec::new(),
         }
     }
 

@@ -42,6 +42,7 @@ pub fn run_of(values_ns: &[u64], target: Option<f64>, mode: &str) -> RunResults 
         stop_reason: None,
         stop: None,
         workload: Default::default(),
+        repeats: Vec::new(),
     }
 }
 

@@ -207,6 +207,44 @@ fn sigint_says_interrupted_in_every_report_and_exits_130() {
 }
 
 #[test]
+fn a_signal_ends_repeats_promptly_with_the_repeats_so_far_written() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = tmp("repeat");
+    let json = dir.join("r.json");
+    // A 1 s run, then a 60 s pause before the next: the signal lands in the pause (or, on a
+    // very busy machine, still in the first run); either way it must end the command at once.
+    let child = candor()
+        .args([
+            "run", "-q", "-R", "200", "-c", "2", "-d", "1s", "--repeat", "5",
+        ])
+        .args(["--repeat-pause", "60s", "--json"])
+        .arg(&json)
+        .arg(&server.url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_handlers(&child);
+    std::thread::sleep(Duration::from_millis(2500));
+    signal(&child, libc::SIGTERM);
+    let (out, took) = exit_within(child, Duration::from_secs(20));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(143), "{t}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    assert!(
+        t.contains("interrupted by SIGTERM after 1 of 5 repeats"),
+        "{t}"
+    );
+    let v = read_json(&json);
+    assert_balanced(&v);
+    let reps = v["repeats"].as_array().unwrap();
+    assert_eq!(reps.len(), 1, "{v}");
+    assert_balanced(&reps[0]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn a_signal_ends_a_sweep_and_a_capacity_search_not_just_their_current_step() {
     let _g = serial();
     let server = Server::start(&[]);

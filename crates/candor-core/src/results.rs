@@ -856,6 +856,11 @@ pub struct RunResults {
     /// the run had neither.
     #[serde(flatten, default)]
     pub workload: crate::workload_results::WorkloadResults,
+    /// The runs of `candor run --repeat N` (or `candor merge --as-repeats`), each whole with its
+    /// own histograms and books, in the order they ran; the rest of the file is their union.
+    /// Empty (and absent from the file) for a single run, so older files read as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<RunResults>,
 }
 
 /// Errors reading a results file.
@@ -988,6 +993,7 @@ mod tests {
             stop_reason: None,
             stop: None,
             workload: Default::default(),
+            repeats: Vec::new(),
         }
     }
 

@@ -27,7 +27,8 @@ pub mod summary;
 
 pub use alloc::{AllocCounts, AllocStats, AllocationFailure, CountingAllocator};
 /// The ratio rows of the summaries' comparisons with run 1, as `candor compare` gives them.
-pub use candor_analysis::compare_ci::{Method, RatioRow, Verdict};
+pub use candor_analysis::compare_ci::{Method, RatioComparison, RatioRow, Verdict};
+pub use candor_analysis::repeats::{Rule, DEFAULT_THRESHOLD};
 /// The monotonic clock the harness times with (CLOCK_MONOTONIC, ns), for timing a probe's stretch
 /// of code: re-exported so that a benchmark needs no other crate than this one.
 pub use candor_core::now_ns;

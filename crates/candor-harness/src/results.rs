@@ -6,7 +6,8 @@ use crate::config::{Config, HarnessError};
 use crate::phased::{E2E, FIRST_PROBE, SERVICE};
 use crate::sampler::ProbeId;
 use crate::summary::{format_us_short, percentile_label, percentile_rows, variation_runs};
-use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
+use candor_analysis::compare_ci::{self, Method, RatioComparison, RatioRow, RunSamples, Verdict};
+use candor_analysis::repeats::Policy;
 use candor_core::hist::{new_histogram, value_at, Histo, Recorder};
 use candor_core::recorded::{HarnessConfig, RecordedConfig};
 use candor_core::results::{
@@ -214,12 +215,16 @@ fn compare_with_first(per_run: &[&Histo], percentiles: &[f64]) -> Vec<RunCompari
     rest.iter()
         .enumerate()
         .map(|(i, h)| {
+            // Runs of one session repeat the same code: one run against one cannot tell a change
+            // from run-to-run variation, so no noise floor is assumed and a difference beyond
+            // the one-run interval reads "not enough runs", never faster or slower.
             let c = compare_ci::compare(
                 &base,
                 &samples(h),
                 percentiles,
                 compare_ci::RESAMPLES,
                 compare_ci::SEED,
+                Policy::default(),
             );
             RunComparison {
                 baseline: "run1".into(),
@@ -249,8 +254,12 @@ pub fn ratio_cell(row: &RatioRow) -> String {
         return format!("{ratio:.3} (no interval)");
     }
     let verdict = match row.verdict {
-        Verdict::Slower | Verdict::Faster => row.verdict.label().to_uppercase(),
-        Verdict::Same | Verdict::NotEnoughSamples => row.verdict.label().to_string(),
+        Verdict::Slower | Verdict::Faster | Verdict::ChangedBeyondNoise => {
+            row.verdict.label().to_uppercase()
+        }
+        Verdict::Same | Verdict::NotEnoughRuns | Verdict::NotEnoughSamples => {
+            row.verdict.label().to_string()
+        }
     };
     format!("{ratio:.3}{ci} {verdict}")
 }
@@ -602,6 +611,7 @@ impl HarnessResults {
         let mut requests = RequestCounts::default();
         let mut duration_s = 0.0;
         let mut intervals = Vec::new();
+        let mut per_run = Vec::new();
         for r in self.warmup.iter().chain(&self.runs) {
             let rec = recorder_of(r);
             let req = requests_of(r);
@@ -620,6 +630,8 @@ impl HarnessResults {
                 main.add(&rec);
                 requests.add(&req);
                 duration_s += r.duration_ns as f64 / 1e9;
+                let interval = intervals.last().expect("pushed above").clone();
+                per_run.push((rec, req, r.duration_ns as f64 / 1e9, interval));
             }
         }
         let target = Some(self.cfg.throughput_per_s);
@@ -653,7 +665,7 @@ impl HarnessResults {
             .iter()
             .map(|t| serde_json::to_value(t).unwrap_or(serde_json::Value::Null))
             .collect();
-        RunResults {
+        let mut union = RunResults {
             schema_version: SCHEMA_VERSION,
             candor_version: env!("CARGO_PKG_VERSION").to_string(),
             kind: candor_core::results::Kind::Harness,
@@ -678,7 +690,42 @@ impl HarnessResults {
             stop_reason: None,
             stop: None,
             workload: Default::default(),
+            repeats: Vec::new(),
+        };
+        // The measured runs are repeats of one test: each is kept whole, so `candor compare`
+        // of two harness files compares across runs.
+        if per_run.len() > 1 {
+            let repeats = per_run
+                .into_iter()
+                .map(|(rec, req, secs, interval)| RunResults {
+                    main: PhaseResults::from_recorder(&rec, &empty, req, secs, target),
+                    warmup: None,
+                    intervals: vec![interval],
+                    extra: Vec::new(),
+                    warnings: Vec::new(),
+                    ..union.clone()
+                })
+                .collect();
+            union.repeats = repeats;
         }
+        union
+    }
+
+    /// This session (the candidate) against `baseline`, end to end, across their runs (the
+    /// measured runs of each are repeats): the verdicts of `candor compare` on two files of
+    /// repeats ([`compare_ci::compare_repeats`]), at `percentiles` (0..=100, ascending). A session
+    /// of fewer than 2 runs on either side gives only `not enough samples` rows: there is no
+    /// run-to-run variation to compare against.
+    pub fn compare_sessions(
+        &self,
+        baseline: &HarnessResults,
+        percentiles: &[f64],
+        threshold: f64,
+    ) -> RatioComparison {
+        let per_run = |h: &HarnessResults| -> Vec<Histo> {
+            h.runs.iter().map(|r| r.end_to_end().clone()).collect()
+        };
+        compare_ci::compare_repeats(&per_run(baseline), &per_run(self), percentiles, threshold)
     }
 
     /// Writes [`HarnessResults::to_json_value`] as pretty JSON to `path`.
@@ -893,6 +940,7 @@ pub fn comparison_text(t: &SummaryTable) -> String {
     let method = match t.comparisons[0].method {
         Method::OrderStatistics => "order statistics of each run's samples",
         Method::Bootstrap => "block bootstrap",
+        Method::AcrossRuns => "across runs",
     };
     let _ = writeln!(s, "Ratio to run1 with 95% confidence interval ({method}):");
     let _ = write!(s, "{:<10}", "Percentile");
@@ -915,9 +963,12 @@ pub fn comparison_text(t: &SummaryTable) -> String {
         s.push('\n');
     }
     s.push_str(
-        "(SLOWER or FASTER when the whole interval lies above or below 1, same when it contains 1;\n \
-         a run is one histogram, so the bounds treat iterations as independent and may be too\n \
-         narrow when latency comes in bursts; no interval bounds a worst; docs/statistics.md)\n",
+        "(same when the interval contains 1 or the ratio is within 2% of 1; the runs of a session\n \
+         repeat the same code, so a difference between two of them beyond the one-run interval is\n \
+         run-to-run variation, which one run against one cannot tell from a change: \"not enough\n \
+         runs\". Compare code across sessions with HarnessResults::compare_sessions or `candor\n \
+         compare` of their JSON, across runs. A run is one histogram, so the bounds treat\n \
+         iterations as independent; no interval bounds a worst; docs/statistics.md)\n",
     );
     s
 }

@@ -58,6 +58,50 @@ fn json_round_trips_with_the_harness_mapping() {
     assert_eq!(config.summaries[0]["name"], "end to end");
     let decoded = back.main.histograms.decode().unwrap();
     assert_eq!(decoded.response.len(), 3_000);
+    // The three measured runs are repeats, each whole (issue 23): what `candor compare` reads
+    // to compare two sessions across runs.
+    assert_eq!(back.repeats.len(), 3);
+    for rep in &back.repeats {
+        assert_eq!(rep.main.response_time.count, 1_000);
+        assert!(rep.main.requests.balanced() && rep.warmup.is_none());
+        assert_eq!(rep.intervals.len(), 1);
+        assert!(rep.repeats.is_empty());
+    }
+}
+
+/// A session whose iterations take `work_ns` of manual time each, with a run-to-run wobble.
+fn session(work_ns: u64) -> candor_harness::HarnessResults {
+    let clock = ManualClock::new(1_000);
+    let mut h = Harness::builder()
+        .throughput(10_000)
+        .warmup_iterations(10)
+        .iterations(1_200)
+        .runs(3)
+        .record_os_jitter(false)
+        .print(false)
+        .build()
+        .unwrap();
+    let mut i = 0u64;
+    h.run_with_clock(&clock, |_: &mut Iteration| {
+        // Each stretch of about a run moves the level by 0-2%: run-to-run variation.
+        i += 1;
+        clock.advance(work_ns + work_ns * (i / 1_210 % 3) / 100 + i % 7 * 10);
+    })
+}
+
+#[test]
+fn sessions_are_compared_across_their_runs() {
+    use candor_harness::Verdict;
+    let base = session(20_000);
+    let same = session(20_000);
+    let slow = session(26_000);
+    let c = same.compare_sessions(&base, &[50.0, 90.0], 0.02);
+    assert_eq!(c.method, candor_harness::Method::AcrossRuns);
+    assert!(c.rows.iter().all(|r| r.verdict == Verdict::Same), "{c:?}");
+    let c = slow.compare_sessions(&base, &[50.0, 90.0], 0.02);
+    assert!(c.rows.iter().all(|r| r.verdict == Verdict::Slower), "{c:?}");
+    let back = base.compare_sessions(&slow, &[50.0], 0.02);
+    assert_eq!(back.rows[0].verdict, Verdict::Faster);
 }
 
 #[test]

@@ -658,6 +658,7 @@ impl RunOutcome {
             }),
             stop: None,
             workload: self.workload_results(config),
+            repeats: Vec::new(),
         }
     }
 }

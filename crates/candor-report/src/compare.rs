@@ -7,9 +7,12 @@
 //! every run counts, and the denominator is the real mid-range.
 //!
 //! Below the table, [`compare_confidence`] gives each run's ratio to the first with a 95%
-//! confidence interval and a verdict ([`candor_analysis::compare_ci`]).
+//! confidence interval, a verdict and the rule that decided it: across runs when both inputs hold
+//! repeats ([`candor_analysis::compare_ci::compare_repeats`]), else from one run's interval read
+//! against the noise floor ([`candor_analysis::repeats`]).
 
 use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
+use candor_analysis::repeats::{pct, Policy, Rule};
 use candor_core::hist::HistCodecError;
 use candor_core::results::{Kind, RunResults};
 use candor_core::units::{format_count, format_ns, format_rate};
@@ -132,8 +135,13 @@ pub fn compare_text(
                 format_count(r.main.requests.failed)
             ),
         };
+        let repeats = if r.repeats.len() > 1 {
+            format!(" ({} repeats)", r.repeats.len())
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "  [{}] {label}: {} {}, {}, {books}\n",
+            "  [{}] {label}: {} {}{repeats}, {}, {books}\n",
             i + 1,
             r.kind,
             r.mode,
@@ -193,13 +201,21 @@ pub struct Comparison {
     pub candidate: String,
     /// How the intervals were derived.
     pub method: Method,
+    /// Runs compared in the baseline and in the candidate: their repeats, or 1.
+    pub runs: [usize; 2],
+    /// A ratio within this fraction of 1 reads `same` (`--threshold`).
+    pub threshold: f64,
+    /// One run a side: the noise floor the interval was widened by (`--noise`), a fraction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise: Option<f64>,
     /// Measured intervals with samples in the baseline and in the candidate.
     pub intervals: [usize; 2],
     /// Warnings about the comparison itself (unlike runs, a fallback).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     pub rows: Vec<RatioRow>,
-    /// Samples in the baseline and in the candidate, for the text's sample-support notes.
+    /// Samples in the baseline and in the candidate (across runs: in the smallest run of each),
+    /// for the text's sample-support notes.
     #[serde(skip)]
     pub samples: [u64; 2],
 }
@@ -208,6 +224,23 @@ pub struct Comparison {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfidenceReport {
     pub comparisons: Vec<Comparison>,
+}
+
+/// The measure's histogram of each repeat of `r`, when it holds at least two.
+pub fn repeat_histograms(
+    r: &RunResults,
+    m: Measure,
+    label: &str,
+) -> Result<Option<Vec<Histo>>, CompareError> {
+    if r.repeats.len() < 2 {
+        return Ok(None);
+    }
+    r.repeats
+        .iter()
+        .enumerate()
+        .map(|(i, rep)| histogram(rep, m, &format!("{label}: repeat {}", i + 1)))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 /// The measure's histograms of the measured window and of its measured intervals holding
@@ -271,27 +304,51 @@ pub fn unlike_warnings(base: &(String, RunResults), cand: &(String, RunResults))
 }
 
 /// The ratio of each later run to the first at `percentiles` (0..=100, ascending), with 95%
-/// intervals from `resamples` bootstrap resamples seeded with `seed`.
+/// intervals: across runs when both hold repeats, else from `resamples` bootstrap resamples seeded
+/// with `seed` of one run each, read by `policy`.
 pub fn compare_confidence(
     runs: &[(String, RunResults)],
     measure: Measure,
     percentiles: &[f64],
     resamples: usize,
     seed: u64,
+    policy: Policy,
 ) -> Result<Vec<Comparison>, CompareError> {
     let Some((base_run, rest)) = runs.split_first() else {
         return Ok(Vec::new());
     };
     let base = run_samples(&base_run.1, measure, &base_run.0)?;
+    let base_reps = repeat_histograms(&base_run.1, measure, &base_run.0)?;
     let mut out = Vec::new();
     for cand_run in rest {
         let cand = run_samples(&cand_run.1, measure, &cand_run.0)?;
-        let c = compare_ci::compare(&base, &cand, percentiles, resamples, seed);
+        let cand_reps = repeat_histograms(&cand_run.1, measure, &cand_run.0)?;
         let intervals = [
             compare_ci::usable_intervals(&base),
             compare_ci::usable_intervals(&cand),
         ];
         let mut warnings = unlike_warnings(base_run, cand_run);
+        let (c, n) = match (&base_reps, &cand_reps) {
+            (Some(b), Some(c)) => (
+                compare_ci::compare_repeats(b, c, percentiles, policy.threshold),
+                [b.len(), c.len()],
+            ),
+            (b, c) => {
+                let n = [
+                    b.as_ref().map_or(1, Vec::len),
+                    c.as_ref().map_or(1, Vec::len),
+                ];
+                let c = compare_ci::compare(&base, &cand, percentiles, resamples, seed, policy);
+                if n != [1, 1] {
+                    warnings.push(format!(
+                        "only one side holds repeats ({} runs in {}, {} in {}): the unions are \
+                         compared as one run each; compare repeats with repeats",
+                        n[0], base_run.0, n[1], cand_run.0
+                    ));
+                }
+                (c, n)
+            }
+        };
         if c.method == Method::OrderStatistics {
             warnings.push(format!(
                 "too few intervals for a bootstrap ({} in {}, {} in {}; it needs {} in each): the \
@@ -304,14 +361,25 @@ pub fn compare_confidence(
                 compare_ci::MIN_BOOTSTRAP_INTERVALS
             ));
         }
+        let across = c.method == Method::AcrossRuns;
+        // Across runs a percentile needs its samples in every run: the smallest run of each side.
+        let smallest =
+            |reps: &Option<Vec<Histo>>| reps.as_ref().and_then(|r| r.iter().map(|h| h.len()).min());
+        let samples = match (across, smallest(&base_reps), smallest(&cand_reps)) {
+            (true, Some(b), Some(c)) => [b, c],
+            _ => [base.total.len(), cand.total.len()],
+        };
         out.push(Comparison {
             baseline: base_run.0.clone(),
             candidate: cand_run.0.clone(),
             method: c.method,
+            runs: n,
+            threshold: policy.threshold,
+            noise: policy.noise.filter(|_| !across),
             intervals,
             warnings,
             rows: c.rows,
-            samples: [base.total.len(), cand.total.len()],
+            samples,
         });
     }
     Ok(out)
@@ -321,36 +389,41 @@ fn ratio_cell(v: Option<f64>) -> String {
     v.map_or("-".to_string(), |r| format!("{r:.3}"))
 }
 
-/// The verdict as the text shows it: significant changes in capitals so they stand out.
-fn verdict_cell(row: &RatioRow, samples: [u64; 2]) -> String {
+/// The verdict as the text shows it, with the rule that decided it in parentheses: significant
+/// changes in capitals so they stand out.
+fn verdict_cell(row: &RatioRow, samples: [u64; 2], threshold: f64, per_run: bool) -> String {
+    let rule = row.rule.describe(threshold);
     match row.verdict {
-        Verdict::Slower => "SLOWER".to_string(),
-        Verdict::Faster => "FASTER".to_string(),
-        Verdict::Same => "same".to_string(),
-        Verdict::NotEnoughSamples
-            if row.ratio.is_none()
-                && samples[0] > 0
-                && samples[1] > 0
-                && compare_ci::supported(row.percentile, samples[0], samples[1]) =>
-        {
-            "no ratio (the first run's value is 0)".to_string()
+        Verdict::Slower => format!("SLOWER ({rule})"),
+        Verdict::Faster => format!("FASTER ({rule})"),
+        Verdict::ChangedBeyondNoise => {
+            let way = if row.ratio.is_some_and(|r| r > 1.0) {
+                "higher"
+            } else {
+                "lower"
+            };
+            format!("CHANGED beyond noise, {way} ({rule})")
         }
+        Verdict::Same | Verdict::NotEnoughRuns => format!("{} ({rule})", row.verdict.label()),
+        Verdict::NotEnoughSamples if row.rule == Rule::NoRatio => format!("no ratio ({rule})"),
         Verdict::NotEnoughSamples if row.percentile >= 100.0 => {
             "not enough samples (no interval bounds a max)".to_string()
         }
         Verdict::NotEnoughSamples => {
             let need = candor_analysis::confidence::samples_needed(row.percentile / 100.0);
             format!(
-                "not enough samples ({} and {} of ~{})",
+                "not enough samples ({} and {} of ~{}{})",
                 format_count(samples[0]),
                 format_count(samples[1]),
-                format_count(need)
+                format_count(need),
+                if per_run { " in every run" } else { "" }
             )
         }
     }
 }
 
-/// The comparisons as text: one block per candidate, one line per percentile.
+/// The comparisons as text: one block per candidate, one line per percentile, each verdict with
+/// its rule.
 pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
     let mut out = String::new();
     for (i, c) in comparisons.iter().enumerate() {
@@ -364,6 +437,11 @@ pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
             Method::OrderStatistics => {
                 "order statistics (too few intervals for a bootstrap)".into()
             }
+            Method::AcrossRuns => format!(
+                "across {} and {} runs: Welch's t on the logs of per-run percentiles, the ratio \
+                 of their geometric means",
+                c.runs[0], c.runs[1]
+            ),
         };
         out.push_str(&format!(
             "\n[{}] {} against [1] {}: ratio with 95% confidence interval ({method})\n",
@@ -371,9 +449,29 @@ pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
             c.candidate,
             c.baseline
         ));
+        if c.method != Method::AcrossRuns {
+            out.push_str(&match c.noise {
+                Some(n) => format!(
+                    "one run per side: its interval does not cover run-to-run variation, so it is \
+                     widened by the noise floor of {} (--noise) and a change reads only \"changed \
+                     beyond noise\"\n",
+                    pct(n)
+                ),
+                None => "one run per side cannot separate a change from run-to-run variation: \
+                         without --noise (candor calibrate --noise measures it) a change reads \
+                         \"not enough runs\"; `candor run --repeat N` on both sides gives verdicts \
+                         across runs\n"
+                    .to_string(),
+            });
+        }
+        let ci_head = if c.noise.is_some() {
+            "95% CI + noise"
+        } else {
+            "95% CI"
+        };
         out.push_str(&format!(
             "{:<8}{:>8}  {:<18}{}\n",
-            "", "ratio", "95% CI", "verdict"
+            "", "ratio", ci_head, "verdict (rule)"
         ));
         for row in &c.rows {
             let ci = match (row.ci_low, row.ci_high) {
@@ -389,18 +487,23 @@ pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
                 pct_label(row.percentile),
                 ratio_cell(row.ratio),
                 ci,
-                verdict_cell(row, c.samples)
+                verdict_cell(row, c.samples, c.threshold, c.method == Method::AcrossRuns)
             ));
         }
         for w in &c.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }
     }
-    if !comparisons.is_empty() {
-        out.push_str(
-            "\n(ratio = run / run 1; SLOWER or FASTER when the whole interval lies above or below 1, \
-             same when it contains 1; the method is described in docs/statistics.md)\n",
-        );
+    if let Some(c) = comparisons.first() {
+        out.push_str(&format!(
+            "\n(ratio = run / run 1. Rules, in order: too few samples for the percentile -> not \
+             enough samples, no interval shown; the interval contains 1 -> same; the ratio within \
+             {} of 1 (--threshold) -> same; otherwise, with repeats on both sides, SLOWER or \
+             FASTER; with one run a side, changed beyond noise when the interval widened by \
+             --noise excludes 1, else not enough runs. The method is described in \
+             docs/statistics.md)\n",
+            pct(c.threshold)
+        ));
     }
     out
 }
@@ -408,6 +511,13 @@ pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn noise(n: f64) -> Policy {
+        Policy {
+            noise: Some(n),
+            ..Policy::default()
+        }
+    }
 
     #[test]
     fn variation_formulas() {
@@ -444,6 +554,7 @@ mod tests {
             &compare_ci::RATIO_PERCENTILES,
             500,
             compare_ci::SEED,
+            noise(0.05),
         )
         .unwrap();
         assert_eq!(c.len(), 1);
@@ -452,7 +563,8 @@ mod tests {
         assert!(c[0].warnings.is_empty(), "{:?}", c[0].warnings);
         // 24,000 samples each: p50, p90, p99 supported and slower; p99.9 and max not.
         let v: Vec<Verdict> = c[0].rows.iter().map(|r| r.verdict).collect();
-        assert_eq!(v[..3], [Verdict::Slower; 3]);
+        assert_eq!(v[..3], [Verdict::ChangedBeyondNoise; 3]);
+        assert_eq!((c[0].runs, c[0].noise), ([1, 1], Some(0.05)));
         assert_eq!(v[3..], [Verdict::NotEnoughSamples; 2]);
         let json = serde_json::to_value(ConfidenceReport {
             comparisons: c.clone(),
@@ -462,7 +574,10 @@ mod tests {
         assert_eq!(json["comparisons"][0]["baseline"], "base");
         assert_eq!(json["comparisons"][0]["candidate"], "slow");
         assert_eq!(row["percentile"], 99.0);
-        assert_eq!(row["verdict"], "slower");
+        assert_eq!(row["verdict"], "changed beyond noise");
+        assert_eq!(row["rule"], "beyond_noise");
+        assert_eq!(json["comparisons"][0]["threshold"], 0.02);
+        assert_eq!(json["comparisons"][0]["noise"], 0.05);
         assert!(row["ratio"].as_f64().unwrap() > 1.0);
         assert!(row["ci_low"].as_f64().unwrap() > 1.0);
         assert!(row["ci_high"].as_f64().unwrap() >= row["ci_low"].as_f64().unwrap());
@@ -470,8 +585,9 @@ mod tests {
         let t = confidence_text(&c, 500);
         assert!(t.contains("[2] slow against [1] base"), "{t}");
         assert!(
-            t.contains("SLOWER")
-                && t.contains("not enough samples (24,000 and 24,000 of ~100,000)"),
+            t.contains("CHANGED beyond noise, higher (beyond noise and above the 2% threshold)")
+                && t.contains("not enough samples (24,000 and 24,000 of ~100,000)")
+                && t.contains("widened by the noise floor of 5% (--noise)"),
             "{t}"
         );
     }
@@ -490,41 +606,145 @@ mod tests {
                     )
                 })
                 .collect();
-        let c = compare_confidence(&runs, Measure::ResponseTime, &[50.0], 200, 1).unwrap();
+        let c =
+            compare_confidence(&runs, Measure::ResponseTime, &[50.0], 200, 1, noise(0.05)).unwrap();
         let pairs: Vec<(&str, &str)> = c
             .iter()
             .map(|c| (c.baseline.as_str(), c.candidate.as_str()))
             .collect();
         assert_eq!(pairs, [("a", "b"), ("a", "c")]);
-        assert_eq!(c[1].rows[0].verdict, Verdict::Slower);
+        assert_eq!(c[1].rows[0].verdict, Verdict::ChangedBeyondNoise);
     }
 
     #[test]
-    fn verdict_cells_say_why_there_is_no_verdict() {
-        let row = |p: f64, ratio: Option<f64>, verdict| RatioRow {
+    fn verdict_cells_name_their_rule() {
+        let row = |p: f64, ratio: Option<f64>, verdict, rule| RatioRow {
             percentile: p,
             ratio,
             ci_low: None,
             ci_high: None,
             verdict,
+            rule,
         };
         let n = [50_000, 50_000];
+        let cell = |r: &RatioRow| verdict_cell(r, n, 0.02, false);
         assert_eq!(
-            verdict_cell(&row(50.0, None, Verdict::NotEnoughSamples), n),
-            "no ratio (the first run's value is 0)"
+            cell(&row(50.0, None, Verdict::NotEnoughSamples, Rule::NoRatio)),
+            "no ratio (no ratio: the first run's value is 0)"
         );
         assert_eq!(
-            verdict_cell(&row(99.9, Some(1.0), Verdict::NotEnoughSamples), n),
+            cell(&row(
+                99.9,
+                Some(1.0),
+                Verdict::NotEnoughSamples,
+                Rule::NotEnoughSamples
+            )),
             "not enough samples (50,000 and 50,000 of ~100,000)"
         );
         assert_eq!(
-            verdict_cell(&row(100.0, Some(1.0), Verdict::NotEnoughSamples), n),
+            verdict_cell(
+                &row(
+                    99.9,
+                    Some(1.0),
+                    Verdict::NotEnoughSamples,
+                    Rule::NotEnoughSamples
+                ),
+                n,
+                0.02,
+                true
+            ),
+            "not enough samples (50,000 and 50,000 of ~100,000 in every run)"
+        );
+        assert_eq!(
+            cell(&row(
+                100.0,
+                Some(1.0),
+                Verdict::NotEnoughSamples,
+                Rule::NotEnoughSamples
+            )),
             "not enough samples (no interval bounds a max)"
         );
         assert_eq!(
-            verdict_cell(&row(50.0, Some(1.2), Verdict::Slower), n),
-            "SLOWER"
+            cell(&row(
+                50.0,
+                Some(1.2),
+                Verdict::Slower,
+                Rule::SignificantAboveThreshold
+            )),
+            "SLOWER (significant and above the 2% threshold)"
         );
+        assert_eq!(
+            cell(&row(50.0, Some(1.01), Verdict::Same, Rule::BelowThreshold)),
+            "same (below threshold: the ratio is within 2% of 1)"
+        );
+        assert_eq!(
+            cell(&row(
+                50.0,
+                Some(0.9),
+                Verdict::NotEnoughRuns,
+                Rule::NoNoiseFloor
+            )),
+            "not enough runs (one run per side cannot separate a change from run-to-run \
+             variation: give --noise or compare repeats)"
+        );
+    }
+
+    #[test]
+    fn repeats_on_both_sides_are_compared_across_runs() {
+        use crate::synthetic::synthetic_run;
+        // Three repeats a side; the candidate's typical latency is 1.5x. The unions are the
+        // first repeat here: only the repeats enter the across-run comparison.
+        let side = |seed: u64, base_ns: u64| {
+            let reps: Vec<RunResults> = (0..3)
+                .map(|k| synthetic_run(seed + k, 12, 1_000, base_ns + k * 20_000, 0))
+                .collect();
+            let mut union = reps[0].clone();
+            union.repeats = reps;
+            union
+        };
+        let runs = vec![
+            ("a".to_string(), side(1, 1_000_000)),
+            ("a2".to_string(), side(11, 1_000_000)),
+            ("b".to_string(), side(21, 1_500_000)),
+        ];
+        let c = compare_confidence(
+            &runs,
+            Measure::ResponseTime,
+            &compare_ci::RATIO_PERCENTILES,
+            100,
+            1,
+            noise(0.05),
+        )
+        .unwrap();
+        assert_eq!(c[0].method, Method::AcrossRuns);
+        assert_eq!((c[0].runs, c[0].noise), ([3, 3], None));
+        assert_eq!(c[0].rows[0].verdict, Verdict::Same, "{:?}", c[0].rows[0]);
+        assert_eq!(c[1].rows[0].verdict, Verdict::Slower, "{:?}", c[1].rows[0]);
+        let t = confidence_text(&c, 100);
+        assert!(t.contains("across 3 and 3 runs: Welch's t"), "{t}");
+        assert!(
+            t.contains("SLOWER (significant and above the 2% threshold)"),
+            "{t}"
+        );
+        // 12,000 samples a run support p99 but not p99.9: said per run.
+        assert!(t.contains("of ~100,000 in every run)"), "{t}");
+        assert!(!t.contains("one run per side"), "{t}");
+        // A single run against repeats: one run a side, said.
+        let mixed = compare_confidence(
+            &[
+                runs[0].clone(),
+                ("one".into(), synthetic_run(5, 12, 1_000, 1_000_000, 0)),
+            ],
+            Measure::ResponseTime,
+            &[50.0],
+            100,
+            1,
+            Policy::default(),
+        )
+        .unwrap();
+        assert_eq!(mixed[0].runs, [3, 1]);
+        assert!(mixed[0].warnings[0].starts_with("only one side holds repeats"));
+        assert!(confidence_text(&mixed, 100).contains("one run per side cannot separate"));
     }
 
     #[test]
@@ -537,7 +757,15 @@ mod tests {
             ("a".to_string(), synthetic_run(1, 5, 400, 1_000_000, 0)),
             ("b".to_string(), other),
         ];
-        let c = compare_confidence(&runs, Measure::ResponseTime, &[50.0, 90.0], 100, 1).unwrap();
+        let c = compare_confidence(
+            &runs,
+            Measure::ResponseTime,
+            &[50.0, 90.0],
+            100,
+            1,
+            Policy::default(),
+        )
+        .unwrap();
         assert_eq!(c[0].method, Method::OrderStatistics);
         let w = &c[0].warnings;
         assert_eq!(w.len(), 3, "{w:?}");

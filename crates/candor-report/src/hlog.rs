@@ -487,6 +487,7 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
         stop_reason: None,
         stop: None,
         workload: Default::default(),
+        repeats: Vec::new(),
     }
 }
 

@@ -174,6 +174,25 @@ fn merge_phase(
     Ok(phase)
 }
 
+/// Merges runs as repeats of one test (`candor merge --as-repeats`): the union as [`merge`]
+/// makes it, with every run kept whole in `repeats` in input order, so `candor compare` compares
+/// across them. An input that already holds repeats contributes its repeats, not its union.
+pub fn merge_as_repeats(runs: &[RunResults]) -> Result<RunResults, MergeError> {
+    let repeats: Vec<RunResults> = runs
+        .iter()
+        .flat_map(|r| {
+            if r.repeats.is_empty() {
+                vec![r.clone()]
+            } else {
+                r.repeats.clone()
+            }
+        })
+        .collect();
+    let mut union = merge(&repeats)?;
+    union.repeats = repeats;
+    Ok(union)
+}
+
 /// Merges runs exactly. Runs that overlapped in time (several load generators against one system)
 /// and runs one after another (repeats) both merge correctly: durations are the union of the
 /// measured windows, so the achieved rate is total completions over wall-clock time covered.
@@ -340,6 +359,7 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         stop_reason: None,
         stop: None,
         workload,
+        repeats: Vec::new(),
     })
 }
 
@@ -605,6 +625,34 @@ mod tests {
             "{}",
             m.main.duration_s
         );
+    }
+
+    #[test]
+    fn merge_as_repeats_keeps_every_run_whole_beside_the_union() {
+        let a = synthetic_run(1, 5, 500, 1_000_000, 0);
+        let b = synthetic_run(2, 5, 700, 3_000_000, 2);
+        let c = synthetic_run(3, 5, 600, 2_000_000, 0);
+        let two = merge_as_repeats(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(two.repeats, [a.clone(), b.clone()]);
+        // The union is the plain merge's, byte for byte apart from the repeats.
+        let mut plain = two.clone();
+        plain.repeats.clear();
+        assert_eq!(plain, merge(&[a.clone(), b.clone()]).unwrap());
+        // A file of repeats contributes its runs, not its union; a plain merge drops them.
+        let three = merge_as_repeats(&[two.clone(), c.clone()]).unwrap();
+        assert_eq!(three.repeats, [a.clone(), b.clone(), c.clone()]);
+        assert_eq!(
+            three.main.requests.completed,
+            a.main.requests.completed + b.main.requests.completed + c.main.requests.completed
+        );
+        assert!(merge(&[two, c]).unwrap().repeats.is_empty());
+        // Older files have no `repeats`: they read as before, and a single run writes none.
+        let json = serde_json::to_value(&a).unwrap();
+        assert!(json.get("repeats").is_none());
+        let back: RunResults = serde_json::from_value(json).unwrap();
+        assert!(back.repeats.is_empty());
+        let json = serde_json::to_value(&three).unwrap();
+        assert_eq!(json["repeats"].as_array().unwrap().len(), 3);
     }
 
     #[test]

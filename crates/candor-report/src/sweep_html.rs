@@ -167,6 +167,7 @@ mod tests {
             stop_reason: None,
             stop: None,
             workload: Default::default(),
+            repeats: Vec::new(),
         };
         let sweep = SweepResults {
             schema_version: SCHEMA_VERSION,

@@ -145,6 +145,7 @@ pub fn synthetic_run(
         stop_reason: None,
         stop: None,
         workload: Default::default(),
+        repeats: Vec::new(),
     }
 }
 

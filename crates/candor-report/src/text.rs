@@ -481,6 +481,7 @@ mod tests {
             stop_reason: None,
             stop: None,
             workload: Default::default(),
+            repeats: Vec::new(),
         }
     }
 

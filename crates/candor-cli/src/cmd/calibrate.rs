@@ -1,5 +1,7 @@
 //! `candor calibrate`: the tool checks itself on this machine against servers whose answer is
-//! known in advance (the procedures and bounds are `candor_truth::calibrate`).
+//! known in advance (the procedures and bounds are `candor_truth::calibrate`); with `--noise URL`
+//! it measures instead how much one run differs from the next against URL, the noise floor
+//! `candor compare --noise` takes for one run a side.
 //!
 //! `CANDOR_CALIBRATE_SABOTAGE` (deliberately undocumented in `--help`) breaks the generator on
 //! purpose so that the check itself can be checked: `closed-loop` sends like wrk (each connection
@@ -18,8 +20,125 @@ use std::process::Command;
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
     /// Only run these checks (comma-separated: tester, stall, pause).
-    #[arg(long, value_name = "LIST", default_value = "tester,stall,pause")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "tester,stall,pause",
+        conflicts_with = "noise"
+    )]
     pub only: String,
+    /// Measure this machine's run-to-run variation against URL instead (several identical runs,
+    /// 1 s apart) and print the noise floor to pass to `candor compare --noise`.
+    #[arg(long, value_name = "URL")]
+    pub noise: Option<String>,
+    /// Runs of --noise (at least 3; more runs, a tighter floor).
+    #[arg(long, value_name = "N", default_value_t = 6, requires = "noise",
+          value_parser = clap::value_parser!(u32).range(3..=100))]
+    pub noise_runs: u32,
+    /// Load flags of each --noise run, as `candor run` takes them (quote them as one argument):
+    /// use those of the runs you will compare.
+    #[arg(
+        long,
+        value_name = "FLAGS",
+        default_value = "-R 1k -c 8 -d 3s",
+        requires = "noise",
+        allow_hyphen_values = true
+    )]
+    pub noise_load: String,
+}
+
+/// The percentiles a noise floor is measured at (those the runs have samples for).
+const NOISE_PERCENTILES: [f64; 3] = [50.0, 90.0, 99.0];
+
+/// `--noise URL`: identical runs, the spread of their percentiles, the floor.
+fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
+    use clap::{Args as _, FromArgMatches as _};
+    let mut argv = vec!["run".to_string(), "--quiet".to_string()];
+    argv.extend(args.noise_load.split_whitespace().map(str::to_string));
+    argv.push(url.to_string());
+    let matches = crate::cmd::run::RunArgs::augment_args(clap::Command::new("run"))
+        .try_get_matches_from(&argv)
+        .map_err(|e| {
+            let first = e.to_string();
+            let first = first
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            anyhow::anyhow!("--noise-load {:?}: {first}", args.noise_load)
+        })?;
+    let run_args = crate::cmd::run::RunArgs::from_arg_matches(&matches)?;
+    let config = crate::cmd::load_args::run_config(&run_args)?;
+    let n = args.noise_runs as usize;
+    let mut hists = Vec::with_capacity(n);
+    for k in 0..n {
+        if k > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        crate::cmd::interrupt::check("the noise calibration")?;
+        eprintln!("candor: noise run {} of {n}", k + 1);
+        let outcome = execute_with(&config, false, None)?;
+        crate::cmd::interrupt::check("the noise calibration")?;
+        let r = outcome.to_results(&config, vec![], recorded_config(&config));
+        if let Some(diagnosis) = candor_report::text::no_success(&r.main.requests) {
+            anyhow::bail!("noise run {}: {diagnosis}", k + 1);
+        }
+        hists.push(
+            r.main
+                .histograms
+                .decode()
+                .context("decoding a run's histograms")?
+                .response,
+        );
+    }
+    let fewest = hists.iter().map(|h| h.len()).min().unwrap_or(0);
+    println!(
+        "run-to-run variation against {url}: {n} runs of `{}`, 1 s apart",
+        args.noise_load
+    );
+    let mut floor: Option<f64> = None;
+    for p in NOISE_PERCENTILES {
+        let label = candor_analysis::late::percentile_label(p);
+        if !candor_analysis::compare_ci::supported(p, fewest, fewest) {
+            println!(
+                "  {label:<6} not enough samples ({} in the smallest run)",
+                candor_core::units::format_count(fewest)
+            );
+            continue;
+        }
+        let values: Vec<u64> = hists
+            .iter()
+            .map(|h| candor_core::hist::value_at(h, p))
+            .collect();
+        let Some(x) = candor_analysis::repeats::noise_floor(&values) else {
+            continue;
+        };
+        let (lo, hi) = (
+            values.iter().min().unwrap_or(&0),
+            values.iter().max().unwrap_or(&0),
+        );
+        println!(
+            "  {label:<6} per run {} .. {}: two single runs differ by up to {} (95%)",
+            candor_core::units::format_ns(*lo as f64),
+            candor_core::units::format_ns(*hi as f64),
+            candor_analysis::repeats::pct(x)
+        );
+        floor = Some(floor.map_or(x, |f: f64| f.max(x)));
+    }
+    let Some(floor) = floor else {
+        anyhow::bail!(
+            "the runs have too few samples for a noise floor (p50 needs ~200 a run); \
+             raise -R or -d in --noise-load"
+        );
+    };
+    // Rounded up to a tenth of a percent: a floor is a bound.
+    let shown = (floor * 1000.0).ceil() / 1000.0;
+    println!(
+        "noise floor: {} (the largest above): pass --noise {} to candor compare for one run a side",
+        candor_analysis::repeats::pct(shown),
+        candor_analysis::repeats::pct(shown)
+    );
+    Ok(0)
 }
 
 /// Calibration loads run as `candor run` runs them (limits, probe, Ctrl-C), with no live line;
@@ -49,6 +168,9 @@ impl Runner for CliRunner {
 }
 
 pub fn main(args: CalibrateArgs) -> Result<i32> {
+    if let Some(url) = &args.noise {
+        return noise(&args, url);
+    }
     let sabotage = Sabotage::parse(std::env::var("CANDOR_CALIBRATE_SABOTAGE").ok().as_deref())
         .map_err(one_line)?;
     let checks = Check::parse_list(&args.only).map_err(one_line)?;

@@ -1,8 +1,9 @@
 //! `candor compare`: runs side by side by percentile, with the change against the first run and
 //! the `% Variation` across runs, then each run's ratio to the first with a 95% confidence
-//! interval and a verdict (`--json` writes those; `--fail-if-slower` gates CI on them).
+//! interval, a verdict and its rule (`--json` writes those; `--fail-if-slower` gates CI on them).
 
 use candor_analysis::compare_ci::{self, Verdict};
+use candor_analysis::repeats::Policy;
 use candor_report::compare::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
@@ -29,10 +30,43 @@ pub struct CompareArgs {
     /// Write the ratios, 95% confidence intervals and verdicts as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Exit with code 3 when percentile P (e.g. 99 or p99) of any run is significantly slower
-    /// than the first run's (the whole 95% interval of the ratio above 1).
+    /// Exit with code 3 when percentile P (e.g. 99 or p99) of any run is slower than the first
+    /// run's by the verdicts printed: SLOWER across repeats, or "changed beyond noise" upwards
+    /// with one run a side (never on noise alone).
     #[arg(long, value_name = "P", value_parser = parse_percentile)]
     pub fail_if_slower: Option<f64>,
+    /// A ratio within X% of 1 reads "same" however significant (the practical threshold).
+    #[arg(long, value_name = "X%", default_value = "2%", value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// The run-to-run variation of one run on this machine, e.g. 3% (`candor calibrate --noise
+    /// URL` measures it): with one run a side, a change is called only beyond it.
+    #[arg(long, value_name = "X%", value_parser = parse_pct)]
+    pub noise: Option<f64>,
+}
+
+/// A percentage such as `2%`, `2` or `0.5%`, 0 or more, as a fraction (a noise floor may
+/// exceed 100%: one run twice as slow as the next).
+pub fn parse_pct(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let num = t.strip_suffix('%').unwrap_or(t).trim();
+    let x: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage (write 2% or 2)"))?;
+    if !(x.is_finite() && x >= 0.0) {
+        return Err(format!("{s:?} is out of range: a percentage of 0 or more"));
+    }
+    Ok(x / 100.0)
+}
+
+/// `--threshold`: a percentage below 100 (a ratio cannot be within 100% of 1 and still change).
+pub fn parse_threshold(s: &str) -> Result<f64, String> {
+    let x = parse_pct(s)?;
+    if x >= 1.0 {
+        return Err(format!(
+            "{s:?} is out of range: a threshold from 0 up to 100%"
+        ));
+    }
+    Ok(x)
 }
 
 /// A percentile for `--fail-if-slower`: `99`, `p99`, `99.9`; 0 < P < 100 (the max has no
@@ -79,12 +113,17 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
     };
     print!("{}", compare_text(&runs, measure)?);
     let percentiles = percentiles_with(args.fail_if_slower);
+    let policy = Policy {
+        threshold: args.threshold,
+        noise: args.noise,
+    };
     let comparisons = compare_confidence(
         &runs,
         measure,
         &percentiles,
         compare_ci::RESAMPLES,
         compare_ci::SEED,
+        policy,
     )?;
     print!("{}", confidence_text(&comparisons, compare_ci::RESAMPLES));
     // The text has them too, but stdout may go to a file or nowhere when --json is the point.
@@ -106,23 +145,27 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
             continue;
         };
         let label = format!("p{}", candor_analysis::omission::trim_pct(p));
+        let rule = row.rule.describe(c.threshold);
         match row.verdict {
-            Verdict::Slower => {
+            v if v.is_slower(row.ratio) => {
                 eprintln!(
-                    "candor: {label} of {} is slower than {} (ratio {:.3}, 95% CI {:.3} .. {:.3}): exit code 3 (--fail-if-slower)",
+                    "candor: {label} of {} is slower than {} (ratio {:.3}, 95% CI {:.3} .. {:.3}; {}: {rule}): exit code 3 (--fail-if-slower)",
                     c.candidate,
                     c.baseline,
                     row.ratio.unwrap_or(f64::NAN),
                     row.ci_low.unwrap_or(0.0),
-                    row.ci_high.unwrap_or(f64::INFINITY)
+                    row.ci_high.unwrap_or(f64::INFINITY),
+                    v.label(),
                 );
                 code = 3;
             }
-            Verdict::NotEnoughSamples => eprintln!(
-                "candor: warning: {label} of {} against {}: not enough samples to tell (--fail-if-slower does not fail on it)",
-                c.candidate, c.baseline
+            Verdict::NotEnoughSamples | Verdict::NotEnoughRuns => eprintln!(
+                "candor: warning: {label} of {} against {}: {} ({rule}); --fail-if-slower does not fail on it",
+                c.candidate,
+                c.baseline,
+                row.verdict.label()
             ),
-            Verdict::Same | Verdict::Faster => {}
+            _ => {}
         }
     }
     Ok(code)
@@ -131,6 +174,7 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candor_analysis::repeats::{pct, DEFAULT_THRESHOLD};
 
     #[test]
     fn fail_if_slower_takes_a_percentile_below_100() {
@@ -148,5 +192,19 @@ mod tests {
             percentiles_with(Some(95.0)),
             [50.0, 90.0, 95.0, 99.0, 99.9, 100.0]
         );
+    }
+
+    #[test]
+    fn percentages_read_with_or_without_the_sign() {
+        assert_eq!(parse_pct("2%"), Ok(0.02));
+        assert_eq!(parse_pct("0.5"), Ok(0.005));
+        assert_eq!(parse_pct(&pct(DEFAULT_THRESHOLD)), Ok(DEFAULT_THRESHOLD));
+        assert_eq!(parse_pct("250%"), Ok(2.5));
+        assert!(parse_threshold("100%")
+            .unwrap_err()
+            .contains("out of range"));
+        assert_eq!(parse_threshold("5"), Ok(0.05));
+        assert!(parse_pct("-1").unwrap_err().contains("out of range"));
+        assert!(parse_pct("lots").unwrap_err().contains("not a percentage"));
     }
 }

@@ -121,6 +121,9 @@ fn check_run_flags(flags: &[String]) -> Result<()> {
     if a.pause_pid.is_some() {
         bail!("--pause-pid names a process on this machine, not one in the pods");
     }
+    if a.repeat.is_some() {
+        bail!("--repeat in the run flags: the pods are shards of one schedule starting together; repeat the Job and merge the results with candor merge --as-repeats");
+    }
     if a.load.body_file.is_some() {
         bail!(
             "--body-file would be read inside the pod; mount the file in the image or use --body"
@@ -213,6 +216,7 @@ mod tests {
         assert!(err("-R fast http://a/").contains("-R/--rate"));
         assert!(err("--live 0.0.0.0:1 http://a/").contains("--live-port"));
         assert!(err("--body-file b http://a/").contains("--body-file"));
+        assert!(err("--repeat 3 http://a/").contains("merge --as-repeats"));
         // What only `candor run`'s validation knew before: threads, framing, schemes, units.
         assert!(err("-t 4 -c 2 http://a/").contains("connections (2)"));
         assert!(err("tcp://db:5432").contains("response framing"));

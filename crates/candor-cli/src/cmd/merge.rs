@@ -25,18 +25,33 @@ pub struct MergeArgs {
     /// are judged too (shown and recorded; the exit code is the whole merge's).
     #[arg(long, value_name = "SLO")]
     pub slo: Vec<String>,
+    /// Keep the runs apart as repeats of one test (beside their union), so `candor compare`
+    /// compares across them; an input made by `run --repeat` gives its repeats.
+    #[arg(long)]
+    pub as_repeats: bool,
 }
 
 pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     let slo_set = candor_analysis::SloSet::parse_all(&args.slo)?;
     let files = expand_directories(&args.files)?;
     let runs = load_for_merge(&files)?;
-    let (mut merged, shard_report) = if runs.iter().any(|(_, r)| shards::is_shard(r)) {
+    let is_shards = runs.iter().any(|(_, r)| shards::is_shard(r));
+    if args.as_repeats && is_shards {
+        anyhow::bail!(
+            "--as-repeats: the inputs are shards of one schedule, which together are one run, \
+             not repeats; merge them without --as-repeats"
+        );
+    }
+    let (mut merged, shard_report) = if is_shards {
         let m = shards::merge_shards(&runs)?;
         (m.merged, Some(m.report))
     } else {
         let results: Vec<_> = runs.iter().map(|(_, r)| r.clone()).collect();
-        let mut merged = candor_report::merge::merge(&results)?;
+        let mut merged = if args.as_repeats {
+            candor_report::merge::merge_as_repeats(&results)?
+        } else {
+            candor_report::merge::merge(&results)?
+        };
         // Shard sets have their own, stricter consistency report; plain merges get these.
         let mismatches = candor_report::merge::mismatches(&runs);
         for m in &mismatches {
@@ -67,6 +82,12 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
         candor_core::units::format_ns(s.at(99.9).unwrap_or(0) as f64),
         candor_core::units::format_ns(s.max_ns as f64),
     );
+    if !merged.repeats.is_empty() {
+        eprintln!(
+            "{} kept apart as repeats beside their union: candor compare judges across them",
+            count_noun(merged.repeats.len() as u64, "run", "runs")
+        );
+    }
     if let Some(report) = shard_report {
         eprint!("{}", report.render());
         let rate = &merged.main.rate;

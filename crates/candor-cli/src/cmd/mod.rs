@@ -9,6 +9,7 @@ pub mod demo;
 pub mod k8s;
 pub mod live;
 pub mod merge;
+pub mod repeat;
 pub mod report;
 pub mod report_sweep;
 pub mod run;

@@ -29,6 +29,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
     // From the first moment: a signal while the flags and files are read is one more phase.
     crate::cmd::interrupt::install().context("installing the signal handlers")?;
     let config = run_config(&args)?;
+    if let Some(n) = args.repeat {
+        return crate::cmd::repeat::main(&args, &config, n);
+    }
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = candor_runner::extras::RunExtras::from_flags(
         &args.slo,

@@ -211,10 +211,11 @@ impl RequestCounts {
         self.connections_opened += o.connections_opened;
     }
 
-    /// Full responses received, whatever their status: the completed requests and those that
-    /// failed for their status only.
+    /// Full responses received, whatever their status or content: the completed requests and
+    /// those that failed for their status or their response checks (answered but failed is not
+    /// unanswered).
     pub fn responses(&self) -> u64 {
-        self.completed + self.errors.status
+        self.completed + self.errors.status + self.errors.check
     }
 
     /// True when nothing vanished from the accounting.
@@ -230,7 +231,7 @@ pub struct RateFigures {
     /// Intended requests per second; `None` in closed-loop mode.
     pub target_per_s: Option<f64>,
     /// Responses per second of the measured window (completed, plus responses that failed for
-    /// their status: the server answered them).
+    /// their status or their checks: the server answered them).
     pub achieved_per_s: f64,
 }
 
@@ -1008,21 +1009,23 @@ mod tests {
     }
 
     #[test]
-    fn status_failures_balance_the_books_and_count_as_responses() {
+    fn status_and_check_failures_balance_the_books_and_count_as_responses() {
         let r = RequestCounts {
             intended: 10,
             completed: 3,
             failed: 7,
             errors: ErrorCounts {
-                status: 6,
+                status: 4,
+                check: 2,
                 timeout: 1,
                 ..Default::default()
             },
             ..Default::default()
         };
         assert!(r.balanced());
+        // Answered but failed (status or checks) is not unanswered.
         assert_eq!(r.responses(), 9);
-        assert_eq!(r.errors.dominant(), Some((FailureClass::Status, 6)));
+        assert_eq!(r.errors.dominant(), Some((FailureClass::Status, 4)));
         assert_eq!(ErrorCounts::default().dominant(), None);
         let tie = ErrorCounts {
             read: 2,

@@ -715,6 +715,37 @@ pub fn interrupted_warning(after_ns: u64, config: &LoadConfig) -> String {
 /// Send lag above this at p99 means requests commonly left late.
 const LAG_WARN_NS: u64 = candor_core::thresholds::SEND_LAG_WARN_NS;
 
+/// Responses that failed their checks, named as such: they were answered (the achieved rate counts
+/// them and their latencies are recorded), so a shortfall of completed requests is the checks',
+/// not the target's capacity.
+fn failed_checks_warning(config: &LoadConfig, r: &RequestCounts) -> Option<String> {
+    if r.errors.check == 0 {
+        return None;
+    }
+    let w = &config.workload;
+    let mut which = Vec::new();
+    if w.checks.body.is_some() {
+        which.push("--check-body");
+    }
+    if !w.checks.headers.is_empty() {
+        which.push("--check-header");
+    }
+    if w.lines.iter().any(|l| l.check_body.is_some()) {
+        which.push("the request lines' \"check_body\"");
+    }
+    let which = if which.is_empty() {
+        "the response checks".to_string()
+    } else {
+        which.join(", ")
+    };
+    Some(format!(
+        "{} of {} responses failed {which} (class check): they were answered, so they count in the \
+         achieved rate and their latencies are recorded, but their content did not match",
+        format_count(r.errors.check),
+        format_count(r.responses())
+    ))
+}
+
 /// Plain-words reasons not to trust (or to read carefully) the measured window.
 pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
     let mut w = Vec::new();
@@ -752,6 +783,9 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
                 w.push(effect.warning());
             }
         }
+    }
+    if let Some(text) = failed_checks_warning(config, r) {
+        w.push(text);
     }
     if let Some(plan) = &config.workload.replay {
         if plan.malformed_count > 0 {

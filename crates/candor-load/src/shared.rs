@@ -65,6 +65,8 @@ pub struct PhaseAcc {
     pub pacing: candor_core::PaceStats,
     /// The earliest failed responses (kept on the measured phase).
     pub failures: crate::engine::examples::FailureSamples,
+    /// Connections that failed, by cause (`engine::backoff`).
+    pub faults: crate::engine::backoff::FaultTally,
 }
 
 impl Default for PhaseAcc {
@@ -84,6 +86,7 @@ impl PhaseAcc {
             workload: None,
             pacing: candor_core::PaceStats::default(),
             failures: Default::default(),
+            faults: Default::default(),
         }
     }
 }

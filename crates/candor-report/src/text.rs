@@ -182,9 +182,10 @@ pub fn failures_dominate(r: &RequestCounts) -> Option<String> {
         return None;
     }
     let (class, n) = r.errors.dominant()?;
-    // Failed responses and timeouts are in the histograms; the other classes are not.
+    // Failed responses (their status or their checks) and timeouts are in the histograms; the
+    // other classes are not.
     let latencies = match class {
-        FailureClass::Status | FailureClass::Timeout => {
+        FailureClass::Status | FailureClass::Check | FailureClass::Timeout => {
             "the latencies below are mostly of failures"
         }
         _ => "the latencies below describe only the minority that was answered",
@@ -667,6 +668,28 @@ mod tests {
         assert_eq!(failures_dominate(&half), None);
         // Not counted (older files): no connections line rather than "0 opened".
         assert!(!render(&results("open-loop")).contains("connections:"));
+    }
+
+    #[test]
+    fn failed_checks_are_answered_responses_not_unanswered_ones() {
+        // Every request answered with 200 and failed --check-body.
+        let checked = RequestCounts {
+            intended: 1000,
+            failed: 1000,
+            errors: ErrorCounts {
+                check: 1000,
+                ..Default::default()
+            },
+            status: candor_core::results::StatusCounts {
+                s2xx: 1000,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let loud = failures_dominate(&checked).unwrap();
+        assert!(loud.contains("failed its checks (--check-body"), "{loud}");
+        assert!(loud.contains("mostly of failures"), "{loud}");
+        assert!(!loud.contains("minority that was answered"), "{loud}");
     }
 
     #[test]

@@ -343,6 +343,12 @@ impl Ledger {
         self.phases[phase].counts.connections_opened += 1;
     }
 
+    /// A connection failed at `now` for `fault`; phases as for [`Ledger::connection_opened`].
+    pub fn connection_fault(&mut self, fault: crate::engine::backoff::Fault, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        self.phases[phase].faults.count(fault);
+    }
+
     /// A request failed at `now`. Timeouts also record their latency so far: a request that
     /// never came back is at least that slow, and must not look fast by its absence.
     pub fn fail(&mut self, kind: Failure, e: &Exchange, now: u64) {

@@ -311,6 +311,13 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(s.s4xx),
         format_count(s.s5xx)
     );
+    if !p.status_codes.is_empty() {
+        let _ = writeln!(
+            out,
+            "  codes:    {}",
+            candor_core::results::status_codes_line(&p.status_codes)
+        );
+    }
     let e = &r.errors;
     let _ = write!(
         out,
@@ -340,6 +347,15 @@ pub fn accounting(p: &PhaseResults) -> String {
             "  connections: {} opened (initial and reconnects)",
             format_count(r.connections_opened)
         );
+    }
+    if !p.connection_faults.is_empty() {
+        let mut causes: Vec<(&String, &u64)> = p.connection_faults.iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let causes: Vec<String> = causes
+            .iter()
+            .map(|(cause, n)| format!("{cause} ×{}", format_count(**n)))
+            .collect();
+        let _ = writeln!(out, "  connection faults: {}", causes.join("; "));
     }
     if let Some(pool) = &p.pool {
         let _ = writeln!(out, "{}", pool_line(pool));
@@ -690,6 +706,35 @@ mod tests {
         assert!(loud.contains("failed its checks (--check-body"), "{loud}");
         assert!(loud.contains("mostly of failures"), "{loud}");
         assert!(!loud.contains("minority that was answered"), "{loud}");
+    }
+
+    #[test]
+    fn status_codes_and_connection_faults_have_a_line_each_when_present() {
+        let mut res = results("open-loop");
+        assert!(!render(&res).contains("codes:"));
+        assert!(!render(&res).contains("connection faults:"));
+        res.main.status_codes = [("404", 12), ("200", 9000), ("other", 1), ("503", 3)]
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect();
+        res.main.connection_faults = [
+            ("connect refused or failed".to_string(), 2),
+            (
+                "server sent GOAWAY PROTOCOL_ERROR before any response".to_string(),
+                8019,
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let text = render(&res);
+        assert!(
+            text.contains("  codes:    200 ×9,000  404 ×12  503 ×3  other ×1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  connection faults: server sent GOAWAY PROTOCOL_ERROR before any response ×8,019; connect refused or failed ×2\n"),
+            "{text}"
+        );
     }
 
     #[test]

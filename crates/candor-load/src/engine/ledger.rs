@@ -258,6 +258,8 @@ impl Ledger {
         p.rec.record(response, service, lag);
         if status != 0 {
             p.counts.status.count(status);
+            p.codes.count(status);
+            self.interval.codes[phase].count(status);
         }
         self.interval.rec.record(response, service, lag);
         if ok {

@@ -797,27 +797,36 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
             let achieved = main.rate.achieved_per_s;
             let unanswered_failed = r.failed - r.errors.status - r.errors.check;
             let unanswered = r.intended.saturating_sub(r.responses());
+            let faults = !main.connection_faults.is_empty();
             if candor_core::thresholds::fell_behind(achieved, target)
-                && unanswered_failed > 0
-                && unanswered_failed.saturating_mul(2) >= unanswered
+                && (faults || unanswered_failed.saturating_mul(2) >= unanswered)
+                && unanswered_failed + u64::from(faults) > 0
             {
-                // Most of the shortfall failed without an answer: that is the news, not the
-                // target's capacity.
-                let class = r
-                    .errors
-                    .dominant()
-                    .map_or("", |(c, _)| c.name());
+                // Most of the shortfall failed without an answer, or waited on connections that
+                // kept failing: that is the news, not the target's capacity.
+                let class = r.errors.dominant().map_or("", |(c, _)| c.name());
+                let failed = if unanswered_failed > 0 {
+                    format!(
+                        "{} requests failed without a response (mostly class {class})",
+                        format_count(unanswered_failed)
+                    )
+                } else {
+                    "no request failed without a response".to_string()
+                };
+                let held = if faults && r.queued_unsent > 0 {
+                    format!(
+                        " and {} waited for a connection that kept failing and were never sent",
+                        format_count(r.queued_unsent)
+                    )
+                } else {
+                    String::new()
+                };
                 w.push(format!(
-                    "achieved rate {} is below the target {}: {} requests failed without a response (mostly \
-                     class {class}; see the errors line{})",
+                    "achieved rate {} is below the target {}: {failed}{held}; the shortfall is those failures \
+                     (see the errors line{}), not the target's capacity",
                     format_rate(achieved),
                     format_rate(target),
-                    format_count(unanswered_failed),
-                    if main.connection_faults.is_empty() {
-                        ""
-                    } else {
-                        " and the connection faults"
-                    }
+                    if faults { " and the connection faults" } else { "" }
                 ));
             } else if candor_core::thresholds::fell_behind(achieved, target) {
                 w.push(format!(

@@ -39,8 +39,9 @@ impl Driver {
         {
             return Err(ProtocolError::PROTOCOL);
         }
-        if c.state == ConnState::Settings && h.kind != frame::SETTINGS {
-            // The server's first frame must be SETTINGS (RFC 9113 §3.4).
+        // The server's first frame must be SETTINGS (RFC 9113 §3.4); a GOAWAY instead is the
+        // server refusing the connection, and is booked as that, with its code.
+        if c.state == ConnState::Settings && !matches!(h.kind, frame::SETTINGS | frame::GOAWAY) {
             return Err(ProtocolError::PROTOCOL);
         }
         match h.kind {

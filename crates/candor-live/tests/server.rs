@@ -55,6 +55,7 @@ fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport<'static
             counts(100 * (index + 1), cumulative),
         ],
         histograms: rec,
+        codes: Box::leak(Box::default()),
     }
 }
 
@@ -76,6 +77,8 @@ fn outcome(completed: u64) -> RunOutcome {
             warnings: Vec::new(),
             workload: None,
             failures: Default::default(),
+            faults: Default::default(),
+            codes: Default::default(),
         },
         warmup: None,
         intervals: Vec::new(),

@@ -64,7 +64,11 @@ fn script(serve: fn(TcpStream)) -> (SocketAddr, Arc<AtomicU64>) {
 
 /// 1,000 requests a second for 1 s on one connection, then up to 1 s of drain.
 fn run(addr: SocketAddr, http2: bool) -> RunOutcome {
-    let mut c = LoadConfig::new(Target::parse(&format!("http://{addr}/")).unwrap());
+    run_url(&format!("http://{addr}/"), http2)
+}
+
+fn run_url(url: &str, http2: bool) -> RunOutcome {
+    let mut c = LoadConfig::new(Target::parse(url).unwrap());
     c.http2 = http2;
     c.threads = 1;
     c.connections = 1;
@@ -222,4 +226,18 @@ fn a_port_that_refuses_is_retried_on_the_back_off_schedule() {
     };
     let out = run(addr, false);
     assert_counted_and_bounded(&out, "connect", "connect refused or failed");
+}
+
+#[test]
+fn a_server_that_breaks_every_tls_handshake_is_backed_off() {
+    let (addr, accepted) = script(|mut sock| {
+        // Answers the ClientHello with plain text: no TLS record.
+        let mut hello = [0u8; 4096];
+        if sock.read(&mut hello).is_ok() {
+            let _ = sock.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let out = run_url(&format!("https://{addr}/"), false);
+    let n = assert_counted_and_bounded(&out, "connect", "TLS handshake failed");
+    assert_connections_bounded(&accepted, n);
 }

@@ -117,6 +117,14 @@ const H2_CODES: [&str; 14] = [
     "HTTP_1_1_REQUIRED",
 ];
 
+/// The name of HTTP/2 error code `code` (RFC 9113 §7), e.g. `PROTOCOL_ERROR`.
+pub fn h2_code_name(code: u32) -> &'static str {
+    H2_CODES
+        .get(code as usize)
+        .copied()
+        .unwrap_or("an unknown code")
+}
+
 /// The plain causes before the two code-carrying ones in [`FaultTally`].
 const PLAIN: usize = 6;
 /// One slot per named code and one for the others.
@@ -140,7 +148,7 @@ impl Fault {
 
     /// The cause in words, as the results key it.
     pub fn describe(index: usize) -> String {
-        let code = |k: usize| H2_CODES.get(k).copied().unwrap_or("an unknown code");
+        let code = |k: usize| h2_code_name(k as u32);
         match index {
             0 => "connect refused or failed".into(),
             1 => "connect timed out".into(),

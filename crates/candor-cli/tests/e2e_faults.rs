@@ -154,6 +154,23 @@ fn error_statuses_fail_the_errors_slo_unless_accepted() {
         req(&v, "completed") + errors(&v, "status")
     );
     assert_eq!(v["config"]["check_status"], "1xx,2xx,3xx");
+    // Counted by code too (vegeta's status_codes): in the JSON and a line of the report.
+    let codes = &v["status_codes"];
+    assert_eq!(codes["200"].as_u64(), s["2xx"].as_u64(), "{codes}");
+    assert_eq!(codes["503"].as_u64(), s["5xx"].as_u64(), "{codes}");
+    assert_eq!(codes.as_object().unwrap().len(), 2, "{codes}");
+    let file = std::env::temp_dir().join(format!("candor-codes-{}.json", std::process::id()));
+    std::fs::write(&file, v.to_string()).unwrap();
+    let report = candor().arg("report").arg(&file).output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    let text = stdout(&report);
+    assert!(
+        text.contains(&format!(
+            "  codes:    200 ×{}  503 ×{}\n",
+            codes["200"], codes["503"]
+        )),
+        "{text}"
+    );
 
     // Accepting 5xx turns them back into completions, and the SLO passes.
     let mut args = base.to_vec();

@@ -66,6 +66,16 @@ impl Backoff {
         self.answered
     }
 
+    /// The connection was closed at `now` without a fault (the server closed it with nothing
+    /// outstanding, say an idle keep-alive close): it may be connected again at once, and the
+    /// streak of failures stands.
+    pub fn closed(&mut self, now: u64) {
+        if std::mem::take(&mut self.answered) {
+            self.streak = 0;
+        }
+        self.retry_at = now;
+    }
+
     /// The earliest instant the next connect may start.
     pub fn retry_at(&self) -> u64 {
         self.retry_at
@@ -248,6 +258,11 @@ mod tests {
         // The next that fails starts again at a millisecond.
         assert_eq!(b.ended(now), now + ms);
         assert_eq!(Backoff::delay_ns(u32::MAX), MAX_NS);
+        // A close without a fault (nothing outstanding) is no failure: at once, streak kept.
+        let streak = b.streak();
+        b.closed(now + 5);
+        assert_eq!((b.retry_at(), b.streak()), (now + 5, streak));
+        assert_eq!(b.ended(now + 5), now + 5 + 2 * ms);
     }
 
     #[test]

@@ -466,15 +466,19 @@ impl Core {
         self.ledger.tls_handshake(ns, now);
     }
 
-    /// Connection `conn` ended at `now` (failed, or closed by the server), for `fault` if it
-    /// failed: the fault is booked by cause, and its back-off decides when it may be connected
-    /// again (at once if it had answered an exchange; see `engine::backoff`). Not called for
+    /// Connection `conn` ended at `now`, for `fault` if it failed (`None`: closed by the server
+    /// with nothing outstanding, say an idle keep-alive close). A fault is booked by cause, and
+    /// the back-off decides when the connection may be connected again (at once if it had
+    /// answered an exchange or closed without a fault; see `engine::backoff`). Not called for
     /// timeouts, which `--timeout` already bounds.
     pub fn connection_down(&mut self, conn: usize, fault: Option<Fault>, now: u64) {
-        if let Some(f) = fault {
-            self.ledger.connection_fault(f, now);
+        match fault {
+            Some(f) => {
+                self.ledger.connection_fault(f, now);
+                self.conns[conn].backoff.ended(now);
+            }
+            None => self.conns[conn].backoff.closed(now),
         }
-        self.conns[conn].backoff.ended(now);
     }
 
     /// Whether connection `conn` answered an exchange since it was last connected.

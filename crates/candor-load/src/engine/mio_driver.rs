@@ -788,12 +788,13 @@ impl<F: Framing> Driver<F> {
         self.conns[i].answered = nothing_else_written.then_some(booked);
     }
 
-    /// Closes connection `i`; the core fails every request it carried, books the fault (unless
-    /// the connection only closed after its answers, with nothing outstanding: a keep-alive
-    /// close) and starts its back-off.
+    /// Closes connection `i`; the core fails every request it carried, books the fault and
+    /// starts its back-off, unless the server only closed it (or it broke) with nothing
+    /// outstanding: an idle keep-alive close is no fault.
     fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
         let outstanding = self.core.carried_at(i, 0).is_some();
-        let fault = (outstanding || !self.core.has_answered(i)).then(|| match kind {
+        let always = matches!(kind, Failure::Connect | Failure::Parse);
+        let fault = (outstanding || always).then(|| match kind {
             Failure::Connect if self.conns[i].state == ConnState::Handshaking => Fault::Tls,
             Failure::Connect => Fault::Refused,
             Failure::Timeout => Fault::ConnectTimeout,

@@ -805,8 +805,10 @@ impl Driver {
             Failure::Parse => Fault::Malformed,
             _ => Fault::Closed,
         };
+        // With nothing outstanding, a close is no fault (an idle connection closed by the
+        // server); bytes that break the protocol always are.
         let outstanding = self.core.carried_at(i, 0).is_some();
-        let fault = (outstanding || !self.core.has_answered(i)).then_some(fault);
+        let fault = (outstanding || kind == Failure::Parse).then_some(fault);
         self.connection_lost_for(i, kind, fault, now);
     }
 

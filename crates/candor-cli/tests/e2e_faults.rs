@@ -154,6 +154,23 @@ fn error_statuses_fail_the_errors_slo_unless_accepted() {
         req(&v, "completed") + errors(&v, "status")
     );
     assert_eq!(v["config"]["check_status"], "1xx,2xx,3xx");
+    // Counted by code too (vegeta's status_codes): in the JSON and a line of the report.
+    let codes = &v["status_codes"];
+    assert_eq!(codes["200"].as_u64(), s["2xx"].as_u64(), "{codes}");
+    assert_eq!(codes["503"].as_u64(), s["5xx"].as_u64(), "{codes}");
+    assert_eq!(codes.as_object().unwrap().len(), 2, "{codes}");
+    let file = std::env::temp_dir().join(format!("candor-codes-{}.json", std::process::id()));
+    std::fs::write(&file, v.to_string()).unwrap();
+    let report = candor().arg("report").arg(&file).output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    let text = stdout(&report);
+    assert!(
+        text.contains(&format!(
+            "  codes:    200 ×{}  503 ×{}\n",
+            codes["200"], codes["503"]
+        )),
+        "{text}"
+    );
 
     // Accepting 5xx turns them back into completions, and the SLO passes.
     let mut args = base.to_vec();
@@ -431,4 +448,98 @@ fn url_credentials_are_sent_as_basic_authorization() {
             "{h}"
         );
     }
+}
+
+/// An HTTP/2 server that sends its SETTINGS and then GOAWAY(last stream 0, `code`) on every
+/// connection; returns its URL and the connections it accepted.
+fn goaway_server(first: bool) -> (String, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicU64::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            count.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if stream.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                let settings: &[u8] = if first {
+                    &[]
+                } else {
+                    &[0, 0, 0, 4, 0, 0, 0, 0, 0]
+                };
+                let goaway = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+                let _ = stream.write_all(&[settings, &goaway].concat());
+                let mut rest = [0u8; 4096];
+                while matches!(stream.read(&mut rest), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    (url, accepted)
+}
+
+/// The most connects one connection may make in `window_ns` under the back-off (1 ms doubling
+/// to 1 s): the first at once, the k-th after the first k-1 waits.
+fn most_connects(window_ns: u64) -> u64 {
+    let (mut waited, mut k, mut wait) = (0u64, 1u64, 1_000_000u64);
+    while waited + wait <= window_ns {
+        waited += wait;
+        wait = (wait * 2).min(1_000_000_000);
+        k += 1;
+    }
+    k
+}
+
+/// A server that refuses every HTTP/2 connection with a GOAWAY after its SETTINGS: the requests
+/// fail as `parse`, the GOAWAY is named with its code, the books balance, and the reconnects
+/// stay within the back-off schedule (before it, thousands of connections and no error).
+#[test]
+fn an_http2_server_that_goes_away_on_every_connection_is_counted_and_backed_off() {
+    let _g = serial();
+    let (url, accepted) = goaway_server(false);
+    let (out, v) = run(&[
+        "--h2", "-R", "1000", "-d", "1s", "--drain", "1s", "-t", "1", "-c", "2", &url,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 0);
+    assert!(errors(&v, "parse") > 0, "{}", v["requests"]);
+    assert_eq!(errors(&v, "parse"), req(&v, "failed"));
+    let cause = "server sent GOAWAY PROTOCOL_ERROR before any response";
+    let faults = v["connection_faults"][cause].as_u64().expect("named fault");
+    let seen = accepted.load(Ordering::SeqCst);
+    // Two connections; the run lasts 1 s plus 1 s of drain, with half a second of slack for
+    // the pool and the start.
+    let bound = 2 * most_connects(2_500_000_000);
+    assert!(seen <= bound, "{seen} connections, at most {bound}");
+    assert!(
+        faults <= seen && faults + 2 >= seen,
+        "{faults} faults, {seen} connections"
+    );
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!("the most common cause: {cause}")),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("could not keep up"), "{warnings}");
+}
+
+/// A GOAWAY as the answer to the preface is named before any load, with its code.
+#[test]
+fn an_http2_server_that_answers_the_preface_with_goaway_is_named_before_any_load() {
+    let _g = serial();
+    let (url, _) = goaway_server(true);
+    let out = candor()
+        .args(["run", "--h2", "-R", "10", "-d", "1s", &url])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("it answered the preface with GOAWAY PROTOCOL_ERROR"),
+        "{err}"
+    );
 }

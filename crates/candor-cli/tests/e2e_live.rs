@@ -281,6 +281,74 @@ fn live_run_streams_events_and_metrics_that_match_the_results() {
     );
 }
 
+/// A run whose every response fails its body check: the failures are in `/metrics` (class
+/// `check`, so intended = completed + failed + in flight there), in the events and the page's
+/// data, the responses are counted by status code there and in the results, and the achieved
+/// rate counts the answered responses.
+#[test]
+fn check_failures_and_status_codes_reach_the_live_view() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let run = LiveRun::start(&[
+        "-R",
+        "200",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "--quiet",
+        "--json",
+        "-",
+        "--check-body",
+        "no such text",
+        "--live-linger",
+        "5m",
+        &server.url,
+    ]);
+    let a = run.addr;
+    let events = read_events(a);
+    let last = events.last().unwrap();
+    let results = run.stdout_json();
+    assert_balanced(&results);
+    let r = &results["requests"];
+    let checks = r["errors"]["check"].as_u64().unwrap();
+    assert_eq!(
+        checks,
+        r["intended"].as_u64().unwrap(),
+        "every one failed its check"
+    );
+    assert_eq!(results["status_codes"]["200"].as_u64(), Some(checks));
+    assert_eq!(last["failures"]["check"].as_u64(), Some(checks));
+    assert_eq!(last["status_codes"]["200"].as_u64(), Some(checks));
+    let achieved = last["achieved_per_s"].as_f64().unwrap();
+    assert!(
+        (achieved - results["rate"]["achieved_per_s"].as_f64().unwrap()).abs() < 1e-6,
+        "{achieved}"
+    );
+    assert!(achieved > 0.0);
+    let metrics = http_get(a, "/metrics");
+    let metrics = body(&metrics);
+    assert_eq!(
+        sample(metrics, "candor_requests_failed_total{class=\"check\"}"),
+        checks as f64
+    );
+    let failed: f64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("candor_requests_failed_total{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert_eq!(
+        sample(metrics, "candor_requests_intended_total"),
+        sample(metrics, "candor_requests_completed_total")
+            + failed
+            + sample(metrics, "candor_requests_in_flight")
+    );
+    assert_eq!(
+        sample(metrics, "candor_responses_total{code=\"200\"}"),
+        checks as f64
+    );
+}
+
 /// Percent-encodes a PromQL expression for a query string.
 fn encode(q: &str) -> String {
     q.bytes()

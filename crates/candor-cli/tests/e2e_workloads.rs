@@ -415,7 +415,18 @@ fn templates_weights_and_checks_end_to_end() {
         Some(200),
         "latencies are recorded"
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("check 200"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("check 200"), "{text}");
+    // Answered but failed is not unanswered: the achieved rate counts the responses, and the
+    // warning names the check, not the target's capacity.
+    let achieved = v["rate"]["achieved_per_s"].as_f64().unwrap();
+    assert!((achieved - 200.0).abs() < 1e-6, "achieved {achieved}/s");
+    assert!(!text.contains("could not keep up"), "{text}");
+    assert!(!text.contains("minority that was answered"), "{text}");
+    assert!(
+        text.contains("200 of 200 responses failed --check-body (class check)"),
+        "{text}"
+    );
     let (v, _) = run_json_any(&[
         "-R",
         "200",

@@ -8,6 +8,7 @@ use crate::hist::{
     from_base64_v2, to_base64_v2_compressed, HistCodecError, Histo, Recorder, Summary,
 };
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Version of the JSON layout written by this build.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -174,6 +175,81 @@ impl StatusCounts {
     }
 }
 
+/// Responses by status code in fixed storage, so that counting one allocates nothing: a slot
+/// per code from 100 to 599 and one for any other code a server sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeCounts {
+    counts: Box<[u64; CodeCounts::SLOTS]>,
+}
+
+impl Default for CodeCounts {
+    fn default() -> Self {
+        CodeCounts {
+            counts: Box::new([0; CodeCounts::SLOTS]),
+        }
+    }
+}
+
+impl CodeCounts {
+    const SLOTS: usize = 501;
+    /// The key of codes outside 100..=599 in [`CodeCounts::to_map`].
+    pub const OTHER: &'static str = "other";
+
+    /// Counts a response with status `code` (0, the protocol has none, is not counted).
+    #[inline]
+    pub fn count(&mut self, code: u16) {
+        if code == 0 {
+            return;
+        }
+        let i = match code {
+            100..=599 => (code - 100) as usize,
+            _ => Self::SLOTS - 1,
+        };
+        self.counts[i] += 1;
+    }
+
+    pub fn add(&mut self, o: &CodeCounts) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
+            *a += b;
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.counts.fill(0);
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Each code that occurred and its count, in code order (`"other"` last).
+    pub fn iter(&self) -> impl Iterator<Item = (Option<u16>, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| ((i < Self::SLOTS - 1).then_some(i as u16 + 100), n))
+    }
+
+    /// The counts as the results write them: `{"200": 9000, "404": 12}`.
+    pub fn to_map(&self) -> BTreeMap<String, u64> {
+        self.iter()
+            .map(|(code, n)| (code.map_or(Self::OTHER.to_string(), |c| c.to_string()), n))
+            .collect()
+    }
+}
+
+/// `status_codes` in words for a report line, in code order: `200 ×9,000  404 ×12`.
+pub fn status_codes_line(codes: &BTreeMap<String, u64>) -> String {
+    let mut v: Vec<(&String, &u64)> = codes.iter().collect();
+    // Three-digit codes sort as text in code order; "other" goes last.
+    v.sort_by_key(|(k, _)| (k.as_str() == CodeCounts::OTHER, k.as_str()));
+    v.iter()
+        .map(|(k, n)| format!("{k} ×{}", crate::units::format_count(**n)))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
 /// The accounting of every request the schedule intended:
 /// `intended = completed + failed + in_flight_at_end`, always.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -221,10 +297,11 @@ impl RequestCounts {
         self.connections_opened += o.connections_opened;
     }
 
-    /// Full responses received, whatever their status: the completed requests and those that
-    /// failed for their status only.
+    /// Full responses received, whatever their status or content: the completed requests and
+    /// those that failed for their status or their response checks (answered but failed is not
+    /// unanswered).
     pub fn responses(&self) -> u64 {
-        self.completed + self.errors.status
+        self.completed + self.errors.status + self.errors.check
     }
 
     /// True when nothing vanished from the accounting.
@@ -240,7 +317,7 @@ pub struct RateFigures {
     /// Intended requests per second; `None` in closed-loop mode.
     pub target_per_s: Option<f64>,
     /// Responses per second of the measured window (completed, plus responses that failed for
-    /// their status: the server answered them).
+    /// their status or their checks: the server answered them).
     pub achieved_per_s: f64,
 }
 
@@ -312,6 +389,17 @@ pub struct PhaseResults {
     /// every protocol; absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pacing: Option<PacingResults>,
+    /// Responses by status code (`{"200": 9000, "404": 12}`; `"other"` for codes outside
+    /// 100..=599), the completed ones and those that failed for their status or checks. Absent
+    /// in older files, in raw TCP runs and when nothing was answered.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status_codes: BTreeMap<String, u64>,
+    /// Connections that failed, by cause in words (refused, a failed TLS handshake, closed or
+    /// reset before the response, a GOAWAY with its code before any response, ...): each
+    /// failure of a connection once, however many requests it carried. Absent in older files
+    /// and when none failed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub connection_faults: BTreeMap<String, u64>,
 }
 
 /// Reads `analysis` when it has this build's layout, else none: the figures are recomputed from
@@ -413,6 +501,8 @@ impl PhaseResults {
             analysis: None,
             pool: None,
             pacing: None,
+            status_codes: BTreeMap::new(),
+            connection_faults: BTreeMap::new(),
         }
     }
 }
@@ -998,6 +1088,45 @@ mod tests {
     }
 
     #[test]
+    fn status_codes_are_counted_without_allocating_and_written_by_code() {
+        let mut c = CodeCounts::default();
+        for code in [200, 200, 404, 0, 599, 600, 99, 100] {
+            c.count(code);
+        }
+        assert_eq!(c.total(), 7, "0 (no status) is not counted");
+        let mut d = CodeCounts::default();
+        d.add(&c);
+        d.count(200);
+        let map = d.to_map();
+        let expected: Vec<(&str, u64)> =
+            vec![("100", 1), ("200", 3), ("404", 1), ("599", 1), ("other", 2)];
+        assert_eq!(
+            map.iter()
+                .map(|(k, n)| (k.as_str(), *n))
+                .collect::<Vec<_>>(),
+            expected
+        );
+        assert_eq!(
+            status_codes_line(&map),
+            "100 ×1  200 ×3  404 ×1  599 ×1  other ×2"
+        );
+        d.reset();
+        assert_eq!(d.total(), 0);
+        // In the JSON next to `requests`; absent when empty, and older files read without it.
+        let mut res = sample();
+        let text = res.to_json_pretty();
+        assert!(!text.contains("status_codes") && !text.contains("connection_faults"));
+        res.main.status_codes = map;
+        res.main.connection_faults = [("connect refused or failed".to_string(), 4)].into();
+        let v: serde_json::Value = serde_json::from_str(&res.to_json_pretty()).unwrap();
+        assert_eq!(v["status_codes"]["200"], 3);
+        assert_eq!(v["connection_faults"]["connect refused or failed"], 4);
+        let back = RunResults::from_json(&v.to_string()).unwrap();
+        assert_eq!(back.main.status_codes, res.main.status_codes);
+        assert_eq!(back.main.connection_faults, res.main.connection_faults);
+    }
+
+    #[test]
     fn json_round_trip_and_contract_fields() {
         let res = sample();
         assert!(res.main.requests.balanced());
@@ -1038,21 +1167,23 @@ mod tests {
     }
 
     #[test]
-    fn status_failures_balance_the_books_and_count_as_responses() {
+    fn status_and_check_failures_balance_the_books_and_count_as_responses() {
         let r = RequestCounts {
             intended: 10,
             completed: 3,
             failed: 7,
             errors: ErrorCounts {
-                status: 6,
+                status: 4,
+                check: 2,
                 timeout: 1,
                 ..Default::default()
             },
             ..Default::default()
         };
         assert!(r.balanced());
+        // Answered but failed (status or checks) is not unanswered.
         assert_eq!(r.responses(), 9);
-        assert_eq!(r.errors.dominant(), Some((FailureClass::Status, 6)));
+        assert_eq!(r.errors.dominant(), Some((FailureClass::Status, 4)));
         assert_eq!(ErrorCounts::default().dominant(), None);
         let tie = ErrorCounts {
             read: 2,

@@ -71,6 +71,8 @@ pub struct MetricsSnapshot {
     pub send_lag: Buckets,
     /// Counts of the measured window.
     pub measured: RequestCounts,
+    /// Responses of the measured window by status code (`"200"`, ..., `"other"`).
+    pub codes: std::collections::BTreeMap<String, u64>,
     pub in_flight: u64,
     /// `None` in a closed loop (no target).
     pub target_per_s: Option<f64>,
@@ -176,7 +178,7 @@ pub fn render(s: &MetricsSnapshot) -> String {
         &mut out,
         "candor_requests_completed_total",
         "counter",
-        "Requests of the measured window with a full response (any status).",
+        "Requests of the measured window with a full response that passed: its status accepted (--check-status) and its response checks met; the responses that failed either are in candor_requests_failed_total (class status or check), so intended = completed + failed + in flight.",
         sh,
         m.completed as f64,
     );
@@ -186,19 +188,24 @@ pub fn render(s: &MetricsSnapshot) -> String {
         "counter",
         "Requests of the measured window that failed, by class.",
     );
-    let e = &m.errors;
-    for (class, n) in [
-        ("connect", e.connect),
-        ("read", e.read),
-        ("write", e.write),
-        ("timeout", e.timeout),
-        ("parse", e.parse),
-        ("status", e.status),
-    ] {
+    for (class, n) in m.errors.by_class() {
         let _ = writeln!(
             out,
             "candor_requests_failed_total{} {n}",
             labels(sh, &[("class", class)])
+        );
+    }
+    header(
+        &mut out,
+        "candor_responses_total",
+        "counter",
+        "Responses of the measured window by HTTP status code, completed and failed alike (code \"other\": outside 100-599).",
+    );
+    for (code, n) in &s.codes {
+        let _ = writeln!(
+            out,
+            "candor_responses_total{} {n}",
+            labels(sh, &[("code", code)])
         );
     }
     if let Some(rate) = s.target_per_s {
@@ -262,6 +269,7 @@ mod tests {
             service: Buckets::of(&new_histogram()),
             send_lag: Buckets::of(&h),
             measured,
+            codes: [("200".to_string(), 5), ("404".to_string(), 1)].into(),
             in_flight: 1,
             target_per_s: Some(2500.0),
             elapsed_s: 3.5,
@@ -361,6 +369,47 @@ mod tests {
             text.matches("candor_send_lag_seconds_bucket{").count(),
             BUCKET_BOUNDS_NS.len() + 1
         );
+    }
+
+    #[test]
+    fn every_failure_class_and_status_code_is_exposed_so_the_books_add_up() {
+        let mut s = snapshot(None);
+        // 10 intended = 4 completed + 5 failed (2 timeout, 1 connect, 2 check) + 1 in flight.
+        s.measured.completed = 4;
+        s.measured.failed = 5;
+        s.measured.errors.check = 2;
+        let text = render(&s);
+        assert!(
+            text.contains("candor_requests_failed_total{class=\"check\"} 2\n"),
+            "{text}"
+        );
+        let failed: u64 = text
+            .lines()
+            .filter(|l| l.starts_with("candor_requests_failed_total{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(failed, 5, "the classes add up to the failed requests");
+        assert_eq!(
+            s.measured.intended,
+            s.measured.completed + failed + s.in_flight
+        );
+        let help = text
+            .lines()
+            .find(|l| l.starts_with("# HELP candor_requests_completed_total "))
+            .unwrap();
+        assert!(!help.contains("any status"), "{help}");
+        assert!(help.contains("class status or check"), "{help}");
+        assert!(text.contains("# TYPE candor_responses_total counter\n"));
+        assert!(
+            text.contains("candor_responses_total{code=\"200\"} 5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("candor_responses_total{code=\"404\"} 1\n"),
+            "{text}"
+        );
+        let sharded = render(&snapshot(Some(2)));
+        assert!(sharded.contains("candor_responses_total{shard=\"2\",code=\"200\"} 5\n"));
     }
 
     #[test]

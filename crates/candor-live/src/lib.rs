@@ -6,6 +6,7 @@
 pub mod exposition;
 mod page;
 mod server;
+pub use server::{MAX_CLIENTS, MAX_CONNECTIONS};
 pub mod state;
 
 pub use state::{LiveState, RunInfo};
@@ -58,9 +59,8 @@ pub(crate) struct Shared {
     inner: Mutex<Inner>,
     changed: Condvar,
     stop: AtomicBool,
+    /// Event streams being served (a thread each).
     clients: AtomicUsize,
-    /// Threads answering 503 to clients beyond the limit.
-    refusing: AtomicUsize,
     page: String,
 }
 
@@ -106,7 +106,6 @@ impl LiveServer {
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
             clients: AtomicUsize::new(0),
-            refusing: AtomicUsize::new(0),
             page: page::html(),
         });
         let s = shared.clone();

@@ -47,14 +47,18 @@
 
   // Columns of the time charts, one entry per interval.
   var T = { t: [], target: [], achieved: [], p50: [], p90: [], p99: [], p999: [], max: [], sp99: [],
-    lag50: [], lag99: [], lagmax: [], connect: [], read: [], write: [], timeout: [], parse: [], inflight: [] };
+    lag50: [], lag99: [], lagmax: [], connect: [], read: [], write: [], timeout: [], parse: [], status: [], check: [], inflight: [] };
   var lastFailures = null;
   var closedLoop = false;
   var run = null;
   var spectrum = [[1], [null]];
   var charts = {};
   var events = 0, redraws = 0;
-  var classes = ["connect", "read", "write", "timeout", "parse"];
+  var classes = ["connect", "read", "write", "timeout", "parse", "status", "check"];
+  // The failures chart's data: time, one series per class, in flight.
+  function failureData() {
+    return [T.t].concat(classes.map(function (c) { return T[c]; })).concat([T.inflight]);
+  }
 
   function width(el) { return Math.max(320, el.clientWidth || el.parentNode.clientWidth || 560); }
   function axis(o) { o.stroke = "#5b6575"; o.grid = o.grid || { stroke: "#eceef1" }; return o; }
@@ -99,7 +103,7 @@
         { label: "p99", stroke: "#1f6fb2", width: 2, points: pts, value: msVal },
         { label: "max", stroke: "#d1495b", width: 1.5, points: pts, value: msVal }],
     }, [T.t, T.lag50, T.lag99, T.lagmax]);
-    var colors = { connect: "#b42318", read: "#e08a1e", write: "#8e5cc2", timeout: "#d1495b", parse: "#7a7a7a" };
+    var colors = { connect: "#b42318", read: "#e08a1e", write: "#8e5cc2", timeout: "#d1495b", parse: "#7a7a7a", status: "#2a9d8f", check: "#264653" };
     var fs = [{ label: "t", value: sec }];
     classes.forEach(function (c) { fs.push({ label: c, stroke: colors[c], width: 1.5, points: pts, scale: "n" }); });
     fs.push({ label: "in flight", stroke: "#1f6fb2", width: 2, dash: [5, 3], points: { show: false }, scale: "f" });
@@ -108,7 +112,7 @@
       axes: [axis({ label: "elapsed (s)" }), axis({ scale: "n", label: "failures / interval", size: 64 }),
         axis({ scale: "f", side: 1, label: "in flight", size: 64, grid: { show: false } })],
       series: fs,
-    }, [T.t, T.connect, T.read, T.write, T.timeout, T.parse, T.inflight]);
+    }, failureData());
     make("c-spectrum", {
       scales: { x: { time: false, distr: 3, log: 10, range: function (u, min, max) { return [1, Math.max(10, Math.pow(10, Math.ceil(Math.log10(max || 10))))]; } }, y: { distr: 3, log: 10, range: logRange } },
       axes: [axis({ label: "percentile (log of 1/(1\u2212p))", splits: decades, values: function (u, s) { return s.map(tick(pctLabel)); } }),
@@ -122,7 +126,7 @@
     charts["c-rate"].setData([T.t, T.target, T.achieved]);
     charts["c-latency"].setData([T.t, T.p50, T.p90, T.p99, T.p999, T.max, T.sp99]);
     charts["c-lag"].setData([T.t, T.lag50, T.lag99, T.lagmax]);
-    charts["c-failures"].setData([T.t, T.connect, T.read, T.write, T.timeout, T.parse, T.inflight]);
+    charts["c-failures"].setData(failureData());
     charts["c-spectrum"].setData(spectrum);
     redraws++;
     root.setAttribute("data-redraws", String(redraws));
@@ -149,6 +153,9 @@
     var f = e.failures, parts = [];
     classes.forEach(function (c) { if (f[c]) parts.push(c + " " + fmtCount(f[c])); });
     $("failures").textContent = r.failed ? fmtCount(r.failed) + " (" + parts.join(", ") + ")" : "none";
+    var codes = e.status_codes || {}, cs = [];
+    Object.keys(codes).sort().forEach(function (k) { cs.push(k + " \u00d7" + fmtCount(codes[k])); });
+    $("codes").textContent = cs.length ? cs.join("  ") : "none";
     $("rate").textContent = fmtRate(e.achieved_per_s) + "/s achieved" + (e.target_per_s == null ? " (closed loop)" : " of " + fmtRate(e.target_per_s) + "/s target");
     $("elapsed").textContent = e.elapsed_s.toFixed(1) + " s of " + e.total_s.toFixed(0) + " s";
     $("progress").style.width = Math.min(100, 100 * e.elapsed_s / Math.max(e.total_s, 1e-9)) + "%";
@@ -201,8 +208,8 @@
     // The stream carries cumulative failures; the chart shows each interval's share. A warm-up
     // interval has none of the measured window's.
     classes.forEach(function (c) {
-      var now = e.failures[c];
-      T[c].push(lastFailures ? Math.max(0, now - lastFailures[c]) : now);
+      var now = e.failures[c] || 0;
+      T[c].push(lastFailures ? Math.max(0, now - (lastFailures[c] || 0)) : now);
     });
     lastFailures = e.failures;
     T.inflight.push(e.requests.in_flight);

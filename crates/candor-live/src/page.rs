@@ -20,6 +20,7 @@ const BODY: &str = r#"<header>
 <div><span class="k">requests</span> <span id="requests">&mdash;</span></div>
 <div><span class="k">in flight</span> <span id="inflight">&mdash;</span></div>
 <div><span class="k">failures</span> <span id="failures">&mdash;</span></div>
+<div><span class="k">status codes</span> <span id="codes">&mdash;</span></div>
 <div><span class="k">rate</span> <span id="rate">&mdash;</span></div>
 </section>
 <section class="grid">

@@ -1,24 +1,37 @@
-//! The HTTP side of the live view: one thread accepting, one short-lived thread per client (a
-//! handful at most), every socket bounded by timeouts so that a client that hangs, disconnects or
-//! sends garbage costs a thread for seconds at worst and never touches the run.
+//! The HTTP side of the live view: one event-driven thread (mio) reads every client's request
+//! head and writes the page, `/metrics` and error answers without blocking, each connection
+//! bounded by a deadline and their number by [`MAX_CONNECTIONS`] (beyond it the oldest idle one
+//! is dropped), so that hundreds of idle or slow clients cannot shut a real scraper out. Only
+//! `/events` streams get a thread of their own (at most [`MAX_CLIENTS`]; more are answered 503).
+//! A client that hangs, disconnects or sends garbage costs a slot for seconds at worst and never
+//! touches the run.
 
 use crate::{Event, Shared};
-use std::io::{Read, Write};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Concurrent clients served; more are answered 503 at once.
+/// Event streams served at once (a thread each); more are answered 503.
 pub const MAX_CLIENTS: usize = 8;
+/// Connections being read or answered at once; a new one beyond this drops the oldest that
+/// has not sent a whole request head yet (or, if none, the oldest).
+pub const MAX_CONNECTIONS: usize = 512;
 /// A request head larger than this is refused (the page, events and metrics need a few hundred bytes).
 const MAX_HEAD: usize = 8 * 1024;
-/// How long a client may take to send its request, or to take a write.
+/// How long a client may take to send its request head, and then to take the answer.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Idle event streams get a comment this often, which also finds disconnected clients.
 const KEEPALIVE: Duration = Duration::from_secs(10);
+/// The longest the loop waits without looking at the stop flag and the deadlines.
+const TICK: Duration = Duration::from_millis(250);
+const LISTENER: Token = Token(usize::MAX);
 
-/// Decrements the client count however the client's thread ends.
+/// Decrements the event-client count however the client's thread ends.
 struct ClientSlot(Arc<Shared>);
 
 impl Drop for ClientSlot {
@@ -27,70 +40,264 @@ impl Drop for ClientSlot {
     }
 }
 
+/// One connection of the loop: reading its head, then writing its answer.
+struct Conn {
+    stream: TcpStream,
+    head: Vec<u8>,
+    /// The answer, once the head is in; `sent` of it is written.
+    out: Option<Vec<u8>>,
+    sent: usize,
+    /// Closed when this passes (reset when the answer starts).
+    deadline: Instant,
+    accepted: Instant,
+}
+
+enum Next {
+    Keep,
+    Close,
+    /// An event stream: handed to a thread of its own.
+    Stream,
+}
+
 pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for conn in listener.incoming() {
-        if shared.stop.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = conn else {
-            // Out of descriptors and the like: back off instead of spinning.
-            std::thread::sleep(Duration::from_millis(50));
-            continue;
-        };
-        if shared.clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
-            shared.clients.fetch_sub(1, Ordering::SeqCst);
-            refuse(stream, &shared);
-            continue;
-        }
-        let slot = ClientSlot(shared.clone());
-        let s = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("candor-live-client".into())
-            .spawn(move || {
-                let _slot = slot;
-                let _ = serve(stream, &s);
-            });
-        // The slot was moved into the closure; if the thread could not start, it was dropped
-        // with it and the count is already restored.
-        drop(spawned);
+    let Ok(mut poll) = Poll::new() else {
+        return;
+    };
+    if listener.set_nonblocking(true).is_err()
+        || poll
+            .registry()
+            .register(
+                &mut SourceFd(&listener.as_raw_fd()),
+                LISTENER,
+                Interest::READABLE,
+            )
+            .is_err()
+    {
+        return;
     }
+    let mut conns: Vec<Option<Conn>> = Vec::new();
+    let mut events = Events::with_capacity(256);
+    while !shared.stop.load(Ordering::SeqCst) {
+        let now = Instant::now();
+        let wait = conns
+            .iter()
+            .flatten()
+            .map(|c| c.deadline.saturating_duration_since(now))
+            .min()
+            .unwrap_or(TICK)
+            .min(TICK);
+        if let Err(e) = poll.poll(&mut events, Some(wait)) {
+            if e.kind() != ErrorKind::Interrupted {
+                return;
+            }
+        }
+        for ev in events.iter() {
+            if ev.token() == LISTENER {
+                accept_all(&listener, &poll, &mut conns, &shared);
+                continue;
+            }
+            let k = ev.token().0;
+            let Some(conn) = conns.get_mut(k).and_then(Option::as_mut) else {
+                continue;
+            };
+            match drive(conn, &shared) {
+                Next::Keep => {}
+                Next::Close => drop_conn(&poll, &mut conns, k),
+                Next::Stream => {
+                    let c = conns[k].take().expect("present");
+                    let _ = poll
+                        .registry()
+                        .deregister(&mut SourceFd(&c.stream.as_raw_fd()));
+                    stream_events(c.stream, &shared);
+                }
+            }
+        }
+        let now = Instant::now();
+        for k in 0..conns.len() {
+            if conns[k].as_ref().is_some_and(|c| now >= c.deadline) {
+                drop_conn(&poll, &mut conns, k);
+            }
+        }
+    }
+}
+
+fn drop_conn(poll: &Poll, conns: &mut [Option<Conn>], k: usize) {
+    if let Some(c) = conns[k].take() {
+        let _ = poll
+            .registry()
+            .deregister(&mut SourceFd(&c.stream.as_raw_fd()));
+    }
+}
+
+/// Takes every pending connection; at the limit, the oldest idle one makes room.
+fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Vec<Option<Conn>>, shared: &Shared) {
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            // Out of descriptors and the like: the next readiness tries again.
+            Err(_) => return,
+        };
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        if stream.set_nonblocking(true).is_err() {
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        let live = conns.iter().flatten().count();
+        if live >= MAX_CONNECTIONS {
+            let oldest = |idle_only: bool| {
+                conns
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, c)| c.as_ref().map(|c| (k, c)))
+                    .filter(|(_, c)| !idle_only || c.out.is_none())
+                    .min_by_key(|(_, c)| c.accepted)
+                    .map(|(k, _)| k)
+            };
+            if let Some(k) = oldest(true).or_else(|| oldest(false)) {
+                drop_conn(poll, conns, k);
+            }
+        }
+        let k = match conns.iter().position(Option::is_none) {
+            Some(k) => k,
+            None => {
+                conns.push(None);
+                conns.len() - 1
+            }
+        };
+        if poll
+            .registry()
+            .register(
+                &mut SourceFd(&stream.as_raw_fd()),
+                Token(k),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            continue;
+        }
+        let now = Instant::now();
+        conns[k] = Some(Conn {
+            stream,
+            head: Vec::new(),
+            out: None,
+            sent: 0,
+            deadline: now + IO_TIMEOUT,
+            accepted: now,
+        });
+        // What the client sent with its connect is read at its first readiness event.
+    }
+}
+
+/// Reads what the client sent and writes what it is owed, as far as the socket allows.
+fn drive(c: &mut Conn, shared: &Shared) -> Next {
+    if c.out.is_none() {
+        let mut buf = [0u8; 2048];
+        loop {
+            match c.stream.read(&mut buf) {
+                Ok(0) => return Next::Close,
+                Ok(n) => {
+                    let room = MAX_HEAD.saturating_sub(c.head.len());
+                    c.head.extend_from_slice(&buf[..n.min(room)]);
+                    if c.head.windows(4).any(|w| w == b"\r\n\r\n") || c.head.len() >= MAX_HEAD {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Next::Close,
+            }
+        }
+        match answer(&c.head, shared) {
+            Some(out) => {
+                c.out = Some(out);
+                c.deadline = Instant::now() + IO_TIMEOUT;
+            }
+            None => return Next::Stream,
+        }
+    }
+    let out = c.out.as_ref().expect("set above");
+    while c.sent < out.len() {
+        match c.stream.write(&out[c.sent..]) {
+            Ok(0) => return Next::Close,
+            Ok(n) => c.sent += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Next::Close,
+        }
+    }
+    // Closing a socket with unread input resets it, and the client might lose the answer:
+    // whatever else it sent is read away first.
+    let _ = c.stream.shutdown(std::net::Shutdown::Write);
+    let mut sink = [0u8; 1024];
+    while matches!(c.stream.read(&mut sink), Ok(n) if n > 0) {}
+    Next::Close
 }
 
 const BUSY_BODY: &str = "too many live clients; try again shortly\n";
 
-/// Answers 503 on a short-lived thread of its own (at most [`MAX_CLIENTS`] at once; beyond that
-/// the connection is just closed). The request is read and discarded after the answer, because
-/// closing a socket with unread input resets it and the client would never see the answer.
-fn refuse(mut stream: TcpStream, shared: &Arc<Shared>) {
-    if shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
-        shared.refusing.fetch_sub(1, Ordering::SeqCst);
-        return;
+/// The whole answer to request head `head`, or `None` for an event stream (served by a thread).
+fn answer(head: &[u8], shared: &Shared) -> Option<Vec<u8>> {
+    let plain = |status: Status, body: &str| {
+        let mut out = response_head(status, "text/plain; charset=utf-8", Some(body.len()));
+        out.extend_from_slice(body.as_bytes());
+        out
+    };
+    let (r, head_only) = match route(head) {
+        Ok(r) => r,
+        Err(status) => return Some(plain(status, &format!("{}\n", status.line()))),
+    };
+    let (content_type, body): (&str, Vec<u8>) = match r {
+        Route::Page => ("text/html; charset=utf-8", shared.page.as_bytes().to_vec()),
+        Route::Metrics => (
+            "text/plain; version=0.0.4; charset=utf-8",
+            shared.lock().metrics.as_bytes().to_vec(),
+        ),
+        Route::Events if head_only => {
+            return Some(response_head(Status::Ok, "text/event-stream", None))
+        }
+        Route::Events => {
+            if shared.clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+                shared.clients.fetch_sub(1, Ordering::SeqCst);
+                return Some(plain(Status::Busy, BUSY_BODY));
+            }
+            return None;
+        }
+    };
+    let mut out = response_head(Status::Ok, content_type, Some(body.len()));
+    if !head_only {
+        out.extend_from_slice(&body);
     }
+    Some(out)
+}
+
+/// Serves an event stream on a thread of its own (its client slot was taken by [`answer`]).
+fn stream_events(stream: TcpStream, shared: &Arc<Shared>) {
+    let slot = ClientSlot(shared.clone());
     let s = shared.clone();
     let spawned = std::thread::Builder::new()
-        .name("candor-live-busy".into())
+        .name("candor-live-events".into())
         .spawn(move || {
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-            let _ = stream.write_all(&response_head(
-                Status::Busy,
-                "text/plain; charset=utf-8",
-                Some(BUSY_BODY.len()),
-            ));
-            let _ = stream.write_all(BUSY_BODY.as_bytes());
-            let _ = stream.shutdown(std::net::Shutdown::Write);
-            let mut sink = [0u8; 1024];
-            for _ in 0..16 {
-                match stream.read(&mut sink) {
-                    Ok(n) if n > 0 => continue,
-                    _ => break,
-                }
+            let _slot = slot;
+            let mut stream = stream;
+            if stream.set_nonblocking(false).is_err()
+                || stream.set_write_timeout(Some(IO_TIMEOUT)).is_err()
+            {
+                return;
             }
-            s.refusing.fetch_sub(1, Ordering::SeqCst);
+            if stream
+                .write_all(&response_head(Status::Ok, "text/event-stream", None))
+                .is_ok()
+            {
+                let _ = events(stream, &s);
+            }
         });
-    if spawned.is_err() {
-        shared.refusing.fetch_sub(1, Ordering::SeqCst);
-    }
+    // The slot was moved into the closure; if the thread could not start, it was dropped with
+    // it and the count is already restored.
+    drop(spawned);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,79 +380,6 @@ pub(crate) fn route(head: &[u8]) -> Result<(Route, bool), Status> {
         _ => return Err(Status::NotFound),
     };
     Ok((r, head_only))
-}
-
-/// Reads up to the end of the request head (or a full buffer, or a timeout).
-fn read_head(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; MAX_HEAD];
-    let mut len = 0;
-    while len < MAX_HEAD {
-        let n = stream.read(&mut buf[len..])?;
-        if n == 0 {
-            break;
-        }
-        len += n;
-        if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-    }
-    buf.truncate(len);
-    Ok(buf)
-}
-
-fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let _ = stream.set_nodelay(true);
-    let head = read_head(&mut stream)?;
-    if head.is_empty() {
-        return Ok(());
-    }
-    let (r, head_only) = match route(&head) {
-        Ok(r) => r,
-        Err(status) => {
-            let body = format!("{}\n", status.line());
-            stream.write_all(&response_head(
-                status,
-                "text/plain; charset=utf-8",
-                Some(body.len()),
-            ))?;
-            return stream.write_all(body.as_bytes());
-        }
-    };
-    match r {
-        Route::Page => {
-            let body = shared.page.as_bytes();
-            stream.write_all(&response_head(
-                Status::Ok,
-                "text/html; charset=utf-8",
-                Some(body.len()),
-            ))?;
-            if !head_only {
-                stream.write_all(body)?;
-            }
-            Ok(())
-        }
-        Route::Metrics => {
-            let body = shared.lock().metrics.clone();
-            stream.write_all(&response_head(
-                Status::Ok,
-                "text/plain; version=0.0.4; charset=utf-8",
-                Some(body.len()),
-            ))?;
-            if !head_only {
-                stream.write_all(body.as_bytes())?;
-            }
-            Ok(())
-        }
-        Route::Events => {
-            stream.write_all(&response_head(Status::Ok, "text/event-stream", None))?;
-            if head_only {
-                return Ok(());
-            }
-            events(stream, shared)
-        }
-    }
 }
 
 /// One event in the stream's wire format.

@@ -3,7 +3,7 @@
 
 use crate::exposition::{Buckets, MetricsSnapshot};
 use candor_core::hist::value_at;
-use candor_core::results::{IntervalStats, RequestCounts};
+use candor_core::results::{CodeCounts, IntervalStats, RequestCounts};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Recorder;
 use candor_load::run::RunOutcome;
@@ -40,6 +40,8 @@ pub struct LiveState {
     /// Measured window so far, by completion time (intervals that start after the warm-up).
     measured: Recorder,
     totals: [RequestCounts; 2],
+    /// Responses of the measured window by status code, so far.
+    codes: CodeCounts,
     elapsed_s: f64,
     done: bool,
     /// 1 for the first run of the process, 2 for the next (sweep and capacity steps).
@@ -57,16 +59,23 @@ fn stats_json(s: &IntervalStats) -> Value {
     })
 }
 
+/// Failures by class, every class (`check` included), as the results name them.
 fn failures_json(c: &RequestCounts) -> Value {
-    let e = &c.errors;
-    json!({
-        "connect": e.connect,
-        "read": e.read,
-        "write": e.write,
-        "timeout": e.timeout,
-        "parse": e.parse,
-        "status": e.status,
-    })
+    Value::Object(
+        c.errors
+            .by_class()
+            .into_iter()
+            .map(|(class, n)| (class.to_string(), json!(n)))
+            .collect(),
+    )
+}
+
+/// Responses received in interval `r`, whatever their status or checks (answered but failed
+/// is not unanswered): its responses by code, or its completed requests when the protocol has
+/// no status (raw TCP).
+fn responses(r: &IntervalReport) -> u64 {
+    let coded = r.codes[0].total() + r.codes[1].total();
+    coded.max(r.completed)
 }
 
 /// `[[percentile, ns], ...]` of `h` up to the finest percentile its count resolves.
@@ -87,6 +96,7 @@ impl LiveState {
             run,
             measured: Recorder::new(),
             totals: [RequestCounts::default(); 2],
+            codes: CodeCounts::default(),
             elapsed_s: 0.0,
             done: false,
         }
@@ -114,7 +124,7 @@ impl LiveState {
     fn warnings(&self, r: Option<&IntervalReport>) -> Vec<String> {
         let mut w = Vec::new();
         if let (Some(r), Some(target)) = (r, self.info.target_per_s) {
-            let achieved = r.completed as f64 / r.length_s;
+            let achieved = responses(r) as f64 / r.length_s;
             // A partial last interval or the first one (connections opening) says little.
             let full = (r.length_s - 1.0).abs() < 0.05 && r.index > 0;
             if full && candor_core::thresholds::fell_behind(achieved, target) {
@@ -148,6 +158,7 @@ impl LiveState {
             self.measured.add(r.histograms);
         }
         self.totals = r.totals;
+        self.codes.add(&r.codes[1]);
         self.elapsed_s = r.elapsed_s;
         json!({
             "index": r.index,
@@ -159,8 +170,9 @@ impl LiveState {
             "run": self.run,
             "requests": self.requests_json(),
             "failures": failures_json(&self.totals[1]),
+            "status_codes": self.codes.to_map(),
             "generator_late": self.totals.iter().map(|c| c.generator_late).sum::<u64>(),
-            "achieved_per_s": r.completed as f64 / r.length_s,
+            "achieved_per_s": responses(r) as f64 / r.length_s,
             "target_per_s": self.info.target_per_s,
             "response_time": stats_json(&r.response_time),
             "service_time": stats_json(&r.service_time),
@@ -176,6 +188,7 @@ impl LiveState {
     /// counts include everything the interval reports had.
     pub fn finish(&mut self, outcome: &RunOutcome, stopped_early: bool, last: bool) -> Value {
         self.totals[1] = outcome.main.counts;
+        self.codes = outcome.main.codes.clone();
         if let Some(w) = &outcome.warmup {
             self.totals[0] = w.counts;
         }
@@ -197,9 +210,10 @@ impl LiveState {
                 "in_flight": self.totals.iter().map(|c| c.in_flight_at_end).sum::<u64>(),
             },
             "failures": failures_json(m),
+            "status_codes": self.codes.to_map(),
             "generator_late": self.totals.iter().map(|c| c.generator_late).sum::<u64>(),
             "target_per_s": self.info.target_per_s,
-            "achieved_per_s": m.completed as f64 / (outcome.main.duration_ns as f64 / 1e9),
+            "achieved_per_s": m.responses() as f64 / (outcome.main.duration_ns as f64 / 1e9),
             "summary": {
                 "response_time": stats_json(&IntervalStats::of(&main.response)),
                 "service_time": stats_json(&IntervalStats::of(&main.service)),
@@ -219,6 +233,7 @@ impl LiveState {
             service: Buckets::of(&self.measured.service),
             send_lag: Buckets::of(&self.measured.send_lag),
             measured: self.totals[1],
+            codes: self.codes.to_map(),
             in_flight: if self.done {
                 self.totals.iter().map(|c| c.in_flight_at_end).sum()
             } else {
@@ -271,6 +286,7 @@ mod tests {
             send_lag: IntervalStats::of(&rec.send_lag),
             totals,
             histograms: rec,
+            codes: Box::leak(Box::default()),
         }
     }
 
@@ -323,6 +339,34 @@ mod tests {
         );
         // 3 values resolve percentiles up to 1/(1-p) <= 3, i.e. p <= 66.7.
         assert_eq!(e["spectrum"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn check_failures_and_status_codes_are_in_the_events_and_metrics() {
+        let mut s = LiveState::new(info(), 1);
+        // 1,000 answered with 200 in the interval, every one failing its body check.
+        let mut measured = counts(1000, 0, 1000);
+        measured.errors.check = 1000;
+        let mut r = report(1, false, &[1_000; 1000], [counts(0, 0, 0), measured]);
+        r.completed = 0;
+        r.failed = 1000;
+        let mut codes: [CodeCounts; 2] = Default::default();
+        for _ in 0..1000 {
+            codes[1].count(200);
+        }
+        r.codes = Box::leak(Box::new(codes));
+        let e = s.interval(&r);
+        assert_eq!(e["failures"]["check"], 1000, "{e}");
+        assert_eq!(e["status_codes"]["200"], 1000, "{e}");
+        // Answered but failed is not unanswered: 1,000 responses in 1 s, at the target.
+        assert_eq!(e["achieved_per_s"], 1000.0);
+        assert!(
+            !e["warnings"].to_string().contains("below the target"),
+            "{e}"
+        );
+        let m = s.metrics();
+        assert_eq!(m.codes.get("200"), Some(&1000));
+        assert_eq!(m.measured.errors.check, 1000);
     }
 
     #[test]

@@ -55,6 +55,7 @@ fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport<'static
             counts(100 * (index + 1), cumulative),
         ],
         histograms: rec,
+        codes: Box::leak(Box::default()),
     }
 }
 
@@ -76,6 +77,8 @@ fn outcome(completed: u64) -> RunOutcome {
             warnings: Vec::new(),
             workload: None,
             failures: Default::default(),
+            faults: Default::default(),
+            codes: Default::default(),
         },
         warmup: None,
         intervals: Vec::new(),
@@ -225,12 +228,12 @@ fn event_stream_sends_kept_and_new_intervals_then_the_closing_event() {
 }
 
 #[test]
-fn clients_beyond_the_limit_are_refused_politely() {
+fn event_streams_beyond_the_limit_are_refused_politely_and_metrics_still_served() {
     let live = LiveServer::bind("127.0.0.1:0").unwrap();
     let a = live.addr();
-    // Event streams stay open while nothing is published: each holds a client slot.
+    // Event streams stay open while nothing is published: each holds a thread.
     let mut streams = Vec::new();
-    for _ in 0..8 {
+    for _ in 0..candor_live::MAX_CLIENTS {
         let mut s = connect(a);
         s.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
         let mut r = BufReader::new(s.try_clone().unwrap());
@@ -239,11 +242,13 @@ fn clients_beyond_the_limit_are_refused_politely() {
         assert!(status.starts_with("HTTP/1.1 200"), "{status}");
         streams.push((s, r));
     }
-    let refused = get_path(a, "/metrics");
+    let refused = get_path(a, "/events");
     assert!(
         refused.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
         "{refused}"
     );
+    // The streams take no slot of the page or the metrics.
+    assert!(get_path(a, "/metrics").starts_with("HTTP/1.1 200"));
     // A client that goes away frees its slot.
     drop(streams.pop());
     // The keep-alive comes every 10 s; 60 s leaves a busy machine plenty of room.
@@ -251,13 +256,46 @@ fn clients_beyond_the_limit_are_refused_politely() {
     loop {
         // The server notices the departure at its next write (the keep-alive comment) at the
         // latest; until then it may still refuse.
-        let r = get_path(a, "/metrics");
-        if r.starts_with("HTTP/1.1 200") {
+        let mut s = connect(a);
+        s.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+        let mut status = String::new();
+        BufReader::new(s).read_line(&mut status).unwrap();
+        if status.starts_with("HTTP/1.1 200") {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "slot never freed");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Hundreds of clients that connect and say nothing, or send half a request and stall, cannot
+/// shut a scraper out: the scrape is answered while they wait, long before any of them times
+/// out (5 s), and past the connection limit the oldest idle ones are dropped.
+#[test]
+fn idle_and_slow_clients_cannot_shut_out_a_scrape() {
+    let live = LiveServer::bind("127.0.0.1:0").unwrap();
+    let a = live.addr();
+    live.begin(info());
+    let idle: Vec<TcpStream> = (0..600).map(|_| connect(a)).collect();
+    let slow: Vec<TcpStream> = (0..100)
+        .map(|_| {
+            let mut s = connect(a);
+            s.write_all(b"GET /metr").unwrap();
+            s
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let m = get_path(a, "/metrics");
+    let took = started.elapsed();
+    assert!(m.starts_with("HTTP/1.1 200 OK\r\n"), "{m}");
+    assert!(m.contains("candor_requests_intended_total"), "{m}");
+    // Served at once, not after the idle clients' 5 s: the bound is that timeout.
+    assert!(took < Duration::from_secs(5), "the scrape took {took:?}");
+    // 700 connections against a limit of 512: the oldest idle ones were closed to make room.
+    let mut first = idle[0].try_clone().unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(first.read(&mut byte).expect("closed, not timed out"), 0);
+    drop((idle, slow));
 }
 
 #[test]

@@ -21,6 +21,7 @@ pub enum ProbeError {
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
 const FRAME_HEADER: usize = 9;
 const SETTINGS: u8 = 0x4;
+const GOAWAY: u8 = 0x7;
 const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 /// SETTINGS_MAX_FRAME_SIZE's floor: the largest frame a server may send before it knows ours.
 const MAX_FIRST_FRAME: usize = 16_384;
@@ -34,6 +35,8 @@ pub enum H2Answer {
     Settings { max_concurrent_streams: Option<u32> },
     /// An HTTP/1.x response: the server does not speak HTTP/2 here. Holds its status line.
     Http1(String),
+    /// A GOAWAY first: the server speaks HTTP/2 and refuses the connection, with this code.
+    GoAway { code: u32 },
     /// Something else: not an HTTP/2 server.
     NotH2,
 }
@@ -60,6 +63,14 @@ pub fn judge_h2_answer(bytes: &[u8]) -> H2Answer {
     let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
     let (kind, flags) = (bytes[3], bytes[4]);
     let stream = u32::from_be_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]) & 0x7fff_ffff;
+    if kind == GOAWAY && stream == 0 && (8..=MAX_FIRST_FRAME).contains(&len) {
+        let Some(p) = bytes.get(FRAME_HEADER..FRAME_HEADER + 8) else {
+            return H2Answer::NeedMore;
+        };
+        return H2Answer::GoAway {
+            code: u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
+        };
+    }
     // The server's preface is a SETTINGS frame without ACK on stream 0, 6 bytes per setting.
     if kind != SETTINGS
         || flags & 0x1 != 0
@@ -165,6 +176,13 @@ fn h2_handshake<S: Read + Write>(
                     "the server answered the HTTP/2 preface in HTTP/1 ('{status}'): {drop_h2}"
                 ))
             }
+            H2Answer::GoAway { code } => {
+                return Err(format!(
+                    "the server refused the HTTP/2 connection: it answered the preface with GOAWAY {} \
+                     before any request, so nothing could be sent",
+                    crate::engine::backoff::h2_code_name(code)
+                ))
+            }
             H2Answer::NotH2 => {
                 return Err(format!(
                     "the server's answer to the HTTP/2 preface is not HTTP/2: {drop_h2}"
@@ -266,27 +284,34 @@ mod tests {
     }
 
     #[test]
+    fn a_goaway_first_is_the_server_refusing_with_its_code() {
+        // GOAWAY(last stream 0, PROTOCOL_ERROR), whole and in pieces.
+        let goaway = [0, 0, 8, 0x7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        assert_eq!(judge_h2_answer(&goaway), H2Answer::GoAway { code: 1 });
+        assert_eq!(judge_h2_answer(&goaway[..12]), H2Answer::NeedMore);
+        // Too short for a GOAWAY, or on a stream: not HTTP/2.
+        let mut short = goaway;
+        short[2] = 4;
+        assert_eq!(judge_h2_answer(&short[..13]), H2Answer::NotH2);
+        let mut on_stream = goaway;
+        on_stream[8] = 1;
+        assert_eq!(judge_h2_answer(&on_stream), H2Answer::NotH2);
+    }
+
+    #[test]
     fn http1_answers_and_other_frames_are_not_http2() {
         assert_eq!(
             judge_h2_answer(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n"),
             H2Answer::Http1("HTTP/1.1 400 Bad Request".into())
         );
-        // A SETTINGS ACK, a frame on a stream, a GOAWAY first, a ragged SETTINGS payload, text.
+        // A SETTINGS ACK, a frame on a stream, a ragged SETTINGS payload, text.
         let mut ack = settings(&[]);
         ack[4] = 1;
         let mut on_stream = settings(&[]);
         on_stream[8] = 1;
-        let mut goaway = settings(&[]);
-        goaway[3] = 0x7;
         let mut ragged = settings(&[(3, 1)]);
         ragged[2] = 5;
-        for bad in [
-            ack,
-            on_stream,
-            goaway,
-            ragged,
-            b"SSH-2.0-OpenSSH_9\r\n".to_vec(),
-        ] {
+        for bad in [ack, on_stream, ragged, b"SSH-2.0-OpenSSH_9\r\n".to_vec()] {
             assert_eq!(judge_h2_answer(&bad), H2Answer::NotH2, "{bad:?}");
         }
     }

@@ -65,6 +65,8 @@ pub struct IntervalReport<'a> {
     /// This interval's histograms (by completion time), for consumers that accumulate them
     /// (borrowed: nothing is copied for consumers that do not).
     pub histograms: &'a Recorder,
+    /// This interval's responses by status code, per phase (by intended time, as `totals`).
+    pub codes: &'a [candor_core::results::CodeCounts; 2],
 }
 
 /// Totals of one phase.
@@ -81,17 +83,24 @@ pub struct PhaseOutcome {
     pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
     /// The earliest failed responses (measured phase).
     pub failures: crate::engine::examples::FailureSamples,
+    /// Connections that failed, by cause.
+    pub faults: crate::engine::backoff::FaultTally,
+    /// Responses by status code.
+    pub codes: candor_core::results::CodeCounts,
 }
 
 impl PhaseOutcome {
     fn results(&self, target: Option<f64>) -> PhaseResults {
-        PhaseResults::from_recorder(
+        let mut r = PhaseResults::from_recorder(
             &self.recorder,
             &self.unfinished,
             self.counts,
             self.duration_ns as f64 / 1e9,
             target,
-        )
+        );
+        r.status_codes = self.codes.to_map();
+        r.connection_faults = self.faults.by_cause();
+        r
     }
 }
 
@@ -292,6 +301,8 @@ pub fn run(
                 .expect("same layout");
             into.pacing.add(&from.pacing);
             into.failures.merge(&from.failures);
+            into.faults.add(&from.faults);
+            into.codes.add(&from.codes);
             for w in &from.warnings {
                 if !into.warnings.contains(w) {
                     into.warnings.push(w.clone());
@@ -346,6 +357,8 @@ pub fn run(
         warnings: p.warnings,
         workload: p.workload,
         failures: p.failures,
+        faults: p.faults,
+        codes: p.codes,
     };
     Ok(RunOutcome {
         start_ns,
@@ -481,6 +494,9 @@ impl Collector {
                 for (into, from) in p.data.counts.iter_mut().zip(msg.data.counts.iter()) {
                     into.add(from);
                 }
+                for (into, from) in p.data.codes.iter_mut().zip(msg.data.codes.iter()) {
+                    into.add(from);
+                }
                 p.reported += 1;
                 p.end_ns = p.end_ns.max(msg.final_end_ns);
                 let mut spent = msg.data;
@@ -569,6 +585,7 @@ impl Collector {
             send_lag: interval.send_lag,
             totals: self.totals,
             histograms: &d.rec,
+            codes: &d.codes,
         });
         self.done.push(interval);
         let mut spent = p.data;
@@ -771,6 +788,55 @@ pub fn interrupted_warning(after_ns: u64, config: &LoadConfig) -> String {
 /// Send lag above this at p99 means requests commonly left late.
 const LAG_WARN_NS: u64 = candor_core::thresholds::SEND_LAG_WARN_NS;
 
+/// Responses that failed their checks, named as such: they were answered (the achieved rate counts
+/// them and their latencies are recorded), so a shortfall of completed requests is the checks',
+/// not the target's capacity.
+fn failed_checks_warning(config: &LoadConfig, r: &RequestCounts) -> Option<String> {
+    if r.errors.check == 0 {
+        return None;
+    }
+    let w = &config.workload;
+    let mut which = Vec::new();
+    if w.checks.body.is_some() {
+        which.push("--check-body");
+    }
+    if !w.checks.headers.is_empty() {
+        which.push("--check-header");
+    }
+    if w.lines.iter().any(|l| l.check_body.is_some()) {
+        which.push("the request lines' \"check_body\"");
+    }
+    let which = if which.is_empty() {
+        "the response checks".to_string()
+    } else {
+        which.join(", ")
+    };
+    Some(format!(
+        "{} of {} responses failed {which} (class check): they were answered, so they count in the \
+         achieved rate and their latencies are recorded, but their content did not match",
+        format_count(r.errors.check),
+        format_count(r.responses())
+    ))
+}
+
+/// Connections that failed, with the dominant cause named: a server that refuses, resets or
+/// breaks the protocol on every connection must read as that, never as a silent reconnect storm.
+fn connection_faults_warning(main: &PhaseResults) -> Option<String> {
+    let total: u64 = main.connection_faults.values().sum();
+    let (cause, n) = main
+        .connection_faults
+        .iter()
+        .max_by_key(|&(cause, n)| (*n, std::cmp::Reverse(cause.clone())))?;
+    Some(format!(
+        "connections failed {} times ({} opened); the most common cause: {cause} ({}); a connection that \
+         keeps failing is retried after a back-off (1 ms doubling up to 1 s, reset by an answer), and the \
+         wait is in send lag",
+        format_count(total),
+        format_count(main.requests.connections_opened),
+        format_count(*n)
+    ))
+}
+
 /// Plain-words reasons not to trust (or to read carefully) the measured window.
 pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
     let mut w = Vec::new();
@@ -785,8 +851,42 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
         Some(total) => {
             let target = total / config.shard_count as f64;
             let achieved = main.rate.achieved_per_s;
+            let unanswered_failed = r.failed - r.errors.status - r.errors.check;
+            let unanswered = r.intended.saturating_sub(r.responses());
+            let faults = !main.connection_faults.is_empty();
             // With nothing due (a stop before the start), there was nothing to keep up with.
-            if r.intended > 0 && candor_core::thresholds::fell_behind(achieved, target) {
+            let behind = r.intended > 0 && candor_core::thresholds::fell_behind(achieved, target);
+            if behind
+                && (faults || unanswered_failed.saturating_mul(2) >= unanswered)
+                && unanswered_failed + u64::from(faults) > 0
+            {
+                // Most of the shortfall failed without an answer, or waited on connections that
+                // kept failing: that is the news, not the target's capacity.
+                let class = r.errors.dominant().map_or("", |(c, _)| c.name());
+                let failed = if unanswered_failed > 0 {
+                    format!(
+                        "{} requests failed without a response (mostly class {class})",
+                        format_count(unanswered_failed)
+                    )
+                } else {
+                    "no request failed without a response".to_string()
+                };
+                let held = if faults && r.queued_unsent > 0 {
+                    format!(
+                        " and {} waited for a connection that kept failing and were never sent",
+                        format_count(r.queued_unsent)
+                    )
+                } else {
+                    String::new()
+                };
+                w.push(format!(
+                    "achieved rate {} is below the target {}: {failed}{held}; the shortfall is those failures \
+                     (see the errors line{}), not the target's capacity",
+                    format_rate(achieved),
+                    format_rate(target),
+                    if faults { " and the connection faults" } else { "" }
+                ));
+            } else if behind {
                 w.push(format!(
                     "achieved rate {} is below the target {}: the target (or candor) could not keep up; response \
                      times include the resulting queueing, and {} requests were still unfinished at the end",
@@ -809,6 +909,12 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
                 w.push(effect.warning());
             }
         }
+    }
+    if let Some(text) = failed_checks_warning(config, r) {
+        w.push(text);
+    }
+    if let Some(text) = connection_faults_warning(main) {
+        w.push(text);
     }
     if let Some(plan) = &config.workload.replay {
         if plan.malformed_count > 0 {

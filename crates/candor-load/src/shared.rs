@@ -18,6 +18,8 @@ pub struct IntervalData {
     /// How the worker's phase counts (0 = warm-up, 1 = measured) grew during this interval; taken
     /// once per interval at the flush, so the per-request path is unchanged.
     pub counts: [RequestCounts; 2],
+    /// Responses of this interval by status code, per phase (0 = warm-up, 1 = measured).
+    pub codes: [candor_core::results::CodeCounts; 2],
 }
 
 impl Default for IntervalData {
@@ -33,6 +35,7 @@ impl IntervalData {
             completed: 0,
             failed: 0,
             counts: [RequestCounts::default(); 2],
+            codes: Default::default(),
         }
     }
     pub fn reset(&mut self) {
@@ -40,6 +43,9 @@ impl IntervalData {
         self.completed = 0;
         self.failed = 0;
         self.counts = [RequestCounts::default(); 2];
+        for c in &mut self.codes {
+            c.reset();
+        }
     }
 }
 
@@ -65,6 +71,10 @@ pub struct PhaseAcc {
     pub pacing: candor_core::PaceStats,
     /// The earliest failed responses (kept on the measured phase).
     pub failures: crate::engine::examples::FailureSamples,
+    /// Connections that failed, by cause (`engine::backoff`).
+    pub faults: crate::engine::backoff::FaultTally,
+    /// Responses by status code.
+    pub codes: candor_core::results::CodeCounts,
 }
 
 impl Default for PhaseAcc {
@@ -84,6 +94,8 @@ impl PhaseAcc {
             workload: None,
             pacing: candor_core::PaceStats::default(),
             failures: Default::default(),
+            faults: Default::default(),
+            codes: Default::default(),
         }
     }
 }

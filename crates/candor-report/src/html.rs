@@ -527,7 +527,7 @@ pub fn write_html(
     body.push_str(
         "<h3>Requests</h3><table class=\"grid num\"><thead><tr><th>Run</th><th>intended</th><th>completed</th>\
          <th>failed</th><th>unfinished at end</th><th>failures by class</th><th>status classes</th>\
-         <th>target rate</th><th>achieved</th></tr></thead><tbody>",
+         <th>status codes</th><th>target rate</th><th>achieved</th></tr></thead><tbody>",
     );
     for (i, (label, r)) in runs.iter().enumerate() {
         let q = &r.main.requests;
@@ -543,7 +543,7 @@ pub fn write_html(
             _ => "closed loop".into(),
         };
         body.push_str(&format!(
-            "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             PALETTE[i % PALETTE.len()],
             esc(label),
             known(format_count(q.intended)),
@@ -556,11 +556,35 @@ pub fn write_html(
             known(format_count(q.in_flight_at_end)),
             known(crate::html_workload::nonzero_classes(&e.by_class())),
             known(crate::html_workload::nonzero_classes(&st.by_class())),
+            // Older files and raw TCP runs have no codes.
+            if r.main.status_codes.is_empty() {
+                "—".to_string()
+            } else {
+                esc(&candor_core::results::status_codes_line(&r.main.status_codes))
+            },
             target_rate,
             format_rate(r.main.rate.achieved_per_s),
         ));
     }
-    body.push_str("</tbody></table></section>");
+    body.push_str("</tbody></table>");
+    for (label, r) in runs {
+        let faults = &r.main.connection_faults;
+        if faults.is_empty() {
+            continue;
+        }
+        let mut causes: Vec<(&String, &u64)> = faults.iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let causes: Vec<String> = causes
+            .iter()
+            .map(|(cause, n)| format!("{} ×{}", esc(cause), format_count(**n)))
+            .collect();
+        body.push_str(&format!(
+            "<p class=\"warn\">Connection faults of {}: {}</p>",
+            esc(label),
+            causes.join("; ")
+        ));
+    }
+    body.push_str("</section>");
     body.push_str(&crate::html_workload::sections(runs, &PALETTE));
 
     // The band is drawn only where a run has warm-up intervals; so is the sentence about it.
@@ -710,6 +734,34 @@ mod tests {
         ));
         assert!(html.contains(".u-legend .line-sample .u-marker { width:22px; height:0;"));
         assert!(html.contains("legendSamples(opts);"));
+    }
+
+    #[test]
+    fn status_codes_and_connection_faults_are_shown() {
+        let mut r = crate::synthetic::synthetic_run(1, 3, 100, 1_000_000, 0);
+        let page = |r: &candor_core::results::RunResults| {
+            super::write_html(
+                &[("one".to_string(), r.clone())],
+                &super::HtmlOptions {
+                    title: None,
+                    slos: Vec::new(),
+                },
+            )
+            .unwrap()
+        };
+        assert!(!page(&r).contains("Connection faults"));
+        r.main.status_codes = [("200".to_string(), 9000), ("404".to_string(), 12)]
+            .into_iter()
+            .collect();
+        r.main.connection_faults = [("connect refused or failed".to_string(), 5)]
+            .into_iter()
+            .collect();
+        let html = page(&r);
+        assert!(html.contains("<td>200 ×9,000  404 ×12</td>"), "codes");
+        assert!(
+            html.contains("Connection faults of one: connect refused or failed ×5"),
+            "faults"
+        );
     }
 
     #[test]

@@ -171,6 +171,19 @@ fn merge_phase(
         .map(|(_, p)| &p.unfinished_age)
         .collect();
     phase.unfinished_age = combine_summaries(&ages);
+    // Codes and connection faults add up as the counts do (saturating: check_sum covers the
+    // counts, not these keyed maps).
+    for (_, p) in index_phases {
+        for (into, from) in [
+            (&mut phase.status_codes, &p.status_codes),
+            (&mut phase.connection_faults, &p.connection_faults),
+        ] {
+            for (k, n) in from {
+                let v = into.entry(k.clone()).or_insert(0);
+                *v = v.saturating_add(*n);
+            }
+        }
+    }
     Ok(phase)
 }
 
@@ -653,6 +666,24 @@ mod tests {
         assert!(back.repeats.is_empty());
         let json = serde_json::to_value(&three).unwrap();
         assert_eq!(json["repeats"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn status_codes_and_connection_faults_add_up_by_key() {
+        let mut a = synthetic_run(1, 5, 500, 1_000_000, 0);
+        let mut b = synthetic_run(2, 5, 700, 3_000_000, 0);
+        let map = |pairs: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
+            pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+        };
+        a.main.status_codes = map(&[("200", 400), ("404", 100)]);
+        b.main.status_codes = map(&[("200", 700)]);
+        b.main.connection_faults = map(&[("connect refused or failed", 3)]);
+        let m = merge(&[a, b]).unwrap();
+        assert_eq!(m.main.status_codes, map(&[("200", 1100), ("404", 100)]));
+        assert_eq!(
+            m.main.connection_faults,
+            map(&[("connect refused or failed", 3)])
+        );
     }
 
     #[test]

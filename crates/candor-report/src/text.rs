@@ -205,9 +205,10 @@ pub fn failures_dominate(r: &RequestCounts) -> Option<String> {
         return None;
     }
     let (class, n) = r.errors.dominant()?;
-    // Failed responses and timeouts are in the histograms; the other classes are not.
+    // Failed responses (their status or their checks) and timeouts are in the histograms; the
+    // other classes are not.
     let latencies = match class {
-        FailureClass::Status | FailureClass::Timeout => {
+        FailureClass::Status | FailureClass::Check | FailureClass::Timeout => {
             "the latencies below are mostly of failures"
         }
         _ => "the latencies below describe only the minority that was answered",
@@ -333,6 +334,13 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(s.s4xx),
         format_count(s.s5xx)
     );
+    if !p.status_codes.is_empty() {
+        let _ = writeln!(
+            out,
+            "  codes:    {}",
+            candor_core::results::status_codes_line(&p.status_codes)
+        );
+    }
     let e = &r.errors;
     let _ = write!(
         out,
@@ -365,6 +373,15 @@ pub fn accounting(p: &PhaseResults) -> String {
             "  connections: {} opened (initial and reconnects)",
             format_count(r.connections_opened)
         );
+    }
+    if !p.connection_faults.is_empty() {
+        let mut causes: Vec<(&String, &u64)> = p.connection_faults.iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let causes: Vec<String> = causes
+            .iter()
+            .map(|(cause, n)| format!("{cause} ×{}", format_count(**n)))
+            .collect();
+        let _ = writeln!(out, "  connection faults: {}", causes.join("; "));
     }
     if let Some(pool) = &p.pool {
         let _ = writeln!(out, "{}", pool_line(pool));
@@ -721,6 +738,57 @@ mod tests {
         assert_eq!(failures_dominate(&half), None);
         // Not counted (older files): no connections line rather than "0 opened".
         assert!(!render(&results("open-loop")).contains("connections:"));
+    }
+
+    #[test]
+    fn failed_checks_are_answered_responses_not_unanswered_ones() {
+        // Every request answered with 200 and failed --check-body.
+        let checked = RequestCounts {
+            intended: 1000,
+            failed: 1000,
+            errors: ErrorCounts {
+                check: 1000,
+                ..Default::default()
+            },
+            status: candor_core::results::StatusCounts {
+                s2xx: 1000,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let loud = failures_dominate(&checked).unwrap();
+        assert!(loud.contains("failed its checks (--check-body"), "{loud}");
+        assert!(loud.contains("mostly of failures"), "{loud}");
+        assert!(!loud.contains("minority that was answered"), "{loud}");
+    }
+
+    #[test]
+    fn status_codes_and_connection_faults_have_a_line_each_when_present() {
+        let mut res = results("open-loop");
+        assert!(!render(&res).contains("codes:"));
+        assert!(!render(&res).contains("connection faults:"));
+        res.main.status_codes = [("404", 12), ("200", 9000), ("other", 1), ("503", 3)]
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect();
+        res.main.connection_faults = [
+            ("connect refused or failed".to_string(), 2),
+            (
+                "server sent GOAWAY PROTOCOL_ERROR before any response".to_string(),
+                8019,
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let text = render(&res);
+        assert!(
+            text.contains("  codes:    200 ×9,000  404 ×12  503 ×3  other ×1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  connection faults: server sent GOAWAY PROTOCOL_ERROR before any response ×8,019; connect refused or failed ×2\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! over all connections before they stack on one.
 
 use crate::config::RequestOrder;
+use crate::engine::backoff::{Backoff, Fault};
 use crate::engine::ledger::{Booked, Exchange, Ledger};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, PhaseAcc, WorkerSetup};
@@ -133,6 +134,10 @@ struct ConnBooks {
     /// HTTP/2: streams open on the current connection, which is the `stream_epoch`-th.
     open_streams: usize,
     stream_epoch: u64,
+    /// When it may be connected again after ends without an answer (`engine::backoff`).
+    backoff: Backoff,
+    /// A request waits for it while its back-off runs: [`Core::deferred_connect`] hands it back.
+    deferred: bool,
 }
 
 enum Chooser {
@@ -164,6 +169,8 @@ pub struct Core {
     /// Whether the maker fills the bytes (templates, replay) or only chooses (weights).
     maker_fills: bool,
     next_timeout_scan: u64,
+    /// Some connection is deferred (see `ConnBooks::deferred`).
+    any_deferred: bool,
 }
 
 impl Core {
@@ -192,6 +199,8 @@ impl Core {
                 connect_started: 0,
                 open_streams: 0,
                 stream_epoch: 0,
+                backoff: Backoff::default(),
+                deferred: false,
             })
             .collect();
         let chooser = match (cfg.request_count, cfg.request_order) {
@@ -218,6 +227,7 @@ impl Core {
             closed_sends: 0,
             maker: None,
             maker_fills: false,
+            any_deferred: false,
         }
     }
 
@@ -463,6 +473,7 @@ impl Core {
     /// A connect attempt for `conn` started at `now`; requests waiting on it are timed from here.
     pub fn connecting(&mut self, conn: usize, now: u64) {
         self.conns[conn].connect_started = now;
+        self.conns[conn].backoff.connecting();
     }
 
     /// A connection was established (TCP connected) at `now`.
@@ -473,6 +484,78 @@ impl Core {
     /// A TLS handshake that took `ns` ended at `now`.
     pub fn tls_handshake(&mut self, ns: u64, now: u64) {
         self.ledger.tls_handshake(ns, now);
+    }
+
+    /// Connection `conn` ended at `now`, for `fault` if it failed (`None`: closed by the server
+    /// with nothing outstanding, say an idle keep-alive close). A fault is booked by cause, and
+    /// the back-off decides when the connection may be connected again (at once if it had
+    /// answered an exchange or closed without a fault; see `engine::backoff`). Not called for
+    /// timeouts, which `--timeout` already bounds.
+    pub fn connection_down(&mut self, conn: usize, fault: Option<Fault>, now: u64) {
+        match fault {
+            Some(f) => {
+                self.ledger.connection_fault(f, now);
+                self.conns[conn].backoff.ended(now);
+            }
+            None => self.conns[conn].backoff.closed(now),
+        }
+    }
+
+    /// Whether connection `conn` answered an exchange since it was last connected.
+    pub fn has_answered(&self, conn: usize) -> bool {
+        self.conns[conn].backoff.has_answered()
+    }
+
+    /// Whether connection `conn`, down, may be connected at `now`. If its back-off still runs,
+    /// the requests it carries wait (their wait is send lag) and [`Core::deferred_connect`]
+    /// hands it back when the back-off has run out.
+    pub fn may_connect(&mut self, conn: usize, now: u64) -> bool {
+        let c = &mut self.conns[conn];
+        if now >= c.backoff.retry_at() {
+            c.deferred = false;
+            return true;
+        }
+        c.deferred = true;
+        self.any_deferred = true;
+        false
+    }
+
+    /// A deferred connection whose back-off ran out by `now` and that still carries requests:
+    /// the driver connects it.
+    pub fn deferred_connect(&mut self, now: u64) -> Option<usize> {
+        if !self.any_deferred {
+            return None;
+        }
+        let mut left = false;
+        for (i, c) in self.conns.iter_mut().enumerate() {
+            if !c.deferred {
+                continue;
+            }
+            if c.carried.is_empty() {
+                // Its requests failed or timed out meanwhile: the next one connects it.
+                c.deferred = false;
+            } else if now >= c.backoff.retry_at() {
+                c.deferred = false;
+                return Some(i);
+            } else {
+                left = true;
+            }
+        }
+        self.any_deferred = left;
+        None
+    }
+
+    /// The earliest instant a deferred connection may be connected (`u64::MAX`: none).
+    fn next_retry(&self) -> u64 {
+        if !self.any_deferred {
+            return u64::MAX;
+        }
+        self.conns
+            .iter()
+            .filter(|c| c.deferred && !c.carried.is_empty())
+            .map(|c| c.backoff.retry_at())
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     fn release(&mut self, slot: usize, now: u64) -> Exchange {
@@ -556,6 +639,9 @@ impl Core {
         body: Option<&[u8]>,
         now: u64,
     ) -> Booked {
+        let conn = self.slots[slot].conn;
+        // A response came: the connection works, whatever the status or the checks say.
+        self.conns[conn].backoff.answered();
         let e = self.release(slot, now);
         self.ledger
             .complete_response(&e, now, status, failed_check, body)
@@ -652,6 +738,7 @@ impl Core {
             .ledger
             .next_boundary_ns
             .min(self.next_timeout_scan)
+            .min(self.next_retry())
             .min(end);
         if now < self.cfg.start_ns {
             // Waiting for a start ahead: wake as often as the timeout scan would, so that a stop

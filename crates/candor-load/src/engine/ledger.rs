@@ -259,6 +259,8 @@ impl Ledger {
         p.rec.record(response, service, lag);
         if status != 0 {
             p.counts.status.count(status);
+            p.codes.count(status);
+            self.interval.codes[phase].count(status);
         }
         self.interval.rec.record(response, service, lag);
         if ok {
@@ -342,6 +344,12 @@ impl Ledger {
     pub fn connection_opened(&mut self, now: u64) {
         let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
         self.phases[phase].counts.connections_opened += 1;
+    }
+
+    /// A connection failed at `now` for `fault`; phases as for [`Ledger::connection_opened`].
+    pub fn connection_fault(&mut self, fault: crate::engine::backoff::Fault, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        self.phases[phase].faults.count(fault);
     }
 
     /// A request failed at `now`. Timeouts also record their latency so far: a request that

@@ -15,6 +15,7 @@
 //! between events, not after the batch.
 
 use crate::config::{LoadConfig, Scheme};
+use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
@@ -421,6 +422,12 @@ impl<F: Framing> Driver<F> {
             self.dispatch(due.conn, due.slot, now);
             sent = true;
         }
+        // Connections whose back-off ran out, with requests waiting on them.
+        while let Some(i) = self.core.deferred_connect(now) {
+            if self.conns[i].state == ConnState::Down {
+                self.start_connect(i, now);
+            }
+        }
         sent
     }
 
@@ -446,7 +453,10 @@ impl<F: Framing> Driver<F> {
         }
         match c.state {
             ConnState::Open => self.write_requests(i, now),
-            ConnState::Down => self.start_connect(i, now),
+            // A connection that keeps failing is tried again only after its back-off; the
+            // request waits meanwhile, and its wait is send lag.
+            ConnState::Down if self.core.may_connect(i, now) => self.start_connect(i, now),
+            ConnState::Down => {}
             // Written as soon as the connection is ready; the wait counts against it.
             ConnState::Connecting | ConnState::Handshaking => {}
         }
@@ -781,10 +791,23 @@ impl<F: Framing> Driver<F> {
         self.conns[i].answered = nothing_else_written.then_some(booked);
     }
 
-    /// Closes connection `i`; the core fails every request it carried.
+    /// Closes connection `i`; the core fails every request it carried, books the fault and
+    /// starts its back-off, unless the server only closed it (or it broke) with nothing
+    /// outstanding: an idle keep-alive close is no fault.
     fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
+        let outstanding = self.core.carried_at(i, 0).is_some();
+        let always = matches!(kind, Failure::Connect | Failure::Parse);
+        let fault = (outstanding || always).then(|| match kind {
+            Failure::Connect if self.conns[i].state == ConnState::Handshaking => Fault::Tls,
+            Failure::Connect => Fault::Refused,
+            Failure::Timeout => Fault::ConnectTimeout,
+            Failure::Read => Fault::Closed,
+            Failure::Write => Fault::Reset,
+            Failure::Parse => Fault::Malformed,
+        });
         close(&mut self.conns[i], &self.poll);
         self.core.fail_connection(i, kind, now);
+        self.core.connection_down(i, fault, now);
     }
 
     /// Accounts for everything still outstanding, then hands back the totals.

@@ -1,5 +1,6 @@
 //! The engine of a load thread: a sans-IO core that makes every decision and keeps the books
-//! (`core.rs`, `ledger.rs`, with the first failed responses in `examples.rs`), the transports beneath it (`transport.rs` with one framing file per
+//! (`core.rs`, `ledger.rs`, with the first failed responses in `examples.rs` and the back-off and
+//! fault causes of connections that keep failing in `backoff.rs`), the transports beneath it (`transport.rs` with one framing file per
 //! byte-stream protocol: `http1.rs`, `tcp.rs`; `http2/` a lean HTTP/2 client with its own mio loop), and
 //! the driver loop that does the I/O and the pacing for the byte-stream protocols
 //! (`mio_driver.rs`), with the kernel's receive timestamps of its reads (`rxstamp.rs`). TLS is
@@ -7,6 +8,7 @@
 //! `tls_record.rs` (the records' protection).
 //! `sim.rs` drives the core on simulated time in tests.
 
+pub mod backoff;
 pub mod core;
 pub mod examples;
 mod http1;

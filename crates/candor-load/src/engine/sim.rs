@@ -7,6 +7,7 @@
 //! or the wake-up the core plans). Times are nanoseconds from an arbitrary origin.
 
 use crate::config::{LoadConfig, RequestOrder, Target};
+use crate::engine::backoff::{Backoff, Fault};
 use crate::engine::core::{Core, CoreConfig, Due, HaltState, Plan, TimeoutScope, TIMEOUT_SCAN_NS};
 use crate::engine::ledger::Ledger;
 use crate::schedule::{ArrivalKind, Schedule};
@@ -102,6 +103,10 @@ struct Sim {
     /// Slots that hold a request but wait for a stream.
     stream_waiters: Vec<usize>,
     phases: Option<[PhaseAcc; 2]>,
+    /// Every connect fails when it would complete (the server refuses connections).
+    refuse: bool,
+    /// Connect attempts started during the run.
+    connects: Vec<u64>,
 }
 
 impl Sim {
@@ -169,6 +174,8 @@ impl Sim {
             max_open_streams: 0,
             stream_waiters: Vec::new(),
             phases: None,
+            refuse: false,
+            connects: Vec::new(),
         }
     }
 
@@ -232,7 +239,11 @@ impl Sim {
         self.core.halt(now, self.halt);
         self.core.flush_due(now);
         for conn in 0..self.up_at.len() {
-            if self.up_at[conn] == now {
+            if self.up_at[conn] == now && self.refuse {
+                self.core.fail_connection(conn, Failure::Connect, now);
+                self.core.connection_down(conn, Some(Fault::Refused), now);
+                self.up_at[conn] = u64::MAX;
+            } else if self.up_at[conn] == now {
                 self.core.connected(now);
                 let waiting: Vec<usize> = self.core.carried(conn).collect();
                 for slot in waiting {
@@ -243,9 +254,13 @@ impl Sim {
         while let Some(Due { slot, conn, .. }) = self.core.next_due(now) {
             if self.is_up(conn) {
                 self.write(slot);
-            } else if self.up_at[conn] == u64::MAX {
-                self.core.connecting(conn, now);
-                self.up_at[conn] = now + self.connect_ns;
+            } else if self.up_at[conn] == u64::MAX && self.core.may_connect(conn, now) {
+                self.connect(conn);
+            }
+        }
+        while let Some(conn) = self.core.deferred_connect(now) {
+            if self.up_at[conn] == u64::MAX {
+                self.connect(conn);
             }
         }
         let mut expired = Vec::new();
@@ -262,6 +277,12 @@ impl Sim {
         while let Ok(msg) = self.intervals.try_recv() {
             let _ = self.pool.send(msg.data);
         }
+    }
+
+    fn connect(&mut self, conn: usize) {
+        self.core.connecting(conn, self.now);
+        self.up_at[conn] = self.now + self.connect_ns;
+        self.connects.push(self.now);
     }
 
     fn core_scope(&self) -> TimeoutScope {
@@ -791,4 +812,73 @@ fn a_stop_while_a_start_ahead_is_awaited_ends_the_run_at_once() {
     assert_eq!((c.intended, c.in_flight_at_end), (0, 0), "{c:?}");
     assert!(c.balanced());
     assert!(sim.sends.is_empty());
+}
+
+#[test]
+fn a_refusing_server_is_retried_on_the_back_off_schedule_and_every_request_is_booked() {
+    // 1,000/s for 1 s on one connection that is refused every time (a connect takes 1 ms to
+    // fail): each attempt fails the one request that waited on it, and the next is made only
+    // when the back-off (1 ms doubling to 1 s) has run out; the rest waits in the schedule.
+    let mut shape = Shape::new();
+    shape.duration_ns = 1_000 * MS;
+    shape.drain_ns = 0;
+    let mut sim = Sim::new(shape);
+    sim.up_at = vec![u64::MAX];
+    sim.refuse = true;
+    let phases = sim.run_to_end();
+    // The attempts the schedule allows: the first at the start, each next one when the
+    // previous failed (1 ms later) plus its back-off, while the schedule runs.
+    let mut expected = Vec::new();
+    let (mut at, mut streak) = (START, 0);
+    while at < START + 1_000 * MS {
+        expected.push(at);
+        streak += 1;
+        at += MS + Backoff::delay_ns(streak);
+    }
+    assert_eq!(sim.connects, expected);
+    assert_eq!(expected.len(), 10, "{expected:?}");
+    let p = measured(&phases);
+    let c = &p.counts;
+    assert_eq!(c.errors.connect, expected.len() as u64, "{c:?}");
+    assert_eq!(c.failed, c.errors.connect);
+    assert_eq!(c.intended, 1_000);
+    assert!(c.balanced(), "{c:?}");
+    assert_eq!(p.faults.total(), expected.len() as u64);
+    assert_eq!(
+        p.faults.by_cause().into_iter().collect::<Vec<_>>(),
+        vec![(
+            "connect refused or failed".to_string(),
+            expected.len() as u64
+        )]
+    );
+}
+
+#[test]
+fn a_connection_that_answered_is_reconnected_at_once() {
+    // 500/s; the server closes the connection after each answer (a connect takes 1 ms, an
+    // answer 100 us): it answered, so the next request reconnects when it is due (no back-off),
+    // and nothing is booked as a fault.
+    let mut shape = Shape::new();
+    shape.rate = Some(500.0);
+    shape.duration_ns = 20 * MS;
+    let mut sim = Sim::new(shape);
+    for k in 0..10 {
+        let answered = if k == 0 {
+            500 * US
+        } else {
+            2 * k * MS + 1_500 * US
+        };
+        sim.run_until(START + answered);
+        assert!(!sim.core.is_busy(0), "request {k} was answered");
+        sim.core.connection_down(0, None, sim.now);
+        sim.up_at[0] = u64::MAX;
+    }
+    let phases = sim.run_to_end();
+    let c = &measured(&phases).counts;
+    assert_eq!((c.completed, c.failed), (10, 0), "{c:?}");
+    assert_eq!(
+        sim.connects,
+        (1..10).map(|k| START + 2 * k * MS).collect::<Vec<_>>()
+    );
+    assert_eq!(measured(&phases).faults.total(), 0);
 }

@@ -26,6 +26,7 @@ mod hpack;
 mod receive;
 
 use crate::config::{LoadConfig, Scheme};
+use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::examples::ExcerptBuf;
 use crate::engine::ledger::Ledger;
@@ -407,9 +408,19 @@ impl Driver {
             any = true;
             match self.conns[due.conn].state {
                 ConnState::Open => self.open_streams(due.conn, now),
-                ConnState::Down => self.start_connect(due.conn, now),
+                // After ends without an answer, only once its back-off ran out (the request
+                // waits meanwhile: send lag).
+                ConnState::Down if self.core.may_connect(due.conn, now) => {
+                    self.start_connect(due.conn, now)
+                }
+                ConnState::Down => {}
                 // Sent as soon as the connection is ready; the wait counts against it.
                 _ => {}
+            }
+        }
+        while let Some(i) = self.core.deferred_connect(now) {
+            if self.conns[i].state == ConnState::Down {
+                self.start_connect(i, now);
             }
         }
         self.flush_dirty(now);
@@ -727,10 +738,13 @@ impl Driver {
                 let _ = sock.write(&c.wbuf[c.woff..]);
                 let _ = sock.flush();
             }
+            // Before the server's SETTINGS or after, the server broke the protocol: a `parse`
+            // failure of what the connection carried, booked with the code candor sent.
+            let fault = Fault::H2Error(error.code);
             if c.state == ConnState::Settings {
-                self.connect_failed(i, Failure::Connect, now);
+                self.connect_failed_for(i, Failure::Parse, fault, now);
             } else {
-                self.connection_lost(i, Failure::Parse, now);
+                self.connection_lost_for(i, Failure::Parse, Some(fault), now);
             }
             return false;
         }
@@ -751,7 +765,8 @@ impl Driver {
         let c = &self.conns[i];
         if c.goaway && c.active.is_empty() {
             close(&mut self.conns[i], &self.poll);
-            if self.core.carried_at(i, 0).is_some() {
+            self.core.connection_down(i, None, now);
+            if self.core.carried_at(i, 0).is_some() && self.core.may_connect(i, now) {
                 self.start_connect(i, now);
             }
         } else {
@@ -761,6 +776,17 @@ impl Driver {
 
     /// A connection failed before it was open: every request waiting on it fails with `kind`.
     fn connect_failed(&mut self, i: usize, kind: Failure, now: u64) {
+        let fault = match (kind, self.conns[i].state) {
+            (Failure::Timeout, _) => Fault::ConnectTimeout,
+            (_, ConnState::Handshaking) => Fault::Tls,
+            (_, ConnState::Settings) => Fault::Closed,
+            _ => Fault::Refused,
+        };
+        self.connect_failed_for(i, kind, fault, now);
+    }
+
+    /// [`Driver::connect_failed`] for a known `fault`; the connection's back-off starts.
+    pub(super) fn connect_failed_for(&mut self, i: usize, kind: Failure, fault: Fault, now: u64) {
         close(&mut self.conns[i], &self.poll);
         for s in 0..self.streams.len() {
             if self.core.conn_of(s) == i {
@@ -768,11 +794,25 @@ impl Driver {
             }
         }
         self.core.fail_connection(i, kind, now);
+        self.core.connection_down(i, Some(fault), now);
     }
 
     /// An open connection broke: the requests on its streams fail with `kind`; those still
-    /// waiting for a stream connect again (they were never sent).
+    /// waiting for a stream connect again (they were never sent), after its back-off.
     fn connection_lost(&mut self, i: usize, kind: Failure, now: u64) {
+        let fault = match kind {
+            Failure::Write => Fault::Reset,
+            Failure::Parse => Fault::Malformed,
+            _ => Fault::Closed,
+        };
+        // With nothing outstanding, a close is no fault (an idle connection closed by the
+        // server); bytes that break the protocol always are.
+        let outstanding = self.core.carried_at(i, 0).is_some();
+        let fault = (outstanding || kind == Failure::Parse).then_some(fault);
+        self.connection_lost_for(i, kind, fault, now);
+    }
+
+    fn connection_lost_for(&mut self, i: usize, kind: Failure, fault: Option<Fault>, now: u64) {
         close(&mut self.conns[i], &self.poll);
         let mut k = 0;
         while let Some(slot) = self.core.carried_at(i, k) {
@@ -783,7 +823,8 @@ impl Driver {
                 k += 1;
             }
         }
-        if k > 0 && !self.core.stopping() {
+        self.core.connection_down(i, fault, now);
+        if k > 0 && !self.core.stopping() && self.core.may_connect(i, now) {
             self.start_connect(i, now);
         }
     }

@@ -6,6 +6,7 @@
 use super::{
     frame, ConnState, Driver, FrameHeader, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW,
 };
+use crate::engine::backoff::Fault;
 use crate::engine::examples::ContentCheck;
 use crate::shared::Failure;
 
@@ -38,8 +39,9 @@ impl Driver {
         {
             return Err(ProtocolError::PROTOCOL);
         }
-        if c.state == ConnState::Settings && h.kind != frame::SETTINGS {
-            // The server's first frame must be SETTINGS (RFC 9113 §3.4).
+        // The server's first frame must be SETTINGS (RFC 9113 §3.4); a GOAWAY instead is the
+        // server refusing the connection, and is booked as that, with its code.
+        if c.state == ConnState::Settings && !matches!(h.kind, frame::SETTINGS | frame::GOAWAY) {
             return Err(ProtocolError::PROTOCOL);
         }
         match h.kind {
@@ -187,6 +189,16 @@ impl Driver {
                 }
                 let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                     & 0x7fff_ffff;
+                let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+                if !self.core.has_answered(i) && c.active.iter().all(|&(id, _)| id > last) {
+                    // Refused before it answered or took anything (say right after the preface): what
+                    // the connection carried fails as a protocol error, booked with the
+                    // server's code, and it is connected again only after its back-off, so a
+                    // server that does this every time is counted and named, not a silent
+                    // reconnect storm.
+                    self.connect_failed_for(i, Failure::Parse, Fault::GoAway(code), now);
+                    return Ok(true);
+                }
                 c.goaway = true;
                 // Streams above the last one the server processed were sent and never
                 // processed: they fail; candor does not retry behind the user's back.

@@ -797,14 +797,21 @@ impl<F: Framing> Driver<F> {
     fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
         let outstanding = self.core.carried_at(i, 0).is_some();
         let always = matches!(kind, Failure::Connect | Failure::Parse);
-        let fault = (outstanding || always).then(|| match kind {
-            Failure::Connect if self.conns[i].state == ConnState::Handshaking => Fault::Tls,
-            Failure::Connect => Fault::Refused,
-            Failure::Timeout => Fault::ConnectTimeout,
-            Failure::Read => Fault::Closed,
-            Failure::Write => Fault::Reset,
-            Failure::Parse => Fault::Malformed,
-        });
+        let fault = (outstanding || always)
+            .then(|| match kind {
+                Failure::Connect if self.conns[i].state == ConnState::Handshaking => {
+                    Some(Fault::Tls)
+                }
+                Failure::Connect => Some(Fault::Refused),
+                Failure::Timeout => Some(Fault::ConnectTimeout),
+                Failure::Read => Some(Fault::Closed),
+                Failure::Write => Some(Fault::Reset),
+                Failure::Parse => Some(Fault::Malformed),
+                // A request whose template could not be filled failed before any byte was
+                // written: the connection did nothing wrong.
+                Failure::Template => None,
+            })
+            .flatten();
         close(&mut self.conns[i], &self.poll);
         self.core.fail_connection(i, kind, now);
         self.core.connection_down(i, fault, now);

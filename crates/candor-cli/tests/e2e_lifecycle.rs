@@ -987,3 +987,63 @@ fn capacity_takes_quiet_and_its_help_names_only_what_it_takes() {
     assert!(!stderr.contains("candor capacity:"), "quiet: {stderr}");
     assert!(!stderr.contains("bracket"), "quiet: {stderr}");
 }
+
+#[test]
+fn either_signal_while_the_inputs_are_read_ends_the_command_at_once() {
+    let _g = serial();
+    let dir = tmp("input-signal");
+    let fifo = dir.join("no-writer");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path of our own temporary directory.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    let url = refused_url();
+    // A FIFO nobody writes blocks the open of every input file forever: each flag, each command
+    // that reads the flags, and both signals must still end it (before any load is sent).
+    let cases: [(&[&str], i32, i32); 5] = [
+        (
+            &["run", "-R", "10", "-d", "1s", "--requests", f],
+            libc::SIGTERM,
+            143,
+        ),
+        (
+            &["run", "-R", "10", "-d", "1s", "--data", f],
+            libc::SIGINT,
+            130,
+        ),
+        (
+            &["run", "-R", "10", "-d", "1s", "--body-file", f],
+            libc::SIGTERM,
+            143,
+        ),
+        (&["run", "-d", "1s", "--replay", f], libc::SIGINT, 130),
+        (
+            &["sweep", "--rates", "10,20", "-d", "1s", "--requests", f],
+            libc::SIGTERM,
+            143,
+        ),
+    ];
+    for (args, sig, code) in cases {
+        let mut argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        if args[0] == "run" && args.contains(&"--data") {
+            argv.push(format!("{url}{{{{data:id}}}}"));
+        } else {
+            argv.push(url.clone());
+        }
+        let child = candor()
+            .args(&argv)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_handlers(&child);
+        std::thread::sleep(Duration::from_millis(300));
+        signal(&child, sig);
+        let (out, _) = exit_within(child, Duration::from_secs(15));
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {t}");
+        assert!(t.contains("interrupted by"), "{args:?}: {t}");
+        assert_eq!(t.trim().lines().count(), 1, "{args:?}: {t}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

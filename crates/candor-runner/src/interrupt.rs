@@ -83,6 +83,44 @@ pub fn unless_stopped<T: Send + 'static>(
     }
 }
 
+/// While alive, a first SIGINT or SIGTERM ends the process at once (one line on stderr, exit
+/// 130 or 143). For the phase in which the flags' files are read: a FIFO without a writer or a
+/// long `--replay` scan blocks where no flag is looked at, and there are no results to write yet.
+pub struct ExitOnStop {
+    done: Arc<AtomicBool>,
+}
+
+/// Starts an [`ExitOnStop`] guard for `what` (e.g. "reading the run's inputs"); without the
+/// handlers installed it does nothing.
+pub fn exit_on_stop(what: &'static str) -> ExitOnStop {
+    let done = Arc::new(AtomicBool::new(false));
+    if let Some(i) = INTERRUPT.get() {
+        let (stop, finished) = (i.stop.clone(), done.clone());
+        let watcher = move || loop {
+            if finished.load(Ordering::Relaxed) {
+                return;
+            }
+            if stop.load(Ordering::Relaxed) {
+                let signal = received().unwrap_or(libc::SIGINT);
+                eprintln!("candor: {what} interrupted by {}", name(signal));
+                std::process::exit(exit_code(signal));
+            }
+            std::thread::sleep(std::time::Duration::from_nanos(POLL_NS));
+        };
+        // Without the thread a signal is only seen later, as before: not worth failing for.
+        let _ = std::thread::Builder::new()
+            .name("candor-stop-watch".into())
+            .spawn(watcher);
+    }
+    ExitOnStop { done }
+}
+
+impl Drop for ExitOnStop {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Sleeps for `ns` unless a signal asks for a stop meanwhile; true when the whole sleep passed.
 /// (Before the handlers are installed there is nothing to wait for: a plain sleep.)
 pub fn sleep(ns: u64) -> bool {

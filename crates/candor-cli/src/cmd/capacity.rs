@@ -58,6 +58,8 @@ fn rate_arg(text: &str, flag: &str) -> Result<f64> {
 
 pub fn main(args: CapacityArgs) -> Result<i32> {
     crate::cmd::interrupt::install().context("installing the signal handlers")?;
+    // Until the first step starts, a signal ends the process: there is nothing to write yet.
+    let reading = crate::cmd::interrupt::exit_on_stop("reading the inputs");
     let slo = SloSet::parse_all(&args.slo)?;
     let settings = SearchSettings {
         min: rate_arg(&args.min, "--min")?,
@@ -77,6 +79,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         c.validate()
             .with_context(|| format!("at {}", format_rate(rate)))?;
     }
+    drop(reading);
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     crate::stdio::give_stdout_to(json_out.as_ref());
     let live_view = crate::cmd::live::start(&args.live_view)?;

@@ -28,7 +28,10 @@ pub fn execute_watched(
 pub fn main(args: RunArgs) -> Result<i32> {
     // From the first moment: a signal while the flags and files are read is one more phase.
     crate::cmd::interrupt::install().context("installing the signal handlers")?;
-    let config = run_config(&args)?;
+    let config = {
+        let _reading = crate::cmd::interrupt::exit_on_stop("reading the run's inputs");
+        run_config(&args)?
+    };
     if let Some(n) = args.repeat {
         return crate::cmd::repeat::main(&args, &config, n);
     }

@@ -61,6 +61,8 @@ pub fn step_warmup_ns(load: &LoadArgs) -> Result<u64> {
 
 pub fn main(args: SweepArgs) -> Result<i32> {
     crate::cmd::interrupt::install().context("installing the signal handlers")?;
+    // Until the first step starts, a signal ends the process: there is nothing to write yet.
+    let reading = crate::cmd::interrupt::exit_on_stop("reading the inputs");
     let rates = parse_rates(&args.rates)?;
     let slo = SloSet::parse_all(&args.slo)?;
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
@@ -72,6 +74,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         c.rate = Some(rate);
         c.validate()?;
     }
+    drop(reading);
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     crate::stdio::give_stdout_to(json_out.as_ref());
     let live = !args.quiet && crate::cmd::run::stderr_is_terminal();

@@ -435,7 +435,33 @@ impl ReplayPlan {
             path: shown.clone(),
             reason: e.to_string(),
         })?;
-        Self::scan_reader(BufReader::new(file), path, speed, lenient)
+        // The trace is read twice (scanned now, streamed during the run): a pipe or a FIFO would
+        // be empty the second time and the run would silently send nothing.
+        // A device such as /dev/zero is scanned first, so that it meets the size limits.
+        let not_regular = || {
+            ReplayError::Read {
+            path: shown.clone(),
+            reason: "not a regular file (a pipe or a device): a trace is read twice, once to check it and once to replay it; save it to a file first".into(),
+        }
+        };
+        let kind = file
+            .metadata()
+            .map(|m| m.file_type())
+            .map_err(|e| ReplayError::Read {
+                path: shown.clone(),
+                reason: e.to_string(),
+            })?;
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_fifo() || kind.is_socket() {
+                return Err(not_regular());
+            }
+        }
+        let plan = Self::scan_reader(BufReader::new(file), path, speed, lenient)?;
+        if !kind.is_file() {
+            return Err(not_regular());
+        }
+        Ok(plan)
     }
 
     pub fn scan_reader<R: BufRead>(
@@ -503,14 +529,6 @@ impl ReplayPlan {
         if records == 0 {
             return Err(ReplayError::Empty(shown));
         }
-        if span_s <= 0.0 {
-            let what = if records == 1 {
-                format!("line {first_line} is the trace's only record")
-            } else {
-                format!("all {records} records (lines {first_line} to {last_line}) are at the same time")
-            };
-            return Err(ReplayError::NoSpan { path: shown, what });
-        }
         if !lenient && malformed_count * 100 > lines {
             let first = &malformed[0];
             return Err(ReplayError::TooMalformed {
@@ -520,6 +538,14 @@ impl ReplayPlan {
                 first_line: first.line,
                 first_reason: first.reason.clone(),
             });
+        }
+        if span_s <= 0.0 {
+            let what = if records == 1 {
+                format!("line {first_line} is the trace's only record")
+            } else {
+                format!("all {records} records (lines {first_line} to {last_line}) are at the same time")
+            };
+            return Err(ReplayError::NoSpan { path: shown, what });
         }
         Ok(ReplayPlan {
             path: path.to_path_buf(),
@@ -922,6 +948,46 @@ mod tests {
             let e = parse_ncsa_line(line).unwrap_err();
             assert!(e.starts_with(reason), "{line}: {e}");
         }
+    }
+
+    #[test]
+    fn a_malformed_line_is_named_even_when_it_leaves_one_record_and_pipes_are_refused() {
+        let p = Path::new("t.jsonl");
+        for bad in [
+            r#"{"at": 1e300, "path": "/"}"#,
+            r#"{"at": 0, "path": "/a\r\nX: 1"}"#,
+            r#"{"at": 0, "path": "/", "headers": {"X": "a\u0000b"}}"#,
+        ] {
+            let text = format!("{bad}\n{{\"at\": 1, \"path\": \"/b\"}}\n");
+            let e = ReplayPlan::scan_reader(text.as_bytes(), p, 1.0, false)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("--replay t.jsonl: 1 of 2 lines are malformed")
+                    && e.contains("line 1: "),
+                "{bad}: {e}"
+            );
+        }
+        // A FIFO (as `<(cat trace)` gives) would be empty when the run streams it again.
+        let dir = std::env::temp_dir().join(format!("candor-replay-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("trace");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path of our own temporary directory.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let _ = std::fs::write(
+                    &fifo,
+                    "{\"at\": 0, \"path\": \"/\"}\n{\"at\": 1, \"path\": \"/\"}\n",
+                );
+            })
+        };
+        let e = ReplayPlan::scan(&fifo, 1.0, false).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let _ = writer.join();
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -126,7 +126,10 @@ pub fn format_count(n: u64) -> String {
 
 /// Formats a rate like `2.00k/s`.
 pub fn format_rate(per_s: f64) -> String {
-    if per_s >= 1e6 {
+    if per_s >= 1e12 {
+        // Beyond any real rate (a typo such as -R 1e300): digits by the hundred help nobody.
+        format!("{per_s:.3e}/s")
+    } else if per_s >= 1e6 {
         format!("{:.2}M/s", per_s / 1e6)
     } else if per_s >= 1e3 {
         format!("{:.2}k/s", per_s / 1e3)
@@ -142,6 +145,13 @@ pub fn format_rate(per_s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_rates_read_in_a_few_characters() {
+        assert_eq!(format_rate(1e300), "1.000e300/s");
+        assert_eq!(format_rate(2.5e12), "2.500e12/s");
+        assert_eq!(format_rate(5e11), "500000.00M/s");
+    }
 
     #[test]
     fn durations() {

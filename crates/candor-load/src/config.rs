@@ -424,8 +424,10 @@ impl LoadConfig {
             let per_thread = r / (self.shard_count.max(1) as f64 * self.threads as f64);
             if per_thread > MAX_RATE_PER_THREAD {
                 return bad(format!(
-                    "rate {r:.0}/s is {per_thread:.0}/s per load thread, beyond what any machine can pace \
+                    "rate {} is {} per load thread, beyond what any machine can pace \
                      (at most {}/s per thread: one send per 10ns); lower -R or spread it over more threads or shards",
+                    candor_core::units::format_rate(r),
+                    candor_core::units::format_rate(per_thread),
                     candor_core::units::format_count(MAX_RATE_PER_THREAD as u64),
                 ));
             }
@@ -451,8 +453,10 @@ impl LoadConfig {
             let per_thread = peak / (self.shard_count.max(1) as f64 * self.threads as f64);
             if per_thread > MAX_RATE_PER_THREAD {
                 return bad(format!(
-                    "the profile peaks at {peak:.0}/s, {per_thread:.0}/s per load thread, beyond what any machine can pace; \
-                     lower it or spread it over more threads or shards"
+                    "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \
+                     lower it or spread it over more threads or shards",
+                    candor_core::units::format_rate(peak),
+                    candor_core::units::format_rate(per_thread),
                 ));
             }
         }
@@ -798,7 +802,15 @@ mod tests {
             c.rate = Some(r);
             let e = c.validate().unwrap_err().to_string();
             assert!(e.contains("beyond what any machine can pace"), "{e}");
+            // One short line, never a number written out in hundreds of digits.
+            assert!(e.len() < 250, "{e}");
         }
+        c.rate = Some(1e300);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("rate 1.000e300/s is 5.000e299/s per load thread"),
+            "{e}"
+        );
         // Shards split the total rate: 4 shards of 2 threads may share 8x the ceiling.
         c.shard_count = 4;
         c.rate = Some(8.0 * MAX_RATE_PER_THREAD);

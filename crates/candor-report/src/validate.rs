@@ -62,6 +62,19 @@ pub enum Impossible {
     },
     #[error("merging overflows: the sum of {field} over the inputs exceeds 2^64")]
     Overflow { field: String },
+    #[error("{field} = {summary} but its histogram holds {histogram} values: the summary was not made from it")]
+    SummaryCount {
+        field: String,
+        summary: u64,
+        histogram: u64,
+    },
+    #[error("{phase} requests: {what} count {statuses} final responses but only {answered} requests completed or failed")]
+    Statuses {
+        phase: &'static str,
+        what: &'static str,
+        statuses: u64,
+        answered: u64,
+    },
     #[error("{field} is not an HdrHistogram (base64 of the V2 compressed encoding): {reason}")]
     Histogram { field: String, reason: String },
 }
@@ -190,24 +203,64 @@ fn check_phase(name: &'static str, p: &PhaseResults) -> Result<(), Impossible> {
             MAX_RATE_PER_S,
         )?;
     }
-    histograms(&format!("{name}.histograms"), &p.histograms)
-}
-
-/// The three histograms decode, as a merge, a comparison or an HTML report will need them to.
-fn histograms(prefix: &str, h: &EncodedHistograms) -> Result<(), Impossible> {
-    for (key, text) in [
-        ("response_time", &h.response_time),
-        ("service_time", &h.service_time),
-        ("send_lag", &h.send_lag),
+    let [response, service, lag] = histograms(&format!("{name}.histograms"), &p.histograms)?;
+    // A report prints the summaries (samples, "supports percentiles up to"): they must be the
+    // histograms' own, or the text would contradict the histograms it also draws.
+    for (field, summary, histogram) in [
+        ("response_time.count", &p.response_time, response),
+        ("service_time.count", &p.service_time, service),
+        ("send_lag.count", &p.send_lag, lag),
     ] {
-        histogram(format!("{prefix}.{key}"), text)?;
+        if summary.count != histogram {
+            return Err(Impossible::SummaryCount {
+                field: format!("{name}.{field}"),
+                summary: summary.count,
+                histogram,
+            });
+        }
+    }
+    // Every final response belongs to one request that completed or failed (1xx are interim
+    // responses, counted besides the final one, so they are left out).
+    let answered = r.completed + r.failed;
+    let s = &r.status;
+    let classes = s.s2xx + s.s3xx + s.s4xx + s.s5xx;
+    let codes: u64 = p
+        .status_codes
+        .iter()
+        .filter(|(code, _)| !code.starts_with('1'))
+        .map(|(_, n)| (*n).min(MAX_REQUEST_COUNT))
+        .sum();
+    for (what, statuses) in [("status classes", classes), ("status_codes", codes)] {
+        if statuses > answered {
+            return Err(Impossible::Statuses {
+                phase: name,
+                what,
+                statuses,
+                answered,
+            });
+        }
     }
     Ok(())
 }
 
-fn histogram(field: String, text: &str) -> Result<(), Impossible> {
+/// The three histograms decode, as a merge, a comparison or an HTML report will need them to.
+/// Returns their value counts (response time, service time, send lag).
+fn histograms(prefix: &str, h: &EncodedHistograms) -> Result<[u64; 3], Impossible> {
+    let mut lens = [0; 3];
+    for (len, (key, text)) in lens.iter_mut().zip([
+        ("response_time", &h.response_time),
+        ("service_time", &h.service_time),
+        ("send_lag", &h.send_lag),
+    ]) {
+        *len = histogram(format!("{prefix}.{key}"), text)?;
+    }
+    Ok(lens)
+}
+
+/// Decodes one histogram; its value count.
+fn histogram(field: String, text: &str) -> Result<u64, Impossible> {
     candor_core::hist::from_base64_v2(text)
-        .map(|_| ())
+        .map(|h| h.len())
         .map_err(|e| Impossible::Histogram {
             field,
             reason: e.to_string(),
@@ -402,5 +455,42 @@ mod tests {
             check_sum(&[&a.main, &b.main]).unwrap_err().to_string(),
             "merging overflows: the sum of requests.bytes_read over the inputs exceeds 2^64"
         );
+    }
+
+    #[test]
+    fn summaries_and_status_counts_that_contradict_the_histograms_are_refused() {
+        let ok = synthetic_run(1, 5, 100, 1_000_000, 0);
+        check(&ok).unwrap();
+        let n = ok.main.response_time.count;
+        let mut r = ok.clone();
+        r.main.response_time.count = 999_999;
+        assert_eq!(
+            check(&r).unwrap_err().to_string(),
+            format!("main.response_time.count = 999999 but its histogram holds {n} values: the summary was not made from it")
+        );
+        let mut r = ok.clone();
+        r.main.send_lag.count += 1;
+        assert!(matches!(check(&r), Err(Impossible::SummaryCount { .. })));
+        let answered = ok.main.requests.completed + ok.main.requests.failed;
+        let mut r = ok.clone();
+        r.main.requests.status.s2xx = answered + 1;
+        assert!(check(&r)
+            .unwrap_err()
+            .to_string()
+            .starts_with("main requests: status classes count"));
+        let mut r = ok.clone();
+        r.main.status_codes.insert("200".into(), answered + 1);
+        assert!(matches!(
+            check(&r),
+            Err(Impossible::Statuses {
+                what: "status_codes",
+                ..
+            })
+        ));
+        // Interim 1xx responses come besides a final one: not counted against the requests.
+        let mut r = ok.clone();
+        r.main.requests.status.s1xx = answered * 2;
+        r.main.status_codes.insert("100".into(), answered * 2);
+        check(&r).unwrap();
     }
 }

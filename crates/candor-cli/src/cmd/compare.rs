@@ -40,7 +40,7 @@ pub struct CompareArgs {
     pub threshold: f64,
     /// The run-to-run variation of one run on this machine, e.g. 3% (`candor calibrate --noise
     /// URL` measures it): with one run a side, a change is called only beyond it.
-    #[arg(long, value_name = "X%", value_parser = parse_pct)]
+    #[arg(long, value_name = "X%", value_parser = parse_noise)]
     pub noise: Option<f64>,
 }
 
@@ -56,6 +56,22 @@ pub fn parse_pct(s: &str) -> Result<f64, String> {
         return Err(format!("{s:?} is out of range: a percentage of 0 or more"));
     }
     Ok(x / 100.0)
+}
+
+/// The largest `--noise`: one run eleven times as slow as the next is no machine's run-to-run
+/// variation but a typo (`1e300` would widen every interval to a number of 300 digits).
+const MAX_NOISE: f64 = 10.0;
+
+/// `--noise`: a percentage from 0 to 1000%.
+pub fn parse_noise(s: &str) -> Result<f64, String> {
+    let x = parse_pct(s)?;
+    if x > MAX_NOISE {
+        return Err(format!(
+            "{s:?} is out of range: a noise floor from 0 up to {}%",
+            MAX_NOISE * 100.0
+        ));
+    }
+    Ok(x)
 }
 
 /// `--threshold`: a percentage below 100 (a ratio cannot be within 100% of 1 and still change).
@@ -206,5 +222,17 @@ mod tests {
         assert_eq!(parse_threshold("5"), Ok(0.05));
         assert!(parse_pct("-1").unwrap_err().contains("out of range"));
         assert!(parse_pct("lots").unwrap_err().contains("not a percentage"));
+    }
+
+    #[test]
+    fn a_noise_floor_is_bounded_so_no_interval_prints_hundreds_of_digits() {
+        assert_eq!(parse_noise("250%"), Ok(2.5));
+        assert_eq!(parse_noise("1000%"), Ok(10.0));
+        for bad in ["1e300", "1001%", "1e6"] {
+            assert!(
+                parse_noise(bad).unwrap_err().contains("out of range"),
+                "{bad}"
+            );
+        }
     }
 }

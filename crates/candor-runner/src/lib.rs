@@ -65,13 +65,20 @@ pub fn execute_watched(
     on_start: Option<OnStart>,
     watch: &mut (dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason> + Send),
 ) -> Result<RunOutcome, RunnerError> {
-    fdlimit::ensure(config.connections, config.threads)?;
+    let targets = 1 + config.workload.targets.len();
+    fdlimit::ensure(config.connections * targets, config.threads * targets)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the
     // protocol of the run (TLS and its certificate, HTTP/2): a run in which nothing could work
     // must not look like a result.
     let probe_timeout = std::time::Duration::from_millis((config.timeout_ns / 1_000_000).max(100));
     config.target.check_reachable(probe_timeout)?;
     candor_load::probe::check_protocol(config, probe_timeout)?;
+    for target in &config.workload.targets {
+        let mut other = config.clone();
+        other.target = target.clone();
+        other.target.check_reachable(probe_timeout)?;
+        candor_load::probe::check_protocol(&other, probe_timeout)?;
+    }
     let stop = interrupt::install()?.stop.clone();
     live::begin(config);
     let end = Arc::new(candor_load::run::EarlyEnd::default());

@@ -68,7 +68,8 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
                 }
                 if t.credentials.is_some() {
                     return Err(at(format!(
-                        "\"url\" '{u}' carries user:password@; give an Authorization header instead"
+                        "\"url\" '{}' carries user:password@; give an Authorization header instead",
+                        t.url
                     )));
                 }
                 (
@@ -196,11 +197,30 @@ mod tests {
             .unwrap_err()
             .contains("unknown field"));
         assert!(parse_request_set("# only a comment").is_err());
-        assert!(
-            parse_request_set("{\"path\": \"/\"}\n{\"url\": \"http://127.0.0.1:9/x\"}")
-                .unwrap_err()
-                .starts_with("line 2: \"url\" (a request to another target) is not supported")
-        );
+        let lines =
+            parse_request_lines("{\"path\": \"/\"}\n{\"url\": \"http://127.0.0.1:9/x y?q=1\"}")
+                .unwrap();
+        assert_eq!(lines[1].url.as_deref(), Some("http://127.0.0.1:9/x y?q=1"));
+        assert_eq!(lines[1].spec.path, "/x%20y?q=1");
+        assert_eq!(lines[1].name, "GET http://127.0.0.1:9/x y?q=1");
+        for (line, e) in [
+            (
+                "{\"url\": \"http://h/\", \"path\": \"/\"}",
+                "line 1: give \"url\" or \"path\", not both",
+            ),
+            ("{\"url\": \"/x\"}", "line 1: invalid URL '/x'"),
+            (
+                "{\"url\": \"tcp://h:1\"}",
+                "line 1: \"url\" 'tcp://h:1' must be http:// or https://",
+            ),
+            (
+                "{\"url\": \"http://u:p@h/\"}",
+                "line 1: \"url\" 'http://u:***@h/' carries user:password@",
+            ),
+        ] {
+            let got = parse_request_set(line).unwrap_err();
+            assert!(got.starts_with(e), "{line}: {got}");
+        }
         assert!(parse_request_set("{\"path\": \"/\", \"weight\": 0}")
             .unwrap_err()
             .starts_with("line 1: \"weight\" must be a positive number, got 0"));

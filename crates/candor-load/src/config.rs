@@ -423,8 +423,12 @@ impl LoadConfig {
             }
         };
         add(&mut self.headers);
-        for r in &mut self.requests {
-            add(&mut r.headers);
+        // Never to another target a line names by its "url": the credentials are this host's.
+        let target_of = &self.workload.target_of;
+        for (i, r) in self.requests.iter_mut().enumerate() {
+            if target_of.get(i).is_none_or(|&t| t == 0) {
+                add(&mut r.headers);
+            }
         }
     }
 

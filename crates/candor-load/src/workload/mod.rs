@@ -312,6 +312,16 @@ mod tests {
         assert!(c.validate().is_ok());
         let compiled = compile_requests(&c).unwrap();
         assert!(needs_maker(&c, &compiled));
+        // The command line's credentials go to its own host's lines only.
+        let mut with_user = c.clone();
+        with_user.target = Target::parse("http://u:p@127.0.0.1:1/").unwrap();
+        with_user.apply_url_credentials();
+        let auth: Vec<bool> = with_user
+            .requests
+            .iter()
+            .map(|r| crate::http1::has_header(&r.headers, "authorization"))
+            .collect();
+        assert_eq!(auth, vec![true, false, true, false]);
         c.rate = None;
         assert!(validate(&c)
             .unwrap_err()

@@ -476,6 +476,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
         c.apply_headers_to_request_set();
+        c.resolve_request_targets()?;
     }
     c.workload.seed = a.seed;
     if let Some(path) = &a.data {

@@ -69,7 +69,8 @@ pub fn execute_watched(
 ) -> Result<RunOutcome, RunnerError> {
     // First of all: a signal in any phase, the probes' included, asks for the same stop.
     let stop = interrupt::install()?.stop.clone();
-    fdlimit::ensure(config.connections, config.threads)?;
+    let targets = 1 + config.workload.targets.len();
+    fdlimit::ensure(config.connections * targets, config.threads * targets)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the
     // protocol of the run (TLS and its certificate, HTTP/2): a run in which nothing could work
     // must not look like a result.
@@ -78,6 +79,12 @@ pub fn execute_watched(
     let probes = move || -> Result<(), RunnerError> {
         probed.target.check_reachable(probe_timeout)?;
         candor_load::probe::check_protocol(&probed, probe_timeout)?;
+        for target in &probed.workload.targets {
+            let mut other = probed.clone();
+            other.target = target.clone();
+            other.target.check_reachable(probe_timeout)?;
+            candor_load::probe::check_protocol(&other, probe_timeout)?;
+        }
         Ok(())
     };
     // Stopped during the probes: the run below sees the stop at once and ends with its (empty)

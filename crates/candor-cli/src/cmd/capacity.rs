@@ -100,23 +100,23 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     );
     }
     let mut first = true;
-    let mut measure = |rate: f64, purpose: Purpose| -> Result<Trial> {
+    // `None`: a step a signal cut short (or kept from starting), which the search drops.
+    let mut measure = |rate: f64, purpose: Purpose| -> Result<Option<Trial>> {
         // A signal during the pause ends the search at once: the next step is not judged.
         if !first && !crate::cmd::interrupt::sleep(pause_ns) {
-            return Ok(Trial {
-                pass: false,
-                note: "not run: interrupted".into(),
-            });
+            return Ok(None);
         }
         first = false;
         let mut c = base.clone();
         c.rate = Some(rate);
         c.validate()?;
         let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
-        // A step a signal cut short is dropped by the search, which ends with the steps before.
+        if outcome.interrupted_after_ns.is_some() {
+            return Ok(None);
+        }
         let results = outcome.to_results(&c, vec![], recorded_config(&c));
         let trial = candor_analysis::capacity::judge(&results, &slo, rate);
-        if progress && crate::cmd::interrupt::received().is_none() {
+        if progress {
             eprintln!(
                 "  {:<8} {:>9}  {}  {}",
                 purpose.name(),
@@ -125,7 +125,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
                 trial.note
             );
         }
-        Ok(trial)
+        Ok(Some(trial))
     };
     let stopped = || crate::cmd::interrupt::received().is_some();
     let found = search_until(settings, &mut measure, &stopped)?;

@@ -40,6 +40,25 @@ fn with_closed_stdout(mut cmd: Command) -> Output {
         .unwrap()
 }
 
+/// Runs `cmd` with stdout and stderr both the one pipe whose reader is gone (`2>&1 | head -1`
+/// once head has exited): the exit status is all that can be seen.
+fn with_both_closed(mut cmd: Command) -> std::process::ExitStatus {
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, which are owned from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fds[0] and fds[1] were just returned by pipe(2) and nothing else owns them.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(reader);
+    let err = writer.try_clone().unwrap();
+    cmd.stdout(writer).stderr(err).status().unwrap()
+}
+
 /// Exit 0 with nothing on stderr: no panic, no "Broken pipe" error.
 fn quiet(what: &str, o: &Output) {
     let e = stderr(o);
@@ -139,6 +158,26 @@ fn a_closed_pipe_ends_every_printing_command_quietly() {
             "run --json {json_flag}: --hlog still written"
         );
     }
+    // stderr gone too, with the notes a live view and a report print there: the run ends as
+    // usual (a panic exits 101) and writes its results.
+    let json = d.join("pipe-both.json");
+    let _ = std::fs::remove_file(&json);
+    let mut cmd = candor();
+    cmd.args([
+        "run",
+        "-q",
+        "-R",
+        "100",
+        "-d",
+        "300ms",
+        "--live",
+        "127.0.0.1:0",
+    ])
+    .arg("--json")
+    .arg(&json)
+    .arg(&server.url);
+    assert_eq!(with_both_closed(cmd).code(), Some(0));
+    assert!(json.exists(), "the results were written");
 }
 
 /// Exit 1 with one line on stderr containing every part of `want`, well before a 30 s run.

@@ -331,6 +331,11 @@ fn report_merge_and_correct_refuse_an_output_on_an_input_or_another_output() {
             vec!["report", &sa, "-o", "/proc/version"],
             vec!["cannot write there"],
         ),
+        // Two inputs' distributions on one stdout (it wrote files named "-.1.out").
+        (
+            vec!["report", &sa, &sb, "--hgrm", "-"],
+            vec!["--hgrm and --hgrm", "stdout"],
+        ),
         (
             vec!["merge", &sa, &sb, "-o", &sb],
             vec!["-o", "also an input"],

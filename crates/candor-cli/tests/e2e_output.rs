@@ -250,6 +250,56 @@ fn two_outputs_on_one_place_are_refused_before_the_run() {
             .unwrap();
         refused_before_the_run(&outputs.join(" "), &o, started, &want);
     }
+    // An output on a file the load reads: the trace, the request set, the body.
+    let trace = d.join("inputs-trace.jsonl");
+    let body = d.join("inputs-body.txt");
+    std::fs::write(
+        &trace,
+        "{\"at\": 0, \"path\": \"/\"}\n{\"at\": 30, \"path\": \"/\"}\n",
+    )
+    .unwrap();
+    std::fs::write(&body, "hello").unwrap();
+    for (args, input) in [
+        (vec!["--replay", trace.to_str().unwrap(), "--json"], &trace),
+        (
+            vec![
+                "-R",
+                "100",
+                "-d",
+                "30s",
+                "--body-file",
+                body.to_str().unwrap(),
+                "--hgrm",
+            ],
+            &body,
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let o = candor()
+            .args(["run", "-q"])
+            .args(&args)
+            .arg(input)
+            .arg(&server.url)
+            .output()
+            .unwrap();
+        refused_before_the_run(&args.join(" "), &o, started, &["is also an input"]);
+    }
+    let started = std::time::Instant::now();
+    let o = candor()
+        .args(["sweep", "--rates", "100,200", "-d", "15s", "--body-file"])
+        .arg(&body)
+        .arg("--json")
+        .arg(&body)
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    refused_before_the_run(
+        "sweep --json on its body",
+        &o,
+        started,
+        &["--json", "is also an input"],
+    );
+    assert_eq!(std::fs::read_to_string(&body).unwrap(), "hello");
     // Nothing was destroyed, and no empty file was left behind.
     assert_eq!(std::fs::read_to_string(&f).unwrap(), old);
     assert!(!std::path::Path::new(&fresh).exists());

@@ -307,6 +307,13 @@ impl<'a, T: ?Sized> ExportManager<'a, T> {
         Ok(self)
     }
 
+    /// Refuses any export that is one of `inputs` ([`Destination::refuse_inputs`]).
+    pub fn refuse_inputs(&self, inputs: &[impl AsRef<Path>]) -> Result<(), ExportError> {
+        self.targets
+            .iter()
+            .try_for_each(|(d, _)| d.refuse_inputs(inputs))
+    }
+
     /// True when one of the exports goes to stdout.
     pub fn uses_stdout(&self) -> bool {
         self.targets.iter().any(|(d, _)| d.is_stdout())

@@ -393,6 +393,49 @@ mod tests {
     }
 
     #[test]
+    fn two_outputs_in_one_place_are_refused_whatever_names_them() {
+        let dir = tmp("place");
+        let f = dir.join("f");
+        let mut m: ExportManager<str> = ExportManager::default();
+        m.add("--json", Some(f.clone()), Echo).unwrap();
+        std::os::unix::fs::symlink(&f, dir.join("link")).unwrap();
+        let e = m.add("--hlog", Some(dir.join("link")), Echo).err().unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("--json and --hlog both write to "),
+            "{e}"
+        );
+        let e = m.add("--hgrm", Some(dir.join("./f")), Echo).err().unwrap();
+        assert!(matches!(e, ExportError::SamePlace { .. }), "{e}");
+        // A place where outputs take nothing from each other.
+        let mut null: ExportManager<str> = ExportManager::default();
+        null.add("--json", Some("/dev/null"), Echo).unwrap();
+        null.add("--hlog", Some("/dev/null"), Echo).unwrap();
+        // An input under another name.
+        std::fs::write(dir.join("in"), "x").unwrap();
+        std::fs::hard_link(dir.join("in"), dir.join("in-too")).unwrap();
+        let d = Destination::open("-o", dir.join("in-too")).unwrap();
+        let e = d.refuse_inputs(&[dir.join("in")]).unwrap_err();
+        assert!(e.to_string().contains("is also an input"), "{e}");
+        d.refuse_inputs(&[dir.join("f"), dir.join("missing")])
+            .unwrap();
+        drop((m, d));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_takes_no_writes_is_refused_at_open() {
+        // procfs opens for write (as root) but refuses every write; as another user the open
+        // fails. Either way the refusal comes at open, not after the work.
+        let e = Destination::open("--json", "/proc/version").err().unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("--json /proc/version: cannot write there"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn every_output_ends_in_exactly_the_newline_it_needs() {
         let dir = tmp("newline");
         for (bytes, want) in [("a", "a\n"), ("a\n", "a\n"), ("", "\n"), ("a\n\n", "a\n\n")] {

@@ -395,6 +395,17 @@ fn report_merge_and_correct_refuse_an_output_on_an_input_or_another_output() {
             vec!["--hgrm", "also an input"],
         ),
     ];
+    // A merged file left in the directory being merged is one of its inputs the next time.
+    let shards = d.join("in-dir");
+    std::fs::create_dir_all(&shards).unwrap();
+    std::fs::write(shards.join("a.json"), &text).unwrap();
+    std::fs::write(shards.join("merged.json"), &text).unwrap();
+    let (sdir, smerged) = (
+        shards.display().to_string(),
+        shards.join("merged.json").display().to_string(),
+    );
+    let mut cases = cases;
+    cases.push((vec!["merge", &sdir, "-o", &smerged], vec!["also an input"]));
     for (args, want) in cases {
         let o = candor().args(&args).output().unwrap();
         let e = stderr(&o);

@@ -6,6 +6,21 @@
 //! [`execute_watched`], so that these concerns are written once. `candor run`'s objectives,
 //! early ends and pause wrap it (`extras.rs`, `stop.rs`).
 
+// A run's notes on stderr are best effort: a reader that has gone (`2>&1 | head -1`) must not
+// turn a note into a panic in the middle of a run. These shadow std's for the whole crate.
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod extras;
 pub mod fdlimit;
 pub mod flags;

@@ -79,6 +79,9 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     }
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     crate::stdio::give_stdout_to(json_out.as_ref());
+    if let Some(out) = &json_out {
+        out.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    }
     let live_view = crate::cmd::live::start(&args.live_view)?;
     // The search decides as it goes whether another step follows: the event stream goes on
     // until the live server closes.

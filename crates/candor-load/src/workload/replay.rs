@@ -503,14 +503,7 @@ impl ReplayPlan {
         if records == 0 {
             return Err(ReplayError::Empty(shown));
         }
-        if span_s <= 0.0 {
-            let what = if records == 1 {
-                format!("line {first_line} is the trace's only record")
-            } else {
-                format!("all {records} records (lines {first_line} to {last_line}) are at the same time")
-            };
-            return Err(ReplayError::NoSpan { path: shown, what });
-        }
+        // Too many malformed lines first: they are the cause when too few records remain.
         if !lenient && malformed_count * 100 > lines {
             let first = &malformed[0];
             return Err(ReplayError::TooMalformed {
@@ -520,6 +513,14 @@ impl ReplayPlan {
                 first_line: first.line,
                 first_reason: first.reason.clone(),
             });
+        }
+        if span_s <= 0.0 {
+            let what = if records == 1 {
+                format!("line {first_line} is the trace's only record")
+            } else {
+                format!("all {records} records (lines {first_line} to {last_line}) are at the same time")
+            };
+            return Err(ReplayError::NoSpan { path: shown, what });
         }
         Ok(ReplayPlan {
             path: path.to_path_buf(),

@@ -12,6 +12,10 @@ do. Usage:
 
   bench/false_alarms.py [--pairs 20] [--repeat 3] [--duration 2s] [--rate 5000] [--connections 16]
                         [--delay-us 1000] [--slower-pct 10] [--pause 200ms] [--no-pin]
+                        [--interleave]
+
+With --interleave the runs of the two sides alternate (single runs, merged per side with
+`candor merge --as-repeats`), so that the machine's drift falls on both sides.
 
 Prints both tables as Markdown, with the command that made them, for docs/statistics.md.
 """
@@ -39,6 +43,29 @@ def run_repeats(pin, url, path, a):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def run_one(pin, url, path, a):
+    cmd = pin + [
+        CANDOR, "run", "-q", "-R", str(a.rate), "-c", str(a.connections), "-d", a.duration,
+        "--json", path, url,
+    ]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def interleaved(pin, sides, a, tmp, tag):
+    """`--interleave`: the runs of both sides alternate (x1 y1 x2 y2 ...), each a single run,
+    and each side's runs are merged with `candor merge --as-repeats`: drift of the machine then
+    falls on both sides alike."""
+    parts = {path: [] for _, path in sides}
+    for k in range(a.repeat):
+        for url, path in sides:
+            one = os.path.join(tmp, f"{tag}-{os.path.basename(path)}-{k}.json")
+            run_one(pin, url, one, a)
+            parts[path].append(one)
+    for path, runs in parts.items():
+        subprocess.run([CANDOR, "merge", "--as-repeats", "-o", path] + runs, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def compare(base, cand, out):
     subprocess.run(
         [CANDOR, "compare", base, cand, "--json", out],
@@ -60,6 +87,9 @@ def main():
     ap.add_argument("--slower-pct", type=float, default=10.0)
     ap.add_argument("--pause", default="200ms")
     ap.add_argument("--no-pin", action="store_true")
+    ap.add_argument("--interleave", action="store_true",
+                    help="alternate single runs of the two sides and merge each side's with "
+                         "`candor merge --as-repeats`, instead of `--repeat N` blocks")
     a = ap.parse_args()
     if not os.path.exists(CANDOR):
         sys.exit("build first: cargo build --release -p candor-cli")
@@ -75,8 +105,11 @@ def main():
     try:
         for i in range(a.pairs):
             x, y, c = (os.path.join(tmp, f"aa{i}{s}.json") for s in "xyc")
-            run_repeats(pin_cli, url_a, x, a)
-            run_repeats(pin_cli, url_a, y, a)
+            if a.interleave:
+                interleaved(pin_cli, [(url_a, x), (url_a, y)], a, tmp, f"aa{i}")
+            else:
+                run_repeats(pin_cli, url_a, x, a)
+                run_repeats(pin_cli, url_a, y, a)
             v = compare(x, y, c)
             for p in PERCENTILES:
                 verdict = v[p][0]
@@ -85,8 +118,12 @@ def main():
                 aa[p][key] += 1
             base, cand = (os.path.join(tmp, f"ab{i}{s}.json") for s in "ab")
             order = [(url_a, base), (url_b, cand)]
-            for url, path in (order if i % 2 == 0 else order[::-1]):
-                run_repeats(pin_cli, url, path, a)
+            order = order if i % 2 == 0 else order[::-1]
+            if a.interleave:
+                interleaved(pin_cli, order, a, tmp, f"ab{i}")
+            else:
+                for url, path in order:
+                    run_repeats(pin_cli, url, path, a)
             v = compare(base, cand, os.path.join(tmp, f"ab{i}c.json"))
             verdict, _, ratio = v[50.0]
             ab["slower" if verdict == "slower" else "same" if verdict == "same" else "other"] += 1
@@ -98,8 +135,10 @@ def main():
         srv_b.kill()
         shutil.rmtree(tmp, ignore_errors=True)
     cmd = "bench/false_alarms.py " + " ".join(sys.argv[1:])
+    how = (f"{a.repeat} single runs a side interleaved, merged with `candor merge --as-repeats`"
+           if a.interleave else f"`--repeat {a.repeat} --repeat-pause {a.pause}` blocks")
     print(f"`{cmd.strip()}` ({a.pairs} pairs of `candor run -R {a.rate} -c {a.connections} "
-          f"-d {a.duration} --repeat {a.repeat} --repeat-pause {a.pause}`, servers `candor serve "
+          f"-d {a.duration}`, {how}, servers `candor serve "
           f"--delay {a.delay_us}us` and `--delay {slow_us}us`{'' if pin_cli else ', unpinned'})\n")
     print("A/A (the same server twice): verdicts other than `same`\n")
     print("| percentile | same | not same (false alarms) | not enough samples |")

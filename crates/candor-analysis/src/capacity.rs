@@ -135,7 +135,7 @@ impl SearchSettings {
 
 struct State<'a, E> {
     probes: Vec<Probe>,
-    measure: &'a mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
+    measure: &'a mut dyn FnMut(f64, Purpose) -> Result<Option<Trial>, E>,
     max_steps: u32,
     stopped: &'a dyn Fn() -> bool,
     interrupted: bool,
@@ -147,11 +147,11 @@ impl<E> State<'_, E> {
         if self.probes.len() as u32 >= self.max_steps || self.stop_seen() {
             return Ok(None);
         }
-        let t = (self.measure)(rate, purpose)?;
         // A step a stop cut short is no evidence either way.
-        if self.stop_seen() {
+        let Some(t) = (self.measure)(rate, purpose)? else {
+            self.interrupted = true;
             return Ok(None);
-        }
+        };
         self.probes.push(Probe {
             rate,
             purpose,
@@ -191,14 +191,15 @@ pub fn search<E>(
     settings: SearchSettings,
     measure: &mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
 ) -> Result<Search, E> {
-    search_until(settings, measure, &|| false)
+    search_until(settings, &mut |r, p| measure(r, p).map(Some), &|| false)
 }
 
-/// [`search`] that ends with [`Outcome::Interrupted`] once `stopped` says so, keeping the steps
-/// judged before; a step during which it became true is dropped (cut short, it proves nothing).
+/// [`search`] that can be interrupted: it ends with [`Outcome::Interrupted`], keeping the steps
+/// judged before, once `stopped` says so before a step or `measure` answers `None` (a step a stop
+/// cut short: it proves nothing and is dropped).
 pub fn search_until<E>(
     settings: SearchSettings,
-    measure: &mut dyn FnMut(f64, Purpose) -> Result<Trial, E>,
+    measure: &mut dyn FnMut(f64, Purpose) -> Result<Option<Trial>, E>,
     stopped: &dyn Fn() -> bool,
 ) -> Result<Search, E> {
     let mut st = State {
@@ -504,15 +505,15 @@ mod tests {
     #[test]
     fn a_stop_ends_the_search_with_the_steps_judged_before_it() {
         let steps = std::cell::Cell::new(0);
-        let mut measure = |r: f64, _| -> Result<Trial, Infallible> {
+        // The stop cuts the third step short: two steps judged, the third dropped.
+        let mut measure = |r: f64, _| -> Result<Option<Trial>, Infallible> {
             steps.set(steps.get() + 1);
-            Ok(Trial {
+            Ok((steps.get() < 3).then(|| Trial {
                 pass: r <= 3_000.0,
                 note: String::new(),
-            })
+            }))
         };
-        // The stop arrives during the third step: two steps judged, the third dropped.
-        let s = search_until(settings(), &mut measure, &|| steps.get() >= 3).unwrap();
+        let s = search_until(settings(), &mut measure, &|| false).unwrap();
         assert_eq!(steps.get(), 3);
         assert_eq!(s.probes.len(), 2);
         assert_eq!(
@@ -525,6 +526,18 @@ mod tests {
         );
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json["outcome"]["kind"], "interrupted");
+        // A stop seen between steps starts no other: the steps judged so far are kept whole.
+        steps.set(0);
+        let mut whole = |r: f64, _| -> Result<Option<Trial>, Infallible> {
+            steps.set(steps.get() + 1);
+            Ok(Some(Trial {
+                pass: r <= 3_000.0,
+                note: String::new(),
+            }))
+        };
+        let s = search_until(settings(), &mut whole, &|| steps.get() >= 2).unwrap();
+        assert_eq!(s.probes.len(), 2);
+        assert!(matches!(s.outcome, Outcome::Interrupted { .. }));
     }
 
     #[test]

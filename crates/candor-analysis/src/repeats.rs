@@ -62,7 +62,7 @@ impl Rule {
         let t = pct(threshold);
         match self {
             Rule::NotEnoughSamples => "not enough samples".into(),
-            Rule::NoRatio => "no ratio: the first run's value is 0".into(),
+            Rule::NoRatio => "the first run's value is 0".into(),
             Rule::IntervalContainsOne => "interval contains 1".into(),
             Rule::InsideNoise => {
                 "inside noise: the interval widened by the noise floor contains 1".into()

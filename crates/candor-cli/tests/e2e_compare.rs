@@ -322,3 +322,53 @@ fn bad_repeat_and_compare_flags_are_one_line_errors_before_any_load() {
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
     }
 }
+
+#[test]
+fn calibrate_noise_measures_the_floor_compare_takes() {
+    let _guard = serial();
+    let server = Server::start(&[]);
+    let o = candor()
+        .args(["calibrate", "--noise", &server.url, "--noise-runs", "3"])
+        .args(["--noise-load", "-R 500 -c 4 -d 1s"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("3 runs of `-R 500 -c 4 -d 1s`"), "{stdout}");
+    // 500 samples a run: p50 is measured, p90 (1,000) and p99 are not.
+    assert!(
+        stdout.contains("two single runs differ by up to"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("p99    not enough samples (500"),
+        "{stdout}"
+    );
+    // The figure it prints is one compare takes.
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("noise floor: "))
+        .unwrap();
+    let figure = line.split("pass --noise ").nth(1).unwrap();
+    let figure = figure.split_whitespace().next().unwrap();
+    let f = std::env::temp_dir().join("candor-e2e-compare-never-read.json");
+    let o = compare(&[&f, &f], &["--noise", figure]);
+    // Parsed (the file's absence is what fails, not the flag).
+    assert_eq!(o.status.code(), Some(1), "{figure}");
+
+    // Bad load flags: one line, before any load.
+    let o = candor()
+        .args(["calibrate", "--noise", &server.url])
+        .args(["--noise-load", "-R 500 --bogus"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains("--noise-load"), "{e}");
+}

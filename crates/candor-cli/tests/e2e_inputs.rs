@@ -402,3 +402,98 @@ fn input_files_are_capped() {
         "nothing may be sent on bad input"
     );
 }
+
+/// A request line may name an absolute URL of another target: one run sends each line to its own
+/// target, over connections of its own, with the Host of that target, and reports each line's
+/// `by_request` row; the books of the whole run balance.
+#[test]
+fn request_lines_with_their_own_url_go_to_their_own_target() {
+    let _g = serial();
+    let (one, two) = (RawRecorder::start(), RawRecorder::start());
+    let other = format!("{}/b/{{{{seq}}}}", two.url);
+    let set = temp_file(
+        "targets.jsonl",
+        format!(
+            "{{\"name\": \"a\", \"path\": \"/a\"}}\n{{\"name\": \"b\", \"url\": \"{other}\"}}\n{{\"name\": \"c\", \"url\": \"{}/c\"}}\n",
+            one.url
+        )
+        .as_bytes(),
+    );
+    let (v, _) = run_json(&[
+        "-n",
+        "30",
+        "-R",
+        "300",
+        "-c",
+        "2",
+        "--requests",
+        set.to_str().unwrap(),
+        &one.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 30);
+    for name in ["a", "b", "c"] {
+        assert_eq!(
+            v["by_request"][name]["requests"]["completed"].as_u64(),
+            Some(10),
+            "{name}: {}",
+            v["by_request"]
+        );
+    }
+    let host = |url: &str| format!("\r\nHost: {}\r\n", url.trim_start_matches("http://"));
+    let (h1, h2) = (one.heads(), two.heads());
+    assert_eq!((h1.len(), h2.len()), (20, 10));
+    for h in &h1 {
+        assert!(
+            h.starts_with("GET /a ") || h.starts_with("GET /c "),
+            "{h:?}"
+        );
+        assert!(h.contains(&host(&one.url)), "{h:?}");
+    }
+    let mut seqs: Vec<u64> = h2
+        .iter()
+        .map(|h| {
+            assert!(h.contains(&host(&two.url)), "{h:?}");
+            let path = h.split(' ').nth(1).unwrap();
+            path.strip_prefix("/b/").unwrap().parse().unwrap()
+        })
+        .collect();
+    seqs.sort_unstable();
+    // Round robin over three lines: line 2 takes seq 1, 4, 7, ...
+    assert_eq!(seqs, (0..10).map(|k| 3 * k + 1).collect::<Vec<u64>>());
+    // Each target had connections of its own: 2 per target.
+    assert_eq!(req(&v, "connections_opened"), 4, "{}", v["requests"]);
+}
+
+/// The same over HTTP/2: each target's server sees only its lines' requests.
+#[test]
+fn h2_request_lines_with_their_own_url_go_to_their_own_target() {
+    let _g = serial();
+    let one = h2_support::start(h2_support::ServerOptions::default());
+    let two = h2_support::start(h2_support::ServerOptions::default());
+    let set = temp_file(
+        "h2targets.jsonl",
+        format!(
+            "{{\"path\": \"/a\"}}\n{{\"url\": \"http://{}/b\", \"headers\": {{\"X-T\": \"2\"}}}}\n",
+            two.addr
+        )
+        .as_bytes(),
+    );
+    let (v, _) = run_json(&[
+        "--h2",
+        "-n",
+        "20",
+        "-R",
+        "200",
+        "-c",
+        "2",
+        "--requests",
+        set.to_str().unwrap(),
+        &format!("http://{}", one.addr),
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 20);
+    let seen = |s: &h2_support::H2Server| s.stats.requests.lock().unwrap().clone();
+    assert_eq!(seen(&one), vec!["GET /a"; 10]);
+    assert_eq!(seen(&two), vec!["GET /b x-t=2"; 10]);
+}

@@ -691,6 +691,24 @@ fn absurd_start_instants_and_endless_counts_are_refused_before_anything() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}: no report, nothing ran");
     }
+    // A Kubernetes Job whose pods would all refuse their start is refused when printed.
+    let out = candor()
+        .args([
+            "k8s",
+            "--shards",
+            "2",
+            "--image",
+            "candor:1",
+            "--start-at",
+            &two_days,
+        ])
+        .args(["--", "-R", "1k", "http://svc.invalid/"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("days ahead"), "{err}");
+    assert!(out.stdout.is_empty(), "no manifest");
 }
 
 #[test]

@@ -40,6 +40,25 @@ fn with_closed_stdout(mut cmd: Command) -> Output {
         .unwrap()
 }
 
+/// Runs `cmd` with stdout and stderr both the one pipe whose reader is gone (`2>&1 | head -1`
+/// once head has exited): the exit status is all that can be seen.
+fn with_both_closed(mut cmd: Command) -> std::process::ExitStatus {
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, which are owned from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fds[0] and fds[1] were just returned by pipe(2) and nothing else owns them.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(reader);
+    let err = writer.try_clone().unwrap();
+    cmd.stdout(writer).stderr(err).status().unwrap()
+}
+
 /// Exit 0 with nothing on stderr: no panic, no "Broken pipe" error.
 fn quiet(what: &str, o: &Output) {
     let e = stderr(o);
@@ -139,6 +158,26 @@ fn a_closed_pipe_ends_every_printing_command_quietly() {
             "run --json {json_flag}: --hlog still written"
         );
     }
+    // stderr gone too, with the notes a live view and a report print there: the run ends as
+    // usual (a panic exits 101) and writes its results.
+    let json = d.join("pipe-both.json");
+    let _ = std::fs::remove_file(&json);
+    let mut cmd = candor();
+    cmd.args([
+        "run",
+        "-q",
+        "-R",
+        "100",
+        "-d",
+        "300ms",
+        "--live",
+        "127.0.0.1:0",
+    ])
+    .arg("--json")
+    .arg(&json)
+    .arg(&server.url);
+    assert_eq!(with_both_closed(cmd).code(), Some(0));
+    assert!(json.exists(), "the results were written");
 }
 
 /// Exit 1 with one line on stderr containing every part of `want`, well before a 30 s run.
@@ -211,6 +250,56 @@ fn two_outputs_on_one_place_are_refused_before_the_run() {
             .unwrap();
         refused_before_the_run(&outputs.join(" "), &o, started, &want);
     }
+    // An output on a file the load reads: the trace, the request set, the body.
+    let trace = d.join("inputs-trace.jsonl");
+    let body = d.join("inputs-body.txt");
+    std::fs::write(
+        &trace,
+        "{\"at\": 0, \"path\": \"/\"}\n{\"at\": 30, \"path\": \"/\"}\n",
+    )
+    .unwrap();
+    std::fs::write(&body, "hello").unwrap();
+    for (args, input) in [
+        (vec!["--replay", trace.to_str().unwrap(), "--json"], &trace),
+        (
+            vec![
+                "-R",
+                "100",
+                "-d",
+                "30s",
+                "--body-file",
+                body.to_str().unwrap(),
+                "--hgrm",
+            ],
+            &body,
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let o = candor()
+            .args(["run", "-q"])
+            .args(&args)
+            .arg(input)
+            .arg(&server.url)
+            .output()
+            .unwrap();
+        refused_before_the_run(&args.join(" "), &o, started, &["is also an input"]);
+    }
+    let started = std::time::Instant::now();
+    let o = candor()
+        .args(["sweep", "--rates", "100,200", "-d", "15s", "--body-file"])
+        .arg(&body)
+        .arg("--json")
+        .arg(&body)
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    refused_before_the_run(
+        "sweep --json on its body",
+        &o,
+        started,
+        &["--json", "is also an input"],
+    );
+    assert_eq!(std::fs::read_to_string(&body).unwrap(), "hello");
     // Nothing was destroyed, and no empty file was left behind.
     assert_eq!(std::fs::read_to_string(&f).unwrap(), old);
     assert!(!std::path::Path::new(&fresh).exists());
@@ -292,6 +381,11 @@ fn report_merge_and_correct_refuse_an_output_on_an_input_or_another_output() {
             vec!["report", &sa, "-o", "/proc/version"],
             vec!["cannot write there"],
         ),
+        // Two inputs' distributions on one stdout (it wrote files named "-.1.out").
+        (
+            vec!["report", &sa, &sb, "--hgrm", "-"],
+            vec!["--hgrm and --hgrm", "stdout"],
+        ),
         (
             vec!["merge", &sa, &sb, "-o", &sb],
             vec!["-o", "also an input"],
@@ -301,6 +395,17 @@ fn report_merge_and_correct_refuse_an_output_on_an_input_or_another_output() {
             vec!["--hgrm", "also an input"],
         ),
     ];
+    // A merged file left in the directory being merged is one of its inputs the next time.
+    let shards = d.join("in-dir");
+    std::fs::create_dir_all(&shards).unwrap();
+    std::fs::write(shards.join("a.json"), &text).unwrap();
+    std::fs::write(shards.join("merged.json"), &text).unwrap();
+    let (sdir, smerged) = (
+        shards.display().to_string(),
+        shards.join("merged.json").display().to_string(),
+    );
+    let mut cases = cases;
+    cases.push((vec!["merge", &sdir, "-o", &smerged], vec!["also an input"]));
     for (args, want) in cases {
         let o = candor().args(&args).output().unwrap();
         let e = stderr(&o);

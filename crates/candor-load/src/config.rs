@@ -372,6 +372,39 @@ impl LoadConfig {
         }
     }
 
+    /// Resolves the targets the request set's lines name by `"url"` (see
+    /// [`crate::requests::RequestLine::url`]): a URL of the command line's target (same scheme,
+    /// address and Host) is that target; each other one becomes a target of its own, with its own
+    /// connections. Call once the request set is final.
+    pub fn resolve_request_targets(&mut self) -> Result<(), LoadConfigError> {
+        let same = |a: &Target, b: &Target| {
+            a.scheme == b.scheme && a.addr == b.addr && a.host_header == b.host_header
+        };
+        let mut targets: Vec<Target> = Vec::new();
+        let mut target_of = Vec::with_capacity(self.workload.lines.len());
+        for line in &self.workload.lines {
+            let Some(url) = &line.url else {
+                target_of.push(0);
+                continue;
+            };
+            let t = Target::parse(url)?;
+            let index = if same(&t, &self.target) {
+                0
+            } else if let Some(i) = targets.iter().position(|x| same(x, &t)) {
+                i + 1
+            } else {
+                targets.push(t);
+                targets.len()
+            };
+            target_of.push(index);
+        }
+        if !targets.is_empty() {
+            self.workload.targets = targets;
+            self.workload.target_of = target_of;
+        }
+        Ok(())
+    }
+
     /// Adds each `-H` header to every request of the request set that has no header of that name
     /// (a line's own header wins), so that `-H` means every request, with `--requests` as
     /// without. Call once the request set is final.
@@ -400,8 +433,12 @@ impl LoadConfig {
             }
         };
         add(&mut self.headers);
-        for r in &mut self.requests {
-            add(&mut r.headers);
+        // Never to another target a line names by its "url": the credentials are this host's.
+        let target_of = &self.workload.target_of;
+        for (i, r) in self.requests.iter_mut().enumerate() {
+            if target_of.get(i).is_none_or(|&t| t == 0) {
+                add(&mut r.headers);
+            }
         }
     }
 

@@ -8,6 +8,8 @@
 //! A line may also carry `"name"` (its name in the per-request breakdown; default method and
 //! path), `"weight"` (a positive number: requests are drawn in proportion to it), and its own
 //! checks `"check_status"` (as `--check-status`) and `"check_body"` (as `--check-body`).
+//! Instead of `"path"`, `"url"` (an absolute `http://` or `https://` URL) sends the line to a
+//! target of its own (see `LoadConfig::resolve_request_targets`).
 
 use crate::config::RequestSpec;
 use crate::status::StatusSet;
@@ -22,6 +24,9 @@ pub struct RequestLine {
     pub weight: Option<f64>,
     pub check_status: Option<StatusSet>,
     pub check_body: Option<String>,
+    /// `"url"`: the absolute URL of another target this line is sent to (`None`: the command
+    /// line's target).
+    pub url: Option<String>,
 }
 
 /// Parses a request-set file; errors name the line.
@@ -45,9 +50,6 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         let obj = v
             .as_object()
             .ok_or_else(|| at("expected a JSON object".into()))?;
-        if obj.contains_key("url") {
-            return Err(at("\"url\" (a request to another target) is not supported: one run sends to the URL on the command line; give this line a \"path\" and run each target on its own".into()));
-        }
         let text_field = |k: &str| -> Result<Option<String>, String> {
             match obj.get(k) {
                 None | Some(Value::Null) => Ok(None),
@@ -55,7 +57,29 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
                 Some(_) => Err(at(format!("\"{k}\" must be a string"))),
             }
         };
-        let path = text_field("path")?.ok_or_else(|| at("missing \"path\"".into()))?;
+        // An absolute "url" sends this line to its own target (scheme, host and port), with
+        // connections of its own; "path" alone goes to the URL on the command line.
+        let (url, path) = match (text_field("url")?, text_field("path")?) {
+            (Some(_), Some(_)) => return Err(at("give \"url\" or \"path\", not both".into())),
+            (Some(u), None) => {
+                let t = crate::config::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
+                if t.scheme == crate::config::Scheme::Tcp {
+                    return Err(at(format!("\"url\" '{u}' must be http:// or https://")));
+                }
+                if t.credentials.is_some() {
+                    return Err(at(format!(
+                        "\"url\" '{}' carries user:password@; give an Authorization header instead",
+                        t.url
+                    )));
+                }
+                (
+                    Some(t.url.clone()),
+                    crate::workload::url_path_template(&t.path),
+                )
+            }
+            (None, Some(p)) => (None, p),
+            (None, None) => return Err(at("missing \"path\" (or \"url\")".into())),
+        };
         let method = text_field("method")?
             .unwrap_or_else(|| "GET".into())
             .to_ascii_uppercase();
@@ -84,9 +108,10 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
                 .collect::<Result<Vec<_>, String>>()?,
             Some(_) => return Err(at("\"headers\" must be an object or a list".into())),
         };
-        const FIELDS: [&str; 8] = [
+        const FIELDS: [&str; 9] = [
             "method",
             "path",
+            "url",
             "headers",
             "body",
             "name",
@@ -97,7 +122,10 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         if let Some(unknown) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return Err(at(format!("unknown field \"{unknown}\"")));
         }
-        let name = text_field("name")?.unwrap_or_else(|| format!("{method} {path}"));
+        let name = text_field("name")?.unwrap_or_else(|| match &url {
+            Some(u) => format!("{method} {u}"),
+            None => format!("{method} {path}"),
+        });
         let weight = match obj.get("weight") {
             None | Some(Value::Null) => None,
             Some(v) => Some(
@@ -132,6 +160,7 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
             weight,
             check_status,
             check_body,
+            url,
         });
     }
     if out.is_empty() {
@@ -168,11 +197,30 @@ mod tests {
             .unwrap_err()
             .contains("unknown field"));
         assert!(parse_request_set("# only a comment").is_err());
-        assert!(
-            parse_request_set("{\"path\": \"/\"}\n{\"url\": \"http://127.0.0.1:9/x\"}")
-                .unwrap_err()
-                .starts_with("line 2: \"url\" (a request to another target) is not supported")
-        );
+        let lines =
+            parse_request_lines("{\"path\": \"/\"}\n{\"url\": \"http://127.0.0.1:9/x y?q=1\"}")
+                .unwrap();
+        assert_eq!(lines[1].url.as_deref(), Some("http://127.0.0.1:9/x y?q=1"));
+        assert_eq!(lines[1].spec.path, "/x%20y?q=1");
+        assert_eq!(lines[1].name, "GET http://127.0.0.1:9/x y?q=1");
+        for (line, e) in [
+            (
+                "{\"url\": \"http://h/\", \"path\": \"/\"}",
+                "line 1: give \"url\" or \"path\", not both",
+            ),
+            ("{\"url\": \"/x\"}", "line 1: invalid URL '/x'"),
+            (
+                "{\"url\": \"tcp://h:1\"}",
+                "line 1: \"url\" 'tcp://h:1' must be http:// or https://",
+            ),
+            (
+                "{\"url\": \"http://u:p@h/\"}",
+                "line 1: \"url\" 'http://u:***@h/' carries user:password@",
+            ),
+        ] {
+            let got = parse_request_set(line).unwrap_err();
+            assert!(got.starts_with(e), "{line}: {got}");
+        }
         assert!(parse_request_set("{\"path\": \"/\", \"weight\": 0}")
             .unwrap_err()
             .starts_with("line 1: \"weight\" must be a positive number, got 0"));

@@ -140,10 +140,42 @@ pub fn run(
         }
         _ => None,
     };
+    // Request lines with their own "url": a worker per target and thread, each with the
+    // thread's connections to its target and the entries of the thread's stream chosen for it.
+    let targets: Vec<Arc<LoadConfig>> = std::iter::once(config.clone())
+        .chain(config.workload.targets.iter().map(|t| {
+            let mut c = (*config).clone();
+            c.target = t.clone();
+            Arc::new(c)
+        }))
+        .collect();
+    let filters: Vec<Option<crate::schedule::SeqFilter>> = if targets.len() > 1 {
+        let compiled = crate::workload::compile_requests(&config)
+            .map_err(|e| RunError::Worker(e.to_string()))?;
+        let picker = Arc::new(compiled.picker);
+        let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
+        let seed = config.workload.seed;
+        (0..targets.len())
+            .map(|t| {
+                let (picker, target_of) = (picker.clone(), target_of.clone());
+                Some(crate::schedule::SeqFilter(Arc::new(move |seq| {
+                    target_of[crate::workload::runtime::choose(&picker, seed, seq) as usize] == t
+                })))
+            })
+            .collect()
+    } else {
+        vec![None]
+    };
+    // A target no line names (the command line's, when every line has its own "url") gets no
+    // workers: it would only hold connections open.
+    let active: Vec<usize> = (0..targets.len())
+        .filter(|t| targets.len() == 1 || config.workload.target_of.contains(t))
+        .collect();
     let threads = config.threads;
-    let (to_collector, from_workers) = crossbeam_channel::bounded::<IntervalMsg>(threads * 16);
-    let (to_pool, pool) = crossbeam_channel::bounded::<Box<IntervalData>>(threads * 16);
-    for _ in 0..threads * 3 {
+    let workers = threads * active.len();
+    let (to_collector, from_workers) = crossbeam_channel::bounded::<IntervalMsg>(workers * 16);
+    let (to_pool, pool) = crossbeam_channel::bounded::<Box<IntervalData>>(workers * 16);
+    for _ in 0..workers * 3 {
         let _ = to_pool.try_send(Box::new(IntervalData::new()));
     }
     // Threads open their connection pools first; the schedule starts once every pool is ready
@@ -151,9 +183,26 @@ pub fn run(
     // instant given (shards) if that is later; one already past is missed, reported, and the
     // schedule starts with the pools, its shape kept (see `start_instant`).
     let earliest_ns = now_ns() + 50_000_000;
-    let (gate, tickets) = crate::pool::gate(threads);
-    let mut handles = Vec::with_capacity(threads);
-    for (t, ticket) in tickets.into_iter().enumerate() {
+    let (gate, tickets) = crate::pool::gate(workers);
+    let mut handles = Vec::with_capacity(workers);
+    for (w, ticket) in tickets.into_iter().enumerate() {
+        let (t, target) = (w % threads, active[w / threads]);
+        let (config, filter) = (targets[target].clone(), filters[target].clone());
+        let requests = if target == 0 {
+            requests.clone()
+        } else {
+            prepare_requests(&config)
+        };
+        let tls = if target == 0 {
+            tls.clone()
+        } else {
+            match config.target.scheme {
+                Scheme::Https if !config.http2 => {
+                    Some(crate::tls::client_config(&config.tls, &[b"http/1.1"])?)
+                }
+                _ => None,
+            }
+        };
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
         // Streams of all shards interleave: shard s, thread t is slot s + N*t of N*T, so the union
@@ -161,10 +210,15 @@ pub fn run(
         let shards = config.shard_count as u64;
         let slot = config.shard_index as u64 + shards * t as u64;
         let (stream_config, stride) = (config.clone(), shards * threads as u64);
+        let end_offset_ns = config.warmup_ns + config.duration_ns;
         // Made once the pools are open and the start is set; a trace that cannot be opened
         // then fails the thread with its reason.
         let schedule_at = move |start_ns| {
             crate::workload::profile::stream_schedule(&stream_config, start_ns, slot, stride)
+                .map(|s| match &filter {
+                    Some(keep) => s.map(|s| s.filtered(keep.clone(), start_ns + end_offset_ns)),
+                    None => s,
+                })
                 .map_err(|e| format!("opening the schedule: {e}"))
         };
         let setup = WorkerSetup {
@@ -185,7 +239,11 @@ pub fn run(
         };
         let tls = tls.clone();
         let handle = std::thread::Builder::new()
-            .name(format!("candor-load-{t}"))
+            .name(if targets.len() > 1 {
+                format!("candor-load-{t}-{target}")
+            } else {
+                format!("candor-load-{t}")
+            })
             .spawn(move || -> Result<[PhaseAcc; 2], String> {
                 if let Some(hook) = &setup.on_start {
                     hook();
@@ -216,7 +274,7 @@ pub fn run(
     let total_ns = config.warmup_ns + config.duration_ns;
     let mut collector = Collector {
         pending: BTreeMap::new(),
-        threads,
+        threads: workers,
         interval_ns: config.interval_ns,
         warmup_end_offset_ns: config.warmup_ns,
         total_ns,
@@ -343,7 +401,7 @@ pub fn run(
             None => PacingMargin::Adaptive,
         },
         spin_s: main.pacing.spin_ns as f64 / 1e9,
-        spin_share: main.pacing.spin_ns as f64 / (threads as f64 * elapsed_ns.max(1) as f64),
+        spin_share: main.pacing.spin_ns as f64 / (workers as f64 * elapsed_ns.max(1) as f64),
         margin_us: main.pacing.margin_ns as f64 / 1e3,
         wakeups: main.pacing.wakeups,
         socket_wakeups: main.pacing.socket_wakeups,

@@ -47,6 +47,22 @@ pub struct Schedule {
     stage_cursor: usize,
     /// A replayed trace: the records themselves are the schedule.
     replay: Option<Box<ReplayCursor>>,
+    /// Only the entries whose `seq` this keeps (the requests of one target of several), before
+    /// `keep_until_ns`.
+    keep: Option<SeqFilter>,
+    keep_until_ns: u64,
+}
+
+/// Which entries of a stream one worker takes, by their `seq`: the requests of one target when a
+/// request set names several (each target's workers take its entries of the same stream, so the
+/// union over targets is the stream).
+#[derive(Clone)]
+pub struct SeqFilter(pub Arc<dyn Fn(u64) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for SeqFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SeqFilter")
+    }
 }
 
 /// The schedule's hold on a replayed trace: the stream of records and a copy of the request
@@ -104,6 +120,8 @@ impl Schedule {
             stages,
             stage_cursor: 0,
             replay: None,
+            keep: None,
+            keep_until_ns: u64::MAX,
         };
         s.current_ns = if s.limit == 0 {
             u64::MAX
@@ -217,9 +235,37 @@ impl Schedule {
         self.current_ns
     }
 
+    /// Keeps only the entries whose `seq` `keep` accepts (not for a replayed trace), up to
+    /// `end_ns`: a stream of one rate has no end of its own, and one whose entries are all for
+    /// other targets must not be searched for ever (past `end_ns` entries are never sent).
+    pub fn filtered(mut self, keep: SeqFilter, end_ns: u64) -> Self {
+        self.keep = Some(keep);
+        self.keep_until_ns = end_ns;
+        self.skip_unkept();
+        self
+    }
+
+    fn skip_unkept(&mut self) {
+        let Some(keep) = self.keep.take() else {
+            return;
+        };
+        while self.current_ns < self.keep_until_ns && !(keep.0)(self.seq()) {
+            self.advance_one();
+        }
+        self.keep = Some(keep);
+    }
+
     /// Moves past the current entry (it was sent or otherwise accounted for).
     #[inline]
     pub fn advance(&mut self) {
+        self.advance_one();
+        if self.keep.is_some() {
+            self.skip_unkept();
+        }
+    }
+
+    #[inline]
+    fn advance_one(&mut self) {
         if let Some(r) = &mut self.replay {
             self.index += 1;
             if let Some((entry, bytes)) = r.stream.peek() {
@@ -444,5 +490,38 @@ mod tests {
         let last = all.iter().filter(|&&t| t >= 19_000_000_000).count() as f64;
         assert!((last - 8_600.0).abs() < 465.0, "{last}");
         assert!(all.iter().all(|&t| t < 20_000_000_000));
+    }
+
+    #[test]
+    fn filtered_streams_of_one_stream_are_that_stream() {
+        for kind in [ArrivalKind::Constant, ArrivalKind::Poisson { seed: 3 }] {
+            let all: Vec<(u64, u64)> = {
+                let mut s = Schedule::new(0, 1000.0, kind, 1, 2);
+                (0..300)
+                    .map(|_| {
+                        let e = (s.peek(), s.seq());
+                        s.advance();
+                        e
+                    })
+                    .collect()
+            };
+            let end = all.last().unwrap().0 + 1;
+            let mut union = Vec::new();
+            for r in 0..3u64 {
+                let keep = SeqFilter(Arc::new(move |seq| seq % 3 == r));
+                let mut s = Schedule::new(0, 1000.0, kind, 1, 2).filtered(keep, end);
+                while s.peek() < end {
+                    assert_eq!(s.seq() % 3, r);
+                    union.push((s.peek(), s.seq()));
+                    s.advance();
+                }
+            }
+            union.sort_unstable();
+            assert_eq!(union, all, "{kind:?}");
+            // A filter that keeps nothing ends at the bound instead of searching for ever.
+            let none = SeqFilter(Arc::new(|_| false));
+            let s = Schedule::new(0, 1000.0, kind, 0, 1).filtered(none, 5_000_000_000);
+            assert!(s.peek() >= 5_000_000_000);
+        }
     }
 }

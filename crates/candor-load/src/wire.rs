@@ -102,10 +102,7 @@ pub fn check_request(
     templated_body: bool,
 ) -> Result<(), String> {
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(format!(
-            "invalid HTTP method '{}': letters only",
-            shown(method)
-        ));
+        return Err(format!("invalid HTTP method '{}'", shown(method)));
     }
     if !path.starts_with('/') {
         return Err(format!("path '{}' must start with '/'", shown(path)));

@@ -630,7 +630,7 @@ mod tests {
         let cell = |r: &RatioRow| verdict_cell(r, n, 0.02, false);
         assert_eq!(
             cell(&row(50.0, None, Verdict::NotEnoughSamples, Rule::NoRatio)),
-            "no ratio (no ratio: the first run's value is 0)"
+            "no ratio (the first run's value is 0)"
         );
         assert_eq!(
             cell(&row(

@@ -307,6 +307,13 @@ impl<'a, T: ?Sized> ExportManager<'a, T> {
         Ok(self)
     }
 
+    /// Refuses any export that is one of `inputs` ([`Destination::refuse_inputs`]).
+    pub fn refuse_inputs(&self, inputs: &[impl AsRef<Path>]) -> Result<(), ExportError> {
+        self.targets
+            .iter()
+            .try_for_each(|(d, _)| d.refuse_inputs(inputs))
+    }
+
     /// True when one of the exports goes to stdout.
     pub fn uses_stdout(&self) -> bool {
         self.targets.iter().any(|(d, _)| d.is_stdout())
@@ -383,6 +390,49 @@ mod tests {
         drop(o);
         assert_eq!(std::fs::read_to_string(&old).unwrap(), "new\n");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn two_outputs_in_one_place_are_refused_whatever_names_them() {
+        let dir = tmp("place");
+        let f = dir.join("f");
+        let mut m: ExportManager<str> = ExportManager::default();
+        m.add("--json", Some(f.clone()), Echo).unwrap();
+        std::os::unix::fs::symlink(&f, dir.join("link")).unwrap();
+        let e = m.add("--hlog", Some(dir.join("link")), Echo).err().unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("--json and --hlog both write to "),
+            "{e}"
+        );
+        let e = m.add("--hgrm", Some(dir.join("./f")), Echo).err().unwrap();
+        assert!(matches!(e, ExportError::SamePlace { .. }), "{e}");
+        // A place where outputs take nothing from each other.
+        let mut null: ExportManager<str> = ExportManager::default();
+        null.add("--json", Some("/dev/null"), Echo).unwrap();
+        null.add("--hlog", Some("/dev/null"), Echo).unwrap();
+        // An input under another name.
+        std::fs::write(dir.join("in"), "x").unwrap();
+        std::fs::hard_link(dir.join("in"), dir.join("in-too")).unwrap();
+        let d = Destination::open("-o", dir.join("in-too")).unwrap();
+        let e = d.refuse_inputs(&[dir.join("in")]).unwrap_err();
+        assert!(e.to_string().contains("is also an input"), "{e}");
+        d.refuse_inputs(&[dir.join("f"), dir.join("missing")])
+            .unwrap();
+        drop((m, d));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_takes_no_writes_is_refused_at_open() {
+        // procfs opens for write (as root) but refuses every write; as another user the open
+        // fails. Either way the refusal comes at open, not after the work.
+        let e = Destination::open("--json", "/proc/version").err().unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("--json /proc/version: cannot write there"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -169,7 +169,9 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         FailureClass::Write => "could not be written".to_string(),
         FailureClass::Timeout => "got no full response within the timeout".to_string(),
         FailureClass::Parse => {
-            "got a response that breaks the protocol (malformed, or not asked for)".to_string()
+            "met a protocol error (a malformed response, bytes not asked for, or an HTTP/2 GOAWAY or \
+             protocol error before the answer)"
+                .to_string()
         }
         FailureClass::Status => {
             let s = &r.status;

@@ -203,6 +203,29 @@ fn check_phase(name: &'static str, p: &PhaseResults) -> Result<(), Impossible> {
             MAX_RATE_PER_S,
         )?;
     }
+    for (key, summary) in [
+        ("response_time", &p.response_time),
+        ("service_time", &p.service_time),
+        ("send_lag", &p.send_lag),
+        ("unfinished_age", &p.unfinished_age),
+    ] {
+        // A mean or a spread beyond the largest value recorded is not a summary of it.
+        let top = summary.max_ns as f64 + 1.0;
+        within(
+            format!("{name}.{key}.mean_ns"),
+            summary.mean_ns,
+            "mean (at most the max)",
+            0.0,
+            top,
+        )?;
+        within(
+            format!("{name}.{key}.stdev_ns"),
+            summary.stdev_ns,
+            "standard deviation (at most the max)",
+            0.0,
+            top,
+        )?;
+    }
     let [response, service, lag] = histograms(&format!("{name}.histograms"), &p.histograms)?;
     // A report prints the summaries (samples, "supports percentiles up to"): they must be the
     // histograms' own, or the text would contradict the histograms it also draws.
@@ -403,6 +426,14 @@ mod tests {
             (
                 "intervals[0].start_s",
                 bad(&|r| r.intervals[0].start_s = -1e20),
+            ),
+            (
+                "main.response_time.mean_ns",
+                bad(&|r| r.main.response_time.mean_ns = 1e308),
+            ),
+            (
+                "main.send_lag.stdev_ns",
+                bad(&|r| r.main.send_lag.stdev_ns = f64::NAN),
             ),
         ] {
             assert!(e.starts_with(&format!("{field} = ")), "{field}: {e}");

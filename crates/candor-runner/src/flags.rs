@@ -476,6 +476,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
         c.apply_headers_to_request_set();
+        c.resolve_request_targets()?;
     }
     c.workload.seed = a.seed;
     if let Some(path) = &a.data {
@@ -594,7 +595,43 @@ pub fn parse_start_at(text: &str) -> Result<u64> {
             "invalid --start-at '{text}': expected RFC 3339 (2026-11-21T23:00:00Z) or epoch seconds"
         ))
     })?;
-    Ok(t.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0))
+    t.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|d| u64::try_from(d.as_nanos()).ok())
+        .ok_or_else(|| {
+            FlagError::Invalid(format!(
+                "invalid --start-at '{text}': the instant must lie between 1970 and the year 2554"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_instants_outside_what_a_u64_of_nanoseconds_holds_are_refused() {
+        for bad in [
+            "1e300",
+            "inf",
+            "NaN",
+            "-5",
+            "0",
+            "9999-01-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            assert!(parse_start_at(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_start_at("1.5").unwrap(), 1_500_000_000);
+        assert_eq!(
+            parse_start_at("2026-11-22T00:00:00Z").unwrap(),
+            1_795_305_600_000_000_000
+        );
+        let now = 1_795_000_000_000_000_000;
+        let day = START_AT_HORIZON_NS;
+        assert!(check_start_ahead("x", now + day, now, false).is_ok());
+        assert!(check_start_ahead("x", now + day + 1, now, false).is_err());
+        assert!(check_start_ahead("x", now + 400 * day, now, true).is_ok());
+        assert!(check_start_ahead("x", now - day, now, false).is_ok());
+    }
 }

@@ -6,6 +6,21 @@
 //! [`execute_watched`], so that these concerns are written once. `candor run`'s objectives,
 //! early ends and pause wrap it (`extras.rs`, `stop.rs`).
 
+// A run's notes on stderr are best effort: a reader that has gone (`2>&1 | head -1`) must not
+// turn a note into a panic in the middle of a run. These shadow std's for the whole crate.
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod extras;
 pub mod fdlimit;
 pub mod flags;
@@ -69,7 +84,8 @@ pub fn execute_watched(
 ) -> Result<RunOutcome, RunnerError> {
     // First of all: a signal in any phase, the probes' included, asks for the same stop.
     let stop = interrupt::install()?.stop.clone();
-    fdlimit::ensure(config.connections, config.threads)?;
+    let targets = 1 + config.workload.targets.len();
+    fdlimit::ensure(config.connections * targets, config.threads * targets)?;
     // Fail before starting threads if nothing listens there, or if it does not speak the
     // protocol of the run (TLS and its certificate, HTTP/2): a run in which nothing could work
     // must not look like a result.
@@ -78,6 +94,12 @@ pub fn execute_watched(
     let probes = move || -> Result<(), RunnerError> {
         probed.target.check_reachable(probe_timeout)?;
         candor_load::probe::check_protocol(&probed, probe_timeout)?;
+        for target in &probed.workload.targets {
+            let mut other = probed.clone();
+            other.target = target.clone();
+            other.target.check_reachable(probe_timeout)?;
+            candor_load::probe::check_protocol(&other, probe_timeout)?;
+        }
         Ok(())
     };
     // Stopped during the probes: the run below sees the stop at once and ends with its (empty)

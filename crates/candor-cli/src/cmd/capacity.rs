@@ -82,6 +82,9 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     drop(reading);
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     crate::stdio::give_stdout_to(json_out.as_ref());
+    if let Some(out) = &json_out {
+        out.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    }
     let live_view = crate::cmd::live::start(&args.live_view)?;
     // The search decides as it goes whether another step follows: the event stream goes on
     // until the live server closes.
@@ -103,23 +106,23 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     );
     }
     let mut first = true;
-    let mut measure = |rate: f64, purpose: Purpose| -> Result<Trial> {
+    // `None`: a step a signal cut short (or kept from starting), which the search drops.
+    let mut measure = |rate: f64, purpose: Purpose| -> Result<Option<Trial>> {
         // A signal during the pause ends the search at once: the next step is not judged.
         if !first && !crate::cmd::interrupt::sleep(pause_ns) {
-            return Ok(Trial {
-                pass: false,
-                note: "not run: interrupted".into(),
-            });
+            return Ok(None);
         }
         first = false;
         let mut c = base.clone();
         c.rate = Some(rate);
         c.validate()?;
         let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
-        // A step a signal cut short is dropped by the search, which ends with the steps before.
+        if outcome.interrupted_after_ns.is_some() {
+            return Ok(None);
+        }
         let results = outcome.to_results(&c, vec![], recorded_config(&c));
         let trial = candor_analysis::capacity::judge(&results, &slo, rate);
-        if progress && crate::cmd::interrupt::received().is_none() {
+        if progress {
             eprintln!(
                 "  {:<8} {:>9}  {}  {}",
                 purpose.name(),
@@ -128,7 +131,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
                 trial.note
             );
         }
-        Ok(trial)
+        Ok(Some(trial))
     };
     let stopped = || crate::cmd::interrupt::received().is_some();
     let found = search_until(settings, &mut measure, &stopped)?;

@@ -175,12 +175,19 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
                 );
                 code = 3;
             }
-            Verdict::NotEnoughSamples | Verdict::NotEnoughRuns => eprintln!(
-                "candor: warning: {label} of {} against {}: {} ({rule}); --fail-if-slower does not fail on it",
-                c.candidate,
-                c.baseline,
-                row.verdict.label()
-            ),
+            Verdict::NotEnoughSamples | Verdict::NotEnoughRuns => {
+                let why = if rule == row.verdict.label() {
+                    String::new()
+                } else {
+                    format!(" ({rule})")
+                };
+                eprintln!(
+                    "candor: warning: {label} of {} against {}: {}{why}; --fail-if-slower does not fail on it",
+                    c.candidate,
+                    c.baseline,
+                    row.verdict.label()
+                )
+            }
             _ => {}
         }
     }

@@ -188,6 +188,19 @@ pub fn main(args: K8sArgs) -> Result<i32> {
             "candor k8s: warning: the start is in the past; every shard will start late"
         ),
     }
+    // Every pod's `candor run` refuses a --start-at more than a day ahead (a typo in a date would
+    // wait for years): a manifest whose pods would all refuse it is refused here.
+    let at_ns = at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64);
+    let now_ns = candor_core::clock::wall_clock_ns();
+    if at_ns > now_ns.saturating_add(crate::cmd::load_args::START_AT_HORIZON_NS) {
+        bail!(
+            "the common start is {:.1} days ahead: each pod's candor run refuses a --start-at more than a day \
+             ahead; apply the manifest closer to the start",
+            (at_ns - now_ns) as f64 / 86_400e9
+        );
+    }
     let spec = job_spec(&args, rfc3339_ceil(at))?;
     let manifest = job(&spec)?;
     match args.format {

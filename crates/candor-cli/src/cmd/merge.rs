@@ -34,6 +34,10 @@ pub struct MergeArgs {
 pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     let slo_set = candor_analysis::SloSet::parse_all(&args.slo)?;
     let files = expand_directories(&args.files)?;
+    // Opened and checked before anything is read: a merged file left among the inputs would be
+    // counted in the merge that replaces it.
+    let mut out = Destination::open("-o", &args.output)?;
+    out.refuse_inputs(&files)?;
     let runs = load_for_merge(&files)?;
     let is_shards = runs.iter().any(|(_, r)| shards::is_shard(r));
     if args.as_repeats && is_shards {
@@ -67,8 +71,6 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     let slo = analysis.slo.clone();
     merged.main.analysis = Some(analysis);
     slo_set.judge_stages(&mut merged);
-    let mut out = Destination::open("-o", &args.output)?;
-    out.refuse_inputs(&args.files)?;
     out.export(&JsonExporter, &merged)?;
     let where_to = out.name();
     let s = &merged.main.response_time;

@@ -72,8 +72,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
 
     // Every output is opened, and checked against the others and the inputs, before any is
     // written: `--hgrm f --hlog f` or `--hlog a.json` for input a.json is refused, not lost.
+    // Stdout stays stdout (two inputs there are refused below as two outputs in one place).
     let per_input = |path: &PathBuf, i: usize| {
-        if runs.len() == 1 {
+        if runs.len() == 1 || path.as_os_str() == "-" {
             path.clone()
         } else {
             numbered(path, i + 1)

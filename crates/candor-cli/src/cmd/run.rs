@@ -110,7 +110,24 @@ pub fn run_exports(args: &RunArgs) -> Result<ExportManager<'static, RunResults>>
         .add("--json", args.json.as_deref(), JsonExporter)?
         .add("--hlog", args.hlog.as_deref(), HlogExporter)?
         .add("--hgrm", args.hgrm.as_deref(), HgrmExporter)?;
+    exports.refuse_inputs(&load_inputs(&args.load))?;
     Ok(exports)
+}
+
+/// The files the load flags read (`--requests`, `--replay`, `--data`, `--body-file`,
+/// `--payload-file`, `--ca`): no output may replace one of them.
+pub fn load_inputs(load: &LoadArgs) -> Vec<&std::path::Path> {
+    [
+        &load.requests,
+        &load.replay,
+        &load.data,
+        &load.body_file,
+        &load.payload_file,
+        &load.ca,
+    ]
+    .into_iter()
+    .filter_map(|p| p.as_deref())
+    .collect()
 }
 
 /// Prints each failed export as one line; true when there were none.

@@ -77,6 +77,9 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     drop(reading);
     let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
     crate::stdio::give_stdout_to(json_out.as_ref());
+    if let Some(out) = &json_out {
+        out.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    }
     let live = !args.quiet && crate::cmd::run::stderr_is_terminal();
     let live_view = crate::cmd::live::start(&args.live_view)?;
     let each = (base.warmup_ns + base.duration_ns) as f64 / 1e9;

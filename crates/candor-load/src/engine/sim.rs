@@ -103,8 +103,8 @@ struct Sim {
     /// Slots that hold a request but wait for a stream.
     stream_waiters: Vec<usize>,
     phases: Option<[PhaseAcc; 2]>,
-    /// Every connect fails when it would complete (the server refuses connections).
-    refuse: bool,
+    /// This many connects (from now on) fail when they would complete (the server refuses).
+    refuse: u32,
     /// Connect attempts started during the run.
     connects: Vec<u64>,
 }
@@ -174,7 +174,7 @@ impl Sim {
             max_open_streams: 0,
             stream_waiters: Vec::new(),
             phases: None,
-            refuse: false,
+            refuse: 0,
             connects: Vec::new(),
         }
     }
@@ -239,7 +239,8 @@ impl Sim {
         self.core.halt(now, self.halt);
         self.core.flush_due(now);
         for conn in 0..self.up_at.len() {
-            if self.up_at[conn] == now && self.refuse {
+            if self.up_at[conn] == now && self.refuse > 0 {
+                self.refuse -= 1;
                 self.core.fail_connection(conn, Failure::Connect, now);
                 self.core.connection_down(conn, Some(Fault::Refused), now);
                 self.up_at[conn] = u64::MAX;
@@ -824,7 +825,7 @@ fn a_refusing_server_is_retried_on_the_back_off_schedule_and_every_request_is_bo
     shape.drain_ns = 0;
     let mut sim = Sim::new(shape);
     sim.up_at = vec![u64::MAX];
-    sim.refuse = true;
+    sim.refuse = u32::MAX;
     let phases = sim.run_to_end();
     // The attempts the schedule allows: the first at the start, each next one when the
     // previous failed (1 ms later) plus its back-off, while the schedule runs.
@@ -881,4 +882,29 @@ fn a_connection_that_answered_is_reconnected_at_once() {
         (1..10).map(|k| START + 2 * k * MS).collect::<Vec<_>>()
     );
     assert_eq!(measured(&phases).faults.total(), 0);
+}
+
+#[test]
+fn the_back_off_wait_is_the_waiting_request_s_send_lag() {
+    // 1,000/s on one connection, down at the start; the server refuses the first two connects
+    // (a connect takes 1 ms). Request 0 connects at 0 ms and fails at 1 ms (back-off 1 ms);
+    // request 1, due at 1 ms, connects at 2 ms and fails at 3 ms (back-off 2 ms); request 2,
+    // due at 2 ms, waits for the connect at 5 ms, goes out at 6 ms: 4 ms of send lag.
+    let mut shape = Shape::new();
+    shape.duration_ns = 10 * MS;
+    let mut sim = Sim::new(shape);
+    sim.up_at = vec![u64::MAX];
+    sim.refuse = 2;
+    let phases = sim.run_to_end();
+    assert_eq!(sim.connects, vec![START, START + 2 * MS, START + 5 * MS]);
+    assert_eq!(sim.sends[0].seq, 2);
+    assert_eq!(sim.sends[0].at - sim.sends[0].intended, 4 * MS);
+    let p = measured(&phases);
+    let c = &p.counts;
+    assert_eq!((c.errors.connect, c.completed), (2, 8), "{c:?}");
+    assert!(c.balanced());
+    assert_eq!(
+        p.rec.send_lag.max(),
+        p.rec.send_lag.highest_equivalent(4 * MS)
+    );
 }

@@ -37,6 +37,11 @@ pub struct WorkloadConfig {
     pub checks: ResponseChecks,
     /// `--replay`: the trace, scanned before the run.
     pub replay: Option<ReplayPlan>,
+    /// The targets besides the command line's that `--requests` lines name by `"url"`, resolved.
+    pub targets: Vec<crate::config::Target>,
+    /// Per `LoadConfig::requests` entry, its target: 0 the command line's, `i` `targets[i - 1]`
+    /// (empty: every request goes to the command line's).
+    pub target_of: Vec<usize>,
 }
 
 /// Everything the request choice needs, compiled before the run.
@@ -63,7 +68,7 @@ pub enum WorkloadError {
 }
 
 /// The URL path with its placeholders restored: the URL parser percent-encodes `{` and `}`.
-fn url_path_template(path: &str) -> String {
+pub(crate) fn url_path_template(path: &str) -> String {
     path.replace("%7B%7B", "{{")
         .replace("%7D%7D", "}}")
         .replace("%7b%7b", "{{")
@@ -189,6 +194,7 @@ pub fn has_checks(config: &LoadConfig) -> bool {
 pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
     compiled.templated
         || config.workload.replay.is_some()
+        || !config.workload.targets.is_empty()
         || matches!(compiled.picker, Picker::Weighted { .. })
 }
 
@@ -204,6 +210,14 @@ pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
             return bad("--data and --replay apply to HTTP targets, not tcp://");
         }
         return Ok(());
+    }
+    if !w.targets.is_empty() {
+        if !config.is_open_loop() {
+            return bad("request lines with their own \"url\" need an open loop (-R): each target's requests are the schedule's entries chosen for it");
+        }
+        if w.target_of.len() != config.requests.len() {
+            return bad("the request set's targets and requests disagree");
+        }
     }
     if let Some(plan) = &w.replay {
         if config.profile.is_some() {
@@ -279,6 +293,40 @@ mod tests {
         assert!(compiled.checks[0].body.is_some() && compiled.checks[1].body.is_none());
         assert!(compiled.accept[2].accepts(404) && !compiled.accept[0].accepts(404));
         assert!(!compiled.templated);
+    }
+
+    #[test]
+    fn lines_with_their_own_url_resolve_to_targets_and_need_an_open_loop() {
+        let mut c = config("http://127.0.0.1:1/");
+        let lines = crate::requests::parse_request_lines(
+            "{\"path\": \"/a\"}\n{\"url\": \"http://127.0.0.1:2/b\"}\n{\"url\": \"http://127.0.0.1:1/c\"}\n{\"url\": \"http://127.0.0.1:2/d\"}",
+        )
+        .unwrap();
+        c.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        c.workload.lines = lines;
+        c.resolve_request_targets().unwrap();
+        // The command line's own host and port is that target; the other one is one target.
+        assert_eq!(c.workload.target_of, vec![0, 1, 0, 1]);
+        assert_eq!(c.workload.targets.len(), 1);
+        assert_eq!(c.workload.targets[0].host_header, "127.0.0.1:2");
+        assert!(c.validate().is_ok());
+        let compiled = compile_requests(&c).unwrap();
+        assert!(needs_maker(&c, &compiled));
+        // The command line's credentials go to its own host's lines only.
+        let mut with_user = c.clone();
+        with_user.target = Target::parse("http://u:p@127.0.0.1:1/").unwrap();
+        with_user.apply_url_credentials();
+        let auth: Vec<bool> = with_user
+            .requests
+            .iter()
+            .map(|r| crate::http1::has_header(&r.headers, "authorization"))
+            .collect();
+        assert_eq!(auth, vec![true, false, true, false]);
+        c.rate = None;
+        assert!(validate(&c)
+            .unwrap_err()
+            .to_string()
+            .contains("need an open loop"));
     }
 
     #[test]

@@ -529,6 +529,7 @@ impl ReplayPlan {
         if records == 0 {
             return Err(ReplayError::Empty(shown));
         }
+        // Too many malformed lines first: they are the cause when too few records remain.
         if !lenient && malformed_count * 100 > lines {
             let first = &malformed[0];
             return Err(ReplayError::TooMalformed {

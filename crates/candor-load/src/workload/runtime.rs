@@ -12,6 +12,14 @@ use std::sync::Arc;
 /// request's own placeholders make from `request_rng(seed, seq)`.
 const PICK_SALT: u64 = 0x5EED_0FC4_01CE;
 
+/// Which request the schedule entry `seq` sends: a pure function of the seed and `seq`, so every
+/// thread, shard and target's worker agrees on it.
+#[inline]
+pub fn choose(picker: &super::pick::Picker, seed: u64, seq: u64) -> u32 {
+    let mut rng = request_rng(seed ^ PICK_SALT, seq);
+    picker.pick(seq, &mut rng) as u32
+}
+
 /// Per load thread: the compiled requests and one fill buffer per slot.
 pub struct RequestMaker {
     compiled: Arc<CompiledRequests>,
@@ -64,8 +72,7 @@ impl RequestMaker {
     /// The one request choice: which request the schedule entry `seq` sends.
     #[inline]
     pub fn choose(&self, seq: u64) -> u32 {
-        let mut rng = request_rng(self.seed ^ PICK_SALT, seq);
-        self.compiled.picker.pick(seq, &mut rng) as u32
+        choose(&self.compiled.picker, self.seed, seq)
     }
 
     /// Fills request `request` for entry `seq` into slot `slot`'s buffer; `Err` when a value

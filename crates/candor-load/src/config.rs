@@ -100,6 +100,14 @@ impl Credentials {
 impl TargetUrl {
     /// Parses and checks an `http://`, `https://` or `tcp://host:port` URL without any I/O.
     pub fn parse(text: &str) -> Result<TargetUrl, LoadConfigError> {
+        // The URL standard silently drops tabs and line breaks ("/a\r\nX: 1" would be sent as
+        // "/aX:%201"): a URL holding a control character is a mistake or an injection, refused.
+        if text.chars().any(|c| c.is_control()) {
+            return Err(LoadConfigError::Url(
+                text.escape_debug().to_string(),
+                "it holds a control character (a line break, tab or NUL): percent-encode it".into(),
+            ));
+        }
         if !text.contains("://") {
             return Err(LoadConfigError::Url(
                 text.into(),
@@ -651,6 +659,24 @@ impl LoadConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_with_a_control_character_is_refused_not_silently_altered() {
+        for bad in [
+            "http://127.0.0.1:1/a\r\nX: 1",
+            "http://127.0.0.1:1\n/a",
+            "http://127.0.0.1:1/a\tb",
+            "http://127.0.0.1:1/a\0b",
+            "https://127.0.0.1:1/?q=\x7f",
+            "tcp://127.0.0.1:1\r",
+        ] {
+            let e = TargetUrl::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("control character"), "{bad:?}: {e}");
+            // One line, the characters shown escaped.
+            assert!(!e.contains(['\r', '\n', '\0']), "{e:?}");
+        }
+        assert!(TargetUrl::parse("http://127.0.0.1:1/a%0D%0Ab").is_ok());
+    }
 
     #[test]
     fn parses_http_urls() {

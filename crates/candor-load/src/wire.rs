@@ -153,6 +153,17 @@ pub fn check_header(h: &str) -> Result<(), String> {
             shown(h)
         ));
     }
+    // RFC 9110 §5.5: a field value is visible characters, spaces and tabs; any other control
+    // byte is refused by HTTP/2 peers and by strict HTTP/1.1 servers (a 400 per request).
+    if let Some(b) = value
+        .bytes()
+        .find(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+    {
+        return Err(format!(
+            "invalid header '{}': its value holds the control character 0x{b:02x}, which HTTP forbids in a header value",
+            shown(h)
+        ));
+    }
     Ok(())
 }
 
@@ -171,6 +182,21 @@ pub fn check_header_name(name: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_values_may_hold_tabs_but_no_other_control_character() {
+        assert!(check_header("X: a\tb").is_ok());
+        assert!(check_header("X: caf\u{e9}").is_ok());
+        for (h, byte) in [
+            ("X: a\u{1}b", "0x01"),
+            ("X: a\u{7f}", "0x7f"),
+            ("X: \u{1b}[31m", "0x1b"),
+        ] {
+            let e = check_header(h).unwrap_err();
+            assert!(e.contains(&format!("control character {byte}")), "{e}");
+            assert!(!e.chars().any(|c| c.is_control()), "{e:?}");
+        }
+    }
 
     #[test]
     fn paths_from_files_become_valid_request_targets() {

@@ -36,7 +36,7 @@ pub struct ErrorCounts {
     #[serde(default)]
     pub check: u64,
     /// A templated request could not be made and was not sent: a value filled into it (a
-    /// `{{data:COLUMN}}` cell) holds a line break or NUL where it would go into a header. Absent
+    /// `{{data:COLUMN}}` cell) holds a line break, NUL or other control character (tab excepted) where it would go into a header. Absent
     /// in older files.
     #[serde(default)]
     pub template: u64,

@@ -15,6 +15,13 @@ pub fn breaks_line(b: u8) -> bool {
     b == b'\r' || b == b'\n' || b == 0
 }
 
+/// A byte HTTP forbids in a header value (RFC 9110 §5.5): a control character other than tab,
+/// the line breaks and NUL included.
+#[inline]
+pub fn forbidden_in_value(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f
+}
+
 /// Whether `name` is an HTTP token (RFC 9110 §5.6.2), as a header name must be.
 pub fn is_token(name: &str) -> bool {
     is_token_bytes(name.as_bytes())
@@ -155,10 +162,7 @@ pub fn check_header(h: &str) -> Result<(), String> {
     }
     // RFC 9110 §5.5: a field value is visible characters, spaces and tabs; any other control
     // byte is refused by HTTP/2 peers and by strict HTTP/1.1 servers (a 400 per request).
-    if let Some(b) = value
-        .bytes()
-        .find(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
-    {
+    if let Some(b) = value.bytes().find(|&b| forbidden_in_value(b)) {
         return Err(format!(
             "invalid header '{}': its value holds the control character 0x{b:02x}, which HTTP forbids in a header value",
             shown(h)

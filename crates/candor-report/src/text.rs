@@ -194,7 +194,7 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
             "got a response that failed its checks (--check-body, --check-header)".to_string()
         }
         FailureClass::Template => {
-            "were not sent: a --data value holds a line break or NUL where it would go into a header"
+            "were not sent: a --data value holds a line break, NUL or other control character where it would go into a header"
                 .to_string()
         }
     };

@@ -282,7 +282,9 @@ impl Template {
                     match part {
                         Part::Raw => out.extend_from_slice(value),
                         Part::Path => crate::wire::encode_segment_into(value, out),
-                        Part::HeaderValue if value.iter().any(|&b| crate::wire::breaks_line(b)) => {
+                        Part::HeaderValue
+                            if value.iter().any(|&b| crate::wire::forbidden_in_value(b)) =>
+                        {
                             return Err(Unsendable)
                         }
                         Part::HeaderName if !crate::wire::is_token_bytes(value) => {
@@ -574,6 +576,37 @@ mod tests {
             ),
             Err(TemplateError::ContentLength { .. })
         ));
+    }
+
+    #[test]
+    fn a_value_with_any_control_character_but_tab_is_refused_in_a_header() {
+        let data = DataTable::parse(b"id\n\"esc\x1b[31m\"\n\"a\tb\"\ndel\x7f\n", "u.csv").unwrap();
+        let t = RequestTemplate::compile(
+            "GET",
+            "h",
+            "/u/{{data:id}}",
+            &["X-Id: {{data:id}}".into()],
+            b"",
+            Some(&data),
+            "r",
+        )
+        .unwrap();
+        let mut buffers = FillBuffers::for_templates(std::slice::from_ref(&t));
+        let mut fill_row = |row: usize| {
+            let mut rng = request_rng(1, row as u64);
+            let mut fill = Fill {
+                seq: row as u64,
+                row,
+                rng: &mut rng,
+                data: Some(&data),
+            };
+            t.fill(&mut fill, &mut buffers)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        };
+        assert_eq!(fill_row(0), Err(Unsendable));
+        let sent = fill_row(1).unwrap();
+        assert!(sent.contains("\r\nX-Id: a\tb\r\n"), "{sent}");
+        assert_eq!(fill_row(2), Err(Unsendable));
     }
 
     #[test]

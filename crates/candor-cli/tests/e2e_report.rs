@@ -254,3 +254,46 @@ fn labels_are_a_comma_list_one_per_input() {
         "candor: error: --label gives 3 labels for 2 inputs: give one per input, in order, comma-separated (--label before,after)"
     );
 }
+
+#[test]
+fn summaries_and_status_counts_the_histograms_deny_are_refused_by_every_reader() {
+    let ok = synthetic_run(1, 5, 100, 1_000_000, 0);
+    let mut inflated = ok.clone();
+    inflated.main.response_time.count *= 1000;
+    let mut statuses = ok.clone();
+    statuses.main.requests.status.s2xx = ok.main.requests.completed + ok.main.requests.failed + 1;
+    let good = write_run("summary-good.json", &ok);
+    for (name, r, why) in [
+        ("summary-count.json", &inflated, "main.response_time.count"),
+        ("summary-status.json", &statuses, "status classes count"),
+    ] {
+        let bad = write_run(name, r);
+        let o = candor().arg("report").arg(&bad).output().unwrap();
+        refused(&o, &bad, why);
+        let o = candor()
+            .arg("compare")
+            .arg(&good)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        refused(&o, &bad, why);
+        let out = dir().join(format!("merged-{name}"));
+        let o = candor()
+            .args(["merge", "-o"])
+            .arg(&out)
+            .arg(&good)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains(why), "{e}");
+    }
+    // An HTML report on stdout says so, not "wrote -".
+    let o = candor()
+        .args(["report", "-o", "-"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(stderr(&o).contains("wrote stdout"), "{}", stderr(&o));
+}

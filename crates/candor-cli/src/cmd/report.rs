@@ -140,7 +140,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             }
             eprintln!(
                 "wrote {} ({} run{})",
-                path.display(),
+                outputs[at].name(),
                 runs.len(),
                 if runs.len() == 1 { "" } else { "s" }
             );

@@ -121,7 +121,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     }
 
     match (&args.output, html_at) {
-        (Some(path), Some(at)) => {
+        (Some(_), Some(at)) => {
             let html = HtmlExporter(HtmlOptions {
                 title: args.title.clone(),
                 slos,

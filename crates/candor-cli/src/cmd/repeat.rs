@@ -10,11 +10,22 @@ use candor_load::LoadConfig;
 /// The pause between repeats when `--repeat-pause` is not given.
 pub const DEFAULT_PAUSE: &str = "1s";
 
+/// The longest pause between repeats: runs hours apart no longer measure one machine state to
+/// compare against another, and a pause of years is a typo, not a plan.
+pub const MAX_PAUSE_NS: u64 = 3_600_000_000_000;
+
 /// `--repeat-pause`, checked before any load is sent.
 pub fn pause_ns(args: &RunArgs) -> Result<u64> {
-    let text = args.repeat_pause.as_deref().unwrap_or(DEFAULT_PAUSE);
-    candor_core::units::parse_duration_ns(text)
-        .map_err(|e| anyhow::anyhow!("--repeat-pause {text:?}: {e}"))
+    parse_pause(args.repeat_pause.as_deref().unwrap_or(DEFAULT_PAUSE))
+}
+
+fn parse_pause(text: &str) -> Result<u64> {
+    let ns = candor_core::units::parse_duration_ns(text)
+        .map_err(|e| anyhow::anyhow!("--repeat-pause {text:?}: {e}"))?;
+    if ns > MAX_PAUSE_NS {
+        anyhow::bail!("--repeat-pause {text:?}: at most 1h between repeats");
+    }
+    Ok(ns)
 }
 
 /// Sleeps `ns`, waking early when a signal arrives; false when one did.
@@ -136,4 +147,18 @@ pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
         anyhow::bail!(diagnosis);
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_longer_than_an_hour_is_refused() {
+        assert_eq!(parse_pause("1s").unwrap(), 1_000_000_000);
+        assert_eq!(parse_pause("1h").unwrap(), MAX_PAUSE_NS);
+        let e = parse_pause("100000h").unwrap_err().to_string();
+        assert_eq!(e, "--repeat-pause \"100000h\": at most 1h between repeats");
+        assert!(parse_pause("61m").is_err());
+    }
 }

@@ -173,3 +173,24 @@ pub fn serve_tls_ok(config: std::sync::Arc<rustls::ServerConfig>) -> u16 {
     });
     port
 }
+
+/// Takes the next whole request (head and Content-Length body) off the front of `buf`, returning
+/// its head; None while it has not fully arrived. The e2e servers that record requests share it.
+#[allow(dead_code)]
+pub fn take_request_head(buf: &mut Vec<u8>) -> Option<String> {
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+    let body = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    if buf.len() < end + 4 + body {
+        return None;
+    }
+    buf.drain(..end + 4 + body);
+    Some(head)
+}

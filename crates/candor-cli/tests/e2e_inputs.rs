@@ -43,20 +43,7 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<String>>) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_string();
-            let body = head
-                .lines()
-                .find_map(|l| {
-                    let (name, value) = l.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            if buf.len() < end + 4 + body {
-                break;
-            }
-            buf.drain(..end + 4 + body);
+        while let Some(head) = take_request_head(&mut buf) {
             log.lock().unwrap().push(head);
             if stream
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")

@@ -66,20 +66,7 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<(Instant, String)>>) {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     loop {
-        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_string();
-            let body = head
-                .lines()
-                .find_map(|l| {
-                    let (name, value) = l.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            if buf.len() < end + 4 + body {
-                break;
-            }
-            buf.drain(..end + 4 + body);
+        while let Some(head) = take_request_head(&mut buf) {
             let line = head.lines().next().unwrap_or("").to_string();
             let answer = answer_to(&line);
             log.lock().unwrap().push((Instant::now(), line));

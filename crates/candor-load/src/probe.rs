@@ -4,6 +4,7 @@
 //! error before any load, not a report full of failures.
 
 use crate::config::{LoadConfig, Scheme};
+use crate::protocol::ProtocolKind;
 use crate::transport::tls::{self, TlsError};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -103,10 +104,11 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
         url: t.url.clone(),
         reason,
     };
-    match (t.scheme, config.http2) {
-        (Scheme::Https, h2) => {
-            let alpn: &[&[u8]] = if h2 { &[b"h2"] } else { &[b"http/1.1"] };
-            let client = tls::client_config(&config.tls, alpn)?;
+    let kind = ProtocolKind::of(config);
+    match (t.scheme, kind) {
+        (Scheme::Https, _) => {
+            let h2 = kind == ProtocolKind::Http2;
+            let client = tls::client_config(&config.tls, kind.alpn())?;
             let mut stream = tls::handshake(&client, &config.tls, &t.host, t.addr, timeout)?;
             if h2 {
                 let chosen = stream.conn.alpn_protocol();
@@ -125,12 +127,12 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
             let _ = stream.conn.complete_io(&mut stream.sock);
             Ok(())
         }
-        (Scheme::Http, true) => {
+        (_, ProtocolKind::Http2) => {
             let mut sock = connect(t.addr, timeout)
                 .map_err(|e| protocol_error(format!("cannot connect: {e}")))?;
             h2_handshake(&mut sock, timeout, true).map_err(protocol_error)
         }
-        (Scheme::Http, false) | (Scheme::Tcp, _) => Ok(()),
+        (_, ProtocolKind::Http1 | ProtocolKind::Tcp) => Ok(()),
     }
 }
 

@@ -3,8 +3,8 @@
 //! turn it all into [`RunResults`].
 
 use crate::config::LoadConfig;
-use crate::config::Scheme;
 use crate::protocol::http1::build_request;
+use crate::protocol::ProtocolKind;
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use candor_core::clock::wall_clock_ns;
@@ -134,13 +134,7 @@ pub fn run(
 ) -> Result<RunOutcome, RunError> {
     let config = Arc::new(config.clone());
     let requests = prepare_requests(&config);
-    let tls = match config.target.scheme {
-        Scheme::Https if !config.http2 => Some(crate::transport::tls::client_config(
-            &config.tls,
-            &[b"http/1.1"],
-        )?),
-        _ => None,
-    };
+    let tls = ProtocolKind::of(&config).thread_tls(&config)?;
     // Request lines with their own "url": a worker per target and thread, each with the
     // thread's connections to its target and the entries of the thread's stream chosen for it.
     let targets: Vec<Arc<LoadConfig>> = std::iter::once(config.clone())
@@ -194,16 +188,11 @@ pub fn run(
         } else {
             prepare_requests(&config)
         };
+        let kind = ProtocolKind::of(&config);
         let tls = if target == 0 {
             tls.clone()
         } else {
-            match config.target.scheme {
-                Scheme::Https if !config.http2 => Some(crate::transport::tls::client_config(
-                    &config.tls,
-                    &[b"http/1.1"],
-                )?),
-                _ => None,
-            }
+            kind.thread_tls(&config)?
         };
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
@@ -250,11 +239,7 @@ pub fn run(
                 if let Some(hook) = &setup.on_start {
                     hook();
                 }
-                // ENGINE DISPATCH
-                if setup.config.http2 {
-                    return crate::protocol::http2::run_worker(setup, ticket, schedule_at);
-                }
-                crate::engine::driver::run_worker(setup, tls, ticket, schedule_at)
+                crate::protocol::run_worker(kind, setup, tls, ticket, schedule_at)
             })
             .map_err(RunError::Thread)?;
         handles.push(handle);
@@ -486,7 +471,7 @@ pub fn start_instant(start_at: Option<u64>, earliest_ns: u64, now: (u64, u64)) -
 /// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
 /// single configured request), or the raw TCP payload.
 pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
-    if config.target.scheme == Scheme::Tcp {
+    if ProtocolKind::of(config) == ProtocolKind::Tcp {
         return vec![Prepared {
             bytes: config.payload.clone().into_boxed_slice(),
             head: false,

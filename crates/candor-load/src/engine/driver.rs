@@ -14,15 +14,15 @@
 //! are still timed precisely. Sends that fall due while a batch of events is handled go out
 //! between events, not after the batch.
 
-use crate::config::{LoadConfig, Scheme};
+use crate::config::LoadConfig;
 use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
 use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
-use crate::protocol::http1::{Progress, ResponseParser};
-use crate::protocol::tcp::TcpFramer;
+use crate::protocol::http1::Progress;
 use crate::protocol::Protocol;
+use crate::protocol::ProtocolKind;
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::transport::{start_tls, ConnectState, Handshake, Sock};
@@ -74,33 +74,18 @@ struct Conn<P> {
     stray: bool,
 }
 
-/// Runs one HTTP/1.1 or raw TCP load thread: opens its pool, reports it through `ticket`,
-/// and, from the start the run sets (with the schedule `schedule_at` makes for it), runs to the
-/// end of the schedule plus the drain; returns its two phases (0 = warm-up, 1 = measured).
-pub(crate) fn run_worker(
+/// Runs one load thread of a byte-stream protocol (each connection's [`Protocol`] made by
+/// `protocol`): opens its pool, reports it through `ticket`, and, from the start the run sets
+/// (with the schedule `schedule_at` makes for it), runs to the end of the schedule plus the
+/// drain; returns its two phases (0 = warm-up, 1 = measured).
+pub(crate) fn run_worker<P: Protocol>(
     setup: WorkerSetup,
     tls: Option<Arc<rustls::ClientConfig>>,
     ticket: GateTicket,
     schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
+    protocol: impl Fn() -> P,
 ) -> Result<[PhaseAcc; 2], String> {
-    match &setup.config.framing {
-        Some(f) if setup.config.target.scheme == Scheme::Tcp => {
-            let f = f.clone();
-            let driver = Driver::new(setup, tls, || TcpFramer::new(f.clone()));
-            pool_then_run(driver.map_err(|e| e.to_string())?, ticket, schedule_at)
-        }
-        _ => {
-            let driver = Driver::new(setup, tls, || ResponseParser::new(false));
-            pool_then_run(driver.map_err(|e| e.to_string())?, ticket, schedule_at)
-        }
-    }
-}
-
-fn pool_then_run<P: Protocol>(
-    mut driver: Driver<P>,
-    ticket: GateTicket,
-    schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
-) -> Result<[PhaseAcc; 2], String> {
+    let mut driver = Driver::new(setup, tls, protocol).map_err(|e| e.to_string())?;
     let report = driver.open_pool();
     let start_ns = ticket.report_and_wait(report).ok_or(NO_START)?;
     let warmup_ns = driver.config.warmup_ns;
@@ -176,7 +161,7 @@ impl<P: Protocol> Driver<P> {
         let ledger = Ledger::new(&setup);
         let mut core = Core::new(cfg, setup.schedule, ledger);
         let mut conns = conns;
-        if setup.config.target.scheme != Scheme::Tcp {
+        if ProtocolKind::of(&setup.config) != ProtocolKind::Tcp {
             let config = &setup.config;
             let compiled = crate::workload::compile_requests(config)
                 .map_err(|e| io::Error::other(e.to_string()))?;

@@ -288,9 +288,7 @@ impl<P: Protocol> Driver<P> {
                 self.clock_offset = ClockOffset::measure();
                 offset_measured = now;
             }
-            let sent = self.send_due(now);
-            self.core
-                .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
+            let sent = self.turn(now);
             let (send_at, wake) = match self.core.plan(now) {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake),
@@ -392,6 +390,16 @@ impl<P: Protocol> Driver<P> {
             }
         }
         self.finish(pacer.stats())
+    }
+
+    /// One pass of the loop's decisions at `now`: what is due is written ([`Driver::send_due`]),
+    /// then the core's timeout scan closes the connections whose requests it failed; whether
+    /// anything was sent.
+    fn turn(&mut self, now: u64) -> bool {
+        let sent = self.send_due(now);
+        self.core
+            .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
+        sent
     }
 
     /// Hands the core `now` (an end asked for, interval flushes) and writes every request due by
@@ -629,22 +637,7 @@ impl<P: Protocol> Driver<P> {
                 sock.read(&mut c.buf[len..]).map(|n| (n, None))
             };
             match got {
-                Ok((0, _)) => {
-                    let now = now_ns();
-                    if c.written > 0 {
-                        if let Some(status) = c.protocol.finish_at_eof() {
-                            // A response that the server's close completes: the close has no
-                            // receive stamp, so it is timed when read. Responses stop waiting
-                            // for the next send's wake-up in this thread from here on, so that
-                            // the reads of the next ones (and so their times) are prompt.
-                            self.stamped = false;
-                            self.complete_oldest(i, status, now);
-                        }
-                    }
-                    // Whatever else was outstanding was cut off by the close.
-                    self.fail_connection(i, Failure::Read, now);
-                    return;
-                }
+                Ok((0, _)) => return self.end_of_stream(i, now_ns()),
                 Ok((n, stamp)) => {
                     let now = self.arrival(i, stamped, stamp, now_ns());
                     let c = &mut self.conns[i];
@@ -653,9 +646,7 @@ impl<P: Protocol> Driver<P> {
                     };
                     let drained =
                         !until_blocked && len + n < c.buf.len() && matches!(sock, Sock::Plain(_));
-                    c.buf_len += n;
-                    self.core.read(i, n);
-                    if !self.process_buffer(i, now) || drained {
+                    if !self.received(i, n, now) || drained {
                         return;
                     }
                 }
@@ -676,6 +667,31 @@ impl<P: Protocol> Driver<P> {
         if let Some(sock) = self.conns[i].sock.as_mut() {
             let _ = sock.flush();
         }
+    }
+
+    /// The server closed connection `i` (its end of stream was read at `now`).
+    fn end_of_stream(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        if c.written > 0 {
+            if let Some(status) = c.protocol.finish_at_eof() {
+                // A response that the server's close completes: the close has no receive
+                // stamp, so it is timed when read. Responses stop waiting for the next send's
+                // wake-up in this thread from here on, so that the reads of the next ones (and
+                // so their times) are prompt.
+                self.stamped = false;
+                self.complete_oldest(i, status, now);
+            }
+        }
+        // Whatever else was outstanding was cut off by the close.
+        self.fail_connection(i, Failure::Read, now);
+    }
+
+    /// `n` more bytes were read into connection `i`'s buffer, arrived at `now`: the core counts
+    /// them and the protocol parses them. False when the connection was closed.
+    fn received(&mut self, i: usize, n: usize, now: u64) -> bool {
+        self.conns[i].buf_len += n;
+        self.core.read(i, n);
+        self.process_buffer(i, now)
     }
 
     /// The instant what a read returned at `now` on connection `i` arrived: the kernel's
@@ -827,3 +843,6 @@ fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
     c.written = 0;
     c.protocol.reset();
 }
+
+#[cfg(test)]
+mod driver_sim;

@@ -1,0 +1,615 @@
+//! The byte-stream driver's own decisions on simulated time: the real [`Driver`] over loopback
+//! sockets this test opened, with a manual clock (every step is handed its `now`) and a scripted
+//! peer (the server's bytes are put in the connection's buffer as a read would, its close is an
+//! end of stream), so what it books is asserted exactly: pipelining order, stray bytes, a
+//! protocol error failing exactly what the connection carried, the server's close with or without
+//! requests outstanding, the back-off of reconnects, timeouts, a write the socket does not take.
+
+use super::*;
+use crate::config::{Framing, Target};
+use crate::engine::backoff::Fault;
+use crate::protocol::http1::ResponseParser;
+use crate::protocol::tcp::TcpFramer;
+use crate::schedule::{ArrivalKind, Schedule};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream as PeerStream};
+use std::sync::atomic::AtomicBool;
+
+pub(crate) const MS: u64 = 1_000_000;
+pub(crate) const US: u64 = 1_000;
+/// The first intended send; far from 0, since 0 means "not sent" to the books.
+pub(crate) const START: u64 = 1_000 * MS;
+
+/// A load thread's setting for a rig: `count` requests at 1,000 a second from [`START`].
+pub(crate) struct Shape {
+    pub count: u64,
+    pub connections: usize,
+    pub pipeline: usize,
+    pub streams: usize,
+    pub timeout_ns: u64,
+    pub body: Vec<u8>,
+    pub framing: Option<Framing>,
+    pub http2: bool,
+}
+
+impl Shape {
+    pub fn new(count: u64) -> Shape {
+        Shape {
+            count,
+            connections: 1,
+            pipeline: 1,
+            streams: 1,
+            timeout_ns: 2_000 * MS,
+            body: Vec::new(),
+            framing: None,
+            http2: false,
+        }
+    }
+
+    /// The thread's setup against `listener`, its requests prepared as a run prepares them.
+    pub fn setup(&self, listener: &TcpListener) -> WorkerSetup {
+        let port = listener.local_addr().unwrap().port();
+        let url = match self.framing {
+            Some(_) => format!("tcp://127.0.0.1:{port}"),
+            None => format!("http://127.0.0.1:{port}/"),
+        };
+        let mut config = LoadConfig::new(Target::parse(&url).unwrap());
+        config.rate = Some(1000.0);
+        config.duration_ns = self.count * MS;
+        config.warmup_ns = 0;
+        config.timeout_ns = self.timeout_ns;
+        config.drain_ns = 2_000 * MS;
+        config.connections = self.connections;
+        config.pipeline = self.pipeline;
+        config.streams = self.streams;
+        config.http2 = self.http2;
+        config.framing = self.framing.clone();
+        if self.framing.is_some() {
+            config.payload = b"ping".to_vec();
+        } else if !self.body.is_empty() {
+            config.method = "POST".into();
+            config.body = self.body.clone();
+        }
+        let requests = crate::run::prepare_requests(&config);
+        let (to_collector, _) = crossbeam_channel::unbounded();
+        let (_, pool) = crossbeam_channel::unbounded();
+        WorkerSetup {
+            config: Arc::new(config),
+            requests,
+            connections: self.connections,
+            start_ns: crate::pool::UNKNOWN_START_NS,
+            schedule: None,
+            to_collector,
+            pool,
+            stop: Arc::new(AtomicBool::new(false)),
+            end: Arc::default(),
+            on_start: None,
+            seq_phase: 0,
+            seq_stride: 1,
+        }
+    }
+
+    /// The schedule the run would set at [`START`].
+    pub fn schedule(&self) -> Schedule {
+        Schedule::new(START, 1000.0, ArrivalKind::Constant, 0, 1)
+    }
+}
+
+/// The server's side of the rig's connections: accepts them and reads what the driver wrote.
+pub(crate) struct Peer {
+    pub listener: TcpListener,
+    pub conns: Vec<PeerStream>,
+    /// Everything each connection received so far.
+    pub got: Vec<Vec<u8>>,
+}
+
+impl Peer {
+    pub fn new() -> Peer {
+        Peer {
+            listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+            conns: Vec::new(),
+            got: Vec::new(),
+        }
+    }
+
+    /// Accepts the connection the driver just started (loopback: it is connected on return).
+    pub fn accept(&mut self) -> usize {
+        let (s, _) = self.listener.accept().unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        self.conns.push(s);
+        self.got.push(Vec::new());
+        self.conns.len() - 1
+    }
+
+    /// Reads from accepted connection `k` until it has received `n` bytes in all.
+    pub fn read_until(&mut self, k: usize, n: usize) -> &[u8] {
+        let mut buf = [0u8; 64 * 1024];
+        while self.got[k].len() < n {
+            let r = self.conns[k].read(&mut buf).unwrap();
+            assert!(r > 0, "the driver closed connection {k}");
+            self.got[k].extend_from_slice(&buf[..r]);
+        }
+        &self.got[k]
+    }
+}
+
+struct Rig<P: Protocol> {
+    d: Driver<P>,
+    peer: Peer,
+}
+
+fn http(shape: Shape) -> Rig<ResponseParser> {
+    let peer = Peer::new();
+    let setup = shape.setup(&peer.listener);
+    let mut d = Driver::new(setup, None, || ResponseParser::new(false)).unwrap();
+    d.core.begin_at(START, Some(shape.schedule()), 0);
+    Rig { d, peer }
+}
+
+fn tcp(shape: Shape) -> Rig<TcpFramer> {
+    let peer = Peer::new();
+    let setup = shape.setup(&peer.listener);
+    let framing = shape.framing.clone().unwrap();
+    let mut d = Driver::new(setup, None, || TcpFramer::new(framing.clone())).unwrap();
+    d.core.begin_at(START, Some(shape.schedule()), 0);
+    Rig { d, peer }
+}
+
+impl<P: Protocol> Rig<P> {
+    /// Connects connection `i` at `now` (the peer accepts it): open, and written to at once.
+    fn open(&mut self, i: usize, now: u64) {
+        self.d.start_connect(i, now);
+        assert_eq!(self.d.conns[i].state, ConnState::Connecting);
+        self.peer.accept();
+        self.d.finish_connect(i, now);
+        assert_eq!(self.d.conns[i].state, ConnState::Open);
+    }
+
+    /// Connects every connection before the start, as the pool does.
+    fn open_all(&mut self) -> &mut Self {
+        for i in 0..self.d.conns.len() {
+            self.open(i, START - MS);
+        }
+        self
+    }
+
+    /// One pass of the loop's decisions at `now`.
+    fn at(&mut self, now: u64) -> &mut Self {
+        self.d.turn(now);
+        self
+    }
+
+    /// The server's `bytes` on connection `i`, read at `now`; false if the connection closed.
+    fn answer(&mut self, i: usize, bytes: &[u8], now: u64) -> bool {
+        let c = &mut self.d.conns[i];
+        let at = c.buf_len;
+        c.buf[at..at + bytes.len()].copy_from_slice(bytes);
+        self.d.received(i, bytes.len(), now)
+    }
+
+    /// The server closes connection `i`; its end of stream is read at `now`.
+    fn close(&mut self, i: usize, now: u64) {
+        self.d.end_of_stream(i, now);
+    }
+
+    fn state(&self, i: usize) -> ConnState {
+        self.d.conns[i].state
+    }
+
+    /// When connection `i`'s latest connect was started.
+    fn connect_called(&self, i: usize) -> u64 {
+        self.d.conns[i].connect_called
+    }
+
+    /// The books at `now`, after checking that nothing vanished from them.
+    fn finish(&mut self, now: u64) -> PhaseAcc {
+        let [_, measured] = self.d.core.finish(now, &|| now, &|| false);
+        let c = &measured.counts;
+        assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
+        measured
+    }
+}
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+fn faults(p: &PhaseAcc) -> Vec<(String, u64)> {
+    p.faults.by_cause().into_iter().collect()
+}
+
+fn fault(f: Fault, n: u64) -> Vec<(String, u64)> {
+    let mut t = crate::engine::backoff::FaultTally::default();
+    for _ in 0..n {
+        t.count(f);
+    }
+    t.by_cause().into_iter().collect()
+}
+
+#[test]
+fn an_answer_completes_its_request_at_the_instant_it_is_read() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    let sent = r.peer.read_until(0, 1).len();
+    assert!(sent > 0);
+    assert!(r.answer(0, OK, START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.intended, p.counts.completed), (1, 1));
+    assert_eq!(p.rec.response.count_at(3 * MS), 1);
+    assert_eq!(p.counts.bytes_read, OK.len() as u64);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn a_response_split_over_two_reads_completes_at_the_second() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    assert!(r.answer(0, &OK[..20], START + MS));
+    assert!(r.answer(0, &OK[20..], START + 4 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.completed, 1);
+    assert_eq!(p.rec.response.count_at(4 * MS), 1);
+}
+
+#[test]
+fn pipelined_responses_answer_their_requests_oldest_first() {
+    let mut shape = Shape::new(3);
+    shape.pipeline = 3;
+    let mut r = http(shape);
+    r.open_all().at(START).at(START + MS).at(START + 2 * MS);
+    assert_eq!(r.d.conns[0].written, 3);
+    // Two responses in one read: the first two requests, in order, both at that instant.
+    let two = [OK, OK].concat();
+    assert!(r.answer(0, &two, START + 5 * MS));
+    assert_eq!(r.d.conns[0].written, 1);
+    assert!(r.answer(0, OK, START + 6 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.completed, 3);
+    // Intended at 0, 1 and 2 ms; answered at 5, 5 and 6 ms.
+    let rt = &p.rec.response;
+    assert_eq!((rt.count_at(5 * MS), rt.count_at(4 * MS)), (1, 2));
+}
+
+#[test]
+fn a_partial_response_is_kept_while_the_next_one_is_awaited() {
+    let mut shape = Shape::new(2);
+    shape.pipeline = 2;
+    let mut r = http(shape);
+    r.open_all().at(START).at(START + MS);
+    let mut bytes = OK.to_vec();
+    bytes.extend_from_slice(&OK[..10]);
+    assert!(r.answer(0, &bytes, START + 2 * MS));
+    assert_eq!(r.d.conns[0].buf_len, 10);
+    assert!(r.answer(0, &OK[10..], START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.completed, 2);
+    assert_eq!(p.rec.response.count_at(2 * MS), 2);
+}
+
+#[test]
+fn bytes_before_any_request_fail_the_next_request_as_parse() {
+    let mut r = http(Shape::new(1));
+    r.open_all();
+    // The server speaks first: nobody asked. The connection is closed and the fault booked;
+    // the request given to it next is the one charged.
+    assert!(!r.answer(0, b"hello", START - MS / 2));
+    assert_eq!(r.state(0), ConnState::Down);
+    assert!(r.d.conns[0].stray);
+    r.at(START);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.parse), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::Malformed, 1));
+}
+
+#[test]
+fn a_second_response_to_one_request_makes_that_exchange_a_parse_failure() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    assert!(r.answer(0, OK, START + MS));
+    assert!(!r.answer(0, OK, START + 2 * MS));
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(
+        (p.counts.completed, p.counts.failed, p.counts.errors.parse),
+        (0, 1, 1)
+    );
+    assert_eq!(faults(&p), fault(Fault::Malformed, 1));
+}
+
+#[test]
+fn a_malformed_response_fails_exactly_what_its_connection_carried() {
+    let mut shape = Shape::new(4);
+    shape.connections = 2;
+    shape.pipeline = 2;
+    let mut r = http(shape);
+    r.open_all();
+    for k in 0..4 {
+        r.at(START + k * MS);
+    }
+    let carried = r.d.conns[0].written;
+    assert_eq!(carried + r.d.conns[1].written, 4);
+    assert!(!r.answer(0, b"HTTP/1.1 abc\r\n\r\n", START + 5 * MS));
+    for _ in 0..r.d.conns[1].written {
+        assert!(r.answer(1, OK, START + 6 * MS));
+    }
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.errors.parse, carried as u64);
+    assert_eq!(p.counts.completed, 4 - carried as u64);
+    assert_eq!(faults(&p), fault(Fault::Malformed, 1));
+}
+
+#[test]
+fn a_closing_response_cuts_off_the_pipelined_request_behind_it() {
+    let mut shape = Shape::new(2);
+    shape.pipeline = 2;
+    let mut r = http(shape);
+    r.open_all().at(START).at(START + MS);
+    let closing = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    assert!(!r.answer(0, closing, START + 2 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(
+        (p.counts.completed, p.counts.failed, p.counts.errors.read),
+        (1, 1, 1)
+    );
+    assert_eq!(faults(&p), fault(Fault::Closed, 1));
+}
+
+#[test]
+fn a_close_with_nothing_outstanding_is_no_fault_and_reconnects_at_once() {
+    let mut r = http(Shape::new(2));
+    r.open_all().at(START);
+    assert!(r.answer(0, OK, START + MS / 2));
+    r.close(0, START + MS / 2);
+    assert_eq!(r.state(0), ConnState::Down);
+    // No back-off after a clean close: the next request connects when it falls due.
+    r.at(START + MS);
+    assert_eq!(r.connect_called(0), START + MS);
+    assert_eq!(r.state(0), ConnState::Connecting);
+    let p = r.finish(START + 10 * MS);
+    assert!(faults(&p).is_empty());
+    assert_eq!(p.counts.completed, 1);
+    assert_eq!(p.counts.failed, 0);
+}
+
+#[test]
+fn a_close_with_a_request_outstanding_fails_it_as_read_and_backs_off() {
+    let mut r = http(Shape::new(2));
+    r.open_all().at(START);
+    r.close(0, START + MS / 2);
+    // The fault starts a back-off of 1 ms: the request due at +1 ms waits for it.
+    r.at(START + MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    r.at(START + MS + MS / 2);
+    assert_eq!(r.state(0), ConnState::Connecting);
+    assert_eq!(r.connect_called(0), START + MS + MS / 2);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.read, p.counts.failed), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::Closed, 1));
+}
+
+#[test]
+fn a_close_completes_a_response_delimited_by_the_close() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    assert!(r.answer(0, b"HTTP/1.1 200 OK\r\n\r\nuntil the end", START + MS));
+    r.close(0, START + 2 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 0));
+    assert_eq!(p.rec.response.count_at(2 * MS), 1);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn a_close_in_the_middle_of_a_head_is_a_read_failure() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    assert!(r.answer(0, b"HTTP/1.1 200 OK\r\nContent-Le", START + MS));
+    r.close(0, START + 2 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.read), (0, 1));
+    assert_eq!(faults(&p), fault(Fault::Closed, 1));
+}
+
+#[test]
+fn the_back_off_doubles_while_the_connection_keeps_failing() {
+    let mut r = http(Shape::new(20));
+    r.open_all();
+    // Each connect is refused at once by a malformed greeting: the waits grow 1, 2, 4 ms.
+    let mut now = START;
+    r.at(now);
+    let mut connects = Vec::new();
+    for _ in 0..3 {
+        assert!(!r.answer(0, b"garbage\r\n\r\n", now));
+        let down = now;
+        let mut t = down;
+        while r.state(0) == ConnState::Down {
+            t += 100 * US;
+            r.at(t);
+        }
+        connects.push(r.connect_called(0) - down);
+        r.peer.accept();
+        r.d.finish_connect(0, t);
+        now = t;
+    }
+    assert_eq!(connects, vec![MS, 2 * MS, 4 * MS]);
+}
+
+#[test]
+fn an_answer_resets_the_back_off() {
+    let mut r = http(Shape::new(20));
+    r.open_all().at(START);
+    assert!(!r.answer(0, b"garbage\r\n\r\n", START));
+    r.at(START + MS);
+    assert_eq!(r.connect_called(0), START + MS);
+    r.peer.accept();
+    r.d.finish_connect(0, START + MS);
+    assert!(r.answer(0, OK, START + MS + 100 * US));
+    r.at(START + 2 * MS);
+    // It had answered since it reconnected: after this fault it is connected again at once,
+    // for the next request (due at 3 ms).
+    assert!(!r.answer(0, b"garbage\r\n\r\n", START + 2 * MS + 100 * US));
+    r.at(START + 3 * MS);
+    assert_eq!(r.connect_called(0), START + 3 * MS);
+    r.peer.accept();
+    r.d.finish_connect(0, START + 3 * MS);
+    // And the next fault without an answer waits the first step again, 1 ms (not 2).
+    assert!(!r.answer(0, b"garbage\r\n\r\n", START + 3 * MS + 100 * US));
+    r.at(START + 4 * MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    r.at(START + 4 * MS + 100 * US);
+    assert_eq!(r.connect_called(0), START + 4 * MS + 100 * US);
+}
+
+#[test]
+fn a_request_that_waits_for_a_back_off_is_sent_when_it_ends_and_its_wait_is_send_lag() {
+    let mut r = http(Shape::new(2));
+    r.open_all().at(START);
+    assert!(!r.answer(0, b"garbage\r\n\r\n", START + MS / 2));
+    r.at(START + MS);
+    r.at(START + MS + MS / 2);
+    r.peer.accept();
+    r.d.finish_connect(0, START + MS + MS / 2);
+    assert!(r.answer(0, OK, START + 2 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.completed, 1);
+    assert_eq!(p.rec.send_lag.count_at(MS / 2), 1);
+    assert_eq!(p.rec.response.count_at(MS), 1);
+    assert_eq!(p.rec.service.count_at(MS / 2), 1);
+}
+
+#[test]
+fn a_timeout_fails_the_request_closes_the_connection_and_books_no_fault() {
+    let mut shape = Shape::new(3);
+    shape.timeout_ns = 5 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let mut t = START;
+    while r.state(0) == ConnState::Open && t < START + 20 * MS {
+        t += 250 * US;
+        r.at(t);
+    }
+    assert!(t >= START + 5 * MS, "timed out at {t}");
+    let p = r.finish(t);
+    assert_eq!(p.counts.errors.timeout, 1);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn a_timed_out_connection_reconnects_for_the_next_request_without_back_off() {
+    let mut shape = Shape::new(30);
+    shape.timeout_ns = 2 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let mut t = START;
+    while r.state(0) == ConnState::Open {
+        t += 250 * US;
+        r.at(t);
+    }
+    // Requests queued behind the one that timed out are due: the loop's next pass (at once)
+    // connects again, with no back-off (a timeout is bounded by --timeout, not a fault).
+    r.at(t);
+    assert_eq!(r.state(0), ConnState::Connecting);
+    assert_eq!(r.connect_called(0), t);
+    let p = r.finish(t);
+    assert_eq!(p.counts.errors.timeout, 1);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn a_write_failure_fails_what_the_connection_carried_as_write_and_books_a_reset() {
+    let mut shape = Shape::new(1);
+    shape.pipeline = 1;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    r.d.fail_connection(0, Failure::Write, START + MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.write, p.counts.failed), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::Reset, 1));
+}
+
+#[test]
+fn a_failed_connect_is_a_refusal_and_a_failed_handshake_a_tls_fault() {
+    let mut r = http(Shape::new(2));
+    r.d.start_connect(0, START - MS);
+    r.d.fail_connection(0, Failure::Connect, START - MS);
+    r.open(0, START - MS / 2);
+    r.d.conns[0].state = ConnState::Handshaking;
+    r.d.fail_connection(0, Failure::Connect, START - MS / 4);
+    let p = r.finish(START);
+    let mut want = fault(Fault::Refused, 1);
+    want.extend(fault(Fault::Tls, 1));
+    want.sort();
+    assert_eq!(faults(&p), want);
+}
+
+#[test]
+fn a_request_that_could_not_be_filled_books_no_fault() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    r.d.fail_connection(0, Failure::Template, START + MS);
+    let p = r.finish(START + 10 * MS);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn a_request_the_socket_does_not_take_at_once_is_finished_when_it_turns_writable() {
+    let mut shape = Shape::new(1);
+    // Far more than a loopback socket's buffers hold while the server reads nothing.
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let len = r.d.requests[0].bytes.len();
+    assert_eq!(r.d.conns[0].written, 0);
+    assert!(r.d.conns[0].write_off > 0 && r.d.conns[0].write_off < len);
+    assert!(r.d.socket_owed);
+    // The server drains its side; each writable event resumes the write where it stopped.
+    let mut t = START;
+    let mut got = 0;
+    while r.d.conns[0].written == 0 {
+        got = r.peer.read_until(0, got + 1).len();
+        t += 10 * US;
+        r.d.write_requests(0, t);
+    }
+    // Sent when its first byte left, at the intended time, however long the rest took.
+    assert_eq!(r.d.core.exchange(0).sent, START);
+    let p = r.finish(t);
+    assert_eq!(p.counts.bytes_written, len as u64);
+    assert_eq!(p.counts.sent_unanswered, 1);
+}
+
+#[test]
+fn raw_tcp_frames_answer_their_requests_in_order() {
+    let mut shape = Shape::new(2);
+    shape.pipeline = 2;
+    shape.framing = Some(Framing::ExpectBytes(3));
+    let mut r = tcp(shape);
+    r.open_all().at(START).at(START + MS);
+    assert!(r.answer(0, b"abcde", START + 2 * MS));
+    assert!(r.answer(0, b"f", START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.completed, 2);
+    assert_eq!(p.rec.response.count_at(2 * MS), 2);
+}
+
+#[test]
+fn raw_tcp_a_frame_nobody_asked_for_is_a_protocol_error() {
+    let mut shape = Shape::new(1);
+    shape.framing = Some(Framing::Delimiter(b"\n".to_vec()));
+    let mut r = tcp(shape);
+    r.open_all().at(START);
+    assert!(!r.answer(0, b"one\ntwo\n", START + MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.parse), (0, 1));
+    assert_eq!(faults(&p), fault(Fault::Malformed, 1));
+}
+
+#[test]
+fn raw_tcp_a_close_completes_no_frame() {
+    let mut shape = Shape::new(1);
+    shape.framing = Some(Framing::Delimiter(b"\n".to_vec()));
+    let mut r = tcp(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, b"no delimiter yet", START + MS));
+    r.close(0, START + 2 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.read), (0, 1));
+}

@@ -26,7 +26,11 @@ pub mod fdlimit;
 pub mod flags;
 pub mod interrupt;
 pub mod live;
+pub mod results_file;
 pub mod stop;
+pub mod verdicts;
+
+pub use results_file::run_results;
 
 use candor_core::results::{ArrivalName, ProtocolName, RunConfig, StopReason};
 use candor_core::units::{format_ns, format_rate};

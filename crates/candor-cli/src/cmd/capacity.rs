@@ -120,7 +120,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         if outcome.interrupted_after_ns.is_some() {
             return Ok(None);
         }
-        let results = outcome.to_results(&c, vec![], recorded_config(&c));
+        let results = candor_runner::run_results(&outcome, &c, vec![], recorded_config(&c));
         let trial = candor_analysis::capacity::judge(&results, &slo, rate);
         if progress {
             eprintln!(

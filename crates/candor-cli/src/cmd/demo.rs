@@ -78,12 +78,8 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     crate::cmd::interrupt::check("the demo")?;
     let from = open_out.start_ns + open.warmup_ns;
     let to = from + open.duration_ns;
-    let open_res = open_out
-        .to_results(&open, vec![], serde_json::Value::Null)
-        .main;
-    let closed_phase = closed_out
-        .to_results(&closed, vec![], serde_json::Value::Null)
-        .main;
+    let open_res = open_out.main_results(&open);
+    let closed_phase = closed_out.main_results(&closed);
 
     let base = open_res.service_time.at(50.0).unwrap_or(0);
     let mut truth = StallTruth::periodic(0, 1, 0, from, to, base);

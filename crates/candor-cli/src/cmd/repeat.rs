@@ -70,7 +70,8 @@ pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
             eprintln!("candor: repeat {} of {n}", k + 1);
         }
         let outcome = execute_watched(config, live, None, &mut |_, _| None)?;
-        let mut r = outcome.to_results(
+        let mut r = candor_runner::run_results(
+            &outcome,
             config,
             command_line(config, &args.load.url),
             recorded_config(config),

@@ -104,7 +104,12 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         c.validate()?;
         crate::cmd::live::more_runs_follow(i + 1 < rates.len());
         let outcome = execute(&c, live).with_context(|| format!("step {}", format_rate(rate)))?;
-        let results = outcome.to_results(&c, std::env::args().collect(), recorded_config(&c));
+        let results = candor_runner::run_results(
+            &outcome,
+            &c,
+            std::env::args().collect(),
+            recorded_config(&c),
+        );
         let step = make_step(rate, results, &slo);
         let m = &step.results.main;
         eprintln!(

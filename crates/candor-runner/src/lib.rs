@@ -21,11 +21,13 @@ macro_rules! eprintln {
     }};
 }
 
+pub mod demo_runs;
 pub mod extras;
 pub mod fdlimit;
 pub mod flags;
 pub mod interrupt;
 pub mod live;
+pub mod rate_series;
 pub mod results_file;
 pub mod stop;
 pub mod verdicts;

@@ -4,10 +4,10 @@
 //! How one step is run is the caller's ([`StepRun`]: the real engine in the binary, scripted
 //! results in tests), so the loops are tested without sending load.
 
-use crate::{execute, interrupt, live, recorded_config, run_results, RunnerError};
-use candor_analysis::capacity::{search_until, Purpose, Search, SearchSettings, Trial};
+use crate::{execute, interrupt, live_view, recorded_config, run_results, RunnerError};
+use candor_analysis::capacity_search::{search_until, Purpose, Search, SearchSettings, Trial};
 use candor_analysis::slo::SloSet;
-use candor_analysis::sweep::SweepStep;
+use candor_analysis::sweep_results::SweepStep;
 use candor_core::results::{RunResults, StopReason};
 use candor_core::units::format_rate;
 use candor_load::{LoadConfig, LoadConfigError};
@@ -76,7 +76,7 @@ pub fn sweep(
             break;
         }
         let c = at_rate(base, rate)?;
-        live::more_runs_follow(i + 1 < rates.len());
+        live_view::more_runs_follow(i + 1 < rates.len());
         let results = run_step(&c).map_err(|source| SeriesError::Step { rate, source })?;
         let step = sweep_step(rate, results, slo);
         on_step(&step);
@@ -124,7 +124,7 @@ pub fn capacity(
         if results.stop_reason == Some(StopReason::Interrupt) {
             return Ok(None);
         }
-        let trial = candor_analysis::capacity::judge(&results, slo, rate);
+        let trial = candor_analysis::capacity_search::judge(&results, slo, rate);
         on_trial(rate, purpose, &trial);
         Ok(Some(trial))
     };

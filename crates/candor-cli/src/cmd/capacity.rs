@@ -4,7 +4,7 @@
 use crate::cmd::run::{load_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
-use candor_analysis::capacity::SearchSettings;
+use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
 use candor_report::export::ExportManager;
@@ -127,7 +127,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             }
         },
     )?;
-    let (text, code) = candor_report::capacity::render(&base.target.url, &settings, &found);
+    let (text, code) = candor_report::capacity_report::render(&base.target.url, &settings, &found);
     print!("{text}");
     if let Some(failure) = exports.write_all(&found).into_iter().next() {
         return Err(failure.into());

@@ -5,7 +5,7 @@
 use crate::cmd::run::{command_line, load_config, LoadArgs};
 use anyhow::{bail, Context, Result};
 use candor_analysis::slo::SloSet;
-use candor_analysis::sweep::SweepResults;
+use candor_analysis::sweep_results::SweepResults;
 use candor_core::results::SCHEMA_VERSION;
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
 use candor_report::export::ExportManager;

@@ -4,21 +4,21 @@
 //! after-the-fact correction, the capacity search (generic over the measurement, so it is testable
 //! without a network) and sweep results.
 
-pub mod analysis;
-pub mod capacity;
+pub mod capacity_search;
 pub mod compare_ci;
 pub mod confidence;
-pub mod correct;
+pub mod correction;
 pub mod late;
 pub mod omission;
 pub mod repeats;
+pub mod run_analysis;
 pub mod saturation;
 pub mod slo;
 pub mod stopping;
-pub mod sweep;
+pub mod sweep_results;
 pub mod trend;
 
-pub use analysis::{analyze, Analysis};
+pub use run_analysis::{analyze, Analysis};
 pub use slo::{Objective, SloError, SloSet, SloVerdict};
 
 #[cfg(test)]

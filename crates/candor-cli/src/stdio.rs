@@ -21,8 +21,14 @@ static STDOUT_IS_DATA: AtomicBool = AtomicBool::new(false);
 /// Hands stdout to the output `dest` when it is `-`: from then on `print!` writes to stderr.
 pub fn give_stdout_to(dest: Option<&candor_report::export::Destination>) {
     if dest.is_some_and(|d| d.is_stdout()) {
-        STDOUT_IS_DATA.store(true, Ordering::Relaxed);
+        give_stdout_to_data();
     }
+}
+
+/// Hands stdout to an output on `-` (`ExportManager::uses_stdout`): from then on `print!`
+/// writes to stderr.
+pub fn give_stdout_to_data() {
+    STDOUT_IS_DATA.store(true, Ordering::Relaxed);
 }
 
 /// What `print!` and `println!` expand to in this crate (see `main.rs`).

@@ -1,8 +1,11 @@
-//! Allocation counting: a global allocator that counts, per thread, what the code on that thread
-//! allocates, and the per-run statistics the harness derives from it for the measured code.
+//! Allocation counting: candor's one counting global allocator. It counts, per thread, what the
+//! code on that thread allocates (the harness derives its per-run statistics for the measured
+//! code from these), and process-wide, all threads' and marked threads' allocator calls (the
+//! zero-allocation tests of the engine read these through `candor-testkit`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A [`GlobalAlloc`] that forwards to the system allocator and counts, per thread, allocations,
 /// reallocations and the bytes they asked for. Install it in the benchmark's binary:
@@ -22,17 +25,39 @@ use std::cell::Cell;
 ///
 /// The harness then reports allocations per iteration beside the latency (see
 /// [`RunData::allocations`](crate::RunData::allocations)). Counting costs a few thread-local
-/// increments per allocation; the counters are per thread, so other threads (a jitter monitor, a
-/// logger, libtest's workers) never show up in the benchmark thread's numbers.
+/// increments and one uncontended atomic increment per allocation; the per-thread counters are
+/// per thread, so other threads (a jitter monitor, a logger, libtest's workers) never show up in
+/// the benchmark thread's numbers.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct CountingAllocator {
-    _private: (),
-}
+pub struct CountingAllocator;
+
+/// Allocator calls on every thread since the process started.
+static TOTAL: AtomicU64 = AtomicU64::new(0);
+/// Allocator calls on threads that called [`CountingAllocator::mark_this_thread`].
+static MARKED: AtomicU64 = AtomicU64::new(0);
 
 impl CountingAllocator {
     /// `const`, so that it can initialise the `static` that `#[global_allocator]` needs.
     pub const fn new() -> Self {
-        CountingAllocator { _private: () }
+        CountingAllocator
+    }
+
+    /// From now on, the calling thread's allocator calls also count in
+    /// [`marked_calls`](Self::marked_calls) (an engine's worker threads, marked from their start
+    /// hook, read from the test's thread).
+    pub fn mark_this_thread() {
+        COUNTS.with(|c| c.marked.set(true));
+    }
+
+    /// Allocator calls (allocations and reallocations) on every thread since the process
+    /// started (zero if this allocator is not the global allocator).
+    pub fn total_calls() -> u64 {
+        TOTAL.load(Ordering::SeqCst)
+    }
+
+    /// Allocator calls on marked threads since the process started.
+    pub fn marked_calls() -> u64 {
+        MARKED.load(Ordering::SeqCst)
     }
 
     /// The calling thread's counters since it started (all zero if this allocator is not the
@@ -88,6 +113,7 @@ struct Counts {
     allocations: Cell<u64>,
     reallocations: Cell<u64>,
     bytes: Cell<u64>,
+    marked: Cell<bool>,
 }
 
 thread_local! {
@@ -99,6 +125,7 @@ thread_local! {
             allocations: Cell::new(0),
             reallocations: Cell::new(0),
             bytes: Cell::new(0),
+            marked: Cell::new(false),
         }
     };
 }
@@ -109,11 +136,15 @@ fn bump(cell: fn(&Counts) -> &Cell<u64>, bytes: usize) {
         let n = cell(c);
         n.set(n.get().wrapping_add(1));
         c.bytes.set(c.bytes.get().wrapping_add(bytes as u64));
+        TOTAL.fetch_add(1, Ordering::SeqCst);
+        if c.marked.get() {
+            MARKED.fetch_add(1, Ordering::SeqCst);
+        }
     });
 }
 
 // SAFETY: every call is forwarded unchanged to `System`; the counting touches only a const
-// thread-local of `Cell`s, which never allocates.
+// thread-local of `Cell`s and two atomics, none of which allocates.
 unsafe impl GlobalAlloc for CountingAllocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -326,6 +357,33 @@ mod tests {
         // other thread's Vec must not appear.
         let d = CountingAllocator::thread_counts().since(before);
         assert!(d.bytes < 8_000, "{d:?}");
+    }
+
+    #[test]
+    fn marked_threads_count_process_wide_and_unmarked_ones_only_in_the_total() {
+        let (total, marked) = (
+            CountingAllocator::total_calls(),
+            CountingAllocator::marked_calls(),
+        );
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                CountingAllocator::mark_this_thread();
+                for _ in 0..100 {
+                    std::hint::black_box(Box::new(0u64));
+                }
+            });
+        });
+        // Other tests' threads may allocate meanwhile, and may be marked: at least ours counted.
+        assert!(CountingAllocator::marked_calls() - marked >= 100);
+        assert!(CountingAllocator::total_calls() - total >= 100);
+        let unmarked = CountingAllocator::thread_counts();
+        std::hint::black_box(Box::new(0u64));
+        assert_eq!(
+            CountingAllocator::thread_counts()
+                .since(unmarked)
+                .allocations,
+            1
+        );
     }
 
     #[test]

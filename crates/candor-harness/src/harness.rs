@@ -2,12 +2,12 @@
 //! measures, collects other threads' samplers and the jitter monitor at run boundaries.
 
 use crate::alloc::{AllocStats, CountingAllocator};
-use crate::clock::{Clock, MonotonicClock};
-use crate::config::{Config, HarnessBuilder};
+use crate::harness_clock::{Clock, MonotonicClock};
+use crate::harness_results::{run_text, warmup_text, HarnessResults, Phase, RunData};
 use crate::jitter::JitterMonitor;
 use crate::phased::{HistSet, PhasedSet, E2E, SERVICE};
-use crate::results::{run_text, warmup_text, HarnessResults, Phase, RunData};
 use crate::sampler::{ProbeId, Sampler, Stamp};
+use crate::settings::{Config, HarnessBuilder};
 use candor_core::hist::{new_histogram, record_clamped};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

@@ -16,13 +16,13 @@
 //! See docs/harness.md for the design and measured examples.
 
 mod alloc;
-mod clock;
-mod config;
 mod harness;
+mod harness_clock;
+mod harness_results;
 mod jitter;
 mod phased;
-mod results;
 mod sampler;
+mod settings;
 pub mod summary;
 
 pub use alloc::{AllocCounts, AllocStats, AllocationFailure, CountingAllocator};
@@ -32,14 +32,14 @@ pub use candor_analysis::repeats::{Rule, DEFAULT_THRESHOLD};
 /// The monotonic clock the harness times with (CLOCK_MONOTONIC, ns), for timing a probe's stretch
 /// of code: re-exported so that a benchmark needs no other crate than this one.
 pub use candor_core::now_ns;
-pub use clock::{Clock, ManualClock, MonotonicClock, Wake};
-pub use config::{Config, HarnessBuilder, HarnessError};
 pub use harness::{Benchmark, Harness, Iteration};
-pub use results::{
+pub use harness_clock::{Clock, ManualClock, MonotonicClock, Wake};
+pub use harness_results::{
     comparison_text, histogram_line, ratio_cell, run_text, warmup_text, HarnessResults, Phase,
     RunComparison, RunData, SummaryRow, SummaryTable,
 };
 pub use sampler::{ProbeId, Sampler, Stamp};
+pub use settings::{Config, HarnessBuilder, HarnessError};
 pub use summary::Variation;
 
 // The unit tests read real allocation counts (alloc.rs, harness.rs); per-thread counters keep

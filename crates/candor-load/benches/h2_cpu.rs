@@ -84,14 +84,14 @@ fn measure(case: &Case, h1_url: &str, h2_url: &str) -> (u64, u64, u64) {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let t0 = start.load(Ordering::SeqCst);
-            candor_core::pace::sleep_until_absolute(t0 + WINDOW.0 * S);
+            candor_core::exact_sleep::sleep_until_absolute(t0 + WINDOW.0 * S);
             let a: u64 = clocks
                 .lock()
                 .expect("lock")
                 .iter()
                 .map(|&c| thread_cpu_ns(c))
                 .sum();
-            candor_core::pace::sleep_until_absolute(t0 + WINDOW.1 * S);
+            candor_core::exact_sleep::sleep_until_absolute(t0 + WINDOW.1 * S);
             let b: u64 = clocks
                 .lock()
                 .expect("lock")

@@ -155,7 +155,12 @@ fn an_http2_goaway_after_the_preface_is_counted_by_its_code_and_backed_off() {
         "server sent GOAWAY REFUSED_STREAM before any response",
     );
     assert_connections_bounded(&accepted2, n);
-    let results = out.to_results(&run_config(addr, true), Vec::new(), serde_json::json!({}));
+    let results = candor_runner::run_results(
+        &out,
+        &run_config(addr, true),
+        Vec::new(),
+        serde_json::json!({}),
+    );
     assert!(
         results.warnings.iter().any(|w| w.contains(
             "the most common cause: server sent GOAWAY PROTOCOL_ERROR before any response"

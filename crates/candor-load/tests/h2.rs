@@ -485,7 +485,7 @@ fn an_early_end_for_precision_drains_and_counts_only_what_was_due() {
     // most ceil(100 * after) + 1.
     let due = (100.0 * after_ns as f64 / 1e9).ceil() as u64 + 1;
     assert!(m.intended <= due, "{} > {due}", m.intended);
-    let results = out.to_results(&c, vec![], serde_json::Value::Null);
+    let results = candor_runner::run_results(&out, &c, vec![], serde_json::Value::Null);
     assert_eq!(results.stop_reason, Some(StopReason::Precision));
 }
 
@@ -525,7 +525,7 @@ fn an_early_end_for_an_abort_does_not_wait_for_the_drain() {
         m.sent_unanswered + m.queued_unsent,
         "{m:?}"
     );
-    let results = out.to_results(&c, vec![], serde_json::Value::Null);
+    let results = candor_runner::run_results(&out, &c, vec![], serde_json::Value::Null);
     assert_eq!(results.stop_reason, Some(StopReason::Abort));
 }
 
@@ -654,7 +654,7 @@ fn a_server_allowing_no_streams_is_named_in_the_report() {
     // The server's SETTINGS reach the client when it connects, 50 ms before the first send, so
     // the requests of the 500 ms schedule meet a stream limit of 0 and wait, never sent.
     assert!(m.queued_unsent > 0, "{m:?}");
-    let results = out.to_results(&c, vec![], serde_json::json!({}));
+    let results = candor_runner::run_results(&out, &c, vec![], serde_json::json!({}));
     assert!(
         results
             .warnings

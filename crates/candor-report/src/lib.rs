@@ -2,10 +2,11 @@
 
 pub mod text;
 
-pub mod capacity;
+pub mod capacity_report;
 pub mod codec;
-pub mod compare;
+pub mod comparison;
 pub mod escape;
+pub mod exact_merge;
 pub mod export;
 pub mod hgrm;
 pub mod hlog;
@@ -15,7 +16,6 @@ mod html_workload;
 pub mod input;
 pub mod javafmt;
 pub mod json;
-pub mod merge;
 pub mod shards;
 pub mod sweep_html;
 pub mod synthetic;

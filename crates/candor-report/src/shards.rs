@@ -1,12 +1,12 @@
 //! Shards of one schedule (`candor run --shard I/N`, possibly on many machines) read as one run:
-//! the exact merge of [`crate::merge`], plus what only a shard set has: a check that the set is
+//! the exact merge of [`crate::exact_merge`], plus what only a shard set has: a check that the set is
 //! complete and consistent, each shard's start offset, and the shards that fell behind.
 //!
 //! Response times need no cross-machine clock: each is measured on one shard's monotonic clock
 //! from that shard's own intended send time. Only the wall-clock labels (interval alignment,
 //! `--start-at`) depend on the machines' clocks agreeing (docs/scale-out.md).
 
-use crate::merge::{merge, MergeError};
+use crate::exact_merge::{merge, MergeError};
 use candor_core::recorded::{RecordedConfig, ShardRecord, ShardSetRecord};
 use candor_core::results::RunResults;
 use candor_core::table::{Column, TextTable};

@@ -3,7 +3,7 @@
 //! self-contained file with the vendored uPlot inlined.
 
 use candor_analysis::late::count_noun;
-use candor_analysis::sweep::{SweepResults, SWEEP_PERCENTILES};
+use candor_analysis::sweep_results::{SweepResults, SWEEP_PERCENTILES};
 use candor_core::units::{format_count, format_ns, format_rate};
 use serde_json::json;
 
@@ -136,7 +136,7 @@ impl crate::export::Exporter<SweepResults> for SweepHtmlExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candor_analysis::sweep::SweepStep;
+    use candor_analysis::sweep_results::SweepStep;
     use candor_core::results::*;
 
     #[test]

@@ -267,7 +267,7 @@ fn report_renders_in_headless_chromium() {
 #[test]
 #[ignore = "needs Chromium: scripts/test.sh"]
 fn sweep_page_renders_with_verdicts_and_static_legends() {
-    use candor_analysis::sweep::{SweepResults, SweepStep};
+    use candor_analysis::sweep_results::{SweepResults, SweepStep};
     use candor_core::results::SCHEMA_VERSION;
     let exe = chromium().expect("chromium not found: run scripts/install-test-deps.sh");
     let steps: Vec<SweepStep> = [(1000.0, 900_000), (2000.0, 1_200_000), (4000.0, 9_000_000)]

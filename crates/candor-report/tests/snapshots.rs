@@ -3,13 +3,13 @@
 //! and review the diff.
 
 use candor_core::results::RunResults;
-use candor_report::compare::{compare_text, Measure};
+use candor_report::comparison::{compare_text, Measure};
+use candor_report::exact_merge::merge;
 use candor_report::hgrm::{parse_hgrm, write_hgrm, MS_RATIO};
 use candor_report::hlog::{
     read_hlog, results_from_hlog, write_hlog, TimeRange, TAG_SEND_LAG, TAG_SERVICE_TIME,
 };
 use candor_report::html::{strip_vendored, write_html, HtmlOptions, Slo};
-use candor_report::merge::merge;
 use candor_report::synthetic::synthetic_run;
 
 fn snapshot(name: &str, actual: &str) {

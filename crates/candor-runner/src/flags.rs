@@ -314,7 +314,7 @@ pub struct RunArgs {
     #[arg(long, requires = "pause_pid")]
     pub expect: bool,
     #[command(flatten)]
-    pub live_view: crate::live::LiveArgs,
+    pub live_view: crate::live_view::LiveArgs,
     /// Run the test N times, --repeat-pause apart: the results hold each run and their union, and `candor compare` judges across runs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with_all = ["precision", "pause_pid", "abort_on_fail", "start_at", "shard", "live"])]
     pub repeat: Option<u32>,

@@ -21,12 +21,18 @@ macro_rules! eprintln {
     }};
 }
 
+pub mod demo_runs;
 pub mod extras;
 pub mod fdlimit;
 pub mod flags;
 pub mod interrupt;
-pub mod live;
+pub mod live_view;
+pub mod rate_series;
+pub mod results_file;
 pub mod stop;
+pub mod verdicts;
+
+pub use results_file::run_results;
 
 use candor_core::results::{ArrivalName, ProtocolName, RunConfig, StopReason};
 use candor_core::units::{format_ns, format_rate};
@@ -108,7 +114,7 @@ pub fn execute_watched(
         probed?;
     }
     announce_wait(config);
-    live::begin(config);
+    live_view::begin(config);
     let end = Arc::new(candor_load::run::EarlyEnd::default());
     let options = RunOptions {
         stop: stop.clone(),
@@ -119,7 +125,7 @@ pub fn execute_watched(
     let mut line = LiveLine::default();
     let mut status = String::new();
     let mut on_interval = |r: &IntervalReport| {
-        live::interval(r);
+        live_view::interval(r);
         if end.requested().is_none() {
             status.clear();
             if let Some(reason) = watch(r, &mut status) {
@@ -134,7 +140,7 @@ pub fn execute_watched(
         }
     };
     let outcome = candor_load::run(config, options, &mut on_interval)?;
-    live::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
+    live_view::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
     if live {
         eprint!("\r\x1b[2K");
     }

@@ -79,7 +79,7 @@ fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
         eprintln!("candor: noise run {} of {n}", k + 1);
         let outcome = execute_with(&config, false, None)?;
         crate::cmd::interrupt::check("the noise calibration")?;
-        let r = outcome.to_results(&config, vec![], recorded_config(&config));
+        let r = candor_runner::run_results(&outcome, &config, vec![], recorded_config(&config));
         if let Some(diagnosis) = candor_report::text::no_success(&r.main.requests) {
             anyhow::bail!("noise run {}: {diagnosis}", k + 1);
         }
@@ -155,7 +155,7 @@ impl Runner for CliRunner {
     ) -> Result<(RunOutcome, RunResults)> {
         let outcome = execute_with(config, false, on_start)?;
         crate::cmd::interrupt::check("calibration")?;
-        let results = outcome.to_results(config, vec![], recorded_config(config));
+        let results = candor_runner::run_results(&outcome, config, vec![], recorded_config(config));
         Ok((outcome, results))
     }
 

@@ -1,13 +1,15 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
-use crate::cmd::run::{execute, load_config, recorded_config, LoadArgs};
+use crate::cmd::run::{load_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
-use candor_analysis::capacity::{search_until, Purpose, SearchSettings, Trial};
+use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
-use candor_report::export::Destination as Output;
+use candor_report::export::ExportManager;
+use candor_report::json::JsonExporter;
+use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -80,10 +82,11 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             .with_context(|| format!("at {}", format_rate(rate)))?;
     }
     drop(reading);
-    let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
-    crate::stdio::give_stdout_to(json_out.as_ref());
-    if let Some(out) = &json_out {
-        out.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    let mut exports = ExportManager::default();
+    exports.add("--json", args.json.as_deref(), JsonExporter)?;
+    exports.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    if exports.uses_stdout() {
+        crate::stdio::give_stdout_to_data();
     }
     let live_view = crate::cmd::live::start(&args.live_view)?;
     // The search decides as it goes whether another step follows: the event stream goes on
@@ -105,41 +108,29 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             .join(",")
     );
     }
-    let mut first = true;
-    // `None`: a step a signal cut short (or kept from starting), which the search drops.
-    let mut measure = |rate: f64, purpose: Purpose| -> Result<Option<Trial>> {
-        // A signal during the pause ends the search at once: the next step is not judged.
-        if !first && !crate::cmd::interrupt::sleep(pause_ns) {
-            return Ok(None);
-        }
-        first = false;
-        let mut c = base.clone();
-        c.rate = Some(rate);
-        c.validate()?;
-        let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
-        if outcome.interrupted_after_ns.is_some() {
-            return Ok(None);
-        }
-        let results = outcome.to_results(&c, vec![], recorded_config(&c));
-        let trial = candor_analysis::capacity::judge(&results, &slo, rate);
-        if progress {
-            eprintln!(
-                "  {:<8} {:>9}  {}  {}",
-                purpose.name(),
-                format_rate(rate),
-                if trial.pass { "pass" } else { "FAIL" },
-                trial.note
-            );
-        }
-        Ok(Some(trial))
-    };
-    let stopped = || crate::cmd::interrupt::received().is_some();
-    let found = search_until(settings, &mut measure, &stopped)?;
-    let (text, code) = candor_report::capacity::render(&base.target.url, &settings, &found);
+    let mut run_step = engine_step(false, vec![]);
+    let found = rate_series::capacity(
+        &base,
+        settings,
+        &slo,
+        pause_ns,
+        &mut run_step,
+        &mut |rate, purpose, trial| {
+            if progress {
+                eprintln!(
+                    "  {:<8} {:>9}  {}  {}",
+                    purpose.name(),
+                    format_rate(rate),
+                    if trial.pass { "pass" } else { "FAIL" },
+                    trial.note
+                );
+            }
+        },
+    )?;
+    let (text, code) = candor_report::capacity_report::render(&base.target.url, &settings, &found);
     print!("{text}");
-    if let Some(out) = json_out.as_mut() {
-        let text = serde_json::to_string_pretty(&found).context("encoding the search")?;
-        out.write((text + "\n").as_bytes())?;
+    if let Some(failure) = exports.write_all(&found).into_iter().next() {
+        return Err(failure.into());
     }
     if let Some(l) = live_view {
         l.close();

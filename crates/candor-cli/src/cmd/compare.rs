@@ -4,7 +4,7 @@
 
 use candor_analysis::compare_ci::{self, Verdict};
 use candor_analysis::repeats::Policy;
-use candor_report::compare::{
+use candor_report::comparison::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
 use candor_report::export::Destination;

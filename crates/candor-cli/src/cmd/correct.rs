@@ -3,7 +3,7 @@
 //! beside the data as recorded. The corrected column is an estimate, never a measurement.
 
 use anyhow::{Context, Result};
-use candor_analysis::correct::copy_corrected;
+use candor_analysis::correction::copy_corrected;
 use candor_analysis::omission;
 use candor_core::hist::SUMMARY_ROWS;
 use candor_core::table::{Column, TextTable};

@@ -9,7 +9,8 @@ use candor_core::units::{
     format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
 };
 use candor_core::Summary;
-use candor_load::{LoadConfig, Target};
+use candor_load::LoadConfig;
+use candor_runner::demo_runs::{demo, DemoPlan, DemoStep, Measurement};
 use candor_truth::{StallTruth, TRUTH_ROWS};
 use clap::Args;
 
@@ -54,41 +55,32 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     );
 
     let live = crate::cmd::run::stderr_is_terminal();
-    println!("1/2  wrk-style closed loop for {secs:.0}s: 10 connections, each sends its next request when the last answer arrives...");
-    let mut closed = LoadConfig::new(Target::parse(&url)?);
-    closed.rate = None;
-    closed.connections = 10;
-    closed.threads = 2;
-    closed.duration_ns = duration_ns;
-    closed.timeout_ns = (for_ns * 3).max(2_000_000_000);
-    closed.drain_ns = closed.timeout_ns;
-    closed.validate()?;
-    let closed_out = execute(&closed, live)?;
-    crate::cmd::interrupt::check("the demo")?;
-    let closed_res = &closed_out.main;
-
-    println!(
-        "2/2  candor open loop for {secs:.0}s: {} on a fixed schedule over 16 connections, each request timed from when it was due...",
-        format_rate(rate)
-    );
-    let mut open = closed.clone();
-    open.rate = Some(rate);
-    open.connections = 16;
-    let open_out = execute(&open, live)?;
-    crate::cmd::interrupt::check("the demo")?;
-    let from = open_out.start_ns + open.warmup_ns;
-    let to = from + open.duration_ns;
-    let open_res = open_out
-        .to_results(&open, vec![], serde_json::Value::Null)
-        .main;
-    let closed_phase = closed_out
-        .to_results(&closed, vec![], serde_json::Value::Null)
-        .main;
-
-    let base = open_res.service_time.at(50.0).unwrap_or(0);
-    let mut truth = StallTruth::periodic(0, 1, 0, from, to, base);
-    truth.stalls = server.stall_windows_between(from, to);
+    let plan = DemoPlan {
+        duration_ns,
+        every_ns,
+        for_ns,
+        rate,
+    };
+    let mut run = |step: DemoStep, c: &LoadConfig| -> Result<Measurement> {
+        match step {
+            DemoStep::ClosedLoop => println!("1/2  wrk-style closed loop for {secs:.0}s: 10 connections, each sends its next request when the last answer arrives..."),
+            DemoStep::OpenLoop => println!(
+                "2/2  candor open loop for {secs:.0}s: {} on a fixed schedule over 16 connections, each request timed from when it was due...",
+                format_rate(rate)
+            ),
+        }
+        let outcome = execute(c, live)?;
+        crate::cmd::interrupt::check("the demo")?;
+        Ok(Measurement {
+            start_ns: outcome.start_ns,
+            main: outcome.main_results(c),
+        })
+    };
+    let measured = demo(&url, &plan, &mut run, &|from, to| {
+        server.stall_windows_between(from, to)
+    })?;
     server.shutdown();
+    let (closed_phase, open_res, truth) = (&measured.closed, &measured.open, &measured.truth);
 
     println!();
     println!(
@@ -114,7 +106,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
             cell(&open_res.service_time)
         );
     }
-    let closed_n = closed_res.counts.completed;
+    let closed_n = closed_phase.requests.completed;
     println!(
         "  {:<8} {:>12} {:>18} {:>20} {:>16}",
         "requests",
@@ -124,7 +116,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         ""
     );
     println!();
-    explain(&closed_phase, &open_res, &truth, for_ns, every_ns);
+    explain(closed_phase, open_res, truth, for_ns, every_ns);
     Ok(0)
 }
 

@@ -52,12 +52,12 @@ pub fn main(args: MergeArgs) -> anyhow::Result<i32> {
     } else {
         let results: Vec<_> = runs.iter().map(|(_, r)| r.clone()).collect();
         let mut merged = if args.as_repeats {
-            candor_report::merge::merge_as_repeats(&results)?
+            candor_report::exact_merge::merge_as_repeats(&results)?
         } else {
-            candor_report::merge::merge(&results)?
+            candor_report::exact_merge::merge(&results)?
         };
         // Shard sets have their own, stricter consistency report; plain merges get these.
-        let mismatches = candor_report::merge::mismatches(&runs);
+        let mismatches = candor_report::exact_merge::mismatches(&runs);
         for m in &mismatches {
             eprintln!("warning: {m}");
         }

@@ -45,7 +45,7 @@ fn pause(ns: u64) -> bool {
 
 /// The union of `runs` as the results of one `candor run`, with every run kept in `repeats`.
 pub fn union_of(runs: Vec<RunResults>, first: &RunResults) -> Result<RunResults> {
-    let mut union = candor_report::merge::merge_as_repeats(&runs)
+    let mut union = candor_report::exact_merge::merge_as_repeats(&runs)
         .context("combining the repeats into their union")?;
     // One test repeated: the union is a run of that test, not a merge of unrelated files.
     union.kind = Kind::Run;
@@ -70,7 +70,8 @@ pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
             eprintln!("candor: repeat {} of {n}", k + 1);
         }
         let outcome = execute_watched(config, live, None, &mut |_, _| None)?;
-        let mut r = outcome.to_results(
+        let mut r = candor_runner::run_results(
+            &outcome,
             config,
             command_line(config, &args.load.url),
             recorded_config(config),
@@ -103,9 +104,9 @@ pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
         "\nacross {done} repeats (the report above is their union):\n"
     ));
     if done > 1 {
-        text.push_str(&candor_report::compare::compare_text(
+        text.push_str(&candor_report::comparison::compare_text(
             &labelled,
-            candor_report::compare::Measure::ResponseTime,
+            candor_report::comparison::Measure::ResponseTime,
         )?);
     }
     let mut code = 0;

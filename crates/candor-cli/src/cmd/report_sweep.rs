@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use candor_analysis::slo::SloSet;
-use candor_analysis::sweep::SweepResults;
+use candor_analysis::sweep_results::SweepResults;
 use candor_core::units::format_rate;
 use std::path::{Path, PathBuf};
 

@@ -53,7 +53,8 @@ pub fn main(args: RunArgs) -> Result<i32> {
         &config,
         Box::new(|hook, watch| execute_watched(&config, live, hook, watch)),
     )?;
-    let mut results = outcome.to_results(
+    let mut results = candor_runner::run_results(
+        &outcome,
         &config,
         command_line(&config, &args.load.url),
         recorded_config(&config),

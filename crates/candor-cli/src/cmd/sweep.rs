@@ -2,13 +2,15 @@
 //! a table of response-time percentiles against offered load, and one JSON file of every step's
 //! full results that `candor report` renders as a chart.
 
-use crate::cmd::run::{command_line, execute, load_config, recorded_config, LoadArgs};
+use crate::cmd::run::{command_line, load_config, LoadArgs};
 use anyhow::{bail, Context, Result};
 use candor_analysis::slo::SloSet;
-use candor_analysis::sweep::{SweepResults, SweepStep};
-use candor_core::results::{RunResults, SCHEMA_VERSION};
+use candor_analysis::sweep_results::SweepResults;
+use candor_core::results::SCHEMA_VERSION;
 use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
-use candor_report::export::Destination as Output;
+use candor_report::export::ExportManager;
+use candor_report::json::JsonExporter;
+use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -75,10 +77,11 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         c.validate()?;
     }
     drop(reading);
-    let mut json_out = Output::open_opt("--json", args.json.as_deref())?;
-    crate::stdio::give_stdout_to(json_out.as_ref());
-    if let Some(out) = &json_out {
-        out.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    let mut exports = ExportManager::default();
+    exports.add("--json", args.json.as_deref(), JsonExporter)?;
+    exports.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    if exports.uses_stdout() {
+        crate::stdio::give_stdout_to_data();
     }
     let live = !args.quiet && crate::cmd::run::stderr_is_terminal();
     let live_view = crate::cmd::live::start(&args.live_view)?;
@@ -91,25 +94,12 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         base.target.url,
         rates.len() as f64 * (each + pause_ns as f64 / 1e9)
     );
-    let mut steps = Vec::with_capacity(rates.len());
-    for (i, &rate) in rates.iter().enumerate() {
-        // The pause between steps ends at a signal too: the interrupted step is the last.
-        if crate::cmd::interrupt::received().is_some()
-            || (i > 0 && !crate::cmd::interrupt::sleep(pause_ns))
-        {
-            break;
-        }
-        let mut c = base.clone();
-        c.rate = Some(rate);
-        c.validate()?;
-        crate::cmd::live::more_runs_follow(i + 1 < rates.len());
-        let outcome = execute(&c, live).with_context(|| format!("step {}", format_rate(rate)))?;
-        let results = outcome.to_results(&c, std::env::args().collect(), recorded_config(&c));
-        let step = make_step(rate, results, &slo);
+    let mut run_step = engine_step(live, std::env::args().collect());
+    let steps = rate_series::sweep(&base, &rates, pause_ns, &slo, &mut run_step, &mut |step| {
         let m = &step.results.main;
         eprintln!(
             "  {:>9}: throughput {:>9}, response time p50 {} p99 {} max {}{}",
-            format_rate(rate),
+            format_rate(step.offered_per_s),
             format_rate(
                 candor_analysis::saturation::throughput(&step.results)
                     .unwrap_or(m.rate.achieved_per_s)
@@ -123,8 +113,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
                 ""
             }
         );
-        steps.push(step);
-    }
+    })?;
     let sweep = SweepResults {
         schema_version: SCHEMA_VERSION,
         kind: candor_core::results::Kind::Sweep,
@@ -143,9 +132,10 @@ pub fn main(args: SweepArgs) -> Result<i32> {
             println!("  at {}: {v}", format_rate(s.offered_per_s));
         }
     }
-    if let Some(out) = json_out.as_mut() {
-        out.export(&candor_report::json::JsonExporter, &sweep)?;
-        let path = out.path.display();
+    if let Some(failure) = exports.write_all(&sweep).into_iter().next() {
+        return Err(failure.into());
+    }
+    if let Some(path) = &args.json {
         eprintln!("wrote {path} (candor report {path} -o sweep.html for the chart)");
     }
     if let Some(l) = live_view {
@@ -174,19 +164,4 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         );
     }
     Ok(0)
-}
-
-/// The results of one step with its analysis, SLO verdicts and saturation verdict.
-pub fn make_step(rate: f64, mut results: RunResults, slo: &SloSet) -> SweepStep {
-    let mut analysis = candor_analysis::analyze(&results);
-    let verdicts = slo.evaluate(&results);
-    analysis.slo = verdicts.clone();
-    let saturation = analysis.saturation.as_ref().map(|s| s.verdict.clone());
-    results.main.analysis = Some(analysis);
-    SweepStep {
-        offered_per_s: rate,
-        results,
-        slo: verdicts,
-        saturation,
-    }
 }

@@ -1,6 +1,6 @@
 //! The text report of `candor capacity`: every step's verdict and evidence, then the answer.
 
-use candor_analysis::capacity::{Outcome, Search, SearchSettings};
+use candor_analysis::capacity_search::{Outcome, Search, SearchSettings};
 use candor_core::units::format_rate;
 use std::fmt::Write as _;
 
@@ -118,7 +118,7 @@ fn unsettled(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candor_analysis::capacity::{search, Purpose, Trial};
+    use candor_analysis::capacity_search::{search, Purpose, Trial};
 
     fn settings() -> SearchSettings {
         SearchSettings {

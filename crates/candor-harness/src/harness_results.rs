@@ -2,9 +2,9 @@
 //! JLBH-like text, and the same results JSON as `candor run`.
 
 use crate::alloc::{AllocStats, AllocationFailure, NOT_COUNTED};
-use crate::config::{Config, HarnessError};
 use crate::phased::{E2E, FIRST_PROBE, SERVICE};
 use crate::sampler::ProbeId;
+use crate::settings::{Config, HarnessError};
 use crate::summary::{format_us_short, percentile_label, percentile_rows, variation_runs};
 use candor_analysis::compare_ci::{self, Method, RatioComparison, RatioRow, RunSamples, Verdict};
 use candor_analysis::repeats::Policy;

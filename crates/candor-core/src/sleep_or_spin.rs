@@ -25,14 +25,14 @@ pub const MIN_SLEEP_NS: u64 = 10_000;
 
 /// The margin before anything is measured: the fixed spin of earlier versions, which covers
 /// the timerfd's wake-up lateness on a quiet machine (p99 ~60 us in docs/design.md).
-pub const INITIAL_MARGIN_NS: u64 = crate::pace::SPIN_MARGIN_NS;
+pub const INITIAL_MARGIN_NS: u64 = crate::exact_sleep::SPIN_MARGIN_NS;
 
 /// The margin never exceeds the fixed spin of earlier versions, so the pacer never spins longer
 /// than they did. Wake-ups later than that come from a machine short of CPU (other runnable
 /// threads), which a longer spin does not cure: a thread that spins through every gap is
 /// preempted for whole time slices instead (on a busy 2-vCPU VM a 250 us margin at 5,000/s left
 /// send lag p50 at 0.5 ms where 60 us left it at 0.25 us).
-pub const MAX_MARGIN_NS: u64 = crate::pace::SPIN_MARGIN_NS;
+pub const MAX_MARGIN_NS: u64 = crate::exact_sleep::SPIN_MARGIN_NS;
 
 /// Recent wake-ups whose lateness sets the margin: at 20,000 sleeps/s the window spans ~13 ms,
 /// so the margin follows a machine that gets busier or quieter within a fraction of a second.

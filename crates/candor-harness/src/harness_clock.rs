@@ -52,7 +52,9 @@ impl Clock for MonotonicClock {
     fn wait_until(&self, deadline_ns: u64) -> Wake {
         let mut now = candor_core::now_ns();
         if deadline_ns > now + candor_core::SPIN_MARGIN_NS {
-            candor_core::pace::sleep_until_absolute(deadline_ns - candor_core::SPIN_MARGIN_NS);
+            candor_core::exact_sleep::sleep_until_absolute(
+                deadline_ns - candor_core::SPIN_MARGIN_NS,
+            );
             now = candor_core::now_ns();
         }
         let mut longest_gap_ns = 0;

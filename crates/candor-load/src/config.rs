@@ -420,7 +420,7 @@ impl LoadConfig {
         for r in &mut self.requests {
             for h in &self.headers {
                 let name = h.split(':').next().unwrap_or(h).trim();
-                if !crate::http1::has_header(&r.headers, name) {
+                if !crate::protocol::http1::has_header(&r.headers, name) {
                     r.headers.push(h.clone());
                 }
             }
@@ -436,7 +436,7 @@ impl LoadConfig {
         };
         let line = c.basic_header();
         let add = |headers: &mut Vec<String>| {
-            if !crate::http1::has_header(headers, "authorization") {
+            if !crate::protocol::http1::has_header(headers, "authorization") {
                 headers.push(line.clone());
             }
         };
@@ -776,7 +776,7 @@ mod tests {
             &*bytes[0].bytes,
             format!(
                 "GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n{}Authorization: Basic dXNAZXI6cDpzcw==\r\n\r\n",
-                crate::http1::USER_AGENT_LINE
+                crate::protocol::http1::USER_AGENT_LINE
             )
             .as_bytes()
         );

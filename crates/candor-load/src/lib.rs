@@ -7,19 +7,18 @@
 
 pub mod config;
 pub mod engine;
-pub mod http1;
 pub mod interval_store;
 pub mod pool;
 pub mod priority;
 pub mod probe;
+pub mod protocol;
 pub mod requests;
 pub mod run;
 pub mod schedule;
 pub mod shared;
 pub mod status;
 pub mod stream;
-pub mod tcp;
-pub mod tls;
+pub mod transport;
 pub mod wire;
 pub mod workload;
 

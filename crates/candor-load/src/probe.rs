@@ -4,7 +4,7 @@
 //! error before any load, not a report full of failures.
 
 use crate::config::{LoadConfig, Scheme};
-use crate::tls::{self, TlsError};
+use crate::transport::tls::{self, TlsError};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;

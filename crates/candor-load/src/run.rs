@@ -4,7 +4,7 @@
 
 use crate::config::LoadConfig;
 use crate::config::Scheme;
-use crate::http1::build_request;
+use crate::protocol::http1::build_request;
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use candor_core::clock::wall_clock_ns;
@@ -41,7 +41,7 @@ pub enum RunError {
     #[error("a load thread failed: {0}")]
     Worker(String),
     #[error(transparent)]
-    Tls(#[from] crate::tls::TlsError),
+    Tls(#[from] crate::transport::tls::TlsError),
 }
 
 /// What the live view gets once per interval.
@@ -135,9 +135,10 @@ pub fn run(
     let config = Arc::new(config.clone());
     let requests = prepare_requests(&config);
     let tls = match config.target.scheme {
-        Scheme::Https if !config.http2 => {
-            Some(crate::tls::client_config(&config.tls, &[b"http/1.1"])?)
-        }
+        Scheme::Https if !config.http2 => Some(crate::transport::tls::client_config(
+            &config.tls,
+            &[b"http/1.1"],
+        )?),
         _ => None,
     };
     // Request lines with their own "url": a worker per target and thread, each with the
@@ -197,9 +198,10 @@ pub fn run(
             tls.clone()
         } else {
             match config.target.scheme {
-                Scheme::Https if !config.http2 => {
-                    Some(crate::tls::client_config(&config.tls, &[b"http/1.1"])?)
-                }
+                Scheme::Https if !config.http2 => Some(crate::transport::tls::client_config(
+                    &config.tls,
+                    &[b"http/1.1"],
+                )?),
                 _ => None,
             }
         };
@@ -250,9 +252,9 @@ pub fn run(
                 }
                 // ENGINE DISPATCH
                 if setup.config.http2 {
-                    return crate::engine::http2::run_worker(setup, ticket, schedule_at);
+                    return crate::protocol::http2::run_worker(setup, ticket, schedule_at);
                 }
-                crate::engine::mio_driver::run_worker(setup, tls, ticket, schedule_at)
+                crate::engine::driver::run_worker(setup, tls, ticket, schedule_at)
             })
             .map_err(RunError::Thread)?;
         handles.push(handle);

@@ -595,7 +595,7 @@ fn no_allocations_per_request_in_steady_state() {
 }
 
 /// HTTP/2 over TLS too: rustls does the handshake, the records are sealed and opened in the
-/// session's own buffers (engine/tls_session.rs), so nothing is allocated per request.
+/// session's own buffers (transport/tls_session.rs), so nothing is allocated per request.
 #[test]
 fn no_allocations_per_request_over_tls() {
     let cert = TestCert::new("alloc-tls");

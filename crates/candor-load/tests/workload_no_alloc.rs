@@ -136,7 +136,7 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
 fn excerpting_and_keeping_failed_responses_allocate_nothing() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     use candor_load::engine::examples::FailureSamples;
-    use candor_load::http1::{Progress, ResponseParser};
+    use candor_load::protocol::http1::{Progress, ResponseParser};
     use candor_load::workload::check::ResponseChecks;
     use candor_load::StatusSet;
     use std::sync::Arc;

@@ -497,7 +497,7 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
         RequestOrderArg::Random => candor_load::RequestOrder::Random { seed: a.seed },
     };
     c.payload = match (&a.payload, &a.payload_file) {
-        (Some(p), _) => candor_load::tcp::parse_payload(p)
+        (Some(p), _) => candor_load::protocol::tcp::parse_payload(p)
             .map_err(|e| FlagError::Invalid(format!("--payload: {e}")))?,
         (None, Some(path)) => read(path, "--payload-file", MAX_BODY_FILE_BYTES, None)?,
         (None, None) => Vec::new(),
@@ -505,9 +505,9 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.framing = if let Some(n) = a.expect_bytes {
         Some(candor_load::Framing::ExpectBytes(n))
     } else if let Some(d) = &a.expect_delimiter {
-        Some(candor_load::Framing::Delimiter(candor_load::tcp::unescape(
-            d,
-        )))
+        Some(candor_load::Framing::Delimiter(
+            candor_load::protocol::tcp::unescape(d),
+        ))
     } else if let Some(kind) = &a.length_prefix {
         let width = match kind.as_str() {
             "u8" => 1,

@@ -270,7 +270,7 @@ mod tests {
             compiled.templates[0].fill(&mut fill, &mut buffers).unwrap(),
             format!(
                 "GET /u/7?r=1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n{}X-Id: 7\r\nContent-Length: 3\r\n\r\nn=7",
-                crate::http1::USER_AGENT_LINE
+                crate::protocol::http1::USER_AGENT_LINE
             )
             .as_bytes()
         );
@@ -319,7 +319,7 @@ mod tests {
         let auth: Vec<bool> = with_user
             .requests
             .iter()
-            .map(|r| crate::http1::has_header(&r.headers, "authorization"))
+            .map(|r| crate::protocol::http1::has_header(&r.headers, "authorization"))
             .collect();
         assert_eq!(auth, vec![true, false, true, false]);
         c.rate = None;

@@ -500,7 +500,7 @@ impl ReplayPlan {
                             speed,
                         });
                     }
-                    let bytes = crate::http1::build_request(
+                    let bytes = crate::protocol::http1::build_request(
                         &record.method,
                         "",
                         &record.path,
@@ -673,13 +673,15 @@ fn read_batches(
             continue;
         }
         let start = batch.bytes.len();
-        batch.bytes.extend_from_slice(&crate::http1::build_request(
-            &record.method,
-            host,
-            &record.path,
-            &record.headers,
-            &record.body,
-        ));
+        batch
+            .bytes
+            .extend_from_slice(&crate::protocol::http1::build_request(
+                &record.method,
+                host,
+                &record.path,
+                &record.headers,
+                &record.body,
+            ));
         batch.entries.push(Entry {
             seq,
             offset_ns: (offset_s / speed * 1e9).round() as u64,
@@ -1101,7 +1103,8 @@ mod tests {
         let plan = ReplayPlan::scan(&path, 1.0, false).unwrap();
         assert_eq!(
             plan.max_request_bytes,
-            "HEAD /2499 HTTP/1.1\r\nHost: \r\n\r\n".len() + crate::http1::USER_AGENT_LINE.len()
+            "HEAD /2499 HTTP/1.1\r\nHost: \r\n\r\n".len()
+                + crate::protocol::http1::USER_AGENT_LINE.len()
         );
         let stream = plan.stream("h", 1, 2).unwrap();
         let mut s = crate::schedule::Schedule::replayed(10, stream, plan.max_request_bytes + 1);
@@ -1116,7 +1119,7 @@ mod tests {
                 bytes,
                 format!(
                     "HEAD /{seq} HTTP/1.1\r\nHost: h\r\n{}\r\n",
-                    crate::http1::USER_AGENT_LINE
+                    crate::protocol::http1::USER_AGENT_LINE
                 )
                 .as_bytes()
             );
@@ -1152,7 +1155,7 @@ mod tests {
                 let expect = format!(
                     "GET /r/{} HTTP/1.1\r\nHost: h\r\n{}\r\n",
                     e.seq,
-                    crate::http1::USER_AGENT_LINE
+                    crate::protocol::http1::USER_AGENT_LINE
                 );
                 assert_eq!(bytes, expect.as_bytes());
                 all.push((e.seq, e.offset_ns));

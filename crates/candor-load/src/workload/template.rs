@@ -347,7 +347,7 @@ impl RequestTemplate {
         data: Option<&DataTable>,
         what: &str,
     ) -> Result<RequestTemplate, TemplateError> {
-        let has = |name: &str| crate::http1::has_header(headers, name);
+        let has = |name: &str| crate::protocol::http1::has_header(headers, name);
         // The head as `http1::build_request` lays it out, each text in its part of the request.
         let start = format!("{method} ");
         let mut fixed = String::from(" HTTP/1.1\r\n");
@@ -355,7 +355,7 @@ impl RequestTemplate {
             fixed.push_str(&format!("Host: {host}\r\n"));
         }
         if !has("user-agent") {
-            fixed.push_str(crate::http1::USER_AGENT_LINE);
+            fixed.push_str(crate::protocol::http1::USER_AGENT_LINE);
         }
         let mut parts = vec![
             (start.as_str(), Part::Raw),
@@ -530,7 +530,7 @@ mod tests {
             };
             assert_eq!(
                 t.fill(&mut fill, &mut buffers).unwrap(),
-                &crate::http1::build_request(method, "h:1", "/p?q", &headers, body)[..]
+                &crate::protocol::http1::build_request(method, "h:1", "/p?q", &headers, body)[..]
             );
         }
     }
@@ -560,7 +560,7 @@ mod tests {
             t.fill(&mut fill, &mut buffers).unwrap(),
             format!(
                 "POST /users/1 HTTP/1.1\r\nHost: h\r\n{}X-Request-Id: 1\r\nContent-Length: 18\r\n\r\n{{\"name\":\"barbara\"}}",
-                crate::http1::USER_AGENT_LINE
+                crate::protocol::http1::USER_AGENT_LINE
             )
             .as_bytes()
         );

@@ -1,19 +1,19 @@
 //! Opening an HTTP/2 connection: TCP connect, the TLS handshake with ALPN `h2` (a server that
 //! refuses it ends the run with a plain-words error), the preface and this client's SETTINGS;
 //! the connection is open once the server's SETTINGS arrive. And the pool: every connection
-//! opened this way before the first intended send, as `mio_driver` opens its pool.
+//! opened this way before the first intended send, as `engine/driver.rs` opens its pool.
 
 use super::{frame, Conn, ConnState, Driver, CONNECTION_WINDOW, STREAM_WINDOW, TIMER};
-use crate::engine::transport::{start_tls, ConnectState, Handshake, Sock};
 use crate::pool::{PoolReport, CONNECTS_IN_FLIGHT};
 use crate::shared::Failure;
+use crate::transport::{start_tls, ConnectState, Handshake, Sock};
 use candor_core::now_ns;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Token};
 use std::io;
 
 impl Driver {
-    /// Opens every connection up to the server's SETTINGS, as `mio_driver` opens its pool.
+    /// Opens every connection up to the server's SETTINGS, as `engine/driver.rs` opens its pool.
     pub(super) fn open_pool(&mut self) -> PoolReport {
         candor_core::set_fine_timer_slack();
         let started = now_ns();

@@ -282,8 +282,13 @@ mod tests {
         assert_eq!(decode(&block)[4].1.len(), 300);
         // The request builder's default User-Agent goes out as a `user-agent` field, and a
         // consistent user Content-Length as itself.
-        let built =
-            crate::http1::build_request("POST", "h", "/", &["Content-Length: 2".into()], b"hi");
+        let built = crate::protocol::http1::build_request(
+            "POST",
+            "h",
+            "/",
+            &["Content-Length: 2".into()],
+            b"hi",
+        );
         let body_at = encode_request(&built, false, &mut block).unwrap();
         assert_eq!(&built[body_at..], b"hi");
         let pairs = decode(&block);

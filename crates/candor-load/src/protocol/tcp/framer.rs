@@ -2,7 +2,7 @@
 //! prefix, parsed incrementally like the HTTP/1.1 parser (same `Progress` contract).
 
 use crate::config::Framing;
-use crate::http1::{ParseError, Progress};
+use crate::protocol::http1::{ParseError, Progress};
 
 #[derive(Debug, Clone)]
 pub struct TcpFramer {

@@ -1,48 +1,16 @@
-//! What lies beneath the core for the byte-stream protocols (HTTP/1.1 and raw TCP): the
-//! connection's byte stream, plain or TLS over it (as wrk's `struct sock` carries both), and the
-//! [`Framing`] trait that says where one response ends. A protocol over a byte stream is one
-//! `Framing` implementation (`engine/http1.rs`, `engine/tcp.rs`); the driver
-//! (`engine/mio_driver.rs`) connects, writes the prepared requests, feeds the bytes it reads to
-//! the framing and reports completions and failures to the core.
+//! What lies beneath every protocol: the connection's byte stream, plain or TLS over it (as
+//! wrk's `struct sock` carries both). `tls.rs` makes the client configuration (and the blocking
+//! handshake of the probe); `tls_session.rs` runs rustls's handshake, then keeps the records in
+//! the session's own buffers, protected by `tls_record.rs`.
 
-use crate::http1::{ParseError, Progress};
-use crate::shared::Prepared;
+pub mod tls;
+mod tls_record;
+mod tls_session;
+
 use mio::net::TcpStream;
 use std::io::{self, Read, Write};
-
-/// How responses are delimited on a byte stream.
-pub trait Framing {
-    /// Before the first byte of the response to `request` is fed.
-    fn start(&mut self, request: &Prepared);
-    /// Consumes what it can of `input` (`full`: the read buffer is full, so a head that does
-    /// not fit in it never will).
-    fn feed(&mut self, input: &[u8], full: bool) -> Result<Progress, ParseError>;
-    /// The connection closed: the status of a response that the close completes, if any.
-    fn finish_at_eof(&mut self) -> Option<u16>;
-    /// Forgets a partial response (the connection is gone).
-    fn reset(&mut self);
-    /// Checks responses against `table` (one entry per request); protocols without response
-    /// checks ignore it.
-    fn set_checks(&mut self, _table: std::sync::Arc<[crate::workload::check::ResponseChecks]>) {}
-    /// The response about to be fed answers prepared request `request`: its checks apply.
-    fn select_checks(&mut self, _request: usize) {}
-    /// The check the last completed response failed besides its status (`None`: passed, or
-    /// the protocol has none).
-    fn failed_check(&self) -> Option<crate::engine::examples::ContentCheck> {
-        None
-    }
-    /// Keeps the body's first bytes of responses whose status request `i` does not accept
-    /// (`accept[i]`) or that have checks, for the report's first failed responses; protocols
-    /// without bodies ignore it.
-    fn keep_excerpts(&mut self, _accept: std::sync::Arc<[crate::status::StatusSet]>) {}
-    /// The first bytes of the last completed response's body, when kept.
-    fn excerpt(&self) -> Option<&[u8]> {
-        None
-    }
-}
-
-pub use super::tls_session::Handshake;
-use super::tls_session::TlsSession;
+pub use tls_session::Handshake;
+use tls_session::TlsSession;
 
 /// The byte stream of one connection: plain TCP or TLS over it (`tls_session.rs`: records in
 /// buffers the session owns, so that requests over TLS allocate nothing).
@@ -66,7 +34,7 @@ pub fn start_tls(
     tls: &std::sync::Arc<rustls::ClientConfig>,
     host: &str,
 ) -> bool {
-    let Ok(name) = crate::tls::server_name(host) else {
+    let Ok(name) = crate::transport::tls::server_name(host) else {
         return false;
     };
     let Some(Sock::Plain(stream)) = slot.take() else {

@@ -1,4 +1,4 @@
-//! HTTP/2 beneath the engine core: a lean client on mio, in the style of `engine/mio_driver.rs`
+//! HTTP/2 beneath the engine core: a lean client on mio, in the style of `engine/driver.rs`
 //! (plain or TLS through `engine/transport.rs`'s `Sock`, ALPN `h2`). Every decision is the
 //! core's, as for the other protocols: which due request goes on which slot (a slot is a stream
 //! of a connection, `--streams` per connection), whether a stream may open under the server's
@@ -30,10 +30,10 @@ use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::examples::ExcerptBuf;
 use crate::engine::ledger::Ledger;
-use crate::engine::transport::Sock;
 use crate::pool::{GateTicket, PoolReport, NO_START};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
+use crate::transport::Sock;
 use crate::workload::check::{BodyMatch, ResponseChecks};
 use candor_core::timerfd::TimerFd;
 use candor_core::{now_ns, Pacer, Pacing, Wait};
@@ -251,7 +251,10 @@ impl Driver {
             Scheme::Tcp => return Err("HTTP/2 needs an http:// or https:// target".into()),
         };
         let tls = if https {
-            Some(crate::tls::client_config(&config.tls, &[b"h2"]).map_err(|e| e.to_string())?)
+            Some(
+                crate::transport::tls::client_config(&config.tls, &[b"h2"])
+                    .map_err(|e| e.to_string())?,
+            )
         } else {
             None
         };
@@ -651,7 +654,7 @@ impl Driver {
         }
     }
 
-    /// Reads what connection `i` has received and handles its frames (see `mio_driver` on
+    /// Reads what connection `i` has received and handles its frames (see `engine/driver.rs` on
     /// `until_blocked`).
     fn read_frames(&mut self, i: usize, until_blocked: bool) {
         loop {

@@ -1,11 +1,14 @@
-//! HTTP/1.1 (plain or TLS: the byte stream is the driver's) as a [`Framing`]: one response per
-//! request, in order, delimited by `crate::http1::ResponseParser`.
+//! HTTP/1.1 (plain or TLS: the byte stream is the driver's) as a [`Protocol`]: one response per
+//! request, in order, delimited by [`ResponseParser`] (`codec.rs`, which also builds requests).
 
-use crate::engine::transport::Framing;
-use crate::http1::{ParseError, Progress, ResponseParser};
+mod codec;
+
+pub use codec::{build_request, has_header, ParseError, Progress, ResponseParser, USER_AGENT_LINE};
+
+use crate::protocol::Protocol;
 use crate::shared::Prepared;
 
-impl Framing for ResponseParser {
+impl Protocol for ResponseParser {
     #[inline]
     fn start(&mut self, request: &Prepared) {
         if self.at_start() {

@@ -19,12 +19,13 @@ use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
-use crate::engine::transport::{start_tls, ConnectState, Framing, Handshake, Sock};
-use crate::http1::{Progress, ResponseParser};
 use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
+use crate::protocol::http1::{Progress, ResponseParser};
+use crate::protocol::tcp::TcpFramer;
+use crate::protocol::Protocol;
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
-use crate::tcp::TcpFramer;
+use crate::transport::{start_tls, ConnectState, Handshake, Sock};
 use candor_core::pace::sleep_until_absolute;
 use candor_core::pacer::{listen, poll_sockets};
 use candor_core::timerfd::TimerFd;
@@ -52,7 +53,7 @@ enum ConnState {
     Open,
 }
 
-struct Conn<F> {
+struct Conn<P> {
     sock: Option<Sock>,
     state: ConnState,
     /// Of the requests the core gave this connection (oldest first), this many are fully
@@ -62,7 +63,7 @@ struct Conn<F> {
     /// When the latest connect call was made, and when TCP was connected.
     connect_called: u64,
     tcp_connected: u64,
-    framing: F,
+    protocol: P,
     buf: Box<[u8]>,
     buf_len: usize,
     /// The last exchange booked on this connection while no other request was written after
@@ -95,8 +96,8 @@ pub(crate) fn run_worker(
     }
 }
 
-fn pool_then_run<F: Framing>(
-    mut driver: Driver<F>,
+fn pool_then_run<P: Protocol>(
+    mut driver: Driver<P>,
     ticket: GateTicket,
     schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
 ) -> Result<[PhaseAcc; 2], String> {
@@ -109,13 +110,13 @@ fn pool_then_run<F: Framing>(
     Ok(driver.run())
 }
 
-struct Driver<F> {
+struct Driver<P> {
     config: Arc<LoadConfig>,
     requests: Arc<[Prepared]>,
-    /// What a request filled by the core's maker is, for the framing: not HEAD, HEAD.
+    /// What a request filled by the core's maker is, for the protocol: not HEAD, HEAD.
     filled: [Prepared; 2],
     tls: Option<Arc<rustls::ClientConfig>>,
-    conns: Vec<Conn<F>>,
+    conns: Vec<Conn<P>>,
     poll: Poll,
     timer: TimerFd,
     core: Core,
@@ -141,13 +142,13 @@ struct Driver<F> {
     socket_owed: bool,
 }
 
-impl<F: Framing> Driver<F> {
+impl<P: Protocol> Driver<P> {
     fn new(
         setup: WorkerSetup,
         tls: Option<Arc<rustls::ClientConfig>>,
-        framing: impl Fn() -> F,
-    ) -> io::Result<Driver<F>> {
-        let conns: Vec<Conn<F>> = (0..setup.connections)
+        protocol: impl Fn() -> P,
+    ) -> io::Result<Driver<P>> {
+        let conns: Vec<Conn<P>> = (0..setup.connections)
             .map(|_| Conn {
                 sock: None,
                 state: ConnState::Down,
@@ -155,7 +156,7 @@ impl<F: Framing> Driver<F> {
                 write_off: 0,
                 connect_called: 0,
                 tcp_connected: 0,
-                framing: framing(),
+                protocol: protocol(),
                 buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
                 buf_len: 0,
                 answered: None,
@@ -182,13 +183,13 @@ impl<F: Framing> Driver<F> {
             // The first failed responses' bodies (only failing or checked bodies are copied).
             let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
             for c in &mut conns {
-                c.framing.keep_excerpts(accept.clone());
+                c.protocol.keep_excerpts(accept.clone());
             }
             if crate::workload::has_checks(config) {
                 let table: Arc<[crate::workload::check::ResponseChecks]> =
                     compiled.checks.clone().into();
                 for c in &mut conns {
-                    c.framing.set_checks(table.clone());
+                    c.protocol.set_checks(table.clone());
                 }
             }
             if crate::workload::needs_maker(config, &compiled) {
@@ -646,7 +647,7 @@ impl<F: Framing> Driver<F> {
                 Ok((0, _)) => {
                     let now = now_ns();
                     if c.written > 0 {
-                        if let Some(status) = c.framing.finish_at_eof() {
+                        if let Some(status) = c.protocol.finish_at_eof() {
                             // A response that the server's close completes: the close has no
                             // receive stamp, so it is timed when read. Responses stop waiting
                             // for the next send's wake-up in this thread from here on, so that
@@ -744,10 +745,10 @@ impl<F: Framing> Driver<F> {
                 Some((_, head)) => &self.filled[usize::from(head)],
                 None => &self.requests[request],
             };
-            c.framing.start(prepared);
-            c.framing.select_checks(request);
+            c.protocol.start(prepared);
+            c.protocol.select_checks(request);
             let full = c.buf_len == c.buf.len();
-            match c.framing.feed(&c.buf[..c.buf_len], full) {
+            match c.protocol.feed(&c.buf[..c.buf_len], full) {
                 Ok(Progress::NeedMore { consumed }) => {
                     c.buf.copy_within(consumed..c.buf_len, 0);
                     c.buf_len -= consumed;
@@ -778,7 +779,7 @@ impl<F: Framing> Driver<F> {
         }
     }
 
-    /// The response the framing just completed answers connection `i`'s oldest request.
+    /// The response the protocol just completed answers connection `i`'s oldest request.
     fn complete_oldest(&mut self, i: usize, status: u16, now: u64) {
         let Some(slot) = self.core.oldest(i) else {
             return;
@@ -786,7 +787,7 @@ impl<F: Framing> Driver<F> {
         let c = &mut self.conns[i];
         c.written -= 1;
         let nothing_else_written = c.written == 0;
-        let (failed, body) = (c.framing.failed_check(), c.framing.excerpt());
+        let (failed, body) = (c.protocol.failed_check(), c.protocol.excerpt());
         let booked = self.core.complete_response(slot, status, failed, body, now);
         self.conns[i].answered = nothing_else_written.then_some(booked);
     }
@@ -830,7 +831,7 @@ impl<F: Framing> Driver<F> {
 }
 
 /// Closes a connection's socket and forgets its partial state (not its books: the core's).
-fn close<F: Framing>(c: &mut Conn<F>, poll: &Poll) {
+fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
     if let Some(mut sock) = c.sock.take() {
         let _ = poll.registry().deregister(sock.socket());
     }
@@ -839,5 +840,5 @@ fn close<F: Framing>(c: &mut Conn<F>, poll: &Poll) {
     c.buf_len = 0;
     c.write_off = 0;
     c.written = 0;
-    c.framing.reset();
+    c.protocol.reset();
 }

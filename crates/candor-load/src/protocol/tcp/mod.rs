@@ -1,12 +1,15 @@
-//! Raw TCP as a [`Framing`]: one response frame per request, in order, delimited by
-//! `crate::tcp::TcpFramer` (`--framing`); there is no status.
+//! Raw TCP as a [`Protocol`]: one response frame per request, in order, delimited by
+//! [`TcpFramer`] (`framer.rs`, as `--framing` says); there is no status.
 
-use crate::engine::transport::Framing;
-use crate::http1::{ParseError, Progress};
+mod framer;
+
+pub use framer::{parse_payload, unescape, TcpFramer};
+
+use crate::protocol::http1::{ParseError, Progress};
+use crate::protocol::Protocol;
 use crate::shared::Prepared;
-use crate::tcp::TcpFramer;
 
-impl Framing for TcpFramer {
+impl Protocol for TcpFramer {
     #[inline]
     fn start(&mut self, _request: &Prepared) {}
     #[inline]

@@ -6,6 +6,7 @@
 pub mod http1;
 pub(crate) mod http2;
 pub mod tcp;
+pub mod ws;
 
 use crate::shared::Prepared;
 use http1::{ParseError, Progress};

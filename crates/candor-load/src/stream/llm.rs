@@ -6,6 +6,8 @@
 //! `(last - first) / (tokens - 1)`. All instants are the caller's (ns on the monotonic clock):
 //! TTFT from the intended send and from the actual send are both the caller's subtraction.
 
+use super::json::{leading_number, value_of};
+
 /// What one event's data says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LlmChunk {
@@ -19,9 +21,7 @@ pub struct LlmChunk {
     pub done: bool,
 }
 
-/// Reads one event's data without parsing the JSON into values: keys are found as `"key"`
-/// followed by `:` where the byte before is `{` or `,` (whitespace aside), which a key has and
-/// a string's contents cannot (its quotes are escaped).
+/// Reads one event's data without parsing the JSON into values ([`super::json`]).
 pub fn classify(data: &[u8]) -> LlmChunk {
     if data.trim_ascii() == b"[DONE]" {
         return LlmChunk {
@@ -38,27 +38,6 @@ pub fn classify(data: &[u8]) -> LlmChunk {
         error: value_of(data, b"\"error\"").is_some_and(|v| v.first() != Some(&b'n')),
         done: false,
     }
-}
-
-/// The bytes after `key:` (whitespace skipped) of the first place `key` is a key.
-fn value_of<'a>(data: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let finder = memchr::memmem::find_iter(data, key);
-    for at in finder {
-        let before = data[..at].iter().rev().find(|b| !b.is_ascii_whitespace());
-        if !matches!(before, Some(b'{' | b',')) {
-            continue;
-        }
-        let rest = data[at + key.len()..].trim_ascii_start();
-        if let Some(value) = rest.strip_prefix(b":") {
-            return Some(value.trim_ascii_start());
-        }
-    }
-    None
-}
-
-fn leading_number(v: &[u8]) -> Option<u64> {
-    let digits = v.iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(&v[..digits]).ok()?.parse().ok()
 }
 
 /// Where the output token count came from.

@@ -68,3 +68,6 @@ pub fn total_allocations() -> u64 {
 pub fn marked_allocations() -> u64 {
     MARKED.load(Ordering::SeqCst)
 }
+
+#[cfg(feature = "ws")]
+pub mod ws_server;

@@ -17,6 +17,7 @@ pub mod run;
 pub mod schedule;
 pub mod shared;
 pub mod status;
+pub mod stream;
 pub mod transport;
 pub mod wire;
 pub mod workload;

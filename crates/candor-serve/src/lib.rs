@@ -12,6 +12,7 @@
 //! server.shutdown();
 //! ```
 
+pub mod llm;
 mod response;
 mod worker;
 

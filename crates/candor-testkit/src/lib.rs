@@ -28,3 +28,6 @@ pub fn total_allocations() -> u64 {
 pub fn marked_allocations() -> u64 {
     CountingAllocator::marked_calls()
 }
+
+#[cfg(feature = "ws")]
+pub mod ws_server;

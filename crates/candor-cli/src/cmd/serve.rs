@@ -1,16 +1,18 @@
-//! `candor serve`: runs the built-in HTTP/1.1 test server (optionally slow, stalling or faulty)
-//! until SIGINT or SIGTERM.
+//! `candor serve`: runs the built-in HTTP/1.1 test server (optionally slow, stalling or faulty),
+//! or with `--llm` the OpenAI-compatible streaming server, until SIGINT or SIGTERM.
 
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use anyhow::{bail, Context};
 use candor_core::units::{format_ns, parse_duration_ns};
+use candor_serve::llm::{LlmConfig, LlmFault, LlmFaultKind};
 use candor_serve::{Fault, FaultKind, ServeConfig, Stall};
 use clap::builder::PossibleValuesParser;
-use clap::Args;
+use clap::{ArgGroup, Args};
 
 #[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("faults").args(["fault", "llm_fault"])))]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8989")]
@@ -34,7 +36,7 @@ pub struct ServeArgs {
           value_parser = PossibleValuesParser::new(["reset", "close-mid-response", "garbage", "close"]))]
     pub fault: Option<String>,
     /// Apply --fault to every Nth request (1 = all of them).
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "fault")]
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "faults")]
     pub fault_every: u64,
     /// Response body size in bytes.
     #[arg(long, value_name = "N", default_value_t = 2)]
@@ -44,12 +46,69 @@ pub struct ServeArgs {
     /// paid inside the client's send (loopback delivers in the sender's system call).
     #[arg(long)]
     pub busy_poll: bool,
+    /// Serve OpenAI-compatible streaming completions (`POST /v1/chat/completions`,
+    /// `/v1/completions`) whose timing is known: the first token --ttft after the request is
+    /// read, then one every --itl, --output-tokens of them; stalls hold every write.
+    #[arg(long, conflicts_with_all = ["threads", "delay", "fault", "body_bytes", "busy_poll"])]
+    pub llm: bool,
+    /// With --llm: time from reading a request to its first token [default: 100ms].
+    #[arg(long, value_name = "DUR", requires = "llm")]
+    pub ttft: Option<String>,
+    /// With --llm: time between consecutive tokens [default: 20ms].
+    #[arg(long, value_name = "DUR", requires = "llm")]
+    pub itl: Option<String>,
+    /// With --llm: tokens per answer; a request's smaller max_tokens lowers it [default: 128].
+    #[arg(long, value_name = "N", requires = "llm")]
+    pub output_tokens: Option<u32>,
+    /// With --llm: fail deliberately: answer 429, send an error event mid-stream, end without
+    /// [DONE], or close the connection mid-stream.
+    #[arg(long, value_name = "KIND", requires = "llm",
+          value_parser = PossibleValuesParser::new(LlmFaultKind::ALL.map(LlmFaultKind::name)))]
+    pub llm_fault: Option<String>,
+    /// With --llm: the model name the answers carry [default: candor-truth].
+    #[arg(long, value_name = "NAME", requires = "llm")]
+    pub model: Option<String>,
+}
+
+/// Either server, as `main` runs it.
+enum Running {
+    Http(candor_serve::ServerHandle),
+    Llm(candor_serve::llm::LlmServer),
+}
+
+impl Running {
+    fn local_addr(&self) -> SocketAddr {
+        match self {
+            Running::Http(s) => s.local_addr(),
+            Running::Llm(s) => s.local_addr(),
+        }
+    }
+    fn requests_served(&self) -> u64 {
+        match self {
+            Running::Http(s) => s.requests_served(),
+            Running::Llm(s) => s.requests_served(),
+        }
+    }
+    fn shutdown(self) {
+        match self {
+            Running::Http(s) => s.shutdown(),
+            Running::Llm(s) => s.shutdown(),
+        }
+    }
 }
 
 pub fn main(args: ServeArgs) -> anyhow::Result<i32> {
-    let config = to_config(&args)?;
-    let summary = config.describe();
-    let server = candor_serve::start(config).context("starting the server")?;
+    let (summary, server) = if args.llm {
+        let config = to_llm_config(&args)?;
+        let summary = config.describe();
+        let server = candor_serve::llm::start(config).context("starting the server")?;
+        (summary, Running::Llm(server))
+    } else {
+        let config = to_config(&args)?;
+        let summary = config.describe();
+        let server = candor_serve::start(config).context("starting the server")?;
+        (summary, Running::Http(server))
+    };
     // Registered before announcing, so a signal sent as soon as the line appears is honoured.
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -86,7 +145,54 @@ fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
     if let Some(d) = &args.delay {
         config.delay_ns = parse_duration_ns(d).context("--delay")?;
     }
-    config.stall = match (&args.stall_every, &args.stall_for) {
+    config.stall = stall(args)?;
+    if let Some(kind) = &args.fault {
+        let kind: FaultKind = kind.parse()?;
+        if args.fault_every == 0 {
+            bail!("--fault-every must be at least 1 (1 = every request)");
+        }
+        config.fault = Some(Fault {
+            kind,
+            every: args.fault_every,
+        });
+    }
+    config.body_bytes = args.body_bytes;
+    config.busy_poll = args.busy_poll;
+    config.validate()?;
+    Ok(config)
+}
+
+fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
+    let mut config = LlmConfig::new(parse_listen(&args.listen)?);
+    if let Some(d) = &args.ttft {
+        config.ttft_ns = parse_duration_ns(d).context("--ttft")?;
+    }
+    if let Some(d) = &args.itl {
+        config.itl_ns = parse_duration_ns(d).context("--itl")?;
+    }
+    if let Some(n) = args.output_tokens {
+        config.output_tokens = n;
+    }
+    if let Some(m) = &args.model {
+        config.model = m.clone();
+    }
+    config.stall = stall(args)?;
+    if let Some(kind) = &args.llm_fault {
+        if args.fault_every == 0 {
+            bail!("--fault-every must be at least 1 (1 = every request)");
+        }
+        config.fault = Some(LlmFault {
+            kind: kind.parse()?,
+            every: args.fault_every,
+        });
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+/// `--stall-every` and `--stall-for`, checked.
+fn stall(args: &ServeArgs) -> anyhow::Result<Option<Stall>> {
+    Ok(match (&args.stall_every, &args.stall_for) {
         (None, None) => None,
         (Some(every), Some(stall_for)) => {
             let every_ns = parse_duration_ns(every).context("--stall-every")?;
@@ -104,21 +210,7 @@ fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
             Some(Stall { every_ns, for_ns })
         }
         _ => bail!("--stall-every and --stall-for go together: give both or neither"),
-    };
-    if let Some(kind) = &args.fault {
-        let kind: FaultKind = kind.parse()?;
-        if args.fault_every == 0 {
-            bail!("--fault-every must be at least 1 (1 = every request)");
-        }
-        config.fault = Some(Fault {
-            kind,
-            every: args.fault_every,
-        });
-    }
-    config.body_bytes = args.body_bytes;
-    config.busy_poll = args.busy_poll;
-    config.validate()?;
-    Ok(config)
+    })
 }
 
 /// Accepts `IP:PORT` or `host:port` (resolved, first address wins).
@@ -212,6 +304,66 @@ mod tests {
         assert!(
             config(&["--fault-every", "3"]).is_err(),
             "--fault-every needs --fault"
+        );
+    }
+
+    fn llm_config(args: &[&str]) -> anyhow::Result<LlmConfig> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))?;
+        to_llm_config(&cli.serve)
+    }
+
+    #[test]
+    fn llm_flags() {
+        let c = llm_config(&[
+            "--llm",
+            "--listen",
+            "127.0.0.1:0",
+            "--ttft",
+            "250ms",
+            "--itl",
+            "15ms",
+            "--output-tokens",
+            "64",
+            "--stall-every",
+            "5s",
+            "--stall-for",
+            "1s",
+            "--llm-fault",
+            "no-done",
+            "--fault-every",
+            "10",
+            "--model",
+            "m1",
+        ])
+        .unwrap();
+        assert_eq!(c.ttft_ns, 250_000_000);
+        assert_eq!(c.itl_ns, 15_000_000);
+        assert_eq!(c.output_tokens, 64);
+        assert_eq!(c.model, "m1");
+        assert_eq!(
+            c.fault,
+            Some(LlmFault {
+                kind: LlmFaultKind::NoDone,
+                every: 10
+            })
+        );
+        assert!(c.stall.is_some());
+        let d = llm_config(&["--llm"]).unwrap();
+        assert_eq!(d, LlmConfig::new("127.0.0.1:8989".parse().unwrap()));
+    }
+
+    #[test]
+    fn llm_flags_that_do_not_fit_are_refused() {
+        let msg = |args: &[&str]| format!("{:#}", llm_config(args).unwrap_err());
+        // Flags of the other server, and --llm's own without --llm.
+        assert!(msg(&["--llm", "--delay", "1ms"]).contains("--delay"));
+        assert!(msg(&["--llm", "--fault", "reset"]).contains("--fault"));
+        assert!(msg(&["--ttft", "1ms"]).contains("--llm"));
+        assert!(msg(&["--llm", "--output-tokens", "0"]).contains("at least 1"));
+        assert!(msg(&["--llm", "--ttft", "soon"]).contains("invalid duration 'soon'"));
+        assert!(msg(&["--llm", "--llm-fault", "explode"]).contains("explode"));
+        assert!(
+            msg(&["--llm", "--llm-fault", "no-done", "--fault-every", "0"]).contains("at least 1")
         );
     }
 }

@@ -10,6 +10,7 @@
 pub mod http1;
 pub(crate) mod http2;
 pub mod tcp;
+pub mod ws;
 
 use crate::config::{LoadConfig, Scheme};
 use crate::pool::GateTicket;

@@ -1,0 +1,16 @@
+//! WebSocket (RFC 6455), the pieces that need no socket: the opening handshake
+//! (`handshake.rs`), frames both ways (`frame.rs`) and how a reply is matched to the message it
+//! answers (`matching.rs`). Each is sans-IO and tested exactly.
+//!
+//! How it plugs into the driver (issue 26; not wired yet): a WebSocket connection is a byte
+//! stream (plain for `ws://`, TLS for `wss://`) whose protocol first writes the upgrade request
+//! and reads the `101` (the upgrade counts as the connect), then puts each request the core
+//! carries on the wire as one masked frame (a fresh mask per frame), and turns the server's
+//! frames into completions: `InOrder` completes the connection's oldest request, `JsonField`
+//! the request whose number the reply carries. Pings are answered with pongs; a close frame, a
+//! frame error or a reply that matches nothing fails what the connection carried (class
+//! `protocol`), and the core's back-off reopens it.
+
+pub mod frame;
+pub mod handshake;
+pub mod matching;

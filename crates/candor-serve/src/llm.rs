@@ -1,0 +1,838 @@
+//! `candor serve --llm`: an OpenAI-compatible streaming completion server whose timing is known
+//! in advance (time to first token, gap between tokens, output length, stall windows, faults),
+//! so that an LLM serving benchmark can be checked against the truth as HTTP runs are.
+//!
+//! Each connection has its own thread, which reads a request, then writes its answer at
+//! absolute deadlines on the monotonic clock (`clock_nanosleep`): the head at once, token `k` at
+//! `read + ttft + k * itl`. A write due inside a stall window goes out at the window's end, as
+//! every answer of the HTTP server does, so the truth of a stalled stream is computed by
+//! [`emission_times`] without I/O. A thread per connection (rather than the HTTP server's event
+//! loop) keeps each stream's deadlines independent of the others': LLM runs keep tens of
+//! streams open, not thousands, and every write waits on its own deadline.
+
+use crate::Stall;
+use candor_core::now_ns;
+use candor_core::exact_sleep::sleep_until_absolute;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use thiserror::Error;
+
+/// A word of the prompt is this many tokens (OpenAI's rule of thumb: a token is about three
+/// quarters of a word): `prompt_tokens = ceil(words * 4 / 3)`.
+pub const TOKENS_PER_WORD: (u64, u64) = (4, 3);
+
+/// The most connections served at once; more are refused (closed at once), since each holds a
+/// thread.
+pub const MAX_CONNECTIONS: usize = 1024;
+
+/// The largest request body read (a prompt file's longest line is far below it).
+const MAX_BODY: usize = 16 << 20;
+
+/// How the streaming server answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmConfig {
+    pub listen: SocketAddr,
+    /// From reading a request to its first token.
+    pub ttft_ns: u64,
+    /// Between consecutive tokens of one response.
+    pub itl_ns: u64,
+    /// Tokens per response; a request's smaller `max_tokens` (or `max_completion_tokens`)
+    /// lowers it for that request.
+    pub output_tokens: u32,
+    /// Periodic global stall: no byte leaves during a window.
+    pub stall: Option<Stall>,
+    /// Deliberate failures on every `every`-th request.
+    pub fault: Option<LlmFault>,
+    /// The model name the answers carry.
+    pub model: String,
+}
+
+impl LlmConfig {
+    /// TTFT 100 ms, ITL 20 ms, 128 tokens, no stall, no fault.
+    pub fn new(listen: SocketAddr) -> LlmConfig {
+        LlmConfig {
+            listen,
+            ttft_ns: 100_000_000,
+            itl_ns: 20_000_000,
+            output_tokens: 128,
+            stall: None,
+            fault: None,
+            model: "candor-truth".to_string(),
+        }
+    }
+
+    /// Checks what [`start`] would refuse.
+    pub fn validate(&self) -> Result<(), LlmError> {
+        if self.output_tokens == 0 {
+            return Err(LlmError::NoTokens);
+        }
+        if let Some(stall) = &self.stall {
+            stall.validate().map_err(|_| LlmError::InvalidStall)?;
+        }
+        if let Some(fault) = &self.fault {
+            if fault.every == 0 {
+                return Err(LlmError::FaultEveryZero);
+            }
+        }
+        Ok(())
+    }
+
+    /// One line: TTFT, ITL, tokens, stall, fault.
+    pub fn describe(&self) -> String {
+        let ms = |ns: u64| candor_core::units::format_ns(ns as f64);
+        let stall = match &self.stall {
+            Some(s) => format!("{} every {}", ms(s.for_ns), ms(s.every_ns)),
+            None => "none".to_string(),
+        };
+        let fault = match &self.fault {
+            Some(f) if f.every == 1 => format!("{} on every request", f.kind),
+            Some(f) => format!("{} on every {}th request", f.kind, f.every),
+            None => "none".to_string(),
+        };
+        format!(
+            "LLM streaming, ttft {}, itl {}, {} output tokens, stall {stall}, fault {fault}",
+            ms(self.ttft_ns),
+            ms(self.itl_ns),
+            self.output_tokens
+        )
+    }
+}
+
+/// A deliberate failure on every `every`-th request (1 = all), counted across the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LlmFault {
+    pub kind: LlmFaultKind,
+    pub every: u64,
+}
+
+/// How a failing stream looks to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlmFaultKind {
+    /// `429 Too Many Requests` with an OpenAI error body, at once.
+    RateLimit,
+    /// Half the tokens, then `data: {"error": ...}` and the end of the stream.
+    ErrorMidStream,
+    /// Every token, then the end of the stream without `data: [DONE]`.
+    NoDone,
+    /// Half the tokens, then the connection is closed mid-stream.
+    CloseMidStream,
+}
+
+impl LlmFaultKind {
+    /// Every kind, in the order the command line lists them.
+    pub const ALL: [LlmFaultKind; 4] = [
+        LlmFaultKind::RateLimit,
+        LlmFaultKind::ErrorMidStream,
+        LlmFaultKind::NoDone,
+        LlmFaultKind::CloseMidStream,
+    ];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LlmFaultKind::RateLimit => "rate-limit",
+            LlmFaultKind::ErrorMidStream => "error-mid-stream",
+            LlmFaultKind::NoDone => "no-done",
+            LlmFaultKind::CloseMidStream => "close-mid-stream",
+        }
+    }
+}
+
+impl fmt::Display for LlmFaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LlmFaultKind {
+    type Err = LlmError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        LlmFaultKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim())
+            .ok_or_else(|| LlmError::UnknownFault(s.to_string()))
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum LlmError {
+    #[error("--output-tokens must be at least 1")]
+    NoTokens,
+    #[error("invalid stall: need 0 < --stall-for < --stall-every")]
+    InvalidStall,
+    #[error("fault frequency must be at least 1 (1 = every request)")]
+    FaultEveryZero,
+    #[error("unknown LLM fault '{0}': expected rate-limit, error-mid-stream, no-done or close-mid-stream")]
+    UnknownFault(String),
+    #[error("cannot listen on {addr}: {error}")]
+    Bind {
+        addr: SocketAddr,
+        error: std::io::Error,
+    },
+    #[error("cannot start the accept thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// When each write of one streamed answer leaves, for a request read at `read_ns` by a server
+/// started at `started_ns`: `[0]` the response head, then one instant per token (`tokens`
+/// of them). Token `k` is due at `read + ttft + k * itl`; a write due inside a stall window
+/// leaves at the window's end, and no write leaves before the one before it.
+pub fn emission_times(
+    config: &LlmConfig,
+    started_ns: u64,
+    read_ns: u64,
+    tokens: u32,
+    out: &mut Vec<u64>,
+) {
+    out.clear();
+    let hold = |due: u64| match &config.stall {
+        Some(s) => s.window_end_at(started_ns, due).unwrap_or(due),
+        None => due,
+    };
+    let mut last = hold(read_ns);
+    out.push(last);
+    for k in 0..u64::from(tokens) {
+        let due = read_ns + config.ttft_ns + k * config.itl_ns;
+        last = hold(due).max(last);
+        out.push(last);
+    }
+}
+
+/// The prompt's token count by [`TOKENS_PER_WORD`]: `prompt` for completions, the contents of
+/// `messages` for chat.
+pub fn prompt_tokens(request: &Value) -> u64 {
+    let mut words = 0u64;
+    if let Some(p) = request.get("prompt").and_then(Value::as_str) {
+        words += p.split_whitespace().count() as u64;
+    }
+    if let Some(messages) = request.get("messages").and_then(Value::as_array) {
+        for m in messages {
+            if let Some(c) = m.get("content").and_then(Value::as_str) {
+                words += c.split_whitespace().count() as u64;
+            }
+        }
+    }
+    let (num, den) = TOKENS_PER_WORD;
+    (words * num).div_ceil(den)
+}
+
+/// The words the server generates, in turn; each token is one of them plus a space.
+const WORDS: [&str; 8] = [
+    "candor", "measures", "from", "the", "intended", "send", "not", "after",
+];
+
+/// Which OpenAI endpoint a request asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Chat,
+    Completions,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    served: AtomicU64,
+    fault_count: AtomicU64,
+    id: AtomicU64,
+    /// A second handle on every open connection, by number, so that shutdown can close them;
+    /// each connection's thread removes its own.
+    open: Mutex<HashMap<u64, TcpStream>>,
+}
+
+/// A running LLM server; dropping it shuts it down.
+pub struct LlmServer {
+    local_addr: SocketAddr,
+    started_at_ns: u64,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl LlmServer {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `candor_core::now_ns()` when the server started; stall windows are relative to it.
+    pub fn started_at_ns(&self) -> u64 {
+        self.started_at_ns
+    }
+
+    /// Streams finished, faulted ones excluded.
+    pub fn requests_served(&self) -> u64 {
+        self.shared.served.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, closes every connection and waits for the accept thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // The accept thread blocks in accept(): a connection of our own wakes it.
+        let _ = TcpStream::connect(self.local_addr);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+        if let Ok(open) = self.shared.open.lock() {
+            for s in open.values() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+impl Drop for LlmServer {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Binds and starts accepting; the server takes connections when this returns.
+pub fn start(config: LlmConfig) -> Result<LlmServer, LlmError> {
+    config.validate()?;
+    let bind = |error| LlmError::Bind {
+        addr: config.listen,
+        error,
+    };
+    let listener = TcpListener::bind(config.listen).map_err(bind)?;
+    let local_addr = listener.local_addr().map_err(bind)?;
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        served: AtomicU64::new(0),
+        fault_count: AtomicU64::new(0),
+        id: AtomicU64::new(0),
+        open: Mutex::new(HashMap::new()),
+    });
+    let started_at_ns = now_ns();
+    let config = Arc::new(config);
+    let accept = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("candor-llm-accept".into())
+            .spawn(move || accept_loop(listener, config, shared, started_at_ns))
+            .map_err(LlmError::Thread)?
+    };
+    Ok(LlmServer {
+        local_addr,
+        started_at_ns,
+        shared,
+        accept: Some(accept),
+    })
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    config: Arc<LlmConfig>,
+    shared: Arc<Shared>,
+    started_ns: u64,
+) {
+    let mut number = 0u64;
+    for stream in listener.incoming() {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let Ok(copy) = stream.try_clone() else {
+            continue;
+        };
+        {
+            let Ok(mut open) = shared.open.lock() else {
+                return;
+            };
+            if open.len() >= MAX_CONNECTIONS {
+                continue; // dropped: closed at once
+            }
+            number += 1;
+            open.insert(number, copy);
+        }
+        let _ = stream.set_nodelay(true);
+        let (config, shared, id) = (config.clone(), shared.clone(), number);
+        let forget = move |shared: &Shared| {
+            if let Ok(mut open) = shared.open.lock() {
+                open.remove(&id);
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("candor-llm-conn".into())
+            .spawn({
+                let shared = shared.clone();
+                move || {
+                    let _ = serve_connection(stream, &config, &shared, started_ns);
+                    forget(&shared);
+                }
+            });
+        if spawned.is_err() {
+            forget(&shared);
+        }
+    }
+}
+
+/// One request as read: where it asked, its JSON, and whether the connection stays open.
+struct Request {
+    path: String,
+    body: Vec<u8>,
+    keep_alive: bool,
+}
+
+/// Reads one request (head and `Content-Length` body); `None` at a clean end of stream.
+fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
+    let mut head = Vec::with_capacity(1024);
+    loop {
+        let n = reader.read_until(b'\n', &mut head)?;
+        if n == 0 {
+            return if head.is_empty() {
+                Ok(None)
+            } else {
+                Err(io::ErrorKind::UnexpectedEof.into())
+            };
+        }
+        if head.ends_with(b"\r\n\r\n") || head == b"\r\n" {
+            if head == b"\r\n" {
+                head.clear(); // a stray blank line between requests
+                continue;
+            }
+            break;
+        }
+        if head.len() > 64 * 1024 {
+            return Err(io::ErrorKind::InvalidData.into());
+        }
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(&head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        _ => return Err(io::ErrorKind::InvalidData.into()),
+    }
+    let mut length = 0usize;
+    let mut keep_alive = req.version == Some(1);
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            length = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or(io::ErrorKind::InvalidData)?;
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+            keep_alive = if v.contains("close") {
+                false
+            } else {
+                keep_alive || v.contains("keep-alive")
+            };
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(io::ErrorKind::InvalidData.into());
+        }
+    }
+    if length > MAX_BODY {
+        return Err(io::ErrorKind::InvalidData.into());
+    }
+    let path = req.path.unwrap_or("/").to_string();
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some(Request {
+        path,
+        body,
+        keep_alive,
+    }))
+}
+
+fn serve_connection(
+    stream: TcpStream,
+    config: &LlmConfig,
+    shared: &Shared,
+    started_ns: u64,
+) -> io::Result<()> {
+    let mut out = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut times = Vec::new();
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let request = match read_request(&mut reader) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                respond_plain(&mut out, started_ns, config, 400, "bad request\n", false)?;
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let read_ns = now_ns();
+        let keep = request.keep_alive;
+        let endpoint = match request.path.split('?').next().unwrap_or("") {
+            "/v1/chat/completions" => Endpoint::Chat,
+            "/v1/completions" => Endpoint::Completions,
+            _ => {
+                let body = "{\"error\":{\"message\":\"unknown endpoint: use /v1/chat/completions or /v1/completions\",\"type\":\"invalid_request_error\",\"code\":404}}";
+                respond_plain(&mut out, started_ns, config, 404, body, keep)?;
+                if keep {
+                    continue;
+                }
+                return Ok(());
+            }
+        };
+        let Ok(json) = serde_json::from_slice::<Value>(&request.body) else {
+            let body = "{\"error\":{\"message\":\"the body is not JSON\",\"type\":\"invalid_request_error\",\"code\":400}}";
+            respond_plain(&mut out, started_ns, config, 400, body, keep)?;
+            if keep {
+                continue;
+            }
+            return Ok(());
+        };
+        let fault = config.fault.and_then(|f| {
+            let n = shared.fault_count.fetch_add(1, Ordering::Relaxed) + 1;
+            (n % f.every == 0).then_some(f.kind)
+        });
+        let id = shared.id.fetch_add(1, Ordering::Relaxed);
+        let tokens = output_tokens(config, &json);
+        emission_times(config, started_ns, read_ns, tokens, &mut times);
+        let answer = Answer {
+            endpoint,
+            id,
+            model: &config.model,
+            prompt_tokens: prompt_tokens(&json),
+            tokens,
+            include_usage: json
+                .pointer("/stream_options/include_usage")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        };
+        let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let open = match (fault, stream) {
+            (Some(LlmFaultKind::RateLimit), _) => {
+                let body = "{\"error\":{\"message\":\"rate limited by candor serve --llm\",\"type\":\"rate_limit_error\",\"code\":429}}";
+                respond_plain(&mut out, started_ns, config, 429, body, keep)?;
+                keep
+            }
+            (_, true) => answer.stream(&mut out, &times, fault, keep)?,
+            (_, false) => answer.whole(&mut out, &times, fault, keep)?,
+        };
+        if fault.is_none() {
+            shared.served.fetch_add(1, Ordering::Relaxed);
+        }
+        if !open {
+            return Ok(());
+        }
+    }
+}
+
+/// The request's output length: the server's, or a smaller `max_tokens`.
+fn output_tokens(config: &LlmConfig, request: &Value) -> u32 {
+    let asked = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|k| request.get(*k).and_then(Value::as_u64));
+    match asked {
+        Some(n) if n >= 1 => config.output_tokens.min(n.min(u64::from(u32::MAX)) as u32),
+        _ => config.output_tokens,
+    }
+}
+
+/// A plain (not streamed) answer with a JSON or text body, held by a stall like any write.
+fn respond_plain(
+    out: &mut TcpStream,
+    started_ns: u64,
+    config: &LlmConfig,
+    status: u16,
+    body: &str,
+    keep: bool,
+) -> io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        _ => "Error",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+        body.len(),
+        if keep { "" } else { "Connection: close\r\n" }
+    );
+    let now = now_ns();
+    if let Some(end) = config.stall.and_then(|s| s.window_end_at(started_ns, now)) {
+        sleep_until_absolute(end);
+    }
+    out.write_all(head.as_bytes())?;
+    out.write_all(body.as_bytes())
+}
+
+/// What one answer says, whatever its timing.
+struct Answer<'a> {
+    endpoint: Endpoint,
+    id: u64,
+    model: &'a str,
+    prompt_tokens: u64,
+    tokens: u32,
+    include_usage: bool,
+}
+
+impl Answer<'_> {
+    fn usage(&self) -> String {
+        format!(
+            "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{}}}",
+            self.prompt_tokens,
+            self.tokens,
+            self.prompt_tokens + u64::from(self.tokens)
+        )
+    }
+
+    /// The JSON of the chunk that carries token `k`.
+    fn chunk(&self, k: u32) -> String {
+        let word = WORDS[k as usize % WORDS.len()];
+        let finish = if k + 1 == self.tokens {
+            "\"length\""
+        } else {
+            "null"
+        };
+        match self.endpoint {
+            Endpoint::Chat => {
+                let role = if k == 0 { "\"role\":\"assistant\"," } else { "" };
+                format!(
+                    "{{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{{role}\"content\":\"{word} \"}},\"finish_reason\":{finish}}}]}}",
+                    self.id, self.model
+                )
+            }
+            Endpoint::Completions => format!(
+                "{{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\"{word} \",\"finish_reason\":{finish}}}]}}",
+                self.id, self.model
+            ),
+        }
+    }
+
+    /// Streams the answer as server-sent events in HTTP/1.1 chunks, each write at its instant
+    /// of `times`; whether the connection stays open.
+    fn stream(
+        &self,
+        out: &mut TcpStream,
+        times: &[u64],
+        fault: Option<LlmFaultKind>,
+        keep: bool,
+    ) -> io::Result<bool> {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n{}\r\n",
+            if keep { "" } else { "Connection: close\r\n" }
+        );
+        sleep_until_absolute(times[0]);
+        out.write_all(head.as_bytes())?;
+        let cut = match fault {
+            Some(LlmFaultKind::ErrorMidStream | LlmFaultKind::CloseMidStream) => self.tokens / 2,
+            _ => self.tokens,
+        };
+        let mut event = String::new();
+        for k in 0..cut {
+            event.clear();
+            let _ = write!(event, "data: {}\n\n", self.chunk(k));
+            sleep_until_absolute(times[1 + k as usize]);
+            write_chunk(out, &event)?;
+        }
+        match fault {
+            Some(LlmFaultKind::CloseMidStream) => {
+                let _ = out.shutdown(Shutdown::Both);
+                return Ok(false);
+            }
+            Some(LlmFaultKind::ErrorMidStream) => {
+                write_chunk(
+                    out,
+                    "data: {\"error\":{\"message\":\"generation failed (candor serve --llm fault)\",\"type\":\"server_error\",\"code\":500}}\n\n",
+                )?;
+            }
+            _ => {
+                if self.include_usage {
+                    event.clear();
+                    let object = match self.endpoint {
+                        Endpoint::Chat => "chat.completion.chunk",
+                        Endpoint::Completions => "text_completion",
+                    };
+                    let _ = write!(
+                        event,
+                        "data: {{\"id\":\"x-{}\",\"object\":\"{object}\",\"created\":0,\"model\":\"{}\",\"choices\":[],\"usage\":{}}}\n\n",
+                        self.id,
+                        self.model,
+                        self.usage()
+                    );
+                    write_chunk(out, &event)?;
+                }
+                if fault != Some(LlmFaultKind::NoDone) {
+                    write_chunk(out, "data: [DONE]\n\n")?;
+                }
+            }
+        }
+        out.write_all(b"0\r\n\r\n")?;
+        Ok(keep)
+    }
+
+    /// The whole answer in one JSON body, written at the last token's instant.
+    fn whole(
+        &self,
+        out: &mut TcpStream,
+        times: &[u64],
+        fault: Option<LlmFaultKind>,
+        keep: bool,
+    ) -> io::Result<bool> {
+        let text: String = (0..self.tokens)
+            .map(|k| format!("{} ", WORDS[k as usize % WORDS.len()]))
+            .collect();
+        let body = match self.endpoint {
+            Endpoint::Chat => format!(
+                "{{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":\"length\"}}],\"usage\":{}}}",
+                self.id,
+                self.model,
+                self.usage()
+            ),
+            Endpoint::Completions => format!(
+                "{{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\"{text}\",\"finish_reason\":\"length\"}}],\"usage\":{}}}",
+                self.id,
+                self.model,
+                self.usage()
+            ),
+        };
+        sleep_until_absolute(*times.last().unwrap_or(&0));
+        if matches!(
+            fault,
+            Some(LlmFaultKind::CloseMidStream | LlmFaultKind::ErrorMidStream)
+        ) {
+            // Without a stream there is no middle: the server fails the request as a whole.
+            let err = "{\"error\":{\"message\":\"generation failed (candor serve --llm fault)\",\"type\":\"server_error\",\"code\":500}}";
+            let head = format!(
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+                err.len(),
+                if keep { "" } else { "Connection: close\r\n" }
+            );
+            out.write_all(head.as_bytes())?;
+            out.write_all(err.as_bytes())?;
+            return Ok(keep);
+        }
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+            body.len(),
+            if keep { "" } else { "Connection: close\r\n" }
+        );
+        out.write_all(head.as_bytes())?;
+        out.write_all(body.as_bytes())?;
+        Ok(keep)
+    }
+}
+
+/// One HTTP/1.1 chunk holding `data`.
+fn write_chunk(out: &mut TcpStream, data: &str) -> io::Result<()> {
+    let mut framed = Vec::with_capacity(data.len() + 16);
+    let _ = write!(framed, "{:x}\r\n", data.len());
+    framed.extend_from_slice(data.as_bytes());
+    framed.extend_from_slice(b"\r\n");
+    out.write_all(&framed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn config() -> LlmConfig {
+        let mut c = LlmConfig::new("127.0.0.1:0".parse().unwrap());
+        c.ttft_ns = 100 * MS;
+        c.itl_ns = 20 * MS;
+        c.output_tokens = 4;
+        c
+    }
+
+    #[test]
+    fn without_a_stall_tokens_are_due_at_ttft_then_every_itl() {
+        let mut t = Vec::new();
+        emission_times(&config(), 0, 1_000 * MS, 4, &mut t);
+        assert_eq!(
+            t,
+            vec![1_000 * MS, 1_100 * MS, 1_120 * MS, 1_140 * MS, 1_160 * MS]
+        );
+    }
+
+    #[test]
+    fn a_stall_holds_every_write_due_inside_it_to_its_end() {
+        let mut c = config();
+        // Stalled during [4 s, 5 s) of every 5 s.
+        c.stall = Some(Stall {
+            every_ns: 5_000 * MS,
+            for_ns: 1_000 * MS,
+        });
+        let mut t = Vec::new();
+        // Read at 3.95 s: the head leaves at once, the first token (due 4.05 s) at 5 s, and the
+        // tokens due at 4.07, 4.09 and 4.11 s all at 5 s too.
+        emission_times(&c, 0, 3_950 * MS, 4, &mut t);
+        assert_eq!(
+            t,
+            vec![3_950 * MS, 5_000 * MS, 5_000 * MS, 5_000 * MS, 5_000 * MS]
+        );
+        // Read at 4.5 s (inside the stall): everything waits for 5 s, the last token is due
+        // after it (4.5 + 0.1 + 3 * 0.02 = 4.66 s: still inside, so 5 s).
+        emission_times(&c, 0, 4_500 * MS, 4, &mut t);
+        assert_eq!(t, vec![5_000 * MS; 5]);
+        // Read at 4.85 s: tokens due at 4.95, 4.97, 4.99 s are held; 5.01 s is not.
+        emission_times(&c, 0, 4_850 * MS, 4, &mut t);
+        assert_eq!(
+            t,
+            vec![5_000 * MS, 5_000 * MS, 5_000 * MS, 5_000 * MS, 5_010 * MS]
+        );
+    }
+
+    #[test]
+    fn prompt_tokens_follow_the_stated_rule() {
+        let chat: Value = serde_json::json!({"messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "one two three four"}
+        ]});
+        // 6 words -> ceil(6 * 4 / 3) = 8 tokens.
+        assert_eq!(prompt_tokens(&chat), 8);
+        let completion: Value = serde_json::json!({"prompt": "a b c d e"});
+        // 5 words -> ceil(20 / 3) = 7.
+        assert_eq!(prompt_tokens(&completion), 7);
+        assert_eq!(prompt_tokens(&serde_json::json!({})), 0);
+    }
+
+    #[test]
+    fn a_smaller_max_tokens_lowers_the_output_and_a_larger_one_does_not_raise_it() {
+        let c = config();
+        assert_eq!(output_tokens(&c, &serde_json::json!({"max_tokens": 2})), 2);
+        assert_eq!(output_tokens(&c, &serde_json::json!({"max_tokens": 99})), 4);
+        assert_eq!(
+            output_tokens(&c, &serde_json::json!({"max_completion_tokens": 3})),
+            3
+        );
+        assert_eq!(output_tokens(&c, &serde_json::json!({"max_tokens": 0})), 4);
+        assert_eq!(output_tokens(&c, &serde_json::json!({})), 4);
+    }
+
+    #[test]
+    fn fault_names_round_trip_and_unknown_ones_are_refused() {
+        for k in LlmFaultKind::ALL {
+            assert_eq!(k.name().parse::<LlmFaultKind>().unwrap(), k);
+        }
+        let err = "slow".parse::<LlmFaultKind>().unwrap_err().to_string();
+        assert!(err.contains("unknown LLM fault 'slow'"), "{err}");
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        let mut c = config();
+        c.output_tokens = 0;
+        assert!(matches!(c.validate(), Err(LlmError::NoTokens)));
+        let mut c = config();
+        c.stall = Some(Stall {
+            every_ns: 10,
+            for_ns: 10,
+        });
+        assert!(matches!(c.validate(), Err(LlmError::InvalidStall)));
+        let mut c = config();
+        c.fault = Some(LlmFault {
+            kind: LlmFaultKind::NoDone,
+            every: 0,
+        });
+        assert!(matches!(c.validate(), Err(LlmError::FaultEveryZero)));
+    }
+}

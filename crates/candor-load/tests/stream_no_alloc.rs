@@ -8,7 +8,7 @@ use candor_load::protocol::ws::frame::{
 };
 use candor_load::protocol::ws::matching::WsMatch;
 use candor_load::stream::line::LineSplitter;
-use candor_load::stream::llm::{LlmProgress, StreamEnd};
+use candor_load::stream::openai::{LlmProgress, StreamEnd};
 use candor_load::stream::sse::SseScanner;
 
 /// The marked-allocation count is one for the whole process: the tests take turns.

@@ -1,13 +1,13 @@
 //! Events within one streamed response, found without allocating: server-sent events
 //! (`sse.rs`), newline-delimited lines (`lines.rs`), and what an OpenAI-compatible LLM stream's
-//! events say and what they add up to per request (`llm.rs`: first token, gaps, output tokens,
+//! events say and what they add up to per request (`openai.rs`: first token, gaps, output tokens,
 //! how the stream ended). Each piece is sans-IO: it is fed body bytes and the instant they
 //! arrived, so every decision is tested exactly on simulated time; a protocol's response
 //! observer feeds it the body of each response (HTTP/1.1 de-chunked, HTTP/2 DATA frames).
 
 pub mod json;
 pub mod line;
-pub mod llm;
+pub mod openai;
 pub mod sse;
 
 /// How a response's body divides into events (`--stream`).

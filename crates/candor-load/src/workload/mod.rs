@@ -7,6 +7,7 @@ pub mod check;
 pub mod data;
 pub mod pick;
 pub mod profile;
+pub mod prompts;
 pub mod replay;
 pub mod runtime;
 pub mod template;

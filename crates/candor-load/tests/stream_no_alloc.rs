@@ -3,7 +3,7 @@
 //! sized when it is made, and the measured stretch runs on a thread marked for the counting
 //! allocator.
 
-use candor_load::protocol::ws::frame::{
+use candor_load::protocol::ws::frames::{
     client_frame_len, write_client_frame, FrameDecoder, Opcode, WsEvent,
 };
 use candor_load::protocol::ws::matching::WsMatch;

@@ -3,7 +3,7 @@
 //! with the user's headers, echoes, fragmented replies, pings answered with pongs, out-of-order
 //! replies matched by number, and a close on command.
 
-use candor_load::protocol::ws::frame::{write_client_frame, FrameDecoder, Opcode, WsEvent};
+use candor_load::protocol::ws::frames::{write_client_frame, FrameDecoder, Opcode, WsEvent};
 use candor_load::protocol::ws::handshake::{key_from, read_response, write_request};
 use candor_load::protocol::ws::matching::WsMatch;
 use candor_testkit::ws_server::{self, WsServerConfig, CLOSE_COMMAND};

@@ -6,7 +6,7 @@
 //! `(last - first) / (tokens - 1)`. All instants are the caller's (ns on the monotonic clock):
 //! TTFT from the intended send and from the actual send are both the caller's subtraction.
 
-use super::json::{leading_number, value_of};
+use super::json_key::{leading_number, value_of};
 
 /// What one event's data says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,7 +21,7 @@ pub struct LlmChunk {
     pub done: bool,
 }
 
-/// Reads one event's data without parsing the JSON into values ([`super::json`]).
+/// Reads one event's data without parsing the JSON into values ([`super::json_key`]).
 pub fn classify(data: &[u8]) -> LlmChunk {
     if data.trim_ascii() == b"[DONE]" {
         return LlmChunk {

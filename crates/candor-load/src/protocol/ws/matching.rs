@@ -4,7 +4,7 @@
 //! it back from the reply, so an out-of-order server is matched right, and a reply whose number
 //! matches nothing in flight is a protocol error, never pinned on the wrong message.
 
-use crate::stream::json::{leading_number, value_of};
+use crate::stream::json_key::{leading_number, value_of};
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,5 +1,5 @@
 //! WebSocket (RFC 6455), the pieces that need no socket: the opening handshake
-//! (`handshake.rs`), frames both ways (`frame.rs`) and how a reply is matched to the message it
+//! (`handshake.rs`), frames both ways (`frames.rs`) and how a reply is matched to the message it
 //! answers (`matching.rs`). Each is sans-IO and tested exactly.
 //!
 //! How it plugs into the driver (issue 26; not wired yet): a WebSocket connection is a byte
@@ -11,6 +11,6 @@
 //! frame error or a reply that matches nothing fails what the connection carried (class
 //! `protocol`), and the core's back-off reopens it.
 
-pub mod frame;
+pub mod frames;
 pub mod handshake;
 pub mod matching;

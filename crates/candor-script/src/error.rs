@@ -67,6 +67,14 @@ pub enum ScriptError {
     Lua(String),
 }
 
+/// Lua's name for a value's type (`number` for integers too), as scripts' authors know them.
+pub(crate) fn lua_type(value: &mlua::Value) -> &'static str {
+    match value {
+        mlua::Value::Integer(_) => "number",
+        other => other.type_name(),
+    }
+}
+
 /// The message of a Lua error on one line, with the script location first when Lua gave one.
 ///
 /// Errors raised by Lua code carry `file:line:` already; errors raised by a Rust function
@@ -78,7 +86,9 @@ pub(crate) fn one_line(err: &mlua::Error) -> String {
         mlua::Error::CallbackError { traceback, cause } => {
             let inner = one_line(cause);
             match script_frame(traceback) {
-                Some(frame) if !starts_with_location(&inner) => format!("{frame}: {inner}"),
+                Some(frame) if !inner.starts_with(&format!("{frame}:")) => {
+                    format!("{frame}: {inner}")
+                }
                 _ => inner,
             }
         }
@@ -89,15 +99,6 @@ pub(crate) fn one_line(err: &mlua::Error) -> String {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("").trim_end()
-}
-
-/// True when `s` opens with `something:123:`.
-fn starts_with_location(s: &str) -> bool {
-    let mut parts = s.splitn(3, ':');
-    let (Some(file), Some(line), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The first frame of a Lua traceback that is script code (`file:12`), not a C function.
@@ -122,7 +123,13 @@ mod tests {
     fn the_location_comes_from_the_traceback_when_a_rust_function_raised() {
         let tb = "stack traceback:\n\t[C]: in function 'lookup'\n\tx/s.lua:7: in function 'setup'";
         assert_eq!(script_frame(tb), Some("x/s.lua:7"));
-        assert!(starts_with_location("s.lua:3: boom"));
-        assert!(!starts_with_location("unable to resolve nowhere:80"));
+        let err = mlua::Error::CallbackError {
+            traceback: tb.to_string(),
+            cause: std::sync::Arc::new(mlua::Error::runtime("unable to resolve nowhere:80: no")),
+        };
+        assert_eq!(
+            one_line(&err),
+            "x/s.lua:7: unable to resolve nowhere:80: no"
+        );
     }
 }

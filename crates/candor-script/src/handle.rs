@@ -93,7 +93,7 @@ pub(crate) fn copy_value(value: &Value, to: &Lua, depth: usize) -> mlua::Result<
         other => {
             return Err(mlua::Error::runtime(format!(
                 "cannot transfer '{}' to thread",
-                other.type_name()
+                crate::error::lua_type(other)
             )))
         }
     })

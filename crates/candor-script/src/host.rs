@@ -2,7 +2,7 @@
 
 use crate::error::{one_line, Phase, ScriptError};
 use crate::handle::{ThreadHandle, ThreadShared};
-use crate::state::{new_state, take_output, Script, Target, UrlParts, INTERRUPTED};
+use crate::state::{new_state, take_output, Script, ScriptOptions, Target, UrlParts, INTERRUPTED};
 use crate::stats::Stats;
 use crate::thread::ThreadScript;
 use hdrhistogram::Histogram;
@@ -58,6 +58,7 @@ pub struct ScriptHost {
     /// the load threads have dropped their [`ThreadScript`]s.
     threads: Vec<Lua>,
     interrupt: Arc<AtomicBool>,
+    options: ScriptOptions,
 }
 
 impl ScriptHost {
@@ -65,10 +66,20 @@ impl ScriptHost {
     /// `args` are the arguments after `--`: `init(args)` sees the URL as `args[0]` and these as
     /// `args[1..]`, as wrk does. A syntax error is a one-line [`ScriptError::Load`].
     pub fn load(path: &Path, args: Vec<String>, target: Target) -> Result<ScriptHost, ScriptError> {
+        Self::load_with(path, args, target, ScriptOptions::default())
+    }
+
+    /// [`ScriptHost::load`] with options for every state it makes.
+    pub fn load_with(
+        path: &Path,
+        args: Vec<String>,
+        target: Target,
+        options: ScriptOptions,
+    ) -> Result<ScriptHost, ScriptError> {
         let script = Script::read(path)?;
         let url = UrlParts::parse(&target.url)?;
         let interrupt = Arc::new(AtomicBool::new(false));
-        let setup = new_state(&script, &url, &target, &interrupt)?;
+        let setup = new_state(&script, &url, &target, &interrupt, options)?;
         Ok(ScriptHost {
             script,
             url,
@@ -77,6 +88,7 @@ impl ScriptHost {
             setup,
             threads: Vec::new(),
             interrupt,
+            options,
         })
     }
 
@@ -117,7 +129,13 @@ impl ScriptHost {
         let wrk_setup: Function = self.wrk_field(&self.setup, "setup")?;
         let mut scripts = Vec::with_capacity(n);
         for _ in 0..n {
-            let state = new_state(&self.script, &self.url, &self.target, &self.interrupt)?;
+            let state = new_state(
+                &self.script,
+                &self.url,
+                &self.target,
+                &self.interrupt,
+                self.options,
+            )?;
             let shared = Arc::new(ThreadShared::default());
             *shared.addr.lock().expect("addr lock") = default_addr;
             let own_handle = ThreadHandle {

@@ -13,7 +13,7 @@ mod thread;
 pub use addr::Addr;
 pub use error::{Phase, ScriptError};
 pub use host::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost};
-pub use state::Target;
+pub use state::{ScriptOptions, Target};
 pub use stats::Stats;
 pub use thread::{count_requests, NameId, RequestInfo, ThreadScript, Verdict, RETURNED_FALSE};
 

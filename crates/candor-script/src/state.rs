@@ -115,10 +115,36 @@ impl UrlParts {
 }
 
 /// What a state keeps on the Rust side: captured output and a failure `wrk.fail` recorded.
-#[derive(Default)]
 pub(crate) struct StateData {
     pub output: Vec<u8>,
     pub failure: Option<String>,
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// Raises the interrupt error when the run was interrupted. Every function candor gives
+/// scripts calls it: LuaJIT runs compiled loops without calling hooks, but not past a call into
+/// Rust.
+pub(crate) fn check_interrupt(lua: &Lua) -> mlua::Result<()> {
+    match lua.app_data_ref::<StateData>() {
+        Some(data) if data.interrupt.load(Ordering::Relaxed) => {
+            Err(mlua::Error::runtime(INTERRUPTED))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How script states are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScriptOptions {
+    /// LuaJIT's compiler on (as wrk). Off, every loop stays interruptible by SIGINT at the cost
+    /// of interpreted speed (docs/scripts.md has both figures).
+    pub jit: bool,
+}
+
+impl Default for ScriptOptions {
+    fn default() -> Self {
+        ScriptOptions { jit: true }
+    }
 }
 
 /// A fresh state with the `wrk` module and the script loaded (its top level run).
@@ -127,11 +153,16 @@ pub(crate) fn new_state(
     url: &UrlParts,
     target: &Target,
     interrupt: &Arc<AtomicBool>,
+    options: ScriptOptions,
 ) -> Result<Lua, ScriptError> {
     // wrk opens every library; the safe set here leaves out only `debug`, `ffi` and C modules.
     let lua = Lua::new_with(StdLib::ALL_SAFE, LuaOptions::default())
         .map_err(|e| ScriptError::Lua(one_line(&e)))?;
-    lua.set_app_data(StateData::default());
+    lua.set_app_data(StateData {
+        output: Vec::new(),
+        failure: None,
+        interrupt: Arc::clone(interrupt),
+    });
     install(&lua, script, url, target).map_err(|e| ScriptError::Lua(one_line(&e)))?;
     let flag = Arc::clone(interrupt);
     lua.set_global_hook(
@@ -145,6 +176,13 @@ pub(crate) fn new_state(
         },
     )
     .map_err(|e| ScriptError::Lua(one_line(&e)))?;
+    if !options.jit {
+        // Interpreted only: then the hook above sees every loop (LuaJIT never calls hooks from
+        // compiled traces).
+        lua.load("jit.off()")
+            .exec()
+            .map_err(|e| ScriptError::Lua(one_line(&e)))?;
+    }
     lua.load(&script.source[..])
         .set_name(format!("@{}", script.display))
         .exec()
@@ -187,21 +225,29 @@ fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &Target) -> mlua:
     wrk.set(
         "lookup",
         lua.create_function(|lua, (host, service): (String, String)| {
+            check_interrupt(lua)?;
             let addrs = addr::lookup(&host, &service).map_err(mlua::Error::runtime)?;
             lua.create_sequence_from(addrs.into_iter().map(Addr))
         })?,
     )?;
     wrk.set(
         "connect",
-        lua.create_function(|_, a: mlua::UserDataRef<Addr>| Ok(addr::connects(a.0)))?,
+        lua.create_function(|lua, a: mlua::UserDataRef<Addr>| {
+            check_interrupt(lua)?;
+            Ok(addr::connects(a.0))
+        })?,
     )?;
     wrk.set(
         "time_us",
-        lua.create_function(|_, ()| Ok(candor_core::clock::wall_clock_ns() / 1000))?,
+        lua.create_function(|lua, ()| {
+            check_interrupt(lua)?;
+            Ok(candor_core::clock::wall_clock_ns() / 1000)
+        })?,
     )?;
     wrk.set(
         "fail",
         lua.create_function(|lua, reason: Option<String>| {
+            check_interrupt(lua)?;
             if let Some(mut data) = lua.app_data_mut::<StateData>() {
                 data.failure = Some(reason.unwrap_or_else(|| "wrk.fail()".to_string()));
             }
@@ -217,6 +263,7 @@ fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &Target) -> mlua:
     globals.set(
         "print",
         lua.create_function(|lua, values: Variadic<Value>| {
+            check_interrupt(lua)?;
             let text = joined(lua, &values, b"\t")?;
             if let Some(mut data) = lua.app_data_mut::<StateData>() {
                 data.output.extend_from_slice(&text);
@@ -229,6 +276,7 @@ fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &Target) -> mlua:
     io.set(
         "write",
         lua.create_function(|lua, values: Variadic<Value>| {
+            check_interrupt(lua)?;
             let text = joined(lua, &values, b"")?;
             if let Some(mut data) = lua.app_data_mut::<StateData>() {
                 data.output.extend_from_slice(&text);

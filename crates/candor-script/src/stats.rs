@@ -78,7 +78,11 @@ impl UserData for Stats {
         });
         methods.add_meta_method(MetaMethod::Index, |_, s, key: Value| match key {
             Value::Integer(_) | Value::Number(_) => {
-                let i = key.as_f64().unwrap_or(0.0);
+                let i = match key {
+                    Value::Integer(i) => i as f64,
+                    Value::Number(n) => n,
+                    _ => unreachable!("matched above"),
+                };
                 let n = s.distinct.len().max(1) as f64;
                 Ok(Value::Number(s.percentile(100.0 * i / n) as f64))
             }

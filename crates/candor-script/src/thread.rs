@@ -103,10 +103,13 @@ impl ThreadScript {
     /// Appends the next request(s) to `out` (the caller's buffer, reused: nothing is allocated
     /// on the Rust side once `out` has grown) and says how many requests they hold.
     pub fn next_request(&mut self, out: &mut Vec<u8>) -> Result<RequestInfo, ScriptError> {
-        match &self.request {
+        // Taken out for the call (call_request borrows self mutably); cloning the handle instead
+        // would allocate.
+        match self.request.take() {
             Some(f) => {
-                let f = f.clone();
-                self.call_request(&f, out)
+                let result = self.call_request(&f, out);
+                self.request = Some(f);
+                result
             }
             None => {
                 self.last_lua_ns = 0;
@@ -130,6 +133,8 @@ impl ThreadScript {
         self.account(start);
         let from = out.len();
         match result {
+            // as_bytes costs one 16-byte allocation: mlua shares the string's reference count
+            // lazily (docs/scripts.md); every other step here allocates nothing.
             Ok(Value::String(s)) => out.extend_from_slice(&s.as_bytes()),
             Ok(other) => {
                 return Err(ScriptError::NotAString {

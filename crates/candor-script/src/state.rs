@@ -134,17 +134,13 @@ pub(crate) fn check_interrupt(lua: &Lua) -> mlua::Result<()> {
 }
 
 /// How script states are made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ScriptOptions {
-    /// LuaJIT's compiler on (as wrk). Off, every loop stays interruptible by SIGINT at the cost
-    /// of interpreted speed (docs/scripts.md has both figures).
+    /// LuaJIT's compiler on, as wrk. Off by default: LuaJIT never calls hooks from compiled
+    /// code, so with it on a loop that calls none of candor's functions cannot be interrupted;
+    /// and a request() called from Rust per request measured no faster with it
+    /// (docs/benchmarks.md).
     pub jit: bool,
-}
-
-impl Default for ScriptOptions {
-    fn default() -> Self {
-        ScriptOptions { jit: true }
-    }
 }
 
 /// A fresh state with the `wrk` module and the script loaded (its top level run).

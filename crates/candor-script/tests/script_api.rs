@@ -380,12 +380,13 @@ fn interrupted(name: &str, options: ScriptOptions) {
 
 #[test]
 fn a_script_stuck_in_request_is_stopped_by_the_interrupt() {
+    interrupted("forever_pure.lua", ScriptOptions::default());
     interrupted("forever.lua", ScriptOptions::default());
 }
 
 #[test]
-fn with_the_jit_off_even_a_loop_that_calls_nothing_is_stopped() {
-    interrupted("forever_pure.lua", ScriptOptions { jit: false });
+fn with_the_jit_on_a_loop_calling_candor_functions_is_still_stopped() {
+    interrupted("forever.lua", ScriptOptions { jit: true });
 }
 
 fn load_error(name: &str) -> String {

@@ -1,4 +1,4 @@
--- request() never returns and calls nothing: with the JIT off the hook stops it.
+-- request() never returns and calls nothing: the interpreter's hook stops it (JIT off).
 function request()
    local n = 0
    while true do

@@ -50,12 +50,9 @@ impl UserData for ThreadHandle {
             let value: Value = state.globals().get(name.as_str())?;
             copy_value(&value, lua, 0)
         });
-        methods.add_method("set", |lua, t, (name, value): (String, Value)| {
+        methods.add_method("set", |_, t, (name, value): (String, Value)| {
             let state = t.state()?;
             let copied = copy_value(&value, &state, 0)?;
-            // The copy was built in the target state, so it can be stored there; `lua` is only
-            // the caller's state.
-            let _ = lua;
             state.globals().set(name.as_str(), copied)
         });
         methods.add_method("stop", |_, t, ()| {

@@ -142,8 +142,8 @@ impl ScriptHost {
                 state: state.weak(),
                 shared: Arc::clone(&shared),
             };
-            let wrk: Table = self.wrk_field(&state, "__self")?;
-            wrk.set("thread", own_handle)
+            wrk_table(&state)
+                .and_then(|wrk| wrk.set("thread", own_handle))
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
 
             let handle = self
@@ -229,21 +229,21 @@ impl ScriptHost {
             .and_then(|a| a.into_iter().next())
     }
 
-    /// `wrk.<name>` in `lua` (`__self` gives the `wrk` table itself).
+    /// `wrk.<name>` in `lua`.
     fn wrk_field<T: mlua::FromLua>(&self, lua: &Lua, name: &str) -> Result<T, ScriptError> {
-        let get = || -> mlua::Result<T> {
-            let wrk: Table = lua.globals().get("wrk")?;
-            if name == "__self" {
-                return T::from_lua(Value::Table(wrk), lua);
-            }
-            wrk.get(name)
-        };
-        get().map_err(|e| ScriptError::Lua(format!("the wrk module: {}", one_line(&e))))
+        wrk_table(lua)
+            .and_then(|wrk| wrk.get(name))
+            .map_err(|e| ScriptError::Lua(format!("the wrk module: {}", one_line(&e))))
     }
 
     fn runtime(&self, phase: Phase, e: &mlua::Error) -> ScriptError {
         runtime_error(&self.interrupt, phase, e)
     }
+}
+
+/// The state's `wrk` module table.
+fn wrk_table(lua: &Lua) -> mlua::Result<Table> {
+    lua.globals().get("wrk")
 }
 
 /// A Lua error raised in `phase`, or [`ScriptError::Interrupted`] when the interrupt caused it.

@@ -85,6 +85,7 @@ pub(crate) fn one_line(err: &mlua::Error) -> String {
         mlua::Error::RuntimeError(message) => first_line(message).to_string(),
         mlua::Error::CallbackError { traceback, cause } => {
             let inner = one_line(cause);
+            let inner = without_mlua_location(&inner).to_string();
             match script_frame(traceback) {
                 Some(frame) if !inner.starts_with(&format!("{frame}:")) => {
                     format!("{frame}: {inner}")
@@ -101,10 +102,29 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("").trim_end()
 }
 
+/// mlua's own helper chunks are named `__mlua...`: a location in them means nothing to a user.
+fn is_mlua_chunk(file: &str) -> bool {
+    file.starts_with("__mlua")
+}
+
+/// `message` without a leading `__mlua_x:8: ` location.
+fn without_mlua_location(message: &str) -> &str {
+    if !is_mlua_chunk(message) {
+        return message;
+    }
+    let mut parts = message.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(line), Some(rest)) if line.bytes().all(|b| b.is_ascii_digit()) => {
+            rest.trim_start()
+        }
+        _ => message,
+    }
+}
+
 /// The first frame of a Lua traceback that is script code (`file:12`), not a C function.
 fn script_frame(traceback: &str) -> Option<&str> {
     traceback.lines().map(str::trim).find_map(|line| {
-        if line.starts_with('[') {
+        if line.starts_with('[') || is_mlua_chunk(line) {
             return None;
         }
         let mut parts = line.splitn(3, ':');

@@ -446,6 +446,10 @@ fn runtime_errors_name_their_location_and_function() {
             "bad_transfer.lua",
             "bad_transfer.lua:3: cannot transfer 'function' to thread",
         ),
+        (
+            "bad_addr.lua",
+            "bad_addr.lua:3: bad argument #2 to `ThreadHandle.addr`",
+        ),
     ];
     for (name, start) in cases {
         let msg = load_error(name);

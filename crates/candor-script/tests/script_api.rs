@@ -135,6 +135,18 @@ fn without_request_the_request_built_after_init_is_sent_every_time() {
 }
 
 #[test]
+fn request_can_send_the_default_request_through_wrk_request() {
+    let mut t = one_thread("default_via_wrk_request.lua");
+    next(&mut t);
+    let (bytes, info) = next(&mut t);
+    assert_eq!(
+        bytes,
+        b"GET /base?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+    );
+    assert_eq!(t.name(info.name.unwrap()), "call 2");
+}
+
+#[test]
 fn pipelined_requests_are_returned_together_and_counted() {
     let mut t = one_thread("pipeline.lua");
     let (bytes, info) = next(&mut t);

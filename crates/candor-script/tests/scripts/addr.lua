@@ -1,6 +1,8 @@
--- setup() chooses the thread's address with wrk.lookup and checks it with wrk.connect.
+-- setup() chooses the thread's address with wrk.lookup and checks it with wrk.connect; the
+-- address prints through tostring and string.format's %s alike.
 function setup(thread)
    local addrs = wrk.lookup(wrk.host, wrk.port)
    thread.addr = addrs[1]
-   print("addr " .. tostring(thread.addr) .. " connect " .. tostring(wrk.connect(thread.addr)))
+   local line = ("addr %s connect %s"):format(thread.addr, tostring(wrk.connect(thread.addr)))
+   print(line)
 end

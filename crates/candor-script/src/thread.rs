@@ -45,6 +45,11 @@ pub struct ThreadScript {
     request: Option<Function>,
     fixed: Vec<u8>,
     fixed_info: RequestInfo,
+    /// The string request() returned last, kept alive so that its address identifies it (Lua
+    /// interns strings: the same bytes are the same object), with its bytes and request count.
+    last: Option<mlua::LuaString>,
+    last_bytes: Vec<u8>,
+    last_requests: usize,
     response: Option<Function>,
     delay: Option<Function>,
     shared: Arc<ThreadShared>,
@@ -81,6 +86,9 @@ impl ThreadScript {
                 requests: 0,
                 name: None,
             },
+            last: None,
+            last_bytes: Vec::new(),
+            last_requests: 0,
             response,
             delay,
             shared,
@@ -131,19 +139,28 @@ impl ThreadScript {
             Err(_) => None,
         };
         self.account(start);
-        let from = out.len();
-        match result {
-            // as_bytes costs one 16-byte allocation: mlua shares the string's reference count
-            // lazily (docs/scripts.md); every other step here allocates nothing.
-            Ok(Value::String(s)) => out.extend_from_slice(&s.as_bytes()),
+        let s = match result {
+            Ok(Value::String(s)) => s,
             Ok(other) => {
                 return Err(ScriptError::NotAString {
                     type_name: lua_type(&other),
                 })
             }
             Err(e) => return Err(runtime_error(&self.interrupt, Phase::Request, &e)),
+        };
+        let same = matches!(&self.last, Some(last) if last.to_pointer() == s.to_pointer());
+        if !same {
+            // as_bytes costs one 16-byte allocation (mlua shares the string's reference count
+            // lazily), so a string returned again is copied from here instead, without
+            // allocating or counting its requests again.
+            self.last_bytes.clear();
+            self.last_bytes.extend_from_slice(&s.as_bytes());
+            self.last = None;
+            self.last_requests = count_requests(&self.last_bytes)?;
+            self.last = Some(s);
         }
-        let requests = count_requests(&out[from..]).inspect_err(|_| out.truncate(from))?;
+        out.extend_from_slice(&self.last_bytes);
+        let requests = self.last_requests;
         let name = match name {
             Some(Value::String(s)) => Some(self.intern(&s.as_bytes())),
             _ => None,

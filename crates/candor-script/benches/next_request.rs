@@ -1,6 +1,7 @@
 //! Nanoseconds per `ThreadScript::next_request` in steady state: the dynamic script of
 //! bench/scripts/dynamic_request.lua (a new path and header each call) with LuaJIT's compiler on
-//! and off, beside a script without request() (the fixed request, no Lua call). Reported as the
+//! and off, beside a request() that returns a string built once (the cost of the call itself)
+//! and a script without request() (the fixed request, no Lua call). Reported as the
 //! thread's CPU time per call (what a busy shared machine does not inflate) and wall time.
 //!
 //! `cargo bench -p candor-script --bench next_request [-- --calls N]`
@@ -23,22 +24,33 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let fixed = dir.join("fixed.lua");
     std::fs::write(&fixed, "wrk.path = \"/fixed\"\n").unwrap();
+    let prebuilt = dir.join("prebuilt.lua");
+    std::fs::write(
+        &prebuilt,
+        "local req = wrk.format(nil, \"/prebuilt\")\nfunction request() return req end\n",
+    )
+    .unwrap();
 
     let jit = ScriptOptions { jit: true };
     let no_jit = ScriptOptions { jit: false };
     println!("{calls} calls after as many warm-up calls");
     println!(
-        "{:<32} {:>12} {:>12} {:>14}",
+        "{:<36} {:>12} {:>12} {:>14}",
         "script", "cpu ns/call", "wall ns/call", "in Lua ns/call"
     );
     for (label, path, options) in [
         ("dynamic request(), JIT on", dynamic.as_path(), jit),
         ("dynamic request(), JIT off", dynamic.as_path(), no_jit),
+        (
+            "request() returns a prebuilt string",
+            prebuilt.as_path(),
+            no_jit,
+        ),
         ("no request() (fixed bytes)", fixed.as_path(), no_jit),
     ] {
         let m = measure(path, options, calls);
         println!(
-            "{label:<32} {:>12.1} {:>12.1} {:>14.1}",
+            "{label:<36} {:>12.1} {:>12.1} {:>14.1}",
             m.cpu, m.wall, m.lua
         );
     }

@@ -50,6 +50,8 @@ pub struct ThreadScript {
     last: Option<mlua::LuaString>,
     last_bytes: Vec<u8>,
     last_requests: usize,
+    /// The `wrk.name` string seen last and its id, kept for the same reason as `last`.
+    last_name: Option<(mlua::LuaString, NameId)>,
     response: Option<Function>,
     delay: Option<Function>,
     shared: Arc<ThreadShared>,
@@ -89,6 +91,7 @@ impl ThreadScript {
             last: None,
             last_bytes: Vec::new(),
             last_requests: 0,
+            last_name: None,
             response,
             delay,
             shared,
@@ -162,7 +165,7 @@ impl ThreadScript {
         out.extend_from_slice(&self.last_bytes);
         let requests = self.last_requests;
         let name = match name {
-            Some(Value::String(s)) => Some(self.intern(&s.as_bytes())),
+            Some(Value::String(s)) => Some(self.name_id(s)),
             _ => None,
         };
         Ok(RequestInfo { requests, name })
@@ -276,6 +279,18 @@ impl ThreadScript {
         let spent = now_ns().saturating_sub(start);
         self.last_lua_ns = spent;
         self.total_lua_ns += spent;
+    }
+
+    /// The id of the label `s`, without allocating when it is the label seen last.
+    fn name_id(&mut self, s: mlua::LuaString) -> NameId {
+        if let Some((last, id)) = &self.last_name {
+            if last.to_pointer() == s.to_pointer() {
+                return *id;
+            }
+        }
+        let id = self.intern(&s.as_bytes());
+        self.last_name = Some((s, id));
+        id
     }
 
     /// Labels are few and repeat: a linear scan finds them without allocating.

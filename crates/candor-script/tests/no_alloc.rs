@@ -1,6 +1,7 @@
 //! The engine's per-request calls allocate nothing in steady state when the script builds
 //! nothing, counted with candor-testkit's allocator (Lua's own heap goes through it too): a
-//! fixed request, a request() returning a prebuilt string (pipelined or not), and a response
+//! fixed request, a request() returning a prebuilt string (pipelined or not, labelled with
+//! wrk.name or not), and a response
 //! without response(). One test: the counter is process-wide.
 
 use candor_script::{ScriptHost, Target, Verdict};
@@ -33,6 +34,7 @@ fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
             out.clear();
             let info = thread.next_request(&mut out).unwrap();
             assert_eq!(info.requests, requests);
+            assert_eq!(info.name.is_some(), script.ends_with("constant.lua"));
         }
         let spent = marked_allocations() - before;
         assert_eq!(spent, 0, "{script}: {spent} allocations");

@@ -7,6 +7,7 @@ use candor_script::{
     Verdict, RETURNED_FALSE,
 };
 use hdrhistogram::Histogram;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -280,18 +281,25 @@ fn require_finds_modules_beside_the_script() {
 
 #[test]
 fn setup_chooses_the_thread_address_with_lookup_and_connect_tells_whether_it_listens() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // Listen where `localhost` resolves first (127.0.0.1 or ::1, as the machine's hosts file
+    // orders them): that is the address wrk.lookup returns first.
+    use std::net::ToSocketAddrs;
+    let first = ("localhost", 0).to_socket_addrs().unwrap().next().unwrap();
+    let listener = std::net::TcpListener::bind((first.ip(), 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     let mut h = host_for("addr.lua", &format!("http://localhost:{port}/"), &[]);
-    let threads = h.setup_threads(1).unwrap();
+    let mut threads = h.setup_threads(1).unwrap();
     let addr = threads[0].addr().unwrap();
-    assert_eq!(addr.port(), port);
-    assert!(addr.ip().is_loopback());
-    let out = done_output(&mut h);
-    assert!(
-        out.starts_with("addr ") && out.ends_with(&format!(":{port} connect true\n")),
-        "{out}"
+    assert_eq!(addr, SocketAddr::new(first.ip(), port));
+    let mut printed = Vec::new();
+    threads[0].take_output(&mut printed);
+    // wrk's form: the numeric host and the port, IPv6 without brackets.
+    let shown = format!("{}:{}", addr.ip(), addr.port());
+    assert_eq!(
+        String::from_utf8(printed).unwrap(),
+        format!("thread addr: {shown}\n")
     );
+    assert_eq!(done_output(&mut h), format!("addr {shown} connect true\n"));
 
     drop(listener);
     let mut h = host_for("addr.lua", &format!("http://127.0.0.1:{port}/"), &[]);

@@ -6,3 +6,8 @@ function setup(thread)
    local line = ("addr %s connect %s"):format(thread.addr, tostring(wrk.connect(thread.addr)))
    print(line)
 end
+
+-- In the thread's own state, wrk.thread is the same thread: its address is the one set above.
+function init(args)
+   print(("thread addr: %s"):format(wrk.thread.addr))
+end

@@ -11,6 +11,9 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # Debian's package brings both the server and promtool; the tests start their own server on a
 # free loopback port, so the packaged service is never needed (and containers do not start it).
 { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || need_apt+=(prometheus)
+# candor-script builds LuaJIT from mlua's vendored sources with make and a C compiler.
+command -v make >/dev/null 2>&1 || need_apt+=(make)
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 
 if ((${#need_apt[@]})); then
     echo "install-test-deps: installing ${need_apt[*]}"

@@ -1,0 +1,155 @@
+//! What can go wrong with a script, each as one line fit for `candor: error: ...`.
+
+use std::fmt;
+
+/// The script function an error came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Loading the file and running its top level.
+    Load,
+    Setup,
+    Init,
+    Request,
+    Response,
+    Delay,
+    Done,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Load => "loading the script",
+            Phase::Setup => "setup()",
+            Phase::Init => "init()",
+            Phase::Request => "request()",
+            Phase::Response => "response()",
+            Phase::Delay => "delay()",
+            Phase::Done => "done()",
+        })
+    }
+}
+
+/// A script failure. Every variant displays as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The script file could not be read.
+    #[error("cannot read script {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// A syntax error, or an error raised by the file's top-level code: `script.lua:12: ...`.
+    #[error("{message}")]
+    Load { message: String },
+    /// An error raised while a script function ran; `message` starts with its location.
+    #[error("{message} (in {phase})")]
+    Runtime { phase: Phase, message: String },
+    /// `request()` returned something that is not a string.
+    #[error("request() returned {type_name}, not a string")]
+    NotAString { type_name: &'static str },
+    /// `request()` returned a string that is not a whole HTTP/1.1 request (or several).
+    #[error("request() returned an invalid HTTP request: {reason}")]
+    InvalidRequest { reason: String },
+    /// `delay()` returned something that is not a number.
+    #[error("delay() returned {type_name}, not a number of milliseconds")]
+    DelayNotANumber { type_name: &'static str },
+    /// The script defines `delay()`, which only a closed loop can honour.
+    #[error("{script} defines delay(), which an open loop cannot honour (its schedule decides when requests are sent): run it closed loop or remove delay()")]
+    DelayInOpenLoop { script: String },
+    /// The target URL given to the script runtime could not be split into its parts.
+    #[error("invalid target URL {url}: {reason}")]
+    Target { url: String, reason: String },
+    /// The run was interrupted (SIGINT/SIGTERM) while the script was running.
+    #[error("script interrupted while in {phase}")]
+    Interrupted { phase: Phase },
+    /// The Lua runtime itself failed (out of memory, a state that cannot be created).
+    #[error("Lua runtime: {0}")]
+    Lua(String),
+}
+
+/// Lua's name for a value's type (`number` for integers too), as scripts' authors know them.
+pub(crate) fn lua_type(value: &mlua::Value) -> &'static str {
+    match value {
+        mlua::Value::Integer(_) => "number",
+        other => other.type_name(),
+    }
+}
+
+/// The message of a Lua error on one line, with the script location first when Lua gave one.
+///
+/// Errors raised by Lua code carry `file:line:` already; errors raised by a Rust function
+/// (`wrk.lookup` failing) carry the location only in the traceback, so it is taken from there.
+pub(crate) fn one_line(err: &mlua::Error) -> String {
+    match err {
+        mlua::Error::SyntaxError { message, .. } => first_line(message).to_string(),
+        mlua::Error::RuntimeError(message) => first_line(message).to_string(),
+        mlua::Error::CallbackError { traceback, cause } => {
+            let inner = one_line(cause);
+            let inner = without_mlua_location(&inner).to_string();
+            match script_frame(traceback) {
+                Some(frame) if !inner.starts_with(&format!("{frame}:")) => {
+                    format!("{frame}: {inner}")
+                }
+                _ => inner,
+            }
+        }
+        mlua::Error::WithContext { context, cause } => format!("{context}: {}", one_line(cause)),
+        other => first_line(&other.to_string()).to_string(),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("").trim_end()
+}
+
+/// mlua's own helper chunks are named `__mlua...`: a location in them means nothing to a user.
+fn is_mlua_chunk(file: &str) -> bool {
+    file.starts_with("__mlua")
+}
+
+/// `message` without a leading `__mlua_x:8: ` location.
+fn without_mlua_location(message: &str) -> &str {
+    if !is_mlua_chunk(message) {
+        return message;
+    }
+    let mut parts = message.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(line), Some(rest)) if line.bytes().all(|b| b.is_ascii_digit()) => {
+            rest.trim_start()
+        }
+        _ => message,
+    }
+}
+
+/// The first frame of a Lua traceback that is script code (`file:12`), not a C function.
+fn script_frame(traceback: &str) -> Option<&str> {
+    traceback.lines().map(str::trim).find_map(|line| {
+        if line.starts_with('[') || is_mlua_chunk(line) {
+            return None;
+        }
+        let mut parts = line.splitn(3, ':');
+        let file = parts.next()?;
+        let number = parts.next()?;
+        (!file.is_empty() && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| &line[..file.len() + 1 + number.len()])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_location_comes_from_the_traceback_when_a_rust_function_raised() {
+        let tb = "stack traceback:\n\t[C]: in function 'lookup'\n\tx/s.lua:7: in function 'setup'";
+        assert_eq!(script_frame(tb), Some("x/s.lua:7"));
+        let err = mlua::Error::CallbackError {
+            traceback: tb.to_string(),
+            cause: std::sync::Arc::new(mlua::Error::runtime("unable to resolve nowhere:80: no")),
+        };
+        assert_eq!(
+            one_line(&err),
+            "x/s.lua:7: unable to resolve nowhere:80: no"
+        );
+    }
+}

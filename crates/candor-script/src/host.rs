@@ -1,0 +1,256 @@
+//! The script's setup state: loading, `setup(thread)` for each load thread, `done(...)`.
+
+use crate::error::{one_line, Phase, ScriptError};
+use crate::handle::{ThreadHandle, ThreadShared};
+use crate::state::{new_state, take_output, Script, ScriptOptions, Target, UrlParts, INTERRUPTED};
+use crate::stats::Stats;
+use crate::thread::ThreadScript;
+use hdrhistogram::Histogram;
+use mlua::{Function, Lua, Table, Value};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Error counts of a run as `summary.errors` shows them (wrk's classes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    pub connect: u64,
+    pub read: u64,
+    pub write: u64,
+    /// Responses with a status above 399.
+    pub status: u64,
+    pub timeout: u64,
+}
+
+/// What `done()` receives as `summary`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    pub duration_us: u64,
+    pub requests: u64,
+    pub bytes: u64,
+    pub errors: ErrorCounts,
+}
+
+/// Stops scripts stuck in Lua code: clone it into the signal handling side and call
+/// [`InterruptHandle::interrupt`]; the next check in any of the run's states raises an error.
+#[derive(Debug, Clone)]
+pub struct InterruptHandle(Arc<AtomicBool>);
+
+impl InterruptHandle {
+    pub fn interrupt(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_interrupted(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A loaded script: the setup state (`setup`, `done`), and the factory of per-thread states.
+pub struct ScriptHost {
+    script: Script,
+    url: UrlParts,
+    target: Target,
+    args: Vec<String>,
+    setup: Lua,
+    /// Strong handles on the thread states, so `thread:get` in `done()` still finds them after
+    /// the load threads have dropped their [`ThreadScript`]s.
+    threads: Vec<Lua>,
+    interrupt: Arc<AtomicBool>,
+    options: ScriptOptions,
+}
+
+impl ScriptHost {
+    /// Reads `path`, and loads it into the setup state (its top level runs, as in wrk).
+    /// `args` are the arguments after `--`: `init(args)` sees the URL as `args[0]` and these as
+    /// `args[1..]`, as wrk does. A syntax error is a one-line [`ScriptError::Load`].
+    pub fn load(path: &Path, args: Vec<String>, target: Target) -> Result<ScriptHost, ScriptError> {
+        Self::load_with(path, args, target, ScriptOptions::default())
+    }
+
+    /// [`ScriptHost::load`] with options for every state it makes.
+    pub fn load_with(
+        path: &Path,
+        args: Vec<String>,
+        target: Target,
+        options: ScriptOptions,
+    ) -> Result<ScriptHost, ScriptError> {
+        let script = Script::read(path)?;
+        let url = UrlParts::parse(&target.url)?;
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let setup = new_state(&script, &url, &target, &interrupt, options)?;
+        Ok(ScriptHost {
+            script,
+            url,
+            target,
+            args,
+            setup,
+            threads: Vec::new(),
+            interrupt,
+            options,
+        })
+    }
+
+    /// The script as the user named it.
+    pub fn script_name(&self) -> &str {
+        &self.script.display
+    }
+
+    /// The handle that interrupts every state of this script.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        InterruptHandle(Arc::clone(&self.interrupt))
+    }
+
+    /// Whether the script defines the global function `name` (`request`, `response`, `delay`,
+    /// `done`...), as seen after loading.
+    pub fn defines(&self, name: &str) -> bool {
+        matches!(
+            self.setup.globals().get::<Value>(name),
+            Ok(Value::Function(_))
+        )
+    }
+
+    /// For an open loop: a script that defines `delay()` is refused with one line, since the
+    /// schedule, not the script, decides when requests go.
+    pub fn check_open_loop(&self) -> Result<(), ScriptError> {
+        if self.defines("delay") {
+            return Err(ScriptError::DelayInOpenLoop {
+                script: self.script.display.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates `n` thread states (the script loaded in each), runs `setup(thread)` in the setup
+    /// state for each, then `init(args)` in each thread's state, as wrk does.
+    pub fn setup_threads(&mut self, n: usize) -> Result<Vec<ThreadScript>, ScriptError> {
+        let default_addr = self.default_addr();
+        let wrk_setup: Function = self.wrk_field(&self.setup, "setup")?;
+        let mut scripts = Vec::with_capacity(n);
+        for _ in 0..n {
+            let state = new_state(
+                &self.script,
+                &self.url,
+                &self.target,
+                &self.interrupt,
+                self.options,
+            )?;
+            let shared = Arc::new(ThreadShared::default());
+            *shared.addr.lock().expect("addr lock") = default_addr;
+            let own_handle = ThreadHandle {
+                state: state.weak(),
+                shared: Arc::clone(&shared),
+            };
+            wrk_table(&state)
+                .and_then(|wrk| wrk.set("thread", own_handle))
+                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
+
+            let handle = self
+                .setup
+                .create_userdata(ThreadHandle {
+                    state: state.weak(),
+                    shared: Arc::clone(&shared),
+                })
+                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
+            wrk_setup
+                .call::<()>(handle)
+                .map_err(|e| self.runtime(Phase::Setup, &e))?;
+
+            let wrk_init: Function = self.wrk_field(&state, "init")?;
+            let args = state
+                .create_table()
+                .and_then(|t| {
+                    t.raw_set(0, self.target.url.as_str())?;
+                    for (i, a) in self.args.iter().enumerate() {
+                        t.raw_set(i + 1, a.as_str())?;
+                    }
+                    Ok(t)
+                })
+                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
+            wrk_init
+                .call::<()>(args)
+                .map_err(|e| self.runtime(Phase::Init, &e))?;
+            self.threads.push(state.clone());
+            scripts.push(ThreadScript::new(
+                state,
+                shared,
+                Arc::clone(&self.interrupt),
+            )?);
+        }
+        Ok(scripts)
+    }
+
+    /// Calls `done(summary, latency, requests)` if the script defines it and returns what the
+    /// setup state printed (during `setup` and `done`), for the engine to write after its own
+    /// report. `latency_ns` is in nanoseconds (the script sees microseconds); `requests` holds
+    /// per-interval request rates and is passed as is.
+    pub fn done(
+        &mut self,
+        summary: &RunSummary,
+        latency_ns: &Histogram<u64>,
+        requests: &Histogram<u64>,
+    ) -> Result<String, ScriptError> {
+        if self.defines("done") {
+            let lua = &self.setup;
+            let call = || -> mlua::Result<()> {
+                let done: Function = lua.globals().get("done")?;
+                let s = lua.create_table()?;
+                s.set("duration", summary.duration_us)?;
+                s.set("requests", summary.requests)?;
+                s.set("bytes", summary.bytes)?;
+                let e = lua.create_table()?;
+                e.set("connect", summary.errors.connect)?;
+                e.set("read", summary.errors.read)?;
+                e.set("write", summary.errors.write)?;
+                e.set("status", summary.errors.status)?;
+                e.set("timeout", summary.errors.timeout)?;
+                s.set("errors", e)?;
+                done.call::<()>((s, Stats::new(latency_ns, 1000), Stats::new(requests, 1)))
+            };
+            call().map_err(|e| self.runtime(Phase::Done, &e))?;
+        }
+        let mut out = Vec::new();
+        take_output(&self.setup, &mut out);
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// The target's first resolved address: what `thread.addr` holds unless `setup` changes it.
+    fn default_addr(&self) -> Option<SocketAddr> {
+        let port = self.url.port.clone().unwrap_or_else(|| {
+            match self.url.scheme.as_str() {
+                "https" => "443",
+                _ => "80",
+            }
+            .to_string()
+        });
+        crate::addr::lookup(&self.url.host, &port)
+            .ok()
+            .and_then(|a| a.into_iter().next())
+    }
+
+    /// `wrk.<name>` in `lua`.
+    fn wrk_field<T: mlua::FromLua>(&self, lua: &Lua, name: &str) -> Result<T, ScriptError> {
+        wrk_table(lua)
+            .and_then(|wrk| wrk.get(name))
+            .map_err(|e| ScriptError::Lua(format!("the wrk module: {}", one_line(&e))))
+    }
+
+    fn runtime(&self, phase: Phase, e: &mlua::Error) -> ScriptError {
+        runtime_error(&self.interrupt, phase, e)
+    }
+}
+
+/// The state's `wrk` module table.
+fn wrk_table(lua: &Lua) -> mlua::Result<Table> {
+    lua.globals().get("wrk")
+}
+
+/// A Lua error raised in `phase`, or [`ScriptError::Interrupted`] when the interrupt caused it.
+pub(crate) fn runtime_error(interrupt: &AtomicBool, phase: Phase, e: &mlua::Error) -> ScriptError {
+    let message = one_line(e);
+    if interrupt.load(Ordering::Relaxed) && message.ends_with(INTERRUPTED) {
+        return ScriptError::Interrupted { phase };
+    }
+    ScriptError::Runtime { phase, message }
+}

@@ -1,0 +1,25 @@
+//! wrk-compatible Lua scripting for candor: a script's setup state ([`ScriptHost`]) and one
+//! LuaJIT state per load thread ([`ThreadScript`]), with wrk's whole `wrk` API. The engine asks
+//! a [`ThreadScript`] for the bytes to send and shows it each response; see docs/scripts.md.
+
+mod addr;
+mod error;
+mod handle;
+mod host;
+mod state;
+mod stats;
+mod thread;
+
+pub use addr::Addr;
+pub use error::{Phase, ScriptError};
+pub use host::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost};
+pub use state::{ScriptOptions, Target};
+pub use stats::Stats;
+pub use thread::{count_requests, NameId, RequestInfo, ThreadScript, Verdict, RETURNED_FALSE};
+
+// The engine moves each ThreadScript into its load thread.
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<ThreadScript>();
+    assert_send::<ScriptHost>();
+};

@@ -1,0 +1,380 @@
+//! One load thread's script state: `request()`, `response()`, `delay()`, each call timed.
+
+use crate::error::{lua_type, one_line, Phase, ScriptError};
+use crate::handle::ThreadShared;
+use crate::host::runtime_error;
+use crate::state::{take_output, StateData};
+use candor_core::clock::now_ns;
+use mlua::{Function, Lua, Table, Value};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A `by_request` label the script gave with `wrk.name`; [`ThreadScript::name`] spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NameId(u32);
+
+/// What [`ThreadScript::next_request`] appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestInfo {
+    /// How many HTTP requests the bytes hold (more than one when the script pipelines).
+    pub requests: usize,
+    /// The label `wrk.name` held after `request()` returned, if any.
+    pub name: Option<NameId>,
+}
+
+/// How the script judged a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    /// `response()` returned `false` or called `wrk.fail(reason)`: a failure of class `check`.
+    Fail(String),
+}
+
+/// The reason a response is failed when `response()` returns `false`.
+pub const RETURNED_FALSE: &str = "response() returned false";
+
+/// Most header lines one request may carry when its pipelined requests are counted.
+const MAX_HEADERS: usize = 128;
+
+/// A load thread's own Lua state. Move it into the thread; it is not shared.
+pub struct ThreadScript {
+    lua: Lua,
+    wrk: Table,
+    /// The script's `request()`; `None` when it has none and `fixed` is sent every time.
+    request: Option<Function>,
+    fixed: Vec<u8>,
+    fixed_info: RequestInfo,
+    /// The string request() returned last, kept alive so that its address identifies it (Lua
+    /// interns strings: the same bytes are the same object), with its bytes and request count.
+    last: Option<mlua::LuaString>,
+    last_bytes: Vec<u8>,
+    last_requests: usize,
+    /// The `wrk.name` string seen last and its id, kept for the same reason as `last`.
+    last_name: Option<(mlua::LuaString, NameId)>,
+    response: Option<Function>,
+    delay: Option<Function>,
+    shared: Arc<ThreadShared>,
+    interrupt: Arc<AtomicBool>,
+    names: Vec<Box<str>>,
+    last_lua_ns: u64,
+    total_lua_ns: u64,
+}
+
+impl ThreadScript {
+    pub(crate) fn new(
+        lua: Lua,
+        shared: Arc<ThreadShared>,
+        interrupt: Arc<AtomicBool>,
+    ) -> Result<ThreadScript, ScriptError> {
+        let lua_err = |e: mlua::Error| ScriptError::Lua(one_line(&e));
+        let globals = lua.globals();
+        let function = |name: &str| -> Result<Option<Function>, ScriptError> {
+            match globals.get::<Value>(name).map_err(lua_err)? {
+                Value::Function(f) => Ok(Some(f)),
+                _ => Ok(None),
+            }
+        };
+        let request = function("request")?;
+        let response = function("response")?;
+        let delay = function("delay")?;
+        let wrk: Table = globals.get("wrk").map_err(lua_err)?;
+        let mut script = ThreadScript {
+            lua,
+            wrk,
+            request,
+            fixed: Vec::new(),
+            fixed_info: RequestInfo {
+                requests: 0,
+                name: None,
+            },
+            last: None,
+            last_bytes: Vec::new(),
+            last_requests: 0,
+            last_name: None,
+            response,
+            delay,
+            shared,
+            interrupt,
+            names: Vec::new(),
+            last_lua_ns: 0,
+            total_lua_ns: 0,
+        };
+        if script.request.is_none() {
+            // As wrk: without request(), the request built once after init() is sent each time.
+            let built: Function = script.wrk.get("request").map_err(lua_err)?;
+            let mut fixed = Vec::new();
+            let info = script.call_request(&built, &mut fixed)?;
+            script.fixed = fixed;
+            script.fixed_info = info;
+        }
+        Ok(script)
+    }
+
+    /// Appends the next request(s) to `out` (the caller's buffer, reused: nothing is allocated
+    /// on the Rust side once `out` has grown) and says how many requests they hold.
+    pub fn next_request(&mut self, out: &mut Vec<u8>) -> Result<RequestInfo, ScriptError> {
+        // Taken out for the call (call_request borrows self mutably); cloning the handle instead
+        // would allocate.
+        match self.request.take() {
+            Some(f) => {
+                let result = self.call_request(&f, out);
+                self.request = Some(f);
+                result
+            }
+            None => {
+                self.last_lua_ns = 0;
+                out.extend_from_slice(&self.fixed);
+                Ok(self.fixed_info)
+            }
+        }
+    }
+
+    fn call_request(
+        &mut self,
+        f: &Function,
+        out: &mut Vec<u8>,
+    ) -> Result<RequestInfo, ScriptError> {
+        let start = now_ns();
+        let result = f.call::<Value>(());
+        let name = match &result {
+            Ok(_) => self.wrk.raw_get::<Value>("name").ok(),
+            Err(_) => None,
+        };
+        self.account(start);
+        let s = match result {
+            Ok(Value::String(s)) => s,
+            Ok(other) => {
+                return Err(ScriptError::NotAString {
+                    type_name: lua_type(&other),
+                })
+            }
+            Err(e) => return Err(runtime_error(&self.interrupt, Phase::Request, &e)),
+        };
+        let same = matches!(&self.last, Some(last) if last.to_pointer() == s.to_pointer());
+        if !same {
+            // as_bytes costs one 16-byte allocation (mlua shares the string's reference count
+            // lazily), so a string returned again is copied from here instead, without
+            // allocating or counting its requests again.
+            self.last_bytes.clear();
+            self.last_bytes.extend_from_slice(&s.as_bytes());
+            self.last = None;
+            self.last_requests = count_requests(&self.last_bytes)?;
+            self.last = Some(s);
+        }
+        out.extend_from_slice(&self.last_bytes);
+        let requests = self.last_requests;
+        let name = match name {
+            Some(Value::String(s)) => Some(self.name_id(s)),
+            _ => None,
+        };
+        Ok(RequestInfo { requests, name })
+    }
+
+    /// Calls `response(status, headers, body)` when the script defines it (see
+    /// [`ThreadScript::wants_response`]); without it every response is [`Verdict::Ok`].
+    pub fn response<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        body: &[u8],
+    ) -> Result<Verdict, ScriptError> {
+        let Some(f) = &self.response else {
+            return Ok(Verdict::Ok);
+        };
+        let start = now_ns();
+        if let Some(mut data) = self.lua.app_data_mut::<StateData>() {
+            data.failure = None;
+        }
+        let call = || -> mlua::Result<Value> {
+            let table = self.lua.create_table()?;
+            for (name, value) in headers {
+                table.raw_set(
+                    self.lua.create_string(name)?,
+                    self.lua.create_string(value)?,
+                )?;
+            }
+            f.call::<Value>((status, table, self.lua.create_string(body)?))
+        };
+        let result = call();
+        self.account(start);
+        let returned = result.map_err(|e| runtime_error(&self.interrupt, Phase::Response, &e))?;
+        let failure = self
+            .lua
+            .app_data_mut::<StateData>()
+            .and_then(|mut d| d.failure.take());
+        Ok(match (failure, returned) {
+            (Some(reason), _) => Verdict::Fail(reason),
+            (None, Value::Boolean(false)) => Verdict::Fail(RETURNED_FALSE.to_string()),
+            _ => Verdict::Ok,
+        })
+    }
+
+    /// Milliseconds the script's `delay()` asks to wait before the next request (closed loop
+    /// only), or `None` when it defines none.
+    pub fn delay_ms(&mut self) -> Result<Option<u64>, ScriptError> {
+        let Some(f) = &self.delay else {
+            return Ok(None);
+        };
+        let start = now_ns();
+        let result = f.call::<Value>(());
+        self.account(start);
+        match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {
+            Value::Integer(i) => Ok(Some(i.max(0) as u64)),
+            Value::Number(n) => Ok(Some(if n > 0.0 { n as u64 } else { 0 })),
+            other => Err(ScriptError::DelayNotANumber {
+                type_name: lua_type(&other),
+            }),
+        }
+    }
+
+    /// Whether the script defines `response()`: only then must the engine parse and pass
+    /// headers and body, as wrk.
+    pub fn wants_response(&self) -> bool {
+        self.response.is_some()
+    }
+
+    /// Whether the script defines `delay()`.
+    pub fn has_delay(&self) -> bool {
+        self.delay.is_some()
+    }
+
+    /// Whether the script defines `request()` (otherwise the same bytes are sent every time).
+    pub fn is_dynamic(&self) -> bool {
+        self.request.is_some()
+    }
+
+    /// Set once the script called `thread:stop()` (from this state or the setup state).
+    pub fn stop_requested(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+    }
+
+    /// The address the thread should connect to: `thread.addr` as `setup` left it, or `None`
+    /// for the run's own target.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        *self.shared.addr.lock().expect("addr lock")
+    }
+
+    /// The label behind a [`NameId`] this script returned.
+    pub fn name(&self, id: NameId) -> &str {
+        &self.names[id.0 as usize]
+    }
+
+    /// Nanoseconds (monotonic clock) the last `request()`/`response()`/`delay()` call spent in Lua.
+    pub fn last_lua_ns(&self) -> u64 {
+        self.last_lua_ns
+    }
+
+    /// Nanoseconds spent in Lua by this thread's calls so far.
+    pub fn total_lua_ns(&self) -> u64 {
+        self.total_lua_ns
+    }
+
+    /// Moves what this state printed into `out`.
+    pub fn take_output(&mut self, out: &mut Vec<u8>) {
+        take_output(&self.lua, out);
+    }
+
+    fn account(&mut self, start: u64) {
+        let spent = now_ns().saturating_sub(start);
+        self.last_lua_ns = spent;
+        self.total_lua_ns += spent;
+    }
+
+    /// The id of the label `s`, without allocating when it is the label seen last.
+    fn name_id(&mut self, s: mlua::LuaString) -> NameId {
+        if let Some((last, id)) = &self.last_name {
+            if last.to_pointer() == s.to_pointer() {
+                return *id;
+            }
+        }
+        let id = self.intern(&s.as_bytes());
+        self.last_name = Some((s, id));
+        id
+    }
+
+    /// Labels are few and repeat: a linear scan finds them without allocating.
+    fn intern(&mut self, name: &[u8]) -> NameId {
+        if let Some(i) = self.names.iter().position(|n| n.as_bytes() == name) {
+            return NameId(i as u32);
+        }
+        self.names
+            .push(String::from_utf8_lossy(name).into_owned().into_boxed_str());
+        NameId((self.names.len() - 1) as u32)
+    }
+}
+
+/// How many complete HTTP/1.1 requests `bytes` holds, one after another; an error when they do
+/// not parse, end half way, or use a framing candor does not send (chunked request bodies).
+pub fn count_requests(bytes: &[u8]) -> Result<usize, ScriptError> {
+    let invalid = |reason: String| ScriptError::InvalidRequest { reason };
+    if bytes.is_empty() {
+        return Err(invalid("an empty string".to_string()));
+    }
+    let mut at = 0;
+    let mut count = 0;
+    while at < bytes.len() {
+        // Uninitialised: zeroing 128 headers cost more than parsing a small request.
+        let mut headers =
+            [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut []);
+        let head = match req.parse_with_uninit_headers(&bytes[at..], &mut headers) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => {
+                return Err(invalid(format!(
+                    "request {} ends before its header block does (byte {at})",
+                    count + 1
+                )))
+            }
+            Err(e) => return Err(invalid(format!("request {}: {e} (byte {at})", count + 1))),
+        };
+        let mut body = 0usize;
+        for h in req.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                body = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "request {}: a Content-Length that is not a number",
+                            count + 1
+                        ))
+                    })?;
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                return Err(invalid(format!(
+                    "request {}: Transfer-Encoding bodies are not supported (send Content-Length)",
+                    count + 1
+                )));
+            }
+        }
+        at += head;
+        if bytes.len() - at < body {
+            return Err(invalid(format!(
+                "request {}: the body is shorter than its Content-Length of {body}",
+                count + 1
+            )));
+        }
+        at += body;
+        count += 1;
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelined_requests_are_counted_with_their_bodies() {
+        let one = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        assert_eq!(count_requests(one).unwrap(), 1);
+        let post = b"POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nGET /\r\nGET / HTTP/1.1\r\n\r\n";
+        assert_eq!(count_requests(post).unwrap(), 2);
+        let three = [&one[..], one, one].concat();
+        assert_eq!(count_requests(&three).unwrap(), 3);
+        assert!(count_requests(b"").is_err());
+        assert!(count_requests(b"GET / HTTP/1.1\r\nHost: a\r\n").is_err());
+        assert!(count_requests(b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nabc").is_err());
+        assert!(count_requests(b"not http at all\r\n\r\n").is_err());
+    }
+}

@@ -1,0 +1,54 @@
+//! The engine's per-request calls allocate nothing in steady state when the script builds
+//! nothing, counted with candor-testkit's allocator (Lua's own heap goes through it too): a
+//! fixed request, a request() returning a prebuilt string (pipelined or not, labelled with
+//! wrk.name or not), and a response
+//! without response(). One test: the counter is process-wide.
+
+use candor_script::{ScriptHost, Target, Verdict};
+use candor_testkit::{mark_this_thread, marked_allocations, CountingAllocator};
+use std::path::Path;
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+const CALLS: u64 = 10_000;
+
+#[test]
+fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
+    mark_this_thread();
+    for (script, requests) in [
+        ("tests/scripts/constant.lua", 1),
+        ("tests/scripts/pipeline.lua", 3),
+        ("tests/scripts/static_request.lua", 1),
+    ] {
+        let target = Target::url("http://127.0.0.1:8080/");
+        let mut host = ScriptHost::load(Path::new(script), vec![], target).unwrap();
+        let mut thread = host.setup_threads(1).unwrap().pop().unwrap();
+        let mut out = Vec::with_capacity(4096);
+        for _ in 0..1000 {
+            out.clear();
+            thread.next_request(&mut out).unwrap();
+        }
+        let before = marked_allocations();
+        for _ in 0..CALLS {
+            out.clear();
+            let info = thread.next_request(&mut out).unwrap();
+            assert_eq!(info.requests, requests);
+            assert_eq!(info.name.is_some(), script.ends_with("constant.lua"));
+        }
+        let spent = marked_allocations() - before;
+        assert_eq!(spent, 0, "{script}: {spent} allocations");
+    }
+
+    let target = Target::url("http://127.0.0.1:8080/");
+    let path = Path::new("tests/scripts/format_defaults.lua");
+    let mut host = ScriptHost::load(path, vec![], target).unwrap();
+    let mut thread = host.setup_threads(1).unwrap().pop().unwrap();
+    let before = marked_allocations();
+    for _ in 0..CALLS {
+        let headers: [(&[u8], &[u8]); 1] = [(b"Server", b"x")];
+        let verdict = thread.response(200, headers.into_iter(), b"ok").unwrap();
+        assert_eq!(verdict, Verdict::Ok);
+    }
+    assert_eq!(marked_allocations() - before, 0, "response() not defined");
+}

@@ -1,0 +1,4 @@
+function init(args)
+   local n = nil
+   return n + 1
+end

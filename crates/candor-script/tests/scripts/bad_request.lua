@@ -1,0 +1,4 @@
+function request()
+   local t = nil
+   return t.path
+end

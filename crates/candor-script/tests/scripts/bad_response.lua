@@ -1,0 +1,3 @@
+function response(status, headers, body)
+   error("cannot judge " .. status)
+end

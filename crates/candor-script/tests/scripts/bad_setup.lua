@@ -1,0 +1,3 @@
+function setup(thread)
+   error("setup broke")
+end

@@ -1,0 +1,4 @@
+function request()
+   return wrk.format()
+   local x = = 1
+end

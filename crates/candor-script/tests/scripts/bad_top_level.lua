@@ -1,0 +1,2 @@
+local config = nil
+local port = config.port

@@ -1,0 +1,1 @@
+return { suffix = "?from=nested" }

@@ -1,0 +1,3 @@
+function request()
+   return "this is not an HTTP request"
+end

@@ -1,0 +1,232 @@
+//! Request messages: JSON text (`--body`, `--body-file`, or a template's filled JSON) encoded
+//! as protobuf with prost-reflect into gRPC's framing, in a buffer the caller owns and reuses.
+//!
+//! A static body is encoded once (`StaticMessage`); the HTTP/2 protocol then sends the same
+//! bytes every time. A templated body goes through `RequestEncoder::encode_framed` per request:
+//! the engine's template fill writes the JSON into its own buffer, and the encoder appends the
+//! framed message to another. That parse allocates (prost-reflect builds a `DynamicMessage`
+//! per call; docs/grpc.md states the measured cost, `benches/encode.rs`).
+
+use prost::Message as _;
+use prost_reflect::{DynamicMessage, MessageDescriptor};
+use thiserror::Error;
+
+use crate::frame::{append_framed, FramedError};
+
+/// Why JSON does not fit the request's message type.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MessageError {
+    /// At a field: its path (`inner.n`, `tags[2]`) and why, in serde's words.
+    #[error("JSON for {message}: field `{field}`: {why}")]
+    Field {
+        message: String,
+        field: String,
+        why: String,
+    },
+    /// Not about one field: not JSON, not an object, trailing text.
+    #[error("JSON for {message}: {why}")]
+    Document { message: String, why: String },
+    #[error("message for {message} is {len} bytes, longer than gRPC's 4-byte length allows")]
+    TooLong { message: String, len: usize },
+}
+
+/// Encodes JSON to framed protobuf messages of one type.
+#[derive(Debug, Clone)]
+pub struct RequestEncoder {
+    descriptor: MessageDescriptor,
+}
+
+impl RequestEncoder {
+    pub fn new(descriptor: MessageDescriptor) -> RequestEncoder {
+        RequestEncoder { descriptor }
+    }
+
+    pub fn descriptor(&self) -> &MessageDescriptor {
+        &self.descriptor
+    }
+
+    /// The message `json` describes, in protobuf's JSON mapping (field names or their
+    /// lowerCamelCase JSON names, enums by name or number, 64-bit integers as numbers or
+    /// strings, bytes as base64); unknown fields are refused.
+    pub fn parse(&self, json: &[u8]) -> Result<DynamicMessage, MessageError> {
+        let mut deserializer = serde_json::Deserializer::from_slice(json);
+        let mut track = serde_path_to_error::Track::new();
+        let parsed = DynamicMessage::deserialize(
+            self.descriptor.clone(),
+            serde_path_to_error::Deserializer::new(&mut deserializer, &mut track),
+        );
+        let message = match parsed {
+            Ok(message) => message,
+            Err(error) => {
+                let path = track.path().to_string();
+                let why = error.to_string().replace('\n', " ");
+                return Err(if matches!(path.as_str(), "" | "." | "?") {
+                    MessageError::Document {
+                        message: self.descriptor.full_name().to_string(),
+                        why,
+                    }
+                } else {
+                    MessageError::Field {
+                        message: self.descriptor.full_name().to_string(),
+                        field: path,
+                        why,
+                    }
+                });
+            }
+        };
+        deserializer.end().map_err(|error| MessageError::Document {
+            message: self.descriptor.full_name().to_string(),
+            why: error.to_string(),
+        })?;
+        Ok(message)
+    }
+
+    /// Appends `json`'s message to `out`, framed (flag 0, length, protobuf). `out` is left as it
+    /// was when the JSON does not fit.
+    pub fn encode_framed(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), MessageError> {
+        let message = self.parse(json)?;
+        append_framed(out, |buffer| {
+            message
+                .encode(buffer)
+                .map_err(|_| unreachable!("a Vec grows as needed"))
+        })
+        .map_err(|error: FramedError<()>| match error {
+            FramedError::TooLong(len) => MessageError::TooLong {
+                message: self.descriptor.full_name().to_string(),
+                len,
+            },
+            FramedError::Encode(()) => unreachable!("a Vec grows as needed"),
+        })
+    }
+}
+
+/// A request body that never changes: encoded and framed once, before the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticMessage {
+    framed: Vec<u8>,
+}
+
+impl StaticMessage {
+    pub fn from_json(
+        descriptor: MessageDescriptor,
+        json: &[u8],
+    ) -> Result<StaticMessage, MessageError> {
+        let mut framed = Vec::new();
+        RequestEncoder::new(descriptor).encode_framed(json, &mut framed)?;
+        Ok(StaticMessage { framed })
+    }
+
+    /// The DATA frame's payload: prefix and message.
+    pub fn framed(&self) -> &[u8] {
+        &self.framed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost_reflect::Value;
+
+    fn encoder() -> RequestEncoder {
+        let pool = crate::bench_descriptor_pool();
+        RequestEncoder::new(
+            pool.get_message_by_name("candor.bench.EchoRequest")
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn json_encodes_to_framed_protobuf_that_decodes_back() {
+        let json = br#"{"name":"x","seq":"42","payload":"AAEC","kind":"KIND_SLOW","tags":["a","b"],"inner":{"n":-3}}"#;
+        let mut out = b"earlier".to_vec();
+        encoder().encode_framed(json, &mut out).unwrap();
+        let framed = &out[7..];
+        assert_eq!(framed[0], 0);
+        let len = u32::from_be_bytes(framed[1..5].try_into().unwrap()) as usize;
+        assert_eq!(len, framed.len() - 5);
+        let back = DynamicMessage::decode(encoder().descriptor().clone(), &framed[5..]).unwrap();
+        assert_eq!(back.get_field_by_name("name").unwrap().as_str(), Some("x"));
+        assert_eq!(back.get_field_by_name("seq").unwrap().as_i64(), Some(42));
+        assert_eq!(
+            back.get_field_by_name("payload")
+                .unwrap()
+                .as_bytes()
+                .unwrap()
+                .as_ref(),
+            [0, 1, 2]
+        );
+        assert_eq!(
+            back.get_field_by_name("kind").unwrap().as_enum_number(),
+            Some(2)
+        );
+        assert_eq!(
+            back.get_field_by_name("tags").unwrap().as_list().unwrap(),
+            [Value::String("a".into()), Value::String("b".into())]
+        );
+        let inner = back.get_field_by_name("inner").unwrap();
+        assert_eq!(
+            inner
+                .as_message()
+                .unwrap()
+                .get_field_by_name("n")
+                .unwrap()
+                .as_i32(),
+            Some(-3)
+        );
+    }
+
+    #[test]
+    fn the_encoding_is_protobufs_own() {
+        // field 1 (name), length-delimited "hi"; field 2 (seq) varint 5.
+        let message =
+            StaticMessage::from_json(encoder().descriptor().clone(), br#"{"name":"hi","seq":5}"#)
+                .unwrap();
+        assert_eq!(
+            message.framed(),
+            [0, 0, 0, 0, 6, 0x0a, 2, b'h', b'i', 0x10, 5]
+        );
+        let empty = StaticMessage::from_json(encoder().descriptor().clone(), b"{}").unwrap();
+        assert_eq!(empty.framed(), [0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn json_that_does_not_fit_names_the_field_and_why() {
+        let cases: [(&[u8], &str); 6] = [
+            (
+                br#"{"name": 5}"#,
+                "field `name`: invalid type: integer `5`, expected a string",
+            ),
+            (br#"{"inner": {"n": "x"}}"#, "field `inner.n`"),
+            (br#"{"nmae": "x"}"#, "unrecognized field name 'nmae'"),
+            (br#"{"kind": "KIND_NOPE"}"#, "field `kind`"),
+            (br#"{"tags": ["a", 1]}"#, "field `tags[1]`"),
+            (br#"{"seq": 1.5}"#, "field `seq`"),
+        ];
+        for (json, expected) in cases {
+            let error = encoder().parse(json).unwrap_err().to_string();
+            assert!(
+                error.contains(expected),
+                "{}: {error}",
+                String::from_utf8_lossy(json)
+            );
+            assert!(
+                error.starts_with("JSON for candor.bench.EchoRequest: "),
+                "{error}"
+            );
+            assert!(!error.contains('\n'));
+        }
+        for (json, expected) in [
+            (&b"[1]"[..], "expected"),
+            (b"{", "EOF"),
+            (b"{} x", "trailing"),
+            (b"", "EOF"),
+        ] {
+            let error = encoder().parse(json).unwrap_err();
+            assert!(matches!(error, MessageError::Document { .. }), "{error}");
+            assert!(error.to_string().contains(expected), "{error}");
+        }
+        let mut out = b"kept".to_vec();
+        assert!(encoder().encode_framed(br#"{"name":1}"#, &mut out).is_err());
+        assert_eq!(out, b"kept");
+    }
+}

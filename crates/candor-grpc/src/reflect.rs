@@ -47,6 +47,8 @@ pub enum ReflectError {
     },
     #[error("--reflect: no answer from {addr} within {timeout:?}")]
     Timeout { addr: SocketAddr, timeout: Duration },
+    #[error("--reflect: the reflection call ended with {code}: {message}")]
+    Status { code: Code, message: String },
     #[error("--reflect: {0}")]
     Protocol(String),
 }
@@ -117,6 +119,8 @@ fn run(target: &ReflectTarget, question: Question<'_>) -> Result<Answer, Reflect
 
 /// One reflection stream: requests sent one at a time, each answered by one response.
 struct Session {
+    target: ReflectTarget,
+    version: &'static str,
     authority: String,
     send: h2::SendStream<Bytes>,
     response: Option<h2::client::ResponseFuture>,
@@ -125,7 +129,7 @@ struct Session {
 }
 
 impl Session {
-    async fn open(target: &ReflectTarget, version: &str) -> Result<Session, ReflectError> {
+    async fn open(target: &ReflectTarget, version: &'static str) -> Result<Session, ReflectError> {
         let connect_error = |why: String| ReflectError::Connect {
             addr: target.addr,
             why,
@@ -173,6 +177,8 @@ impl Session {
         client = client.ready().await.map_err(h2_error)?;
         let (response, send) = client.send_request(request, false).map_err(h2_error)?;
         Ok(Session {
+            target: target.clone(),
+            version,
             authority: target.authority.clone(),
             send,
             response: Some(response),
@@ -235,12 +241,16 @@ impl Session {
             code => {
                 let message = headers
                     .get("grpc-message")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                ReflectError::Protocol(format!(
-                    "the reflection call ended with {} {message}",
-                    code.map_or("an unknown status".to_string(), |c| c.to_string())
-                ))
+                    .map(|v| {
+                        percent_encoding::percent_decode(v.as_bytes())
+                            .decode_utf8_lossy()
+                            .into_owned()
+                    })
+                    .unwrap_or_default();
+                ReflectError::Status {
+                    code: code.unwrap_or(Code::Unknown),
+                    message,
+                }
             }
         }
     }
@@ -259,6 +269,23 @@ impl Session {
         }
     }
 
+    /// The error of a service the server does not have, listing those it has (on a new stream:
+    /// the failed lookup may have ended this one).
+    async fn unknown_service(&mut self, service: &str) -> ReflectError {
+        let known = match Session::open(&self.target, self.version).await {
+            Ok(mut session) => match session.services().await {
+                Ok(known) => known,
+                Err(error) => return error,
+            },
+            Err(error) => return error,
+        };
+        ReflectError::UnknownService {
+            addr: self.authority.clone(),
+            service: service.to_string(),
+            known,
+        }
+    }
+
     /// The files defining `services` and, transitively, every file they import.
     async fn files_for(
         &mut self,
@@ -266,20 +293,24 @@ impl Session {
     ) -> Result<Vec<prost_types::FileDescriptorProto>, ReflectError> {
         let mut files: HashMap<String, prost_types::FileDescriptorProto> = HashMap::new();
         for service in services {
-            match self
+            // grpc-go answers an unknown symbol with an error response; tonic ends the stream
+            // with NOT_FOUND.
+            let answer = match self
                 .ask(MessageRequest::FileContainingSymbol(service.to_string()))
-                .await?
+                .await
             {
+                Err(ReflectError::Status {
+                    code: Code::NotFound,
+                    ..
+                }) => return Err(self.unknown_service(service).await),
+                answer => answer?,
+            };
+            match answer {
                 MessageResponse::FileDescriptorResponse(found) => add_files(&mut files, found)?,
                 MessageResponse::ErrorResponse(error)
                     if error.error_code == Code::NotFound.as_u32() as i32 =>
                 {
-                    let known = self.services().await?;
-                    return Err(ReflectError::UnknownService {
-                        addr: self.authority.clone(),
-                        service: service.to_string(),
-                        known,
-                    });
+                    return Err(self.unknown_service(service).await);
                 }
                 other => return Err(unexpected(other)),
             }

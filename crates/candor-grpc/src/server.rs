@@ -441,6 +441,11 @@ impl TestServer {
         self.ca_pem.as_deref()
     }
 
+    /// When the server started (`candor_core::now_ns`): its stall windows count from here.
+    pub fn started_ns(&self) -> u64 {
+        self.shared.started_ns
+    }
+
     /// Calls received so far.
     pub fn calls(&self) -> u64 {
         self.shared.calls.load(Ordering::Relaxed)

@@ -19,7 +19,7 @@ pub mod server;
 pub use descriptors::{compile_protos, ProtoError};
 pub use frame::{FrameDecoder, FrameError};
 pub use headers::{request_headers, HeaderField, Metadata, MetadataError, Scheme};
-pub use message::{MessageError, RequestEncoder, StaticMessage};
+pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
 pub use method::{CallError, CallKind, CallName, GrpcMethod};
 pub use status::{Code, CodeSet, CodeSetError};
 pub use timeout::GrpcTimeout;

@@ -122,6 +122,55 @@ impl StaticMessage {
     }
 }
 
+/// A request body with placeholders: per request, the engine's template fill writes the JSON
+/// into this message's scratch buffer (reused, so the text itself allocates nothing once grown),
+/// then the JSON is encoded and framed onto the caller's buffer. The encoding allocates: a
+/// `DynamicMessage` is built per call (docs/grpc.md, `benches/encode.rs`).
+#[derive(Debug, Clone)]
+pub struct TemplatedMessage {
+    encoder: RequestEncoder,
+    json: Vec<u8>,
+}
+
+/// Why one templated request could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TemplatedError<E> {
+    /// The template fill failed (its own error).
+    #[error("{0}")]
+    Fill(E),
+    /// The filled JSON does not fit the message type (a data value that breaks the JSON, say).
+    #[error("{0}")]
+    Message(MessageError),
+}
+
+impl TemplatedMessage {
+    pub fn new(descriptor: MessageDescriptor) -> TemplatedMessage {
+        TemplatedMessage {
+            encoder: RequestEncoder::new(descriptor),
+            json: Vec::new(),
+        }
+    }
+
+    /// Appends one request's framed message to `out`: `fill` writes the JSON (into an empty
+    /// buffer), which is then encoded. `out` is left as it was on an error.
+    pub fn encode<E>(
+        &mut self,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), TemplatedError<E>> {
+        self.json.clear();
+        fill(&mut self.json).map_err(TemplatedError::Fill)?;
+        self.encoder
+            .encode_framed(&self.json, out)
+            .map_err(TemplatedError::Message)
+    }
+
+    /// The JSON of the last `encode`, for an error's excerpt.
+    pub fn last_json(&self) -> &[u8] {
+        &self.json
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +236,51 @@ mod tests {
         );
         let empty = StaticMessage::from_json(encoder().descriptor().clone(), b"{}").unwrap();
         assert_eq!(empty.framed(), [0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn templated_messages_encode_what_the_fill_wrote_each_time() {
+        use std::io::Write as _;
+        let descriptor = encoder().descriptor().clone();
+        let mut templated = TemplatedMessage::new(descriptor.clone());
+        let mut out = Vec::new();
+        for seq in [1u64, 22, 333] {
+            out.clear();
+            templated
+                .encode(
+                    |json| write!(json, r#"{{"name":"user-{seq}","seq":{seq}}}"#),
+                    &mut out,
+                )
+                .unwrap();
+            let back = DynamicMessage::decode(descriptor.clone(), &out[5..]).unwrap();
+            assert_eq!(
+                back.get_field_by_name("seq").unwrap().as_i64(),
+                Some(seq as i64)
+            );
+            let name = format!("user-{seq}");
+            assert_eq!(
+                back.get_field_by_name("name").unwrap().as_str(),
+                Some(name.as_str())
+            );
+        }
+        // A filled value that breaks the JSON fails that request only; the buffer is kept.
+        let before = out.clone();
+        let error = templated
+            .encode(|json| write!(json, r#"{{"name":"a"b"}}"#), &mut out)
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                TemplatedError::Message(MessageError::Document { .. })
+            ),
+            "{error}"
+        );
+        assert_eq!(templated.last_json(), br#"{"name":"a"b"}"#);
+        assert_eq!(out, before);
+        let error = templated
+            .encode(|_| Err("no such row"), &mut out)
+            .unwrap_err();
+        assert_eq!(error, TemplatedError::Fill("no such row"));
     }
 
     #[test]

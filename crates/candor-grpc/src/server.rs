@@ -159,6 +159,7 @@ impl Bench for BenchService {
         Ok(Response::new(EchoReply {
             message: request.name,
             seq: request.seq,
+            at: None,
         }))
     }
 
@@ -178,7 +179,11 @@ impl Bench for BenchService {
                 if seq > 0 && !interval.is_zero() {
                     tokio::time::sleep(interval).await;
                 }
-                Ok(EchoReply { message, seq })
+                Ok(EchoReply {
+                    message,
+                    seq,
+                    at: None,
+                })
             }
         });
         Ok(Response::new(Box::pin(replies)))
@@ -198,6 +203,7 @@ impl Bench for BenchService {
         Ok(Response::new(EchoReply {
             message: "collected".to_string(),
             seq: count,
+            at: None,
         }))
     }
 
@@ -212,6 +218,7 @@ impl Bench for BenchService {
             message.map(|m| EchoReply {
                 message: m.name,
                 seq: m.seq,
+                at: None,
             })
         });
         Ok(Response::new(Box::pin(replies)))

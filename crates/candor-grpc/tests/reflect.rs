@@ -43,6 +43,17 @@ fn descriptors_from_reflection_resolve_calls_and_encode_messages() {
         .encode_framed(br#"{"name":"r","count":3}"#, &mut out)
         .unwrap();
     assert_eq!(out.len(), 5 + 5);
+    // bench.proto imports timestamp.proto: the client fetched it too.
+    let echo = pool
+        .get_message_by_name("candor.bench.EchoRequest")
+        .unwrap();
+    let mut out = Vec::new();
+    RequestEncoder::new(echo)
+        .encode_framed(br#"{"sentAt":"2026-01-02T03:04:05Z"}"#, &mut out)
+        .unwrap();
+    assert!(pool
+        .get_message_by_name("google.protobuf.Timestamp")
+        .is_some());
 
     let services = list_services(&target(addr)).unwrap();
     assert!(

@@ -181,7 +181,7 @@ async fn dropped_connections_cut_calls_in_flight_and_new_ones_are_accepted() {
     assert_ne!(status.code(), tonic::Code::Ok);
     let mut fresh = client(addr).await;
     assert!(fresh.echo(echo("x", 2)).await.is_ok());
-    assert_eq!(server.connections(), 2);
+    assert!(server.connections() >= 2, "the fresh client connected anew");
 }
 
 /// Reads HTTP/2 frames after sending the client preface; true when a GOAWAY arrives.

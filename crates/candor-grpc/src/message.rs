@@ -49,36 +49,50 @@ impl RequestEncoder {
     /// lowerCamelCase JSON names, enums by name or number, 64-bit integers as numbers or
     /// strings, bytes as base64); unknown fields are refused.
     pub fn parse(&self, json: &[u8]) -> Result<DynamicMessage, MessageError> {
+        // The path of the failing field is tracked only to explain a failure: the per-request
+        // path of a templated body parses untracked (a third of the time and half the allocations
+        // saved, benches/encode.rs).
+        let mut deserializer = serde_json::Deserializer::from_slice(json);
+        if let Ok(message) = DynamicMessage::deserialize(self.descriptor.clone(), &mut deserializer)
+        {
+            if deserializer.end().is_ok() {
+                return Ok(message);
+            }
+        }
+        Err(self.explain(json))
+    }
+
+    /// Why `json` does not fit: parsed again with the path of each field tracked.
+    fn explain(&self, json: &[u8]) -> MessageError {
         let mut deserializer = serde_json::Deserializer::from_slice(json);
         let mut track = serde_path_to_error::Track::new();
         let parsed = DynamicMessage::deserialize(
             self.descriptor.clone(),
             serde_path_to_error::Deserializer::new(&mut deserializer, &mut track),
         );
-        let message = match parsed {
-            Ok(message) => message,
-            Err(error) => {
-                let path = track.path().to_string();
-                let why = error.to_string().replace('\n', " ");
-                return Err(if matches!(path.as_str(), "" | "." | "?") {
-                    MessageError::Document {
-                        message: self.descriptor.full_name().to_string(),
-                        why,
-                    }
-                } else {
-                    MessageError::Field {
-                        message: self.descriptor.full_name().to_string(),
-                        field: path,
-                        why,
-                    }
-                });
-            }
-        };
-        deserializer.end().map_err(|error| MessageError::Document {
+        if let Err(error) = parsed {
+            let path = track.path().to_string();
+            let why = error.to_string().replace('\n', " ");
+            return if matches!(path.as_str(), "" | "." | "?") {
+                MessageError::Document {
+                    message: self.descriptor.full_name().to_string(),
+                    why,
+                }
+            } else {
+                MessageError::Field {
+                    message: self.descriptor.full_name().to_string(),
+                    field: path,
+                    why,
+                }
+            };
+        }
+        MessageError::Document {
             message: self.descriptor.full_name().to_string(),
-            why: error.to_string(),
-        })?;
-        Ok(message)
+            why: match deserializer.end() {
+                Err(error) => error.to_string(),
+                Ok(()) => "does not parse the same way twice".to_string(),
+            },
+        }
     }
 
     /// Appends `json`'s message to `out`, framed (flag 0, length, protobuf). `out` is left as it

@@ -154,7 +154,7 @@ mod tests {
             "syntax = \"proto3\";\n\nmessage A {\n  string name = 1\n}\n",
         )
         .unwrap();
-        let error = compile_protos(&[file.clone()], &[])
+        let error = compile_protos(std::slice::from_ref(&file), &[])
             .unwrap_err()
             .to_string();
         assert!(error.starts_with("--proto: broken.proto:5:1: "), "{error}");
@@ -174,12 +174,12 @@ mod tests {
     fn missing_files_and_directories_are_named() {
         let missing = PathBuf::from("/nonexistent/x.proto");
         assert_eq!(
-            compile_protos(&[missing.clone()], &[]).unwrap_err(),
+            compile_protos(std::slice::from_ref(&missing), &[]).unwrap_err(),
             ProtoError::MissingFile(missing)
         );
         let dir = PathBuf::from("/nonexistent-dir");
         assert_eq!(
-            compile_protos(&[bench_proto()], &[dir.clone()]).unwrap_err(),
+            compile_protos(&[bench_proto()], std::slice::from_ref(&dir)).unwrap_err(),
             ProtoError::MissingImportPath(dir)
         );
         assert_eq!(compile_protos(&[], &[]).unwrap_err(), ProtoError::NoFiles);

@@ -4,8 +4,8 @@
 //!
 //! Hand-rolled over `h2` rather than tonic's generated client: the reflection protocol needs
 //! five small messages (declared below with prost's derive) and one bidirectional stream, while
-//! tonic's client would bring tower, hyper's client and its own TLS stack into the candor
-//! binary for a call made once per run.
+//! tonic's client would bring tower, hyper's client and tonic's transport into the candor
+//! binary for a call made once per run, where h2 and a current-thread tokio runtime suffice.
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -260,7 +260,7 @@ impl Session {
             .ask(MessageRequest::ListServices(String::new()))
             .await?
         {
-            MessageResponse::ListServicesResponse(list) => {
+            MessageResponse::Services(list) => {
                 let mut names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
                 names.sort();
                 Ok(names)
@@ -306,8 +306,8 @@ impl Session {
                 answer => answer?,
             };
             match answer {
-                MessageResponse::FileDescriptorResponse(found) => add_files(&mut files, found)?,
-                MessageResponse::ErrorResponse(error)
+                MessageResponse::Files(found) => add_files(&mut files, found)?,
+                MessageResponse::Error(error)
                     if error.error_code == Code::NotFound.as_u32() as i32 =>
                 {
                     return Err(self.unknown_service(service).await);
@@ -329,7 +329,7 @@ impl Session {
                 .ask(MessageRequest::FileByFilename(name.clone()))
                 .await?
             {
-                MessageResponse::FileDescriptorResponse(found) => {
+                MessageResponse::Files(found) => {
                     add_files(&mut files, found)?;
                     if !files.contains_key(&name) {
                         return Err(ReflectError::Protocol(format!(
@@ -363,7 +363,7 @@ fn h2_error(error: h2::Error) -> ReflectError {
 
 fn unexpected(response: MessageResponse) -> ReflectError {
     match response {
-        MessageResponse::ErrorResponse(error) => ReflectError::Protocol(format!(
+        MessageResponse::Error(error) => ReflectError::Protocol(format!(
             "the server answered error {}: {}",
             Code::from_u32(error.error_code as u32)
                 .map_or(error.error_code.to_string(), |c| c.to_string()),
@@ -433,11 +433,11 @@ struct ServerReflectionResponse {
 #[derive(Clone, PartialEq, prost::Oneof)]
 enum MessageResponse {
     #[prost(message, tag = "4")]
-    FileDescriptorResponse(FileDescriptorResponse),
+    Files(FileDescriptorResponse),
     #[prost(message, tag = "6")]
-    ListServicesResponse(ListServiceResponse),
+    Services(ListServiceResponse),
     #[prost(message, tag = "7")]
-    ErrorResponse(ErrorResponse),
+    Error(ErrorResponse),
 }
 
 #[derive(Clone, PartialEq, Message)]

@@ -7,6 +7,7 @@
 //! Per call, metadata commands override the settings: `x-fail: NOT_FOUND` answers that status,
 //! `x-delay-ms: 20` delays that call.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -285,8 +286,6 @@ impl AsyncWrite for Droppable {
         Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }
-
-use std::future::Future;
 
 /// How long a shutdown waits for calls in flight before it drops their connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);

@@ -220,6 +220,40 @@ impl FromStr for CodeSet {
     }
 }
 
+/// Calls counted by the status they ended with: the per-name counts the reports will show
+/// (`UNAVAILABLE 12, DEADLINE_EXCEEDED 3`). Fixed-size, so a load thread records into it
+/// without allocating, and threads' counts merge by addition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CodeCounts([u64; 17]);
+
+impl CodeCounts {
+    pub fn record(&mut self, code: Code) {
+        self.0[code as usize] += 1;
+    }
+
+    pub fn get(&self, code: Code) -> u64 {
+        self.0[code as usize]
+    }
+
+    pub fn merge(&mut self, other: &CodeCounts) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine += theirs;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The codes seen, in numeric order, with their counts.
+    pub fn iter(&self) -> impl Iterator<Item = (Code, u64)> + '_ {
+        Code::ALL
+            .into_iter()
+            .map(|code| (code, self.get(code)))
+            .filter(|(_, count)| *count > 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +293,28 @@ mod tests {
         let mixed: CodeSet = " unavailable , 4,OK".parse().unwrap();
         assert_eq!(mixed.to_string(), "OK,DEADLINE_EXCEEDED,UNAVAILABLE");
         assert_eq!(CodeSet::OK_ONLY.to_string(), "OK");
+    }
+
+    #[test]
+    fn counts_by_status_record_merge_and_list_only_what_was_seen() {
+        let mut one = CodeCounts::default();
+        one.record(Code::Unavailable);
+        one.record(Code::Unavailable);
+        one.record(Code::Ok);
+        let mut two = CodeCounts::default();
+        two.record(Code::DeadlineExceeded);
+        two.record(Code::Unavailable);
+        one.merge(&two);
+        assert_eq!(
+            one.iter().collect::<Vec<_>>(),
+            [
+                (Code::Ok, 1),
+                (Code::DeadlineExceeded, 1),
+                (Code::Unavailable, 3)
+            ]
+        );
+        assert_eq!((one.total(), one.get(Code::NotFound)), (5, 0));
+        assert_eq!(CodeCounts::default().iter().count(), 0);
     }
 
     #[test]

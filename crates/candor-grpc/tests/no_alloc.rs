@@ -1,8 +1,9 @@
 //! What the HTTP/2 protocol will call per request allocates nothing in steady state: sending a
-//! static message, counting a response's messages, reading its status, encoding `grpc-timeout`.
+//! static message, counting a response's messages, reading and counting its status, encoding
+//! `grpc-timeout`.
 
 use candor_grpc::frame::FrameDecoder;
-use candor_grpc::{Code, CodeSet, GrpcTimeout, StaticMessage};
+use candor_grpc::{Code, CodeCounts, CodeSet, GrpcTimeout, StaticMessage};
 
 #[global_allocator]
 static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
@@ -23,6 +24,7 @@ fn the_per_request_paths_allocate_nothing() {
     let mut decoder = FrameDecoder::default();
     let mut out = Vec::with_capacity(4096);
     let mut sink = 0u64;
+    let mut counts = CodeCounts::default();
 
     let mut one_round = |round: u64| {
         out.clear();
@@ -34,6 +36,7 @@ fn the_per_request_paths_allocate_nothing() {
         sink += decoder.finish().unwrap();
         let status = Code::from_header_value(if round % 2 == 0 { b"0" } else { b"5" }).unwrap();
         sink += u64::from(accepted.contains(status));
+        counts.record(status);
         sink += GrpcTimeout::from_ns(round * 1_000_003).as_bytes().len() as u64;
     };
     for round in 0..100 {
@@ -50,6 +53,7 @@ fn the_per_request_paths_allocate_nothing() {
         "allocations in 10,000 steady-state rounds"
     );
     assert_eq!(sink, 10_100 * 7 * 2 + 10_100 + timeout_lengths());
+    assert_eq!(counts.total(), 10_100);
 }
 
 fn timeout_lengths() -> u64 {

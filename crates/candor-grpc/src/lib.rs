@@ -21,7 +21,7 @@ pub use frame::{FrameDecoder, FrameError};
 pub use headers::{request_headers, HeaderField, Metadata, MetadataError, Scheme};
 pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
 pub use method::{CallError, CallKind, CallName, GrpcMethod};
-pub use status::{Code, CodeCounts, CodeSet, CodeSetError};
+pub use status::{decode_grpc_message, Code, CodeCounts, CodeSet, CodeSetError};
 pub use timeout::GrpcTimeout;
 
 /// The encoded `FileDescriptorSet` of the test server's `tests/proto/bench.proto` (compiled by

@@ -18,7 +18,7 @@ use prost_reflect::DescriptorPool;
 use thiserror::Error;
 
 use crate::frame::{prefix, PREFIX_LEN};
-use crate::status::Code;
+use crate::status::{decode_grpc_message, Code};
 
 /// Where the reflection service is.
 #[derive(Clone)]
@@ -239,14 +239,11 @@ impl Session {
         match Code::from_header_value(code) {
             Some(Code::Unimplemented) => ReflectError::NotOffered(self.authority.clone()),
             code => {
-                let message = headers
-                    .get("grpc-message")
-                    .map(|v| {
-                        percent_encoding::percent_decode(v.as_bytes())
-                            .decode_utf8_lossy()
-                            .into_owned()
-                    })
-                    .unwrap_or_default();
+                let mut message = Vec::new();
+                if let Some(value) = headers.get("grpc-message") {
+                    decode_grpc_message(value.as_bytes(), &mut message);
+                }
+                let message = String::from_utf8_lossy(&message).into_owned();
                 ReflectError::Status {
                     code: code.unwrap_or(Code::Unknown),
                     message,

@@ -220,6 +220,13 @@ impl FromStr for CodeSet {
     }
 }
 
+/// Appends the text of a `grpc-message` header value to `out`: the specification percent-encodes
+/// it (`%20` for a space); a `%` not followed by two hex digits is kept as it is. Allocates nothing
+/// once `out` holds the longest message (failure examples keep the first bytes of it).
+pub fn decode_grpc_message(value: &[u8], out: &mut Vec<u8>) {
+    out.extend(percent_encoding::percent_decode(value));
+}
+
 /// Calls counted by the status they ended with: the per-name counts the reports will show
 /// (`UNAVAILABLE 12, DEADLINE_EXCEEDED 3`). Fixed-size, so a load thread records into it
 /// without allocating, and threads' counts merge by addition.
@@ -293,6 +300,16 @@ mod tests {
         let mixed: CodeSet = " unavailable , 4,OK".parse().unwrap();
         assert_eq!(mixed.to_string(), "OK,DEADLINE_EXCEEDED,UNAVAILABLE");
         assert_eq!(CodeSet::OK_ONLY.to_string(), "OK");
+    }
+
+    #[test]
+    fn grpc_messages_are_percent_decoded() {
+        let mut out = b"> ".to_vec();
+        decode_grpc_message(b"symbol%20'x'%20not%20found%E2%9C%93 100%", &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "> symbol 'x' not found\u{2713} 100%"
+        );
     }
 
     #[test]

@@ -146,6 +146,32 @@ mod tests {
     }
 
     #[test]
+    fn several_protos_from_different_directories_compile_together() {
+        let dir = tempfile::tempdir().unwrap();
+        for (sub, package) in [("a", "alpha"), ("b", "beta")] {
+            fs::create_dir(dir.path().join(sub)).unwrap();
+            fs::write(
+                dir.path().join(sub).join(format!("{package}.proto")),
+                format!(
+                    "syntax = \"proto3\"; package {package}; message M {{ int32 n = 1; }} \
+                     service S {{ rpc Call(M) returns (M); }}"
+                ),
+            )
+            .unwrap();
+        }
+        let files = [
+            dir.path().join("a/alpha.proto"),
+            dir.path().join("b/beta.proto"),
+            bench_proto(),
+        ];
+        let pool = compile_protos(&files, &[]).unwrap();
+        let mut services: Vec<String> =
+            pool.services().map(|s| s.full_name().to_string()).collect();
+        services.sort();
+        assert_eq!(services, ["alpha.S", "beta.S", "candor.bench.Bench"]);
+    }
+
+    #[test]
     fn a_proto_that_does_not_compile_names_file_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("broken.proto");

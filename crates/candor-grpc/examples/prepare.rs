@@ -100,22 +100,27 @@ fn prepare(args: Args) -> Result<(), String> {
     };
     let message =
         StaticMessage::from_json(method.input(), &json).map_err(|e| format!("--body: {e}"))?;
-    println!("call      {} ({})", method.path(), method.kind());
-    println!("request   {}", method.input().full_name());
-    println!("response  {}", method.output().full_name());
-    println!("accepted  {accepted}");
+    let mut text = format!(
+        "call      {} ({})\nrequest   {}\nresponse  {}\naccepted  {accepted}\n",
+        method.path(),
+        method.kind(),
+        method.input().full_name(),
+        method.output().full_name()
+    );
     for field in request_headers(Scheme::Http, &authority, method.path(), timeout, &metadata) {
-        println!(
-            "header    {}: {}",
-            field.name,
-            String::from_utf8_lossy(&field.value)
-        );
+        let value = String::from_utf8_lossy(&field.value);
+        text.push_str(&format!("header    {}: {value}\n", field.name));
     }
     let hex: String = message
         .framed()
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    println!("message   {} bytes framed: {hex}", message.framed().len());
+    text.push_str(&format!(
+        "message   {} bytes framed: {hex}\n",
+        message.framed().len()
+    ));
+    // A reader that has gone (`| head`) ends the output quietly.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
     Ok(())
 }

@@ -83,6 +83,11 @@ fn one_line(error: &protox::Error) -> String {
                 label.label().map(str::to_string),
             ))
         });
+    let hint = if error.is_file_not_found() {
+        "; give the directory its imports are relative to with --import-path"
+    } else {
+        ""
+    };
     let text = match (error.file(), place) {
         (Some(file), Some((line, column, label))) => match label {
             Some(label) if !message.contains(&label) => {
@@ -93,7 +98,7 @@ fn one_line(error: &protox::Error) -> String {
         (Some(file), None) if !message.contains(file) => format!("{file}: {message}"),
         _ => message,
     };
-    text.replace('\n', " ")
+    format!("{}{hint}", text.replace('\n', " "))
 }
 
 #[cfg(test)]
@@ -143,6 +148,7 @@ mod tests {
             .to_string();
         assert!(error.contains("common/ids.proto"), "{error}");
         assert!(error.contains("users.proto:1:"), "{error}");
+        assert!(error.ends_with("with --import-path"), "{error}");
     }
 
     #[test]

@@ -169,7 +169,12 @@ async fn dropped_connections_cut_calls_in_flight_and_new_ones_are_accepted() {
             .insert("x-delay-ms", "30000".parse().unwrap());
         slow.echo(request).await
     });
+    let waiting = Instant::now();
     while server.calls() == 0 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(20),
+            "the slow call never arrived"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     server.drop_connections();
@@ -223,7 +228,12 @@ fn connections_older_than_the_age_limit_get_goaway() {
 fn shutting_down_sends_goaway() {
     let (addr, server) = TestServer::start(TestServerOptions::default()).unwrap();
     let watcher = std::thread::spawn(move || sees_goaway(addr));
+    let waiting = Instant::now();
     while server.connections() == 0 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(20),
+            "the watcher never connected"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     server.shutdown();

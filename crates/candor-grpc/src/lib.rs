@@ -1,0 +1,36 @@
+//! gRPC for candor, everything that does not need the load engine: descriptors from `.proto`
+//! files or a server's reflection service, `--call` resolved to a method, JSON request bodies
+//! to framed protobuf, a sans-IO counter of response messages, status codes, `grpc-timeout`,
+//! and the request headers of a call. With the `test-server` feature: a tonic server that
+//! delays, stalls, fails and drops connections on command (`server`).
+
+pub mod descriptors;
+pub mod frame;
+pub mod headers;
+pub mod message;
+pub mod method;
+pub mod reflect;
+pub mod status;
+pub mod timeout;
+
+#[cfg(feature = "test-server")]
+pub mod server;
+
+pub use descriptors::{compile_protos, ProtoError};
+pub use frame::{FrameDecoder, FrameError};
+pub use headers::{request_headers, HeaderField, Metadata, MetadataError, Scheme};
+pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
+pub use method::{CallError, CallKind, CallName, GrpcMethod};
+pub use status::{decode_grpc_message, Code, CodeCounts, CodeSet, CodeSetError};
+pub use timeout::GrpcTimeout;
+
+/// The encoded `FileDescriptorSet` of the test server's `tests/proto/bench.proto` (compiled by
+/// build.rs with protox), for its reflection service and for tests.
+pub const BENCH_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/bench_descriptor.bin"));
+
+/// The descriptors of `bench.proto`.
+pub fn bench_descriptor_pool() -> prost_reflect::DescriptorPool {
+    prost_reflect::DescriptorPool::decode(BENCH_DESCRIPTOR_SET)
+        .expect("build.rs encoded a valid set")
+}

@@ -1,6 +1,7 @@
 //! Settings of a load run, parsed and validated once before anything starts.
 
 use crate::schedule::ArrivalKind;
+pub use crate::shape::LoadShape;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 use thiserror::Error;
@@ -15,6 +16,8 @@ pub enum LoadConfigError {
     Resolve(String, String),
     #[error("cannot connect to {0}: {1} (is the server running?)")]
     Connect(SocketAddr, String),
+    #[error(transparent)]
+    Shape(#[from] crate::shape::ShapeError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -289,8 +292,8 @@ pub type Arrival = ArrivalKind;
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
     pub target: Target,
-    /// Total intended requests per second; `None` = closed loop (send on each response).
-    pub rate: Option<f64>,
+    /// What load is offered and when: a rate, `-n` requests, stages, a trace, or a closed loop.
+    pub shape: LoadShape,
     pub connections: usize,
     pub threads: usize,
     pub duration_ns: u64,
@@ -299,7 +302,6 @@ pub struct LoadConfig {
     pub timeout_ns: u64,
     /// After the last intended send, how long to wait for outstanding requests.
     pub drain_ns: u64,
-    pub arrival: Arrival,
     /// Length of the interval histograms.
     pub interval_ns: u64,
     pub method: String,
@@ -309,7 +311,8 @@ pub struct LoadConfig {
     /// Spin on the clock for this long before each send instead of sleeping; `None` lets the
     /// pacer choose from the measured wake-up lateness ([`candor_core::Pacer`]).
     pub spin_ns: Option<u64>,
-    /// This process is shard `shard_index` of `shard_count` of one schedule at the total `rate`.
+    /// This process is shard `shard_index` of `shard_count` of one schedule at the shape's total
+    /// rate.
     pub shard_index: u32,
     pub shard_count: u32,
     /// Wall-clock instant (ns since the Unix epoch) of the first intended send, shared by shards.
@@ -329,12 +332,7 @@ pub struct LoadConfig {
     pub framing: Option<Framing>,
     /// HTTP statuses that count as success; any other response fails in class `status`.
     pub accept_status: crate::status::StatusSet,
-    /// `-n`: exactly this many intended sends (constant arrival), over `duration_ns` = N / rate.
-    pub count: Option<u64>,
-    /// `-R` as stages: the intended rate over the measured window (`rate` is then its mean,
-    /// `duration_ns` its length); the warm-up holds the first stage's rate.
-    pub profile: Option<crate::workload::profile::Profile>,
-    /// Templates' data, weights and names, response checks and trace replay.
+    /// Templates' data, weights and names, and response checks.
     pub workload: crate::workload::WorkloadConfig,
 }
 
@@ -342,21 +340,58 @@ impl LoadConfig {
     /// Whether sends follow a schedule (a rate, a profile or a replayed trace) rather than each
     /// response (a closed loop).
     pub fn is_open_loop(&self) -> bool {
-        self.rate.is_some() || self.profile.is_some() || self.workload.replay.is_some()
+        self.shape.is_open_loop()
+    }
+
+    /// This process's share of the total intended rate (the total over `shard_count`); `None`
+    /// in a closed loop.
+    pub fn shard_rate_per_s(&self) -> Option<f64> {
+        self.shape.rate_per_s().map(|r| r / self.shard_count as f64)
+    }
+
+    /// The schedule of this process's load thread `thread` (of `threads`), starting at
+    /// `start_ns` (the warm-up's start): its lane of the one schedule all shards and threads
+    /// interleave (see [`LoadConfig::lane`]); `None` in a closed loop.
+    pub fn thread_schedule(
+        &self,
+        start_ns: u64,
+        thread: usize,
+    ) -> std::io::Result<Option<crate::schedule::Schedule>> {
+        let (lane, stride) = self.lane(thread);
+        self.shape.schedule(
+            start_ns,
+            self.warmup_ns,
+            &self.target.host_header,
+            lane,
+            stride,
+        )
+    }
+
+    /// Load thread `thread`'s lane and the number of lanes of the one schedule: lanes of all
+    /// shards interleave (shard s, thread t is lane s + N·t of N·T), so the union of every
+    /// shard's threads is the single-process schedule at the total rate.
+    pub fn lane(&self, thread: usize) -> (u64, u64) {
+        let shards = self.shard_count as u64;
+        (
+            self.shard_index as u64 + shards * thread as u64,
+            shards * self.threads as u64,
+        )
     }
 
     /// A configuration with wrk2-like defaults for `target`.
     pub fn new(target: Target) -> Self {
         LoadConfig {
             target,
-            rate: Some(1000.0),
+            shape: LoadShape::Rate {
+                per_s: 1000.0,
+                arrival: ArrivalKind::Constant,
+            },
             connections: 16,
             threads: 2,
             duration_ns: 10_000_000_000,
             warmup_ns: 0,
             timeout_ns: 2_000_000_000,
             drain_ns: 2_000_000_000,
-            arrival: ArrivalKind::Constant,
             interval_ns: 1_000_000_000,
             method: "GET".into(),
             headers: Vec::new(),
@@ -374,8 +409,6 @@ impl LoadConfig {
             payload: Vec::new(),
             framing: None,
             accept_status: crate::status::StatusSet::default(),
-            count: None,
-            profile: None,
             workload: Default::default(),
         }
     }
@@ -462,7 +495,7 @@ impl LoadConfig {
                 self.connections, self.threads
             ));
         }
-        if let Some(r) = self.rate {
+        if let Some(r) = self.shape.rate_per_s() {
             if !(r > 0.0 && r.is_finite()) {
                 return bad(format!("rate must be positive, got {r}"));
             }
@@ -477,50 +510,35 @@ impl LoadConfig {
                 ));
             }
         }
-        if let Some(p) = &self.profile {
-            if self.rate.is_none() {
-                return bad("a load profile needs an open loop (-R stages, not max)".into());
+        match &self.shape {
+            LoadShape::Stages { profile: p, .. } => {
+                if self.duration_ns != p.duration_ns() {
+                    return bad(format!(
+                        "the run lasts {} (the sum of the -R stages) but the duration says {}",
+                        candor_core::units::format_ns(p.duration_ns() as f64),
+                        candor_core::units::format_ns(self.duration_ns as f64)
+                    ));
+                }
+                let peak = p.peak_per_s();
+                let per_thread = peak / (self.shard_count.max(1) as f64 * self.threads as f64);
+                if per_thread > MAX_RATE_PER_THREAD {
+                    return bad(format!(
+                        "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \
+                         lower it or spread it over more threads or shards",
+                        candor_core::units::format_rate(peak),
+                        candor_core::units::format_rate(per_thread),
+                    ));
+                }
             }
-            if self.count.is_some() {
-                return bad(
-                    "-n does not combine with -R stages: the stages set how many requests are sent"
-                        .into(),
-                );
+            LoadShape::Count { count, .. } => {
+                if *count == 0 {
+                    return bad("-n (number of requests) must be at least 1".into());
+                }
+                if self.warmup_ns > 0 {
+                    return bad("-n counts every request of the schedule; it does not combine with --warmup (use -d)".into());
+                }
             }
-            if self.duration_ns != p.duration_ns() {
-                return bad(format!(
-                    "the run lasts {} (the sum of the -R stages) but the duration says {}",
-                    candor_core::units::format_ns(p.duration_ns() as f64),
-                    candor_core::units::format_ns(self.duration_ns as f64)
-                ));
-            }
-            let peak = p.peak_per_s();
-            let per_thread = peak / (self.shard_count.max(1) as f64 * self.threads as f64);
-            if per_thread > MAX_RATE_PER_THREAD {
-                return bad(format!(
-                    "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \
-                     lower it or spread it over more threads or shards",
-                    candor_core::units::format_rate(peak),
-                    candor_core::units::format_rate(per_thread),
-                ));
-            }
-        }
-        if let Some(n) = self.count {
-            if n == 0 {
-                return bad("-n (number of requests) must be at least 1".into());
-            }
-            if self.rate.is_none() {
-                return bad(
-                    "-n needs a rate (-R): the N requests are sent on the open-loop schedule"
-                        .into(),
-                );
-            }
-            if self.arrival != ArrivalKind::Constant {
-                return bad("-n needs --arrival constant: a Poisson schedule has no fixed end for N requests; use -d".into());
-            }
-            if self.warmup_ns > 0 {
-                return bad("-n counts every request of the schedule; it does not combine with --warmup (use -d)".into());
-            }
+            LoadShape::ClosedLoop | LoadShape::Rate { .. } | LoadShape::Replay { .. } => {}
         }
         if self.shard_count == 0 || self.shard_index >= self.shard_count {
             return bad(format!(
@@ -841,9 +859,9 @@ mod tests {
             .to_string()
             .contains("at least the number of threads"));
         c.connections = 4;
-        c.rate = Some(0.0);
+        c.shape = crate::LoadShape::constant(0.0);
         assert!(c.validate().is_err());
-        c.rate = None;
+        c.shape = crate::LoadShape::ClosedLoop;
         c.headers = vec!["NoColon".into()];
         assert!(c.validate().is_err());
     }
@@ -855,20 +873,20 @@ mod tests {
         c.threads = 2;
         c.connections = 2;
         // Exactly the ceiling per thread passes; the next representable rate above it fails.
-        c.rate = Some(2.0 * MAX_RATE_PER_THREAD);
+        c.shape = crate::LoadShape::constant(2.0 * MAX_RATE_PER_THREAD);
         assert!(c.validate().is_ok());
         for r in [
             2.0 * MAX_RATE_PER_THREAD * 1.0001,
             1e12,
             18446744073709551616.0,
         ] {
-            c.rate = Some(r);
+            c.shape = crate::LoadShape::constant(r);
             let e = c.validate().unwrap_err().to_string();
             assert!(e.contains("beyond what any machine can pace"), "{e}");
             // One short line, never a number written out in hundreds of digits.
             assert!(e.len() < 250, "{e}");
         }
-        c.rate = Some(1e300);
+        c.shape = crate::LoadShape::constant(1e300);
         let e = c.validate().unwrap_err().to_string();
         assert!(
             e.starts_with("rate 1.000e300/s is 5.000e299/s per load thread"),
@@ -876,7 +894,7 @@ mod tests {
         );
         // Shards split the total rate: 4 shards of 2 threads may share 8x the ceiling.
         c.shard_count = 4;
-        c.rate = Some(8.0 * MAX_RATE_PER_THREAD);
+        c.shape = crate::LoadShape::constant(8.0 * MAX_RATE_PER_THREAD);
         assert!(c.validate().is_ok());
     }
 }

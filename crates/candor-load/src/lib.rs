@@ -15,6 +15,7 @@ pub mod probe;
 pub mod requests;
 pub mod run;
 pub mod schedule;
+pub mod shape;
 pub mod shared;
 pub mod status;
 pub mod tcp;
@@ -27,4 +28,5 @@ pub use config::{
     TlsOptions,
 };
 pub use run::{run, IntervalReport, RunOutcome};
+pub use shape::LoadShape;
 pub use status::{StatusSet, StatusSetError};

@@ -205,16 +205,14 @@ pub fn run(
         };
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
-        // Streams of all shards interleave: shard s, thread t is slot s + N*t of N*T, so the union
-        // of every shard's threads is the single-process schedule at the total rate.
-        let shards = config.shard_count as u64;
-        let slot = config.shard_index as u64 + shards * t as u64;
-        let (stream_config, stride) = (config.clone(), shards * threads as u64);
-        let end_offset_ns = config.warmup_ns + config.duration_ns;
+        let (lane, stride) = config.lane(t);
+        let (stream_config, end_offset_ns) =
+            (config.clone(), config.warmup_ns + config.duration_ns);
         // Made once the pools are open and the start is set; a trace that cannot be opened
         // then fails the thread with its reason.
         let schedule_at = move |start_ns| {
-            crate::workload::profile::stream_schedule(&stream_config, start_ns, slot, stride)
+            stream_config
+                .thread_schedule(start_ns, t)
                 .map(|s| match &filter {
                     Some(keep) => s.map(|s| s.filtered(keep.clone(), start_ns + end_offset_ns)),
                     None => s,
@@ -234,8 +232,8 @@ pub fn run(
             stop: options.stop.clone(),
             end: options.end.clone(),
             on_start: options.worker_start_hook.clone(),
-            seq_phase: slot,
-            seq_stride: shards * threads as u64,
+            seq_lane: lane,
+            seq_stride: stride,
         };
         let tls = tls.clone();
         let handle = std::thread::Builder::new()
@@ -395,7 +393,7 @@ pub fn run(
             "the per-interval histograms were kept in memory instead of a temporary file: {why}"
         ));
     }
-    let pacing = config.rate.is_some().then(|| PacingResults {
+    let pacing = config.is_open_loop().then(|| PacingResults {
         margin: match config.spin_ns {
             Some(_) => PacingMargin::Fixed,
             None => PacingMargin::Adaptive,
@@ -663,7 +661,7 @@ impl RunOutcome {
         use candor_core::results::RecordedConfig;
         let mut recorded = recorded.into();
         // A shard's target is its share of the total rate.
-        let target = config.rate.map(|r| r / config.shard_count as f64);
+        let target = config.shard_rate_per_s();
         let mut main = self.main.results(target);
         main.pool = self.pool.clone();
         main.pacing = self.pacing;
@@ -703,7 +701,7 @@ impl RunOutcome {
             schema_version: SCHEMA_VERSION,
             candor_version: env!("CARGO_PKG_VERSION").to_string(),
             kind: candor_core::results::Kind::Run,
-            mode: if config.rate.is_some() {
+            mode: if config.is_open_loop() {
                 candor_core::results::Mode::OpenLoop
             } else {
                 candor_core::results::Mode::ClosedLoop
@@ -762,7 +760,7 @@ impl RunOutcome {
                 target,
             )
         };
-        if let Some(profile) = &config.profile {
+        if let Some(profile) = config.shape.profile() {
             let mut start_ns = 0u64;
             for (stage, acc) in profile.stages.iter().zip(&books.stages) {
                 let target = (stage.from_per_s + stage.to_per_s) / 2.0 * share;
@@ -799,7 +797,7 @@ impl RunOutcome {
         }
         let compiled = crate::workload::compile_requests(config).ok();
         // A trace's records carry their own method and path, which are not kept per request.
-        let replayed = config.workload.replay.is_some();
+        let replayed = config.shape.replay_plan().is_some();
         let name = |request: u32| {
             if replayed {
                 return "replayed request".to_string();
@@ -899,15 +897,14 @@ fn connection_faults_warning(main: &PhaseResults) -> Option<String> {
 pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
     let mut w = Vec::new();
     let r = &main.requests;
-    match config.rate {
+    match config.shard_rate_per_s() {
         None => w.push(
             "closed loop (-R max): each connection waited for its previous response before sending, so the \
              latency here is service time only and is subject to coordinated omission; it says nothing about \
              the response time users would see at any particular rate"
                 .into(),
         ),
-        Some(total) => {
-            let target = total / config.shard_count as f64;
+        Some(target) => {
             let achieved = main.rate.achieved_per_s;
             let unanswered_failed = r.failed - r.errors.status - r.errors.check;
             let unanswered = r.intended.saturating_sub(r.responses());
@@ -974,7 +971,7 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
     if let Some(text) = connection_faults_warning(main) {
         w.push(text);
     }
-    if let Some(plan) = &config.workload.replay {
+    if let Some(plan) = config.shape.replay_plan() {
         if plan.malformed_count > 0 {
             let first = plan
                 .malformed

@@ -119,8 +119,8 @@ pub struct WorkerSetup {
     pub end: Arc<EarlyEnd>,
     pub on_start: Option<Arc<dyn Fn() + Send + Sync>>,
     /// This thread's place among all streams of the schedule (shards times threads): its k-th
-    /// entry is entry `k * seq_stride + seq_phase` of the whole schedule (also in closed loop).
-    pub seq_phase: u64,
+    /// entry is entry `k * seq_stride + seq_lane` of the whole schedule (also in closed loop).
+    pub seq_lane: u64,
     pub seq_stride: u64,
 }
 

@@ -219,7 +219,7 @@ impl RunExtras {
             let to = from + config.duration_ns;
             let base = results.main.service_time.at(50.0).unwrap_or(0);
             let drain = Drain {
-                rate_per_s: config.rate.unwrap_or(0.0),
+                rate_per_s: config.shape.rate_per_s().unwrap_or(0.0),
                 connections: config.connections,
                 round_ns: results.main.service_time.at(90.0).unwrap_or(0) as f64,
             };

@@ -17,7 +17,7 @@ use candor_load::workload::replay::ReplayError;
 use candor_load::workload::replay::ReplayPlan;
 use candor_load::workload::WorkloadError;
 use candor_load::LoadConfigError;
-use candor_load::{LoadConfig, Target};
+use candor_load::{LoadConfig, LoadShape, Target};
 use clap::{Args, ValueEnum};
 
 /// A flag of `candor run` (or of the commands that share its load flags) that cannot work, in one
@@ -333,13 +333,29 @@ impl LoadArgs {
 /// The measured window when neither -d nor -R stages give one.
 pub const DEFAULT_DURATION: &str = "10s";
 
-/// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages.
+/// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages, or
+/// `--replay`'s trace.
 pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
+    shape_config(&args.load, run_shape(args)?)
+}
+
+/// The load shape `-R`, `-n` and `--replay` ask for.
+fn run_shape(args: &RunArgs) -> Result<LoadShape> {
     if let Some(path) = &args.load.replay {
-        return replay_config(args, path);
+        if args.count.is_some() {
+            return Err(FlagError::Invalid(
+                "-n does not combine with --replay".to_string(),
+            ));
+        }
+        let plan = ReplayPlan::scan(path, args.load.speed, args.load.lenient)?;
+        let window_ns = replay_window_ns(&args.load, &plan)?;
+        return Ok(LoadShape::replay(plan, window_ns)?);
     }
     if !is_profile(&args.rate) {
-        return load_config(&args.load, rate_flag(&args.rate)?, args.count);
+        return Ok(
+            LoadShape::of_rate(rate_flag(&args.rate)?, arrival(&args.load), args.count)
+                .map_err(LoadConfigError::from)?,
+        );
     }
     let profile = Profile::parse(&args.rate)?;
     if args.count.is_some() {
@@ -357,37 +373,19 @@ pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
             )));
         }
     }
-    let mut c = load_config(&args.load, Some(profile.mean_per_s()), None)?;
-    c.duration_ns = profile.duration_ns();
-    c.profile = Some(profile);
-    c.validate()?;
-    Ok(c)
+    Ok(LoadShape::Stages {
+        profile,
+        arrival: arrival(&args.load),
+    })
 }
 
-/// `--replay`: the trace sets the schedule and the requests; `-d` may cut it short.
-fn replay_config(args: &RunArgs, path: &std::path::Path) -> Result<LoadConfig> {
-    if args.count.is_some() {
-        return Err(FlagError::Invalid(
-            "-n does not combine with --replay".to_string(),
-        ));
-    }
-    let plan = ReplayPlan::scan(path, args.load.speed, args.load.lenient)?;
+/// `--replay`'s window: the trace, or less when `-d` cuts it short.
+fn replay_window_ns(a: &LoadArgs, plan: &ReplayPlan) -> Result<u64> {
     let trace_ns = plan.duration_ns();
-    let duration_ns = match &args.load.duration {
+    Ok(match &a.duration {
         Some(d) => flag(parse_duration_ns(d), "--duration")?.min(trace_ns),
         None => trace_ns,
-    };
-    let records = if duration_ns < trace_ns {
-        plan.records_within(duration_ns)?
-    } else {
-        plan.records
-    };
-    let rate = (records.max(1)) as f64 / (duration_ns as f64 / 1e9);
-    let mut c = load_config(&args.load, Some(rate), None)?;
-    c.duration_ns = duration_ns;
-    c.workload.replay = Some(plan);
-    c.validate()?;
-    Ok(c)
+    })
 }
 
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
@@ -404,31 +402,52 @@ pub fn count_window_ns(count: u64, rate: f64) -> u64 {
     (count as f64 * 1e9 / rate).ceil().max(1.0) as u64
 }
 
+/// `--arrival` (with `--seed`).
+fn arrival(a: &LoadArgs) -> ArrivalKind {
+    match a.arrival {
+        ArrivalArg::Constant => ArrivalKind::Constant,
+        ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },
+    }
+}
+
 /// Validated settings from the flags, at `rate` (`None`: closed loop), optionally for exactly
 /// `count` requests (`-n`).
 pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Result<LoadConfig> {
+    let shape = LoadShape::of_rate(rate, arrival(a), count).map_err(LoadConfigError::from)?;
+    shape_config(a, shape)
+}
+
+/// Validated settings from the flags, offering the load `shape`; the measured window is the
+/// shape's own when it has one (`-n` at its rate, the stages, a trace), else `-d`.
+pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     let target = Target::parse(&a.url)?;
     let mut c = LoadConfig::new(target);
-    c.rate = rate;
     c.connections = a.connections;
     c.threads = a
         .threads
         .unwrap_or(DEFAULT_THREADS.min(a.connections.max(1)));
-    c.duration_ns = flag(parse_duration_ns(a.duration_text()), "--duration")?;
-    if let (Some(n), Some(r)) = (count, rate) {
-        let window = n as f64 * 1e9 / r;
-        if window.is_nan() || window > candor_core::units::MAX_DURATION_NS as f64 {
-            return Err(FlagError::Invalid(format!(
-                "-n {n} at {} would last {:.3e} s, longer than the longest window -d accepts ({:.0} years): \
-                 the run could never finish; lower -n or raise -R",
-                candor_core::units::format_rate(r),
-                window / 1e9,
-                candor_core::units::MAX_DURATION_NS as f64 / 1e9 / (365.25 * 86_400.0)
-            )));
+    c.duration_ns = match &shape {
+        LoadShape::ClosedLoop | LoadShape::Rate { .. } => {
+            flag(parse_duration_ns(a.duration_text()), "--duration")?
         }
-        c.duration_ns = count_window_ns(n, r);
-    }
-    c.count = count;
+        LoadShape::Count { per_s, count } => {
+            let (n, r) = (*count, *per_s);
+            let window = n as f64 * 1e9 / r;
+            if window.is_nan() || window > candor_core::units::MAX_DURATION_NS as f64 {
+                return Err(FlagError::Invalid(format!(
+                    "-n {n} at {} would last {:.3e} s, longer than the longest window -d accepts ({:.0} years): \
+                     the run could never finish; lower -n or raise -R",
+                    candor_core::units::format_rate(r),
+                    window / 1e9,
+                    candor_core::units::MAX_DURATION_NS as f64 / 1e9 / (365.25 * 86_400.0)
+                )));
+            }
+            count_window_ns(n, r)
+        }
+        LoadShape::Stages { profile, .. } => profile.duration_ns(),
+        LoadShape::Replay { plan, .. } => replay_window_ns(a, plan)?,
+    };
+    c.shape = shape;
     c.timeout_ns = flag(parse_duration_ns(&a.timeout), "--timeout")?;
     c.warmup_ns = flag(parse_duration_ns(&a.warmup), "--warmup")?;
     c.drain_ns = match &a.drain {
@@ -438,10 +457,6 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.spin_ns = match &a.spin {
         Some(s) => Some(flag(parse_duration_ns(s), "--spin")?),
         None => None,
-    };
-    c.arrival = match a.arrival {
-        ArrivalArg::Constant => ArrivalKind::Constant,
-        ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },
     };
     c.method = a.method.to_ascii_uppercase();
     c.headers = a.headers.clone();

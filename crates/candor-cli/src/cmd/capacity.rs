@@ -75,7 +75,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     base.warmup_ns = step_warmup_ns(&args.load)?;
     for rate in [settings.min, settings.max] {
         let mut c = base.clone();
-        c.rate = Some(rate);
+        c.shape = base.shape.with_rate(rate);
         c.validate()
             .with_context(|| format!("at {}", format_rate(rate)))?;
     }
@@ -114,7 +114,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         }
         first = false;
         let mut c = base.clone();
-        c.rate = Some(rate);
+        c.shape = base.shape.with_rate(rate);
         c.validate()?;
         let outcome = execute(&c, false).with_context(|| format!("step {}", format_rate(rate)))?;
         if outcome.interrupted_after_ns.is_some() {

@@ -56,7 +56,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     let live = crate::cmd::run::stderr_is_terminal();
     println!("1/2  wrk-style closed loop for {secs:.0}s: 10 connections, each sends its next request when the last answer arrives...");
     let mut closed = LoadConfig::new(Target::parse(&url)?);
-    closed.rate = None;
+    closed.shape = candor_load::LoadShape::ClosedLoop;
     closed.connections = 10;
     closed.threads = 2;
     closed.duration_ns = duration_ns;
@@ -72,7 +72,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         format_rate(rate)
     );
     let mut open = closed.clone();
-    open.rate = Some(rate);
+    open.shape = candor_load::LoadShape::constant(rate);
     open.connections = 16;
     let open_out = execute(&open, live)?;
     crate::cmd::interrupt::check("the demo")?;

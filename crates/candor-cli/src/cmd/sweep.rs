@@ -71,7 +71,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     // Every step's rate is checked before the first one starts.
     for &rate in &rates {
         let mut c = base.clone();
-        c.rate = Some(rate);
+        c.shape = base.shape.with_rate(rate);
         c.validate()?;
     }
     drop(reading);
@@ -100,7 +100,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
             break;
         }
         let mut c = base.clone();
-        c.rate = Some(rate);
+        c.shape = base.shape.with_rate(rate);
         c.validate()?;
         crate::cmd::live::more_runs_follow(i + 1 < rates.len());
         let outcome = execute(&c, live).with_context(|| format!("step {}", format_rate(rate)))?;

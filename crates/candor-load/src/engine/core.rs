@@ -57,8 +57,8 @@ pub struct CoreConfig {
     /// Seeds the random request order (mixed with `start_ns`, as before the core existed).
     pub order_seed_mix: u64,
     /// This thread's place among all streams of the schedule (threads times shards): the global
-    /// sequence number of its k-th entry is `k * seq_stride + seq_phase`.
-    pub seq_phase: u64,
+    /// sequence number of its k-th entry is `k * seq_stride + seq_lane`.
+    pub seq_lane: u64,
     pub seq_stride: u64,
 }
 
@@ -83,7 +83,7 @@ impl CoreConfig {
             request_count,
             request_order: cfg.request_order,
             order_seed_mix: setup.start_ns,
-            seq_phase: setup.seq_phase,
+            seq_lane: setup.seq_lane,
             seq_stride: setup.seq_stride,
         }
     }
@@ -387,7 +387,7 @@ impl Core {
                 if now >= self.schedule_end_ns {
                     return None;
                 }
-                let seq = self.closed_sends * self.cfg.seq_stride + self.cfg.seq_phase;
+                let seq = self.closed_sends * self.cfg.seq_stride + self.cfg.seq_lane;
                 self.closed_sends += 1;
                 (now, seq)
             }

@@ -115,8 +115,8 @@ pub const STOP_COUNT_BUDGET_NS: u64 = 1_000_000_000;
 fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
     let cfg = &setup.config;
     let stage_ns: Vec<u64> = cfg
-        .profile
-        .as_ref()
+        .shape
+        .profile()
         .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
         .unwrap_or_default();
     let (name_of, names) = if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
@@ -553,7 +553,7 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             end: Arc::default(),
             on_start: None,
-            seq_phase: 0,
+            seq_lane: 0,
             seq_stride: 1,
         })
     }

@@ -193,10 +193,10 @@ impl<F: Framing> Driver<F> {
             }
             if crate::workload::needs_maker(config, &compiled) {
                 let w = &config.workload;
-                let fills = compiled.templated || w.replay.is_some();
-                let extra = w
-                    .replay
-                    .as_ref()
+                let fills = compiled.templated || config.shape.replay_plan().is_some();
+                let extra = config
+                    .shape
+                    .replay_plan()
                     .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
                 let slots = core.slot_count();
                 let maker = crate::workload::runtime::RequestMaker::new(
@@ -226,8 +226,8 @@ impl<F: Framing> Driver<F> {
                 end: setup.end,
             },
             pool: None,
-            stamped: setup.config.rate.is_some() && tls.is_none() && setup.config.pipeline == 1,
-            stamp_reads: setup.config.rate.is_some() && tls.is_none() && setup.config.pipeline == 1,
+            stamped: setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1,
+            stamp_reads: setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1,
             stamps_seen: false,
             clock_offset: ClockOffset::measure(),
             socket_owed: true,

@@ -49,7 +49,7 @@ struct Shape {
     timeout_ns: u64,
     drain_ns: u64,
     scope: TimeoutScope,
-    seq_phase: u64,
+    seq_lane: u64,
     seq_stride: u64,
     request_count: usize,
     request_order: RequestOrder,
@@ -67,7 +67,7 @@ impl Shape {
             timeout_ns: 2_000 * MS,
             drain_ns: 2_000 * MS,
             scope: TimeoutScope::Connection,
-            seq_phase: 0,
+            seq_lane: 0,
             seq_stride: 1,
             request_count: 1,
             request_order: RequestOrder::RoundRobin,
@@ -121,7 +121,7 @@ impl Sim {
                 START,
                 r,
                 ArrivalKind::Constant,
-                shape.seq_phase,
+                shape.seq_lane,
                 shape.seq_stride,
             )
         });
@@ -136,7 +136,7 @@ impl Sim {
             stop: Arc::new(AtomicBool::new(false)),
             end: Arc::default(),
             on_start: None,
-            seq_phase: shape.seq_phase,
+            seq_lane: shape.seq_lane,
             seq_stride: shape.seq_stride,
         };
         let cfg = CoreConfig {
@@ -150,7 +150,7 @@ impl Sim {
             request_count: shape.request_count,
             request_order: shape.request_order,
             order_seed_mix: START,
-            seq_phase: shape.seq_phase,
+            seq_lane: shape.seq_lane,
             seq_stride: shape.seq_stride,
         };
         let core = Core::new(cfg, schedule, Ledger::new(&setup));
@@ -623,7 +623,7 @@ fn sequence_numbers_are_global_across_interleaved_streams() {
     let mut shape = Shape::new();
     shape.rate = Some(4000.0);
     shape.duration_ns = 3 * MS;
-    shape.seq_phase = 3;
+    shape.seq_lane = 3;
     shape.seq_stride = 4;
     let mut sim = Sim::new(shape);
     sim.run_to_end();
@@ -636,7 +636,7 @@ fn sequence_numbers_are_global_across_interleaved_streams() {
     let mut shape = Shape::new();
     shape.rate = None;
     shape.duration_ns = MS;
-    shape.seq_phase = 1;
+    shape.seq_lane = 1;
     shape.seq_stride = 2;
     let mut sim = Sim::new(shape);
     sim.default_answer = Answer::After(300 * US, 200);
@@ -763,7 +763,7 @@ fn the_request_sent_is_chosen_per_entry_and_booked_with_it() {
     shape.rate = None;
     shape.duration_ns = 6 * MS;
     shape.request_count = 3;
-    shape.seq_phase = 1;
+    shape.seq_lane = 1;
     shape.seq_stride = 2;
     let mut sim = Sim::new(shape);
     sim.run_to_end();

@@ -17,12 +17,11 @@ use crate::status::StatusSet;
 use check::{BodyNeedle, ResponseChecks};
 use data::{DataOrder, DataTable};
 use pick::Picker;
-use replay::ReplayPlan;
 use std::sync::Arc;
 use template::{RequestTemplate, TemplateError};
 
-/// The workload settings of a run beyond one request at one rate (the load profile is
-/// `LoadConfig::profile`).
+/// The workload settings of a run beyond one request (the load profile and a replayed trace are
+/// `LoadConfig::shape`).
 #[derive(Debug, Clone, Default)]
 pub struct WorkloadConfig {
     /// Names, weights and checks of the `--requests` lines, one per `LoadConfig::requests` entry
@@ -35,8 +34,6 @@ pub struct WorkloadConfig {
     pub seed: u64,
     /// `--check-body` and `--check-header`, for every response.
     pub checks: ResponseChecks,
-    /// `--replay`: the trace, scanned before the run.
-    pub replay: Option<ReplayPlan>,
     /// The targets besides the command line's that `--requests` lines name by `"url"`, resolved.
     pub targets: Vec<crate::config::Target>,
     /// Per `LoadConfig::requests` entry, its target: 0 the command line's, `i` `targets[i - 1]`
@@ -193,7 +190,7 @@ pub fn has_checks(config: &LoadConfig) -> bool {
 /// replayed trace.
 pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
     compiled.templated
-        || config.workload.replay.is_some()
+        || config.shape.replay_plan().is_some()
         || !config.workload.targets.is_empty()
         || matches!(compiled.picker, Picker::Weighted { .. })
 }
@@ -206,7 +203,7 @@ pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
         if !w.checks.is_empty() {
             return bad("--check-body and --check-header apply to HTTP targets, not tcp://");
         }
-        if w.data.is_some() || w.replay.is_some() {
+        if w.data.is_some() || config.shape.replay_plan().is_some() {
             return bad("--data and --replay apply to HTTP targets, not tcp://");
         }
         return Ok(());
@@ -219,13 +216,7 @@ pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
             return bad("the request set's targets and requests disagree");
         }
     }
-    if let Some(plan) = &w.replay {
-        if config.profile.is_some() {
-            return bad("--replay takes its timing from the trace; it does not combine with -R");
-        }
-        if config.count.is_some() {
-            return bad("--replay does not combine with -n");
-        }
+    if let Some(plan) = config.shape.replay_plan() {
         if !config.requests.is_empty() || w.data.is_some() {
             return bad("--replay sends the trace's own requests; it does not combine with --requests or --data");
         }
@@ -322,7 +313,7 @@ mod tests {
             .map(|r| crate::http1::has_header(&r.headers, "authorization"))
             .collect();
         assert_eq!(auth, vec![true, false, true, false]);
-        c.rate = None;
+        c.shape = crate::LoadShape::ClosedLoop;
         assert!(validate(&c)
             .unwrap_err()
             .to_string()

@@ -276,10 +276,10 @@ impl Driver {
         let mut scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
         if crate::workload::needs_maker(&config, &compiled) {
             let w = &config.workload;
-            let fills = compiled.templated || w.replay.is_some();
-            let extra = w
-                .replay
-                .as_ref()
+            let fills = compiled.templated || config.shape.replay_plan().is_some();
+            let extra = config
+                .shape
+                .replay_plan()
                 .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
             // A filled request's block is never longer than its HTTP/1.1 bytes plus a few
             // bytes of lengths per header; twice the largest is ample.

@@ -18,6 +18,7 @@ pub mod schedule;
 pub mod shape;
 pub mod shared;
 pub mod status;
+pub mod target;
 pub mod tcp;
 pub mod tls;
 pub mod wire;
@@ -25,7 +26,7 @@ pub mod workload;
 
 pub use config::{
     Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target,
-    TlsOptions,
+    TargetError, TlsOptions,
 };
 pub use run::{run, IntervalReport, RunOutcome};
 pub use shape::LoadShape;

@@ -80,7 +80,7 @@ pub struct PhaseOutcome {
     /// What the engine saw that the report must name (see `PhaseAcc::warnings`).
     pub warnings: Vec<String>,
     /// Per-stage and per-name books (measured phase), if the run had them.
-    pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
+    pub workload: Option<Box<crate::engine::books::WorkloadBooks>>,
     /// The earliest failed responses (measured phase).
     pub failures: crate::engine::examples::FailureSamples,
     /// Connections that failed, by cause.
@@ -150,7 +150,7 @@ pub fn run(
         }))
         .collect();
     let filters: Vec<Option<crate::schedule::SeqFilter>> = if targets.len() > 1 {
-        let compiled = crate::workload::compile_requests(&config)
+        let compiled = crate::config::request_set::compile_requests(&config)
             .map_err(|e| RunError::Worker(e.to_string()))?;
         let picker = Arc::new(compiled.picker);
         let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
@@ -773,7 +773,7 @@ impl RunOutcome {
                 start_ns += stage.duration_ns;
             }
         }
-        if let Ok(compiled) = crate::workload::compile_requests(config) {
+        if let Ok(compiled) = crate::config::request_set::compile_requests(config) {
             for (name, acc) in compiled.names.iter().zip(&books.names) {
                 out.by_request
                     .insert(name.clone(), results(acc, self.main.duration_ns, None));
@@ -795,7 +795,7 @@ impl RunOutcome {
         if samples.is_empty() {
             return Vec::new();
         }
-        let compiled = crate::workload::compile_requests(config).ok();
+        let compiled = crate::config::request_set::compile_requests(config).ok();
         // A trace's records carry their own method and path, which are not kept per request.
         let replayed = config.shape.replay_plan().is_some();
         let name = |request: u32| {

@@ -39,6 +39,8 @@ pub enum FlagError {
         reason: candor_core::bounded::BoundedReadError,
     },
     #[error(transparent)]
+    Target(#[from] candor_load::TargetError),
+    #[error(transparent)]
     Config(#[from] LoadConfigError),
     #[error(transparent)]
     Replay(#[from] ReplayError),

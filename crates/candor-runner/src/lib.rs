@@ -42,7 +42,7 @@ pub enum RunnerError {
     #[error(transparent)]
     FdLimit(#[from] fdlimit::FdLimitError),
     #[error(transparent)]
-    Target(#[from] candor_load::LoadConfigError),
+    Target(#[from] candor_load::TargetError),
     #[error(transparent)]
     Protocol(#[from] candor_load::probe::ProbeError),
     #[error("installing the signal handlers: {0}")]

@@ -177,21 +177,21 @@ impl<F: Framing> Driver<F> {
         let mut conns = conns;
         if setup.config.target.scheme != Scheme::Tcp {
             let config = &setup.config;
-            let compiled = crate::workload::compile_requests(config)
+            let compiled = crate::config::request_set::compile_requests(config)
                 .map_err(|e| io::Error::other(e.to_string()))?;
             // The first failed responses' bodies (only failing or checked bodies are copied).
             let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
             for c in &mut conns {
                 c.framing.keep_excerpts(accept.clone());
             }
-            if crate::workload::has_checks(config) {
+            if crate::config::request_set::has_checks(config) {
                 let table: Arc<[crate::workload::check::ResponseChecks]> =
                     compiled.checks.clone().into();
                 for c in &mut conns {
                     c.framing.set_checks(table.clone());
                 }
             }
-            if crate::workload::needs_maker(config, &compiled) {
+            if crate::config::request_set::needs_maker(config, &compiled) {
                 let w = &config.workload;
                 let fills = compiled.templated || config.shape.replay_plan().is_some();
                 let extra = config

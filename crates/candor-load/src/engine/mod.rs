@@ -9,6 +9,7 @@
 //! `sim.rs` drives the core on simulated time in tests.
 
 pub mod backoff;
+pub mod books;
 pub mod core;
 pub mod examples;
 mod http1;

@@ -123,7 +123,7 @@ mod tests {
         .unwrap();
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
-        let compiled = Arc::new(crate::workload::compile_requests(&c).unwrap());
+        let compiled = Arc::new(crate::config::request_set::compile_requests(&c).unwrap());
         let mut one = RequestMaker::new(compiled.clone(), None, DataOrder::Sequential, 4, 2, 0);
         let mut other = RequestMaker::new(compiled, None, DataOrder::Sequential, 4, 8, 0);
         let mut seen = std::collections::HashSet::new();

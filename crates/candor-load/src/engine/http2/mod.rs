@@ -269,12 +269,13 @@ impl Driver {
         let mut core = Core::new(cfg, setup.schedule, ledger);
         // The workload as over HTTP/1.1: the maker chooses each request by its `seq` (weights)
         // and fills templated or replayed ones into its slot's buffer; checks apply per request.
-        let compiled = crate::workload::compile_requests(&config).map_err(|e| e.to_string())?;
-        let checks = crate::workload::has_checks(&config)
+        let compiled =
+            crate::config::request_set::compile_requests(&config).map_err(|e| e.to_string())?;
+        let checks = crate::config::request_set::has_checks(&config)
             .then(|| Arc::<[ResponseChecks]>::from(compiled.checks.clone()));
         let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
         let mut scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
-        if crate::workload::needs_maker(&config, &compiled) {
+        if crate::config::request_set::needs_maker(&config, &compiled) {
             let w = &config.workload;
             let fills = compiled.templated || config.shape.replay_plan().is_some();
             let extra = config

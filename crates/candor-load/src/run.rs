@@ -159,7 +159,7 @@ pub fn run(
             .map(|t| {
                 let (picker, target_of) = (picker.clone(), target_of.clone());
                 Some(crate::schedule::SeqFilter(Arc::new(move |seq| {
-                    target_of[crate::workload::runtime::choose(&picker, seed, seq) as usize] == t
+                    target_of[picker.choose(seed, seq) as usize] == t
                 })))
             })
             .collect()

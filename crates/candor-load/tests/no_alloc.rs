@@ -172,7 +172,6 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         timeout_scope: TimeoutScope::Connection,
         request_count: 3,
         request_order: RequestOrder::Random { seed: 1 },
-        order_seed_mix: START,
         seq_lane: 0,
         seq_stride: 1,
     };

@@ -7,6 +7,7 @@ use crate::requests::url_path_template;
 use crate::status::StatusSet;
 use crate::workload::check::BodyNeedle;
 use crate::workload::pick::Picker;
+use crate::workload::runtime::RequestMaker;
 use crate::workload::template::RequestTemplate;
 use crate::workload::{CompiledRequests, WorkloadError};
 use std::sync::Arc;
@@ -125,7 +126,33 @@ pub fn has_checks(config: &LoadConfig) -> bool {
         || config.workload.lines.iter().any(|l| l.check_body.is_some())
 }
 
-/// Whether the load threads need a [`runtime::RequestMaker`]: weighted choice, templates, or a
+/// The request source of a load thread with `slots` slots, when the prepared requests the core
+/// chooses by itself do not do (weighted choice, templates, a replayed trace, lines sent to
+/// several targets): the one place a source is made from the configuration.
+pub fn request_source(
+    config: &LoadConfig,
+    compiled: &CompiledRequests,
+    slots: usize,
+) -> Option<RequestMaker> {
+    if !needs_maker(config, compiled) {
+        return None;
+    }
+    let w = &config.workload;
+    let extra = config
+        .shape
+        .replay_plan()
+        .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
+    Some(RequestMaker::new(
+        Arc::new(compiled.clone()),
+        w.data.clone(),
+        w.data_order,
+        w.seed,
+        slots,
+        extra,
+    ))
+}
+
+/// Whether the load threads need a [`RequestMaker`]: weighted choice, templates, or a
 /// replayed trace.
 pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
     compiled.templated

@@ -191,23 +191,11 @@ impl<F: Framing> Driver<F> {
                     c.framing.set_checks(table.clone());
                 }
             }
-            if crate::config::request_set::needs_maker(config, &compiled) {
-                let w = &config.workload;
-                let fills = compiled.templated || config.shape.replay_plan().is_some();
-                let extra = config
-                    .shape
-                    .replay_plan()
-                    .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
-                let slots = core.slot_count();
-                let maker = crate::workload::runtime::RequestMaker::new(
-                    Arc::new(compiled),
-                    w.data.clone(),
-                    w.data_order,
-                    w.seed,
-                    slots,
-                    extra,
-                );
-                core = core.with_maker(maker, fills);
+            let slots = core.slot_count();
+            if let Some(source) =
+                crate::config::request_set::request_source(config, &compiled, slots)
+            {
+                core = core.with_source(Box::new(source));
             }
         }
         let marker = |head| Prepared {

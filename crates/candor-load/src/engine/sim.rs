@@ -149,7 +149,6 @@ impl Sim {
             timeout_scope: shape.scope,
             request_count: shape.request_count,
             request_order: shape.request_order,
-            order_seed_mix: START,
             seq_lane: shape.seq_lane,
             seq_stride: shape.seq_stride,
         };

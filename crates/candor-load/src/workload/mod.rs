@@ -8,6 +8,7 @@ pub mod pick;
 pub mod profile;
 pub mod replay;
 pub mod runtime;
+pub mod source;
 pub mod template;
 
 use crate::requests::RequestLine;

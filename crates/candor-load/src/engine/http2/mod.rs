@@ -275,29 +275,13 @@ impl Driver {
             .then(|| Arc::<[ResponseChecks]>::from(compiled.checks.clone()));
         let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
         let mut scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
-        if crate::config::request_set::needs_maker(&config, &compiled) {
-            let w = &config.workload;
-            let fills = compiled.templated || config.shape.replay_plan().is_some();
-            let extra = config
-                .shape
-                .replay_plan()
-                .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
+        let slots = core.slot_count();
+        if let Some(source) = crate::config::request_set::request_source(&config, &compiled, slots)
+        {
             // A filled request's block is never longer than its HTTP/1.1 bytes plus a few
             // bytes of lengths per header; twice the largest is ample.
-            let longest =
-                crate::workload::template::FillBuffers::for_templates(&compiled.templates)
-                    .request
-                    .capacity();
-            scratch_len = scratch_len.max(2 * (longest + extra) + 64);
-            let maker = crate::workload::runtime::RequestMaker::new(
-                Arc::new(compiled),
-                w.data.clone(),
-                w.data_order,
-                w.seed,
-                core.slot_count(),
-                extra,
-            );
-            core = core.with_maker(maker, fills);
+            scratch_len = scratch_len.max(2 * source.max_request_bytes() + 64);
+            core = core.with_source(Box::new(source));
         }
         let poll = Poll::new().map_err(|e| format!("poll: {e}"))?;
         let timer = TimerFd::new().map_err(|e| format!("timerfd: {e}"))?;

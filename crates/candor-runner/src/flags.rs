@@ -88,7 +88,7 @@ pub enum ArrivalArg {
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
     /// Number of connections kept open to the target (at least one per thread).
-    #[arg(short = 'c', long, default_value_t = 16)]
+    #[arg(short = 'c', long, default_value_t = candor_load::config::DEFAULT_CONNECTIONS)]
     pub connections: usize,
     /// Number of load threads; connections and rate are shared evenly between them. Default 2,
     /// or -c when fewer connections are asked for; a -t above -c is refused (each thread needs a
@@ -105,7 +105,7 @@ pub struct LoadArgs {
     #[arg(
         short = 'T',
         long,
-        default_value = "2s",
+        default_value = candor_load::config::DEFAULT_TIMEOUT,
         value_name = "DUR",
         allow_hyphen_values = true
     )]
@@ -114,7 +114,7 @@ pub struct LoadArgs {
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
     /// HTTP method.
-    #[arg(short = 'm', long, default_value = "GET")]
+    #[arg(short = 'm', long, default_value = candor_load::config::DEFAULT_METHOD)]
     pub method: String,
     /// Request body (sent with a Content-Length header).
     #[arg(long, conflicts_with = "body_file")]
@@ -162,7 +162,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub h2: bool,
     /// HTTP/2: concurrent streams per connection; a due request waits for a free stream.
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    #[arg(long, default_value_t = candor_load::config::DEFAULT_STREAMS, value_name = "N")]
     pub streams: usize,
     /// HTTPS: do not verify the server certificate (traffic is still encrypted).
     #[arg(long, short = 'k')]
@@ -255,7 +255,7 @@ pub struct RunArgs {
     #[arg(
         short = 'R',
         long = "rate",
-        default_value = "1k",
+        default_value = candor_load::config::DEFAULT_RATE,
         value_name = "RATE",
         allow_hyphen_values = true,
         conflicts_with = "replay"
@@ -325,6 +325,25 @@ pub struct RunArgs {
     pub repeat_pause: Option<String>,
 }
 
+impl RunArgs {
+    /// `--slo`, `--precision`, `--abort-on-fail`, the pause and `--expect`, parsed.
+    pub fn extras(
+        &self,
+    ) -> std::result::Result<crate::extras::ExtrasFlags, crate::extras::ExtrasError> {
+        crate::extras::ExtrasFlags::parse(
+            &self.slo,
+            &self.precision,
+            self.abort_on_fail,
+            (
+                self.pause_pid,
+                self.pause_at.as_deref(),
+                self.pause_for.as_deref(),
+            ),
+            self.expect,
+        )
+    }
+}
+
 impl LoadArgs {
     /// `-d` as written, or its default.
     pub fn duration_text(&self) -> &str {
@@ -333,7 +352,7 @@ impl LoadArgs {
 }
 
 /// The measured window when neither -d nor -R stages give one.
-pub const DEFAULT_DURATION: &str = "10s";
+pub use candor_load::config::DEFAULT_DURATION;
 
 /// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages, or
 /// `--replay`'s trace.
@@ -396,6 +415,17 @@ pub fn rate_flag(text: &str) -> Result<Option<f64>> {
         Rate::PerSecond(r) => Some(r),
         Rate::Max => None,
     })
+}
+
+/// Parses a rate flag that must offer a load (a sweep's or a capacity search's rates, the
+/// demo's): a rate per second; `max` (a closed loop) is refused.
+pub fn open_rate(text: &str, name: &'static str) -> Result<f64> {
+    match flag(parse_rate(text), name)? {
+        Rate::PerSecond(r) => Ok(r),
+        Rate::Max => Err(FlagError::Invalid(format!(
+            "{name} must be a rate, not 'max' (a closed loop offers no load of its own)"
+        ))),
+    }
 }
 
 /// The window of `-n N` at `rate`: long enough to hold all N intended sends (the schedule itself
@@ -578,7 +608,7 @@ pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
 }
 
 /// Threads when -t is not given (fewer when -c asks for fewer connections).
-pub const DEFAULT_THREADS: usize = 2;
+pub use candor_load::config::DEFAULT_THREADS;
 
 /// How far ahead a `--start-at` may lie without `--start-at-far`.
 pub const START_AT_HORIZON_NS: u64 = 86_400_000_000_000;
@@ -625,6 +655,102 @@ pub fn parse_start_at(text: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn config_of(args: &[&str]) -> Result<LoadConfig> {
+        let parsed = Run::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+            .map_err(|e| FlagError::Invalid(e.to_string()))?;
+        run_config(&parsed.run)
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_engines() {
+        let url = "http://127.0.0.1:1/";
+        let flags = config_of(&[url]).unwrap();
+        let engine = LoadConfig::new(Target::parse(url).unwrap());
+        assert_eq!(
+            (
+                flags.connections,
+                flags.threads,
+                flags.streams,
+                flags.pipeline
+            ),
+            (
+                engine.connections,
+                engine.threads,
+                engine.streams,
+                engine.pipeline
+            )
+        );
+        assert_eq!(
+            (
+                flags.duration_ns,
+                flags.timeout_ns,
+                flags.drain_ns,
+                flags.warmup_ns
+            ),
+            (
+                engine.duration_ns,
+                engine.timeout_ns,
+                engine.drain_ns,
+                engine.warmup_ns
+            )
+        );
+        assert_eq!(flags.method, engine.method);
+        assert_eq!(flags.shape.rate_per_s(), engine.shape.rate_per_s());
+        assert_eq!(flags.shape.arrival(), engine.shape.arrival());
+    }
+
+    #[test]
+    fn rate_count_stages_and_max_become_one_shape() {
+        let url = "http://127.0.0.1:1/";
+        let shape = |args: &[&str]| {
+            config_of(&[args, &[url]].concat())
+                .map(|c| (c.shape, c.duration_ns))
+                .map_err(|e| e.to_string())
+        };
+        assert!(matches!(
+            shape(&["-R", "max"]),
+            Ok((LoadShape::ClosedLoop, 10_000_000_000))
+        ));
+        assert!(matches!(
+            shape(&["-R", "2k", "-d", "3s", "--arrival", "poisson", "--seed", "9"]),
+            Ok((LoadShape::Rate { per_s, arrival: ArrivalKind::Poisson { seed: 9 } }, 3_000_000_000)) if per_s == 2000.0
+        ));
+        // -n: the window holds exactly N sends at the rate.
+        assert!(matches!(
+            shape(&["-R", "100", "-n", "50"]),
+            Ok((LoadShape::Count { count: 50, .. }, 500_000_000))
+        ));
+        // Stages: the run lasts their sum.
+        assert!(matches!(
+            shape(&["-R", "100:1s,100..300:2s"]),
+            Ok((LoadShape::Stages { .. }, 3_000_000_000))
+        ));
+        assert_eq!(
+            shape(&["-R", "max", "-n", "5"]).unwrap_err(),
+            "-n needs a rate (-R): the N requests are sent on the open-loop schedule"
+        );
+        assert!(shape(&["-R", "10", "-n", "5", "--arrival", "poisson"])
+            .unwrap_err()
+            .starts_with("-n needs --arrival constant"));
+    }
+
+    #[test]
+    fn rates_that_must_offer_a_load_refuse_max() {
+        assert_eq!(open_rate("2k", "--min").unwrap(), 2000.0);
+        assert_eq!(
+            open_rate("max", "--min").unwrap_err().to_string(),
+            "--min must be a rate, not 'max' (a closed loop offers no load of its own)"
+        );
+        assert!(open_rate("fast", "--rates").is_err());
+    }
 
     #[test]
     fn start_instants_outside_what_a_u64_of_nanoseconds_holds_are_refused() {

@@ -52,6 +52,27 @@ pub enum Framing {
 /// only refuses rates that are certainly typos or overflows (`-R 1e12`).
 pub const MAX_RATE_PER_THREAD: f64 = 1e8;
 
+/// The defaults of a run, written once: [`LoadConfig::new`] and the command line's flags take
+/// them from here. Connections kept open to the target.
+pub const DEFAULT_CONNECTIONS: usize = 16;
+/// Load threads (fewer when fewer connections are asked for).
+pub const DEFAULT_THREADS: usize = 2;
+/// HTTP/2 streams per connection.
+pub const DEFAULT_STREAMS: usize = 100;
+/// HTTP method.
+pub const DEFAULT_METHOD: &str = "GET";
+/// Total intended rate, as `-R` writes it.
+pub const DEFAULT_RATE: &str = "1k";
+/// The measured window, as `-d` writes it.
+pub const DEFAULT_DURATION: &str = "10s";
+/// A request's timeout (and the drain unless `--drain` says otherwise), as `-T` writes it.
+pub const DEFAULT_TIMEOUT: &str = "2s";
+
+/// A default above, in nanoseconds or per second.
+fn default_ns(text: &str) -> u64 {
+    candor_core::units::parse_duration_ns(text).expect("the defaults are valid durations")
+}
+
 /// The arrival process (re-exported for users of the engine).
 pub type Arrival = ArrivalKind;
 
@@ -149,18 +170,18 @@ impl LoadConfig {
     pub fn new(target: Target) -> Self {
         LoadConfig {
             target,
-            shape: LoadShape::Rate {
-                per_s: 1000.0,
-                arrival: ArrivalKind::Constant,
+            shape: match candor_core::units::parse_rate(DEFAULT_RATE) {
+                Ok(candor_core::units::Rate::PerSecond(per_s)) => LoadShape::constant(per_s),
+                _ => unreachable!("the default rate is a rate per second"),
             },
-            connections: 16,
-            threads: 2,
-            duration_ns: 10_000_000_000,
+            connections: DEFAULT_CONNECTIONS,
+            threads: DEFAULT_THREADS,
+            duration_ns: default_ns(DEFAULT_DURATION),
             warmup_ns: 0,
-            timeout_ns: 2_000_000_000,
-            drain_ns: 2_000_000_000,
+            timeout_ns: default_ns(DEFAULT_TIMEOUT),
+            drain_ns: default_ns(DEFAULT_TIMEOUT),
             interval_ns: 1_000_000_000,
-            method: "GET".into(),
+            method: DEFAULT_METHOD.into(),
             headers: Vec::new(),
             body: Vec::new(),
             spin_ns: None,
@@ -169,7 +190,7 @@ impl LoadConfig {
             start_at_wall_ns: None,
             pipeline: 1,
             http2: false,
-            streams: 100,
+            streams: DEFAULT_STREAMS,
             tls: TlsOptions::default(),
             requests: Vec::new(),
             request_order: RequestOrder::RoundRobin,

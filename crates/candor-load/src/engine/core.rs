@@ -218,9 +218,8 @@ impl Core {
 
     /// Asks `source` what every entry sends instead of choosing among the prepared requests
     /// (weighted choice, templates, a replayed trace; next, a script).
-    pub fn with_source(mut self, source: Box<dyn RequestSource>) -> Core {
+    pub fn set_source(&mut self, source: Box<dyn RequestSource>) {
         self.source = source;
-        self
     }
 
     /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the source

@@ -195,7 +195,7 @@ impl<F: Framing> Driver<F> {
             if let Some(source) =
                 crate::config::request_set::request_source(config, &compiled, slots)
             {
-                core = core.with_source(Box::new(source));
+                core.set_source(Box::new(source));
             }
         }
         let marker = |head| Prepared {

@@ -281,7 +281,7 @@ impl Driver {
             // A filled request's block is never longer than its HTTP/1.1 bytes plus a few
             // bytes of lengths per header; twice the largest is ample.
             scratch_len = scratch_len.max(2 * source.max_request_bytes() + 64);
-            core = core.with_source(Box::new(source));
+            core.set_source(Box::new(source));
         }
         let poll = Poll::new().map_err(|e| format!("poll: {e}"))?;
         let timer = TimerFd::new().map_err(|e| format!("timerfd: {e}"))?;

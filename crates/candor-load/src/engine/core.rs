@@ -51,7 +51,7 @@ pub struct CoreConfig {
     pub slots_per_connection: usize,
     pub timeout_scope: TimeoutScope,
     /// How many prepared requests there are, and in what order they are chosen (the source
-    /// the core asks unless it is given another, see [`Core::with_source`]).
+    /// the core asks unless it is given another, see [`Core::set_source`]).
     pub request_count: usize,
     pub request_order: RequestOrder,
     /// This thread's place among all streams of the schedule (threads times shards): the global

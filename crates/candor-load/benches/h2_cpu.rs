@@ -52,7 +52,10 @@ fn measure(case: &Case, h1_url: &str, h2_url: &str) -> (u64, u64, u64) {
     let mut c = LoadConfig::new(Target::parse(url).expect("url"));
     c.threads = 1;
     c.connections = case.connections;
-    c.rate = case.rate;
+    c.shape = case.rate.map_or(
+        candor_load::LoadShape::ClosedLoop,
+        candor_load::LoadShape::constant,
+    );
     c.duration_ns = 6 * S;
     if !case.spin {
         c.spin_ns = Some(0);

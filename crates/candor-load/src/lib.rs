@@ -15,16 +15,19 @@ pub mod protocol;
 pub mod requests;
 pub mod run;
 pub mod schedule;
+pub mod shape;
 pub mod shared;
 pub mod status;
 pub mod stream;
+pub mod target;
 pub mod transport;
 pub mod wire;
 pub mod workload;
 
 pub use config::{
     Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target,
-    TlsOptions,
+    TargetError, TlsOptions,
 };
 pub use run::{run, IntervalReport, RunOutcome};
+pub use shape::LoadShape;
 pub use status::{StatusSet, StatusSetError};

@@ -11,9 +11,33 @@
 //! Instead of `"path"`, `"url"` (an absolute `http://` or `https://` URL) sends the line to a
 //! target of its own (see `LoadConfig::resolve_request_targets`).
 
-use crate::config::RequestSpec;
 use crate::status::StatusSet;
 use serde_json::Value;
+
+/// One request of a request set (HTTP).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSpec {
+    pub method: String,
+    pub path: String,
+    /// "Name: value" lines.
+    pub headers: Vec<String>,
+    pub body: Vec<u8>,
+}
+
+/// How the next request of a set is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RequestOrder {
+    RoundRobin,
+    Random { seed: u64 },
+}
+
+/// The URL path with its placeholders restored: the URL parser percent-encodes `{` and `}`.
+pub(crate) fn url_path_template(path: &str) -> String {
+    path.replace("%7B%7B", "{{")
+        .replace("%7D%7D", "}}")
+        .replace("%7b%7b", "{{")
+        .replace("%7d%7d", "}}")
+}
 
 /// One line of a request set: the request and what the workload features add to it.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,8 +86,8 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         let (url, path) = match (text_field("url")?, text_field("path")?) {
             (Some(_), Some(_)) => return Err(at("give \"url\" or \"path\", not both".into())),
             (Some(u), None) => {
-                let t = crate::config::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
-                if t.scheme == crate::config::Scheme::Tcp {
+                let t = crate::target::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
+                if t.scheme == crate::target::Scheme::Tcp {
                     return Err(at(format!("\"url\" '{u}' must be http:// or https://")));
                 }
                 if t.credentials.is_some() {
@@ -72,10 +96,7 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
                         t.url
                     )));
                 }
-                (
-                    Some(t.url.clone()),
-                    crate::workload::url_path_template(&t.path),
-                )
+                (Some(t.url.clone()), url_path_template(&t.path))
             }
             (None, Some(p)) => (None, p),
             (None, None) => return Err(at("missing \"path\" (or \"url\")".into())),

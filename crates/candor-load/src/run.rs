@@ -80,7 +80,7 @@ pub struct PhaseOutcome {
     /// What the engine saw that the report must name (see `PhaseAcc::warnings`).
     pub warnings: Vec<String>,
     /// Per-stage and per-name books (measured phase), if the run had them.
-    pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
+    pub workload: Option<Box<crate::engine::books::WorkloadBooks>>,
     /// The earliest failed responses (measured phase).
     pub failures: crate::engine::examples::FailureSamples,
     /// Connections that failed, by cause.
@@ -145,7 +145,7 @@ pub fn run(
         }))
         .collect();
     let filters: Vec<Option<crate::schedule::SeqFilter>> = if targets.len() > 1 {
-        let compiled = crate::workload::compile_requests(&config)
+        let compiled = crate::config::request_set::compile_requests(&config)
             .map_err(|e| RunError::Worker(e.to_string()))?;
         let picker = Arc::new(compiled.picker);
         let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
@@ -154,7 +154,7 @@ pub fn run(
             .map(|t| {
                 let (picker, target_of) = (picker.clone(), target_of.clone());
                 Some(crate::schedule::SeqFilter(Arc::new(move |seq| {
-                    target_of[crate::workload::runtime::choose(&picker, seed, seq) as usize] == t
+                    target_of[picker.choose(seed, seq) as usize] == t
                 })))
             })
             .collect()
@@ -196,16 +196,14 @@ pub fn run(
         };
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
-        // Streams of all shards interleave: shard s, thread t is slot s + N*t of N*T, so the union
-        // of every shard's threads is the single-process schedule at the total rate.
-        let shards = config.shard_count as u64;
-        let slot = config.shard_index as u64 + shards * t as u64;
-        let (stream_config, stride) = (config.clone(), shards * threads as u64);
-        let end_offset_ns = config.warmup_ns + config.duration_ns;
+        let (lane, stride) = config.lane(t);
+        let (stream_config, end_offset_ns) =
+            (config.clone(), config.warmup_ns + config.duration_ns);
         // Made once the pools are open and the start is set; a trace that cannot be opened
         // then fails the thread with its reason.
         let schedule_at = move |start_ns| {
-            crate::workload::profile::stream_schedule(&stream_config, start_ns, slot, stride)
+            stream_config
+                .thread_schedule(start_ns, t)
                 .map(|s| match &filter {
                     Some(keep) => s.map(|s| s.filtered(keep.clone(), start_ns + end_offset_ns)),
                     None => s,
@@ -225,8 +223,8 @@ pub fn run(
             stop: options.stop.clone(),
             end: options.end.clone(),
             on_start: options.worker_start_hook.clone(),
-            seq_phase: slot,
-            seq_stride: shards * threads as u64,
+            seq_lane: lane,
+            seq_stride: stride,
         };
         let tls = tls.clone();
         let handle = std::thread::Builder::new()
@@ -382,7 +380,7 @@ pub fn run(
             "the per-interval histograms were kept in memory instead of a temporary file: {why}"
         ));
     }
-    let pacing = config.rate.is_some().then(|| PacingResults {
+    let pacing = config.is_open_loop().then(|| PacingResults {
         margin: match config.spin_ns {
             Some(_) => PacingMargin::Fixed,
             None => PacingMargin::Adaptive,
@@ -632,7 +630,7 @@ impl RunOutcome {
     /// The measured phase's numbers, with the pool and pacing: a shard's target is its share of
     /// the total rate.
     pub fn main_results(&self, config: &LoadConfig) -> PhaseResults {
-        let mut main = self.main.results(shard_target(config));
+        let mut main = self.main.results(config.shard_rate_per_s());
         main.pool = self.pool.clone();
         main.pacing = self.pacing;
         main
@@ -642,7 +640,7 @@ impl RunOutcome {
     pub fn warmup_results(&self, config: &LoadConfig) -> Option<PhaseResults> {
         self.warmup
             .as_ref()
-            .map(|w| w.results(shard_target(config)))
+            .map(|w| w.results(config.shard_rate_per_s()))
     }
 
     /// Why the run ended: a signal, an early end, or its planned duration.
@@ -654,11 +652,6 @@ impl RunOutcome {
                 .map_or(StopReason::Duration, |(reason, _)| reason)
         }
     }
-}
-
-/// This process's target rate: a shard's target is its share of the total rate.
-fn shard_target(config: &LoadConfig) -> Option<f64> {
-    config.rate.map(|r| r / config.shard_count as f64)
 }
 
 impl RunOutcome {
@@ -685,7 +678,7 @@ impl RunOutcome {
                 target,
             )
         };
-        if let Some(profile) = &config.profile {
+        if let Some(profile) = config.shape.profile() {
             let mut start_ns = 0u64;
             for (stage, acc) in profile.stages.iter().zip(&books.stages) {
                 let target = (stage.from_per_s + stage.to_per_s) / 2.0 * share;
@@ -698,7 +691,7 @@ impl RunOutcome {
                 start_ns += stage.duration_ns;
             }
         }
-        if let Ok(compiled) = crate::workload::compile_requests(config) {
+        if let Ok(compiled) = crate::config::request_set::compile_requests(config) {
             for (name, acc) in compiled.names.iter().zip(&books.names) {
                 out.by_request
                     .insert(name.clone(), results(acc, self.main.duration_ns, None));
@@ -720,9 +713,9 @@ impl RunOutcome {
         if samples.is_empty() {
             return Vec::new();
         }
-        let compiled = crate::workload::compile_requests(config).ok();
+        let compiled = crate::config::request_set::compile_requests(config).ok();
         // A trace's records carry their own method and path, which are not kept per request.
-        let replayed = config.workload.replay.is_some();
+        let replayed = config.shape.replay_plan().is_some();
         let name = |request: u32| {
             if replayed {
                 return "replayed request".to_string();

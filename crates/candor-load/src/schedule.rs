@@ -32,7 +32,7 @@ pub struct Schedule {
     /// Nanoseconds between entries of the combined stream.
     period_ns: f64,
     /// Constant: this thread's position in the interleave and the stride.
-    phase: u64,
+    lane: u64,
     stride: u64,
     /// Index (within this thread's stream) of the entry `peek` returns.
     index: u64,
@@ -77,32 +77,32 @@ struct ReplayCursor {
 }
 
 impl Schedule {
-    /// `phase` is this stream's slot among `stride` interleaved streams (threads, or shards times threads).
-    pub fn new(start_ns: u64, total_rate: f64, kind: ArrivalKind, phase: u64, stride: u64) -> Self {
+    /// `lane` is this stream's slot among `stride` interleaved streams (threads, or shards times threads).
+    pub fn new(start_ns: u64, total_rate: f64, kind: ArrivalKind, lane: u64, stride: u64) -> Self {
         assert!(total_rate > 0.0);
-        Self::build(start_ns, 1e9 / total_rate, kind, phase, stride, None)
+        Self::build(start_ns, 1e9 / total_rate, kind, lane, stride, None)
     }
 
     fn build(
         start_ns: u64,
         period_ns: f64,
         kind: ArrivalKind,
-        phase: u64,
+        lane: u64,
         stride: u64,
         stages: Option<Arc<StageTable>>,
     ) -> Self {
-        assert!(stride > 0 && phase < stride);
+        assert!(stride > 0 && lane < stride);
         let seed = match kind {
             ArrivalKind::Poisson { seed } => seed,
             ArrivalKind::Constant => 0,
         };
-        // Each stream gets its own generator: mixing the phase in with a large odd constant keeps
+        // Each stream gets its own generator: mixing the lane in with a large odd constant keeps
         // streams independent for any user seed (SplitMix-style seeding inside seed_from_u64).
         let rng =
-            Xoshiro256PlusPlus::seed_from_u64(seed ^ phase.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            Xoshiro256PlusPlus::seed_from_u64(seed ^ lane.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let limit = match (&stages, kind) {
             (Some(t), ArrivalKind::Constant) => {
-                t.total_count().saturating_sub(phase).div_ceil(stride)
+                t.total_count().saturating_sub(lane).div_ceil(stride)
             }
             _ => u64::MAX,
         };
@@ -110,7 +110,7 @@ impl Schedule {
             start_ns,
             kind,
             period_ns,
-            phase,
+            lane,
             stride,
             index: 0,
             poisson_offset_ns: 0.0,
@@ -141,12 +141,12 @@ impl Schedule {
         start_ns: u64,
         stages: Arc<StageTable>,
         kind: ArrivalKind,
-        phase: u64,
+        lane: u64,
         stride: u64,
     ) -> Self {
         // A period of one second per unit: Poisson offsets then count the integral in 1e-9
         // requests, which `poisson_at` rescales to time.
-        Self::build(start_ns, 1e9, kind, phase, stride, Some(stages))
+        Self::build(start_ns, 1e9, kind, lane, stride, Some(stages))
     }
 
     /// The schedule of a replayed trace: each record of `stream` at `start_ns` plus its offset,
@@ -177,10 +177,10 @@ impl Schedule {
     /// entries: this stream keeps the entries whose combined index is below `total`, so the
     /// union of the streams has exactly `total` entries whatever the float rounding of times.
     pub fn with_limit(mut self, total: u64) -> Self {
-        // Slots phase, phase + stride, ... below total: ceil((total - phase) / stride).
+        // Slots lane, lane + stride, ... below total: ceil((total - lane) / stride).
         self.limit = self
             .limit
-            .min(total.saturating_sub(self.phase).div_ceil(self.stride));
+            .min(total.saturating_sub(self.lane).div_ceil(self.stride));
         if self.limit == 0 {
             self.current_ns = u64::MAX;
         }
@@ -198,7 +198,7 @@ impl Schedule {
     }
 
     fn constant_at(&mut self, index: u64) -> u64 {
-        let slot = index * self.stride + self.phase;
+        let slot = index * self.stride + self.lane;
         match &self.stages {
             None => self.start_ns + (slot as f64 * self.period_ns) as u64,
             Some(t) => self.start_ns + t.constant_offset(slot, &mut self.stage_cursor),
@@ -299,7 +299,7 @@ impl Schedule {
     pub fn seq(&self) -> u64 {
         match &self.replay {
             Some(r) => r.current.map_or(u64::MAX, |e| e.seq),
-            None => self.index * self.stride + self.phase,
+            None => self.index * self.stride + self.lane,
         }
     }
 

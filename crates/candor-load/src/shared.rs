@@ -2,10 +2,11 @@
 //! the interval hand-off, the early-end requests, and the failure classes.
 
 use crate::config::LoadConfig;
+pub use crate::engine::books::PhaseAcc;
 use crate::schedule::Schedule;
 use candor_core::results::RequestCounts;
 use candor_core::results::StopReason;
-use candor_core::{new_histogram, now_ns, Histo, Recorder};
+use candor_core::{now_ns, Recorder};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -56,50 +57,6 @@ pub struct IntervalMsg {
     pub data: Box<IntervalData>,
 }
 
-/// What a worker accumulated in one phase (0 = warm-up, 1 = measured).
-pub struct PhaseAcc {
-    pub rec: Recorder,
-    pub unfinished: Histo,
-    pub counts: RequestCounts,
-    /// Time from TCP connected to TLS handshake complete, per handshake (by completion time).
-    pub tls_handshake: Histo,
-    /// Conditions an engine saw that the report must name (the measured phase's are reported).
-    pub warnings: Vec<String>,
-    /// Per-stage and per-name books (the measured phase's only; `None` without them).
-    pub workload: Option<Box<crate::workload::books::WorkloadBooks>>,
-    /// What pacing did over the whole run (kept on the measured phase).
-    pub pacing: candor_core::PaceStats,
-    /// The earliest failed responses (kept on the measured phase).
-    pub failures: crate::engine::examples::FailureSamples,
-    /// Connections that failed, by cause (`engine::backoff`).
-    pub faults: crate::engine::backoff::FaultTally,
-    /// Responses by status code.
-    pub codes: candor_core::results::CodeCounts,
-}
-
-impl Default for PhaseAcc {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl PhaseAcc {
-    pub fn new() -> Self {
-        PhaseAcc {
-            rec: Recorder::new(),
-            unfinished: new_histogram(),
-            counts: RequestCounts::default(),
-            tls_handshake: new_histogram(),
-            warnings: Vec::new(),
-            workload: None,
-            pacing: candor_core::PaceStats::default(),
-            failures: Default::default(),
-            faults: Default::default(),
-            codes: Default::default(),
-        }
-    }
-}
-
 /// Everything one load thread needs. `schedule` is `None` in closed-loop mode; the thread must
 /// flush an [`IntervalMsg`] at every `config.interval_ns` boundary from `start_ns` (taking fresh
 /// boxes from `pool`) and a final one with `final_end_ns` set, and return its two phases
@@ -119,8 +76,8 @@ pub struct WorkerSetup {
     pub end: Arc<EarlyEnd>,
     pub on_start: Option<Arc<dyn Fn() + Send + Sync>>,
     /// This thread's place among all streams of the schedule (shards times threads): its k-th
-    /// entry is entry `k * seq_stride + seq_phase` of the whole schedule (also in closed loop).
-    pub seq_phase: u64,
+    /// entry is entry `k * seq_stride + seq_lane` of the whole schedule (also in closed loop).
+    pub seq_lane: u64,
     pub seq_stride: u64,
 }
 

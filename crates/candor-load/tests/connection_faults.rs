@@ -73,7 +73,7 @@ fn run_url(url: &str, http2: bool) -> RunOutcome {
     c.threads = 1;
     c.connections = 1;
     c.streams = 1;
-    c.rate = Some(1000.0);
+    c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = DURATION_NS;
     c.drain_ns = DRAIN_NS;
     c.timeout_ns = 5_000 * MS;
@@ -181,7 +181,7 @@ fn an_http2_goaway_after_the_preface_is_counted_by_its_code_and_backed_off() {
 fn run_config(addr: SocketAddr, http2: bool) -> LoadConfig {
     let mut c = LoadConfig::new(Target::parse(&format!("http://{addr}/")).unwrap());
     c.http2 = http2;
-    c.rate = Some(1000.0);
+    c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = DURATION_NS;
     c
 }

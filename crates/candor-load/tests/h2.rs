@@ -53,7 +53,7 @@ fn burst_of_four(streams: usize, opts: ServerOptions) -> (RunOutcome, usize) {
     let server = start(opts);
     let mut c = config_for(&server, "http");
     c.streams = streams;
-    c.rate = Some(1000.0);
+    c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = 4 * MS;
     // Far above the 1 s the tests below hold requests: only a broken engine times out.
     c.timeout_ns = 10_000 * MS;
@@ -67,7 +67,7 @@ fn burst_of_four(streams: usize, opts: ServerOptions) -> (RunOutcome, usize) {
 fn open_loop_accounts_for_every_request_at_the_requested_rate() {
     let server = start(ServerOptions::default());
     let mut c = config_for(&server, "http");
-    c.rate = Some(1000.0);
+    c.shape = candor_load::LoadShape::constant(1000.0);
     c.threads = 2;
     c.connections = 4;
     c.streams = 8;
@@ -207,7 +207,7 @@ fn closed_loop_keeps_every_stream_busy() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = None;
+    c.shape = candor_load::LoadShape::ClosedLoop;
     c.connections = 2;
     c.streams = 4;
     c.duration_ns = 1_000 * MS;
@@ -239,7 +239,7 @@ fn h2_over_tls_with_alpn() {
     });
     let mut c = config_for(&server, "https");
     c.tls.ca_file = Some(cert.ca_file.clone());
-    c.rate = Some(500.0);
+    c.shape = candor_load::LoadShape::constant(500.0);
     c.connections = 2;
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
@@ -261,7 +261,7 @@ fn a_tls_server_without_h2_is_a_clear_error() {
     });
     let mut c = config_for(&server, "https");
     c.tls.ca_file = Some(cert.ca_file.clone());
-    c.rate = Some(100.0);
+    c.shape = candor_load::LoadShape::constant(100.0);
     c.duration_ns = 500 * MS;
     match run_with(&c, RunOptions::default()) {
         Err(e) => {
@@ -282,7 +282,7 @@ fn reset_streams_are_counted_failures_and_the_connection_survives() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(500.0);
+    c.shape = candor_load::LoadShape::constant(500.0);
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -309,7 +309,7 @@ fn a_broken_connection_fails_its_streams_and_is_reopened() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(200.0);
+    c.shape = candor_load::LoadShape::constant(200.0);
     c.streams = 8;
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
@@ -346,7 +346,7 @@ fn a_goaway_lets_its_streams_finish_and_later_requests_reconnect() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(200.0);
+    c.shape = candor_load::LoadShape::constant(200.0);
     c.streams = 8;
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
@@ -370,7 +370,7 @@ fn request_bodies_wait_for_the_servers_flow_control_windows() {
     let mut c = config_for(&server, "http");
     c.method = "POST".into();
     c.body = vec![b'x'; 200_000];
-    c.rate = Some(20.0);
+    c.shape = candor_load::LoadShape::constant(20.0);
     c.duration_ns = 500 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -393,7 +393,7 @@ fn a_stop_request_ends_the_run_early_with_everything_accounted() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(200.0);
+    c.shape = candor_load::LoadShape::constant(200.0);
     c.streams = 16;
     c.duration_ns = 60_000 * MS;
     c.timeout_ns = 600_000 * MS;
@@ -465,7 +465,7 @@ fn an_early_end_for_precision_drains_and_counts_only_what_was_due() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(100.0);
+    c.shape = candor_load::LoadShape::constant(100.0);
     c.streams = 16;
     c.duration_ns = 60_000 * MS;
     let (out, _) = run_ending_early(&c, StopReason::Precision);
@@ -499,7 +499,7 @@ fn an_early_end_for_an_abort_does_not_wait_for_the_drain() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(50.0);
+    c.shape = candor_load::LoadShape::constant(50.0);
     c.streams = 256;
     c.duration_ns = 60_000 * MS;
     c.timeout_ns = 600_000 * MS;
@@ -536,7 +536,7 @@ fn timeouts_fail_and_record_their_age() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(20.0);
+    c.shape = candor_load::LoadShape::constant(20.0);
     c.duration_ns = 500 * MS;
     c.timeout_ns = 300 * MS;
     // Long enough for any timer to fire on a stalled machine; the run ends as soon as the
@@ -568,7 +568,7 @@ fn steady_state_allocations(mut c: LoadConfig) -> f64 {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rate = 4000.0;
-    c.rate = Some(rate);
+    c.shape = candor_load::LoadShape::constant(rate);
     c.connections = 2;
     c.streams = 8;
     c.duration_ns = 3_500 * MS;
@@ -639,7 +639,7 @@ fn a_server_allowing_no_streams_is_named_in_the_report() {
         ..Default::default()
     });
     let mut c = config_for(&server, "http");
-    c.rate = Some(100.0);
+    c.shape = candor_load::LoadShape::constant(100.0);
     c.duration_ns = 500 * MS;
     c.timeout_ns = 300 * MS;
     c.drain_ns = 300 * MS;
@@ -762,7 +762,7 @@ fn a_ca_flagged_self_signed_certificate_given_with_ca_is_trusted() {
     let mut c = config_for(&server, "https");
     c.tls.ca_file = Some(cert.ca_file.clone());
     probe(&c).expect("pinned certificate");
-    c.rate = Some(200.0);
+    c.shape = candor_load::LoadShape::constant(200.0);
     c.duration_ns = 500 * MS;
     let out = run(&c);
     let m = &out.main.counts;

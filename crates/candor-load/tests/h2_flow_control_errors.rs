@@ -108,7 +108,7 @@ fn run_against(first_answer: fn(u32) -> Vec<u8>) -> (candor_load::RunOutcome, Ar
     c.threads = 1;
     c.connections = 1;
     c.streams = 1;
-    c.rate = Some(500.0);
+    c.shape = candor_load::LoadShape::constant(500.0);
     c.duration_ns = 100 * MS;
     c.timeout_ns = 5_000 * MS;
     // The stream errors finish at once; the connection errors' back-off is cut by the drain.

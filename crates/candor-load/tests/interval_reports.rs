@@ -22,7 +22,7 @@ fn server_and_open_loop() -> (candor_serve::ServerHandle, LoadConfig) {
     .unwrap();
     let mut config =
         LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
-    config.rate = Some(1000.0);
+    config.shape = candor_load::LoadShape::constant(1000.0);
     (server, config)
 }
 

@@ -45,7 +45,10 @@ fn steady_state_run(
     .unwrap();
     let mut config =
         LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
-    config.rate = rate;
+    config.shape = rate.map_or(
+        candor_load::LoadShape::ClosedLoop,
+        candor_load::LoadShape::constant,
+    );
     config.connections = 8;
     config.threads = 2;
     shape(&mut config);
@@ -87,9 +90,11 @@ fn workloads_do_not_allocate_per_request() {
         let profile =
             candor_load::workload::profile::Profile::parse("4000:2s,4000..6000:2s,6000:1s")
                 .unwrap();
-        c.rate = Some(profile.mean_per_s());
         c.duration_ns = profile.duration_ns();
-        c.profile = Some(profile);
+        c.shape = candor_load::LoadShape::Stages {
+            profile,
+            arrival: candor_load::Arrival::Constant,
+        };
         let lines = candor_load::requests::parse_request_lines(
             "{\"name\": \"a\", \"path\": \"/a/{{seq}}?u={{data:user}}\", \"weight\": 3}\n{\"name\": \"b\", \"path\": \"/b/{{uuid}}\", \"headers\": {\"X-R\": \"{{random:1:99}}\"}, \"weight\": 1, \"check_body\": \"o\"}",
         )
@@ -154,7 +159,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         stop: Arc::new(AtomicBool::new(false)),
         end: Arc::default(),
         on_start: None,
-        seq_phase: 0,
+        seq_lane: 0,
         seq_stride: 1,
     };
     let cfg = CoreConfig {
@@ -167,8 +172,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         timeout_scope: TimeoutScope::Connection,
         request_count: 3,
         request_order: RequestOrder::Random { seed: 1 },
-        order_seed_mix: START,
-        seq_phase: 0,
+        seq_lane: 0,
         seq_stride: 1,
     };
     let schedule = Schedule::new(START, 100_000.0, ArrivalKind::Constant, 0, 1);

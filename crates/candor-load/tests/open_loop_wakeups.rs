@@ -13,7 +13,7 @@ fn responses_do_not_wake_an_open_loop_thread() {
     .unwrap();
     let mut config =
         LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
-    config.rate = Some(400.0);
+    config.shape = candor_load::LoadShape::constant(400.0);
     config.connections = 8;
     config.threads = 1;
     config.duration_ns = 1_000_000_000;
@@ -72,7 +72,7 @@ fn a_connection_closed_while_the_thread_slept_is_reopened_before_the_send() {
         }
     });
     let mut config = LoadConfig::new(Target::parse(&format!("http://{addr}/")).unwrap());
-    config.rate = Some(40.0);
+    config.shape = candor_load::LoadShape::constant(40.0);
     config.connections = 4;
     config.threads = 1;
     config.duration_ns = 2_000_000_000;

@@ -37,7 +37,7 @@ fn established_to(port: u16) -> usize {
 fn config_for(server: &candor_serve::ServerHandle, connections: usize) -> LoadConfig {
     let mut config =
         LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
-    config.rate = Some(200.0);
+    config.shape = candor_load::LoadShape::constant(200.0);
     config.connections = connections;
     config.threads = 2;
     config.duration_ns = 500_000_000;
@@ -96,7 +96,7 @@ fn a_fixed_spin_is_reported_as_such_and_a_closed_loop_reports_no_pacing() {
     assert_eq!(pacing.margin_us, 0.0);
     // --spin 0 never spins: every wait is a sleep on the timer.
     assert_eq!(pacing.spin_s, 0.0);
-    config.rate = None;
+    config.shape = candor_load::LoadShape::ClosedLoop;
     config.duration_ns = 200_000_000;
     let closed = candor_load::run(&config, RunOptions::default(), &mut |_| {}).unwrap();
     server.shutdown();

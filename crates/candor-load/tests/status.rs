@@ -7,7 +7,7 @@ mod h2_support;
 use candor_load::{LoadConfig, StatusSet, Target};
 
 fn check(mut c: LoadConfig) {
-    c.rate = Some(200.0);
+    c.shape = candor_load::LoadShape::constant(200.0);
     c.threads = 1;
     c.connections = 1;
     c.duration_ns = 500_000_000;

@@ -151,7 +151,10 @@ fn assert_no_allocations(opts: ServerOptions, what: &str) {
     let server = serve(opts);
     for rate in [Some(5000.0), None] {
         let mut c = config_for(&server);
-        c.rate = rate;
+        c.shape = rate.map_or(
+            candor_load::LoadShape::ClosedLoop,
+            candor_load::LoadShape::constant,
+        );
         let (allocations, out) = steady_state_run(c);
         let m = &out.main.counts;
         assert_eq!(m.failed, 0, "{what}, rate {rate:?}: {m:?}");
@@ -189,7 +192,7 @@ fn key_updates_mid_run_cost_no_request() {
         ..Default::default()
     });
     let mut c = config_for(&server);
-    c.rate = Some(2000.0);
+    c.shape = candor_load::LoadShape::constant(2000.0);
     c.duration_ns = 1_000_000_000;
     c.connections = 4;
     c.threads = 1;
@@ -218,7 +221,7 @@ fn close_notify_ends_the_connection_and_the_next_request_reconnects() {
         ..Default::default()
     });
     let mut c = config_for(&server);
-    c.rate = Some(200.0);
+    c.shape = candor_load::LoadShape::constant(200.0);
     c.duration_ns = 500_000_000;
     c.connections = 2;
     c.threads = 1;
@@ -249,7 +252,7 @@ fn requests_and_responses_over_several_records_do_not_allocate() {
         ..Default::default()
     });
     let mut c = config_for(&server);
-    c.rate = Some(2000.0);
+    c.shape = candor_load::LoadShape::constant(2000.0);
     let lines = candor_load::requests::parse_request_lines(&format!(
         "{{\"method\": \"POST\", \"path\": \"/\", \"body\": \"{}\"}}",
         "q".repeat(20_000)

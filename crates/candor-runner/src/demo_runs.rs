@@ -44,7 +44,7 @@ pub struct DemoMeasured {
 /// timeout that outlasts a freeze.
 pub fn closed_loop(url: &str, plan: &DemoPlan) -> Result<LoadConfig, LoadConfigError> {
     let mut closed = LoadConfig::new(Target::parse(url)?);
-    closed.rate = None;
+    closed.shape = candor_load::LoadShape::ClosedLoop;
     closed.connections = 10;
     closed.threads = 2;
     closed.duration_ns = plan.duration_ns;
@@ -65,7 +65,7 @@ pub fn demo<E: From<LoadConfigError>>(
     let closed = closed_loop(url, plan)?;
     let closed_run = run(DemoStep::ClosedLoop, &closed)?;
     let mut open = closed.clone();
-    open.rate = Some(plan.rate);
+    open.shape = candor_load::LoadShape::constant(plan.rate);
     open.connections = 16;
     let open_run = run(DemoStep::OpenLoop, &open)?;
     let from = open_run.start_ns + open.warmup_ns;
@@ -111,7 +111,7 @@ mod tests {
         };
         let mut asked = Vec::new();
         let mut run = |step: DemoStep, c: &LoadConfig| -> Result<Measurement, LoadConfigError> {
-            asked.push((step, c.rate, c.connections));
+            asked.push((step, c.shape.rate_per_s(), c.connections));
             Ok(match step {
                 DemoStep::ClosedLoop => Measurement {
                     start_ns: S,

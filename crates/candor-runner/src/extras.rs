@@ -38,6 +38,61 @@ pub type Execute<'a, E> = dyn FnOnce(
     ) -> Result<RunOutcome, E>
     + 'a;
 
+/// `--slo`, `--precision`, `--abort-on-fail`, the pause and `--expect` as typed values, parsed
+/// once at the edge (`RunArgs::extras`); [`RunExtras::new`] checks them against the run.
+pub struct ExtrasFlags {
+    pub slo: candor_analysis::SloSet,
+    pub precision: Vec<PrecisionTarget>,
+    pub abort_on_fail: bool,
+    pub pause: Option<PauseFlags>,
+    pub expect: bool,
+}
+
+/// `--pause-pid`, `--pause-at` and `--pause-for`: the validated pause, and the two durations as
+/// written, for the messages that name them.
+pub struct PauseFlags {
+    pub spec: PauseSpec,
+    pub at: String,
+    pub for_: String,
+}
+
+impl ExtrasFlags {
+    /// Parses the flags as given (`None` for a pause flag not given).
+    pub fn parse(
+        slo: &[String],
+        precision: &[String],
+        abort_on_fail: bool,
+        pause: (Option<i32>, Option<&str>, Option<&str>),
+        expect: bool,
+    ) -> Result<ExtrasFlags, ExtrasError> {
+        let slo = candor_analysis::SloSet::parse_all(slo)?;
+        let precision = precision
+            .iter()
+            .map(|t| PrecisionTarget::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pause = match pause {
+            (None, None, None) => None,
+            (Some(pid), Some(at), Some(for_)) => Some(PauseFlags {
+                spec: PauseSpec::from_flags(pid, at, for_)?,
+                at: at.to_string(),
+                for_: for_.to_string(),
+            }),
+            _ => {
+                return Err(ExtrasError::Flags(
+                    "--pause-pid, --pause-at and --pause-for go together".into(),
+                ))
+            }
+        };
+        Ok(ExtrasFlags {
+            slo,
+            precision,
+            abort_on_fail,
+            pause,
+            expect,
+        })
+    }
+}
+
 /// The run's objectives, stopping rules and pause.
 pub struct RunExtras {
     slo: candor_analysis::SloSet,
@@ -53,22 +108,15 @@ pub struct RunExtras {
 }
 
 impl RunExtras {
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_flags(
-        slo: &[String],
-        precision: &[String],
-        abort_on_fail: bool,
-        pause_pid: Option<i32>,
-        pause_at: Option<&str>,
-        pause_for: Option<&str>,
-        expect: bool,
-        config: &LoadConfig,
-    ) -> Result<RunExtras, ExtrasError> {
-        let slo = candor_analysis::SloSet::parse_all(slo)?;
-        let precision = precision
-            .iter()
-            .map(|t| PrecisionTarget::parse(t))
-            .collect::<Result<Vec<_>, _>>()?;
+    /// The extras `flags` ask for, checked against the run's settings `config`.
+    pub fn new(flags: ExtrasFlags, config: &LoadConfig) -> Result<RunExtras, ExtrasError> {
+        let ExtrasFlags {
+            slo,
+            precision,
+            abort_on_fail,
+            pause,
+            expect,
+        } = flags;
         if (abort_on_fail || !precision.is_empty()) && config.shard_count > 1 {
             // Each shard would decide on its own share and end at its own time, leaving holes
             // in the merged schedule.
@@ -82,10 +130,9 @@ impl RunExtras {
                 "--abort-on-fail watches the objectives of --slo: give at least one".into(),
             ));
         }
-        let pauser = match (pause_pid, pause_at, pause_for) {
-            (None, None, None) => None,
-            (Some(pid), Some(at), Some(for_)) => {
-                let spec = PauseSpec::from_flags(pid, at, for_)?;
+        let pauser = match pause {
+            None => None,
+            Some(PauseFlags { spec, at, for_ }) => {
                 let total = config.warmup_ns + config.duration_ns;
                 if spec.at_ns >= total {
                     return Err(ExtrasError::Flags(format!(
@@ -101,11 +148,6 @@ impl RunExtras {
                     );
                 }
                 Some(Pauser::new(spec))
-            }
-            _ => {
-                return Err(ExtrasError::Flags(
-                    "--pause-pid, --pause-at and --pause-for go together".into(),
-                ))
             }
         };
         if expect && pauser.is_none() {
@@ -219,7 +261,7 @@ impl RunExtras {
             let to = from + config.duration_ns;
             let base = results.main.service_time.at(50.0).unwrap_or(0);
             let drain = Drain {
-                rate_per_s: config.rate.unwrap_or(0.0),
+                rate_per_s: config.shape.rate_per_s().unwrap_or(0.0),
                 connections: config.connections,
                 round_ns: results.main.service_time.at(90.0).unwrap_or(0) as f64,
             };

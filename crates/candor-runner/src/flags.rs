@@ -17,7 +17,7 @@ use candor_load::workload::replay::ReplayError;
 use candor_load::workload::replay::ReplayPlan;
 use candor_load::workload::WorkloadError;
 use candor_load::LoadConfigError;
-use candor_load::{LoadConfig, Target};
+use candor_load::{LoadConfig, LoadShape, Target};
 use clap::{Args, ValueEnum};
 
 /// A flag of `candor run` (or of the commands that share its load flags) that cannot work, in one
@@ -38,6 +38,8 @@ pub enum FlagError {
         path: String,
         reason: candor_core::bounded::BoundedReadError,
     },
+    #[error(transparent)]
+    Target(#[from] candor_load::TargetError),
     #[error(transparent)]
     Config(#[from] LoadConfigError),
     #[error(transparent)]
@@ -86,7 +88,7 @@ pub enum ArrivalArg {
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
     /// Number of connections kept open to the target (at least one per thread).
-    #[arg(short = 'c', long, default_value_t = 16)]
+    #[arg(short = 'c', long, default_value_t = candor_load::config::DEFAULT_CONNECTIONS)]
     pub connections: usize,
     /// Number of load threads; connections and rate are shared evenly between them. Default 2,
     /// or -c when fewer connections are asked for; a -t above -c is refused (each thread needs a
@@ -103,7 +105,7 @@ pub struct LoadArgs {
     #[arg(
         short = 'T',
         long,
-        default_value = "2s",
+        default_value = candor_load::config::DEFAULT_TIMEOUT,
         value_name = "DUR",
         allow_hyphen_values = true
     )]
@@ -112,7 +114,7 @@ pub struct LoadArgs {
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
     /// HTTP method.
-    #[arg(short = 'm', long, default_value = "GET")]
+    #[arg(short = 'm', long, default_value = candor_load::config::DEFAULT_METHOD)]
     pub method: String,
     /// Request body (sent with a Content-Length header).
     #[arg(long, conflicts_with = "body_file")]
@@ -160,7 +162,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub h2: bool,
     /// HTTP/2: concurrent streams per connection; a due request waits for a free stream.
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    #[arg(long, default_value_t = candor_load::config::DEFAULT_STREAMS, value_name = "N")]
     pub streams: usize,
     /// HTTPS: do not verify the server certificate (traffic is still encrypted).
     #[arg(long, short = 'k')]
@@ -253,7 +255,7 @@ pub struct RunArgs {
     #[arg(
         short = 'R',
         long = "rate",
-        default_value = "1k",
+        default_value = candor_load::config::DEFAULT_RATE,
         value_name = "RATE",
         allow_hyphen_values = true,
         conflicts_with = "replay"
@@ -323,6 +325,25 @@ pub struct RunArgs {
     pub repeat_pause: Option<String>,
 }
 
+impl RunArgs {
+    /// `--slo`, `--precision`, `--abort-on-fail`, the pause and `--expect`, parsed.
+    pub fn extras(
+        &self,
+    ) -> std::result::Result<crate::extras::ExtrasFlags, crate::extras::ExtrasError> {
+        crate::extras::ExtrasFlags::parse(
+            &self.slo,
+            &self.precision,
+            self.abort_on_fail,
+            (
+                self.pause_pid,
+                self.pause_at.as_deref(),
+                self.pause_for.as_deref(),
+            ),
+            self.expect,
+        )
+    }
+}
+
 impl LoadArgs {
     /// `-d` as written, or its default.
     pub fn duration_text(&self) -> &str {
@@ -331,15 +352,31 @@ impl LoadArgs {
 }
 
 /// The measured window when neither -d nor -R stages give one.
-pub const DEFAULT_DURATION: &str = "10s";
+pub use candor_load::config::DEFAULT_DURATION;
 
-/// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages.
+/// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages, or
+/// `--replay`'s trace.
 pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
+    shape_config(&args.load, run_shape(args)?)
+}
+
+/// The load shape `-R`, `-n` and `--replay` ask for.
+fn run_shape(args: &RunArgs) -> Result<LoadShape> {
     if let Some(path) = &args.load.replay {
-        return replay_config(args, path);
+        if args.count.is_some() {
+            return Err(FlagError::Invalid(
+                "-n does not combine with --replay".to_string(),
+            ));
+        }
+        let plan = ReplayPlan::scan(path, args.load.speed, args.load.lenient)?;
+        let window_ns = replay_window_ns(&args.load, &plan)?;
+        return Ok(LoadShape::replay(plan, window_ns)?);
     }
     if !is_profile(&args.rate) {
-        return load_config(&args.load, rate_flag(&args.rate)?, args.count);
+        return Ok(
+            LoadShape::of_rate(rate_flag(&args.rate)?, arrival(&args.load), args.count)
+                .map_err(LoadConfigError::from)?,
+        );
     }
     let profile = Profile::parse(&args.rate)?;
     if args.count.is_some() {
@@ -357,37 +394,19 @@ pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
             )));
         }
     }
-    let mut c = load_config(&args.load, Some(profile.mean_per_s()), None)?;
-    c.duration_ns = profile.duration_ns();
-    c.profile = Some(profile);
-    c.validate()?;
-    Ok(c)
+    Ok(LoadShape::Stages {
+        profile,
+        arrival: arrival(&args.load),
+    })
 }
 
-/// `--replay`: the trace sets the schedule and the requests; `-d` may cut it short.
-fn replay_config(args: &RunArgs, path: &std::path::Path) -> Result<LoadConfig> {
-    if args.count.is_some() {
-        return Err(FlagError::Invalid(
-            "-n does not combine with --replay".to_string(),
-        ));
-    }
-    let plan = ReplayPlan::scan(path, args.load.speed, args.load.lenient)?;
+/// `--replay`'s window: the trace, or less when `-d` cuts it short.
+fn replay_window_ns(a: &LoadArgs, plan: &ReplayPlan) -> Result<u64> {
     let trace_ns = plan.duration_ns();
-    let duration_ns = match &args.load.duration {
+    Ok(match &a.duration {
         Some(d) => flag(parse_duration_ns(d), "--duration")?.min(trace_ns),
         None => trace_ns,
-    };
-    let records = if duration_ns < trace_ns {
-        plan.records_within(duration_ns)?
-    } else {
-        plan.records
-    };
-    let rate = (records.max(1)) as f64 / (duration_ns as f64 / 1e9);
-    let mut c = load_config(&args.load, Some(rate), None)?;
-    c.duration_ns = duration_ns;
-    c.workload.replay = Some(plan);
-    c.validate()?;
-    Ok(c)
+    })
 }
 
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
@@ -398,37 +417,69 @@ pub fn rate_flag(text: &str) -> Result<Option<f64>> {
     })
 }
 
+/// Parses a rate flag that must offer a load (a sweep's or a capacity search's rates, the
+/// demo's): a rate per second; `max` (a closed loop) is refused.
+pub fn open_rate(text: &str, name: &'static str) -> Result<f64> {
+    match flag(parse_rate(text), name)? {
+        Rate::PerSecond(r) => Ok(r),
+        Rate::Max => Err(FlagError::Invalid(format!(
+            "{name} must be a rate, not 'max' (a closed loop offers no load of its own)"
+        ))),
+    }
+}
+
 /// The window of `-n N` at `rate`: long enough to hold all N intended sends (the schedule itself
 /// stops after exactly N, see `Schedule::with_limit`).
 pub fn count_window_ns(count: u64, rate: f64) -> u64 {
     (count as f64 * 1e9 / rate).ceil().max(1.0) as u64
 }
 
+/// `--arrival` (with `--seed`).
+fn arrival(a: &LoadArgs) -> ArrivalKind {
+    match a.arrival {
+        ArrivalArg::Constant => ArrivalKind::Constant,
+        ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },
+    }
+}
+
 /// Validated settings from the flags, at `rate` (`None`: closed loop), optionally for exactly
 /// `count` requests (`-n`).
 pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Result<LoadConfig> {
+    let shape = LoadShape::of_rate(rate, arrival(a), count).map_err(LoadConfigError::from)?;
+    shape_config(a, shape)
+}
+
+/// Validated settings from the flags, offering the load `shape`; the measured window is the
+/// shape's own when it has one (`-n` at its rate, the stages, a trace), else `-d`.
+pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     let target = Target::parse(&a.url)?;
     let mut c = LoadConfig::new(target);
-    c.rate = rate;
     c.connections = a.connections;
     c.threads = a
         .threads
         .unwrap_or(DEFAULT_THREADS.min(a.connections.max(1)));
-    c.duration_ns = flag(parse_duration_ns(a.duration_text()), "--duration")?;
-    if let (Some(n), Some(r)) = (count, rate) {
-        let window = n as f64 * 1e9 / r;
-        if window.is_nan() || window > candor_core::units::MAX_DURATION_NS as f64 {
-            return Err(FlagError::Invalid(format!(
-                "-n {n} at {} would last {:.3e} s, longer than the longest window -d accepts ({:.0} years): \
-                 the run could never finish; lower -n or raise -R",
-                candor_core::units::format_rate(r),
-                window / 1e9,
-                candor_core::units::MAX_DURATION_NS as f64 / 1e9 / (365.25 * 86_400.0)
-            )));
+    c.duration_ns = match &shape {
+        LoadShape::ClosedLoop | LoadShape::Rate { .. } => {
+            flag(parse_duration_ns(a.duration_text()), "--duration")?
         }
-        c.duration_ns = count_window_ns(n, r);
-    }
-    c.count = count;
+        LoadShape::Count { per_s, count } => {
+            let (n, r) = (*count, *per_s);
+            let window = n as f64 * 1e9 / r;
+            if window.is_nan() || window > candor_core::units::MAX_DURATION_NS as f64 {
+                return Err(FlagError::Invalid(format!(
+                    "-n {n} at {} would last {:.3e} s, longer than the longest window -d accepts ({:.0} years): \
+                     the run could never finish; lower -n or raise -R",
+                    candor_core::units::format_rate(r),
+                    window / 1e9,
+                    candor_core::units::MAX_DURATION_NS as f64 / 1e9 / (365.25 * 86_400.0)
+                )));
+            }
+            count_window_ns(n, r)
+        }
+        LoadShape::Stages { profile, .. } => profile.duration_ns(),
+        LoadShape::Replay { plan, .. } => replay_window_ns(a, plan)?,
+    };
+    c.shape = shape;
     c.timeout_ns = flag(parse_duration_ns(&a.timeout), "--timeout")?;
     c.warmup_ns = flag(parse_duration_ns(&a.warmup), "--warmup")?;
     c.drain_ns = match &a.drain {
@@ -438,10 +489,6 @@ pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Resul
     c.spin_ns = match &a.spin {
         Some(s) => Some(flag(parse_duration_ns(s), "--spin")?),
         None => None,
-    };
-    c.arrival = match a.arrival {
-        ArrivalArg::Constant => ArrivalKind::Constant,
-        ArrivalArg::Poisson => ArrivalKind::Poisson { seed: a.seed },
     };
     c.method = a.method.to_ascii_uppercase();
     c.headers = a.headers.clone();
@@ -561,7 +608,7 @@ pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
 }
 
 /// Threads when -t is not given (fewer when -c asks for fewer connections).
-pub const DEFAULT_THREADS: usize = 2;
+pub use candor_load::config::DEFAULT_THREADS;
 
 /// How far ahead a `--start-at` may lie without `--start-at-far`.
 pub const START_AT_HORIZON_NS: u64 = 86_400_000_000_000;
@@ -608,6 +655,102 @@ pub fn parse_start_at(text: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn config_of(args: &[&str]) -> Result<LoadConfig> {
+        let parsed = Run::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+            .map_err(|e| FlagError::Invalid(e.to_string()))?;
+        run_config(&parsed.run)
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_engines() {
+        let url = "http://127.0.0.1:1/";
+        let flags = config_of(&[url]).unwrap();
+        let engine = LoadConfig::new(Target::parse(url).unwrap());
+        assert_eq!(
+            (
+                flags.connections,
+                flags.threads,
+                flags.streams,
+                flags.pipeline
+            ),
+            (
+                engine.connections,
+                engine.threads,
+                engine.streams,
+                engine.pipeline
+            )
+        );
+        assert_eq!(
+            (
+                flags.duration_ns,
+                flags.timeout_ns,
+                flags.drain_ns,
+                flags.warmup_ns
+            ),
+            (
+                engine.duration_ns,
+                engine.timeout_ns,
+                engine.drain_ns,
+                engine.warmup_ns
+            )
+        );
+        assert_eq!(flags.method, engine.method);
+        assert_eq!(flags.shape.rate_per_s(), engine.shape.rate_per_s());
+        assert_eq!(flags.shape.arrival(), engine.shape.arrival());
+    }
+
+    #[test]
+    fn rate_count_stages_and_max_become_one_shape() {
+        let url = "http://127.0.0.1:1/";
+        let shape = |args: &[&str]| {
+            config_of(&[args, &[url]].concat())
+                .map(|c| (c.shape, c.duration_ns))
+                .map_err(|e| e.to_string())
+        };
+        assert!(matches!(
+            shape(&["-R", "max"]),
+            Ok((LoadShape::ClosedLoop, 10_000_000_000))
+        ));
+        assert!(matches!(
+            shape(&["-R", "2k", "-d", "3s", "--arrival", "poisson", "--seed", "9"]),
+            Ok((LoadShape::Rate { per_s, arrival: ArrivalKind::Poisson { seed: 9 } }, 3_000_000_000)) if per_s == 2000.0
+        ));
+        // -n: the window holds exactly N sends at the rate.
+        assert!(matches!(
+            shape(&["-R", "100", "-n", "50"]),
+            Ok((LoadShape::Count { count: 50, .. }, 500_000_000))
+        ));
+        // Stages: the run lasts their sum.
+        assert!(matches!(
+            shape(&["-R", "100:1s,100..300:2s"]),
+            Ok((LoadShape::Stages { .. }, 3_000_000_000))
+        ));
+        assert_eq!(
+            shape(&["-R", "max", "-n", "5"]).unwrap_err(),
+            "-n needs a rate (-R): the N requests are sent on the open-loop schedule"
+        );
+        assert!(shape(&["-R", "10", "-n", "5", "--arrival", "poisson"])
+            .unwrap_err()
+            .starts_with("-n needs --arrival constant"));
+    }
+
+    #[test]
+    fn rates_that_must_offer_a_load_refuse_max() {
+        assert_eq!(open_rate("2k", "--min").unwrap(), 2000.0);
+        assert_eq!(
+            open_rate("max", "--min").unwrap_err().to_string(),
+            "--min must be a rate, not 'max' (a closed loop offers no load of its own)"
+        );
+        assert!(open_rate("fast", "--rates").is_err());
+    }
 
     #[test]
     fn start_instants_outside_what_a_u64_of_nanoseconds_holds_are_refused() {

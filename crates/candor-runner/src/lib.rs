@@ -48,7 +48,7 @@ pub enum RunnerError {
     #[error(transparent)]
     FdLimit(#[from] fdlimit::FdLimitError),
     #[error(transparent)]
-    Target(#[from] candor_load::LoadConfigError),
+    Target(#[from] candor_load::TargetError),
     #[error(transparent)]
     Protocol(#[from] candor_load::probe::ProbeError),
     #[error("installing the signal handlers: {0}")]
@@ -197,7 +197,7 @@ pub fn stderr_is_terminal() -> bool {
 /// The settings of `c` as its results record them.
 pub fn recorded_config(c: &LoadConfig) -> RunConfig {
     RunConfig {
-        arrival: Some(match c.arrival {
+        arrival: Some(match c.shape.arrival() {
             ArrivalKind::Constant => ArrivalName::Constant,
             ArrivalKind::Poisson { .. } => ArrivalName::Poisson,
         }),
@@ -213,7 +213,7 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         late_start_s: None,
         method: c.method.clone(),
         pipeline: c.pipeline,
-        profile: c.profile.as_ref().map(|p| p.describe()),
+        profile: c.shape.profile().map(|p| p.describe()),
         protocol: Some(match (c.target.scheme, c.http2) {
             (Scheme::Tcp, _) => ProtocolName::Tcp,
             (Scheme::Https, true) => ProtocolName::H2Tls,
@@ -221,10 +221,10 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
             (Scheme::Https, false) => ProtocolName::Http1Tls,
             (Scheme::Http, false) => ProtocolName::Http1,
         }),
-        rate_per_s: c.rate,
+        rate_per_s: c.shape.rate_per_s(),
         request_set_size: (!c.requests.is_empty()).then_some(c.requests.len()),
-        requests_total: c.count,
-        seed: match c.arrival {
+        requests_total: c.shape.count(),
+        seed: match c.shape.arrival() {
             ArrivalKind::Poisson { seed } => Some(seed),
             ArrivalKind::Constant => None,
         },

@@ -71,7 +71,7 @@ impl Drop for LiveSession {
 /// A run of `config` begins.
 pub fn begin(config: &LoadConfig) {
     if let Some(s) = current() {
-        let target_per_s = config.rate.map(|r| r / config.shard_count as f64);
+        let target_per_s = config.shard_rate_per_s();
         s.begin(RunInfo {
             target: config.target.url.clone(),
             target_per_s,

@@ -36,7 +36,7 @@ pub enum SeriesError {
 /// The base configuration at `rate`, checked.
 pub fn at_rate(base: &LoadConfig, rate: f64) -> Result<LoadConfig, SeriesError> {
     let mut c = base.clone();
-    c.rate = Some(rate);
+    c.shape = base.shape.with_rate(rate);
     c.validate()
         .map_err(|source| SeriesError::Config { rate, source })?;
     Ok(c)
@@ -143,7 +143,7 @@ mod tests {
     /// keeping up with the rate either way: what a step at `config.rate` would measure.
     fn scripted(knee: f64) -> impl FnMut(&LoadConfig) -> Result<RunResults, RunnerError> {
         move |c: &LoadConfig| {
-            let rate = c.rate.expect("a series sets the rate");
+            let rate = c.shape.rate_per_s().expect("a series sets the rate");
             let ns = if rate <= knee { 1_000_000 } else { 100_000_000 };
             let mut rec = Recorder::new();
             let n = rate.round() as u64;

@@ -53,7 +53,7 @@ pub fn run_results(
         schema_version: SCHEMA_VERSION,
         candor_version: env!("CARGO_PKG_VERSION").to_string(),
         kind: Kind::Run,
-        mode: if config.rate.is_some() {
+        mode: if config.is_open_loop() {
             Mode::OpenLoop
         } else {
             Mode::ClosedLoop

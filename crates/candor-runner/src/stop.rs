@@ -13,18 +13,18 @@ pub enum Decision {
 
 /// What bounds the measured window of `config`, for deciding that an objective can no longer pass.
 pub fn run_bounds(config: &LoadConfig) -> RunBounds {
-    let target = config.rate.map(|r| r / config.shard_count as f64);
+    let target = config.shard_rate_per_s();
     let max_intended = target.map(|r| {
         let most = max_intended(
             r,
             config.duration_ns as f64 / 1e9,
             config.threads as u64,
             matches!(
-                config.arrival,
+                config.shape.arrival(),
                 candor_load::schedule::ArrivalKind::Poisson { .. }
             ),
         );
-        config.count.map_or(most, |n| n.min(most))
+        config.shape.count().map_or(most, |n| n.min(most))
     });
     RunBounds {
         target_per_s: target,

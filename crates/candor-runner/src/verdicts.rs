@@ -78,15 +78,14 @@ fn connection_faults_warning(main: &PhaseResults) -> Option<String> {
 pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
     let mut w = Vec::new();
     let r = &main.requests;
-    match config.rate {
+    match config.shard_rate_per_s() {
         None => w.push(
             "closed loop (-R max): each connection waited for its previous response before sending, so the \
              latency here is service time only and is subject to coordinated omission; it says nothing about \
              the response time users would see at any particular rate"
                 .into(),
         ),
-        Some(total) => {
-            let target = total / config.shard_count as f64;
+        Some(target) => {
             let achieved = main.rate.achieved_per_s;
             let unanswered_failed = r.failed - r.errors.status - r.errors.check;
             let unanswered = r.intended.saturating_sub(r.responses());
@@ -153,7 +152,7 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
     if let Some(text) = connection_faults_warning(main) {
         w.push(text);
     }
-    if let Some(plan) = &config.workload.replay {
+    if let Some(plan) = config.shape.replay_plan() {
         if plan.malformed_count > 0 {
             let first = plan
                 .malformed

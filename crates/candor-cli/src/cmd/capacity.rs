@@ -6,9 +6,10 @@ use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
-use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
+use candor_core::units::{format_ns, format_rate, parse_duration_ns};
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
+use candor_runner::flags::open_rate;
 use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
@@ -51,21 +52,14 @@ pub struct CapacityArgs {
     pub load: LoadArgs,
 }
 
-fn rate_arg(text: &str, flag: &str) -> Result<f64> {
-    match parse_rate(text).with_context(|| flag.to_string())? {
-        Rate::PerSecond(r) => Ok(r),
-        Rate::Max => anyhow::bail!("{flag} must be a rate, not 'max'"),
-    }
-}
-
 pub fn main(args: CapacityArgs) -> Result<i32> {
     crate::cmd::interrupt::install().context("installing the signal handlers")?;
     // Until the first step starts, a signal ends the process: there is nothing to write yet.
     let reading = crate::cmd::interrupt::exit_on_stop("reading the inputs");
     let slo = SloSet::parse_all(&args.slo)?;
     let settings = SearchSettings {
-        min: rate_arg(&args.min, "--min")?,
-        max: rate_arg(&args.max, "--max")?,
+        min: open_rate(&args.min, "--min")?,
+        max: open_rate(&args.max, "--max")?,
         tolerance: args.tolerance / 100.0,
         confirmations: args.confirm,
         max_steps: args.max_steps,
@@ -74,10 +68,10 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     settings.validate()?;
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
     let mut base = load_config(&args.load, Some(settings.min), None)?;
-    base.warmup_ns = step_warmup_ns(&args.load)?;
+    base.warmup_ns = step_warmup_ns(&base);
     for rate in [settings.min, settings.max] {
         let mut c = base.clone();
-        c.rate = Some(rate);
+        c.shape = base.shape.with_rate(rate);
         c.validate()
             .with_context(|| format!("at {}", format_rate(rate)))?;
     }

@@ -5,9 +5,7 @@
 use crate::cmd::run::execute;
 use anyhow::{Context, Result};
 use candor_core::results::PhaseResults;
-use candor_core::units::{
-    format_count, format_ns, format_rate, parse_duration_ns, parse_rate, Rate,
-};
+use candor_core::units::{format_count, format_ns, format_rate, parse_duration_ns};
 use candor_core::Summary;
 use candor_load::LoadConfig;
 use candor_runner::demo_runs::{demo, DemoPlan, DemoStep, Measurement};
@@ -34,10 +32,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     let duration_ns = parse_duration_ns(&args.duration).context("--duration")?;
     let every_ns = parse_duration_ns(&args.stall_every).context("--stall-every")?;
     let for_ns = parse_duration_ns(&args.stall_for).context("--stall-for")?;
-    let rate = match parse_rate(&args.rate)? {
-        Rate::PerSecond(r) => r,
-        Rate::Max => anyhow::bail!("--rate must be a number for the open-loop half of the demo"),
-    };
+    let rate = candor_runner::flags::open_rate(&args.rate, "--rate")?;
     let mut serve = candor_serve::ServeConfig::new("127.0.0.1:0".parse()?);
     serve.threads = 1;
     serve.stall = Some(candor_serve::Stall { every_ns, for_ns });

@@ -36,16 +36,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         return crate::cmd::repeat::main(&args, &config, n);
     }
     let live = !args.quiet && stderr_is_terminal();
-    let mut extras = candor_runner::extras::RunExtras::from_flags(
-        &args.slo,
-        &args.precision,
-        args.abort_on_fail,
-        args.pause_pid,
-        args.pause_at.as_deref(),
-        args.pause_for.as_deref(),
-        args.expect,
-        &config,
-    )?;
+    let mut extras = candor_runner::extras::RunExtras::new(args.extras()?, &config)?;
     // Every output is opened before the load starts: a bad path costs a second, not the run.
     let mut exports = run_exports(&args)?;
     let live_view = crate::cmd::live::start(&args.live_view)?;

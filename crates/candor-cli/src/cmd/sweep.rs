@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use candor_analysis::slo::SloSet;
 use candor_analysis::sweep_results::SweepResults;
 use candor_core::results::SCHEMA_VERSION;
-use candor_core::units::{format_ns, format_rate, parse_duration_ns, parse_rate, Rate};
+use candor_core::units::{format_ns, format_rate, parse_duration_ns};
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
 use candor_runner::rate_series::{self, engine_step};
@@ -47,18 +47,18 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>> {
         if p.is_empty() {
             bail!("--rates '{text}': empty entry");
         }
-        match parse_rate(p).with_context(|| format!("--rates '{text}'"))? {
-            Rate::PerSecond(r) => out.push(r),
-            Rate::Max => bail!("--rates: 'max' (closed loop) has no offered load to sweep"),
-        }
+        out.push(candor_runner::flags::open_rate(p, "--rates")?);
     }
     Ok(out)
 }
 
-/// Sweep and capacity steps use a 1 s warm-up unless --warmup says otherwise.
-pub fn step_warmup_ns(load: &LoadArgs) -> Result<u64> {
-    let w = parse_duration_ns(&load.warmup).context("--warmup")?;
-    Ok(if w == 0 { 1_000_000_000 } else { w })
+/// Sweep and capacity steps use a 1 s warm-up unless --warmup (parsed into `config`) says
+/// otherwise.
+pub fn step_warmup_ns(config: &candor_load::LoadConfig) -> u64 {
+    match config.warmup_ns {
+        0 => 1_000_000_000,
+        w => w,
+    }
 }
 
 pub fn main(args: SweepArgs) -> Result<i32> {
@@ -69,11 +69,11 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     let slo = SloSet::parse_all(&args.slo)?;
     let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
     let mut base = load_config(&args.load, Some(rates[0]), None)?;
-    base.warmup_ns = step_warmup_ns(&args.load)?;
+    base.warmup_ns = step_warmup_ns(&base);
     // Every step's rate is checked before the first one starts.
     for &rate in &rates {
         let mut c = base.clone();
-        c.rate = Some(rate);
+        c.shape = base.shape.with_rate(rate);
         c.validate()?;
     }
     drop(reading);

@@ -20,9 +20,8 @@ use crate::engine::backoff::{Backoff, Fault};
 use crate::engine::ledger::{Booked, Exchange, Ledger};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, PhaseAcc, WorkerSetup};
-use crate::workload::runtime::RequestMaker;
-use rand_xoshiro::rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use crate::workload::pick::Picker;
+use crate::workload::source::{Next, PreparedSource, RequestSource};
 use std::collections::VecDeque;
 
 /// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
@@ -51,14 +50,13 @@ pub struct CoreConfig {
     /// Requests one connection carries at once (pipeline depth or streams).
     pub slots_per_connection: usize,
     pub timeout_scope: TimeoutScope,
-    /// How many prepared requests there are, and in what order they are chosen.
+    /// How many prepared requests there are, and in what order they are chosen (the source
+    /// the core asks unless it is given another, see [`Core::set_source`]).
     pub request_count: usize,
     pub request_order: RequestOrder,
-    /// Seeds the random request order (mixed with `start_ns`, as before the core existed).
-    pub order_seed_mix: u64,
     /// This thread's place among all streams of the schedule (threads times shards): the global
-    /// sequence number of its k-th entry is `k * seq_stride + seq_phase`.
-    pub seq_phase: u64,
+    /// sequence number of its k-th entry is `k * seq_stride + seq_lane`.
+    pub seq_lane: u64,
     pub seq_stride: u64,
 }
 
@@ -82,8 +80,7 @@ impl CoreConfig {
             timeout_scope,
             request_count,
             request_order: cfg.request_order,
-            order_seed_mix: setup.start_ns,
-            seq_phase: setup.seq_phase,
+            seq_lane: setup.seq_lane,
             seq_stride: setup.seq_stride,
         }
     }
@@ -140,14 +137,6 @@ struct ConnBooks {
     deferred: bool,
 }
 
-enum Chooser {
-    One,
-    /// Request `seq mod count`: every request in turn over the whole schedule, whichever
-    /// thread or shard sends it (as the workload maker's round robin).
-    RoundRobin,
-    Random(Xoshiro256PlusPlus),
-}
-
 pub struct Core {
     cfg: CoreConfig,
     schedule: Option<Schedule>,
@@ -160,14 +149,10 @@ pub struct Core {
     slots: Vec<SlotState>,
     conns: Vec<ConnBooks>,
     busy: usize,
-    chooser: Chooser,
+    /// What each entry sends: the one place the core asks (see [`RequestSource`]).
+    source: Box<dyn RequestSource>,
     /// Closed loop: sends made so far (the k of the global sequence number).
     closed_sends: u64,
-    /// Weighted choice, templates or a replayed trace: the choice by `seq` and the bytes of
-    /// each slot's request (`None`: the prepared requests are sent as they are).
-    maker: Option<RequestMaker>,
-    /// Whether the maker fills the bytes (templates, replay) or only chooses (weights).
-    maker_fills: bool,
     next_timeout_scan: u64,
     /// Some connection is deferred (see `ConnBooks::deferred`).
     any_deferred: bool,
@@ -203,12 +188,14 @@ impl Core {
                 deferred: false,
             })
             .collect();
-        let chooser = match (cfg.request_count, cfg.request_order) {
-            (0 | 1, _) => Chooser::One,
-            (_, RequestOrder::RoundRobin) => Chooser::RoundRobin,
-            (_, RequestOrder::Random { seed }) => Chooser::Random(
-                Xoshiro256PlusPlus::seed_from_u64(seed ^ cfg.order_seed_mix.rotate_left(17)),
-            ),
+        // Request `seq mod count` (every request in turn over the whole schedule, whichever
+        // thread or shard sends it), or a seeded uniform draw by `seq`.
+        let n = cfg.request_count.max(1);
+        let source = match cfg.request_order {
+            RequestOrder::Random { seed } if n > 1 => {
+                PreparedSource::new(Picker::Uniform { n }, seed)
+            }
+            _ => PreparedSource::new(Picker::RoundRobin { n }, 0),
         };
         Core {
             schedule_end_ns: cfg.schedule_end_ns,
@@ -223,30 +210,23 @@ impl Core {
             slots,
             conns,
             busy: 0,
-            chooser,
+            source: Box::new(source),
             closed_sends: 0,
-            maker: None,
-            maker_fills: false,
             any_deferred: false,
         }
     }
 
-    /// Lets `maker` choose every request by its `seq` and, when `fills`, fill its bytes into the
-    /// buffer of the slot that carries it (see [`Core::slot_request`]).
-    pub fn with_maker(mut self, maker: RequestMaker, fills: bool) -> Core {
-        self.maker = Some(maker);
-        self.maker_fills = fills;
-        self
+    /// Asks `source` what every entry sends instead of choosing among the prepared requests
+    /// (weighted choice, templates, a replayed trace; next, a script).
+    pub fn set_source(&mut self, source: Box<dyn RequestSource>) {
+        self.source = source;
     }
 
-    /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the maker
-    /// filled them (`None`: send prepared request `exchange.request`).
+    /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the source
+    /// made them (`None`: send prepared request `exchange.request`).
     #[inline]
     pub fn slot_request(&self, slot: usize) -> Option<(&[u8], bool)> {
-        match &self.maker {
-            Some(m) if self.maker_fills => Some((m.bytes(slot), m.is_head(slot))),
-            _ => None,
-        }
+        self.source.made(slot)
     }
 
     /// Sets the first intended send at `start_ns`, with the schedule that starts there, once
@@ -257,16 +237,10 @@ impl Core {
         let span = self.cfg.schedule_end_ns - self.cfg.start_ns;
         self.cfg.start_ns = start_ns;
         self.cfg.schedule_end_ns = start_ns + span;
-        self.cfg.order_seed_mix = start_ns;
         self.schedule_end_ns = self.cfg.schedule_end_ns;
         self.drain_end_ns = self.schedule_end_ns + self.cfg.drain_ns;
         self.next_timeout_scan = start_ns + TIMEOUT_SCAN_NS;
         self.schedule = schedule;
-        if let (Chooser::Random(rng), RequestOrder::Random { seed }) =
-            (&mut self.chooser, self.cfg.request_order)
-        {
-            *rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ start_ns.rotate_left(17));
-        }
         self.ledger.begin_at(start_ns, warmup_ns);
     }
 
@@ -387,7 +361,7 @@ impl Core {
                 if now >= self.schedule_end_ns {
                     return None;
                 }
-                let seq = self.closed_sends * self.cfg.seq_stride + self.cfg.seq_phase;
+                let seq = self.closed_sends * self.cfg.seq_stride + self.cfg.seq_lane;
                 self.closed_sends += 1;
                 (now, seq)
             }
@@ -395,20 +369,11 @@ impl Core {
         self.free.pop_front();
         let s = &mut self.slots[slot];
         self.ledger.intend(intended, now, s.free_since);
-        let mut made = true;
-        let request = match &mut self.maker {
-            Some(m) => {
-                let request = m.choose(seq);
-                if self.maker_fills {
-                    match self.schedule.as_ref().and_then(|s| s.taken_request()) {
-                        Some((bytes, head)) => m.copy(slot, bytes, head),
-                        None => made = m.fill(slot, request, seq).is_ok(),
-                    }
-                }
-                request
-            }
-            None => Self::choose(&mut self.chooser, self.cfg.request_count, seq),
-        };
+        let taken = self.schedule.as_ref().and_then(|s| s.taken_request());
+        let Next {
+            request,
+            sendable: made,
+        } = self.source.next(slot, seq, taken);
         self.ledger.intend_named(intended, request);
         s.busy = true;
         s.exchange = Exchange {
@@ -431,18 +396,6 @@ impl Core {
             conn,
             exchange: s.exchange,
         }))
-    }
-
-    /// Which prepared request the entry with global sequence number `seq` sends. The one place
-    /// the choice is made, so that weighted or templated choice can replace it.
-    #[inline]
-    fn choose(chooser: &mut Chooser, count: usize, seq: u64) -> u32 {
-        let k = match chooser {
-            Chooser::One => return 0,
-            Chooser::RoundRobin => seq,
-            Chooser::Random(rng) => rng.next_u64(),
-        };
-        (k % count as u64) as u32
     }
 
     /// The first byte of slot `slot`'s request was handed to the connection at `now`.

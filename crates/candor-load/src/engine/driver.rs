@@ -163,37 +163,25 @@ impl<P: Protocol> Driver<P> {
         let mut conns = conns;
         if ProtocolKind::of(&setup.config) != ProtocolKind::Tcp {
             let config = &setup.config;
-            let compiled = crate::workload::compile_requests(config)
+            let compiled = crate::config::request_set::compile_requests(config)
                 .map_err(|e| io::Error::other(e.to_string()))?;
             // The first failed responses' bodies (only failing or checked bodies are copied).
             let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
             for c in &mut conns {
                 c.protocol.keep_excerpts(accept.clone());
             }
-            if crate::workload::has_checks(config) {
+            if crate::config::request_set::has_checks(config) {
                 let table: Arc<[crate::workload::check::ResponseChecks]> =
                     compiled.checks.clone().into();
                 for c in &mut conns {
                     c.protocol.set_checks(table.clone());
                 }
             }
-            if crate::workload::needs_maker(config, &compiled) {
-                let w = &config.workload;
-                let fills = compiled.templated || w.replay.is_some();
-                let extra = w
-                    .replay
-                    .as_ref()
-                    .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
-                let slots = core.slot_count();
-                let maker = crate::workload::runtime::RequestMaker::new(
-                    Arc::new(compiled),
-                    w.data.clone(),
-                    w.data_order,
-                    w.seed,
-                    slots,
-                    extra,
-                );
-                core = core.with_maker(maker, fills);
+            let slots = core.slot_count();
+            if let Some(source) =
+                crate::config::request_set::request_source(config, &compiled, slots)
+            {
+                core.set_source(Box::new(source));
             }
         }
         let marker = |head| Prepared {
@@ -212,8 +200,8 @@ impl<P: Protocol> Driver<P> {
                 end: setup.end,
             },
             pool: None,
-            stamped: setup.config.rate.is_some() && tls.is_none() && setup.config.pipeline == 1,
-            stamp_reads: setup.config.rate.is_some() && tls.is_none() && setup.config.pipeline == 1,
+            stamped: setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1,
+            stamp_reads: setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1,
             stamps_seen: false,
             clock_offset: ClockOffset::measure(),
             socket_owed: true,

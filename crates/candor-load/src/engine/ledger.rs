@@ -3,10 +3,10 @@
 //! so the accounting rules (phase by intended time, timeouts record their age, the never-sent
 //! backlog counted entry by entry) are written once for every protocol.
 
+use crate::engine::books::{book_intended, book_response, book_unfinished, WorkloadBooks};
 use crate::engine::examples::{ContentCheck, FailureSamples};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
-use crate::workload::books::{book_intended, book_response, book_unfinished, WorkloadBooks};
 use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
 use candor_core::workload_results::FailedCheck;
@@ -115,14 +115,14 @@ pub const STOP_COUNT_BUDGET_NS: u64 = 1_000_000_000;
 fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
     let cfg = &setup.config;
     let stage_ns: Vec<u64> = cfg
-        .profile
-        .as_ref()
+        .shape
+        .profile()
         .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
         .unwrap_or_default();
     let (name_of, names) = if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
         (Vec::new(), 0)
     } else {
-        match crate::workload::compile_requests(cfg) {
+        match crate::config::request_set::compile_requests(cfg) {
             Ok(c) => (c.name_of, c.names.len()),
             Err(_) => (Vec::new(), 0),
         }
@@ -155,7 +155,7 @@ impl Ledger {
             to_collector: setup.to_collector.clone(),
             pool: setup.pool.clone(),
             accept_status: cfg.accept_status,
-            accept_by_request: crate::workload::accept_by_request(cfg),
+            accept_by_request: crate::config::request_set::accept_by_request(cfg),
             flushed_counts: [RequestCounts::default(); 2],
             books: workload_books(setup),
             examples: FailureSamples::default(),
@@ -553,7 +553,7 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             end: Arc::default(),
             on_start: None,
-            seq_phase: 0,
+            seq_lane: 0,
             seq_stride: 1,
         })
     }
@@ -568,7 +568,7 @@ mod tests {
         config.requests = lines.iter().map(|l| l.spec.clone()).collect();
         config.workload.lines = lines;
         let mut l = ledger("2xx", 0);
-        l.accept_by_request = crate::workload::accept_by_request(&config);
+        l.accept_by_request = crate::config::request_set::accept_by_request(&config);
         let on = |request, t| Exchange {
             seq: 0,
             request,

@@ -8,6 +8,7 @@
 //! `sim.rs` drives the core on simulated time in tests.
 
 pub mod backoff;
+pub mod books;
 pub mod core;
 pub(crate) mod driver;
 pub mod examples;

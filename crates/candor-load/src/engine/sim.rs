@@ -49,7 +49,7 @@ struct Shape {
     timeout_ns: u64,
     drain_ns: u64,
     scope: TimeoutScope,
-    seq_phase: u64,
+    seq_lane: u64,
     seq_stride: u64,
     request_count: usize,
     request_order: RequestOrder,
@@ -67,7 +67,7 @@ impl Shape {
             timeout_ns: 2_000 * MS,
             drain_ns: 2_000 * MS,
             scope: TimeoutScope::Connection,
-            seq_phase: 0,
+            seq_lane: 0,
             seq_stride: 1,
             request_count: 1,
             request_order: RequestOrder::RoundRobin,
@@ -93,6 +93,8 @@ struct Sim {
     answers: Vec<(u64, usize, u64, u16)>,
     /// Every send, in the order they went out.
     sends: Vec<Sent>,
+    /// Per send, the bytes the request source made for it (`None`: a prepared request).
+    made: Vec<Option<Vec<u8>>>,
     /// What each timeout scan expired.
     expired: Vec<usize>,
     /// The driver is late: it does not wake before this instant (CPU starvation).
@@ -121,7 +123,7 @@ impl Sim {
                 START,
                 r,
                 ArrivalKind::Constant,
-                shape.seq_phase,
+                shape.seq_lane,
                 shape.seq_stride,
             )
         });
@@ -136,7 +138,7 @@ impl Sim {
             stop: Arc::new(AtomicBool::new(false)),
             end: Arc::default(),
             on_start: None,
-            seq_phase: shape.seq_phase,
+            seq_lane: shape.seq_lane,
             seq_stride: shape.seq_stride,
         };
         let cfg = CoreConfig {
@@ -149,8 +151,7 @@ impl Sim {
             timeout_scope: shape.scope,
             request_count: shape.request_count,
             request_order: shape.request_order,
-            order_seed_mix: START,
-            seq_phase: shape.seq_phase,
+            seq_lane: shape.seq_lane,
             seq_stride: shape.seq_stride,
         };
         let core = Core::new(cfg, schedule, Ledger::new(&setup));
@@ -168,6 +169,7 @@ impl Sim {
             stall_until: 0,
             answers: Vec::new(),
             sends: Vec::new(),
+            made: Vec::new(),
             expired: Vec::new(),
             asleep_until: 0,
             stream_limit: usize::MAX,
@@ -213,6 +215,8 @@ impl Sim {
             at: self.now,
             conn,
         });
+        self.made
+            .push(self.core.slot_request(slot).map(|(b, _)| b.to_vec()));
         if let Answer::After(ns, status) = self.answer_for(e.seq) {
             let at = self.now.max(self.stall_until) + ns;
             self.answers.push((at, slot, e.seq, status));
@@ -623,7 +627,7 @@ fn sequence_numbers_are_global_across_interleaved_streams() {
     let mut shape = Shape::new();
     shape.rate = Some(4000.0);
     shape.duration_ns = 3 * MS;
-    shape.seq_phase = 3;
+    shape.seq_lane = 3;
     shape.seq_stride = 4;
     let mut sim = Sim::new(shape);
     sim.run_to_end();
@@ -636,7 +640,7 @@ fn sequence_numbers_are_global_across_interleaved_streams() {
     let mut shape = Shape::new();
     shape.rate = None;
     shape.duration_ns = MS;
-    shape.seq_phase = 1;
+    shape.seq_lane = 1;
     shape.seq_stride = 2;
     let mut sim = Sim::new(shape);
     sim.default_answer = Answer::After(300 * US, 200);
@@ -763,7 +767,7 @@ fn the_request_sent_is_chosen_per_entry_and_booked_with_it() {
     shape.rate = None;
     shape.duration_ns = 6 * MS;
     shape.request_count = 3;
-    shape.seq_phase = 1;
+    shape.seq_lane = 1;
     shape.seq_stride = 2;
     let mut sim = Sim::new(shape);
     sim.run_to_end();
@@ -907,4 +911,53 @@ fn the_back_off_wait_is_the_waiting_request_s_send_lag() {
         p.rec.send_lag.max(),
         p.rec.send_lag.highest_equivalent(4 * MS)
     );
+}
+
+/// A source that makes its own bytes, as a script will: entry `seq` sends request `seq % 2` as
+/// the bytes `r{seq}` in its slot's buffer, except every fifth entry, which it cannot make.
+struct Scripted {
+    buffers: Vec<Vec<u8>>,
+}
+
+impl crate::workload::source::RequestSource for Scripted {
+    fn next(
+        &mut self,
+        slot: usize,
+        seq: u64,
+        _taken: Option<(&[u8], bool)>,
+    ) -> crate::workload::source::Next {
+        let b = &mut self.buffers[slot];
+        b.clear();
+        b.extend_from_slice(format!("r{seq}").as_bytes());
+        crate::workload::source::Next {
+            request: (seq % 2) as u32,
+            sendable: seq % 5 != 4,
+        }
+    }
+
+    fn made(&self, slot: usize) -> Option<(&[u8], bool)> {
+        Some((&self.buffers[slot], false))
+    }
+}
+
+#[test]
+fn the_core_asks_its_request_source_what_each_entry_sends() {
+    let mut shape = Shape::new();
+    shape.duration_ns = 10 * MS;
+    shape.connections = 2;
+    let mut sim = Sim::new(shape);
+    let slots = sim.core.slot_count();
+    sim.core.set_source(Box::new(Scripted {
+        buffers: vec![Vec::new(); slots],
+    }));
+    let phases = sim.run_to_end();
+    let c = &measured(&phases).counts;
+    // 10 entries: 4 and 9 could not be made and failed before a byte was written.
+    assert_eq!((c.intended, c.completed, c.errors.template), (10, 8, 2));
+    let seqs: Vec<u64> = sim.sends.iter().map(|s| s.seq).collect();
+    assert_eq!(seqs, [0, 1, 2, 3, 5, 6, 7, 8]);
+    for (s, made) in sim.sends.iter().zip(&sim.made) {
+        assert_eq!(s.request as u64, s.seq % 2);
+        assert_eq!(made.as_deref(), Some(format!("r{}", s.seq).as_bytes()));
+    }
 }

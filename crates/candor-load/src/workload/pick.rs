@@ -2,7 +2,7 @@
 //! proportion to each line's `"weight"`, from the request's seeded generator, so that the choice
 //! of request `seq` is the same whatever thread or shard sends it.
 
-use super::template::uniform_below;
+use super::template::{request_rng, uniform_below};
 use rand_xoshiro::rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -17,7 +17,23 @@ pub enum Picker {
     Weighted { cumulative: Box<[f64]> },
 }
 
+/// Salt of the generator that picks the request, so that it does not repeat the draws the
+/// request's own placeholders make from `request_rng(seed, seq)`.
+const PICK_SALT: u64 = 0x5EED_0FC4_01CE;
+
 impl Picker {
+    /// The one request choice: which request the schedule entry `seq` sends, a pure function of
+    /// the seed and `seq`, so every thread, shard and target's worker agrees on it.
+    #[inline]
+    pub fn choose(&self, seed: u64, seq: u64) -> u32 {
+        if let Picker::RoundRobin { n } = self {
+            // No draw to make: skip seeding a generator on the static request's path.
+            return (seq % *n as u64) as u32;
+        }
+        let mut rng = request_rng(seed ^ PICK_SALT, seq);
+        self.pick(seq, &mut rng) as u32
+    }
+
     /// A weighted picker; every weight must be positive and finite.
     pub fn weighted(weights: &[f64]) -> Result<Picker, String> {
         if weights.is_empty() {

@@ -7,10 +7,7 @@
 //! a unit-rate Poisson process (time rescaling), which gives exactly a non-homogeneous Poisson
 //! process of intensity rate(t); nothing is thinned.
 
-use crate::config::LoadConfig;
-use crate::schedule::Schedule;
 use candor_core::units::{parse_duration_ns, parse_rate, Rate};
-use std::sync::Arc;
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq)]
@@ -299,39 +296,6 @@ impl StageTable {
         let j = *cursor;
         Some(self.start_ns[j] + self.stages[j].offset_of(lambda - self.integral_before[j]))
     }
-}
-
-/// The schedule of stream `phase` of `stride` (shards × threads) for `config`, starting at
-/// `start_ns` (the warm-up's start): a replayed trace (records split by index modulo `stride`),
-/// its load profile (the warm-up held at the first stage's rate), or its one rate, ended after
-/// `-n` requests if given; `None` for a closed loop. Fails only if a trace's reader thread
-/// cannot start.
-pub fn stream_schedule(
-    config: &LoadConfig,
-    start_ns: u64,
-    phase: u64,
-    stride: u64,
-) -> std::io::Result<Option<Schedule>> {
-    if let Some(plan) = &config.workload.replay {
-        let host = &config.target.host_header;
-        let stream = plan.stream(host, phase, stride)?;
-        let capacity = plan.max_request_bytes + host.len();
-        return Ok(Some(Schedule::replayed(start_ns, stream, capacity)));
-    }
-    let schedule = match &config.profile {
-        Some(profile) => {
-            let table = Arc::new(StageTable::new(&profile.with_warmup(config.warmup_ns)));
-            Schedule::staged(start_ns, table, config.arrival, phase, stride)
-        }
-        None => match config.rate {
-            Some(rate) => Schedule::new(start_ns, rate, config.arrival, phase, stride),
-            None => return Ok(None),
-        },
-    };
-    Ok(Some(match config.count {
-        Some(n) => schedule.with_limit(n),
-        None => schedule,
-    }))
 }
 
 #[cfg(test)]

@@ -586,9 +586,9 @@ impl ReplayPlan {
         (self.span_s / self.speed * 1e9).round() as u64 + 1
     }
 
-    /// Starts a reader thread that encodes the records of stream `phase` of `stride` (records
-    /// whose index is `phase` modulo `stride`) as HTTP/1.1 requests for `host`, in batches.
-    pub fn stream(&self, host: &str, phase: u64, stride: u64) -> std::io::Result<ReplayStream> {
+    /// Starts a reader thread that encodes the records of stream `lane` of `stride` (records
+    /// whose index is `lane` modulo `stride`) as HTTP/1.1 requests for `host`, in batches.
+    pub fn stream(&self, host: &str, lane: u64, stride: u64) -> std::io::Result<ReplayStream> {
         let (full_tx, full_rx) = crossbeam_channel::bounded::<Box<Batch>>(BATCHES);
         let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Box<Batch>>(BATCHES + 1);
         for _ in 0..BATCHES {
@@ -599,7 +599,7 @@ impl ReplayPlan {
         let host = host.to_string();
         let handle = std::thread::Builder::new()
             .name("candor-replay".into())
-            .spawn(move || read_batches(&path, speed, &host, phase, stride, full_tx, empty_rx))?;
+            .spawn(move || read_batches(&path, speed, &host, lane, stride, full_tx, empty_rx))?;
         Ok(ReplayStream {
             full: full_rx,
             empty: empty_tx,
@@ -646,7 +646,7 @@ fn read_batches(
     path: &Path,
     speed: f64,
     host: &str,
-    phase: u64,
+    lane: u64,
     stride: u64,
     full: Sender<Box<Batch>>,
     empty: Receiver<Box<Batch>>,
@@ -669,7 +669,7 @@ fn read_batches(
         };
         let seq = index;
         index += 1;
-        if seq % stride != phase {
+        if seq % stride != lane {
             continue;
         }
         let start = batch.bytes.len();
@@ -1148,10 +1148,10 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let plan = ReplayPlan::scan(&path, 2.0, false).unwrap();
         let mut all = Vec::new();
-        for phase in 0..3 {
-            let mut s = plan.stream("h", phase, 3).unwrap();
+        for lane in 0..3 {
+            let mut s = plan.stream("h", lane, 3).unwrap();
             while let Some((e, bytes)) = s.peek() {
-                assert_eq!(e.seq % 3, phase);
+                assert_eq!(e.seq % 3, lane);
                 let expect = format!(
                     "GET /r/{} HTTP/1.1\r\nHost: h\r\n{}\r\n",
                     e.seq,

@@ -4,23 +4,13 @@
 //! allocates per request.
 
 use super::data::{DataOrder, DataTable};
+use super::source::{Next, RequestSource};
 use super::template::{data_row, request_rng, Fill, FillBuffers, Unsendable};
 use super::CompiledRequests;
 use std::sync::Arc;
 
-/// Salt of the generator that picks the request, so that it does not repeat the draws the
-/// request's own placeholders make from `request_rng(seed, seq)`.
-const PICK_SALT: u64 = 0x5EED_0FC4_01CE;
-
-/// Which request the schedule entry `seq` sends: a pure function of the seed and `seq`, so every
-/// thread, shard and target's worker agrees on it.
-#[inline]
-pub fn choose(picker: &super::pick::Picker, seed: u64, seq: u64) -> u32 {
-    let mut rng = request_rng(seed ^ PICK_SALT, seq);
-    picker.pick(seq, &mut rng) as u32
-}
-
-/// Per load thread: the compiled requests and one fill buffer per slot.
+/// Per load thread: the compiled requests and one fill buffer per slot; the request source of
+/// weighted choice, templates and a replayed trace.
 pub struct RequestMaker {
     compiled: Arc<CompiledRequests>,
     data: Option<Arc<DataTable>>,
@@ -29,11 +19,16 @@ pub struct RequestMaker {
     slots: Vec<FillBuffers>,
     /// Per slot: whether its request is a HEAD request (its response has no body).
     heads: Vec<bool>,
+    /// Whether it makes the bytes (templates, a trace's records) or only chooses (weights).
+    fills: bool,
+    /// The longest request a slot's buffer holds without growing.
+    max_request_bytes: usize,
 }
 
 impl RequestMaker {
     /// A maker for `slots` slots; `extra_bytes` more capacity per slot for requests that do not
-    /// come from the templates (a replayed trace's records).
+    /// come from the templates (a replayed trace's records, which it then copies into the slot).
+    /// It makes the bytes of templated requests and of such records; otherwise it only chooses.
     pub fn new(
         compiled: Arc<CompiledRequests>,
         data: Option<Arc<DataTable>>,
@@ -42,6 +37,9 @@ impl RequestMaker {
         slots: usize,
         extra_bytes: usize,
     ) -> RequestMaker {
+        let longest = FillBuffers::for_templates(&compiled.templates)
+            .request
+            .capacity();
         let slots: Vec<FillBuffers> = (0..slots)
             .map(|_| {
                 let mut b = FillBuffers::for_templates(&compiled.templates);
@@ -51,6 +49,8 @@ impl RequestMaker {
             .collect();
         RequestMaker {
             heads: vec![false; slots.len()],
+            fills: compiled.templated || extra_bytes > 0,
+            max_request_bytes: longest + extra_bytes,
             compiled,
             data,
             data_order,
@@ -69,10 +69,15 @@ impl RequestMaker {
         &self.compiled
     }
 
-    /// The one request choice: which request the schedule entry `seq` sends.
+    /// Which request the schedule entry `seq` sends (the one chooser, [`super::pick::Picker::choose`]).
     #[inline]
     pub fn choose(&self, seq: u64) -> u32 {
-        choose(&self.compiled.picker, self.seed, seq)
+        self.compiled.picker.choose(self.seed, seq)
+    }
+
+    /// The longest request (templates filled, or a trace's record) a slot holds without growing.
+    pub fn max_request_bytes(&self) -> usize {
+        self.max_request_bytes
     }
 
     /// Fills request `request` for entry `seq` into slot `slot`'s buffer; `Err` when a value
@@ -109,6 +114,26 @@ impl RequestMaker {
     }
 }
 
+impl RequestSource for RequestMaker {
+    #[inline]
+    fn next(&mut self, slot: usize, seq: u64, taken: Option<(&[u8], bool)>) -> Next {
+        let request = self.choose(seq);
+        let mut sendable = true;
+        if self.fills {
+            match taken {
+                Some((bytes, head)) => self.copy(slot, bytes, head),
+                None => sendable = self.fill(slot, request, seq).is_ok(),
+            }
+        }
+        Next { request, sendable }
+    }
+
+    #[inline]
+    fn made(&self, slot: usize) -> Option<(&[u8], bool)> {
+        self.fills.then(|| (self.bytes(slot), self.is_head(slot)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,7 +148,7 @@ mod tests {
         .unwrap();
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
-        let compiled = Arc::new(crate::workload::compile_requests(&c).unwrap());
+        let compiled = Arc::new(crate::config::request_set::compile_requests(&c).unwrap());
         let mut one = RequestMaker::new(compiled.clone(), None, DataOrder::Sequential, 4, 2, 0);
         let mut other = RequestMaker::new(compiled, None, DataOrder::Sequential, 4, 8, 0);
         let mut seen = std::collections::HashSet::new();

@@ -129,7 +129,7 @@ pub fn judge_stall(truth: &StallTruth, m: &Measured<'_>, config: &LoadConfig) ->
     // The configured rate, also under the closed-loop sabotage: the allowance only widens upwards,
     // so it cannot make a blind measurement pass.
     let drain = Drain {
-        rate_per_s: config.rate.unwrap_or(0.0),
+        rate_per_s: config.shape.rate_per_s().unwrap_or(0.0),
         connections: config.connections,
         round_ns: at(m.service_time, 90.0),
     };
@@ -345,7 +345,7 @@ mod tests {
         };
         let j = judge_stall(&truth, &m, &config);
         assert!(j.pass, "{}", j.table);
-        config.rate = None;
+        config.shape = candor_load::LoadShape::ClosedLoop;
         assert!(!judge_stall(&truth, &m, &config).pass);
     }
 }

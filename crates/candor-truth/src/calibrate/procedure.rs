@@ -7,7 +7,7 @@ use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
 use candor_core::results::RunResults;
 use candor_core::units::{format_ns, format_rate};
-use candor_load::{LoadConfig, LoadConfigError, RunOutcome, Target};
+use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome, Target};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -59,7 +59,7 @@ pub(crate) fn base_config(
     dur: u64,
 ) -> Result<LoadConfig, LoadConfigError> {
     let mut c = LoadConfig::new(Target::parse(url)?);
-    c.rate = Some(rate);
+    c.shape = LoadShape::constant(rate);
     c.connections = conns;
     c.threads = threads;
     c.duration_ns = dur;
@@ -96,7 +96,7 @@ impl<R: Runner> Calibration<'_, R> {
     ) -> Result<(RunOutcome, RunResults, PauseWindow), CalibrateError<R::Error>> {
         let mut c = config.clone();
         if self.sabotage == Sabotage::ClosedLoop {
-            c.rate = None;
+            c.shape = LoadShape::ClosedLoop;
         }
         let ran = self.runner.run(&c, pauser.map(|p| p.hook()));
         // The process is resumed whatever became of the run.

@@ -54,7 +54,7 @@ impl Shape {
             None => format!("http://127.0.0.1:{port}/"),
         };
         let mut config = LoadConfig::new(Target::parse(&url).unwrap());
-        config.rate = Some(1000.0);
+        config.shape = crate::LoadShape::constant(1000.0);
         config.duration_ns = self.count * MS;
         config.warmup_ns = 0;
         config.timeout_ns = self.timeout_ns;
@@ -84,7 +84,7 @@ impl Shape {
             stop: Arc::new(AtomicBool::new(false)),
             end: Arc::default(),
             on_start: None,
-            seq_phase: 0,
+            seq_lane: 0,
             seq_stride: 1,
         }
     }

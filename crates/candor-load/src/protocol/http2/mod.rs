@@ -272,34 +272,19 @@ impl Driver {
         let mut core = Core::new(cfg, setup.schedule, ledger);
         // The workload as over HTTP/1.1: the maker chooses each request by its `seq` (weights)
         // and fills templated or replayed ones into its slot's buffer; checks apply per request.
-        let compiled = crate::workload::compile_requests(&config).map_err(|e| e.to_string())?;
-        let checks = crate::workload::has_checks(&config)
+        let compiled =
+            crate::config::request_set::compile_requests(&config).map_err(|e| e.to_string())?;
+        let checks = crate::config::request_set::has_checks(&config)
             .then(|| Arc::<[ResponseChecks]>::from(compiled.checks.clone()));
         let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
         let mut scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
-        if crate::workload::needs_maker(&config, &compiled) {
-            let w = &config.workload;
-            let fills = compiled.templated || w.replay.is_some();
-            let extra = w
-                .replay
-                .as_ref()
-                .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
+        let slots = core.slot_count();
+        if let Some(source) = crate::config::request_set::request_source(&config, &compiled, slots)
+        {
             // A filled request's block is never longer than its HTTP/1.1 bytes plus a few
             // bytes of lengths per header; twice the largest is ample.
-            let longest =
-                crate::workload::template::FillBuffers::for_templates(&compiled.templates)
-                    .request
-                    .capacity();
-            scratch_len = scratch_len.max(2 * (longest + extra) + 64);
-            let maker = crate::workload::runtime::RequestMaker::new(
-                Arc::new(compiled),
-                w.data.clone(),
-                w.data_order,
-                w.seed,
-                core.slot_count(),
-                extra,
-            );
-            core = core.with_maker(maker, fills);
+            scratch_len = scratch_len.max(2 * source.max_request_bytes() + 64);
+            core.set_source(Box::new(source));
         }
         let poll = Poll::new().map_err(|e| format!("poll: {e}"))?;
         let timer = TimerFd::new().map_err(|e| format!("timerfd: {e}"))?;

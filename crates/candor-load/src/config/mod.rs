@@ -1,234 +1,21 @@
 //! Settings of a load run, parsed and validated once before anything starts.
 
 use crate::schedule::ArrivalKind;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+pub use crate::shape::LoadShape;
+pub mod request_set;
+
+pub use crate::requests::{RequestOrder, RequestSpec};
+pub use crate::target::{Credentials, Scheme, Target, TargetError, TargetUrl};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum LoadConfigError {
-    #[error("invalid URL '{0}': {1}")]
-    Url(String, String),
-    #[error("unsupported scheme '{0}' in '{1}': candor run speaks http://, https:// and tcp://")]
-    Scheme(String, String),
-    #[error("cannot resolve host '{0}': {1}")]
-    Resolve(String, String),
-    #[error("cannot connect to {0}: {1} (is the server running?)")]
-    Connect(SocketAddr, String),
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Shape(#[from] crate::shape::ShapeError),
     #[error("{0}")]
     Invalid(String),
-}
-
-/// The protocol named by the URL scheme.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    /// HTTP/1.1 (or HTTP/2 with `http2`) in the clear.
-    Http,
-    /// HTTP over TLS; HTTP/2 when `http2` is set.
-    Https,
-    /// Raw TCP request/response with user-defined framing.
-    Tcp,
-}
-
-/// A target URL, parsed and checked but not resolved: what `candor run` and a Kubernetes
-/// manifest's run flags agree on, where the host may exist only inside a cluster.
-#[derive(Debug, Clone)]
-pub struct TargetUrl {
-    /// The URL as reports show it (a password replaced by `***`).
-    pub url: String,
-    pub scheme: Scheme,
-    /// Host name as written in the URL, without IPv6 brackets (TLS server name for SNI).
-    pub host: String,
-    /// The URL's port, or the scheme's default.
-    pub port: u16,
-    /// Value of the Host header.
-    pub host_header: String,
-    /// Path and query, at least "/".
-    pub path: String,
-    /// `user:password@` of the URL, percent-decoded; sent as Basic authorization.
-    pub credentials: Option<Credentials>,
-}
-
-/// Where requests go: a [`TargetUrl`] with its host resolved.
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub url: String,
-    pub scheme: Scheme,
-    /// Host name as written in the URL (TLS server name for SNI and verification).
-    pub host: String,
-    pub addr: SocketAddr,
-    /// Value of the Host header.
-    pub host_header: String,
-    /// Path and query, at least "/".
-    pub path: String,
-    /// `user:password@` of the URL, percent-decoded; sent as Basic authorization.
-    pub credentials: Option<Credentials>,
-}
-
-/// A user name and password given in the URL.
-#[derive(Clone, PartialEq)]
-pub struct Credentials {
-    pub user: Vec<u8>,
-    pub password: Vec<u8>,
-}
-
-impl std::fmt::Debug for Credentials {
-    // Never print the password (results and logs may be shared).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Credentials({}:***)",
-            String::from_utf8_lossy(&self.user)
-        )
-    }
-}
-
-impl Credentials {
-    /// The `Authorization` header line: `Basic` and base64 of `user:password`, as curl sends it.
-    pub fn basic_header(&self) -> String {
-        use base64::Engine as _;
-        let mut plain = self.user.clone();
-        plain.push(b':');
-        plain.extend_from_slice(&self.password);
-        format!(
-            "Authorization: Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(plain)
-        )
-    }
-}
-
-impl TargetUrl {
-    /// Parses and checks an `http://`, `https://` or `tcp://host:port` URL without any I/O.
-    pub fn parse(text: &str) -> Result<TargetUrl, LoadConfigError> {
-        // The URL standard silently drops tabs and line breaks ("/a\r\nX: 1" would be sent as
-        // "/aX:%201"): a URL holding a control character is a mistake or an injection, refused.
-        if text.chars().any(|c| c.is_control()) {
-            return Err(LoadConfigError::Url(
-                text.escape_debug().to_string(),
-                "it holds a control character (a line break, tab or NUL): percent-encode it".into(),
-            ));
-        }
-        if !text.contains("://") {
-            return Err(LoadConfigError::Url(
-                text.into(),
-                format!("no scheme; did you mean http://{text}?"),
-            ));
-        }
-        // `http:///path` is read by the URL standard as host "path": nothing between `://` and
-        // the path is no host, whatever a lenient parser makes of it.
-        if let Some((_, rest)) = text.split_once("://") {
-            if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
-                return Err(LoadConfigError::Url(
-                    text.into(),
-                    "no host between :// and the path (e.g. http://127.0.0.1:8080/path)".into(),
-                ));
-            }
-        }
-        let url =
-            url::Url::parse(text).map_err(|e| LoadConfigError::Url(text.into(), e.to_string()))?;
-        let scheme = match url.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            "tcp" => Scheme::Tcp,
-            other => return Err(LoadConfigError::Scheme(other.into(), text.into())),
-        };
-        if scheme == Scheme::Tcp && url.port().is_none() {
-            return Err(LoadConfigError::Url(
-                text.into(),
-                "tcp:// needs a port".into(),
-            ));
-        }
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| LoadConfigError::Url(text.into(), "no host".into()))?
-            .to_string();
-        let port = url.port_or_known_default().unwrap_or(80);
-        let lookup_host = host.trim_start_matches('[').trim_end_matches(']');
-        let host_header = match url.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.clone(),
-        };
-        // Like curl: percent-decoded, a missing password is empty. The URL kept for reports
-        // shows the user but not the password.
-        let (credentials, shown) = if !url.username().is_empty() || url.password().is_some() {
-            let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
-            let credentials = Credentials {
-                user: decode(url.username()),
-                password: decode(url.password().unwrap_or("")),
-            };
-            let mut shown = url.clone();
-            if url.password().is_some() {
-                let _ = shown.set_password(Some("***"));
-            }
-            (Some(credentials), shown.to_string())
-        } else {
-            (None, text.to_string())
-        };
-        let mut path = url.path().to_string();
-        if path.is_empty() {
-            path.push('/');
-        }
-        if let Some(q) = url.query() {
-            path.push('?');
-            path.push_str(q);
-        }
-        Ok(TargetUrl {
-            url: shown,
-            scheme,
-            host: lookup_host.to_string(),
-            port,
-            host_header,
-            path,
-            credentials,
-        })
-    }
-
-    /// The same URL with the loopback address for its host: for checking the settings that
-    /// depend on a target's scheme, port and credentials where its host can only be resolved
-    /// elsewhere (inside a cluster), without resolving it here.
-    pub fn on_loopback(&self) -> String {
-        let mut url = url::Url::parse(&self.url).expect("parsed and checked by TargetUrl::parse");
-        let _ = url.set_host(Some("127.0.0.1"));
-        url.to_string()
-    }
-
-    /// Resolves the host (the first address it has).
-    pub fn resolve(self) -> Result<Target, LoadConfigError> {
-        let addr = (self.host.as_str(), self.port)
-            .to_socket_addrs()
-            .map_err(|e| LoadConfigError::Resolve(self.host.clone(), e.to_string()))?
-            .next()
-            .ok_or_else(|| LoadConfigError::Resolve(self.host.clone(), "no addresses".into()))?;
-        Ok(self.at(addr))
-    }
-
-    /// The target at a known address.
-    pub fn at(self, addr: SocketAddr) -> Target {
-        Target {
-            url: self.url,
-            scheme: self.scheme,
-            host: self.host,
-            addr,
-            host_header: self.host_header,
-            path: self.path,
-            credentials: self.credentials,
-        }
-    }
-}
-
-impl Target {
-    /// Parses and resolves an `http://`, `https://` or `tcp://host:port` URL.
-    pub fn parse(text: &str) -> Result<Target, LoadConfigError> {
-        TargetUrl::parse(text)?.resolve()
-    }
-
-    /// One blocking connection attempt, so that a wrong port fails before the run, not during it.
-    pub fn check_reachable(&self, timeout: Duration) -> Result<(), LoadConfigError> {
-        TcpStream::connect_timeout(&self.addr, timeout)
-            .map(drop)
-            .map_err(|e| LoadConfigError::Connect(self.addr, e.to_string()))
-    }
 }
 
 /// Whether a body has a placeholder, so that its length is only known when it is filled.
@@ -256,23 +43,6 @@ pub enum Framing {
     LengthPrefix { width: usize },
 }
 
-/// One request of a request set (HTTP).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RequestSpec {
-    pub method: String,
-    pub path: String,
-    /// "Name: value" lines.
-    pub headers: Vec<String>,
-    pub body: Vec<u8>,
-}
-
-/// How the next request of a set is chosen.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RequestOrder {
-    RoundRobin,
-    Random { seed: u64 },
-}
-
 /// The highest rate one load thread may be asked to pace: one intended send per 10 ns.
 ///
 /// Each send costs at least a clock read (~20 ns through the vDSO), a histogram record and a
@@ -282,6 +52,27 @@ pub enum RequestOrder {
 /// only refuses rates that are certainly typos or overflows (`-R 1e12`).
 pub const MAX_RATE_PER_THREAD: f64 = 1e8;
 
+/// The defaults of a run, written once: [`LoadConfig::new`] and the command line's flags take
+/// them from here. Connections kept open to the target.
+pub const DEFAULT_CONNECTIONS: usize = 16;
+/// Load threads (fewer when fewer connections are asked for).
+pub const DEFAULT_THREADS: usize = 2;
+/// HTTP/2 streams per connection.
+pub const DEFAULT_STREAMS: usize = 100;
+/// HTTP method.
+pub const DEFAULT_METHOD: &str = "GET";
+/// Total intended rate, as `-R` writes it.
+pub const DEFAULT_RATE: &str = "1k";
+/// The measured window, as `-d` writes it.
+pub const DEFAULT_DURATION: &str = "10s";
+/// A request's timeout (and the drain unless `--drain` says otherwise), as `-T` writes it.
+pub const DEFAULT_TIMEOUT: &str = "2s";
+
+/// A default above, in nanoseconds or per second.
+fn default_ns(text: &str) -> u64 {
+    candor_core::units::parse_duration_ns(text).expect("the defaults are valid durations")
+}
+
 /// The arrival process (re-exported for users of the engine).
 pub type Arrival = ArrivalKind;
 
@@ -289,8 +80,8 @@ pub type Arrival = ArrivalKind;
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
     pub target: Target,
-    /// Total intended requests per second; `None` = closed loop (send on each response).
-    pub rate: Option<f64>,
+    /// What load is offered and when: a rate, `-n` requests, stages, a trace, or a closed loop.
+    pub shape: LoadShape,
     pub connections: usize,
     pub threads: usize,
     pub duration_ns: u64,
@@ -299,7 +90,6 @@ pub struct LoadConfig {
     pub timeout_ns: u64,
     /// After the last intended send, how long to wait for outstanding requests.
     pub drain_ns: u64,
-    pub arrival: Arrival,
     /// Length of the interval histograms.
     pub interval_ns: u64,
     pub method: String,
@@ -309,7 +99,8 @@ pub struct LoadConfig {
     /// Spin on the clock for this long before each send instead of sleeping; `None` lets the
     /// pacer choose from the measured wake-up lateness ([`candor_core::Pacer`]).
     pub spin_ns: Option<u64>,
-    /// This process is shard `shard_index` of `shard_count` of one schedule at the total `rate`.
+    /// This process is shard `shard_index` of `shard_count` of one schedule at the shape's total
+    /// rate.
     pub shard_index: u32,
     pub shard_count: u32,
     /// Wall-clock instant (ns since the Unix epoch) of the first intended send, shared by shards.
@@ -329,12 +120,7 @@ pub struct LoadConfig {
     pub framing: Option<Framing>,
     /// HTTP statuses that count as success; any other response fails in class `status`.
     pub accept_status: crate::status::StatusSet,
-    /// `-n`: exactly this many intended sends (constant arrival), over `duration_ns` = N / rate.
-    pub count: Option<u64>,
-    /// `-R` as stages: the intended rate over the measured window (`rate` is then its mean,
-    /// `duration_ns` its length); the warm-up holds the first stage's rate.
-    pub profile: Option<crate::workload::profile::Profile>,
-    /// Templates' data, weights and names, response checks and trace replay.
+    /// Templates' data, weights and names, and response checks.
     pub workload: crate::workload::WorkloadConfig,
 }
 
@@ -342,23 +128,60 @@ impl LoadConfig {
     /// Whether sends follow a schedule (a rate, a profile or a replayed trace) rather than each
     /// response (a closed loop).
     pub fn is_open_loop(&self) -> bool {
-        self.rate.is_some() || self.profile.is_some() || self.workload.replay.is_some()
+        self.shape.is_open_loop()
+    }
+
+    /// This process's share of the total intended rate (the total over `shard_count`); `None`
+    /// in a closed loop.
+    pub fn shard_rate_per_s(&self) -> Option<f64> {
+        self.shape.rate_per_s().map(|r| r / self.shard_count as f64)
+    }
+
+    /// The schedule of this process's load thread `thread` (of `threads`), starting at
+    /// `start_ns` (the warm-up's start): its lane of the one schedule all shards and threads
+    /// interleave (see [`LoadConfig::lane`]); `None` in a closed loop.
+    pub fn thread_schedule(
+        &self,
+        start_ns: u64,
+        thread: usize,
+    ) -> std::io::Result<Option<crate::schedule::Schedule>> {
+        let (lane, stride) = self.lane(thread);
+        self.shape.schedule(
+            start_ns,
+            self.warmup_ns,
+            &self.target.host_header,
+            lane,
+            stride,
+        )
+    }
+
+    /// Load thread `thread`'s lane and the number of lanes of the one schedule: lanes of all
+    /// shards interleave (shard s, thread t is lane s + N·t of N·T), so the union of every
+    /// shard's threads is the single-process schedule at the total rate.
+    pub fn lane(&self, thread: usize) -> (u64, u64) {
+        let shards = self.shard_count as u64;
+        (
+            self.shard_index as u64 + shards * thread as u64,
+            shards * self.threads as u64,
+        )
     }
 
     /// A configuration with wrk2-like defaults for `target`.
     pub fn new(target: Target) -> Self {
         LoadConfig {
             target,
-            rate: Some(1000.0),
-            connections: 16,
-            threads: 2,
-            duration_ns: 10_000_000_000,
+            shape: match candor_core::units::parse_rate(DEFAULT_RATE) {
+                Ok(candor_core::units::Rate::PerSecond(per_s)) => LoadShape::constant(per_s),
+                _ => unreachable!("the default rate is a rate per second"),
+            },
+            connections: DEFAULT_CONNECTIONS,
+            threads: DEFAULT_THREADS,
+            duration_ns: default_ns(DEFAULT_DURATION),
             warmup_ns: 0,
-            timeout_ns: 2_000_000_000,
-            drain_ns: 2_000_000_000,
-            arrival: ArrivalKind::Constant,
+            timeout_ns: default_ns(DEFAULT_TIMEOUT),
+            drain_ns: default_ns(DEFAULT_TIMEOUT),
             interval_ns: 1_000_000_000,
-            method: "GET".into(),
+            method: DEFAULT_METHOD.into(),
             headers: Vec::new(),
             body: Vec::new(),
             spin_ns: None,
@@ -367,15 +190,13 @@ impl LoadConfig {
             start_at_wall_ns: None,
             pipeline: 1,
             http2: false,
-            streams: 100,
+            streams: DEFAULT_STREAMS,
             tls: TlsOptions::default(),
             requests: Vec::new(),
             request_order: RequestOrder::RoundRobin,
             payload: Vec::new(),
             framing: None,
             accept_status: crate::status::StatusSet::default(),
-            count: None,
-            profile: None,
             workload: Default::default(),
         }
     }
@@ -462,7 +283,7 @@ impl LoadConfig {
                 self.connections, self.threads
             ));
         }
-        if let Some(r) = self.rate {
+        if let Some(r) = self.shape.rate_per_s() {
             if !(r > 0.0 && r.is_finite()) {
                 return bad(format!("rate must be positive, got {r}"));
             }
@@ -477,50 +298,35 @@ impl LoadConfig {
                 ));
             }
         }
-        if let Some(p) = &self.profile {
-            if self.rate.is_none() {
-                return bad("a load profile needs an open loop (-R stages, not max)".into());
+        match &self.shape {
+            LoadShape::Stages { profile: p, .. } => {
+                if self.duration_ns != p.duration_ns() {
+                    return bad(format!(
+                        "the run lasts {} (the sum of the -R stages) but the duration says {}",
+                        candor_core::units::format_ns(p.duration_ns() as f64),
+                        candor_core::units::format_ns(self.duration_ns as f64)
+                    ));
+                }
+                let peak = p.peak_per_s();
+                let per_thread = peak / (self.shard_count.max(1) as f64 * self.threads as f64);
+                if per_thread > MAX_RATE_PER_THREAD {
+                    return bad(format!(
+                        "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \
+                         lower it or spread it over more threads or shards",
+                        candor_core::units::format_rate(peak),
+                        candor_core::units::format_rate(per_thread),
+                    ));
+                }
             }
-            if self.count.is_some() {
-                return bad(
-                    "-n does not combine with -R stages: the stages set how many requests are sent"
-                        .into(),
-                );
+            LoadShape::Count { count, .. } => {
+                if *count == 0 {
+                    return bad("-n (number of requests) must be at least 1".into());
+                }
+                if self.warmup_ns > 0 {
+                    return bad("-n counts every request of the schedule; it does not combine with --warmup (use -d)".into());
+                }
             }
-            if self.duration_ns != p.duration_ns() {
-                return bad(format!(
-                    "the run lasts {} (the sum of the -R stages) but the duration says {}",
-                    candor_core::units::format_ns(p.duration_ns() as f64),
-                    candor_core::units::format_ns(self.duration_ns as f64)
-                ));
-            }
-            let peak = p.peak_per_s();
-            let per_thread = peak / (self.shard_count.max(1) as f64 * self.threads as f64);
-            if per_thread > MAX_RATE_PER_THREAD {
-                return bad(format!(
-                    "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \
-                     lower it or spread it over more threads or shards",
-                    candor_core::units::format_rate(peak),
-                    candor_core::units::format_rate(per_thread),
-                ));
-            }
-        }
-        if let Some(n) = self.count {
-            if n == 0 {
-                return bad("-n (number of requests) must be at least 1".into());
-            }
-            if self.rate.is_none() {
-                return bad(
-                    "-n needs a rate (-R): the N requests are sent on the open-loop schedule"
-                        .into(),
-                );
-            }
-            if self.arrival != ArrivalKind::Constant {
-                return bad("-n needs --arrival constant: a Poisson schedule has no fixed end for N requests; use -d".into());
-            }
-            if self.warmup_ns > 0 {
-                return bad("-n counts every request of the schedule; it does not combine with --warmup (use -d)".into());
-            }
+            LoadShape::ClosedLoop | LoadShape::Rate { .. } | LoadShape::Replay { .. } => {}
         }
         if self.shard_count == 0 || self.shard_index >= self.shard_count {
             return bad(format!(
@@ -651,7 +457,8 @@ impl LoadConfig {
             )
             .map_err(LoadConfigError::Invalid)?;
         }
-        crate::workload::validate(self).map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+        crate::config::request_set::validate(self)
+            .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
         Ok(())
     }
 }
@@ -659,100 +466,6 @@ impl LoadConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_url_with_a_control_character_is_refused_not_silently_altered() {
-        for bad in [
-            "http://127.0.0.1:1/a\r\nX: 1",
-            "http://127.0.0.1:1\n/a",
-            "http://127.0.0.1:1/a\tb",
-            "http://127.0.0.1:1/a\0b",
-            "https://127.0.0.1:1/?q=\x7f",
-            "tcp://127.0.0.1:1\r",
-        ] {
-            let e = TargetUrl::parse(bad).unwrap_err().to_string();
-            assert!(e.contains("control character"), "{bad:?}: {e}");
-            // One line, the characters shown escaped.
-            assert!(!e.contains(['\r', '\n', '\0']), "{e:?}");
-        }
-        assert!(TargetUrl::parse("http://127.0.0.1:1/a%0D%0Ab").is_ok());
-    }
-
-    #[test]
-    fn parses_http_urls() {
-        let t = Target::parse("http://127.0.0.1:8080/a/b?x=1").unwrap();
-        assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
-        assert_eq!(t.host_header, "127.0.0.1:8080");
-        assert_eq!(t.path, "/a/b?x=1");
-        let t = Target::parse("http://127.0.0.1").unwrap();
-        assert_eq!(t.path, "/");
-        assert_eq!(t.addr.port(), 80);
-    }
-
-    #[test]
-    fn rejects_bad_urls_clearly() {
-        assert!(matches!(
-            Target::parse("not a url"),
-            Err(LoadConfigError::Url(..))
-        ));
-        assert_eq!(
-            Target::parse("localhost:8080/").unwrap_err().to_string(),
-            "invalid URL 'localhost:8080/': no scheme; did you mean http://localhost:8080/?"
-        );
-        assert!(matches!(
-            Target::parse("ftp://127.0.0.1/"),
-            Err(LoadConfigError::Scheme(..))
-        ));
-        assert!(matches!(
-            Target::parse("tcp://127.0.0.1/"),
-            Err(LoadConfigError::Url(..))
-        ));
-        assert_eq!(
-            Target::parse("tcp://127.0.0.1:9").unwrap().scheme,
-            Scheme::Tcp
-        );
-        assert_eq!(
-            Target::parse("https://127.0.0.1/").unwrap().addr.port(),
-            443
-        );
-        assert!(matches!(
-            Target::parse("http://no-such-host.invalid/"),
-            Err(LoadConfigError::Resolve(..))
-        ));
-    }
-
-    #[test]
-    fn parsing_a_target_does_not_resolve_its_host() {
-        // `.invalid` never resolves (RFC 6761): parsing succeeds, resolving fails clearly.
-        let u = TargetUrl::parse("https://u:pw@checkout.invalid/pay?x=1").unwrap();
-        assert_eq!(
-            (u.scheme, u.host.as_str(), u.port, u.path.as_str()),
-            (Scheme::Https, "checkout.invalid", 443, "/pay?x=1")
-        );
-        assert_eq!(u.url, "https://u:***@checkout.invalid/pay?x=1");
-        assert!(matches!(
-            u.clone().resolve(),
-            Err(LoadConfigError::Resolve(h, _)) if h == "checkout.invalid"
-        ));
-        let t = u.at("10.0.0.7:443".parse().unwrap());
-        assert_eq!((t.host.as_str(), t.addr.port()), ("checkout.invalid", 443));
-        assert_eq!(t.host_header, "checkout.invalid");
-        assert!(t.credentials.is_some());
-        // Bad URLs are refused by the parse alone.
-        assert!(matches!(
-            TargetUrl::parse("ftp://svc/"),
-            Err(LoadConfigError::Scheme(..))
-        ));
-        assert!(TargetUrl::parse("tcp://svc").is_err());
-        assert_eq!(
-            TargetUrl::parse("tcp://u@db.cluster.local:5432")
-                .unwrap()
-                .on_loopback(),
-            "tcp://u@127.0.0.1:5432"
-        );
-        let v6 = TargetUrl::parse("http://[::1]:8080/").unwrap();
-        assert_eq!(v6.resolve().unwrap().addr, "[::1]:8080".parse().unwrap());
-    }
 
     #[test]
     fn url_credentials_become_basic_authorization() {
@@ -841,9 +554,9 @@ mod tests {
             .to_string()
             .contains("at least the number of threads"));
         c.connections = 4;
-        c.rate = Some(0.0);
+        c.shape = crate::LoadShape::constant(0.0);
         assert!(c.validate().is_err());
-        c.rate = None;
+        c.shape = crate::LoadShape::ClosedLoop;
         c.headers = vec!["NoColon".into()];
         assert!(c.validate().is_err());
     }
@@ -855,20 +568,20 @@ mod tests {
         c.threads = 2;
         c.connections = 2;
         // Exactly the ceiling per thread passes; the next representable rate above it fails.
-        c.rate = Some(2.0 * MAX_RATE_PER_THREAD);
+        c.shape = crate::LoadShape::constant(2.0 * MAX_RATE_PER_THREAD);
         assert!(c.validate().is_ok());
         for r in [
             2.0 * MAX_RATE_PER_THREAD * 1.0001,
             1e12,
             18446744073709551616.0,
         ] {
-            c.rate = Some(r);
+            c.shape = crate::LoadShape::constant(r);
             let e = c.validate().unwrap_err().to_string();
             assert!(e.contains("beyond what any machine can pace"), "{e}");
             // One short line, never a number written out in hundreds of digits.
             assert!(e.len() < 250, "{e}");
         }
-        c.rate = Some(1e300);
+        c.shape = crate::LoadShape::constant(1e300);
         let e = c.validate().unwrap_err().to_string();
         assert!(
             e.starts_with("rate 1.000e300/s is 5.000e299/s per load thread"),
@@ -876,7 +589,7 @@ mod tests {
         );
         // Shards split the total rate: 4 shards of 2 threads may share 8x the ceiling.
         c.shard_count = 4;
-        c.rate = Some(8.0 * MAX_RATE_PER_THREAD);
+        c.shape = crate::LoadShape::constant(8.0 * MAX_RATE_PER_THREAD);
         assert!(c.validate().is_ok());
     }
 }

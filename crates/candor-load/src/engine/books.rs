@@ -1,10 +1,55 @@
-//! The books a workload adds to a load thread's: one per stage of a load profile (a request
-//! belongs to the stage of its intended time) and one per request name. All are allocated before
-//! the run; booking into them is an index and the same histogram records as the phase's.
+//! A load thread's books: what it accumulated in each phase (warm-up, measured), and those a
+//! workload adds: one per stage of a load profile (a request belongs to the stage of its intended
+//! time) and one per request name. All are allocated before the run; booking into them is an
+//! index and the same histogram records as the phase's.
 
-use crate::shared::PhaseAcc;
 use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
+use candor_core::{new_histogram, Histo, Recorder};
+
+/// What a worker accumulated in one phase (0 = warm-up, 1 = measured).
+pub struct PhaseAcc {
+    pub rec: Recorder,
+    pub unfinished: Histo,
+    pub counts: RequestCounts,
+    /// Time from TCP connected to TLS handshake complete, per handshake (by completion time).
+    pub tls_handshake: Histo,
+    /// Conditions an engine saw that the report must name (the measured phase's are reported).
+    pub warnings: Vec<String>,
+    /// Per-stage and per-name books (the measured phase's only; `None` without them).
+    pub workload: Option<Box<WorkloadBooks>>,
+    /// What pacing did over the whole run (kept on the measured phase).
+    pub pacing: candor_core::PaceStats,
+    /// The earliest failed responses (kept on the measured phase).
+    pub failures: crate::engine::examples::FailureSamples,
+    /// Connections that failed, by cause (`engine::backoff`).
+    pub faults: crate::engine::backoff::FaultTally,
+    /// Responses by status code.
+    pub codes: candor_core::results::CodeCounts,
+}
+
+impl Default for PhaseAcc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PhaseAcc {
+    pub fn new() -> Self {
+        PhaseAcc {
+            rec: Recorder::new(),
+            unfinished: new_histogram(),
+            counts: RequestCounts::default(),
+            tls_handshake: new_histogram(),
+            warnings: Vec::new(),
+            workload: None,
+            pacing: candor_core::PaceStats::default(),
+            failures: Default::default(),
+            faults: Default::default(),
+            codes: Default::default(),
+        }
+    }
+}
 
 /// Per-stage and per-name accumulators of one load thread (merged across threads at the end).
 pub struct WorkloadBooks {

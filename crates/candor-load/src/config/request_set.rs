@@ -1,0 +1,304 @@
+//! The run's requests compiled from its configuration (the request set, or the one request of
+//! the URL, -H and --body): templates, names, weights, per-request statuses and checks, and the
+//! workload settings checked against the rest of the configuration.
+
+use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
+use crate::requests::url_path_template;
+use crate::status::StatusSet;
+use crate::workload::check::BodyNeedle;
+use crate::workload::pick::Picker;
+use crate::workload::runtime::RequestMaker;
+use crate::workload::template::RequestTemplate;
+use crate::workload::{CompiledRequests, WorkloadError};
+use std::sync::Arc;
+
+/// Compiles the run's requests (the request set, or the one request of the URL, -H and --body)
+/// with their names, weights and checks; fails on an unknown placeholder or a missing column.
+pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, WorkloadError> {
+    let single = [RequestSpec {
+        method: config.method.clone(),
+        path: url_path_template(&config.target.path),
+        headers: config.headers.clone(),
+        body: config.body.clone(),
+    }];
+    let specs: &[RequestSpec] = if config.requests.is_empty() {
+        &single
+    } else {
+        &config.requests
+    };
+    let w = &config.workload;
+    if !w.lines.is_empty() && w.lines.len() != specs.len() {
+        return Err(WorkloadError::Invalid(
+            "the request-set lines and requests disagree".into(),
+        ));
+    }
+    let data = w.data.as_deref();
+    let mut templates = Vec::with_capacity(specs.len());
+    for (i, r) in specs.iter().enumerate() {
+        let what = if config.requests.is_empty() {
+            "the request (URL path, -H, --body)".to_string()
+        } else {
+            format!("--requests line {}", i + 1)
+        };
+        templates.push(RequestTemplate::compile(
+            &r.method,
+            &config.target.host_header,
+            &r.path,
+            &r.headers,
+            &r.body,
+            data,
+            &what,
+        )?);
+    }
+    if data.is_some() && !templates.iter().any(RequestTemplate::uses_data) {
+        return Err(WorkloadError::Invalid(
+            "--data is given but no {{data:COLUMN}} placeholder uses it".into(),
+        ));
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut name_of = Vec::with_capacity(specs.len());
+    for (i, r) in specs.iter().enumerate() {
+        let name = w
+            .lines
+            .get(i)
+            .map_or_else(|| format!("{} {}", r.method, r.path), |l| l.name.clone());
+        let index = names.iter().position(|n| *n == name).unwrap_or_else(|| {
+            names.push(name);
+            names.len() - 1
+        });
+        name_of.push(index);
+    }
+    let picker = if w.lines.iter().any(|l| l.weight.is_some()) {
+        let weights: Vec<f64> = w.lines.iter().map(|l| l.weight.unwrap_or(1.0)).collect();
+        Picker::weighted(&weights).map_err(WorkloadError::Invalid)?
+    } else {
+        match config.request_order {
+            RequestOrder::RoundRobin => Picker::RoundRobin { n: specs.len() },
+            RequestOrder::Random { .. } => Picker::Uniform { n: specs.len() },
+        }
+    };
+    let mut accept = Vec::with_capacity(specs.len());
+    let mut checks = Vec::with_capacity(specs.len());
+    for i in 0..specs.len() {
+        let line = w.lines.get(i);
+        accept.push(
+            line.and_then(|l| l.check_status)
+                .unwrap_or(config.accept_status),
+        );
+        let mut c = w.checks.clone();
+        if let Some(text) = line.and_then(|l| l.check_body.as_deref()) {
+            c.body =
+                Some(BodyNeedle::new(text.as_bytes()).map_err(|e| {
+                    WorkloadError::Invalid(format!("--requests line {}: {e}", i + 1))
+                })?);
+        }
+        checks.push(c);
+    }
+    Ok(CompiledRequests {
+        templated: templates.iter().any(|t| !t.is_constant()),
+        templates,
+        names,
+        name_of,
+        picker,
+        accept,
+        checks,
+    })
+}
+
+/// The statuses each request accepts, when a request line has its own `"check_status"`
+/// (`None`: every request accepts `--check-status`).
+pub fn accept_by_request(config: &LoadConfig) -> Option<Arc<[StatusSet]>> {
+    let lines = &config.workload.lines;
+    if !lines.iter().any(|l| l.check_status.is_some()) {
+        return None;
+    }
+    Some(
+        lines
+            .iter()
+            .map(|l| l.check_status.unwrap_or(config.accept_status))
+            .collect(),
+    )
+}
+
+/// Whether any response check applies (to every request, or to one line).
+pub fn has_checks(config: &LoadConfig) -> bool {
+    !config.workload.checks.is_empty()
+        || config.workload.lines.iter().any(|l| l.check_body.is_some())
+}
+
+/// The request source of a load thread with `slots` slots, when the prepared requests the core
+/// chooses by itself do not do (weighted choice, templates, a replayed trace, lines sent to
+/// several targets): the one place a source is made from the configuration.
+pub fn request_source(
+    config: &LoadConfig,
+    compiled: &CompiledRequests,
+    slots: usize,
+) -> Option<RequestMaker> {
+    if !needs_maker(config, compiled) {
+        return None;
+    }
+    let w = &config.workload;
+    let extra = config
+        .shape
+        .replay_plan()
+        .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
+    Some(RequestMaker::new(
+        Arc::new(compiled.clone()),
+        w.data.clone(),
+        w.data_order,
+        w.seed,
+        slots,
+        extra,
+    ))
+}
+
+/// Whether the load threads need a [`RequestMaker`]: weighted choice, templates, or a
+/// replayed trace.
+pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
+    compiled.templated
+        || config.shape.replay_plan().is_some()
+        || !config.workload.targets.is_empty()
+        || matches!(compiled.picker, Picker::Weighted { .. })
+}
+
+/// Checks the workload settings against the rest of the configuration.
+pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
+    let bad = |m: &str| Err(WorkloadError::Invalid(m.into()));
+    let w = &config.workload;
+    if config.target.scheme == Scheme::Tcp {
+        if !w.checks.is_empty() {
+            return bad("--check-body and --check-header apply to HTTP targets, not tcp://");
+        }
+        if w.data.is_some() || config.shape.replay_plan().is_some() {
+            return bad("--data and --replay apply to HTTP targets, not tcp://");
+        }
+        return Ok(());
+    }
+    if !w.targets.is_empty() {
+        if !config.is_open_loop() {
+            return bad("request lines with their own \"url\" need an open loop (-R): each target's requests are the schedule's entries chosen for it");
+        }
+        if w.target_of.len() != config.requests.len() {
+            return bad("the request set's targets and requests disagree");
+        }
+    }
+    if let Some(plan) = config.shape.replay_plan() {
+        if !config.requests.is_empty() || w.data.is_some() {
+            return bad("--replay sends the trace's own requests; it does not combine with --requests or --data");
+        }
+        if config.duration_ns > plan.duration_ns() {
+            return bad("with --replay, -d may only cut the trace short");
+        }
+        if config.warmup_ns > 0 {
+            return bad(
+                "--warmup does not combine with --replay: a trace has no steady rate to warm up at",
+            );
+        }
+    }
+    compile_requests(config)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Target;
+    use crate::workload::{data::DataTable, pick::Picker, template};
+
+    fn config(url: &str) -> LoadConfig {
+        LoadConfig::new(Target::parse(url).unwrap())
+    }
+
+    #[test]
+    fn the_url_path_headers_and_body_are_templates() {
+        let mut c = config("http://127.0.0.1:1/u/{{seq}}?r={{random:1:1}}");
+        c.headers = vec!["X-Id: {{seq}}".into()];
+        c.body = b"n={{seq}}".to_vec();
+        let compiled = compile_requests(&c).unwrap();
+        assert!(compiled.templated);
+        let mut buffers = template::FillBuffers::for_templates(&compiled.templates);
+        let mut rng = template::request_rng(1, 7);
+        let mut fill = template::Fill {
+            seq: 7,
+            row: 0,
+            rng: &mut rng,
+            data: None,
+        };
+        assert_eq!(
+            compiled.templates[0].fill(&mut fill, &mut buffers).unwrap(),
+            format!(
+                "GET /u/7?r=1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n{}X-Id: 7\r\nContent-Length: 3\r\n\r\nn=7",
+                crate::protocol::http1::USER_AGENT_LINE
+            )
+            .as_bytes()
+        );
+        assert_eq!(compiled.names, vec!["GET /u/{{seq}}?r={{random:1:1}}"]);
+    }
+
+    #[test]
+    fn names_merge_weights_pick_and_lines_carry_checks() {
+        let mut c = config("http://127.0.0.1:1/");
+        let lines = crate::requests::parse_request_lines(
+            "{\"path\": \"/a\", \"name\": \"x\", \"weight\": 2, \"check_body\": \"ok\"}\n{\"path\": \"/b\", \"name\": \"x\"}\n{\"path\": \"/c\", \"check_status\": \"404\"}",
+        )
+        .unwrap();
+        c.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        c.workload.lines = lines;
+        let compiled = compile_requests(&c).unwrap();
+        assert_eq!(compiled.names, vec!["x", "GET /c"]);
+        assert_eq!(compiled.name_of, vec![0, 0, 1]);
+        assert!(matches!(compiled.picker, Picker::Weighted { .. }));
+        assert!(compiled.checks[0].body.is_some() && compiled.checks[1].body.is_none());
+        assert!(compiled.accept[2].accepts(404) && !compiled.accept[0].accepts(404));
+        assert!(!compiled.templated);
+    }
+
+    #[test]
+    fn lines_with_their_own_url_resolve_to_targets_and_need_an_open_loop() {
+        let mut c = config("http://127.0.0.1:1/");
+        let lines = crate::requests::parse_request_lines(
+            "{\"path\": \"/a\"}\n{\"url\": \"http://127.0.0.1:2/b\"}\n{\"url\": \"http://127.0.0.1:1/c\"}\n{\"url\": \"http://127.0.0.1:2/d\"}",
+        )
+        .unwrap();
+        c.requests = lines.iter().map(|l| l.spec.clone()).collect();
+        c.workload.lines = lines;
+        c.resolve_request_targets().unwrap();
+        // The command line's own host and port is that target; the other one is one target.
+        assert_eq!(c.workload.target_of, vec![0, 1, 0, 1]);
+        assert_eq!(c.workload.targets.len(), 1);
+        assert_eq!(c.workload.targets[0].host_header, "127.0.0.1:2");
+        assert!(c.validate().is_ok());
+        let compiled = compile_requests(&c).unwrap();
+        assert!(needs_maker(&c, &compiled));
+        // The command line's credentials go to its own host's lines only.
+        let mut with_user = c.clone();
+        with_user.target = Target::parse("http://u:p@127.0.0.1:1/").unwrap();
+        with_user.apply_url_credentials();
+        let auth: Vec<bool> = with_user
+            .requests
+            .iter()
+            .map(|r| crate::protocol::http1::has_header(&r.headers, "authorization"))
+            .collect();
+        assert_eq!(auth, vec![true, false, true, false]);
+        c.shape = crate::LoadShape::ClosedLoop;
+        assert!(validate(&c)
+            .unwrap_err()
+            .to_string()
+            .contains("need an open loop"));
+    }
+
+    #[test]
+    fn placeholder_errors_come_before_the_run() {
+        let c = config("http://127.0.0.1:1/{{bogus}}");
+        assert_eq!(
+            validate(&c).unwrap_err().to_string(),
+            "the request (URL path, -H, --body): unknown placeholder '{{bogus}}' (known: seq, random:LO:HI, uuid, data:COLUMN)"
+        );
+        let mut c = config("http://127.0.0.1:1/");
+        c.workload.data = Some(Arc::new(DataTable::parse(b"a\n1\n", "d.csv").unwrap()));
+        assert!(validate(&c)
+            .unwrap_err()
+            .to_string()
+            .contains("no {{data:COLUMN}} placeholder uses it"));
+    }
+}

@@ -845,4 +845,4 @@ fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
 }
 
 #[cfg(test)]
-mod driver_sim;
+pub(crate) mod driver_sim;

@@ -349,14 +349,7 @@ impl Driver {
             if let Some(msg) = self.fatal.take() {
                 return Err(msg);
             }
-            let halt = HaltState {
-                aborting: self.halt.aborting(),
-                requested_at: self.halt.end.requested().map(|(_, at)| at),
-            };
-            self.core.halt(now, halt);
-            self.core.flush_due(now);
-            let sent = self.dispatch_due(now);
-            self.scan_timeouts(now);
+            let sent = self.turn(now);
             let (send_at, wake) = match self.core.plan(now) {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake.min(self.next_connect_scan)),
@@ -402,6 +395,21 @@ impl Driver {
             }
         }
         Ok(self.finish(pacer.stats()))
+    }
+
+    /// One pass of the loop's decisions at `now`: the core learns of an end asked for and
+    /// flushes intervals, what is due is handed to its connection and written, and the timeout
+    /// scan resets the streams it failed; whether anything was due.
+    fn turn(&mut self, now: u64) -> bool {
+        let halt = HaltState {
+            aborting: self.halt.aborting(),
+            requested_at: self.halt.end.requested().map(|(_, at)| at),
+        };
+        self.core.halt(now, halt);
+        self.core.flush_due(now);
+        let sent = self.dispatch_due(now);
+        self.scan_timeouts(now);
+        sent
     }
 
     /// Hands every due request to its connection, then writes; whether any was due.
@@ -668,20 +676,12 @@ impl Driver {
             };
             let len = c.rlen;
             match sock.read(&mut c.rbuf[len..]) {
-                Ok(0) => {
-                    let now = now_ns();
-                    if c.state == ConnState::Settings {
-                        return self.connect_failed(i, Failure::Connect, now);
-                    }
-                    return self.connection_lost(i, Failure::Read, now);
-                }
+                Ok(0) => return self.end_of_stream(i, now_ns()),
                 Ok(n) => {
                     let now = now_ns();
                     let drained =
                         !until_blocked && len + n < c.rbuf.len() && matches!(sock, Sock::Plain(_));
-                    c.rlen += n;
-                    self.core.read(i, n);
-                    if !self.process_frames(i, now) || drained {
+                    if !self.received(i, n, now) || drained {
                         break;
                     }
                 }
@@ -701,6 +701,23 @@ impl Driver {
         if self.conns[i].sock.is_some() {
             self.flush(i, now_ns());
         }
+    }
+
+    /// The server closed connection `i` (its end of stream was read at `now`): before its
+    /// SETTINGS the connect failed; after, the streams it carried are cut off.
+    fn end_of_stream(&mut self, i: usize, now: u64) {
+        if self.conns[i].state == ConnState::Settings {
+            return self.connect_failed(i, Failure::Connect, now);
+        }
+        self.connection_lost(i, Failure::Read, now);
+    }
+
+    /// `n` more bytes were read into connection `i`'s buffer at `now`: the core counts them and
+    /// their frames are handled. False when the connection closed.
+    fn received(&mut self, i: usize, n: usize, now: u64) -> bool {
+        self.conns[i].rlen += n;
+        self.core.read(i, n);
+        self.process_frames(i, now)
     }
 
     /// Handles every whole frame buffered for connection `i`; false if the connection closed.
@@ -854,6 +871,9 @@ impl Driver {
         phases
     }
 }
+
+#[cfg(test)]
+mod h2_sim;
 
 /// Closes a connection's socket and forgets its protocol state (not its books: the core's).
 fn close(c: &mut Conn, poll: &Poll) {

@@ -30,7 +30,7 @@ use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::examples::ExcerptBuf;
 use crate::engine::ledger::Ledger;
-use crate::pool::{GateTicket, PoolReport, NO_START};
+use crate::pool::{GateTicket, PoolReport, NO_START, TIMER};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::transport::Sock;
@@ -39,12 +39,11 @@ use candor_core::timerfd::TimerFd;
 use candor_core::{now_ns, Pacer, Pacing, Wait};
 use frame::FrameHeader;
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-const TIMER: Token = Token(usize::MAX - 1);
 /// Frames are at most 16 KiB (this client never raises SETTINGS_MAX_FRAME_SIZE); room for a few.
 const READ_BUFFER: usize = 64 * 1024;
 /// Receive windows: large enough that a response body never waits for a WINDOW_UPDATE round
@@ -200,7 +199,7 @@ pub(crate) fn run_worker(
     schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
 ) -> Result<[PhaseAcc; 2], String> {
     let mut driver = Driver::new(setup)?;
-    let report = driver.open_pool();
+    let report = crate::pool::open(&mut driver);
     let start_ns = ticket.report_and_wait(report).ok_or(NO_START)?;
     if let Some(msg) = driver.fatal.take() {
         return Err(msg);

@@ -166,14 +166,13 @@ impl<P: Protocol> Driver<P> {
                 .map_err(|e| io::Error::other(e.to_string()))?;
             // The first failed responses' bodies (only failing or checked bodies are copied).
             let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
-            for c in &mut conns {
-                c.protocol.keep_excerpts(accept.clone());
-            }
-            if crate::workload::has_checks(config) {
-                let table: Arc<[crate::workload::check::ResponseChecks]> =
-                    compiled.checks.clone().into();
-                for c in &mut conns {
-                    c.protocol.set_checks(table.clone());
+            let checks = crate::workload::has_checks(config).then(|| {
+                Arc::<[crate::workload::check::ResponseChecks]>::from(compiled.checks.clone())
+            });
+            for observer in conns.iter_mut().filter_map(|c| c.protocol.observer()) {
+                observer.keep_excerpts(accept.clone());
+                if let Some(table) = &checks {
+                    observer.set_checks(table.clone());
                 }
             }
             if crate::workload::needs_maker(config, &compiled) {
@@ -698,8 +697,7 @@ impl<P: Protocol> Driver<P> {
                 Some((_, head)) => &self.filled[usize::from(head)],
                 None => &self.requests[request],
             };
-            c.protocol.start(prepared);
-            c.protocol.select_checks(request);
+            c.protocol.start(prepared, request);
             let full = c.buf_len == c.buf.len();
             match c.protocol.feed(&c.buf[..c.buf_len], full) {
                 Ok(Progress::NeedMore { consumed }) => {
@@ -740,7 +738,10 @@ impl<P: Protocol> Driver<P> {
         let c = &mut self.conns[i];
         c.written -= 1;
         let nothing_else_written = c.written == 0;
-        let (failed, body) = (c.protocol.failed_check(), c.protocol.excerpt());
+        let (failed, body) = match c.protocol.observer() {
+            Some(o) => (o.failed_check(), o.excerpt()),
+            None => (None, None),
+        };
         let booked = self.core.complete_response(slot, status, failed, body, now);
         self.conns[i].answered = nothing_else_written.then_some(booked);
     }

@@ -9,6 +9,7 @@
 
 pub mod http1;
 pub(crate) mod http2;
+pub mod observe;
 pub mod tcp;
 
 use crate::config::{LoadConfig, Scheme};
@@ -96,8 +97,8 @@ const TCP_NEEDS_FRAMING: &str = "tcp:// needs a response framing";
 
 /// How a byte-stream protocol delimits the response to each request.
 pub trait Protocol {
-    /// Before the first byte of the response to `request` is fed.
-    fn start(&mut self, request: &Prepared);
+    /// Before the first byte of the response to `request` (prepared request `index`) is fed.
+    fn start(&mut self, request: &Prepared, index: usize);
     /// Consumes what it can of `input` (`full`: the read buffer is full, so a head that does
     /// not fit in it never will).
     fn feed(&mut self, input: &[u8], full: bool) -> Result<Progress, ParseError>;
@@ -105,22 +106,9 @@ pub trait Protocol {
     fn finish_at_eof(&mut self) -> Option<u16>;
     /// Forgets a partial response (the connection is gone).
     fn reset(&mut self);
-    /// Checks responses against `table` (one entry per request); protocols without response
-    /// checks ignore it.
-    fn set_checks(&mut self, _table: std::sync::Arc<[crate::workload::check::ResponseChecks]>) {}
-    /// The response about to be fed answers prepared request `request`: its checks apply.
-    fn select_checks(&mut self, _request: usize) {}
-    /// The check the last completed response failed besides its status (`None`: passed, or
-    /// the protocol has none).
-    fn failed_check(&self) -> Option<crate::engine::examples::ContentCheck> {
-        None
-    }
-    /// Keeps the body's first bytes of responses whose status request `i` does not accept
-    /// (`accept[i]`) or that have checks, for the report's first failed responses; protocols
-    /// without bodies ignore it.
-    fn keep_excerpts(&mut self, _accept: std::sync::Arc<[crate::status::StatusSet]>) {}
-    /// The first bytes of the last completed response's body, when kept.
-    fn excerpt(&self) -> Option<&[u8]> {
+    /// The observer of this protocol's responses (status, headers, body), for protocols that
+    /// have them (`observe.rs`); `None` for those that do not (raw TCP).
+    fn observer(&mut self) -> Option<&mut observe::ResponseObserver> {
         None
     }
 }

@@ -8,7 +8,8 @@
 
 use super::*;
 use crate::engine::backoff::FaultTally;
-use crate::engine::driver::driver_sim::{Peer, Shape, MS, START, US};
+use crate::engine::driver::driver_sim::{header_and_body_checks, Peer, Shape, MS, START, US};
+use candor_core::workload_results::FailedCheck;
 
 struct Rig {
     d: Driver,
@@ -604,4 +605,43 @@ fn an_answer_before_the_whole_body_was_sent_resets_the_stream() {
     assert_eq!((rst.2, &rst.3[..]), (1, &frame::CANCEL.to_be_bytes()[..]));
     let p = r.finish(START + 10 * MS);
     assert_eq!(p.counts.completed, 1);
+}
+
+/// `:status 200` and `x-ok: yes` (literals without indexing), then `:status 200` alone.
+const STATUS_200_X_OK: &[u8] = &[
+    0x88, 0x00, 0x04, b'x', b'-', b'o', b'k', 0x03, b'y', b'e', b's',
+];
+
+#[test]
+fn the_observer_is_handed_the_headers_of_a_stream_with_header_checks() {
+    let mut shape = streams(2, 2);
+    shape.checks = header_and_body_checks();
+    let mut r = h2(shape);
+    r.open_all(100).at(START).at(START + MS);
+    assert!(r.feed(0, &headers(1, STATUS_200_X_OK, false), START + 2 * MS));
+    assert!(r.feed(0, &data(1, b"needle", true), START + 2 * MS));
+    // Stream 3 lacks the header: a header failure, its body kept for the report.
+    assert!(r.feed(0, &headers(3, STATUS_200, false), START + 3 * MS));
+    assert!(r.feed(0, &data(3, b"needle too", true), START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.check), (1, 1));
+    let kept = p.failures.sorted();
+    assert_eq!(kept[0].check, FailedCheck::Header);
+    assert_eq!(kept[0].body(), Some(&b"needle too"[..]));
+}
+
+#[test]
+fn the_observer_searches_a_body_across_data_frames() {
+    let mut shape = streams(2, 2);
+    shape.checks = header_and_body_checks();
+    let mut r = h2(shape);
+    r.open_all(100).at(START).at(START + MS);
+    assert!(r.feed(0, &headers(1, STATUS_200_X_OK, false), START + 2 * MS));
+    assert!(r.feed(0, &data(1, b"a nee", false), START + 2 * MS));
+    assert!(r.feed(0, &data(1, b"dle b", true), START + 2 * MS));
+    assert!(r.feed(0, &headers(3, STATUS_200_X_OK, false), START + 3 * MS));
+    assert!(r.feed(0, &data(3, b"no needl e", true), START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.check), (1, 1));
+    assert_eq!(p.failures.sorted()[0].check, FailedCheck::Body);
 }

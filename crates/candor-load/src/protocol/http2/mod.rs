@@ -28,13 +28,13 @@ mod receive;
 use crate::config::{LoadConfig, Scheme};
 use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
-use crate::engine::examples::ExcerptBuf;
 use crate::engine::ledger::Ledger;
 use crate::pool::{GateTicket, PoolReport, NO_START, TIMER};
+use crate::protocol::observe::ResponseObserver;
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::transport::Sock;
-use crate::workload::check::{BodyMatch, ResponseChecks};
+use crate::workload::check::ResponseChecks;
 use candor_core::timerfd::TimerFd;
 use candor_core::{now_ns, Pacer, Pacing, Wait};
 use frame::FrameHeader;
@@ -76,13 +76,6 @@ struct Stream {
     /// Receive-window bytes not yet given back with a WINDOW_UPDATE.
     unacked: u32,
     status: u16,
-    /// Header checks matched (bit i: check i).
-    header_hits: u64,
-    body: BodyMatch,
-    /// Whether the body is copied into `excerpt`: its status failed, or a check applies.
-    capturing: bool,
-    /// The body's first bytes, for the report's first failed responses.
-    excerpt: ExcerptBuf,
 }
 
 struct Conn {
@@ -218,9 +211,8 @@ struct Driver {
     fixed: Vec<Fixed>,
     /// The HEADERS block of a filled request, encoded per request.
     scratch: Vec<u8>,
-    checks: Option<Arc<[ResponseChecks]>>,
-    /// The statuses each request accepts (a failing one's body is excerpted).
-    accept: Arc<[crate::status::StatusSet]>,
+    /// Per slot, the observer of its stream's response (checks, the excerpt of a failing body).
+    observers: Vec<ResponseObserver>,
     tls: Option<Arc<rustls::ClientConfig>>,
     conns: Vec<Conn>,
     streams: Vec<Stream>,
@@ -306,12 +298,16 @@ impl Driver {
             .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)
             .map_err(|e| format!("timerfd: {e}"))?;
         let slots = core.slot_count();
+        let mut observer = ResponseObserver::default();
+        observer.keep_excerpts(accept);
+        if let Some(table) = checks {
+            observer.set_checks(table);
+        }
         Ok(Driver {
             https,
             fixed,
             scratch: Vec::with_capacity(scratch_len),
-            checks,
-            accept,
+            observers: vec![observer; slots],
             tls,
             conns: (0..setup.connections).map(|_| Conn::new(streams)).collect(),
             streams: vec![Stream::default(); slots],
@@ -610,6 +606,7 @@ impl Driver {
             ..Stream::default()
         };
         c.active.push((id, slot));
+        self.observers[slot].begin(self.core.exchange(slot).request as usize);
         self.core.sent(slot, now);
         self.core.written(slot, written);
         if body_len > 0 {

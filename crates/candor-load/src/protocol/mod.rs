@@ -4,7 +4,7 @@
 //! [`Protocol`] implementation that the driver (`engine/driver.rs`) feeds the bytes it reads.
 //!
 //! Which protocol a run speaks is decided here alone ([`ProtocolKind::of`]), and a load thread
-//! is started for it here alone ([`run_worker`]): the run, the pre-run probe and the drivers ask
+//! is started for it here alone (`run_worker`): the run, the pre-run probe and the drivers ask
 //! this module, so a new protocol is its own folder plus one line in each of those two matches.
 
 pub mod http1;

@@ -5,9 +5,12 @@
 //! instead of landing in the first requests' send lag.
 
 use candor_core::hist::record_clamped;
+use candor_core::now_ns;
 use candor_core::results::PoolResults;
+use candor_core::timerfd::TimerFd;
 use candor_core::{new_histogram, Histo, Summary};
 use crossbeam_channel::{Receiver, Sender};
+use mio::{Events, Poll, Token};
 
 /// The start a load thread's books are made with before the real one is known: far ahead, so
 /// that what happens while its pool opens is booked as before the start.
@@ -30,6 +33,71 @@ pub const CONNECTS_IN_FLIGHT: usize = 128;
 /// While a pool opens, how often a load thread looks whether the run was stopped (a signal is
 /// delivered to one thread; the others learn of it from the shared flag).
 pub const STOP_CHECK_NS: u64 = 10_000_000;
+
+/// The token of a load thread's timerfd in its poll (connections are tokens `0..n`).
+pub(crate) const TIMER: Token = Token(usize::MAX - 1);
+
+/// What opening its pool asks of a load thread's driver: every driver opens its pool with
+/// [`open`].
+pub(crate) trait Opener {
+    fn connection_count(&self) -> usize;
+    /// Whether connection `i` is being opened (connect, TLS handshake, a protocol's greeting).
+    fn opening(&self, i: usize) -> bool;
+    fn start_connect(&mut self, i: usize, now: u64);
+    /// The run was stopped, or the thread met a condition that makes it meaningless.
+    fn given_up(&self) -> bool;
+    fn handle_event(&mut self, ev: &mio::event::Event);
+    /// The driver's poll and timerfd (registered as [`TIMER`]).
+    fn waits(&mut self) -> (&mut Poll, &mut TimerFd);
+    /// Where the report being made is kept while the pool opens (the connection events that
+    /// make a connection ready add to it).
+    fn report(&mut self) -> &mut Option<PoolReport>;
+    /// How long the pool may take (`--timeout`).
+    fn timeout_ns(&self) -> u64;
+}
+
+/// Opens every connection of `driver`, at most [`CONNECTS_IN_FLIGHT`] at a time, until all are
+/// ready or failed, or `--timeout` has passed, or the run is stopped; connections not ready by
+/// then are left to the requests that get them, which wait for them.
+pub(crate) fn open<D: Opener>(driver: &mut D) -> PoolReport {
+    candor_core::set_fine_timer_slack();
+    let started = now_ns();
+    *driver.report() = Some(PoolReport::new(driver.connection_count()));
+    let deadline = started.saturating_add(driver.timeout_ns());
+    let mut events = Events::with_capacity(1024);
+    let mut next = 0;
+    loop {
+        let mut in_flight = (0..next).filter(|&i| driver.opening(i)).count();
+        while next < driver.connection_count() && in_flight < CONNECTS_IN_FLIGHT {
+            driver.start_connect(next, now_ns());
+            // A connect refused at once leaves the connection down, not opening.
+            in_flight += usize::from(driver.opening(next));
+            next += 1;
+        }
+        if in_flight == 0 || now_ns() >= deadline || driver.given_up() {
+            break;
+        }
+        let (poll, timer) = driver.waits();
+        // Woken at least every STOP_CHECK_NS: a signal reaches another thread, and the stop it
+        // asks for must not wait for the pool's deadline.
+        timer.arm(deadline.min(now_ns() + STOP_CHECK_NS));
+        if let Err(e) = poll.poll(&mut events, None) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+        for ev in events.iter() {
+            if ev.token() == TIMER {
+                driver.waits().1.fired();
+                continue;
+            }
+            driver.handle_event(ev);
+        }
+    }
+    let mut report = driver.report().take().expect("set above");
+    report.open_ns = now_ns() - started;
+    report
+}
 
 /// The earliest instant the schedule can start: just after the last pool was ready at
 /// `pool_ready_ns`, and not before `not_before_ns`. (`--start-at`, which shards agree on, may set

@@ -19,7 +19,7 @@ use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
-use crate::pool::{GateTicket, PoolReport, CONNECTS_IN_FLIGHT, NO_START};
+use crate::pool::{GateTicket, Opener, PoolReport, NO_START, TIMER};
 use crate::protocol::http1::Progress;
 use crate::protocol::Protocol;
 use crate::protocol::ProtocolKind;
@@ -37,7 +37,6 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-const TIMER: Token = Token(usize::MAX - 1);
 /// Responses larger than this are fine (bodies stream through); only a head must fit.
 const READ_BUFFER: usize = 64 * 1024;
 
@@ -86,7 +85,7 @@ pub(crate) fn run_worker<P: Protocol>(
     protocol: impl Fn() -> P,
 ) -> Result<[PhaseAcc; 2], String> {
     let mut driver = Driver::new(setup, tls, protocol).map_err(|e| e.to_string())?;
-    let report = driver.open_pool();
+    let report = crate::pool::open(&mut driver);
     let start_ns = ticket.report_and_wait(report).ok_or(NO_START)?;
     let warmup_ns = driver.config.warmup_ns;
     driver
@@ -167,14 +166,13 @@ impl<P: Protocol> Driver<P> {
                 .map_err(|e| io::Error::other(e.to_string()))?;
             // The first failed responses' bodies (only failing or checked bodies are copied).
             let accept: Arc<[crate::status::StatusSet]> = compiled.accept.clone().into();
-            for c in &mut conns {
-                c.protocol.keep_excerpts(accept.clone());
-            }
-            if crate::config::request_set::has_checks(config) {
-                let table: Arc<[crate::workload::check::ResponseChecks]> =
-                    compiled.checks.clone().into();
-                for c in &mut conns {
-                    c.protocol.set_checks(table.clone());
+            let checks = crate::config::request_set::has_checks(config).then(|| {
+                Arc::<[crate::workload::check::ResponseChecks]>::from(compiled.checks.clone())
+            });
+            for observer in conns.iter_mut().filter_map(|c| c.protocol.observer()) {
+                observer.keep_excerpts(accept.clone());
+                if let Some(table) = &checks {
+                    observer.set_checks(table.clone());
                 }
             }
             let slots = core.slot_count();
@@ -208,53 +206,6 @@ impl<P: Protocol> Driver<P> {
             requests: setup.requests,
             config: setup.config,
         })
-    }
-
-    /// Opens every connection (TCP connect and TLS handshake), at most [`CONNECTS_IN_FLIGHT`]
-    /// at a time, until all are ready or failed, or `--timeout` has passed, or the run is
-    /// stopped; connections not ready by then are left to the requests that get them, which wait
-    /// for them.
-    fn open_pool(&mut self) -> PoolReport {
-        candor_core::set_fine_timer_slack();
-        let started = now_ns();
-        self.pool = Some(PoolReport::new(self.conns.len()));
-        let deadline = started.saturating_add(self.config.timeout_ns);
-        let mut events = Events::with_capacity(1024);
-        let mut next = 0;
-        loop {
-            let mut opening = self.conns[..next]
-                .iter()
-                .filter(|c| matches!(c.state, ConnState::Connecting | ConnState::Handshaking))
-                .count();
-            while next < self.conns.len() && opening < CONNECTS_IN_FLIGHT {
-                self.start_connect(next, now_ns());
-                // A connect refused at once leaves the connection down, not opening.
-                opening += usize::from(self.conns[next].state == ConnState::Connecting);
-                next += 1;
-            }
-            if opening == 0 || now_ns() >= deadline || self.halt.aborting() {
-                break;
-            }
-            // Woken at least every STOP_CHECK_NS: a signal reaches another thread, and the
-            // stop it asks for must not wait for the pool's deadline.
-            self.timer
-                .arm(deadline.min(now_ns() + crate::pool::STOP_CHECK_NS));
-            if let Err(e) = self.poll.poll(&mut events, None) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    self.timer.fired();
-                    continue;
-                }
-                self.handle_event(ev);
-            }
-        }
-        let mut report = self.pool.take().expect("set above");
-        report.open_ns = now_ns() - started;
-        report
     }
 
     fn run(mut self) -> [PhaseAcc; 2] {
@@ -734,8 +685,7 @@ impl<P: Protocol> Driver<P> {
                 Some((_, head)) => &self.filled[usize::from(head)],
                 None => &self.requests[request],
             };
-            c.protocol.start(prepared);
-            c.protocol.select_checks(request);
+            c.protocol.start(prepared, request);
             let full = c.buf_len == c.buf.len();
             match c.protocol.feed(&c.buf[..c.buf_len], full) {
                 Ok(Progress::NeedMore { consumed }) => {
@@ -776,7 +726,10 @@ impl<P: Protocol> Driver<P> {
         let c = &mut self.conns[i];
         c.written -= 1;
         let nothing_else_written = c.written == 0;
-        let (failed, body) = (c.protocol.failed_check(), c.protocol.excerpt());
+        let (failed, body) = match c.protocol.observer() {
+            Some(o) => (o.failed_check(), o.excerpt()),
+            None => (None, None),
+        };
         let booked = self.core.complete_response(slot, status, failed, body, now);
         self.conns[i].answered = nothing_else_written.then_some(booked);
     }
@@ -819,6 +772,36 @@ impl<P: Protocol> Driver<P> {
     }
 }
 
+impl<P: Protocol> Opener for Driver<P> {
+    fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+    fn opening(&self, i: usize) -> bool {
+        matches!(
+            self.conns[i].state,
+            ConnState::Connecting | ConnState::Handshaking
+        )
+    }
+    fn start_connect(&mut self, i: usize, now: u64) {
+        Driver::start_connect(self, i, now)
+    }
+    fn given_up(&self) -> bool {
+        self.halt.aborting()
+    }
+    fn handle_event(&mut self, ev: &mio::event::Event) {
+        Driver::handle_event(self, ev)
+    }
+    fn waits(&mut self) -> (&mut Poll, &mut TimerFd) {
+        (&mut self.poll, &mut self.timer)
+    }
+    fn report(&mut self) -> &mut Option<PoolReport> {
+        &mut self.pool
+    }
+    fn timeout_ns(&self) -> u64 {
+        self.config.timeout_ns
+    }
+}
+
 /// Closes a connection's socket and forgets its partial state (not its books: the core's).
 fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
     if let Some(mut sock) = c.sock.take() {
@@ -833,4 +816,4 @@ fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
 }
 
 #[cfg(test)]
-mod driver_sim;
+pub(crate) mod driver_sim;

@@ -4,11 +4,12 @@
 //! [`Protocol`] implementation that the driver (`engine/driver.rs`) feeds the bytes it reads.
 //!
 //! Which protocol a run speaks is decided here alone ([`ProtocolKind::of`]), and a load thread
-//! is started for it here alone ([`run_worker`]): the run, the pre-run probe and the drivers ask
+//! is started for it here alone (`run_worker`): the run, the pre-run probe and the drivers ask
 //! this module, so a new protocol is its own folder plus one line in each of those two matches.
 
 pub mod http1;
 pub(crate) mod http2;
+pub mod observe;
 pub mod tcp;
 pub mod ws;
 
@@ -97,8 +98,8 @@ const TCP_NEEDS_FRAMING: &str = "tcp:// needs a response framing";
 
 /// How a byte-stream protocol delimits the response to each request.
 pub trait Protocol {
-    /// Before the first byte of the response to `request` is fed.
-    fn start(&mut self, request: &Prepared);
+    /// Before the first byte of the response to `request` (prepared request `index`) is fed.
+    fn start(&mut self, request: &Prepared, index: usize);
     /// Consumes what it can of `input` (`full`: the read buffer is full, so a head that does
     /// not fit in it never will).
     fn feed(&mut self, input: &[u8], full: bool) -> Result<Progress, ParseError>;
@@ -106,22 +107,9 @@ pub trait Protocol {
     fn finish_at_eof(&mut self) -> Option<u16>;
     /// Forgets a partial response (the connection is gone).
     fn reset(&mut self);
-    /// Checks responses against `table` (one entry per request); protocols without response
-    /// checks ignore it.
-    fn set_checks(&mut self, _table: std::sync::Arc<[crate::workload::check::ResponseChecks]>) {}
-    /// The response about to be fed answers prepared request `request`: its checks apply.
-    fn select_checks(&mut self, _request: usize) {}
-    /// The check the last completed response failed besides its status (`None`: passed, or
-    /// the protocol has none).
-    fn failed_check(&self) -> Option<crate::engine::examples::ContentCheck> {
-        None
-    }
-    /// Keeps the body's first bytes of responses whose status request `i` does not accept
-    /// (`accept[i]`) or that have checks, for the report's first failed responses; protocols
-    /// without bodies ignore it.
-    fn keep_excerpts(&mut self, _accept: std::sync::Arc<[crate::status::StatusSet]>) {}
-    /// The first bytes of the last completed response's body, when kept.
-    fn excerpt(&self) -> Option<&[u8]> {
+    /// The observer of this protocol's responses (status, headers, body), for protocols that
+    /// have them (`observe.rs`); `None` for those that do not (raw TCP).
+    fn observer(&mut self) -> Option<&mut observe::ResponseObserver> {
         None
     }
 }

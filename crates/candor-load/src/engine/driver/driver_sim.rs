@@ -11,6 +11,8 @@ use crate::engine::backoff::Fault;
 use crate::protocol::http1::ResponseParser;
 use crate::protocol::tcp::TcpFramer;
 use crate::schedule::{ArrivalKind, Schedule};
+use crate::workload::check::{BodyNeedle, HeaderCheck, ResponseChecks};
+use candor_core::workload_results::FailedCheck;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream as PeerStream};
 use std::sync::atomic::AtomicBool;
@@ -30,6 +32,8 @@ pub(crate) struct Shape {
     pub body: Vec<u8>,
     pub framing: Option<Framing>,
     pub http2: bool,
+    /// `--check-header` and `--check-body`.
+    pub checks: ResponseChecks,
 }
 
 impl Shape {
@@ -43,6 +47,7 @@ impl Shape {
             body: Vec::new(),
             framing: None,
             http2: false,
+            checks: ResponseChecks::default(),
         }
     }
 
@@ -64,6 +69,7 @@ impl Shape {
         config.streams = self.streams;
         config.http2 = self.http2;
         config.framing = self.framing.clone();
+        config.workload.checks = self.checks.clone();
         if self.framing.is_some() {
             config.payload = b"ping".to_vec();
         } else if !self.body.is_empty() {
@@ -612,4 +618,48 @@ fn raw_tcp_a_close_completes_no_frame() {
     r.close(0, START + 2 * MS);
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.read), (0, 1));
+}
+
+/// `--check-header 'X-Ok: yes'` and `--check-body needle`.
+pub(crate) fn header_and_body_checks() -> ResponseChecks {
+    ResponseChecks {
+        body: Some(BodyNeedle::new(b"needle").unwrap()),
+        headers: vec![HeaderCheck::parse("X-Ok: yes").unwrap()],
+    }
+}
+
+#[test]
+fn the_observer_fails_a_response_without_the_checked_header_and_keeps_its_body() {
+    let mut shape = Shape::new(1);
+    shape.checks = header_and_body_checks();
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nneedle here";
+    assert!(r.answer(0, answer, START + MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.check), (0, 1));
+    let kept = p.failures.sorted();
+    assert_eq!(kept[0].check, FailedCheck::Header);
+    assert_eq!(kept[0].body(), Some(&b"needle here"[..]));
+}
+
+#[test]
+fn the_observer_finds_a_checked_body_split_over_reads() {
+    let mut shape = Shape::new(2);
+    shape.pipeline = 2;
+    shape.checks = header_and_body_checks();
+    let mut r = http(shape);
+    r.open_all().at(START).at(START + MS);
+    let head = b"HTTP/1.1 200 OK\r\nX-Ok:  yes \r\nContent-Length: 10\r\n\r\n";
+    let mut first = head.to_vec();
+    first.extend_from_slice(b"a nee");
+    assert!(r.answer(0, &first, START + 2 * MS));
+    let mut rest = b"dle b".to_vec();
+    // The second response has the header but not the body: a body failure.
+    rest.extend_from_slice(head);
+    rest.extend_from_slice(b"no needl e");
+    assert!(r.answer(0, &rest, START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.check), (1, 1));
+    assert_eq!(p.failures.sorted()[0].check, FailedCheck::Body);
 }

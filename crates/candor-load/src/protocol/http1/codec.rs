@@ -2,9 +2,10 @@
 //! incrementally from a connection's buffer without allocating (`httparse` for the head, a small
 //! state machine for the body framing: Content-Length, chunked, or until close).
 
-use crate::engine::examples::{ContentCheck, ExcerptBuf};
+use crate::engine::examples::ContentCheck;
+use crate::protocol::observe::ResponseObserver;
 use crate::status::StatusSet;
-use crate::workload::check::{BodyMatch, ResponseChecks};
+use crate::workload::check::ResponseChecks;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 use thiserror::Error;
@@ -97,21 +98,8 @@ pub struct ResponseParser {
     close: bool,
     /// HEAD responses carry no body whatever their headers say.
     head_request: bool,
-    /// Response checks (`--check-body`, `--check-header`) of every request, if any, and which
-    /// request's apply to the response being parsed.
-    checks: Option<Arc<[ResponseChecks]>>,
-    check_index: usize,
-    body_match: BodyMatch,
-    headers_ok: bool,
-    /// The check the last completed response failed besides its status (`None`: passed).
-    last_failed: Option<ContentCheck>,
-    /// The statuses each request accepts, when failing responses' bodies are kept (see
-    /// [`Self::keep_excerpts`]).
-    accept: Option<Arc<[StatusSet]>>,
-    /// Whether the current body is copied into `excerpt`: its status failed, or a check applies.
-    capturing: bool,
-    /// The first bytes of the current (after it, the last completed) response's body.
-    excerpt: ExcerptBuf,
+    /// Who watches the responses: their checks and the excerpts of failing bodies.
+    observer: ResponseObserver,
 }
 
 const MAX_HEADERS: usize = 64;
@@ -123,99 +111,47 @@ impl ResponseParser {
             status: 0,
             close: false,
             head_request,
-            checks: None,
-            check_index: 0,
-            body_match: BodyMatch::default(),
-            headers_ok: true,
-            last_failed: None,
-            accept: None,
-            capturing: false,
-            excerpt: ExcerptBuf::default(),
+            observer: ResponseObserver::default(),
         }
     }
 
-    /// Keeps the first bytes of the body of every response whose status request `i` does not
-    /// accept (`accept[i]`), or that has checks to pass. Bodies of responses that pass by their
-    /// status and have no checks are never copied.
+    /// Keeps the first bytes of failing bodies (see [`ResponseObserver::keep_excerpts`]).
     pub fn keep_excerpts(&mut self, accept: Arc<[StatusSet]>) {
-        self.accept = Some(accept);
+        self.observer.keep_excerpts(accept);
     }
 
-    /// The first bytes of the last completed response's body, when kept (see
-    /// [`Self::keep_excerpts`]; empty unless that response failed its status or had checks).
+    /// The first bytes of the last completed response's body, when kept.
     #[inline]
     pub fn excerpt(&self) -> Option<&[u8]> {
-        self.accept.as_ref().map(|_| self.excerpt.as_slice())
+        self.observer.excerpt()
     }
 
-    /// Checks responses against `table` (one entry per request; see [`Self::select_checks`]).
+    /// Checks responses against `table` (see [`ResponseObserver::set_checks`]).
     pub fn set_checks(&mut self, table: Arc<[ResponseChecks]>) {
-        self.checks = Some(table);
+        self.observer.set_checks(table);
     }
 
     /// The response about to be parsed answers request `request`: its checks apply.
     #[inline]
     pub fn select_checks(&mut self, request: usize) {
-        self.check_index = request;
+        self.observer.begin(request);
     }
 
     /// Whether the last completed response passed its checks (true without checks).
     #[inline]
     pub fn checks_passed(&self) -> bool {
-        self.last_failed.is_none()
+        self.observer.failed_check().is_none()
     }
 
     /// The check the last completed response failed besides its status, if any.
     #[inline]
     pub fn failed_check(&self) -> Option<ContentCheck> {
-        self.last_failed
+        self.observer.failed_check()
     }
 
-    fn current_checks(&self) -> Option<&ResponseChecks> {
-        self.checks.as_ref().and_then(|t| t.get(self.check_index))
-    }
-
-    #[inline]
-    fn check_body(&mut self, bytes: &[u8]) {
-        if self.capturing {
-            self.excerpt.push(bytes);
-        }
-        let ResponseParser {
-            checks,
-            check_index,
-            body_match,
-            ..
-        } = self;
-        let needle = checks
-            .as_ref()
-            .and_then(|t| t.get(*check_index))
-            .and_then(|c| c.body.as_ref());
-        if let Some(needle) = needle {
-            body_match.feed(needle, bytes);
-        }
-    }
-
-    fn verdict(&self) -> Option<ContentCheck> {
-        let c = self.current_checks()?;
-        if !self.headers_ok {
-            Some(ContentCheck::Header)
-        } else if c.body.is_some() && !self.body_match.found() {
-            Some(ContentCheck::Body)
-        } else {
-            None
-        }
-    }
-
-    /// Whether the body of the response to the current request, with `status`, is kept.
-    fn captures(&self, status: u16) -> bool {
-        let Some(accept) = &self.accept else {
-            return false;
-        };
-        let accepted = accept
-            .get(self.check_index)
-            .or(accept.first())
-            .is_none_or(|a| a.accepts(status));
-        !accepted || self.current_checks().is_some_and(|c| !c.is_empty())
+    /// The observer of this connection's responses.
+    pub fn observer(&mut self) -> &mut ResponseObserver {
+        &mut self.observer
     }
 
     /// Whether the response being parsed answers a HEAD request (no body).
@@ -228,9 +164,7 @@ impl ResponseParser {
         self.state = State::Head;
         self.status = 0;
         self.close = false;
-        self.body_match.reset();
-        self.headers_ok = true;
-        self.capturing = false;
+        self.observer.forget();
     }
 
     /// True while no byte of the current response has been consumed.
@@ -265,11 +199,8 @@ impl ResponseParser {
                             }
                             self.status = status;
                             self.close = resp.version == Some(0);
-                            self.excerpt.clear();
-                            self.capturing = self.captures(status);
-                            if let Some(c) = self.current_checks() {
-                                self.headers_ok = c.headers.iter().all(|h| h.passes(resp.headers));
-                            }
+                            self.observer
+                                .head(status, |c| c.headers.iter().all(|h| h.passes(resp.headers)));
                             let mut length: Option<u64> = None;
                             let mut chunked = false;
                             for h in resp.headers.iter() {
@@ -308,7 +239,7 @@ impl ResponseParser {
                 }
                 State::Body { remaining } => {
                     let take = (rest.len() as u64).min(remaining);
-                    self.check_body(&rest[..take as usize]);
+                    self.observer.body(&rest[..take as usize]);
                     pos += take as usize;
                     let left = remaining - take;
                     if left == 0 {
@@ -336,7 +267,7 @@ impl ResponseParser {
                 },
                 State::ChunkData { remaining } => {
                     let take = (rest.len() as u64).min(remaining);
-                    self.check_body(&rest[..take as usize]);
+                    self.observer.body(&rest[..take as usize]);
                     pos += take as usize;
                     if take == remaining {
                         self.state = State::ChunkDataEnd;
@@ -371,7 +302,7 @@ impl ResponseParser {
                     }
                 }
                 State::UntilClose => {
-                    self.check_body(rest);
+                    self.observer.body(rest);
                     return Ok(Progress::NeedMore {
                         consumed: input.len(),
                     });
@@ -384,7 +315,7 @@ impl ResponseParser {
     pub fn finish_at_eof(&mut self) -> Option<u16> {
         if self.state == State::UntilClose {
             let status = self.status;
-            self.last_failed = self.verdict();
+            self.observer.end();
             self.reset();
             Some(status)
         } else {
@@ -398,7 +329,7 @@ impl ResponseParser {
             status: self.status,
             close: self.close,
         };
-        self.last_failed = self.verdict();
+        self.observer.end();
         self.reset();
         p
     }

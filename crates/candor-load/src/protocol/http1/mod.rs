@@ -5,14 +5,16 @@ mod codec;
 
 pub use codec::{build_request, has_header, ParseError, Progress, ResponseParser, USER_AGENT_LINE};
 
+use crate::protocol::observe::ResponseObserver;
 use crate::protocol::Protocol;
 use crate::shared::Prepared;
 
 impl Protocol for ResponseParser {
     #[inline]
-    fn start(&mut self, request: &Prepared) {
+    fn start(&mut self, request: &Prepared, index: usize) {
         if self.at_start() {
             self.set_head_request(request.head);
+            self.select_checks(index);
         }
     }
     #[inline]
@@ -25,24 +27,8 @@ impl Protocol for ResponseParser {
     fn reset(&mut self) {
         ResponseParser::reset(self)
     }
-    fn set_checks(&mut self, table: std::sync::Arc<[crate::workload::check::ResponseChecks]>) {
-        ResponseParser::set_checks(self, table)
-    }
     #[inline]
-    fn select_checks(&mut self, request: usize) {
-        if self.at_start() {
-            ResponseParser::select_checks(self, request)
-        }
-    }
-    #[inline]
-    fn failed_check(&self) -> Option<crate::engine::examples::ContentCheck> {
-        ResponseParser::failed_check(self)
-    }
-    fn keep_excerpts(&mut self, accept: std::sync::Arc<[crate::status::StatusSet]>) {
-        ResponseParser::keep_excerpts(self, accept)
-    }
-    #[inline]
-    fn excerpt(&self) -> Option<&[u8]> {
-        ResponseParser::excerpt(self)
+    fn observer(&mut self) -> Option<&mut ResponseObserver> {
+        Some(ResponseParser::observer(self))
     }
 }

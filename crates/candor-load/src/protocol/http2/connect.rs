@@ -1,68 +1,17 @@
 //! Opening an HTTP/2 connection: TCP connect, the TLS handshake with ALPN `h2` (a server that
 //! refuses it ends the run with a plain-words error), the preface and this client's SETTINGS;
 //! the connection is open once the server's SETTINGS arrive. And the pool: every connection
-//! opened this way before the first intended send, as `engine/driver.rs` opens its pool.
+//! opened this way before the first intended send (`crate::pool::open`, as for every driver).
 
-use super::{frame, Conn, ConnState, Driver, CONNECTION_WINDOW, STREAM_WINDOW, TIMER};
-use crate::pool::{PoolReport, CONNECTS_IN_FLIGHT};
+use super::{frame, ConnState, Driver, CONNECTION_WINDOW, STREAM_WINDOW};
+use crate::pool::{Opener, PoolReport};
 use crate::shared::Failure;
 use crate::transport::{start_tls, ConnectState, Handshake, Sock};
-use candor_core::now_ns;
+use candor_core::timerfd::TimerFd;
 use mio::net::TcpStream;
-use mio::{Events, Interest, Token};
-use std::io;
+use mio::{Interest, Poll, Token};
 
 impl Driver {
-    /// Opens every connection up to the server's SETTINGS, as `engine/driver.rs` opens its pool.
-    pub(super) fn open_pool(&mut self) -> PoolReport {
-        candor_core::set_fine_timer_slack();
-        let started = now_ns();
-        self.pool = Some(PoolReport::new(self.conns.len()));
-        let deadline = started.saturating_add(self.config.timeout_ns);
-        let mut events = Events::with_capacity(1024);
-        let mut next = 0;
-        loop {
-            let opening = |c: &Conn| {
-                matches!(
-                    c.state,
-                    ConnState::Connecting | ConnState::Handshaking | ConnState::Settings
-                )
-            };
-            let mut in_flight = self.conns[..next].iter().filter(|c| opening(c)).count();
-            while next < self.conns.len() && in_flight < CONNECTS_IN_FLIGHT {
-                self.start_connect(next, now_ns());
-                in_flight += usize::from(self.conns[next].state == ConnState::Connecting);
-                next += 1;
-            }
-            if in_flight == 0
-                || now_ns() >= deadline
-                || self.halt.aborting()
-                || self.fatal.is_some()
-            {
-                break;
-            }
-            // Woken at least every STOP_CHECK_NS: a signal reaches another thread, and the
-            // stop it asks for must not wait for the pool's deadline.
-            self.timer
-                .arm(deadline.min(now_ns() + crate::pool::STOP_CHECK_NS));
-            if let Err(e) = self.poll.poll(&mut events, None) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    self.timer.fired();
-                    continue;
-                }
-                self.handle_event(ev);
-            }
-        }
-        let mut report = self.pool.take().expect("set above");
-        report.open_ns = now_ns() - started;
-        report
-    }
-
     pub(super) fn start_connect(&mut self, i: usize, now: u64) {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
@@ -157,5 +106,35 @@ impl Driver {
         c.state = ConnState::Settings;
         frame::put_preface(&mut c.wbuf, STREAM_WINDOW, CONNECTION_WINDOW);
         self.flush(i, now);
+    }
+}
+
+impl Opener for Driver {
+    fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+    fn opening(&self, i: usize) -> bool {
+        matches!(
+            self.conns[i].state,
+            ConnState::Connecting | ConnState::Handshaking | ConnState::Settings
+        )
+    }
+    fn start_connect(&mut self, i: usize, now: u64) {
+        Driver::start_connect(self, i, now)
+    }
+    fn given_up(&self) -> bool {
+        self.halt.aborting() || self.fatal.is_some()
+    }
+    fn handle_event(&mut self, ev: &mio::event::Event) {
+        Driver::handle_event(self, ev)
+    }
+    fn waits(&mut self) -> (&mut Poll, &mut TimerFd) {
+        (&mut self.poll, &mut self.timer)
+    }
+    fn report(&mut self) -> &mut Option<PoolReport> {
+        &mut self.pool
+    }
+    fn timeout_ns(&self) -> u64 {
+        self.config.timeout_ns
     }
 }

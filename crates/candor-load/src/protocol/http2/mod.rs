@@ -28,23 +28,22 @@ mod receive;
 use crate::config::{LoadConfig, Scheme};
 use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
-use crate::engine::examples::ExcerptBuf;
 use crate::engine::ledger::Ledger;
-use crate::pool::{GateTicket, PoolReport, NO_START};
+use crate::pool::{GateTicket, PoolReport, NO_START, TIMER};
+use crate::protocol::observe::ResponseObserver;
 use crate::schedule::Schedule;
 use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
 use crate::transport::Sock;
-use crate::workload::check::{BodyMatch, ResponseChecks};
+use crate::workload::check::ResponseChecks;
 use candor_core::timerfd::TimerFd;
 use candor_core::{now_ns, Pacer, Pacing, Wait};
 use frame::FrameHeader;
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-const TIMER: Token = Token(usize::MAX - 1);
 /// Frames are at most 16 KiB (this client never raises SETTINGS_MAX_FRAME_SIZE); room for a few.
 const READ_BUFFER: usize = 64 * 1024;
 /// Receive windows: large enough that a response body never waits for a WINDOW_UPDATE round
@@ -77,13 +76,6 @@ struct Stream {
     /// Receive-window bytes not yet given back with a WINDOW_UPDATE.
     unacked: u32,
     status: u16,
-    /// Header checks matched (bit i: check i).
-    header_hits: u64,
-    body: BodyMatch,
-    /// Whether the body is copied into `excerpt`: its status failed, or a check applies.
-    capturing: bool,
-    /// The body's first bytes, for the report's first failed responses.
-    excerpt: ExcerptBuf,
 }
 
 struct Conn {
@@ -200,7 +192,7 @@ pub(crate) fn run_worker(
     schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
 ) -> Result<[PhaseAcc; 2], String> {
     let mut driver = Driver::new(setup)?;
-    let report = driver.open_pool();
+    let report = crate::pool::open(&mut driver);
     let start_ns = ticket.report_and_wait(report).ok_or(NO_START)?;
     if let Some(msg) = driver.fatal.take() {
         return Err(msg);
@@ -219,9 +211,8 @@ struct Driver {
     fixed: Vec<Fixed>,
     /// The HEADERS block of a filled request, encoded per request.
     scratch: Vec<u8>,
-    checks: Option<Arc<[ResponseChecks]>>,
-    /// The statuses each request accepts (a failing one's body is excerpted).
-    accept: Arc<[crate::status::StatusSet]>,
+    /// Per slot, the observer of its stream's response (checks, the excerpt of a failing body).
+    observers: Vec<ResponseObserver>,
     tls: Option<Arc<rustls::ClientConfig>>,
     conns: Vec<Conn>,
     streams: Vec<Stream>,
@@ -292,12 +283,16 @@ impl Driver {
             .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)
             .map_err(|e| format!("timerfd: {e}"))?;
         let slots = core.slot_count();
+        let mut observer = ResponseObserver::default();
+        observer.keep_excerpts(accept);
+        if let Some(table) = checks {
+            observer.set_checks(table);
+        }
         Ok(Driver {
             https,
             fixed,
             scratch: Vec::with_capacity(scratch_len),
-            checks,
-            accept,
+            observers: vec![observer; slots],
             tls,
             conns: (0..setup.connections).map(|_| Conn::new(streams)).collect(),
             streams: vec![Stream::default(); slots],
@@ -334,14 +329,7 @@ impl Driver {
             if let Some(msg) = self.fatal.take() {
                 return Err(msg);
             }
-            let halt = HaltState {
-                aborting: self.halt.aborting(),
-                requested_at: self.halt.end.requested().map(|(_, at)| at),
-            };
-            self.core.halt(now, halt);
-            self.core.flush_due(now);
-            let sent = self.dispatch_due(now);
-            self.scan_timeouts(now);
+            let sent = self.turn(now);
             let (send_at, wake) = match self.core.plan(now) {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake.min(self.next_connect_scan)),
@@ -387,6 +375,21 @@ impl Driver {
             }
         }
         Ok(self.finish(pacer.stats()))
+    }
+
+    /// One pass of the loop's decisions at `now`: the core learns of an end asked for and
+    /// flushes intervals, what is due is handed to its connection and written, and the timeout
+    /// scan resets the streams it failed; whether anything was due.
+    fn turn(&mut self, now: u64) -> bool {
+        let halt = HaltState {
+            aborting: self.halt.aborting(),
+            requested_at: self.halt.end.requested().map(|(_, at)| at),
+        };
+        self.core.halt(now, halt);
+        self.core.flush_due(now);
+        let sent = self.dispatch_due(now);
+        self.scan_timeouts(now);
+        sent
     }
 
     /// Hands every due request to its connection, then writes; whether any was due.
@@ -588,6 +591,7 @@ impl Driver {
             ..Stream::default()
         };
         c.active.push((id, slot));
+        self.observers[slot].begin(self.core.exchange(slot).request as usize);
         self.core.sent(slot, now);
         self.core.written(slot, written);
         if body_len > 0 {
@@ -653,20 +657,12 @@ impl Driver {
             };
             let len = c.rlen;
             match sock.read(&mut c.rbuf[len..]) {
-                Ok(0) => {
-                    let now = now_ns();
-                    if c.state == ConnState::Settings {
-                        return self.connect_failed(i, Failure::Connect, now);
-                    }
-                    return self.connection_lost(i, Failure::Read, now);
-                }
+                Ok(0) => return self.end_of_stream(i, now_ns()),
                 Ok(n) => {
                     let now = now_ns();
                     let drained =
                         !until_blocked && len + n < c.rbuf.len() && matches!(sock, Sock::Plain(_));
-                    c.rlen += n;
-                    self.core.read(i, n);
-                    if !self.process_frames(i, now) || drained {
+                    if !self.received(i, n, now) || drained {
                         break;
                     }
                 }
@@ -686,6 +682,23 @@ impl Driver {
         if self.conns[i].sock.is_some() {
             self.flush(i, now_ns());
         }
+    }
+
+    /// The server closed connection `i` (its end of stream was read at `now`): before its
+    /// SETTINGS the connect failed; after, the streams it carried are cut off.
+    fn end_of_stream(&mut self, i: usize, now: u64) {
+        if self.conns[i].state == ConnState::Settings {
+            return self.connect_failed(i, Failure::Connect, now);
+        }
+        self.connection_lost(i, Failure::Read, now);
+    }
+
+    /// `n` more bytes were read into connection `i`'s buffer at `now`: the core counts them and
+    /// their frames are handled. False when the connection closed.
+    fn received(&mut self, i: usize, n: usize, now: u64) -> bool {
+        self.conns[i].rlen += n;
+        self.core.read(i, n);
+        self.process_frames(i, now)
     }
 
     /// Handles every whole frame buffered for connection `i`; false if the connection closed.
@@ -839,6 +852,9 @@ impl Driver {
         phases
     }
 }
+
+#[cfg(test)]
+mod h2_sim;
 
 /// Closes a connection's socket and forgets its protocol state (not its books: the core's).
 fn close(c: &mut Conn, poll: &Poll) {

@@ -7,7 +7,7 @@ use super::{
     frame, ConnState, Driver, FrameHeader, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW,
 };
 use crate::engine::backoff::Fault;
-use crate::engine::examples::ContentCheck;
+use crate::protocol::observe::ResponseObserver;
 use crate::shared::Failure;
 
 /// The largest response header block accepted (over all its CONTINUATION frames); a load
@@ -56,21 +56,12 @@ impl Driver {
                     // A stream this client reset or gave up on.
                     return Ok(false);
                 };
-                let s = &mut self.streams[slot];
-                if s.capturing {
-                    s.excerpt.push(data);
-                }
-                if let Some(needle) = self
-                    .checks
-                    .as_ref()
-                    .and_then(|t| t[self.core.exchange(slot).request as usize].body.as_ref())
-                {
-                    s.body.feed(needle, data);
-                }
+                self.observers[slot].body(data);
                 if h.flags & frame::END_STREAM != 0 {
                     self.complete(i, slot, now);
                     return Ok(true);
                 }
+                let s = &mut self.streams[slot];
                 s.unacked += h.len as u32;
                 if s.unacked >= STREAM_WINDOW / 2 {
                     frame::put_window_update(&mut c.wbuf, h.stream, s.unacked);
@@ -266,10 +257,10 @@ impl Driver {
     ) -> Result<bool, ProtocolError> {
         let c = &mut self.conns[i];
         let slot = c.slot_of(stream);
-        let checks = match (slot, &self.checks) {
-            (Some(slot), Some(t)) => Some(&t[self.core.exchange(slot).request as usize]),
-            _ => None,
-        };
+        // Headers are looked at only for an observer that wants them (header checks).
+        let observer = slot
+            .map(|slot| &self.observers[slot])
+            .filter(|o| o.wants_headers());
         let mut status = 0u16;
         let mut hits = 0u64;
         let block = std::mem::take(&mut c.block);
@@ -279,12 +270,8 @@ impl Driver {
                     .ok()
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(0);
-            } else if let Some(checks) = checks {
-                for (k, check) in checks.headers.iter().enumerate().take(64) {
-                    if check.matches(name, value) {
-                        hits |= 1 << k;
-                    }
-                }
+            } else if let Some(o) = observer {
+                hits |= o.header_bits(name, value);
             }
         });
         c.block = block;
@@ -294,8 +281,6 @@ impl Driver {
         let Some(slot) = slot else {
             return Ok(false);
         };
-        let request = self.core.exchange(slot).request as usize;
-        let s = &mut self.streams[slot];
         if status != 0 {
             if (100..200).contains(&status) {
                 if ends {
@@ -307,16 +292,9 @@ impl Driver {
                 // Interim response: the final one follows.
                 return Ok(false);
             }
-            s.status = status;
-            s.header_hits = hits;
+            self.streams[slot].status = status;
             // Only a failing or checked body is copied (for the first failed responses).
-            let accepted = self
-                .accept
-                .get(request)
-                .or(self.accept.first())
-                .is_none_or(|a| a.accepts(status));
-            s.capturing = !accepted || checks.is_some_and(|c| !c.is_empty());
-            s.excerpt.clear();
+            self.observers[slot].head(status, |c| ResponseObserver::header_bits_pass(c, hits));
         }
         if ends {
             self.complete(i, slot, now);
@@ -337,26 +315,12 @@ impl Driver {
         self.conns[i].forget(s.id);
         s.id = 0;
         // Headers are judged before the body, as over HTTP/1.1.
-        let failed = match &self.checks {
-            Some(t) => {
-                let checks = &t[self.core.exchange(slot).request as usize];
-                let n = checks.headers.len().min(64);
-                let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-                if s.header_hits & all != all {
-                    Some(ContentCheck::Header)
-                } else if checks.body.is_some() && !s.body.found() {
-                    Some(ContentCheck::Body)
-                } else {
-                    None
-                }
-            }
-            None => None,
-        };
+        let failed = self.observers[slot].end();
         if s.status == 0 {
             // A response without :status is malformed.
             self.core.fail(slot, Failure::Parse, now);
         } else {
-            let body = Some(s.excerpt.as_slice());
+            let body = self.observers[slot].excerpt();
             self.core
                 .complete_response(slot, s.status, failed, body, now);
         }

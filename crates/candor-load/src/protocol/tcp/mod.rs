@@ -11,7 +11,7 @@ use crate::shared::Prepared;
 
 impl Protocol for TcpFramer {
     #[inline]
-    fn start(&mut self, _request: &Prepared) {}
+    fn start(&mut self, _request: &Prepared, _index: usize) {}
     #[inline]
     fn feed(&mut self, input: &[u8], full: bool) -> Result<Progress, ParseError> {
         TcpFramer::feed(self, input, full)

@@ -668,7 +668,7 @@ impl RunOutcome {
         let Some(books) = &self.main.workload else {
             return out;
         };
-        let share = 1.0 / config.shard_count as f64;
+        let share = config.shard_share();
         let results = |acc: &PhaseAcc, duration_ns: u64, target: Option<f64>| {
             PhaseResults::from_recorder(
                 &acc.rec,

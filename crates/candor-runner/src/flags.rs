@@ -61,6 +61,11 @@ fn flag<T>(r: std::result::Result<T, UnitError>, flag: &'static str) -> Result<T
     r.map_err(|source| FlagError::Value { flag, source })
 }
 
+/// The one parser of the load flags' durations: nanoseconds, or a one-line error naming the flag.
+pub fn duration_flag(text: &str, name: &'static str) -> Result<u64> {
+    flag(parse_duration_ns(text), name)
+}
+
 /// Reads a file named by a flag, of at most `max_bytes` (and `max_line` per line).
 fn read(
     path: &std::path::Path,
@@ -349,6 +354,14 @@ impl LoadArgs {
     pub fn duration_text(&self) -> &str {
         self.duration.as_deref().unwrap_or(DEFAULT_DURATION)
     }
+
+    /// `-d` as given (`None`: not given), parsed: the one place `-d` is read.
+    pub fn duration_ns(&self) -> Result<Option<u64>> {
+        self.duration
+            .as_deref()
+            .map(|d| duration_flag(d, "--duration"))
+            .transpose()
+    }
 }
 
 /// The measured window when neither -d nor -R stages give one.
@@ -385,8 +398,7 @@ fn run_shape(args: &RunArgs) -> Result<LoadShape> {
                 .to_string(),
         ));
     }
-    if let Some(d) = &args.load.duration {
-        let given = flag(parse_duration_ns(d), "--duration")?;
+    if let (Some(d), Some(given)) = (&args.load.duration, args.load.duration_ns()?) {
         if given != profile.duration_ns() {
             return Err(FlagError::Invalid(format!(
                 "-d {d} disagrees with the -R stages, which last {}; leave -d out or make it their sum",
@@ -403,10 +415,7 @@ fn run_shape(args: &RunArgs) -> Result<LoadShape> {
 /// `--replay`'s window: the trace, or less when `-d` cuts it short.
 fn replay_window_ns(a: &LoadArgs, plan: &ReplayPlan) -> Result<u64> {
     let trace_ns = plan.duration_ns();
-    Ok(match &a.duration {
-        Some(d) => flag(parse_duration_ns(d), "--duration")?.min(trace_ns),
-        None => trace_ns,
-    })
+    Ok(a.duration_ns()?.map_or(trace_ns, |d| d.min(trace_ns)))
 }
 
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
@@ -460,7 +469,7 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         .unwrap_or(DEFAULT_THREADS.min(a.connections.max(1)));
     c.duration_ns = match &shape {
         LoadShape::ClosedLoop | LoadShape::Rate { .. } => {
-            flag(parse_duration_ns(a.duration_text()), "--duration")?
+            duration_flag(a.duration_text(), "--duration")?
         }
         LoadShape::Count { per_s, count } => {
             let (n, r) = (*count, *per_s);
@@ -480,14 +489,14 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         LoadShape::Replay { plan, .. } => replay_window_ns(a, plan)?,
     };
     c.shape = shape;
-    c.timeout_ns = flag(parse_duration_ns(&a.timeout), "--timeout")?;
-    c.warmup_ns = flag(parse_duration_ns(&a.warmup), "--warmup")?;
+    c.timeout_ns = duration_flag(&a.timeout, "--timeout")?;
+    c.warmup_ns = duration_flag(&a.warmup, "--warmup")?;
     c.drain_ns = match &a.drain {
-        Some(d) => flag(parse_duration_ns(d), "--drain")?,
+        Some(d) => duration_flag(d, "--drain")?,
         None => c.timeout_ns,
     };
     c.spin_ns = match &a.spin {
-        Some(s) => Some(flag(parse_duration_ns(s), "--spin")?),
+        Some(s) => Some(duration_flag(s, "--spin")?),
         None => None,
     };
     c.method = a.method.to_ascii_uppercase();

@@ -131,10 +131,22 @@ impl LoadConfig {
         self.shape.is_open_loop()
     }
 
-    /// This process's share of the total intended rate (the total over `shard_count`); `None`
-    /// in a closed loop.
+    /// The share of the total load this process offers: 1 / `shard_count` (a rate's share is
+    /// divided, not multiplied by this, so that it is the same float as ever).
+    pub fn shard_share(&self) -> f64 {
+        1.0 / self.shard_count.max(1) as f64
+    }
+
+    /// This process's share of the total intended rate; `None` in a closed loop.
     pub fn shard_rate_per_s(&self) -> Option<f64> {
-        self.shape.rate_per_s().map(|r| r / self.shard_count as f64)
+        self.shape
+            .rate_per_s()
+            .map(|r| r / self.shard_count.max(1) as f64)
+    }
+
+    /// One load thread's share of a total rate `total_per_s` (across shards and threads).
+    fn thread_rate_per_s(&self, total_per_s: f64) -> f64 {
+        total_per_s / (self.shard_count.max(1) as f64 * self.threads as f64)
     }
 
     /// The schedule of this process's load thread `thread` (of `threads`), starting at
@@ -287,7 +299,7 @@ impl LoadConfig {
             if !(r > 0.0 && r.is_finite()) {
                 return bad(format!("rate must be positive, got {r}"));
             }
-            let per_thread = r / (self.shard_count.max(1) as f64 * self.threads as f64);
+            let per_thread = self.thread_rate_per_s(r);
             if per_thread > MAX_RATE_PER_THREAD {
                 return bad(format!(
                     "rate {} is {} per load thread, beyond what any machine can pace \
@@ -308,7 +320,7 @@ impl LoadConfig {
                     ));
                 }
                 let peak = p.peak_per_s();
-                let per_thread = peak / (self.shard_count.max(1) as f64 * self.threads as f64);
+                let per_thread = self.thread_rate_per_s(peak);
                 if per_thread > MAX_RATE_PER_THREAD {
                     return bad(format!(
                         "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \

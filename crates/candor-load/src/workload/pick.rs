@@ -26,9 +26,12 @@ impl Picker {
     /// the seed and `seq`, so every thread, shard and target's worker agrees on it.
     #[inline]
     pub fn choose(&self, seed: u64, seq: u64) -> u32 {
-        if let Picker::RoundRobin { n } = self {
-            // No draw to make: skip seeding a generator on the static request's path.
-            return (seq % *n as u64) as u32;
+        match *self {
+            // The static request's path: no division, no generator.
+            Picker::RoundRobin { n: 1 } => return 0,
+            // No draw to make: skip seeding a generator.
+            Picker::RoundRobin { n } => return (seq % n as u64) as u32,
+            _ => {}
         }
         let mut rng = request_rng(seed ^ PICK_SALT, seq);
         self.pick(seq, &mut rng) as u32

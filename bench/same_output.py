@@ -164,7 +164,14 @@ def json_view(text, counts, masker):
         if key not in seen:
             seen.add(key)
             view.append(e)
-    return [f"{p} : {t}" + ("" if val is None else f" = {json.dumps(val)}") for p, t, val in view]
+    lines = [f"{p} : {t}" + ("" if val is None else f" = {json.dumps(val)}") for p, t, val in view]
+    # What holds whatever the timing: no request vanishes, and a run with faults has failures.
+    r = v.get("requests") if isinstance(v, dict) else None
+    if isinstance(r, dict) and all(k in r for k in ("intended", "completed", "failed")):
+        lines.append("intended = completed + failed + in_flight_at_end: "
+                     f"{r['intended'] == r['completed'] + r['failed'] + r.get('in_flight_at_end', 0)}")
+        lines.append(f"some failed: {r['failed'] > 0}")
+    return lines
 
 
 def text_view(text, masker, counts=True):

@@ -20,7 +20,8 @@ RUN = {
     "kind": "run",
     "config": {"connections": 2, "rate_per_s": 200.0, "check_status": "1xx,2xx,3xx"},
     "start_time_unix_s": 1.5,
-    "requests": {"intended": 100, "completed": 100, "errors": {"read": 0}, "generator_late": 4},
+    "requests": {"intended": 100, "completed": 100, "failed": 0, "in_flight_at_end": 0,
+                 "errors": {"read": 0}, "generator_late": 4},
     "response_time": {"count": 100, "max_ns": 8691711,
                       "percentiles": [{"percentile": 50.0, "value_ns": 92159}]},
     "intervals": [{"start_s": 0.0, "completed": 100}],
@@ -65,8 +66,15 @@ class JsonView(unittest.TestCase):
         self.assertNotEqual(view(RUN), view(moved))
 
     def test_counts_are_compared_only_when_fixed(self):
-        other = changed(["requests", "completed"], 7)
+        other = changed(["requests", "completed"], 7, changed(["requests", "intended"], 7))
         self.assertEqual(view(RUN, counts=False), view(other, counts=False))
+
+
+    def test_a_vanished_request_and_failures_are_seen_without_counts(self):
+        lost = changed(["requests", "completed"], 99)
+        self.assertNotEqual(view(RUN, counts=False), view(lost, counts=False))
+        failing = changed(["requests", "failed"], 5, changed(["requests", "completed"], 95))
+        self.assertNotEqual(view(RUN, counts=False), view(failing, counts=False))
 
 
 class TextView(unittest.TestCase):

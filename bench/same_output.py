@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,10 +39,11 @@ RUN_TIMEOUT_S = 60
 
 # Report lines whose presence depends on how busy the machine was, not on the code.
 TIMING_LINES = re.compile(
-    r"^WARNING: (send lag|the generator itself|candor could not keep up|the target could not keep up)"
+    r"^WARNING: (run \d+: )?(send lag|the generator itself|candor could not keep up|the target could not keep up)"
     r"|^\s*pacing:|^\s*stationarity:|^candor serve:|^\s*\d+(\.\d+)?[a-zµ]*s? elapsed"
 )
-CI_ROWS = re.compile(r"^\s*response-time percentiles with|^\s*p[\d.]+\s+\S+\s+\S+ \.\. ")
+CI_ROWS = re.compile(r"^\s*response-time percentiles with|^\s*p[\d.]+\s+\S+\s+\S+ \.\. "
+                     r"|^\s*unfinished ages:|^WARNING: \d+ requests? (was|were) unfinished")
 NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?([eE][-+]?\d+)?(ns|us|µs|ms|s|m|h|k|M)?(?![A-Za-z])")
 
 
@@ -75,10 +77,16 @@ class Side:
         self.dir = work
         self.shared = shared
         self.servers = Servers()
+        self.pids = set()
 
     def serve(self, *args):
-        url, _ = self.servers.start([self.bin, "serve", "--listen", "127.0.0.1:0", *args])
-        return url
+        return self.serve_pid(*args)[0]
+
+    def serve_pid(self, *args):
+        """A `candor serve` of this side's binary: its URL and process id."""
+        url, pid = self.servers.start([self.bin, "serve", "--listen", "127.0.0.1:0", *args])
+        self.pids.add(str(pid))
+        return url, pid
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -95,9 +103,12 @@ class Side:
         return p.returncode, p.stdout, p.stderr
 
     def mask(self, text):
+        if text.strip() in self.pids:
+            return "<PID>"
         text = text.replace(self.dir, "<DIR>").replace(self.bin, "<BIN>")
-        if self.shared.ca:
-            text = text.replace(self.shared.ca, "<CA>")
+        for ca in (self.shared.ca, self.shared.h2_ca):
+            if ca:
+                text = text.replace(ca, "<CA>")
         return re.sub(r"(127\.0\.0\.1|localhost):\d+", r"\1:<PORT>", text)
 
 
@@ -112,10 +123,11 @@ def json_type(v):
 ALWAYS = re.compile(
     r"^(schema_version|candor_version|kind|mode|target|command_line\[\]|config\..*|environment\..*"
     r"|.*\.percentiles\[\]\.percentile|.*stages\[\]\.(from|to|rate|duration|start|kind|name|index)[a-z_]*"
-    r"|.*\.label|.*\.labels\[\]|.*\.measure|.*\.rates\[\]|.*rate_per_s|.*target_per_s)$"
+    r"|.*\.label|.*\.labels\[\]|.*\.measure|.*\.rates\[\]|.*rate_per_s|.*target_per_s|stop_reason)$"
 )
 # Never compared as values: wall-clock instants and what one second of a run saw.
-TIMED = re.compile(r"start_time|_unix_s|intervals\[\]|generator_late|send_lag_p|start_offset|reference")
+TIMED = re.compile(r"start_time|_unix_s|intervals\[\]|generator_late|send_lag_p|start_offset|reference"
+                   r"|interrupted_after")
 # Bounds that are null when a run has too few samples for them (a closed loop's count is timing).
 NULLABLE = re.compile(r"confidence\[\]\.(upper|lower)_ns$|highest_supported_percentile$")
 # Arrays whose elements appear only when the machine was slow: their type is compared, not what
@@ -176,8 +188,8 @@ def json_view(text, counts, masker):
 
 def text_view(text, masker, counts=True):
     """The report's lines with numbers masked; with `counts` False (a run whose sample count is
-    timing, as a closed loop's), the confidence-interval rows, which say whether there were enough
-    samples, are left out too."""
+    timing, as a closed loop's or an interrupted one's), the confidence-interval rows, which say
+    whether there were enough samples, and the lines about unfinished requests are left out too."""
     lines = []
     for line in masker(text).splitlines():
         if TIMING_LINES.search(line) or (not counts and CI_ROWS.search(line)):
@@ -355,6 +367,47 @@ def case_capacity(side):
     return artifacts(side, rc, out, err, ["cap.json"])
 
 
+def case_h2_tls(side):
+    rc, out, err = side.run("run", "--h2", "--ca", side.shared.h2_ca, "-c", "2", *N, "--json",
+                            "a.json", side.shared.h2_tls_url)
+    return artifacts(side, rc, out, err, ["a.json"])
+
+
+def case_sigint(side):
+    """SIGINT ends a run promptly with its results written."""
+    url = side.serve()
+    p = subprocess.Popen([side.bin, "run", "-R", "200", "-d", "20s", "-c", "2", "-q", "--json",
+                          "a.json", url], cwd=side.dir, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=1.0)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=RUN_TIMEOUT_S)
+    return artifacts(side, p.returncode, out, err, ["a.json"], counts=False)
+
+
+def case_pause(side):
+    url, pid = side.serve_pid()
+    rc, out, err = side.run("run", "-R", "200", "-d", "1s", "-c", "2", "-q", "--pause-pid", str(pid),
+                            "--pause-at", "300ms", "--pause-for", "200ms", "--expect", "--json",
+                            "a.json", url)
+    return artifacts(side, rc, out, err, ["a.json"], counts=False)
+
+
+def case_correct(side):
+    url = side.serve()
+    res = {}
+    rc, out, err = side.run("run", *N, "--json", "a.json", "--hlog", "a.hlog", url)
+    res.update({f"run {k}": v for k, v in artifacts(side, rc, out, err, ["a.json"]).items()})
+    for label, argv in (("json", ["a.json"]), ("hlog", ["a.hlog", "--tag", "service_time"])):
+        rc, out, err = side.run("correct", "--expected-interval", "5ms", *argv, "--hgrm",
+                                f"c-{label}.hgrm")
+        res.update({f"correct {label} {k}": v for k, v in
+                    artifacts(side, rc, out, err, [f"c-{label}.hgrm"]).items()})
+    return res
+
+
 def case_demo(side):
     # Its closed loop counts what the machine's speed allows.
     rc, out, err = side.run("demo", "--duration", "1s", "--stall-every", "500ms", "--stall-for",
@@ -467,6 +520,24 @@ CASES = [
     ("bad: capacity min>max", bad(["capacity", "--slo", "p99<1s", "--min", "500", "--max", "100",
                                    "{url}"])),
     ("bad: demo duration", bad(["demo", "--duration", "5"])),
+    ("bad: k8s without flags", bad(["k8s", "--shards", "2", "--image", "c", "--", "-d", "1s"])),
+    ("k8s yaml", bad(["k8s", "--shards", "3", "--image", "candor:1", "--start-at",
+                      "2030-01-01T00:00:00Z", "--", "-R", "3k", "-d", "10s", "--slo", "p99<10ms",
+                      "http://svc:80/"])),
+    ("k8s json", bad(["k8s", "--shards", "2", "--image", "candor:1", "--start-at", "1900000000",
+                      "--format", "json", "--pvc", "res", "--live-port", "9464", "--", "-R",
+                      "1k", "-d", "5s", "http://svc:80/"])),
+    ("run --h2 https", case_h2_tls),
+    ("run --h2 against HTTP/1.1", run_case(["run", "--h2", *N, "--json", "a.json", "{url}"],
+                                           ["a.json"], counts=False)),
+    ("run SIGINT", case_sigint),
+    ("run --pause-pid --expect", case_pause),
+    ("run --repeat", run_case(["run", *N, "--repeat", "2", "--repeat-pause", "100ms", "--json",
+                               "a.json", "{url}"], ["a.json"])),
+    ("run --abort-on-fail", run_case(["run", "-R", "200", "-d", "5s", "-c", "2", "-q", "--slo",
+                                      "max<1ns", "--abort-on-fail", "--json", "a.json", "{url}"],
+                                     ["a.json"], counts=False)),
+    ("correct", case_correct),
     ("demo", case_demo),
 ] + [(f"help {c}".rstrip(), bad([c, "--help"] if c else ["--help"]))
      for c in ("", "run", "serve", "report", "compare", "merge", "sweep", "capacity", "calibrate",
@@ -478,7 +549,7 @@ class Shared:
 
     def __init__(self, work):
         self.servers = Servers()
-        self.ca = None
+        self.ca = self.h2_ca = None
         self.h2_url = self.tls_url = self.echo_url = None
         self.work = work
 
@@ -493,6 +564,9 @@ class Shared:
                                               self.ca])
         self.echo_url, _ = self.servers.start([os.path.join(EXAMPLES, "echo_server"),
                                                "127.0.0.1:0"])
+        self.h2_ca = os.path.join(self.work, "h2-ca.pem")
+        self.h2_tls_url, _ = self.servers.start([os.path.join(EXAMPLES, "h2_server"), "127.0.0.1:0",
+                                                 "--tls", self.h2_ca])
 
 
 def differences(a, b):

@@ -41,6 +41,8 @@ RUN_TIMEOUT_S = 60
 TIMING_LINES = re.compile(
     r"^WARNING: (run \d+: )?(send lag|the generator itself|candor could not keep up|the target could not keep up)"
     r"|^\s*pacing:|^\s*stationarity:|^candor serve:|^\s*\d+(\.\d+)?[a-zµ]*s? elapsed"
+    # The shape of a short run's service-time curve is the machine's.
+    r"|^VERDICT: coordinated-omission signature"
 )
 CI_ROWS = re.compile(r"^\s*response-time percentiles with|^\s*p[\d.]+\s+\S+\s+\S+ \.\. "
                      r"|^\s*unfinished ages:|^WARNING: \d+ requests? (was|were) unfinished")
@@ -137,6 +139,7 @@ TIMED_ARRAYS = re.compile(r"(^|\.)(warnings|behind|notes|problems)$")
 COUNTS = re.compile(
     r"^(.*\.)?requests\.(intended|completed|failed|in_flight_at_end|sent_unanswered|queued_unsent"
     r"|bytes_written|bytes_read|errors\..*|status\..*|codes\..*)$|^(.*\.)?response_time\.count$"
+    r"|^(.*\.)?status_codes\..*$"
 )
 
 

@@ -20,6 +20,10 @@ What is compared (a run's timing can never match, so only what does not depend o
   lines that appear only when the machine was slow (send-lag and generator-late warnings) are
   left out.
 - Bad input: stderr and the exit code exactly (paths and ports masked).
+- Commands that read results (`merge`, `report`, `compare`, `correct`), given the same files
+  (written once by the baseline at the start): everything they write and print, byte for byte
+  (paths masked).
+A case that differs is run again (--retries) and reported only if it differs every time.
 """
 
 import argparse
@@ -107,7 +111,9 @@ class Side:
     def mask(self, text):
         if text.strip() in self.pids:
             return "<PID>"
+        # The shared inputs carry the baseline's path in their command lines.
         text = text.replace(self.dir, "<DIR>").replace(self.bin, "<BIN>")
+        text = text.replace(self.shared.baseline, "<BIN>")
         for ca in (self.shared.ca, self.shared.h2_ca):
             if ca:
                 text = text.replace(ca, "<CA>")
@@ -411,6 +417,37 @@ def case_correct(side):
     return res
 
 
+def exact_case(argv, files):
+    """A command over the shared inputs (results files written once by the baseline): the same
+    bytes in, so the same bytes out, paths masked."""
+
+    def case(side):
+        for name in os.listdir(side.shared.inputs):
+            shutil.copy(os.path.join(side.shared.inputs, name), side.dir)
+        rc, out, err = side.run(*argv)
+        res = {"exit code": [str(rc)], "stdout": side.mask(out).splitlines(),
+               "stderr": side.mask(err).splitlines()}
+        for name in files:
+            p = side.path(name)
+            with open(p, encoding="utf-8", errors="replace") if os.path.exists(p) else \
+                    _not_written() as f:
+                res[name] = side.mask(f.read()).splitlines()
+        return res
+
+    return case
+
+
+class _not_written:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+    def read(self):
+        return "(not written)"
+
+
 def case_demo(side):
     # Its closed loop counts what the machine's speed allows.
     rc, out, err = side.run("demo", "--duration", "1s", "--stall-every", "500ms", "--stall-for",
@@ -541,6 +578,27 @@ CASES = [
                                       "max<1ns", "--abort-on-fail", "--json", "a.json", "{url}"],
                                      ["a.json"], counts=False)),
     ("correct", case_correct),
+    ("same inputs: merge", exact_case(["merge", "-o", "m.json", "s0.json", "s1.json"], ["m.json"])),
+    ("same inputs: merge --as-repeats --slo", exact_case(
+        ["merge", "--as-repeats", "--slo", "p99<1s", "-o", "r.json", "a.json", "b.json"],
+        ["r.json"])),
+    ("same inputs: merge shards --as-repeats (refused)", exact_case(
+        ["merge", "--as-repeats", "-o", "r.json", "s0.json", "s1.json"], ["r.json"])),
+    ("same inputs: merge to stdout", exact_case(["merge", "-o", "-", "s0.json", "s1.json"], [])),
+    ("same inputs: report", exact_case(
+        ["report", "a.json", "--slo", "p99<1s,errors<1%", "--hgrm", "x.hgrm", "--hlog", "x.hlog",
+         "-o", "x.html"], ["x.hgrm", "x.hlog", "x.html"])),
+    ("same inputs: report two", exact_case(
+        ["report", "a.json", "b.json", "--label", "before,after", "-o", "y.html"], ["y.html"])),
+    ("same inputs: report merged shards", exact_case(["report", "s0.json", "s1.json"], [])),
+    ("same inputs: report .hlog", exact_case(
+        ["report", "a.hlog", "--tag", "send_lag", "--start", "0", "--end", "5"], [])),
+    ("same inputs: compare", exact_case(
+        ["compare", "a.json", "b.json", "--json", "c.json", "--noise", "3%"], ["c.json"])),
+    ("same inputs: compare repeats", exact_case(
+        ["compare", "a.json", "rep.json", "--fail-if-slower", "p99"], [])),
+    ("same inputs: correct", exact_case(
+        ["correct", "--expected-interval", "5ms", "a.json", "--hgrm", "c.hgrm"], ["c.hgrm"])),
     ("demo", case_demo),
 ] + [(f"help {c}".rstrip(), bad([c, "--help"] if c else ["--help"]))
      for c in ("", "run", "serve", "report", "compare", "merge", "sweep", "capacity", "calibrate",
@@ -550,11 +608,27 @@ CASES = [
 class Shared:
     """Servers both binaries use: HTTP/2, HTTPS (with its CA file) and a TCP echo."""
 
-    def __init__(self, work):
+    def __init__(self, work, baseline):
+        self.baseline = baseline
         self.servers = Servers()
         self.ca = self.h2_ca = None
         self.h2_url = self.tls_url = self.echo_url = None
         self.work = work
+
+    def make_inputs(self):
+        """Results files for the commands that read them, written once by the baseline."""
+        self.inputs = os.path.join(self.work, "inputs")
+        os.makedirs(self.inputs, exist_ok=True)
+        url, _ = self.servers.start([self.baseline, "serve", "--listen", "127.0.0.1:0"])
+        common = ["-c", "2", "-q"]
+        for argv in (["-R", "200:500ms,400:500ms", "--shard", "0/2", "--json", "s0.json"],
+                     ["-R", "200:500ms,400:500ms", "--shard", "1/2", "--json", "s1.json"],
+                     ["-n", "200", "-R", "400", "--json", "a.json", "--hlog", "a.hlog"],
+                     ["-n", "200", "-R", "400", "--json", "b.json"],
+                     ["-n", "100", "-R", "400", "--repeat", "3", "--repeat-pause", "100ms",
+                      "--json", "rep.json"]):
+            subprocess.run([self.baseline, "run", *common, *argv, url], cwd=self.inputs,
+                           capture_output=True, timeout=RUN_TIMEOUT_S)
 
     def start(self):
         names = ["h2_server", "tls_server", "echo_server"]
@@ -567,6 +641,7 @@ class Shared:
                                               self.ca])
         self.echo_url, _ = self.servers.start([os.path.join(EXAMPLES, "echo_server"),
                                                "127.0.0.1:0"])
+        self.make_inputs()
         self.h2_ca = os.path.join(self.work, "h2-ca.pem")
         self.h2_tls_url, _ = self.servers.start([os.path.join(EXAMPLES, "h2_server"), "127.0.0.1:0",
                                                  "--tls", self.h2_ca])
@@ -628,7 +703,7 @@ def main():
             os.remove(link)
         os.symlink(bins[i], link)
         bins[i] = link
-    shared = Shared(work)
+    shared = Shared(work, bins[0])
     differing = 0
     try:
         shared.start()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of bench/same_output.py: what it masks (timing) and what it must still see (a key, a type,
-a config value, a word, an exit code); end to end, a binary whose results file gains one key is
-reported as differing. `python3 bench/test_same_output.py` (the end-to-end test needs
+a config value, a word, an exit code); end to end, a binary whose results file gains one key, or
+whose merged file one byte, is reported as differing. `python3 bench/test_same_output.py` (the end-to-end test needs
 target/release/candor, or CANDOR=path)."""
 
 import json
@@ -132,7 +132,7 @@ class EndToEnd(unittest.TestCase):
             with open(wrapper, "w") as f:
                 f.write(f"""#!{sys.executable}
 import json, os, subprocess, sys
-if sys.argv[1] != "run":  # serve is stopped by its pid: it must be the real process
+if sys.argv[1] not in ("run", "merge"):  # serve is stopped by its pid: it must be the real process
     os.execv({candor()!r}, [{candor()!r}] + sys.argv[1:])
 rc = subprocess.call(sys.argv, executable={candor()!r})  # argv[0] as called, like the real one
 if "--json" in sys.argv:
@@ -140,13 +140,17 @@ if "--json" in sys.argv:
     v = json.load(open(path))
     v["extra"] = 1
     json.dump(v, open(path, "w"))
+if sys.argv[1] == "merge" and sys.argv[2] == "-o":  # one byte more
+    open(sys.argv[3], "a").write(" ")
 sys.exit(rc)
 """)
             os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
-            p = self.script(wrapper, "run open loop -d,bad: rate")
+            p = self.script(wrapper, "run open loop -d,bad: rate,same inputs: merge")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("run open loop -d: DIFFERS: a.json: +'extra : int'", p.stdout)
         self.assertIn("bad: rate: same", p.stdout)
+        self.assertIn("same inputs: merge: DIFFERS: m.json:", p.stdout)
+        self.assertIn("same inputs: merge to stdout: same", p.stdout)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Tests of bench/same_output.py: what it masks (timing) and what it must still see (a key, a type,
 a config value, a word, an exit code); end to end, a binary whose results file gains one key, or
-whose merged file one byte, is reported as differing. `python3 bench/test_same_output.py` (the end-to-end test needs
-target/release/candor, or CANDOR=path)."""
+whose merged file one byte, is reported as differing. `python3 bench/test_same_output.py` (the
+end-to-end test needs target/release/candor, or CANDOR=path)."""
 
 import json
 import os

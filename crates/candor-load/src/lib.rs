@@ -8,18 +8,18 @@
 pub mod config;
 pub mod engine;
 pub mod http1;
-pub mod interval_store;
-pub mod pool;
+pub(crate) mod interval_store;
+pub(crate) mod pool;
 pub mod priority;
 pub mod probe;
 pub mod requests;
 pub mod run;
 pub mod schedule;
 pub mod shared;
-pub mod status;
+pub(crate) mod status;
 pub mod tcp;
 pub mod tls;
-pub mod wire;
+pub(crate) mod wire;
 pub mod workload;
 
 pub use config::{

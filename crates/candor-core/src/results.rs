@@ -385,6 +385,10 @@ mod tests {
             Some(Mode::ClosedLoop)
         );
         assert_eq!("interval log".parse(), Ok(Mode::IntervalLog));
+        assert_eq!(
+            "open loop".parse::<Mode>().unwrap_err().to_string(),
+            "unknown mode \"open loop\" (expected open-loop, closed-loop or interval log)"
+        );
         assert!(Mode::ClosedLoop == "closed-loop" && Kind::Merged == "merged");
         let e = serde_json::from_value::<Mode>(serde_json::json!("half-open")).unwrap_err();
         assert!(e.to_string().contains("unknown mode"), "{e}");

@@ -142,16 +142,19 @@ impl std::fmt::Display for Mode {
     }
 }
 
+/// A `mode` no build of candor writes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mode {0:?} (expected open-loop, closed-loop or interval log)")]
+pub struct UnknownMode(pub String);
+
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Mode, UnknownMode> {
         let one = |p: &str| match p {
             "open-loop" => Ok(Mode::OpenLoop),
             "closed-loop" => Ok(Mode::ClosedLoop),
             "interval log" => Ok(Mode::IntervalLog),
-            other => Err(format!(
-                "unknown mode {other:?} (expected open-loop, closed-loop or interval log)"
-            )),
+            other => Err(UnknownMode(other.to_string())),
         };
         if s.contains(" + ") {
             s.split(" + ")

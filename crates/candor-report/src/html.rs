@@ -715,8 +715,8 @@ impl crate::export::Exporter<[(String, RunResults)]> for HtmlExporter {
 
 #[cfg(test)]
 mod tests {
-    use super::{Slo, SloParseError};
     use super::{write_html, HtmlOptions};
+    use super::{Slo, SloParseError};
     use crate::synthetic::synthetic_run;
 
     fn page(drop_warmup: bool) -> String {

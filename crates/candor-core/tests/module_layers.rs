@@ -95,3 +95,36 @@ fn the_cycle_finder_finds_a_circle_of_three() {
     broken.insert("workload_results".into(), BTreeSet::new());
     assert_eq!(cycle(&broken), None);
 }
+
+/// The `[dependencies]` of a workspace crate, by name.
+fn dependencies_of(krate: &str) -> BTreeSet<String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(krate)
+        .join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("a manifest");
+    let section = text
+        .split("\n[")
+        .find(|s| s.starts_with("dependencies]"))
+        .expect("a [dependencies] section");
+    section
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(['=', '.']).next())
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty() && !n.starts_with('#'))
+        .collect()
+}
+
+#[test]
+fn the_engine_returns_numbers_and_depends_on_no_analysis_or_report() {
+    // Verdicts, English and results files are built above the engine (candor-runner).
+    let deps = dependencies_of("candor-load");
+    assert!(deps.contains("candor-core"), "{deps:?}");
+    for above in ["candor-analysis", "candor-report", "candor-runner"] {
+        assert!(
+            !deps.contains(above),
+            "candor-load depends on {above}: {deps:?}"
+        );
+    }
+}

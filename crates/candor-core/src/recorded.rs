@@ -3,7 +3,7 @@
 //! this build matches exactly (an older file, another tool's) is kept whole as
 //! [`RecordedConfig::Other`], so reading and writing a file back never loses a setting.
 
-use crate::results::{Environment, Kind, RunConfig};
+use crate::run_config::{Environment, Kind, RunConfig};
 use serde::{Deserialize, Serialize};
 
 /// What a tool records as `config`.

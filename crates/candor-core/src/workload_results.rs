@@ -3,7 +3,7 @@
 //! top level (`requests`, `response_time`, `service_time`, `send_lag`, ...), and the first few
 //! failed responses as they came back (`failure_examples`).
 
-use crate::results::{FailureClass, PhaseResults};
+use crate::phase_results::{FailureClass, PhaseResults};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

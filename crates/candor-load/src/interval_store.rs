@@ -54,8 +54,9 @@ impl IntervalStore {
         }
     }
 
-    /// A store that keeps everything in memory.
-    pub fn in_memory() -> IntervalStore {
+    /// A store that keeps everything in memory (the tests' reference).
+    #[cfg(test)]
+    fn in_memory() -> IntervalStore {
         IntervalStore {
             spill: None,
             in_memory: Vec::new(),
@@ -64,12 +65,9 @@ impl IntervalStore {
         }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.spilled + self.in_memory.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Keeps `interval` (after the ones pushed before it).

@@ -7,8 +7,8 @@
 
 pub mod config;
 pub mod engine;
-pub mod interval_store;
-pub mod pool;
+pub(crate) mod interval_store;
+pub(crate) mod pool;
 pub mod priority;
 pub mod probe;
 pub mod protocol;
@@ -17,11 +17,11 @@ pub mod run;
 pub mod schedule;
 pub mod shape;
 pub mod shared;
-pub mod status;
+pub(crate) mod status;
 pub mod stream;
 pub mod target;
 pub mod transport;
-pub mod wire;
+pub(crate) mod wire;
 pub mod workload;
 
 pub use config::{

@@ -34,13 +34,22 @@ pub struct Slo {
     pub threshold_ns: u64,
 }
 
+/// An SLO line of the HTML report that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SloParseError {
+    #[error(
+        "invalid SLO '{0}': expected [NAME:]pPERCENTILE=DURATION, like p99=5ms or api:p99.9=20ms"
+    )]
+    Form(String),
+    #[error("invalid SLO '{text}': {reason}")]
+    Duration { text: String, reason: String },
+}
+
 impl Slo {
     /// Parses `p99=5ms`, `p99.9<=20ms`, `max=1s` or `NAME:p99=5ms` (label defaults to the
     /// percentile).
-    pub fn parse(text: &str) -> Result<Slo, String> {
-        let err = || {
-            format!("invalid SLO '{text}': expected [NAME:]pPERCENTILE=DURATION, like p99=5ms or api:p99.9=20ms")
-        };
+    pub fn parse(text: &str) -> Result<Slo, SloParseError> {
+        let err = || SloParseError::Form(text.to_string());
         let (label, spec) = match text.split_once(':') {
             Some((l, s)) if !l.trim().is_empty() => (Some(l.trim().to_string()), s),
             _ => (None, text),
@@ -60,8 +69,12 @@ impl Slo {
         if !(0.0..=100.0).contains(&percentile) {
             return Err(err());
         }
-        let threshold_ns = candor_core::units::parse_duration_ns(d.trim())
-            .map_err(|e| format!("invalid SLO '{text}': {e}"))?;
+        let threshold_ns = candor_core::units::parse_duration_ns(d.trim()).map_err(|e| {
+            SloParseError::Duration {
+                text: text.to_string(),
+                reason: e.to_string(),
+            }
+        })?;
         Ok(Slo {
             label: label.unwrap_or_else(|| p.to_string()),
             percentile,
@@ -702,8 +715,8 @@ impl crate::export::Exporter<[(String, RunResults)]> for HtmlExporter {
 
 #[cfg(test)]
 mod tests {
-    use super::Slo;
     use super::{write_html, HtmlOptions};
+    use super::{Slo, SloParseError};
     use crate::synthetic::synthetic_run;
 
     fn page(drop_warmup: bool) -> String {
@@ -780,5 +793,16 @@ mod tests {
         for bad in ["p99", "p101=1ms", "x=1ms", "p99=fast"] {
             assert!(Slo::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_slo_that_does_not_parse_says_which_and_why() {
+        assert_eq!(
+            Slo::parse("p99").unwrap_err().to_string(),
+            "invalid SLO 'p99': expected [NAME:]pPERCENTILE=DURATION, like p99=5ms or api:p99.9=20ms"
+        );
+        let e = Slo::parse("p99=fast").unwrap_err();
+        assert!(matches!(e, SloParseError::Duration { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("invalid SLO 'p99=fast': "), "{e}");
     }
 }

@@ -7,9 +7,12 @@
 //! `--start-at`) depend on the machines' clocks agreeing (docs/scale-out.md).
 
 use crate::exact_merge::{merge, MergeError};
+use candor_core::dates::rfc3339_millis;
 use candor_core::recorded::{RecordedConfig, ShardRecord, ShardSetRecord};
 use candor_core::results::RunResults;
 use candor_core::table::{Column, TextTable};
+// The engine's own verdict: send lag p99 above this means requests left late.
+use candor_core::thresholds::SEND_LAG_WARN_NS;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use std::collections::BTreeMap;
@@ -22,8 +25,6 @@ pub const LATE_START_WARN_S: f64 = 0.010;
 /// Without a common `--start-at`, shards whose starts spread more than this do not form one run
 /// in time (their intervals do not line up).
 pub const START_SPREAD_WARN_S: f64 = 0.5;
-/// The engine's own verdict: send lag p99 above this means requests left late.
-use candor_core::thresholds::SEND_LAG_WARN_NS as LAG_WARN_NS;
 
 /// What one input says about itself as a shard.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,7 +246,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
         &shards,
         "--start-at",
         |s| s.start_at_unix_s.map(f64::to_bits),
-        |b| opt(&b.map(|b| format_unix_s(f64::from_bits(b)))),
+        |b| opt(&b.map(|b| rfc3339_millis(f64::from_bits(b)))),
     );
 
     // Every index of 0..N exactly once, for the N the shards agree on.
@@ -292,9 +293,9 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
         .map(|s| s.start_time_unix_s)
         .fold(f64::INFINITY, f64::min);
     let (reference, reference_unix_s) = match agreed {
-        Some(t) => (format!("the agreed --start-at {}", format_unix_s(t)), t),
+        Some(t) => (format!("the agreed --start-at {}", rfc3339_millis(t)), t),
         None => (
-            format!("the earliest shard's start {}", format_unix_s(earliest)),
+            format!("the earliest shard's start {}", rfc3339_millis(earliest)),
             earliest,
         ),
     };
@@ -337,7 +338,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
                 s.status.push("low rate");
             }
         }
-        if s.send_lag_p99_ns > LAG_WARN_NS {
+        if s.send_lag_p99_ns > SEND_LAG_WARN_NS {
             s.behind.push(format!(
                 "send lag p99 {} (requests waited for a connection, or for CPU)",
                 format_ns(s.send_lag_p99_ns as f64)
@@ -359,13 +360,13 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
     let mut notes = Vec::new();
     let mut lags: Vec<u64> = shards.iter().map(|s| s.send_lag_p99_ns).collect();
     lags.sort_unstable();
-    if shards.len() > 1 && lags[0] > LAG_WARN_NS {
+    if shards.len() > 1 && lags[0] > SEND_LAG_WARN_NS {
         let median = lags[lags.len() / 2];
         notes.push(format!(
             "every shard has send lag p99 above {} ({} .. {}): requests waited for connections across the \
              whole set, because the target answered slowly or there were too few connections; a single \
              process would show the same",
-            format_ns(LAG_WARN_NS as f64),
+            format_ns(SEND_LAG_WARN_NS as f64),
             format_ns(lags[0] as f64),
             format_ns(lags[lags.len() - 1] as f64)
         ));
@@ -569,9 +570,6 @@ impl ShardReport {
         out
     }
 }
-
-/// RFC 3339 (UTC, milliseconds) of Unix seconds, for people reading the report.
-pub use candor_core::dates::rfc3339_millis as format_unix_s;
 
 /// Marker lines around the results JSON in a pod's log (`candor k8s`), so that
 /// `kubectl logs` output can be merged directly.
@@ -892,8 +890,8 @@ mod tests {
 
     #[test]
     fn rfc3339_formatting() {
-        assert_eq!(format_unix_s(0.0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_unix_s(951_782_400.5), "2000-02-29T00:00:00.500Z");
-        assert_eq!(format_unix_s(1_795_000_000.0), "2026-11-18T11:06:40.000Z");
+        assert_eq!(rfc3339_millis(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_millis(951_782_400.5), "2000-02-29T00:00:00.500Z");
+        assert_eq!(rfc3339_millis(1_795_000_000.0), "2026-11-18T11:06:40.000Z");
     }
 }

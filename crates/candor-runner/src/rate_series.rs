@@ -253,7 +253,7 @@ mod tests {
             .map(|p| p.rate)
             .fold(0.0, f64::max);
         assert!(
-            best <= 1000.0 && best >= 1000.0 / 1.05,
+            (1000.0 / 1.05..=1000.0).contains(&best),
             "{best} within 5% below the knee"
         );
     }

@@ -68,7 +68,7 @@ fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
             anyhow::anyhow!("--noise-load {:?}: {first}", args.noise_load)
         })?;
     let run_args = crate::cmd::run::RunArgs::from_arg_matches(&matches)?;
-    let config = crate::cmd::load_args::run_config(&run_args)?;
+    let config = candor_runner::flags::run_config(&run_args)?;
     let n = args.noise_runs as usize;
     let mut hists = Vec::with_capacity(n);
     for k in 0..n {

@@ -2,11 +2,11 @@
 //! by `candor_k8s`), after checking the run flags with `candor run`'s own parsing and validation,
 //! without resolving the target's host (it usually exists only inside the cluster).
 
-use crate::cmd::load_args::{load_config, parse_start_at, run_config, RunArgs};
 use anyhow::{bail, Context, Result};
 use candor_core::units::parse_duration_ns;
 use candor_k8s::{job, rfc3339_ceil, usage_comment, JobSpec};
 use candor_load::config::TargetUrl;
+use candor_runner::flags::{load_config, parse_start_at, run_config, RunArgs};
 use clap::{Args, Parser, ValueEnum};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -194,7 +194,7 @@ pub fn main(args: K8sArgs) -> Result<i32> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64);
     let now_ns = candor_core::clock::wall_clock_ns();
-    if at_ns > now_ns.saturating_add(crate::cmd::load_args::START_AT_HORIZON_NS) {
+    if at_ns > now_ns.saturating_add(candor_runner::flags::START_AT_HORIZON_NS) {
         bail!(
             "the common start is {:.1} days ahead: each pod's candor run refuses a --start-at more than a day \
              ahead; apply the manifest closer to the start",

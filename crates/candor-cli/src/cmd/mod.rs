@@ -19,7 +19,4 @@ pub mod sweep;
 /// Signals and exit codes 130/143, shared by every command that sends load.
 pub use candor_runner::interrupt;
 
-/// The load flags of `run`, `sweep`, `capacity` and `k8s`, and their validation.
-pub use candor_runner::flags as load_args;
-
 pub use candor_runner::extras::EXIT_VERDICT_FAILED;

@@ -1,12 +1,12 @@
 //! `candor run`: parse and validate the flags once, run the engine, print the report.
 
-pub use crate::cmd::load_args::*;
 use anyhow::{Context, Result};
 use candor_core::results::RunResults;
 use candor_report::export::{ExportError, ExportManager};
 use candor_report::hgrm::HgrmExporter;
 use candor_report::hlog::HlogExporter;
 use candor_report::json::JsonExporter;
+pub use candor_runner::flags::*;
 pub use candor_runner::{command_line, execute, execute_with, recorded_config, stderr_is_terminal};
 
 /// [`candor_runner::execute_watched`] for commands that report with `anyhow`.

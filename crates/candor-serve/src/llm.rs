@@ -11,8 +11,8 @@
 //! streams open, not thousands, and every write waits on its own deadline.
 
 use crate::Stall;
-use candor_core::now_ns;
 use candor_core::exact_sleep::sleep_until_absolute;
+use candor_core::now_ns;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};

@@ -61,7 +61,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", requires = "llm")]
     pub output_tokens: Option<u32>,
     /// With --llm: fail deliberately: answer 429, send an error event mid-stream, end without
-    /// [DONE], or close the connection mid-stream.
+    /// the final DONE event, or close the connection mid-stream.
     #[arg(long, value_name = "KIND", requires = "llm",
           value_parser = PossibleValuesParser::new(LlmFaultKind::ALL.map(LlmFaultKind::name)))]
     pub llm_fault: Option<String>,

@@ -5,23 +5,23 @@
 //! delays, stalls, fails and drops connections on command (`server`).
 
 pub mod descriptors;
-pub mod frame;
+pub mod grpc_status;
 pub mod headers;
+pub mod length_prefix;
 pub mod message;
 pub mod method;
 pub mod reflect;
-pub mod status;
 pub mod timeout;
 
 #[cfg(feature = "test-server")]
-pub mod server;
+pub mod test_server;
 
 pub use descriptors::{compile_protos, ProtoError};
-pub use frame::{FrameDecoder, FrameError};
+pub use grpc_status::{decode_grpc_message, Code, CodeCounts, CodeSet, CodeSetError};
 pub use headers::{request_headers, HeaderField, Metadata, MetadataError, Scheme};
+pub use length_prefix::{FrameDecoder, FrameError};
 pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
 pub use method::{CallError, CallKind, CallName, GrpcMethod};
-pub use status::{decode_grpc_message, Code, CodeCounts, CodeSet, CodeSetError};
 pub use timeout::GrpcTimeout;
 
 /// The encoded `FileDescriptorSet` of the test server's `tests/proto/bench.proto` (compiled by

@@ -11,7 +11,7 @@ use prost::Message as _;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use thiserror::Error;
 
-use crate::frame::{append_framed, FramedError};
+use crate::length_prefix::{append_framed, FramedError};
 
 /// Why JSON does not fit the request's message type.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -17,8 +17,8 @@ use prost::Message;
 use prost_reflect::DescriptorPool;
 use thiserror::Error;
 
-use crate::frame::{prefix, PREFIX_LEN};
-use crate::status::{decode_grpc_message, Code};
+use crate::grpc_status::{decode_grpc_message, Code};
+use crate::length_prefix::{prefix, PREFIX_LEN};
 
 /// Where the reflection service is.
 #[derive(Clone)]

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use candor_grpc::server::pb::bench_client::BenchClient;
-use candor_grpc::server::pb::EchoRequest;
+use candor_grpc::test_server::pb::bench_client::BenchClient;
+use candor_grpc::test_server::pb::EchoRequest;
 
 const BIN: &str = env!("CARGO_BIN_EXE_candor-grpc-test-server");
 

@@ -2,7 +2,7 @@
 //! static message, counting a response's messages, reading and counting its status, encoding
 //! `grpc-timeout`.
 
-use candor_grpc::frame::FrameDecoder;
+use candor_grpc::length_prefix::FrameDecoder;
 use candor_grpc::{Code, CodeCounts, CodeSet, GrpcTimeout, StaticMessage};
 
 #[global_allocator]
@@ -17,7 +17,10 @@ fn the_per_request_paths_allocate_nothing() {
     let message = StaticMessage::from_json(descriptor, br#"{"name":"steady","seq":1}"#).unwrap();
     let mut response = Vec::new();
     for i in 0..7u8 {
-        response.extend_from_slice(&candor_grpc::frame::prefix(false, u32::from(i) * 40));
+        response.extend_from_slice(&candor_grpc::length_prefix::prefix(
+            false,
+            u32::from(i) * 40,
+        ));
         response.extend(std::iter::repeat_n(i, usize::from(i) * 40));
     }
     let accepted: CodeSet = "OK,NOT_FOUND".parse().unwrap();

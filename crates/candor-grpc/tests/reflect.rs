@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use candor_grpc::reflect::{fetch_descriptors, list_services, ReflectError, ReflectTarget};
-use candor_grpc::server::{TestServer, TestServerOptions};
+use candor_grpc::test_server::{TestServer, TestServerOptions};
 use candor_grpc::{CallKind, CallName, GrpcMethod, RequestEncoder};
 
 fn target(addr: SocketAddr) -> ReflectTarget {

@@ -5,9 +5,9 @@ use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use candor_grpc::server::pb::bench_client::BenchClient;
-use candor_grpc::server::pb::{EchoRequest, StreamRequest};
-use candor_grpc::server::{Failure, Stall, TestServer, TestServerOptions};
+use candor_grpc::test_server::pb::bench_client::BenchClient;
+use candor_grpc::test_server::pb::{EchoRequest, StreamRequest};
+use candor_grpc::test_server::{Failure, Stall, TestServer, TestServerOptions};
 use candor_grpc::Code;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 

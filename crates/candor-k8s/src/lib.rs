@@ -217,4 +217,4 @@ pub fn usage_comment(spec: &JobSpec) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+mod manifest_tests;

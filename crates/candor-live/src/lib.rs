@@ -11,7 +11,7 @@ pub mod state;
 
 pub use state::{LiveState, RunInfo};
 
-use candor_load::run::RunOutcome;
+use candor_load::load_run::RunOutcome;
 use candor_load::IntervalReport;
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};

@@ -6,7 +6,7 @@ use candor_core::hist::value_at;
 use candor_core::results::{CodeCounts, IntervalStats, RequestCounts};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Recorder;
-use candor_load::run::RunOutcome;
+use candor_load::load_run::RunOutcome;
 use candor_load::IntervalReport;
 use serde_json::{json, Value};
 

@@ -4,7 +4,7 @@
 use candor_core::results::{IntervalStats, RequestCounts};
 use candor_core::{new_histogram, Recorder};
 use candor_live::{LiveError, LiveServer, RunInfo};
-use candor_load::run::{PhaseOutcome, RunOutcome};
+use candor_load::load_run::{PhaseOutcome, RunOutcome};
 use candor_load::IntervalReport;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

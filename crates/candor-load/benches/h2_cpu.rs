@@ -9,7 +9,7 @@
 #[path = "../tests/h2_support/mod.rs"]
 mod h2_support;
 
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, Target};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -8,12 +8,12 @@
 pub mod config;
 pub mod engine;
 pub(crate) mod interval_store;
+pub mod load_run;
 pub(crate) mod pool;
 pub mod priority;
 pub mod probe;
 pub mod protocol;
 pub mod requests;
-pub mod run;
 pub mod schedule;
 pub mod shape;
 pub mod shared;
@@ -28,6 +28,6 @@ pub use config::{
     Arrival, Framing, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target,
     TargetError, TlsOptions,
 };
-pub use run::{run, IntervalReport, RunOutcome};
+pub use load_run::{run, IntervalReport, RunOutcome};
 pub use shape::LoadShape;
 pub use status::{StatusSet, StatusSetError};

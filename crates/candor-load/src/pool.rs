@@ -102,7 +102,7 @@ pub(crate) fn open<D: Opener>(driver: &mut D) -> PoolReport {
 /// The earliest instant the schedule can start: just after the last pool was ready at
 /// `pool_ready_ns`, and not before `not_before_ns`. (`--start-at`, which shards agree on, may set
 /// a later one; a pool not ready by then starts the schedule here, and how late is reported: see
-/// `run::start_instant`.)
+/// `load_run::start_instant`.)
 pub fn earliest_start(not_before_ns: u64, pool_ready_ns: u64) -> u64 {
     not_before_ns.max(pool_ready_ns + START_AFTER_POOL_NS)
 }

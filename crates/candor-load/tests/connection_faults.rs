@@ -9,7 +9,7 @@
 //! be made to misbehave this way.
 
 use candor_load::engine::backoff::Backoff;
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, RunOutcome, Target};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -14,8 +14,8 @@
 
 mod h2_support;
 
+use candor_load::load_run::{RunError, RunOptions};
 use candor_load::probe::{check_protocol, ProbeError};
-use candor_load::run::{RunError, RunOptions};
 use candor_load::{LoadConfig, RunOutcome, Target};
 use h2_support::{start, H2Server, ServerOptions, TestCert};
 use std::sync::atomic::Ordering;

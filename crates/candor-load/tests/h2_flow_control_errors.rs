@@ -8,7 +8,7 @@
 //! be made to send such frames: it answers every request with a bare `:status 200`, except the
 //! first on each connection, which it answers with the WINDOW_UPDATE under test.
 
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, Target};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

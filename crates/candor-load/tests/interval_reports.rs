@@ -3,7 +3,7 @@
 //! builds its cumulative numbers from them).
 
 use candor_core::results::RequestCounts;
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, Target};
 
 fn grew(before: &RequestCounts, after: &RequestCounts) -> bool {

@@ -2,7 +2,7 @@
 //! responses that arrived since are read at the next send wake-up, each timed by the kernel's
 //! receive timestamp (the exactness of those stamps is tested in `engine::rxstamp`).
 
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, Target};
 
 #[test]

@@ -3,7 +3,7 @@
 //! reported on its own; an open loop also reports what its pacing cost.
 
 use candor_core::results::PacingMargin;
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, Target};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

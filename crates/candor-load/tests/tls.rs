@@ -7,7 +7,7 @@
 
 mod steady_state;
 
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, RunOutcome, Target};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -36,7 +36,7 @@ pub use results_file::run_results;
 
 use candor_core::results::{ArrivalName, ProtocolName, RunConfig, StopReason};
 use candor_core::units::{format_ns, format_rate};
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::schedule::ArrivalKind;
 use candor_load::{IntervalReport, LoadConfig, RunOutcome, Scheme};
 use std::io::Write as _;
@@ -54,7 +54,7 @@ pub enum RunnerError {
     #[error("installing the signal handlers: {0}")]
     Signals(#[from] std::io::Error),
     #[error(transparent)]
-    Run(#[from] candor_load::run::RunError),
+    Run(#[from] candor_load::load_run::RunError),
     #[error(transparent)]
     Extras(#[from] extras::ExtrasError),
     #[error("the pre-flight check: {0}")]
@@ -79,7 +79,7 @@ pub fn execute_with(
 }
 
 /// [`execute_with`] with a watch called after every interval: when it names a reason, the
-/// measured window ends early for it (see `candor_load::run::EarlyEnd`). What it writes into
+/// measured window ends early for it (see `candor_load::load_run::EarlyEnd`). What it writes into
 /// its `String` (cleared before each call) ends the live line, e.g. progress toward
 /// `--precision`.
 pub fn execute_watched(
@@ -115,7 +115,7 @@ pub fn execute_watched(
     }
     announce_wait(config);
     live_view::begin(config);
-    let end = Arc::new(candor_load::run::EarlyEnd::default());
+    let end = Arc::new(candor_load::load_run::EarlyEnd::default());
     let options = RunOptions {
         stop: stop.clone(),
         end: end.clone(),

@@ -2,7 +2,9 @@
 
 use crate::error::{one_line, Phase, ScriptError};
 use crate::handle::{ThreadHandle, ThreadShared};
-use crate::state::{new_state, take_output, Script, ScriptOptions, Target, UrlParts, INTERRUPTED};
+use crate::lua_state::{
+    new_state, take_output, Script, ScriptOptions, Target, UrlParts, INTERRUPTED,
+};
 use crate::stats::Stats;
 use crate::thread::ThreadScript;
 use hdrhistogram::Histogram;

@@ -6,14 +6,14 @@ mod addr;
 mod error;
 mod handle;
 mod host;
-mod state;
+mod lua_state;
 mod stats;
 mod thread;
 
 pub use addr::Addr;
 pub use error::{Phase, ScriptError};
 pub use host::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost};
-pub use state::{ScriptOptions, Target};
+pub use lua_state::{ScriptOptions, Target};
 pub use stats::Stats;
 pub use thread::{count_requests, NameId, RequestInfo, ThreadScript, Verdict, RETURNED_FALSE};
 

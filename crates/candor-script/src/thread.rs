@@ -3,7 +3,7 @@
 use crate::error::{lua_type, one_line, Phase, ScriptError};
 use crate::handle::ThreadShared;
 use crate::host::runtime_error;
-use crate::state::{take_output, StateData};
+use crate::lua_state::{take_output, StateData};
 use candor_core::clock::now_ns;
 use mlua::{Function, Lua, Table, Value};
 use std::net::SocketAddr;

@@ -17,7 +17,7 @@ mod response;
 mod worker;
 
 #[cfg(test)]
-mod tests;
+mod server_tests;
 
 use candor_core::units::format_ns;
 use std::fmt;

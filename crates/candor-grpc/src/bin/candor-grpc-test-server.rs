@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use candor_core::units::parse_duration_ns;
-use candor_grpc::server::{Failure, Stall, TestServer, TestServerOptions};
+use candor_grpc::test_server::{Failure, Stall, TestServer, TestServerOptions};
 use candor_grpc::Code;
 use clap::Parser;
 

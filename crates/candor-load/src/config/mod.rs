@@ -496,7 +496,7 @@ mod tests {
         let mut config = LoadConfig::new(t.clone());
         config.apply_url_credentials();
         config.apply_url_credentials();
-        let bytes = crate::run::prepare_requests(&config);
+        let bytes = crate::load_run::prepare_requests(&config);
         assert_eq!(
             &*bytes[0].bytes,
             format!(

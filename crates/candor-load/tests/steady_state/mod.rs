@@ -1,7 +1,7 @@
 //! The allocations the load threads make in a run's steady state, for the zero-allocation tests
 //! (each test binary installs `candor_testkit::CountingAllocator` as its global allocator).
 
-use candor_load::run::RunOptions;
+use candor_load::load_run::RunOptions;
 use candor_load::{LoadConfig, RunOutcome};
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The decisions of a calibration, pure: the tester's bounds and the judgement of a stall.
 
 use crate::stall::StallTruth;
-use crate::table::{render_truth, truth_rows, Drain};
+use crate::truth_table::{render_truth, truth_rows, Drain};
 use candor_core::results::{PhaseResults, RequestCounts};
 use candor_core::units::{format_count, format_ns};
 use candor_core::Summary;

@@ -76,7 +76,7 @@ impl Shape {
             config.method = "POST".into();
             config.body = self.body.clone();
         }
-        let requests = crate::run::prepare_requests(&config);
+        let requests = crate::load_run::prepare_requests(&config);
         let (to_collector, _) = crossbeam_channel::unbounded();
         let (_, pool) = crossbeam_channel::unbounded();
         WorkerSetup {

@@ -1,9 +1,11 @@
 //! HTTP/1.1 (plain or TLS: the byte stream is the driver's) as a [`Protocol`]: one response per
-//! request, in order, delimited by [`ResponseParser`] (`codec.rs`, which also builds requests).
+//! request, in order, delimited by [`ResponseParser`] (`http1_codec.rs`, which also builds requests).
 
-mod codec;
+mod http1_codec;
 
-pub use codec::{build_request, has_header, ParseError, Progress, ResponseParser, USER_AGENT_LINE};
+pub use http1_codec::{
+    build_request, has_header, ParseError, Progress, ResponseParser, USER_AGENT_LINE,
+};
 
 use crate::protocol::observe::ResponseObserver;
 use crate::protocol::Protocol;

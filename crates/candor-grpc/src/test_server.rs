@@ -25,7 +25,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::status::Code;
+use crate::grpc_status::Code;
 
 /// The code tonic generated from `bench.proto` (build.rs, protox, no protoc).
 pub mod pb {

@@ -19,6 +19,7 @@ mod alloc;
 mod harness;
 mod harness_clock;
 mod harness_results;
+mod harness_text;
 mod jitter;
 mod phased;
 mod sampler;

@@ -739,14 +739,25 @@ impl<P: Protocol> Driver<P> {
 
     /// Accounts for everything still outstanding, then hands back the totals.
     fn finish(mut self, pacing: candor_core::PaceStats) -> [PhaseAcc; 2] {
-        let halt = self.halt.clone();
-        let mut phases = self.core.finish(now_ns(), &now_ns, &|| halt.aborting());
-        phases[1].pacing = pacing;
+        let phases = final_phases(&mut self.core, &self.halt, pacing);
         for c in &mut self.conns {
             close(c, &self.poll);
         }
         phases
     }
+}
+
+/// The books of a thread whose loop ended, as both loops (this one and HTTP/2's) close them: the
+/// core accounts for everything still outstanding (as cut off by an abort when the run is
+/// aborting), and the measured phase carries the loop's `pacing`.
+pub(crate) fn final_phases(
+    core: &mut Core,
+    halt: &Halt,
+    pacing: candor_core::PaceStats,
+) -> [PhaseAcc; 2] {
+    let mut phases = core.finish(now_ns(), &now_ns, &|| halt.aborting());
+    phases[1].pacing = pacing;
+    phases
 }
 
 impl<P: Protocol> Opener for Driver<P> {

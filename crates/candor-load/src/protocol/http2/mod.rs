@@ -832,9 +832,7 @@ impl Driver {
                     .into(),
             );
         }
-        let halt = self.halt.clone();
-        let mut phases = self.core.finish(now_ns(), &now_ns, &|| halt.aborting());
-        phases[1].pacing = pacing;
+        let phases = crate::engine::driver::final_phases(&mut self.core, &self.halt, pacing);
         for c in &mut self.conns {
             if let Some(sock) = c.sock.as_mut() {
                 frame::put_goaway(&mut c.wbuf, frame::NO_ERROR);

@@ -19,6 +19,7 @@ use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
+use crate::engine::socket_steps;
 use crate::pool::{GateTicket, Opener, PoolReport, NO_START, TIMER};
 use crate::protocol::http1::Progress;
 use crate::protocol::Protocol;
@@ -30,9 +31,8 @@ use candor_core::exact_sleep::sleep_until_absolute;
 use candor_core::sleep_or_spin::{listen, poll_sockets};
 use candor_core::timerfd::TimerFd;
 use candor_core::{now_ns, Listen, Pacer, Pacing, Wait};
-use mio::net::TcpStream;
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -399,30 +399,15 @@ impl<P: Protocol> Driver<P> {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
         self.socket_owed = true;
-        match TcpStream::connect(self.config.target.addr) {
-            Ok(mut stream) => {
-                if self.stamped && rxstamp::enable(stream.as_raw_fd()).is_err() {
-                    self.stamped = false;
-                }
-                if self
-                    .poll
-                    .registry()
-                    .register(
-                        &mut stream,
-                        Token(i),
-                        Interest::READABLE | Interest::WRITABLE,
-                    )
-                    .is_err()
-                {
-                    self.fail_connection(i, Failure::Connect, now);
-                    return;
-                }
-                let c = &mut self.conns[i];
-                c.sock = Some(Sock::Plain(stream));
-                c.state = ConnState::Connecting;
-            }
-            Err(_) => self.fail_connection(i, Failure::Connect, now),
+        let Some(mut sock) = socket_steps::connect(self.config.target.addr, &self.poll, i) else {
+            return self.fail_connection(i, Failure::Connect, now);
+        };
+        if self.stamped && rxstamp::enable(sock.socket().as_raw_fd()).is_err() {
+            self.stamped = false;
         }
+        let c = &mut self.conns[i];
+        c.sock = Some(sock);
+        c.state = ConnState::Connecting;
     }
 
     fn handle_event(&mut self, ev: &mio::event::Event) {
@@ -591,15 +576,7 @@ impl<P: Protocol> Driver<P> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let kind = if e.kind() == io::ErrorKind::InvalidData {
-                        Failure::Parse
-                    } else {
-                        Failure::Read
-                    };
-                    self.fail_connection(i, kind, now_ns());
-                    return;
-                }
+                Err(e) => return self.fail_connection(i, socket_steps::read_failure(&e), now_ns()),
             }
         }
         // TLS may owe the server bytes after reading (key updates, alerts).
@@ -762,14 +739,25 @@ impl<P: Protocol> Driver<P> {
 
     /// Accounts for everything still outstanding, then hands back the totals.
     fn finish(mut self, pacing: candor_core::PaceStats) -> [PhaseAcc; 2] {
-        let halt = self.halt.clone();
-        let mut phases = self.core.finish(now_ns(), &now_ns, &|| halt.aborting());
-        phases[1].pacing = pacing;
+        let phases = final_phases(&mut self.core, &self.halt, pacing);
         for c in &mut self.conns {
             close(c, &self.poll);
         }
         phases
     }
+}
+
+/// The books of a thread whose loop ended, as both loops (this one and HTTP/2's) close them: the
+/// core accounts for everything still outstanding (as cut off by an abort when the run is
+/// aborting), and the measured phase carries the loop's `pacing`.
+pub(crate) fn final_phases(
+    core: &mut Core,
+    halt: &Halt,
+    pacing: candor_core::PaceStats,
+) -> [PhaseAcc; 2] {
+    let mut phases = core.finish(now_ns(), &now_ns, &|| halt.aborting());
+    phases[1].pacing = pacing;
+    phases
 }
 
 impl<P: Protocol> Opener for Driver<P> {
@@ -804,9 +792,7 @@ impl<P: Protocol> Opener for Driver<P> {
 
 /// Closes a connection's socket and forgets its partial state (not its books: the core's).
 fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
-    if let Some(mut sock) = c.sock.take() {
-        let _ = poll.registry().deregister(sock.socket());
-    }
+    socket_steps::release(&mut c.sock, poll);
     c.state = ConnState::Down;
     c.answered = None;
     c.buf_len = 0;

@@ -3,7 +3,8 @@
 //! fault causes of connections that keep failing in `backoff.rs`), and the driver loop that does
 //! the I/O and the pacing for the byte-stream protocols (`driver.rs`, over any
 //! `crate::protocol::Protocol`), with the kernel's receive timestamps of its reads
-//! (`rxstamp.rs`). The protocols are in `crate::protocol`, the byte stream (plain or TLS) in
+//! (`rxstamp.rs`), and the socket steps it shares with HTTP/2's loop (`socket_steps.rs`). The
+//! protocols are in `crate::protocol`, the byte stream (plain or TLS) in
 //! `crate::transport`.
 //! `sim.rs` drives the core on simulated time in tests.
 
@@ -16,3 +17,4 @@ pub mod ledger;
 mod rxstamp;
 #[cfg(test)]
 mod sim;
+pub(crate) mod socket_steps;

@@ -4,34 +4,23 @@
 //! opened this way before the first intended send (`crate::pool::open`, as for every driver).
 
 use super::{frame, ConnState, Driver, CONNECTION_WINDOW, STREAM_WINDOW};
+use crate::engine::socket_steps;
 use crate::pool::{Opener, PoolReport};
 use crate::shared::Failure;
-use crate::transport::{start_tls, ConnectState, Handshake, Sock};
+use crate::transport::{start_tls, ConnectState, Handshake};
 use candor_core::timerfd::TimerFd;
-use mio::net::TcpStream;
-use mio::{Interest, Poll, Token};
+use mio::Poll;
 
 impl Driver {
     pub(super) fn start_connect(&mut self, i: usize, now: u64) {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
-        match TcpStream::connect(self.config.target.addr) {
-            Ok(mut stream) => {
-                let interest = Interest::READABLE | Interest::WRITABLE;
-                if self
-                    .poll
-                    .registry()
-                    .register(&mut stream, Token(i), interest)
-                    .is_err()
-                {
-                    return self.connect_failed(i, Failure::Connect, now);
-                }
-                let c = &mut self.conns[i];
-                c.sock = Some(Sock::Plain(stream));
-                c.state = ConnState::Connecting;
-            }
-            Err(_) => self.connect_failed(i, Failure::Connect, now),
-        }
+        let Some(sock) = socket_steps::connect(self.config.target.addr, &self.poll, i) else {
+            return self.connect_failed(i, Failure::Connect, now);
+        };
+        let c = &mut self.conns[i];
+        c.sock = Some(sock);
+        c.state = ConnState::Connecting;
     }
 
     pub(super) fn finish_connect(&mut self, i: usize, now: u64) {

@@ -29,6 +29,7 @@ use crate::config::{LoadConfig, Scheme};
 use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::Ledger;
+use crate::engine::socket_steps;
 use crate::pool::{GateTicket, PoolReport, NO_START, TIMER};
 use crate::protocol::observe::ResponseObserver;
 use crate::schedule::Schedule;
@@ -668,14 +669,7 @@ impl Driver {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let kind = if e.kind() == io::ErrorKind::InvalidData {
-                        Failure::Parse
-                    } else {
-                        Failure::Read
-                    };
-                    return self.connection_lost(i, kind, now_ns());
-                }
+                Err(e) => return self.connection_lost(i, socket_steps::read_failure(&e), now_ns()),
             }
         }
         // Acks, window updates and the streams that could open: out in one write.
@@ -838,9 +832,7 @@ impl Driver {
                     .into(),
             );
         }
-        let halt = self.halt.clone();
-        let mut phases = self.core.finish(now_ns(), &now_ns, &|| halt.aborting());
-        phases[1].pacing = pacing;
+        let phases = crate::engine::driver::final_phases(&mut self.core, &self.halt, pacing);
         for c in &mut self.conns {
             if let Some(sock) = c.sock.as_mut() {
                 frame::put_goaway(&mut c.wbuf, frame::NO_ERROR);
@@ -858,9 +850,7 @@ mod h2_sim;
 
 /// Closes a connection's socket and forgets its protocol state (not its books: the core's).
 fn close(c: &mut Conn, poll: &Poll) {
-    if let Some(mut sock) = c.sock.take() {
-        let _ = poll.registry().deregister(sock.socket());
-    }
+    socket_steps::release(&mut c.sock, poll);
     c.state = ConnState::Down;
     c.rlen = 0;
     c.wbuf.clear();

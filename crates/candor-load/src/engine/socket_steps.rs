@@ -1,0 +1,87 @@
+//! The socket steps every load driver takes alike, the byte-stream driver (`driver.rs`) and
+//! HTTP/2's (`crate::protocol::http2`): a non-blocking connect registered with the poll, the
+//! failure a read error counts as, and the release of a closed connection's socket. One copy,
+//! so that a fix to how a connection opens, breaks or closes reaches every protocol.
+
+use crate::shared::Failure;
+use crate::transport::Sock;
+use mio::net::TcpStream;
+use mio::{Interest, Poll, Token};
+use std::io;
+use std::net::SocketAddr;
+
+/// Starts a non-blocking TCP connect to `addr`, its readiness reported by `poll` under token
+/// `i` (connection `i`); `None` when the connect or its registration failed (a connect failure:
+/// the stream, if any, is closed).
+pub(crate) fn connect(addr: SocketAddr, poll: &Poll, i: usize) -> Option<Sock> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    let interest = Interest::READABLE | Interest::WRITABLE;
+    poll.registry()
+        .register(&mut stream, Token(i), interest)
+        .ok()?;
+    Some(Sock::Plain(stream))
+}
+
+/// What a read error on an open connection counts as: bytes TLS could not accept (a bad record,
+/// a fatal alert: `InvalidData`) break the protocol; anything else broke the read.
+pub(crate) fn read_failure(e: &io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::InvalidData {
+        Failure::Parse
+    } else {
+        Failure::Read
+    }
+}
+
+/// Takes a closed connection's socket out of `sock`, and out of `poll`'s interest (dropping it
+/// closes it).
+pub(crate) fn release(sock: &mut Option<Sock>, poll: &Poll) {
+    if let Some(mut sock) = sock.take() {
+        let _ = poll.registry().deregister(sock.socket());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mio::Events;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    #[test]
+    fn connect_reports_under_the_connection_token_and_release_forgets_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut poll = Poll::new().unwrap();
+        let mut sock = connect(listener.local_addr().unwrap(), &poll, 7);
+        assert!(sock.is_some());
+        let _peer = listener.accept().unwrap();
+        let mut events = Events::with_capacity(8);
+        // Bounded: a loopback connect that was accepted is writable at once.
+        let mut tokens = Vec::new();
+        for _ in 0..50 {
+            poll.poll(&mut events, Some(Duration::from_millis(100)))
+                .unwrap();
+            tokens.extend(events.iter().map(|e| e.token()));
+            if !tokens.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(tokens.first(), Some(&Token(7)));
+        release(&mut sock, &poll);
+        assert!(sock.is_none());
+        // Released twice is harmless: nothing is left to release.
+        release(&mut sock, &poll);
+    }
+
+    #[test]
+    fn a_tls_record_error_is_a_parse_failure_and_others_a_read_failure() {
+        let bad = io::Error::new(io::ErrorKind::InvalidData, "bad record");
+        assert_eq!(read_failure(&bad), Failure::Parse);
+        for kind in [
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::BrokenPipe,
+            io::ErrorKind::UnexpectedEof,
+        ] {
+            assert_eq!(read_failure(&io::Error::from(kind)), Failure::Read);
+        }
+    }
+}

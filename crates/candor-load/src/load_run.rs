@@ -39,11 +39,11 @@ pub enum RunError {
     #[error("cannot start a load thread: {0}")]
     Thread(std::io::Error),
     #[error("a load thread failed: {0}")]
-    Worker(#[from] crate::shared::WorkerError),
+    Worker(crate::shared::WorkerError),
     /// The request set of a run with several targets did not compile (validation normally
     /// catches it first).
     #[error("a load thread failed: {0}")]
-    Requests(#[source] crate::workload::WorkloadError),
+    Requests(crate::workload::WorkloadError),
     #[error(transparent)]
     Tls(#[from] crate::transport::tls::TlsError),
 }
@@ -333,7 +333,10 @@ pub fn run(
 
     let mut phases = [PhaseAcc::new(), PhaseAcc::new()];
     for worker in joined {
-        let worker_phases = worker.map_err(|_| crate::shared::WorkerError::Panicked)??;
+        let worker_phases = worker
+            .map_err(|_| crate::shared::WorkerError::Panicked)
+            .and_then(|done| done)
+            .map_err(RunError::Worker)?;
         for (into, mut from) in phases.iter_mut().zip(worker_phases) {
             match (&mut into.workload, from.workload.take()) {
                 (Some(books), Some(more)) => books.merge(&more),

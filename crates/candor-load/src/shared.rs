@@ -22,7 +22,7 @@ pub enum WorkerError {
     NoStart,
     /// The thread's schedule (a replay trace's, say) could not be opened at the start.
     #[error("opening the schedule: {0}")]
-    Schedule(#[source] std::io::Error),
+    Schedule(std::io::Error),
     /// `LoadConfig::validate` checks this before any thread starts; a thread says it too rather
     /// than guess a framing.
     #[error("tcp:// needs a response framing")]
@@ -231,7 +231,7 @@ mod tests {
     #[test]
     fn a_failed_thread_is_reported_in_the_words_it_always_was() {
         use crate::load_run::RunError;
-        let said = |e: WorkerError| RunError::from(e).to_string();
+        let said = |e: WorkerError| RunError::Worker(e).to_string();
         assert_eq!(
             said(WorkerError::Schedule(std::io::Error::other(
                 "no such trace"

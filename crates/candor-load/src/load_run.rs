@@ -39,7 +39,11 @@ pub enum RunError {
     #[error("cannot start a load thread: {0}")]
     Thread(std::io::Error),
     #[error("a load thread failed: {0}")]
-    Worker(String),
+    Worker(crate::shared::WorkerError),
+    /// The request set of a run with several targets did not compile (validation normally
+    /// catches it first).
+    #[error("a load thread failed: {0}")]
+    Requests(crate::workload::WorkloadError),
     #[error(transparent)]
     Tls(#[from] crate::transport::tls::TlsError),
 }
@@ -145,8 +149,8 @@ pub fn run(
         }))
         .collect();
     let filters: Vec<Option<crate::schedule::SeqFilter>> = if targets.len() > 1 {
-        let compiled = crate::config::request_set::compile_requests(&config)
-            .map_err(|e| RunError::Worker(e.to_string()))?;
+        let compiled =
+            crate::config::request_set::compile_requests(&config).map_err(RunError::Requests)?;
         let picker = Arc::new(compiled.picker);
         let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
         let seed = config.workload.seed;
@@ -208,7 +212,7 @@ pub fn run(
                     Some(keep) => s.map(|s| s.filtered(keep.clone(), start_ns + end_offset_ns)),
                     None => s,
                 })
-                .map_err(|e| format!("opening the schedule: {e}"))
+                .map_err(crate::shared::WorkerError::Schedule)
         };
         let setup = WorkerSetup {
             config: config.clone(),
@@ -233,12 +237,14 @@ pub fn run(
             } else {
                 format!("candor-load-{t}")
             })
-            .spawn(move || -> Result<[PhaseAcc; 2], String> {
-                if let Some(hook) = &setup.on_start {
-                    hook();
-                }
-                crate::protocol::run_worker(kind, setup, tls, ticket, schedule_at)
-            })
+            .spawn(
+                move || -> Result<[PhaseAcc; 2], crate::shared::WorkerError> {
+                    if let Some(hook) = &setup.on_start {
+                        hook();
+                    }
+                    crate::protocol::run_worker(kind, setup, tls, ticket, schedule_at)
+                },
+            )
             .map_err(RunError::Thread)?;
         handles.push(handle);
     }
@@ -328,7 +334,8 @@ pub fn run(
     let mut phases = [PhaseAcc::new(), PhaseAcc::new()];
     for worker in joined {
         let worker_phases = worker
-            .map_err(|_| RunError::Worker("panicked".into()))?
+            .map_err(|_| crate::shared::WorkerError::Panicked)
+            .and_then(|done| done)
             .map_err(RunError::Worker)?;
         for (into, mut from) in phases.iter_mut().zip(worker_phases) {
             match (&mut into.workload, from.workload.take()) {

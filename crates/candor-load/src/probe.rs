@@ -16,6 +16,8 @@ pub enum ProbeError {
     Tls(#[from] TlsError),
     #[error("{url}: {reason}")]
     Protocol { url: String, reason: String },
+    #[error("{url}: {reason}")]
+    Preface { url: String, reason: PrefaceError },
 }
 
 /// The client's HTTP/2 connection preface (RFC 9113 section 3.4) and an empty SETTINGS frame.
@@ -104,6 +106,10 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
         url: t.url.clone(),
         reason,
     };
+    let preface_error = |reason: PrefaceError| ProbeError::Preface {
+        url: t.url.clone(),
+        reason,
+    };
     let kind = ProtocolKind::of(config);
     match (t.scheme, kind) {
         (Scheme::Https, _) => {
@@ -121,7 +127,7 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
                          drop --h2 to test it with HTTP/1.1"
                     )));
                 }
-                h2_handshake(&mut stream, timeout, false).map_err(protocol_error)?;
+                h2_handshake(&mut stream, timeout, false).map_err(preface_error)?;
             }
             stream.conn.send_close_notify();
             let _ = stream.conn.complete_io(&mut stream.sock);
@@ -130,7 +136,7 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
         (_, ProtocolKind::Http2) => {
             let mut sock = connect(t.addr, timeout)
                 .map_err(|e| protocol_error(format!("cannot connect: {e}")))?;
-            h2_handshake(&mut sock, timeout, true).map_err(protocol_error)
+            h2_handshake(&mut sock, timeout, true).map_err(preface_error)
         }
         (_, ProtocolKind::Http1 | ProtocolKind::Tcp) => Ok(()),
     }
@@ -143,21 +149,51 @@ fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
     Ok(sock)
 }
 
+/// Why the server's answer to the HTTP/2 preface rules out an HTTP/2 run; `cleartext`: h2c with
+/// prior knowledge (the advice differs from HTTP/2 over TLS).
+#[derive(Debug, thiserror::Error)]
+pub enum PrefaceError {
+    #[error("sending the HTTP/2 connection preface failed: {0}")]
+    Send(io::Error),
+    #[error("the server allows no HTTP/2 streams at all (SETTINGS_MAX_CONCURRENT_STREAMS = 0): no request could be sent; raise the server's stream limit")]
+    NoStreams,
+    #[error("the server answered the HTTP/2 preface in HTTP/1 ('{status}'): {}", drop_h2(.cleartext))]
+    Http1 { status: String, cleartext: bool },
+    #[error("the server refused the HTTP/2 connection: it answered the preface with GOAWAY {} before any request, so nothing could be sent", goaway_name(.code))]
+    GoAway { code: u32 },
+    #[error("the server's answer to the HTTP/2 preface is not HTTP/2: {}", drop_h2(.cleartext))]
+    NotH2 { cleartext: bool },
+    #[error("the server closed the connection on the HTTP/2 preface: {}", drop_h2(.cleartext))]
+    Closed { cleartext: bool },
+    #[error("the server did not answer the HTTP/2 preface within {}: {}", candor_core::units::format_ns(.timeout.as_nanos() as f64), drop_h2(.cleartext))]
+    Silent { timeout: Duration, cleartext: bool },
+    #[error("the connection failed on the HTTP/2 preface ({error}): {}", drop_h2(.cleartext))]
+    Failed { error: io::Error, cleartext: bool },
+}
+
+/// What to do about a server that does not speak HTTP/2 where the run would.
+fn drop_h2(cleartext: &bool) -> &'static str {
+    if *cleartext {
+        "it does not speak HTTP/2 in the clear (h2c with prior knowledge); drop --h2, or use https:// if it offers HTTP/2 over TLS"
+    } else {
+        "drop --h2 to test it with HTTP/1.1"
+    }
+}
+
+fn goaway_name(code: &u32) -> &'static str {
+    crate::engine::backoff::h2_code_name(*code)
+}
+
 /// Sends the HTTP/2 preface and reads the server's first frame; `cleartext` is h2c with prior
 /// knowledge (the advice differs from HTTP/2 over TLS).
 fn h2_handshake<S: Read + Write>(
     sock: &mut S,
     timeout: Duration,
     cleartext: bool,
-) -> Result<(), String> {
-    let drop_h2 = if cleartext {
-        "it does not speak HTTP/2 in the clear (h2c with prior knowledge); drop --h2, or use https:// if it offers HTTP/2 over TLS"
-    } else {
-        "drop --h2 to test it with HTTP/1.1"
-    };
+) -> Result<(), PrefaceError> {
     sock.write_all(H2_PREFACE)
         .and_then(|()| sock.flush())
-        .map_err(|e| format!("sending the HTTP/2 connection preface failed: {e}"))?;
+        .map_err(PrefaceError::Send)?;
     let mut got = Vec::with_capacity(256);
     let mut buf = [0u8; 4096];
     loop {
@@ -165,38 +201,14 @@ fn h2_handshake<S: Read + Write>(
             H2Answer::NeedMore => {}
             H2Answer::Settings {
                 max_concurrent_streams: Some(0),
-            } => {
-                return Err(
-                    "the server allows no HTTP/2 streams at all (SETTINGS_MAX_CONCURRENT_STREAMS = 0): \
-                     no request could be sent; raise the server's stream limit"
-                        .into(),
-                )
-            }
+            } => return Err(PrefaceError::NoStreams),
             H2Answer::Settings { .. } => return Ok(()),
-            H2Answer::Http1(status) => {
-                return Err(format!(
-                    "the server answered the HTTP/2 preface in HTTP/1 ('{status}'): {drop_h2}"
-                ))
-            }
-            H2Answer::GoAway { code } => {
-                return Err(format!(
-                    "the server refused the HTTP/2 connection: it answered the preface with GOAWAY {} \
-                     before any request, so nothing could be sent",
-                    crate::engine::backoff::h2_code_name(code)
-                ))
-            }
-            H2Answer::NotH2 => {
-                return Err(format!(
-                    "the server's answer to the HTTP/2 preface is not HTTP/2: {drop_h2}"
-                ))
-            }
+            H2Answer::Http1(status) => return Err(PrefaceError::Http1 { status, cleartext }),
+            H2Answer::GoAway { code } => return Err(PrefaceError::GoAway { code }),
+            H2Answer::NotH2 => return Err(PrefaceError::NotH2 { cleartext }),
         }
         match sock.read(&mut buf) {
-            Ok(0) => {
-                return Err(format!(
-                    "the server closed the connection on the HTTP/2 preface: {drop_h2}"
-                ))
-            }
+            Ok(0) => return Err(PrefaceError::Closed { cleartext }),
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e)
@@ -205,15 +217,13 @@ fn h2_handshake<S: Read + Write>(
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(format!(
-                    "the server did not answer the HTTP/2 preface within {}: {drop_h2}",
-                    candor_core::units::format_ns(timeout.as_nanos() as f64)
-                ))
+                return Err(PrefaceError::Silent { timeout, cleartext })
             }
             Err(e) => {
-                return Err(format!(
-                    "the connection failed on the HTTP/2 preface ({e}): {drop_h2}"
-                ))
+                return Err(PrefaceError::Failed {
+                    error: e,
+                    cleartext,
+                })
             }
         }
     }
@@ -316,5 +326,26 @@ mod tests {
         for bad in [ack, on_stream, ragged, b"SSH-2.0-OpenSSH_9\r\n".to_vec()] {
             assert_eq!(judge_h2_answer(&bad), H2Answer::NotH2, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_refused_preface_says_why_and_what_to_do_in_one_line() {
+        assert_eq!(
+            PrefaceError::NotH2 { cleartext: false }.to_string(),
+            "the server's answer to the HTTP/2 preface is not HTTP/2: drop --h2 to test it with HTTP/1.1"
+        );
+        assert_eq!(
+            PrefaceError::Closed { cleartext: true }.to_string(),
+            "the server closed the connection on the HTTP/2 preface: it does not speak HTTP/2 in the clear (h2c with prior knowledge); drop --h2, or use https:// if it offers HTTP/2 over TLS"
+        );
+        assert_eq!(
+            PrefaceError::NoStreams.to_string(),
+            "the server allows no HTTP/2 streams at all (SETTINGS_MAX_CONCURRENT_STREAMS = 0): no request could be sent; raise the server's stream limit"
+        );
+        let goaway = PrefaceError::GoAway { code: 0xb }.to_string();
+        assert!(
+            goaway.starts_with("the server refused the HTTP/2 connection: it answered the preface with GOAWAY ENHANCE_YOUR_CALM before any request"),
+            "{goaway}"
+        );
     }
 }

@@ -111,7 +111,7 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
                 .iter()
                 .map(|(k, v)| {
                     // The name is checked alone: a colon in it would move the split.
-                    crate::wire::check_header_name(k).map_err(&at)?;
+                    crate::wire::check_header_name(k).map_err(|e| at(e.to_string()))?;
                     Ok(match v {
                         Value::String(s) => format!("{k}: {s}"),
                         other => format!("{k}: {other}"),
@@ -168,7 +168,8 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         // is refused here, naming the line; other bytes a request-target may not hold are
         // percent-encoded (placeholders are encoded when they are filled).
         let templated_body = body.windows(2).any(|w| w == b"{{");
-        crate::wire::check_request(&method, &path, &headers, &body, templated_body).map_err(at)?;
+        crate::wire::check_request(&method, &path, &headers, &body, templated_body)
+            .map_err(|e| at(e.to_string()))?;
         let wire_path = crate::wire::encode_target(&path, true);
         out.push(RequestLine {
             spec: RequestSpec {

@@ -1,5 +1,5 @@
 //! What the load threads share with the run orchestration: their setup, their per-phase totals,
-//! the interval hand-off, the early-end requests, and the failure classes.
+//! the interval hand-off, the early-end requests, the failure classes, and why a thread failed.
 
 use crate::config::LoadConfig;
 pub use crate::engine::books::PhaseAcc;
@@ -10,6 +10,30 @@ use candor_core::{now_ns, Recorder};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
+
+/// Why a load thread ended without its phases; the run reports it as `a load thread failed: …`.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The thread's poll, timer or pool could not be set up.
+    #[error(transparent)]
+    Setup(#[from] std::io::Error),
+    /// The run was stopped while the pools were still opening.
+    #[error("{}", crate::pool::NO_START)]
+    NoStart,
+    /// The thread's schedule (a replay trace's, say) could not be opened at the start.
+    #[error("opening the schedule: {0}")]
+    Schedule(std::io::Error),
+    /// `LoadConfig::validate` checks this before any thread starts; a thread says it too rather
+    /// than guess a framing.
+    #[error("tcp:// needs a response framing")]
+    TcpNeedsFraming,
+    /// The HTTP/2 loop's own reasons, in its words (its errors are not typed yet).
+    #[error("{0}")]
+    Http2(String),
+    /// The thread panicked (the panic's message went to stderr).
+    #[error("panicked")]
+    Panicked,
+}
 
 /// Histograms and counts of one interval of one worker.
 pub struct IntervalData {
@@ -202,5 +226,33 @@ mod tests {
             end: Arc::new(abort),
         };
         assert!(halt.aborting());
+    }
+
+    #[test]
+    fn a_failed_thread_is_reported_in_the_words_it_always_was() {
+        use crate::load_run::RunError;
+        let said = |e: WorkerError| RunError::Worker(e).to_string();
+        assert_eq!(
+            said(WorkerError::Schedule(std::io::Error::other(
+                "no such trace"
+            ))),
+            "a load thread failed: opening the schedule: no such trace"
+        );
+        assert_eq!(
+            said(WorkerError::NoStart),
+            "a load thread failed: the run ended before its start"
+        );
+        assert_eq!(
+            said(WorkerError::TcpNeedsFraming),
+            "a load thread failed: tcp:// needs a response framing"
+        );
+        assert_eq!(
+            said(WorkerError::Setup(std::io::Error::other("timerfd"))),
+            "a load thread failed: timerfd"
+        );
+        assert_eq!(
+            said(WorkerError::Panicked),
+            "a load thread failed: panicked"
+        );
     }
 }

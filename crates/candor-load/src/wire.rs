@@ -94,6 +94,62 @@ fn shown(text: &str) -> String {
     text.escape_debug().to_string()
 }
 
+/// Why a request of the user's input cannot be sent as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("invalid HTTP method '{}'", shown(.0))]
+    Method(String),
+    #[error("path '{}' must start with '/'", shown(.0))]
+    PathNotAbsolute(String),
+    #[error(
+        "path '{}' holds a line break or NUL, which would cut the request line",
+        shown(.0)
+    )]
+    PathBreaksLine(String),
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    #[error(
+        "header '{}': candor sends a body with its Content-Length and does not chunk it (HTTP/2 forbids Transfer-Encoding); remove the header",
+        shown(.0)
+    )]
+    TransferEncoding(String),
+    #[error(
+        "header '{}' contradicts the body, which has {body_len} bytes; remove it (candor sends the body's own Content-Length)",
+        shown(.header)
+    )]
+    ContentLength { header: String, body_len: usize },
+}
+
+/// Why a "Name: value" header line cannot be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("invalid header '{}': expected 'Name: value'", shown(.0))]
+    NoColon(String),
+    #[error("invalid header '{}': {name}", shown(.header))]
+    Name {
+        header: String,
+        name: HeaderNameError,
+    },
+    #[error(
+        "invalid header '{}': its value holds a line break or NUL, which would start another header",
+        shown(.0)
+    )]
+    ValueBreaksLine(String),
+    #[error(
+        "invalid header '{}': its value holds the control character 0x{byte:02x}, which HTTP forbids in a header value",
+        shown(.header)
+    )]
+    ValueControl { header: String, byte: u8 },
+}
+
+/// A header name that is not an HTTP token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the header name '{}' is not a token (letters, digits and !#$%&'*+-.^_`|~, no spaces, line breaks or colons)",
+    shown(.0)
+)]
+pub struct HeaderNameError(pub String);
+
 /// Checks one request of the user's input before the run: a method of letters, a path that
 /// starts with `/` and holds no line break or NUL, headers "Name: value" with a token name and a
 /// value without line break or NUL, and no Content-Length or Transfer-Encoding that contradicts how
@@ -107,38 +163,31 @@ pub fn check_request(
     headers: &[String],
     body: &[u8],
     templated_body: bool,
-) -> Result<(), String> {
+) -> Result<(), RequestError> {
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(format!("invalid HTTP method '{}'", shown(method)));
+        return Err(RequestError::Method(method.into()));
     }
     if !path.starts_with('/') {
-        return Err(format!("path '{}' must start with '/'", shown(path)));
+        return Err(RequestError::PathNotAbsolute(path.into()));
     }
     if path.bytes().any(breaks_line) {
-        return Err(format!(
-            "path '{}' holds a line break or NUL, which would cut the request line",
-            shown(path)
-        ));
+        return Err(RequestError::PathBreaksLine(path.into()));
     }
     for h in headers {
         check_header(h)?;
         let (name, value) = h.split_once(':').unwrap_or((h, ""));
         let (name, value) = (name.trim(), value.trim());
         if name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(format!(
-                "header '{}': candor sends a body with its Content-Length and does not chunk it (HTTP/2 forbids Transfer-Encoding); remove the header",
-                shown(h)
-            ));
+            return Err(RequestError::TransferEncoding(h.clone()));
         }
         if name.eq_ignore_ascii_case("content-length") && !templated_body {
             let consistent = value.bytes().all(|b| b.is_ascii_digit())
                 && value.parse::<u64>().ok() == Some(body.len() as u64);
             if !consistent {
-                return Err(format!(
-                    "header '{}' contradicts the body, which has {} bytes; remove it (candor sends the body's own Content-Length)",
-                    shown(h),
-                    body.len()
-                ));
+                return Err(RequestError::ContentLength {
+                    header: h.clone(),
+                    body_len: body.len(),
+                });
             }
         }
     }
@@ -146,40 +195,34 @@ pub fn check_request(
 }
 
 /// Checks one "Name: value" header line: a token name, a value without line break or NUL.
-pub fn check_header(h: &str) -> Result<(), String> {
+pub fn check_header(h: &str) -> Result<(), HeaderError> {
     let Some((name, value)) = h.split_once(':') else {
-        return Err(format!(
-            "invalid header '{}': expected 'Name: value'",
-            shown(h)
-        ));
+        return Err(HeaderError::NoColon(h.into()));
     };
-    check_header_name(name.trim()).map_err(|e| format!("invalid header '{}': {e}", shown(h)))?;
+    check_header_name(name.trim()).map_err(|name| HeaderError::Name {
+        header: h.into(),
+        name,
+    })?;
     if value.bytes().any(breaks_line) {
-        return Err(format!(
-            "invalid header '{}': its value holds a line break or NUL, which would start another header",
-            shown(h)
-        ));
+        return Err(HeaderError::ValueBreaksLine(h.into()));
     }
     // RFC 9110 §5.5: a field value is visible characters, spaces and tabs; any other control
     // byte is refused by HTTP/2 peers and by strict HTTP/1.1 servers (a 400 per request).
     if let Some(b) = value.bytes().find(|&b| forbidden_in_value(b)) {
-        return Err(format!(
-            "invalid header '{}': its value holds the control character 0x{b:02x}, which HTTP forbids in a header value",
-            shown(h)
-        ));
+        return Err(HeaderError::ValueControl {
+            header: h.into(),
+            byte: b,
+        });
     }
     Ok(())
 }
 
 /// Checks a header name on its own (a JSON object's key, before it is joined to its value).
-pub fn check_header_name(name: &str) -> Result<(), String> {
+pub fn check_header_name(name: &str) -> Result<(), HeaderNameError> {
     if is_token(name) {
         Ok(())
     } else {
-        Err(format!(
-            "the header name '{}' is not a token (letters, digits and !#$%&'*+-.^_`|~, no spaces, line breaks or colons)",
-            shown(name)
-        ))
+        Err(HeaderNameError(name.into()))
     }
 }
 
@@ -196,7 +239,7 @@ mod tests {
             ("X: a\u{7f}", "0x7f"),
             ("X: \u{1b}[31m", "0x1b"),
         ] {
-            let e = check_header(h).unwrap_err();
+            let e = check_header(h).unwrap_err().to_string();
             assert!(e.contains(&format!("control character {byte}")), "{e}");
             assert!(!e.chars().any(|c| c.is_control()), "{e:?}");
         }
@@ -256,16 +299,19 @@ mod tests {
             ": b",
             "NoColon",
         ] {
-            let e = ok(&[bad], b"").unwrap_err();
+            let e = ok(&[bad], b"").unwrap_err().to_string();
             assert!(e.starts_with("invalid header '"), "{bad}: {e}");
             assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
         }
         assert!(check_request("GET", "/a\r\nX: y", &[], b"", false)
             .unwrap_err()
+            .to_string()
             .contains("line break or NUL"));
         assert!(check_request("GET", "/a\0", &[], b"", false).is_err());
         assert!(check_request("GET", "a", &[], b"", false).is_err());
-        let e = check_request("GE\r\nT", "/", &[], b"", false).unwrap_err();
+        let e = check_request("GE\r\nT", "/", &[], b"", false)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "invalid HTTP method 'GE\\r\\nT'");
         assert!(check_header_name("X-Ok").is_ok());
         assert!(check_header_name("X:Y").is_err() && check_header_name("X\nY").is_err());
@@ -276,18 +322,45 @@ mod tests {
         let check = |h: &str, body: &[u8]| check_request("POST", "/", &[h.into()], body, false);
         assert!(check("Content-Length: 5", b"hello").is_ok());
         assert!(check("content-length:0", b"").is_ok());
-        let e = check("Content-Length: 5", b"").unwrap_err();
+        let e = check("Content-Length: 5", b"").unwrap_err().to_string();
         assert_eq!(e, "header 'Content-Length: 5' contradicts the body, which has 0 bytes; remove it (candor sends the body's own Content-Length)");
         assert!(check("Content-Length: 4", b"hello").is_err());
         assert!(check("Content-Length: +5", b"hello").is_err());
         assert!(check("Content-Length: 5, 5", b"hello").is_err());
         assert!(check("Transfer-Encoding: chunked", b"hello")
             .unwrap_err()
+            .to_string()
             .contains("does not chunk"));
         assert!(check("transfer-encoding: identity", b"").is_err());
         // A templated body's length is the template compiler's business.
         assert!(
             check_request("POST", "/", &["Content-Length: 3".into()], b"{{seq}}", true).is_ok()
         );
+    }
+
+    #[test]
+    fn a_refused_request_says_which_rule_it_broke() {
+        assert_eq!(
+            check_header("X-No-Colon"),
+            Err(HeaderError::NoColon("X-No-Colon".into()))
+        );
+        assert_eq!(
+            check_request("GET", "/", &["X: a\u{7}".into()], b"", false),
+            Err(RequestError::Header(HeaderError::ValueControl {
+                header: "X: a\u{7}".into(),
+                byte: 7
+            }))
+        );
+        assert_eq!(
+            check_request("POST", "/", &["Content-Length: 9".into()], b"ab", false),
+            Err(RequestError::ContentLength {
+                header: "Content-Length: 9".into(),
+                body_len: 2
+            })
+        );
+        assert!(matches!(
+            check_header("Bad Name: v"),
+            Err(HeaderError::Name { name: HeaderNameError(n), .. }) if n == "Bad Name"
+        ));
     }
 }

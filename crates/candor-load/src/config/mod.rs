@@ -14,6 +14,10 @@ pub enum LoadConfigError {
     Target(#[from] TargetError),
     #[error(transparent)]
     Shape(#[from] crate::shape::ShapeError),
+    #[error(transparent)]
+    Header(#[from] crate::wire::HeaderError),
+    #[error(transparent)]
+    Request(#[from] crate::wire::RequestError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -457,7 +461,7 @@ impl LoadConfig {
         // -H, the URL's path (encoded by the URL parser) and --body, before the workload's
         // templates are compiled from them.
         for h in &self.headers {
-            crate::wire::check_header(h).map_err(LoadConfigError::Invalid)?;
+            crate::wire::check_header(h)?;
         }
         if self.target.scheme != Scheme::Tcp {
             crate::wire::check_request(
@@ -466,8 +470,7 @@ impl LoadConfig {
                 &self.headers,
                 &self.body,
                 has_placeholder(&self.body),
-            )
-            .map_err(LoadConfigError::Invalid)?;
+            )?;
         }
         crate::config::request_set::validate(self)
             .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;

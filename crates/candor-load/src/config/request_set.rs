@@ -70,7 +70,7 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
     }
     let picker = if w.lines.iter().any(|l| l.weight.is_some()) {
         let weights: Vec<f64> = w.lines.iter().map(|l| l.weight.unwrap_or(1.0)).collect();
-        Picker::weighted(&weights).map_err(WorkloadError::Invalid)?
+        Picker::weighted(&weights).map_err(|e| WorkloadError::Invalid(e.to_string()))?
     } else {
         match config.request_order {
             RequestOrder::RoundRobin => Picker::RoundRobin { n: specs.len() },

@@ -20,7 +20,7 @@ use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
 use crate::engine::socket_steps;
-use crate::pool::{GateTicket, Opener, PoolReport, NO_START, TIMER};
+use crate::pool::{GateTicket, Opener, PoolReport, TIMER};
 use crate::protocol::http1::Progress;
 use crate::protocol::Protocol;
 use crate::protocol::ProtocolKind;
@@ -81,12 +81,14 @@ pub(crate) fn run_worker<P: Protocol>(
     setup: WorkerSetup,
     tls: Option<Arc<rustls::ClientConfig>>,
     ticket: GateTicket,
-    schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
+    schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, crate::shared::WorkerError>,
     protocol: impl Fn() -> P,
-) -> Result<[PhaseAcc; 2], String> {
-    let mut driver = Driver::new(setup, tls, protocol).map_err(|e| e.to_string())?;
+) -> Result<[PhaseAcc; 2], crate::shared::WorkerError> {
+    let mut driver = Driver::new(setup, tls, protocol)?;
     let report = crate::pool::open(&mut driver);
-    let start_ns = ticket.report_and_wait(report).ok_or(NO_START)?;
+    let start_ns = ticket
+        .report_and_wait(report)
+        .ok_or(crate::shared::WorkerError::NoStart)?;
     let warmup_ns = driver.config.warmup_ns;
     driver
         .core

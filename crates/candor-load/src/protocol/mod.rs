@@ -16,7 +16,7 @@ pub mod ws;
 use crate::config::{LoadConfig, Scheme};
 use crate::pool::GateTicket;
 use crate::schedule::Schedule;
-use crate::shared::{PhaseAcc, Prepared, WorkerSetup};
+use crate::shared::{PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use crate::transport::tls::TlsError;
 use http1::{ParseError, Progress};
 use std::sync::Arc;
@@ -75,26 +75,29 @@ pub(crate) fn run_worker(
     setup: WorkerSetup,
     tls: Option<Arc<rustls::ClientConfig>>,
     ticket: GateTicket,
-    schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, String>,
-) -> Result<[PhaseAcc; 2], String> {
+    schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, WorkerError>,
+) -> Result<[PhaseAcc; 2], WorkerError> {
     use crate::engine::driver;
     match kind {
         ProtocolKind::Http1 => driver::run_worker(setup, tls, ticket, schedule_at, || {
             http1::ResponseParser::new(false)
         }),
         ProtocolKind::Tcp => {
-            let framing = setup.config.framing.clone().ok_or(TCP_NEEDS_FRAMING)?;
+            let framing = setup
+                .config
+                .framing
+                .clone()
+                .ok_or(WorkerError::TcpNeedsFraming)?;
             driver::run_worker(setup, tls, ticket, schedule_at, move || {
                 tcp::TcpFramer::new(framing.clone())
             })
         }
-        ProtocolKind::Http2 => http2::run_worker(setup, ticket, schedule_at),
+        ProtocolKind::Http2 => http2::run_worker(setup, ticket, |start_ns| {
+            schedule_at(start_ns).map_err(|e| e.to_string())
+        })
+        .map_err(WorkerError::Http2),
     }
 }
-
-/// Checked by `LoadConfig::validate` before any thread starts; a thread says it too rather than
-/// guess a framing.
-const TCP_NEEDS_FRAMING: &str = "tcp:// needs a response framing";
 
 /// How a byte-stream protocol delimits the response to each request.
 pub trait Protocol {

@@ -21,6 +21,16 @@ pub enum Picker {
 /// request's own placeholders make from `request_rng(seed, seq)`.
 const PICK_SALT: u64 = 0x5EED_0FC4_01CE;
 
+/// Why request weights cannot make a picker.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WeightError {
+    #[error("no requests to choose from")]
+    NoRequests,
+    /// `request` counts from 1, as the user's request set does.
+    #[error("request {request}: weight must be a positive number, got {weight}")]
+    NotPositive { request: usize, weight: f64 },
+}
+
 impl Picker {
     /// The one request choice: which request the schedule entry `seq` sends, a pure function of
     /// the seed and `seq`, so every thread, shard and target's worker agrees on it.
@@ -38,18 +48,18 @@ impl Picker {
     }
 
     /// A weighted picker; every weight must be positive and finite.
-    pub fn weighted(weights: &[f64]) -> Result<Picker, String> {
+    pub fn weighted(weights: &[f64]) -> Result<Picker, WeightError> {
         if weights.is_empty() {
-            return Err("no requests to choose from".into());
+            return Err(WeightError::NoRequests);
         }
         let mut total = 0.0;
         let mut cumulative = Vec::with_capacity(weights.len());
         for (i, &w) in weights.iter().enumerate() {
             if !(w > 0.0 && w.is_finite()) {
-                return Err(format!(
-                    "request {}: weight must be a positive number, got {w}",
-                    i + 1
-                ));
+                return Err(WeightError::NotPositive {
+                    request: i + 1,
+                    weight: w,
+                });
             }
             total += w;
             cumulative.push(total);
@@ -112,8 +122,13 @@ mod tests {
             vec![0, 1, 2, 0, 1]
         );
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(
+                Picker::weighted(&[1.0, bad]),
+                Err(WeightError::NotPositive { request: 2, .. })
+            ));
             assert!(Picker::weighted(&[1.0, bad])
                 .unwrap_err()
+                .to_string()
                 .starts_with("request 2: weight must be a positive number"));
         }
     }

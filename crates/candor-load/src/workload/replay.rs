@@ -98,23 +98,60 @@ pub fn detect(first_line: &str) -> TraceFormat {
     }
 }
 
+/// Why one line of a trace is not a record.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum TraceLineError {
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error("expected a JSON object")]
+    NotObject,
+    #[error("missing \"{0}\"")]
+    Missing(&'static str),
+    /// The `at` value as it was written.
+    #[error("\"at\" must be a number of seconds from 0 to 1e10, got {0}")]
+    At(String),
+    #[error("\"{0}\" must be a string")]
+    NotString(&'static str),
+    #[error("header \"{}\" must be a string", .0.escape_debug())]
+    HeaderNotString(String),
+    #[error("\"headers\" must be an object")]
+    HeadersNotObject,
+    #[error(transparent)]
+    HeaderName(#[from] crate::wire::HeaderNameError),
+    #[error(transparent)]
+    Request(#[from] crate::wire::RequestError),
+    #[error("no [timestamp]")]
+    NoTimestamp,
+    #[error("no closing ] after the timestamp")]
+    UnclosedTimestamp,
+    #[error("timestamp is not dd/Mon/yyyy:hh:mm:ss +zzzz")]
+    BadTimestamp,
+    #[error("no quoted request line")]
+    NoRequestLine,
+    #[error("unterminated request line")]
+    UnterminatedRequestLine,
+    #[error("request line is not 'METHOD path PROTOCOL'")]
+    RequestLineShape,
+}
+
 /// Parses one JSON-lines record.
-pub fn parse_json_line(line: &str) -> Result<TraceRecord, String> {
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    let obj = v.as_object().ok_or("expected a JSON object")?;
-    let at = obj.get("at").ok_or("missing \"at\"")?;
+pub fn parse_json_line(line: &str) -> Result<TraceRecord, TraceLineError> {
+    let v: Value =
+        serde_json::from_str(line).map_err(|e| TraceLineError::NotJson(e.to_string()))?;
+    let obj = v.as_object().ok_or(TraceLineError::NotObject)?;
+    let at = obj.get("at").ok_or(TraceLineError::Missing("at"))?;
     let at_s = at
         .as_f64()
         .filter(|a| a.is_finite() && (0.0..=MAX_AT_S).contains(a))
-        .ok_or_else(|| format!("\"at\" must be a number of seconds from 0 to 1e10, got {at}"))?;
-    let text = |k: &str| -> Result<Option<String>, String> {
+        .ok_or_else(|| TraceLineError::At(at.to_string()))?;
+    let text = |k: &'static str| -> Result<Option<String>, TraceLineError> {
         match obj.get(k) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("\"{k}\" must be a string")),
+            Some(_) => Err(TraceLineError::NotString(k)),
         }
     };
-    let path = text("path")?.ok_or("missing \"path\"")?;
+    let path = text("path")?.ok_or(TraceLineError::Missing("path"))?;
     let method = text("method")?
         .unwrap_or_else(|| "GET".into())
         .to_ascii_uppercase();
@@ -127,10 +164,10 @@ pub fn parse_json_line(line: &str) -> Result<TraceRecord, String> {
                     crate::wire::check_header_name(k)?;
                     Ok(format!("{k}: {s}"))
                 }
-                _ => Err(format!("header \"{}\" must be a string", k.escape_debug())),
+                _ => Err(TraceLineError::HeaderNotString(k.clone())),
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("\"headers\" must be an object".into()),
+        Some(_) => return Err(TraceLineError::HeadersNotObject),
     };
     let body = text("body")?.unwrap_or_default().into_bytes();
     record(at_s, method, &path, headers, body)
@@ -145,7 +182,7 @@ fn record(
     path: &str,
     headers: Vec<String>,
     body: Vec<u8>,
-) -> Result<TraceRecord, String> {
+) -> Result<TraceRecord, TraceLineError> {
     crate::wire::check_request(&method, path, &headers, &body, false)?;
     Ok(TraceRecord {
         at_s,
@@ -202,21 +239,22 @@ fn parse_ncsa_time(t: &str) -> Option<i64> {
 
 /// Parses one NCSA Common/Combined line: `host ident user [time] "METHOD path PROTO" status
 /// bytes ...`; only the time, method and path are kept.
-pub fn parse_ncsa_line(line: &str) -> Result<TraceRecord, String> {
-    let open = line.find('[').ok_or("no [timestamp]")?;
+pub fn parse_ncsa_line(line: &str) -> Result<TraceRecord, TraceLineError> {
+    let open = line.find('[').ok_or(TraceLineError::NoTimestamp)?;
     let close = open
         + line[open..]
             .find(']')
-            .ok_or("no closing ] after the timestamp")?;
-    let at = parse_ncsa_time(&line[open + 1..close])
-        .ok_or("timestamp is not dd/Mon/yyyy:hh:mm:ss +zzzz")?;
+            .ok_or(TraceLineError::UnclosedTimestamp)?;
+    let at = parse_ncsa_time(&line[open + 1..close]).ok_or(TraceLineError::BadTimestamp)?;
     let rest = &line[close + 1..];
-    let q = rest.find('"').ok_or("no quoted request line")?;
+    let q = rest.find('"').ok_or(TraceLineError::NoRequestLine)?;
     let request = &rest[q + 1..];
-    let end = request.find('"').ok_or("unterminated request line")?;
+    let end = request
+        .find('"')
+        .ok_or(TraceLineError::UnterminatedRequestLine)?;
     let mut words = request[..end].split(' ');
     let (Some(method), Some(path)) = (words.next(), words.next()) else {
-        return Err("request line is not 'METHOD path PROTOCOL'".into());
+        return Err(TraceLineError::RequestLineShape);
     };
     record(at as f64, method.to_string(), path, Vec::new(), Vec::new())
 }
@@ -366,7 +404,7 @@ impl<R: BufRead> TraceReader<R> {
                 Err(reason) => {
                     return Ok(Some(Item::Malformed(Malformed {
                         line: self.line,
-                        reason,
+                        reason: reason.to_string(),
                     })))
                 }
             };

@@ -178,7 +178,7 @@ fn malformed_ncsa_lines_are_reported() {
             "no quoted request line",
         ),
     ] {
-        let e = parse_ncsa_line(line).unwrap_err();
+        let e = parse_ncsa_line(line).unwrap_err().to_string();
         assert!(e.starts_with(reason), "{line}: {e}");
     }
 }

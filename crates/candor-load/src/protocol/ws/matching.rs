@@ -8,6 +8,26 @@ use crate::stream::json_key::{leading_number, value_of};
 use std::fmt;
 use std::str::FromStr;
 
+/// Why a message body cannot carry the number `--ws-match json:FIELD` writes; `origin` says
+/// where the body came from (`--body`, a request file's line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    #[error("{origin}: --ws-match json:{field} needs a JSON object message: {reason}")]
+    NotJson {
+        origin: String,
+        field: String,
+        reason: String,
+    },
+    #[error("{origin}: --ws-match json:{field} needs a JSON object message, not {kind}")]
+    NotObject {
+        origin: String,
+        field: String,
+        kind: &'static str,
+    },
+    #[error("{origin}: the message already has a field '{field}', which --ws-match json:{field} fills with a number of its own")]
+    FieldTaken { origin: String, field: String },
+}
+
 /// How replies are matched to messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WsMatch {
@@ -31,25 +51,29 @@ impl JsonField {
 
     /// Checks a message body before the run: a JSON object that does not already have the
     /// field (candor writes it).
-    pub fn check_body(&self, body: &[u8], origin: &str) -> Result<(), String> {
-        let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
-            format!(
-                "{origin}: --ws-match json:{} needs a JSON object message: {e}",
-                self.name
-            )
-        })?;
+    pub fn check_body(&self, body: &[u8], origin: &str) -> Result<(), BodyError> {
+        let (origin, field) = (origin.to_string(), self.name.clone());
+        let value: serde_json::Value = match serde_json::from_slice(body) {
+            Ok(value) => value,
+            Err(e) => {
+                let reason = e.to_string();
+                return Err(BodyError::NotJson {
+                    origin,
+                    field,
+                    reason,
+                });
+            }
+        };
         let Some(object) = value.as_object() else {
-            return Err(format!(
-                "{origin}: --ws-match json:{} needs a JSON object message, not {}",
-                self.name,
-                kind_of(&value)
-            ));
+            let kind = kind_of(&value);
+            return Err(BodyError::NotObject {
+                origin,
+                field,
+                kind,
+            });
         };
         if object.contains_key(&self.name) {
-            return Err(format!(
-                "{origin}: the message already has a field '{}', which --ws-match json:{} fills with a number of its own",
-                self.name, self.name
-            ));
+            return Err(BodyError::FieldTaken { origin, field });
         }
         Ok(())
     }
@@ -177,9 +201,22 @@ mod tests {
     fn bodies_that_cannot_carry_the_number_are_refused_before_the_run() {
         let id = field("id");
         assert!(id.check_body(br#"{"a":1}"#, "--body").is_ok());
-        let e = id.check_body(br#"{"id":1}"#, "--body").unwrap_err();
+        assert_eq!(
+            id.check_body(br#"{"id":1}"#, "--body"),
+            Err(BodyError::FieldTaken {
+                origin: "--body".into(),
+                field: "id".into()
+            })
+        );
+        let e = id
+            .check_body(br#"{"id":1}"#, "--body")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("already has a field 'id'"), "{e}");
-        let e = id.check_body(b"[1]", "requests.jsonl line 3").unwrap_err();
+        let e = id
+            .check_body(b"[1]", "requests.jsonl line 3")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("requests.jsonl line 3:") && e.contains("not an array"),
             "{e}"
@@ -187,6 +224,7 @@ mod tests {
         assert!(id
             .check_body(b"{", "--body")
             .unwrap_err()
+            .to_string()
             .contains("JSON object"));
     }
 }

@@ -47,7 +47,14 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>> {
         if p.is_empty() {
             bail!("--rates '{text}': empty entry");
         }
-        out.push(candor_runner::flags::open_rate(p, "--rates")?);
+        // A bad entry is named with the whole list, as the user typed it.
+        let rate = candor_runner::flags::open_rate(p, "--rates").map_err(|e| match e {
+            candor_runner::flags::FlagError::Value { source, .. } => {
+                anyhow::anyhow!("--rates '{text}': {source}")
+            }
+            other => other.into(),
+        })?;
+        out.push(rate);
     }
     Ok(out)
 }
@@ -164,4 +171,19 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_rates;
+
+    #[test]
+    fn a_bad_rate_is_named_with_the_whole_list() {
+        assert_eq!(parse_rates("100, 2k").unwrap(), vec![100.0, 2000.0]);
+        let e = format!("{:#}", parse_rates("100,x").unwrap_err());
+        assert!(e.starts_with("--rates '100,x': invalid rate 'x'"), "{e}");
+        assert!(format!("{:#}", parse_rates("1,,2").unwrap_err()).contains("empty entry"));
+        let e = format!("{:#}", parse_rates("100,max").unwrap_err());
+        assert!(e.contains("must be a rate, not 'max'"), "{e}");
+    }
 }

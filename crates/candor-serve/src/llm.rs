@@ -35,6 +35,9 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// The largest request body read (a prompt file's longest line is far below it).
 const MAX_BODY: usize = 16 << 20;
 
+/// The largest request head read.
+const MAX_HEAD: usize = 64 * 1024;
+
 /// How the streaming server answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmConfig {
@@ -385,7 +388,10 @@ struct Request {
 fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
     let mut head = Vec::with_capacity(1024);
     loop {
-        let n = reader.read_until(b'\n', &mut head)?;
+        // Each read may take only what the head has left: a line without an end cannot grow it
+        // past the limit.
+        let room = (MAX_HEAD + 1).saturating_sub(head.len()) as u64;
+        let n = (&mut *reader).take(room).read_until(b'\n', &mut head)?;
         if n == 0 {
             return if head.is_empty() {
                 Ok(None)
@@ -400,7 +406,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>
             }
             break;
         }
-        if head.len() > 64 * 1024 {
+        if head.len() > MAX_HEAD {
             return Err(io::ErrorKind::InvalidData.into());
         }
     }

@@ -96,6 +96,24 @@ fn one_line(err: &clap::Error) -> String {
     format!("{line}; see '{command} --help'")
 }
 
+/// A value of a flag with units (a duration, a rate) that does not parse: the flag and why, as
+/// every check of a flag's value words it (`--timeout: '500' has no unit: ...`). Such a value is
+/// bad input like any other the checks after parsing refuse (exit 1), not a misuse of the
+/// command line's grammar (exit 2).
+fn unit_value_error(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    use std::error::Error;
+    let reason = err
+        .source()?
+        .downcast_ref::<candor_core::units::UnitError>()?;
+    let ContextValue::String(arg) = err.get(ContextKind::InvalidArg)? else {
+        return None;
+    };
+    // clap names the argument as `--timeout <DUR>`: the flag is its first word.
+    let flag = arg.split_whitespace().next()?;
+    Some(format!("{flag}: {reason}"))
+}
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -107,6 +125,10 @@ fn main() {
                 | ErrorKind::DisplayVersion
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
                 _ => {
+                    if let Some(line) = unit_value_error(&e) {
+                        eprintln!("candor: error: {line}");
+                        std::process::exit(1);
+                    }
                     eprintln!("candor: error: {}", one_line(&e));
                     std::process::exit(2);
                 }

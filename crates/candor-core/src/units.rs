@@ -50,6 +50,43 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     Ok(ns.round() as u64)
 }
 
+/// A duration given on the command line: its nanoseconds, parsed once where the flag is read (the
+/// flag's type, so clap parses it), and the text as written, for messages that quote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DurationArg {
+    ns: u64,
+    written: Box<str>,
+}
+
+impl DurationArg {
+    /// The duration in nanoseconds.
+    pub fn ns(&self) -> u64 {
+        self.ns
+    }
+
+    /// The text the duration was parsed from.
+    pub fn written(&self) -> &str {
+        &self.written
+    }
+}
+
+impl std::str::FromStr for DurationArg {
+    type Err = UnitError;
+
+    fn from_str(text: &str) -> Result<DurationArg, UnitError> {
+        Ok(DurationArg {
+            ns: parse_duration_ns(text)?,
+            written: text.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for DurationArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.written)
+    }
+}
+
 /// The longest duration [`parse_duration_ns`] accepts (about 292 years): room to add instants
 /// and durations in nanoseconds without overflow.
 pub const MAX_DURATION_NS: u64 = u64::MAX / 2;
@@ -151,6 +188,19 @@ mod tests {
         assert_eq!(format_rate(1e300), "1.000e300/s");
         assert_eq!(format_rate(2.5e12), "2.500e12/s");
         assert_eq!(format_rate(5e11), "500000.00M/s");
+    }
+
+    #[test]
+    fn a_duration_flag_keeps_its_nanoseconds_and_its_text() {
+        let d: DurationArg = "1.5s".parse().unwrap();
+        assert_eq!(
+            (d.ns(), d.written(), d.to_string().as_str()),
+            (1_500_000_000, "1.5s", "1.5s")
+        );
+        assert_eq!(
+            "30".parse::<DurationArg>(),
+            Err(UnitError::MissingUnit("30".into()))
+        );
     }
 
     #[test]

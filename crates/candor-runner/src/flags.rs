@@ -5,7 +5,7 @@ use candor_core::bounded::{
     strip_bom, MAX_BODY_FILE_BYTES, MAX_LINE_BYTES, MAX_REQUESTS_FILE_BYTES,
 };
 use candor_core::units::UnitError;
-use candor_core::units::{parse_duration_ns, parse_rate, Rate};
+use candor_core::units::{parse_rate, DurationArg, Rate};
 use candor_load::schedule::ArrivalKind;
 use candor_load::workload::check::CheckError;
 use candor_load::workload::check::{BodyNeedle, HeaderCheck};
@@ -61,11 +61,6 @@ fn flag<T>(r: std::result::Result<T, UnitError>, flag: &'static str) -> Result<T
     r.map_err(|source| FlagError::Value { flag, source })
 }
 
-/// The one parser of the load flags' durations: nanoseconds, or a one-line error naming the flag.
-pub fn duration_flag(text: &str, name: &'static str) -> Result<u64> {
-    flag(parse_duration_ns(text), name)
-}
-
 /// Reads a file named by a flag, of at most `max_bytes` (and `max_line` per line).
 fn read(
     path: &std::path::Path,
@@ -103,7 +98,7 @@ pub struct LoadArgs {
     /// Length of the measured window, with its unit: us, ms, s, m or h (a bare number is refused).
     /// Default 10s.
     #[arg(short = 'd', long, value_name = "DUR", allow_hyphen_values = true)]
-    pub duration: Option<String>,
+    pub duration: Option<DurationArg>,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
     /// With its unit (a bare number is refused).
@@ -114,7 +109,7 @@ pub struct LoadArgs {
         value_name = "DUR",
         allow_hyphen_values = true
     )]
-    pub timeout: String,
+    pub timeout: DurationArg,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
@@ -130,7 +125,7 @@ pub struct LoadArgs {
     /// Run the same load for this long first; it is measured but reported separately and
     /// excluded from the main results.
     #[arg(long, default_value = "0s", value_name = "DUR")]
-    pub warmup: String,
+    pub warmup: DurationArg,
     /// How intended send times are spaced.
     #[arg(long, value_enum, default_value = "constant")]
     pub arrival: ArrivalArg,
@@ -140,12 +135,12 @@ pub struct LoadArgs {
     /// After the last intended send, wait this long for outstanding requests (default: the timeout);
     /// whatever is still unfinished is reported with its age.
     #[arg(long, value_name = "DUR")]
-    pub drain: Option<String>,
+    pub drain: Option<DurationArg>,
     /// Advanced: spin on the clock for this long before each intended send instead of sleeping
     /// (precision against CPU use; 0 never spins). Default: as long as this machine's measured
     /// timer wake-up lateness requires to keep send lag p99 within 25us.
     #[arg(long, value_name = "DUR")]
-    pub spin: Option<String>,
+    pub spin: Option<DurationArg>,
     /// Run as shard I of N of one schedule (0-based): this process sends its share 1/N of the
     /// total rate, interleaved so that the N shards together form the single-process schedule.
     #[arg(long, value_name = "I/N")]
@@ -327,7 +322,7 @@ pub struct RunArgs {
     pub repeat: Option<u32>,
     /// The pause between repeats (default 1s).
     #[arg(long, value_name = "DUR", requires = "repeat")]
-    pub repeat_pause: Option<String>,
+    pub repeat_pause: Option<DurationArg>,
 }
 
 impl RunArgs {
@@ -350,22 +345,11 @@ impl RunArgs {
 }
 
 impl LoadArgs {
-    /// `-d` as written, or its default.
-    pub fn duration_text(&self) -> &str {
-        self.duration.as_deref().unwrap_or(DEFAULT_DURATION)
-    }
-
-    /// `-d` as given (`None`: not given), parsed: the one place `-d` is read.
-    pub fn duration_ns(&self) -> Result<Option<u64>> {
-        self.duration
-            .as_deref()
-            .map(|d| duration_flag(d, "--duration"))
-            .transpose()
+    /// `-d` as given (`None`: not given).
+    pub fn duration_ns(&self) -> Option<u64> {
+        self.duration.as_ref().map(DurationArg::ns)
     }
 }
-
-/// The measured window when neither -d nor -R stages give one.
-pub use candor_load::config::DEFAULT_DURATION;
 
 /// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages, or
 /// `--replay`'s trace.
@@ -398,8 +382,8 @@ fn run_shape(args: &RunArgs) -> Result<LoadShape> {
                 .to_string(),
         ));
     }
-    if let (Some(d), Some(given)) = (&args.load.duration, args.load.duration_ns()?) {
-        if given != profile.duration_ns() {
+    if let Some(d) = &args.load.duration {
+        if d.ns() != profile.duration_ns() {
             return Err(FlagError::Invalid(format!(
                 "-d {d} disagrees with the -R stages, which last {}; leave -d out or make it their sum",
                 candor_core::units::format_ns(profile.duration_ns() as f64)
@@ -415,7 +399,7 @@ fn run_shape(args: &RunArgs) -> Result<LoadShape> {
 /// `--replay`'s window: the trace, or less when `-d` cuts it short.
 fn replay_window_ns(a: &LoadArgs, plan: &ReplayPlan) -> Result<u64> {
     let trace_ns = plan.duration_ns();
-    Ok(a.duration_ns()?.map_or(trace_ns, |d| d.min(trace_ns)))
+    Ok(a.duration_ns().map_or(trace_ns, |d| d.min(trace_ns)))
 }
 
 /// Parses `-R`: a rate per second, or `None` for a closed loop (`max`).
@@ -468,9 +452,8 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         .threads
         .unwrap_or(DEFAULT_THREADS.min(a.connections.max(1)));
     c.duration_ns = match &shape {
-        LoadShape::ClosedLoop | LoadShape::Rate { .. } => {
-            duration_flag(a.duration_text(), "--duration")?
-        }
+        // Not given: LoadConfig's default window, set by `new`.
+        LoadShape::ClosedLoop | LoadShape::Rate { .. } => a.duration_ns().unwrap_or(c.duration_ns),
         LoadShape::Count { per_s, count } => {
             let (n, r) = (*count, *per_s);
             let window = n as f64 * 1e9 / r;
@@ -489,16 +472,10 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         LoadShape::Replay { plan, .. } => replay_window_ns(a, plan)?,
     };
     c.shape = shape;
-    c.timeout_ns = duration_flag(&a.timeout, "--timeout")?;
-    c.warmup_ns = duration_flag(&a.warmup, "--warmup")?;
-    c.drain_ns = match &a.drain {
-        Some(d) => duration_flag(d, "--drain")?,
-        None => c.timeout_ns,
-    };
-    c.spin_ns = match &a.spin {
-        Some(s) => Some(duration_flag(s, "--spin")?),
-        None => None,
-    };
+    c.timeout_ns = a.timeout.ns();
+    c.warmup_ns = a.warmup.ns();
+    c.drain_ns = a.drain.as_ref().map_or(c.timeout_ns, DurationArg::ns);
+    c.spin_ns = a.spin.as_ref().map(DurationArg::ns);
     c.method = a.method.to_ascii_uppercase();
     c.headers = a.headers.clone();
     c.body = match (&a.body, &a.body_file) {

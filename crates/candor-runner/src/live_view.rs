@@ -110,5 +110,5 @@ pub struct LiveArgs {
     /// How long the live server stays up after the results are written, so that a scraper sees
     /// the final numbers.
     #[arg(long, default_value = "1s", value_name = "DUR", requires = "live")]
-    pub live_linger: String,
+    pub live_linger: candor_core::units::DurationArg,
 }

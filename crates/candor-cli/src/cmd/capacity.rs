@@ -6,7 +6,7 @@ use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
-use candor_core::units::{format_ns, format_rate, parse_duration_ns};
+use candor_core::units::{format_ns, format_rate, DurationArg};
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
 use candor_runner::flags::open_rate;
@@ -38,7 +38,7 @@ pub struct CapacityArgs {
     pub max_steps: u32,
     /// Idle time between steps, so that one step's backlog does not spill into the next.
     #[arg(long, default_value = "1s", value_name = "DUR")]
-    pub pause: String,
+    pub pause: DurationArg,
     /// Write the search (every step's verdict and evidence) as JSON; an interrupted search
     /// writes the steps judged before the signal (outcome "interrupted").
     #[arg(long, value_name = "FILE")]
@@ -66,7 +66,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         growth: 2.0,
     };
     settings.validate()?;
-    let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
+    let pause_ns = args.pause.ns();
     let mut base = load_config(&args.load, Some(settings.min), None)?;
     base.warmup_ns = step_warmup_ns(&base);
     for rate in [settings.min, settings.max] {

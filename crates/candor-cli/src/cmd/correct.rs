@@ -7,7 +7,7 @@ use candor_analysis::correction::copy_corrected;
 use candor_analysis::omission;
 use candor_core::hist::SUMMARY_ROWS;
 use candor_core::table::{Column, TextTable};
-use candor_core::units::{format_count, format_ns, parse_duration_ns};
+use candor_core::units::{format_count, format_ns, DurationArg};
 use candor_report::export::Destination;
 use candor_report::hgrm::HgrmExporter;
 use candor_report::input::{load, Selection};
@@ -19,7 +19,7 @@ pub struct CorrectArgs {
     /// The intended interval between samples of one sender (e.g. 1/rate per connection): every
     /// value v larger than it also records v-i, v-2i, ... down to i.
     #[arg(long, value_name = "DUR", required = true)]
-    pub expected_interval: String,
+    pub expected_interval: DurationArg,
     /// candor JSON results or an HdrHistogram interval log (.hlog) of any tool.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
@@ -32,7 +32,7 @@ pub struct CorrectArgs {
 }
 
 pub fn main(args: CorrectArgs) -> Result<i32> {
-    let interval = parse_duration_ns(&args.expected_interval).context("--expected-interval")?;
+    let interval = args.expected_interval.ns();
     if interval == 0 {
         anyhow::bail!("--expected-interval must be longer than zero");
     }

@@ -5,7 +5,7 @@
 use crate::cmd::run::execute;
 use anyhow::{Context, Result};
 use candor_core::results::PhaseResults;
-use candor_core::units::{format_count, format_ns, format_rate, parse_duration_ns};
+use candor_core::units::{format_count, format_ns, format_rate, DurationArg};
 use candor_core::Summary;
 use candor_load::LoadConfig;
 use candor_runner::demo_runs::{demo, DemoPlan, DemoStep, Measurement};
@@ -16,22 +16,22 @@ use clap::Args;
 pub struct DemoArgs {
     /// Length of each of the two measurements.
     #[arg(long, default_value = "15s", value_name = "DUR")]
-    pub duration: String,
+    pub duration: DurationArg,
     /// The server freezes once per this period...
     #[arg(long, default_value = "5s", value_name = "DUR")]
-    pub stall_every: String,
+    pub stall_every: DurationArg,
     /// ...for this long (every request waits until the freeze ends).
     #[arg(long, default_value = "1s", value_name = "DUR")]
-    pub stall_for: String,
+    pub stall_for: DurationArg,
     /// Intended request rate of the open-loop measurement.
     #[arg(short = 'R', long, default_value = "2k")]
     pub rate: String,
 }
 
 pub fn main(args: DemoArgs) -> Result<i32> {
-    let duration_ns = parse_duration_ns(&args.duration).context("--duration")?;
-    let every_ns = parse_duration_ns(&args.stall_every).context("--stall-every")?;
-    let for_ns = parse_duration_ns(&args.stall_for).context("--stall-for")?;
+    let duration_ns = args.duration.ns();
+    let every_ns = args.stall_every.ns();
+    let for_ns = args.stall_for.ns();
     let rate = candor_runner::flags::open_rate(&args.rate, "--rate")?;
     let mut serve = candor_serve::ServeConfig::new("127.0.0.1:0".parse()?);
     serve.threads = 1;

@@ -2,8 +2,8 @@
 //! by `candor_k8s`), after checking the run flags with `candor run`'s own parsing and validation,
 //! without resolving the target's host (it usually exists only inside the cluster).
 
-use anyhow::{bail, Context, Result};
-use candor_core::units::parse_duration_ns;
+use anyhow::{bail, Result};
+use candor_core::units::DurationArg;
 use candor_k8s::{job, rfc3339_ceil, usage_comment, JobSpec};
 use candor_load::config::TargetUrl;
 use candor_runner::flags::{load_config, parse_start_at, run_config, RunArgs};
@@ -40,7 +40,7 @@ pub struct K8sArgs {
         value_name = "DUR",
         conflicts_with = "start_at"
     )]
-    pub lead: String,
+    pub lead: DurationArg,
     /// The common start instant instead of now + --lead (RFC 3339 or epoch seconds).
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
@@ -172,7 +172,7 @@ pub fn main(args: K8sArgs) -> Result<i32> {
     let at = match &args.start_at {
         Some(t) => UNIX_EPOCH + Duration::from_nanos(parse_start_at(t)?),
         None => {
-            let lead = parse_duration_ns(&args.lead).context("--lead")?;
+            let lead = args.lead.ns();
             SystemTime::now() + Duration::from_nanos(lead)
         }
     };

@@ -1,7 +1,6 @@
 //! `--live ADDR`: the flags; the server itself lives in `candor_runner::live_view`.
 
-use anyhow::{Context, Result};
-use candor_core::units::parse_duration_ns;
+use anyhow::Result;
 pub use candor_runner::live_view::{more_runs_follow, LiveArgs, LiveSession};
 use std::time::Duration;
 
@@ -10,7 +9,6 @@ pub fn start(args: &LiveArgs) -> Result<Option<LiveSession>> {
     let Some(addr) = &args.live else {
         return Ok(None);
     };
-    let linger =
-        Duration::from_nanos(parse_duration_ns(&args.live_linger).context("--live-linger")?);
+    let linger = Duration::from_nanos(args.live_linger.ns());
     Ok(Some(candor_runner::live_view::start(addr, linger)?))
 }

@@ -5,10 +5,11 @@ use crate::cmd::interrupt;
 use crate::cmd::run::{command_line, execute_watched, recorded_config, report_failures, RunArgs};
 use anyhow::{Context, Result};
 use candor_core::results::{Kind, RunResults};
+use candor_core::units::DurationArg;
 use candor_load::LoadConfig;
 
 /// The pause between repeats when `--repeat-pause` is not given.
-pub const DEFAULT_PAUSE: &str = "1s";
+pub const DEFAULT_PAUSE_NS: u64 = 1_000_000_000;
 
 /// The longest pause between repeats: runs hours apart no longer measure one machine state to
 /// compare against another, and a pause of years is a typo, not a plan.
@@ -16,16 +17,20 @@ pub const MAX_PAUSE_NS: u64 = 3_600_000_000_000;
 
 /// `--repeat-pause`, checked before any load is sent.
 pub fn pause_ns(args: &RunArgs) -> Result<u64> {
-    parse_pause(args.repeat_pause.as_deref().unwrap_or(DEFAULT_PAUSE))
+    match &args.repeat_pause {
+        None => Ok(DEFAULT_PAUSE_NS),
+        Some(pause) => checked_pause(pause),
+    }
 }
 
-fn parse_pause(text: &str) -> Result<u64> {
-    let ns = candor_core::units::parse_duration_ns(text)
-        .map_err(|e| anyhow::anyhow!("--repeat-pause {text:?}: {e}"))?;
-    if ns > MAX_PAUSE_NS {
-        anyhow::bail!("--repeat-pause {text:?}: at most 1h between repeats");
+fn checked_pause(pause: &DurationArg) -> Result<u64> {
+    if pause.ns() > MAX_PAUSE_NS {
+        anyhow::bail!(
+            "--repeat-pause {:?}: at most 1h between repeats",
+            pause.written()
+        );
     }
-    Ok(ns)
+    Ok(pause.ns())
 }
 
 /// Sleeps `ns`, waking early when a signal arrives; false when one did.
@@ -156,10 +161,11 @@ mod tests {
 
     #[test]
     fn a_pause_longer_than_an_hour_is_refused() {
-        assert_eq!(parse_pause("1s").unwrap(), 1_000_000_000);
-        assert_eq!(parse_pause("1h").unwrap(), MAX_PAUSE_NS);
-        let e = parse_pause("100000h").unwrap_err().to_string();
+        let pause = |text: &str| checked_pause(&text.parse().unwrap());
+        assert_eq!(pause("1s").unwrap(), 1_000_000_000);
+        assert_eq!(pause("1h").unwrap(), MAX_PAUSE_NS);
+        let e = pause("100000h").unwrap_err().to_string();
         assert_eq!(e, "--repeat-pause \"100000h\": at most 1h between repeats");
-        assert!(parse_pause("61m").is_err());
+        assert!(pause("61m").is_err());
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use anyhow::{bail, Context};
-use candor_core::units::{format_ns, parse_duration_ns};
+use candor_core::units::{format_ns, DurationArg};
 use candor_serve::llm::{LlmConfig, LlmFault, LlmFaultKind};
 use candor_serve::{Fault, FaultKind, ServeConfig, Stall};
 use clap::builder::PossibleValuesParser;
@@ -23,13 +23,13 @@ pub struct ServeArgs {
     /// Fixed service time: answer each request this long after reading it (e.g. 1ms).
     /// Connections are served concurrently, so capacity is connections / delay.
     #[arg(long, value_name = "DUR")]
-    pub delay: Option<String>,
+    pub delay: Option<DurationArg>,
     /// Stall period: every DUR the whole server freezes for --stall-for (e.g. 10s).
     #[arg(long, value_name = "DUR")]
-    pub stall_every: Option<String>,
+    pub stall_every: Option<DurationArg>,
     /// Stall length: the last DUR of every --stall-every period, nothing is answered (e.g. 2s).
     #[arg(long, value_name = "DUR")]
-    pub stall_for: Option<String>,
+    pub stall_for: Option<DurationArg>,
     /// Misbehave deliberately: RST the connection, close mid-response, send garbage, or close
     /// without answering.
     #[arg(long, value_name = "KIND",
@@ -53,10 +53,10 @@ pub struct ServeArgs {
     pub llm: bool,
     /// With --llm: time from reading a request to its first token [default: 100ms].
     #[arg(long, value_name = "DUR", requires = "llm")]
-    pub ttft: Option<String>,
+    pub ttft: Option<DurationArg>,
     /// With --llm: time between consecutive tokens [default: 20ms].
     #[arg(long, value_name = "DUR", requires = "llm")]
-    pub itl: Option<String>,
+    pub itl: Option<DurationArg>,
     /// With --llm: tokens per answer; a request's smaller max_tokens lowers it [default: 128].
     #[arg(long, value_name = "N", requires = "llm")]
     pub output_tokens: Option<u32>,
@@ -143,7 +143,7 @@ fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
     }
     config.threads = args.threads;
     if let Some(d) = &args.delay {
-        config.delay_ns = parse_duration_ns(d).context("--delay")?;
+        config.delay_ns = d.ns();
     }
     config.stall = stall(args)?;
     if let Some(kind) = &args.fault {
@@ -165,10 +165,10 @@ fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
 fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
     let mut config = LlmConfig::new(parse_listen(&args.listen)?);
     if let Some(d) = &args.ttft {
-        config.ttft_ns = parse_duration_ns(d).context("--ttft")?;
+        config.ttft_ns = d.ns();
     }
     if let Some(d) = &args.itl {
-        config.itl_ns = parse_duration_ns(d).context("--itl")?;
+        config.itl_ns = d.ns();
     }
     if let Some(n) = args.output_tokens {
         config.output_tokens = n;
@@ -195,8 +195,7 @@ fn stall(args: &ServeArgs) -> anyhow::Result<Option<Stall>> {
     Ok(match (&args.stall_every, &args.stall_for) {
         (None, None) => None,
         (Some(every), Some(stall_for)) => {
-            let every_ns = parse_duration_ns(every).context("--stall-every")?;
-            let for_ns = parse_duration_ns(stall_for).context("--stall-for")?;
+            let (every_ns, for_ns) = (every.ns(), stall_for.ns());
             if for_ns == 0 {
                 bail!("--stall-for must be longer than zero");
             }

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use candor_analysis::slo::SloSet;
 use candor_analysis::sweep_results::SweepResults;
 use candor_core::results::SCHEMA_VERSION;
-use candor_core::units::{format_ns, format_rate, parse_duration_ns};
+use candor_core::units::{format_ns, format_rate, DurationArg};
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
 use candor_runner::rate_series::{self, engine_step};
@@ -20,7 +20,7 @@ pub struct SweepArgs {
     pub rates: String,
     /// Idle time between steps, so that one step's backlog does not spill into the next.
     #[arg(long, default_value = "2s", value_name = "DUR")]
-    pub pause: String,
+    pub pause: DurationArg,
     /// Objectives checked at every step (same syntax as `candor run --slo`), shown in the verdict
     /// column. A sweep exits 0 once it has run, whatever the verdicts: its top steps are meant to
     /// go past capacity and miss them. For an exit code that says whether the target meets the
@@ -74,7 +74,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     let reading = crate::cmd::interrupt::exit_on_stop("reading the inputs");
     let rates = parse_rates(&args.rates)?;
     let slo = SloSet::parse_all(&args.slo)?;
-    let pause_ns = parse_duration_ns(&args.pause).context("--pause")?;
+    let pause_ns = args.pause.ns();
     let mut base = load_config(&args.load, Some(rates[0]), None)?;
     base.warmup_ns = step_warmup_ns(&base);
     // Every step's rate is checked before the first one starts.

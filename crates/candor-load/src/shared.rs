@@ -27,9 +27,9 @@ pub enum WorkerError {
     /// than guess a framing.
     #[error("tcp:// needs a response framing")]
     TcpNeedsFraming,
-    /// The HTTP/2 loop's own reasons, in its words (its errors are not typed yet).
-    #[error("{0}")]
-    Http2(String),
+    /// HTTP/2's own reasons (the server does not speak it, a request has no HTTP/2 form).
+    #[error(transparent)]
+    Http2(#[from] crate::protocol::http2::Http2Error),
     /// The thread panicked (the panic's message went to stderr).
     #[error("panicked")]
     Panicked,

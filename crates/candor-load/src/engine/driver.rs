@@ -1,11 +1,16 @@
-//! The I/O of one load thread for the byte-stream protocols (HTTP/1.1 plain or TLS, raw TCP):
-//! mio sockets, a timerfd and the final spin. Every decision (what is due, on which slot, what
-//! a timeout or a drop fails, when the run ends) is the core's; this loop reads the clock,
-//! moves bytes, and reports what happened.
+//! The one I/O driver of a load thread, for every protocol (`crate::protocol::Protocol`:
+//! HTTP/1.1 and raw TCP carried in order, HTTP/2 framed): mio sockets, a timerfd and the final
+//! spin. Every decision (what is due, on which slot, what a timeout or a drop fails, when the run
+//! ends) is the core's; this loop reads the clock, moves bytes, and reports what happened. A
+//! protocol turns bytes into completions; how it carries requests ([`Carriage`]) picks the write
+//! and read steps: `driver/in_order.rs` writes each request's bytes as prepared and feeds replies
+//! to the protocol one response per request, `driver/framed.rs` flushes what the protocol framed
+//! into each connection's out buffer and hands it what was read.
 //!
-//! First the pool: every connection is opened (and its TLS handshake done), at most
-//! [`CONNECTS_IN_FLIGHT`] at a time, and reported to the start gate; the schedule begins at the
-//! instant the run sets once every thread's pool is ready.
+//! First the pool: every connection is opened (its TLS handshake done, and a framed protocol's
+//! greeting answered), at most [`crate::pool::CONNECTS_IN_FLIGHT`] at a time, and reported to
+//! the start gate; the schedule begins at the instant the run sets once every thread's pool is
+//! ready.
 //!
 //! Then the loop: hand the core `now` (early-end requests, interval flushes), write every request
 //! it says is due, let it scan for timeouts, and wait as the [`Pacer`] says: sleep on the timerfd
@@ -15,17 +20,14 @@
 //! between events, not after the batch.
 
 use crate::config::LoadConfig;
-use crate::engine::backoff::Fault;
 use crate::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope};
 use crate::engine::ledger::{Booked, Ledger};
 use crate::engine::rxstamp::{self, ClockOffset};
 use crate::engine::socket_steps;
 use crate::pool::{GateTicket, Opener, PoolReport, TIMER};
-use crate::protocol::http1::Progress;
-use crate::protocol::Protocol;
-use crate::protocol::ProtocolKind;
+use crate::protocol::{AlpnAnswer, Carriage, Fitting, Protocol, ProtocolKind};
 use crate::schedule::Schedule;
-use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerSetup};
+use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use crate::transport::{start_tls, ConnectState, Handshake, Sock};
 use candor_core::exact_sleep::sleep_until_absolute;
 use candor_core::sleep_or_spin::{listen, poll_sockets};
@@ -39,42 +41,53 @@ use std::sync::Arc;
 
 /// Responses larger than this are fine (bodies stream through); only a head must fit.
 const READ_BUFFER: usize = 64 * 1024;
+/// A framed connection's out buffer, as first reserved (requests of one pass, acks, windows).
+const OUT_BUFFER: usize = 64 * 1024;
+/// How often connects that take too long are looked for when timeouts are per request (as the
+/// core's timeout scan).
+const CONNECT_SCAN_NS: u64 = crate::engine::core::TIMEOUT_SCAN_NS;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum ConnState {
+pub(crate) enum ConnState {
     /// No socket; a request given to it starts a connect.
     Down,
     /// TCP connect in progress.
     Connecting,
     /// TLS handshake in progress.
     Handshaking,
+    /// A framed protocol greeted the server and waits for its first word ([`Greeting`]).
+    Greeting,
     /// Ready for requests.
     Open,
 }
 
-struct Conn<P> {
-    sock: Option<Sock>,
-    state: ConnState,
+pub(crate) struct Conn<P> {
+    pub(crate) sock: Option<Sock>,
+    pub(crate) state: ConnState,
     /// Of the requests the core gave this connection (oldest first), this many are fully
     /// written, and the next one up to `write_off`.
     written: usize,
     write_off: usize,
     /// When the latest connect call was made, and when TCP was connected.
-    connect_called: u64,
+    pub(crate) connect_called: u64,
     tcp_connected: u64,
-    protocol: P,
-    buf: Box<[u8]>,
-    buf_len: usize,
+    pub(crate) protocol: P,
+    pub(crate) buf: Box<[u8]>,
+    pub(crate) buf_len: usize,
     /// The last exchange booked on this connection while no other request was written after
     /// it: bytes arriving now are not an answer to anything, and make it a protocol error.
     answered: Option<Booked>,
     /// The server sent bytes before any request was written on this connection: the next
     /// request given to it fails as `parse` (the books need a request to charge).
     stray: bool,
+    /// Framed: what the protocol wrote for the server, sent up to `out_off`.
+    out: Vec<u8>,
+    out_off: usize,
+    /// Framed: `out` grew in this pass; in `Driver::dirty`, written once at its end.
+    dirty: bool,
 }
 
-/// Runs one load thread of a byte-stream protocol (each connection's [`Protocol`] made by
-/// `protocol`): opens its pool, reports it through `ticket`, and, from the start the run sets
+/// Runs one load thread (each connection's [`Protocol`] made by `protocol`): opens its pool, reports it through `ticket`, and, from the start the run sets
 /// (with the schedule `schedule_at` makes for it), runs to the end of the schedule plus the
 /// drain; returns its two phases (0 = warm-up, 1 = measured).
 pub(crate) fn run_worker<P: Protocol>(
@@ -89,23 +102,26 @@ pub(crate) fn run_worker<P: Protocol>(
     let start_ns = ticket
         .report_and_wait(report)
         .ok_or(crate::shared::WorkerError::NoStart)?;
+    if let Some(e) = driver.fatal.take() {
+        return Err(e);
+    }
     let warmup_ns = driver.config.warmup_ns;
     driver
         .core
         .begin_at(start_ns, schedule_at(start_ns)?, warmup_ns);
-    Ok(driver.run())
+    driver.run()
 }
 
-struct Driver<P> {
+pub(crate) struct Driver<P> {
     config: Arc<LoadConfig>,
     requests: Arc<[Prepared]>,
     /// What a request filled by the core's maker is, for the protocol: not HEAD, HEAD.
     filled: [Prepared; 2],
     tls: Option<Arc<rustls::ClientConfig>>,
-    conns: Vec<Conn<P>>,
+    pub(crate) conns: Vec<Conn<P>>,
     poll: Poll,
     timer: TimerFd,
-    core: Core,
+    pub(crate) core: Core,
     halt: Halt,
     /// While the pool opens (before the start is known): how it goes.
     pool: Option<PoolReport>,
@@ -126,14 +142,25 @@ struct Driver<P> {
     /// Some connection may be owed a socket event (a connect or TLS handshake in progress, a
     /// write the socket did not take): checked, and cleared, before a wait on the timer alone.
     socket_owed: bool,
+    /// Framed: connections whose out buffer grew in this pass, so that the requests of one
+    /// pass leave in one system call per connection (as h2load writes them).
+    dirty: Vec<usize>,
+    /// Framed, per-request timeouts: slots the core's timeout scan failed.
+    expired: Vec<usize>,
+    /// When connects that take too long are next looked for (per-request timeouts do not
+    /// bound a connect, as the connection scope does).
+    next_connect_scan: u64,
+    /// A condition that makes the run meaningless (the server does not speak the protocol).
+    fatal: Option<WorkerError>,
 }
 
 impl<P: Protocol> Driver<P> {
-    fn new(
+    pub(crate) fn new(
         setup: WorkerSetup,
         tls: Option<Arc<rustls::ClientConfig>>,
         protocol: impl Fn() -> P,
     ) -> io::Result<Driver<P>> {
+        let framed = P::CARRIAGE == Carriage::Framed;
         let conns: Vec<Conn<P>> = (0..setup.connections)
             .map(|_| Conn {
                 sock: None,
@@ -147,18 +174,17 @@ impl<P: Protocol> Driver<P> {
                 buf_len: 0,
                 answered: None,
                 stray: false,
+                out: Vec::with_capacity(if framed { OUT_BUFFER } else { 0 }),
+                out_off: 0,
+                dirty: false,
             })
             .collect();
         let poll = Poll::new()?;
         let timer = TimerFd::new()?;
         poll.registry()
             .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
-        let cfg = CoreConfig::for_thread(
-            &setup,
-            setup.config.pipeline,
-            TimeoutScope::Connection,
-            setup.requests.len(),
-        );
+        let (per_connection, scope) = P::slots_per_connection(&setup.config);
+        let cfg = CoreConfig::for_thread(&setup, per_connection, scope, setup.requests.len());
         let ledger = Ledger::new(&setup);
         let mut core = Core::new(cfg, setup.schedule, ledger);
         let mut conns = conns;
@@ -171,19 +197,25 @@ impl<P: Protocol> Driver<P> {
             let checks = crate::config::request_set::has_checks(config).then(|| {
                 Arc::<[crate::workload::check::ResponseChecks]>::from(compiled.checks.clone())
             });
-            for observer in conns.iter_mut().filter_map(|c| c.protocol.observer()) {
-                observer.keep_excerpts(accept.clone());
-                if let Some(table) = &checks {
-                    observer.set_checks(table.clone());
-                }
-            }
             let slots = core.slot_count();
-            if let Some(source) =
-                crate::config::request_set::request_source(config, &compiled, slots)
-            {
+            let source = crate::config::request_set::request_source(config, &compiled, slots);
+            let fitting = Fitting {
+                accept,
+                checks,
+                max_filled_bytes: source.as_ref().map(|s| s.max_request_bytes()),
+            };
+            for c in &mut conns {
+                c.protocol.fit(&fitting);
+            }
+            if let Some(source) = source {
                 core.set_source(Box::new(source));
             }
         }
+        // Kernel receive stamps time a response only when one request at a time is in flight on
+        // a connection whose bytes are read as they come (see `stamped`).
+        let stamp =
+            !framed && setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1;
+        let slots = core.slot_count();
         let marker = |head| Prepared {
             bytes: Box::default(),
             head,
@@ -200,17 +232,25 @@ impl<P: Protocol> Driver<P> {
                 end: setup.end,
             },
             pool: None,
-            stamped: setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1,
-            stamp_reads: setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1,
+            stamped: stamp,
+            stamp_reads: stamp,
             stamps_seen: false,
             clock_offset: ClockOffset::measure(),
             socket_owed: true,
+            dirty: Vec::with_capacity(if framed { setup.connections } else { 0 }),
+            expired: Vec::with_capacity(if framed { slots } else { 0 }),
+            // Connects are bounded by the core's scan when timeouts are per connection.
+            next_connect_scan: match scope {
+                TimeoutScope::Stream => 0,
+                TimeoutScope::Connection => u64::MAX,
+            },
+            fatal: None,
             requests: setup.requests,
             config: setup.config,
         })
     }
 
-    fn run(mut self) -> [PhaseAcc; 2] {
+    fn run(mut self) -> Result<[PhaseAcc; 2], WorkerError> {
         let mut events = Events::with_capacity(1024);
         let mut pacer = Pacer::new(match self.config.spin_ns {
             Some(spin_ns) => Pacing::Fixed { spin_ns },
@@ -229,10 +269,13 @@ impl<P: Protocol> Driver<P> {
                 self.clock_offset = ClockOffset::measure();
                 offset_measured = now;
             }
+            if let Some(e) = self.fatal.take() {
+                return Err(e);
+            }
             let sent = self.turn(now);
             let (send_at, wake) = match self.core.plan(now) {
                 Plan::Done => break,
-                Plan::Wait { send_at, wake } => (send_at, wake),
+                Plan::Wait { send_at, wake } => (send_at, wake.min(self.next_connect_scan)),
             };
             let mut until = wake;
             let mut spin = wake <= now;
@@ -326,20 +369,29 @@ impl<P: Protocol> Driver<P> {
                         while let Some(due) = self.core.next_due(now) {
                             self.dispatch(due.conn, due.slot, now);
                         }
+                        if P::CARRIAGE == Carriage::Framed {
+                            self.sends_deferred(now);
+                            self.flush_dirty(now);
+                        }
                     }
                 }
             }
         }
-        self.finish(pacer.stats())
+        Ok(self.finish(pacer.stats()))
     }
 
     /// One pass of the loop's decisions at `now`: what is due is written ([`Driver::send_due`]),
-    /// then the core's timeout scan closes the connections whose requests it failed; whether
-    /// anything was sent.
-    fn turn(&mut self, now: u64) -> bool {
+    /// then the core's timeout scan closes the connections whose requests it failed (or, with
+    /// per-request timeouts, the protocol tells the server of each one); whether anything was
+    /// sent.
+    pub(crate) fn turn(&mut self, now: u64) -> bool {
         let sent = self.send_due(now);
-        self.core
-            .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll));
+        match self.core.timeout_scope() {
+            TimeoutScope::Connection => self
+                .core
+                .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll)),
+            TimeoutScope::Stream => self.scan_request_timeouts(now),
+        }
         sent
     }
 
@@ -357,20 +409,27 @@ impl<P: Protocol> Driver<P> {
             self.dispatch(due.conn, due.slot, now);
             sent = true;
         }
-        // Connections whose back-off ran out, with requests waiting on them.
+        self.sends_deferred(now);
+        if P::CARRIAGE == Carriage::Framed {
+            self.flush_dirty(now);
+        }
+        sent
+    }
+
+    /// Connects the connections whose back-off ran out, with requests waiting on them.
+    fn sends_deferred(&mut self, now: u64) {
         while let Some(i) = self.core.deferred_connect(now) {
             if self.conns[i].state == ConnState::Down {
                 self.start_connect(i, now);
             }
         }
-        sent
     }
 
     /// Whether some connection waits for a socket event (see `socket_owed`), which a wait on
     /// the timer alone would not see; once none does, the flag is cleared.
     fn owes_socket_event(&mut self) -> bool {
         let owed = self.conns.iter().enumerate().any(|(i, c)| match c.state {
-            ConnState::Connecting | ConnState::Handshaking => true,
+            ConnState::Connecting | ConnState::Handshaking | ConnState::Greeting => true,
             ConnState::Open => self.core.carried_at(i, c.written).is_some(),
             ConnState::Down => false,
         });
@@ -387,22 +446,25 @@ impl<P: Protocol> Driver<P> {
             return;
         }
         match c.state {
-            ConnState::Open => self.write_requests(i, now),
+            ConnState::Open => match P::CARRIAGE {
+                Carriage::InOrder => self.write_requests(i, now),
+                Carriage::Framed => self.send_framed(i, now),
+            },
             // A connection that keeps failing is tried again only after its back-off; the
             // request waits meanwhile, and its wait is send lag.
             ConnState::Down if self.core.may_connect(i, now) => self.start_connect(i, now),
             ConnState::Down => {}
             // Written as soon as the connection is ready; the wait counts against it.
-            ConnState::Connecting | ConnState::Handshaking => {}
+            ConnState::Connecting | ConnState::Handshaking | ConnState::Greeting => {}
         }
     }
 
-    fn start_connect(&mut self, i: usize, now: u64) {
+    pub(crate) fn start_connect(&mut self, i: usize, now: u64) {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
         self.socket_owed = true;
         let Some(mut sock) = socket_steps::connect(self.config.target.addr, &self.poll, i) else {
-            return self.fail_connection(i, Failure::Connect, now);
+            return self.connect_failed(i, Failure::Connect, now);
         };
         if self.stamped && rxstamp::enable(sock.socket().as_raw_fd()).is_err() {
             self.stamped = false;
@@ -426,6 +488,16 @@ impl<P: Protocol> Driver<P> {
                 }
             }
             ConnState::Handshaking => self.drive_handshake(i, now_ns()),
+            ConnState::Greeting | ConnState::Open if P::CARRIAGE == Carriage::Framed => {
+                let now = now_ns();
+                if writable {
+                    self.flush(i, now);
+                }
+                if readable && self.conns[i].sock.is_some() {
+                    self.read_framed(i, ev.is_read_closed());
+                }
+            }
+            ConnState::Greeting => {}
             ConnState::Open => {
                 // An edge-triggered event of an open socket says writable almost every time;
                 // the clock is read only when there is something to write (or TLS to flush).
@@ -443,14 +515,14 @@ impl<P: Protocol> Driver<P> {
         }
     }
 
-    fn finish_connect(&mut self, i: usize, now: u64) {
+    pub(crate) fn finish_connect(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
         let Some(sock) = c.sock.as_mut() else {
             return;
         };
         match sock.connect_state() {
             ConnectState::InProgress => return,
-            ConnectState::Failed => return self.fail_connection(i, Failure::Connect, now),
+            ConnectState::Failed => return self.connect_failed(i, Failure::Connect, now),
             ConnectState::Connected => {}
         }
         c.tcp_connected = now;
@@ -460,14 +532,34 @@ impl<P: Protocol> Driver<P> {
                 c.state = ConnState::Handshaking;
                 self.drive_handshake(i, now);
             } else {
-                self.fail_connection(i, Failure::Connect, now);
+                self.connect_failed(i, Failure::Connect, now);
             }
         } else {
-            c.state = ConnState::Open;
-            if let Some(p) = &mut self.pool {
-                p.ready(now - c.connect_called);
+            self.transport_up(i, now);
+        }
+    }
+
+    /// Connection `i`'s byte stream (TCP, and TLS over it) is up at `now`: an in-order protocol
+    /// is open and written to at once; a framed one greets the server first.
+    fn transport_up(&mut self, i: usize, now: u64) {
+        match P::CARRIAGE {
+            Carriage::InOrder => {
+                let c = &mut self.conns[i];
+                c.state = ConnState::Open;
+                if let Some(p) = &mut self.pool {
+                    p.ready(now - c.connect_called);
+                }
+                self.write_requests(i, now);
             }
-            self.write_requests(i, now);
+            Carriage::Framed => self.greet(i, now),
+        }
+    }
+
+    /// Connection `i` failed before it was open, as `kind`.
+    fn connect_failed(&mut self, i: usize, kind: Failure, now: u64) {
+        match P::CARRIAGE {
+            Carriage::InOrder => self.fail_connection(i, kind, now),
+            Carriage::Framed => self.framed_connect_failed(i, kind, now),
         }
     }
 
@@ -476,281 +568,77 @@ impl<P: Protocol> Driver<P> {
         let Some(sock) = c.sock.as_mut() else {
             return;
         };
-        match sock.handshake() {
-            Handshake::Done => {}
+        let answer = match sock.handshake() {
             Handshake::Waiting => return,
-            Handshake::Failed | Handshake::AlpnRefused => {
-                return self.fail_connection(i, Failure::Connect, now)
-            }
+            Handshake::Failed => return self.connect_failed(i, Failure::Connect, now),
+            Handshake::AlpnRefused => AlpnAnswer::Refused,
+            Handshake::Done => AlpnAnswer::Chose(sock.alpn_protocol()),
+        };
+        // A server that does not speak the protocol must be named, and the run ends.
+        if let Err(e) = c.protocol.alpn(answer, &self.config) {
+            self.fatal.get_or_insert(e);
+            return self.connect_failed(i, Failure::Connect, now);
+        }
+        if answer == AlpnAnswer::Refused {
+            return self.connect_failed(i, Failure::Connect, now);
         }
         let handshake = now.saturating_sub(c.tcp_connected);
-        c.state = ConnState::Open;
-        if let Some(p) = &mut self.pool {
-            p.ready(now - c.connect_called);
-        }
         self.core.tls_handshake(handshake, now);
-        self.write_requests(i, now);
+        self.transport_up(i, now);
         // Application data may have arrived with the last handshake flight.
         if self.conns[i].sock.is_some() {
-            self.read_responses(i, true);
-        }
-    }
-
-    /// Writes every request the core gave connection `i`, as far as the socket takes them.
-    fn write_requests(&mut self, i: usize, now: u64) {
-        loop {
-            let c = &mut self.conns[i];
-            let Some(slot) = self.core.carried_at(i, c.written) else {
-                break;
-            };
-            let Some(sock) = c.sock.as_mut() else {
-                return;
-            };
-            let exchange = *self.core.exchange(slot);
-            if c.write_off == 0 && exchange.sent == 0 {
-                self.core.sent(slot, now);
-                // From here on the server may answer; what it sends is no longer stray.
-                c.answered = None;
-            }
-            let bytes: &[u8] = match self.core.slot_request(slot) {
-                Some((filled, _)) => filled,
-                None => &self.requests[exchange.request as usize].bytes,
-            };
-            let len = bytes.len();
-            match sock.write(&bytes[c.write_off..]) {
-                Ok(0) => return self.fail_connection(i, Failure::Write, now),
-                Ok(n) => {
-                    c.write_off += n;
-                    if c.write_off == len {
-                        self.core.written(slot, len);
-                        c.written += 1;
-                        c.write_off = 0;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.socket_owed = true;
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.fail_connection(i, Failure::Write, now),
-            }
-        }
-        if let Some(sock) = self.conns[i].sock.as_mut() {
-            match sock.flush() {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => self.fail_connection(i, Failure::Write, now),
+            match P::CARRIAGE {
+                Carriage::InOrder => self.read_responses(i, true),
+                Carriage::Framed => self.read_framed(i, true),
             }
         }
     }
 
-    /// Reads and parses what connection `i` has received. A plain socket that returned less than
-    /// asked for is drained as of that read, and whatever arrives later is a new edge-triggered
-    /// event, so the read that would only say `WouldBlock` is skipped (one system call per
-    /// response instead of two) unless the peer closed (`until_blocked`): its end of stream
-    /// must be read now.
-    fn read_responses(&mut self, i: usize, until_blocked: bool) {
-        loop {
-            let c = &mut self.conns[i];
-            let Some(sock) = c.sock.as_mut() else {
-                return;
-            };
-            let len = c.buf_len;
-            let stamped = self.stamp_reads && matches!(sock, Sock::Plain(_));
-            let got = if stamped {
-                rxstamp::recv(sock.socket().as_raw_fd(), &mut c.buf[len..])
-            } else {
-                sock.read(&mut c.buf[len..]).map(|n| (n, None))
-            };
-            match got {
-                Ok((0, _)) => return self.end_of_stream(i, now_ns()),
-                Ok((n, stamp)) => {
-                    let now = self.arrival(i, stamped, stamp, now_ns());
-                    let c = &mut self.conns[i];
-                    let Some(sock) = c.sock.as_ref() else {
-                        return;
-                    };
-                    let drained =
-                        !until_blocked && len + n < c.buf.len() && matches!(sock, Sock::Plain(_));
-                    if !self.received(i, n, now) || drained {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail_connection(i, socket_steps::read_failure(&e), now_ns()),
-            }
-        }
-        // TLS may owe the server bytes after reading (key updates, alerts).
-        if let Some(sock) = self.conns[i].sock.as_mut() {
-            let _ = sock.flush();
+    /// `n` more bytes were read into connection `i`'s buffer, arrived at `now`: the core counts
+    /// them and the protocol handles them. False when the connection was closed.
+    pub(crate) fn received(&mut self, i: usize, n: usize, now: u64) -> bool {
+        match P::CARRIAGE {
+            Carriage::InOrder => self.received_in_order(i, n, now),
+            Carriage::Framed => self.received_framed(i, n, now),
         }
     }
 
     /// The server closed connection `i` (its end of stream was read at `now`).
-    fn end_of_stream(&mut self, i: usize, now: u64) {
-        let c = &mut self.conns[i];
-        if c.written > 0 {
-            if let Some(status) = c.protocol.finish_at_eof() {
-                // A response that the server's close completes: the close has no receive
-                // stamp, so it is timed when read. Responses stop waiting for the next send's
-                // wake-up in this thread from here on, so that the reads of the next ones (and
-                // so their times) are prompt.
-                self.stamped = false;
-                self.complete_oldest(i, status, now);
-            }
-        }
-        // Whatever else was outstanding was cut off by the close.
-        self.fail_connection(i, Failure::Read, now);
-    }
-
-    /// `n` more bytes were read into connection `i`'s buffer, arrived at `now`: the core counts
-    /// them and the protocol parses them. False when the connection was closed.
-    fn received(&mut self, i: usize, n: usize, now: u64) -> bool {
-        self.conns[i].buf_len += n;
-        self.core.read(i, n);
-        self.process_buffer(i, now)
-    }
-
-    /// The instant what a read returned at `now` on connection `i` arrived: the kernel's
-    /// `stamp` when reads are stamped (mapped to this clock, and kept between the send of the
-    /// request it answers and `now`, so that a step of the wall clock can never place it outside
-    /// them), else `now`. Reads before the kernel's first stamp were not left waiting, so `now`
-    /// is their arrival; a read without a stamp after it ends the waiting for this thread (it is
-    /// timed by when it was read, and no later response waits for a wake-up), while the reads
-    /// that do carry a stamp, such as those of responses that already waited, keep it.
-    fn arrival(&mut self, i: usize, stamped: bool, stamp: Option<u64>, now: u64) -> u64 {
-        if !stamped {
-            return now;
-        }
-        let Some(real) = stamp else {
-            if self.stamps_seen {
-                self.stamped = false;
-            }
-            return now;
-        };
-        self.stamps_seen = true;
-        let sent = self
-            .core
-            .oldest(i)
-            .map_or(0, |s| self.core.exchange(s).sent);
-        self.clock_offset.arrival(real, sent, now)
-    }
-
-    /// Parses what is buffered into as many responses as it holds. Returns false when the
-    /// connection was closed.
-    fn process_buffer(&mut self, i: usize, now: u64) -> bool {
-        loop {
-            let c = &mut self.conns[i];
-            if c.written == 0 {
-                // Bytes nobody asked for (HTTP/1.1 and the raw TCP framings answer each request
-                // with one response, in order): the connection is out of step. A second
-                // response to one request (or a second raw TCP frame) makes that exchange a
-                // protocol error; bytes before any request was written are charged to the
-                // requests given to this connection, or to the next one.
-                match c.answered.take() {
-                    Some(b) => self.core.ledger_mut().rebook_as_parse(b),
-                    None if self.core.oldest(i).is_none() => c.stray = true,
-                    None => {}
-                }
-                self.fail_connection(i, Failure::Parse, now);
-                return false;
-            }
-            let Some(front) = self.core.oldest(i) else {
-                return true;
-            };
-            let request = self.core.exchange(front).request as usize;
-            let prepared = match self.core.slot_request(front) {
-                Some((_, head)) => &self.filled[usize::from(head)],
-                None => &self.requests[request],
-            };
-            c.protocol.start(prepared, request);
-            let full = c.buf_len == c.buf.len();
-            match c.protocol.feed(&c.buf[..c.buf_len], full) {
-                Ok(Progress::NeedMore { consumed }) => {
-                    c.buf.copy_within(consumed..c.buf_len, 0);
-                    c.buf_len -= consumed;
-                    return true;
-                }
-                Ok(Progress::Done {
-                    consumed,
-                    status,
-                    close,
-                }) => {
-                    c.buf.copy_within(consumed..c.buf_len, 0);
-                    c.buf_len -= consumed;
-                    self.complete_oldest(i, status, now);
-                    if close {
-                        // Anything pipelined behind a closing response is cut off.
-                        self.fail_connection(i, Failure::Read, now);
-                        return false;
-                    }
-                    if self.conns[i].buf_len == 0 {
-                        return true;
-                    }
-                }
-                Err(_) => {
-                    self.fail_connection(i, Failure::Parse, now);
-                    return false;
-                }
-            }
+    pub(crate) fn end_of_stream(&mut self, i: usize, now: u64) {
+        match P::CARRIAGE {
+            Carriage::InOrder => self.end_of_stream_in_order(i, now),
+            Carriage::Framed => self.end_of_stream_framed(i, now),
         }
     }
 
-    /// The response the protocol just completed answers connection `i`'s oldest request.
-    fn complete_oldest(&mut self, i: usize, status: u16, now: u64) {
-        let Some(slot) = self.core.oldest(i) else {
-            return;
-        };
-        let c = &mut self.conns[i];
-        c.written -= 1;
-        let nothing_else_written = c.written == 0;
-        let (failed, body) = match c.protocol.observer() {
-            Some(o) => (o.failed_check(), o.excerpt()),
-            None => (None, None),
-        };
-        let booked = self.core.complete_response(slot, status, failed, body, now);
-        self.conns[i].answered = nothing_else_written.then_some(booked);
-    }
-
-    /// Closes connection `i`; the core fails every request it carried, books the fault and
-    /// starts its back-off, unless the server only closed it (or it broke) with nothing
-    /// outstanding: an idle keep-alive close is no fault.
-    fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
-        let outstanding = self.core.carried_at(i, 0).is_some();
-        let always = matches!(kind, Failure::Connect | Failure::Parse);
-        let fault = (outstanding || always)
-            .then(|| match kind {
-                Failure::Connect if self.conns[i].state == ConnState::Handshaking => {
-                    Some(Fault::Tls)
+    /// Accounts for everything still outstanding, says goodbye on the connections still up
+    /// (as far as their sockets take it at once), then hands back the totals with what the
+    /// protocol saw that the results must name.
+    pub(crate) fn finish(mut self, pacing: candor_core::PaceStats) -> [PhaseAcc; 2] {
+        for c in &self.conns {
+            if let Some(w) = c.protocol.end_warning() {
+                let warnings = &mut self.core.ledger_mut().phases[1].warnings;
+                if !warnings.iter().any(|seen| seen == w) {
+                    warnings.push(w.into());
                 }
-                Failure::Connect => Some(Fault::Refused),
-                Failure::Timeout => Some(Fault::ConnectTimeout),
-                Failure::Read => Some(Fault::Closed),
-                Failure::Write => Some(Fault::Reset),
-                Failure::Parse => Some(Fault::Malformed),
-                // A request whose template could not be filled failed before any byte was
-                // written: the connection did nothing wrong.
-                Failure::Template => None,
-            })
-            .flatten();
-        close(&mut self.conns[i], &self.poll);
-        self.core.fail_connection(i, kind, now);
-        self.core.connection_down(i, fault, now);
-    }
-
-    /// Accounts for everything still outstanding, then hands back the totals.
-    fn finish(mut self, pacing: candor_core::PaceStats) -> [PhaseAcc; 2] {
+            }
+        }
         let phases = final_phases(&mut self.core, &self.halt, pacing);
         for c in &mut self.conns {
+            if let Some(sock) = c.sock.as_mut() {
+                c.protocol.goodbye(&mut c.out);
+                if c.out_off < c.out.len() {
+                    let _ = sock.write(&c.out[c.out_off..]);
+                    let _ = sock.flush();
+                }
+            }
             close(c, &self.poll);
         }
         phases
     }
 }
 
-/// The books of a thread whose loop ended, as both loops (this one and HTTP/2's) close them: the
-/// core accounts for everything still outstanding (as cut off by an abort when the run is
+/// The books of a thread whose loop ended: the core accounts for everything still outstanding (as cut off by an abort when the run is
 /// aborting), and the measured phase carries the loop's `pacing`.
 pub(crate) fn final_phases(
     core: &mut Core,
@@ -769,14 +657,14 @@ impl<P: Protocol> Opener for Driver<P> {
     fn opening(&self, i: usize) -> bool {
         matches!(
             self.conns[i].state,
-            ConnState::Connecting | ConnState::Handshaking
+            ConnState::Connecting | ConnState::Handshaking | ConnState::Greeting
         )
     }
     fn start_connect(&mut self, i: usize, now: u64) {
         Driver::start_connect(self, i, now)
     }
     fn given_up(&self) -> bool {
-        self.halt.aborting()
+        self.halt.aborting() || self.fatal.is_some()
     }
     fn handle_event(&mut self, ev: &mio::event::Event) {
         Driver::handle_event(self, ev)
@@ -800,8 +688,12 @@ fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
     c.buf_len = 0;
     c.write_off = 0;
     c.written = 0;
+    c.out.clear();
+    c.out_off = 0;
     c.protocol.reset();
 }
 
 #[cfg(test)]
 pub(crate) mod driver_sim;
+mod framed;
+mod in_order;

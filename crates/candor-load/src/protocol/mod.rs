@@ -1,24 +1,31 @@
 //! The protocols candor speaks, one folder each: `http1/` (HTTP/1.1, plain or TLS), `tcp/` (raw
-//! TCP with `--framing`), `http2/` (HTTP/2 with its streams, plain or TLS with ALPN `h2`). A
-//! byte-stream protocol that answers each request with one response, in order, is one
-//! [`Protocol`] implementation that the driver (`engine/driver.rs`) feeds the bytes it reads.
+//! TCP with `--framing`), `http2/` (HTTP/2 with its streams, plain or TLS with ALPN `h2`). Each
+//! is one [`Protocol`] implementation, one value per connection, that the one driver
+//! (`engine/driver.rs`) runs: a protocol that answers each request with one response, in order,
+//! is fed the bytes the driver reads ([`Carriage::InOrder`]); one that frames its own requests
+//! writes them into the connection's out buffer through a [`Link`] and completes any of them
+//! from what it reads ([`Carriage::Framed`]).
 //!
 //! Which protocol a run speaks is decided here alone ([`ProtocolKind::of`]), and a load thread
-//! is started for it here alone (`run_worker`): the run, the pre-run probe and the drivers ask
+//! is started for it here alone (`run_worker`): the run, the pre-run probe and the driver ask
 //! this module, so a new protocol is its own folder plus one line in each of those two matches.
 
 pub mod http1;
 pub(crate) mod http2;
+pub mod link;
 pub mod observe;
 pub mod tcp;
 pub mod ws;
 
 use crate::config::{LoadConfig, Scheme};
+use crate::engine::backoff::Fault;
+use crate::engine::core::TimeoutScope;
 use crate::pool::GateTicket;
 use crate::schedule::Schedule;
 use crate::shared::{PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use crate::transport::tls::TlsError;
 use http1::{ParseError, Progress};
+pub use link::{Link, Outgoing};
 use std::sync::Arc;
 
 /// The protocol a run speaks to a target.
@@ -69,7 +76,7 @@ impl ProtocolKind {
     }
 }
 
-/// Runs one load thread of protocol `kind` (see `engine::driver::run_worker`).
+/// Runs one load thread of protocol `kind` on the one driver (see `engine::driver::run_worker`).
 pub(crate) fn run_worker(
     kind: ProtocolKind,
     setup: WorkerSetup,
@@ -92,27 +99,168 @@ pub(crate) fn run_worker(
                 tcp::TcpFramer::new(framing.clone())
             })
         }
-        ProtocolKind::Http2 => http2::run_worker(setup, ticket, |start_ns| {
-            schedule_at(start_ns).map_err(|e| e.to_string())
-        })
-        .map_err(WorkerError::Http2),
+        ProtocolKind::Http2 => http2::run_worker(setup, ticket, schedule_at),
     }
 }
 
-/// How a byte-stream protocol delimits the response to each request.
+/// How a protocol carries requests on a connection: this decides which of [`Protocol`]'s
+/// methods the driver calls.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Carriage {
+    /// One response per request, in order (HTTP/1.1, raw TCP): the driver writes each request's
+    /// bytes as prepared and feeds what it reads to [`Protocol::feed`]; a response completes
+    /// the oldest request, and losing the connection fails every request it carried.
+    InOrder,
+    /// The protocol frames requests itself into the connection's out buffer
+    /// ([`Protocol::send`]), answers any of them from what it reads ([`Protocol::receive`]),
+    /// may greet the server first and limit how many it carries (HTTP/2; WebSocket fits here
+    /// too). Losing the connection fails the requests on the wire; those still waiting for a
+    /// place connect again.
+    Framed,
+}
+
+/// What a protocol does after TCP (and TLS) is up.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Greeting {
+    /// Nothing to exchange: the connection is open at once.
+    Open,
+    /// The protocol wrote its greeting into the out buffer (HTTP/2's preface and SETTINGS, a
+    /// WebSocket upgrade); the connection opens when [`Link::opened`] is called from
+    /// [`Protocol::receive`] (the server's first word), and failures before that are failed
+    /// connects.
+    AwaitPeer,
+}
+
+/// What the server said by ALPN over TLS.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AlpnAnswer<'a> {
+    /// It refused what was offered (a `no_application_protocol` alert).
+    Refused,
+    /// The handshake ended with this protocol chosen, or none.
+    Chose(Option<&'a [u8]>),
+}
+
+/// What a framed protocol made of the bytes it was handed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Received {
+    /// Bytes at the front of the input that are done with.
+    pub consumed: usize,
+    /// Requests may be sent now that could not before (a stream closed, a limit rose, the
+    /// connection opened): the driver calls [`Protocol::send`].
+    pub freed: bool,
+}
+
+/// Why a framed protocol gives up on its connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Broken {
+    /// The server broke the protocol: the protocol's goodbye (HTTP/2's GOAWAY with its code)
+    /// is in the out buffer and is sent as far as the socket takes it at once; the connection
+    /// closes, its requests on the wire fail as `parse`, and `fault` is booked.
+    Protocol(Fault),
+    /// The server refused the connection before answering anything (a GOAWAY right after the
+    /// preface): everything it carried fails as `parse`, `fault` is booked, and it is
+    /// connected again only after its back-off.
+    Refused(Fault),
+}
+
+/// What every connection of a load thread is fitted with before its pool opens.
+pub struct Fitting {
+    /// Per prepared request, the statuses that count as success (bodies of the first failed
+    /// responses are kept).
+    pub accept: Arc<[crate::status::StatusSet]>,
+    /// Per prepared request, its `--check-*` checks, when there are any.
+    pub checks: Option<Arc<[crate::workload::check::ResponseChecks]>>,
+    /// The largest request the request source fills (templates, replay), when there is one.
+    pub max_filled_bytes: Option<usize>,
+}
+
+/// One protocol, as the one driver (`engine/driver.rs`) runs it: one value per connection. The
+/// [`Carriage`] says which methods matter; every one has a default but `reset`, so a
+/// byte-stream protocol implements `start`, `feed` and `reset` and a framed one `send`,
+/// `receive` and `reset`.
 pub trait Protocol {
-    /// Before the first byte of the response to `request` (prepared request `index`) is fed.
-    fn start(&mut self, request: &Prepared, index: usize);
-    /// Consumes what it can of `input` (`full`: the read buffer is full, so a head that does
-    /// not fit in it never will).
-    fn feed(&mut self, input: &[u8], full: bool) -> Result<Progress, ParseError>;
-    /// The connection closed: the status of a response that the close completes, if any.
-    fn finish_at_eof(&mut self) -> Option<u16>;
-    /// Forgets a partial response (the connection is gone).
+    /// How this protocol carries requests.
+    const CARRIAGE: Carriage = Carriage::InOrder;
+
+    /// How many requests a connection carries at once and how a timeout is taken (the
+    /// connection, which in-order protocols must close; or the request alone).
+    fn slots_per_connection(config: &LoadConfig) -> (usize, TimeoutScope) {
+        (config.pipeline, TimeoutScope::Connection)
+    }
+
+    /// Over TLS, before the greeting: whether the server's ALPN `answer` suits this protocol.
+    /// An error ends the run (the server does not speak it); the connect fails either way when
+    /// the answer is a refusal.
+    fn alpn(&self, _answer: AlpnAnswer<'_>, _config: &LoadConfig) -> Result<(), WorkerError> {
+        Ok(())
+    }
+
+    /// Fits the connection with the thread's checks and filled-request sizes.
+    fn fit(&mut self, fitting: &Fitting) {
+        if let Some(o) = self.observer() {
+            o.keep_excerpts(fitting.accept.clone());
+            if let Some(table) = &fitting.checks {
+                o.set_checks(table.clone());
+            }
+        }
+    }
+
+    /// In-order: before the first byte of the response to `request` (prepared request `index`)
+    /// is fed.
+    fn start(&mut self, _request: &Prepared, _index: usize) {}
+
+    /// In-order: consumes what it can of `input` (`full`: the read buffer is full, so a head
+    /// that does not fit in it never will). A framed protocol is never fed in order: bytes
+    /// arriving there are out of step.
+    fn feed(&mut self, _input: &[u8], _full: bool) -> Result<Progress, ParseError> {
+        Err(ParseError::Head("bytes fed in order to a framed protocol"))
+    }
+
+    /// In-order: the connection closed; the status of a response that the close completes.
+    fn finish_at_eof(&mut self) -> Option<u16> {
+        None
+    }
+
+    /// The connection is gone: forgets every partial response and per-connection state.
     fn reset(&mut self);
+
     /// The observer of this protocol's responses (status, headers, body), for protocols that
     /// have them (`observe.rs`); `None` for those that do not (raw TCP).
     fn observer(&mut self) -> Option<&mut observe::ResponseObserver> {
+        None
+    }
+
+    /// Framed: TCP (and TLS) is up; what to say first (into `link.out`).
+    fn greet(&mut self, _link: &mut Link<'_>) -> Greeting {
+        Greeting::Open
+    }
+
+    /// Framed: puts every request the connection carries that is not on the wire yet into
+    /// `link.out`, in order, as far as the server's limits allow.
+    fn send(&mut self, _link: &mut Link<'_>) {}
+
+    /// Framed: handles what was read (`input`, the whole buffer): completes or fails any of
+    /// the requests carried, answers the server in `link.out` (acks, window updates).
+    fn receive(&mut self, _link: &mut Link<'_>, _input: &[u8]) -> Result<Received, Broken> {
+        Err(Broken::Protocol(Fault::Malformed))
+    }
+
+    /// Framed: slot `slot`'s request timed out (the core has failed it); what to tell the
+    /// server (HTTP/2's RST_STREAM) goes in `link.out`.
+    fn expired(&mut self, _link: &mut Link<'_>, _slot: usize) {}
+
+    /// Framed: the connection takes no more requests and carries none: the driver closes it
+    /// (no fault) and connects again for requests waiting on it (after HTTP/2's GOAWAY).
+    fn spent(&self) -> bool {
+        false
+    }
+
+    /// The run is over and the connection still up: what to tell the server (HTTP/2's GOAWAY).
+    fn goodbye(&mut self, _out: &mut Vec<u8>) {}
+
+    /// What this connection saw that the results must name (once per run, however many
+    /// connections saw it).
+    fn end_warning(&self) -> Option<&'static str> {
         None
     }
 }

@@ -1,5 +1,5 @@
-//! The HTTP/2 driver's own decisions on simulated time: the real [`Driver`] over loopback
-//! sockets this test opened, a manual clock (every step is handed its `now`) and a scripted
+//! HTTP/2 on the one driver, its decisions on simulated time: the real driver running [`Http2`]
+//! over loopback sockets this test opened, a manual clock (every step is handed its `now`) and a scripted
 //! server whose frames are put in the connection's buffer as a read would, so what it books and
 //! what it answers are asserted exactly: the server's SETTINGS opening the connection, streams
 //! answered out of order, RST_STREAM, GOAWAY (after answers, and before any), stream limit
@@ -9,10 +9,12 @@
 use super::*;
 use crate::engine::backoff::FaultTally;
 use crate::engine::driver::driver_sim::{header_and_body_checks, Peer, Shape, MS, START, US};
+use crate::engine::driver::{ConnState, Driver};
+use crate::shared::PhaseAcc;
 use candor_core::workload_results::FailedCheck;
 
 struct Rig {
-    d: Driver,
+    d: Driver<Http2>,
     peer: Peer,
     /// Where the next unread frame the driver sent starts, per accepted connection (after the
     /// preface).
@@ -29,7 +31,8 @@ fn h2(mut shape: Shape) -> Rig {
     shape.http2 = true;
     let peer = Peer::new();
     let setup = shape.setup(&peer.listener);
-    let mut d = Driver::new(setup).unwrap();
+    let (tls, make) = connections(&setup).unwrap();
+    let mut d = Driver::new(setup, tls, make).unwrap();
     d.core.begin_at(START, Some(shape.schedule()), 0);
     Rig {
         d,
@@ -86,7 +89,7 @@ impl Rig {
         self.peer.accept();
         self.seen.push(frame::PREFACE.len());
         self.d.finish_connect(i, now);
-        assert_eq!(self.d.conns[i].state, ConnState::Settings);
+        assert_eq!(self.d.conns[i].state, ConnState::Greeting);
     }
 
     /// Connects every connection before the start and opens it with the server's SETTINGS
@@ -108,8 +111,8 @@ impl Rig {
     /// The server's bytes on connection `i`, read at `now`; false if the connection closed.
     fn feed(&mut self, i: usize, bytes: &[u8], now: u64) -> bool {
         let c = &mut self.d.conns[i];
-        let at = c.rlen;
-        c.rbuf[at..at + bytes.len()].copy_from_slice(bytes);
+        let at = c.buf_len;
+        c.buf[at..at + bytes.len()].copy_from_slice(bytes);
         let open = self.d.received(i, bytes.len(), now);
         // What the frames asked for (acks, window updates, new streams) leaves as the read
         // loop sends it.
@@ -147,7 +150,18 @@ impl Rig {
 
     /// The stream id of the request slot `slot` carries (0: none).
     fn stream_of(&self, slot: usize) -> u32 {
-        self.d.streams[slot].id
+        self.stream(slot).id
+    }
+
+    /// The stream slot `slot`'s connection keeps for it.
+    fn stream(&self, slot: usize) -> &Stream {
+        let n = self.d.conns.len();
+        &self.d.conns[slot % n].protocol.streams[slot / n]
+    }
+
+    /// Connection `i`'s HTTP/2 state.
+    fn h2(&self, i: usize) -> &Http2 {
+        &self.d.conns[i].protocol
     }
 
     fn finish(&mut self, now: u64) -> PhaseAcc {
@@ -248,8 +262,8 @@ fn goaway_fails_the_streams_above_its_last_and_lets_the_others_finish() {
     assert!(r.feed(0, &headers(1, STATUS_200, false), START + 3 * MS));
     // Stream 1 was taken; 3 and 5 were never processed: they fail, and are not retried.
     assert!(r.feed(0, &goaway(1, frame::NO_ERROR), START + 3 * MS));
-    assert!(r.d.conns[0].goaway);
-    assert_eq!(r.d.conns[0].active.len(), 1);
+    assert!(r.h2(0).goaway);
+    assert_eq!(r.h2(0).active.len(), 1);
     // The last stream done, the connection closes: no fault, the server asked politely.
     assert!(!r.feed(0, &data(1, b"", true), START + 4 * MS));
     assert_eq!(r.d.conns[0].state, ConnState::Down);
@@ -312,9 +326,9 @@ fn a_lowered_stream_limit_holds_new_streams_until_enough_have_closed() {
 fn a_raised_stream_limit_opens_the_waiting_streams_at_once() {
     let mut r = h2(streams(4, 3));
     r.open_all(1).at(START).at(START + MS).at(START + 2 * MS);
-    assert_eq!(r.d.conns[0].active.len(), 1);
+    assert_eq!(r.h2(0).active.len(), 1);
     assert!(r.feed(0, &max_streams(10), START + 2 * MS + MS / 2));
-    assert_eq!(r.d.conns[0].active.len(), 3);
+    assert_eq!(r.h2(0).active.len(), 3);
     for k in 1..3 {
         let slot = r.d.core.carried_at(0, k).unwrap();
         assert_eq!(r.d.core.exchange(slot).sent, START + 2 * MS + MS / 2);
@@ -326,7 +340,7 @@ fn a_zero_stream_limit_is_named_in_the_results() {
     let mut r = h2(Shape::new(1));
     r.open_all(0).at(START);
     assert_eq!(r.stream_of(0), 0);
-    assert!(r.d.saw_zero_stream_limit);
+    assert!(r.h2(0).saw_zero_stream_limit);
     let phases = r.d.finish(candor_core::PaceStats::default());
     assert!(phases[1]
         .warnings
@@ -572,11 +586,11 @@ fn a_request_body_waits_for_the_servers_window() {
     let mut r = h2(shape);
     r.open_all(100).at(START);
     // The default windows (65,535 bytes) hold the rest back.
-    assert_eq!(r.d.streams[0].body_sent, 65_535);
+    assert_eq!(r.stream(0).body_sent, 65_535);
     assert!(r.feed(0, &window_update(0, 50_000), START + MS));
-    assert_eq!(r.d.streams[0].body_sent, 65_535);
+    assert_eq!(r.stream(0).body_sent, 65_535);
     assert!(r.feed(0, &window_update(1, 50_000), START + MS));
-    assert_eq!(r.d.streams[0].body_sent, 100_000);
+    assert_eq!(r.stream(0).body_sent, 100_000);
     let last = r.expect(0, |f| f.0 == frame::DATA && f.1 & frame::END_STREAM != 0);
     assert_eq!(last.2, 1);
 }
@@ -588,10 +602,10 @@ fn a_raised_initial_window_lets_a_waiting_body_go_on() {
     let mut r = h2(shape);
     r.open_all(100).at(START);
     assert!(r.feed(0, &window_update(0, 100_000), START + MS));
-    assert_eq!(r.d.streams[0].body_sent, 65_535);
+    assert_eq!(r.stream(0).body_sent, 65_535);
     let raise = settings(&[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 80_000)]);
     assert!(r.feed(0, &raise, START + 2 * MS));
-    assert_eq!(r.d.streams[0].body_sent, 70_000);
+    assert_eq!(r.stream(0).body_sent, 70_000);
 }
 
 #[test]

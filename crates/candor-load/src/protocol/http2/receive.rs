@@ -3,11 +3,9 @@
 //! RST_STREAM, SETTINGS and their ack, PING, GOAWAY, WINDOW_UPDATE; and the end of a response,
 //! booked by the core.
 
-use super::{
-    frame, ConnState, Driver, FrameHeader, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW,
-};
-use crate::engine::backoff::Fault;
+use super::{frame, FrameHeader, Http2, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW};
 use crate::protocol::observe::ResponseObserver;
+use crate::protocol::Link;
 use crate::shared::Failure;
 
 /// The largest response header block accepted (over all its CONTINUATION frames); a load
@@ -17,16 +15,15 @@ const MAX_HEADER_BLOCK: usize = 256 * 1024;
 /// The largest a flow-control window may be (RFC 9113 §6.9.1).
 const MAX_WINDOW: i64 = 0x7fff_ffff;
 
-impl Driver {
-    /// One frame; whether it closed a stream.
+impl Http2 {
+    /// One frame; whether it closed a stream (or opened the connection, or raised a limit).
     pub(super) fn frame(
         &mut self,
-        i: usize,
+        link: &mut Link<'_>,
         h: FrameHeader,
         payload: &[u8],
-        now: u64,
     ) -> Result<bool, ProtocolError> {
-        let c = &mut self.conns[i];
+        let c = self;
         if c.block_stream != 0 && h.kind != frame::CONTINUATION {
             return Err(ProtocolError::PROTOCOL);
         }
@@ -41,7 +38,7 @@ impl Driver {
         }
         // The server's first frame must be SETTINGS (RFC 9113 §3.4); a GOAWAY instead is the
         // server refusing the connection, and is booked as that, with its code.
-        if c.state == ConnState::Settings && !matches!(h.kind, frame::SETTINGS | frame::GOAWAY) {
+        if !c.settled && !matches!(h.kind, frame::SETTINGS | frame::GOAWAY) {
             return Err(ProtocolError::PROTOCOL);
         }
         match h.kind {
@@ -49,22 +46,23 @@ impl Driver {
                 let data = strip_padding(h.flags, payload)?;
                 c.unacked += h.len as u32;
                 if c.unacked >= CONNECTION_WINDOW / 2 {
-                    frame::put_window_update(&mut c.wbuf, 0, c.unacked);
+                    frame::put_window_update(link.out, 0, c.unacked);
                     c.unacked = 0;
                 }
                 let Some(slot) = c.slot_of(h.stream) else {
                     // A stream this client reset or gave up on.
                     return Ok(false);
                 };
-                self.observers[slot].body(data);
+                let lane = link.lane(slot);
+                c.observers[lane].body(data);
                 if h.flags & frame::END_STREAM != 0 {
-                    self.complete(i, slot, now);
+                    c.complete(link, slot);
                     return Ok(true);
                 }
-                let s = &mut self.streams[slot];
+                let s = &mut c.streams[lane];
                 s.unacked += h.len as u32;
                 if s.unacked >= STREAM_WINDOW / 2 {
-                    frame::put_window_update(&mut c.wbuf, h.stream, s.unacked);
+                    frame::put_window_update(link.out, h.stream, s.unacked);
                     s.unacked = 0;
                 }
                 Ok(false)
@@ -78,7 +76,7 @@ impl Driver {
                 c.block.extend_from_slice(fragment);
                 let ends = h.flags & frame::END_STREAM != 0;
                 if h.flags & frame::END_HEADERS != 0 {
-                    self.header_block(i, h.stream, ends, now)
+                    c.header_block(link, h.stream, ends)
                 } else {
                     c.block_stream = h.stream;
                     c.block_ends = ends;
@@ -97,7 +95,7 @@ impl Driver {
                 if h.flags & frame::END_HEADERS != 0 {
                     c.block_stream = 0;
                     let ends = c.block_ends;
-                    self.header_block(i, h.stream, ends, now)
+                    c.header_block(link, h.stream, ends)
                 } else {
                     Ok(false)
                 }
@@ -107,8 +105,8 @@ impl Driver {
                     return Ok(false);
                 };
                 c.forget(h.stream);
-                self.streams[slot].id = 0;
-                self.core.fail(slot, Failure::Read, now);
+                c.streams[link.lane(slot)].id = 0;
+                link.fail(slot, Failure::Read);
                 Ok(true)
             }
             frame::SETTINGS => {
@@ -133,10 +131,11 @@ impl Driver {
                             let delta = value as i64 - c.initial_window;
                             c.initial_window = value as i64;
                             for &(_, slot) in &c.active {
-                                self.streams[slot].send_window += delta;
+                                let s = &mut c.streams[link.lane(slot)];
+                                s.send_window += delta;
                                 // A stream window pushed past 2^31-1 by the new initial size
                                 // is an error of the connection (RFC 9113 §6.9.2).
-                                if self.streams[slot].send_window > MAX_WINDOW {
+                                if s.send_window > MAX_WINDOW {
                                     return Err(ProtocolError::FLOW_CONTROL);
                                 }
                             }
@@ -150,17 +149,14 @@ impl Driver {
                         _ => {}
                     }
                 }
-                frame::put_header(&mut c.wbuf, 0, frame::SETTINGS, frame::ACK, 0);
-                if c.state == ConnState::Settings {
-                    c.state = ConnState::Open;
-                    self.core.new_stream_connection(i);
-                    if let Some(p) = &mut self.pool {
-                        p.ready(now - c.connect_called);
-                    }
+                frame::put_header(link.out, 0, frame::SETTINGS, frame::ACK, 0);
+                if !c.settled {
+                    c.settled = true;
+                    link.opened();
                     // Requests that waited for the connection.
                     return Ok(true);
                 }
-                self.resume_bodies(i);
+                c.resume_bodies(link);
                 // A raised limit lets waiting requests open streams.
                 Ok(true)
             }
@@ -169,8 +165,8 @@ impl Driver {
                     return Err(ProtocolError::FRAME_SIZE);
                 }
                 if h.flags & frame::ACK == 0 {
-                    frame::put_header(&mut c.wbuf, 8, frame::PING, frame::ACK, 0);
-                    c.wbuf.extend_from_slice(payload);
+                    frame::put_header(link.out, 8, frame::PING, frame::ACK, 0);
+                    link.out.extend_from_slice(payload);
                 }
                 Ok(false)
             }
@@ -181,14 +177,13 @@ impl Driver {
                 let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                     & 0x7fff_ffff;
                 let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
-                if !self.core.has_answered(i) && c.active.iter().all(|&(id, _)| id > last) {
+                if !link.has_answered() && c.active.iter().all(|&(id, _)| id > last) {
                     // Refused before it answered or took anything (say right after the preface): what
                     // the connection carried fails as a protocol error, booked with the
                     // server's code, and it is connected again only after its back-off, so a
                     // server that does this every time is counted and named, not a silent
                     // reconnect storm.
-                    self.connect_failed_for(i, Failure::Parse, Fault::GoAway(code), now);
-                    return Ok(true);
+                    return Err(ProtocolError::Refused(code));
                 }
                 c.goaway = true;
                 // Streams above the last one the server processed were sent and never
@@ -198,8 +193,8 @@ impl Driver {
                     let (id, slot) = c.active[k];
                     if id > last {
                         c.active.swap_remove(k);
-                        self.streams[slot].id = 0;
-                        self.core.fail(slot, Failure::Read, now);
+                        c.streams[link.lane(slot)].id = 0;
+                        link.fail(slot, Failure::Read);
                     } else {
                         k += 1;
                     }
@@ -224,19 +219,20 @@ impl Driver {
                     }
                     c.send_window += inc;
                 } else if let Some(slot) = c.slot_of(h.stream) {
-                    if inc == 0 || self.streams[slot].send_window + inc > MAX_WINDOW {
+                    let lane = link.lane(slot);
+                    if inc == 0 || c.streams[lane].send_window + inc > MAX_WINDOW {
                         let code = if inc == 0 {
                             frame::PROTOCOL_ERROR
                         } else {
                             frame::FLOW_CONTROL_ERROR
                         };
-                        self.reset_stream_with(i, slot, code);
-                        self.core.fail(slot, Failure::Parse, now);
+                        c.reset_stream_with(link, slot, code);
+                        link.fail(slot, Failure::Parse);
                         return Ok(true);
                     }
-                    self.streams[slot].send_window += inc;
+                    c.streams[lane].send_window += inc;
                 }
-                self.resume_bodies(i);
+                c.resume_bodies(link);
                 Ok(false)
             }
             // Push is disabled in this client's SETTINGS.
@@ -246,20 +242,19 @@ impl Driver {
         }
     }
 
-    /// A whole header block for `stream` (in `conns[i].block`): decoded whatever the stream
-    /// (the decoder's table must follow the server's), looked at if the stream is ours.
+    /// A whole header block for `stream` (in `block`): decoded whatever the stream (the
+    /// decoder's table must follow the server's), looked at if the stream is ours.
     fn header_block(
         &mut self,
-        i: usize,
+        link: &mut Link<'_>,
         stream: u32,
         ends: bool,
-        now: u64,
     ) -> Result<bool, ProtocolError> {
-        let c = &mut self.conns[i];
+        let c = self;
         let slot = c.slot_of(stream);
         // Headers are looked at only for an observer that wants them (header checks).
         let observer = slot
-            .map(|slot| &self.observers[slot])
+            .map(|slot| &c.observers[link.lane(slot)])
             .filter(|o| o.wants_headers());
         let mut status = 0u16;
         let mut hits = 0u64;
@@ -281,68 +276,66 @@ impl Driver {
         let Some(slot) = slot else {
             return Ok(false);
         };
+        let lane = link.lane(slot);
         if status != 0 {
             if (100..200).contains(&status) {
                 if ends {
                     // An interim response cannot end the stream (RFC 9113 §8.1).
-                    self.reset_stream(i, slot);
-                    self.core.fail(slot, Failure::Parse, now);
+                    c.reset_stream(link, slot);
+                    link.fail(slot, Failure::Parse);
                     return Ok(true);
                 }
                 // Interim response: the final one follows.
                 return Ok(false);
             }
-            self.streams[slot].status = status;
+            c.streams[lane].status = status;
             // Only a failing or checked body is copied (for the first failed responses).
-            self.observers[slot].head(status, |c| ResponseObserver::header_bits_pass(c, hits));
+            c.observers[lane].head(status, |c| ResponseObserver::header_bits_pass(c, hits));
         }
         if ends {
-            self.complete(i, slot, now);
+            c.complete(link, slot);
             return Ok(true);
         }
         Ok(false)
     }
 
     /// Slot `slot`'s response ended: the core books it.
-    fn complete(&mut self, i: usize, slot: usize, now: u64) {
-        let s = &self.streams[slot];
+    fn complete(&mut self, link: &mut Link<'_>, slot: usize) {
+        let lane = link.lane(slot);
+        let s = &self.streams[lane];
         if s.body_sent < s.body_len {
             // The server answered before the whole request body was sent: close this side
             // too (§8.1), or the server keeps counting the stream against its concurrency limit.
-            self.reset_stream(i, slot);
+            self.reset_stream(link, slot);
         }
-        let s = &mut self.streams[slot];
-        self.conns[i].forget(s.id);
-        s.id = 0;
+        let id = std::mem::take(&mut self.streams[lane].id);
+        self.forget(id);
         // Headers are judged before the body, as over HTTP/1.1.
-        let failed = self.observers[slot].end();
-        if s.status == 0 {
+        let failed = self.observers[lane].end();
+        let status = self.streams[lane].status;
+        if status == 0 {
             // A response without :status is malformed.
-            self.core.fail(slot, Failure::Parse, now);
+            link.fail(slot, Failure::Parse);
         } else {
-            let body = self.observers[slot].excerpt();
-            self.core
-                .complete_response(slot, s.status, failed, body, now);
+            let body = self.observers[lane].excerpt();
+            link.complete(slot, status, failed, body);
         }
     }
-}
 
-impl Driver {
-    /// Sends RST_STREAM (CANCEL) for slot `slot`'s stream on connection `i`, which this client
-    /// gives up on; the caller books the slot.
-    fn reset_stream(&mut self, i: usize, slot: usize) {
-        self.reset_stream_with(i, slot, frame::CANCEL);
+    /// Sends RST_STREAM (CANCEL) for slot `slot`'s stream, which this client gives up on; the
+    /// caller books the slot.
+    fn reset_stream(&mut self, link: &mut Link<'_>, slot: usize) {
+        self.reset_stream_with(link, slot, frame::CANCEL);
     }
 
-    /// Sends RST_STREAM with error `code` for slot `slot`'s stream on connection `i`; the caller
-    /// books the slot.
-    fn reset_stream_with(&mut self, i: usize, slot: usize, code: u32) {
-        let id = self.streams[slot].id;
+    /// Sends RST_STREAM with error `code` for slot `slot`'s stream; the caller books the slot.
+    fn reset_stream_with(&mut self, link: &mut Link<'_>, slot: usize, code: u32) {
+        let lane = link.lane(slot);
+        let id = self.streams[lane].id;
         if id != 0 {
-            frame::put_rst_stream(&mut self.conns[i].wbuf, id, code);
-            self.conns[i].forget(id);
-            self.streams[slot].id = 0;
-            self.mark_dirty(i);
+            frame::put_rst_stream(link.out, id, code);
+            self.forget(id);
+            self.streams[lane].id = 0;
         }
     }
 }

@@ -44,6 +44,11 @@ impl InterruptHandle {
         self.0.store(true, Ordering::Relaxed);
     }
 
+    /// Lets the states run again (after the run's interrupt, so that `done()` can still report).
+    pub fn clear(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+
     pub fn is_interrupted(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }

@@ -178,7 +178,15 @@ impl<P: Protocol> Driver<P> {
                 }
             }
             let slots = core.slot_count();
-            if let Some(source) =
+            if let Some(source) = crate::config::request_set::script_source(config, slots) {
+                // A script's response() sees every connection's responses.
+                for observer in conns.iter_mut().filter_map(|c| c.protocol.observer()) {
+                    if let Some(judge) = source.judge() {
+                        observer.set_script(judge);
+                    }
+                }
+                core.set_source(Box::new(source));
+            } else if let Some(source) =
                 crate::config::request_set::request_source(config, &compiled, slots)
             {
                 core.set_source(Box::new(source));

@@ -5,6 +5,7 @@
 
 use anyhow::{bail, Result};
 use candor_core::results::{RunResults, StopDetail, StopReason};
+use candor_core::units::format_ns;
 use candor_load::workload::script::{ScriptRun, ScriptStop};
 use candor_load::LoadConfig;
 use candor_runner::flags::RunArgs;
@@ -99,18 +100,20 @@ impl LoadedScript {
         let requests = results.main.requests.intended.max(1);
         let per_request = lua.total_ns / requests;
         let took = format!(
-            "the script ({}) spent {:.1} µs in Lua per request on average ({} request() and {} response() calls, {:.3} s in all; the longest request() took {:.1} µs): that time is in each request's send lag",
+            "the script ({}) spent {} in Lua per intended request on average ({} request() and {} response() calls, {} in all; the longest request() took {}): that time is in the send lag of the requests it delayed",
             self.host.script_name(),
-            per_request as f64 / 1e3,
+            format_ns(per_request as f64),
             lua.request_calls,
             lua.response_calls,
-            lua.total_ns as f64 / 1e9,
-            lua.longest_request_ns as f64 / 1e3,
+            format_ns(lua.total_ns as f64),
+            format_ns(lua.longest_request_ns as f64),
         );
-        if per_request > WARN_LUA_NS_PER_REQUEST {
+        let line = if per_request > WARN_LUA_NS_PER_REQUEST {
             results.warnings.push(format!("{took}; at this cost the script, not the target, limits how closely the schedule is kept"));
-        }
-        let line = format!("{took}\n");
+            String::new()
+        } else {
+            format!("{took}\n")
+        };
         let Some(stop) = self.run.stop_reason() else {
             return (line, None);
         };
@@ -171,7 +174,8 @@ impl LoadedScript {
             .filter(|i| !i.warmup && i.length_s > 0.0)
         {
             let per_thread = (i.completed + i.failed) as f64 / i.length_s / threads;
-            requests.saturating_record(per_thread.round() as u64);
+            // record grows the histogram to the value (saturating_record would clamp it).
+            let _ = requests.record(per_thread.round() as u64);
         }
         Ok(self.host.done(&summary, &latency, &requests)?)
     }

@@ -47,6 +47,9 @@ pub enum FailedCheck {
     Header,
     /// `--check-body` (or the request line's `"check_body"`).
     Body,
+    /// A script's `response()` (`-s`): it returned false or called `wrk.fail(reason)`; the
+    /// example's body holds the reason.
+    Script,
 }
 
 impl FailedCheck {
@@ -54,7 +57,7 @@ impl FailedCheck {
     pub fn class(self) -> FailureClass {
         match self {
             FailedCheck::Status => FailureClass::Status,
-            FailedCheck::Header | FailedCheck::Body => FailureClass::Check,
+            FailedCheck::Header | FailedCheck::Body | FailedCheck::Script => FailureClass::Check,
         }
     }
 
@@ -64,6 +67,7 @@ impl FailedCheck {
             FailedCheck::Status => "status",
             FailedCheck::Header => "header",
             FailedCheck::Body => "body",
+            FailedCheck::Script => "script",
         }
     }
 }

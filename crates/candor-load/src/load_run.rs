@@ -137,6 +137,10 @@ pub fn run(
     on_interval: &mut (dyn FnMut(&IntervalReport) + Send),
 ) -> Result<RunOutcome, RunError> {
     let config = Arc::new(config.clone());
+    if let Some(script) = &config.workload.script {
+        // A script's error or thread:stop() ends the schedule as an abort does.
+        script.set_end(options.end.clone());
+    }
     let requests = prepare_requests(&config);
     let tls = ProtocolKind::of(&config).thread_tls(&config)?;
     // Request lines with their own "url": a worker per target and thread, each with the
@@ -698,7 +702,17 @@ impl RunOutcome {
                 start_ns += stage.duration_ns;
             }
         }
-        if let Ok(compiled) = crate::config::request_set::compile_requests(config) {
+        if let Some(script) = &config.workload.script {
+            // Rows only when the script named requests (`wrk.name`), as a request set's.
+            if script.named() {
+                for (name, acc) in script.names().iter().zip(&books.names) {
+                    if acc.counts.intended > 0 {
+                        out.by_request
+                            .insert(name.clone(), results(acc, self.main.duration_ns, None));
+                    }
+                }
+            }
+        } else if let Ok(compiled) = crate::config::request_set::compile_requests(config) {
             for (name, acc) in compiled.names.iter().zip(&books.names) {
                 out.by_request
                     .insert(name.clone(), results(acc, self.main.duration_ns, None));
@@ -723,9 +737,16 @@ impl RunOutcome {
         let compiled = crate::config::request_set::compile_requests(config).ok();
         // A trace's records carry their own method and path, which are not kept per request.
         let replayed = config.shape.replay_plan().is_some();
+        let script_names = config.workload.script.as_ref().map(|s| s.names());
         let name = |request: u32| {
             if replayed {
                 return "replayed request".to_string();
+            }
+            if let Some(names) = &script_names {
+                return names
+                    .get(request as usize)
+                    .cloned()
+                    .unwrap_or_else(|| format!("request {request}"));
             }
             compiled
                 .as_ref()

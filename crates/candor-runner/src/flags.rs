@@ -317,6 +317,14 @@ pub struct RunArgs {
     pub expect: bool,
     #[command(flatten)]
     pub live_view: crate::live_view::LiveArgs,
+    /// A wrk Lua script (wrk 4 and wrk2 API): its request() makes every request, its
+    /// response() judges every response (false or wrk.fail("why") fails it as `check`), its
+    /// done() reports after the run. See docs/scripts.md.
+    #[arg(short = 's', long, value_name = "FILE", conflicts_with = "repeat")]
+    pub script: Option<std::path::PathBuf>,
+    /// Arguments for the script's init(args), after `--` (args[0] is the URL, as in wrk).
+    #[arg(last = true, value_name = "SCRIPT_ARGS", requires = "script")]
+    pub script_args: Vec<String>,
     /// Run the test N times, --repeat-pause apart: the results hold each run and their union, and `candor compare` judges across runs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with_all = ["precision", "pause_pid", "abort_on_fail", "start_at", "shard", "live"])]
     pub repeat: Option<u32>,

@@ -44,6 +44,11 @@ impl InterruptHandle {
         self.0.store(true, Ordering::Relaxed);
     }
 
+    /// Lets the states run again (after the run's interrupt, so that `done()` can still report).
+    pub fn clear(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+
     pub fn is_interrupted(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
@@ -185,7 +190,7 @@ impl ScriptHost {
 
     /// Calls `done(summary, latency, requests)` if the script defines it and returns what the
     /// setup state printed (during `setup` and `done`), for the engine to write after its own
-    /// report. `latency_ns` is in nanoseconds (the script sees microseconds); `requests` holds
+    /// report, after what the thread states printed. `latency_ns` is in nanoseconds (the script sees microseconds); `requests` holds
     /// per-interval request rates and is passed as is.
     pub fn done(
         &mut self,
@@ -212,7 +217,12 @@ impl ScriptHost {
             };
             call().map_err(|e| self.runtime(Phase::Done, &e))?;
         }
+        // What the thread states printed (init(), request()...), then the setup state's (setup(),
+        // done()): wrk writes the former as it happens, candor after its report with the rest.
         let mut out = Vec::new();
+        for state in &self.threads {
+            take_output(state, &mut out);
+        }
         take_output(&self.setup, &mut out);
         Ok(String::from_utf8_lossy(&out).into_owned())
     }

@@ -15,7 +15,9 @@ pub use error::{Phase, ScriptError};
 pub use host::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost};
 pub use lua_state::{ScriptOptions, Target};
 pub use stats::Stats;
-pub use thread::{count_requests, NameId, RequestInfo, ThreadScript, Verdict, RETURNED_FALSE};
+pub use thread::{
+    count_requests, request_ends, NameId, RequestInfo, ThreadScript, Verdict, RETURNED_FALSE,
+};
 
 // The engine moves each ThreadScript into its load thread.
 const _: () = {

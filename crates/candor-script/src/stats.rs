@@ -20,7 +20,9 @@ impl Stats {
         let mut scaled = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         for v in hist.iter_recorded() {
             let value = hist.highest_equivalent(v.value_iterated_to()) / divisor;
-            scaled.saturating_record_n(value, v.count_at_value());
+            // record_n grows the histogram to the value (saturating_record_n would clamp it to
+            // the initial range, about 2048).
+            let _ = scaled.record_n(value, v.count_at_value());
         }
         let distinct = scaled
             .iter_recorded()

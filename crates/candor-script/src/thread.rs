@@ -14,6 +14,13 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NameId(u32);
 
+impl NameId {
+    /// Its place among the state's names, numbered from 0 as first seen.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// What [`ThreadScript::next_request`] appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestInfo {
@@ -50,6 +57,11 @@ pub struct ThreadScript {
     last: Option<mlua::LuaString>,
     last_bytes: Vec<u8>,
     last_requests: usize,
+    /// Where each request of `last_bytes` ends, and the same for `fixed`.
+    last_ends: Vec<usize>,
+    fixed_ends: Vec<usize>,
+    /// Whether the last [`ThreadScript::next_request`] sent `fixed`.
+    sent_fixed: bool,
     /// The `wrk.name` string seen last and its id, kept for the same reason as `last`.
     last_name: Option<(mlua::LuaString, NameId)>,
     response: Option<Function>,
@@ -91,6 +103,9 @@ impl ThreadScript {
             last: None,
             last_bytes: Vec::new(),
             last_requests: 0,
+            last_ends: Vec::new(),
+            fixed_ends: Vec::new(),
+            sent_fixed: false,
             last_name: None,
             response,
             delay,
@@ -107,6 +122,7 @@ impl ThreadScript {
             let info = script.call_request(&built, &mut fixed)?;
             script.fixed = fixed;
             script.fixed_info = info;
+            script.fixed_ends = std::mem::take(&mut script.last_ends);
         }
         Ok(script)
     }
@@ -118,11 +134,13 @@ impl ThreadScript {
         // would allocate.
         match self.request.take() {
             Some(f) => {
+                self.sent_fixed = false;
                 let result = self.call_request(&f, out);
                 self.request = Some(f);
                 result
             }
             None => {
+                self.sent_fixed = true;
                 self.last_lua_ns = 0;
                 out.extend_from_slice(&self.fixed);
                 Ok(self.fixed_info)
@@ -159,7 +177,8 @@ impl ThreadScript {
             self.last_bytes.clear();
             self.last_bytes.extend_from_slice(&s.as_bytes());
             self.last = None;
-            self.last_requests = count_requests(&self.last_bytes)?;
+            request_ends(&self.last_bytes, &mut self.last_ends)?;
+            self.last_requests = self.last_ends.len();
             self.last = Some(s);
         }
         out.extend_from_slice(&self.last_bytes);
@@ -225,6 +244,16 @@ impl ThreadScript {
             other => Err(ScriptError::DelayNotANumber {
                 type_name: lua_type(&other),
             }),
+        }
+    }
+
+    /// Where each request of the bytes the last [`ThreadScript::next_request`] appended ends
+    /// (offsets from the first of them): one entry per pipelined request.
+    pub fn request_ends(&self) -> &[usize] {
+        if self.sent_fixed {
+            &self.fixed_ends
+        } else {
+            &self.last_ends
         }
     }
 
@@ -307,6 +336,16 @@ impl ThreadScript {
 /// How many complete HTTP/1.1 requests `bytes` holds, one after another; an error when they do
 /// not parse, end half way, or use a framing candor does not send (chunked request bodies).
 pub fn count_requests(bytes: &[u8]) -> Result<usize, ScriptError> {
+    let mut ends = Vec::new();
+    request_ends(bytes, &mut ends)?;
+    Ok(ends.len())
+}
+
+/// Fills `ends` with the offset where each complete HTTP/1.1 request of `bytes` ends (see
+/// [`count_requests`]); `ends` is cleared first and reused, so nothing is allocated once it has
+/// grown.
+pub fn request_ends(bytes: &[u8], ends: &mut Vec<usize>) -> Result<(), ScriptError> {
+    ends.clear();
     let invalid = |reason: String| ScriptError::InvalidRequest { reason };
     if bytes.is_empty() {
         return Err(invalid("an empty string".to_string()));
@@ -356,8 +395,9 @@ pub fn count_requests(bytes: &[u8]) -> Result<usize, ScriptError> {
         }
         at += body;
         count += 1;
+        ends.push(at);
     }
-    Ok(count)
+    Ok(())
 }
 
 #[cfg(test)]

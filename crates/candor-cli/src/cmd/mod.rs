@@ -13,6 +13,7 @@ pub mod repeat;
 pub mod report;
 pub mod report_sweep;
 pub mod run;
+pub mod script;
 pub mod serve;
 pub mod sweep;
 

@@ -28,10 +28,16 @@ pub fn execute_watched(
 pub fn main(args: RunArgs) -> Result<i32> {
     // From the first moment: a signal while the flags and files are read is one more phase.
     crate::cmd::interrupt::install().context("installing the signal handlers")?;
-    let config = {
+    let mut config = {
         let _reading = crate::cmd::interrupt::exit_on_stop("reading the run's inputs");
         run_config(&args)?
     };
+    // A script is loaded, and its setup() and init() run, before any load: its errors first.
+    let mut script = {
+        let _reading = crate::cmd::interrupt::exit_on_stop("loading the script");
+        crate::cmd::script::prepare(&args, &mut config)?
+    };
+    let config = config;
     if let Some(n) = args.repeat {
         return crate::cmd::repeat::main(&args, &config, n);
     }
@@ -51,7 +57,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
         recorded_config(&config),
     );
     let (verdict_text, code) = extras.finish(&outcome, &config, &mut results);
+    let (script_text, script_error) = match &script {
+        Some(s) => s.mark(&mut results),
+        None => (String::new(), None),
+    };
     let mut text = candor_report::text::render(&results);
+    text.push_str(&script_text);
     if args.latency {
         text.push_str(&candor_report::text::spectrum(&results).context("decoding histograms")?);
     }
@@ -76,6 +87,22 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let written = report_failures(exports.write_all(&results));
     if let Some(l) = live_view {
         l.close();
+    }
+    if let Some(s) = &mut script {
+        // What the script prints (setup, done) follows candor's report, as wrk's follows wrk's.
+        let done = s.done(&results);
+        match done {
+            Ok(out) if exports.uses_stdout() => eprint!("{out}"),
+            Ok(out) => print!("{out}"),
+            Err(e) => {
+                eprintln!("candor: error: {e:#}");
+                return Ok(1);
+            }
+        }
+    }
+    if let Some(e) = script_error {
+        eprintln!("candor: error: {e}");
+        return Ok(1);
     }
     if !written {
         return Ok(1);

@@ -8,6 +8,7 @@ use crate::status::StatusSet;
 use crate::workload::check::BodyNeedle;
 use crate::workload::pick::Picker;
 use crate::workload::runtime::RequestMaker;
+use crate::workload::script::ScriptSource;
 use crate::workload::template::RequestTemplate;
 use crate::workload::{CompiledRequests, WorkloadError};
 use std::sync::Arc;
@@ -128,7 +129,8 @@ pub fn has_checks(config: &LoadConfig) -> bool {
 
 /// The request source of a load thread with `slots` slots, when the prepared requests the core
 /// chooses by itself do not do (weighted choice, templates, a replayed trace, lines sent to
-/// several targets): the one place a source is made from the configuration.
+/// several targets; a script's is [`script_source`]): with it, the one place a source is made
+/// from the configuration.
 pub fn request_source(
     config: &LoadConfig,
     compiled: &CompiledRequests,
@@ -152,6 +154,13 @@ pub fn request_source(
     ))
 }
 
+/// The request source of a load thread of a script run (`-s`) with `slots` slots: one of the
+/// script's thread states, which then makes every request (the run starts no more load threads
+/// than it made states). Its [`ScriptSource::judge`]s see the responses.
+pub fn script_source(config: &LoadConfig, slots: usize) -> Option<ScriptSource> {
+    ScriptSource::take(config.workload.script.as_ref()?, slots)
+}
+
 /// Whether the load threads need a [`RequestMaker`]: weighted choice, templates, or a
 /// replayed trace.
 pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
@@ -165,6 +174,17 @@ pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
 pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
     let bad = |m: &str| Err(WorkloadError::Invalid(m.into()));
     let w = &config.workload;
+    if w.script.is_some() {
+        if config.target.scheme == Scheme::Tcp {
+            return bad("-s (a wrk script) applies to HTTP targets, not tcp://");
+        }
+        if crate::protocol::ProtocolKind::of(config) == crate::protocol::ProtocolKind::Http2 {
+            return bad("-s (a wrk script) sends HTTP/1.1 requests; HTTP/2 (--http2, h2c://) is not supported with a script yet");
+        }
+        if !config.requests.is_empty() || w.data.is_some() || config.shape.replay_plan().is_some() {
+            return bad("-s sends what the script's request() returns; it does not combine with --requests, --data or --replay");
+        }
+    }
     if config.target.scheme == Scheme::Tcp {
         if !w.checks.is_empty() {
             return bad("--check-body and --check-header apply to HTTP targets, not tcp://");

@@ -198,7 +198,11 @@ impl<P: Protocol> Driver<P> {
                 Arc::<[crate::workload::check::ResponseChecks]>::from(compiled.checks.clone())
             });
             let slots = core.slot_count();
-            let source = crate::config::request_set::request_source(config, &compiled, slots);
+            let script = crate::config::request_set::script_source(config, slots);
+            let source = match &script {
+                Some(_) => None,
+                None => crate::config::request_set::request_source(config, &compiled, slots),
+            };
             let fitting = Fitting {
                 accept,
                 checks,
@@ -207,7 +211,15 @@ impl<P: Protocol> Driver<P> {
             for c in &mut conns {
                 c.protocol.fit(&fitting);
             }
-            if let Some(source) = source {
+            if let Some(script) = script {
+                // A script's response() sees every connection's responses.
+                for observer in conns.iter_mut().filter_map(|c| c.protocol.observer()) {
+                    if let Some(judge) = script.judge() {
+                        observer.set_script(judge);
+                    }
+                }
+                core.set_source(Box::new(script));
+            } else if let Some(source) = source {
                 core.set_source(Box::new(source));
             }
         }

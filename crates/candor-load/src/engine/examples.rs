@@ -15,6 +15,8 @@ pub const EXCERPT_KEPT: usize = EXCERPT_BYTES + 1;
 pub enum ContentCheck {
     Header,
     Body,
+    /// A script's `response()` returned false or called `wrk.fail`.
+    Script,
 }
 
 impl From<ContentCheck> for FailedCheck {
@@ -22,6 +24,7 @@ impl From<ContentCheck> for FailedCheck {
         match c {
             ContentCheck::Header => FailedCheck::Header,
             ContentCheck::Body => FailedCheck::Body,
+            ContentCheck::Script => FailedCheck::Script,
         }
     }
 }

@@ -119,7 +119,11 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
         .profile()
         .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
         .unwrap_or_default();
-    let (name_of, names) = if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
+    let (name_of, names) = if cfg.workload.script.is_some() {
+        // A script's names are known only as it gives them: rows are kept for the most it may.
+        let n = crate::workload::script::MAX_NAMES;
+        ((0..n).collect(), n)
+    } else if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
         (Vec::new(), 0)
     } else {
         match crate::config::request_set::compile_requests(cfg) {

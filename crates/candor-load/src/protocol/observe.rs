@@ -1,7 +1,9 @@
 //! The response observer: what a protocol learns of each response (its status, its headers, its
-//! body, where the protocol has them) goes to one [`ResponseObserver`], which today judges the
-//! response checks (`--check-header`, `--check-body`) and keeps the first bytes of failing
-//! bodies for the report, and which a script's `response(status, headers, body)` will use next.
+//! body, where the protocol has them) goes to one [`ResponseObserver`], which judges the
+//! response checks (`--check-header`, `--check-body`), keeps the first bytes of failing
+//! bodies for the report, and hands a script's `response(status, headers, body)` the response
+//! (`-s`, through a [`ScriptJudge`]; a response it fails is a `check` failure whose excerpt is
+//! the script's reason).
 //! Headers are looked at only when the observer asks for them
 //! ([`ResponseObserver::wants_headers`]), as wrk hands a script headers and body only when it has
 //! a `response` function. Nothing here allocates per response: the tables are shared, the excerpt
@@ -10,6 +12,7 @@
 use crate::engine::examples::{ContentCheck, ExcerptBuf};
 use crate::status::StatusSet;
 use crate::workload::check::{BodyMatch, ResponseChecks};
+use crate::workload::script::ScriptJudge;
 use std::sync::Arc;
 
 /// Header checks a header fed one at a time ([`ResponseObserver::header_bits`]) is matched
@@ -32,6 +35,8 @@ pub struct ResponseObserver {
     excerpt: ExcerptBuf,
     /// The check the last completed response failed besides its status (`None`: passed).
     last_failed: Option<ContentCheck>,
+    /// A script's `response()`, when it defines one: it sees every response whole.
+    script: Option<ScriptJudge>,
 }
 
 impl Default for ResponseObserver {
@@ -45,6 +50,7 @@ impl Default for ResponseObserver {
             capturing: false,
             excerpt: ExcerptBuf::default(),
             last_failed: None,
+            script: None,
         }
     }
 }
@@ -60,6 +66,27 @@ impl ResponseObserver {
     /// status and have no checks are never copied.
     pub fn keep_excerpts(&mut self, accept: Arc<[StatusSet]>) {
         self.accept = Some(accept);
+    }
+
+    /// Hands every response, whole, to a script's `response()` (headers and body are then
+    /// gathered; without a script they never are).
+    pub fn set_script(&mut self, judge: ScriptJudge) {
+        self.script = Some(judge);
+    }
+
+    /// Whether a script wants the current response's headers, each fed to
+    /// [`Self::script_header`] after [`Self::head`].
+    #[inline]
+    pub fn wants_script_headers(&self) -> bool {
+        self.script.is_some()
+    }
+
+    /// One header of the current response, for the script.
+    #[inline]
+    pub fn script_header(&mut self, name: &[u8], value: &[u8]) {
+        if let Some(j) = &mut self.script {
+            j.header(name, value);
+        }
     }
 
     /// The next response answers request `request`: its checks apply, and nothing of the
@@ -121,6 +148,9 @@ impl ResponseObserver {
     pub fn head(&mut self, status: u16, headers_pass: impl FnOnce(&ResponseChecks) -> bool) {
         self.excerpt.clear();
         self.capturing = self.captures(status);
+        if let Some(j) = &mut self.script {
+            j.begin(status);
+        }
         if let Some(c) = self.current_checks() {
             self.headers_ok = headers_pass(c);
         }
@@ -144,6 +174,9 @@ impl ResponseObserver {
         if self.capturing {
             self.excerpt.push(bytes);
         }
+        if let Some(j) = &mut self.script {
+            j.body(bytes);
+        }
         let ResponseObserver {
             checks,
             request,
@@ -164,6 +197,16 @@ impl ResponseObserver {
     #[inline]
     pub fn end(&mut self) -> Option<ContentCheck> {
         self.last_failed = self.verdict();
+        if let Some(j) = &mut self.script {
+            // The script sees every response (as in wrk), even one a check already failed.
+            if let Some(reason) = j.end() {
+                if self.last_failed.is_none() {
+                    self.last_failed = Some(ContentCheck::Script);
+                    self.excerpt.clear();
+                    self.excerpt.push(reason.as_bytes());
+                }
+            }
+        }
         self.last_failed
     }
 

@@ -9,6 +9,7 @@ pub mod profile;
 pub mod prompts;
 pub mod replay;
 pub mod runtime;
+pub mod script;
 pub mod source;
 pub mod template;
 
@@ -32,6 +33,8 @@ pub struct WorkloadConfig {
     pub data_order: DataOrder,
     /// `--seed`: templates' random values, weighted choice and random data rows.
     pub seed: u64,
+    /// `-s`: a wrk Lua script's states, one per load thread, which make every request.
+    pub script: Option<Arc<script::ScriptRun>>,
     /// `--check-body` and `--check-header`, for every response.
     pub checks: ResponseChecks,
     /// The targets besides the command line's that `--requests` lines name by `"url"`, resolved.

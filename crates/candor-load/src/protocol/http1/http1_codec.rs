@@ -201,6 +201,11 @@ impl ResponseParser {
                             self.close = resp.version == Some(0);
                             self.observer
                                 .head(status, |c| c.headers.iter().all(|h| h.passes(resp.headers)));
+                            if self.observer.wants_script_headers() {
+                                for h in resp.headers.iter() {
+                                    self.observer.script_header(h.name.as_bytes(), h.value);
+                                }
+                            }
                             let mut length: Option<u64> = None;
                             let mut chunked = false;
                             for h in resp.headers.iter() {

@@ -1,0 +1,182 @@
+//! `candor run -s script.lua`: the wrk script loaded, checked and set up before any load (each
+//! failure one line), its thread states handed to the engine, SIGINT reaching Lua code that
+//! never returns, and after the run the script's own report (`done()`), the time it took and
+//! why it stopped the run, if it did.
+
+use anyhow::{bail, Result};
+use candor_core::results::{RunResults, StopDetail, StopReason};
+use candor_core::units::format_ns;
+use candor_load::workload::script::{ScriptRun, ScriptStop};
+use candor_load::LoadConfig;
+use candor_runner::flags::RunArgs;
+use candor_script::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost, Target};
+use hdrhistogram::Histogram;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Mean time in Lua per request above which the report warns: at that cost one thread cannot
+/// keep a schedule much faster than 10k/s, and the script, not the target, sets the send lag.
+const WARN_LUA_NS_PER_REQUEST: u64 = 50_000;
+
+/// A script loaded for a run, and what it needs after it.
+pub struct LoadedScript {
+    host: ScriptHost,
+    run: Arc<ScriptRun>,
+    interrupt: InterruptHandle,
+    /// Set when the run is over: the watcher that forwards a signal into Lua then ends.
+    finished: Arc<AtomicBool>,
+}
+
+/// Loads `args.script` into `config` (one thread state per load thread): a syntax error, an
+/// error in `setup`/`init`, or `delay()` in an open loop is one line, before any load is sent.
+pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedScript>> {
+    let Some(path) = &args.script else {
+        return Ok(None);
+    };
+    let headers = args
+        .load
+        .headers
+        .iter()
+        .filter_map(|h| {
+            let (name, value) = h.split_once(':')?;
+            Some((name.trim().to_string(), value.trim().to_string()))
+        })
+        .collect();
+    let target = Target {
+        url: args.load.url.clone(),
+        headers,
+        method: Some(config.method.clone()),
+        body: (!config.body.is_empty()).then(|| config.body.clone()),
+    };
+    let mut host = ScriptHost::load(path, args.script_args.clone(), target)?;
+    if config.is_open_loop() {
+        host.check_open_loop()?;
+    } else if host.defines("delay") {
+        bail!(
+            "{} defines delay(), which candor does not honour yet (closed loop included): remove it, or pace the run with -R",
+            host.script_name()
+        );
+    }
+    let threads = host.setup_threads(config.threads)?;
+    let run = Arc::new(ScriptRun::new(threads));
+    config.workload.script = Some(run.clone());
+    config.validate()?;
+    let interrupt = host.interrupt_handle();
+    let finished = Arc::new(AtomicBool::new(false));
+    watch_signals(interrupt.clone(), finished.clone())?;
+    Ok(Some(LoadedScript {
+        host,
+        run,
+        interrupt,
+        finished,
+    }))
+}
+
+/// A signal must stop a script stuck in Lua (an endless loop in `request()`): Lua's hook checks
+/// the script's own flag, which this thread sets once the run's stop is asked for.
+fn watch_signals(interrupt: InterruptHandle, finished: Arc<AtomicBool>) -> Result<()> {
+    let stop = crate::cmd::interrupt::install()?.stop.clone();
+    std::thread::Builder::new()
+        .name("candor-script-signal".into())
+        .spawn(move || {
+            while !finished.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) {
+                    interrupt.interrupt();
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        })?;
+    Ok(())
+}
+
+impl LoadedScript {
+    /// After the run: marks the results when the script stopped it, and says what the script
+    /// cost (a line for the report; a warning in the results when it is large). Returns that
+    /// line and the one-line error when the script failed (the run then exits non-zero).
+    pub fn mark(&self, results: &mut RunResults) -> (String, Option<String>) {
+        self.finished.store(true, Ordering::Relaxed);
+        let lua = self.run.lua_time();
+        let requests = results.main.requests.intended.max(1);
+        let per_request = lua.total_ns / requests;
+        let took = format!(
+            "the script ({}) spent {} in Lua per intended request on average ({} request() and {} response() calls, {} in all; the longest request() took {}): that time is in the send lag of the requests it delayed",
+            self.host.script_name(),
+            format_ns(per_request as f64),
+            lua.request_calls,
+            lua.response_calls,
+            format_ns(lua.total_ns as f64),
+            format_ns(lua.longest_request_ns as f64),
+        );
+        let line = if per_request > WARN_LUA_NS_PER_REQUEST {
+            results.warnings.push(format!("{took}; at this cost the script, not the target, limits how closely the schedule is kept"));
+            String::new()
+        } else {
+            format!("{took}\n")
+        };
+        let Some(stop) = self.run.stop_reason() else {
+            return (line, None);
+        };
+        let (detail, error) = match stop {
+            ScriptStop::Error(message) => (
+                format!("the script failed: {message}; the schedule ended there and these are the results so far"),
+                Some(message),
+            ),
+            ScriptStop::ThreadStop => (
+                "the script called thread:stop(); the schedule ended there".to_string(),
+                None,
+            ),
+        };
+        results.stop_reason = Some(StopReason::Abort);
+        let at_s = results
+            .stop
+            .as_ref()
+            .map_or(results.main.duration_s, |s| s.at_s);
+        results.stop = Some(StopDetail {
+            at_s,
+            intervals: results.intervals.iter().filter(|i| !i.warmup).count() as u64,
+            precision: Vec::new(),
+            objective: None,
+            detail: detail.clone(),
+        });
+        if error.is_some() {
+            results.warnings.insert(0, detail);
+        }
+        (line, error)
+    }
+
+    /// Runs `done(summary, latency, requests)` with the run's numbers, and returns what the
+    /// script printed (in `setup` and `done`) for stdout after candor's report.
+    pub fn done(&mut self, results: &RunResults) -> Result<String> {
+        // A signal interrupted the run's states; done() still reports, as wrk's does.
+        self.interrupt.clear();
+        let main = &results.main;
+        let c = &main.requests;
+        let e = &c.errors;
+        let summary = RunSummary {
+            duration_us: (main.duration_s * 1e6) as u64,
+            requests: c.completed + e.status + e.check,
+            bytes: c.bytes_read,
+            errors: ErrorCounts {
+                connect: e.connect,
+                read: e.read + e.parse,
+                write: e.write + e.template,
+                status: e.status + e.check,
+                timeout: e.timeout,
+            },
+        };
+        let latency = main.histograms.decode()?.response;
+        let threads = results.config.threads().unwrap_or(1).max(1) as f64;
+        let mut requests = Histogram::<u64>::new(3)?;
+        for i in results
+            .intervals
+            .iter()
+            .filter(|i| !i.warmup && i.length_s > 0.0)
+        {
+            let per_thread = (i.completed + i.failed) as f64 / i.length_s / threads;
+            // record grows the histogram to the value (saturating_record would clamp it).
+            let _ = requests.record(per_thread.round() as u64);
+        }
+        Ok(self.host.done(&summary, &latency, &requests)?)
+    }
+}

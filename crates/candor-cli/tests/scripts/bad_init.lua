@@ -1,0 +1,3 @@
+function init(args)
+   error("cannot start: " .. tostring(args[1]))
+end

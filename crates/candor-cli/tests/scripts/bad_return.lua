@@ -1,0 +1,3 @@
+function request()
+   return { "not", "a", "string" }
+end

@@ -1,0 +1,399 @@
+//! A wrk Lua script as a load thread's request source and response judge (`candor run -s`):
+//! [`ScriptRun`] is what the run's threads share (each thread's Lua state, waiting to be taken,
+//! the request names the script gave, the first script error, the time spent in Lua), a
+//! [`ScriptSource`] asks the thread's `request()` what each schedule entry sends, and a
+//! [`ScriptJudge`] in each connection's response observer hands `response(status, headers,
+//! body)` what came back.
+//!
+//! Pipelined requests: `request()` may return several requests back to back, as wrk's pipelining
+//! scripts do. Each is one request of candor's books (one schedule entry, one response, one
+//! latency, as wrk counts each response), sent by the entries that follow, so `request()` is
+//! called again only once they are all out; with `--pipeline N` they share a connection as any
+//! pipelined requests do.
+//!
+//! The thread's Lua state is behind a mutex only because the core (the source) and the
+//! connections (the judges) of one thread both hold it; no other thread ever takes it, so the
+//! lock is never contended. Nothing here allocates per request once the buffers have grown to
+//! the script's largest request; Lua itself allocates what the script makes.
+
+use crate::shared::EarlyEnd;
+use crate::workload::source::{Next, RequestSource};
+use candor_core::results::StopReason;
+use candor_script::{NameId, ThreadScript, Verdict};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Most `by_request` rows a script may name with `wrk.name` (the books are fixed before the
+/// run); further names are counted under the last row, [`OTHER_NAMES`].
+pub const MAX_NAMES: usize = 64;
+
+/// The row of requests sent without `wrk.name` (index 0).
+pub const UNNAMED: &str = "(unnamed)";
+
+/// The row of names beyond [`MAX_NAMES`].
+pub const OTHER_NAMES: &str = "(other names)";
+
+/// Why a script stopped the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptStop {
+    /// `request()`, `response()` or `delay()` raised an error, or returned what cannot be sent;
+    /// the message names the function and, for a Lua error, the file and line.
+    Error(String),
+    /// The script called `thread:stop()`.
+    ThreadStop,
+}
+
+/// What the load threads of a script run share.
+pub struct ScriptRun {
+    /// One state per load thread (`setup` and `init` already run), taken by the threads.
+    waiting: Mutex<Vec<ThreadScript>>,
+    /// The `by_request` names in the order the script first gave them; index 0 is [`UNNAMED`].
+    names: Mutex<Vec<String>>,
+    /// The first reason the script stopped the run.
+    stop: Mutex<Option<ScriptStop>>,
+    stopped: AtomicBool,
+    /// Where the run's early end is asked for (set when the run starts).
+    end: Mutex<Option<Arc<EarlyEnd>>>,
+    /// Whether the script defines `response()`: only then are headers and bodies handed over.
+    judges: bool,
+    /// Nanoseconds spent in `request()` and `response()`, and the calls, over every thread.
+    lua_ns: AtomicU64,
+    request_calls: AtomicU64,
+    response_calls: AtomicU64,
+    /// The longest single `request()` call, in nanoseconds.
+    longest_request_ns: AtomicU64,
+}
+
+impl fmt::Debug for ScriptRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptRun")
+            .field("judges", &self.judges)
+            .field("stop", &self.stop_reason())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Time spent in the script during a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LuaTime {
+    /// Nanoseconds in `request()` and `response()`, every thread together.
+    pub total_ns: u64,
+    pub request_calls: u64,
+    pub response_calls: u64,
+    pub longest_request_ns: u64,
+}
+
+impl ScriptRun {
+    /// The run of `threads`, one state per load thread, in the order the threads take them.
+    pub fn new(threads: Vec<ThreadScript>) -> ScriptRun {
+        let judges = threads.iter().any(ThreadScript::wants_response);
+        let mut names = Vec::with_capacity(MAX_NAMES);
+        names.push(UNNAMED.to_string());
+        ScriptRun {
+            waiting: Mutex::new(threads.into_iter().rev().collect()),
+            names: Mutex::new(names),
+            stop: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+            end: Mutex::new(None),
+            judges,
+            lua_ns: AtomicU64::new(0),
+            request_calls: AtomicU64::new(0),
+            response_calls: AtomicU64::new(0),
+            longest_request_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Where a script's stop asks the run to end (the run's [`EarlyEnd`]).
+    pub fn set_end(&self, end: Arc<EarlyEnd>) {
+        *lock(&self.end) = Some(end);
+    }
+
+    /// Why the script stopped the run, if it did.
+    pub fn stop_reason(&self) -> Option<ScriptStop> {
+        lock(&self.stop).clone()
+    }
+
+    /// The `by_request` names: index 0 is [`UNNAMED`], the rest as the script gave them.
+    pub fn names(&self) -> Vec<String> {
+        lock(&self.names).clone()
+    }
+
+    /// Whether any request was named (only then are `by_request` rows reported).
+    pub fn named(&self) -> bool {
+        lock(&self.names).len() > 1
+    }
+
+    /// The time the script took.
+    pub fn lua_time(&self) -> LuaTime {
+        LuaTime {
+            total_ns: self.lua_ns.load(Ordering::Relaxed),
+            request_calls: self.request_calls.load(Ordering::Relaxed),
+            response_calls: self.response_calls.load(Ordering::Relaxed),
+            longest_request_ns: self.longest_request_ns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Records the first stop and ends the run's schedule at once, as an abort does: nothing
+    /// more is sent, what is out is counted as unfinished, and the results are written.
+    fn halt(&self, why: ScriptStop) {
+        {
+            let mut stop = lock(&self.stop);
+            if stop.is_none() {
+                *stop = Some(why);
+            }
+        }
+        if !self.stopped.swap(true, Ordering::AcqRel) {
+            if let Some(end) = lock(&self.end).as_ref() {
+                end.request(StopReason::Abort);
+            }
+        }
+    }
+
+    /// The global row of a name the script gave, registering it on first sight.
+    fn register(&self, name: &str) -> u32 {
+        let mut names = lock(&self.names);
+        if let Some(i) = names.iter().position(|n| n == name) {
+            return i as u32;
+        }
+        if names.len() + 1 >= MAX_NAMES {
+            if names.len() + 1 == MAX_NAMES {
+                names.push(OTHER_NAMES.to_string());
+            }
+            return (MAX_NAMES - 1) as u32;
+        }
+        names.push(name.to_string());
+        (names.len() - 1) as u32
+    }
+
+    fn add_lua(&self, ns: u64) {
+        self.lua_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking thread cannot leave these values half-written: take them as they are.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A load thread's script: its state, shared by the thread's source and its connections' judges.
+type Shared = Arc<Mutex<ThreadScript>>;
+
+/// The request source of a script run's load thread (see the module's notes on pipelining).
+pub struct ScriptSource {
+    run: Arc<ScriptRun>,
+    script: Shared,
+    /// What the last `request()` returned, its requests' ends, and how many are sent.
+    pending: Vec<u8>,
+    ends: Vec<usize>,
+    next_pending: usize,
+    pending_row: u32,
+    /// The bytes each slot carries, and whether they are a HEAD request.
+    slots: Vec<Vec<u8>>,
+    heads: Vec<bool>,
+    /// This state's names ([`NameId`] order) as rows of the run's books.
+    rows: Vec<u32>,
+}
+
+impl ScriptSource {
+    /// Takes one of the run's thread states for a load thread with `slots` slots; `None` when
+    /// every state is taken (no more load threads than states are ever started).
+    pub fn take(run: &Arc<ScriptRun>, slots: usize) -> Option<ScriptSource> {
+        let script = lock(&run.waiting).pop()?;
+        Some(ScriptSource {
+            run: Arc::clone(run),
+            script: Arc::new(Mutex::new(script)),
+            pending: Vec::with_capacity(1024),
+            ends: Vec::with_capacity(16),
+            next_pending: 0,
+            pending_row: 0,
+            slots: (0..slots).map(|_| Vec::with_capacity(1024)).collect(),
+            heads: vec![false; slots],
+            rows: Vec::with_capacity(MAX_NAMES),
+        })
+    }
+
+    /// A judge of the responses of one of this thread's connections, when the script defines
+    /// `response()`.
+    pub fn judge(&self) -> Option<ScriptJudge> {
+        self.run.judges.then(|| ScriptJudge {
+            run: Arc::clone(&self.run),
+            script: Arc::clone(&self.script),
+            status: 0,
+            head: Vec::new(),
+            fields: Vec::new(),
+            body: Vec::new(),
+        })
+    }
+
+    /// Calls `request()` for the next requests; false (the run stopping) when it failed.
+    fn refill(&mut self) -> bool {
+        self.pending.clear();
+        self.next_pending = 0;
+        // Its own handle for the call (an atomic increment), so that self stays free.
+        let shared = Arc::clone(&self.script);
+        let mut script = lock(&shared);
+        let made = script.next_request(&mut self.pending);
+        let spent = script.last_lua_ns();
+        self.run.add_lua(spent);
+        self.run.request_calls.fetch_add(1, Ordering::Relaxed);
+        self.run
+            .longest_request_ns
+            .fetch_max(spent, Ordering::Relaxed);
+        let stop = script.stop_requested();
+        let info = match made {
+            Ok(info) => info,
+            Err(e) => {
+                drop(script);
+                self.ends.clear();
+                // An interrupt (SIGINT while the script ran) is the signal's stop, not the
+                // script's error.
+                if !matches!(e, candor_script::ScriptError::Interrupted { .. }) {
+                    self.run.halt(ScriptStop::Error(e.to_string()));
+                }
+                return false;
+            }
+        };
+        self.ends.clear();
+        self.ends.extend_from_slice(script.request_ends());
+        self.pending_row = match info.name {
+            Some(id) => self.row(&script, id),
+            None => 0,
+        };
+        drop(script);
+        if stop {
+            self.run.halt(ScriptStop::ThreadStop);
+        }
+        true
+    }
+
+    /// The row of the run's books for this state's name `id` (a state numbers its names from
+    /// 0 as it first sees them, so a new one is always the next).
+    fn row(&mut self, script: &ThreadScript, id: NameId) -> u32 {
+        let i = id.index();
+        if i >= self.rows.len() {
+            self.rows.push(self.run.register(script.name(id)));
+        }
+        self.rows[i.min(self.rows.len() - 1)]
+    }
+}
+
+impl RequestSource for ScriptSource {
+    fn next(&mut self, slot: usize, _seq: u64, _taken: Option<(&[u8], bool)>) -> Next {
+        if self.next_pending >= self.ends.len() && !self.refill() {
+            return Next {
+                request: 0,
+                sendable: false,
+            };
+        }
+        let start = match self.next_pending {
+            0 => 0,
+            i => self.ends[i - 1],
+        };
+        let end = self.ends[self.next_pending];
+        self.next_pending += 1;
+        let bytes = &self.pending[start..end];
+        self.heads[slot] = bytes.starts_with(b"HEAD ");
+        let buf = &mut self.slots[slot];
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        Next {
+            request: self.pending_row,
+            sendable: true,
+        }
+    }
+
+    fn made(&self, slot: usize) -> Option<(&[u8], bool)> {
+        Some((&self.slots[slot], self.heads[slot]))
+    }
+}
+
+/// One connection's side of `response(status, headers, body)`: the response's head and body
+/// gathered as they arrive (buffers reused from one response to the next), then judged.
+pub struct ScriptJudge {
+    run: Arc<ScriptRun>,
+    script: Shared,
+    status: u16,
+    /// Header names and values back to back, and where each pair lies in it.
+    head: Vec<u8>,
+    fields: Vec<(usize, usize, usize)>,
+    body: Vec<u8>,
+}
+
+impl Clone for ScriptJudge {
+    fn clone(&self) -> Self {
+        ScriptJudge {
+            run: Arc::clone(&self.run),
+            script: Arc::clone(&self.script),
+            status: 0,
+            head: Vec::new(),
+            fields: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Debug for ScriptJudge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptJudge")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ScriptJudge {
+    /// A new response's head arrived with `status`.
+    pub fn begin(&mut self, status: u16) {
+        self.status = status;
+        self.head.clear();
+        self.fields.clear();
+        self.body.clear();
+    }
+
+    /// One header of the current response.
+    pub fn header(&mut self, name: &[u8], value: &[u8]) {
+        let at = self.head.len();
+        self.head.extend_from_slice(name);
+        let mid = self.head.len();
+        self.head.extend_from_slice(value);
+        self.fields.push((at, mid, self.head.len()));
+    }
+
+    /// The next bytes of the current response's body.
+    pub fn body(&mut self, bytes: &[u8]) {
+        self.body.extend_from_slice(bytes);
+    }
+
+    /// The response is complete: `response()` judges it. `Some(reason)` fails it (class
+    /// `check`); a script error fails it too, with the error as its reason, and stops the run.
+    pub fn end(&mut self) -> Option<String> {
+        let ScriptJudge {
+            run,
+            script,
+            status,
+            head,
+            fields,
+            body,
+        } = self;
+        let mut script = lock(script);
+        let headers = fields.iter().map(|&(a, m, e)| (&head[a..m], &head[m..e]));
+        let verdict = script.response(*status, headers, body);
+        run.add_lua(script.last_lua_ns());
+        run.response_calls.fetch_add(1, Ordering::Relaxed);
+        let stop = script.stop_requested();
+        drop(script);
+        if stop {
+            run.halt(ScriptStop::ThreadStop);
+        }
+        match verdict {
+            Ok(Verdict::Ok) => None,
+            Ok(Verdict::Fail(reason)) => Some(reason),
+            Err(candor_script::ScriptError::Interrupted { .. }) => None,
+            Err(e) => {
+                let message = e.to_string();
+                run.halt(ScriptStop::Error(message.clone()));
+                Some(message)
+            }
+        }
+    }
+}

@@ -70,6 +70,12 @@ impl Driver {
                 Ok(false)
             }
             frame::HEADERS => {
+                // A response's first HEADERS frame is its first byte (trailers come later and
+                // keep the first instant).
+                if let Some(slot) = c.slot_of(h.stream) {
+                    self.core.first_byte(slot, now);
+                }
+                let c = &mut self.conns[i];
                 let mut fragment = strip_padding(h.flags, payload)?;
                 if h.flags & frame::PRIORITY_FLAG != 0 {
                     fragment = fragment.get(5..).ok_or(ProtocolError::PROTOCOL)?;

@@ -189,6 +189,7 @@ mod tests {
             response_time: String::new(),
             service_time: String::new(),
             send_lag: String::new(),
+            first_byte: None,
         };
         r.intervals = p50s_ms
             .iter()
@@ -207,6 +208,7 @@ mod tests {
                 },
                 service_time: IntervalStats::default(),
                 send_lag: IntervalStats::default(),
+                first_byte: None,
                 histograms: h.clone(),
             })
             .collect();

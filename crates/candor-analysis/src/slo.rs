@@ -39,6 +39,8 @@ pub enum Measure {
     ServiceTime,
     /// Actual send minus intended send.
     SendLag,
+    /// From the intended send time to the first byte of the response.
+    FirstByte,
 }
 
 impl Measure {
@@ -47,6 +49,7 @@ impl Measure {
             Measure::ResponseTime => "response time",
             Measure::ServiceTime => "service time",
             Measure::SendLag => "send lag",
+            Measure::FirstByte => "first byte",
         }
     }
 
@@ -56,14 +59,20 @@ impl Measure {
             Measure::ResponseTime => &rec.response,
             Measure::ServiceTime => &rec.service,
             Measure::SendLag => &rec.send_lag,
+            Measure::FirstByte => &rec.first_byte,
         }
     }
 
     fn summary(self, main: &candor_core::results::PhaseResults) -> &Summary {
+        static NONE: std::sync::OnceLock<Summary> = std::sync::OnceLock::new();
         match self {
             Measure::ResponseTime => &main.response_time,
             Measure::ServiceTime => &main.service_time,
             Measure::SendLag => &main.send_lag,
+            // A run without first bytes has no samples of it: the objective has no data.
+            Measure::FirstByte => main.first_byte.as_ref().unwrap_or_else(|| {
+                NONE.get_or_init(|| Summary::of(&candor_core::hist::new_histogram()))
+            }),
         }
     }
 
@@ -72,6 +81,7 @@ impl Measure {
             "response_time" | "response" => Measure::ResponseTime,
             "service_time" | "service" => Measure::ServiceTime,
             "send_lag" | "lag" => Measure::SendLag,
+            "first_byte" | "ttfb" => Measure::FirstByte,
             _ => return None,
         })
     }

@@ -82,7 +82,8 @@ pub fn record_clamped(h: &mut Histo, value_ns: u64) -> bool {
     clamped
 }
 
-/// The three measures of one request stream, recorded together.
+/// The measures of one request stream: the three every request has, recorded together, and the
+/// first byte of its response, recorded when one came.
 #[derive(Clone)]
 pub struct Recorder {
     /// From the intended send time to the last byte of the response.
@@ -91,6 +92,9 @@ pub struct Recorder {
     pub service: Histo,
     /// Actual write time minus intended send time.
     pub send_lag: Histo,
+    /// From the intended send time to the first byte of the response (empty for producers that
+    /// do not see responses arrive, such as the in-process harness).
+    pub first_byte: Histo,
     /// How many values (of any measure) were above range and clamped to one hour.
     pub clamped: u64,
 }
@@ -107,6 +111,7 @@ impl std::fmt::Debug for Recorder {
             .field("response", &self.response.len())
             .field("service", &self.service.len())
             .field("send_lag", &self.send_lag.len())
+            .field("first_byte", &self.first_byte.len())
             .field("clamped", &self.clamped)
             .finish()
     }
@@ -118,6 +123,7 @@ impl Recorder {
             response: new_histogram(),
             service: new_histogram(),
             send_lag: new_histogram(),
+            first_byte: new_histogram(),
             clamped: 0,
         }
     }
@@ -131,12 +137,20 @@ impl Recorder {
         self.clamped += c;
     }
 
+    /// Records the first byte of one response, `first_byte_ns` after its intended send. Never
+    /// allocates.
+    #[inline]
+    pub fn record_first_byte(&mut self, first_byte_ns: u64) {
+        self.clamped += record_clamped(&mut self.first_byte, first_byte_ns) as u64;
+    }
+
     /// Adds another recorder's counts into this one (exact: histograms merge bucket by bucket).
     pub fn add(&mut self, other: &Recorder) {
         // Same layout on both sides, so `add` cannot fail.
         self.response.add(&other.response).expect("same layout");
         self.service.add(&other.service).expect("same layout");
         self.send_lag.add(&other.send_lag).expect("same layout");
+        self.first_byte.add(&other.first_byte).expect("same layout");
         self.clamped += other.clamped;
     }
 
@@ -144,6 +158,7 @@ impl Recorder {
         self.response.reset();
         self.service.reset();
         self.send_lag.reset();
+        self.first_byte.reset();
         self.clamped = 0;
     }
 }

@@ -323,6 +323,10 @@ pub struct EncodedHistograms {
     pub response_time: String,
     pub service_time: String,
     pub send_lag: String,
+    /// From the intended send to the first byte of the response; absent when none was
+    /// recorded (older files, producers that do not see responses arrive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte: Option<String>,
 }
 
 impl EncodedHistograms {
@@ -331,6 +335,7 @@ impl EncodedHistograms {
             response_time: to_base64_v2_compressed(&r.response),
             service_time: to_base64_v2_compressed(&r.service),
             send_lag: to_base64_v2_compressed(&r.send_lag),
+            first_byte: (!r.first_byte.is_empty()).then(|| to_base64_v2_compressed(&r.first_byte)),
         }
     }
 
@@ -340,6 +345,9 @@ impl EncodedHistograms {
         add_decoded(&mut r.response, &self.response_time)?;
         add_decoded(&mut r.service, &self.service_time)?;
         add_decoded(&mut r.send_lag, &self.send_lag)?;
+        if let Some(first_byte) = &self.first_byte {
+            add_decoded(&mut r.first_byte, first_byte)?;
+        }
         Ok(r)
     }
 }
@@ -362,6 +370,11 @@ pub struct PhaseResults {
     pub response_time: Summary,
     pub service_time: Summary,
     pub send_lag: Summary,
+    /// From the intended send to the first byte of the response (the status line, HTTP/2's
+    /// HEADERS), of every response whose first byte arrived, failed ones included. Absent when
+    /// none was recorded (older files, the in-process harness).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte: Option<Summary>,
     /// Ages (now minus intended time) of requests still unfinished when the run ended.
     pub unfinished_age: Summary,
     pub histograms: EncodedHistograms,
@@ -491,6 +504,7 @@ impl PhaseResults {
             response_time: Summary::of(&r.response),
             service_time: Summary::of(&r.service),
             send_lag: Summary::of(&r.send_lag),
+            first_byte: (!r.first_byte.is_empty()).then(|| Summary::of(&r.first_byte)),
             unfinished_age: Summary::of(unfinished),
             histograms: EncodedHistograms::of(r),
             events: Vec::new(),
@@ -515,6 +529,12 @@ pub struct IntervalStats {
 }
 
 impl IntervalStats {
+    /// [`IntervalStats::of`] a measure that not every request has (the first byte): `None`
+    /// when nothing was recorded, so that results without it keep their shape.
+    pub fn of_recorded(h: &Histo) -> Option<Self> {
+        (!h.is_empty()).then(|| Self::of(h))
+    }
+
     pub fn of(h: &Histo) -> Self {
         use crate::hist::value_at;
         IntervalStats {
@@ -541,6 +561,9 @@ pub struct Interval {
     pub response_time: IntervalStats,
     pub service_time: IntervalStats,
     pub send_lag: IntervalStats,
+    /// Absent when the interval recorded no first byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte: Option<IntervalStats>,
     pub histograms: EncodedHistograms,
 }
 

@@ -624,6 +624,7 @@ impl HarnessResults {
                 response_time: IntervalStats::of(&rec.response),
                 service_time: IntervalStats::of(&rec.service),
                 send_lag: IntervalStats::of(&rec.send_lag),
+                first_byte: None,
                 histograms: EncodedHistograms::of(&rec),
             });
             if r.phase != Phase::Warmup {

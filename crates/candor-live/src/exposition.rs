@@ -69,6 +69,9 @@ pub struct MetricsSnapshot {
     pub response: Buckets,
     pub service: Buckets,
     pub send_lag: Buckets,
+    /// From the intended send to the first byte of the response; `None` until one is recorded
+    /// (a run that records none shows no such series).
+    pub first_byte: Option<Buckets>,
     /// Counts of the measured window.
     pub measured: RequestCounts,
     /// Responses of the measured window by status code (`"200"`, ..., `"other"`).
@@ -165,6 +168,15 @@ pub fn render(s: &MetricsSnapshot) -> String {
         sh,
         &s.send_lag,
     );
+    if let Some(first_byte) = &s.first_byte {
+        histogram(
+            &mut out,
+            "candor_first_byte_seconds",
+            "From the intended send time to the first byte of the response, since the start of the measured window.",
+            sh,
+            first_byte,
+        );
+    }
     let m = &s.measured;
     single(
         &mut out,
@@ -268,6 +280,7 @@ mod tests {
             response: Buckets::of(&h),
             service: Buckets::of(&new_histogram()),
             send_lag: Buckets::of(&h),
+            first_byte: Some(Buckets::of(&h)),
             measured,
             codes: [("200".to_string(), 5), ("404".to_string(), 1)].into(),
             in_flight: 1,
@@ -352,6 +365,7 @@ mod tests {
             "candor_response_time_seconds",
             "candor_service_time_seconds",
             "candor_send_lag_seconds",
+            "candor_first_byte_seconds",
             "candor_requests_intended_total",
             "candor_requests_completed_total",
             "candor_requests_failed_total",

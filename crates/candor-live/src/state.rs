@@ -232,6 +232,8 @@ impl LiveState {
             response: Buckets::of(&self.measured.response),
             service: Buckets::of(&self.measured.service),
             send_lag: Buckets::of(&self.measured.send_lag),
+            first_byte: (!self.measured.first_byte.is_empty())
+                .then(|| Buckets::of(&self.measured.first_byte)),
             measured: self.totals[1],
             codes: self.codes.to_map(),
             in_flight: if self.done {

@@ -161,6 +161,7 @@ mod tests {
             response_time: IntervalStats::default(),
             service_time: IntervalStats::default(),
             send_lag: IntervalStats::default(),
+            first_byte: None,
             histograms: EncodedHistograms::of(&Recorder::new()),
         }
     }

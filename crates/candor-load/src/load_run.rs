@@ -613,6 +613,7 @@ impl Collector {
             response_time: IntervalStats::of(&d.rec.response),
             service_time: IntervalStats::of(&d.rec.service),
             send_lag: IntervalStats::of(&d.rec.send_lag),
+            first_byte: IntervalStats::of_recorded(&d.rec.first_byte),
             histograms: EncodedHistograms::of(&d.rec),
         };
         on_interval(&IntervalReport {

@@ -25,6 +25,8 @@ pub enum Measure {
     ResponseTime,
     ServiceTime,
     SendLag,
+    /// From the intended send to the first byte of the response.
+    FirstByte,
 }
 
 impl Measure {
@@ -33,6 +35,7 @@ impl Measure {
             Measure::ResponseTime => "response time",
             Measure::ServiceTime => "service time",
             Measure::SendLag => "send lag",
+            Measure::FirstByte => "first byte",
         }
     }
 }
@@ -83,6 +86,7 @@ fn histogram(r: &RunResults, m: Measure, label: &str) -> Result<Histo, CompareEr
         Measure::ResponseTime => rec.response,
         Measure::ServiceTime => rec.service,
         Measure::SendLag => rec.send_lag,
+        Measure::FirstByte => rec.first_byte,
     })
 }
 
@@ -251,6 +255,7 @@ pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples
         Measure::ResponseTime => i.response_time.count,
         Measure::ServiceTime => i.service_time.count,
         Measure::SendLag => i.send_lag.count,
+        Measure::FirstByte => i.first_byte.map_or(0, |s| s.count),
     };
     let measured: Vec<_> = r
         .intervals
@@ -267,6 +272,7 @@ pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples
             Measure::ResponseTime => rec.response,
             Measure::ServiceTime => rec.service,
             Measure::SendLag => rec.send_lag,
+            Measure::FirstByte => rec.first_byte,
         });
     }
     Ok(RunSamples {

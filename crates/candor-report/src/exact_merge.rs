@@ -129,6 +129,7 @@ fn fits(acc: &Recorder, more: &Recorder) -> Result<(), MergeError> {
         ("response-time", &acc.response, &more.response),
         ("service-time", &acc.service, &more.service),
         ("send-lag", &acc.send_lag, &more.send_lag),
+        ("first-byte", &acc.first_byte, &more.first_byte),
     ] {
         if u128::from(a.len()) + u128::from(b.len()) > u128::from(crate::codec::MAX_TOTAL_COUNT) {
             return Err(MergeError::Histograms { what });
@@ -289,6 +290,7 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             response_time: IntervalStats::of(&rec.response),
             service_time: IntervalStats::of(&rec.service),
             send_lag: IntervalStats::of(&rec.send_lag),
+            first_byte: IntervalStats::of_recorded(&rec.first_byte),
             histograms: EncodedHistograms::of(&rec),
         })
         .collect();

@@ -3,8 +3,8 @@
 //! (V0, V1, V2) with the time-range semantics of Java's `HistogramLogReader`.
 //!
 //! candor writes one stream per measure: untagged lines are response time (so tools that show
-//! only the default stream show the headline number), `Tag=service_time` and `Tag=send_lag` the
-//! others.
+//! only the default stream show the headline number), `Tag=service_time`, `Tag=send_lag` and,
+//! when the run recorded them, `Tag=first_byte` the others.
 
 use crate::codec::{self, CodecError};
 use crate::javafmt::fixed;
@@ -20,6 +20,8 @@ use candor_core::{Histo, Recorder, Summary};
 pub const TAG_SERVICE_TIME: &str = "service_time";
 /// Tag of the send-lag stream.
 pub const TAG_SEND_LAG: &str = "send_lag";
+/// Tag of the first-byte stream (written when the run recorded first bytes).
+pub const TAG_FIRST_BYTE: &str = "first_byte";
 /// Java's default unit ratio for the max column: nanoseconds written as milliseconds.
 pub const MAX_COLUMN_RATIO: f64 = 1e6;
 
@@ -340,10 +342,16 @@ pub fn write_hlog(results: &RunResults) -> String {
         "#[BaseTime: {} (seconds since epoch)]\n",
         fixed(start_ms as f64 / 1000.0, 3)
     ));
-    out.push_str("#[Untagged lines: response time (from intended send). Tag=service_time: from actual send. Tag=send_lag: actual minus intended send. Values in ns]\n");
+    let measured = || results.intervals.iter().filter(|i| !i.warmup);
+    let first_bytes = measured().any(|i| i.histograms.first_byte.is_some());
+    out.push_str("#[Untagged lines: response time (from intended send). Tag=service_time: from actual send. Tag=send_lag: actual minus intended send. ");
+    if first_bytes {
+        out.push_str("Tag=first_byte: intended send to the response's first byte. ");
+    }
+    out.push_str("Values in ns]\n");
     out.push_str(LEGEND);
     out.push('\n');
-    for iv in results.intervals.iter().filter(|i| !i.warmup) {
+    for iv in measured() {
         let decoded = match iv.histograms.decode() {
             Ok(r) => r,
             // Results that passed JSON parsing but carry a corrupt interval: an empty interval
@@ -368,6 +376,14 @@ pub fn write_hlog(results: &RunResults) -> String {
             iv.length_s,
             &decoded.send_lag,
         ));
+        if first_bytes {
+            out.push_str(&interval_line(
+                Some(TAG_FIRST_BYTE),
+                iv.start_s,
+                iv.length_s,
+                &decoded.first_byte,
+            ));
+        }
     }
     out
 }
@@ -395,6 +411,8 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
             1
         } else if main_tag.is_none() && li.tag.as_deref() == Some(TAG_SEND_LAG) {
             2
+        } else if main_tag.is_none() && li.tag.as_deref() == Some(TAG_FIRST_BYTE) {
+            3
         } else {
             continue;
         };
@@ -414,6 +432,7 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
                     response_time: IntervalStats::default(),
                     service_time: IntervalStats::default(),
                     send_lag: IntervalStats::default(),
+                    first_byte: None,
                     histograms: EncodedHistograms::of(&Recorder::new()),
                 });
                 intervals.len() - 1
@@ -438,10 +457,15 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
                 iv.histograms.service_time = enc;
                 codec::add_exact(&mut total.service, &li.histogram);
             }
-            _ => {
+            2 => {
                 iv.send_lag = stats;
                 iv.histograms.send_lag = enc;
                 codec::add_exact(&mut total.send_lag, &li.histogram);
+            }
+            _ => {
+                iv.first_byte = Some(stats);
+                iv.histograms.first_byte = Some(enc);
+                codec::add_exact(&mut total.first_byte, &li.histogram);
             }
         }
     }

@@ -512,20 +512,25 @@ pub fn write_html(
         }
         body.push_str("</ul><p class=\"note\">Grey cells below are such percentiles: shown, but not to be relied on.</p></div>");
     }
-    for (title, pick) in [
-        ("Response time", 0usize),
-        ("Service time", 1),
-        ("Send lag", 2),
-    ] {
+    type Pick = fn(&RunResults) -> Option<&Summary>;
+    let measures: [(&str, Pick); 4] = [
+        ("Response time", |r| Some(&r.main.response_time)),
+        ("Service time", |r| Some(&r.main.service_time)),
+        ("Send lag", |r| Some(&r.main.send_lag)),
+        // Only pages of runs that recorded first bytes show the table.
+        ("First byte", |r| r.main.first_byte.as_ref()),
+    ];
+    for (title, pick) in measures {
+        if runs.iter().all(|(_, r)| pick(r).is_none()) {
+            continue;
+        }
         body.push_str(&format!(
             "<h3>{title}</h3><table class=\"grid num\"><thead><tr><th>Run</th><th>count</th><th>p50</th><th>p90</th>\
              <th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>stdev</th></tr></thead><tbody>"
         ));
         for (i, (label, r)) in runs.iter().enumerate() {
-            let s = match pick {
-                0 => &r.main.response_time,
-                1 => &r.main.service_time,
-                _ => &r.main.send_lag,
+            let Some(s) = pick(r) else {
+                continue;
             };
             body.push_str(&format!(
                 "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{}</td>{}</tr>",

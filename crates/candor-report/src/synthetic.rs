@@ -66,6 +66,7 @@ pub fn synthetic_run(
             response_time: stats(&r.response),
             service_time: stats(&r.service),
             send_lag: stats(&r.send_lag),
+            first_byte: IntervalStats::of_recorded(&r.first_byte),
             histograms: EncodedHistograms::of(&r),
         });
         if warmup {

@@ -270,7 +270,7 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         "response time"
     };
     // Imported logs carry one latency only; empty columns would read as "0ns", so omit them.
-    let columns: Vec<(&str, &Summary)> = if p.service_time.count == 0 && p.send_lag.count == 0 {
+    let mut columns: Vec<(&str, &Summary)> = if p.service_time.count == 0 && p.send_lag.count == 0 {
         vec![("latency (as recorded)", &p.response_time)]
     } else {
         vec![
@@ -279,11 +279,15 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
             ("send lag", &p.send_lag),
         ]
     };
+    // Shown only when recorded, so that results without it read as before.
+    if let Some(first_byte) = &p.first_byte {
+        columns.push(("first byte", first_byte));
+    }
     if columns.iter().all(|(_, s)| s.count == 0) {
         // Zeros here would read as a measurement of 0ns.
         return "  latency: no data (the input holds no samples)\n".to_string();
     }
-    let widths = [22, 14, 12];
+    let widths = [22, 14, 12, 12];
     let mut layout = vec![Column::left(10)];
     layout.extend(widths.iter().take(columns.len()).map(|&w| Column::right(w)));
     let mut table = TextTable::new(layout);

@@ -242,6 +242,19 @@ fn check_phase(name: &'static str, p: &PhaseResults) -> Result<(), Impossible> {
             });
         }
     }
+    // The first byte is optional: its summary and histogram come together or not at all.
+    let first_byte = match &p.histograms.first_byte {
+        Some(text) => histogram(format!("{name}.histograms.first_byte"), text)?,
+        None => 0,
+    };
+    let summary = p.first_byte.as_ref().map_or(0, |s| s.count);
+    if summary != first_byte {
+        return Err(Impossible::SummaryCount {
+            field: format!("{name}.first_byte.count"),
+            summary,
+            histogram: first_byte,
+        });
+    }
     // Every final response belongs to one request that completed or failed (1xx are interim
     // responses, counted besides the final one, so they are left out).
     let answered = r.completed + r.failed;

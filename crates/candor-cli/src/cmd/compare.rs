@@ -21,7 +21,7 @@ pub struct CompareArgs {
     pub files: Vec<PathBuf>,
     /// The measure to compare.
     #[arg(long, value_name = "MEASURE", default_value = "response",
-          value_parser = PossibleValuesParser::new(["response", "service", "send-lag"]))]
+          value_parser = PossibleValuesParser::new(["response", "service", "send-lag", "first-byte"]))]
     pub measure: String,
     /// Labels for the inputs, one per input in order, comma-separated (`--label before,after`)
     /// or repeated (default: file names).
@@ -125,6 +125,7 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
     let measure = match args.measure.as_str() {
         "service" => Measure::ServiceTime,
         "send-lag" => Measure::SendLag,
+        "first-byte" => Measure::FirstByte,
         _ => Measure::ResponseTime,
     };
     print!("{}", compare_text(&runs, measure)?);

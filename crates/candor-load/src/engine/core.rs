@@ -168,6 +168,7 @@ impl Core {
             request: 0,
             intended: 0,
             sent: 0,
+            first_byte: 0,
         };
         let slots = (0..slot_count)
             .map(|k| SlotState {
@@ -381,6 +382,7 @@ impl Core {
             request,
             intended,
             sent: 0,
+            first_byte: 0,
         };
         let conn = s.conn;
         self.busy += 1;
@@ -404,6 +406,16 @@ impl Core {
         let e = &mut self.slots[slot].exchange;
         if e.sent == 0 {
             e.sent = now;
+        }
+    }
+
+    /// The first byte of slot `slot`'s response arrived at `now` (the instant of the read that
+    /// brought it; later calls for the same response keep the first).
+    #[inline]
+    pub fn first_byte(&mut self, slot: usize, now: u64) {
+        let e = &mut self.slots[slot].exchange;
+        if e.first_byte == 0 {
+            e.first_byte = now;
         }
     }
 

@@ -22,6 +22,9 @@ pub struct Exchange {
     pub intended: u64,
     /// When its first byte was handed to the connection (0 until then).
     pub sent: u64,
+    /// When the first byte of its response arrived (0 until then): the instant of the read
+    /// that brought it, so that timing it costs no clock read of its own.
+    pub first_byte: u64,
 }
 
 /// The outcome of one exchange as booked, so that it can be re-booked as a protocol error if
@@ -259,14 +262,20 @@ impl Ledger {
         };
         let status_ok = accept.accepts(status);
         let ok = status_ok && checks_ok;
+        // A response the protocol completed without marking its first byte (a close that
+        // ends it) had its first byte no later than its last.
+        let first_byte = if e.first_byte == 0 { now } else { e.first_byte };
+        let first_byte = first_byte.saturating_sub(intended);
         let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
+        p.rec.record_first_byte(first_byte);
         if status != 0 {
             p.counts.status.count(status);
             p.codes.count(status);
             self.interval.codes[phase].count(status);
         }
         self.interval.rec.record(response, service, lag);
+        self.interval.rec.record_first_byte(first_byte);
         if ok {
             p.counts.completed += 1;
             self.interval.completed += 1;
@@ -359,7 +368,7 @@ impl Ledger {
     /// A request failed at `now`. Timeouts also record their latency so far: a request that
     /// never came back is at least that slow, and must not look fast by its absence.
     pub fn fail(&mut self, kind: Failure, e: &Exchange, now: u64) {
-        let (intended, request) = (e.intended, e.request);
+        let (intended, request, e_first_byte) = (e.intended, e.request, e.first_byte);
         let sent = (e.sent != 0).then_some(e.sent);
         let phase = self.phase_of(intended);
         let p = &mut self.phases[phase];
@@ -394,6 +403,13 @@ impl Ledger {
             });
         }
         let p = &mut self.phases[phase];
+        if e_first_byte != 0 {
+            // The response began and then failed (cut off, timed out mid-way): its first byte
+            // did arrive.
+            let first_byte = e_first_byte.saturating_sub(intended);
+            p.rec.record_first_byte(first_byte);
+            self.interval.rec.record_first_byte(first_byte);
+        }
         if kind == Failure::Timeout {
             let response = now.saturating_sub(intended);
             p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
@@ -537,6 +553,7 @@ mod tests {
             request: 0,
             intended,
             sent,
+            first_byte: 0,
         }
     }
 
@@ -578,6 +595,7 @@ mod tests {
             request,
             intended: t,
             sent: t + 1,
+            first_byte: 0,
         };
         // (request, status, checks passed): an accepted status that fails its checks is `check`;
         // an unaccepted one is `status` whatever the checks say.
@@ -679,6 +697,7 @@ mod tests {
             request: 0,
             intended: t,
             sent: t + 1,
+            first_byte: 0,
         };
         // A warm-up failure is not an example; completed responses are not either.
         l.intend(1_100, 1_100, 0);

@@ -94,6 +94,11 @@ impl Link<'_> {
             .complete_response(slot, status, failed, body, self.now);
     }
 
+    /// The first byte of slot `slot`'s response arrived now (kept if an earlier one did).
+    pub fn first_byte(&mut self, slot: usize) {
+        self.core.first_byte(slot, self.now);
+    }
+
     /// Slot `slot`'s request failed now, as `kind`; the connection carries on.
     #[inline]
     pub fn fail(&mut self, slot: usize, kind: Failure) {

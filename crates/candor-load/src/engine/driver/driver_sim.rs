@@ -257,6 +257,54 @@ fn a_response_split_over_two_reads_completes_at_the_second() {
 }
 
 #[test]
+fn the_first_byte_is_the_read_that_brought_the_head_not_the_one_that_ended_the_body() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    assert!(r.answer(0, &OK[..5], START + MS));
+    assert!(r.answer(0, &OK[5..20], START + 2 * MS));
+    assert!(r.answer(0, &OK[20..], START + 4 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.completed, 1);
+    assert_eq!(p.rec.response.count_at(4 * MS), 1);
+    assert_eq!(p.rec.first_byte.len(), 1);
+    assert_eq!(p.rec.first_byte.count_at(MS), 1);
+}
+
+#[test]
+fn a_pipelined_response_begun_in_the_read_that_ended_the_one_before_starts_there() {
+    let mut shape = Shape::new(2);
+    shape.pipeline = 2;
+    let mut r = http(shape);
+    r.open_all().at(START).at(START + MS);
+    // The first response and the head of the second in one read at 3 ms, its end at 7 ms.
+    let mut bytes = OK.to_vec();
+    bytes.extend_from_slice(&OK[..10]);
+    assert!(r.answer(0, &bytes, START + 3 * MS));
+    assert!(r.answer(0, &OK[10..], START + 7 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.completed, 2);
+    // Intended at 0 and 1 ms: first bytes 3 and 2 ms after, last bytes 3 and 6 ms.
+    let fb = &p.rec.first_byte;
+    assert_eq!(
+        (fb.len(), fb.count_at(3 * MS), fb.count_at(2 * MS)),
+        (2, 1, 1)
+    );
+    let rt = &p.rec.response;
+    assert_eq!((rt.count_at(3 * MS), rt.count_at(6 * MS)), (1, 1));
+}
+
+#[test]
+fn a_response_cut_off_after_its_first_byte_records_it_and_fails_as_read() {
+    let mut r = http(Shape::new(1));
+    r.open_all().at(START);
+    assert!(r.answer(0, &OK[..20], START + 2 * MS));
+    r.close(0, START + 5 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.read), (0, 1));
+    assert_eq!(p.rec.first_byte.count_at(2 * MS), 1);
+}
+
+#[test]
 fn pipelined_responses_answer_their_requests_oldest_first() {
     let mut shape = Shape::new(3);
     shape.pipeline = 3;

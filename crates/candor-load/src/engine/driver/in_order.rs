@@ -178,6 +178,9 @@ impl<P: Protocol> Driver<P> {
             let Some(front) = self.core.oldest(i) else {
                 return true;
             };
+            // Buffered bytes are the front response's: its first byte came with this read at
+            // the latest (the read's instant, no clock read of its own).
+            self.core.first_byte(front, now);
             let request = self.core.exchange(front).request as usize;
             let prepared = match self.core.slot_request(front) {
                 Some((_, head)) => &self.filled[usize::from(head)],

@@ -224,6 +224,9 @@ fn a_body_completes_the_response_with_its_last_data_frame() {
     let p = r.finish(START + 10 * MS);
     assert_eq!(p.counts.completed, 1);
     assert_eq!(p.rec.response.count_at(4 * MS), 1);
+    // The first byte is the HEADERS frame's.
+    assert_eq!(p.rec.first_byte.len(), 1);
+    assert_eq!(p.rec.first_byte.count_at(MS), 1);
 }
 
 #[test]

@@ -68,6 +68,11 @@ impl Http2 {
                 Ok(false)
             }
             frame::HEADERS => {
+                // A response's first HEADERS frame is its first byte (trailers come later and
+                // keep the first instant).
+                if let Some(slot) = c.slot_of(h.stream) {
+                    link.first_byte(slot);
+                }
                 let mut fragment = strip_padding(h.flags, payload)?;
                 if h.flags & frame::PRIORITY_FLAG != 0 {
                     fragment = fragment.get(5..).ok_or(ProtocolError::PROTOCOL)?;

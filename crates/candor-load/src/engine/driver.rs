@@ -708,4 +708,6 @@ fn close<P: Protocol>(c: &mut Conn<P>, poll: &Poll) {
 #[cfg(test)]
 pub(crate) mod driver_sim;
 mod framed;
+#[cfg(test)]
+mod framed_sim;
 mod in_order;

@@ -1,7 +1,6 @@
-//! The socket steps every load driver takes alike, the byte-stream driver (`driver.rs`) and
-//! HTTP/2's (`crate::protocol::http2`): a non-blocking connect registered with the poll, the
-//! failure a read error counts as, and the release of a closed connection's socket. One copy,
-//! so that a fix to how a connection opens, breaks or closes reaches every protocol.
+//! The socket steps of the one driver (`driver.rs`), whatever the protocol: a non-blocking
+//! connect registered with the poll, the failure a read error counts as, and the release of a
+//! closed connection's socket.
 
 use crate::shared::Failure;
 use crate::transport::Sock;

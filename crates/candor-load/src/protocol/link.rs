@@ -122,7 +122,7 @@ impl Link<'_> {
 }
 
 /// The request slot `slot` carries (as [`Link::request`], for a protocol that writes into
-/// [`Link::out`] while it reads the request: the two are separate fields of the link).
+/// `Link::out` while it reads the request: the two are separate fields of the link).
 #[inline]
 pub fn outgoing<'a>(core: &'a Core, requests: &'a [Prepared], slot: usize) -> Outgoing<'a> {
     let index = core.exchange(slot).request as usize;

@@ -1,4 +1,4 @@
-//! The byte-stream driver's own decisions on simulated time: the real [`Driver`] over loopback
+//! The driver's own decisions for in-order protocols on simulated time: the real [`Driver`] over loopback
 //! sockets this test opened, with a manual clock (every step is handed its `now`) and a scripted
 //! peer (the server's bytes are put in the connection's buffer as a read would, its close is an
 //! end of stream), so what it books is asserted exactly: pipelining order, stray bytes, a

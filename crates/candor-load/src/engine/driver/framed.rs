@@ -1,6 +1,6 @@
 //! The driver's steps for protocols that frame their own requests
 //! ([`crate::protocol::Carriage::Framed`]: HTTP/2): the protocol writes into each connection's
-//! out buffer ([`Link::out`]), the driver flushes it (once per pass for the requests of that
+//! out buffer (`Link::out`), the driver flushes it (once per pass for the requests of that
 //! pass), hands the protocol what was read, and books what the connection's loss or a
 //! request's timeout means.
 

@@ -47,6 +47,8 @@ pub enum FailedCheck {
     Header,
     /// `--check-body` (or the request line's `"check_body"`).
     Body,
+    /// A streamed response that failed (`--stream`, `--llm`: an error event, no `[DONE]`).
+    Stream,
 }
 
 impl FailedCheck {
@@ -55,6 +57,7 @@ impl FailedCheck {
         match self {
             FailedCheck::Status => FailureClass::Status,
             FailedCheck::Header | FailedCheck::Body => FailureClass::Check,
+            FailedCheck::Stream => FailureClass::Stream,
         }
     }
 
@@ -64,6 +67,7 @@ impl FailedCheck {
             FailedCheck::Status => "status",
             FailedCheck::Header => "header",
             FailedCheck::Body => "body",
+            FailedCheck::Stream => "stream",
         }
     }
 }

@@ -15,6 +15,9 @@ pub const EXCERPT_KEPT: usize = EXCERPT_BYTES + 1;
 pub enum ContentCheck {
     Header,
     Body,
+    /// A streamed response whose stream failed (an error event, no `[DONE]`, a 429 of an LLM
+    /// run): class `stream`.
+    Stream,
 }
 
 impl From<ContentCheck> for FailedCheck {
@@ -22,6 +25,7 @@ impl From<ContentCheck> for FailedCheck {
         match c {
             ContentCheck::Header => FailedCheck::Header,
             ContentCheck::Body => FailedCheck::Body,
+            ContentCheck::Stream => FailedCheck::Stream,
         }
     }
 }

@@ -95,6 +95,11 @@ pub fn render(results: &RunResults) -> String {
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
     out.push('\n');
+    let streams = crate::stream_text::stream_section(&results.main);
+    if !streams.is_empty() {
+        out.push_str(&streams);
+        out.push('\n');
+    }
     out.push_str(&match books {
         Books::Full => accounting(&results.main),
         Books::LatencyOnly => format!(

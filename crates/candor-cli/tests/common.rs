@@ -125,7 +125,8 @@ pub fn assert_balanced(v: &serde_json::Value) {
         // Response checks' class and unsendable templates', present in files written since
         // each exists.
         + e["check"].as_u64().unwrap_or(0)
-        + e["template"].as_u64().unwrap_or(0);
+        + e["template"].as_u64().unwrap_or(0)
+        + e["stream"].as_u64().unwrap_or(0);
     assert_eq!(
         req(v, "failed"),
         errors,

@@ -36,6 +36,11 @@ pub struct ErrorCounts {
     /// in older files.
     #[serde(default)]
     pub template: u64,
+    /// A streamed response (`--stream`, `--llm`) that stopped mid-way: cut off after events
+    /// had come, an error event, an LLM stream without `[DONE]` or a 429 (the events it had
+    /// delivered are counted in `stream`). Absent in older files.
+    #[serde(default)]
+    pub stream: u64,
 }
 
 /// The class of a failed request (the fields of [`ErrorCounts`]).
@@ -50,10 +55,11 @@ pub enum FailureClass {
     Status,
     Check,
     Template,
+    Stream,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 8] = [
+    pub const ALL: [FailureClass; 9] = [
         FailureClass::Connect,
         FailureClass::Read,
         FailureClass::Write,
@@ -62,6 +68,7 @@ impl FailureClass {
         FailureClass::Status,
         FailureClass::Check,
         FailureClass::Template,
+        FailureClass::Stream,
     ];
 
     /// The name used in JSON and reports.
@@ -75,6 +82,7 @@ impl FailureClass {
             FailureClass::Status => "status",
             FailureClass::Check => "check",
             FailureClass::Template => "template",
+            FailureClass::Stream => "stream",
         }
     }
 }
@@ -92,6 +100,7 @@ impl ErrorCounts {
         self.status += o.status;
         self.check += o.check;
         self.template += o.template;
+        self.stream += o.stream;
     }
     pub fn get(&self, class: FailureClass) -> u64 {
         match class {
@@ -103,10 +112,11 @@ impl ErrorCounts {
             FailureClass::Status => self.status,
             FailureClass::Check => self.check,
             FailureClass::Template => self.template,
+            FailureClass::Stream => self.stream,
         }
     }
     /// Each class's name and count, in the order of [`FailureClass::ALL`].
-    pub fn by_class(&self) -> [(&'static str, u64); 8] {
+    pub fn by_class(&self) -> [(&'static str, u64); 9] {
         FailureClass::ALL.map(|c| (c.name(), self.get(c)))
     }
     /// The class with the most failures (the first of equals), `None` when nothing failed.
@@ -375,6 +385,26 @@ pub struct PhaseResults {
     /// none was recorded (older files, the in-process harness).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_byte: Option<Summary>,
+    /// Streamed responses (`--stream`, `--llm`): from the intended send to the first event,
+    /// and the gaps between consecutive events of a response. Absent in runs without streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_event: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_gap: Option<Summary>,
+    /// LLM runs (`--llm`): time to first token from the intended send (`ttft`) and from the
+    /// actual send (`ttft_service`, as `service_time` is to `response_time`), inter-token
+    /// latency (`itl`, each gap between content chunks) and time per output token (`tpot`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_service: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot: Option<Summary>,
+    /// What the streamed responses came to: events, failures by name, LLM tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamResults>,
     /// Ages (now minus intended time) of requests still unfinished when the run ended.
     pub unfinished_age: Summary,
     pub histograms: EncodedHistograms,
@@ -419,6 +449,36 @@ fn analysis_as_far_as_known<'de, D: serde::Deserializer<'de>>(
 ) -> Result<Option<Analysis>, D::Error> {
     let value = Option::<serde_json::Value>::deserialize(d)?;
     Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
+/// What the streamed responses of a phase came to (`--stream`, `--llm`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamResults {
+    /// Responses that delivered at least one event, and the events they delivered (those of
+    /// failed streams included).
+    pub responses: u64,
+    pub events: u64,
+    /// `events / responses` (0 without responses).
+    pub events_per_response: f64,
+    /// Streams that failed, by name (`stream_cut`, `stream_error`, `no_done`, `event_timeout`,
+    /// `rate_limited`); only names that occurred.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failures: BTreeMap<String, u64>,
+    /// LLM runs: the output tokens of every response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmTokens>,
+}
+
+/// The output tokens of an LLM run's responses.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LlmTokens {
+    pub output_tokens: u64,
+    /// Output tokens per second of the measured window.
+    pub output_tokens_per_s: f64,
+    /// Responses whose count is the server's `usage.completion_tokens`, and responses whose
+    /// count is the chunks that carried content (a server that sent no usage).
+    pub counted_from_usage: u64,
+    pub counted_from_chunks: u64,
 }
 
 /// How the connection pool opened before the first intended send, apart from the requests:
@@ -505,6 +565,13 @@ impl PhaseResults {
             service_time: Summary::of(&r.service),
             send_lag: Summary::of(&r.send_lag),
             first_byte: (!r.first_byte.is_empty()).then(|| Summary::of(&r.first_byte)),
+            first_event: None,
+            event_gap: None,
+            ttft: None,
+            ttft_service: None,
+            itl: None,
+            tpot: None,
+            stream: None,
             unfinished_age: Summary::of(unfinished),
             histograms: EncodedHistograms::of(r),
             events: Vec::new(),

@@ -50,6 +50,8 @@ pub enum FailedCheck {
     /// A script's `response()` (`-s`): it returned false or called `wrk.fail(reason)`; the
     /// example's body holds the reason.
     Script,
+    /// A streamed response that failed (`--stream`, `--llm`: an error event, no `[DONE]`).
+    Stream,
 }
 
 impl FailedCheck {
@@ -58,6 +60,7 @@ impl FailedCheck {
         match self {
             FailedCheck::Status => FailureClass::Status,
             FailedCheck::Header | FailedCheck::Body | FailedCheck::Script => FailureClass::Check,
+            FailedCheck::Stream => FailureClass::Stream,
         }
     }
 
@@ -68,6 +71,7 @@ impl FailedCheck {
             FailedCheck::Header => "header",
             FailedCheck::Body => "body",
             FailedCheck::Script => "script",
+            FailedCheck::Stream => "stream",
         }
     }
 }

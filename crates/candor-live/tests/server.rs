@@ -79,6 +79,7 @@ fn outcome(completed: u64) -> RunOutcome {
             failures: Default::default(),
             faults: Default::default(),
             codes: Default::default(),
+            stream: None,
         },
         warmup: None,
         intervals: Vec::new(),

@@ -91,6 +91,8 @@ pub struct PhaseOutcome {
     pub faults: crate::engine::backoff::FaultTally,
     /// Responses by status code.
     pub codes: candor_core::results::CodeCounts,
+    /// Streamed responses' events and tokens (`--stream`, `--llm`).
+    pub stream: Option<Box<crate::engine::books::StreamAcc>>,
 }
 
 impl PhaseOutcome {
@@ -104,8 +106,51 @@ impl PhaseOutcome {
         );
         r.status_codes = self.codes.to_map();
         r.connection_faults = self.faults.by_cause();
+        if let Some(s) = &self.stream {
+            stream_results(&mut r, s, self.duration_ns);
+        }
         r
     }
+}
+
+/// The streams' measures and counts in `r`: a measure only when it has samples, the LLM
+/// tokens only when some response carried some or the run was an LLM run (`ttft` recorded).
+fn stream_results(r: &mut PhaseResults, s: &crate::engine::books::StreamAcc, duration_ns: u64) {
+    use candor_core::Summary;
+    let of = |h: &candor_core::Histo| (!h.is_empty()).then(|| Summary::of(h));
+    r.first_event = of(&s.first_event);
+    r.event_gap = of(&s.event_gap);
+    r.ttft = of(&s.ttft);
+    r.ttft_service = of(&s.ttft_service);
+    r.itl = of(&s.itl);
+    r.tpot = of(&s.tpot);
+    let failures = crate::stream::openai::LlmFailure::ALL
+        .iter()
+        .zip(s.failures)
+        .filter(|(_, n)| *n > 0)
+        .map(|(f, n)| (f.name().to_string(), n))
+        .collect();
+    let llm = s.tokens_from_usage + s.tokens_from_chunks > 0;
+    r.stream = Some(candor_core::results::StreamResults {
+        responses: s.responses,
+        events: s.events,
+        events_per_response: if s.responses > 0 {
+            s.events as f64 / s.responses as f64
+        } else {
+            0.0
+        },
+        failures,
+        llm: llm.then(|| candor_core::results::LlmTokens {
+            output_tokens: s.output_tokens,
+            output_tokens_per_s: if duration_ns > 0 {
+                s.output_tokens as f64 / (duration_ns as f64 / 1e9)
+            } else {
+                0.0
+            },
+            counted_from_usage: s.tokens_from_usage,
+            counted_from_chunks: s.tokens_from_chunks,
+        }),
+    });
 }
 
 /// Everything a run measured.
@@ -357,6 +402,11 @@ pub fn run(
             into.failures.merge(&from.failures);
             into.faults.add(&from.faults);
             into.codes.add(&from.codes);
+            match (&mut into.stream, &from.stream) {
+                (Some(a), Some(b)) => a.add(b),
+                (a @ None, b) => *a = b.clone(),
+                (Some(_), None) => {}
+            }
             for w in &from.warnings {
                 if !into.warnings.contains(w) {
                     into.warnings.push(w.clone());
@@ -413,6 +463,7 @@ pub fn run(
         failures: p.failures,
         faults: p.faults,
         codes: p.codes,
+        stream: p.stream,
     };
     Ok(RunOutcome {
         start_ns,

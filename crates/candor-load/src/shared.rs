@@ -192,6 +192,8 @@ pub enum Failure {
     /// A templated request could not be made: a value filled in cannot stand where it goes (a
     /// line break in a header value). Nothing was sent.
     Template,
+    /// A streamed response stopped mid-way after events had come (`--stream`, `--llm`).
+    Stream,
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod input;
 pub mod javafmt;
 pub mod json;
 pub mod shards;
+pub mod stream_text;
 pub mod sweep_html;
 pub mod synthetic;
 pub mod validate;

@@ -95,6 +95,11 @@ pub fn render(results: &RunResults) -> String {
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
     out.push('\n');
+    let streams = crate::stream_text::stream_section(&results.main);
+    if !streams.is_empty() {
+        out.push_str(&streams);
+        out.push('\n');
+    }
     out.push_str(&match books {
         Books::Full => accounting(&results.main),
         Books::LatencyOnly => format!(
@@ -167,6 +172,10 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         FailureClass::Connect => "failed to connect".to_string(),
         FailureClass::Read => "lost their connection before the full response".to_string(),
         FailureClass::Write => "could not be written".to_string(),
+        FailureClass::Stream => {
+            "streamed a response that stopped mid-way (cut off, an error event, no [DONE])"
+                .to_string()
+        }
         FailureClass::Timeout => "got no full response within the timeout".to_string(),
         FailureClass::Parse => {
             "met a protocol error (a malformed response, bytes not asked for, or an HTTP/2 GOAWAY or \
@@ -361,6 +370,9 @@ pub fn accounting(p: &PhaseResults) -> String {
     // Only runs with response checks can fail them; other reports keep their line as it was.
     if e.check > 0 {
         let _ = write!(out, "  check {}", format_count(e.check));
+    }
+    if e.stream > 0 {
+        let _ = write!(out, "  stream {}", format_count(e.stream));
     }
     if e.template > 0 {
         let _ = write!(out, "  template {}", format_count(e.template));

@@ -193,6 +193,36 @@ pub struct LoadArgs {
     /// tcp://: a response is a big-endian length prefix then that many bytes: u8, u16be, u32be, u64be.
     #[arg(long, value_name = "KIND", group = "framing")]
     pub length_prefix: Option<String>,
+    /// Read every response's body as a stream of events: sse (server-sent events), chunks
+    /// (each HTTP/1.1 chunk) or lines (newline-delimited JSON), timing the first event and the
+    /// gaps between events. Without it, a response whose Content-Type is text/event-stream is
+    /// read as server-sent events.
+    #[arg(long, value_name = "KIND", value_parser = ["sse", "chunks", "lines"])]
+    pub stream: Option<String>,
+    /// Benchmark an OpenAI-compatible LLM server: POST /v1/chat/completions (openai) or
+    /// /v1/completions (openai-completions), streaming with usage; measures TTFT, ITL, TPOT and
+    /// output tokens. The URL is the server's base (its path is replaced).
+    #[arg(long, value_name = "API", value_parser = ["openai", "openai-completions"],
+          conflicts_with_all = ["requests", "body", "body_file", "method"])]
+    pub llm: Option<String>,
+    /// --llm: the model name sent with every request.
+    #[arg(long, value_name = "NAME", default_value = "default", requires = "llm")]
+    pub model: String,
+    /// --llm: prompts, one JSON object per line: {"prompt": "...", "max_tokens": N} or
+    /// {"messages": [...], "max_tokens": N}.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "llm",
+        conflicts_with = "prompt_tokens"
+    )]
+    pub prompts: Option<std::path::PathBuf>,
+    /// --llm without --prompts: synthetic prompts of N tokens (a token is 3/4 of a word).
+    #[arg(long, value_name = "N", requires = "llm", default_value_t = 128)]
+    pub prompt_tokens: u64,
+    /// --llm without --prompts: the output tokens each synthetic prompt asks for.
+    #[arg(long, value_name = "N", requires = "llm", default_value_t = 128)]
+    pub output_tokens: u64,
     /// HTTP statuses that count as success: codes, classes or ranges, e.g. '200,404' or
     /// '2xx,3xx'; any other response fails (class "status"), its latency still recorded.
     /// Default: everything below 400.
@@ -445,6 +475,60 @@ fn arrival(a: &LoadArgs) -> ArrivalKind {
 
 /// Validated settings from the flags, at `rate` (`None`: closed loop), optionally for exactly
 /// `count` requests (`-n`).
+/// Synthetic prompts made for `--llm` without `--prompts`: distinct ones, so that a server's
+/// prefix cache cannot answer one from another, sent round robin.
+const SYNTHETIC_PROMPTS: usize = 64;
+
+/// `--stream` and `--llm`: how responses are read, and an LLM run's requests.
+fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
+    use candor_load::stream::StreamKind;
+    use candor_load::workload::prompts::{self, LlmApi};
+    c.stream.kind = match &a.stream {
+        Some(k) => Some(k.parse::<StreamKind>().map_err(FlagError::Invalid)?),
+        None => None,
+    };
+    let Some(api) = &a.llm else {
+        return Ok(());
+    };
+    if c.target.scheme == candor_load::Scheme::Tcp {
+        return Err(FlagError::Invalid(
+            "--llm needs an http:// or https:// target".to_string(),
+        ));
+    }
+    let api: LlmApi = api
+        .parse()
+        .map_err(|e: prompts::PromptError| FlagError::Invalid(e.to_string()))?;
+    let list = match &a.prompts {
+        Some(path) => {
+            let bytes = read(
+                path,
+                "--prompts",
+                MAX_REQUESTS_FILE_BYTES,
+                Some(MAX_LINE_BYTES),
+            )?;
+            let text = std::str::from_utf8(strip_bom(&bytes)).map_err(|e| {
+                FlagError::Invalid(format!(
+                    "--prompts {}: not UTF-8 text (invalid byte at offset {})",
+                    path.display(),
+                    e.valid_up_to()
+                ))
+            })?;
+            prompts::parse_prompts(text, &path.display().to_string())
+        }
+        None => prompts::synthetic(a.prompt_tokens, a.output_tokens, SYNTHETIC_PROMPTS),
+    }
+    .map_err(|e| FlagError::Invalid(e.to_string()))?;
+    let mut specs = prompts::requests(api, &a.model, &list, &a.headers)
+        .map_err(|e| FlagError::Invalid(e.to_string()))?;
+    for s in &mut specs {
+        s.path = api.path().to_string();
+    }
+    c.method = "POST".to_string();
+    c.requests = specs;
+    c.stream.llm = true;
+    Ok(())
+}
+
 pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Result<LoadConfig> {
     let shape = LoadShape::of_rate(rate, arrival(a), count).map_err(LoadConfigError::from)?;
     shape_config(a, shape)
@@ -519,6 +603,7 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         c.apply_headers_to_request_set();
         c.resolve_request_targets()?;
     }
+    llm_and_stream(a, &mut c)?;
     c.workload.seed = a.seed;
     if let Some(path) = &a.data {
         c.workload.data = Some(std::sync::Arc::new(DataTable::load(path)?));

@@ -66,13 +66,23 @@ pub fn run_results(
         main,
         warmup: outcome.warmup_results(config),
         intervals: outcome.intervals.clone(),
-        extra: if outcome.main.tls_handshake.is_empty() {
-            Vec::new()
-        } else {
-            vec![NamedHistogram::of(
-                "tls_handshake",
-                &outcome.main.tls_handshake,
-            )]
+        extra: {
+            let mut extra = Vec::new();
+            if !outcome.main.tls_handshake.is_empty() {
+                extra.push(NamedHistogram::of(
+                    "tls_handshake",
+                    &outcome.main.tls_handshake,
+                ));
+            }
+            // The streams' measures in full, so that merges and comparisons can use them.
+            if let Some(s) = &outcome.main.stream {
+                for (name, h) in s.measures() {
+                    if !h.is_empty() {
+                        extra.push(NamedHistogram::of(name, h));
+                    }
+                }
+            }
+            extra
         },
         warnings,
         stop_reason: Some(outcome.stop_reason()),

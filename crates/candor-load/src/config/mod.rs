@@ -122,6 +122,8 @@ pub struct LoadConfig {
     /// Raw TCP: the bytes sent for each request, and how the response is delimited.
     pub payload: Vec<u8>,
     pub framing: Option<Framing>,
+    /// How responses are read as streams of events (`--stream`, `--llm`).
+    pub stream: crate::stream::tap::StreamSettings,
     /// HTTP statuses that count as success; any other response fails in class `status`.
     pub accept_status: crate::status::StatusSet,
     /// Templates' data, weights and names, and response checks.
@@ -212,6 +214,7 @@ impl LoadConfig {
             request_order: RequestOrder::RoundRobin,
             payload: Vec::new(),
             framing: None,
+            stream: Default::default(),
             accept_status: crate::status::StatusSet::default(),
             workload: Default::default(),
         }

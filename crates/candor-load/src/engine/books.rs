@@ -26,6 +26,96 @@ pub struct PhaseAcc {
     pub faults: crate::engine::backoff::FaultTally,
     /// Responses by status code.
     pub codes: candor_core::results::CodeCounts,
+    /// Streamed responses' events and tokens (runs with `--stream` or `--llm` only).
+    pub stream: Option<Box<StreamAcc>>,
+}
+
+/// What the streamed responses of one phase came to: their events' timing and, in an LLM run,
+/// their tokens, each measure from the intended send (and TTFT also from the actual send).
+#[derive(Clone)]
+pub struct StreamAcc {
+    /// Intended send to the first event.
+    pub first_event: Histo,
+    /// Between consecutive events of one response.
+    pub event_gap: Histo,
+    /// Intended send to the first token (LLM).
+    pub ttft: Histo,
+    /// Actual send to the first token (LLM): what a client timing from its own send reports.
+    pub ttft_service: Histo,
+    /// Between consecutive content chunks (LLM).
+    pub itl: Histo,
+    /// (last token - first token) / (output tokens - 1) (LLM).
+    pub tpot: Histo,
+    /// Responses read as streams, and their events.
+    pub responses: u64,
+    pub events: u64,
+    /// Stream failures by name, in the order of `LlmFailure::ALL`.
+    pub failures: [u64; 5],
+    /// LLM: output tokens, and how many responses' counts came from usage or counted chunks.
+    pub output_tokens: u64,
+    pub tokens_from_usage: u64,
+    pub tokens_from_chunks: u64,
+    pub clamped: u64,
+}
+
+impl StreamAcc {
+    pub fn new() -> Self {
+        StreamAcc {
+            first_event: new_histogram(),
+            event_gap: new_histogram(),
+            ttft: new_histogram(),
+            ttft_service: new_histogram(),
+            itl: new_histogram(),
+            tpot: new_histogram(),
+            responses: 0,
+            events: 0,
+            failures: [0; 5],
+            output_tokens: 0,
+            tokens_from_usage: 0,
+            tokens_from_chunks: 0,
+            clamped: 0,
+        }
+    }
+
+    /// The histograms by their names in the results.
+    pub fn measures(&self) -> [(&'static str, &Histo); 6] {
+        [
+            ("first_event", &self.first_event),
+            ("event_gap", &self.event_gap),
+            ("ttft", &self.ttft),
+            ("ttft_service", &self.ttft_service),
+            ("itl", &self.itl),
+            ("tpot", &self.tpot),
+        ]
+    }
+
+    pub fn add(&mut self, o: &StreamAcc) {
+        for (a, b) in [
+            (&mut self.first_event, &o.first_event),
+            (&mut self.event_gap, &o.event_gap),
+            (&mut self.ttft, &o.ttft),
+            (&mut self.ttft_service, &o.ttft_service),
+            (&mut self.itl, &o.itl),
+            (&mut self.tpot, &o.tpot),
+        ] {
+            a.add(b).expect("same layout");
+        }
+        self.responses += o.responses;
+        self.events += o.events;
+        for (a, b) in self.failures.iter_mut().zip(o.failures) {
+            *a += b;
+        }
+        self.output_tokens += o.output_tokens;
+        self.tokens_from_usage += o.tokens_from_usage;
+        self.tokens_from_chunks += o.tokens_from_chunks;
+        self.clamped += o.clamped;
+    }
+}
+
+impl Default for StreamAcc {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Default for PhaseAcc {
@@ -47,6 +137,7 @@ impl PhaseAcc {
             failures: Default::default(),
             faults: Default::default(),
             codes: Default::default(),
+            stream: None,
         }
     }
 }

@@ -419,6 +419,19 @@ impl Core {
         }
     }
 
+    /// A gap between two events of slot `slot`'s streamed response.
+    #[inline]
+    pub fn stream_gap(&mut self, slot: usize, gap: crate::stream::tap::Gap) {
+        let intended = self.slots[slot].exchange.intended;
+        self.ledger.stream_gap(intended, gap);
+    }
+
+    /// What slot `slot`'s streamed response came to (before it is completed or failed).
+    pub fn stream_outcome(&mut self, slot: usize, o: &crate::stream::tap::StreamOutcome) {
+        let e = self.slots[slot].exchange;
+        self.ledger.stream_outcome(&e, o);
+    }
+
     /// The whole of slot `slot`'s request (`bytes` long) went out.
     #[inline]
     pub fn written(&mut self, slot: usize, bytes: usize) {

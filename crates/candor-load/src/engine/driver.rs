@@ -207,6 +207,7 @@ impl<P: Protocol> Driver<P> {
                 accept,
                 checks,
                 max_filled_bytes: source.as_ref().map(|s| s.max_request_bytes()),
+                stream: config.stream,
             };
             for c in &mut conns {
                 c.protocol.fit(&fitting);

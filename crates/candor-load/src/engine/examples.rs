@@ -17,6 +17,9 @@ pub enum ContentCheck {
     Body,
     /// A script's `response()` returned false or called `wrk.fail`.
     Script,
+    /// A streamed response whose stream failed (an error event, no `[DONE]`, a 429 of an LLM
+    /// run): class `stream`.
+    Stream,
 }
 
 impl From<ContentCheck> for FailedCheck {
@@ -25,6 +28,7 @@ impl From<ContentCheck> for FailedCheck {
             ContentCheck::Header => FailedCheck::Header,
             ContentCheck::Body => FailedCheck::Body,
             ContentCheck::Script => FailedCheck::Script,
+            ContentCheck::Stream => FailedCheck::Stream,
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct Booked {
     pub ok: bool,
     /// Failed its response checks (its status was accepted).
     pub check_failed: bool,
+    /// Its stream failed (its status was accepted): class `stream`.
+    pub stream_failed: bool,
     /// The prepared request it sent (for the per-name books).
     request: u32,
     seq: u64,
@@ -89,6 +91,7 @@ pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCoun
             status: d(e.status, f.status),
             check: d(e.check, f.check),
             template: d(e.template, f.template),
+            stream: d(e.stream, f.stream),
         },
         status: candor_core::results::StatusCounts {
             s1xx: d(s.s1xx, t.s1xx),
@@ -167,6 +170,17 @@ impl Ledger {
             books: workload_books(setup),
             examples: FailureSamples::default(),
         }
+        .with_streams(cfg.stream.kind.is_some() || cfg.stream.llm)
+    }
+
+    /// Keeps the books of streamed responses when the run reads responses as streams.
+    fn with_streams(mut self, on: bool) -> Ledger {
+        if on {
+            for p in &mut self.phases {
+                p.stream = Some(Box::default());
+            }
+        }
+        self
     }
 
     /// Sets the first intended send, once the connection pool is open (see [`Core::begin_at`]).
@@ -249,6 +263,8 @@ impl Ledger {
     ) -> Booked {
         let checks_ok = failed_check.is_none();
         let (intended, sent) = (e.intended, e.sent);
+        let stream_failed = failed_check == Some(ContentCheck::Stream)
+            && self.accept_status_of(e.request).accepts(status);
         let response = now.saturating_sub(intended);
         let service = now.saturating_sub(sent);
         let lag = sent.saturating_sub(intended);
@@ -281,7 +297,9 @@ impl Ledger {
             self.interval.completed += 1;
         } else {
             p.counts.failed += 1;
-            if status_ok {
+            if stream_failed {
+                p.counts.errors.stream += 1;
+            } else if status_ok {
                 p.counts.errors.check += 1;
             } else {
                 p.counts.errors.status += 1;
@@ -299,13 +317,18 @@ impl Ledger {
         }
         if let Some(b) = &mut self.books {
             b.each(intended, Some(e.request), phase == 1, |acc| {
-                book_response(acc, (response, service, lag), status, ok, check_failed)
+                book_response(acc, (response, service, lag), status, ok, check_failed);
+                if stream_failed {
+                    acc.counts.errors.check -= 1;
+                    acc.counts.errors.stream += 1;
+                }
             });
         }
         Booked {
             intended,
             ok,
-            check_failed,
+            check_failed: check_failed && !stream_failed,
+            stream_failed,
             request: e.request,
             seq: e.seq,
             interval: self.interval_index,
@@ -332,6 +355,8 @@ impl Ledger {
             }
         } else if b.check_failed {
             c.errors.check -= 1;
+        } else if b.stream_failed {
+            c.errors.stream -= 1;
         } else {
             c.errors.status -= 1;
         }
@@ -344,12 +369,74 @@ impl Ledger {
                     c.failed += 1;
                 } else if b.check_failed {
                     c.errors.check -= 1;
+                } else if b.stream_failed {
+                    c.errors.stream -= 1;
                 } else {
                     c.errors.status -= 1;
                 }
                 c.errors.parse += 1;
             });
         }
+    }
+
+    /// The statuses request `request` accepts.
+    fn accept_status_of(&self, request: u32) -> crate::status::StatusSet {
+        match &self.accept_by_request {
+            Some(table) => table
+                .get(request as usize)
+                .copied()
+                .unwrap_or(self.accept_status),
+            None => self.accept_status,
+        }
+    }
+
+    /// A gap between two events of a streamed response to a request intended at `intended`.
+    #[inline]
+    pub fn stream_gap(&mut self, intended: u64, gap: crate::stream::tap::Gap) {
+        let phase = self.phase_of(intended);
+        if let Some(s) = &mut self.phases[phase].stream {
+            let h = if gap.token {
+                &mut s.itl
+            } else {
+                &mut s.event_gap
+            };
+            s.clamped += record_clamped(h, gap.ns) as u64;
+        }
+    }
+
+    /// What exchange `e`'s streamed response came to (booked before the response itself).
+    pub fn stream_outcome(&mut self, e: &Exchange, o: &crate::stream::tap::StreamOutcome) {
+        let phase = self.phase_of(e.intended);
+        let Some(s) = &mut self.phases[phase].stream else {
+            return;
+        };
+        let mut c = 0;
+        if o.events > 0 {
+            s.responses += 1;
+            s.events += o.events;
+        }
+        if let Some(at) = o.first_event {
+            c += record_clamped(&mut s.first_event, at.saturating_sub(e.intended)) as u64;
+        }
+        if let Some(at) = o.first_token {
+            c += record_clamped(&mut s.ttft, at.saturating_sub(e.intended)) as u64;
+            if e.sent != 0 {
+                c += record_clamped(&mut s.ttft_service, at.saturating_sub(e.sent)) as u64;
+            }
+        }
+        if let Some(tpot) = o.tpot_ns {
+            c += record_clamped(&mut s.tpot, tpot) as u64;
+        }
+        match o.tokens_from {
+            Some(crate::stream::openai::TokenSource::Usage) => s.tokens_from_usage += 1,
+            Some(crate::stream::openai::TokenSource::Chunks) => s.tokens_from_chunks += 1,
+            None => {}
+        }
+        s.output_tokens += o.output_tokens;
+        if let Some(f) = o.failure {
+            s.failures[f.index()] += 1;
+        }
+        s.clamped += c;
     }
 
     /// A connection was established at `now` (initial or reconnect); phases as for
@@ -381,6 +468,7 @@ impl Ledger {
             Failure::Timeout => e.timeout += 1,
             Failure::Parse => e.parse += 1,
             Failure::Template => e.template += 1,
+            Failure::Stream => e.stream += 1,
         }
         if let Some(b) = &mut self.books {
             b.each(intended, Some(request), phase == 1, |acc| {
@@ -393,6 +481,7 @@ impl Ledger {
                     Failure::Timeout => errors.timeout += 1,
                     Failure::Parse => errors.parse += 1,
                     Failure::Template => errors.template += 1,
+                    Failure::Stream => errors.stream += 1,
                 }
                 if kind == Failure::Timeout {
                     record_clamped(&mut acc.rec.response, now.saturating_sub(intended));
@@ -526,6 +615,9 @@ impl Ledger {
         }
         for p in &mut self.phases {
             p.counts.clamped_values += p.rec.clamped;
+            if let Some(s) = &p.stream {
+                p.counts.clamped_values += s.clamped;
+            }
         }
         self.flush(Some(now));
         let mut phases = std::mem::take(&mut self.phases);

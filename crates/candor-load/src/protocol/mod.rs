@@ -172,6 +172,8 @@ pub struct Fitting {
     pub checks: Option<Arc<[crate::workload::check::ResponseChecks]>>,
     /// The largest request the request source fills (templates, replay), when there is one.
     pub max_filled_bytes: Option<usize>,
+    /// How responses are read as streams of events (`--stream`, `--llm`).
+    pub stream: crate::stream::tap::StreamSettings,
 }
 
 /// One protocol, as the one driver (`engine/driver.rs`) runs it: one value per connection. The
@@ -199,6 +201,7 @@ pub trait Protocol {
     fn fit(&mut self, fitting: &Fitting) {
         if let Some(o) = self.observer() {
             o.keep_excerpts(fitting.accept.clone());
+            o.set_stream(fitting.stream);
             if let Some(table) = &fitting.checks {
                 o.set_checks(table.clone());
             }

@@ -11,6 +11,8 @@
 
 use crate::engine::examples::{ContentCheck, ExcerptBuf};
 use crate::status::StatusSet;
+use crate::stream::openai::StreamEnd;
+use crate::stream::tap::{StreamOutcome, StreamSettings, StreamTap};
 use crate::workload::check::{BodyMatch, ResponseChecks};
 use crate::workload::script::ScriptJudge;
 use std::sync::Arc;
@@ -37,6 +39,10 @@ pub struct ResponseObserver {
     last_failed: Option<ContentCheck>,
     /// A script's `response()`, when it defines one: it sees every response whole.
     script: Option<ScriptJudge>,
+    /// The current response's status (for its stream's verdict).
+    status: u16,
+    /// Responses read as streams of events (`--stream`, `--llm`); `None` otherwise.
+    tap: Option<Box<StreamTap>>,
 }
 
 impl Default for ResponseObserver {
@@ -51,6 +57,8 @@ impl Default for ResponseObserver {
             excerpt: ExcerptBuf::default(),
             last_failed: None,
             script: None,
+            status: 0,
+            tap: None,
         }
     }
 }
@@ -87,6 +95,59 @@ impl ResponseObserver {
         if let Some(j) = &mut self.script {
             j.header(name, value);
         }
+    }
+
+    /// Reads responses as streams of events as `settings` say (nothing when they ask nothing).
+    pub fn set_stream(&mut self, settings: StreamSettings) {
+        if settings.kind.is_some() || settings.llm {
+            self.tap = Some(Box::new(StreamTap::new(settings)));
+        }
+    }
+
+    /// Whether responses may be read as streams (their `Content-Type` is then wanted).
+    #[inline]
+    pub fn streams(&self) -> bool {
+        self.tap.is_some()
+    }
+
+    /// The bytes fed next arrived at `now` (the instant of the read that brought them).
+    #[inline]
+    pub fn at(&mut self, now: u64) {
+        if let Some(t) = &mut self.tap {
+            t.at(now);
+        }
+    }
+
+    /// The current response's `Content-Type` (when [`Self::streams`]), after [`Self::head`].
+    pub fn content_type(&mut self, value: Option<&[u8]>) {
+        if let Some(t) = &mut self.tap {
+            t.head(value);
+        }
+    }
+
+    /// The end of one chunk of the current body (HTTP/1.1 chunk, HTTP/2 DATA frame).
+    #[inline]
+    pub fn chunk_end(&mut self) {
+        if let Some(t) = &mut self.tap {
+            t.chunk_end();
+        }
+    }
+
+    /// The stream reader, for the engine to take gaps and outcomes from.
+    #[inline]
+    pub fn tap(&mut self) -> Option<&mut StreamTap> {
+        self.tap.as_deref_mut()
+    }
+
+    /// The connection is gone in the middle of the current response: what its stream came to
+    /// (a stream that had delivered events fails as cut), if it was read as one.
+    pub fn cut(&mut self) -> Option<StreamOutcome> {
+        let t = self.tap.as_deref_mut()?;
+        if !t.active() {
+            return None;
+        }
+        t.end(StreamEnd::Cut, self.status);
+        t.take_outcome()
     }
 
     /// The next response answers request `request`: its checks apply, and nothing of the
@@ -146,6 +207,7 @@ impl ResponseObserver {
     /// request's header checks (called only when it has checks).
     #[inline]
     pub fn head(&mut self, status: u16, headers_pass: impl FnOnce(&ResponseChecks) -> bool) {
+        self.status = status;
         self.excerpt.clear();
         self.capturing = self.captures(status);
         if let Some(j) = &mut self.script {
@@ -190,6 +252,9 @@ impl ResponseObserver {
         if let Some(needle) = needle {
             body.feed(needle, bytes);
         }
+        if let Some(t) = &mut self.tap {
+            t.body(bytes);
+        }
     }
 
     /// The current response is complete: its verdict is kept (see [`Self::failed_check`]) and
@@ -197,6 +262,12 @@ impl ResponseObserver {
     #[inline]
     pub fn end(&mut self) -> Option<ContentCheck> {
         self.last_failed = self.verdict();
+        if let Some(t) = &mut self.tap {
+            t.end(StreamEnd::Complete, self.status);
+            if self.last_failed.is_none() && t.failure().is_some() {
+                self.last_failed = Some(ContentCheck::Stream);
+            }
+        }
         if let Some(j) = &mut self.script {
             // The script sees every response (as in wrk), even one a check already failed.
             if let Some(reason) = j.end() {

@@ -3,7 +3,7 @@
 //! fixed when the connection opens (a longer line is handed out cut, and says so).
 
 /// Splits bytes into lines ended by LF, CRLF or CR (server-sent events allow all three).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LineSplitter {
     partial: Box<[u8]>,
     len: usize,

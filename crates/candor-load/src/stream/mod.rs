@@ -9,6 +9,7 @@ pub mod json_key;
 pub mod line;
 pub mod openai;
 pub mod sse;
+pub mod tap;
 
 /// How a response's body divides into events (`--stream`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,6 +65,19 @@ pub enum LlmFailure {
 }
 
 impl LlmFailure {
+    pub const ALL: [LlmFailure; 5] = [
+        LlmFailure::ErrorEvent,
+        LlmFailure::NoDone,
+        LlmFailure::Cut,
+        LlmFailure::EventTimeout,
+        LlmFailure::RateLimited,
+    ];
+
+    /// Its place in [`Self::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// The name in the text report and the JSON.
     pub fn name(self) -> &'static str {
         match self {

@@ -6,7 +6,7 @@
 use super::line::LineSplitter;
 
 /// Finds the events in a response's body as it arrives.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SseScanner {
     lines: LineSplitter,
     data: Box<[u8]>,

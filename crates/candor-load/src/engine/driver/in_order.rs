@@ -188,7 +188,15 @@ impl<P: Protocol> Driver<P> {
             };
             c.protocol.start(prepared, request);
             let full = c.buf_len == c.buf.len();
-            match c.protocol.feed(&c.buf[..c.buf_len], full) {
+            if let Some(o) = c.protocol.observer() {
+                o.at(now);
+            }
+            let progress = c.protocol.feed(&c.buf[..c.buf_len], full);
+            // Gaps between the events this read completed belong to the front response.
+            if let Some(tap) = c.protocol.observer().and_then(|o| o.tap()) {
+                tap.drain_gaps(|g| self.core.stream_gap(front, g));
+            }
+            match progress {
                 Ok(Progress::NeedMore { consumed }) => {
                     c.buf.copy_within(consumed..c.buf_len, 0);
                     c.buf_len -= consumed;
@@ -227,6 +235,14 @@ impl<P: Protocol> Driver<P> {
         let c = &mut self.conns[i];
         c.written -= 1;
         let nothing_else_written = c.written == 0;
+        if let Some(outcome) = c
+            .protocol
+            .observer()
+            .and_then(|o| o.tap())
+            .and_then(|t| t.take_outcome())
+        {
+            self.core.stream_outcome(slot, &outcome);
+        }
         let (failed, body) = match c.protocol.observer() {
             Some(o) => (o.failed_check(), o.excerpt()),
             None => (None, None),
@@ -248,7 +264,7 @@ impl<P: Protocol> Driver<P> {
                 }
                 Failure::Connect => Some(Fault::Refused),
                 Failure::Timeout => Some(Fault::ConnectTimeout),
-                Failure::Read => Some(Fault::Closed),
+                Failure::Read | Failure::Stream => Some(Fault::Closed),
                 Failure::Write => Some(Fault::Reset),
                 Failure::Parse => Some(Fault::Malformed),
                 // A request whose template could not be filled failed before any byte was
@@ -256,6 +272,16 @@ impl<P: Protocol> Driver<P> {
                 Failure::Template => None,
             })
             .flatten();
+        // A streamed response cut off after events had come fails as a stream of its own.
+        if let (Some(front), Some(outcome)) = (
+            self.core.oldest(i),
+            self.conns[i].protocol.observer().and_then(|o| o.cut()),
+        ) {
+            self.core.stream_outcome(front, &outcome);
+            if outcome.failure.is_some() && kind == Failure::Read {
+                self.core.fail(front, Failure::Stream, now);
+            }
+        }
         close(&mut self.conns[i], &self.poll);
         self.core.fail_connection(i, kind, now);
         self.core.connection_down(i, fault, now);

@@ -208,6 +208,14 @@ impl ResponseParser {
                             }
                             let mut length: Option<u64> = None;
                             let mut chunked = false;
+                            if self.observer.streams() {
+                                let content_type = resp
+                                    .headers
+                                    .iter()
+                                    .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+                                    .map(|h| h.value);
+                                self.observer.content_type(content_type);
+                            }
                             for h in resp.headers.iter() {
                                 if h.name.eq_ignore_ascii_case("content-length") {
                                     length = Some(content_length(h.value, length)?);
@@ -275,6 +283,7 @@ impl ResponseParser {
                     self.observer.body(&rest[..take as usize]);
                     pos += take as usize;
                     if take == remaining {
+                        self.observer.chunk_end();
                         self.state = State::ChunkDataEnd;
                     } else {
                         self.state = State::ChunkData {

@@ -1,0 +1,137 @@
+//! `candor run --llm openai` against `candor serve --llm`, whose truth is known: time to first
+//! token under a periodic stall against the prediction of docs/truth.md ("LLM time to first
+//! token"), tokens and events exact, and each way a stream can fail counted under its name with
+//! the books balanced.
+
+mod common;
+use common::*;
+
+const MS: f64 = 1e6;
+
+#[test]
+fn ttft_under_a_stall_matches_the_analytic_truth_and_tokens_are_exact() {
+    let _g = serial();
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "50ms",
+        "--itl",
+        "10ms",
+        "--output-tokens",
+        "8",
+        "--stall-every",
+        "2s",
+        "--stall-for",
+        "500ms",
+    ]);
+    // 100/s for 8 s (four whole stall periods): 800 requests, constant arrival, so that the
+    // stalled waits lie 10 ms apart. A stream takes 120 ms, plus up to 500 ms held by a stall:
+    // at most 100 x 0.62 = 62 streams at once, so 128 connections never make a request wait.
+    let (v, out) = run_json(&[
+        "--llm",
+        "openai",
+        "--prompt-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "-R",
+        "100",
+        "-c",
+        "128",
+        "-t",
+        "1",
+        "-d",
+        "8s",
+        "-T",
+        "3s",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!((req(&v, "intended"), req(&v, "completed")), (800, 800));
+    // docs/truth.md: TTFT = T + W, T = 50 ms, W the periodic stall's wait at t + T (f = 0.25,
+    // uniform on (0, 500 ms]): p50 = T, p90 = T + 300, p99 = T + 480, max = T + 500 ms.
+    let tol = 40.0 * MS;
+    for (p, truth) in [(90.0, 350.0 * MS), (99.0, 530.0 * MS), (100.0, 550.0 * MS)] {
+        let got = pct(&v, "ttft", p);
+        eprintln!(
+            "ttft p{p:<5} truth {:>6.1} ms  measured {:>6.1} ms",
+            truth / MS,
+            got / MS
+        );
+        assert!(
+            (got - truth).abs() <= tol,
+            "ttft p{p}: measured {:.1} ms, truth {:.1} ms",
+            got / MS,
+            truth / MS
+        );
+    }
+    let p50 = pct(&v, "ttft", 50.0);
+    assert!(
+        p50 >= 50.0 * MS && p50 <= 65.0 * MS,
+        "ttft p50 {:.1} ms",
+        p50 / MS
+    );
+    // Deterministic: 8 tokens (usage says so), 7 gaps between them, and 10 events (8 tokens,
+    // the usage chunk, [DONE]) per response.
+    let s = &v["stream"];
+    assert_eq!(s["llm"]["output_tokens"], 6400);
+    assert_eq!(s["llm"]["counted_from_usage"], 800);
+    assert_eq!(s["events"], 8000);
+    assert_eq!(v["itl"]["count"], 5600);
+    assert_eq!(v["ttft_service"]["count"], 800);
+    // Outside the stalls the gaps are the server's 10 ms.
+    let itl50 = pct(&v, "itl", 50.0);
+    assert!(
+        itl50 >= 9.9 * MS && itl50 <= 15.0 * MS,
+        "itl p50 {:.2} ms",
+        itl50 / MS
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ttft (sent)"), "{text}");
+    assert!(text.contains("6,400 output tokens"), "{text}");
+}
+
+#[test]
+fn each_way_a_stream_fails_is_counted_under_its_name_and_the_books_balance() {
+    let _g = serial();
+    for (fault, class, name) in [
+        ("error-mid-stream", "stream", "stream_error"),
+        ("no-done", "stream", "no_done"),
+        ("close-mid-stream", "stream", "stream_cut"),
+        ("rate-limit", "status", "rate_limited"),
+    ] {
+        let server = Server::start(&[
+            "--llm",
+            "--ttft",
+            "5ms",
+            "--itl",
+            "2ms",
+            "--output-tokens",
+            "4",
+            "--llm-fault",
+            fault,
+            "--fault-every",
+            "2",
+        ]);
+        let (v, _) = run_json_any(&[
+            "--llm",
+            "openai",
+            "-R",
+            "40",
+            "-c",
+            "8",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            &server.url,
+        ]);
+        assert_balanced(&v);
+        assert_eq!(req(&v, "intended"), 40, "{fault}");
+        let failed = v["requests"]["errors"][class].as_u64().unwrap();
+        // Every second request the server answers gets the fault.
+        assert!((15..=25).contains(&failed), "{fault}: {failed} in {class}");
+        assert_eq!(req(&v, "failed"), failed, "{fault}: only the faults fail");
+        assert_eq!(v["stream"]["failures"][name], failed, "{fault}");
+    }
+}

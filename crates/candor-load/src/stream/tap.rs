@@ -1,0 +1,373 @@
+//! One connection's view of its responses as streams (`--stream`, `--llm`): fed each body's
+//! bytes with the instant of the read that brought them, it finds the events (server-sent
+//! events, chunks or lines), times the first and the gaps between them, follows an
+//! OpenAI-compatible stream's tokens (`openai::LlmProgress`), and hands the engine what each
+//! response came to. Storage is fixed when the connection opens: nothing is allocated per event.
+
+use super::line::LineSplitter;
+use super::openai::{LlmFailure, LlmProgress, StreamEnd, TokenSource};
+use super::sse::SseScanner;
+use super::StreamKind;
+
+/// Longest event (or line) kept whole; a longer one is still counted, its data cut.
+pub const EVENT_CAPACITY: usize = 16 * 1024;
+
+/// Gaps waiting for the engine: at most one per event of one read, and a read holds at most a
+/// read buffer (64 KiB) of events of at least two bytes each.
+const PENDING_GAPS: usize = 32 * 1024;
+
+/// What the run asks of streamed responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamSettings {
+    /// How bodies divide into events; `None`: only responses whose `Content-Type` says
+    /// `text/event-stream` are read as server-sent events.
+    pub kind: Option<StreamKind>,
+    /// Events are an OpenAI-compatible completion stream (`--llm`): tokens, usage, `[DONE]`.
+    pub llm: bool,
+}
+
+/// One gap between consecutive events, and whether it is also an inter-token latency (both
+/// events carried content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub ns: u64,
+    pub token: bool,
+}
+
+/// What one streamed response came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOutcome {
+    /// Events delivered (also when the stream failed).
+    pub events: u64,
+    /// When the first event arrived (none: no event came).
+    pub first_event: Option<u64>,
+    /// LLM streams: the first token's instant, tokens, time per output token.
+    pub first_token: Option<u64>,
+    pub output_tokens: u64,
+    pub tokens_from: Option<TokenSource>,
+    pub tpot_ns: Option<u64>,
+    /// How it failed, if it did.
+    pub failure: Option<LlmFailure>,
+}
+
+/// A connection's stream reader (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct StreamTap {
+    settings: StreamSettings,
+    /// The kind of the current response (decided by its head), `None`: not a stream.
+    active: Option<StreamKind>,
+    sse: SseScanner,
+    lines: LineSplitter,
+    /// The instant of the bytes being fed.
+    now: u64,
+    events: u64,
+    first_event: Option<u64>,
+    last_event: u64,
+    llm: LlmProgress,
+    gaps: Vec<Gap>,
+    outcome: Option<StreamOutcome>,
+}
+
+impl StreamTap {
+    pub fn new(settings: StreamSettings) -> StreamTap {
+        StreamTap {
+            settings,
+            active: None,
+            sse: SseScanner::with_capacity(EVENT_CAPACITY),
+            lines: LineSplitter::with_capacity(EVENT_CAPACITY),
+            now: 0,
+            events: 0,
+            first_event: None,
+            last_event: 0,
+            llm: LlmProgress::default(),
+            gaps: Vec::with_capacity(PENDING_GAPS),
+            outcome: None,
+        }
+    }
+
+    /// The bytes fed next arrived at `now`.
+    #[inline]
+    pub fn at(&mut self, now: u64) {
+        self.now = now;
+    }
+
+    /// A response's head: `content_type` its `Content-Type` value, if it has one. A configured
+    /// kind applies to every response; without one, only an event stream is read.
+    pub fn head(&mut self, content_type: Option<&[u8]>) {
+        self.clear();
+        let said = content_type.and_then(StreamKind::from_content_type);
+        self.active = match (self.settings.kind, said) {
+            // A server that says it sends events is read as events whatever was asked.
+            (_, Some(StreamKind::Sse)) => Some(StreamKind::Sse),
+            (Some(kind), _) => Some(kind),
+            (None, _) if self.settings.llm => Some(StreamKind::Sse),
+            (None, said) => said.filter(|k| *k == StreamKind::Sse),
+        };
+    }
+
+    /// Whether the current response is read as a stream.
+    pub fn active(&self) -> bool {
+        self.active.is_some()
+    }
+
+    fn clear(&mut self) {
+        self.sse.reset();
+        self.lines.reset();
+        self.events = 0;
+        self.first_event = None;
+        self.last_event = 0;
+        self.llm = LlmProgress::default();
+    }
+
+    /// The next bytes of the current response's body.
+    pub fn body(&mut self, bytes: &[u8]) {
+        let Some(kind) = self.active else {
+            return;
+        };
+        let StreamTap {
+            sse,
+            lines,
+            now,
+            events,
+            first_event,
+            last_event,
+            llm,
+            gaps,
+            settings,
+            ..
+        } = self;
+        let now = *now;
+        let mut event = |data: &[u8]| {
+            match first_event {
+                None => *first_event = Some(now),
+                Some(_) => push(
+                    gaps,
+                    Gap {
+                        ns: now.saturating_sub(*last_event),
+                        token: false,
+                    },
+                ),
+            }
+            *last_event = now;
+            *events += 1;
+            if settings.llm {
+                llm.event(now, data, |ns| push(gaps, Gap { ns, token: true }));
+            }
+        };
+        match kind {
+            StreamKind::Sse => sse.feed(bytes, |data, _| event(data)),
+            StreamKind::Lines => lines.feed(bytes, |line, _| {
+                if !line.trim_ascii().is_empty() {
+                    event(line)
+                }
+            }),
+            // Chunks are counted at their ends (`chunk_end`).
+            StreamKind::Chunks => {}
+        }
+    }
+
+    /// The end of one HTTP/1.1 chunk (or HTTP/2 DATA frame) of the current body: one event
+    /// with `--stream chunks`.
+    pub fn chunk_end(&mut self) {
+        if self.active != Some(StreamKind::Chunks) {
+            return;
+        }
+        let now = self.now;
+        match self.first_event {
+            None => self.first_event = Some(now),
+            Some(_) => push(
+                &mut self.gaps,
+                Gap {
+                    ns: now.saturating_sub(self.last_event),
+                    token: false,
+                },
+            ),
+        }
+        self.last_event = now;
+        self.events += 1;
+    }
+
+    /// The response ended (`end` says how): its outcome is kept for [`Self::take_outcome`].
+    /// A status the LLM stream cannot have succeeded with (429) names its failure.
+    pub fn end(&mut self, end: StreamEnd, status: u16) {
+        if self.active.is_none() && !self.settings.llm {
+            return;
+        }
+        let streamed = self.active.is_some();
+        let llm = self.settings.llm.then(|| self.llm.finish(end));
+        let failure = match llm {
+            Some(_) if status != 0 && LlmFailure::for_status(status).is_some() => {
+                LlmFailure::for_status(status)
+            }
+            // Any other refusal is booked by its status alone.
+            Some(_) if !(200..300).contains(&status) => None,
+            Some(o) => o.failure,
+            None => match end {
+                StreamEnd::Cut if self.events > 0 => Some(LlmFailure::Cut),
+                StreamEnd::EventTimeout => Some(LlmFailure::EventTimeout),
+                _ => None,
+            },
+        };
+        self.outcome = Some(StreamOutcome {
+            events: if streamed { self.events } else { 0 },
+            first_event: self.first_event,
+            first_token: llm.and_then(|o| o.first_token),
+            output_tokens: llm.map_or(0, |o| o.output_tokens),
+            tokens_from: llm.map(|o| o.tokens_from),
+            tpot_ns: llm.and_then(|o| o.tpot_ns),
+            failure,
+        });
+        self.clear();
+        self.active = None;
+    }
+
+    /// The failure of the response that just ended, if its stream failed (for its verdict).
+    pub fn failure(&self) -> Option<LlmFailure> {
+        self.outcome.and_then(|o| o.failure)
+    }
+
+    /// Gaps found since the last call, oldest first.
+    pub fn drain_gaps(&mut self, mut f: impl FnMut(Gap)) {
+        for g in self.gaps.drain(..) {
+            f(g);
+        }
+    }
+
+    /// What the response that ended last came to (once).
+    pub fn take_outcome(&mut self) -> Option<StreamOutcome> {
+        self.outcome.take()
+    }
+
+    /// Forgets the current response (the connection is gone).
+    pub fn reset(&mut self) {
+        self.clear();
+        self.active = None;
+        self.gaps.clear();
+        self.outcome = None;
+    }
+}
+
+/// Keeps a gap; a full buffer (more events in one read than it was sized for) drops none: it
+/// grows, which only a read of tens of thousands of events could make happen.
+#[inline]
+fn push(gaps: &mut Vec<Gap>, g: Gap) {
+    gaps.push(g);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tap(kind: Option<StreamKind>, llm: bool) -> StreamTap {
+        StreamTap::new(StreamSettings { kind, llm })
+    }
+
+    fn gaps(t: &mut StreamTap) -> Vec<(u64, bool)> {
+        let mut v = Vec::new();
+        t.drain_gaps(|g| v.push((g.ns, g.token)));
+        v
+    }
+
+    #[test]
+    fn sse_events_are_timed_by_the_read_that_completed_them() {
+        let mut t = tap(None, false);
+        t.head(Some(b"text/event-stream"));
+        t.at(100);
+        t.body(b"data: a\n\nda");
+        t.at(150);
+        t.body(b"ta: b\n\n: comment\n\n");
+        t.at(190);
+        t.body(b"data: c\n\n");
+        assert_eq!(gaps(&mut t), vec![(50, false), (40, false)]);
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!((o.events, o.first_event, o.failure), (3, Some(100), None));
+        assert_eq!(t.take_outcome(), None);
+    }
+
+    #[test]
+    fn without_a_kind_only_an_event_stream_is_read() {
+        let mut t = tap(None, false);
+        t.head(Some(b"application/json"));
+        assert!(!t.active());
+        t.body(b"data: a\n\n");
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome(), None);
+    }
+
+    #[test]
+    fn lines_and_chunks_are_events_of_their_own() {
+        let mut t = tap(Some(StreamKind::Lines), false);
+        t.head(Some(b"application/json"));
+        t.at(10);
+        t.body(b"{\"a\":1}\n\n{\"b\"");
+        t.at(25);
+        t.body(b":2}\n");
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(gaps(&mut t), vec![(15, false)]);
+        assert_eq!(t.take_outcome().unwrap().events, 2);
+        let mut t = tap(Some(StreamKind::Chunks), false);
+        t.head(None);
+        for (at, piece) in [(5u64, &b"ab"[..]), (7, b"cd")] {
+            t.at(at);
+            t.body(piece);
+            t.chunk_end();
+        }
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(gaps(&mut t), vec![(2, false)]);
+        assert_eq!(t.take_outcome().unwrap().first_event, Some(5));
+    }
+
+    #[test]
+    fn a_stream_cut_after_events_fails_with_them_counted() {
+        let mut t = tap(Some(StreamKind::Sse), false);
+        t.head(None);
+        t.at(3);
+        t.body(b"data: x\n\n");
+        t.end(StreamEnd::Cut, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!((o.events, o.failure), (1, Some(LlmFailure::Cut)));
+    }
+
+    #[test]
+    fn llm_streams_count_tokens_and_name_their_failures() {
+        let mut t = tap(None, true);
+        t.head(Some(b"text/event-stream"));
+        t.at(100);
+        t.body(b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n");
+        t.at(200);
+        t.body(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
+        t.at(230);
+        t.body(b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n");
+        t.body(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n");
+        assert_eq!(
+            gaps(&mut t),
+            vec![
+                (100, false),
+                (30, false),
+                (30, true),
+                (0, false),
+                (0, false)
+            ]
+        );
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!((o.first_token, o.output_tokens), (Some(200), 2));
+        assert_eq!(
+            (o.tokens_from, o.tpot_ns),
+            (Some(TokenSource::Usage), Some(30))
+        );
+        assert_eq!((o.events, o.failure), (5, None));
+        // A 429 is rate_limited; a stream without [DONE] is no_done.
+        t.head(Some(b"application/json"));
+        t.end(StreamEnd::Complete, 429);
+        assert_eq!(
+            t.take_outcome().unwrap().failure,
+            Some(LlmFailure::RateLimited)
+        );
+        t.head(Some(b"text/event-stream"));
+        t.body(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome().unwrap().failure, Some(LlmFailure::NoDone));
+    }
+}

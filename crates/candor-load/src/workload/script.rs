@@ -193,6 +193,8 @@ pub struct ScriptSource {
     heads: Vec<bool>,
     /// This state's names ([`NameId`] order) as rows of the run's books.
     rows: Vec<u32>,
+    /// Whether the script defines `delay()`.
+    has_delay: bool,
 }
 
 impl ScriptSource {
@@ -200,7 +202,9 @@ impl ScriptSource {
     /// every state is taken (no more load threads than states are ever started).
     pub fn take(run: &Arc<ScriptRun>, slots: usize) -> Option<ScriptSource> {
         let script = lock(&run.waiting).pop()?;
+        let has_delay = script.has_delay();
         Some(ScriptSource {
+            has_delay,
             run: Arc::clone(run),
             script: Arc::new(Mutex::new(script)),
             pending: Vec::with_capacity(1024),
@@ -305,6 +309,25 @@ impl RequestSource for ScriptSource {
 
     fn made(&self, slot: usize) -> Option<(&[u8], bool)> {
         Some((&self.slots[slot], self.heads[slot]))
+    }
+
+    /// `delay()`'s milliseconds (closed loop only: an open loop refuses a script with delay()).
+    fn hold_ns(&mut self) -> u64 {
+        if !self.has_delay {
+            return 0;
+        }
+        let mut script = lock(&self.script);
+        let asked = script.delay_ms();
+        self.run.add_lua(script.last_lua_ns());
+        drop(script);
+        match asked {
+            Ok(ms) => ms.unwrap_or(0).saturating_mul(1_000_000),
+            Err(candor_script::ScriptError::Interrupted { .. }) => 0,
+            Err(e) => {
+                self.run.halt(ScriptStop::Error(e.to_string()));
+                0
+            }
+        }
     }
 }
 

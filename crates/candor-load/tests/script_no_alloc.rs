@@ -20,7 +20,7 @@ fn a_script_source_allocates_nothing_per_entry_once_warm() {
     let target = Target::url("http://127.0.0.1:8080/");
     let path = Path::new("tests/scripts/named_pipeline.lua");
     let mut host = ScriptHost::load(path, vec![], target).unwrap();
-    let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap()));
+    let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), true));
     let slots = 4;
     let mut source = ScriptSource::take(&run, slots).unwrap();
     for seq in 0..1000 {

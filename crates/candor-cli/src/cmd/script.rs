@@ -53,7 +53,7 @@ pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedS
         host.check_open_loop()?;
     }
     let threads = host.setup_threads(config.threads)?;
-    let run = Arc::new(ScriptRun::new(threads));
+    let run = Arc::new(ScriptRun::new(threads, host.source_contains("name")));
     config.workload.script = Some(run.clone());
     config.validate()?;
     let interrupt = host.interrupt_handle();

@@ -7,7 +7,8 @@ runs alternate for --rounds rounds (a peer side by side with candor in the same 
 
   closed loop: bench/scripts/dynamic_request.lua (a new path and header per call), 16
     connections, --seconds each: `wrk -t1 -c16 -s SCRIPT` and `candor run -R max -t 1 -c 16
-    -s SCRIPT`; completed requests per CPU-second of the client (user + system, wait4).
+    -s SCRIPT` (and candor without the script); completed requests per CPU-second of the
+    client (user + system, wait4).
   open loop at --rate: `candor run -R RATE -t 1 -c 16` with and without the script: CPU µs per
     completed request and send lag p99.
 
@@ -72,6 +73,7 @@ url = next(w for w in server.stdout.readline().split() if w.startswith("http://"
 cases = {
     "wrk closed, script": wrk,
     "candor closed (-R max), script": lambda: candor(["-R", "max", "-s", a.script]),
+    "candor closed (-R max), no script": lambda: candor(["-R", "max"]),
     f"candor open (-R {a.rate}), script": lambda: candor(["-R", a.rate, "-s", a.script]),
     f"candor open (-R {a.rate}), no script": lambda: candor(["-R", a.rate]),
 }
@@ -103,7 +105,9 @@ for name in cases:
     lag = f"{statistics.median(lags):.1f} µs" if lags else "-"
     print(f"| {name} | {rps:,.0f} | {per_cpu(name):,.0f} | {us_per_req(name):.2f} | {lag} |")
 closed = per_cpu("candor closed (-R max), script") / per_cpu("wrk closed, script")
+closed_cost = us_per_req("candor closed (-R max), script") - us_per_req("candor closed (-R max), no script")
 opened = us_per_req(f"candor open (-R {a.rate}), script") / us_per_req(f"candor open (-R {a.rate}), no script")
 print()
 print(f"closed loop, requests per CPU-second, candor/wrk: {closed:.3f} (goal >= 1.0)")
+print(f"closed loop, CPU µs per request the script adds to candor: {closed_cost:.2f}")
 print(f"open loop at {a.rate}, CPU per request, script/no script: {opened:.3f} (goal <= 1.3)")

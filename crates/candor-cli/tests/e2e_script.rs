@@ -567,3 +567,28 @@ fn a_script_runs_over_https_with_pipelining() {
     assert_eq!(v["requests"]["errors"]["check"], 75, "{}", text(&out));
     assert_eq!(req(&v, "completed"), 225);
 }
+
+#[test]
+fn delay_holds_each_connection_between_requests_in_a_closed_loop() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let (v, out) = run_json_any(&[
+        "-R",
+        "max",
+        "-d",
+        "1s",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-s",
+        &script("think_time.lua"),
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_balanced(&v);
+    // One connection that waits 10 ms after every response sends at most once per 10 ms of
+    // the 1 s window (a closed loop without the wait sends thousands).
+    let sent = req(&v, "intended");
+    assert!((1..=101).contains(&sent), "{sent}");
+}

@@ -104,7 +104,14 @@ impl ScriptHost {
         &self.script.display
     }
 
-    /// The handle that interrupts every state of this script.
+    /// Whether the script's file contains `text` (a script that never writes `name` cannot set
+    /// `wrk.name`, so the engine keeps no per-name books for it).
+    pub fn source_contains(&self, text: &str) -> bool {
+        let needle = text.as_bytes();
+        !needle.is_empty() && self.script.source.windows(needle.len()).any(|w| w == needle)
+    }
+
+        /// The handle that interrupts every state of this script.
     pub fn interrupt_handle(&self) -> InterruptHandle {
         InterruptHandle(Arc::clone(&self.interrupt))
     }

@@ -3,7 +3,7 @@
 //! never returns, and after the run the script's own report (`done()`), the time it took and
 //! why it stopped the run, if it did.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use candor_core::results::{RunResults, StopDetail, StopReason};
 use candor_core::units::format_ns;
 use candor_load::workload::script::{ScriptRun, ScriptStop};
@@ -51,14 +51,9 @@ pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedS
     let mut host = ScriptHost::load(path, args.script_args.clone(), target)?;
     if config.is_open_loop() {
         host.check_open_loop()?;
-    } else if host.defines("delay") {
-        bail!(
-            "{} defines delay(), which candor does not honour yet (closed loop included): remove it, or pace the run with -R",
-            host.script_name()
-        );
     }
     let threads = host.setup_threads(config.threads)?;
-    let run = Arc::new(ScriptRun::new(threads));
+    let run = Arc::new(ScriptRun::new(threads, host.source_contains("name")));
     config.workload.script = Some(run.clone());
     config.validate()?;
     let interrupt = host.interrupt_handle();

@@ -121,6 +121,9 @@ struct SlotState {
     free_since: u64,
     /// HTTP/2: the connection epoch on which this slot holds an open stream.
     stream: Option<u64>,
+    /// Closed loop: not before this instant does this slot send again (the source's
+    /// [`RequestSource::hold_ns`] when it came free).
+    hold_until: u64,
 }
 
 struct ConnBooks {
@@ -177,6 +180,7 @@ impl Core {
                 exchange: idle,
                 free_since: 0,
                 stream: None,
+                hold_until: 0,
             })
             .collect();
         let conns = (0..connections)
@@ -359,7 +363,7 @@ impl Core {
             }
             None => {
                 // Closed loop: the intended time is the send time.
-                if now >= self.schedule_end_ns {
+                if now >= self.schedule_end_ns || self.slots[slot].hold_until > now {
                     return None;
                 }
                 let seq = self.closed_sends * self.cfg.seq_stride + self.cfg.seq_lane;
@@ -538,7 +542,14 @@ impl Core {
 
     fn release(&mut self, slot: usize, now: u64) -> Exchange {
         self.close_stream(slot);
+        // Closed loop: the source may hold the slot (a script's delay()) before its next send.
+        let hold = if self.schedule.is_none() {
+            self.source.hold_ns()
+        } else {
+            0
+        };
         let s = &mut self.slots[slot];
+        s.hold_until = now.saturating_add(hold);
         debug_assert!(s.busy, "slot {slot} is not busy");
         s.busy = false;
         s.free_since = now;
@@ -730,7 +741,10 @@ impl Core {
                     send_at = s.peek().max(self.cfg.start_ns)
                 }
                 Some(_) => {}
-                None if now < self.schedule_end_ns => send_at = self.cfg.start_ns.max(now),
+                None if now < self.schedule_end_ns => {
+                    let hold = self.free.front().map_or(0, |&k| self.slots[k].hold_until);
+                    send_at = self.cfg.start_ns.max(now).max(hold)
+                }
                 None => {}
             }
         }

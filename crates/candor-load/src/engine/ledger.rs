@@ -125,9 +125,9 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
         .profile()
         .map(|p| p.stages.iter().map(|s| s.duration_ns).collect())
         .unwrap_or_default();
-    let (name_of, names) = if cfg.workload.script.is_some() {
+    let (name_of, names) = if let Some(script) = &cfg.workload.script {
         // A script's names are known only as it gives them: rows are kept for the most it may.
-        let n = crate::workload::script::MAX_NAMES;
+        let n = script.name_rows();
         ((0..n).collect(), n)
     } else if cfg.requests.is_empty() || cfg.target.scheme == crate::Scheme::Tcp {
         (Vec::new(), 0)

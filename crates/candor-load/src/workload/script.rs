@@ -25,8 +25,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Most `by_request` rows a script may name with `wrk.name` (the books are fixed before the
-/// run); further names are counted under the last row, [`OTHER_NAMES`].
-pub const MAX_NAMES: usize = 64;
+/// run, and each row's histograms are a few MB a thread); further names are counted under the
+/// last row, [`OTHER_NAMES`].
+pub const MAX_NAMES: usize = 32;
 
 /// The row of requests sent without `wrk.name` (index 0).
 pub const UNNAMED: &str = "(unnamed)";
@@ -57,6 +58,9 @@ pub struct ScriptRun {
     end: Mutex<Option<Arc<EarlyEnd>>>,
     /// Whether the script defines `response()`: only then are headers and bodies handed over.
     judges: bool,
+    /// Rows of per-name books each thread keeps: [`MAX_NAMES`] when the script may name its
+    /// requests, else none (they cost memory and time at every interval).
+    name_rows: usize,
     /// Nanoseconds spent in `request()` and `response()`, and the calls, over every thread.
     lua_ns: AtomicU64,
     request_calls: AtomicU64,
@@ -85,8 +89,10 @@ pub struct LuaTime {
 }
 
 impl ScriptRun {
-    /// The run of `threads`, one state per load thread, in the order the threads take them.
-    pub fn new(threads: Vec<ThreadScript>) -> ScriptRun {
+    /// The run of `threads`, one state per load thread, in the order the threads take them;
+    /// `named` when the script may set `wrk.name` (its text mentions `name`): only then are
+    /// per-name books kept.
+    pub fn new(threads: Vec<ThreadScript>, named: bool) -> ScriptRun {
         let judges = threads.iter().any(ThreadScript::wants_response);
         let mut names = Vec::with_capacity(MAX_NAMES);
         names.push(UNNAMED.to_string());
@@ -97,6 +103,7 @@ impl ScriptRun {
             stopped: AtomicBool::new(false),
             end: Mutex::new(None),
             judges,
+            name_rows: if named { MAX_NAMES } else { 0 },
             lua_ns: AtomicU64::new(0),
             request_calls: AtomicU64::new(0),
             response_calls: AtomicU64::new(0),
@@ -117,6 +124,11 @@ impl ScriptRun {
     /// The `by_request` names: index 0 is [`UNNAMED`], the rest as the script gave them.
     pub fn names(&self) -> Vec<String> {
         lock(&self.names).clone()
+    }
+
+    /// How many rows of per-name books each load thread keeps.
+    pub fn name_rows(&self) -> usize {
+        self.name_rows
     }
 
     /// Whether any request was named (only then are `by_request` rows reported).
@@ -193,6 +205,8 @@ pub struct ScriptSource {
     heads: Vec<bool>,
     /// This state's names ([`NameId`] order) as rows of the run's books.
     rows: Vec<u32>,
+    /// Whether the script defines `delay()`.
+    has_delay: bool,
 }
 
 impl ScriptSource {
@@ -200,7 +214,9 @@ impl ScriptSource {
     /// every state is taken (no more load threads than states are ever started).
     pub fn take(run: &Arc<ScriptRun>, slots: usize) -> Option<ScriptSource> {
         let script = lock(&run.waiting).pop()?;
+        let has_delay = script.has_delay();
         Some(ScriptSource {
+            has_delay,
             run: Arc::clone(run),
             script: Arc::new(Mutex::new(script)),
             pending: Vec::with_capacity(1024),
@@ -305,6 +321,25 @@ impl RequestSource for ScriptSource {
 
     fn made(&self, slot: usize) -> Option<(&[u8], bool)> {
         Some((&self.slots[slot], self.heads[slot]))
+    }
+
+    /// `delay()`'s milliseconds (closed loop only: an open loop refuses a script with delay()).
+    fn hold_ns(&mut self) -> u64 {
+        if !self.has_delay {
+            return 0;
+        }
+        let mut script = lock(&self.script);
+        let asked = script.delay_ms();
+        self.run.add_lua(script.last_lua_ns());
+        drop(script);
+        match asked {
+            Ok(ms) => ms.unwrap_or(0).saturating_mul(1_000_000),
+            Err(candor_script::ScriptError::Interrupted { .. }) => 0,
+            Err(e) => {
+                self.run.halt(ScriptStop::Error(e.to_string()));
+                0
+            }
+        }
     }
 }
 

@@ -41,6 +41,13 @@ pub trait RequestSource: Send {
     /// The bytes slot `slot` carries and whether its request is a HEAD request, when this
     /// source made them (`None`: the driver sends prepared request `Next::request`).
     fn made(&self, slot: usize) -> Option<(&[u8], bool)>;
+
+    /// Closed loop: how long (ns) a slot that has just come free waits before its next request
+    /// (a script's `delay()`, wrk's think time between a response and the next request). Asked
+    /// once per freed slot; 0 for sources that have no such wait.
+    fn hold_ns(&mut self) -> u64 {
+        0
+    }
 }
 
 /// The prepared requests, encoded once before the run, chosen by `seq`: no bytes are made.

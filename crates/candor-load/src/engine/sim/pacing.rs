@@ -271,3 +271,50 @@ fn the_core_asks_its_request_source_what_each_entry_sends() {
         assert_eq!(made.as_deref(), Some(format!("r{}", s.seq).as_bytes()));
     }
 }
+
+/// A source whose slots wait after each response, as a script's `delay()` asks in a closed
+/// loop: `hold` ns, then the slot sends again.
+struct Holding {
+    hold: u64,
+}
+
+impl crate::workload::source::RequestSource for Holding {
+    fn next(
+        &mut self,
+        _slot: usize,
+        _seq: u64,
+        _taken: Option<(&[u8], bool)>,
+    ) -> crate::workload::source::Next {
+        crate::workload::source::Next {
+            request: 0,
+            sendable: true,
+        }
+    }
+
+    fn made(&self, _slot: usize) -> Option<(&[u8], bool)> {
+        None
+    }
+
+    fn hold_ns(&mut self) -> u64 {
+        self.hold
+    }
+}
+
+#[test]
+fn a_closed_loop_slot_waits_what_its_source_holds_it_after_each_response() {
+    let mut shape = Shape::new();
+    shape.rate = None;
+    shape.duration_ns = 10 * MS;
+    shape.connections = 1;
+    let mut sim = Sim::new(shape);
+    sim.default_answer = Answer::After(MS, 200);
+    sim.core.set_source(Box::new(Holding { hold: 2 * MS }));
+    let phases = sim.run_to_end();
+    let c = &measured(&phases).counts;
+    // 1 ms answer + 2 ms wait: a send every 3 ms from the start, 0, 3, 6, 9 ms.
+    let at: Vec<u64> = sim.sends.iter().map(|s| s.at - START).collect();
+    assert_eq!(at, [0, 3 * MS, 6 * MS, 9 * MS]);
+    assert_eq!((c.intended, c.completed), (4, 4));
+    // The wait is the script's think time, not lag: each send is its own intended time.
+    assert!(sim.sends.iter().all(|s| s.at == s.intended));
+}

@@ -1,0 +1,47 @@
+//! A script run's request source allocates nothing per request in steady state when the script
+//! builds nothing (a string built once, pipelined, named): the engine adds no allocation to what
+//! Lua does. Counted with candor-testkit's allocator (Lua's heap goes through it too).
+
+use candor_load::workload::script::{ScriptRun, ScriptSource};
+use candor_load::workload::source::RequestSource;
+use candor_script::{ScriptHost, Target};
+use candor_testkit::{mark_this_thread, marked_allocations, CountingAllocator};
+use std::path::Path;
+use std::sync::Arc;
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+const ENTRIES: u64 = 20_000;
+
+#[test]
+fn a_script_source_allocates_nothing_per_entry_once_warm() {
+    mark_this_thread();
+    let target = Target::url("http://127.0.0.1:8080/");
+    let path = Path::new("tests/scripts/named_pipeline.lua");
+    let mut host = ScriptHost::load(path, vec![], target).unwrap();
+    let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), true));
+    let slots = 4;
+    let mut source = ScriptSource::take(&run, slots).unwrap();
+    for seq in 0..1000 {
+        assert!(source.next(seq as usize % slots, seq, None).sendable);
+    }
+    let before = marked_allocations();
+    let mut bytes = 0;
+    for seq in 0..ENTRIES {
+        let slot = seq as usize % slots;
+        let next = source.next(slot, seq, None);
+        assert!(next.sendable);
+        // One row for the name the script gave (row 0 is the unnamed requests').
+        assert_eq!(next.request, 1);
+        let (made, head) = source.made(slot).unwrap();
+        assert!(!head);
+        bytes += made.len();
+    }
+    let spent = marked_allocations() - before;
+    assert_eq!(spent, 0, "{spent} allocations over {ENTRIES} entries");
+    // Each entry sent one of the two pipelined requests: two calls' worth per two entries.
+    assert!(bytes > 0);
+    assert_eq!(run.names(), vec!["(unnamed)".to_string(), "pair".to_string()]);
+    assert_eq!(run.lua_time().request_calls, (1000 + ENTRIES) / 2);
+}

@@ -36,6 +36,15 @@ pub struct ErrorCounts {
     /// in older files.
     #[serde(default)]
     pub template: u64,
+    /// A gRPC call ended with a `grpc-status` outside the accepted set (by default anything but
+    /// `OK`); its latency is recorded as for `status`. The counts per status name are in
+    /// `grpc_status`. Absent in older files and in runs where none failed so.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub grpc: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The class of a failed request (the fields of [`ErrorCounts`]).
@@ -50,10 +59,11 @@ pub enum FailureClass {
     Status,
     Check,
     Template,
+    Grpc,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 8] = [
+    pub const ALL: [FailureClass; 9] = [
         FailureClass::Connect,
         FailureClass::Read,
         FailureClass::Write,
@@ -62,6 +72,7 @@ impl FailureClass {
         FailureClass::Status,
         FailureClass::Check,
         FailureClass::Template,
+        FailureClass::Grpc,
     ];
 
     /// The name used in JSON and reports.
@@ -75,6 +86,7 @@ impl FailureClass {
             FailureClass::Status => "status",
             FailureClass::Check => "check",
             FailureClass::Template => "template",
+            FailureClass::Grpc => "grpc",
         }
     }
 }
@@ -92,6 +104,7 @@ impl ErrorCounts {
         self.status += o.status;
         self.check += o.check;
         self.template += o.template;
+        self.grpc += o.grpc;
     }
     pub fn get(&self, class: FailureClass) -> u64 {
         match class {
@@ -103,10 +116,11 @@ impl ErrorCounts {
             FailureClass::Status => self.status,
             FailureClass::Check => self.check,
             FailureClass::Template => self.template,
+            FailureClass::Grpc => self.grpc,
         }
     }
     /// Each class's name and count, in the order of [`FailureClass::ALL`].
-    pub fn by_class(&self) -> [(&'static str, u64); 8] {
+    pub fn by_class(&self) -> [(&'static str, u64); 9] {
         FailureClass::ALL.map(|c| (c.name(), self.get(c)))
     }
     /// The class with the most failures (the first of equals), `None` when nothing failed.
@@ -246,6 +260,17 @@ pub fn status_codes_line(codes: &BTreeMap<String, u64>) -> String {
         .join("  ")
 }
 
+/// `grpc_status` in words for a report line, most frequent first (then by name):
+/// `OK ×9,000  UNAVAILABLE ×12`.
+pub fn grpc_status_line(codes: &BTreeMap<String, u64>) -> String {
+    let mut v: Vec<(&String, &u64)> = codes.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{k} ×{}", crate::units::format_count(**n)))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
 /// The accounting of every request the schedule intended:
 /// `intended = completed + failed + in_flight_at_end`, always.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -297,7 +322,7 @@ impl RequestCounts {
     /// those that failed for their status or their response checks (answered but failed is not
     /// unanswered).
     pub fn responses(&self) -> u64 {
-        self.completed + self.errors.status + self.errors.check
+        self.completed + self.errors.status + self.errors.check + self.errors.grpc
     }
 
     /// True when nothing vanished from the accounting.
@@ -396,6 +421,11 @@ pub struct PhaseResults {
     /// and when none failed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub connection_faults: BTreeMap<String, u64>,
+    /// gRPC calls by the `grpc-status` they ended with, by name (`{"OK": 9000,
+    /// "UNAVAILABLE": 12}`), the accepted ones and those that failed in class `grpc`. Absent in
+    /// other protocols' runs and in older files.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_status: BTreeMap<String, u64>,
 }
 
 /// Reads `analysis` when it has this build's layout, else none: the figures are recomputed from
@@ -499,6 +529,7 @@ impl PhaseResults {
             pacing: None,
             status_codes: BTreeMap::new(),
             connection_faults: BTreeMap::new(),
+            grpc_status: BTreeMap::new(),
         }
     }
 }

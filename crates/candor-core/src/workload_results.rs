@@ -47,6 +47,8 @@ pub enum FailedCheck {
     Header,
     /// `--check-body` (or the request line's `"check_body"`).
     Body,
+    /// A gRPC call's `grpc-status` outside `--check-status` (class `grpc`).
+    Grpc,
 }
 
 impl FailedCheck {
@@ -55,6 +57,7 @@ impl FailedCheck {
         match self {
             FailedCheck::Status => FailureClass::Status,
             FailedCheck::Header | FailedCheck::Body => FailureClass::Check,
+            FailedCheck::Grpc => FailureClass::Grpc,
         }
     }
 
@@ -64,6 +67,7 @@ impl FailedCheck {
             FailedCheck::Status => "status",
             FailedCheck::Header => "header",
             FailedCheck::Body => "body",
+            FailedCheck::Grpc => "grpc",
         }
     }
 }

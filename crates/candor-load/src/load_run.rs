@@ -71,6 +71,8 @@ pub struct IntervalReport<'a> {
     pub histograms: &'a Recorder,
     /// This interval's responses by status code, per phase (by intended time, as `totals`).
     pub codes: &'a [candor_core::results::CodeCounts; 2],
+    /// This interval's gRPC calls by `grpc-status`, per phase (all zero for other protocols).
+    pub grpc_codes: &'a [candor_grpc::CodeCounts; 2],
 }
 
 /// Totals of one phase.
@@ -91,6 +93,8 @@ pub struct PhaseOutcome {
     pub faults: crate::engine::backoff::FaultTally,
     /// Responses by status code.
     pub codes: candor_core::results::CodeCounts,
+    /// gRPC calls by `grpc-status`.
+    pub grpc_codes: candor_grpc::CodeCounts,
 }
 
 impl PhaseOutcome {
@@ -103,9 +107,18 @@ impl PhaseOutcome {
             target,
         );
         r.status_codes = self.codes.to_map();
+        r.grpc_status = grpc_status_map(&self.grpc_codes);
         r.connection_faults = self.faults.by_cause();
         r
     }
+}
+
+/// gRPC calls by status name as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).
+pub fn grpc_status_map(counts: &candor_grpc::CodeCounts) -> BTreeMap<String, u64> {
+    counts
+        .iter()
+        .map(|(code, n)| (code.name().to_string(), n))
+        .collect()
 }
 
 /// Everything a run measured.
@@ -353,6 +366,7 @@ pub fn run(
             into.failures.merge(&from.failures);
             into.faults.add(&from.faults);
             into.codes.add(&from.codes);
+            into.grpc_codes.merge(&from.grpc_codes);
             for w in &from.warnings {
                 if !into.warnings.contains(w) {
                     into.warnings.push(w.clone());
@@ -409,6 +423,7 @@ pub fn run(
         failures: p.failures,
         faults: p.faults,
         codes: p.codes,
+        grpc_codes: p.grpc_codes,
     };
     Ok(RunOutcome {
         start_ns,
@@ -536,6 +551,9 @@ impl Collector {
                 for (into, from) in p.data.codes.iter_mut().zip(msg.data.codes.iter()) {
                     into.add(from);
                 }
+                for (into, from) in p.data.grpc_codes.iter_mut().zip(msg.data.grpc_codes.iter()) {
+                    into.merge(from);
+                }
                 p.reported += 1;
                 p.end_ns = p.end_ns.max(msg.final_end_ns);
                 let mut spent = msg.data;
@@ -625,6 +643,7 @@ impl Collector {
             totals: self.totals,
             histograms: &d.rec,
             codes: &d.codes,
+            grpc_codes: &d.grpc_codes,
         });
         self.done.push(interval);
         let mut spent = p.data;

@@ -40,15 +40,29 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
         } else {
             format!("--requests line {}", i + 1)
         };
-        templates.push(RequestTemplate::compile(
-            &r.method,
-            &config.target.host_header,
-            &r.path,
-            &r.headers,
-            &r.body,
-            data,
-            &what,
-        )?);
+        let compiled = if config.grpc.is_some() {
+            // A gRPC body is a protobuf message, encoded before the run: bytes, not text.
+            RequestTemplate::compile_with_body(
+                &r.method,
+                &config.target.host_header,
+                &r.path,
+                &r.headers,
+                crate::workload::template::Template::literal(&r.body),
+                data,
+                &what,
+            )
+        } else {
+            RequestTemplate::compile(
+                &r.method,
+                &config.target.host_header,
+                &r.path,
+                &r.headers,
+                &r.body,
+                data,
+                &what,
+            )
+        };
+        templates.push(compiled?);
     }
     if data.is_some() && !templates.iter().any(RequestTemplate::uses_data) {
         return Err(WorkloadError::Invalid(

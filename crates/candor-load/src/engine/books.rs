@@ -26,6 +26,8 @@ pub struct PhaseAcc {
     pub faults: crate::engine::backoff::FaultTally,
     /// Responses by status code.
     pub codes: candor_core::results::CodeCounts,
+    /// gRPC calls by `grpc-status` (all zero for other protocols).
+    pub grpc_codes: candor_grpc::CodeCounts,
 }
 
 impl Default for PhaseAcc {
@@ -47,6 +49,7 @@ impl PhaseAcc {
             failures: Default::default(),
             faults: Default::default(),
             codes: Default::default(),
+            grpc_codes: Default::default(),
         }
     }
 }
@@ -161,29 +164,47 @@ impl WorkloadBooks {
     }
 }
 
-/// Books a completed response (`ok`: completed; otherwise failed in class `status` or, when
-/// `check_failed`, `check`) into one accumulator, as the ledger books its phase.
+/// Books a completed response (`failed`: `None` completed; otherwise the class it failed in,
+/// `status`, `check` or `grpc`) into one accumulator, as the ledger books its phase.
 #[inline]
 pub fn book_response(
     acc: &mut PhaseAcc,
     (response, service, lag): (u64, u64, u64),
     status: u16,
-    ok: bool,
-    check_failed: bool,
+    failed: Option<AnswerFailure>,
 ) {
     acc.rec.record(response, service, lag);
     let c = &mut acc.counts;
     if status != 0 {
         c.status.count(status);
     }
-    if ok {
-        c.completed += 1;
-    } else {
-        c.failed += 1;
-        if check_failed {
-            c.errors.check += 1;
-        } else {
-            c.errors.status += 1;
+    match failed {
+        None => c.completed += 1,
+        Some(class) => {
+            c.failed += 1;
+            *class.count_in(&mut c.errors) += 1;
+        }
+    }
+}
+
+/// The class of a full response that failed: the server answered, its latency is recorded.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AnswerFailure {
+    /// Its status is outside the accepted set.
+    Status,
+    /// Its status was accepted, a response check failed.
+    Check,
+    /// A gRPC call whose `grpc-status` is outside the accepted set.
+    Grpc,
+}
+
+impl AnswerFailure {
+    /// The count of this class in `errors`.
+    pub fn count_in(self, errors: &mut candor_core::results::ErrorCounts) -> &mut u64 {
+        match self {
+            AnswerFailure::Status => &mut errors.status,
+            AnswerFailure::Check => &mut errors.check,
+            AnswerFailure::Grpc => &mut errors.grpc,
         }
     }
 }
@@ -243,13 +264,13 @@ mod tests {
         let mut seen = 0;
         a.each(15, Some(2), true, |acc| {
             book_intended(&mut acc.counts, false);
-            book_response(acc, (5, 4, 1), 200, true, false);
+            book_response(acc, (5, 4, 1), 200, None);
             seen += 1;
         });
         assert_eq!(seen, 2, "its stage and its name");
         a.each(3, Some(1), false, |acc| {
             book_intended(&mut acc.counts, false);
-            book_response(acc, (5, 4, 1), 200, false, true);
+            book_response(acc, (5, 4, 1), 200, Some(AnswerFailure::Check));
         });
         let mut b = WorkloadBooks::new(0, &[10, 10], &[0, 1, 0], 2);
         b.merge(&a);

@@ -600,6 +600,25 @@ impl Core {
             .complete_response(&e, now, status, failed_check, body)
     }
 
+    /// [`Core::complete_response`] of a gRPC call that ended with `grpc-status` `code` (see
+    /// [`Ledger::complete_grpc`]).
+    #[inline]
+    pub fn complete_grpc(
+        &mut self,
+        slot: usize,
+        status: u16,
+        code: candor_grpc::Code,
+        failed_check: Option<crate::engine::examples::ContentCheck>,
+        body: Option<&[u8]>,
+        now: u64,
+    ) -> Booked {
+        let conn = self.slots[slot].conn;
+        self.conns[conn].backoff.answered();
+        let e = self.release(slot, now);
+        self.ledger
+            .complete_grpc(&e, now, status, code, failed_check, body)
+    }
+
     /// Slot `slot`'s request failed at `now`.
     pub fn fail(&mut self, slot: usize, kind: Failure, now: u64) {
         if !self.slots[slot].busy {

@@ -77,6 +77,8 @@ struct Stream {
     /// Receive-window bytes not yet given back with a WINDOW_UPDATE.
     unacked: u32,
     status: u16,
+    /// gRPC: the `grpc-status` of the response's trailers (or of a trailers-only response).
+    grpc_status: Option<candor_grpc::Code>,
 }
 
 struct Conn {
@@ -232,6 +234,8 @@ struct Driver {
     fatal: Option<String>,
     /// A request waited for a stream on a connection whose server allowed none.
     saw_zero_stream_limit: bool,
+    /// A gRPC run: a response ends at its trailers and is judged by their `grpc-status`.
+    grpc: bool,
 }
 
 impl Driver {
@@ -310,6 +314,7 @@ impl Driver {
             next_connect_scan: 0,
             fatal: None,
             saw_zero_stream_limit: false,
+            grpc: config.grpc.is_some(),
             requests: setup.requests,
             config,
         })

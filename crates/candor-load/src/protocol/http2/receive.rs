@@ -263,6 +263,10 @@ impl Driver {
             .filter(|o| o.wants_headers());
         let mut status = 0u16;
         let mut hits = 0u64;
+        // gRPC: `grpc-status` ends the call, in its trailers or in a trailers-only response; a
+        // value that is no code is kept as UNKNOWN (the gRPC spec's mapping of the unknown).
+        let mut grpc_status = None;
+        let grpc = self.grpc;
         let block = std::mem::take(&mut c.block);
         let decoded = c.decoder.decode(&block, |name, value| {
             if name == b":status" {
@@ -270,6 +274,11 @@ impl Driver {
                     .ok()
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(0);
+            } else if grpc && name == b"grpc-status" {
+                grpc_status = Some(
+                    candor_grpc::Code::from_header_value(value)
+                        .unwrap_or(candor_grpc::Code::Unknown),
+                );
             } else if let Some(o) = observer {
                 hits |= o.header_bits(name, value);
             }
@@ -281,6 +290,9 @@ impl Driver {
         let Some(slot) = slot else {
             return Ok(false);
         };
+        if grpc_status.is_some() {
+            self.streams[slot].grpc_status = grpc_status;
+        }
         if status != 0 {
             if (100..200).contains(&status) {
                 if ends {
@@ -319,6 +331,16 @@ impl Driver {
         if s.status == 0 {
             // A response without :status is malformed.
             self.core.fail(slot, Failure::Parse, now);
+        } else if self.grpc && s.status == 200 {
+            match s.grpc_status.take() {
+                Some(code) => {
+                    let body = self.observers[slot].excerpt();
+                    self.core
+                        .complete_grpc(slot, s.status, code, failed, body, now);
+                }
+                // A gRPC response that ends without `grpc-status` breaks the protocol.
+                None => self.core.fail(slot, Failure::Parse, now),
+            }
         } else {
             let body = self.observers[slot].excerpt();
             self.core

@@ -528,7 +528,7 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         insecure: a.insecure,
         ca_file: a.ca.clone(),
     };
-    crate::grpc_flags::apply(a, &mut c)?;
+    crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?;
     if let Some(path) = &a.requests {
         let bytes = read(
             path,

@@ -17,9 +17,41 @@ fn invalid(e: impl std::fmt::Display) -> FlagError {
     FlagError::Invalid(e.to_string())
 }
 
-/// Makes `c` (its target, `-H`, `-T` and body already read from the flags) the gRPC call the
-/// flags describe, or refuses the gRPC flags for a target that is not gRPC.
-pub fn apply(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
+/// The gRPC side of the load flags, apart from clap (tests and other front ends fill it).
+#[derive(Debug, Clone, Default)]
+pub struct GrpcFlags {
+    /// `--call package.Service/Method`.
+    pub call: Option<String>,
+    /// `--proto` files and `--import-path` directories.
+    pub proto: Vec<std::path::PathBuf>,
+    pub import_path: Vec<std::path::PathBuf>,
+    /// `--reflect`.
+    pub reflect: bool,
+    /// `-H` lines: the call's metadata.
+    pub headers: Vec<String>,
+    /// `--check-status`: gRPC status names or numbers.
+    pub check_status: Option<String>,
+    /// `--requests` or `--replay` given (not for gRPC yet).
+    pub request_set: bool,
+}
+
+impl GrpcFlags {
+    pub fn of(a: &LoadArgs) -> GrpcFlags {
+        GrpcFlags {
+            call: a.call.clone(),
+            proto: a.proto.clone(),
+            import_path: a.import_path.clone(),
+            reflect: a.reflect,
+            headers: a.headers.clone(),
+            check_status: a.check_status.clone(),
+            request_set: a.requests.is_some() || a.replay.is_some(),
+        }
+    }
+}
+
+/// Makes `c` (its target, `-T` and body already read from the flags) the gRPC call `a`
+/// describes, or refuses the gRPC flags for a target that is not gRPC.
+pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
     if !c.target.grpc {
         let given = [
             (a.call.is_some(), "--call"),
@@ -45,7 +77,7 @@ pub fn apply(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             "-m/--method does not apply to gRPC targets: every call is a POST to the method's path",
         ));
     }
-    if a.requests.is_some() || a.replay.is_some() {
+    if a.request_set {
         return Err(invalid(
             "--requests and --replay do not apply to gRPC targets yet: one --call per run",
         ));

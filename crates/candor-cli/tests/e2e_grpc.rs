@@ -359,7 +359,15 @@ fn bad_input_is_one_line_before_any_call() {
             "has no method `Ech`; it has: Echo, Stream, Collect, Chat",
         ),
         (
-            echo_args(&url, &p, &["--body", r#"{"nmae":"x"}"#]),
+            vec![
+                &url,
+                "--proto",
+                &p,
+                "--call",
+                "candor.bench.Bench/Echo",
+                "--body",
+                r#"{"nmae":"x"}"#,
+            ],
             "unrecognized field name 'nmae'",
         ),
         (

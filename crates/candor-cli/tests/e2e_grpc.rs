@@ -268,6 +268,33 @@ fn closed_loop_stages_warmup_streaming_and_reflection() {
         pct(&v, "response_time", 50.0) >= 10.0 * MS,
         "two 5 ms gaps at least"
     );
+    // Its first message came before its end: the time to it is recorded beside the response time.
+    let first = v["extra"]
+        .as_array()
+        .and_then(|e| e.iter().find(|h| h["name"] == "grpc_first_message"))
+        .unwrap_or_else(|| panic!("no grpc_first_message in {}", v["extra"]));
+    assert_eq!(first["summary"]["count"].as_u64(), Some(50));
+    let first_max = first["summary"]["max_ns"].as_f64().unwrap();
+    assert!(
+        first_max < pct(&v, "response_time", 50.0),
+        "first message {first_max} ns, before the 10 ms of the rest"
+    );
+    // A templated message: filled and encoded per call, each call its own.
+    let (v, _) = run_json(&[
+        &url,
+        "--proto",
+        &p,
+        "--call",
+        "candor.bench.Bench/Echo",
+        "--body",
+        r#"{"name":"user-{{seq}}","seq":{{seq}},"inner":{"n":{{random:1:9}}}}"#,
+        "-R",
+        "200",
+        "-d",
+        "1s",
+    ]);
+    assert_grpc_balanced(&v);
+    assert_eq!(req(&v, "completed"), 200);
 }
 
 #[test]
@@ -408,6 +435,18 @@ fn bad_input_is_one_line_before_any_call() {
             "--call applies to grpc:// and grpcs:// targets",
         ),
         (vec!["grpc://127.0.0.1"], "grpc:// needs a port"),
+        (
+            vec![
+                &url,
+                "--proto",
+                &p,
+                "--call",
+                "candor.bench.Bench/Echo",
+                "--body",
+                r#"{"seq":"{{seq}}x"}"#,
+            ],
+            "--body: request 0 filled as {\"seq\":\"0x\"}: JSON for candor.bench.EchoRequest: field `seq`",
+        ),
     ];
     for (args, want) in cases {
         let err = refused(&args);

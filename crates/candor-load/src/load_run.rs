@@ -82,6 +82,8 @@ pub struct PhaseOutcome {
     pub counts: RequestCounts,
     /// TLS handshake times of connections opened in this phase (empty without TLS).
     pub tls_handshake: Histo,
+    /// gRPC server streaming: time to each call's first message (empty otherwise).
+    pub first_message: Histo,
     pub duration_ns: u64,
     /// What the engine saw that the report must name (see `PhaseAcc::warnings`).
     pub warnings: Vec<String>,
@@ -362,6 +364,9 @@ pub fn run(
             into.tls_handshake
                 .add(&from.tls_handshake)
                 .expect("same layout");
+            into.first_message
+                .add(&from.first_message)
+                .expect("same layout");
             into.pacing.add(&from.pacing);
             into.failures.merge(&from.failures);
             into.faults.add(&from.faults);
@@ -417,6 +422,7 @@ pub fn run(
         unfinished: p.unfinished,
         counts: p.counts,
         tls_handshake: p.tls_handshake,
+        first_message: p.first_message,
         duration_ns,
         warnings: p.warnings,
         workload: p.workload,

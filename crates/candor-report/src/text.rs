@@ -100,6 +100,19 @@ pub fn render(results: &RunResults) -> String {
     }
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
+    // A gRPC server-streaming run: each call's first message, timed as its response is.
+    if let Some(first) = results.extra.iter().find(|h| h.name == "grpc_first_message") {
+        let s = &first.summary;
+        let _ = writeln!(
+            out,
+            "  first message (gRPC stream): p50 {}  p90 {}  p99 {}  max {}  ({} calls)",
+            fmt_at(s, 50.0),
+            fmt_at(s, 90.0),
+            fmt_at(s, 99.0),
+            format_ns(s.max_ns as f64),
+            format_count(s.count)
+        );
+    }
     out.push('\n');
     out.push_str(&match books {
         Books::Full => accounting(&results.main),

@@ -528,7 +528,6 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         insecure: a.insecure,
         ca_file: a.ca.clone(),
     };
-    crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?;
     if let Some(path) = &a.requests {
         let bytes = read(
             path,
@@ -596,6 +595,8 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     } else {
         None
     };
+    // After the data and the seed: a templated gRPC message's first request is filled here.
+    crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?;
     if let Some(list) = a.check_status.as_ref().filter(|_| c.grpc.is_none()) {
         if c.target.scheme == candor_load::Scheme::Tcp {
             return Err(FlagError::Invalid(

@@ -4,7 +4,9 @@
 //! any load: every mistake is a one-line error here.
 
 use crate::flags::{FlagError, LoadArgs};
-use candor_grpc::{CallName, CodeSet, GrpcMethod, GrpcTimeout, Metadata, StaticMessage};
+use candor_grpc::{
+    CallName, CodeSet, GrpcMethod, GrpcTimeout, Metadata, RequestEncoder, StaticMessage,
+};
 use candor_load::{GrpcConfig, LoadConfig, Scheme};
 use std::time::Duration;
 
@@ -115,14 +117,21 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
         }
     };
     let method = GrpcMethod::resolve_supported(&pool, &call).map_err(invalid)?;
-    let json: &[u8] = if c.body.is_empty() { b"{}" } else { &c.body };
-    if json.windows(2).any(|w| w == b"{{") {
-        return Err(invalid(
-            "--body: placeholders ({{...}}) in a gRPC message are not supported yet; the message is encoded once, before the run",
-        ));
+    if c.body.is_empty() {
+        c.body = b"{}".to_vec();
     }
-    let message = StaticMessage::from_json(method.input(), json)
-        .map_err(|e| invalid(format!("--body: {e}")))?;
+    // Placeholders make the message per request (its JSON filled, then encoded); without them
+    // it is encoded once, here.
+    let templated = c.body.windows(2).any(|w| w == b"{{");
+    let encoder = RequestEncoder::new(method.input());
+    let body = if templated {
+        c.body.clone()
+    } else {
+        StaticMessage::from_json(method.input(), &c.body)
+            .map_err(|e| invalid(format!("--body: {e}")))?
+            .framed()
+            .to_vec()
+    };
     let mut headers = vec![
         "content-type: application/grpc".to_string(),
         "te: trailers".to_string(),
@@ -142,7 +151,7 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
     c.method = "POST".into();
     c.target.path = method.path().to_string();
     c.headers = headers;
-    c.body = message.framed().to_vec();
+    c.body = body;
     c.http2 = true;
     // A gRPC answer is HTTP 200; any other HTTP status fails in class `status`.
     c.accept_status = candor_load::StatusSet::parse("200").map_err(invalid)?;
@@ -150,6 +159,19 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
         call: call.to_string(),
         kind: method.kind(),
         accept,
+        templated: templated.then(|| encoder.clone()),
     });
+    if templated {
+        // The first request's JSON, filled as the run will fill it, must fit the message:
+        // a template that never can is a mistake to name now, not a run of failures.
+        let json = candor_load::config::request_set::filled_body(c, 0)?;
+        let mut framed = Vec::new();
+        encoder.encode_framed(&json, &mut framed).map_err(|e| {
+            invalid(format!(
+                "--body: request 0 filled as {}: {e}",
+                String::from_utf8_lossy(&json)
+            ))
+        })?;
+    }
     Ok(())
 }

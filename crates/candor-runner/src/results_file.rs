@@ -66,14 +66,14 @@ pub fn run_results(
         main,
         warmup: outcome.warmup_results(config),
         intervals: outcome.intervals.clone(),
-        extra: if outcome.main.tls_handshake.is_empty() {
-            Vec::new()
-        } else {
-            vec![NamedHistogram::of(
-                "tls_handshake",
-                &outcome.main.tls_handshake,
-            )]
-        },
+        extra: [
+            ("tls_handshake", &outcome.main.tls_handshake),
+            ("grpc_first_message", &outcome.main.first_message),
+        ]
+        .into_iter()
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(name, h)| NamedHistogram::of(name, h))
+        .collect(),
         warnings,
         stop_reason: Some(outcome.stop_reason()),
         stop: None,

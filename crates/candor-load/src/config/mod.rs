@@ -141,6 +141,9 @@ pub struct GrpcConfig {
     pub kind: candor_grpc::CallKind,
     /// The `grpc-status` codes that count as success (`--check-status`; by default `OK`).
     pub accept: candor_grpc::CodeSet,
+    /// A message with placeholders: `body` is then its JSON template, filled per request and
+    /// encoded by this (allocating: docs/grpc.md); `None` for a message encoded once.
+    pub templated: Option<candor_grpc::RequestEncoder>,
 }
 
 impl LoadConfig {
@@ -503,7 +506,8 @@ impl LoadConfig {
                 &self.target.path,
                 &self.headers,
                 &self.body,
-                self.grpc.is_none() && has_placeholder(&self.body),
+                self.grpc.as_ref().is_none_or(|g| g.templated.is_some())
+                    && has_placeholder(&self.body),
             )?;
         }
         crate::config::request_set::validate(self)

@@ -14,6 +14,8 @@ pub struct PhaseAcc {
     pub counts: RequestCounts,
     /// Time from TCP connected to TLS handshake complete, per handshake (by completion time).
     pub tls_handshake: Histo,
+    /// gRPC server streaming: time from a call's intended send to its first whole message.
+    pub first_message: Histo,
     /// Conditions an engine saw that the report must name (the measured phase's are reported).
     pub warnings: Vec<String>,
     /// Per-stage and per-name books (the measured phase's only; `None` without them).
@@ -43,6 +45,7 @@ impl PhaseAcc {
             unfinished: new_histogram(),
             counts: RequestCounts::default(),
             tls_handshake: new_histogram(),
+            first_message: new_histogram(),
             warnings: Vec::new(),
             workload: None,
             pacing: candor_core::PaceStats::default(),

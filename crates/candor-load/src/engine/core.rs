@@ -435,6 +435,15 @@ impl Core {
     }
 
     /// A TLS handshake that took `ns` ended at `now`.
+    /// Slot `slot`'s response (a gRPC stream) completed its first message at `now`.
+    #[inline]
+    pub fn first_message(&mut self, slot: usize, now: u64) {
+        if self.slots[slot].busy {
+            let intended = self.exchange(slot).intended;
+            self.ledger.first_message(intended, now);
+        }
+    }
+
     pub fn tls_handshake(&mut self, ns: u64, now: u64) {
         self.ledger.tls_handshake(ns, now);
     }

@@ -285,7 +285,10 @@ impl Ledger {
         self.interval.grpc_codes[phase].record(code);
         if !self.grpc_accept.contains(code) {
             let verdict = Some((AnswerFailure::Grpc, FailedCheck::Grpc));
-            return self.book_answer(e, now, status, verdict, body);
+            // A failed call's body is usually empty (trailers-only): its example shows the
+            // status's name instead.
+            let name = Some(code.name().as_bytes());
+            return self.book_answer(e, now, status, verdict, name);
         }
         self.complete_response(e, now, status, failed_check, body)
     }
@@ -445,6 +448,17 @@ impl Ledger {
             }
         }
         self.interval.failed += 1;
+    }
+
+    /// A gRPC stream's first whole message of the call intended at `intended` arrived at `now`:
+    /// its time to first message, from the intended send as the response time is.
+    #[inline]
+    pub fn first_message(&mut self, intended: u64, now: u64) {
+        let phase = self.phase_of(intended);
+        record_clamped(
+            &mut self.phases[phase].first_message,
+            now.saturating_sub(intended),
+        );
     }
 
     /// A TLS handshake took `ns` and ended at `now`: handshakes before the end of the warm-up

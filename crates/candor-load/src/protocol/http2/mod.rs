@@ -70,7 +70,9 @@ struct Stream {
     /// 0: no stream (the request waits for its connection or for a stream).
     id: u32,
     send_window: i64,
-    /// The body: where it starts in the request's HTTP/1.1 bytes, its length, how much is sent.
+    /// The body: where it starts in the request's HTTP/1.1 bytes (or in the slot's gRPC
+    /// message, `grpc_body`), its length, how much is sent.
+    grpc_body: bool,
     body_at: usize,
     body_len: usize,
     body_sent: usize,
@@ -236,6 +238,13 @@ struct Driver {
     saw_zero_stream_limit: bool,
     /// A gRPC run: a response ends at its trailers and is judged by their `grpc-status`.
     grpc: bool,
+    /// gRPC server streaming: per slot, the messages of its response counted as they arrive
+    /// (for the time to the first one); empty otherwise.
+    grpc_messages: Vec<candor_grpc::FrameDecoder>,
+    /// gRPC with a templated message: its encoder, and per slot the message encoded from the
+    /// filled JSON (sent instead of the request's body); empty otherwise.
+    grpc_encoder: Option<candor_grpc::RequestEncoder>,
+    grpc_bodies: Vec<Vec<u8>>,
 }
 
 impl Driver {
@@ -315,6 +324,17 @@ impl Driver {
             fatal: None,
             saw_zero_stream_limit: false,
             grpc: config.grpc.is_some(),
+            grpc_messages: match &config.grpc {
+                Some(g) if g.kind == candor_grpc::CallKind::ServerStreaming => {
+                    vec![candor_grpc::FrameDecoder::default(); slots]
+                }
+                _ => Vec::new(),
+            },
+            grpc_encoder: config.grpc.as_ref().and_then(|g| g.templated.clone()),
+            grpc_bodies: match config.grpc.as_ref().and_then(|g| g.templated.as_ref()) {
+                Some(_) => vec![Vec::with_capacity(scratch_len); slots],
+                None => Vec::new(),
+            },
             requests: setup.requests,
             config,
         })
@@ -564,6 +584,10 @@ impl Driver {
     /// Writes slot `slot`'s HEADERS (and as much body as the windows allow) on connection `i`.
     /// False if the request failed instead (it cannot be sent over HTTP/2).
     fn start_stream(&mut self, i: usize, slot: usize, now: u64) -> bool {
+        if let Some(encoder) = &self.grpc_encoder {
+            // A templated gRPC message: the filled JSON is encoded here, per request.
+            return self.start_grpc_stream(i, slot, encoder.clone(), now);
+        }
         let c = &mut self.conns[i];
         let bytes = request_bytes(&self.core, &self.requests, slot);
         let (block, body_at): (&[u8], usize) = match self.core.slot_request(slot) {
@@ -596,21 +620,79 @@ impl Driver {
             body_len,
             ..Stream::default()
         };
+        self.opened(i, slot, id, written, now);
+        true
+    }
+
+    /// [`Driver::start_stream`] of a gRPC call whose message is a template: the filled JSON
+    /// (the body of the slot's filled request) encoded as the framed protobuf the stream sends;
+    /// a JSON the fill broke (a data value with a quote, say) fails the request in class
+    /// `template`, unsent.
+    fn start_grpc_stream(
+        &mut self,
+        i: usize,
+        slot: usize,
+        encoder: candor_grpc::RequestEncoder,
+        now: u64,
+    ) -> bool {
+        let bytes = request_bytes(&self.core, &self.requests, slot);
+        let Ok(body_at) = frame::encode_request_reencoded(bytes, self.https, &mut self.scratch)
+        else {
+            self.core.fail(slot, Failure::Write, now);
+            return false;
+        };
+        let message = &mut self.grpc_bodies[slot];
+        message.clear();
+        if encoder.encode_framed(&bytes[body_at..], message).is_err() {
+            self.core.fail(slot, Failure::Template, now);
+            return false;
+        }
+        let c = &mut self.conns[i];
+        let id = c.next_id;
+        c.next_id += 2;
+        if c.next_id > 0x7fff_ffff {
+            c.goaway = true;
+        }
+        let body_len = message.len();
+        let before = c.wbuf.len();
+        frame::put_headers(&mut c.wbuf, id, &self.scratch, body_len == 0, c.max_frame);
+        let written = c.wbuf.len() - before;
+        self.streams[slot] = Stream {
+            id,
+            send_window: c.initial_window,
+            grpc_body: true,
+            body_len,
+            ..Stream::default()
+        };
+        self.opened(i, slot, id, written, now);
+        true
+    }
+
+    /// Stream `id` of connection `i` carries slot `slot`'s request, its HEADERS (`written`
+    /// bytes) buffered at `now`: booked, and its body sent as far as the windows allow.
+    fn opened(&mut self, i: usize, slot: usize, id: u32, written: usize, now: u64) {
+        let c = &mut self.conns[i];
         c.active.push((id, slot));
         self.observers[slot].begin(self.core.exchange(slot).request as usize);
+        if let Some(messages) = self.grpc_messages.get_mut(slot) {
+            messages.reset();
+        }
         self.core.sent(slot, now);
         self.core.written(slot, written);
-        if body_len > 0 {
+        if self.streams[slot].body_len > 0 {
             self.send_body(i, slot);
         }
-        true
     }
 
     /// Sends as much of slot `slot`'s body as the windows and the frame size allow.
     fn send_body(&mut self, i: usize, slot: usize) {
         let c = &mut self.conns[i];
         let s = &mut self.streams[slot];
-        let bytes = request_bytes(&self.core, &self.requests, slot);
+        let bytes = if s.grpc_body {
+            &self.grpc_bodies[slot]
+        } else {
+            request_bytes(&self.core, &self.requests, slot)
+        };
         let before = c.wbuf.len();
         while s.body_sent < s.body_len {
             let n = (s.body_len - s.body_sent)

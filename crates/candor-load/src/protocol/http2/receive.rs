@@ -57,6 +57,13 @@ impl Driver {
                     return Ok(false);
                 };
                 self.observers[slot].body(data);
+                if let Some(messages) = self.grpc_messages.get_mut(slot) {
+                    // A malformed prefix is the server's to answer for in its status; only
+                    // the first message's time is taken here.
+                    if matches!(messages.feed(data), Ok(fed) if fed.first_completed) {
+                        self.core.first_message(slot, now);
+                    }
+                }
                 if h.flags & frame::END_STREAM != 0 {
                     self.complete(i, slot, now);
                     return Ok(true);

@@ -85,8 +85,16 @@ fn failed_statuses_are_the_grpc_class_with_their_latency() {
     let out = candor_load::run(&c, RunOptions::default(), &mut |_| {}).unwrap();
     let m = &out.main.counts;
     assert_eq!(m.intended, 200, "{m:?}");
-    assert_eq!((m.completed, m.errors.grpc, m.failed), (100, 100, 100), "{m:?}");
-    assert_eq!(out.main.recorder.response.len(), 200, "failed calls keep their latency");
+    assert_eq!(
+        (m.completed, m.errors.grpc, m.failed),
+        (100, 100, 100),
+        "{m:?}"
+    );
+    assert_eq!(
+        out.main.recorder.response.len(),
+        200,
+        "failed calls keep their latency"
+    );
     let codes = &out.main.grpc_codes;
     assert_eq!(
         (

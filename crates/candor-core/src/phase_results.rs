@@ -41,6 +41,15 @@ pub struct ErrorCounts {
     /// delivered are counted in `stream`). Absent in older files.
     #[serde(default)]
     pub stream: u64,
+    /// A gRPC call ended with a `grpc-status` outside the accepted set (by default anything but
+    /// `OK`); its latency is recorded as for `status`. The counts per status name are in
+    /// `grpc_status`. Absent in older files and in runs where none failed so.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub grpc: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The class of a failed request (the fields of [`ErrorCounts`]).
@@ -56,6 +65,7 @@ pub enum FailureClass {
     Check,
     Template,
     Stream,
+    Grpc,
 }
 
 impl FailureClass {
@@ -69,6 +79,7 @@ impl FailureClass {
         FailureClass::Check,
         FailureClass::Template,
         FailureClass::Stream,
+        FailureClass::Grpc,
     ];
 
     /// The name used in JSON and reports.
@@ -83,6 +94,7 @@ impl FailureClass {
             FailureClass::Check => "check",
             FailureClass::Template => "template",
             FailureClass::Stream => "stream",
+            FailureClass::Grpc => "grpc",
         }
     }
 }
@@ -101,6 +113,7 @@ impl ErrorCounts {
         self.check += o.check;
         self.template += o.template;
         self.stream += o.stream;
+        self.grpc += o.grpc;
     }
     pub fn get(&self, class: FailureClass) -> u64 {
         match class {
@@ -113,6 +126,7 @@ impl ErrorCounts {
             FailureClass::Check => self.check,
             FailureClass::Template => self.template,
             FailureClass::Stream => self.stream,
+            FailureClass::Grpc => self.grpc,
         }
     }
     /// Each class's name and count, in the order of [`FailureClass::ALL`].
@@ -256,6 +270,17 @@ pub fn status_codes_line(codes: &BTreeMap<String, u64>) -> String {
         .join("  ")
 }
 
+/// `grpc_status` in words for a report line, most frequent first (then by name):
+/// `OK ×9,000  UNAVAILABLE ×12`.
+pub fn grpc_status_line(codes: &BTreeMap<String, u64>) -> String {
+    let mut v: Vec<(&String, &u64)> = codes.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{k} ×{}", crate::units::format_count(**n)))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
 /// The accounting of every request the schedule intended:
 /// `intended = completed + failed + in_flight_at_end`, always.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -307,7 +332,7 @@ impl RequestCounts {
     /// those that failed for their status or their response checks (answered but failed is not
     /// unanswered).
     pub fn responses(&self) -> u64 {
-        self.completed + self.errors.status + self.errors.check
+        self.completed + self.errors.status + self.errors.check + self.errors.grpc
     }
 
     /// True when nothing vanished from the accounting.
@@ -439,6 +464,11 @@ pub struct PhaseResults {
     /// and when none failed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub connection_faults: BTreeMap<String, u64>,
+    /// gRPC calls by the `grpc-status` they ended with, by name (`{"OK": 9000,
+    /// "UNAVAILABLE": 12}`), the accepted ones and those that failed in class `grpc`. Absent in
+    /// other protocols' runs and in older files.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_status: BTreeMap<String, u64>,
 }
 
 /// Reads `analysis` when it has this build's layout, else none: the figures are recomputed from
@@ -580,6 +610,7 @@ impl PhaseResults {
             pacing: None,
             status_codes: BTreeMap::new(),
             connection_faults: BTreeMap::new(),
+            grpc_status: BTreeMap::new(),
         }
     }
 }

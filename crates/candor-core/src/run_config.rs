@@ -211,6 +211,12 @@ pub enum ProtocolName {
     H2Tls,
     #[serde(rename = "tcp")]
     Tcp,
+    /// gRPC over HTTP/2 in the clear (`grpc://`).
+    #[serde(rename = "grpc")]
+    Grpc,
+    /// gRPC over HTTP/2 over TLS (`grpcs://`).
+    #[serde(rename = "grpc (TLS)")]
+    GrpcTls,
 }
 
 impl ProtocolName {
@@ -223,6 +229,8 @@ impl ProtocolName {
             ProtocolName::H2c => "HTTP/2, h2c",
             ProtocolName::H2Tls => "HTTP/2 over TLS, h2",
             ProtocolName::Tcp => "raw TCP",
+            ProtocolName::Grpc => "gRPC over HTTP/2, h2c",
+            ProtocolName::GrpcTls => "gRPC over HTTP/2 over TLS, h2",
         }
     }
 }
@@ -242,6 +250,9 @@ pub struct RunConfig {
     pub connections: usize,
     pub drain_s: f64,
     pub duration_s: f64,
+    /// The gRPC method a gRPC run called (`package.Service/Method`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc_call: Option<String>,
     /// Header lines, with Authorization values redacted: results are made to be shared.
     pub headers: Vec<String>,
     /// Seconds into the run at which a signal stopped it (measured, not a setting).

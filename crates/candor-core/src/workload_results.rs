@@ -52,6 +52,8 @@ pub enum FailedCheck {
     Script,
     /// A streamed response that failed (`--stream`, `--llm`: an error event, no `[DONE]`).
     Stream,
+    /// A gRPC call's `grpc-status` outside `--check-status` (class `grpc`).
+    Grpc,
 }
 
 impl FailedCheck {
@@ -61,6 +63,7 @@ impl FailedCheck {
             FailedCheck::Status => FailureClass::Status,
             FailedCheck::Header | FailedCheck::Body | FailedCheck::Script => FailureClass::Check,
             FailedCheck::Stream => FailureClass::Stream,
+            FailedCheck::Grpc => FailureClass::Grpc,
         }
     }
 
@@ -72,6 +75,7 @@ impl FailedCheck {
             FailedCheck::Body => "body",
             FailedCheck::Script => "script",
             FailedCheck::Stream => "stream",
+            FailedCheck::Grpc => "grpc",
         }
     }
 }

@@ -76,6 +76,8 @@ pub struct MetricsSnapshot {
     pub measured: RequestCounts,
     /// Responses of the measured window by status code (`"200"`, ..., `"other"`).
     pub codes: std::collections::BTreeMap<String, u64>,
+    /// gRPC calls of the measured window by `grpc-status` name (empty for other protocols).
+    pub grpc_status: std::collections::BTreeMap<String, u64>,
     pub in_flight: u64,
     /// `None` in a closed loop (no target).
     pub target_per_s: Option<f64>,
@@ -220,6 +222,21 @@ pub fn render(s: &MetricsSnapshot) -> String {
             labels(sh, &[("code", code)])
         );
     }
+    if !s.grpc_status.is_empty() {
+        header(
+            &mut out,
+            "candor_grpc_calls_total",
+            "counter",
+            "gRPC calls of the measured window by the grpc-status they ended with, accepted and failed alike (those outside --check-status are in candor_requests_failed_total class grpc).",
+        );
+        for (status, n) in &s.grpc_status {
+            let _ = writeln!(
+                out,
+                "candor_grpc_calls_total{} {n}",
+                labels(sh, &[("grpc_status", status)])
+            );
+        }
+    }
     if let Some(rate) = s.target_per_s {
         single(
             &mut out,
@@ -283,6 +300,7 @@ mod tests {
             first_byte: Some(Buckets::of(&h)),
             measured,
             codes: [("200".to_string(), 5), ("404".to_string(), 1)].into(),
+            grpc_status: Default::default(),
             in_flight: 1,
             target_per_s: Some(2500.0),
             elapsed_s: 3.5,

@@ -42,6 +42,8 @@ pub struct LiveState {
     totals: [RequestCounts; 2],
     /// Responses of the measured window by status code, so far.
     codes: CodeCounts,
+    /// gRPC calls of the measured window by `grpc-status`, so far (all zero for other protocols).
+    grpc_codes: candor_grpc::CodeCounts,
     elapsed_s: f64,
     done: bool,
     /// 1 for the first run of the process, 2 for the next (sweep and capacity steps).
@@ -97,6 +99,7 @@ impl LiveState {
             measured: Recorder::new(),
             totals: [RequestCounts::default(); 2],
             codes: CodeCounts::default(),
+            grpc_codes: Default::default(),
             elapsed_s: 0.0,
             done: false,
         }
@@ -159,8 +162,9 @@ impl LiveState {
         }
         self.totals = r.totals;
         self.codes.add(&r.codes[1]);
+        self.grpc_codes.merge(&r.grpc_codes[1]);
         self.elapsed_s = r.elapsed_s;
-        json!({
+        let mut event = json!({
             "index": r.index,
             "elapsed_s": r.elapsed_s,
             "total_s": r.total_s,
@@ -181,7 +185,16 @@ impl LiveState {
             "spectrum_max_ns": value_at(&self.measured.response, 100.0),
             "warnings": self.warnings(Some(r)),
             "done": false,
-        })
+        });
+        self.add_grpc_status(&mut event);
+        event
+    }
+
+    /// gRPC runs' events also carry the calls by `grpc-status` name; other runs' are unchanged.
+    fn add_grpc_status(&self, event: &mut Value) {
+        if self.grpc_codes.total() > 0 {
+            event["grpc_status"] = json!(candor_load::load_run::grpc_status_map(&self.grpc_codes));
+        }
     }
 
     /// Takes the run's final numbers; returns the closing event. Counters only grow: the final
@@ -189,13 +202,14 @@ impl LiveState {
     pub fn finish(&mut self, outcome: &RunOutcome, stopped_early: bool, last: bool) -> Value {
         self.totals[1] = outcome.main.counts;
         self.codes = outcome.main.codes.clone();
+        self.grpc_codes = outcome.main.grpc_codes;
         if let Some(w) = &outcome.warmup {
             self.totals[0] = w.counts;
         }
         self.done = true;
         let main = &outcome.main.recorder;
         let m = &outcome.main.counts;
-        json!({
+        let mut event = json!({
             "done": true,
             "last": last,
             "run": self.run,
@@ -222,7 +236,9 @@ impl LiveState {
             "spectrum": spectrum_json(&main.response),
             "spectrum_max_ns": value_at(&main.response, 100.0),
             "warnings": self.warnings(None),
-        })
+        });
+        self.add_grpc_status(&mut event);
+        event
     }
 
     /// What `/metrics` shows now.
@@ -236,6 +252,7 @@ impl LiveState {
                 .then(|| Buckets::of(&self.measured.first_byte)),
             measured: self.totals[1],
             codes: self.codes.to_map(),
+            grpc_status: candor_load::load_run::grpc_status_map(&self.grpc_codes),
             in_flight: if self.done {
                 self.totals.iter().map(|c| c.in_flight_at_end).sum()
             } else {
@@ -289,6 +306,7 @@ mod tests {
             totals,
             histograms: rec,
             codes: Box::leak(Box::default()),
+            grpc_codes: Box::leak(Box::default()),
         }
     }
 

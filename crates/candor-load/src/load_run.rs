@@ -71,6 +71,8 @@ pub struct IntervalReport<'a> {
     pub histograms: &'a Recorder,
     /// This interval's responses by status code, per phase (by intended time, as `totals`).
     pub codes: &'a [candor_core::results::CodeCounts; 2],
+    /// This interval's gRPC calls by `grpc-status`, per phase (all zero for other protocols).
+    pub grpc_codes: &'a [candor_grpc::CodeCounts; 2],
 }
 
 /// Totals of one phase.
@@ -80,6 +82,8 @@ pub struct PhaseOutcome {
     pub counts: RequestCounts,
     /// TLS handshake times of connections opened in this phase (empty without TLS).
     pub tls_handshake: Histo,
+    /// gRPC server streaming: time to each call's first message (empty otherwise).
+    pub first_message: Histo,
     pub duration_ns: u64,
     /// What the engine saw that the report must name (see `PhaseAcc::warnings`).
     pub warnings: Vec<String>,
@@ -93,6 +97,8 @@ pub struct PhaseOutcome {
     pub codes: candor_core::results::CodeCounts,
     /// Streamed responses' events and tokens (`--stream`, `--llm`).
     pub stream: Option<Box<crate::engine::books::StreamAcc>>,
+    /// gRPC calls by `grpc-status`.
+    pub grpc_codes: candor_grpc::CodeCounts,
 }
 
 impl PhaseOutcome {
@@ -105,6 +111,7 @@ impl PhaseOutcome {
             target,
         );
         r.status_codes = self.codes.to_map();
+        r.grpc_status = grpc_status_map(&self.grpc_codes);
         r.connection_faults = self.faults.by_cause();
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);
@@ -151,6 +158,14 @@ fn stream_results(r: &mut PhaseResults, s: &crate::engine::books::StreamAcc, dur
             counted_from_chunks: s.tokens_from_chunks,
         }),
     });
+}
+
+/// gRPC calls by status name as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).
+pub fn grpc_status_map(counts: &candor_grpc::CodeCounts) -> BTreeMap<String, u64> {
+    counts
+        .iter()
+        .map(|(code, n)| (code.name().to_string(), n))
+        .collect()
 }
 
 /// Everything a run measured.
@@ -398,6 +413,9 @@ pub fn run(
             into.tls_handshake
                 .add(&from.tls_handshake)
                 .expect("same layout");
+            into.first_message
+                .add(&from.first_message)
+                .expect("same layout");
             into.pacing.add(&from.pacing);
             into.failures.merge(&from.failures);
             into.faults.add(&from.faults);
@@ -407,6 +425,7 @@ pub fn run(
                 (a @ None, b) => *a = b.clone(),
                 (Some(_), None) => {}
             }
+            into.grpc_codes.merge(&from.grpc_codes);
             for w in &from.warnings {
                 if !into.warnings.contains(w) {
                     into.warnings.push(w.clone());
@@ -457,6 +476,7 @@ pub fn run(
         unfinished: p.unfinished,
         counts: p.counts,
         tls_handshake: p.tls_handshake,
+        first_message: p.first_message,
         duration_ns,
         warnings: p.warnings,
         workload: p.workload,
@@ -464,6 +484,7 @@ pub fn run(
         faults: p.faults,
         codes: p.codes,
         stream: p.stream,
+        grpc_codes: p.grpc_codes,
     };
     Ok(RunOutcome {
         start_ns,
@@ -591,6 +612,9 @@ impl Collector {
                 for (into, from) in p.data.codes.iter_mut().zip(msg.data.codes.iter()) {
                     into.add(from);
                 }
+                for (into, from) in p.data.grpc_codes.iter_mut().zip(msg.data.grpc_codes.iter()) {
+                    into.merge(from);
+                }
                 p.reported += 1;
                 p.end_ns = p.end_ns.max(msg.final_end_ns);
                 let mut spent = msg.data;
@@ -681,6 +705,7 @@ impl Collector {
             totals: self.totals,
             histograms: &d.rec,
             codes: &d.codes,
+            grpc_codes: &d.grpc_codes,
         });
         self.done.push(interval);
         let mut spent = p.data;

@@ -45,6 +45,8 @@ pub struct IntervalData {
     pub counts: [RequestCounts; 2],
     /// Responses of this interval by status code, per phase (0 = warm-up, 1 = measured).
     pub codes: [candor_core::results::CodeCounts; 2],
+    /// gRPC calls of this interval by `grpc-status`, per phase.
+    pub grpc_codes: [candor_grpc::CodeCounts; 2],
 }
 
 impl Default for IntervalData {
@@ -61,6 +63,7 @@ impl IntervalData {
             failed: 0,
             counts: [RequestCounts::default(); 2],
             codes: Default::default(),
+            grpc_codes: Default::default(),
         }
     }
     pub fn reset(&mut self) {
@@ -71,6 +74,7 @@ impl IntervalData {
         for c in &mut self.codes {
             c.reset();
         }
+        self.grpc_codes = Default::default();
     }
 }
 

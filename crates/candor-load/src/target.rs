@@ -10,7 +10,7 @@ use thiserror::Error;
 pub enum TargetError {
     #[error("invalid URL '{0}': {1}")]
     Url(String, String),
-    #[error("unsupported scheme '{0}' in '{1}': candor run speaks http://, https:// and tcp://")]
+    #[error("unsupported scheme '{0}' in '{1}': candor run speaks http://, https://, grpc://, grpcs:// and tcp://")]
     Scheme(String, String),
     #[error("cannot resolve host '{0}': {1}")]
     Resolve(String, String),
@@ -46,6 +46,9 @@ pub struct TargetUrl {
     pub path: String,
     /// `user:password@` of the URL, percent-decoded; sent as Basic authorization.
     pub credentials: Option<Credentials>,
+    /// A gRPC target (`grpc://`, HTTP/2 in the clear, or `grpcs://`, over TLS: `scheme` is
+    /// `Http` or `Https`).
+    pub grpc: bool,
 }
 
 /// Where requests go: a [`TargetUrl`] with its host resolved.
@@ -62,6 +65,9 @@ pub struct Target {
     pub path: String,
     /// `user:password@` of the URL, percent-decoded; sent as Basic authorization.
     pub credentials: Option<Credentials>,
+    /// A gRPC target (`grpc://`, HTTP/2 in the clear, or `grpcs://`, over TLS: `scheme` is
+    /// `Http` or `Https`).
+    pub grpc: bool,
 }
 
 /// A user name and password given in the URL.
@@ -125,14 +131,25 @@ impl TargetUrl {
         }
         let url =
             url::Url::parse(text).map_err(|e| TargetError::Url(text.into(), e.to_string()))?;
-        let scheme = match url.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            "tcp" => Scheme::Tcp,
+        let (scheme, grpc) = match url.scheme() {
+            "http" => (Scheme::Http, false),
+            "https" => (Scheme::Https, false),
+            "tcp" => (Scheme::Tcp, false),
+            "grpc" => (Scheme::Http, true),
+            "grpcs" => (Scheme::Https, true),
             other => return Err(TargetError::Scheme(other.into(), text.into())),
         };
-        if scheme == Scheme::Tcp && url.port().is_none() {
-            return Err(TargetError::Url(text.into(), "tcp:// needs a port".into()));
+        if (scheme == Scheme::Tcp || grpc) && url.port().is_none() {
+            return Err(TargetError::Url(
+                text.into(),
+                format!("{}:// needs a port", url.scheme()),
+            ));
+        }
+        if grpc && !matches!(url.path(), "" | "/") {
+            return Err(TargetError::Url(
+                text.into(),
+                "a gRPC target is host:port; the method is given with --call".into(),
+            ));
         }
         let host = url
             .host_str()
@@ -177,6 +194,7 @@ impl TargetUrl {
             host_header,
             path,
             credentials,
+            grpc,
         })
     }
 
@@ -209,6 +227,7 @@ impl TargetUrl {
             host_header: self.host_header,
             path: self.path,
             credentials: self.credentials,
+            grpc: self.grpc,
         }
     }
 }

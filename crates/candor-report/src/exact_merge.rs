@@ -178,6 +178,7 @@ fn merge_phase(
         for (into, from) in [
             (&mut phase.status_codes, &p.status_codes),
             (&mut phase.connection_faults, &p.connection_faults),
+            (&mut phase.grpc_status, &p.grpc_status),
         ] {
             for (k, n) in from {
                 let v = into.entry(k.clone()).or_insert(0);

@@ -574,11 +574,17 @@ pub fn write_html(
             known(format_count(q.in_flight_at_end)),
             known(crate::html_workload::nonzero_classes(&e.by_class())),
             known(crate::html_workload::nonzero_classes(&st.by_class())),
-            // Older files and raw TCP runs have no codes.
-            if r.main.status_codes.is_empty() {
-                "—".to_string()
-            } else {
-                esc(&candor_core::results::status_codes_line(&r.main.status_codes))
+            // Older files and raw TCP runs have no codes; gRPC runs add their status names.
+            match (r.main.status_codes.is_empty(), r.main.grpc_status.is_empty()) {
+                (true, _) => "—".to_string(),
+                (false, true) => {
+                    esc(&candor_core::results::status_codes_line(&r.main.status_codes))
+                }
+                (false, false) => format!(
+                    "{}<br>gRPC: {}",
+                    esc(&candor_core::results::status_codes_line(&r.main.status_codes)),
+                    esc(&candor_core::results::grpc_status_line(&r.main.grpc_status))
+                ),
             },
             target_rate,
             format_rate(r.main.rate.achieved_per_s),

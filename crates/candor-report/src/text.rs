@@ -32,10 +32,16 @@ pub fn render(results: &RunResults) -> String {
     let closed = results.mode.is_closed_loop();
     let cfg = &results.config;
     // The protocol spoken, where the file records it (a run's own results; not a log or a merge).
-    let protocol = results
-        .run_config()
+    let recorded = results.run_config();
+    let protocol = recorded
+        .as_ref()
         .and_then(|c| c.protocol)
         .map_or(String::new(), |p| format!(" ({})", p.describe()));
+    // A gRPC run names its method after the target (the URL has no path).
+    let protocol = match recorded.as_ref().and_then(|c| c.grpc_call.as_deref()) {
+        Some(call) => format!(" {call}{protocol}"),
+        None => protocol,
+    };
     let _ = writeln!(
         out,
         "candor {} {} @ {}{protocol}",
@@ -94,6 +100,19 @@ pub fn render(results: &RunResults) -> String {
     }
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
+    // A gRPC server-streaming run: each call's first message, timed as its response is.
+    if let Some(first) = results.extra.iter().find(|h| h.name == "grpc_first_message") {
+        let s = &first.summary;
+        let _ = writeln!(
+            out,
+            "  first message (gRPC stream): p50 {}  p90 {}  p99 {}  max {}  ({} calls)",
+            fmt_at(s, 50.0),
+            fmt_at(s, 90.0),
+            fmt_at(s, 99.0),
+            format_ns(s.max_ns as f64),
+            format_count(s.count)
+        );
+    }
     out.push('\n');
     let streams = crate::stream_text::stream_section(&results.main);
     if !streams.is_empty() {
@@ -206,6 +225,10 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
             "were not sent: a --data value holds a line break, NUL or other control character where it would go into a header"
                 .to_string()
         }
+        FailureClass::Grpc => {
+            "ended with a gRPC status outside --check-status (by default anything but OK)"
+                .to_string()
+        }
     };
     format!("{what} ({})", class.name())
 }
@@ -219,7 +242,10 @@ pub fn failures_dominate(r: &RequestCounts) -> Option<String> {
     // Failed responses (their status or their checks) and timeouts are in the histograms; the
     // other classes are not.
     let latencies = match class {
-        FailureClass::Status | FailureClass::Check | FailureClass::Timeout => {
+        FailureClass::Status
+        | FailureClass::Check
+        | FailureClass::Grpc
+        | FailureClass::Timeout => {
             "the latencies below are mostly of failures"
         }
         _ => "the latencies below describe only the minority that was answered",
@@ -356,6 +382,13 @@ pub fn accounting(p: &PhaseResults) -> String {
             candor_core::results::status_codes_line(&p.status_codes)
         );
     }
+    if !p.grpc_status.is_empty() {
+        let _ = writeln!(
+            out,
+            "  grpc:     {}",
+            candor_core::results::grpc_status_line(&p.grpc_status)
+        );
+    }
     let e = &r.errors;
     let _ = write!(
         out,
@@ -376,6 +409,9 @@ pub fn accounting(p: &PhaseResults) -> String {
     }
     if e.template > 0 {
         let _ = write!(out, "  template {}", format_count(e.template));
+    }
+    if e.grpc > 0 || !p.grpc_status.is_empty() {
+        let _ = write!(out, "  grpc {}", format_count(e.grpc));
     }
     let _ = writeln!(out);
     let _ = writeln!(

@@ -225,7 +225,8 @@ pub struct LoadArgs {
     pub output_tokens: u64,
     /// HTTP statuses that count as success: codes, classes or ranges, e.g. '200,404' or
     /// '2xx,3xx'; any other response fails (class "status"), its latency still recorded.
-    /// Default: everything below 400.
+    /// Default: everything below 400. For gRPC targets, grpc-status names or numbers, e.g.
+    /// 'OK,NOT_FOUND' (default OK); any other fails in class "grpc".
     #[arg(long, value_name = "LIST")]
     pub check_status: Option<String>,
     /// The body of every response must contain this text (matched as the body streams in); a
@@ -253,7 +254,21 @@ pub struct LoadArgs {
     /// Replay a trace with more than 1% malformed lines, skipping them (they are counted).
     #[arg(long, requires = "replay")]
     pub lenient: bool,
-    /// Target URL: http://host:port/path (port optional), https://..., or tcp://host:port.
+    /// gRPC: the method to call, package.Service/Method.
+    #[arg(long, value_name = "METHOD")]
+    pub call: Option<String>,
+    /// gRPC: a .proto file describing the service (repeatable), compiled in process (no protoc).
+    #[arg(long, value_name = "FILE.proto")]
+    pub proto: Vec<std::path::PathBuf>,
+    /// gRPC: a directory where --proto files and their imports are found (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub import_path: Vec<std::path::PathBuf>,
+    /// gRPC: fetch the service's descriptors from the server's reflection service instead of
+    /// --proto.
+    #[arg(long)]
+    pub reflect: bool,
+    /// Target URL: http://host:port/path (port optional), https://..., tcp://host:port, or
+    /// grpc://host:port (gRPC over HTTP/2 in the clear), grpcs://host:port (over TLS) with --call.
     /// `http://user:password@host/` sends Basic authorization (percent-decoded, as curl does)
     /// unless an Authorization header is given.
     pub url: String,
@@ -650,7 +665,9 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     } else {
         None
     };
-    if let Some(list) = &a.check_status {
+    // After the data and the seed: a templated gRPC message's first request is filled here.
+    crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?;
+    if let Some(list) = a.check_status.as_ref().filter(|_| c.grpc.is_none()) {
         if c.target.scheme == candor_load::Scheme::Tcp {
             return Err(FlagError::Invalid(
                 "--check-status applies to HTTP targets; raw tcp:// responses have no status"

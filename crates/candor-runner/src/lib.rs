@@ -25,6 +25,7 @@ pub mod demo_runs;
 pub mod extras;
 pub mod fdlimit;
 pub mod flags;
+pub mod grpc_flags;
 pub mod interrupt;
 pub mod live_view;
 pub mod rate_series;
@@ -202,10 +203,14 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
             ArrivalKind::Poisson { .. } => ArrivalName::Poisson,
         }),
         body_bytes: c.body.len(),
-        check_status: (c.target.scheme != Scheme::Tcp).then(|| c.accept_status.to_string()),
+        check_status: match &c.grpc {
+            Some(g) => Some(g.accept.to_string()),
+            None => (c.target.scheme != Scheme::Tcp).then(|| c.accept_status.to_string()),
+        },
         connections: c.connections,
         drain_s: c.drain_ns as f64 / 1e9,
         duration_s: c.duration_ns as f64 / 1e9,
+        grpc_call: c.grpc.as_ref().map(|g| g.call.clone()),
         // Credentials stay out of results files, which are made to be shared.
         headers: c.headers.iter().map(|h| redact_header(h)).collect(),
         interrupted_after_s: None,
@@ -216,6 +221,8 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         profile: c.shape.profile().map(|p| p.describe()),
         protocol: Some(match (c.target.scheme, c.http2) {
             (Scheme::Tcp, _) => ProtocolName::Tcp,
+            (Scheme::Https, _) if c.grpc.is_some() => ProtocolName::GrpcTls,
+            (Scheme::Http, _) if c.grpc.is_some() => ProtocolName::Grpc,
             (Scheme::Https, true) => ProtocolName::H2Tls,
             (Scheme::Http, true) => ProtocolName::H2c,
             (Scheme::Https, false) => ProtocolName::Http1Tls,

@@ -68,11 +68,13 @@ pub fn run_results(
         intervals: outcome.intervals.clone(),
         extra: {
             let mut extra = Vec::new();
-            if !outcome.main.tls_handshake.is_empty() {
-                extra.push(NamedHistogram::of(
-                    "tls_handshake",
-                    &outcome.main.tls_handshake,
-                ));
+            for (name, h) in [
+                ("tls_handshake", &outcome.main.tls_handshake),
+                ("grpc_first_message", &outcome.main.first_message),
+            ] {
+                if !h.is_empty() {
+                    extra.push(NamedHistogram::of(name, h));
+                }
             }
             // The streams' measures in full, so that merges and comparisons can use them.
             if let Some(s) = &outcome.main.stream {

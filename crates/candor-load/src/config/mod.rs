@@ -128,6 +128,24 @@ pub struct LoadConfig {
     pub accept_status: crate::status::StatusSet,
     /// Templates' data, weights and names, and response checks.
     pub workload: crate::workload::WorkloadConfig,
+    /// A gRPC run (`grpc://`, `grpcs://`): set with the request it sends (see [`GrpcConfig`]).
+    pub grpc: Option<GrpcConfig>,
+}
+
+/// What a gRPC run adds to HTTP/2's: the request itself is made as HTTP's (`method` POST,
+/// `target.path` the method's path, `headers` gRPC's and the metadata, `body` the framed
+/// message, encoded once before the run), so only the judging of the answer differs.
+#[derive(Debug, Clone)]
+pub struct GrpcConfig {
+    /// The call as given, `package.Service/Method`.
+    pub call: String,
+    /// Unary or server-streaming.
+    pub kind: candor_grpc::CallKind,
+    /// The `grpc-status` codes that count as success (`--check-status`; by default `OK`).
+    pub accept: candor_grpc::CodeSet,
+    /// A message with placeholders: `body` is then its JSON template, filled per request and
+    /// encoded by this (allocating: docs/grpc.md); `None` for a message encoded once.
+    pub templated: Option<candor_grpc::RequestEncoder>,
 }
 
 impl LoadConfig {
@@ -217,6 +235,7 @@ impl LoadConfig {
             stream: Default::default(),
             accept_status: crate::status::StatusSet::default(),
             workload: Default::default(),
+            grpc: None,
         }
     }
 
@@ -410,6 +429,24 @@ impl LoadConfig {
                 }
             }
         }
+        if self.target.grpc != self.grpc.is_some() {
+            return bad(
+                "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
+            );
+        }
+        if self.grpc.is_some() {
+            if !self.http2 {
+                return bad("gRPC runs over HTTP/2".into());
+            }
+            if self.pipeline > 1 {
+                return bad("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
+            }
+            if !self.requests.is_empty() {
+                return bad(
+                    "--requests does not apply to gRPC targets yet: one --call per run".into(),
+                );
+            }
+        }
         match &self.framing {
             Some(Framing::ExpectBytes(0)) => return bad("--expect-bytes must be positive".into()),
             Some(Framing::Delimiter(d)) if d.is_empty() => {
@@ -472,7 +509,8 @@ impl LoadConfig {
                 &self.target.path,
                 &self.headers,
                 &self.body,
-                has_placeholder(&self.body),
+                self.grpc.as_ref().is_none_or(|g| g.templated.is_some())
+                    && has_placeholder(&self.body),
             )?;
         }
         crate::config::request_set::validate(self)

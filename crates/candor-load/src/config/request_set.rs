@@ -41,15 +41,29 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
         } else {
             format!("--requests line {}", i + 1)
         };
-        templates.push(RequestTemplate::compile(
-            &r.method,
-            &config.target.host_header,
-            &r.path,
-            &r.headers,
-            &r.body,
-            data,
-            &what,
-        )?);
+        let compiled = if config.grpc.as_ref().is_some_and(|g| g.templated.is_none()) {
+            // A gRPC body is a protobuf message, encoded before the run: bytes, not text.
+            RequestTemplate::compile_with_body(
+                &r.method,
+                &config.target.host_header,
+                &r.path,
+                &r.headers,
+                crate::workload::template::Template::literal(&r.body),
+                data,
+                &what,
+            )
+        } else {
+            RequestTemplate::compile(
+                &r.method,
+                &config.target.host_header,
+                &r.path,
+                &r.headers,
+                &r.body,
+                data,
+                &what,
+            )
+        };
+        templates.push(compiled?);
     }
     if data.is_some() && !templates.iter().any(RequestTemplate::uses_data) {
         return Err(WorkloadError::Invalid(
@@ -104,6 +118,37 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
         accept,
         checks,
     })
+}
+
+/// The body that request `seq` of the schedule sends, filled (the first request of the set or
+/// the one request): what a gRPC message's JSON template makes, checked against its type before
+/// the run.
+pub fn filled_body(config: &LoadConfig, seq: u64) -> Result<Vec<u8>, WorkloadError> {
+    use crate::workload::template::{data_row, request_rng, Fill, FillBuffers};
+    let compiled = compile_requests(config)?;
+    let mut buffers = FillBuffers::for_templates(&compiled.templates);
+    let mut rng = request_rng(config.workload.seed, seq);
+    let data = config.workload.data.as_deref();
+    let rows = data.map_or(1, |d| d.rows());
+    let row = data_row(config.workload.data_order, rows, seq, &mut rng);
+    let mut fill = Fill {
+        seq,
+        row,
+        rng: &mut rng,
+        data,
+    };
+    let request = compiled.templates[0]
+        .fill(&mut fill, &mut buffers)
+        .map_err(|_| {
+            WorkloadError::Invalid(format!(
+                "request {seq} cannot be made: a value filled in holds a line break or control character"
+            ))
+        })?;
+    let at = request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(request.len(), |p| p + 4);
+    Ok(request[at..].to_vec())
 }
 
 /// The statuses each request accepts, when a request line has its own `"check_status"`

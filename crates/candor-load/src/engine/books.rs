@@ -14,6 +14,8 @@ pub struct PhaseAcc {
     pub counts: RequestCounts,
     /// Time from TCP connected to TLS handshake complete, per handshake (by completion time).
     pub tls_handshake: Histo,
+    /// gRPC server streaming: time from a call's intended send to its first whole message.
+    pub first_message: Histo,
     /// Conditions an engine saw that the report must name (the measured phase's are reported).
     pub warnings: Vec<String>,
     /// Per-stage and per-name books (the measured phase's only; `None` without them).
@@ -116,6 +118,8 @@ impl Default for StreamAcc {
     fn default() -> Self {
         Self::new()
     }
+    /// gRPC calls by `grpc-status` (all zero for other protocols).
+    pub grpc_codes: candor_grpc::CodeCounts,
 }
 
 impl Default for PhaseAcc {
@@ -131,6 +135,7 @@ impl PhaseAcc {
             unfinished: new_histogram(),
             counts: RequestCounts::default(),
             tls_handshake: new_histogram(),
+            first_message: new_histogram(),
             warnings: Vec::new(),
             workload: None,
             pacing: candor_core::PaceStats::default(),
@@ -138,6 +143,7 @@ impl PhaseAcc {
             faults: Default::default(),
             codes: Default::default(),
             stream: None,
+            grpc_codes: Default::default(),
         }
     }
 }
@@ -252,29 +258,50 @@ impl WorkloadBooks {
     }
 }
 
-/// Books a completed response (`ok`: completed; otherwise failed in class `status` or, when
-/// `check_failed`, `check`) into one accumulator, as the ledger books its phase.
+/// Books a completed response (`failed`: `None` completed; otherwise the class it failed in,
+/// `status`, `check` or `grpc`) into one accumulator, as the ledger books its phase.
 #[inline]
 pub fn book_response(
     acc: &mut PhaseAcc,
     (response, service, lag): (u64, u64, u64),
     status: u16,
-    ok: bool,
-    check_failed: bool,
+    failed: Option<AnswerFailure>,
 ) {
     acc.rec.record(response, service, lag);
     let c = &mut acc.counts;
     if status != 0 {
         c.status.count(status);
     }
-    if ok {
-        c.completed += 1;
-    } else {
-        c.failed += 1;
-        if check_failed {
-            c.errors.check += 1;
-        } else {
-            c.errors.status += 1;
+    match failed {
+        None => c.completed += 1,
+        Some(class) => {
+            c.failed += 1;
+            *class.count_in(&mut c.errors) += 1;
+        }
+    }
+}
+
+/// The class of a full response that failed: the server answered, its latency is recorded.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AnswerFailure {
+    /// Its status is outside the accepted set.
+    Status,
+    /// Its status was accepted, a response check failed.
+    Check,
+    /// A gRPC call whose `grpc-status` is outside the accepted set.
+    Grpc,
+    /// Its status was accepted, its stream failed (`--stream`, `--llm`).
+    Stream,
+}
+
+impl AnswerFailure {
+    /// The count of this class in `errors`.
+    pub fn count_in(self, errors: &mut candor_core::results::ErrorCounts) -> &mut u64 {
+        match self {
+            AnswerFailure::Status => &mut errors.status,
+            AnswerFailure::Check => &mut errors.check,
+            AnswerFailure::Grpc => &mut errors.grpc,
+            AnswerFailure::Stream => &mut errors.stream,
         }
     }
 }
@@ -334,13 +361,13 @@ mod tests {
         let mut seen = 0;
         a.each(15, Some(2), true, |acc| {
             book_intended(&mut acc.counts, false);
-            book_response(acc, (5, 4, 1), 200, true, false);
+            book_response(acc, (5, 4, 1), 200, None);
             seen += 1;
         });
         assert_eq!(seen, 2, "its stage and its name");
         a.each(3, Some(1), false, |acc| {
             book_intended(&mut acc.counts, false);
-            book_response(acc, (5, 4, 1), 200, false, true);
+            book_response(acc, (5, 4, 1), 200, Some(AnswerFailure::Check));
         });
         let mut b = WorkloadBooks::new(0, &[10, 10], &[0, 1, 0], 2);
         b.merge(&a);

@@ -464,6 +464,15 @@ impl Core {
     }
 
     /// A TLS handshake that took `ns` ended at `now`.
+    /// Slot `slot`'s response (a gRPC stream) completed its first message at `now`.
+    #[inline]
+    pub fn first_message(&mut self, slot: usize, now: u64) {
+        if self.slots[slot].busy {
+            let intended = self.exchange(slot).intended;
+            self.ledger.first_message(intended, now);
+        }
+    }
+
     pub fn tls_handshake(&mut self, ns: u64, now: u64) {
         self.ledger.tls_handshake(ns, now);
     }
@@ -634,6 +643,25 @@ impl Core {
         let e = self.release(slot, now);
         self.ledger
             .complete_response(&e, now, status, failed_check, body)
+    }
+
+    /// [`Core::complete_response`] of a gRPC call that ended with `grpc-status` `code` (see
+    /// [`Ledger::complete_grpc`]).
+    #[inline]
+    pub fn complete_grpc(
+        &mut self,
+        slot: usize,
+        status: u16,
+        code: candor_grpc::Code,
+        failed_check: Option<crate::engine::examples::ContentCheck>,
+        body: Option<&[u8]>,
+        now: u64,
+    ) -> Booked {
+        let conn = self.slots[slot].conn;
+        self.conns[conn].backoff.answered();
+        let e = self.release(slot, now);
+        self.ledger
+            .complete_grpc(&e, now, status, code, failed_check, body)
     }
 
     /// Slot `slot`'s request failed at `now`.

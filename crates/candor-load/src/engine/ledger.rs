@@ -3,7 +3,9 @@
 //! so the accounting rules (phase by intended time, timeouts record their age, the never-sent
 //! backlog counted entry by entry) are written once for every protocol.
 
-use crate::engine::books::{book_intended, book_response, book_unfinished, WorkloadBooks};
+use crate::engine::books::{
+    book_intended, book_response, book_unfinished, AnswerFailure, WorkloadBooks,
+};
 use crate::engine::examples::{ContentCheck, FailureSamples};
 use crate::schedule::Schedule;
 use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
@@ -32,12 +34,12 @@ pub struct Exchange {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Booked {
     pub intended: u64,
-    /// Completed (true) or failed for its status or its checks (false).
+    /// Completed (true) or failed for its status, its checks or its gRPC status (false).
     pub ok: bool,
     /// Failed its response checks (its status was accepted).
     pub check_failed: bool,
-    /// Its stream failed (its status was accepted): class `stream`.
-    pub stream_failed: bool,
+    /// The class it failed in, if it failed.
+    failed: Option<AnswerFailure>,
     /// The prepared request it sent (for the per-name books).
     request: u32,
     seq: u64,
@@ -62,6 +64,8 @@ pub struct Ledger {
     accept_status: crate::status::StatusSet,
     /// Per request, when request lines carry their own `"check_status"`.
     accept_by_request: Option<std::sync::Arc<[crate::status::StatusSet]>>,
+    /// gRPC: the `grpc-status` codes that count as success (`--check-status`).
+    grpc_accept: candor_grpc::CodeSet,
     /// The phase counts as of the previous flush (the base of the next interval's growth).
     flushed_counts: [RequestCounts; 2],
     /// Per-stage and per-name books, when the run has a load profile or a named request set.
@@ -92,6 +96,7 @@ pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCoun
             check: d(e.check, f.check),
             template: d(e.template, f.template),
             stream: d(e.stream, f.stream),
+            grpc: d(e.grpc, f.grpc),
         },
         status: candor_core::results::StatusCounts {
             s1xx: d(s.s1xx, t.s1xx),
@@ -166,6 +171,10 @@ impl Ledger {
             pool: setup.pool.clone(),
             accept_status: cfg.accept_status,
             accept_by_request: crate::config::request_set::accept_by_request(cfg),
+            grpc_accept: cfg
+                .grpc
+                .as_ref()
+                .map_or(candor_grpc::CodeSet::OK_ONLY, |g| g.accept),
             flushed_counts: [RequestCounts::default(); 2],
             books: workload_books(setup),
             examples: FailureSamples::default(),
@@ -261,14 +270,6 @@ impl Ledger {
         failed_check: Option<ContentCheck>,
         body: Option<&[u8]>,
     ) -> Booked {
-        let checks_ok = failed_check.is_none();
-        let (intended, sent) = (e.intended, e.sent);
-        let stream_failed = failed_check == Some(ContentCheck::Stream)
-            && self.accept_status_of(e.request).accepts(status);
-        let response = now.saturating_sub(intended);
-        let service = now.saturating_sub(sent);
-        let lag = sent.saturating_sub(intended);
-        let phase = self.phase_of(intended);
         let accept = match &self.accept_by_request {
             Some(table) => table
                 .get(e.request as usize)
@@ -276,12 +277,64 @@ impl Ledger {
                 .unwrap_or(self.accept_status),
             None => self.accept_status,
         };
-        let status_ok = accept.accepts(status);
-        let ok = status_ok && checks_ok;
+        let verdict = match failed_check {
+            _ if !accept.accepts(status) => Some((AnswerFailure::Status, FailedCheck::Status)),
+            Some(ContentCheck::Stream) => Some((AnswerFailure::Stream, FailedCheck::Stream)),
+            Some(c) => Some((AnswerFailure::Check, c.into())),
+            None => None,
+        };
+        self.book_answer(e, now, status, verdict, body)
+    }
+
+    /// A gRPC call answered at `now` with HTTP `status` 200 and `grpc-status` `code`, its
+    /// response checks as for [`Ledger::complete_response`]: a code outside `--check-status`
+    /// fails in class `grpc` with its latency recorded (the server answered); every code is
+    /// counted by name. A status other than 200 is judged as HTTP's.
+    #[inline]
+    pub fn complete_grpc(
+        &mut self,
+        e: &Exchange,
+        now: u64,
+        status: u16,
+        code: candor_grpc::Code,
+        failed_check: Option<ContentCheck>,
+        body: Option<&[u8]>,
+    ) -> Booked {
+        let phase = self.phase_of(e.intended);
+        self.phases[phase].grpc_codes.record(code);
+        self.interval.grpc_codes[phase].record(code);
+        if !self.grpc_accept.contains(code) {
+            let verdict = Some((AnswerFailure::Grpc, FailedCheck::Grpc));
+            // A failed call's body is usually empty (trailers-only): its example shows the
+            // status's name instead.
+            let name = Some(code.name().as_bytes());
+            return self.book_answer(e, now, status, verdict, name);
+        }
+        self.complete_response(e, now, status, failed_check, body)
+    }
+
+    /// Books a full response to `e` at `now` with `status`: completed (`verdict` `None`) or
+    /// failed in a class, with the check an example names.
+    #[inline]
+    fn book_answer(
+        &mut self,
+        e: &Exchange,
+        now: u64,
+        status: u16,
+        verdict: Option<(AnswerFailure, FailedCheck)>,
+        body: Option<&[u8]>,
+    ) -> Booked {
+        let (intended, sent) = (e.intended, e.sent);
+        let response = now.saturating_sub(intended);
+        let service = now.saturating_sub(sent);
+        let lag = sent.saturating_sub(intended);
         // A response the protocol completed without marking its first byte (a close that
         // ends it) had its first byte no later than its last.
         let first_byte = if e.first_byte == 0 { now } else { e.first_byte };
         let first_byte = first_byte.saturating_sub(intended);
+        let phase = self.phase_of(intended);
+        let failed = verdict.map(|v| v.0);
+        let ok = failed.is_none();
         let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
         p.rec.record_first_byte(first_byte);
@@ -292,43 +345,31 @@ impl Ledger {
         }
         self.interval.rec.record(response, service, lag);
         self.interval.rec.record_first_byte(first_byte);
-        if ok {
-            p.counts.completed += 1;
-            self.interval.completed += 1;
-        } else {
-            p.counts.failed += 1;
-            if stream_failed {
-                p.counts.errors.stream += 1;
-            } else if status_ok {
-                p.counts.errors.check += 1;
-            } else {
-                p.counts.errors.status += 1;
+        match failed {
+            None => {
+                p.counts.completed += 1;
+                self.interval.completed += 1;
             }
-            self.interval.failed += 1;
+            Some(class) => {
+                p.counts.failed += 1;
+                *class.count_in(&mut p.counts.errors) += 1;
+                self.interval.failed += 1;
+            }
         }
-        let check_failed = status_ok && !checks_ok;
-        if !ok && phase == 1 {
-            let check = match failed_check {
-                Some(c) if status_ok => c.into(),
-                _ => FailedCheck::Status,
-            };
+        if let (Some((_, check)), 1) = (verdict, phase) {
             self.examples
                 .record(e.seq, intended, e.request, status, check, body);
         }
         if let Some(b) = &mut self.books {
             b.each(intended, Some(e.request), phase == 1, |acc| {
-                book_response(acc, (response, service, lag), status, ok, check_failed);
-                if stream_failed {
-                    acc.counts.errors.check -= 1;
-                    acc.counts.errors.stream += 1;
-                }
+                book_response(acc, (response, service, lag), status, failed)
             });
         }
         Booked {
             intended,
             ok,
-            check_failed: check_failed && !stream_failed,
-            stream_failed,
+            check_failed: failed == Some(AnswerFailure::Check),
+            failed,
             request: e.request,
             seq: e.seq,
             interval: self.interval_index,
@@ -353,12 +394,8 @@ impl Ledger {
                 self.interval.completed -= 1;
                 self.interval.failed += 1;
             }
-        } else if b.check_failed {
-            c.errors.check -= 1;
-        } else if b.stream_failed {
-            c.errors.stream -= 1;
-        } else {
-            c.errors.status -= 1;
+        } else if let Some(class) = b.failed {
+            *class.count_in(&mut c.errors) -= 1;
         }
         c.errors.parse += 1;
         if let Some(books) = &mut self.books {
@@ -367,12 +404,8 @@ impl Ledger {
                 if b.ok {
                     c.completed -= 1;
                     c.failed += 1;
-                } else if b.check_failed {
-                    c.errors.check -= 1;
-                } else if b.stream_failed {
-                    c.errors.stream -= 1;
-                } else {
-                    c.errors.status -= 1;
+                } else if let Some(class) = b.failed {
+                    *class.count_in(&mut c.errors) -= 1;
                 }
                 c.errors.parse += 1;
             });
@@ -510,6 +543,17 @@ impl Ledger {
             }
         }
         self.interval.failed += 1;
+    }
+
+    /// A gRPC stream's first whole message of the call intended at `intended` arrived at `now`:
+    /// its time to first message, from the intended send as the response time is.
+    #[inline]
+    pub fn first_message(&mut self, intended: u64, now: u64) {
+        let phase = self.phase_of(intended);
+        record_clamped(
+            &mut self.phases[phase].first_message,
+            now.saturating_sub(intended),
+        );
     }
 
     /// A TLS handshake took `ns` and ended at `now`: handshakes before the end of the warm-up

@@ -94,6 +94,26 @@ impl Link<'_> {
             .complete_response(slot, status, failed, body, self.now);
     }
 
+    /// Slot `slot`'s gRPC call ended now with HTTP `status` and `grpc-status` `code`, `failed`
+    /// and `body` as for [`Link::complete`].
+    #[inline]
+    pub fn complete_grpc(
+        &mut self,
+        slot: usize,
+        status: u16,
+        code: candor_grpc::Code,
+        failed: Option<ContentCheck>,
+        body: Option<&[u8]>,
+    ) {
+        self.core
+            .complete_grpc(slot, status, code, failed, body, self.now);
+    }
+
+    /// The first message of slot `slot`'s streamed gRPC response arrived now.
+    pub fn first_message(&mut self, slot: usize) {
+        self.core.first_message(slot, self.now);
+    }
+
     /// The first byte of slot `slot`'s response arrived now (kept if an earlier one did).
     pub fn first_byte(&mut self, slot: usize) {
         self.core.first_byte(slot, self.now);

@@ -125,6 +125,20 @@ impl Template {
         Self::compile_parts(&[(text, Part::Raw)], data, what)
     }
 
+    /// Bytes sent as they are, whatever they hold (a gRPC request's protobuf message: its bytes
+    /// may contain `{{` without meaning a placeholder).
+    pub fn literal(bytes: &[u8]) -> Template {
+        Template {
+            literal: bytes.into(),
+            pieces: if bytes.is_empty() {
+                Box::new([])
+            } else {
+                Box::new([Piece::Literal(0, bytes.len())])
+            },
+            max_len: bytes.len(),
+        }
+    }
+
     /// Compiles the concatenation of `parts`, each in its own [`Part`] of a request.
     pub fn compile_parts(
         parts: &[(&str, Part)],
@@ -347,6 +361,21 @@ impl RequestTemplate {
         data: Option<&DataTable>,
         what: &str,
     ) -> Result<RequestTemplate, TemplateError> {
+        let body_text = String::from_utf8_lossy(body);
+        let body = Template::compile(&body_text, data, &format!("{what} body"))?;
+        Self::compile_with_body(method, host, path, headers, body, data, what)
+    }
+
+    /// [`RequestTemplate::compile`] with the body compiled already (or [`Template::literal`]).
+    pub fn compile_with_body(
+        method: &str,
+        host: &str,
+        path: &str,
+        headers: &[String],
+        body: Template,
+        data: Option<&DataTable>,
+        what: &str,
+    ) -> Result<RequestTemplate, TemplateError> {
         let has = |name: &str| crate::protocol::http1::has_header(headers, name);
         // The head as `http1::build_request` lays it out, each text in its part of the request.
         let start = format!("{method} ");
@@ -371,8 +400,6 @@ impl RequestTemplate {
                 ("\r\n", Part::Raw),
             ]);
         }
-        let body_text = String::from_utf8_lossy(body);
-        let body = Template::compile(&body_text, data, &format!("{what} body"))?;
         if !body.is_constant() && has("content-length") {
             return Err(TemplateError::ContentLength { what: what.into() });
         }

@@ -186,6 +186,25 @@ pub struct NotARequest;
 /// as `:authority`, the other headers lowercased, connection-specific ones dropped. Returns where
 /// the body starts in `h1`. Allocates nothing once `block` has grown to the largest request.
 pub fn encode_request(h1: &[u8], https: bool, block: &mut Vec<u8>) -> Result<usize, NotARequest> {
+    encode_request_as(h1, https, block, false)
+}
+
+/// [`encode_request`] for a body that is sent re-encoded (a gRPC message filled as JSON, then
+/// encoded as protobuf): the request's `Content-Length`, the JSON's, is left out.
+pub fn encode_request_reencoded(
+    h1: &[u8],
+    https: bool,
+    block: &mut Vec<u8>,
+) -> Result<usize, NotARequest> {
+    encode_request_as(h1, https, block, true)
+}
+
+fn encode_request_as(
+    h1: &[u8],
+    https: bool,
+    block: &mut Vec<u8>,
+    drop_length: bool,
+) -> Result<usize, NotARequest> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut req = httparse::Request::new(&mut headers);
     let body_at = match req.parse(h1) {
@@ -213,7 +232,10 @@ pub fn encode_request(h1: &[u8], https: bool, block: &mut Vec<u8>) -> Result<usi
     }
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
-        if h.name.eq_ignore_ascii_case("host") || connection_specific(name, h.value) {
+        if h.name.eq_ignore_ascii_case("host")
+            || connection_specific(name, h.value)
+            || (drop_length && h.name.eq_ignore_ascii_case("content-length"))
+        {
             continue;
         }
         block.push(0x00);

@@ -1,7 +1,9 @@
 //! HPACK decoding of response header blocks (RFC 7541) that allocates nothing per header in
 //! steady state: each field is handed to a callback as two slices, borrowed from the block, the
-//! static or dynamic table, or a Huffman scratch buffer kept between blocks; only an insertion
-//! into the dynamic table allocates (a server sending the same headers inserts them once).
+//! static or dynamic table, or a Huffman scratch buffer kept between blocks. The dynamic table
+//! keeps its entries' bytes in one buffer made before the run, so an insertion allocates
+//! nothing either: a server whose `date` header changes every second (hyper, nginx) inserts it
+//! every second.
 //!
 //! Written by hand because the maintained HPACK decoders allocate per header: `loona-hpack`,
 //! `fluke-hpack` and `hpack` build a Huffman table in hash maps for every Huffman-coded string
@@ -83,27 +85,53 @@ static STATIC_TABLE: [(&[u8], &[u8]); 61] = [
     (b"www-authenticate", b""),
 ];
 
-/// A dynamic table entry: name and value.
-type Entry = (Box<[u8]>, Box<[u8]>);
+/// A dynamic table entry: where its name, then its value, lie in `Table::bytes`.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    at: usize,
+    name: usize,
+    value: usize,
+}
+
+/// The most entries a table of [`TABLE_SIZE`] holds (each counts 32 bytes besides its own).
+const MAX_ENTRIES: usize = TABLE_SIZE / 32;
+
+/// The dynamic table: entries newest first, their bytes in one buffer made once.
+struct Table {
+    entries: VecDeque<Entry>,
+    /// The entries' names and values, oldest first from `start` to `end`: room for two full
+    /// tables, so that an insertion at most moves the live bytes to the front.
+    bytes: Box<[u8]>,
+    start: usize,
+    end: usize,
+    size: usize,
+    max_size: usize,
+}
 
 /// The decoding state of one connection's response blocks.
 pub struct Decoder {
-    /// Newest first.
-    table: VecDeque<Entry>,
-    size: usize,
-    max_size: usize,
+    table: Table,
     name_buf: Vec<u8>,
     value_buf: Vec<u8>,
+    /// A name taken from the dynamic table for a new entry, copied out before the insertion
+    /// may evict or move it.
+    key_buf: Vec<u8>,
 }
 
 impl Default for Decoder {
     fn default() -> Decoder {
         Decoder {
-            table: VecDeque::with_capacity(64),
-            size: 0,
-            max_size: TABLE_SIZE,
+            table: Table {
+                entries: VecDeque::with_capacity(MAX_ENTRIES),
+                bytes: vec![0; 2 * TABLE_SIZE].into_boxed_slice(),
+                start: 0,
+                end: 0,
+                size: 0,
+                max_size: TABLE_SIZE,
+            },
             name_buf: Vec::with_capacity(4096),
             value_buf: Vec::with_capacity(8192),
+            key_buf: Vec::with_capacity(4096),
         }
     }
 }
@@ -145,26 +173,71 @@ fn string<'a>(b: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<(&'a [u8], usize)
     Ok((scratch, at + len))
 }
 
+impl Table {
+    /// Entry `i` (0 = newest): its name and value.
+    fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        let e = self.entries.get(i)?;
+        Some((
+            &self.bytes[e.at..e.at + e.name],
+            &self.bytes[e.at + e.name..e.at + e.name + e.value],
+        ))
+    }
+
+    fn evict_to(&mut self, size: usize) {
+        while self.size > size {
+            let Some(e) = self.entries.pop_back() else {
+                break;
+            };
+            self.size -= e.name + e.value + 32;
+        }
+        match self.entries.back() {
+            Some(oldest) => self.start = oldest.at,
+            None => (self.start, self.end) = (0, 0),
+        }
+    }
+
+    /// Inserts `name: value` as the newest entry, evicting to make room (RFC 7541 §4.4).
+    fn insert(&mut self, name: &[u8], value: &[u8]) {
+        let size = name.len() + value.len() + 32;
+        if size > self.max_size {
+            self.evict_to(0);
+            return;
+        }
+        self.evict_to(self.max_size - size);
+        let len = name.len() + value.len();
+        if self.end + len > self.bytes.len() {
+            // The live bytes (at most a table's worth, less this entry) move to the front.
+            let shift = self.start;
+            self.bytes.copy_within(self.start..self.end, 0);
+            self.end -= shift;
+            self.start = 0;
+            for e in self.entries.iter_mut() {
+                e.at -= shift;
+            }
+        }
+        let at = self.end;
+        self.bytes[at..at + name.len()].copy_from_slice(name);
+        self.bytes[at + name.len()..at + len].copy_from_slice(value);
+        self.end += len;
+        if self.entries.is_empty() {
+            self.start = at;
+        }
+        self.entries.push_front(Entry {
+            at,
+            name: name.len(),
+            value: value.len(),
+        });
+        self.size += size;
+    }
+}
+
 impl Decoder {
     /// The field at `index` (1-based, static table first).
     fn get(&self, index: usize) -> Result<(&[u8], &[u8]), HpackError> {
         match index {
             0 => Err(HpackError),
             1..=61 => Ok(STATIC_TABLE[index - 1]),
-            _ => self
-                .table
-                .get(index - 62)
-                .map(|(n, v)| (&n[..], &v[..]))
-                .ok_or(HpackError),
-        }
-    }
-
-    fn evict_to(&mut self, size: usize) {
-        while self.size > size {
-            let Some((n, v)) = self.table.pop_back() else {
-                break;
-            };
-            self.size -= n.len() + v.len() + 32;
+            _ => self.table.get(index - 62).ok_or(HpackError),
         }
     }
 
@@ -185,8 +258,8 @@ impl Decoder {
                 if size > TABLE_SIZE {
                     return Err(HpackError);
                 }
-                self.max_size = size;
-                self.evict_to(size);
+                self.table.max_size = size;
+                self.table.evict_to(size);
                 block = &block[used..];
             } else {
                 let indexing = first & 0x40 != 0;
@@ -195,31 +268,28 @@ impl Decoder {
                     table,
                     name_buf,
                     value_buf,
-                    ..
+                    key_buf,
                 } = self;
-                let name: &[u8] = if index == 0 {
-                    let (n, len) = string(&block[used..], name_buf)?;
-                    used += len;
-                    n
-                } else {
-                    match index {
-                        1..=61 => STATIC_TABLE[index - 1].0,
-                        _ => &table.get(index - 62).ok_or(HpackError)?.0,
+                let name: &[u8] = match index {
+                    0 => {
+                        let (n, len) = string(&block[used..], name_buf)?;
+                        used += len;
+                        n
+                    }
+                    1..=61 => STATIC_TABLE[index - 1].0,
+                    _ => {
+                        // Copied out: an insertion below may evict or move it.
+                        let (n, _) = table.get(index - 62).ok_or(HpackError)?;
+                        key_buf.clear();
+                        key_buf.extend_from_slice(n);
+                        key_buf
                     }
                 };
                 let (value, len) = string(&block[used..], value_buf)?;
                 used += len;
                 field(name, value);
                 if indexing {
-                    let entry: Entry = (name.into(), value.into());
-                    let size = entry.0.len() + entry.1.len() + 32;
-                    if size > self.max_size {
-                        self.evict_to(0);
-                    } else {
-                        self.evict_to(self.max_size - size);
-                        self.table.push_front(entry);
-                        self.size += size;
-                    }
+                    table.insert(name, value);
                 }
                 block = &block[used..];
             }
@@ -292,7 +362,41 @@ mod tests {
             let b = hex(b);
             assert_eq!(mine(&mut m, &b).unwrap(), loona(&mut l, &b));
         }
-        assert!(m.size <= 256, "evicted to the table size: {}", m.size);
+        assert!(
+            m.table.size <= 256,
+            "evicted to the table size: {}",
+            m.table.size
+        );
+    }
+
+    /// A server inserting a new `date` every second, and entries whose name is a dynamic entry's
+    /// (RFC 7541 §4.4: the name survives its own eviction), for long enough that the table's
+    /// buffer wraps many times: decoded as loona-hpack decodes them, in the buffer made once.
+    #[test]
+    fn insertions_without_end_reuse_the_tables_buffer() {
+        let mut m = Decoder::default();
+        let mut l = loona_hpack::Decoder::new();
+        let buffer = m.table.bytes.as_ptr();
+        for k in 0..2000u32 {
+            let mut b = vec![0x88];
+            // Literal with incremental indexing, name `date` from the static table (index 33).
+            let date = format!(
+                "Fri, 27 Nov 2026 01:{:02}:{:02} GMT {}",
+                k / 60 % 60,
+                k % 60,
+                "x".repeat((k % 97) as usize)
+            );
+            b.push(0x40 | 33);
+            b.push(date.len() as u8);
+            b.extend_from_slice(date.as_bytes());
+            // Literal with incremental indexing, name from the newest dynamic entry (index 62).
+            b.push(0x40 | 62);
+            b.push(3);
+            b.extend_from_slice(b"abc");
+            assert_eq!(mine(&mut m, &b).unwrap(), loona(&mut l, &b), "block {k}");
+        }
+        assert_eq!(m.table.bytes.as_ptr(), buffer, "the same buffer throughout");
+        assert!(m.table.size <= TABLE_SIZE);
     }
 
     #[test]
@@ -317,7 +421,7 @@ mod tests {
                 (b"content-length".to_vec(), b"2".to_vec())
             ]
         );
-        assert!(d.table.is_empty());
+        assert!(d.table.entries.is_empty());
         for bad in [
             &[0x00, 0x05, b'x'][..],
             &[0x3f, 0xff, 0xff],

@@ -87,13 +87,17 @@ struct Stream {
     /// 0: no stream (the request waits for its connection or for a stream).
     id: u32,
     send_window: i64,
-    /// The body: where it starts in the request's HTTP/1.1 bytes, its length, how much is sent.
+    /// The body: where it starts in the request's HTTP/1.1 bytes (or in the lane's gRPC
+    /// message, `grpc_body`), its length, how much is sent.
+    grpc_body: bool,
     body_at: usize,
     body_len: usize,
     body_sent: usize,
     /// Receive-window bytes not yet given back with a WINDOW_UPDATE.
     unacked: u32,
     status: u16,
+    /// gRPC: the `grpc-status` of the response's trailers (or of a trailers-only response).
+    grpc_status: Option<candor_grpc::Code>,
 }
 
 /// One HTTP/2 connection's protocol state: the server's SETTINGS and windows, the HPACK
@@ -131,6 +135,15 @@ pub(crate) struct Http2 {
     active: Vec<(u32, usize)>,
     /// A request waited for a stream on a connection whose server allowed none.
     saw_zero_stream_limit: bool,
+    /// A gRPC run: a response ends at its trailers and is judged by their `grpc-status`.
+    grpc: bool,
+    /// gRPC server streaming: per lane, the messages of its response counted as they arrive
+    /// (for the time to the first one); empty otherwise.
+    grpc_messages: Vec<candor_grpc::FrameDecoder>,
+    /// gRPC with a templated message: its encoder, and per lane the message encoded from the
+    /// filled JSON (sent instead of the request's body); empty otherwise.
+    grpc_encoder: Option<candor_grpc::RequestEncoder>,
+    grpc_bodies: Vec<Vec<u8>>,
 }
 
 /// A prepared request's HEADERS block, encoded once before the run.
@@ -192,13 +205,34 @@ pub(crate) fn connections(
     }
     let fixed: Arc<[Fixed]> = fixed.into();
     let lanes = config.streams.max(1);
-    Ok((tls, move || Http2::new(https, fixed.clone(), lanes)))
+    let grpc = config.grpc.clone();
+    Ok((tls, move || {
+        Http2::new(https, fixed.clone(), lanes, grpc.as_ref())
+    }))
 }
 
 impl Http2 {
-    fn new(https: bool, fixed: Arc<[Fixed]>, lanes: usize) -> Http2 {
+    fn new(
+        https: bool,
+        fixed: Arc<[Fixed]>,
+        lanes: usize,
+        grpc: Option<&crate::config::GrpcConfig>,
+    ) -> Http2 {
         let scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
+        let templated = grpc.and_then(|g| g.templated.clone());
         Http2 {
+            grpc: grpc.is_some(),
+            grpc_messages: match grpc {
+                Some(g) if g.kind == candor_grpc::CallKind::ServerStreaming => {
+                    vec![candor_grpc::FrameDecoder::default(); lanes]
+                }
+                _ => Vec::new(),
+            },
+            grpc_bodies: match templated {
+                Some(_) => vec![Vec::with_capacity(scratch_len); lanes],
+                None => Vec::new(),
+            },
+            grpc_encoder: templated,
             https,
             fixed,
             scratch: Vec::with_capacity(scratch_len),
@@ -262,6 +296,10 @@ impl Http2 {
     /// Writes slot `slot`'s HEADERS (and as much body as the windows allow). False if the
     /// request failed instead (it cannot be sent over HTTP/2).
     fn start_stream(&mut self, link: &mut Link<'_>, slot: usize) -> bool {
+        if let Some(encoder) = self.grpc_encoder.clone() {
+            // A templated gRPC message: the filled JSON is encoded here, per request.
+            return self.start_grpc_stream(link, slot, &encoder);
+        }
         let request = outgoing(link.core, link.requests, slot);
         let bytes = request.bytes;
         let (block, body_at): (&[u8], usize) = if request.filled {
@@ -286,7 +324,6 @@ impl Http2 {
         let before = link.out.len();
         frame::put_headers(link.out, id, block, body_len == 0, self.max_frame);
         let written = link.out.len() - before;
-        let index = request.index;
         let lane = link.lane(slot);
         self.streams[lane] = Stream {
             id,
@@ -295,20 +332,78 @@ impl Http2 {
             body_len,
             ..Stream::default()
         };
+        self.opened(link, slot, id, written);
+        true
+    }
+
+    /// [`Http2::start_stream`] of a gRPC call whose message is a template: the filled JSON
+    /// (the body of the slot's filled request) encoded as the framed protobuf the stream sends;
+    /// a JSON the fill broke (a data value with a quote, say) fails the request in class
+    /// `template`, unsent.
+    fn start_grpc_stream(
+        &mut self,
+        link: &mut Link<'_>,
+        slot: usize,
+        encoder: &candor_grpc::RequestEncoder,
+    ) -> bool {
+        let bytes = outgoing(link.core, link.requests, slot).bytes;
+        let Ok(body_at) = frame::encode_request_reencoded(bytes, self.https, &mut self.scratch)
+        else {
+            link.fail(slot, Failure::Write);
+            return false;
+        };
+        let lane = link.lane(slot);
+        let message = &mut self.grpc_bodies[lane];
+        message.clear();
+        if encoder.encode_framed(&bytes[body_at..], message).is_err() {
+            link.fail(slot, Failure::Template);
+            return false;
+        }
+        let body_len = message.len();
+        let id = self.next_id;
+        self.next_id += 2;
+        if self.next_id > 0x7fff_ffff {
+            self.goaway = true;
+        }
+        let before = link.out.len();
+        frame::put_headers(link.out, id, &self.scratch, body_len == 0, self.max_frame);
+        let written = link.out.len() - before;
+        self.streams[lane] = Stream {
+            id,
+            send_window: self.initial_window,
+            grpc_body: true,
+            body_len,
+            ..Stream::default()
+        };
+        self.opened(link, slot, id, written);
+        true
+    }
+
+    /// Stream `id` carries slot `slot`'s request, its HEADERS (`written` bytes) buffered now:
+    /// booked, and its body sent as far as the windows allow.
+    fn opened(&mut self, link: &mut Link<'_>, slot: usize, id: u32, written: usize) {
+        let lane = link.lane(slot);
         self.active.push((id, slot));
-        self.observers[lane].begin(index);
+        self.observers[lane].begin(link.core.exchange(slot).request as usize);
+        if let Some(messages) = self.grpc_messages.get_mut(lane) {
+            messages.reset();
+        }
         link.sent(slot);
         link.written(slot, written);
-        if body_len > 0 {
+        if self.streams[lane].body_len > 0 {
             self.send_body(link, slot);
         }
-        true
     }
 
     /// Sends as much of slot `slot`'s body as the windows and the frame size allow.
     fn send_body(&mut self, link: &mut Link<'_>, slot: usize) {
-        let s = &mut self.streams[link.lane(slot)];
-        let bytes = outgoing(link.core, link.requests, slot).bytes;
+        let lane = link.lane(slot);
+        let s = &mut self.streams[lane];
+        let bytes = if s.grpc_body {
+            &self.grpc_bodies[lane]
+        } else {
+            outgoing(link.core, link.requests, slot).bytes
+        };
         let before = link.out.len();
         while s.body_sent < s.body_len {
             let n = (s.body_len - s.body_sent)

@@ -55,6 +55,13 @@ impl Http2 {
                 };
                 let lane = link.lane(slot);
                 c.observers[lane].body(data);
+                if let Some(messages) = c.grpc_messages.get_mut(lane) {
+                    // A malformed prefix is the server's to answer for in its status; only
+                    // the first message's time is taken here.
+                    if matches!(messages.feed(data), Ok(fed) if fed.first_completed) {
+                        link.first_message(slot);
+                    }
+                }
                 if h.flags & frame::END_STREAM != 0 {
                     c.complete(link, slot);
                     return Ok(true);
@@ -263,6 +270,10 @@ impl Http2 {
             .filter(|o| o.wants_headers());
         let mut status = 0u16;
         let mut hits = 0u64;
+        // gRPC: `grpc-status` ends the call, in its trailers or in a trailers-only response; a
+        // value that is no code is kept as UNKNOWN (the gRPC spec's mapping of the unknown).
+        let mut grpc_status = None;
+        let grpc = c.grpc;
         let block = std::mem::take(&mut c.block);
         let decoded = c.decoder.decode(&block, |name, value| {
             if name == b":status" {
@@ -270,6 +281,11 @@ impl Http2 {
                     .ok()
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(0);
+            } else if grpc && name == b"grpc-status" {
+                grpc_status = Some(
+                    candor_grpc::Code::from_header_value(value)
+                        .unwrap_or(candor_grpc::Code::Unknown),
+                );
             } else if let Some(o) = observer {
                 hits |= o.header_bits(name, value);
             }
@@ -282,6 +298,9 @@ impl Http2 {
             return Ok(false);
         };
         let lane = link.lane(slot);
+        if grpc_status.is_some() {
+            c.streams[lane].grpc_status = grpc_status;
+        }
         if status != 0 {
             if (100..200).contains(&status) {
                 if ends {
@@ -321,6 +340,15 @@ impl Http2 {
         if status == 0 {
             // A response without :status is malformed.
             link.fail(slot, Failure::Parse);
+        } else if self.grpc && status == 200 {
+            match self.streams[lane].grpc_status.take() {
+                Some(code) => {
+                    let body = self.observers[lane].excerpt();
+                    link.complete_grpc(slot, status, code, failed, body);
+                }
+                // A gRPC response that ends without `grpc-status` breaks the protocol.
+                None => link.fail(slot, Failure::Parse),
+            }
         } else {
             let body = self.observers[lane].excerpt();
             link.complete(slot, status, failed, body);

@@ -1,0 +1,107 @@
+//! gRPC over the HTTP/2 engine against the tonic test server (`candor_grpc::test_server`, in
+//! this process on a port it opened): a static message is encoded once before the run, so in
+//! steady state the load thread allocates nothing per call, as for plain HTTP/2; and the calls
+//! the server fails are booked in class `grpc` by status name.
+
+use candor_grpc::test_server::{Failure, TestServer, TestServerOptions};
+use candor_load::load_run::RunOptions;
+use candor_load::{LoadConfig, Target};
+use candor_runner::grpc_flags::{apply, GrpcFlags};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[global_allocator]
+static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
+
+const MS: u64 = 1_000_000;
+
+fn config(addr: std::net::SocketAddr) -> LoadConfig {
+    let mut c = LoadConfig::new(Target::parse(&format!("grpc://{addr}")).unwrap());
+    c.threads = 1;
+    c.connections = 2;
+    c.streams = 8;
+    c.body = br#"{"name":"alloc","seq":7,"tags":["a","b"],"inner":{"n":3}}"#.to_vec();
+    let proto = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../candor-grpc/tests/proto/bench.proto");
+    let flags = GrpcFlags {
+        call: Some("candor.bench.Bench/Echo".into()),
+        proto: vec![proto],
+        headers: vec!["x-user: 7".into()],
+        ..Default::default()
+    };
+    apply(&flags, &mut c).expect("the call is prepared");
+    c.validate().expect("valid");
+    c
+}
+
+/// Allocations per call on the load thread between 1.5 s and 3 s of a 3.5 s run at 4000/s
+/// (connections and buffers are set up well before 1.5 s; the window holds rate × 1.5 s calls).
+#[test]
+fn no_allocations_per_call_with_a_static_message() {
+    let (addr, _server) = TestServer::start(TestServerOptions {
+        threads: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut c = config(addr);
+    let rate = 4000.0;
+    c.shape = candor_load::LoadShape::constant(rate);
+    c.duration_ns = 3_500 * MS;
+    let options = RunOptions {
+        worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
+        ..Default::default()
+    };
+    let runner = std::thread::spawn(move || candor_load::run(&c, options, &mut |_| {}).unwrap());
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = candor_testkit::marked_allocations();
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = candor_testkit::marked_allocations();
+    let out = runner.join().unwrap();
+    let m = &out.main.counts;
+    assert_eq!(m.failed, 0, "{m:?}");
+    assert_eq!(m.completed, m.intended, "{m:?}");
+    assert_eq!(
+        out.main.grpc_codes.get(candor_grpc::Code::Ok),
+        m.completed,
+        "each call counted by its grpc-status"
+    );
+    let per_call = (after - before) as f64 / (rate * 1.5);
+    assert_eq!(per_call, 0.0, "{per_call} allocations per call");
+}
+
+#[test]
+fn failed_statuses_are_the_grpc_class_with_their_latency() {
+    let (addr, _server) = TestServer::start(TestServerOptions {
+        failure: Some(Failure {
+            code: candor_grpc::Code::ResourceExhausted,
+            every: 2,
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut c = config(addr);
+    c.shape = candor_load::LoadShape::constant(200.0);
+    c.duration_ns = 1_000 * MS;
+    let out = candor_load::run(&c, RunOptions::default(), &mut |_| {}).unwrap();
+    let m = &out.main.counts;
+    assert_eq!(m.intended, 200, "{m:?}");
+    assert_eq!(
+        (m.completed, m.errors.grpc, m.failed),
+        (100, 100, 100),
+        "{m:?}"
+    );
+    assert_eq!(
+        out.main.recorder.response.len(),
+        200,
+        "failed calls keep their latency"
+    );
+    let codes = &out.main.grpc_codes;
+    assert_eq!(
+        (
+            codes.get(candor_grpc::Code::Ok),
+            codes.get(candor_grpc::Code::ResourceExhausted)
+        ),
+        (100, 100)
+    );
+    assert!(m.balanced(), "{m:?}");
+}

@@ -69,7 +69,7 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 9] = [
+    pub const ALL: [FailureClass; 10] = [
         FailureClass::Connect,
         FailureClass::Read,
         FailureClass::Write,
@@ -130,7 +130,7 @@ impl ErrorCounts {
         }
     }
     /// Each class's name and count, in the order of [`FailureClass::ALL`].
-    pub fn by_class(&self) -> [(&'static str, u64); 9] {
+    pub fn by_class(&self) -> [(&'static str, u64); 10] {
         FailureClass::ALL.map(|c| (c.name(), self.get(c)))
     }
     /// The class with the most failures (the first of equals), `None` when nothing failed.

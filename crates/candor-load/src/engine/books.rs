@@ -30,6 +30,8 @@ pub struct PhaseAcc {
     pub codes: candor_core::results::CodeCounts,
     /// Streamed responses' events and tokens (runs with `--stream` or `--llm` only).
     pub stream: Option<Box<StreamAcc>>,
+    /// gRPC calls by `grpc-status` (all zero for other protocols).
+    pub grpc_codes: candor_grpc::CodeCounts,
 }
 
 /// What the streamed responses of one phase came to: their events' timing and, in an LLM run,
@@ -118,8 +120,6 @@ impl Default for StreamAcc {
     fn default() -> Self {
         Self::new()
     }
-    /// gRPC calls by `grpc-status` (all zero for other protocols).
-    pub grpc_codes: candor_grpc::CodeCounts,
 }
 
 impl Default for PhaseAcc {

@@ -270,13 +270,7 @@ impl Ledger {
         failed_check: Option<ContentCheck>,
         body: Option<&[u8]>,
     ) -> Booked {
-        let accept = match &self.accept_by_request {
-            Some(table) => table
-                .get(e.request as usize)
-                .copied()
-                .unwrap_or(self.accept_status),
-            None => self.accept_status,
-        };
+        let accept = self.accept_status_of(e.request);
         let verdict = match failed_check {
             _ if !accept.accepts(status) => Some((AnswerFailure::Status, FailedCheck::Status)),
             Some(ContentCheck::Stream) => Some((AnswerFailure::Stream, FailedCheck::Stream)),

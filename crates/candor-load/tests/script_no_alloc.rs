@@ -42,6 +42,9 @@ fn a_script_source_allocates_nothing_per_entry_once_warm() {
     assert_eq!(spent, 0, "{spent} allocations over {ENTRIES} entries");
     // Each entry sent one of the two pipelined requests: two calls' worth per two entries.
     assert!(bytes > 0);
-    assert_eq!(run.names(), vec!["(unnamed)".to_string(), "pair".to_string()]);
+    assert_eq!(
+        run.names(),
+        vec!["(unnamed)".to_string(), "pair".to_string()]
+    );
     assert_eq!(run.lua_time().request_calls, (1000 + ENTRIES) / 2);
 }

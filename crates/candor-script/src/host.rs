@@ -108,10 +108,15 @@ impl ScriptHost {
     /// `wrk.name`, so the engine keeps no per-name books for it).
     pub fn source_contains(&self, text: &str) -> bool {
         let needle = text.as_bytes();
-        !needle.is_empty() && self.script.source.windows(needle.len()).any(|w| w == needle)
+        !needle.is_empty()
+            && self
+                .script
+                .source
+                .windows(needle.len())
+                .any(|w| w == needle)
     }
 
-        /// The handle that interrupts every state of this script.
+    /// The handle that interrupts every state of this script.
     pub fn interrupt_handle(&self) -> InterruptHandle {
         InterruptHandle(Arc::clone(&self.interrupt))
     }

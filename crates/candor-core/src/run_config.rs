@@ -211,11 +211,15 @@ pub enum ProtocolName {
     H2Tls,
     #[serde(rename = "tcp")]
     Tcp,
+    #[serde(rename = "ws")]
+    Ws,
+    #[serde(rename = "ws (TLS)")]
+    WsTls,
 }
 
 impl ProtocolName {
     /// The protocol in the words of a report's first line: "HTTP/1.1", "HTTP/1.1 over TLS",
-    /// "HTTP/2, h2c", "HTTP/2 over TLS, h2", "raw TCP".
+    /// "HTTP/2, h2c", "HTTP/2 over TLS, h2", "raw TCP", "WebSocket", "WebSocket over TLS".
     pub fn describe(self) -> &'static str {
         match self {
             ProtocolName::Http1 => "HTTP/1.1",
@@ -223,6 +227,8 @@ impl ProtocolName {
             ProtocolName::H2c => "HTTP/2, h2c",
             ProtocolName::H2Tls => "HTTP/2 over TLS, h2",
             ProtocolName::Tcp => "raw TCP",
+            ProtocolName::Ws => "WebSocket",
+            ProtocolName::WsTls => "WebSocket over TLS",
         }
     }
 }

@@ -202,7 +202,8 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
             ArrivalKind::Poisson { .. } => ArrivalName::Poisson,
         }),
         body_bytes: c.body.len(),
-        check_status: (c.target.scheme != Scheme::Tcp).then(|| c.accept_status.to_string()),
+        check_status: matches!(c.target.scheme, Scheme::Http | Scheme::Https)
+            .then(|| c.accept_status.to_string()),
         connections: c.connections,
         drain_s: c.drain_ns as f64 / 1e9,
         duration_s: c.duration_ns as f64 / 1e9,
@@ -216,6 +217,8 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         profile: c.shape.profile().map(|p| p.describe()),
         protocol: Some(match (c.target.scheme, c.http2) {
             (Scheme::Tcp, _) => ProtocolName::Tcp,
+            (Scheme::Ws, _) => ProtocolName::Ws,
+            (Scheme::Wss, _) => ProtocolName::WsTls,
             (Scheme::Https, true) => ProtocolName::H2Tls,
             (Scheme::Http, true) => ProtocolName::H2c,
             (Scheme::Https, false) => ProtocolName::Http1Tls,
@@ -232,7 +235,7 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         shard_index: c.shard_index,
         spin_us: c.spin_ns.map(|n| n as f64 / 1e3),
         start_at_unix_s: c.start_at_wall_ns.map(|n| n as f64 / 1e9),
-        streams: c.http2.then_some(c.streams),
+        streams: (c.http2 || c.target.scheme.is_websocket()).then_some(c.streams),
         threads: c.threads,
         timeout_s: c.timeout_ns as f64 / 1e9,
         tls_insecure: c.tls.insecure,

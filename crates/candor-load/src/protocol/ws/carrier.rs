@@ -42,7 +42,7 @@ const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 
 /// What every connection of a load thread shares: the upgrade's request line and headers, and
 /// where each prepared request's message (its body) starts.
-struct Shared {
+pub(super) struct Shared {
     host: String,
     path: String,
     headers: Vec<(String, String)>,
@@ -90,7 +90,7 @@ fn splitmix(state: u64) -> u64 {
 }
 
 impl Shared {
-    fn new(config: &LoadConfig, requests: &[Prepared]) -> Shared {
+    pub(super) fn new(config: &LoadConfig, requests: &[Prepared]) -> Shared {
         let headers = config
             .headers
             .iter()
@@ -156,7 +156,7 @@ pub(crate) struct WebSocket {
 }
 
 impl WebSocket {
-    fn new(shared: Arc<Shared>, rng: u64) -> WebSocket {
+    pub(super) fn new(shared: Arc<Shared>, rng: u64) -> WebSocket {
         let lanes = shared.lanes;
         let json = matches!(shared.matching, WsMatch::JsonField(_));
         // Room for the largest message with its number (a field name and 20 digits).

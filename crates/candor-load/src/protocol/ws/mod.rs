@@ -18,3 +18,6 @@ pub mod handshake;
 pub mod matching;
 
 pub(crate) use carrier::run_worker;
+
+#[cfg(test)]
+mod ws_sim;

@@ -490,6 +490,58 @@ impl LoadConfig {
     }
 }
 
+impl LoadConfig {
+    /// A `ws://` or `wss://` run: a message is the body of each request (`--body`,
+    /// `--body-file`, templates, `--requests` lines), sent after an upgrade with `GET` and `-H`;
+    /// what HTTP alone means is refused rather than dropped.
+    fn validate_websocket(&self) -> Result<(), LoadConfigError> {
+        use crate::protocol::ws::matching::WsMatch;
+        let bad = |m: &str| Err(LoadConfigError::Invalid(m.into()));
+        if self.http2 {
+            return bad("--h2 applies to http:// and https:// targets, not ws:// or wss://");
+        }
+        if self.pipeline > 1 {
+            return bad("--pipeline is for HTTP/1.1; a WebSocket connection carries up to --streams messages at once");
+        }
+        if self.method != "GET" {
+            return bad("-m/--method does not apply to ws:// and wss://: the upgrade is a GET and a message is the body");
+        }
+        let w = &self.workload;
+        if !w.checks.is_empty() {
+            return bad(
+                "--check-body and --check-header apply to HTTP targets, not ws:// or wss://",
+            );
+        }
+        if !w.targets.is_empty() {
+            return bad(
+                "request lines with their own \"url\" apply to HTTP targets, not ws:// or wss://",
+            );
+        }
+        if let WsMatch::JsonField(field) = &self.ws_match {
+            let bodies: Vec<(&[u8], String)> = if self.requests.is_empty() {
+                let origin = "--body".to_string();
+                vec![(&self.body[..], origin)]
+            } else {
+                self.requests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (&r.body[..], format!("request {} of the request set", i + 1)))
+                    .collect()
+            };
+            for (body, origin) in bodies {
+                // A templated body is JSON only once filled; a fill that is not is sent as it
+                // is, and its reply, carrying no number, is counted as matching nothing.
+                if !has_placeholder(body) {
+                    field
+                        .check_body(body, &origin)
+                        .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -618,57 +670,5 @@ mod tests {
         c.shard_count = 4;
         c.shape = crate::LoadShape::constant(8.0 * MAX_RATE_PER_THREAD);
         assert!(c.validate().is_ok());
-    }
-}
-
-impl LoadConfig {
-    /// A `ws://` or `wss://` run: a message is the body of each request (`--body`,
-    /// `--body-file`, templates, `--requests` lines), sent after an upgrade with `GET` and `-H`;
-    /// what HTTP alone means is refused rather than dropped.
-    fn validate_websocket(&self) -> Result<(), LoadConfigError> {
-        use crate::protocol::ws::matching::WsMatch;
-        let bad = |m: &str| Err(LoadConfigError::Invalid(m.into()));
-        if self.http2 {
-            return bad("--h2 applies to http:// and https:// targets, not ws:// or wss://");
-        }
-        if self.pipeline > 1 {
-            return bad("--pipeline is for HTTP/1.1; a WebSocket connection carries up to --streams messages at once");
-        }
-        if self.method != "GET" {
-            return bad("-m/--method does not apply to ws:// and wss://: the upgrade is a GET and a message is the body");
-        }
-        let w = &self.workload;
-        if !w.checks.is_empty() {
-            return bad(
-                "--check-body and --check-header apply to HTTP targets, not ws:// or wss://",
-            );
-        }
-        if !w.targets.is_empty() {
-            return bad(
-                "request lines with their own \"url\" apply to HTTP targets, not ws:// or wss://",
-            );
-        }
-        if let WsMatch::JsonField(field) = &self.ws_match {
-            let bodies: Vec<(&[u8], String)> = if self.requests.is_empty() {
-                let origin = "--body".to_string();
-                vec![(&self.body[..], origin)]
-            } else {
-                self.requests
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| (&r.body[..], format!("request {} of the request set", i + 1)))
-                    .collect()
-            };
-            for (body, origin) in bodies {
-                // A templated body is JSON only once filled; a fill that is not is sent as it
-                // is, and its reply, carrying no number, is counted as matching nothing.
-                if !has_placeholder(body) {
-                    field
-                        .check_body(body, &origin)
-                        .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
-                }
-            }
-        }
-        Ok(())
     }
 }

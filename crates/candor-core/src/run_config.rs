@@ -217,11 +217,17 @@ pub enum ProtocolName {
     /// gRPC over HTTP/2 over TLS (`grpcs://`).
     #[serde(rename = "grpc (TLS)")]
     GrpcTls,
+    /// WebSocket in the clear (`ws://`).
+    #[serde(rename = "ws")]
+    Ws,
+    /// WebSocket over TLS (`wss://`).
+    #[serde(rename = "ws (TLS)")]
+    WsTls,
 }
 
 impl ProtocolName {
     /// The protocol in the words of a report's first line: "HTTP/1.1", "HTTP/1.1 over TLS",
-    /// "HTTP/2, h2c", "HTTP/2 over TLS, h2", "raw TCP".
+    /// "HTTP/2, h2c", "HTTP/2 over TLS, h2", "raw TCP", "WebSocket", "WebSocket over TLS".
     pub fn describe(self) -> &'static str {
         match self {
             ProtocolName::Http1 => "HTTP/1.1",
@@ -231,6 +237,8 @@ impl ProtocolName {
             ProtocolName::Tcp => "raw TCP",
             ProtocolName::Grpc => "gRPC over HTTP/2, h2c",
             ProtocolName::GrpcTls => "gRPC over HTTP/2 over TLS, h2",
+            ProtocolName::Ws => "WebSocket",
+            ProtocolName::WsTls => "WebSocket over TLS",
         }
     }
 }

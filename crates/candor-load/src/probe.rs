@@ -112,7 +112,7 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
     };
     let kind = ProtocolKind::of(config);
     match (t.scheme, kind) {
-        (Scheme::Https, _) => {
+        (Scheme::Https | Scheme::Wss, _) => {
             let h2 = kind == ProtocolKind::Http2;
             let client = tls::client_config(&config.tls, kind.alpn())?;
             let mut stream = tls::handshake(&client, &config.tls, &t.host, t.addr, timeout)?;
@@ -138,7 +138,7 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
                 .map_err(|e| protocol_error(format!("cannot connect: {e}")))?;
             h2_handshake(&mut sock, timeout, true).map_err(preface_error)
         }
-        (_, ProtocolKind::Http1 | ProtocolKind::Tcp) => Ok(()),
+        (_, ProtocolKind::Http1 | ProtocolKind::Tcp | ProtocolKind::WebSocket) => Ok(()),
     }
 }
 

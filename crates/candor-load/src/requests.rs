@@ -87,7 +87,10 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
             (Some(_), Some(_)) => return Err(at("give \"url\" or \"path\", not both".into())),
             (Some(u), None) => {
                 let t = crate::target::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
-                if t.scheme == crate::target::Scheme::Tcp {
+                if !matches!(
+                    t.scheme,
+                    crate::target::Scheme::Http | crate::target::Scheme::Https
+                ) {
                     return Err(at(format!("\"url\" '{u}' must be http:// or https://")));
                 }
                 if t.credentials.is_some() {

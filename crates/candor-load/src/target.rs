@@ -10,7 +10,7 @@ use thiserror::Error;
 pub enum TargetError {
     #[error("invalid URL '{0}': {1}")]
     Url(String, String),
-    #[error("unsupported scheme '{0}' in '{1}': candor run speaks http://, https://, grpc://, grpcs:// and tcp://")]
+    #[error("unsupported scheme '{0}' in '{1}': candor run speaks http://, https://, grpc://, grpcs://, tcp://, ws:// and wss://")]
     Scheme(String, String),
     #[error("cannot resolve host '{0}': {1}")]
     Resolve(String, String),
@@ -27,6 +27,22 @@ pub enum Scheme {
     Https,
     /// Raw TCP request/response with user-defined framing.
     Tcp,
+    /// WebSocket (RFC 6455) in the clear: an HTTP/1.1 upgrade, then messages.
+    Ws,
+    /// WebSocket over TLS.
+    Wss,
+}
+
+impl Scheme {
+    /// Whether connections of this scheme run TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Scheme::Https | Scheme::Wss)
+    }
+
+    /// Whether this is a WebSocket scheme (`ws://`, `wss://`).
+    pub fn is_websocket(self) -> bool {
+        matches!(self, Scheme::Ws | Scheme::Wss)
+    }
 }
 
 /// A target URL, parsed and checked but not resolved: what `candor run` and a Kubernetes
@@ -103,7 +119,7 @@ impl Credentials {
 }
 
 impl TargetUrl {
-    /// Parses and checks an `http://`, `https://` or `tcp://host:port` URL without any I/O.
+    /// Parses and checks an `http://`, `https://`, `ws://`, `wss://` or `tcp://host:port` URL without any I/O.
     pub fn parse(text: &str) -> Result<TargetUrl, TargetError> {
         // The URL standard silently drops tabs and line breaks ("/a\r\nX: 1" would be sent as
         // "/aX:%201"): a URL holding a control character is a mistake or an injection, refused.
@@ -137,6 +153,8 @@ impl TargetUrl {
             "tcp" => (Scheme::Tcp, false),
             "grpc" => (Scheme::Http, true),
             "grpcs" => (Scheme::Https, true),
+            "ws" => (Scheme::Ws, false),
+            "wss" => (Scheme::Wss, false),
             other => return Err(TargetError::Scheme(other.into(), text.into())),
         };
         if (scheme == Scheme::Tcp || grpc) && url.port().is_none() {
@@ -305,6 +323,15 @@ mod tests {
             Target::parse("https://127.0.0.1/").unwrap().addr.port(),
             443
         );
+        // WebSocket URLs take their scheme's default port and keep path and query.
+        let ws = TargetUrl::parse("ws://h.invalid/chat?room=1").unwrap();
+        assert_eq!(
+            (ws.scheme, ws.port, ws.path.as_str()),
+            (Scheme::Ws, 80, "/chat?room=1")
+        );
+        let wss = TargetUrl::parse("wss://h.invalid").unwrap();
+        assert_eq!((wss.scheme, wss.port), (Scheme::Wss, 443));
+        assert!(wss.scheme.is_tls() && wss.scheme.is_websocket() && !Scheme::Https.is_websocket());
         assert!(matches!(
             Target::parse("http://no-such-host.invalid/"),
             Err(TargetError::Resolve(..))

@@ -161,9 +161,18 @@ pub struct LoadArgs {
     /// Speak HTTP/2 (prior knowledge over http://, ALPN over https://).
     #[arg(long)]
     pub h2: bool,
-    /// HTTP/2: concurrent streams per connection; a due request waits for a free stream.
+    /// HTTP/2: concurrent streams per connection; WebSocket: messages in flight per connection.
+    /// A due request waits for a free place.
     #[arg(long, default_value_t = candor_load::config::DEFAULT_STREAMS, value_name = "N")]
     pub streams: usize,
+    /// WebSocket: how a reply is matched to its message: 'order' (the next reply answers the
+    /// oldest unanswered message) or 'json:FIELD' (candor writes a unique number into each
+    /// message's top-level FIELD and matches the reply carrying it).
+    #[arg(long, value_name = "order|json:FIELD")]
+    pub ws_match: Option<String>,
+    /// WebSocket: send messages as binary frames (default: text).
+    #[arg(long)]
+    pub ws_binary: bool,
     /// HTTPS: do not verify the server certificate (traffic is still encrypted).
     #[arg(long, short = 'k')]
     pub insecure: bool,
@@ -593,6 +602,10 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     c.pipeline = a.pipeline;
     c.http2 = a.h2;
     c.streams = a.streams;
+    if let Some(m) = &a.ws_match {
+        c.ws_match = m.parse().map_err(FlagError::Invalid)?;
+    }
+    c.ws_binary = a.ws_binary;
     c.tls = candor_load::TlsOptions {
         insecure: a.insecure,
         ca_file: a.ca.clone(),
@@ -671,6 +684,12 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         if c.target.scheme == candor_load::Scheme::Tcp {
             return Err(FlagError::Invalid(
                 "--check-status applies to HTTP targets; raw tcp:// responses have no status"
+                    .to_string(),
+            ));
+        }
+        if c.target.scheme.is_websocket() {
+            return Err(FlagError::Invalid(
+                "--check-status applies to HTTP targets; WebSocket replies have no status"
                     .to_string(),
             ));
         }

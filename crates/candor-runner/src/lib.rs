@@ -205,7 +205,8 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         body_bytes: c.body.len(),
         check_status: match &c.grpc {
             Some(g) => Some(g.accept.to_string()),
-            None => (c.target.scheme != Scheme::Tcp).then(|| c.accept_status.to_string()),
+            None => matches!(c.target.scheme, Scheme::Http | Scheme::Https)
+                .then(|| c.accept_status.to_string()),
         },
         connections: c.connections,
         drain_s: c.drain_ns as f64 / 1e9,
@@ -223,6 +224,8 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
             (Scheme::Tcp, _) => ProtocolName::Tcp,
             (Scheme::Https, _) if c.grpc.is_some() => ProtocolName::GrpcTls,
             (Scheme::Http, _) if c.grpc.is_some() => ProtocolName::Grpc,
+            (Scheme::Ws, _) => ProtocolName::Ws,
+            (Scheme::Wss, _) => ProtocolName::WsTls,
             (Scheme::Https, true) => ProtocolName::H2Tls,
             (Scheme::Http, true) => ProtocolName::H2c,
             (Scheme::Https, false) => ProtocolName::Http1Tls,
@@ -239,7 +242,7 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         shard_index: c.shard_index,
         spin_us: c.spin_ns.map(|n| n as f64 / 1e3),
         start_at_unix_s: c.start_at_wall_ns.map(|n| n as f64 / 1e9),
-        streams: c.http2.then_some(c.streams),
+        streams: (c.http2 || c.target.scheme.is_websocket()).then_some(c.streams),
         threads: c.threads,
         timeout_s: c.timeout_ns as f64 / 1e9,
         tls_insecure: c.tls.insecure,

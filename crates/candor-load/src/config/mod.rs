@@ -115,6 +115,10 @@ pub struct LoadConfig {
     pub http2: bool,
     /// HTTP/2: concurrent streams per connection.
     pub streams: usize,
+    /// WebSocket: how a reply is matched to the message it answers (`--ws-match`).
+    pub ws_match: crate::protocol::ws::matching::WsMatch,
+    /// WebSocket: messages go as binary frames, not text (`--ws-binary`).
+    pub ws_binary: bool,
     pub tls: TlsOptions,
     /// A request set; empty means the single request given by method, path, headers and body.
     pub requests: Vec<RequestSpec>,
@@ -227,6 +231,8 @@ impl LoadConfig {
             pipeline: 1,
             http2: false,
             streams: DEFAULT_STREAMS,
+            ws_match: crate::protocol::ws::matching::WsMatch::InOrder,
+            ws_binary: false,
             tls: TlsOptions::default(),
             requests: Vec::new(),
             request_order: RequestOrder::RoundRobin,
@@ -423,7 +429,7 @@ impl LoadConfig {
                     ));
                 }
             }
-            Scheme::Http | Scheme::Https => {
+            Scheme::Http | Scheme::Https | Scheme::Ws | Scheme::Wss => {
                 if self.framing.is_some() || !self.payload.is_empty() {
                     return bad("--payload and response framing apply to tcp:// targets".into());
                 }
@@ -446,6 +452,12 @@ impl LoadConfig {
                     "--requests does not apply to gRPC targets yet: one --call per run".into(),
                 );
             }
+        }
+        if self.target.scheme.is_websocket() {
+            self.validate_websocket()?;
+        } else if self.ws_binary || self.ws_match != crate::protocol::ws::matching::WsMatch::InOrder
+        {
+            return bad("--ws-match and --ws-binary apply to ws:// and wss:// targets".into());
         }
         match &self.framing {
             Some(Framing::ExpectBytes(0)) => return bad("--expect-bytes must be positive".into()),
@@ -515,6 +527,58 @@ impl LoadConfig {
         }
         crate::config::request_set::validate(self)
             .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl LoadConfig {
+    /// A `ws://` or `wss://` run: a message is the body of each request (`--body`,
+    /// `--body-file`, templates, `--requests` lines), sent after an upgrade with `GET` and `-H`;
+    /// what HTTP alone means is refused rather than dropped.
+    fn validate_websocket(&self) -> Result<(), LoadConfigError> {
+        use crate::protocol::ws::matching::WsMatch;
+        let bad = |m: &str| Err(LoadConfigError::Invalid(m.into()));
+        if self.http2 {
+            return bad("--h2 applies to http:// and https:// targets, not ws:// or wss://");
+        }
+        if self.pipeline > 1 {
+            return bad("--pipeline is for HTTP/1.1; a WebSocket connection carries up to --streams messages at once");
+        }
+        if self.method != "GET" {
+            return bad("-m/--method does not apply to ws:// and wss://: the upgrade is a GET and a message is the body");
+        }
+        let w = &self.workload;
+        if !w.checks.is_empty() {
+            return bad(
+                "--check-body and --check-header apply to HTTP targets, not ws:// or wss://",
+            );
+        }
+        if !w.targets.is_empty() {
+            return bad(
+                "request lines with their own \"url\" apply to HTTP targets, not ws:// or wss://",
+            );
+        }
+        if let WsMatch::JsonField(field) = &self.ws_match {
+            let bodies: Vec<(&[u8], String)> = if self.requests.is_empty() {
+                let origin = "--body".to_string();
+                vec![(&self.body[..], origin)]
+            } else {
+                self.requests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (&r.body[..], format!("request {} of the request set", i + 1)))
+                    .collect()
+            };
+            for (body, origin) in bodies {
+                // A templated body is JSON only once filled; a fill that is not is sent as it
+                // is, and its reply, carrying no number, is counted as matching nothing.
+                if !has_placeholder(body) {
+                    field
+                        .check_body(body, &origin)
+                        .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -103,6 +103,10 @@ pub enum Fault {
     /// The server's bytes broke the protocol (HTTP/1.1, a raw TCP framing, bytes no request
     /// asked for).
     Malformed,
+    /// The server refused the WebSocket upgrade (no valid `101 Switching Protocols`).
+    Upgrade,
+    /// The server closed the WebSocket with a close frame.
+    WsClose,
     /// The server sent GOAWAY with this error code before answering anything.
     GoAway(u32),
     /// The server's frames broke HTTP/2: candor ended the connection with GOAWAY and this code.
@@ -136,7 +140,7 @@ pub fn h2_code_name(code: u32) -> &'static str {
 }
 
 /// The plain causes before the two code-carrying ones in [`FaultTally`].
-const PLAIN: usize = 6;
+const PLAIN: usize = 8;
 /// One slot per named code and one for the others.
 const CODES: usize = H2_CODES.len() + 1;
 const SLOTS: usize = PLAIN + 2 * CODES;
@@ -151,6 +155,8 @@ impl Fault {
             Fault::Closed => 3,
             Fault::Reset => 4,
             Fault::Malformed => 5,
+            Fault::Upgrade => 6,
+            Fault::WsClose => 7,
             Fault::GoAway(c) => PLAIN + code(c),
             Fault::H2Error(c) => PLAIN + CODES + code(c),
         }
@@ -166,6 +172,8 @@ impl Fault {
             3 => "closed or reset by the server before the full response".into(),
             4 => "writing the request failed".into(),
             5 => "response broke the protocol".into(),
+            6 => "WebSocket upgrade refused".into(),
+            7 => "server closed the WebSocket (close frame)".into(),
             k if k < PLAIN + CODES => {
                 format!("server sent GOAWAY {} before any response", code(k - PLAIN))
             }

@@ -1,5 +1,6 @@
 //! The protocols candor speaks, one folder each: `http1/` (HTTP/1.1, plain or TLS), `tcp/` (raw
-//! TCP with `--framing`), `http2/` (HTTP/2 with its streams, plain or TLS with ALPN `h2`). Each
+//! TCP with `--framing`), `http2/` (HTTP/2 with its streams, plain or TLS with ALPN `h2`),
+//! `ws/` (WebSocket, `ws://` or `wss://`). Each
 //! is one [`Protocol`] implementation, one value per connection, that the one driver
 //! (`engine/driver.rs`) runs: a protocol that answers each request with one response, in order,
 //! is fed the bytes the driver reads ([`Carriage::InOrder`]); one that frames its own requests
@@ -37,6 +38,8 @@ pub enum ProtocolKind {
     Http2,
     /// Raw TCP (`tcp://`), responses delimited by `--framing`.
     Tcp,
+    /// WebSocket (`ws://`, `wss://`): messages after an HTTP/1.1 upgrade.
+    WebSocket,
 }
 
 impl ProtocolKind {
@@ -45,6 +48,7 @@ impl ProtocolKind {
     pub fn of(config: &LoadConfig) -> ProtocolKind {
         match (config.target.scheme, config.http2) {
             (Scheme::Tcp, _) => ProtocolKind::Tcp,
+            (Scheme::Ws | Scheme::Wss, _) => ProtocolKind::WebSocket,
             (_, true) => ProtocolKind::Http2,
             (_, false) => ProtocolKind::Http1,
         }
@@ -53,24 +57,26 @@ impl ProtocolKind {
     /// What TLS offers by ALPN for this protocol over `https://`.
     pub fn alpn(self) -> &'static [&'static [u8]] {
         match self {
-            ProtocolKind::Http1 => &[b"http/1.1"],
+            ProtocolKind::Http1 | ProtocolKind::WebSocket => &[b"http/1.1"],
             ProtocolKind::Http2 => &[b"h2"],
             ProtocolKind::Tcp => &[],
         }
     }
 
     /// The TLS client configuration a load thread of this protocol is handed (made once per
-    /// target, shared by its threads): over `https://` for HTTP/1.1. HTTP/2 makes its own in
+    /// target, shared by its threads): over `https://` for HTTP/1.1, `wss://` for WebSocket. HTTP/2 makes its own in
     /// its thread, so that a server refusing `h2` is named by the thread that met it.
     pub(crate) fn thread_tls(
         self,
         config: &LoadConfig,
     ) -> Result<Option<Arc<rustls::ClientConfig>>, TlsError> {
         match (self, config.target.scheme) {
-            (ProtocolKind::Http1, Scheme::Https) => Ok(Some(crate::transport::tls::client_config(
-                &config.tls,
-                self.alpn(),
-            )?)),
+            (ProtocolKind::Http1, Scheme::Https) | (ProtocolKind::WebSocket, Scheme::Wss) => {
+                Ok(Some(crate::transport::tls::client_config(
+                    &config.tls,
+                    self.alpn(),
+                )?))
+            }
             _ => Ok(None),
         }
     }
@@ -100,6 +106,7 @@ pub(crate) fn run_worker(
             })
         }
         ProtocolKind::Http2 => http2::run_worker(setup, ticket, schedule_at),
+        ProtocolKind::WebSocket => ws::run_worker(setup, tls, ticket, schedule_at),
     }
 }
 
@@ -161,6 +168,10 @@ pub enum Broken {
     /// preface): everything it carried fails as `parse`, `fault` is booked, and it is
     /// connected again only after its back-off.
     Refused(Fault),
+    /// The server ended the protocol in good form (a WebSocket close frame): the requests on
+    /// the wire fail as `read`, as when a connection closes, `fault` is booked, and requests
+    /// waiting connect again after its back-off.
+    Closed(Fault),
 }
 
 /// What every connection of a load thread is fitted with before its pool opens.

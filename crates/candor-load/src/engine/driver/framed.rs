@@ -1,6 +1,6 @@
 //! The driver's steps for protocols that frame their own requests
-//! ([`crate::protocol::Carriage::Framed`]: HTTP/2): the protocol writes into each connection's
-//! out buffer (`Link::out`), the driver flushes it (once per pass for the requests of that
+//! ([`crate::protocol::Carriage::Framed`]: HTTP/2, WebSocket): the protocol writes into each
+//! connection's out buffer (`Link::out`), the driver flushes it (once per pass for the requests of that
 //! pass), hands the protocol what was read, and books what the connection's loss or a
 //! request's timeout means.
 
@@ -190,6 +190,19 @@ impl<P: Protocol> Driver<P> {
             }
             Err(Broken::Refused(fault)) => {
                 self.connect_failed_for(i, Failure::Parse, fault, now);
+                false
+            }
+            Err(Broken::Closed(fault)) => {
+                // What the protocol answered (its close) goes out as far as the socket takes it.
+                if let Some(sock) = c.sock.as_mut() {
+                    let _ = sock.write(&c.out[c.out_off..]);
+                    let _ = sock.flush();
+                }
+                if c.state == ConnState::Greeting {
+                    self.connect_failed_for(i, Failure::Connect, fault, now);
+                } else {
+                    self.connection_lost_for(i, Failure::Read, Some(fault), now);
+                }
                 false
             }
         }

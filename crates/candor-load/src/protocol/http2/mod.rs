@@ -189,7 +189,7 @@ pub(crate) fn connections(
     let https = match config.target.scheme {
         Scheme::Https => true,
         Scheme::Http => false,
-        Scheme::Tcp => return Err(Http2Error::NeedsHttpTarget),
+        Scheme::Tcp | Scheme::Ws | Scheme::Wss => return Err(Http2Error::NeedsHttpTarget),
     };
     let tls = if https {
         Some(crate::transport::tls::client_config(&config.tls, &[b"h2"])?)

@@ -1,16 +1,23 @@
-//! WebSocket (RFC 6455), the pieces that need no socket: the opening handshake
-//! (`handshake.rs`), frames both ways (`frames.rs`) and how a reply is matched to the message it
-//! answers (`matching.rs`). Each is sans-IO and tested exactly.
+//! WebSocket (RFC 6455): the opening handshake (`handshake.rs`), frames both ways
+//! (`frames.rs`) and how a reply is matched to the message it answers (`matching.rs`), each
+//! sans-IO and tested exactly; and `carrier.rs`, the framed `Protocol` the one driver runs.
 //!
-//! How it plugs into the driver (issue 26; not wired yet): a WebSocket connection is a byte
+//! How it plugs into the driver: a WebSocket connection is a byte
 //! stream (plain for `ws://`, TLS for `wss://`) whose protocol first writes the upgrade request
 //! and reads the `101` (the upgrade counts as the connect), then puts each request the core
 //! carries on the wire as one masked frame (a fresh mask per frame), and turns the server's
 //! frames into completions: `InOrder` completes the connection's oldest request, `JsonField`
-//! the request whose number the reply carries. Pings are answered with pongs; a close frame, a
-//! frame error or a reply that matches nothing fails what the connection carried (class
-//! `protocol`), and the core's back-off reopens it.
+//! the request whose number the reply carries. Pings are answered with pongs; a close frame
+//! fails what the connection had on the wire (class `read`), a frame error or a reply that
+//! matches nothing fails it as a protocol error (class `parse`), and the core's back-off
+//! reopens the connection.
 
+mod carrier;
 pub mod frames;
 pub mod handshake;
 pub mod matching;
+
+pub(crate) use carrier::run_worker;
+
+#[cfg(test)]
+mod ws_sim;

@@ -67,7 +67,7 @@ fn ttft_under_a_stall_matches_the_analytic_truth_and_tokens_are_exact() {
     }
     let p50 = pct(&v, "ttft", 50.0);
     assert!(
-        p50 >= 50.0 * MS && p50 <= 65.0 * MS,
+        (50.0 * MS..=65.0 * MS).contains(&p50),
         "ttft p50 {:.1} ms",
         p50 / MS
     );
@@ -82,7 +82,7 @@ fn ttft_under_a_stall_matches_the_analytic_truth_and_tokens_are_exact() {
     // Outside the stalls the gaps are the server's 10 ms.
     let itl50 = pct(&v, "itl", 50.0);
     assert!(
-        itl50 >= 9.9 * MS && itl50 <= 15.0 * MS,
+        (9.9 * MS..=15.0 * MS).contains(&itl50),
         "itl p50 {:.2} ms",
         itl50 / MS
     );

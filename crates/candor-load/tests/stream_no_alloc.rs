@@ -10,6 +10,7 @@ use candor_load::protocol::ws::matching::WsMatch;
 use candor_load::stream::line::LineSplitter;
 use candor_load::stream::openai::{LlmProgress, StreamEnd};
 use candor_load::stream::sse::SseScanner;
+use candor_load::stream::tap::StreamSettings;
 
 /// The marked-allocation count is one for the whole process: the tests take turns.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -112,6 +113,78 @@ fn websocket_frames_and_numbered_messages_allocate_nothing() {
         let after = candor_testkit::marked_allocations();
         assert_eq!(after - before, 0, "allocations while framing messages");
         assert_eq!(matched, 2000);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn an_llm_response_read_through_the_http1_parser_and_its_stream_tap_allocates_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    std::thread::spawn(|| {
+        use candor_load::protocol::http1::{Progress, ResponseParser};
+        // The answer of `candor serve --llm`: SSE in HTTP/1.1 chunks, one event per chunk.
+        let mut wire =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                .to_vec();
+        let mut events: Vec<Vec<u8>> = (0..100)
+            .map(|k| {
+                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"w{k} \"}}}}]}}\n\n")
+                    .into_bytes()
+            })
+            .collect();
+        events.push(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":100}}\n\n".to_vec());
+        events.push(b"data: [DONE]\n\n".to_vec());
+        for e in &events {
+            wire.extend_from_slice(format!("{:x}\r\n", e.len()).as_bytes());
+            wire.extend_from_slice(e);
+            wire.extend_from_slice(b"\r\n");
+        }
+        wire.extend_from_slice(b"0\r\n\r\n");
+        let mut parser = ResponseParser::new(false);
+        parser.observer().set_stream(StreamSettings {
+            kind: None,
+            llm: true,
+        });
+        let mut buf = vec![0u8; 64 * 1024];
+        let (mut gaps, mut tokens) = (0u64, 0u64);
+        let mut run = |parser: &mut ResponseParser| {
+            // Reads of 53 bytes, each at its own instant, as the driver feeds them.
+            let mut len = 0;
+            let mut at = 1_000u64;
+            for piece in wire.chunks(53) {
+                buf[len..len + piece.len()].copy_from_slice(piece);
+                len += piece.len();
+                at += 1_000;
+                parser.observer().at(at);
+                let progress = parser.feed(&buf[..len], false).unwrap();
+                if let Some(tap) = parser.observer().tap() {
+                    tap.drain_gaps(|_| gaps += 1);
+                }
+                match progress {
+                    Progress::NeedMore { consumed } => {
+                        buf.copy_within(consumed..len, 0);
+                        len -= consumed;
+                    }
+                    Progress::Done { .. } => {
+                        let o = parser.observer().tap().unwrap().take_outcome().unwrap();
+                        assert_eq!((o.output_tokens, o.failure), (100, None));
+                        tokens += o.output_tokens;
+                        len = 0;
+                    }
+                }
+            }
+        };
+        run(&mut parser);
+        candor_testkit::mark_this_thread();
+        let before = candor_testkit::marked_allocations();
+        for _ in 0..50 {
+            run(&mut parser);
+        }
+        let after = candor_testkit::marked_allocations();
+        assert_eq!(after - before, 0, "allocations while reading LLM streams");
+        assert_eq!(tokens, 51 * 100);
+        assert!(gaps >= 51 * 99);
     })
     .join()
     .unwrap();

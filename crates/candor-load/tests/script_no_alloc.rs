@@ -2,7 +2,7 @@
 //! builds nothing (a string built once, pipelined, named): the engine adds no allocation to what
 //! Lua does. Counted with candor-testkit's allocator (Lua's heap goes through it too).
 
-use candor_load::workload::script::{ScriptRun, ScriptSource};
+use candor_load::workload::script_source::{ScriptRun, ScriptSource};
 use candor_load::workload::source::RequestSource;
 use candor_script::{ScriptHost, Target};
 use candor_testkit::{mark_this_thread, marked_allocations, CountingAllocator};

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use candor_core::results::{RunResults, StopDetail, StopReason};
 use candor_core::units::format_ns;
-use candor_load::workload::script::{ScriptRun, ScriptStop};
+use candor_load::workload::script_source::{ScriptRun, ScriptStop};
 use candor_load::LoadConfig;
 use candor_runner::flags::RunArgs;
 use candor_script::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost, Target};

@@ -8,7 +8,7 @@ use crate::status::StatusSet;
 use crate::workload::check::BodyNeedle;
 use crate::workload::pick::Picker;
 use crate::workload::runtime::RequestMaker;
-use crate::workload::script::ScriptSource;
+use crate::workload::script_source::ScriptSource;
 use crate::workload::template::RequestTemplate;
 use crate::workload::{CompiledRequests, WorkloadError};
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use crate::status::StatusSet;
 use crate::stream::openai::StreamEnd;
 use crate::stream::tap::{StreamOutcome, StreamSettings, StreamTap};
 use crate::workload::check::{BodyMatch, ResponseChecks};
-use crate::workload::script::ScriptJudge;
+use crate::workload::script_source::ScriptJudge;
 use std::sync::Arc;
 
 /// Header checks a header fed one at a time ([`ResponseObserver::header_bits`]) is matched

@@ -9,7 +9,7 @@ pub mod profile;
 pub mod prompts;
 pub mod replay;
 pub mod runtime;
-pub mod script;
+pub mod script_source;
 pub mod source;
 pub mod template;
 
@@ -34,7 +34,7 @@ pub struct WorkloadConfig {
     /// `--seed`: templates' random values, weighted choice and random data rows.
     pub seed: u64,
     /// `-s`: a wrk Lua script's states, one per load thread, which make every request.
-    pub script: Option<Arc<script::ScriptRun>>,
+    pub script: Option<Arc<script_source::ScriptRun>>,
     /// `--check-body` and `--check-header`, for every response.
     pub checks: ResponseChecks,
     /// The targets besides the command line's that `--requests` lines name by `"url"`, resolved.

@@ -101,7 +101,11 @@ pub fn render(results: &RunResults) -> String {
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
     // A gRPC server-streaming run: each call's first message, timed as its response is.
-    if let Some(first) = results.extra.iter().find(|h| h.name == "grpc_first_message") {
+    if let Some(first) = results
+        .extra
+        .iter()
+        .find(|h| h.name == "grpc_first_message")
+    {
         let s = &first.summary;
         let _ = writeln!(
             out,
@@ -233,10 +237,7 @@ pub fn failures_dominate(r: &RequestCounts) -> Option<String> {
     // Failed responses (their status or their checks) and timeouts are in the histograms; the
     // other classes are not.
     let latencies = match class {
-        FailureClass::Status
-        | FailureClass::Check
-        | FailureClass::Grpc
-        | FailureClass::Timeout => {
+        FailureClass::Status | FailureClass::Check | FailureClass::Grpc | FailureClass::Timeout => {
             "the latencies below are mostly of failures"
         }
         _ => "the latencies below describe only the minority that was answered",

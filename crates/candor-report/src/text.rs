@@ -802,6 +802,36 @@ mod tests {
     }
 
     #[test]
+    fn a_grpc_run_names_its_call_and_its_statuses() {
+        let mut res = results("open-loop");
+        let plain = render(&res);
+        assert!(!plain.contains("grpc"), "{plain}");
+        res.main.grpc_status = [("OK", 9000), ("UNAVAILABLE", 12), ("NOT_FOUND", 12)]
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect();
+        res.main.requests.errors.grpc = 24;
+        res.config = RunConfig {
+            protocol: Some(ProtocolName::GrpcTls),
+            grpc_call: Some("candor.bench.Bench/Echo".into()),
+            ..Default::default()
+        }
+        .into();
+        let text = render(&res);
+        assert!(
+            text.starts_with(
+                "candor 0.0.0 open-loop @ http://127.0.0.1:9/ candor.bench.Bench/Echo (gRPC over HTTP/2 over TLS, h2)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  grpc:     OK ×9,000  NOT_FOUND ×12  UNAVAILABLE ×12\n"),
+            "{text}"
+        );
+        assert!(text.contains("  grpc 24\n"), "{text}");
+    }
+
+    #[test]
     fn status_codes_and_connection_faults_have_a_line_each_when_present() {
         let mut res = results("open-loop");
         assert!(!render(&res).contains("codes:"));

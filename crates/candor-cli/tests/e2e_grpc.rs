@@ -73,7 +73,12 @@ fn unary_calls_are_timed_and_booked_with_their_status_names() {
     assert_grpc_balanced(&v);
     assert_eq!(req(&v, "intended"), 1000, "500/s for 2 s");
     assert_eq!(req(&v, "completed"), 1000);
-    assert_eq!(v["grpc_status"]["OK"].as_u64(), Some(1000), "{}", v["grpc_status"]);
+    assert_eq!(
+        v["grpc_status"]["OK"].as_u64(),
+        Some(1000),
+        "{}",
+        v["grpc_status"]
+    );
     assert_eq!(v["status_codes"]["200"].as_u64(), Some(1000));
     assert_eq!(v["config"]["protocol"], "grpc");
     assert_eq!(v["config"]["grpc_call"], "candor.bench.Bench/Echo");
@@ -219,7 +224,18 @@ fn closed_loop_stages_warmup_streaming_and_reflection() {
     let (v, _) = run_json(&echo_args(
         &url,
         &p,
-        &["-R", "max", "-c", "1", "-t", "1", "--streams", "16", "-d", "1s"],
+        &[
+            "-R",
+            "max",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--streams",
+            "16",
+            "-d",
+            "1s",
+        ],
     ));
     assert_grpc_balanced(&v);
     assert!(req(&v, "completed") > 100, "{}", v["requests"]);
@@ -312,7 +328,11 @@ fn grpcs_with_the_servers_ca_and_goaway_and_dropped_connections_are_counted() {
     let url = format!("grpcs://{addr}");
     let p = proto();
     let ca_s = ca.display().to_string();
-    let (v, _) = run_json(&echo_args(&url, &p, &["-R", "200", "-d", "1s", "--ca", &ca_s]));
+    let (v, _) = run_json(&echo_args(
+        &url,
+        &p,
+        &["-R", "200", "-d", "1s", "--ca", &ca_s],
+    ));
     assert_eq!(req(&v, "completed"), 200);
     assert_eq!(v["config"]["protocol"], "grpc (TLS)");
     let (v, _) = run_json(&echo_args(&url, &p, &["-R", "200", "-d", "1s", "-k"]));
@@ -347,7 +367,11 @@ fn grpcs_with_the_servers_ca_and_goaway_and_dropped_connections_are_counted() {
     let v = run.join().unwrap();
     assert_grpc_balanced(&v);
     assert_eq!(req(&v, "intended"), 400);
-    assert!(v["requests"]["errors"]["read"].as_u64().unwrap() > 0, "{}", v["requests"]);
+    assert!(
+        v["requests"]["errors"]["read"].as_u64().unwrap() > 0,
+        "{}",
+        v["requests"]
+    );
     assert!(req(&v, "completed") > 300, "{}", v["requests"]);
     drop(url);
 }
@@ -370,7 +394,11 @@ fn bad_input_is_one_line_before_any_call() {
     let dir = std::env::temp_dir().join(format!("candor-e2e-grpc-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let broken = dir.join("broken.proto");
-    std::fs::write(&broken, "syntax = \"proto3\";\nmessage A {\n  int32 x = 1\n}\n").unwrap();
+    std::fs::write(
+        &broken,
+        "syntax = \"proto3\";\nmessage A {\n  int32 x = 1\n}\n",
+    )
+    .unwrap();
     let broken = broken.display().to_string();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (

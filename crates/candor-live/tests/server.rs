@@ -56,6 +56,7 @@ fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport<'static
         ],
         histograms: rec,
         codes: Box::leak(Box::default()),
+        grpc_codes: Box::leak(Box::default()),
     }
 }
 
@@ -73,6 +74,7 @@ fn outcome(completed: u64) -> RunOutcome {
             unfinished: new_histogram(),
             counts: counts(completed, completed),
             tls_handshake: new_histogram(),
+            first_message: new_histogram(),
             duration_ns: 2_000_000_000,
             warnings: Vec::new(),
             workload: None,
@@ -80,6 +82,7 @@ fn outcome(completed: u64) -> RunOutcome {
             faults: Default::default(),
             codes: Default::default(),
             stream: None,
+            grpc_codes: Default::default(),
         },
         warmup: None,
         intervals: Vec::new(),

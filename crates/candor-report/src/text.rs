@@ -101,7 +101,11 @@ pub fn render(results: &RunResults) -> String {
     out.push('\n');
     out.push_str(&phase_table(&results.main, closed));
     // A gRPC server-streaming run: each call's first message, timed as its response is.
-    if let Some(first) = results.extra.iter().find(|h| h.name == "grpc_first_message") {
+    if let Some(first) = results
+        .extra
+        .iter()
+        .find(|h| h.name == "grpc_first_message")
+    {
         let s = &first.summary;
         let _ = writeln!(
             out,
@@ -242,10 +246,7 @@ pub fn failures_dominate(r: &RequestCounts) -> Option<String> {
     // Failed responses (their status or their checks) and timeouts are in the histograms; the
     // other classes are not.
     let latencies = match class {
-        FailureClass::Status
-        | FailureClass::Check
-        | FailureClass::Grpc
-        | FailureClass::Timeout => {
+        FailureClass::Status | FailureClass::Check | FailureClass::Grpc | FailureClass::Timeout => {
             "the latencies below are mostly of failures"
         }
         _ => "the latencies below describe only the minority that was answered",
@@ -814,6 +815,36 @@ mod tests {
         assert!(loud.contains("failed its checks (--check-body"), "{loud}");
         assert!(loud.contains("mostly of failures"), "{loud}");
         assert!(!loud.contains("minority that was answered"), "{loud}");
+    }
+
+    #[test]
+    fn a_grpc_run_names_its_call_and_its_statuses() {
+        let mut res = results("open-loop");
+        let plain = render(&res);
+        assert!(!plain.contains("grpc"), "{plain}");
+        res.main.grpc_status = [("OK", 9000), ("UNAVAILABLE", 12), ("NOT_FOUND", 12)]
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect();
+        res.main.requests.errors.grpc = 24;
+        res.config = RunConfig {
+            protocol: Some(ProtocolName::GrpcTls),
+            grpc_call: Some("candor.bench.Bench/Echo".into()),
+            ..Default::default()
+        }
+        .into();
+        let text = render(&res);
+        assert!(
+            text.starts_with(
+                "candor 0.0.0 open-loop @ http://127.0.0.1:9/ candor.bench.Bench/Echo (gRPC over HTTP/2 over TLS, h2)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  grpc:     OK ×9,000  NOT_FOUND ×12  UNAVAILABLE ×12\n"),
+            "{text}"
+        );
+        assert!(text.contains("  grpc 24\n"), "{text}");
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
         ),
         Some(target) => {
             let achieved = main.rate.achieved_per_s;
-            let unanswered_failed = r.failed - r.errors.status - r.errors.check;
+            let unanswered_failed = r.failed - r.errors.status - r.errors.check - r.errors.grpc;
             let unanswered = r.intended.saturating_sub(r.responses());
             let faults = !main.connection_faults.is_empty();
             // With nothing due (a stop before the start), there was nothing to keep up with.

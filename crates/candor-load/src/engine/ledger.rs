@@ -761,6 +761,54 @@ mod tests {
     }
 
     #[test]
+    fn grpc_statuses_are_judged_by_the_accepted_set_and_counted_by_name() {
+        use candor_grpc::Code;
+        let mut l = ledger("200", 0);
+        l.grpc_accept = "OK,NOT_FOUND".parse().unwrap();
+        // (HTTP status, grpc-status): OK and NOT_FOUND accepted, UNAVAILABLE a `grpc` failure
+        // with its latency, a 503 without gRPC's answer a `status` failure as over HTTP.
+        let calls = [
+            (200, Some(Code::Ok)),
+            (200, Some(Code::NotFound)),
+            (200, Some(Code::Unavailable)),
+            (200, Some(Code::Unavailable)),
+            (503, None),
+        ];
+        for (i, (status, code)) in calls.into_iter().enumerate() {
+            let t = 1010 + 10 * i as u64;
+            l.intend(t, t, 0);
+            let booked = match code {
+                Some(code) => l.complete_grpc(&ex(t, t + 1), t + 5, status, code, None, None),
+                None => l.complete_response(&ex(t, t + 1), t + 5, status, None, None),
+            };
+            assert_eq!(booked.ok, i < 2, "call {i}");
+        }
+        let c = &l.phases[1].counts;
+        assert_eq!((c.completed, c.failed), (2, 3));
+        assert_eq!((c.errors.grpc, c.errors.status), (2, 1));
+        assert_eq!(c.responses(), 5, "every call was answered");
+        assert!(c.balanced());
+        assert_eq!(l.phases[1].rec.response.len(), 5);
+        let g = &l.phases[1].grpc_codes;
+        assert_eq!(
+            (
+                g.get(Code::Ok),
+                g.get(Code::NotFound),
+                g.get(Code::Unavailable)
+            ),
+            (1, 1, 2)
+        );
+        assert_eq!(l.interval.grpc_codes[1].total(), 4);
+        // A grpc failure re-booked as a protocol error moves from `grpc` to `parse`.
+        l.intend(1100, 1100, 0);
+        let booked = l.complete_grpc(&ex(1100, 1101), 1105, 200, Code::Internal, None, None);
+        l.rebook_as_parse(booked);
+        let c = &l.phases[1].counts;
+        assert_eq!((c.errors.grpc, c.errors.parse), (2, 1));
+        assert!(c.balanced());
+    }
+
+    #[test]
     fn unaccepted_statuses_fail_with_their_latency_recorded() {
         let mut l = ledger("2xx", 0);
         // Intended times from the start (1_000) on: the measured phase.

@@ -3,7 +3,7 @@
 //! of a given length (`--prompt-tokens N --output-tokens M`). Each prompt becomes one request of
 //! a request set, so the request source, weights and `by_request` rows work as for any set.
 
-use crate::config::RequestSpec;
+use crate::requests::RequestSpec;
 use serde_json::{json, Value};
 use std::fmt;
 use thiserror::Error;

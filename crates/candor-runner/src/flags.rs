@@ -376,7 +376,7 @@ pub struct RunArgs {
     /// done() reports after the run. See docs/scripts.md.
     #[arg(short = 's', long, value_name = "FILE", conflicts_with = "repeat")]
     pub script: Option<std::path::PathBuf>,
-    /// Arguments for the script's init(args), after `--` (args[0] is the URL, as in wrk).
+    /// Arguments for the script's init(args), after `--` (`args[0]` is the URL, as in wrk).
     #[arg(last = true, value_name = "SCRIPT_ARGS", requires = "script")]
     pub script_args: Vec<String>,
     /// Run the test N times, --repeat-pause apart: the results hold each run and their union, and `candor compare` judges across runs.

@@ -637,12 +637,18 @@ impl Core {
         body: Option<&[u8]>,
         now: u64,
     ) -> Booked {
+        let e = self.answered(slot, now);
+        self.ledger
+            .complete_response(&e, now, status, failed_check, body)
+    }
+
+    /// Slot `slot`'s request was answered at `now`: its exchange, released for booking.
+    #[inline]
+    fn answered(&mut self, slot: usize, now: u64) -> Exchange {
         let conn = self.slots[slot].conn;
         // A response came: the connection works, whatever the status or the checks say.
         self.conns[conn].backoff.answered();
-        let e = self.release(slot, now);
-        self.ledger
-            .complete_response(&e, now, status, failed_check, body)
+        self.release(slot, now)
     }
 
     /// [`Core::complete_response`] of a gRPC call that ended with `grpc-status` `code` (see
@@ -657,9 +663,7 @@ impl Core {
         body: Option<&[u8]>,
         now: u64,
     ) -> Booked {
-        let conn = self.slots[slot].conn;
-        self.conns[conn].backoff.answered();
-        let e = self.release(slot, now);
+        let e = self.answered(slot, now);
         self.ledger
             .complete_grpc(&e, now, status, code, failed_check, body)
     }

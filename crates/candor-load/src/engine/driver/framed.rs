@@ -175,10 +175,7 @@ impl<P: Protocol> Driver<P> {
             Err(Broken::Protocol(fault)) => {
                 // The server is told why (the protocol's goodbye), as far as the socket takes it
                 // now.
-                if let Some(sock) = c.sock.as_mut() {
-                    let _ = sock.write(&c.out[c.out_off..]);
-                    let _ = sock.flush();
-                }
+                write_last(c);
                 // Before the greeting was answered or after, the server broke the protocol: a
                 // `parse` failure of what the connection carried, booked with `fault`.
                 if c.state == ConnState::Greeting {
@@ -194,10 +191,7 @@ impl<P: Protocol> Driver<P> {
             }
             Err(Broken::Closed(fault)) => {
                 // What the protocol answered (its close) goes out as far as the socket takes it.
-                if let Some(sock) = c.sock.as_mut() {
-                    let _ = sock.write(&c.out[c.out_off..]);
-                    let _ = sock.flush();
-                }
+                write_last(c);
                 if c.state == ConnState::Greeting {
                     self.connect_failed_for(i, Failure::Connect, fault, now);
                 } else {
@@ -309,5 +303,14 @@ impl<P: Protocol> Driver<P> {
                 }
             }
         }
+    }
+}
+
+/// Writes what connection `c`'s protocol said last (its goodbye or close) as far as the socket
+/// takes it at once: the connection is being given up, so nothing waits for the rest.
+fn write_last<P>(c: &mut super::Conn<P>) {
+    if let Some(sock) = c.sock.as_mut() {
+        let _ = sock.write(&c.out[c.out_off..]);
+        let _ = sock.flush();
     }
 }

@@ -95,6 +95,9 @@ def main():
         binaries.append(("baseline", os.path.abspath(a.baseline)))
         rows.update({"baseline closed": []} if a.closed_only else
                     {"baseline closed": [], "baseline open": [], "baseline open spin0": []})
+    # Per candor run: (seconds spent spinning before sends, timer wake-ups, socket wake-ups), from
+    # the results' `pacing`: an open loop's CPU is work plus spinning, and the two move apart.
+    spin = {}
     tmp = tempfile.mkdtemp()
     try:
         for r in range(a.rounds):
@@ -115,6 +118,9 @@ def main():
                 with open(path) as f:
                     res = json.load(f)
                 rows[name].append((res["requests"]["completed"], cpu))
+                pacing = res.get("pacing") or {}
+                spin.setdefault(name, []).append((pacing.get("spin_s", 0.0), pacing.get("wakeups", 0),
+                                                  pacing.get("socket_wakeups", 0)))
             print(f"round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {v[-1][0]} req {v[-1][1]:.2f} cpu-s" for k, v in rows.items()), flush=True)
             time.sleep(1)
     finally:
@@ -154,6 +160,16 @@ def main():
         for kind in ("open", "open spin0"):
             print(f"candor {kind} / wrk2 open, CPU per request: "
                   f"{us_per_req('candor ' + kind) / us_per_req('wrk2 open'):.2f} (below 1 = candor is cheaper)")
+    print("\nopen loop pacing, per round (spin CPU-s / timer wake-ups / socket wake-ups):")
+    for name in ("candor open", "baseline open"):
+        if name in spin:
+            print(f"  {name:<16} " + ", ".join(f"{s:.2f}/{w}/{k}" for s, w, k in spin[name]))
+    for kind in ("open", "open spin0"):
+        for who in ("candor", "baseline"):
+            name = f"{who} {kind}"
+            if name in spin:
+                work = statistics.median((cpu - s[0]) / n * 1e6 for (n, cpu), s in zip(rows[name], spin[name]))
+                print(f"  {name:<22} CPU us/req without spinning: {work:.2f}")
     if a.baseline:
         for kind in ("closed", "open", "open spin0"):
             change = us_per_req(f"candor {kind}") / us_per_req(f"baseline {kind}")

@@ -233,6 +233,10 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
             "ended with a gRPC status outside --check-status (by default anything but OK)"
                 .to_string()
         }
+        FailureClass::Protocol => {
+            "were on the wire when the server sent a reply that matched no message (--ws-match)"
+                .to_string()
+        }
     };
     format!("{what} ({})", class.name())
 }

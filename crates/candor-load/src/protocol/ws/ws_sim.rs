@@ -294,6 +294,24 @@ fn pings_are_answered_and_a_close_fails_what_was_on_the_wire() {
 }
 
 #[test]
+fn a_masked_server_frame_breaks_the_protocol_and_is_answered_with_1002() {
+    let mut r = ws(streams(4, 1), "order", b"m");
+    r.open(0, START - MS, START - MS);
+    r.at(START);
+    r.next_frame(0);
+    // RFC 6455 5.1: a client closes the connection on a masked frame from the server.
+    assert!(!r.feed(0, &[0x81, 0x81, 1, 2, 3, 4, b'm' ^ 1], START + MS));
+    let (b0, payload) = r.next_frame(0);
+    assert_eq!(
+        (b0, payload.as_slice()),
+        (0x88, 1002u16.to_be_bytes().as_slice())
+    );
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.parse, p.counts.errors.protocol), (1, 0));
+    assert_eq!(faults(&p), fault(Fault::Malformed));
+}
+
+#[test]
 fn a_refused_upgrade_is_a_failed_connect() {
     let mut r = ws(Shape::new(1), "order", b"m");
     r.d.start_connect(0, START - MS);

@@ -294,6 +294,26 @@ fn pings_are_answered_and_a_close_fails_what_was_on_the_wire() {
 }
 
 #[test]
+fn after_a_close_the_connection_reopens_when_its_back_off_ends() {
+    let mut r = ws(streams(4, 2), "order", b"m");
+    r.open(0, START - MS, START - MS);
+    r.at(START);
+    r.next_frame(0);
+    // The server closes with message 0 on the wire: it fails, and a back-off of 1 ms starts.
+    let going_away = server_frame(Opcode::Close as u8, &1001u16.to_be_bytes());
+    assert!(!r.feed(0, &going_away, START + MS / 2));
+    // Message 1 falls due at +1 ms, inside the back-off: the connection stays down until it ends.
+    r.at(START + MS);
+    assert_eq!(r.d.conns[0].state, ConnState::Down);
+    r.at(START + MS + MS / 2);
+    assert_eq!(r.d.conns[0].state, ConnState::Connecting);
+    assert_eq!(r.d.conns[0].connect_called, START + MS + MS / 2);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.read, p.counts.failed), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::WsClose));
+}
+
+#[test]
 fn a_masked_server_frame_breaks_the_protocol_and_is_answered_with_1002() {
     let mut r = ws(streams(4, 1), "order", b"m");
     r.open(0, START - MS, START - MS);

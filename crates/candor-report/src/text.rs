@@ -418,6 +418,9 @@ pub fn accounting(p: &PhaseResults) -> String {
     if e.grpc > 0 || !p.grpc_status.is_empty() {
         let _ = write!(out, "  grpc {}", format_count(e.grpc));
     }
+    if e.protocol > 0 {
+        let _ = write!(out, "  protocol {}", format_count(e.protocol));
+    }
     let _ = writeln!(out);
     let _ = writeln!(
         out,

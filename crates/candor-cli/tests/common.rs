@@ -126,7 +126,9 @@ pub fn assert_balanced(v: &serde_json::Value) {
         // each exists.
         + e["check"].as_u64().unwrap_or(0)
         + e["template"].as_u64().unwrap_or(0)
-        + e["stream"].as_u64().unwrap_or(0);
+        + e["stream"].as_u64().unwrap_or(0)
+        + e["grpc"].as_u64().unwrap_or(0)
+        + e["protocol"].as_u64().unwrap_or(0);
     assert_eq!(
         req(v, "failed"),
         errors,

@@ -46,6 +46,12 @@ pub struct ErrorCounts {
     /// `grpc_status`. Absent in older files and in runs where none failed so.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub grpc: u64,
+    /// The server sent a reply that answers no request on the wire (a WebSocket message that
+    /// `--ws-match` places on none): the connection is ended, and the requests it had on the
+    /// wire fail in this class, as their replies can no longer be told apart. Absent in older
+    /// files and in runs where none failed so.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub protocol: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -66,10 +72,11 @@ pub enum FailureClass {
     Template,
     Stream,
     Grpc,
+    Protocol,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 10] = [
+    pub const ALL: [FailureClass; 11] = [
         FailureClass::Connect,
         FailureClass::Read,
         FailureClass::Write,
@@ -80,6 +87,7 @@ impl FailureClass {
         FailureClass::Template,
         FailureClass::Stream,
         FailureClass::Grpc,
+        FailureClass::Protocol,
     ];
 
     /// The name used in JSON and reports.
@@ -95,6 +103,7 @@ impl FailureClass {
             FailureClass::Template => "template",
             FailureClass::Stream => "stream",
             FailureClass::Grpc => "grpc",
+            FailureClass::Protocol => "protocol",
         }
     }
 }
@@ -114,6 +123,7 @@ impl ErrorCounts {
         self.template += o.template;
         self.stream += o.stream;
         self.grpc += o.grpc;
+        self.protocol += o.protocol;
     }
     pub fn get(&self, class: FailureClass) -> u64 {
         match class {
@@ -127,10 +137,11 @@ impl ErrorCounts {
             FailureClass::Template => self.template,
             FailureClass::Stream => self.stream,
             FailureClass::Grpc => self.grpc,
+            FailureClass::Protocol => self.protocol,
         }
     }
     /// Each class's name and count, in the order of [`FailureClass::ALL`].
-    pub fn by_class(&self) -> [(&'static str, u64); 10] {
+    pub fn by_class(&self) -> [(&'static str, u64); 11] {
         FailureClass::ALL.map(|c| (c.name(), self.get(c)))
     }
     /// The class with the most failures (the first of equals), `None` when nothing failed.

@@ -295,6 +295,14 @@ pub struct RunConfig {
     pub timeout_s: f64,
     pub tls_insecure: bool,
     pub warmup_s: f64,
+    /// A WebSocket run's messages were binary frames (`--ws-binary`) rather than text; absent
+    /// for other protocols.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ws_binary: Option<bool>,
+    /// How a WebSocket run matched replies to messages (`--ws-match`: `order` or
+    /// `json:FIELD`); absent for other protocols.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ws_match: Option<String>,
 }
 
 impl RunConfig {

@@ -61,8 +61,41 @@ pub fn parse_request_set(text: &str) -> Result<Vec<RequestSpec>, String> {
         .collect())
 }
 
+/// What the lines of a request set describe, by the target's protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind {
+    /// An HTTP request: method, path or url, headers, body, checks.
+    Http,
+    /// A WebSocket message (`ws://`, `wss://`): its body alone, with a name and a weight; the
+    /// upgrade's path and headers are the command line's.
+    Message,
+}
+
+/// The fields of a line that an HTTP request has and a WebSocket message has not.
+const HTTP_ONLY: [&str; 6] = [
+    "method",
+    "path",
+    "url",
+    "headers",
+    "check_status",
+    "check_body",
+];
+
 /// Parses a request-set file with names, weights and per-line checks; errors name the line.
 pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
+    parse_lines(text, LineKind::Http)
+}
+
+/// Parses a request-set file for a `ws://` or `wss://` target: each line is one message, its
+/// `"body"` (required) with an optional `"name"` (the breakdown's, `line N` by default) and
+/// `"weight"`. A line's HTTP fields (method, path, url, headers, checks) are refused, naming
+/// the line: the upgrade request is the command line's (its URL path and `-H`), and a message
+/// has no status to check.
+pub fn parse_message_lines(text: &str) -> Result<Vec<RequestLine>, String> {
+    parse_lines(text, LineKind::Message)
+}
+
+fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -74,6 +107,18 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         let obj = v
             .as_object()
             .ok_or_else(|| at("expected a JSON object".into()))?;
+        if kind == LineKind::Message {
+            if let Some(http) = HTTP_ONLY.iter().find(|k| obj.contains_key(**k)) {
+                return Err(at(format!(
+                    "\"{http}\" does not apply to ws:// and wss:// targets: a line is one message, its \"body\" (with \"name\" and \"weight\"); the upgrade takes the URL's path and -H"
+                )));
+            }
+            if !matches!(obj.get("body"), Some(Value::String(_))) {
+                return Err(at(
+                    "a ws:// or wss:// line needs \"body\", a string: the message it sends".into(),
+                ));
+            }
+        }
         let text_field = |k: &str| -> Result<Option<String>, String> {
             match obj.get(k) {
                 None | Some(Value::Null) => Ok(None),
@@ -102,6 +147,9 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
                 (Some(t.url.clone()), url_path_template(&t.path))
             }
             (None, Some(p)) => (None, p),
+            // A message goes on the upgraded connection: the path is only the prepared
+            // request's (never sent).
+            (None, None) if kind == LineKind::Message => (None, "/".to_string()),
             (None, None) => return Err(at("missing \"path\" (or \"url\")".into())),
         };
         let method = text_field("method")?
@@ -146,9 +194,10 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         if let Some(unknown) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return Err(at(format!("unknown field \"{unknown}\"")));
         }
-        let name = text_field("name")?.unwrap_or_else(|| match &url {
-            Some(u) => format!("{method} {u}"),
-            None => format!("{method} {path}"),
+        let name = text_field("name")?.unwrap_or_else(|| match (&url, kind) {
+            (_, LineKind::Message) => format!("line {}", n + 1),
+            (Some(u), LineKind::Http) => format!("{method} {u}"),
+            (None, LineKind::Http) => format!("{method} {path}"),
         });
         let weight = match obj.get("weight") {
             None | Some(Value::Null) => None,
@@ -254,6 +303,54 @@ mod tests {
                 .unwrap_err()
                 .starts_with("line 1: invalid \"check_status\" 'abc'")
         );
+    }
+
+    #[test]
+    fn a_websocket_line_is_a_message_with_a_name_and_a_weight() {
+        let lines = parse_message_lines(
+            "{\"body\":\"ping\",\"name\":\"p\",\"weight\":3}\n# note\n{\"body\":\"{\\\"op\\\":1}\"}\n",
+        )
+        .unwrap();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            (lines[0].name.as_str(), lines[0].spec.body.as_slice()),
+            ("p", b"ping".as_slice())
+        );
+        assert_eq!(lines[0].weight, Some(3.0));
+        assert_eq!(
+            (lines[1].name.as_str(), lines[1].spec.body.as_slice()),
+            ("line 3", br#"{"op":1}"#.as_slice())
+        );
+        for (line, says) in [
+            (
+                r#"{"body":"m","path":"/x"}"#,
+                r#"line 1: "path" does not apply to ws://"#,
+            ),
+            (
+                r#"{"body":"m","method":"POST"}"#,
+                r#"line 1: "method" does not apply"#,
+            ),
+            (
+                r#"{"body":"m","headers":{"a":"b"}}"#,
+                r#""headers" does not apply"#,
+            ),
+            (
+                r#"{"body":"m","check_status":"200"}"#,
+                r#""check_status" does not apply"#,
+            ),
+            (
+                r#"{"name":"m"}"#,
+                r#"line 1: a ws:// or wss:// line needs "body""#,
+            ),
+            (r#"{"body":5}"#, r#"needs "body", a string"#),
+        ] {
+            let e = parse_message_lines(line).unwrap_err();
+            assert!(e.starts_with("line 1: ") && e.contains(says), "{line}: {e}");
+        }
+        // The same file for an HTTP target still needs its path.
+        assert!(parse_request_lines(r#"{"body":"m"}"#)
+            .unwrap_err()
+            .contains("missing \"path\""));
     }
 
     #[test]

@@ -198,6 +198,9 @@ pub enum Failure {
     Template,
     /// A streamed response stopped mid-way after events had come (`--stream`, `--llm`).
     Stream,
+    /// The request was on the wire when the server sent a reply that matches no request (a
+    /// WebSocket message `--ws-match` places on none).
+    Protocol,
 }
 
 #[cfg(test)]

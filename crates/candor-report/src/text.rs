@@ -233,6 +233,10 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
             "ended with a gRPC status outside --check-status (by default anything but OK)"
                 .to_string()
         }
+        FailureClass::Protocol => {
+            "were on the wire when the server sent a reply that matched no message (--ws-match)"
+                .to_string()
+        }
     };
     format!("{what} ({})", class.name())
 }
@@ -413,6 +417,9 @@ pub fn accounting(p: &PhaseResults) -> String {
     }
     if e.grpc > 0 || !p.grpc_status.is_empty() {
         let _ = write!(out, "  grpc {}", format_count(e.grpc));
+    }
+    if e.protocol > 0 {
+        let _ = write!(out, "  protocol {}", format_count(e.protocol));
     }
     let _ = writeln!(out);
     let _ = writeln!(

@@ -624,8 +624,12 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
                 e.valid_up_to()
             ))
         })?;
-        let lines = candor_load::requests::parse_request_lines(text)
-            .map_err(|e| FlagError::Invalid(format!("{}: {e}", path.display())))?;
+        let lines = if c.target.scheme.is_websocket() {
+            candor_load::requests::parse_message_lines(text)
+        } else {
+            candor_load::requests::parse_request_lines(text)
+        }
+        .map_err(|e| FlagError::Invalid(format!("{}: {e}", path.display())))?;
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
         c.apply_headers_to_request_set();

@@ -247,6 +247,12 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         timeout_s: c.timeout_ns as f64 / 1e9,
         tls_insecure: c.tls.insecure,
         warmup_s: c.warmup_ns as f64 / 1e9,
+        ws_binary: c.target.scheme.is_websocket().then_some(c.ws_binary),
+        ws_match: c
+            .target
+            .scheme
+            .is_websocket()
+            .then(|| c.ws_match.to_string()),
     }
 }
 

@@ -1,7 +1,8 @@
 //! A WebSocket echo server for the tests of `ws://` and `wss://` targets, built on
 //! `tokio-tungstenite` (a maintained implementation, so that candor's own frames and handshake are
 //! checked against someone else's): each message is echoed `delay` after it arrived, held to the
-//! end of a stall window when it falls due inside one; on command it closes, and it can reorder
+//! end of a stall window when it falls due inside one; on command it closes or first sends a
+//! message of its own that answers nothing, and it can reorder
 //! replies, fragment them and ping the client, so that every path of a client is exercised.
 
 use futures_util::{SinkExt, StreamExt};
@@ -20,6 +21,12 @@ use tokio_tungstenite::tungstenite::Message;
 
 /// A message whose text holds this closes the connection with code 1011 instead of an echo.
 pub const CLOSE_COMMAND: &str = "\"cmd\":\"close\"";
+
+/// A message whose text holds this is answered first by a message of the server's own
+/// ([`STRAY_REPLY`], which carries no number and answers nothing), then by its echo.
+pub const STRAY_COMMAND: &str = "\"cmd\":\"stray\"";
+/// What the server sends of its own on [`STRAY_COMMAND`].
+pub const STRAY_REPLY: &str = "{\"stray\":true}";
 
 /// How the server behaves.
 #[derive(Clone, Default)]
@@ -44,6 +51,10 @@ pub struct WsServerConfig {
 pub struct WsCounts {
     pub connections: AtomicU64,
     pub messages: AtomicU64,
+    /// Of `messages`, those sent as binary frames.
+    pub binary: AtomicU64,
+    /// How many times each distinct message (as text, binary lossily) arrived.
+    pub by_message: Mutex<std::collections::HashMap<String, u64>>,
     pub echoes: AtomicU64,
     pub pongs: AtomicU64,
     /// The headers of each upgrade request, lower-case names.
@@ -204,6 +215,17 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                 match m {
                     Message::Text(_) | Message::Binary(_) => {
                         counts.messages.fetch_add(1, Ordering::SeqCst);
+                        let text = match &m {
+                            Message::Binary(b) => {
+                                counts.binary.fetch_add(1, Ordering::SeqCst);
+                                String::from_utf8_lossy(b).into_owned()
+                            }
+                            Message::Text(t) => t.as_str().to_string(),
+                            _ => String::new(),
+                        };
+                        if let Ok(mut all) = counts.by_message.lock() {
+                            *all.entry(text).or_default() += 1;
+                        }
                         if tx.send((now, m)).is_err() {
                             return;
                         }
@@ -251,6 +273,11 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                     reason: "closed on command".into(),
                 })))
                 .await;
+            break;
+        }
+        if matches!(&message, Message::Text(t) if t.as_str().contains(STRAY_COMMAND))
+            && sink.send(Message::Text(STRAY_REPLY.into())).await.is_err()
+        {
             break;
         }
         let batch: Vec<Message> = if config.reorder_pairs {

@@ -107,6 +107,8 @@ pub enum Fault {
     Upgrade,
     /// The server closed the WebSocket with a close frame.
     WsClose,
+    /// The server sent a WebSocket message that `--ws-match` matches to no message sent.
+    WsUnmatched,
     /// The server sent GOAWAY with this error code before answering anything.
     GoAway(u32),
     /// The server's frames broke HTTP/2: candor ended the connection with GOAWAY and this code.
@@ -140,7 +142,7 @@ pub fn h2_code_name(code: u32) -> &'static str {
 }
 
 /// The plain causes before the two code-carrying ones in [`FaultTally`].
-const PLAIN: usize = 8;
+const PLAIN: usize = 9;
 /// One slot per named code and one for the others.
 const CODES: usize = H2_CODES.len() + 1;
 const SLOTS: usize = PLAIN + 2 * CODES;
@@ -157,6 +159,7 @@ impl Fault {
             Fault::Malformed => 5,
             Fault::Upgrade => 6,
             Fault::WsClose => 7,
+            Fault::WsUnmatched => 8,
             Fault::GoAway(c) => PLAIN + code(c),
             Fault::H2Error(c) => PLAIN + CODES + code(c),
         }
@@ -174,6 +177,7 @@ impl Fault {
             5 => "response broke the protocol".into(),
             6 => "WebSocket upgrade refused".into(),
             7 => "server closed the WebSocket (close frame)".into(),
+            8 => "WebSocket reply matched no message sent".into(),
             k if k < PLAIN + CODES => {
                 format!("server sent GOAWAY {} before any response", code(k - PLAIN))
             }

@@ -97,6 +97,7 @@ pub fn counts_growth(now: &RequestCounts, before: &RequestCounts) -> RequestCoun
             template: d(e.template, f.template),
             stream: d(e.stream, f.stream),
             grpc: d(e.grpc, f.grpc),
+            protocol: d(e.protocol, f.protocol),
         },
         status: candor_core::results::StatusCounts {
             s1xx: d(s.s1xx, t.s1xx),
@@ -496,6 +497,7 @@ impl Ledger {
             Failure::Parse => e.parse += 1,
             Failure::Template => e.template += 1,
             Failure::Stream => e.stream += 1,
+            Failure::Protocol => e.protocol += 1,
         }
         if let Some(b) = &mut self.books {
             b.each(intended, Some(request), phase == 1, |acc| {
@@ -509,6 +511,7 @@ impl Ledger {
                     Failure::Parse => errors.parse += 1,
                     Failure::Template => errors.template += 1,
                     Failure::Stream => errors.stream += 1,
+                    Failure::Protocol => errors.protocol += 1,
                 }
                 if kind == Failure::Timeout {
                     record_clamped(&mut acc.rec.response, now.saturating_sub(intended));

@@ -172,6 +172,12 @@ pub enum Broken {
     /// the wire fail as `read`, as when a connection closes, `fault` is booked, and requests
     /// waiting connect again after its back-off.
     Closed(Fault),
+    /// The server sent a reply that answers no request on the wire (a WebSocket message that
+    /// `--ws-match` places on none): the protocol's goodbye is in the out buffer; the
+    /// connection closes, its requests on the wire fail as `protocol` (which reply was whose
+    /// can no longer be told), `fault` is booked, and requests waiting connect again after its
+    /// back-off.
+    Unmatched(Fault),
 }
 
 /// What every connection of a load thread is fitted with before its pool opens.

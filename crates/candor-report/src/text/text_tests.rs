@@ -304,6 +304,22 @@ fn failed_checks_are_answered_responses_not_unanswered_ones() {
 }
 
 #[test]
+fn protocol_failures_join_the_errors_line_only_when_there_are_some() {
+    let mut res = results("open-loop");
+    let plain = render(&res);
+    assert!(!plain.contains("protocol"), "{plain}");
+    res.main.requests.intended += 7;
+    res.main.requests.failed += 7;
+    res.main.requests.errors.protocol = 7;
+    let text = render(&res);
+    let errors = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("errors:"))
+        .unwrap();
+    assert!(errors.ends_with("  status 0  protocol 7"), "{errors}");
+}
+
+#[test]
 fn a_grpc_run_names_its_call_and_its_statuses() {
     let mut res = results("open-loop");
     let plain = render(&res);

@@ -185,6 +185,11 @@ impl<P: Protocol> Driver<P> {
                 }
                 false
             }
+            Err(Broken::Unmatched(fault)) => {
+                write_last(c);
+                self.connection_lost_for(i, Failure::Protocol, Some(fault), now);
+                false
+            }
             Err(Broken::Refused(fault)) => {
                 self.connect_failed_for(i, Failure::Parse, fault, now);
                 false

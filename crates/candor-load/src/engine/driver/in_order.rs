@@ -266,7 +266,7 @@ impl<P: Protocol> Driver<P> {
                 Failure::Timeout => Some(Fault::ConnectTimeout),
                 Failure::Read | Failure::Stream => Some(Fault::Closed),
                 Failure::Write => Some(Fault::Reset),
-                Failure::Parse => Some(Fault::Malformed),
+                Failure::Parse | Failure::Protocol => Some(Fault::Malformed),
                 // A request whose template could not be filled failed before any byte was
                 // written: the connection did nothing wrong.
                 Failure::Template => None,

@@ -9,11 +9,17 @@
 //! What the server says besides replies: a ping is answered with a pong; a close frame is
 //! answered with a close, fails what the connection had on the wire (class `read`, fault
 //! "server closed the WebSocket") and the connection is opened again after its back-off; frames
-//! that break RFC 6455, and a reply that matches no message sent, end the connection as a
-//! protocol error (class `parse`, fault "response broke the protocol"): a reply is never pinned
-//! on a message it may not answer. A reply to a message that already timed out is dropped (its
-//! message was counted as a timeout): in order, a timed-out message keeps its place in the
-//! queue, so the replies after it still find theirs.
+//! that break RFC 6455 end the connection as a protocol error (class `parse`, fault "response
+//! broke the protocol"). A reply that matches no message sent (in order: one with nothing on
+//! the wire; by number: one without the field, or with a number this connection never wrote)
+//! is never pinned on a message it may not answer: the connection is ended with close code
+//! 1002, what it had on the wire fails in class `protocol`, the reply is booked as the fault
+//! "WebSocket reply matched no message sent", and the connection reopens after its back-off.
+//! The connection is not kept: a server that speaks out of turn puts every later pairing in
+//! doubt (in order, the next reply may be another stray; by number, a server that does not
+//! carry the number back leaves the messages on the wire unanswerable). A reply to a message
+//! that already timed out is dropped (its message was counted as a timeout): in order, a
+//! timed-out message keeps its place in the queue, so the replies after it still find theirs.
 
 use super::frames::{self, FrameDecoder, Opcode, WsEvent};
 use super::handshake;
@@ -126,6 +132,9 @@ fn body_at(bytes: &[u8]) -> usize {
         .map_or(bytes.len(), |p| p + 4)
 }
 
+/// A reply that matches no message on the wire.
+struct Unmatched;
+
 /// One place of a connection (a slot of the core): the message it has on the wire.
 #[derive(Clone, Copy, Default)]
 struct Lane {
@@ -188,16 +197,16 @@ impl WebSocket {
     }
 
     /// A whole reply arrived: the message it answers is complete, or it is dropped (its message
-    /// timed out), or it answers nothing (a protocol error).
-    fn reply(&mut self, link: &mut Link<'_>, prefix: &[u8]) -> Result<bool, Fault> {
+    /// timed out), or it answers nothing (`Err`: the connection ends).
+    fn reply(&mut self, link: &mut Link<'_>, prefix: &[u8]) -> Result<bool, Unmatched> {
         let slot = match &self.shared.matching {
             WsMatch::InOrder => match self.order.pop_front() {
-                None => return Err(Fault::Malformed),
+                None => return Err(Unmatched),
                 Some(None) => return Ok(false),
                 Some(Some(slot)) => slot,
             },
             WsMatch::JsonField(field) => {
-                let n = field.number_in(prefix).ok_or(Fault::Malformed)?;
+                let n = field.number_in(prefix).ok_or(Unmatched)?;
                 let mut k = 0;
                 let found = loop {
                     let Some(slot) = link.carried_at(k) else {
@@ -213,7 +222,7 @@ impl WebSocket {
                     Some(slot) => slot,
                     // A number this connection used: its message timed out (or was answered).
                     None if n > 0 && n < self.next_seq => return Ok(false),
-                    None => return Err(Fault::Malformed),
+                    None => return Err(Unmatched),
                 }
             }
         };
@@ -341,9 +350,9 @@ impl Protocol for WebSocket {
             match event {
                 WsEvent::Message { prefix, .. } => match self.reply(link, prefix) {
                     Ok(done) => freed |= done,
-                    Err(fault) => {
+                    Err(Unmatched) => {
                         self.put_close(link.out, CLOSE_PROTOCOL_ERROR);
-                        broken = Some(Broken::Protocol(fault));
+                        broken = Some(Broken::Unmatched(Fault::WsUnmatched));
                     }
                 },
                 WsEvent::Ping(payload) => {

@@ -2,8 +2,8 @@
 //! [`WebSocket`] over loopback sockets this test opened, a manual clock and a scripted server
 //! whose bytes are put in the connection's buffer as a read would, so what is booked and what
 //! is answered is asserted exactly: the upgrade opening the connection, replies in order and by
-//! number, a late reply to a timed-out message, a reply matching nothing, pings, the server's
-//! close.
+//! number, a late reply to a timed-out message, replies matching nothing (class `protocol`),
+//! pings, the server's close.
 
 use super::carrier::{Shared, WebSocket};
 use super::frames::Opcode;
@@ -202,7 +202,7 @@ fn in_order_a_late_reply_to_a_timed_out_message_is_dropped_not_pinned_on_the_nex
 }
 
 #[test]
-fn json_numbers_match_replies_in_any_order_and_a_foreign_one_breaks_the_connection() {
+fn json_numbers_match_replies_in_any_order_and_a_foreign_one_fails_the_rest_as_protocol() {
     let mut r = ws(streams(4, 3), "json:id", br#"{"op":"x"}"#);
     r.open(0, START - MS, START - MS);
     r.at(START).at(START + MS).at(START + 2 * MS);
@@ -223,9 +223,46 @@ fn json_numbers_match_replies_in_any_order_and_a_foreign_one_breaks_the_connecti
         "message 2: 1 ms to 4 ms"
     );
     assert_eq!(p.rec.response.count_at(6 * MS), 1, "message 1: 0 to 6 ms");
-    // Message 3 was on the wire when the foreign reply came: a protocol error.
-    assert_eq!(p.counts.errors.parse, 1);
-    assert_eq!(faults(&p), fault(Fault::Malformed));
+    // Message 3 was on the wire when the foreign reply came: it fails in class `protocol`,
+    // and the reply is booked as the connection's fault.
+    assert_eq!((p.counts.errors.protocol, p.counts.failed), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::WsUnmatched));
+}
+
+#[test]
+fn a_reply_without_the_number_is_matched_to_nothing_and_the_connection_says_1002() {
+    let mut r = ws(streams(4, 2), "json:id", br#"{"op":"x"}"#);
+    r.open(0, START - MS, START - MS);
+    r.at(START).at(START + MS);
+    r.next_frame(0);
+    r.next_frame(0);
+    // The server answers without carrying the number back: neither message can be told.
+    assert!(!r.feed(0, &text(r#"{"ok":true}"#), START + 2 * MS));
+    let (b0, payload) = r.next_frame(0);
+    assert_eq!(
+        (b0, payload.as_slice()),
+        (0x88, 1002u16.to_be_bytes().as_slice())
+    );
+    assert_eq!(r.d.conns[0].state, ConnState::Down);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.protocol), (0, 2));
+    assert_eq!(p.counts.errors.parse, 0);
+    assert_eq!(faults(&p), fault(Fault::WsUnmatched));
+}
+
+#[test]
+fn in_order_a_reply_with_nothing_on_the_wire_ends_the_connection_and_fails_nothing() {
+    let mut r = ws(streams(4, 2), "order", b"m");
+    r.open(0, START - MS, START - MS);
+    r.at(START);
+    r.next_frame(0);
+    assert!(r.feed(0, &text("m"), START + MS / 2));
+    // A message the server sends of its own: nothing is on the wire for it to answer.
+    assert!(!r.feed(0, &text("news"), START + MS / 2 + 1));
+    assert_eq!(r.d.conns[0].state, ConnState::Down);
+    let p = r.finish(START + MS / 2 + 2);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 0));
+    assert_eq!(faults(&p), fault(Fault::WsUnmatched));
 }
 
 #[test]
@@ -254,6 +291,44 @@ fn pings_are_answered_and_a_close_fails_what_was_on_the_wire() {
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.read), (1, 1));
     assert_eq!(faults(&p), fault(Fault::WsClose));
+}
+
+#[test]
+fn after_a_close_the_connection_reopens_when_its_back_off_ends() {
+    let mut r = ws(streams(4, 2), "order", b"m");
+    r.open(0, START - MS, START - MS);
+    r.at(START);
+    r.next_frame(0);
+    // The server closes with message 0 on the wire: it fails, and a back-off of 1 ms starts.
+    let going_away = server_frame(Opcode::Close as u8, &1001u16.to_be_bytes());
+    assert!(!r.feed(0, &going_away, START + MS / 2));
+    // Message 1 falls due at +1 ms, inside the back-off: the connection stays down until it ends.
+    r.at(START + MS);
+    assert_eq!(r.d.conns[0].state, ConnState::Down);
+    r.at(START + MS + MS / 2);
+    assert_eq!(r.d.conns[0].state, ConnState::Connecting);
+    assert_eq!(r.d.conns[0].connect_called, START + MS + MS / 2);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.read, p.counts.failed), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::WsClose));
+}
+
+#[test]
+fn a_masked_server_frame_breaks_the_protocol_and_is_answered_with_1002() {
+    let mut r = ws(streams(4, 1), "order", b"m");
+    r.open(0, START - MS, START - MS);
+    r.at(START);
+    r.next_frame(0);
+    // RFC 6455 5.1: a client closes the connection on a masked frame from the server.
+    assert!(!r.feed(0, &[0x81, 0x81, 1, 2, 3, 4, b'm' ^ 1], START + MS));
+    let (b0, payload) = r.next_frame(0);
+    assert_eq!(
+        (b0, payload.as_slice()),
+        (0x88, 1002u16.to_be_bytes().as_slice())
+    );
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.parse, p.counts.errors.protocol), (1, 0));
+    assert_eq!(faults(&p), fault(Fault::Malformed));
 }
 
 #[test]

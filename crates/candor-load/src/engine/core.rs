@@ -227,6 +227,13 @@ impl Core {
         self.source = source;
     }
 
+    /// Nothing is due before `send_at` (the next entry's send, a slot free for it): the
+    /// source may make that request ahead ([`RequestSource::prepare`]); true when it did.
+    #[inline]
+    pub fn prepare(&mut self, now: u64, send_at: u64) -> bool {
+        send_at != u64::MAX && send_at > now && self.source.prepare(send_at - now)
+    }
+
     /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the source
     /// made them (`None`: send prepared request `exchange.request`).
     #[inline]

@@ -49,7 +49,8 @@ if url is None:
 
 def run(cmd):
     """cmd's stdout and stderr together, and its exit code."""
-    r = subprocess.run(["taskset", "-c", "1"] + cmd, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(["taskset", "-c", "1"] + cmd, capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
     return (r.stdout + r.stderr).rstrip("\n"), r.returncode
 
 
@@ -75,6 +76,7 @@ try:
     d = f"{a.seconds}s"
     for script in sorted(glob.glob(os.path.join(ROOT, "bench", "scripts", "wrk_examples", "*.lua"))):
         name = os.path.basename(script)
+        script = os.path.relpath(script, ROOT)
         if a.only and name not in (a.only, a.only + ".lua"):
             continue
         wrk_out, wrk_code = run([a.wrk, "-t2", "-c4", f"-d{d}", "-s", script, url])

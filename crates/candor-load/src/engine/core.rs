@@ -579,7 +579,22 @@ impl Core {
             // HTTP/2 streams finish in any order; a connection carries a handful.
             carried.remove(i);
         }
-        self.free.push_back(slot);
+        if self.schedule.is_some() {
+            self.free.push_back(slot);
+        } else {
+            // Closed loop: think time (a script's delay()) is each connection's own, as in
+            // wrk: the free slots wait in the order they may send again, so a long hold keeps
+            // back only its own slot, never one freed after it with a shorter one (or none).
+            // Without holds that order is the order they came free: the slot goes last.
+            let until = self.slots[slot].hold_until;
+            let slots = &self.slots;
+            let at = self
+                .free
+                .iter()
+                .rposition(|&k| slots[k].hold_until <= until)
+                .map_or(0, |i| i + 1);
+            self.free.insert(at, slot);
+        }
         exchange
     }
 

@@ -503,19 +503,30 @@ fn sigint_ends_an_endless_loop_in_request() {
 fn options_that_a_script_cannot_honour_are_refused() {
     let _s = serial();
     let server = Server::start(&[]);
-    for (extra, expected) in [(
-        vec!["--repeat", "2"],
-        "--repeat does not combine with -s: the script's state would carry",
-    )] {
+    // Refused before anything is sent: the WebSocket URL names a port nothing listens on.
+    for (extra, url, expected) in [
+        (
+            vec!["--repeat", "2"],
+            server.url.as_str(),
+            "--repeat does not combine with -s: the script's state would carry",
+        ),
+        (
+            vec![],
+            "ws://127.0.0.1:9/",
+            "-s (a wrk script) makes HTTP requests; it does not apply to ws://",
+        ),
+    ] {
         let out = candor()
             .args(["run", "-q", "-R", "100", "-d", "1s"])
             .args(&extra)
             .args(["-s", &script("judge.lua")])
-            .arg(&server.url)
+            .arg(url)
             .output()
             .unwrap();
         assert_ne!(out.status.code(), Some(0), "{}", text(&out));
-        assert!(text(&out).contains(expected), "{extra:?}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{extra:?}: {err}");
     }
 }
 

@@ -4,8 +4,10 @@
 //! requests, names, thread:stop(), every bad-script case, and SIGINT ending an endless loop.
 
 mod common;
+#[path = "../../candor-load/tests/h2_support/mod.rs"]
+mod h2_support;
 
-use common::{assert_balanced, candor, req, run_json_any, serial, Server};
+use common::{assert_balanced, candor, pct, req, run_json_any, serial, Server};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -501,19 +503,30 @@ fn sigint_ends_an_endless_loop_in_request() {
 fn options_that_a_script_cannot_honour_are_refused() {
     let _s = serial();
     let server = Server::start(&[]);
-    for (extra, expected) in [
-        (vec!["--h2"], "HTTP/2"),
-        (vec!["--repeat", "2"], "cannot be used with"),
+    // Refused before anything is sent: the WebSocket URL names a port nothing listens on.
+    for (extra, url, expected) in [
+        (
+            vec!["--repeat", "2"],
+            server.url.as_str(),
+            "--repeat does not combine with -s: the script's state would carry",
+        ),
+        (
+            vec![],
+            "ws://127.0.0.1:9/",
+            "-s (a wrk script) makes HTTP requests; it does not apply to ws://",
+        ),
     ] {
         let out = candor()
             .args(["run", "-q", "-R", "100", "-d", "1s"])
             .args(&extra)
             .args(["-s", &script("judge.lua")])
-            .arg(&server.url)
+            .arg(url)
             .output()
             .unwrap();
         assert_ne!(out.status.code(), Some(0), "{}", text(&out));
-        assert!(text(&out).contains(expected), "{extra:?}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{extra:?}: {err}");
     }
 }
 
@@ -591,4 +604,192 @@ fn delay_holds_each_connection_between_requests_in_a_closed_loop() {
     // the 1 s window (a closed loop without the wait sends thousands).
     let sent = req(&v, "intended");
     assert!((1..=101).contains(&sent), "{sent}");
+}
+
+/// Over HTTP/2 (`--h2`, prior knowledge): each `request()` string is parsed into the request's
+/// method, path, headers and body; `response()` sees each stream's status, headers and body.
+#[test]
+fn a_script_makes_and_judges_requests_over_http2() {
+    let _s = serial();
+    let server = h2_support::start(h2_support::ServerOptions::default());
+    let url = format!("http://{}/", server.addr);
+    let (v, out) = run_json_any(&[
+        "--h2",
+        "-R",
+        "400",
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-t",
+        "1",
+        "-s",
+        &script("h2_check.lua"),
+        &url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 200, "{}", text(&out));
+    assert_eq!(v["requests"]["errors"]["check"], 0, "{}", text(&out));
+    let mut seen = server.stats.requests.lock().unwrap().clone();
+    seen.sort_by_key(|l| {
+        l.split(['/', ' '])
+            .nth(3)
+            .and_then(|n| n.parse::<u64>().ok())
+    });
+    let expected: Vec<String> = (1..=200)
+        .map(|n| format!("POST /h2/{n} x-n={n} body=n={n}"))
+        .collect();
+    assert_eq!(seen, expected);
+
+    // The same script judges a failing answer by its status: the login flow's 401s.
+    let (v, out) = run_json_any(&[
+        "--h2",
+        "-R",
+        "500",
+        "-n",
+        "200",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-s",
+        &script("token.lua"),
+        &url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_balanced(&v);
+    // One login, then every request carries its token (the server answers 401 without it).
+    assert_eq!(req(&v, "completed"), 200, "{}", text(&out));
+    let rows = &v["by_request"];
+    assert_eq!(rows["login"]["requests"]["completed"], 1, "{rows}");
+    assert_eq!(rows["api"]["requests"]["completed"], 199, "{rows}");
+}
+
+/// Over HTTP/2 a `response()` that rejects counts a `check` failure, as over HTTP/1.1.
+#[test]
+fn a_script_rejects_http2_responses_as_check_failures() {
+    let _s = serial();
+    let server = h2_support::start(h2_support::ServerOptions::default());
+    let url = format!("http://{}/", server.addr);
+    let (v, out) = run_json_any(&[
+        "--h2",
+        "-R",
+        "400",
+        "-n",
+        "200",
+        "-c",
+        "1",
+        "--streams",
+        "8",
+        "-t",
+        "1",
+        "-s",
+        &script("judge.lua"),
+        &url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "intended"), 200, "{}", text(&out));
+    assert_eq!(v["requests"]["errors"]["check"], 50, "{}", text(&out));
+    assert_eq!(req(&v, "completed"), 150);
+}
+
+/// `thread.addr` set in `setup()` redirects that thread's connections: of two threads, the
+/// second sends its share of the schedule (every other entry) to the other server.
+#[test]
+fn thread_addr_set_in_setup_redirects_that_threads_connections() {
+    let _s = serial();
+    let (url, heads_a) = recording_server();
+    let (other, heads_b) = recording_server();
+    let port = other
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let out = candor()
+        .env("CANDOR_TEST_OTHER_PORT", &port)
+        .args([
+            "run", "-q", "--json", "-", "-R", "400", "-n", "200", "-c", "2", "-t", "2",
+        ])
+        .args(["-s", &script("redirect.lua"), &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 200, "{}", text(&out));
+    // The pre-run probe of the target may add a request to the first server's.
+    let a = heads_a.lock().unwrap().len();
+    assert!((100..=101).contains(&a), "{a}");
+    assert_eq!(heads_b.lock().unwrap().len(), 100);
+}
+
+/// A script that takes 80 µs per `request()` cannot keep 20k/s on one thread: the schedule's
+/// lateness is in the send lag and the results warn (docs/truth.md, "A slow script in an open
+/// loop").
+#[test]
+fn an_80us_script_at_20k_shows_as_send_lag_and_a_warning() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let dir = tempdir();
+    let json = dir.join("out.json");
+    let out = candor()
+        .args([
+            "run", "-q", "-R", "20k", "-n", "20000", "-c", "16", "-t", "1", "--json",
+        ])
+        .arg(&json)
+        .args(["-s", &script("slow.lua"), &server.url, "--", "80"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_balanced(&v);
+    assert_eq!(req(&v, "intended"), 20000);
+    let lag = pct(&v, "send_lag", 99.0);
+    assert!(lag > 100e6, "send lag p99 {lag} ns");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("in Lua per intended request")
+            && warnings
+                .contains("the script, not the target, limits how closely the schedule is kept"),
+        "{warnings}"
+    );
+}
+
+/// A script without `response()` has its `request()` made ahead of the send when there is
+/// time: a 3 ms call every 10 ms is not in the send lag (docs/truth.md).
+#[test]
+fn a_slow_request_is_made_ahead_of_its_send() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let dir = tempdir();
+    let json = dir.join("out.json");
+    let out = candor()
+        .args([
+            "run", "-R", "100", "-n", "50", "-c", "1", "-t", "1", "--json",
+        ])
+        .arg(&json)
+        .args(["-s", &script("slow.lua"), &server.url, "--", "3000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 50);
+    let lag = pct(&v, "send_lag", 50.0);
+    assert!(
+        lag < 1.5e6,
+        "send lag p50 {lag} ns: request() was not made ahead"
+    );
+    // One call per entry: none made for an entry past the schedule's end.
+    assert!(
+        text(&out).contains("(50 request() and 0 response() calls"),
+        "{}",
+        text(&out)
+    );
 }

@@ -14,8 +14,12 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const ENTRIES: u64 = 20_000;
 
+/// The count of marked allocations is the process's: one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_script_source_allocates_nothing_per_entry_once_warm() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     mark_this_thread();
     let target = Target::url("http://127.0.0.1:8080/");
     let path = Path::new("tests/scripts/named_pipeline.lua");
@@ -46,5 +50,42 @@ fn a_script_source_allocates_nothing_per_entry_once_warm() {
         run.names(),
         vec!["(unnamed)".to_string(), "pair".to_string()]
     );
+    assert_eq!(run.lua_time().request_calls, (1000 + ENTRIES) / 2);
+}
+
+/// The same when each `request()` is made ahead of its entry (`RequestSource::prepare`, the
+/// driver's idle step): the call's buffers are swapped in, not copied into new ones.
+#[test]
+fn requests_made_ahead_allocate_nothing_once_warm() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    mark_this_thread();
+    let target = Target::url("http://127.0.0.1:8080/");
+    let path = Path::new("tests/scripts/named_pipeline.lua");
+    let mut host = ScriptHost::load(path, vec![], target).unwrap();
+    let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), true));
+    let slots = 4;
+    let mut source = ScriptSource::take(&run, slots).unwrap();
+    // The first call is made at its entry (its time is not known before); none ahead yet.
+    assert!(!source.prepare(u64::MAX / 2));
+    let mut ahead = 0;
+    let mut entry = |source: &mut ScriptSource, seq: u64| {
+        if source.prepare(u64::MAX / 2) {
+            ahead += 1;
+        }
+        let next = source.next(seq as usize % slots, seq, None);
+        assert!(next.sendable);
+        assert_eq!(next.request, 1);
+    };
+    for seq in 0..1000 {
+        entry(&mut source, seq);
+    }
+    let before = marked_allocations();
+    for seq in 1000..1000 + ENTRIES {
+        entry(&mut source, seq);
+    }
+    let spent = marked_allocations() - before;
+    assert_eq!(spent, 0, "{spent} allocations over {ENTRIES} entries");
+    // Every call after the first was made ahead, one per two entries (two requests a call).
+    assert_eq!(ahead, (1000 + ENTRIES) / 2 - 1);
     assert_eq!(run.lua_time().request_calls, (1000 + ENTRIES) / 2);
 }

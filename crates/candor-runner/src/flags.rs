@@ -374,7 +374,7 @@ pub struct RunArgs {
     /// A wrk Lua script (wrk 4 and wrk2 API): its request() makes every request, its
     /// response() judges every response (false or wrk.fail("why") fails it as `check`), its
     /// done() reports after the run. See docs/scripts.md.
-    #[arg(short = 's', long, value_name = "FILE", conflicts_with = "repeat")]
+    #[arg(short = 's', long, value_name = "FILE")]
     pub script: Option<std::path::PathBuf>,
     /// Arguments for the script's init(args), after `--` (`args[0]` is the URL, as in wrk).
     #[arg(last = true, value_name = "SCRIPT_ARGS", requires = "script")]

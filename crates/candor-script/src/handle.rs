@@ -16,6 +16,8 @@ pub(crate) struct ThreadShared {
     pub stop: AtomicBool,
     /// The address the thread connects to; `None` means the run's own target.
     pub addr: Mutex<Option<SocketAddr>>,
+    /// Set when the script assigned `thread.addr`: the thread's connections go there.
+    pub addr_set: AtomicBool,
 }
 
 /// A thread as a script sees it, in the setup state (`setup(thread)`) and in the thread's own
@@ -40,6 +42,7 @@ impl UserData for ThreadHandle {
         });
         fields.add_field_method_set("addr", |_, t, a: mlua::UserDataRef<Addr>| {
             *t.shared.addr.lock().expect("addr lock") = Some(a.0);
+            t.shared.addr_set.store(true, Ordering::Relaxed);
             Ok(())
         });
     }

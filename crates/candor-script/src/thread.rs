@@ -284,6 +284,16 @@ impl ThreadScript {
         *self.shared.addr.lock().expect("addr lock")
     }
 
+    /// Where the thread's connections go when the script assigned `thread.addr` (in `setup`
+    /// or `init`); `None` when it never did: the run connects to its target as usual.
+    pub fn redirect(&self) -> Option<SocketAddr> {
+        if self.shared.addr_set.load(Ordering::Relaxed) {
+            self.addr()
+        } else {
+            None
+        }
+    }
+
     /// The label behind a [`NameId`] this script returned.
     pub fn name(&self, id: NameId) -> &str {
         &self.names[id.0 as usize]

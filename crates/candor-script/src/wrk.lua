@@ -25,6 +25,9 @@ local function default_host()
    return host
 end
 
+local concat = table.concat
+local format_lines = {}
+
 -- Builds one HTTP/1.1 request. Missing arguments fall back to the wrk.* fields; as in wrk, the
 -- headers table given (or wrk.headers) gains Host when missing and Content-Length (nil without a
 -- body), and headers are written in pairs() order. candor also accepts one table
@@ -47,13 +50,18 @@ function wrk.format(method, path, headers, body)
    end
    headers["Content-Length"] = body and #body or nil
 
-   local lines = { method .. " " .. path .. " HTTP/1.1" }
+   -- One table for every call (its first n entries are this request's): no table is made per
+   -- request, and the strings it still holds from a longer request are never read.
+   local lines = format_lines
+   lines[1] = method .. " " .. path .. " HTTP/1.1"
+   local n = 1
    for name, value in pairs(headers) do
-      lines[#lines + 1] = name .. ": " .. tostring(value)
+      n = n + 1
+      lines[n] = name .. ": " .. tostring(value)
    end
-   lines[#lines + 1] = ""
-   lines[#lines + 1] = body or ""
-   return table.concat(lines, "\r\n")
+   lines[n + 1] = ""
+   lines[n + 2] = body or ""
+   return concat(lines, "\r\n", 1, n + 2)
 end
 
 -- Runs in the setup state, once per thread, before the thread's own state runs init().

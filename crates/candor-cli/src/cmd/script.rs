@@ -18,6 +18,10 @@ use std::sync::Arc;
 /// keep a schedule much faster than 10k/s, and the script, not the target, sets the send lag.
 const WARN_LUA_NS_PER_REQUEST: u64 = 50_000;
 
+/// Share of a load thread's interval between intended sends (open loop) spent in Lua above
+/// which the report warns: beyond it a burst or a slow call leaves the thread behind.
+const WARN_LUA_SHARE: f64 = 0.5;
+
 /// A script loaded for a run, and what it needs after it.
 pub struct LoadedScript {
     host: ScriptHost,
@@ -25,6 +29,8 @@ pub struct LoadedScript {
     interrupt: InterruptHandle,
     /// Set when the run is over: the watcher that forwards a signal into Lua then ends.
     finished: Arc<AtomicBool>,
+    /// Open loop: each load thread's mean interval between intended sends, in ns.
+    thread_interval_ns: Option<f64>,
 }
 
 /// Loads `args.script` into `config` (one thread state per load thread): a syntax error, an
@@ -33,6 +39,11 @@ pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedS
     let Some(path) = &args.script else {
         return Ok(None);
     };
+    if args.repeat.is_some() {
+        // Repeats are meant to be the same test N times; a script's state (its counters, a
+        // token, thread:set values, what setup() handed out) would carry from one into the next.
+        anyhow::bail!("--repeat does not combine with -s: the script's state would carry from one repeat into the next, so the repeats would not be the same test (run candor once per repeat instead)");
+    }
     let headers = args
         .load
         .headers
@@ -59,11 +70,16 @@ pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedS
     let interrupt = host.interrupt_handle();
     let finished = Arc::new(AtomicBool::new(false));
     watch_signals(interrupt.clone(), finished.clone())?;
+    let thread_interval_ns = config
+        .shard_rate_per_s()
+        .filter(|r| *r > 0.0)
+        .map(|r| config.threads.max(1) as f64 * 1e9 / r);
     Ok(Some(LoadedScript {
         host,
         run,
         interrupt,
         finished,
+        thread_interval_ns,
     }))
 }
 
@@ -103,8 +119,20 @@ impl LoadedScript {
             format_ns(lua.total_ns as f64),
             format_ns(lua.longest_request_ns as f64),
         );
-        let line = if per_request > WARN_LUA_NS_PER_REQUEST {
-            results.warnings.push(format!("{took}; at this cost the script, not the target, limits how closely the schedule is kept"));
+        // Large on its own, or against the time a load thread has per request in an open loop.
+        let share = self
+            .thread_interval_ns
+            .map_or(0.0, |interval| per_request as f64 / interval);
+        let line = if per_request > WARN_LUA_NS_PER_REQUEST || share >= WARN_LUA_SHARE {
+            let of_interval = match self.thread_interval_ns {
+                Some(interval) => format!(
+                    " ({:.0}% of each load thread's {} between intended sends)",
+                    share * 100.0,
+                    format_ns(interval)
+                ),
+                None => String::new(),
+            };
+            results.warnings.push(format!("{took}{of_interval}; at this cost the script, not the target, limits how closely the schedule is kept"));
             String::new()
         } else {
             format!("{took}\n")

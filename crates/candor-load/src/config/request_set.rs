@@ -223,8 +223,13 @@ pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
         if config.target.scheme == Scheme::Tcp {
             return bad("-s (a wrk script) applies to HTTP targets, not tcp://");
         }
-        if crate::protocol::ProtocolKind::of(config) == crate::protocol::ProtocolKind::Http2 {
-            return bad("-s (a wrk script) sends HTTP/1.1 requests; HTTP/2 (--http2, h2c://) is not supported with a script yet");
+        if crate::protocol::ProtocolKind::of(config) == crate::protocol::ProtocolKind::WebSocket {
+            return bad("-s (a wrk script) makes HTTP requests; it does not apply to ws:// or wss:// (messages, not requests)");
+        }
+        if config.grpc.is_some() {
+            return bad(
+                "-s (a wrk script) makes HTTP requests; it does not apply to gRPC calls (--call)",
+            );
         }
         if !config.requests.is_empty() || w.data.is_some() || config.shape.replay_plan().is_some() {
             return bad("-s sends what the script's request() returns; it does not combine with --requests, --data or --replay");

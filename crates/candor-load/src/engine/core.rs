@@ -227,6 +227,13 @@ impl Core {
         self.source = source;
     }
 
+    /// Nothing is due before `send_at` (the next entry's send, a slot free for it): the
+    /// source may make that request ahead ([`RequestSource::prepare`]); true when it did.
+    #[inline]
+    pub fn prepare(&mut self, now: u64, send_at: u64) -> bool {
+        send_at != u64::MAX && send_at > now && self.source.prepare(send_at - now)
+    }
+
     /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the source
     /// made them (`None`: send prepared request `exchange.request`).
     #[inline]
@@ -572,7 +579,22 @@ impl Core {
             // HTTP/2 streams finish in any order; a connection carries a handful.
             carried.remove(i);
         }
-        self.free.push_back(slot);
+        if self.schedule.is_some() {
+            self.free.push_back(slot);
+        } else {
+            // Closed loop: think time (a script's delay()) is each connection's own, as in
+            // wrk: the free slots wait in the order they may send again, so a long hold keeps
+            // back only its own slot, never one freed after it with a shorter one (or none).
+            // Without holds that order is the order they came free: the slot goes last.
+            let until = self.slots[slot].hold_until;
+            let slots = &self.slots;
+            let at = self
+                .free
+                .iter()
+                .rposition(|&k| slots[k].hold_until <= until)
+                .map_or(0, |i| i + 1);
+            self.free.insert(at, slot);
+        }
         exchange
     }
 

@@ -152,6 +152,8 @@ pub(crate) struct Driver<P> {
     next_connect_scan: u64,
     /// A condition that makes the run meaningless (the server does not speak the protocol).
     fatal: Option<WorkerError>,
+    /// Where connections go: the target's address, or a script's `thread.addr`.
+    connect_to: std::net::SocketAddr,
 }
 
 impl<P: Protocol> Driver<P> {
@@ -188,6 +190,7 @@ impl<P: Protocol> Driver<P> {
         let ledger = Ledger::new(&setup);
         let mut core = Core::new(cfg, setup.schedule, ledger);
         let mut conns = conns;
+        let mut connect_to = setup.config.target.addr;
         if ProtocolKind::of(&setup.config) != ProtocolKind::Tcp {
             let config = &setup.config;
             let compiled = crate::config::request_set::compile_requests(config)
@@ -213,11 +216,13 @@ impl<P: Protocol> Driver<P> {
                 c.protocol.fit(&fitting);
             }
             if let Some(script) = script {
+                if let Some(addr) = script.redirect() {
+                    // The script's `thread.addr`: this thread's connections go there.
+                    connect_to = addr;
+                }
                 // A script's response() sees every connection's responses.
-                for observer in conns.iter_mut().filter_map(|c| c.protocol.observer()) {
-                    if let Some(judge) = script.judge() {
-                        observer.set_script(judge);
-                    }
+                for c in &mut conns {
+                    c.protocol.set_script(&mut || script.judge());
                 }
                 core.set_source(Box::new(script));
             } else if let Some(source) = source {
@@ -234,6 +239,7 @@ impl<P: Protocol> Driver<P> {
             head,
         };
         Ok(Driver {
+            connect_to,
             filled: [marker(false), marker(true)],
             conns,
             poll,
@@ -290,6 +296,10 @@ impl<P: Protocol> Driver<P> {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake.min(self.next_connect_scan)),
             };
+            if self.core.prepare(now, send_at) {
+                // The next request was made ahead (a script's request()): time has passed.
+                continue;
+            }
             let mut until = wake;
             let mut spin = wake <= now;
             if send_at != u64::MAX {
@@ -476,7 +486,7 @@ impl<P: Protocol> Driver<P> {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
         self.socket_owed = true;
-        let Some(mut sock) = socket_steps::connect(self.config.target.addr, &self.poll, i) else {
+        let Some(mut sock) = socket_steps::connect(self.connect_to, &self.poll, i) else {
             return self.connect_failed(i, Failure::Connect, now);
         };
         if self.stamped && rxstamp::enable(sock.socket().as_raw_fd()).is_err() {

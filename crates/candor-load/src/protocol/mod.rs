@@ -25,6 +25,7 @@ use crate::pool::GateTicket;
 use crate::schedule::Schedule;
 use crate::shared::{PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use crate::transport::tls::TlsError;
+use crate::workload::script_source::ScriptJudge;
 use http1::{ParseError, Progress};
 pub use link::{Link, Outgoing};
 use std::sync::Arc;
@@ -248,6 +249,16 @@ pub trait Protocol {
     /// have them (`observe.rs`); `None` for those that do not (raw TCP).
     fn observer(&mut self) -> Option<&mut observe::ResponseObserver> {
         None
+    }
+
+    /// Hands a script's `response()` every response of this connection: one judge from
+    /// `judge` per observer (HTTP/2 has one per lane, as its streams' responses interleave).
+    fn set_script(&mut self, judge: &mut dyn FnMut() -> Option<ScriptJudge>) {
+        if let Some(observer) = self.observer() {
+            if let Some(j) = judge() {
+                observer.set_script(j);
+            }
+        }
     }
 
     /// Framed: TCP (and TLS) is up; what to say first (into `link.out`).

@@ -89,7 +89,16 @@ impl ResponseObserver {
         self.script.is_some()
     }
 
-    /// One header of the current response, for the script.
+    /// The current response's headers start: what was gathered for the script is dropped (an
+    /// interim response's, or the previous response's on this connection or stream).
+    #[inline]
+    pub fn script_head_start(&mut self) {
+        if let Some(j) = &mut self.script {
+            j.clear_head();
+        }
+    }
+
+    /// One header of the current response, for the script (after [`Self::script_head_start`]).
     #[inline]
     pub fn script_header(&mut self, name: &[u8], value: &[u8]) {
         if let Some(j) = &mut self.script {

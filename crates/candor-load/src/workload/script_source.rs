@@ -21,6 +21,7 @@ use crate::workload::source::{Next, RequestSource};
 use candor_core::results::StopReason;
 use candor_script::{NameId, ThreadScript, Verdict};
 use std::fmt;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -191,6 +192,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A load thread's script: its state, shared by the thread's source and its connections' judges.
 type Shared = Arc<Mutex<ThreadScript>>;
 
+/// What remains before a send beyond twice a `request()` call's time for that call to be made
+/// ahead: the loop's own turn, and the call's spread about its estimate.
+const PREPARE_MARGIN_NS: u64 = 20_000;
+
+/// A `request()` call made, not yet taken: its name's row, or its error, and whether it
+/// called `thread:stop()`. Its bytes are in [`ScriptSource`]'s `ahead_bytes`.
+struct Ahead {
+    outcome: Result<u32, candor_script::ScriptError>,
+    stop: bool,
+}
+
 /// The request source of a script run's load thread (see the module's notes on pipelining).
 pub struct ScriptSource {
     run: Arc<ScriptRun>,
@@ -200,6 +212,17 @@ pub struct ScriptSource {
     ends: Vec<usize>,
     next_pending: usize,
     pending_row: u32,
+    /// The next `request()` call, made ahead in the time before its send (see
+    /// [`RequestSource::prepare`]); its buffers are swapped with `pending` when it is taken.
+    ahead: Option<Ahead>,
+    ahead_bytes: Vec<u8>,
+    ahead_ends: Vec<usize>,
+    /// A running estimate of one `request()` call's time (ns): a call is made ahead only when
+    /// the send it would precede is well beyond it.
+    call_ns: u64,
+    /// Whether a call was made at its send yet: the first never is made ahead (its time is
+    /// not known; a first call that never returns is then its entry's, as without this).
+    timed: bool,
     /// The bytes each slot carries, and whether they are a HEAD request.
     slots: Vec<Vec<u8>>,
     heads: Vec<bool>,
@@ -207,6 +230,8 @@ pub struct ScriptSource {
     rows: Vec<u32>,
     /// Whether the script defines `delay()`.
     has_delay: bool,
+    /// Where this thread's connections go when the script set `thread.addr`.
+    redirect: Option<SocketAddr>,
 }
 
 impl ScriptSource {
@@ -215,18 +240,31 @@ impl ScriptSource {
     pub fn take(run: &Arc<ScriptRun>, slots: usize) -> Option<ScriptSource> {
         let script = lock(&run.waiting).pop()?;
         let has_delay = script.has_delay();
+        let redirect = script.redirect();
         Some(ScriptSource {
             has_delay,
+            redirect,
             run: Arc::clone(run),
             script: Arc::new(Mutex::new(script)),
             pending: Vec::with_capacity(1024),
             ends: Vec::with_capacity(16),
             next_pending: 0,
             pending_row: 0,
+            ahead: None,
+            ahead_bytes: Vec::with_capacity(1024),
+            ahead_ends: Vec::with_capacity(16),
+            call_ns: 0,
+            timed: false,
             slots: (0..slots).map(|_| Vec::with_capacity(1024)).collect(),
             heads: vec![false; slots],
             rows: Vec::with_capacity(MAX_NAMES),
         })
+    }
+
+    /// The address this thread's connections go to when the script set `thread.addr` (in
+    /// `setup` or `init`); `None`: the run's target.
+    pub fn redirect(&self) -> Option<SocketAddr> {
+        self.redirect
     }
 
     /// A judge of the responses of one of this thread's connections, when the script defines
@@ -242,25 +280,59 @@ impl ScriptSource {
         })
     }
 
-    /// Calls `request()` for the next requests; false (the run stopping) when it failed.
-    fn refill(&mut self) -> bool {
-        self.pending.clear();
-        self.next_pending = 0;
+    /// Calls `request()` into `ahead_bytes`/`ahead_ends`: what came of the call, booked
+    /// (time, calls) but not yet acted on.
+    fn call(&mut self) -> Ahead {
+        self.ahead_bytes.clear();
+        self.ahead_ends.clear();
         // Its own handle for the call (an atomic increment), so that self stays free.
         let shared = Arc::clone(&self.script);
         let mut script = lock(&shared);
-        let made = script.next_request(&mut self.pending);
+        let made = script.next_request(&mut self.ahead_bytes);
         let spent = script.last_lua_ns();
         self.run.add_lua(spent);
         self.run.request_calls.fetch_add(1, Ordering::Relaxed);
         self.run
             .longest_request_ns
             .fetch_max(spent, Ordering::Relaxed);
+        // A quick rise, a slow fall: one slow call makes the next calls wait for their send.
+        self.call_ns = if spent > self.call_ns {
+            spent
+        } else {
+            self.call_ns - (self.call_ns - spent) / 8
+        };
         let stop = script.stop_requested();
-        let info = match made {
-            Ok(info) => info,
+        let outcome = match made {
+            Ok(info) => {
+                self.ahead_ends.extend_from_slice(script.request_ends());
+                let row = match info.name {
+                    Some(id) => self.row(&script, id),
+                    None => 0,
+                };
+                Ok(row)
+            }
+            Err(e) => Err(e),
+        };
+        Ahead { outcome, stop }
+    }
+
+    /// Takes the next `request()` call's requests (made ahead, or made now) as the current
+    /// ones; false (the run stopping) when the call failed. A stop or an error of a call made
+    /// ahead is acted on only now, when its requests are due, as if it had been made now.
+    fn refill(&mut self) -> bool {
+        let ahead = match self.ahead.take() {
+            Some(ahead) => ahead,
+            None => {
+                self.timed = true;
+                self.call()
+            }
+        };
+        std::mem::swap(&mut self.pending, &mut self.ahead_bytes);
+        std::mem::swap(&mut self.ends, &mut self.ahead_ends);
+        self.next_pending = 0;
+        let row = match ahead.outcome {
+            Ok(row) => row,
             Err(e) => {
-                drop(script);
                 self.ends.clear();
                 // An interrupt (SIGINT while the script ran) is the signal's stop, not the
                 // script's error.
@@ -270,14 +342,8 @@ impl ScriptSource {
                 return false;
             }
         };
-        self.ends.clear();
-        self.ends.extend_from_slice(script.request_ends());
-        self.pending_row = match info.name {
-            Some(id) => self.row(&script, id),
-            None => 0,
-        };
-        drop(script);
-        if stop {
+        self.pending_row = row;
+        if ahead.stop {
             self.run.halt(ScriptStop::ThreadStop);
         }
         true
@@ -321,6 +387,25 @@ impl RequestSource for ScriptSource {
 
     fn made(&self, slot: usize) -> Option<(&[u8], bool)> {
         Some((&self.slots[slot], self.heads[slot]))
+    }
+
+    /// Makes the next `request()` call ahead when the current call's requests are all out,
+    /// the send it would make is at least twice a call's time away, and the script has no
+    /// `response()`: then nothing the run learns before the send can change what `request()`
+    /// returns (with `response()` it is called at the send, so that it sees every response
+    /// that came before). The send at its intended instant is then a copy.
+    fn prepare(&mut self, until_send_ns: u64) -> bool {
+        if self.run.judges
+            || !self.timed
+            || self.ahead.is_some()
+            || self.next_pending < self.ends.len()
+            || self.run.stopped.load(Ordering::Relaxed)
+            || until_send_ns < 2 * self.call_ns + PREPARE_MARGIN_NS
+        {
+            return false;
+        }
+        self.ahead = Some(self.call());
+        true
     }
 
     /// `delay()`'s milliseconds (closed loop only: an open loop refuses a script with delay()).
@@ -377,12 +462,17 @@ impl fmt::Debug for ScriptJudge {
 }
 
 impl ScriptJudge {
-    /// A new response's head arrived with `status`.
+    /// A new response's head arrived with `status` (its headers are gathered after
+    /// [`Self::clear_head`], before or after this: HTTP/2 decodes them with the status).
     pub fn begin(&mut self, status: u16) {
         self.status = status;
+        self.body.clear();
+    }
+
+    /// The headers of a new response follow.
+    pub fn clear_head(&mut self) {
         self.head.clear();
         self.fields.clear();
-        self.body.clear();
     }
 
     /// One header of the current response.

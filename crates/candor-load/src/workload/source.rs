@@ -42,6 +42,13 @@ pub trait RequestSource: Send {
     /// source made them (`None`: the driver sends prepared request `Next::request`).
     fn made(&self, slot: usize) -> Option<(&[u8], bool)>;
 
+    /// Nothing is due for `until_send_ns` ns, when the schedule's next entry will be sent by a
+    /// slot free for it: a source may make that request ahead now, so that the send at its
+    /// instant is a copy. True when it did something (the caller looks at the clock again).
+    fn prepare(&mut self, _until_send_ns: u64) -> bool {
+        false
+    }
+
     /// Closed loop: how long (ns) a slot that has just come free waits before its next request
     /// (a script's `delay()`, wrk's think time between a response and the next request). Asked
     /// once per freed slot; 0 for sources that have no such wait.

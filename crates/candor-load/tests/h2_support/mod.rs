@@ -17,6 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// The token `/login` answers with; `/api/...` wants it as `Authorization: Bearer TOKEN`.
+pub const TOKEN: &str = "t0k3n";
+
 #[derive(Clone)]
 pub struct ServerOptions {
     /// Each response is sent this long after its request arrived.
@@ -241,6 +244,13 @@ async fn handle(
             ));
         }
     }
+    // A login flow for scripts (`-s`): `/login` answers a token, `/api/...` wants it back as
+    // a bearer token (401 and `x-why` without it); every other path answers "ok".
+    let path = req.uri().path().to_string();
+    let bearer = req
+        .headers()
+        .get("authorization")
+        .is_some_and(|v| v.as_bytes() == format!("Bearer {TOKEN}").as_bytes());
     let mut received = Vec::new();
     let body = req.body_mut();
     while let Some(Ok(chunk)) = body.data().await {
@@ -258,14 +268,23 @@ async fn handle(
         stats.resets.fetch_add(1, Ordering::Relaxed);
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
     } else {
-        let response = Response::builder()
-            .status(200)
-            .header("content-length", "2")
-            .header("content-type", "text/plain")
-            .body(())
-            .expect("static response");
+        let (status, answer) = if path == "/login" {
+            (200, format!("token={TOKEN}"))
+        } else if path.starts_with("/api/") && !bearer {
+            (401, "no".to_string())
+        } else {
+            (200, "ok".to_string())
+        };
+        let mut response = Response::builder()
+            .status(status)
+            .header("content-length", answer.len().to_string())
+            .header("content-type", "text/plain");
+        if status == 401 {
+            response = response.header("x-why", "no-token");
+        }
+        let response = response.body(()).expect("static response");
         if let Ok(mut stream) = respond.send_response(response, false) {
-            let _ = stream.send_data(Bytes::from_static(b"ok"), true);
+            let _ = stream.send_data(Bytes::from(answer), true);
         }
     }
     stats.active.fetch_sub(1, Ordering::SeqCst);

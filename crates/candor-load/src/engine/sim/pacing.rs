@@ -318,3 +318,62 @@ fn a_closed_loop_slot_waits_what_its_source_holds_it_after_each_response() {
     // The wait is the script's think time, not lag: each send is its own intended time.
     assert!(sim.sends.iter().all(|s| s.at == s.intended));
 }
+
+/// A source whose freed slots wait `holds` ns in turn (a `delay()` that varies).
+struct Varying {
+    holds: Vec<u64>,
+    k: usize,
+}
+
+impl crate::workload::source::RequestSource for Varying {
+    fn next(
+        &mut self,
+        _slot: usize,
+        _seq: u64,
+        _taken: Option<(&[u8], bool)>,
+    ) -> crate::workload::source::Next {
+        crate::workload::source::Next {
+            request: 0,
+            sendable: true,
+        }
+    }
+
+    fn made(&self, _slot: usize) -> Option<(&[u8], bool)> {
+        None
+    }
+
+    fn hold_ns(&mut self) -> u64 {
+        let h = self.holds[self.k % self.holds.len()];
+        self.k += 1;
+        h
+    }
+}
+
+#[test]
+fn a_long_hold_keeps_back_only_its_own_slot() {
+    let mut shape = Shape::new();
+    shape.rate = None;
+    shape.duration_ns = 10 * MS;
+    shape.connections = 2;
+    let mut sim = Sim::new(shape);
+    sim.default_answer = Answer::After(MS, 200);
+    sim.core.set_source(Box::new(Varying {
+        holds: vec![8 * MS, MS],
+        k: 0,
+    }));
+    sim.run_to_end();
+    // Both connections send at 0 and are answered at 1 ms; one then waits 8 ms, the other
+    // 1 ms: the second sends again at 2 ms, not behind the first's wait (at 9 ms).
+    let mut second: Vec<u64> = (0..2)
+        .map(|conn| {
+            sim.sends
+                .iter()
+                .filter(|s| s.conn == conn)
+                .nth(1)
+                .map(|s| s.at - START)
+                .unwrap()
+        })
+        .collect();
+    second.sort_unstable();
+    assert_eq!(second, [2 * MS, 9 * MS]);
+}

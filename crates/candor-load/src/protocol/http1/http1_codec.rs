@@ -202,6 +202,7 @@ impl ResponseParser {
                             self.observer
                                 .head(status, |c| c.headers.iter().all(|h| h.passes(resp.headers)));
                             if self.observer.wants_script_headers() {
+                                self.observer.script_head_start();
                                 for h in resp.headers.iter() {
                                     self.observer.script_header(h.name.as_bytes(), h.value);
                                 }

@@ -33,6 +33,7 @@ use crate::protocol::observe::ResponseObserver;
 use crate::protocol::{AlpnAnswer, Broken, Carriage, Fitting, Greeting, Link, Protocol, Received};
 use crate::shared::{Failure, WorkerError, WorkerSetup};
 use crate::transport::tls::TlsError;
+use crate::workload::script_source::ScriptJudge;
 use frame::FrameHeader;
 use std::sync::Arc;
 
@@ -489,6 +490,14 @@ impl Protocol for Http2 {
             let want = 2 * max + 64;
             self.scratch
                 .reserve(want.saturating_sub(self.scratch.len()));
+        }
+    }
+
+    fn set_script(&mut self, judge: &mut dyn FnMut() -> Option<ScriptJudge>) {
+        for o in &mut self.observers {
+            if let Some(j) = judge() {
+                o.set_script(j);
+            }
         }
     }
 

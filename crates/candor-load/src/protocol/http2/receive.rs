@@ -264,10 +264,11 @@ impl Http2 {
     ) -> Result<bool, ProtocolError> {
         let c = self;
         let slot = c.slot_of(stream);
-        // Headers are looked at only for an observer that wants them (header checks).
-        let observer = slot
-            .map(|slot| &c.observers[link.lane(slot)])
-            .filter(|o| o.wants_headers());
+        // Headers are looked at only for an observer that wants them (header checks, a
+        // script's response()).
+        let mut observer = slot
+            .map(|slot| &mut c.observers[link.lane(slot)])
+            .filter(|o| o.wants_headers() || o.wants_script_headers());
         let mut status = 0u16;
         let mut hits = 0u64;
         // gRPC: `grpc-status` ends the call, in its trailers or in a trailers-only response; a
@@ -281,13 +282,20 @@ impl Http2 {
                     .ok()
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(0);
+                if let Some(o) = observer.as_deref_mut() {
+                    // A response's head (not its trailers): the script's headers start afresh.
+                    o.script_head_start();
+                }
             } else if grpc && name == b"grpc-status" {
                 grpc_status = Some(
                     candor_grpc::Code::from_header_value(value)
                         .unwrap_or(candor_grpc::Code::Unknown),
                 );
-            } else if let Some(o) = observer {
+            } else if let Some(o) = observer.as_deref_mut() {
                 hits |= o.header_bits(name, value);
+                if o.wants_script_headers() && !name.starts_with(b":") {
+                    o.script_header(name, value);
+                }
             }
         });
         c.block = block;

@@ -167,6 +167,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         schedule_end_ns: START + 1_000 * MS,
         drain_ns: 100 * MS,
         timeout_ns: 2_000 * MS,
+        event_timeout_ns: 0,
         connections: 4,
         slots_per_connection: 2,
         timeout_scope: TimeoutScope::Connection,

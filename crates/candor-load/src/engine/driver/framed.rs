@@ -268,6 +268,19 @@ impl<P: Protocol> Driver<P> {
         }
     }
 
+    /// Slot `slot`'s streamed response waited past `--event-timeout` at `now`: the protocol
+    /// fails it and resets its stream; the connection carries on with what waits for it.
+    pub(super) fn event_timeout_framed(&mut self, slot: usize, now: u64) {
+        let c = self.core.conn_of(slot);
+        let (protocol, mut link) = self.link(c, now);
+        protocol.stalled(&mut link, slot);
+        if self.conns[c].state == ConnState::Open {
+            self.mark_dirty(c);
+            self.after_freed(c, now);
+        }
+        self.flush_dirty(now);
+    }
+
     /// The core's per-request timeout scan (it books the failures); the protocol tells the
     /// server of each expired request. Also bounds connects (and greetings) by the same
     /// timeout, which the scan does not.

@@ -287,7 +287,8 @@ async fn handle(
                 if k > 0 && k == sse.pause_after {
                     tokio::time::sleep(sse.pause).await;
                 }
-                let chunk = format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"t{k}\"}}}}]}}\n\n");
+                let chunk =
+                    format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"t{k}\"}}}}]}}\n\n");
                 if stream.send_data(Bytes::from(chunk), false).is_err() {
                     break;
                 }

@@ -603,6 +603,51 @@ mod tests {
     }
 
     #[test]
+    fn the_stream_measures_are_named_and_judged_on_their_summaries() {
+        let s = SloSet::parse(
+            "ttft.p99<500ms,ttft_service.p50<1s,itl.p99.9<30ms,tpot.max<50ms,first_event.mean<1s,event_gap.p99<5ms",
+        )
+        .unwrap();
+        let measures: Vec<Measure> = s.objectives.iter().map(|o| o.measure).collect();
+        assert_eq!(
+            measures,
+            [
+                Measure::Ttft,
+                Measure::TtftService,
+                Measure::Itl,
+                Measure::Tpot,
+                Measure::FirstEvent,
+                Measure::EventGap
+            ]
+        );
+        assert_eq!(Measure::Ttft.needs(), Some("--llm"));
+        assert_eq!(Measure::EventGap.needs(), Some("--stream or --llm"));
+        assert_eq!(Measure::FirstByte.needs(), None);
+        // Only the summary's percentiles can be read of them.
+        let e = SloSet::parse("tpot.p95<1s").unwrap_err().to_string();
+        assert!(e.contains("tpot is kept at p50"), "{e}");
+        // Judged on the phase's summary: ttft p99 is 400 ms here, tpot has no samples.
+        let mut h = candor_core::hist::new_histogram();
+        for v in [100_000_000u64, 400_000_000] {
+            h.record(v).unwrap();
+        }
+        let mut phase = PhaseResults::from_recorder(
+            &Recorder::new(),
+            &candor_core::hist::new_histogram(),
+            Default::default(),
+            1.0,
+            None,
+        );
+        phase.ttft = Some(Summary::of(&h));
+        let verdicts = SloSet::parse("ttft.p99<500ms,ttft.p50<50ms,tpot.p99<1s")
+            .unwrap()
+            .evaluate_phase(&phase);
+        let pass: Vec<bool> = verdicts.iter().map(|v| v.pass).collect();
+        assert_eq!(pass, [true, false, false]);
+        assert!(verdicts[2].note.contains("no tpot values"), "{verdicts:?}");
+    }
+
+    #[test]
     fn malformed_expressions_say_what_is_wrong() {
         let cases = [
             ("", "no objectives"),

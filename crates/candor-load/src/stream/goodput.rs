@@ -136,6 +136,17 @@ fn duration(v: &str) -> Result<u64, String> {
     }
 }
 
+/// `ns` in the largest unit that writes it whole (`500ms`, `1500us`), so that it parses back to
+/// the same bound.
+fn exact(ns: u64) -> String {
+    for (unit, per) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns % per == 0 {
+            return format!("{}{unit}", ns / per);
+        }
+    }
+    format!("{ns}ns")
+}
+
 impl fmt::Display for GoodputSlo {
     /// The canonical text (`ttft<500ms,tpot<=50ms`), as the results record it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -221,8 +232,10 @@ mod tests {
 
     #[test]
     fn the_text_it_records_parses_back_to_it() {
-        let slo = GoodputSlo::parse("tpot<=50ms,ttft<500ms").unwrap();
-        assert_eq!(slo.to_string(), "ttft<500.0ms,tpot<=50.00ms");
+        let slo = GoodputSlo::parse("tpot<=50ms,ttft<0.5s,e2el<1500us").unwrap();
+        assert_eq!(slo.to_string(), "ttft<500ms,tpot<=50ms,e2el<1500us");
         assert_eq!(GoodputSlo::parse(&slo.to_string()).unwrap(), slo);
+        let vllm = GoodputSlo::parse("ttft:0.25").unwrap();
+        assert_eq!(vllm.to_string(), "ttft<=250us");
     }
 }

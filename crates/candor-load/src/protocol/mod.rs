@@ -270,6 +270,12 @@ pub trait Protocol {
         link.fail(slot, crate::shared::Failure::Stream);
     }
 
+    /// Framed: the connection broke with lane `lane`'s response under way: what its stream
+    /// came to (a stream that had delivered events fails as cut), if it was read as one.
+    fn cut_stream(&mut self, _lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        None
+    }
+
     /// Framed: the connection takes no more requests and carries none: the driver closes it
     /// (no fault) and connects again for requests waiting on it (after HTTP/2's GOAWAY).
     fn spent(&self) -> bool {

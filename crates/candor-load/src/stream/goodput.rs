@@ -162,11 +162,7 @@ impl fmt::Display for GoodputSlo {
             }
             first = false;
             let op = if b.inclusive { "<=" } else { "<" };
-            write!(
-                f,
-                "{name}{op}{}",
-                candor_core::units::format_ns(b.ns as f64)
-            )?;
+            write!(f, "{name}{op}{}", exact(b.ns))?;
         }
         Ok(())
     }

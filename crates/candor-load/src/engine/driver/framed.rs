@@ -253,6 +253,21 @@ impl<P: Protocol> Driver<P> {
     }
 
     fn connection_lost_for(&mut self, i: usize, kind: Failure, fault: Option<Fault>, now: u64) {
+        // Streamed responses cut off after events had come fail as streams of their own, their
+        // events counted (asked before the close forgets them).
+        let lanes = self.conns.len();
+        let mut k = 0;
+        while let Some(slot) = self.core.carried_at(i, k) {
+            k += 1;
+            let Some(outcome) = self.conns[i].protocol.cut_stream(slot / lanes) else {
+                continue;
+            };
+            self.core.stream_outcome(slot, &outcome);
+            if outcome.failure.is_some() && kind == Failure::Read {
+                self.core.fail(slot, Failure::Stream, now);
+                k -= 1;
+            }
+        }
         close(&mut self.conns[i], &self.poll);
         let mut k = 0;
         while let Some(slot) = self.core.carried_at(i, k) {

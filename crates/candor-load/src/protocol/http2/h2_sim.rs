@@ -754,3 +754,18 @@ fn a_stream_reset_by_the_server_after_its_events_fails_as_cut_with_them_counted(
     let cut = s.failures[crate::stream::openai::LlmFailure::Cut.index()];
     assert_eq!((cut, s.events), (1, 1));
 }
+
+#[test]
+fn a_server_close_after_events_fails_that_stream_as_cut_and_the_silent_one_as_read() {
+    let mut r = h2(llm(2, 2));
+    r.open_all(100).at(START).at(START + MS);
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    r.d.end_of_stream(0, START + 3 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.stream, p.counts.errors.read), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    let cut = s.failures[crate::stream::openai::LlmFailure::Cut.index()];
+    assert_eq!((cut, s.events), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::Closed));
+}

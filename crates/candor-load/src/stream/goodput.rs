@@ -140,7 +140,7 @@ fn duration(v: &str) -> Result<u64, String> {
 /// the same bound.
 fn exact(ns: u64) -> String {
     for (unit, per) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if ns % per == 0 {
+        if ns.is_multiple_of(per) {
             return format!("{}{unit}", ns / per);
         }
     }

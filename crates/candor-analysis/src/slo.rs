@@ -41,6 +41,17 @@ pub enum Measure {
     SendLag,
     /// From the intended send time to the first byte of the response.
     FirstByte,
+    /// Streamed responses (`--stream`, `--llm`): from the intended send to the first event.
+    FirstEvent,
+    /// Between consecutive events of one streamed response.
+    EventGap,
+    /// LLM runs: time to first token from the intended send, and from the actual send.
+    Ttft,
+    TtftService,
+    /// LLM runs: inter-token latency (each gap between content chunks).
+    Itl,
+    /// LLM runs: time per output token, `(last - first token) / (tokens - 1)`.
+    Tpot,
 }
 
 impl Measure {
@@ -50,29 +61,51 @@ impl Measure {
             Measure::ServiceTime => "service time",
             Measure::SendLag => "send lag",
             Measure::FirstByte => "first byte",
+            Measure::FirstEvent => "first event",
+            Measure::EventGap => "event gap",
+            Measure::Ttft => "ttft",
+            Measure::TtftService => "ttft (actual send)",
+            Measure::Itl => "itl",
+            Measure::Tpot => "tpot",
         }
     }
 
-    /// This measure's histogram in `rec`.
-    pub fn of(self, rec: &Recorder) -> &Histo {
+    /// The flag that records this measure, for a measure only streamed responses have.
+    pub fn needs(self) -> Option<&'static str> {
         match self {
-            Measure::ResponseTime => &rec.response,
-            Measure::ServiceTime => &rec.service,
-            Measure::SendLag => &rec.send_lag,
-            Measure::FirstByte => &rec.first_byte,
+            Measure::FirstEvent | Measure::EventGap => Some("--stream or --llm"),
+            Measure::Ttft | Measure::TtftService | Measure::Itl | Measure::Tpot => Some("--llm"),
+            _ => None,
+        }
+    }
+
+    /// This measure's histogram in `rec` (none for the stream measures, kept as summaries).
+    pub fn of(self, rec: &Recorder) -> Option<&Histo> {
+        match self {
+            Measure::ResponseTime => Some(&rec.response),
+            Measure::ServiceTime => Some(&rec.service),
+            Measure::SendLag => Some(&rec.send_lag),
+            Measure::FirstByte => Some(&rec.first_byte),
+            _ => None,
         }
     }
 
     fn summary(self, main: &candor_core::results::PhaseResults) -> &Summary {
         static NONE: std::sync::OnceLock<Summary> = std::sync::OnceLock::new();
+        // A run without values of a measure has no samples of it: the objective has no data.
+        let none = || NONE.get_or_init(|| Summary::of(&candor_core::hist::new_histogram()));
         match self {
             Measure::ResponseTime => &main.response_time,
             Measure::ServiceTime => &main.service_time,
             Measure::SendLag => &main.send_lag,
             // A run without first bytes has no samples of it: the objective has no data.
-            Measure::FirstByte => main.first_byte.as_ref().unwrap_or_else(|| {
-                NONE.get_or_init(|| Summary::of(&candor_core::hist::new_histogram()))
-            }),
+            Measure::FirstByte => main.first_byte.as_ref().unwrap_or_else(none),
+            Measure::FirstEvent => main.first_event.as_ref().unwrap_or_else(none),
+            Measure::EventGap => main.event_gap.as_ref().unwrap_or_else(none),
+            Measure::Ttft => main.ttft.as_ref().unwrap_or_else(none),
+            Measure::TtftService => main.ttft_service.as_ref().unwrap_or_else(none),
+            Measure::Itl => main.itl.as_ref().unwrap_or_else(none),
+            Measure::Tpot => main.tpot.as_ref().unwrap_or_else(none),
         }
     }
 
@@ -82,6 +115,12 @@ impl Measure {
             "service_time" | "service" => Measure::ServiceTime,
             "send_lag" | "lag" => Measure::SendLag,
             "first_byte" | "ttfb" => Measure::FirstByte,
+            "first_event" => Measure::FirstEvent,
+            "event_gap" => Measure::EventGap,
+            "ttft" => Measure::Ttft,
+            "ttft_service" => Measure::TtftService,
+            "itl" => Measure::Itl,
+            "tpot" => Measure::Tpot,
             _ => return None,
         })
     }
@@ -169,7 +208,8 @@ impl Objective {
                 Some(measure) => (Some(measure), rest.to_string()),
                 None => {
                     return Err(err(&format!(
-                        "unknown measure '{m}' (use response_time, service_time or send_lag)"
+                        "unknown measure '{m}' (use response_time, service_time, send_lag, first_byte, \
+                         first_event, event_gap, ttft, ttft_service, itl or tpot)"
                     )))
                 }
             },
@@ -207,6 +247,15 @@ impl Objective {
             ));
         }
         let measure = measure.unwrap_or_default();
+        if let (Some(_), Metric::Percentile(p)) = (measure.needs(), metric) {
+            // The stream measures are kept as summaries: only their percentiles can be read.
+            if !candor_core::hist::SUMMARY_PERCENTILES.contains(&p) {
+                return Err(err(&format!(
+                    "{} is kept at p50, p75, p90, p99, p99.9, p99.99 and p99.999 only, not p{p}",
+                    measure.name()
+                )));
+            }
+        }
         let limit = match metric {
             Metric::Errors | Metric::Rate => {
                 let what = if metric == Metric::Rate {
@@ -351,8 +400,8 @@ impl Objective {
             Metric::Mean => verdict(Some(self.measure.summary(main).mean_ns), String::new()),
             Metric::Percentile(p) => {
                 let summary = self.measure.summary(main);
-                let value = match rec {
-                    Some(r) => Some(candor_core::hist::value_at(self.measure.of(r), p)),
+                let value = match rec.and_then(|r| self.measure.of(r)) {
+                    Some(h) => Some(candor_core::hist::value_at(h, p)),
                     None => summary.at(p),
                 };
                 let n = summary.count;
@@ -551,6 +600,51 @@ mod tests {
         assert!((s.objectives[3].limit - 0.001).abs() < 1e-12);
         assert!(!s.objectives[0].inclusive);
         assert!(SloSet::parse("mean<=2ms").unwrap().objectives[0].inclusive);
+    }
+
+    #[test]
+    fn the_stream_measures_are_named_and_judged_on_their_summaries() {
+        let s = SloSet::parse(
+            "ttft.p99<500ms,ttft_service.p50<1s,itl.p99.9<30ms,tpot.max<50ms,first_event.mean<1s,event_gap.p99<5ms",
+        )
+        .unwrap();
+        let measures: Vec<Measure> = s.objectives.iter().map(|o| o.measure).collect();
+        assert_eq!(
+            measures,
+            [
+                Measure::Ttft,
+                Measure::TtftService,
+                Measure::Itl,
+                Measure::Tpot,
+                Measure::FirstEvent,
+                Measure::EventGap
+            ]
+        );
+        assert_eq!(Measure::Ttft.needs(), Some("--llm"));
+        assert_eq!(Measure::EventGap.needs(), Some("--stream or --llm"));
+        assert_eq!(Measure::FirstByte.needs(), None);
+        // Only the summary's percentiles can be read of them.
+        let e = SloSet::parse("tpot.p95<1s").unwrap_err().to_string();
+        assert!(e.contains("tpot is kept at p50"), "{e}");
+        // Judged on the phase's summary: ttft p99 is 400 ms here, tpot has no samples.
+        let mut h = candor_core::hist::new_histogram();
+        for v in [100_000_000u64, 400_000_000] {
+            h.record(v).unwrap();
+        }
+        let mut phase = PhaseResults::from_recorder(
+            &Recorder::new(),
+            &candor_core::hist::new_histogram(),
+            Default::default(),
+            1.0,
+            None,
+        );
+        phase.ttft = Some(Summary::of(&h));
+        let verdicts = SloSet::parse("ttft.p99<500ms,ttft.p50<50ms,tpot.p99<1s")
+            .unwrap()
+            .evaluate_phase(&phase);
+        let pass: Vec<bool> = verdicts.iter().map(|v| v.pass).collect();
+        assert_eq!(pass, [true, false, false]);
+        assert!(verdicts[2].note.contains("no tpot values"), "{verdicts:?}");
     }
 
     #[test]

@@ -508,6 +508,24 @@ pub struct StreamResults {
     /// LLM runs: the output tokens of every response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmTokens>,
+    /// `--goodput`: the requests that met every per-request objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
+}
+
+/// Goodput as vLLM defines it: completed requests that met every per-request objective
+/// (`slo`), per second of the measured window and as a fraction of the intended requests;
+/// judged on values from the intended send, and (`*_service`) from the actual send, as a
+/// client that times from its own send would judge them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    pub slo: String,
+    pub good: u64,
+    pub per_s: f64,
+    pub fraction: f64,
+    pub good_service: u64,
+    pub per_s_service: f64,
+    pub fraction_service: f64,
 }
 
 /// The output tokens of an LLM run's responses.

@@ -102,7 +102,8 @@ pub struct PhaseOutcome {
 }
 
 impl PhaseOutcome {
-    fn results(&self, target: Option<f64>) -> PhaseResults {
+    fn results(&self, config: &LoadConfig) -> PhaseResults {
+        let target = config.shard_rate_per_s();
         let mut r = PhaseResults::from_recorder(
             &self.recorder,
             &self.unfinished,
@@ -115,6 +116,14 @@ impl PhaseOutcome {
         r.connection_faults = self.faults.by_cause();
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);
+            if let (Some(slo), Some(sr)) = (&config.goodput, &mut r.stream) {
+                sr.goodput = Some(goodput_results(
+                    slo,
+                    s,
+                    r.requests.intended,
+                    self.duration_ns,
+                ));
+            }
         }
         r
     }
@@ -147,6 +156,7 @@ fn stream_results(r: &mut PhaseResults, s: &crate::engine::books::StreamAcc, dur
             0.0
         },
         failures,
+        goodput: None,
         llm: llm.then(|| candor_core::results::LlmTokens {
             output_tokens: s.output_tokens,
             output_tokens_per_s: if duration_ns > 0 {
@@ -158,6 +168,39 @@ fn stream_results(r: &mut PhaseResults, s: &crate::engine::books::StreamAcc, dur
             counted_from_chunks: s.tokens_from_chunks,
         }),
     });
+}
+
+/// `--goodput`'s count as the results write it: per second of the window `duration_ns`, and as
+/// a fraction of the `intended` requests (a failed or unfinished request is not good).
+fn goodput_results(
+    slo: &crate::stream::goodput::GoodputSlo,
+    s: &crate::engine::books::StreamAcc,
+    intended: u64,
+    duration_ns: u64,
+) -> candor_core::results::Goodput {
+    let per_s = |n: u64| {
+        if duration_ns > 0 {
+            n as f64 / (duration_ns as f64 / 1e9)
+        } else {
+            0.0
+        }
+    };
+    let fraction = |n: u64| {
+        if intended > 0 {
+            n as f64 / intended as f64
+        } else {
+            0.0
+        }
+    };
+    candor_core::results::Goodput {
+        slo: slo.to_string(),
+        good: s.good,
+        per_s: per_s(s.good),
+        fraction: fraction(s.good),
+        good_service: s.good_service,
+        per_s_service: per_s(s.good_service),
+        fraction_service: fraction(s.good_service),
+    }
 }
 
 /// gRPC calls by status name as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).
@@ -718,7 +761,7 @@ impl RunOutcome {
     /// The measured phase's numbers, with the pool and pacing: a shard's target is its share of
     /// the total rate.
     pub fn main_results(&self, config: &LoadConfig) -> PhaseResults {
-        let mut main = self.main.results(config.shard_rate_per_s());
+        let mut main = self.main.results(config);
         main.pool = self.pool.clone();
         main.pacing = self.pacing;
         main
@@ -726,9 +769,7 @@ impl RunOutcome {
 
     /// The warm-up's numbers, if the run had one.
     pub fn warmup_results(&self, config: &LoadConfig) -> Option<PhaseResults> {
-        self.warmup
-            .as_ref()
-            .map(|w| w.results(config.shard_rate_per_s()))
+        self.warmup.as_ref().map(|w| w.results(config))
     }
 
     /// Why the run ended: a signal, an early end, or its planned duration.

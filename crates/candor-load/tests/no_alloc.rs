@@ -137,11 +137,17 @@ fn load_threads_do_not_allocate_per_request() {
 
 #[test]
 fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
+    // With streams' outcomes, --goodput's judgement and --event-timeout's watch on every
+    // request.
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const MS: u64 = 1_000_000;
     const START: u64 = 1_000 * MS;
     let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
     config.duration_ns = 1_000 * MS;
+    // Every response is an LLM stream, judged for --goodput and watched by --event-timeout.
+    config.stream.llm = true;
+    config.goodput =
+        Some(candor_load::stream::goodput::GoodputSlo::parse("ttft<1ms,tpot<1ms,e2el<1s").unwrap());
     // Bounded channels, as the run uses: they hold their slots from the start.
     let (to_collector, intervals) = crossbeam_channel::bounded(16);
     let (to_pool, pool) = crossbeam_channel::bounded(16);
@@ -167,6 +173,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         schedule_end_ns: START + 1_000 * MS,
         drain_ns: 100 * MS,
         timeout_ns: 2_000 * MS,
+        event_timeout_ns: 5 * MS,
         connections: 4,
         slots_per_connection: 2,
         timeout_scope: TimeoutScope::Connection,
@@ -188,6 +195,21 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
                 break;
             }
             answers.pop_front();
+            // Its stream: the first token 40 us before the end, the last 20 us after it.
+            let first = now - 40_000;
+            core.stream_event(slot, now - 20_000);
+            core.stream_outcome(
+                slot,
+                &candor_load::stream::tap::StreamOutcome {
+                    events: 4,
+                    first_event: Some(first),
+                    first_token: Some(first),
+                    output_tokens: 2,
+                    tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
+                    tpot_ns: Some(20_000),
+                    failure: None,
+                },
+            );
             core.complete(slot, 200, now);
         }
         core.halt(now, HaltState::default());
@@ -198,6 +220,11 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
             answers.push_back((now + 50_000, due.slot));
         }
         core.scan_timeouts(now, |_| {});
+        assert_eq!(
+            core.take_stalled(),
+            None,
+            "no stream waited 5 ms for an event"
+        );
         while let Ok(msg) = intervals.try_recv() {
             let _ = to_pool.try_send(msg.data);
         }
@@ -218,6 +245,12 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
     let phases = core.finish(now, &|| now, &|| false);
     let c = &phases[1].counts;
     assert_eq!((c.intended, c.completed), (100_000, 100_000));
+    // Every one met the bounds: TTFT 10 us, TPOT 20 us, 50 us end to end.
+    let s = phases[1].stream.as_ref().unwrap();
+    assert_eq!(
+        (s.good, s.good_service, s.events),
+        (100_000, 100_000, 400_000)
+    );
     assert_eq!(
         allocations, 0,
         "the core allocated {allocations} times in steady state"

@@ -1,7 +1,8 @@
 //! The report of streamed responses (`--stream`, `--llm`): the events' and tokens' measures
 //! beside each other (TTFT from the intended send next to its actual-send twin, ITL, TPOT,
 //! first event, event gap), then the counts: events per response, failed streams by name, and
-//! an LLM run's output tokens with where their count came from.
+//! an LLM run's output tokens with where their count came from, and `--goodput`'s requests per
+//! second meeting every per-request objective.
 
 use candor_core::hist::{Statistic, SUMMARY_ROWS};
 use candor_core::results::PhaseResults;
@@ -82,6 +83,18 @@ pub fn stream_section(p: &PhaseResults) -> String {
             "  tokens:   {} output tokens, {:.1}/s (from {source})",
             format_count(t.output_tokens),
             t.output_tokens_per_s
+        );
+    }
+    if let Some(g) = &s.goodput {
+        let _ = writeln!(
+            out,
+            "  goodput:  {:.2} req/s meet {} ({} requests, {:.1}% of intended); timed from the actual send: {:.2} req/s ({:.1}%)",
+            g.per_s,
+            g.slo,
+            format_count(g.good),
+            g.fraction * 100.0,
+            g.per_s_service,
+            g.fraction_service * 100.0
         );
     }
     out

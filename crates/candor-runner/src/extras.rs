@@ -125,6 +125,25 @@ impl RunExtras {
                  cannot be used with --shard".into(),
             ));
         }
+        for o in &slo.objectives {
+            use candor_analysis::slo::Measure;
+            let recorded = match o.measure {
+                Measure::FirstEvent | Measure::EventGap => {
+                    config.stream.kind.is_some() || config.stream.llm
+                }
+                Measure::Ttft | Measure::TtftService | Measure::Itl | Measure::Tpot => {
+                    config.stream.llm
+                }
+                _ => true,
+            };
+            if let (false, Some(flag)) = (recorded, o.measure.needs()) {
+                return Err(ExtrasError::Flags(format!(
+                    "--slo {}: this run records no {} (it is measured with {flag})",
+                    o.text,
+                    o.measure.name()
+                )));
+            }
+        }
         if abort_on_fail && slo.is_empty() {
             return Err(ExtrasError::Flags(
                 "--abort-on-fail watches the objectives of --slo: give at least one".into(),

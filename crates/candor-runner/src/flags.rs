@@ -110,6 +110,18 @@ pub struct LoadArgs {
         allow_hyphen_values = true
     )]
     pub timeout: DurationArg,
+    /// --stream/--llm: a streamed response whose next event does not come within DUR of its
+    /// previous event fails (class "stream", named event_timeout, its events counted) and its
+    /// connection is closed (HTTP/2: its stream is reset). Before the first event only
+    /// --timeout bounds the wait.
+    #[arg(long, value_name = "DUR")]
+    pub event_timeout: Option<DurationArg>,
+    /// --llm: goodput as vLLM defines it, the requests per second that meet every one of
+    /// these per-request objectives, judged on each request's own TTFT, TPOT and end-to-end
+    /// latency (from the intended send; the actual-send twin is reported beside it), e.g.
+    /// 'ttft<500ms,tpot<50ms,e2el<5s' or vLLM's 'ttft:500 tpot:50' (ms, at most).
+    #[arg(long, value_name = "SLOS")]
+    pub goodput: Option<String>,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
@@ -589,6 +601,12 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     };
     c.shape = shape;
     c.timeout_ns = a.timeout.ns();
+    c.event_timeout_ns = a.event_timeout.as_ref().map_or(0, DurationArg::ns);
+    if a.event_timeout.is_some() && c.event_timeout_ns == 0 {
+        return Err(FlagError::Invalid(
+            "--event-timeout must be positive".to_string(),
+        ));
+    }
     c.warmup_ns = a.warmup.ns();
     c.drain_ns = a.drain.as_ref().map_or(c.timeout_ns, DurationArg::ns);
     c.spin_ns = a.spin.as_ref().map(DurationArg::ns);
@@ -636,6 +654,12 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         c.resolve_request_targets()?;
     }
     llm_and_stream(a, &mut c)?;
+    if let Some(text) = &a.goodput {
+        c.goodput = Some(
+            candor_load::stream::goodput::GoodputSlo::parse(text)
+                .map_err(|e| FlagError::Invalid(e.to_string()))?,
+        );
+    }
     c.workload.seed = a.seed;
     if let Some(path) = &a.data {
         c.workload.data = Some(std::sync::Arc::new(DataTable::load(path)?));

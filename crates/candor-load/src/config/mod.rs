@@ -92,6 +92,9 @@ pub struct LoadConfig {
     pub warmup_ns: u64,
     /// A request with no complete response this long after its actual send fails as a timeout.
     pub timeout_ns: u64,
+    /// `--event-timeout`: a streamed response whose next event does not come this long after
+    /// its previous one fails (class `stream`, named `event_timeout`); 0: no such bound.
+    pub event_timeout_ns: u64,
     /// After the last intended send, how long to wait for outstanding requests.
     pub drain_ns: u64,
     /// Length of the interval histograms.
@@ -128,6 +131,8 @@ pub struct LoadConfig {
     pub framing: Option<Framing>,
     /// How responses are read as streams of events (`--stream`, `--llm`).
     pub stream: crate::stream::tap::StreamSettings,
+    /// `--goodput`: the per-request objectives whose met requests per second are reported.
+    pub goodput: Option<crate::stream::goodput::GoodputSlo>,
     /// HTTP statuses that count as success; any other response fails in class `status`.
     pub accept_status: crate::status::StatusSet,
     /// Templates' data, weights and names, and response checks.
@@ -219,6 +224,7 @@ impl LoadConfig {
             duration_ns: default_ns(DEFAULT_DURATION),
             warmup_ns: 0,
             timeout_ns: default_ns(DEFAULT_TIMEOUT),
+            event_timeout_ns: 0,
             drain_ns: default_ns(DEFAULT_TIMEOUT),
             interval_ns: 1_000_000_000,
             method: DEFAULT_METHOD.into(),
@@ -239,6 +245,7 @@ impl LoadConfig {
             payload: Vec::new(),
             framing: None,
             stream: Default::default(),
+            goodput: None,
             accept_status: crate::status::StatusSet::default(),
             workload: Default::default(),
             grpc: None,
@@ -500,6 +507,17 @@ impl LoadConfig {
         }
         if self.timeout_ns == 0 {
             return bad("timeout must be positive".into());
+        }
+        if self.event_timeout_ns != 0 && self.stream.kind.is_none() && !self.stream.llm {
+            return bad(
+                "--event-timeout bounds the wait between a stream's events: it needs --stream or --llm"
+                    .into(),
+            );
+        }
+        if self.goodput.is_some() && !self.stream.llm {
+            return bad(
+                "--goodput judges each request's TTFT, TPOT and latency: it needs --llm".into(),
+            );
         }
         if self.interval_ns < 1_000_000 {
             return bad("interval must be at least 1ms".into());

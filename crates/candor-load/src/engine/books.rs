@@ -60,6 +60,11 @@ pub struct StreamAcc {
     pub tokens_from_usage: u64,
     pub tokens_from_chunks: u64,
     pub clamped: u64,
+    /// `--goodput`: completed requests that met every per-request objective, judged on their
+    /// values from the intended send (`good`) and, as a client timing from its own send would
+    /// judge them, from the actual send (`good_service`).
+    pub good: u64,
+    pub good_service: u64,
 }
 
 impl StreamAcc {
@@ -78,6 +83,8 @@ impl StreamAcc {
             tokens_from_usage: 0,
             tokens_from_chunks: 0,
             clamped: 0,
+            good: 0,
+            good_service: 0,
         }
     }
 
@@ -113,6 +120,8 @@ impl StreamAcc {
         self.tokens_from_usage += o.tokens_from_usage;
         self.tokens_from_chunks += o.tokens_from_chunks;
         self.clamped += o.clamped;
+        self.good += o.good;
+        self.good_service += o.good_service;
     }
 }
 

@@ -46,6 +46,8 @@ pub struct CoreConfig {
     pub schedule_end_ns: u64,
     pub drain_ns: u64,
     pub timeout_ns: u64,
+    /// `--event-timeout`: the longest wait between two events of a streamed response (0: none).
+    pub event_timeout_ns: u64,
     pub connections: usize,
     /// Requests one connection carries at once (pipeline depth or streams).
     pub slots_per_connection: usize,
@@ -75,6 +77,7 @@ impl CoreConfig {
             schedule_end_ns: setup.start_ns + cfg.warmup_ns + cfg.duration_ns,
             drain_ns: cfg.drain_ns,
             timeout_ns: cfg.timeout_ns,
+            event_timeout_ns: cfg.event_timeout_ns,
             connections: setup.connections,
             slots_per_connection,
             timeout_scope,
@@ -124,6 +127,10 @@ struct SlotState {
     /// Closed loop: not before this instant does this slot send again (the source's
     /// [`RequestSource::hold_ns`] when it came free).
     hold_until: u64,
+    /// The instant of its streamed response's latest event (0: none yet), and whether the
+    /// wait for the next one already ran past `--event-timeout` (handed to the driver once).
+    last_event: u64,
+    stalled: bool,
 }
 
 struct ConnBooks {
@@ -159,6 +166,9 @@ pub struct Core {
     next_timeout_scan: u64,
     /// Some connection is deferred (see `ConnBooks::deferred`).
     any_deferred: bool,
+    /// Slots whose stream waited past `--event-timeout`, for the driver to end
+    /// ([`Core::take_stalled`]); sized for every slot, so it never grows.
+    stalled: Vec<usize>,
 }
 
 impl Core {
@@ -181,6 +191,8 @@ impl Core {
                 free_since: 0,
                 stream: None,
                 hold_until: 0,
+                last_event: 0,
+                stalled: false,
             })
             .collect();
         let conns = (0..connections)
@@ -218,6 +230,7 @@ impl Core {
             source: Box::new(source),
             closed_sends: 0,
             any_deferred: false,
+            stalled: Vec::with_capacity(slot_count),
         }
     }
 
@@ -437,6 +450,29 @@ impl Core {
         self.ledger.stream_gap(intended, gap);
     }
 
+    /// An event of slot `slot`'s streamed response arrived at `at`: the wait for the next one
+    /// (bounded by `--event-timeout`) runs from here.
+    #[inline]
+    pub fn stream_event(&mut self, slot: usize, at: u64) {
+        let s = &mut self.slots[slot];
+        if s.busy {
+            s.last_event = s.last_event.max(at);
+        }
+    }
+
+    /// A slot whose streamed response waited longer than `--event-timeout` for its next event,
+    /// found by [`Core::scan_timeouts`]: the driver ends its stream (class `stream`, named
+    /// `event_timeout`, its events counted) and closes or resets what carried it.
+    pub fn take_stalled(&mut self) -> Option<usize> {
+        // A slot released since it was found (its response came meanwhile) is no longer stalled.
+        while let Some(k) = self.stalled.pop() {
+            if self.slots[k].stalled {
+                return Some(k);
+            }
+        }
+        None
+    }
+
     /// What slot `slot`'s streamed response came to (before it is completed or failed).
     pub fn stream_outcome(&mut self, slot: usize, o: &crate::stream::tap::StreamOutcome) {
         let e = self.slots[slot].exchange;
@@ -569,6 +605,8 @@ impl Core {
         debug_assert!(s.busy, "slot {slot} is not busy");
         s.busy = false;
         s.free_since = now;
+        s.last_event = 0;
+        s.stalled = false;
         let conn = s.conn;
         let exchange = s.exchange;
         self.busy -= 1;
@@ -749,6 +787,26 @@ impl Core {
                         expired(slot);
                     }
                 }
+            }
+        }
+        self.scan_event_timeouts(now);
+    }
+
+    /// `--event-timeout`: a streamed response whose latest event is that long ago is stalled
+    /// (before its first event only `--timeout` bounds the wait: a long prefill is no stall).
+    fn scan_event_timeouts(&mut self, now: u64) {
+        let limit = self.cfg.event_timeout_ns;
+        if limit == 0 {
+            return;
+        }
+        for (k, s) in self.slots.iter_mut().enumerate() {
+            if s.busy
+                && !s.stalled
+                && s.last_event != 0
+                && now.saturating_sub(s.last_event) >= limit
+            {
+                s.stalled = true;
+                self.stalled.push(k);
             }
         }
     }

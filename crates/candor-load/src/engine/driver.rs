@@ -415,6 +415,9 @@ impl<P: Protocol> Driver<P> {
                 .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll)),
             TimeoutScope::Stream => self.scan_request_timeouts(now),
         }
+        while let Some(slot) = self.core.take_stalled() {
+            self.event_timeout(slot, now);
+        }
         sent
     }
 
@@ -623,6 +626,14 @@ impl<P: Protocol> Driver<P> {
         match P::CARRIAGE {
             Carriage::InOrder => self.received_in_order(i, n, now),
             Carriage::Framed => self.received_framed(i, n, now),
+        }
+    }
+
+    /// Slot `slot`'s streamed response waited past `--event-timeout` for its next event.
+    fn event_timeout(&mut self, slot: usize, now: u64) {
+        match P::CARRIAGE {
+            Carriage::InOrder => self.event_timeout_in_order(slot, now),
+            Carriage::Framed => self.event_timeout_framed(slot, now),
         }
     }
 

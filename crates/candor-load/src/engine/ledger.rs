@@ -44,6 +44,9 @@ pub struct Booked {
     request: u32,
     seq: u64,
     interval: u64,
+    /// `--goodput`: it met every per-request objective (from the intended send, from the
+    /// actual send).
+    good: (bool, bool),
 }
 
 /// A load thread's books: the two phases' recorders and counts, the current interval, and the
@@ -72,6 +75,21 @@ pub struct Ledger {
     books: Option<Box<WorkloadBooks>>,
     /// The earliest failed responses of the measured phase (fixed storage, no allocation).
     examples: FailureSamples,
+    /// `--goodput`'s per-request objectives, and what the stream of the response being booked
+    /// came to (its TTFT from the intended and from the actual send, its TPOT), handed over by
+    /// [`Ledger::stream_outcome`] just before the response itself.
+    goodput: Option<crate::stream::goodput::GoodputSlo>,
+    pending: Option<PendingStream>,
+}
+
+/// A streamed response's values that `--goodput` judges, between its stream's outcome and its
+/// completion.
+#[derive(Clone, Copy)]
+struct PendingStream {
+    seq: u64,
+    ttft: Option<u64>,
+    ttft_service: Option<u64>,
+    tpot: Option<u64>,
 }
 
 /// `now - before`, field by field: what a worker's counts grew by between two flushes.
@@ -179,6 +197,8 @@ impl Ledger {
             flushed_counts: [RequestCounts::default(); 2],
             books: workload_books(setup),
             examples: FailureSamples::default(),
+            goodput: cfg.goodput,
+            pending: None,
         }
         .with_streams(cfg.stream.kind.is_some() || cfg.stream.llm)
     }
@@ -330,7 +350,23 @@ impl Ledger {
         let phase = self.phase_of(intended);
         let failed = verdict.map(|v| v.0);
         let ok = failed.is_none();
+        let pending = self.pending.take().filter(|s| s.seq == e.seq);
+        let good = match (&self.goodput, ok) {
+            (Some(slo), true) => {
+                let (ttft, ttft_service, tpot) =
+                    pending.map_or((None, None, None), |s| (s.ttft, s.ttft_service, s.tpot));
+                (
+                    slo.meets(ttft, tpot, response),
+                    sent != 0 && slo.meets(ttft_service, tpot, service),
+                )
+            }
+            _ => (false, false),
+        };
         let p = &mut self.phases[phase];
+        if let Some(s) = &mut p.stream {
+            s.good += u64::from(good.0);
+            s.good_service += u64::from(good.1);
+        }
         p.rec.record(response, service, lag);
         p.rec.record_first_byte(first_byte);
         if status != 0 {
@@ -368,6 +404,7 @@ impl Ledger {
             request: e.request,
             seq: e.seq,
             interval: self.interval_index,
+            good,
         }
     }
 
@@ -378,6 +415,10 @@ impl Ledger {
         let phase = self.phase_of(b.intended);
         if !b.ok {
             self.examples.forget(b.seq);
+        }
+        if let Some(s) = &mut self.phases[phase].stream {
+            s.good -= u64::from(b.good.0);
+            s.good_service -= u64::from(b.good.1);
         }
         let c = &mut self.phases[phase].counts;
         if b.ok {
@@ -435,6 +476,17 @@ impl Ledger {
     /// What exchange `e`'s streamed response came to (booked before the response itself).
     pub fn stream_outcome(&mut self, e: &Exchange, o: &crate::stream::tap::StreamOutcome) {
         let phase = self.phase_of(e.intended);
+        if self.goodput.is_some() {
+            self.pending = Some(PendingStream {
+                seq: e.seq,
+                ttft: o.first_token.map(|at| at.saturating_sub(e.intended)),
+                ttft_service: o
+                    .first_token
+                    .filter(|_| e.sent != 0)
+                    .map(|at| at.saturating_sub(e.sent)),
+                tpot: o.tpot_ns,
+            });
+        }
         let Some(s) = &mut self.phases[phase].stream else {
             return;
         };

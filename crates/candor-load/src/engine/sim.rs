@@ -149,6 +149,7 @@ impl Sim {
             schedule_end_ns: START + shape.warmup_ns + shape.duration_ns,
             drain_ns: shape.drain_ns,
             timeout_ns: shape.timeout_ns,
+            event_timeout_ns: 0,
             connections: shape.connections,
             slots_per_connection: shape.slots_per_connection,
             timeout_scope: shape.scope,

@@ -119,6 +119,20 @@ impl Link<'_> {
         self.core.first_byte(slot, self.now);
     }
 
+    /// What the stream reader `tap` found in slot `slot`'s response since it was last asked:
+    /// the gaps between its events, and its latest event (from which `--event-timeout` runs).
+    pub fn stream_progress(&mut self, slot: usize, tap: &mut crate::stream::tap::StreamTap) {
+        tap.drain_gaps(|g| self.core.stream_gap(slot, g));
+        if let Some(at) = tap.latest_event() {
+            self.core.stream_event(slot, at);
+        }
+    }
+
+    /// What slot `slot`'s streamed response came to (before it is completed or failed).
+    pub fn stream_outcome(&mut self, slot: usize, o: &crate::stream::tap::StreamOutcome) {
+        self.core.stream_outcome(slot, o);
+    }
+
     /// Slot `slot`'s request failed now, as `kind`; the connection carries on.
     #[inline]
     pub fn fail(&mut self, slot: usize, kind: Failure) {

@@ -280,6 +280,19 @@ pub trait Protocol {
     /// server (HTTP/2's RST_STREAM) goes in `link.out`.
     fn expired(&mut self, _link: &mut Link<'_>, _slot: usize) {}
 
+    /// Framed: slot `slot`'s streamed response waited past `--event-timeout` for its next
+    /// event: the protocol books what its stream came to, fails it in class `stream` and tells
+    /// the server (HTTP/2's RST_STREAM) in `link.out`.
+    fn stalled(&mut self, link: &mut Link<'_>, slot: usize) {
+        link.fail(slot, crate::shared::Failure::Stream);
+    }
+
+    /// Framed: the connection broke with lane `lane`'s response under way: what its stream
+    /// came to (a stream that had delivered events fails as cut), if it was read as one.
+    fn cut_stream(&mut self, _lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        None
+    }
+
     /// Framed: the connection takes no more requests and carries none: the driver closes it
     /// (no fault) and connects again for requests waiting on it (after HTTP/2's GOAWAY).
     fn spent(&self) -> bool {

@@ -113,6 +113,14 @@ impl ResponseObserver {
         }
     }
 
+    /// [`Self::set_stream`] for responses whose body comes in frames of at most `frame` bytes,
+    /// each handed over whole (HTTP/2's DATA frames).
+    pub fn set_stream_frames(&mut self, settings: StreamSettings, frame: usize) {
+        if settings.kind.is_some() || settings.llm {
+            self.tap = Some(Box::new(StreamTap::for_frames(settings, frame)));
+        }
+    }
+
     /// Whether responses may be read as streams (their `Content-Type` is then wanted).
     #[inline]
     pub fn streams(&self) -> bool {
@@ -131,6 +139,13 @@ impl ResponseObserver {
     pub fn content_type(&mut self, value: Option<&[u8]>) {
         if let Some(t) = &mut self.tap {
             t.head(value);
+        }
+    }
+
+    /// [`Self::content_type`] given the kind the `Content-Type` said (HTTP/2).
+    pub fn content_kind(&mut self, said: Option<crate::stream::StreamKind>) {
+        if let Some(t) = &mut self.tap {
+            t.head_said(said);
         }
     }
 
@@ -156,6 +171,17 @@ impl ResponseObserver {
             return None;
         }
         t.end(StreamEnd::Cut, self.status);
+        t.take_outcome()
+    }
+
+    /// The current response's stream waited past `--event-timeout` for its next event: what it
+    /// came to (failed as `event_timeout`, its events counted), if it was read as a stream.
+    pub fn stalled(&mut self) -> Option<StreamOutcome> {
+        let t = self.tap.as_deref_mut()?;
+        if !t.active() {
+            return None;
+        }
+        t.end(StreamEnd::EventTimeout, self.status);
         t.take_outcome()
     }
 

@@ -1,10 +1,11 @@
 //! Events within one streamed response, found without allocating: server-sent events
 //! (`sse.rs`), newline-delimited lines (`lines.rs`), and what an OpenAI-compatible LLM stream's
 //! events say and what they add up to per request (`openai.rs`: first token, gaps, output tokens,
-//! how the stream ended). Each piece is sans-IO: it is fed body bytes and the instant they
+//! how the stream ended), and `goodput.rs` the per-request objectives of `--goodput`. Each piece is sans-IO: it is fed body bytes and the instant they
 //! arrived, so every decision is tested exactly on simulated time; a protocol's response
 //! observer feeds it the body of each response (HTTP/1.1 de-chunked, HTTP/2 DATA frames).
 
+pub mod goodput;
 pub mod json_key;
 pub mod line;
 pub mod openai;

@@ -70,6 +70,16 @@ pub struct StreamTap {
 
 impl StreamTap {
     pub fn new(settings: StreamSettings) -> StreamTap {
+        StreamTap::with_gaps(settings, PENDING_GAPS)
+    }
+
+    /// A reader whose gaps are taken after every frame of at most `frame` bytes (HTTP/2: a
+    /// DATA frame), so that fewer need room: an event takes at least two bytes.
+    pub fn for_frames(settings: StreamSettings, frame: usize) -> StreamTap {
+        StreamTap::with_gaps(settings, (frame / 2).min(PENDING_GAPS))
+    }
+
+    fn with_gaps(settings: StreamSettings, gaps: usize) -> StreamTap {
         StreamTap {
             settings,
             active: None,
@@ -80,7 +90,7 @@ impl StreamTap {
             first_event: None,
             last_event: 0,
             llm: LlmProgress::default(),
-            gaps: Vec::with_capacity(PENDING_GAPS),
+            gaps: Vec::with_capacity(gaps),
             outcome: None,
         }
     }
@@ -94,8 +104,13 @@ impl StreamTap {
     /// A response's head: `content_type` its `Content-Type` value, if it has one. A configured
     /// kind applies to every response; without one, only an event stream is read.
     pub fn head(&mut self, content_type: Option<&[u8]>) {
+        self.head_said(content_type.and_then(StreamKind::from_content_type));
+    }
+
+    /// [`Self::head`] given the kind the response's `Content-Type` said, if it said one
+    /// (HTTP/2 reads it while its header block is decoded).
+    pub fn head_said(&mut self, said: Option<StreamKind>) {
         self.clear();
-        let said = content_type.and_then(StreamKind::from_content_type);
         self.active = match (self.settings.kind, said) {
             // A server that says it sends events is read as events whatever was asked.
             (_, Some(StreamKind::Sse)) => Some(StreamKind::Sse),
@@ -219,6 +234,13 @@ impl StreamTap {
         });
         self.clear();
         self.active = None;
+    }
+
+    /// The instant of the current response's latest event, once one came (the wait for the
+    /// next runs from it: `--event-timeout`).
+    #[inline]
+    pub fn latest_event(&self) -> Option<u64> {
+        (self.active.is_some() && self.events > 0).then_some(self.last_event)
     }
 
     /// The failure of the response that just ended, if its stream failed (for its verdict).

@@ -2,7 +2,8 @@
 //! 0): answers 200 "ok" after an optional fixed delay, can hold its first streams until enough
 //! are open at once (so that tests of concurrency are exact, not timed), reset every n-th
 //! stream, drop connections, speaks TLS with ALPN when given a configuration, counts how
-//! many streams it serves at once, and records every request as it arrived (method, path,
+//! many streams it serves at once, answers as an OpenAI-compatible event stream (`sse`: tokens
+//! a fixed gap apart, optionally pausing mid-stream), and records every request as it arrived (method, path,
 //! `x-` headers, body), so tests see what a client sent.
 
 #![allow(dead_code)]
@@ -44,6 +45,19 @@ pub struct ServerOptions {
     pub max_concurrent_streams: Option<u32>,
     /// Threads of the server's runtime.
     pub threads: usize,
+    /// Answer as an OpenAI-compatible event stream instead of "ok".
+    pub sse: Option<SseAnswer>,
+}
+
+/// A streamed answer: `tokens` chunks `gap` apart (the first after the response's delay), each
+/// its own DATA frame, then `data: [DONE]`; after `pause_after` tokens (0: never) it waits
+/// `pause` before the next.
+#[derive(Clone, Copy, Debug)]
+pub struct SseAnswer {
+    pub tokens: usize,
+    pub gap: Duration,
+    pub pause_after: usize,
+    pub pause: Duration,
 }
 
 impl Default for ServerOptions {
@@ -58,6 +72,7 @@ impl Default for ServerOptions {
             tls: None,
             max_concurrent_streams: None,
             threads: 1,
+            sse: None,
         }
     }
 }
@@ -193,8 +208,8 @@ where
         } else {
             Duration::ZERO
         };
-        let (hold, stats) = (opts.hold_until_open, stats.clone());
-        tokio::spawn(async move { handle(req, respond, delay, hold, reset, stats).await });
+        let (hold, stats, sse) = (opts.hold_until_open, stats.clone(), opts.sse);
+        tokio::spawn(async move { handle(req, respond, delay, hold, reset, sse, stats).await });
     }
 }
 
@@ -226,6 +241,7 @@ async fn handle(
     delay: Duration,
     hold: usize,
     reset: bool,
+    sse: Option<SseAnswer>,
     stats: Arc<Stats>,
 ) {
     let now = stats.active.fetch_add(1, Ordering::SeqCst) + 1;
@@ -267,6 +283,28 @@ async fn handle(
     if reset {
         stats.resets.fetch_add(1, Ordering::Relaxed);
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
+    } else if let Some(sse) = sse {
+        let response = Response::builder()
+            .status(200)
+            .header("content-type", "text/event-stream")
+            .body(())
+            .expect("static response");
+        if let Ok(mut stream) = respond.send_response(response, false) {
+            for k in 0..sse.tokens {
+                if k > 0 {
+                    tokio::time::sleep(sse.gap).await;
+                }
+                if k > 0 && k == sse.pause_after {
+                    tokio::time::sleep(sse.pause).await;
+                }
+                let chunk =
+                    format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"t{k}\"}}}}]}}\n\n");
+                if stream.send_data(Bytes::from(chunk), false).is_err() {
+                    break;
+                }
+            }
+            let _ = stream.send_data(Bytes::from_static(b"data: [DONE]\n\n"), true);
+        }
     } else {
         let (status, answer) = if path == "/login" {
             (200, format!("token={TOKEN}"))

@@ -34,6 +34,10 @@ pub(crate) struct Shape {
     pub http2: bool,
     /// `--check-header` and `--check-body`.
     pub checks: ResponseChecks,
+    /// `--stream`/`--llm`, `--event-timeout` and `--goodput`.
+    pub stream: crate::stream::tap::StreamSettings,
+    pub event_timeout_ns: u64,
+    pub goodput: Option<crate::stream::goodput::GoodputSlo>,
 }
 
 impl Shape {
@@ -48,6 +52,9 @@ impl Shape {
             framing: None,
             http2: false,
             checks: ResponseChecks::default(),
+            stream: Default::default(),
+            event_timeout_ns: 0,
+            goodput: None,
         }
     }
 
@@ -70,6 +77,9 @@ impl Shape {
         config.http2 = self.http2;
         config.framing = self.framing.clone();
         config.workload.checks = self.checks.clone();
+        config.stream = self.stream;
+        config.event_timeout_ns = self.event_timeout_ns;
+        config.goodput = self.goodput;
         if self.framing.is_some() {
             config.payload = b"ping".to_vec();
         } else if !self.body.is_empty() {
@@ -710,4 +720,110 @@ fn the_observer_finds_a_checked_body_split_over_reads() {
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.check), (1, 1));
     assert_eq!(p.failures.sorted()[0].check, FailedCheck::Body);
+}
+
+/// A server-sent events response head, its body chunked.
+const SSE_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+/// One chunk of `data` (an event's bytes).
+fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut v = format!("{:x}\r\n", data.len()).into_bytes();
+    v.extend_from_slice(data);
+    v.extend_from_slice(b"\r\n");
+    v
+}
+
+fn sse(kind: Option<crate::stream::StreamKind>, llm: bool) -> crate::stream::tap::StreamSettings {
+    crate::stream::tap::StreamSettings { kind, llm }
+}
+
+#[test]
+fn a_stream_whose_next_event_is_late_fails_at_the_scan_after_its_event_timeout() {
+    // Truth: events at 2 and 4 ms, --event-timeout 8 ms, scans every 10 ms from the start:
+    // at 10 ms the wait is 6 ms (kept), at 20 ms it is 16 ms: the stream fails then, as
+    // `event_timeout` in class `stream`, its 2 events counted, and its connection is closed
+    // without a fault (a timeout, as --timeout's). Before the first event only --timeout
+    // bounds the wait: the head alone at 1 ms starts no event clock.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(Some(crate::stream::StreamKind::Sse), false);
+    shape.event_timeout_ns = 8 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    r.at(START + 2 * MS);
+    assert!(r.answer(0, &chunk(b"data: a\n\n"), START + 2 * MS));
+    assert!(r.answer(0, &chunk(b"data: b\n\n"), START + 4 * MS));
+    r.at(START + 10 * MS);
+    assert_eq!(r.state(0), ConnState::Open, "6 ms since the last event");
+    r.at(START + 19 * MS);
+    assert_eq!(r.state(0), ConnState::Open, "no scan between 10 and 20 ms");
+    r.at(START + 20 * MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 30 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (0, 1));
+    assert_eq!((p.counts.errors.stream, p.counts.errors.timeout), (1, 0));
+    let s = p.stream.as_ref().unwrap();
+    let timeouts = s.failures[crate::stream::openai::LlmFailure::EventTimeout.index()];
+    assert_eq!((s.events, s.responses, timeouts), (2, 1, 1));
+    assert_eq!(s.first_event.count_at(2 * MS), 1);
+    assert_eq!(s.event_gap.count_at(2 * MS), 1);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn a_stream_that_keeps_its_events_coming_is_not_cut_by_the_event_timeout() {
+    // Events every 6 ms under an 8 ms bound for 40 ms, then the end: it completes, though it
+    // lasted five times the bound.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(Some(crate::stream::StreamKind::Sse), false);
+    shape.event_timeout_ns = 8 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    for k in 1..=7u64 {
+        r.at(START + 6 * k * MS);
+        assert!(r.answer(0, &chunk(b"data: x\n\n"), START + 6 * k * MS));
+    }
+    r.at(START + 45 * MS);
+    assert!(r.answer(0, b"0\r\n\r\n", START + 45 * MS));
+    let p = r.finish(START + 60 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 0));
+    assert_eq!(p.stream.as_ref().unwrap().events, 7);
+}
+
+#[test]
+fn goodput_counts_the_completed_requests_that_meet_every_per_request_bound() {
+    // Three LLM streams, intended at 0, 1 and 2 ms, answered in turn on one connection:
+    // each sent when the one before ends (at 0, 4 and 10 ms), first tokens at 3, 9 and 14 ms:
+    // TTFT 3, 8 and 12 ms from the intended send, 3, 5 and 4 ms from the actual send; two
+    // tokens each, 1 ms apart (TPOT 1 ms). With ttft<10ms the first two are good from the
+    // intended send; from the actual send all three are.
+    let mut shape = Shape::new(3);
+    shape.stream = sse(None, true);
+    shape.goodput = Some(crate::stream::goodput::GoodputSlo::parse("ttft<10ms,tpot<=1ms").unwrap());
+    let mut r = http(shape);
+    r.open_all();
+    let token = |t: &str| {
+        chunk(
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n").as_bytes(),
+        )
+    };
+    let done = [chunk(b"data: [DONE]\n\n"), b"0\r\n\r\n".to_vec()].concat();
+    let mut now = START;
+    for first in [3u64, 9, 14] {
+        r.at(now);
+        let sent = r.d.core.exchange(r.d.core.oldest(0).unwrap()).sent;
+        assert_eq!(sent, now);
+        assert!(r.answer(0, SSE_HEAD, START + first * MS));
+        assert!(r.answer(0, &token("a"), START + first * MS));
+        assert!(r.answer(0, &token("b"), START + (first + 1) * MS));
+        assert!(r.answer(0, &done, START + (first + 1) * MS));
+        now = START + (first + 1) * MS;
+    }
+    let p = r.finish(START + 30 * MS);
+    assert_eq!(p.counts.completed, 3);
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!(s.ttft.count_at(12 * MS), 1);
+    assert_eq!((s.good, s.good_service), (2, 3));
 }

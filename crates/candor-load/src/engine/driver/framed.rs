@@ -258,6 +258,21 @@ impl<P: Protocol> Driver<P> {
     }
 
     fn connection_lost_for(&mut self, i: usize, kind: Failure, fault: Option<Fault>, now: u64) {
+        // Streamed responses cut off after events had come fail as streams of their own, their
+        // events counted (asked before the close forgets them).
+        let lanes = self.conns.len();
+        let mut k = 0;
+        while let Some(slot) = self.core.carried_at(i, k) {
+            k += 1;
+            let Some(outcome) = self.conns[i].protocol.cut_stream(slot / lanes) else {
+                continue;
+            };
+            self.core.stream_outcome(slot, &outcome);
+            if outcome.failure.is_some() && kind == Failure::Read {
+                self.core.fail(slot, Failure::Stream, now);
+                k -= 1;
+            }
+        }
         close(&mut self.conns[i], &self.poll);
         let mut k = 0;
         while let Some(slot) = self.core.carried_at(i, k) {
@@ -271,6 +286,19 @@ impl<P: Protocol> Driver<P> {
         if k > 0 && !self.core.stopping() && self.core.may_connect(i, now) {
             self.start_connect(i, now);
         }
+    }
+
+    /// Slot `slot`'s streamed response waited past `--event-timeout` at `now`: the protocol
+    /// fails it and resets its stream; the connection carries on with what waits for it.
+    pub(super) fn event_timeout_framed(&mut self, slot: usize, now: u64) {
+        let c = self.core.conn_of(slot);
+        let (protocol, mut link) = self.link(c, now);
+        protocol.stalled(&mut link, slot);
+        if self.conns[c].state == ConnState::Open {
+            self.mark_dirty(c);
+            self.after_freed(c, now);
+        }
+        self.flush_dirty(now);
     }
 
     /// The core's per-request timeout scan (it books the failures); the protocol tells the

@@ -195,6 +195,9 @@ impl<P: Protocol> Driver<P> {
             // Gaps between the events this read completed belong to the front response.
             if let Some(tap) = c.protocol.observer().and_then(|o| o.tap()) {
                 tap.drain_gaps(|g| self.core.stream_gap(front, g));
+                if let Some(at) = tap.latest_event() {
+                    self.core.stream_event(front, at);
+                }
             }
             match progress {
                 Ok(Progress::NeedMore { consumed }) => {
@@ -249,6 +252,24 @@ impl<P: Protocol> Driver<P> {
         };
         let booked = self.core.complete_response(slot, status, failed, body, now);
         self.conns[i].answered = nothing_else_written.then_some(booked);
+    }
+
+    /// Slot `slot`'s streamed response waited past `--event-timeout` for its next event at
+    /// `now`: it fails in class `stream` with the events it had delivered counted, and its
+    /// connection is closed as for any timeout (what was pipelined behind it times out with
+    /// it); the connection is opened again for the next request given to it.
+    pub(super) fn event_timeout_in_order(&mut self, slot: usize, now: u64) {
+        let i = self.core.conn_of(slot);
+        // Only the front response is read; a request behind it has had no event.
+        if self.core.oldest(i) != Some(slot) {
+            return;
+        }
+        if let Some(outcome) = self.conns[i].protocol.observer().and_then(|o| o.stalled()) {
+            self.core.stream_outcome(slot, &outcome);
+        }
+        self.core.fail(slot, Failure::Stream, now);
+        self.core.fail_connection(i, Failure::Timeout, now);
+        close(&mut self.conns[i], &self.poll);
     }
 
     /// Closes connection `i`; the core fails every request it carried, books the fault and

@@ -662,3 +662,110 @@ fn the_observer_searches_a_body_across_data_frames() {
     assert_eq!((p.counts.completed, p.counts.errors.check), (1, 1));
     assert_eq!(p.failures.sorted()[0].check, FailedCheck::Body);
 }
+
+/// An OpenAI-compatible chunk carrying `text`, as one SSE event.
+fn token(text: &str) -> Vec<u8> {
+    format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n").into_bytes()
+}
+
+fn llm(n: usize, count: u64) -> Shape {
+    let mut s = streams(n, count);
+    s.stream = crate::stream::tap::StreamSettings {
+        kind: None,
+        llm: true,
+    };
+    s
+}
+
+#[test]
+fn llm_streams_over_http2_are_read_from_their_data_frames_each_on_its_own() {
+    // Two streams on one connection, their DATA frames interleaved: stream 1 (intended at 0)
+    // gets tokens at 2 and 5 ms, stream 3 (intended at 1 ms) at 3 and 4 ms; each ends with
+    // [DONE]. TTFT 2 ms each, ITL 3 and 1 ms, two tokens each (counted chunks).
+    let mut r = h2(llm(2, 2));
+    r.open_all(100).at(START).at(START + MS);
+    assert_eq!((r.stream_of(0), r.stream_of(1)), (1, 3));
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &headers(3, STATUS_200, false), START + 2 * MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    assert!(r.feed(0, &data(3, &token("b"), false), START + 3 * MS));
+    assert!(r.feed(0, &data(3, &token("c"), false), START + 4 * MS));
+    assert!(r.feed(0, &data(1, &token("d"), false), START + 5 * MS));
+    assert!(r.feed(0, &data(3, b"data: [DONE]\n\n", true), START + 6 * MS));
+    assert!(r.feed(0, &data(1, b"data: [DONE]\n\n", true), START + 7 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (2, 0));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!(s.ttft.count_at(2 * MS), 2);
+    assert_eq!((s.itl.count_at(3 * MS), s.itl.count_at(MS)), (1, 1));
+    assert_eq!((s.output_tokens, s.tokens_from_chunks, s.events), (4, 2, 6));
+    assert_eq!(s.failures.iter().sum::<u64>(), 0);
+}
+
+#[test]
+fn an_http2_stream_past_its_event_timeout_is_reset_and_fails_alone() {
+    // Stream 1 has one token at 2 ms, then nothing; stream 3 keeps its tokens coming. With an
+    // 8 ms bound the first scan (10 ms) finds stream 1 waiting 8 ms: the bound is reached, so
+    // it is reset with CANCEL then, its event counted, and the connection carries stream 3
+    // (last event at 9 ms) to its end.
+    let mut shape = llm(2, 2);
+    shape.event_timeout_ns = 8 * MS;
+    let mut r = h2(shape);
+    r.open_all(100).at(START).at(START + MS);
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    assert!(r.feed(0, &headers(3, STATUS_200, false), START + 3 * MS));
+    assert!(r.feed(0, &data(3, &token("b"), false), START + 3 * MS));
+    r.at(START + 9 * MS);
+    assert!(r.feed(0, &data(3, &token("c"), false), START + 9 * MS));
+    r.at(START + 10 * MS);
+    let rst = r.expect(0, |f| f.0 == frame::RST_STREAM);
+    assert_eq!(
+        (rst.2, rst.3.as_slice()),
+        (1, &frame::CANCEL.to_be_bytes()[..])
+    );
+    assert_eq!(r.d.conns[0].state, ConnState::Open);
+    assert!(r.feed(0, &data(3, b"data: [DONE]\n\n", true), START + 12 * MS));
+    let p = r.finish(START + 20 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 1));
+    assert_eq!(p.counts.errors.stream, 1);
+    let s = p.stream.as_ref().unwrap();
+    let timeouts = s.failures[crate::stream::openai::LlmFailure::EventTimeout.index()];
+    assert_eq!(timeouts, 1);
+    // Stream 1's one event and stream 3's three.
+    assert_eq!((s.events, s.responses), (4, 2));
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn a_stream_reset_by_the_server_after_its_events_fails_as_cut_with_them_counted() {
+    let mut r = h2(llm(1, 1));
+    r.open_all(100).at(START);
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    assert!(r.feed(
+        0,
+        &frame(frame::RST_STREAM, 0, 1, &frame::CANCEL.to_be_bytes()),
+        START + 3 * MS
+    ));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.stream, p.counts.errors.read), (1, 0));
+    let s = p.stream.as_ref().unwrap();
+    let cut = s.failures[crate::stream::openai::LlmFailure::Cut.index()];
+    assert_eq!((cut, s.events), (1, 1));
+}
+
+#[test]
+fn a_server_close_after_events_fails_that_stream_as_cut_and_the_silent_one_as_read() {
+    let mut r = h2(llm(2, 2));
+    r.open_all(100).at(START).at(START + MS);
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    r.d.end_of_stream(0, START + 3 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.errors.stream, p.counts.errors.read), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    let cut = s.failures[crate::stream::openai::LlmFailure::Cut.index()];
+    assert_eq!((cut, s.events), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::Closed));
+}

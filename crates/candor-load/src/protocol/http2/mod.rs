@@ -480,6 +480,9 @@ impl Protocol for Http2 {
     fn fit(&mut self, fitting: &Fitting) {
         for o in &mut self.observers {
             o.keep_excerpts(fitting.accept.clone());
+            // This client never raises SETTINGS_MAX_FRAME_SIZE: a DATA frame is at most the
+            // default, and each is read whole.
+            o.set_stream_frames(fitting.stream, frame::DEFAULT_MAX_FRAME);
             if let Some(table) = &fitting.checks {
                 o.set_checks(table.clone());
             }
@@ -558,6 +561,19 @@ impl Protocol for Http2 {
             self.forget(id);
             frame::put_rst_stream(link.out, id, frame::CANCEL);
         }
+    }
+
+    fn cut_stream(&mut self, lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        self.observers.get_mut(lane)?.cut()
+    }
+
+    fn stalled(&mut self, link: &mut Link<'_>, slot: usize) {
+        let lane = link.lane(slot);
+        if let Some(outcome) = self.observers[lane].stalled() {
+            link.stream_outcome(slot, &outcome);
+        }
+        link.fail(slot, Failure::Stream);
+        self.expired(link, slot);
     }
 
     fn spent(&self) -> bool {

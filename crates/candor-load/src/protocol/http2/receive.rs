@@ -54,7 +54,14 @@ impl Http2 {
                     return Ok(false);
                 };
                 let lane = link.lane(slot);
-                c.observers[lane].body(data);
+                let o = &mut c.observers[lane];
+                o.at(link.now());
+                o.body(data);
+                // With `--stream chunks` each DATA frame is one event.
+                o.chunk_end();
+                if let Some(tap) = o.tap() {
+                    link.stream_progress(slot, tap);
+                }
                 if let Some(messages) = c.grpc_messages.get_mut(lane) {
                     // A malformed prefix is the server's to answer for in its status; only
                     // the first message's time is taken here.
@@ -117,8 +124,18 @@ impl Http2 {
                     return Ok(false);
                 };
                 c.forget(h.stream);
-                c.streams[link.lane(slot)].id = 0;
-                link.fail(slot, Failure::Read);
+                let lane = link.lane(slot);
+                c.streams[lane].id = 0;
+                // A streamed response reset after events had come fails as a stream cut off.
+                let cut = c.observers[lane].cut();
+                if let Some(o) = &cut {
+                    link.stream_outcome(slot, o);
+                }
+                let kind = match cut {
+                    Some(o) if o.failure.is_some() => Failure::Stream,
+                    _ => Failure::Read,
+                };
+                link.fail(slot, kind);
                 Ok(true)
             }
             frame::SETTINGS => {
@@ -264,11 +281,13 @@ impl Http2 {
     ) -> Result<bool, ProtocolError> {
         let c = self;
         let slot = c.slot_of(stream);
+        let streams = slot.is_some_and(|slot| c.observers[link.lane(slot)].streams());
         // Headers are looked at only for an observer that wants them (header checks, a
         // script's response()).
         let mut observer = slot
             .map(|slot| &mut c.observers[link.lane(slot)])
             .filter(|o| o.wants_headers() || o.wants_script_headers());
+        let mut said = None;
         let mut status = 0u16;
         let mut hits = 0u64;
         // gRPC: `grpc-status` ends the call, in its trailers or in a trailers-only response; a
@@ -291,10 +310,15 @@ impl Http2 {
                     candor_grpc::Code::from_header_value(value)
                         .unwrap_or(candor_grpc::Code::Unknown),
                 );
-            } else if let Some(o) = observer.as_deref_mut() {
-                hits |= o.header_bits(name, value);
-                if o.wants_script_headers() && !name.starts_with(b":") {
-                    o.script_header(name, value);
+            } else {
+                if streams && name == b"content-type" {
+                    said = crate::stream::StreamKind::from_content_type(value);
+                }
+                if let Some(o) = observer.as_deref_mut() {
+                    hits |= o.header_bits(name, value);
+                    if o.wants_script_headers() && !name.starts_with(b":") {
+                        o.script_header(name, value);
+                    }
                 }
             }
         });
@@ -323,6 +347,7 @@ impl Http2 {
             c.streams[lane].status = status;
             // Only a failing or checked body is copied (for the first failed responses).
             c.observers[lane].head(status, |c| ResponseObserver::header_bits_pass(c, hits));
+            c.observers[lane].content_kind(said);
         }
         if ends {
             c.complete(link, slot);
@@ -344,6 +369,12 @@ impl Http2 {
         self.forget(id);
         // Headers are judged before the body, as over HTTP/1.1.
         let failed = self.observers[lane].end();
+        if let Some(tap) = self.observers[lane].tap() {
+            link.stream_progress(slot, tap);
+            if let Some(outcome) = tap.take_outcome() {
+                link.stream_outcome(slot, &outcome);
+            }
+        }
         let status = self.streams[lane].status;
         if status == 0 {
             // A response without :status is malformed.

@@ -434,6 +434,7 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
                     send_lag: IntervalStats::default(),
                     first_byte: None,
                     histograms: EncodedHistograms::of(&Recorder::new()),
+                    stream: None,
                 });
                 intervals.len() - 1
             }

@@ -164,8 +164,13 @@ impl IntervalStream {
             responses,
             events,
             output_tokens,
-            output_tokens_per_s: output_tokens
-                .map(|n| if length_s > 0.0 { n as f64 / length_s } else { 0.0 }),
+            output_tokens_per_s: output_tokens.map(|n| {
+                if length_s > 0.0 {
+                    n as f64 / length_s
+                } else {
+                    0.0
+                }
+            }),
             first_event: None,
             event_gap: None,
             ttft: None,

@@ -391,9 +391,15 @@ mod tests {
             output_tokens: Some(16),
         });
         let text = render(&s);
-        assert!(text.contains("# TYPE candor_ttft_seconds histogram"), "{text}");
+        assert!(
+            text.contains("# TYPE candor_ttft_seconds histogram"),
+            "{text}"
+        );
         assert!(text.contains("candor_ttft_seconds_count 2\n"), "{text}");
-        assert!(text.contains("candor_ttft_seconds_bucket{le=\"0.1\"} 1\n"), "{text}");
+        assert!(
+            text.contains("candor_ttft_seconds_bucket{le=\"0.1\"} 1\n"),
+            "{text}"
+        );
         assert!(text.contains("candor_output_tokens_total 16\n"), "{text}");
         assert!(text.contains("candor_stream_events_total 18\n"), "{text}");
         assert!(!text.contains("candor_itl_seconds"), "{text}");

@@ -493,7 +493,9 @@ fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String,
             });
             acc.output_tokens = acc.output_tokens.saturating_add(t.output_tokens);
             acc.counted_from_usage = acc.counted_from_usage.saturating_add(t.counted_from_usage);
-            acc.counted_from_chunks = acc.counted_from_chunks.saturating_add(t.counted_from_chunks);
+            acc.counted_from_chunks = acc
+                .counted_from_chunks
+                .saturating_add(t.counted_from_chunks);
         }
     }
     if out.responses > 0 {

@@ -12,11 +12,11 @@ use crate::codec::{self, CodecError};
 use crate::javafmt::fixed;
 use candor_core::hist::to_base64_v2_compressed;
 use candor_core::recorded::{HlogConfig, RecordedConfig};
-use candor_core::stream_measures::StreamMeasure;
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
     RequestCounts, RunResults, SCHEMA_VERSION,
 };
+use candor_core::stream_measures::StreamMeasure;
 use candor_core::{Histo, Recorder, Summary};
 
 /// Tag of the service-time stream (untagged lines are response time).
@@ -354,9 +354,7 @@ pub fn write_hlog(results: &RunResults) -> String {
     // Streamed responses' measures, each under its results name, when any interval has them.
     let streams: Vec<StreamMeasure> = StreamMeasure::ALL
         .into_iter()
-        .filter(|m| {
-            measured().any(|i| i.stream.as_ref().is_some_and(|s| s.stats(*m).is_some()))
-        })
+        .filter(|m| measured().any(|i| i.stream.as_ref().is_some_and(|s| s.stats(*m).is_some())))
         .collect();
     for m in &streams {
         out.push_str(&format!("Tag={}: {}. ", m.name(), stream_tag_words(*m)));

@@ -40,10 +40,11 @@ pub(crate) fn chart_data(
             "legend": p99_max(&h),
         }));
     }
-    let tokens = r
-        .intervals
-        .iter()
-        .any(|iv| iv.stream.as_ref().is_some_and(|s| s.output_tokens.is_some()));
+    let tokens = r.intervals.iter().any(|iv| {
+        iv.stream
+            .as_ref()
+            .is_some_and(|s| s.output_tokens.is_some())
+    });
     if spectra.is_empty() && !tokens {
         return Ok(None);
     }

@@ -4,6 +4,7 @@
 
 use candor_analysis::compare_ci::{self, Verdict};
 use candor_analysis::repeats::Policy;
+use candor_core::stream_measures::StreamMeasure;
 use candor_report::comparison::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
@@ -12,7 +13,6 @@ use candor_report::input::{load_labelled, Selection};
 use candor_report::json::JsonExporter;
 use clap::builder::PossibleValuesParser;
 use clap::Args;
-use candor_core::stream_measures::StreamMeasure;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]

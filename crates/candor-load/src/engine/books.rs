@@ -121,7 +121,11 @@ impl StreamAcc {
 
     /// What these books say of one interval of `length_s` seconds; `llm` says whether the run
     /// counts output tokens (an interval without any response still reports zero tokens).
-    pub fn interval(&self, length_s: f64, llm: bool) -> candor_core::stream_measures::IntervalStream {
+    pub fn interval(
+        &self,
+        length_s: f64,
+        llm: bool,
+    ) -> candor_core::stream_measures::IntervalStream {
         use candor_core::stream_measures::StreamMeasure as M;
         candor_core::stream_measures::IntervalStream::of(
             self.responses,

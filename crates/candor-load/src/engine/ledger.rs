@@ -547,12 +547,9 @@ impl Ledger {
 
     fn flush(&mut self, final_end_ns: Option<u64>) {
         // A recycled box from the collector; a new one only if the collector fell behind.
-        let fresh = self
-            .pool
-            .try_recv()
-            .unwrap_or_else(|_| {
-                Box::new(IntervalData::for_streams(self.interval.stream.is_some()))
-            });
+        let fresh = self.pool.try_recv().unwrap_or_else(|_| {
+            Box::new(IntervalData::for_streams(self.interval.stream.is_some()))
+        });
         let mut data = std::mem::replace(&mut self.interval, fresh);
         for (i, p) in self.phases.iter().enumerate() {
             data.counts[i] = counts_growth(&p.counts, &self.flushed_counts[i]);

@@ -19,7 +19,9 @@ fn row(text: &str, label: &str) -> [f64; 4] {
         .skip(1)
         .map(|c| parse_duration_ns(c).unwrap_or_else(|_| panic!("{c:?} in {line}")) as f64)
         .collect();
-    cells.try_into().unwrap_or_else(|_| panic!("four cells in {line}"))
+    cells
+        .try_into()
+        .unwrap_or_else(|_| panic!("four cells in {line}"))
 }
 
 #[test]
@@ -50,8 +52,14 @@ fn the_llm_demo_shows_the_true_ttft_and_how_timing_from_the_actual_send_hides_it
     // docs/truth.md: T = 50 ms, f = 0.2, S = 1 s.
     let [truth90, bench90, ours90, _] = row(&text, "p90");
     let [truth99, _, ours99, _] = row(&text, "p99");
-    assert!((truth90 - 550.0 * MS).abs() < 1.0 * MS, "truth p90 {truth90}");
-    assert!((truth99 - 1000.0 * MS).abs() < 1.0 * MS, "truth p99 {truth99}");
+    assert!(
+        (truth90 - 550.0 * MS).abs() < 1.0 * MS,
+        "truth p90 {truth90}"
+    );
+    assert!(
+        (truth99 - 1000.0 * MS).abs() < 1.0 * MS,
+        "truth p99 {truth99}"
+    );
     let tol = 65.0 * MS;
     assert!(
         (ours90 - truth90).abs() <= tol,

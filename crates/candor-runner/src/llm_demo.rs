@@ -15,7 +15,7 @@ use candor_truth::StallTruth;
 
 /// Connections of the benchmark-style measurement: what `bench/llm_asyncio.py` and the Python
 /// benchmarks' default pools hold.
-pub const BENCHMARK_CONNECTIONS: u32 = 10;
+pub const BENCHMARK_CONNECTIONS: usize = 10;
 
 /// Distinct synthetic prompts sent round robin.
 const PROMPTS: usize = 16;
@@ -45,9 +45,9 @@ impl LlmDemoPlan {
 
     /// Connections enough that no request waits for one: the streams a stall holds (every
     /// request intended during it and a stream's length before it) and those running, twice.
-    pub fn enough_connections(&self) -> u32 {
+    pub fn enough_connections(&self) -> usize {
         let held_s = (self.for_ns + 2 * self.stream_ns()) as f64 / 1e9;
-        ((2.0 * self.rate * held_s).ceil() as u32).clamp(16, 1024)
+        ((2.0 * self.rate * held_s).ceil() as usize).clamp(16, 1024)
     }
 }
 
@@ -76,7 +76,7 @@ pub fn llm_config(
     url: &str,
     plan: &LlmDemoPlan,
     arrival: ArrivalKind,
-    connections: u32,
+    connections: usize,
 ) -> Result<LoadConfig, LoadConfigError> {
     let mut c = LoadConfig::new(Target::parse(url)?);
     c.shape = LoadShape::Rate {
@@ -113,7 +113,9 @@ pub fn llm_demo<E: From<LoadConfigError>>(
     stalls_between: &dyn Fn(u64, u64) -> Vec<(u64, u64)>,
 ) -> Result<LlmDemoMeasured, E> {
     if plan.output_tokens == 0 {
-        return Err(LoadConfigError::Invalid("the demo needs at least one output token".into()).into());
+        return Err(
+            LoadConfigError::Invalid("the demo needs at least one output token".into()).into(),
+        );
     }
     let bench = llm_config(
         url,
@@ -122,12 +124,7 @@ pub fn llm_demo<E: From<LoadConfigError>>(
         BENCHMARK_CONNECTIONS,
     )?;
     let bench_run = run(LlmDemoStep::Benchmark, &bench)?;
-    let ours = llm_config(
-        url,
-        plan,
-        ArrivalKind::Constant,
-        plan.enough_connections(),
-    )?;
+    let ours = llm_config(url, plan, ArrivalKind::Constant, plan.enough_connections())?;
     let ours_run = run(LlmDemoStep::Candor, &ours)?;
     // A request intended at t is read at t; its first token is due at t + T and waits out a
     // stall it falls in: the truth is the stall truth of the instants t + T, plus T.

@@ -45,7 +45,9 @@ pub fn main(args: &DemoArgs) -> Result<i32> {
         output_tokens: OUTPUT_TOKENS,
     };
 
-    println!("candor demo --llm: what LLM serving benchmarks that time from the actual send hide\n");
+    println!(
+        "candor demo --llm: what LLM serving benchmarks that time from the actual send hide\n"
+    );
     println!(
         "A built-in OpenAI-compatible server at {url} streams {OUTPUT_TOKENS} tokens per answer, the first {} after\n\
          it reads the request and one every {} after that, except that every {} it stalls for {}\n\

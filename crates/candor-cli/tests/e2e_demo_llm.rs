@@ -33,7 +33,7 @@ fn the_llm_demo_shows_the_true_ttft_and_how_timing_from_the_actual_send_hides_it
             "--llm",
             "-R",
             "40",
-            "-d",
+            "--duration",
             "10s",
             "--stall-every",
             "5s",

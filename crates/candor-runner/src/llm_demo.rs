@@ -9,7 +9,6 @@
 use crate::demo_runs::Measurement;
 use candor_core::results::PhaseResults;
 use candor_load::schedule::ArrivalKind;
-use candor_load::workload::prompts::{self, LlmApi};
 use candor_load::{LoadConfig, LoadConfigError, LoadShape, Target};
 use candor_truth::StallTruth;
 
@@ -90,16 +89,8 @@ pub fn llm_config(
     // streams that a stall held at the end finish.
     c.timeout_ns = (plan.for_ns * 3).max(2_000_000_000) + plan.stream_ns();
     c.drain_ns = c.timeout_ns;
-    let list = prompts::synthetic(16, u64::from(plan.output_tokens), PROMPTS)
-        .expect("16 prompt tokens and at least one output token make prompts");
-    let mut specs = prompts::requests(LlmApi::Chat, "default", &list, &[])
-        .expect("the demo's own prompts are valid requests");
-    for s in &mut specs {
-        s.path = LlmApi::Chat.path().to_string();
-    }
-    c.method = "POST".to_string();
-    c.requests = specs;
-    c.stream.llm = true;
+    c.use_synthetic_chat(16, u64::from(plan.output_tokens), PROMPTS)
+        .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
     c.validate()?;
     Ok(c)
 }

@@ -237,7 +237,11 @@ mod tests {
         let mut hidden = new_histogram();
         for i in 0..10_000 {
             let p = i as f64 / 100.0;
-            let v = if p < 95.0 { 20 * MS } else { truth.percentile(p) };
+            let v = if p < 95.0 {
+                20 * MS
+            } else {
+                truth.percentile(p)
+            };
             hidden.record(v).unwrap();
         }
         let j = judge_llm(&truth, &Summary::of(&hidden), &counts, &c, 26e6);

@@ -176,10 +176,14 @@ mod tests {
             [Check::Tester, Check::Pause],
             "run in the canonical order"
         );
+        assert_eq!(
+            Check::parse_list::<String>("llm,stall").unwrap(),
+            [Check::Stall, Check::Llm]
+        );
         let e: E = Check::parse_list::<String>("tester,speed").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--only: unknown check 'speed' (tester, stall, pause)"
+            "--only: unknown check 'speed' (tester, stall, pause, llm)"
         );
         assert_eq!(Sabotage::parse::<String>(None).unwrap(), Sabotage::None);
         assert_eq!(Sabotage::parse::<String>(Some("")).unwrap(), Sabotage::None);

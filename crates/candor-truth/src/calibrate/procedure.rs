@@ -2,9 +2,7 @@
 //! stalling LLM server, each loaded through the caller's [`Runner`] and judged by
 //! [`super::judge`].
 
-use super::judge::{
-    at, judge_llm, judge_stall, pass_word, render_bounds, tester_bounds, Measured,
-};
+use super::judge::{at, judge_llm, judge_stall, pass_word, render_bounds, tester_bounds, Measured};
 use super::{CalibrateError, Check, Runner, Sabotage, Verdict};
 use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;

@@ -210,6 +210,7 @@ mod tests {
                 send_lag: IntervalStats::default(),
                 first_byte: None,
                 histograms: h.clone(),
+                stream: None,
             })
             .collect();
         r

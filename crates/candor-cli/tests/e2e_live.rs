@@ -816,3 +816,79 @@ fn ctrl_c_ends_a_long_linger() {
     };
     assert!(status.success(), "{status}");
 }
+
+/// An LLM run's live view: each interval's event carries its streams (TTFT percentiles, output
+/// tokens and tokens/s), and `/metrics` the stream measures' histograms and the output tokens,
+/// equal to the results' at the end.
+#[test]
+fn an_llm_runs_stream_measures_and_tokens_reach_the_live_view() {
+    let _g = serial();
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "10ms",
+        "--itl",
+        "2ms",
+        "--output-tokens",
+        "4",
+    ]);
+    let run = LiveRun::start(&[
+        "--llm",
+        "openai",
+        "--prompt-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "-R",
+        "50",
+        "-d",
+        "2s",
+        "-c",
+        "8",
+        "--quiet",
+        "--json",
+        "-",
+        "--live-linger",
+        "5m",
+        &server.url,
+    ]);
+    let a = run.addr;
+    let events = read_events(a);
+    let (_, intervals) = events.split_last().unwrap();
+    let results = run.stdout_json();
+    assert_balanced(&results);
+    let tokens = results["stream"]["llm"]["output_tokens"].as_u64().unwrap();
+    assert_eq!(tokens, 400, "100 responses of 4 tokens");
+    let streamed: Vec<_> = intervals
+        .iter()
+        .filter(|e| !e["stream"].is_null())
+        .collect();
+    assert!(!streamed.is_empty(), "interval events carry their streams");
+    let in_events: u64 = streamed
+        .iter()
+        .map(|e| e["stream"]["output_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(in_events <= tokens && in_events > 0, "{in_events}");
+    assert!(streamed
+        .iter()
+        .any(|e| e["stream"]["ttft"]["p99_ns"].as_u64().unwrap_or(0) >= 10_000_000));
+    assert!(streamed
+        .iter()
+        .all(|e| e["stream"]["output_tokens_per_s"].as_f64().is_some()));
+    let metrics = http_get(a, "/metrics");
+    let metrics = body(&metrics);
+    assert_eq!(sample(metrics, "candor_output_tokens_total"), tokens as f64);
+    assert_eq!(
+        sample(metrics, "candor_ttft_seconds_count"),
+        results["ttft"]["count"].as_f64().unwrap()
+    );
+    assert_eq!(
+        sample(metrics, "candor_itl_seconds_count"),
+        results["itl"]["count"].as_f64().unwrap()
+    );
+    assert!(metrics.contains("# TYPE candor_tpot_seconds histogram"));
+    assert_eq!(
+        sample(metrics, "candor_stream_events_total"),
+        results["stream"]["events"].as_f64().unwrap()
+    );
+}

@@ -70,6 +70,41 @@ fn calibrate_passes_and_fails_when_the_generator_is_broken() {
     assert!(text(&bad).contains("unknown check 'nonsense'"));
 }
 
+/// `calibrate --only llm` passes against the stalling LLM server, and fails when candor sends as
+/// the Python LLM benchmarks do (10 connections, timed from the actual send) or as a closed loop
+/// (docs/truth.md, "`candor calibrate --only llm`").
+#[test]
+fn calibrate_llm_matches_the_ttft_truth_and_fails_a_sender_that_hides_the_queue() {
+    let _g = serial();
+    let ok = candor()
+        .args(["calibrate", "--only", "llm"])
+        .output()
+        .unwrap();
+    let t = text(&ok);
+    assert!(t.contains("(d) LLM time to first token"), "{t}");
+    // The stalled body of the distribution matches the truth. (The top rows, p99.9 to max, are
+    // single requests: on a busy shared machine one scheduling delay moves them, and calibrate
+    // then fails as it should, so this test leaves them to calibrate itself, as for "tester".)
+    for row in ["p50", "p90", "p99", "mean", "accounting:"] {
+        let line = t
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(row))
+            .unwrap_or_else(|| panic!("no {row} row:\n{t}"));
+        assert!(line.trim_end().ends_with("pass"), "{row}:\n{t}");
+    }
+    assert!(matches!(ok.status.code(), Some(0 | 3)), "{t}");
+    for sabotage in ["actual-send", "closed-loop"] {
+        let broken = candor()
+            .args(["calibrate", "--only", "llm"])
+            .env("CANDOR_CALIBRATE_SABOTAGE", sabotage)
+            .output()
+            .unwrap();
+        let t = text(&broken);
+        assert_eq!(broken.status.code(), Some(3), "{sabotage} must fail:\n{t}");
+        assert!(t.contains("RESULT: FAIL (LLM time to first token"), "{t}");
+    }
+}
+
 /// `--pause-pid` stops the server for 500 ms of a 3 s run: the pause is on the timeline, nothing
 /// is lost, and response time follows the prediction (f = 1/6: p90 = 0.5 s x (1 - 0.1 / (1/6)) =
 /// 200 ms, max 500 ms). 25 ms tolerance: the drain after the pause (~1-10 ms on a busy 2-core

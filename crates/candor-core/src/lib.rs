@@ -12,6 +12,7 @@ pub mod recorded;
 pub mod results;
 pub mod run_config;
 pub mod sleep_or_spin;
+pub mod stream_measures;
 pub mod table;
 pub mod thresholds;
 pub mod timerfd;

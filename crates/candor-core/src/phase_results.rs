@@ -692,6 +692,10 @@ pub struct Interval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_byte: Option<IntervalStats>,
     pub histograms: EncodedHistograms,
+    /// The streamed responses that ended in this interval (`--stream`, `--llm`); absent in runs
+    /// without streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<crate::stream_measures::IntervalStream>,
 }
 
 /// A named histogram reported beside the three main measures.

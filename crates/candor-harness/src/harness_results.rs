@@ -626,6 +626,7 @@ impl HarnessResults {
                 send_lag: IntervalStats::of(&rec.send_lag),
                 first_byte: None,
                 histograms: EncodedHistograms::of(&rec),
+                stream: None,
             });
             if r.phase != Phase::Warmup {
                 main.add(&rec);

@@ -72,6 +72,9 @@ pub struct MetricsSnapshot {
     /// From the intended send to the first byte of the response; `None` until one is recorded
     /// (a run that records none shows no such series).
     pub first_byte: Option<Buckets>,
+    /// Streamed responses (`--stream`, `--llm`): each measure that recorded something, and an
+    /// LLM run's output tokens; `None` in runs without streams.
+    pub stream: Option<StreamSnapshot>,
     /// Counts of the measured window.
     pub measured: RequestCounts,
     /// Responses of the measured window by status code (`"200"`, ..., `"other"`).
@@ -83,6 +86,18 @@ pub struct MetricsSnapshot {
     pub target_per_s: Option<f64>,
     pub elapsed_s: f64,
     pub done: bool,
+}
+
+/// What `/metrics` shows of streamed responses: the measured window so far.
+#[derive(Debug, Clone, Default)]
+pub struct StreamSnapshot {
+    /// Each measure that recorded something, in report order.
+    pub measures: Vec<(candor_core::stream_measures::StreamMeasure, Buckets)>,
+    /// Responses read as streams and their events.
+    pub responses: u64,
+    pub events: u64,
+    /// LLM runs: output tokens so far.
+    pub output_tokens: Option<u64>,
 }
 
 /// Formats a number the way Prometheus parses it (and without a trailing `.0` noise).
@@ -145,6 +160,56 @@ fn single(out: &mut String, name: &str, kind: &str, help: &str, shard: Option<u3
     let _ = writeln!(out, "{name}{} {}", labels(shard, &[]), num(v));
 }
 
+/// The series of streamed responses: `candor_<measure>_seconds` histograms (`candor_ttft_seconds`,
+/// ...), the events and responses, and an LLM run's output tokens (their rate over time is
+/// `rate(candor_output_tokens_total[1m])`).
+fn render_stream(out: &mut String, sh: Option<u32>, s: &StreamSnapshot) {
+    use candor_core::stream_measures::StreamMeasure as M;
+    for (m, b) in &s.measures {
+        let help = match m {
+            M::Ttft => "Time to first token from the intended send time (LLM)",
+            M::TtftService => "Time to first token from the actual send (LLM), as a client timing from its own send reports it",
+            M::Itl => "Inter-token latency, each gap between content chunks (LLM)",
+            M::Tpot => "Time per output token, (last token - first token) / (output tokens - 1) (LLM)",
+            M::FirstEvent => "From the intended send time to the first event of a streamed response",
+            M::EventGap => "Gaps between consecutive events of a streamed response",
+        };
+        histogram(
+            out,
+            &format!("candor_{}_seconds", m.name()),
+            &format!("{help}, since the start of the measured window."),
+            sh,
+            b,
+        );
+    }
+    single(
+        out,
+        "candor_stream_responses_total",
+        "counter",
+        "Responses of the measured window read as streams that delivered at least one event.",
+        sh,
+        s.responses as f64,
+    );
+    single(
+        out,
+        "candor_stream_events_total",
+        "counter",
+        "Events of the measured window's streamed responses.",
+        sh,
+        s.events as f64,
+    );
+    if let Some(tokens) = s.output_tokens {
+        single(
+            out,
+            "candor_output_tokens_total",
+            "counter",
+            "Output tokens of the measured window's LLM responses (from usage, else counted chunks).",
+            sh,
+            tokens as f64,
+        );
+    }
+}
+
 /// The text exposition format (version 0.0.4) of `s`.
 pub fn render(s: &MetricsSnapshot) -> String {
     let mut out = String::with_capacity(16 * 1024);
@@ -178,6 +243,9 @@ pub fn render(s: &MetricsSnapshot) -> String {
             sh,
             first_byte,
         );
+    }
+    if let Some(stream) = &s.stream {
+        render_stream(&mut out, sh, stream);
     }
     let m = &s.measured;
     single(
@@ -298,6 +366,7 @@ mod tests {
             service: Buckets::of(&new_histogram()),
             send_lag: Buckets::of(&h),
             first_byte: Some(Buckets::of(&h)),
+            stream: None,
             measured,
             codes: [("200".to_string(), 5), ("404".to_string(), 1)].into(),
             grpc_status: Default::default(),
@@ -306,6 +375,37 @@ mod tests {
             elapsed_s: 3.5,
             done: false,
         }
+    }
+
+    #[test]
+    fn a_stream_run_shows_each_recorded_measure_and_its_tokens() {
+        use candor_core::stream_measures::StreamMeasure;
+        let mut ttft = new_histogram();
+        ttft.record(50_000_000).unwrap();
+        ttft.record(350_000_000).unwrap();
+        let mut s = snapshot(None);
+        s.stream = Some(StreamSnapshot {
+            measures: vec![(StreamMeasure::Ttft, Buckets::of(&ttft))],
+            responses: 2,
+            events: 18,
+            output_tokens: Some(16),
+        });
+        let text = render(&s);
+        assert!(
+            text.contains("# TYPE candor_ttft_seconds histogram"),
+            "{text}"
+        );
+        assert!(text.contains("candor_ttft_seconds_count 2\n"), "{text}");
+        assert!(
+            text.contains("candor_ttft_seconds_bucket{le=\"0.1\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("candor_output_tokens_total 16\n"), "{text}");
+        assert!(text.contains("candor_stream_events_total 18\n"), "{text}");
+        assert!(!text.contains("candor_itl_seconds"), "{text}");
+        // A run without streams shows none of these series.
+        let plain = render(&snapshot(None));
+        assert!(!plain.contains("candor_ttft") && !plain.contains("output_tokens"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use candor_core::hist::value_at;
 use candor_core::results::{CodeCounts, IntervalStats, RequestCounts};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Recorder;
+use candor_load::engine::books::StreamAcc;
 use candor_load::load_run::RunOutcome;
 use candor_load::IntervalReport;
 use serde_json::{json, Value};
@@ -44,6 +45,8 @@ pub struct LiveState {
     codes: CodeCounts,
     /// gRPC calls of the measured window by `grpc-status`, so far (all zero for other protocols).
     grpc_codes: candor_grpc::CodeCounts,
+    /// Streamed responses of the measured window so far (runs with `--stream` or `--llm`).
+    stream: Option<Box<StreamAcc>>,
     elapsed_s: f64,
     done: bool,
     /// 1 for the first run of the process, 2 for the next (sweep and capacity steps).
@@ -62,6 +65,42 @@ fn stats_json(s: &IntervalStats) -> Value {
 }
 
 /// Failures by class, every class (`check` included), as the results name them.
+/// An interval's streamed responses in its event: each measure's percentiles, the events, and
+/// an LLM run's output tokens and tokens per second.
+fn stream_json(s: &StreamAcc, length_s: f64) -> Value {
+    let mut v = json!({ "responses": s.responses, "events": s.events });
+    for (name, h) in s.measures() {
+        if !h.is_empty() {
+            v[name] = stats_json(&IntervalStats::of(h));
+        }
+    }
+    if s.is_llm() {
+        v["output_tokens"] = json!(s.output_tokens);
+        v["output_tokens_per_s"] = json!(if length_s > 0.0 {
+            s.output_tokens as f64 / length_s
+        } else {
+            0.0
+        });
+    }
+    v
+}
+
+/// What `/metrics` shows of the streams so far.
+fn stream_snapshot(s: &StreamAcc) -> crate::exposition::StreamSnapshot {
+    use candor_core::stream_measures::StreamMeasure;
+    crate::exposition::StreamSnapshot {
+        measures: s
+            .measures()
+            .into_iter()
+            .filter(|(_, h)| !h.is_empty())
+            .filter_map(|(name, h)| Some((StreamMeasure::of_name(name)?, Buckets::of(h))))
+            .collect(),
+        responses: s.responses,
+        events: s.events,
+        output_tokens: s.is_llm().then_some(s.output_tokens),
+    }
+}
+
 fn failures_json(c: &RequestCounts) -> Value {
     Value::Object(
         c.errors
@@ -100,6 +139,7 @@ impl LiveState {
             totals: [RequestCounts::default(); 2],
             codes: CodeCounts::default(),
             grpc_codes: Default::default(),
+            stream: None,
             elapsed_s: 0.0,
             done: false,
         }
@@ -159,6 +199,9 @@ impl LiveState {
     pub fn interval(&mut self, r: &IntervalReport) -> Value {
         if !r.warmup {
             self.measured.add(r.histograms);
+            if let Some(s) = r.stream {
+                self.stream.get_or_insert_with(Box::default).add(s);
+            }
         }
         self.totals = r.totals;
         self.codes.add(&r.codes[1]);
@@ -187,6 +230,9 @@ impl LiveState {
             "done": false,
         });
         self.add_grpc_status(&mut event);
+        if let Some(s) = r.stream {
+            event["stream"] = stream_json(s, r.length_s);
+        }
         event
     }
 
@@ -203,6 +249,9 @@ impl LiveState {
         self.totals[1] = outcome.main.counts;
         self.codes = outcome.main.codes.clone();
         self.grpc_codes = outcome.main.grpc_codes;
+        if let Some(s) = &outcome.main.stream {
+            self.stream = Some(s.clone());
+        }
         if let Some(w) = &outcome.warmup {
             self.totals[0] = w.counts;
         }
@@ -250,6 +299,7 @@ impl LiveState {
             send_lag: Buckets::of(&self.measured.send_lag),
             first_byte: (!self.measured.first_byte.is_empty())
                 .then(|| Buckets::of(&self.measured.first_byte)),
+            stream: self.stream.as_deref().map(stream_snapshot),
             measured: self.totals[1],
             codes: self.codes.to_map(),
             grpc_status: candor_load::load_run::grpc_status_map(&self.grpc_codes),
@@ -307,6 +357,7 @@ mod tests {
             histograms: rec,
             codes: Box::leak(Box::default()),
             grpc_codes: Box::leak(Box::default()),
+            stream: None,
         }
     }
 

@@ -57,6 +57,7 @@ fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport<'static
         histograms: rec,
         codes: Box::leak(Box::default()),
         grpc_codes: Box::leak(Box::default()),
+        stream: None,
     }
 }
 

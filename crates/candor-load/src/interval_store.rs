@@ -163,6 +163,7 @@ mod tests {
             send_lag: IntervalStats::default(),
             first_byte: None,
             histograms: EncodedHistograms::of(&Recorder::new()),
+            stream: None,
         }
     }
 

@@ -73,6 +73,8 @@ pub struct IntervalReport<'a> {
     pub codes: &'a [candor_core::results::CodeCounts; 2],
     /// This interval's gRPC calls by `grpc-status`, per phase (all zero for other protocols).
     pub grpc_codes: &'a [candor_grpc::CodeCounts; 2],
+    /// This interval's streamed responses, both phases (runs with `--stream` or `--llm`).
+    pub stream: Option<&'a crate::engine::books::StreamAcc>,
 }
 
 /// Totals of one phase.
@@ -282,7 +284,9 @@ pub fn run(
     let (to_collector, from_workers) = crossbeam_channel::bounded::<IntervalMsg>(workers * 16);
     let (to_pool, pool) = crossbeam_channel::bounded::<Box<IntervalData>>(workers * 16);
     for _ in 0..workers * 3 {
-        let _ = to_pool.try_send(Box::new(IntervalData::new()));
+        let _ = to_pool.try_send(Box::new(IntervalData::for_streams(
+            config.stream.kind.is_some() || config.stream.llm,
+        )));
     }
     // Threads open their connection pools first; the schedule starts once every pool is ready
     // (and not before 50 ms from now, time for every thread to start), or at the common start
@@ -379,6 +383,7 @@ pub fn run(
         start_ns,
         done: crate::interval_store::IntervalStore::new(),
         totals: [RequestCounts::default(); 2],
+        llm: config.stream.llm,
     };
     // The intervals are merged, encoded and reported by a thread of background priority while
     // the workers run, so that this bookkeeping (about a millisecond of CPU a second) does not
@@ -635,6 +640,8 @@ struct Collector {
     start_ns: u64,
     done: crate::interval_store::IntervalStore,
     totals: [RequestCounts; 2],
+    /// An LLM run (`--llm`): its intervals report output tokens, zero included.
+    llm: bool,
 }
 
 impl Collector {
@@ -657,6 +664,9 @@ impl Collector {
                 }
                 for (into, from) in p.data.grpc_codes.iter_mut().zip(msg.data.grpc_codes.iter()) {
                     into.merge(from);
+                }
+                if let (Some(into), Some(from)) = (&mut p.data.stream, &msg.data.stream) {
+                    into.add(from);
                 }
                 p.reported += 1;
                 p.end_ns = p.end_ns.max(msg.final_end_ns);
@@ -733,6 +743,10 @@ impl Collector {
             send_lag: IntervalStats::of(&d.rec.send_lag),
             first_byte: IntervalStats::of_recorded(&d.rec.first_byte),
             histograms: EncodedHistograms::of(&d.rec),
+            stream: d
+                .stream
+                .as_ref()
+                .map(|s| s.interval(length_ns as f64 / 1e9, self.llm)),
         };
         on_interval(&IntervalReport {
             index,
@@ -749,6 +763,7 @@ impl Collector {
             histograms: &d.rec,
             codes: &d.codes,
             grpc_codes: &d.grpc_codes,
+            stream: d.stream.as_deref(),
         });
         self.done.push(interval);
         let mut spent = p.data;

@@ -47,6 +47,9 @@ pub struct IntervalData {
     pub codes: [candor_core::results::CodeCounts; 2],
     /// gRPC calls of this interval by `grpc-status`, per phase.
     pub grpc_codes: [candor_grpc::CodeCounts; 2],
+    /// The streamed responses that ended in this interval, both phases together as the
+    /// histograms in `rec` (runs with `--stream` or `--llm` only).
+    pub stream: Option<Box<crate::engine::books::StreamAcc>>,
 }
 
 impl Default for IntervalData {
@@ -64,6 +67,15 @@ impl IntervalData {
             counts: [RequestCounts::default(); 2],
             codes: Default::default(),
             grpc_codes: Default::default(),
+            stream: None,
+        }
+    }
+
+    /// An interval's books for a run that reads responses as streams (`streams`) or not.
+    pub fn for_streams(streams: bool) -> Self {
+        IntervalData {
+            stream: streams.then(Box::default),
+            ..Self::new()
         }
     }
     pub fn reset(&mut self) {
@@ -75,6 +87,9 @@ impl IntervalData {
             c.reset();
         }
         self.grpc_codes = Default::default();
+        if let Some(s) = &mut self.stream {
+            s.reset();
+        }
     }
 }
 

@@ -112,3 +112,57 @@ fn a_panicking_interval_callback_stops_the_run_and_reaches_the_caller() {
     assert!(panicked);
     server.shutdown();
 }
+
+/// An LLM run's streams per interval, merged across threads by the collector: every TTFT, ITL and
+/// TPOT sample and every output token is in exactly one interval (warm-up and measured window
+/// together, as the intervals are by completion time).
+#[test]
+fn an_llm_runs_stream_measures_and_tokens_are_in_exactly_one_interval() {
+    let mut serve = candor_serve::llm::LlmConfig::new("127.0.0.1:0".parse().unwrap());
+    serve.ttft_ns = 5_000_000;
+    serve.itl_ns = 1_000_000;
+    serve.output_tokens = 4;
+    let server = candor_serve::llm::start(serve).unwrap();
+    let plan = candor_runner::llm_demo::LlmDemoPlan {
+        duration_ns: 2_000_000_000,
+        every_ns: 1,
+        for_ns: 0,
+        rate: 100.0,
+        ttft_ns: 5_000_000,
+        itl_ns: 1_000_000,
+        output_tokens: 4,
+    };
+    let mut config = candor_runner::llm_demo::llm_config(
+        &format!("http://{}/", server.local_addr()),
+        &plan,
+        candor_load::schedule::ArrivalKind::Constant,
+        8,
+    )
+    .unwrap();
+    config.threads = 2;
+    config.warmup_ns = 500_000_000;
+    config.validate().unwrap();
+    let (mut ttft, mut itl, mut tpot, mut tokens, mut reports) = (0, 0, 0, 0, 0);
+    let outcome = candor_load::run(&config, RunOptions::default(), &mut |r| {
+        let s = r.stream.expect("an LLM run's reports carry its streams");
+        ttft += s.ttft.len();
+        itl += s.itl.len();
+        tpot += s.tpot.len();
+        tokens += s.output_tokens;
+        reports += 1;
+    })
+    .unwrap();
+    server.shutdown();
+    let (w, m) = (
+        outcome.warmup.as_ref().unwrap().stream.as_ref().unwrap(),
+        outcome.main.stream.as_ref().unwrap(),
+    );
+    assert!(reports >= 3, "{reports} reports");
+    assert_eq!(m.ttft.len(), 200, "2 s at 100/s, each with a first token");
+    assert_eq!(ttft, w.ttft.len() + m.ttft.len());
+    assert_eq!(itl, w.itl.len() + m.itl.len());
+    assert_eq!(itl, 3 * ttft, "4 tokens, 3 gaps each");
+    assert_eq!(tpot, w.tpot.len() + m.tpot.len());
+    assert_eq!(tokens, w.output_tokens + m.output_tokens);
+    assert_eq!(tokens, 4 * ttft);
+}

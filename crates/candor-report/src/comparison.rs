@@ -15,6 +15,7 @@ use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use candor_analysis::repeats::{pct, Policy, Rule};
 use candor_core::hist::HistCodecError;
 use candor_core::results::{Kind, RunResults};
+use candor_core::stream_measures::StreamMeasure;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Histo;
 use serde::Serialize;
@@ -27,6 +28,9 @@ pub enum Measure {
     SendLag,
     /// From the intended send to the first byte of the response.
     FirstByte,
+    /// A measure of streamed responses (`--stream`, `--llm`): TTFT, ITL, TPOT, first event,
+    /// event gap.
+    Stream(StreamMeasure),
 }
 
 impl Measure {
@@ -36,15 +40,31 @@ impl Measure {
             Measure::ServiceTime => "service time",
             Measure::SendLag => "send lag",
             Measure::FirstByte => "first byte",
+            Measure::Stream(m) => m.label(),
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{label}: histogram is not valid: {cause}")]
-pub struct CompareError {
-    pub label: String,
-    pub cause: HistCodecError,
+pub enum CompareError {
+    #[error("{label}: histogram is not valid: {cause}")]
+    Histogram {
+        label: String,
+        cause: HistCodecError,
+    },
+    #[error("{label} has no {} histogram: it is not a run that recorded it ({})", measure.name(), stream_flag(*measure))]
+    Missing {
+        label: String,
+        measure: StreamMeasure,
+    },
+}
+
+/// The flag of `candor run` whose runs record stream measure `m`.
+fn stream_flag(m: StreamMeasure) -> &'static str {
+    match m {
+        StreamMeasure::FirstEvent | StreamMeasure::EventGap => "--stream or --llm",
+        _ => "--llm",
+    }
 }
 
 /// Percentiles compared; 100 is the max.
@@ -78,16 +98,40 @@ pub fn jlbh_variation_pct(values: &[u64]) -> Option<f64> {
 }
 
 fn histogram(r: &RunResults, m: Measure, label: &str) -> Result<Histo, CompareError> {
-    let rec = r.main.histograms.decode().map_err(|cause| CompareError {
-        label: label.to_string(),
-        cause,
-    })?;
-    Ok(match m {
+    if let Measure::Stream(sm) = m {
+        // The full histogram is kept in `extra` under the measure's name.
+        return match r.stream_histogram(sm) {
+            Some(h) => h.map_err(|cause| CompareError::Histogram {
+                label: label.to_string(),
+                cause,
+            }),
+            None => Err(CompareError::Missing {
+                label: label.to_string(),
+                measure: sm,
+            }),
+        };
+    }
+    let rec = r
+        .main
+        .histograms
+        .decode()
+        .map_err(|cause| CompareError::Histogram {
+            label: label.to_string(),
+            cause,
+        })?;
+    Ok(of_recorder(rec, m))
+}
+
+/// Measure `m`'s histogram among a recorder's (empty for a stream measure: those are kept
+/// apart from the recorder, and the callers read them there first).
+fn of_recorder(rec: candor_core::Recorder, m: Measure) -> Histo {
+    match m {
         Measure::ResponseTime => rec.response,
         Measure::ServiceTime => rec.service,
         Measure::SendLag => rec.send_lag,
         Measure::FirstByte => rec.first_byte,
-    })
+        Measure::Stream(_) => candor_core::new_histogram(),
+    }
 }
 
 /// A percentile is shown only when the run has enough samples for it to mean something: at least
@@ -256,6 +300,11 @@ pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples
         Measure::ServiceTime => i.service_time.count,
         Measure::SendLag => i.send_lag.count,
         Measure::FirstByte => i.first_byte.map_or(0, |s| s.count),
+        Measure::Stream(sm) => i
+            .stream
+            .as_ref()
+            .and_then(|s| s.stats(sm))
+            .map_or(0, |s| s.count),
     };
     let measured: Vec<_> = r
         .intervals
@@ -264,15 +313,13 @@ pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples
         .collect();
     let mut blocks = compare_ci::Coalescer::new(measured.len(), compare_ci::MAX_BLOCKS);
     for i in &measured {
-        let rec = i.histograms.decode().map_err(|cause| CompareError {
+        let bad = |cause| CompareError::Histogram {
             label: format!("{label}: interval at {}s", i.start_s),
             cause,
-        })?;
-        blocks.push(match m {
-            Measure::ResponseTime => rec.response,
-            Measure::ServiceTime => rec.service,
-            Measure::SendLag => rec.send_lag,
-            Measure::FirstByte => rec.first_byte,
+        };
+        blocks.push(match (m, &i.stream) {
+            (Measure::Stream(sm), Some(s)) => s.histograms.decode(sm).map_err(bad)?,
+            _ => of_recorder(i.histograms.decode().map_err(bad)?, m),
         });
     }
     Ok(RunSamples {

@@ -7,9 +7,10 @@ use crate::codec::add_exact;
 use candor_core::hist::{from_base64_v2, HistCodecError};
 use candor_core::recorded::{MergedConfig, MergedSource, RecordedConfig};
 use candor_core::results::{
-    EncodedHistograms, Interval, IntervalStats, Kind, Mode, NamedHistogram, PhaseResults,
-    RequestCounts, RunResults, SCHEMA_VERSION,
+    EncodedHistograms, Goodput, Interval, IntervalStats, Kind, LlmTokens, Mode, NamedHistogram,
+    PhaseResults, RequestCounts, RunResults, StreamResults, SCHEMA_VERSION,
 };
+use candor_core::stream_measures::{IntervalStream, StreamMeasure};
 use candor_core::units::format_rate;
 use candor_core::workload_results::{StageResults, WorkloadResults};
 use candor_core::{new_histogram, Histo, Recorder, Summary};
@@ -253,10 +254,21 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     workload.failure_examples = merge_failure_examples(runs, start);
     // Align intervals on the millisecond of their absolute start.
     let mut slots: Vec<(i64, f64, bool, u64, u64, Recorder)> = Vec::new();
+    let mut streams: Vec<(i64, StreamSlot)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         for iv in &r.intervals {
             let key = ((r.start_time_unix_s + iv.start_s) * 1000.0).round() as i64;
             let rec = decode(i, "interval", &iv.histograms)?;
+            if let Some(st) = &iv.stream {
+                let slot = match streams.iter_mut().find(|s| s.0 == key) {
+                    Some(s) => &mut s.1,
+                    None => {
+                        streams.push((key, StreamSlot::default()));
+                        &mut streams.last_mut().expect("just pushed").1
+                    }
+                };
+                slot.add(i, st)?;
+            }
             match slots.iter_mut().find(|s| s.0 == key) {
                 Some(s) => {
                     let overflow = |field: &str| {
@@ -293,6 +305,10 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             send_lag: IntervalStats::of(&rec.send_lag),
             first_byte: IntervalStats::of_recorded(&rec.first_byte),
             histograms: EncodedHistograms::of(&rec),
+            stream: streams
+                .iter()
+                .find(|s| s.0 == key)
+                .map(|(_, s)| s.interval(length_s)),
         })
         .collect();
 
@@ -314,6 +330,9 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             }
         }
     }
+
+    let mut main = main;
+    merge_streams(&mut main, runs, &extra);
 
     let same = |f: &dyn Fn(&RunResults) -> String| {
         let v = f(first);
@@ -377,6 +396,154 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         workload,
         repeats: Vec::new(),
     })
+}
+
+/// One aligned interval's streams across the runs: histograms added, counts summed.
+#[derive(Default)]
+struct StreamSlot {
+    responses: u64,
+    events: u64,
+    output_tokens: Option<u64>,
+    histograms: Vec<(StreamMeasure, Histo)>,
+}
+
+impl StreamSlot {
+    fn add(&mut self, index: usize, s: &IntervalStream) -> Result<(), MergeError> {
+        self.responses = self.responses.saturating_add(s.responses);
+        self.events = self.events.saturating_add(s.events);
+        if let Some(t) = s.output_tokens {
+            self.output_tokens = Some(self.output_tokens.unwrap_or(0).saturating_add(t));
+        }
+        for m in StreamMeasure::ALL {
+            if s.histograms.get(m).is_none() {
+                continue;
+            }
+            let h = s
+                .histograms
+                .decode(m)
+                .map_err(|cause| MergeError::Histogram {
+                    index,
+                    what: format!("interval {}", m.name()),
+                    cause,
+                })?;
+            match self.histograms.iter_mut().find(|(n, _)| *n == m) {
+                Some((_, acc)) => add_exact(acc, &h),
+                None => self.histograms.push((m, h)),
+            }
+        }
+        Ok(())
+    }
+
+    fn interval(&self, length_s: f64) -> IntervalStream {
+        IntervalStream::of(
+            self.responses,
+            self.events,
+            self.output_tokens,
+            length_s,
+            self.histograms.iter().map(|(m, h)| (*m, h)),
+        )
+    }
+}
+
+/// The streams of the merged measured window: each measure's summary from its merged full
+/// histogram (`extra`), the counts summed, failures by name added, and the output tokens with
+/// the responses whose count came from usage or from chunks kept apart.
+fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String, Histo)]) {
+    let parts: Vec<&StreamResults> = runs.iter().filter_map(|r| r.main.stream.as_ref()).collect();
+    for m in StreamMeasure::ALL {
+        let summary = extra
+            .iter()
+            .find(|(n, _)| n == m.name())
+            .filter(|(_, h)| !h.is_empty())
+            .map(|(_, h)| Summary::of(h));
+        // A run recorded the measure but its histogram is missing (an older file): the
+        // summaries are combined as the unfinished ages are, percentiles an upper bound.
+        let summary = summary.or_else(|| {
+            let given: Vec<&Summary> = runs
+                .iter()
+                .filter_map(|r| r.main.stream_summary(m))
+                .collect();
+            (!given.is_empty()).then(|| combine_summaries(&given))
+        });
+        main.set_stream_summary(m, summary);
+    }
+    if parts.is_empty() {
+        return;
+    }
+    let mut out = StreamResults {
+        responses: 0,
+        events: 0,
+        events_per_response: 0.0,
+        failures: Default::default(),
+        llm: None,
+        goodput: None,
+    };
+    // Goodput adds up when every shard judged the same objectives; otherwise the merged window
+    // has none (a sum of different judgements is no one's goodput).
+    let goodputs: Vec<&Goodput> = parts.iter().filter_map(|p| p.goodput.as_ref()).collect();
+    let same_slo = goodputs.len() == parts.len()
+        && goodputs.windows(2).all(|w| w[0].slo == w[1].slo);
+    if let (true, Some(first)) = (same_slo, goodputs.first()) {
+        let good: u64 = goodputs.iter().map(|g| g.good).sum();
+        let good_service: u64 = goodputs.iter().map(|g| g.good_service).sum();
+        let per_s = |n: u64| {
+            if main.duration_s > 0.0 {
+                n as f64 / main.duration_s
+            } else {
+                0.0
+            }
+        };
+        let intended = main.requests.intended;
+        let fraction = |n: u64| {
+            if intended > 0 {
+                n as f64 / intended as f64
+            } else {
+                0.0
+            }
+        };
+        out.goodput = Some(Goodput {
+            slo: first.slo.clone(),
+            good,
+            per_s: per_s(good),
+            fraction: fraction(good),
+            good_service,
+            per_s_service: per_s(good_service),
+            fraction_service: fraction(good_service),
+        });
+    }
+    for p in &parts {
+        out.responses = out.responses.saturating_add(p.responses);
+        out.events = out.events.saturating_add(p.events);
+        for (k, n) in &p.failures {
+            let v = out.failures.entry(k.clone()).or_insert(0);
+            *v = v.saturating_add(*n);
+        }
+        if let Some(t) = &p.llm {
+            let acc = out.llm.get_or_insert(LlmTokens {
+                output_tokens: 0,
+                output_tokens_per_s: 0.0,
+                counted_from_usage: 0,
+                counted_from_chunks: 0,
+            });
+            acc.output_tokens = acc.output_tokens.saturating_add(t.output_tokens);
+            acc.counted_from_usage = acc.counted_from_usage.saturating_add(t.counted_from_usage);
+            acc.counted_from_chunks = acc
+                .counted_from_chunks
+                .saturating_add(t.counted_from_chunks);
+        }
+    }
+    if out.responses > 0 {
+        out.events_per_response = out.events as f64 / out.responses as f64;
+    }
+    // Tokens per second over the merged window, as the merged request rate is.
+    if let Some(t) = &mut out.llm {
+        t.output_tokens_per_s = if main.duration_s > 0.0 {
+            t.output_tokens as f64 / main.duration_s
+        } else {
+            0.0
+        };
+    }
+    main.stream = Some(out);
 }
 
 /// A stage as it must agree across runs: window and target rates, in words for the refusal.

@@ -4,7 +4,9 @@
 //!
 //! candor writes one stream per measure: untagged lines are response time (so tools that show
 //! only the default stream show the headline number), `Tag=service_time`, `Tag=send_lag` and,
-//! when the run recorded them, `Tag=first_byte` the others.
+//! when the run recorded them, `Tag=first_byte` the others; a run with streamed responses adds
+//! one tag per stream measure it recorded (`Tag=ttft`, `Tag=itl`, `Tag=tpot`, `Tag=first_event`,
+//! ...).
 
 use crate::codec::{self, CodecError};
 use crate::javafmt::fixed;
@@ -14,6 +16,7 @@ use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
     RequestCounts, RunResults, SCHEMA_VERSION,
 };
+use candor_core::stream_measures::StreamMeasure;
 use candor_core::{Histo, Recorder, Summary};
 
 /// Tag of the service-time stream (untagged lines are response time).
@@ -348,6 +351,14 @@ pub fn write_hlog(results: &RunResults) -> String {
     if first_bytes {
         out.push_str("Tag=first_byte: intended send to the response's first byte. ");
     }
+    // Streamed responses' measures, each under its results name, when any interval has them.
+    let streams: Vec<StreamMeasure> = StreamMeasure::ALL
+        .into_iter()
+        .filter(|m| measured().any(|i| i.stream.as_ref().is_some_and(|s| s.stats(*m).is_some())))
+        .collect();
+    for m in &streams {
+        out.push_str(&format!("Tag={}: {}. ", m.name(), stream_tag_words(*m)));
+    }
     out.push_str("Values in ns]\n");
     out.push_str(LEGEND);
     out.push('\n');
@@ -384,8 +395,30 @@ pub fn write_hlog(results: &RunResults) -> String {
                 &decoded.first_byte,
             ));
         }
+        for m in &streams {
+            // An interval without this measure writes an empty histogram: the series stays
+            // aligned with the others.
+            let h = iv
+                .stream
+                .as_ref()
+                .and_then(|s| s.histograms.decode(*m).ok())
+                .unwrap_or_else(candor_core::new_histogram);
+            out.push_str(&interval_line(Some(m.name()), iv.start_s, iv.length_s, &h));
+        }
     }
     out
+}
+
+/// What a stream measure's tag holds, for the log's legend.
+fn stream_tag_words(m: StreamMeasure) -> &'static str {
+    match m {
+        StreamMeasure::Ttft => "intended send to the first token",
+        StreamMeasure::TtftService => "actual send to the first token",
+        StreamMeasure::Itl => "gaps between content chunks",
+        StreamMeasure::Tpot => "time per output token",
+        StreamMeasure::FirstEvent => "intended send to the first event",
+        StreamMeasure::EventGap => "gaps between events",
+    }
 }
 
 /// Turns a log into results so every report (text, HTML, compare) treats it like a run: untagged
@@ -434,6 +467,7 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
                     send_lag: IntervalStats::default(),
                     first_byte: None,
                     histograms: EncodedHistograms::of(&Recorder::new()),
+                    stream: None,
                 });
                 intervals.len() - 1
             }

@@ -161,7 +161,7 @@ pub(crate) fn p99_max(h: &Histo) -> String {
     }
 }
 
-fn summary_row(s: &Summary) -> String {
+pub(crate) fn summary_row(s: &Summary) -> String {
     let mut cells = String::new();
     for p in [50.0, 90.0, 99.0, 99.9, 99.99] {
         if s.count == 0 {
@@ -368,6 +368,10 @@ pub fn write_html(
         // Only runs with stages or names carry the key, so other runs' pages stay as they were.
         if let Some(w) = workload {
             js_run["workload"] = w;
+        }
+        // Likewise only runs with streamed responses carry `stream`.
+        if let Some(s) = crate::html_stream::chart_data(label, r, &xs)? {
+            js_run["stream"] = s;
         }
         js_runs.push(js_run);
     }
@@ -610,6 +614,7 @@ pub fn write_html(
     }
     body.push_str("</section>");
     body.push_str(&crate::html_workload::sections(runs, &PALETTE));
+    body.push_str(&crate::html_stream::section(runs, &PALETTE));
 
     // The band is drawn only where a run has warm-up intervals; so is the sentence about it.
     let warmup = if runs

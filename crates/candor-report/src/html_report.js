@@ -406,6 +406,59 @@
     }, data);
   }
 
+  // ---- streamed responses: each measure's spectrum, and output tokens per second over time ----
+  function streams(run, i) {
+    var st = run.stream;
+    if (!st) return;
+    var el = document.getElementById("stream-spectrum-" + i);
+    if (el && st.spectra.length) {
+      var xs = D.xs, data = [xs], maxX = 1;
+      var colors = ["#1f6fb2", "#1f6fb2", "#2a9d5c", "#8e5cc2", "#d1495b", "#e08a1e"];
+      var series = [{ label: "percentile", value: function (u, v) { return v == null ? "p99 \u00b7 max" : pctLabel(v); } }];
+      st.spectra.forEach(function (m, k) {
+        data.push(m.values);
+        for (var j = m.values.length - 1; j >= 0; j--) {
+          if (m.values[j] != null) { maxX = Math.max(maxX, xs[j]); break; }
+        }
+        series.push({ label: m.label, stroke: colors[k % colors.length], width: m.dash ? 1.5 : 2, dash: m.dash ? [7, 5] : undefined, points: { show: false }, value: function (u, v) { return v == null ? m.legend : fmtNs(v); } });
+      });
+      if (maxX <= 1) maxX = xs[xs.length - 1];
+      make(el, {
+        height: 380,
+        title: "Stream measures by percentile",
+        scales: {
+          x: { time: false, distr: 3, log: 10, range: [1, maxX] },
+          y: { distr: 3, log: 10, range: logRange },
+        },
+        axes: [
+          axis({ label: "percentile (log of 1/(1\u2212p))", splits: function () { return decadeSplits(1, maxX); }, values: function (u, s) { return s.map(pctLabel); } }),
+          axis({ label: "latency", size: 78, splits: logSplits, values: function (u, s) { return s.map(fmtAxis); } }),
+        ],
+        series: series,
+        cursor: { drag: { x: true, y: false } },
+      }, data);
+    }
+    var el2 = document.getElementById("tokens-" + i);
+    var tk = st.tokens;
+    if (el2 && tk && tk.t.length) {
+      var pts = { show: tk.t.length <= 60, size: 4 };
+      make(el2, {
+        height: 210,
+        title: "Output tokens per second per interval",
+        scales: { x: { time: false, range: xRangeFrom(run.time.t0) }, y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.15)]; } } },
+        axes: [
+          axis({ label: "seconds since start" }),
+          axis({ label: "tokens/s", size: 70, values: function (u, s) { return s.map(fmtRate); } }),
+        ],
+        series: [
+          { label: "t (s)", value: function (u, v) { return v == null ? "all intervals" : v.toFixed(1) + " s"; } },
+          { label: "output tokens/s", points: pts, stroke: run.color, width: 2, fill: run.color + "22", value: function (u, v) { return v == null ? (tk.mean_per_s == null ? "no data" : "run " + fmtRate(tk.mean_per_s) + "/s") : fmtRate(v) + "/s"; } },
+        ],
+        hooks: { drawAxes: [warmupShade(run)] },
+      }, [tk.t, tk.per_s]);
+    }
+  }
+
   // True when the chart's canvas has enough painted pixels to be a real plot.
   function painted(u) {
     try {
@@ -452,6 +505,7 @@
     spectrum();
     D.runs.forEach(overTime);
     D.runs.forEach(namesOverlay);
+    D.runs.forEach(streams);
   } catch (e) {
     fail(e && e.stack ? e.stack : e);
   }

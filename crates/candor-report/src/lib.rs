@@ -12,6 +12,7 @@ pub mod hgrm;
 pub mod hlog;
 pub mod html;
 mod html_stop;
+mod html_stream;
 mod html_workload;
 pub mod input;
 pub mod javafmt;

@@ -1,11 +1,11 @@
 //! The report of streamed responses (`--stream`, `--llm`): the events' and tokens' measures
 //! beside each other (TTFT from the intended send next to its actual-send twin, ITL, TPOT,
 //! first event, event gap), then the counts: events per response, failed streams by name, and
-//! an LLM run's output tokens with where their count came from, and `--goodput`'s requests per
-//! second meeting every per-request objective.
+//! an LLM run's output tokens with where their count came from and their rate over time, and
+//! `--goodput`'s requests per second meeting every per-request objective.
 
 use candor_core::hist::{Statistic, SUMMARY_ROWS};
-use candor_core::results::PhaseResults;
+use candor_core::results::{Interval, PhaseResults};
 use candor_core::table::{Column, TextTable};
 use candor_core::units::{format_count, format_ns};
 use candor_core::Summary;
@@ -98,4 +98,75 @@ pub fn stream_section(p: &PhaseResults) -> String {
         );
     }
     out
+}
+
+/// An LLM run's output tokens per second over its measured intervals of full length (a short
+/// last one says little): lowest, median and highest, with when the lowest was. Empty without
+/// tokens per interval.
+pub fn tokens_over_time(intervals: &[Interval]) -> String {
+    let full = intervals.iter().map(|i| i.length_s).fold(0.0_f64, f64::max);
+    let mut rates: Vec<(f64, f64)> = intervals
+        .iter()
+        .filter(|i| !i.warmup && i.length_s >= full * 0.99)
+        .filter_map(|i| {
+            let s = i.stream.as_ref()?;
+            Some((s.output_tokens_per_s?, i.start_s))
+        })
+        .collect();
+    if rates.is_empty() {
+        return String::new();
+    }
+    rates.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let median = rates[rates.len() / 2].0;
+    let (low, low_at) = rates[0];
+    let high = rates[rates.len() - 1].0;
+    format!(
+        "  tokens/s over time: lowest {low:.1} (interval at {low_at:.1}s), median {median:.1}, \
+         highest {high:.1} of {} intervals\n",
+        rates.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::results::{EncodedHistograms, IntervalStats};
+    use candor_core::stream_measures::IntervalStream;
+    use candor_core::Recorder;
+
+    fn interval(start_s: f64, length_s: f64, tokens: Option<u64>) -> Interval {
+        Interval {
+            start_s,
+            length_s,
+            warmup: false,
+            completed: 0,
+            failed: 0,
+            response_time: IntervalStats::default(),
+            service_time: IntervalStats::default(),
+            send_lag: IntervalStats::default(),
+            first_byte: None,
+            histograms: EncodedHistograms::of(&Recorder::new()),
+            stream: Some(IntervalStream::of(0, 0, tokens, length_s, [])),
+        }
+    }
+
+    #[test]
+    fn tokens_over_time_names_the_lowest_interval_and_leaves_out_a_short_last_one() {
+        let ivs = [
+            interval(0.0, 1.0, Some(160)),
+            interval(1.0, 1.0, Some(40)),
+            interval(2.0, 1.0, Some(160)),
+            interval(3.0, 0.2, Some(1)),
+        ];
+        assert_eq!(
+            tokens_over_time(&ivs),
+            "  tokens/s over time: lowest 40.0 (interval at 1.0s), median 160.0, highest 160.0 of 3 intervals\n"
+        );
+    }
+
+    #[test]
+    fn intervals_without_tokens_say_nothing() {
+        assert_eq!(tokens_over_time(&[interval(0.0, 1.0, None)]), "");
+        assert_eq!(tokens_over_time(&[]), "");
+    }
 }

@@ -68,6 +68,7 @@ pub fn synthetic_run(
             send_lag: stats(&r.send_lag),
             first_byte: IntervalStats::of_recorded(&r.first_byte),
             histograms: EncodedHistograms::of(&r),
+            stream: None,
         });
         if warmup {
             warm.add(&r);

@@ -381,3 +381,83 @@ fn stages_and_names_render_in_headless_chromium() {
     );
     assert!(std::fs::metadata(&shot).expect("screenshot written").len() > 50_000);
 }
+
+/// An LLM run's page: the stream spectra and tokens/s over time draw beside the usual charts,
+/// with no script error.
+#[test]
+#[ignore = "needs Chromium: scripts/test.sh"]
+fn an_llm_runs_stream_charts_render_in_headless_chromium() {
+    use candor_core::results::{LlmTokens, NamedHistogram, StreamResults};
+    use candor_core::stream_measures::{IntervalStream, StreamMeasure};
+    let exe = chromium().expect("chromium not found: run scripts/install-test-deps.sh");
+    let mut r = synthetic_run(13, 10, 100, 50_000_000, 3);
+    // TTFT from the run's own response times, ITL a tenth of them: shapes, not a server's truth.
+    let rec = r.main.histograms.decode().unwrap();
+    let mut itl = candor_core::new_histogram();
+    for v in rec.response.iter_recorded() {
+        itl.record_n(v.value_iterated_to() / 10, v.count_at_value())
+            .unwrap();
+    }
+    for (m, h) in [
+        (StreamMeasure::Ttft, &rec.response),
+        (StreamMeasure::TtftService, &rec.service),
+        (StreamMeasure::Itl, &itl),
+    ] {
+        r.extra.push(NamedHistogram::of(m.name(), h));
+        r.main
+            .set_stream_summary(m, Some(candor_core::Summary::of(h)));
+    }
+    for iv in &mut r.intervals {
+        let d = iv.histograms.decode().unwrap();
+        iv.stream = Some(IntervalStream::of(
+            iv.completed,
+            iv.completed * 10,
+            Some(iv.completed * 8),
+            iv.length_s,
+            [(StreamMeasure::Ttft, &d.response)],
+        ));
+    }
+    r.main.stream = Some(StreamResults {
+        responses: r.main.requests.completed,
+        events: r.main.requests.completed * 10,
+        events_per_response: 10.0,
+        failures: Default::default(),
+        llm: Some(LlmTokens {
+            output_tokens: r.main.requests.completed * 8,
+            output_tokens_per_s: 800.0,
+            counted_from_usage: r.main.requests.completed,
+            counted_from_chunks: 0,
+        }),
+        goodput: None,
+    });
+    let runs = vec![("llm".to_string(), r)];
+    let page = write_html(&runs, &HtmlOptions::default()).expect("report");
+    assert!(page.contains("id=\"stream-spectrum-0\"") && page.contains("id=\"tokens-0\""));
+    let html = artefact_dir().join("report-llm.html");
+    std::fs::write(&html, &page).expect("write report");
+    let (dom, _) = run_chromium(
+        &exe,
+        &["--dump-dom".to_string()],
+        &format!("file://{}", html.display()),
+    );
+    assert_eq!(
+        attr(&dom, "data-js-error"),
+        None,
+        "script error on the page"
+    );
+    // The spectrum, two time charts, the stream spectra and tokens/s.
+    assert_eq!(attr(&dom, "data-charts-expected").as_deref(), Some("5"));
+    assert_eq!(
+        attr(&dom, "data-charts-drawn"),
+        attr(&dom, "data-charts-expected"),
+        "every chart painted"
+    );
+    assert!(
+        dom.contains("Stream measures by percentile"),
+        "stream spectra drawn"
+    );
+    assert!(
+        dom.contains("Output tokens per second per interval"),
+        "tokens/s drawn"
+    );
+}

@@ -28,6 +28,7 @@ pub mod flags;
 pub mod grpc_flags;
 pub mod interrupt;
 pub mod live_view;
+pub mod llm_demo;
 pub mod rate_series;
 pub mod results_file;
 pub mod stop;

@@ -19,7 +19,8 @@ use std::process::Command;
 
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
-    /// Only run these checks (comma-separated: tester, stall, pause).
+    /// Only run these checks (comma-separated: tester, stall, pause, llm; llm, a stalling LLM
+    /// server's time to first token, runs only when named).
     #[arg(
         long,
         value_name = "LIST",

@@ -4,6 +4,7 @@
 
 use candor_analysis::compare_ci::{self, Verdict};
 use candor_analysis::repeats::Policy;
+use candor_core::stream_measures::StreamMeasure;
 use candor_report::comparison::{
     compare_confidence, compare_text, confidence_text, ConfidenceReport, Measure,
 };
@@ -21,7 +22,8 @@ pub struct CompareArgs {
     pub files: Vec<PathBuf>,
     /// The measure to compare.
     #[arg(long, value_name = "MEASURE", default_value = "response",
-          value_parser = PossibleValuesParser::new(["response", "service", "send-lag", "first-byte"]))]
+          value_parser = PossibleValuesParser::new(["response", "service", "send-lag", "first-byte",
+              "ttft", "ttft-sent", "itl", "tpot", "first-event", "event-gap"]))]
     pub measure: String,
     /// Labels for the inputs, one per input in order, comma-separated (`--label before,after`)
     /// or repeated (default: file names).
@@ -126,6 +128,12 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
         "service" => Measure::ServiceTime,
         "send-lag" => Measure::SendLag,
         "first-byte" => Measure::FirstByte,
+        "ttft" => Measure::Stream(StreamMeasure::Ttft),
+        "ttft-sent" => Measure::Stream(StreamMeasure::TtftService),
+        "itl" => Measure::Stream(StreamMeasure::Itl),
+        "tpot" => Measure::Stream(StreamMeasure::Tpot),
+        "first-event" => Measure::Stream(StreamMeasure::FirstEvent),
+        "event-gap" => Measure::Stream(StreamMeasure::EventGap),
         _ => Measure::ResponseTime,
     };
     print!("{}", compare_text(&runs, measure)?);

@@ -23,16 +23,26 @@ pub struct DemoArgs {
     /// ...for this long (every request waits until the freeze ends).
     #[arg(long, default_value = "1s", value_name = "DUR")]
     pub stall_for: DurationArg,
-    /// Intended request rate of the open-loop measurement.
-    #[arg(short = 'R', long, default_value = "2k")]
-    pub rate: String,
+    /// Intended request rate of the open-loop measurement [default: 2k; with --llm, of both
+    /// measurements: 20]
+    #[arg(short = 'R', long)]
+    pub rate: Option<String>,
+    /// Show time to first token instead: a built-in OpenAI-compatible streaming server with a
+    /// known TTFT stalls periodically, measured as the Python LLM benchmarks do (Poisson
+    /// arrivals over 10 connections, timed from the actual send) and as candor does (timed from
+    /// the intended send), beside the truth.
+    #[arg(long)]
+    pub llm: bool,
 }
 
 pub fn main(args: DemoArgs) -> Result<i32> {
+    if args.llm {
+        return crate::cmd::demo_llm::main(&args);
+    }
     let duration_ns = args.duration.ns();
     let every_ns = args.stall_every.ns();
     let for_ns = args.stall_for.ns();
-    let rate = candor_runner::flags::open_rate(&args.rate, "--rate")?;
+    let rate = candor_runner::flags::open_rate(args.rate.as_deref().unwrap_or("2k"), "--rate")?;
     let mut serve = candor_serve::ServeConfig::new("127.0.0.1:0".parse()?);
     serve.threads = 1;
     serve.stall = Some(candor_serve::Stall { every_ns, for_ns });

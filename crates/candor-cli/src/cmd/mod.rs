@@ -6,6 +6,7 @@ pub mod compare;
 pub mod completions;
 pub mod correct;
 pub mod demo;
+pub mod demo_llm;
 pub mod k8s;
 pub mod live;
 pub mod merge;

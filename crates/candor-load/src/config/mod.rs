@@ -158,6 +158,27 @@ pub struct GrpcConfig {
 }
 
 impl LoadConfig {
+    /// Makes this an LLM run of `count` distinct synthetic chat prompts of `prompt_tokens`, each
+    /// asking for `output_tokens`, as `--llm openai` without `--prompts` sends them (model
+    /// `default`): for the built-in known-truth runs of `demo --llm` and `calibrate`.
+    pub fn use_synthetic_chat(
+        &mut self,
+        prompt_tokens: u64,
+        output_tokens: u64,
+        count: usize,
+    ) -> Result<(), crate::workload::prompts::PromptError> {
+        use crate::workload::prompts::{requests, synthetic, LlmApi};
+        let list = synthetic(prompt_tokens, output_tokens, count)?;
+        let mut specs = requests(LlmApi::Chat, "default", &list, &[])?;
+        for s in &mut specs {
+            s.path = LlmApi::Chat.path().to_string();
+        }
+        self.method = "POST".to_string();
+        self.requests = specs;
+        self.stream.llm = true;
+        Ok(())
+    }
+
     /// Whether sends follow a schedule (a rate, a profile or a replayed trace) rather than each
     /// response (a closed loop).
     pub fn is_open_loop(&self) -> bool {

@@ -100,6 +100,56 @@ impl StreamAcc {
         ]
     }
 
+    /// Empties the books for the next interval, keeping their storage.
+    pub fn reset(&mut self) {
+        for h in [
+            &mut self.first_event,
+            &mut self.event_gap,
+            &mut self.ttft,
+            &mut self.ttft_service,
+            &mut self.itl,
+            &mut self.tpot,
+        ] {
+            h.reset();
+        }
+        self.responses = 0;
+        self.events = 0;
+        self.failures = [0; 5];
+        self.output_tokens = 0;
+        self.tokens_from_usage = 0;
+        self.tokens_from_chunks = 0;
+        self.clamped = 0;
+    }
+
+    /// Whether the responses were an LLM run's (their tokens were counted).
+    pub fn is_llm(&self) -> bool {
+        self.tokens_from_usage + self.tokens_from_chunks > 0 || !self.ttft.is_empty()
+    }
+
+    /// What these books say of one interval of `length_s` seconds; `llm` says whether the run
+    /// counts output tokens (an interval without any response still reports zero tokens).
+    pub fn interval(
+        &self,
+        length_s: f64,
+        llm: bool,
+    ) -> candor_core::stream_measures::IntervalStream {
+        use candor_core::stream_measures::StreamMeasure as M;
+        candor_core::stream_measures::IntervalStream::of(
+            self.responses,
+            self.events,
+            llm.then_some(self.output_tokens),
+            length_s,
+            [
+                (M::FirstEvent, &self.first_event),
+                (M::EventGap, &self.event_gap),
+                (M::Ttft, &self.ttft),
+                (M::TtftService, &self.ttft_service),
+                (M::Itl, &self.itl),
+                (M::Tpot, &self.tpot),
+            ],
+        )
+    }
+
     pub fn add(&mut self, o: &StreamAcc) {
         for (a, b) in [
             (&mut self.first_event, &o.first_event),

@@ -4,7 +4,7 @@
 //! backlog counted entry by entry) are written once for every protocol.
 
 use crate::engine::books::{
-    book_intended, book_response, book_unfinished, AnswerFailure, WorkloadBooks,
+    book_intended, book_response, book_unfinished, AnswerFailure, StreamAcc, WorkloadBooks,
 };
 use crate::engine::examples::{ContentCheck, FailureSamples};
 use crate::schedule::Schedule;
@@ -208,6 +208,10 @@ impl Ledger {
         if on {
             for p in &mut self.phases {
                 p.stream = Some(Box::default());
+            }
+            // Boxes from the run's pool come with them; one made here must too.
+            if self.interval.stream.is_none() {
+                self.interval.stream = Some(Box::default());
             }
         }
         self
@@ -459,21 +463,21 @@ impl Ledger {
         }
     }
 
-    /// A gap between two events of a streamed response to a request intended at `intended`.
+    /// A gap between two events of a streamed response to a request intended at `intended`:
+    /// booked in its phase and in the current interval.
     #[inline]
     pub fn stream_gap(&mut self, intended: u64, gap: crate::stream::tap::Gap) {
         let phase = self.phase_of(intended);
         if let Some(s) = &mut self.phases[phase].stream {
-            let h = if gap.token {
-                &mut s.itl
-            } else {
-                &mut s.event_gap
-            };
-            s.clamped += record_clamped(h, gap.ns) as u64;
+            book_stream_gap(s, gap);
+        }
+        if let Some(s) = &mut self.interval.stream {
+            book_stream_gap(s, gap);
         }
     }
 
-    /// What exchange `e`'s streamed response came to (booked before the response itself).
+    /// What exchange `e`'s streamed response came to (booked before the response itself), in
+    /// its phase and in the current interval.
     pub fn stream_outcome(&mut self, e: &Exchange, o: &crate::stream::tap::StreamOutcome) {
         let phase = self.phase_of(e.intended);
         if self.goodput.is_some() {
@@ -487,36 +491,12 @@ impl Ledger {
                 tpot: o.tpot_ns,
             });
         }
-        let Some(s) = &mut self.phases[phase].stream else {
-            return;
-        };
-        let mut c = 0;
-        if o.events > 0 {
-            s.responses += 1;
-            s.events += o.events;
+        if let Some(s) = &mut self.phases[phase].stream {
+            book_stream_outcome(s, e, o);
         }
-        if let Some(at) = o.first_event {
-            c += record_clamped(&mut s.first_event, at.saturating_sub(e.intended)) as u64;
+        if let Some(s) = &mut self.interval.stream {
+            book_stream_outcome(s, e, o);
         }
-        if let Some(at) = o.first_token {
-            c += record_clamped(&mut s.ttft, at.saturating_sub(e.intended)) as u64;
-            if e.sent != 0 {
-                c += record_clamped(&mut s.ttft_service, at.saturating_sub(e.sent)) as u64;
-            }
-        }
-        if let Some(tpot) = o.tpot_ns {
-            c += record_clamped(&mut s.tpot, tpot) as u64;
-        }
-        match o.tokens_from {
-            Some(crate::stream::openai::TokenSource::Usage) => s.tokens_from_usage += 1,
-            Some(crate::stream::openai::TokenSource::Chunks) => s.tokens_from_chunks += 1,
-            None => {}
-        }
-        s.output_tokens += o.output_tokens;
-        if let Some(f) = o.failure {
-            s.failures[f.index()] += 1;
-        }
-        s.clamped += c;
     }
 
     /// A connection was established at `now` (initial or reconnect); phases as for
@@ -622,10 +602,9 @@ impl Ledger {
 
     fn flush(&mut self, final_end_ns: Option<u64>) {
         // A recycled box from the collector; a new one only if the collector fell behind.
-        let fresh = self
-            .pool
-            .try_recv()
-            .unwrap_or_else(|_| Box::new(IntervalData::new()));
+        let fresh = self.pool.try_recv().unwrap_or_else(|_| {
+            Box::new(IntervalData::for_streams(self.interval.stream.is_some()))
+        });
         let mut data = std::mem::replace(&mut self.interval, fresh);
         for (i, p) in self.phases.iter().enumerate() {
             data.counts[i] = counts_growth(&p.counts, &self.flushed_counts[i]);
@@ -727,3 +706,45 @@ impl Ledger {
 
 #[cfg(test)]
 mod ledger_tests;
+
+/// Books one gap between events (a token's, or any event's) into `s`.
+#[inline]
+fn book_stream_gap(s: &mut StreamAcc, gap: crate::stream::tap::Gap) {
+    let h = if gap.token {
+        &mut s.itl
+    } else {
+        &mut s.event_gap
+    };
+    s.clamped += record_clamped(h, gap.ns) as u64;
+}
+
+/// Books what exchange `e`'s streamed response came to into `s`.
+fn book_stream_outcome(s: &mut StreamAcc, e: &Exchange, o: &crate::stream::tap::StreamOutcome) {
+    let mut c = 0;
+    if o.events > 0 {
+        s.responses += 1;
+        s.events += o.events;
+    }
+    if let Some(at) = o.first_event {
+        c += record_clamped(&mut s.first_event, at.saturating_sub(e.intended)) as u64;
+    }
+    if let Some(at) = o.first_token {
+        c += record_clamped(&mut s.ttft, at.saturating_sub(e.intended)) as u64;
+        if e.sent != 0 {
+            c += record_clamped(&mut s.ttft_service, at.saturating_sub(e.sent)) as u64;
+        }
+    }
+    if let Some(tpot) = o.tpot_ns {
+        c += record_clamped(&mut s.tpot, tpot) as u64;
+    }
+    match o.tokens_from {
+        Some(crate::stream::openai::TokenSource::Usage) => s.tokens_from_usage += 1,
+        Some(crate::stream::openai::TokenSource::Chunks) => s.tokens_from_chunks += 1,
+        None => {}
+    }
+    s.output_tokens += o.output_tokens;
+    if let Some(f) = o.failure {
+        s.failures[f.index()] += 1;
+    }
+    s.clamped += c;
+}

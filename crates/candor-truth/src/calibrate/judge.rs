@@ -1,4 +1,5 @@
-//! The decisions of a calibration, pure: the tester's bounds and the judgement of a stall.
+//! The decisions of a calibration, pure: the tester's bounds and the judgements of a stall and of
+//! an LLM server's time to first token.
 
 use crate::stall::StallTruth;
 use crate::truth_table::{render_truth, truth_rows, Drain};
@@ -151,6 +152,52 @@ pub fn judge_stall(truth: &StallTruth, m: &Measured<'_>, config: &LoadConfig) ->
     }
 }
 
+/// An LLM check's judgement: the truth table of its time to first token and its books.
+pub struct LlmJudgement {
+    pub table: String,
+    pub accounting: (bool, String),
+    pub pass: bool,
+}
+
+/// Judges the time to first token from the intended send (`ttft`) of an LLM run of `config`
+/// against `truth` (`T + W(t + T)`); the stall's backlog is allowed the streams it waits behind,
+/// each `stream_ns` long.
+pub fn judge_llm(
+    truth: &StallTruth,
+    ttft: &Summary,
+    requests: &RequestCounts,
+    config: &LoadConfig,
+    stream_ns: f64,
+) -> LlmJudgement {
+    let drain = Drain {
+        rate_per_s: config.shape.rate_per_s().unwrap_or(0.0),
+        connections: config.connections,
+        round_ns: stream_ns,
+    };
+    let mut rows = truth_rows(truth, ttft, &drain);
+    // At R requests/s the stalled waits lie 1/R apart, not on the continuous formula: a stalled
+    // percentile may read up to 1/R off it (10 ms at 100/s; the stall check's 1,000/s makes this
+    // 1 ms, within its tolerance).
+    let step_ns = match config.shape.rate_per_s() {
+        Some(r) if r > 0.0 => 1e9 / r,
+        _ => 0.0,
+    };
+    for r in rows.iter_mut().filter(|r| !r.body && r.label != "mean") {
+        r.tolerance_ns += step_ns;
+    }
+    let table: String = render_truth(&rows, true)
+        .lines()
+        .map(|l| format!("  {l}\n"))
+        .collect();
+    let accounting = accounting(requests);
+    let pass = ttft.count > 0 && rows.iter().all(|r| r.pass()) && accounting.0;
+    LlmJudgement {
+        table,
+        accounting,
+        pass,
+    }
+}
+
 pub(crate) fn pass_word(pass: bool) -> &'static str {
     if pass {
         "pass"
@@ -182,6 +229,36 @@ mod tests {
             completed: n,
             ..RequestCounts::default()
         }
+    }
+
+    #[test]
+    fn an_llm_ttft_that_follows_the_truth_passes_and_one_that_hides_the_stall_fails() {
+        // T = 20 ms, a 200 ms stall every second over 10 s: 20% of first tokens wait.
+        let truth = StallTruth::periodic(0, S, 200 * MS, 0, 10 * S, 20 * MS);
+        let mut true_h = new_histogram();
+        for i in 0..10_000 {
+            true_h.record(truth.percentile(i as f64 / 100.0)).unwrap();
+        }
+        let c = base_config("http://127.0.0.1:9/", 100.0, 64, 1, 10 * S).unwrap();
+        let counts = all_completed(1_000);
+        let honest = judge_llm(&truth, &Summary::of(&true_h), &counts, &c, 26e6);
+        assert!(honest.pass, "{}", honest.table);
+        // Timed from the actual send over too few connections: the stalled tail is thinner.
+        let mut hidden = new_histogram();
+        for i in 0..10_000 {
+            let p = i as f64 / 100.0;
+            let v = if p < 95.0 {
+                20 * MS
+            } else {
+                truth.percentile(p)
+            };
+            hidden.record(v).unwrap();
+        }
+        let j = judge_llm(&truth, &Summary::of(&hidden), &counts, &c, 26e6);
+        assert!(!j.pass, "{}", j.table);
+        // No first token at all is no pass.
+        let none = judge_llm(&truth, &Summary::of(&new_histogram()), &counts, &c, 26e6);
+        assert!(!none.pass);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The calibration procedures of `candor calibrate`: candor checks itself on this machine
 //! against servers whose answer is known in advance: (a) an instant server (the generator's own
 //! floor, judged by fixed bounds), (b) a periodically stalling server and (c) a server process
-//! paused with SIGSTOP, each judged against the truth its stall windows predict.
+//! paused with SIGSTOP, each judged against the truth its stall windows predict, and, when asked
+//! for (`--only ...,llm`), (d) an OpenAI-compatible streaming server whose first token is known,
+//! stalling: time to first token judged against `T + W(t + T)` (docs/truth.md).
 //!
 //! The procedures run loads through a [`Runner`] that the caller provides (the command line's
 //! run: file limits, pre-run probe, signals), so this crate does not depend on the front end.
@@ -12,7 +14,8 @@ mod judge;
 mod procedure;
 
 pub use judge::{
-    accounting, judge_stall, render_bounds, tester_bounds, Bound, Measured, StallJudgement,
+    accounting, judge_llm, judge_stall, render_bounds, tester_bounds, Bound, LlmJudgement,
+    Measured, StallJudgement,
 };
 pub use procedure::calibrate;
 
@@ -31,10 +34,12 @@ pub type StartHook = Arc<dyn Fn(u64) + Send + Sync>;
 pub enum CalibrateError<E> {
     #[error("CANDOR_CALIBRATE_SABOTAGE={0}: expected closed-loop or actual-send")]
     Sabotage(String),
-    #[error("--only: unknown check '{0}' (tester, stall, pause)")]
+    #[error("--only: unknown check '{0}' (tester, stall, pause, llm)")]
     UnknownCheck(String),
     #[error("starting the {0} server: {1}")]
     Serve(&'static str, candor_serve::ServeError),
+    #[error("starting the LLM server: {0}")]
+    LlmServe(candor_serve::llm::LlmError),
     #[error(transparent)]
     Config(#[from] LoadConfigError),
     #[error(transparent)]
@@ -67,10 +72,13 @@ pub enum Check {
     Tester,
     Stall,
     Pause,
+    /// Time to first token of a stalling LLM server (not in the default list).
+    Llm,
 }
 
 impl Check {
-    /// `tester,stall,pause` (any subset, any order) into the checks, run in the canonical order.
+    /// `tester,stall,pause,llm` (any subset, any order) into the checks, run in the canonical
+    /// order.
     pub fn parse_list<E>(text: &str) -> Result<Vec<Check>, CalibrateError<E>> {
         let mut wanted = Vec::new();
         for w in text.split(',').map(str::trim) {
@@ -78,10 +86,11 @@ impl Check {
                 "tester" => Check::Tester,
                 "stall" => Check::Stall,
                 "pause" => Check::Pause,
+                "llm" => Check::Llm,
                 other => return Err(CalibrateError::UnknownCheck(other.into())),
             });
         }
-        Ok([Check::Tester, Check::Stall, Check::Pause]
+        Ok([Check::Tester, Check::Stall, Check::Pause, Check::Llm]
             .into_iter()
             .filter(|c| wanted.contains(c))
             .collect())
@@ -92,6 +101,7 @@ impl Check {
             Check::Tester => "test the tester",
             Check::Stall => "periodic stall",
             Check::Pause => "SIGSTOP pause",
+            Check::Llm => "LLM time to first token",
         }
     }
 }
@@ -103,7 +113,8 @@ pub enum Sabotage {
     None,
     /// Send like wrk: each connection waits for its answer.
     ClosedLoop,
-    /// Time requests from the actual write instead of the intended send time.
+    /// Time requests from the actual write instead of the intended send time (and, in the LLM
+    /// check, send over 10 connections, as the Python LLM benchmarks do).
     ActualSend,
 }
 
@@ -165,10 +176,14 @@ mod tests {
             [Check::Tester, Check::Pause],
             "run in the canonical order"
         );
+        assert_eq!(
+            Check::parse_list::<String>("llm,stall").unwrap(),
+            [Check::Stall, Check::Llm]
+        );
         let e: E = Check::parse_list::<String>("tester,speed").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--only: unknown check 'speed' (tester, stall, pause)"
+            "--only: unknown check 'speed' (tester, stall, pause, llm)"
         );
         assert_eq!(Sabotage::parse::<String>(None).unwrap(), Sabotage::None);
         assert_eq!(Sabotage::parse::<String>(Some("")).unwrap(), Sabotage::None);

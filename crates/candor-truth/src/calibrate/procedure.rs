@@ -1,7 +1,8 @@
-//! The calibration runs: an instant server, a stalling server and a paused server process, each
-//! loaded through the caller's [`Runner`] and judged by [`super::judge`].
+//! The calibration runs: an instant server, a stalling server, a paused server process and a
+//! stalling LLM server, each loaded through the caller's [`Runner`] and judged by
+//! [`super::judge`].
 
-use super::judge::{at, judge_stall, pass_word, render_bounds, tester_bounds, Measured};
+use super::judge::{at, judge_llm, judge_stall, pass_word, render_bounds, tester_bounds, Measured};
 use super::{CalibrateError, Check, Runner, Sabotage, Verdict};
 use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
@@ -40,6 +41,7 @@ pub fn calibrate<R: Runner>(
             Check::Tester => calibration.tester()?,
             Check::Stall => calibration.stall()?,
             Check::Pause => calibration.pause()?,
+            Check::Llm => calibration.llm()?,
         };
         verdict.push((check, pass));
         (calibration.say)("\n");
@@ -108,6 +110,9 @@ impl<R: Runner> Calibration<'_, R> {
         if self.sabotage == Sabotage::ActualSend {
             // What a tool that starts its clock at the actual write would report.
             results.main.response_time = results.main.service_time.clone();
+            if let Some(sent) = results.main.ttft_service.clone() {
+                results.main.ttft = Some(sent);
+            }
         }
         Ok((outcome, results, window))
     }
@@ -195,6 +200,83 @@ impl<R: Runner> Calibration<'_, R> {
             100.0 * truth.stalled_fraction()
         ));
         Ok(self.judge("periodic stall", &truth, &res, &c))
+    }
+
+    /// (d) An OpenAI-compatible streaming server (`serve --llm`) whose first token is due 20 ms
+    /// after it reads a request, stalling 200 ms every second: time to first token from the
+    /// intended send against `T + W(t + T)` (docs/truth.md, "LLM time to first token").
+    fn llm(&mut self) -> Result<bool, CalibrateError<R::Error>> {
+        const TTFT: u64 = 20 * MS;
+        const ITL: u64 = 2 * MS;
+        const TOKENS: u32 = 4;
+        let stall = candor_serve::Stall {
+            every_ns: S,
+            for_ns: 200 * MS,
+        };
+        let mut serve = candor_serve::llm::LlmConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+        serve.ttft_ns = TTFT;
+        serve.itl_ns = ITL;
+        serve.output_tokens = TOKENS;
+        serve.stall = Some(stall);
+        let server = candor_serve::llm::start(serve).map_err(CalibrateError::LlmServe)?;
+        let url = format!("http://{}/", server.local_addr());
+        // Connections enough that no request waits for one: a stall holds the 20 streams due
+        // in it and the 3 or so running; 64 leave room twice over. (A higher rate releases a
+        // larger burst at each stall's end, which the top rows would read as the server's.)
+        let mut c = base_config(&url, 100.0, 64, 1, 6 * S)?;
+        c.use_synthetic_chat(16, TOKENS.into(), 16)
+            .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+        if self.sabotage == Sabotage::ActualSend {
+            // As the Python LLM benchmarks send: a small pool (4 here, where a stall holds 20
+            // requests, as 10 are where it holds 50), timed from the actual send.
+            c.connections = 4;
+        }
+        c.validate()?;
+        (self.say)(&format!(
+            "(d) LLM time to first token: `serve --llm` at {url} (first token 20ms after the request, a token every\n    \
+             2ms, 4 tokens), frozen for 200ms every 1s (f = 20%), {} on {} connections, 6s\n",
+            format_rate(100.0),
+            c.connections
+        ));
+        let (outcome, res, _) = self.run_measured(&c, None)?;
+        // A request intended at t is read at t; its first token is due at t + T and waits out a
+        // stall it falls in.
+        let from = outcome.start_ns + c.warmup_ns + TTFT;
+        let to = from + c.duration_ns;
+        // As in the stall check, the base is the measured TTFT from the actual send at p50 (the
+        // server's T plus the loopback and both sides' parsing), most of which no stall touched.
+        let base = res
+            .main
+            .ttft_service
+            .as_ref()
+            .and_then(|s| s.at(50.0))
+            .unwrap_or(TTFT);
+        let mut truth = StallTruth::periodic(0, 1, 0, from, to, base);
+        truth.stalls = stall.windows_between(server.started_at_ns(), from, to);
+        server.shutdown();
+        (self.say)(&format!(
+            "    truth: T + W(t + T) from the server's {} stall windows: {:.1}% of first tokens stalled\n",
+            truth.stalls.len(),
+            100.0 * truth.stalled_fraction()
+        ));
+        let empty = candor_core::Summary::of(&candor_core::new_histogram());
+        let ttft = res.main.ttft.as_ref().unwrap_or(&empty);
+        let stream_ns = (TTFT + ITL * u64::from(TOKENS - 1)) as f64;
+        let j = judge_llm(&truth, ttft, &res.main.requests, &c, stream_ns);
+        (self.say)(&j.table);
+        (self.say)(&format!(
+            "    accounting: {}  {}\n",
+            j.accounting.1,
+            pass_word(j.accounting.0)
+        ));
+        if !j.pass {
+            (self.say)(
+                "    => FAIL (LLM time to first token): the measured TTFT does not match what the stall windows\n       \
+                 predict. A benchmark that reads low here hides the queue (it timed from the actual send, or\n       \
+                 waited for a free connection before sending); one that reads high adds its own delay.\n",
+            );
+        }
+        Ok(j.pass)
     }
 
     /// (c) SIGSTOP of a server process for 1 s in a 5 s run.

@@ -1,0 +1,301 @@
+//! The measures of streamed responses (`--stream`, `--llm`) as one typed set, and their form in
+//! each interval of a run: percentiles, events and output tokens, and the histograms that let
+//! merges, comparisons and logs use them exactly.
+
+use crate::hist::{from_base64_v2, to_base64_v2_compressed, HistCodecError};
+use crate::phase_results::{IntervalStats, PhaseResults};
+use crate::results::RunResults;
+use crate::{new_histogram, Histo, Summary};
+use serde::{Deserialize, Serialize};
+
+/// One measure of streamed responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StreamMeasure {
+    /// From the intended send to the first event of a response.
+    FirstEvent,
+    /// Between consecutive events of one response.
+    EventGap,
+    /// From the intended send to the first token (LLM).
+    Ttft,
+    /// From the actual send to the first token (LLM): what a sender timing from its own send
+    /// reports.
+    TtftService,
+    /// Between consecutive content chunks (LLM).
+    Itl,
+    /// (last token - first token) / (output tokens - 1) (LLM).
+    Tpot,
+}
+
+impl StreamMeasure {
+    /// Every measure, in the order reports show them.
+    pub const ALL: [StreamMeasure; 6] = [
+        StreamMeasure::Ttft,
+        StreamMeasure::TtftService,
+        StreamMeasure::Itl,
+        StreamMeasure::Tpot,
+        StreamMeasure::FirstEvent,
+        StreamMeasure::EventGap,
+    ];
+
+    /// The measure's name in the results (JSON fields, `extra` histograms, `.hlog` tags).
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamMeasure::FirstEvent => "first_event",
+            StreamMeasure::EventGap => "event_gap",
+            StreamMeasure::Ttft => "ttft",
+            StreamMeasure::TtftService => "ttft_service",
+            StreamMeasure::Itl => "itl",
+            StreamMeasure::Tpot => "tpot",
+        }
+    }
+
+    /// The measure in words, for report headings.
+    pub fn label(self) -> &'static str {
+        match self {
+            StreamMeasure::FirstEvent => "first event",
+            StreamMeasure::EventGap => "event gap",
+            StreamMeasure::Ttft => "TTFT",
+            StreamMeasure::TtftService => "TTFT from the actual send",
+            StreamMeasure::Itl => "ITL",
+            StreamMeasure::Tpot => "TPOT",
+        }
+    }
+
+    /// The measure of a results name (see [`StreamMeasure::name`]).
+    pub fn of_name(name: &str) -> Option<StreamMeasure> {
+        StreamMeasure::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// The streams' histograms of one interval, base64 of the V2 compressed encoding; a measure
+/// without samples in the interval is absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamHistograms {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_gap: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_service: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot: Option<String>,
+}
+
+impl StreamHistograms {
+    fn slot(&mut self, m: StreamMeasure) -> &mut Option<String> {
+        match m {
+            StreamMeasure::FirstEvent => &mut self.first_event,
+            StreamMeasure::EventGap => &mut self.event_gap,
+            StreamMeasure::Ttft => &mut self.ttft,
+            StreamMeasure::TtftService => &mut self.ttft_service,
+            StreamMeasure::Itl => &mut self.itl,
+            StreamMeasure::Tpot => &mut self.tpot,
+        }
+    }
+
+    /// The encoded histogram of `m`, if the interval recorded it.
+    pub fn get(&self, m: StreamMeasure) -> Option<&String> {
+        match m {
+            StreamMeasure::FirstEvent => self.first_event.as_ref(),
+            StreamMeasure::EventGap => self.event_gap.as_ref(),
+            StreamMeasure::Ttft => self.ttft.as_ref(),
+            StreamMeasure::TtftService => self.ttft_service.as_ref(),
+            StreamMeasure::Itl => self.itl.as_ref(),
+            StreamMeasure::Tpot => self.tpot.as_ref(),
+        }
+    }
+
+    /// The histogram of `m` decoded (empty when the interval recorded none).
+    pub fn decode(&self, m: StreamMeasure) -> Result<Histo, HistCodecError> {
+        let mut h = new_histogram();
+        if let Some(text) = self.get(m) {
+            let d = from_base64_v2(text)?;
+            for v in d.iter_recorded() {
+                h.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+        Ok(h)
+    }
+}
+
+/// What the streamed responses that ended in one interval came to (by completion time, as the
+/// interval's response times).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalStream {
+    /// Responses that delivered at least one event, and their events.
+    pub responses: u64,
+    pub events: u64,
+    /// LLM runs: the output tokens of the responses that ended in the interval, and those per
+    /// second of the interval's length (tokens/s over time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_event: Option<IntervalStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_gap: Option<IntervalStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<IntervalStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_service: Option<IntervalStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl: Option<IntervalStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot: Option<IntervalStats>,
+    pub histograms: StreamHistograms,
+}
+
+impl IntervalStream {
+    /// An interval's streams from its histograms and counts; `output_tokens` is `Some` in LLM
+    /// runs only, and its rate is over `length_s`.
+    pub fn of<'a>(
+        responses: u64,
+        events: u64,
+        output_tokens: Option<u64>,
+        length_s: f64,
+        histograms: impl IntoIterator<Item = (StreamMeasure, &'a Histo)>,
+    ) -> IntervalStream {
+        let mut s = IntervalStream {
+            responses,
+            events,
+            output_tokens,
+            output_tokens_per_s: output_tokens.map(|n| {
+                if length_s > 0.0 {
+                    n as f64 / length_s
+                } else {
+                    0.0
+                }
+            }),
+            first_event: None,
+            event_gap: None,
+            ttft: None,
+            ttft_service: None,
+            itl: None,
+            tpot: None,
+            histograms: StreamHistograms::default(),
+        };
+        for (m, h) in histograms {
+            if h.is_empty() {
+                continue;
+            }
+            *s.stats_slot(m) = Some(IntervalStats::of(h));
+            *s.histograms.slot(m) = Some(to_base64_v2_compressed(h));
+        }
+        s
+    }
+
+    fn stats_slot(&mut self, m: StreamMeasure) -> &mut Option<IntervalStats> {
+        match m {
+            StreamMeasure::FirstEvent => &mut self.first_event,
+            StreamMeasure::EventGap => &mut self.event_gap,
+            StreamMeasure::Ttft => &mut self.ttft,
+            StreamMeasure::TtftService => &mut self.ttft_service,
+            StreamMeasure::Itl => &mut self.itl,
+            StreamMeasure::Tpot => &mut self.tpot,
+        }
+    }
+
+    /// The interval's percentiles of `m`, if it recorded any.
+    pub fn stats(&self, m: StreamMeasure) -> Option<IntervalStats> {
+        match m {
+            StreamMeasure::FirstEvent => self.first_event,
+            StreamMeasure::EventGap => self.event_gap,
+            StreamMeasure::Ttft => self.ttft,
+            StreamMeasure::TtftService => self.ttft_service,
+            StreamMeasure::Itl => self.itl,
+            StreamMeasure::Tpot => self.tpot,
+        }
+    }
+}
+
+impl PhaseResults {
+    /// The phase's summary of stream measure `m`, if it recorded any.
+    pub fn stream_summary(&self, m: StreamMeasure) -> Option<&Summary> {
+        match m {
+            StreamMeasure::FirstEvent => self.first_event.as_ref(),
+            StreamMeasure::EventGap => self.event_gap.as_ref(),
+            StreamMeasure::Ttft => self.ttft.as_ref(),
+            StreamMeasure::TtftService => self.ttft_service.as_ref(),
+            StreamMeasure::Itl => self.itl.as_ref(),
+            StreamMeasure::Tpot => self.tpot.as_ref(),
+        }
+    }
+
+    /// Sets the phase's summary of stream measure `m`.
+    pub fn set_stream_summary(&mut self, m: StreamMeasure, s: Option<Summary>) {
+        *match m {
+            StreamMeasure::FirstEvent => &mut self.first_event,
+            StreamMeasure::EventGap => &mut self.event_gap,
+            StreamMeasure::Ttft => &mut self.ttft,
+            StreamMeasure::TtftService => &mut self.ttft_service,
+            StreamMeasure::Itl => &mut self.itl,
+            StreamMeasure::Tpot => &mut self.tpot,
+        } = s;
+    }
+}
+
+impl RunResults {
+    /// The measured window's full histogram of stream measure `m` (kept in `extra` under its
+    /// name), if the run recorded it.
+    pub fn stream_histogram(&self, m: StreamMeasure) -> Option<Result<Histo, HistCodecError>> {
+        self.extra.iter().find(|n| n.name == m.name()).map(|n| {
+            let d = from_base64_v2(&n.histogram)?;
+            let mut h = new_histogram();
+            for v in d.iter_recorded() {
+                h.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+            Ok(h)
+        })
+    }
+
+    /// The stream measures this run recorded, in report order.
+    pub fn stream_measures(&self) -> Vec<StreamMeasure> {
+        StreamMeasure::ALL
+            .into_iter()
+            .filter(|m| self.main.stream_summary(*m).is_some())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_measure_is_found_by_its_name() {
+        for m in StreamMeasure::ALL {
+            assert_eq!(StreamMeasure::of_name(m.name()), Some(m));
+        }
+        assert_eq!(StreamMeasure::of_name("response_time"), None);
+    }
+
+    #[test]
+    fn an_interval_keeps_what_it_recorded_and_tokens_per_second_over_its_length() {
+        let mut ttft = new_histogram();
+        ttft.record(50_000_000).unwrap();
+        ttft.record(350_000_000).unwrap();
+        let empty = new_histogram();
+        let s = IntervalStream::of(
+            2,
+            18,
+            Some(16),
+            0.5,
+            [(StreamMeasure::Ttft, &ttft), (StreamMeasure::Itl, &empty)],
+        );
+        assert_eq!(s.output_tokens_per_s, Some(32.0));
+        assert_eq!(s.stats(StreamMeasure::Ttft).unwrap().count, 2);
+        assert!(s.stats(StreamMeasure::Itl).is_none());
+        assert!(s.histograms.itl.is_none());
+        let back = s.histograms.decode(StreamMeasure::Ttft).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back.max(), ttft.max());
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("\"itl\""), "{json}");
+        assert_eq!(serde_json::from_str::<IntervalStream>(&json).unwrap(), s);
+    }
+}

@@ -1,0 +1,130 @@
+//! The HTML report's parts for streamed responses (`--stream`, `--llm`): the spectra of TTFT,
+//! ITL, TPOT and the event measures on the percentile axis the response-time spectrum uses, an
+//! LLM run's output tokens per second over time, and a summary table per measure. Everything
+//! comes from the results' stream histograms (`extra`) and intervals; a run without streams gets
+//! none of it and its page is unchanged.
+
+use crate::escape::html_text as esc;
+use crate::html::{p99_max, spectrum, summary_row, HtmlError};
+use candor_core::results::RunResults;
+use candor_core::stream_measures::StreamMeasure;
+use candor_core::units::format_count;
+use serde_json::{json, Value};
+
+/// The chart data of one run's streams (`run.stream` in the page's data), `None` when the run
+/// recorded no stream measure.
+pub(crate) fn chart_data(
+    label: &str,
+    r: &RunResults,
+    xs: &[f64],
+) -> Result<Option<Value>, HtmlError> {
+    let mut spectra = Vec::new();
+    for m in r.stream_measures() {
+        let Some(h) = r.stream_histogram(m) else {
+            continue;
+        };
+        let h = h.map_err(|cause| HtmlError {
+            label: label.to_string(),
+            what: m.name().into(),
+            cause,
+        })?;
+        if h.is_empty() {
+            continue;
+        }
+        spectra.push(json!({
+            "name": m.name(),
+            "label": m.label(),
+            // The actual-send twin is drawn dashed beside TTFT, as service time beside response.
+            "dash": m == StreamMeasure::TtftService,
+            "values": spectrum(&h, xs),
+            "legend": p99_max(&h),
+        }));
+    }
+    let tokens = r.intervals.iter().any(|iv| {
+        iv.stream
+            .as_ref()
+            .is_some_and(|s| s.output_tokens.is_some())
+    });
+    if spectra.is_empty() && !tokens {
+        return Ok(None);
+    }
+    let mut out = json!({ "spectra": spectra });
+    if tokens {
+        let per_s: Vec<Option<f64>> = r
+            .intervals
+            .iter()
+            .map(|iv| iv.stream.as_ref().and_then(|s| s.output_tokens_per_s))
+            .collect();
+        out["tokens"] = json!({
+            "t": r.intervals.iter().map(|iv| iv.start_s + iv.length_s).collect::<Vec<_>>(),
+            "per_s": per_s,
+            "mean_per_s": r.main.stream.as_ref().and_then(|s| s.llm).map(|t| t.output_tokens_per_s),
+        });
+    }
+    Ok(Some(out))
+}
+
+/// The section: per run with streams, its spectra chart and tokens/s chart, then a table per
+/// measure across the runs. Empty when no run has streams.
+pub(crate) fn section(runs: &[(String, RunResults)], palette: &[&str]) -> String {
+    let with: Vec<usize> = (0..runs.len())
+        .filter(|&i| {
+            let r = &runs[i].1;
+            !r.stream_measures().is_empty() || r.main.stream.is_some()
+        })
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<section><h2>Streamed responses</h2><p class=\"note\">Each measure at each percentile, on \
+         the spectrum's 1/(1\u{2212}p) axis. TTFT (time to first token) and first event run from the \
+         intended send, so they include any wait for a connection; the dashed TTFT runs from the \
+         actual send, what a client that times from its own send reports. ITL: each gap between \
+         content chunks; TPOT: (last token \u{2212} first token) / (output tokens \u{2212} 1). \
+         Output tokens per second are by interval of completion.</p>",
+    );
+    for &i in &with {
+        let (label, r) = &runs[i];
+        out.push_str(&format!(
+            "<h3><span class=\"swatch\" style=\"background:{}\"></span>{}</h3>",
+            palette[i % palette.len()],
+            esc(label)
+        ));
+        if !r.stream_measures().is_empty() {
+            out.push_str(&format!(
+                "<div class=\"chart\" id=\"stream-spectrum-{i}\"></div>"
+            ));
+        }
+        if r.main.stream.as_ref().is_some_and(|s| s.llm.is_some()) {
+            out.push_str(&format!(
+                "<div class=\"chart short\" id=\"tokens-{i}\"></div>"
+            ));
+        }
+    }
+    for m in StreamMeasure::ALL {
+        if runs.iter().all(|(_, r)| r.main.stream_summary(m).is_none()) {
+            continue;
+        }
+        out.push_str(&format!(
+            "<h3>{}</h3><table class=\"grid num\"><thead><tr><th>Run</th><th>count</th><th>p50</th><th>p90</th>\
+             <th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>stdev</th></tr></thead><tbody>",
+            esc(m.label())
+        ));
+        for (i, (label, r)) in runs.iter().enumerate() {
+            let Some(s) = r.main.stream_summary(m) else {
+                continue;
+            };
+            out.push_str(&format!(
+                "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{}</td>{}</tr>",
+                palette[i % palette.len()],
+                esc(label),
+                format_count(s.count),
+                summary_row(s)
+            ));
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</section>");
+    out
+}

@@ -72,6 +72,10 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
                     "16",
                     "--output-tokens",
                     "8",
+                    // A bound every request meets (the server's TTFT is 20 ms) and one that
+                    // splits them: merged goodput is the shards' sum.
+                    "--goodput",
+                    "ttft<10s,tpot<10s",
                     "-R",
                     "40",
                     "-c",
@@ -174,6 +178,18 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
     assert_eq!(m["stream"]["llm"]["output_tokens"], tokens);
     assert_eq!(m["stream"]["llm"]["counted_from_usage"], 120);
     assert_eq!(m["stream"]["events"], 1200);
+    let good = |r: &serde_json::Value, k: &str| r["stream"]["goodput"][k].as_u64().unwrap();
+    let (s0, s1) = (
+        load(&dir.join("shard-0.json")),
+        load(&dir.join("shard-1.json")),
+    );
+    assert_eq!(good(&m, "good"), good(&s0, "good") + good(&s1, "good"));
+    assert_eq!(good(&m, "good"), 120, "every request meets bounds of 10 s");
+    assert_eq!(
+        good(&m, "good_service"),
+        good(&s0, "good_service") + good(&s1, "good_service")
+    );
+    assert_eq!(m["stream"]["goodput"]["slo"], s0["stream"]["goodput"]["slo"]);
     assert_eq!(
         over_intervals(&m, |iv| iv["stream"]["output_tokens"].as_u64().unwrap_or(0)),
         tokens

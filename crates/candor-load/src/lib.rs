@@ -25,7 +25,7 @@ pub(crate) mod wire;
 pub mod workload;
 
 pub use config::{
-    Arrival, Framing, GrpcConfig, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme,
+    Arrival, Framing, GrpcCall, GrpcConfig, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme,
     Target, TargetError, TlsOptions,
 };
 pub use load_run::{run, IntervalReport, RunOutcome};

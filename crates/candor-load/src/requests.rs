@@ -10,6 +10,11 @@
 //! checks `"check_status"` (as `--check-status`) and `"check_body"` (as `--check-body`).
 //! Instead of `"path"`, `"url"` (an absolute `http://` or `https://` URL) sends the line to a
 //! target of its own (see `LoadConfig::resolve_request_targets`).
+//!
+//! For a gRPC target a line names its method with `"call"` (`package.Service/Method`; default
+//! `--call`) and its request message with `"message"` (a JSON object, or a string holding the
+//! JSON text, which may then carry placeholders where a JSON value goes: `"{\"seq\":{{seq}}}"`;
+//! default `--body`), instead of `"path"` and `"body"`; its `"headers"` are metadata.
 
 use crate::status::StatusSet;
 use serde_json::Value;
@@ -51,6 +56,12 @@ pub struct RequestLine {
     /// `"url"`: the absolute URL of another target this line is sent to (`None`: the command
     /// line's target).
     pub url: Option<String>,
+    /// Its line number in the file (1-based), for errors found after parsing.
+    pub line: usize,
+    /// gRPC: `"call"`, the method this line calls (`None`: `--call`).
+    pub call: Option<String>,
+    /// gRPC: `"message"`, the JSON text of the request message (`None`: `--body`).
+    pub message: Option<String>,
 }
 
 /// Parses a request-set file; errors name the line.
@@ -83,7 +94,26 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
         };
         // An absolute "url" sends this line to its own target (scheme, host and port), with
         // connections of its own; "path" alone goes to the URL on the command line.
+        let call = text_field("call")?;
+        let message = match obj.get("message") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v @ Value::Object(_)) => Some(v.to_string()),
+            Some(_) => {
+                return Err(at(
+                    "\"message\" must be a JSON object or a string of JSON text".into(),
+                ))
+            }
+        };
+        let grpc = call.is_some() || message.is_some();
         let (url, path) = match (text_field("url")?, text_field("path")?) {
+            // A gRPC line's path is its method's, set with its call.
+            (None, None) if grpc => (None, "/".to_string()),
+            (Some(_), _) | (_, Some(_)) if grpc => {
+                return Err(at(
+                    "a gRPC line names its method with \"call\", not \"path\" or \"url\"".into(),
+                ))
+            }
             (Some(_), Some(_)) => return Err(at("give \"url\" or \"path\", not both".into())),
             (Some(u), None) => {
                 let t = crate::target::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
@@ -132,7 +162,7 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
                 .collect::<Result<Vec<_>, String>>()?,
             Some(_) => return Err(at("\"headers\" must be an object or a list".into())),
         };
-        const FIELDS: [&str; 9] = [
+        const FIELDS: [&str; 11] = [
             "method",
             "path",
             "url",
@@ -142,13 +172,16 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
             "weight",
             "check_status",
             "check_body",
+            "call",
+            "message",
         ];
         if let Some(unknown) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return Err(at(format!("unknown field \"{unknown}\"")));
         }
-        let name = text_field("name")?.unwrap_or_else(|| match &url {
-            Some(u) => format!("{method} {u}"),
-            None => format!("{method} {path}"),
+        let name = text_field("name")?.unwrap_or_else(|| match (&url, &call) {
+            (_, Some(c)) => c.clone(),
+            (Some(u), None) => format!("{method} {u}"),
+            (None, None) => format!("{method} {path}"),
         });
         let weight = match obj.get("weight") {
             None | Some(Value::Null) => None,
@@ -186,6 +219,9 @@ pub fn parse_request_lines(text: &str) -> Result<Vec<RequestLine>, String> {
             check_status,
             check_body,
             url,
+            line: n + 1,
+            call,
+            message,
         });
     }
     if out.is_empty() {

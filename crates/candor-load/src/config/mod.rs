@@ -136,20 +136,35 @@ pub struct LoadConfig {
     pub grpc: Option<GrpcConfig>,
 }
 
-/// What a gRPC run adds to HTTP/2's: the request itself is made as HTTP's (`method` POST,
-/// `target.path` the method's path, `headers` gRPC's and the metadata, `body` the framed
-/// message, encoded once before the run), so only the judging of the answer differs.
+/// What a gRPC run adds to HTTP/2's: each request is made as HTTP's (`method` POST, its path
+/// the method's path, `headers` gRPC's and the metadata, its body the framed message, encoded
+/// once before the run), so only the judging of the answer differs.
 #[derive(Debug, Clone)]
 pub struct GrpcConfig {
-    /// The call as given, `package.Service/Method`.
+    /// The calls as given, `package.Service/Method` (comma-separated when `--requests` lines
+    /// name several).
     pub call: String,
-    /// Unary or server-streaming.
-    pub kind: candor_grpc::CallKind,
     /// The `grpc-status` codes that count as success (`--check-status`; by default `OK`).
     pub accept: candor_grpc::CodeSet,
-    /// A message with placeholders: `body` is then its JSON template, filled per request and
-    /// encoded by this (allocating: docs/grpc.md); `None` for a message encoded once.
+    /// Per request (the one request, or each `--requests` line in order), its call.
+    pub calls: Vec<GrpcCall>,
+}
+
+/// One request's gRPC call.
+#[derive(Debug, Clone)]
+pub struct GrpcCall {
+    /// Unary or server-streaming.
+    pub kind: candor_grpc::CallKind,
+    /// A message with placeholders: the request's body is then its JSON template, filled per
+    /// request and encoded by this (allocating: docs/grpc.md); `None` for a message encoded once.
     pub templated: Option<candor_grpc::RequestEncoder>,
+}
+
+impl GrpcConfig {
+    /// Whether request `index`'s message is a template, encoded per request.
+    pub fn is_templated(&self, index: usize) -> bool {
+        self.calls.get(index).is_some_and(|c| c.templated.is_some())
+    }
 }
 
 impl LoadConfig {
@@ -447,10 +462,9 @@ impl LoadConfig {
             if self.pipeline > 1 {
                 return bad("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
             }
-            if !self.requests.is_empty() {
-                return bad(
-                    "--requests does not apply to gRPC targets yet: one --call per run".into(),
-                );
+            let g = self.grpc.as_ref().expect("checked above");
+            if g.calls.len() != self.requests.len().max(1) {
+                return bad("a gRPC run needs one call per request".into());
             }
         }
         if self.target.scheme.is_websocket() {
@@ -521,7 +535,7 @@ impl LoadConfig {
                 &self.target.path,
                 &self.headers,
                 &self.body,
-                self.grpc.as_ref().is_none_or(|g| g.templated.is_some())
+                self.grpc.as_ref().is_none_or(|g| g.is_templated(0))
                     && has_placeholder(&self.body),
             )?;
         }

@@ -34,6 +34,8 @@ pub(crate) struct Shape {
     pub http2: bool,
     /// `--check-header` and `--check-body`.
     pub checks: ResponseChecks,
+    /// A gRPC run (over HTTP/2): its calls, each sending an empty message.
+    pub grpc: Option<crate::config::GrpcConfig>,
 }
 
 impl Shape {
@@ -48,6 +50,7 @@ impl Shape {
             framing: None,
             http2: false,
             checks: ResponseChecks::default(),
+            grpc: None,
         }
     }
 
@@ -70,7 +73,13 @@ impl Shape {
         config.http2 = self.http2;
         config.framing = self.framing.clone();
         config.workload.checks = self.checks.clone();
-        if self.framing.is_some() {
+        if self.grpc.is_some() {
+            config.method = "POST".into();
+            config.headers = vec!["content-type: application/grpc".into()];
+            // An empty message: no compression flag, length 0.
+            config.body = vec![0; 5];
+            config.grpc = self.grpc.clone();
+        } else if self.framing.is_some() {
             config.payload = b"ping".to_vec();
         } else if !self.body.is_empty() {
             config.method = "POST".into();

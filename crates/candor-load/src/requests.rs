@@ -293,6 +293,28 @@ mod tests {
     }
 
     #[test]
+    fn grpc_lines_carry_a_call_and_a_message_as_object_or_text() {
+        let lines = parse_request_lines(
+            "{\"call\": \"a.B/C\", \"message\": {\"x\": 1}}\n\n{\"message\": \"{\\\"n\\\":{{seq}}}\", \"name\": \"t\"}",
+        )
+        .unwrap();
+        assert_eq!(lines[0].call.as_deref(), Some("a.B/C"));
+        assert_eq!(lines[0].message.as_deref(), Some(r#"{"x":1}"#));
+        assert_eq!(lines[0].name, "a.B/C", "a call line is named by its call");
+        assert_eq!((lines[0].line, lines[1].line), (1, 3));
+        assert_eq!(lines[1].call, None);
+        assert_eq!(lines[1].message.as_deref(), Some(r#"{"n":{{seq}}}"#));
+        for (text, want) in [
+            (r#"{"call": "a.B/C", "path": "/x"}"#, "line 1: a gRPC line names its method with \"call\""),
+            (r#"{"message": 7}"#, "\"message\" must be a JSON object or a string"),
+            (r#"{"call": 7}"#, "\"call\" must be a string"),
+        ] {
+            let err = parse_request_lines(text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn names_weights_and_checks() {
         let lines = parse_request_lines(
             "{\"path\": \"/a\", \"name\": \"home\", \"weight\": 3, \"check_status\": \"200\", \"check_body\": \"ok\"}\n{\"method\": \"post\", \"path\": \"/u/{{seq}}\"}",

@@ -538,7 +538,11 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
         .sum();
     assert_eq!(intended, 1000, "{by}");
     for name in ["echo", "stream", "templated"] {
-        assert_eq!(row(name, "completed"), row(name, "intended"), "{name}: {by}");
+        assert_eq!(
+            row(name, "completed"),
+            row(name, "intended"),
+            "{name}: {by}"
+        );
         assert_eq!(row(name, "failed"), 0, "{name}: {by}");
     }
     assert_eq!(row("missing", "completed"), 0, "{by}");
@@ -622,12 +626,18 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
     let bad = |name: &str, text: &str| write_file(&dir, name, text);
     let cases = [
         (
-            bad("b1.jsonl", &format!("{}\n{}", lines[0], r#"{"call":"candor.bench.Bench/Nope"}"#)),
+            bad(
+                "b1.jsonl",
+                &format!("{}\n{}", lines[0], r#"{"call":"candor.bench.Bench/Nope"}"#),
+            ),
             "--requests line 2: ",
             "has no method `Nope`; it has: Echo, Stream, Collect, Chat",
         ),
         (
-            bad("b2.jsonl", r#"{"call":"candor.bench.Bench/Echo","message":{"nmae":"x"}}"#),
+            bad(
+                "b2.jsonl",
+                r#"{"call":"candor.bench.Bench/Echo","message":{"nmae":"x"}}"#,
+            ),
             "--requests line 1 \"message\": ",
             "unrecognized field name 'nmae'",
         ),
@@ -637,7 +647,10 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
             "names its method with \"call\"",
         ),
         (
-            bad("b4.jsonl", r#"{"call":"candor.bench.Bench/Echo","message":"{\"seq\":\"{{seq}}x\"}"}"#),
+            bad(
+                "b4.jsonl",
+                r#"{"call":"candor.bench.Bench/Echo","message":"{\"seq\":\"{{seq}}x\"}"}"#,
+            ),
             "--requests line 1 \"message\": request 0 filled as",
             "field `seq`",
         ),
@@ -656,7 +669,11 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
         err.contains("\"call\" and \"message\" apply to grpc:// and grpcs:// targets"),
         "{err}"
     );
-    assert_eq!(srv.calls(), calls_before, "no call before the lines are checked");
+    assert_eq!(
+        srv.calls(),
+        calls_before,
+        "no call before the lines are checked"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -685,19 +702,39 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
         &url,
         &p,
         &[
-            "-R", "400", "-d", "2s", "-c", "2", "--slo", "p99<1s,errors<20%", "--html", &html,
-            "--hlog", &hlog,
+            "-R",
+            "400",
+            "-d",
+            "2s",
+            "-c",
+            "2",
+            "--slo",
+            "p99<1s,errors<20%",
+            "--html",
+            &html,
+            "--hlog",
+            &hlog,
         ],
     ));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_grpc_balanced(&v);
     assert_eq!(grpc_failed(&v), 80, "{}", v["requests"]);
     let slo = v["analysis"]["slo"].as_array().expect("slo verdicts");
     assert!(slo.iter().all(|s| s["pass"] == true), "{slo:?}");
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("UNAVAILABLE ×80"), "the HTML names the statuses");
+    assert!(
+        page.contains("UNAVAILABLE ×80"),
+        "the HTML names the statuses"
+    );
     let log = std::fs::read_to_string(&hlog).unwrap();
-    assert!(log.contains("#[StartTime:") && log.lines().count() > 3, "{log}");
+    assert!(
+        log.contains("#[StartTime:") && log.lines().count() > 3,
+        "{log}"
+    );
     let (v, out) = run_json_any(&echo_args(
         &url,
         &p,
@@ -711,7 +748,16 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     let (v, _) = run_json(&echo_args(
         &url,
         &p,
-        &["-R", "300", "-c", "4", "-d", "60s", "--precision", "p50=10%"],
+        &[
+            "-R",
+            "300",
+            "-c",
+            "4",
+            "-d",
+            "60s",
+            "--precision",
+            "p50=10%",
+        ],
     ));
     assert_eq!(v["stop_reason"], "precision", "{}", v["stop"]);
     assert!(v["duration_s"].as_f64().unwrap() < 60.0);
@@ -722,7 +768,15 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
         &url,
         &p,
         &[
-            "-R", "50", "-d", "1s", "-T", "2s", "-H", "x-echo-timeout: 1", "--check-body",
+            "-R",
+            "50",
+            "-d",
+            "1s",
+            "-T",
+            "2s",
+            "-H",
+            "x-echo-timeout: 1",
+            "--check-body",
             "grpc-timeout=2000000u",
         ],
     ));
@@ -754,7 +808,11 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     std::thread::sleep(Duration::from_millis(2500));
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut metrics = String::new();
     s.read_to_string(&mut metrics).unwrap();
     let sample = |series: &str| -> f64 {
@@ -768,7 +826,10 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     let ok = sample("candor_grpc_calls_total{grpc_status=\"OK\"}");
     let not_found = sample("candor_grpc_calls_total{grpc_status=\"NOT_FOUND\"}");
     assert!(ok > 0.0 && not_found > 0.0, "{metrics}");
-    assert!((ok - not_found).abs() <= 2.0, "every other call fails: {ok} {not_found}");
+    assert!(
+        (ok - not_found).abs() <= 2.0,
+        "every other call fails: {ok} {not_found}"
+    );
     assert_eq!(sample("candor_run_finished"), 0.0, "read during the run");
     let status = child.wait().unwrap();
     assert!(status.success(), "the run ended by itself: {status}");
@@ -790,8 +851,18 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
         .map(|i| {
             candor()
                 .arg("run")
-                .args(echo_args(&url, &p, &["-R", "400", "-d", "2s", "-c", "2", "--quiet"]))
-                .args(["--shard", &format!("{i}/2"), "--start-at", &start_at, "--json"])
+                .args(echo_args(
+                    &url,
+                    &p,
+                    &["-R", "400", "-d", "2s", "-c", "2", "--quiet"],
+                ))
+                .args([
+                    "--shard",
+                    &format!("{i}/2"),
+                    "--start-at",
+                    &start_at,
+                    "--json",
+                ])
                 .arg(dir.join(format!("shard-{i}.json")))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
@@ -822,7 +893,11 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
         .arg(&merged)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
     assert_eq!(m["kind"], "merged");

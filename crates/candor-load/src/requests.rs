@@ -305,8 +305,14 @@ mod tests {
         assert_eq!(lines[1].call, None);
         assert_eq!(lines[1].message.as_deref(), Some(r#"{"n":{{seq}}}"#));
         for (text, want) in [
-            (r#"{"call": "a.B/C", "path": "/x"}"#, "line 1: a gRPC line names its method with \"call\""),
-            (r#"{"message": 7}"#, "\"message\" must be a JSON object or a string"),
+            (
+                r#"{"call": "a.B/C", "path": "/x"}"#,
+                "line 1: a gRPC line names its method with \"call\"",
+            ),
+            (
+                r#"{"message": 7}"#,
+                "\"message\" must be a JSON object or a string",
+            ),
             (r#"{"call": 7}"#, "\"call\" must be a string"),
         ] {
             let err = parse_request_lines(text).unwrap_err();

@@ -17,7 +17,8 @@ static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAl
 const MS: u64 = 1_000_000;
 
 fn proto() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../candor-grpc/tests/proto/bench.proto")
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../candor-grpc/tests/proto/bench.proto")
 }
 
 fn config(addr: std::net::SocketAddr) -> LoadConfig {

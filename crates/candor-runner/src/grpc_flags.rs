@@ -134,7 +134,9 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
                 ));
             }
             if !l.spec.body.is_empty() {
-                return Err(at("a gRPC line gives its request with \"message\", not \"body\""));
+                return Err(at(
+                    "a gRPC line gives its request with \"message\", not \"body\"",
+                ));
             }
             if l.check_status.is_some() {
                 return Err(at(
@@ -142,8 +144,7 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
                 ));
             }
             let call = match (&l.call, &default_call) {
-                (Some(text), _) => CallName::parse(text)
-                    .map_err(|e| at(&e.to_string()))?,
+                (Some(text), _) => CallName::parse(text).map_err(|e| at(&e.to_string()))?,
                 (None, Some(call)) => call.clone(),
                 (None, None) => {
                     return Err(at("no \"call\", and no --call to fall back on"));
@@ -182,10 +183,11 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
     let mut requests = Vec::with_capacity(specs.len());
     let mut names: Vec<String> = Vec::new();
     for spec in &specs {
-        let method = GrpcMethod::resolve_supported(&pool, &spec.call).map_err(|e| match spec.line {
-            Some(n) => invalid(format!("--requests line {n}: {e}")),
-            None => invalid(e),
-        })?;
+        let method =
+            GrpcMethod::resolve_supported(&pool, &spec.call).map_err(|e| match spec.line {
+                Some(n) => invalid(format!("--requests line {n}: {e}")),
+                None => invalid(e),
+            })?;
         // Placeholders make the message per request (its JSON filled, then encoded); without
         // them it is encoded once, here.
         let templated = spec.json.windows(2).any(|w| w == b"{{");

@@ -535,8 +535,7 @@ impl LoadConfig {
                 &self.target.path,
                 &self.headers,
                 &self.body,
-                self.grpc.as_ref().is_none_or(|g| g.is_templated(0))
-                    && has_placeholder(&self.body),
+                self.grpc.as_ref().is_none_or(|g| g.is_templated(0)) && has_placeholder(&self.body),
             )?;
         }
         crate::config::request_set::validate(self)

@@ -194,17 +194,15 @@ impl Template {
         let mut rest = text;
         // JSON: whether the text so far left a string open (placeholders do not change it).
         let mut json = JsonScan::default();
-        let push_literal = |json: &mut JsonScan,
-                            literal: &mut Vec<u8>,
-                            pieces: &mut Vec<Piece>,
-                            s: &str| {
-            json.scan(s.as_bytes());
-            if !s.is_empty() {
-                let start = literal.len();
-                literal.extend_from_slice(s.as_bytes());
-                pieces.push(Piece::Literal(start, literal.len()));
-            }
-        };
+        let push_literal =
+            |json: &mut JsonScan, literal: &mut Vec<u8>, pieces: &mut Vec<Piece>, s: &str| {
+                json.scan(s.as_bytes());
+                if !s.is_empty() {
+                    let start = literal.len();
+                    literal.extend_from_slice(s.as_bytes());
+                    pieces.push(Piece::Literal(start, literal.len()));
+                }
+            };
         while let Some(open) = rest.find("{{") {
             push_literal(&mut json, literal, pieces, &rest[..open]);
             let after = &rest[open + 2..];
@@ -551,7 +549,8 @@ mod tests {
         )
         .unwrap();
         let text = fill_text(&t, 4, Some(&data));
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(v["name"], "<say \"hi\"\\ \tthen\nbye>");
         // An escaped quote in the literal does not end its string.
         assert_eq!(v["esc"], "\"say \"hi\"\\ \tthen\nbye");
@@ -566,7 +565,10 @@ mod tests {
         assert!(text.len() <= t.max_len());
         // Raw text (an HTTP body) is left as it was.
         let raw = Template::compile(r#"{"n":"{{data:v}}"}"#, Some(&control), "body").unwrap();
-        assert_eq!(fill_text(&raw, 0, Some(&control)).as_bytes(), b"{\"n\":\"\x01\x02\"}");
+        assert_eq!(
+            fill_text(&raw, 0, Some(&control)).as_bytes(),
+            b"{\"n\":\"\x01\x02\"}"
+        );
     }
 
     #[test]

@@ -695,45 +695,66 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     let p = proto();
     let dir = std::env::temp_dir().join(format!("candor-e2e-grpc-feat-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let html = dir.join("r.html").display().to_string();
+    let json = dir.join("r.json").display().to_string();
     let hlog = dir.join("r.hlog").display().to_string();
+    let html = dir.join("r.html").display().to_string();
     // Every tenth call fails UNAVAILABLE: 10% errors, so errors<20% holds and errors<5% fails.
-    let (v, out) = run_json_any(&echo_args(
-        &url,
-        &p,
-        &[
-            "-R",
-            "400",
-            "-d",
-            "2s",
-            "-c",
-            "2",
-            "--slo",
-            "p99<1s,errors<20%",
-            "--html",
-            &html,
-            "--hlog",
-            &hlog,
-        ],
-    ));
+    let out = candor()
+        .arg("run")
+        .args(echo_args(
+            &url,
+            &p,
+            &[
+                "-R",
+                "400",
+                "-d",
+                "2s",
+                "-c",
+                "2",
+                "--slo",
+                "p99<1s,errors<20%",
+                "--quiet",
+                "--json",
+                &json,
+                "--hlog",
+                &hlog,
+            ],
+        ))
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_grpc_balanced(&v);
     assert_eq!(grpc_failed(&v), 80, "{}", v["requests"]);
     let slo = v["analysis"]["slo"].as_array().expect("slo verdicts");
     assert!(slo.iter().all(|s| s["pass"] == true), "{slo:?}");
-    let page = std::fs::read_to_string(&html).unwrap();
-    assert!(
-        page.contains("UNAVAILABLE ×80"),
-        "the HTML names the statuses"
-    );
     let log = std::fs::read_to_string(&hlog).unwrap();
     assert!(
         log.contains("#[StartTime:") && log.lines().count() > 3,
         "{log}"
+    );
+    // The reports of the results file: text and HTML name the statuses.
+    let out = candor().args(["report", &json]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("grpc:     OK ×720  UNAVAILABLE ×80"),
+        "{text}"
+    );
+    let out = candor()
+        .args(["report", &json, "-o", &html])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("UNAVAILABLE ×80"),
+        "the HTML names the statuses"
     );
     let (v, out) = run_json_any(&echo_args(
         &url,

@@ -455,14 +455,13 @@ impl LoadConfig {
                 "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
             );
         }
-        if self.grpc.is_some() {
+        if let Some(g) = &self.grpc {
             if !self.http2 {
                 return bad("gRPC runs over HTTP/2".into());
             }
             if self.pipeline > 1 {
                 return bad("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
             }
-            let g = self.grpc.as_ref().expect("checked above");
             if g.calls.len() != self.requests.len().max(1) {
                 return bad("a gRPC run needs one call per request".into());
             }

@@ -551,6 +551,17 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
         Some(row("missing", "intended"))
     );
     assert_eq!(grpc_failed(&v), row("missing", "intended"));
+    // Each row counts its calls by status name.
+    assert_eq!(
+        by["missing"]["grpc_status"]["NOT_FOUND"].as_u64(),
+        Some(row("missing", "intended")),
+        "{by}"
+    );
+    assert_eq!(
+        by["echo"]["grpc_status"]["OK"].as_u64(),
+        Some(row("echo", "completed"))
+    );
+    assert!(by["echo"]["grpc_status"]["NOT_FOUND"].is_null());
     assert_eq!(
         v["grpc_status"]["NOT_FOUND"].as_u64(),
         Some(row("missing", "intended"))

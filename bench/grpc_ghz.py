@@ -6,7 +6,9 @@ Two measurements, the tools alternating in pairs (the order flips every round):
 1. Closed loop, unary `candor.bench.Bench/Echo`, 16 calls in flight on one connection for
    DURATION seconds: `ghz -c 16 --connections 1 -z Ds` and `candor run grpc://... -R max -t 1
    -c 1 --streams 16 -d Ds`. Calls per CPU-second of the client process (user + system time,
-   getrusage of the child).
+   getrusage of the child). Beside them `candor-h2`: candor sending the same calls as plain
+   HTTP/2 requests (`http://.../candor.bench.Bench/Echo --h2 -m POST`, the framed message as the
+   body, gRPC's headers), which tells what the gRPC flavour adds to candor's HTTP/2 path.
 2. Fixed rate RATE/s for RATE_DURATION seconds: `ghz --rps R -c 10` (the issue's command) and
    `candor run -R R -c 1 --streams 16`: the achieved rate and its spread per second (calls
    answered in each whole second of the run, from ghz's per-call timestamps and candor's
@@ -75,10 +77,27 @@ def candor_cmd(addr, extra, path):
             "--body", BODY, "-t", "1", "-c", "1", "--streams", "16", "--quiet", "--json", path] + extra
 
 
-def run_candor(pin, addr, extra, tmp):
+def candor_h2_cmd(addr, extra, path, body_file):
+    return [CANDOR, "run", f"http://{addr}/candor.bench.Bench/Echo", "--h2", "-m", "POST",
+            "-H", "content-type: application/grpc", "-H", "te: trailers", "--body-file", body_file,
+            "-t", "1", "-c", "1", "--streams", "16", "--quiet", "--json", path] + extra
+
+
+def framed_body(tmp):
+    """BODY as protobuf (name = 1, seq = 2) with gRPC's 5-byte prefix, for candor-h2."""
+    name = b"bench"
+    message = bytes([0x0A, len(name)]) + name + bytes([0x10, 0x01])
+    path = os.path.join(tmp, "body.bin")
+    with open(path, "wb") as f:
+        f.write(bytes([0]) + len(message).to_bytes(4, "big") + message)
+    return path
+
+
+def run_candor(pin, addr, extra, tmp, h2=False):
     path = os.path.join(tmp, "out.json")
+    cmd = candor_h2_cmd(addr, extra, path, framed_body(tmp)) if h2 else candor_cmd(addr, extra, path)
     before = child_cpu()
-    subprocess.run(pin + candor_cmd(addr, extra, path), stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(pin + cmd, stdout=subprocess.DEVNULL, check=True)
     cpu = child_cpu() - before
     with open(path) as f:
         r = json.load(f)
@@ -139,25 +158,28 @@ def main():
     version = subprocess.run([a.ghz, "--version"], capture_output=True, text=True).stdout.strip()
     server, addr = start_server(pin_s, a.server_threads)
     tmp = tempfile.mkdtemp()
-    per_cpu = {"ghz": [], "candor": []}
+    per_cpu = {"ghz": [], "candor": [], "candor-h2": []}
     try:
         print(f"candor-grpc-test-server ({a.server_threads} thread) on CPU 0 at {addr}, clients on CPU 1; ghz {version}")
         print(f"\n1. closed loop, 16 calls in flight on one connection, {a.duration} s")
         print("   " + " ".join(ghz_cmd("ghz", addr, ["-c", "16", "--connections", "1", "-z", f"{a.duration}s"])))
         print("   " + " ".join(candor_cmd(addr, ["-R", "max", "-d", f"{a.duration}s"], "out.json")))
+        print("   " + " ".join(candor_h2_cmd(addr, ["-R", "max", "-d", f"{a.duration}s"], "out.json", "body.bin")))
         tools = [
             ("ghz", lambda: run_ghz(pin_c, a.ghz, addr, ["-c", "16", "--connections", "1", "-z", f"{a.duration}s"])),
             ("candor", lambda: run_candor(pin_c, addr, ["-R", "max", "-d", f"{a.duration}s"], tmp)),
+            ("candor-h2", lambda: run_candor(pin_c, addr, ["-R", "max", "-d", f"{a.duration}s"], tmp, h2=True)),
         ]
         for r in range(a.rounds):
             for name, run in (tools if r % 2 == 0 else list(reversed(tools))):
                 _, n, cpu = run()
                 per_cpu[name].append(n / cpu)
-                print(f"   round {r + 1}  {name:7} {n:9d} calls  {cpu:6.2f} CPU s  {n / cpu:10.0f} calls/CPU-s")
+                print(f"   round {r + 1}  {name:9} {n:9d} calls ({n / a.duration:7.0f}/s)  {cpu:6.2f} CPU s  "
+                      f"{n / cpu:10.0f} calls/CPU-s")
         base = statistics.median(per_cpu["ghz"])
         for name in per_cpu:
             m = statistics.median(per_cpu[name])
-            print(f"   median {name:7} {m:10.0f} calls/CPU-s  {m / base:6.2f}x ghz")
+            print(f"   median {name:9} {m:10.0f} calls/CPU-s  {m / base:6.2f}x ghz")
 
         print(f"\n2. fixed rate {a.rate}/s for {a.rate_duration} s")
         ghz_rate = ["--rps", str(a.rate), "-c", "10", "-z", f"{a.rate_duration}s"]

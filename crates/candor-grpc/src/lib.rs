@@ -22,6 +22,8 @@ pub use headers::{request_headers, HeaderField, Metadata, MetadataError, Scheme}
 pub use length_prefix::{FrameDecoder, FrameError};
 pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
 pub use method::{CallError, CallKind, CallName, GrpcMethod};
+/// The descriptors calls are resolved against (from `.proto` files or reflection).
+pub use prost_reflect::DescriptorPool;
 pub use timeout::GrpcTimeout;
 
 /// The encoded `FileDescriptorSet` of the test server's `tests/proto/bench.proto` (compiled by

@@ -5,7 +5,8 @@
 //! connection age, with reflection and TLS optional.
 //!
 //! Per call, metadata commands override the settings: `x-fail: NOT_FOUND` answers that status,
-//! `x-delay-ms: 20` delays that call.
+//! `x-delay-ms: 20` delays that call, and `x-echo-timeout: 1` makes Echo answer
+//! `grpc-timeout=VALUE`, the deadline the call was sent with, instead of the request's name.
 
 use std::future::Future;
 use std::io;
@@ -156,9 +157,17 @@ type ReplyStream = Pin<Box<dyn Stream<Item = Result<EchoReply, Status>> + Send +
 impl Bench for BenchService {
     async fn echo(&self, request: Request<EchoRequest>) -> Result<Response<EchoReply>, Status> {
         self.shared.admit(&request).await?;
+        // `x-echo-timeout`: the reply names the `grpc-timeout` the call came with instead.
+        let timeout = request.metadata().get("x-echo-timeout").map(|_| {
+            let t = request.metadata().get("grpc-timeout");
+            format!(
+                "grpc-timeout={}",
+                t.and_then(|v| v.to_str().ok()).unwrap_or("none")
+            )
+        });
         let request = request.into_inner();
         Ok(Response::new(EchoReply {
-            message: request.name,
+            message: timeout.unwrap_or(request.name),
             seq: request.seq,
             at: None,
         }))

@@ -25,8 +25,8 @@ pub(crate) mod wire;
 pub mod workload;
 
 pub use config::{
-    Arrival, Framing, GrpcConfig, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme,
-    Target, TargetError, TlsOptions,
+    Arrival, Framing, GrpcCall, GrpcConfig, LoadConfig, LoadConfigError, RequestOrder, RequestSpec,
+    Scheme, Target, TargetError, TlsOptions,
 };
 pub use load_run::{run, IntervalReport, RunOutcome};
 pub use shape::LoadShape;

@@ -814,13 +814,15 @@ impl RunOutcome {
         };
         let share = config.shard_share();
         let results = |acc: &PhaseAcc, duration_ns: u64, target: Option<f64>| {
-            PhaseResults::from_recorder(
+            let mut r = PhaseResults::from_recorder(
                 &acc.rec,
                 &acc.unfinished,
                 acc.counts,
                 duration_ns as f64 / 1e9,
                 target,
-            )
+            );
+            r.grpc_status = grpc_status_map(&acc.grpc_codes);
+            r
         };
         if let Some(profile) = config.shape.profile() {
             let mut start_ns = 0u64;

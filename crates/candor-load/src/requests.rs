@@ -10,6 +10,11 @@
 //! checks `"check_status"` (as `--check-status`) and `"check_body"` (as `--check-body`).
 //! Instead of `"path"`, `"url"` (an absolute `http://` or `https://` URL) sends the line to a
 //! target of its own (see `LoadConfig::resolve_request_targets`).
+//!
+//! For a gRPC target a line names its method with `"call"` (`package.Service/Method`; default
+//! `--call`) and its request message with `"message"` (a JSON object, or a string holding the
+//! JSON text, which may then carry placeholders where a JSON value goes: `"{\"seq\":{{seq}}}"`;
+//! default `--body`), instead of `"path"` and `"body"`; its `"headers"` are metadata.
 
 use crate::status::StatusSet;
 use serde_json::Value;
@@ -51,6 +56,12 @@ pub struct RequestLine {
     /// `"url"`: the absolute URL of another target this line is sent to (`None`: the command
     /// line's target).
     pub url: Option<String>,
+    /// Its line number in the file (1-based), for errors found after parsing.
+    pub line: usize,
+    /// gRPC: `"call"`, the method this line calls (`None`: `--call`).
+    pub call: Option<String>,
+    /// gRPC: `"message"`, the JSON text of the request message (`None`: `--body`).
+    pub message: Option<String>,
 }
 
 /// Parses a request-set file; errors name the line.
@@ -71,14 +82,17 @@ enum LineKind {
     Message,
 }
 
-/// The fields of a line that an HTTP request has and a WebSocket message has not.
-const HTTP_ONLY: [&str; 6] = [
+/// The fields of a line that an HTTP request or a gRPC call has and a WebSocket message has
+/// not.
+const NOT_IN_A_MESSAGE: [&str; 8] = [
     "method",
     "path",
     "url",
     "headers",
     "check_status",
     "check_body",
+    "call",
+    "message",
 ];
 
 /// Parses a request-set file with names, weights and per-line checks; errors name the line.
@@ -108,7 +122,7 @@ fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
             .as_object()
             .ok_or_else(|| at("expected a JSON object".into()))?;
         if kind == LineKind::Message {
-            if let Some(http) = HTTP_ONLY.iter().find(|k| obj.contains_key(**k)) {
+            if let Some(http) = NOT_IN_A_MESSAGE.iter().find(|k| obj.contains_key(**k)) {
                 return Err(at(format!(
                     "\"{http}\" does not apply to ws:// and wss:// targets: a line is one message, its \"body\" (with \"name\" and \"weight\"); the upgrade takes the URL's path and -H"
                 )));
@@ -128,7 +142,26 @@ fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
         };
         // An absolute "url" sends this line to its own target (scheme, host and port), with
         // connections of its own; "path" alone goes to the URL on the command line.
+        let call = text_field("call")?;
+        let message = match obj.get("message") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v @ Value::Object(_)) => Some(v.to_string()),
+            Some(_) => {
+                return Err(at(
+                    "\"message\" must be a JSON object or a string of JSON text".into(),
+                ))
+            }
+        };
+        let grpc = call.is_some() || message.is_some();
         let (url, path) = match (text_field("url")?, text_field("path")?) {
+            // A gRPC line's path is its method's, set with its call.
+            (None, None) if grpc => (None, "/".to_string()),
+            (Some(_), _) | (_, Some(_)) if grpc => {
+                return Err(at(
+                    "a gRPC line names its method with \"call\", not \"path\" or \"url\"".into(),
+                ))
+            }
             (Some(_), Some(_)) => return Err(at("give \"url\" or \"path\", not both".into())),
             (Some(u), None) => {
                 let t = crate::target::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
@@ -180,7 +213,7 @@ fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
                 .collect::<Result<Vec<_>, String>>()?,
             Some(_) => return Err(at("\"headers\" must be an object or a list".into())),
         };
-        const FIELDS: [&str; 9] = [
+        const FIELDS: [&str; 11] = [
             "method",
             "path",
             "url",
@@ -190,14 +223,17 @@ fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
             "weight",
             "check_status",
             "check_body",
+            "call",
+            "message",
         ];
         if let Some(unknown) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return Err(at(format!("unknown field \"{unknown}\"")));
         }
-        let name = text_field("name")?.unwrap_or_else(|| match (&url, kind) {
-            (_, LineKind::Message) => format!("line {}", n + 1),
-            (Some(u), LineKind::Http) => format!("{method} {u}"),
-            (None, LineKind::Http) => format!("{method} {path}"),
+        let name = text_field("name")?.unwrap_or_else(|| match (&url, &call, kind) {
+            (_, _, LineKind::Message) => format!("line {}", n + 1),
+            (_, Some(c), LineKind::Http) => c.clone(),
+            (Some(u), None, LineKind::Http) => format!("{method} {u}"),
+            (None, None, LineKind::Http) => format!("{method} {path}"),
         });
         let weight = match obj.get("weight") {
             None | Some(Value::Null) => None,
@@ -235,6 +271,9 @@ fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
             check_status,
             check_body,
             url,
+            line: n + 1,
+            call,
+            message,
         });
     }
     if out.is_empty() {
@@ -339,6 +378,10 @@ mod tests {
                 r#""check_status" does not apply"#,
             ),
             (
+                r#"{"body":"m","call":"a.B/C"}"#,
+                r#""call" does not apply"#,
+            ),
+            (
                 r#"{"name":"m"}"#,
                 r#"line 1: a ws:// or wss:// line needs "body""#,
             ),
@@ -351,6 +394,31 @@ mod tests {
         assert!(parse_request_lines(r#"{"body":"m"}"#)
             .unwrap_err()
             .contains("missing \"path\""));
+    fn grpc_lines_carry_a_call_and_a_message_as_object_or_text() {
+        let lines = parse_request_lines(
+            "{\"call\": \"a.B/C\", \"message\": {\"x\": 1}}\n\n{\"message\": \"{\\\"n\\\":{{seq}}}\", \"name\": \"t\"}",
+        )
+        .unwrap();
+        assert_eq!(lines[0].call.as_deref(), Some("a.B/C"));
+        assert_eq!(lines[0].message.as_deref(), Some(r#"{"x":1}"#));
+        assert_eq!(lines[0].name, "a.B/C", "a call line is named by its call");
+        assert_eq!((lines[0].line, lines[1].line), (1, 3));
+        assert_eq!(lines[1].call, None);
+        assert_eq!(lines[1].message.as_deref(), Some(r#"{"n":{{seq}}}"#));
+        for (text, want) in [
+            (
+                r#"{"call": "a.B/C", "path": "/x"}"#,
+                "line 1: a gRPC line names its method with \"call\"",
+            ),
+            (
+                r#"{"message": 7}"#,
+                "\"message\" must be a JSON object or a string",
+            ),
+            (r#"{"call": 7}"#, "\"call\" must be a string"),
+        ] {
+            let err = parse_request_lines(text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
     }
 
     #[test]

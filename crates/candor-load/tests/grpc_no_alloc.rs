@@ -1,6 +1,7 @@
 //! gRPC over the HTTP/2 engine against the tonic test server (`candor_grpc::test_server`, in
 //! this process on a port it opened): a static message is encoded once before the run, so in
-//! steady state the load thread allocates nothing per call, as for plain HTTP/2; and the calls
+//! steady state the load thread allocates nothing per call, as for plain HTTP/2 (one method, or
+//! several mixed by request lines); and the calls
 //! the server fails are booked in class `grpc` by status name.
 
 use candor_grpc::test_server::{Failure, TestServer, TestServerOptions};
@@ -15,17 +16,20 @@ static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAl
 
 const MS: u64 = 1_000_000;
 
+fn proto() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../candor-grpc/tests/proto/bench.proto")
+}
+
 fn config(addr: std::net::SocketAddr) -> LoadConfig {
     let mut c = LoadConfig::new(Target::parse(&format!("grpc://{addr}")).unwrap());
     c.threads = 1;
     c.connections = 2;
     c.streams = 8;
     c.body = br#"{"name":"alloc","seq":7,"tags":["a","b"],"inner":{"n":3}}"#.to_vec();
-    let proto = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../candor-grpc/tests/proto/bench.proto");
     let flags = GrpcFlags {
         call: Some("candor.bench.Bench/Echo".into()),
-        proto: vec![proto],
+        proto: vec![proto()],
         headers: vec!["x-user: 7".into()],
         ..Default::default()
     };
@@ -38,12 +42,47 @@ fn config(addr: std::net::SocketAddr) -> LoadConfig {
 /// (connections and buffers are set up well before 1.5 s; the window holds rate × 1.5 s calls).
 #[test]
 fn no_allocations_per_call_with_a_static_message() {
+    no_allocations_per_call(false);
+}
+
+/// The same with several static messages mixed by `--requests` lines (their own metadata and
+/// weights, one of them server-streaming): each encoded once before the run.
+#[test]
+fn no_allocations_per_call_with_static_messages_of_several_lines() {
+    no_allocations_per_call(true);
+}
+
+fn no_allocations_per_call(lines: bool) {
+    // The count is of every marked thread: one measurement at a time.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (addr, _server) = TestServer::start(TestServerOptions {
         threads: 1,
         ..Default::default()
     })
     .unwrap();
-    let mut c = config(addr);
+    let mut c = if lines {
+        let mut c = LoadConfig::new(Target::parse(&format!("grpc://{addr}")).unwrap());
+        c.threads = 1;
+        c.connections = 2;
+        c.streams = 8;
+        c.workload.lines = candor_load::requests::parse_request_lines(
+            r#"{"call":"candor.bench.Bench/Echo","message":{"name":"a","seq":1},"weight":3}
+{"name":"b","call":"candor.bench.Bench/Echo","message":{"name":"b","tags":["x"]},"headers":{"x-user":"8"}}
+{"call":"candor.bench.Bench/Stream","message":{"name":"s","count":2}}"#,
+        )
+        .unwrap();
+        c.requests = c.workload.lines.iter().map(|l| l.spec.clone()).collect();
+        let flags = GrpcFlags {
+            proto: vec![proto()],
+            ..Default::default()
+        };
+        apply(&flags, &mut c).expect("the calls are prepared");
+        c.validate().expect("valid");
+        c
+    } else {
+        config(addr)
+    };
     let rate = 4000.0;
     c.shape = candor_load::LoadShape::constant(rate);
     c.duration_ns = 3_500 * MS;

@@ -141,20 +141,35 @@ pub struct LoadConfig {
     pub grpc: Option<GrpcConfig>,
 }
 
-/// What a gRPC run adds to HTTP/2's: the request itself is made as HTTP's (`method` POST,
-/// `target.path` the method's path, `headers` gRPC's and the metadata, `body` the framed
-/// message, encoded once before the run), so only the judging of the answer differs.
+/// What a gRPC run adds to HTTP/2's: each request is made as HTTP's (`method` POST, its path
+/// the method's path, `headers` gRPC's and the metadata, its body the framed message, encoded
+/// once before the run), so only the judging of the answer differs.
 #[derive(Debug, Clone)]
 pub struct GrpcConfig {
-    /// The call as given, `package.Service/Method`.
+    /// The calls as given, `package.Service/Method` (comma-separated when `--requests` lines
+    /// name several).
     pub call: String,
-    /// Unary or server-streaming.
-    pub kind: candor_grpc::CallKind,
     /// The `grpc-status` codes that count as success (`--check-status`; by default `OK`).
     pub accept: candor_grpc::CodeSet,
-    /// A message with placeholders: `body` is then its JSON template, filled per request and
-    /// encoded by this (allocating: docs/grpc.md); `None` for a message encoded once.
+    /// Per request (the one request, or each `--requests` line in order), its call.
+    pub calls: Vec<GrpcCall>,
+}
+
+/// One request's gRPC call.
+#[derive(Debug, Clone)]
+pub struct GrpcCall {
+    /// Unary or server-streaming.
+    pub kind: candor_grpc::CallKind,
+    /// A message with placeholders: the request's body is then its JSON template, filled per
+    /// request and encoded by this (allocating: docs/grpc.md); `None` for a message encoded once.
     pub templated: Option<candor_grpc::RequestEncoder>,
+}
+
+impl GrpcConfig {
+    /// Whether request `index`'s message is a template, encoded per request.
+    pub fn is_templated(&self, index: usize) -> bool {
+        self.calls.get(index).is_some_and(|c| c.templated.is_some())
+    }
 }
 
 impl LoadConfig {
@@ -468,17 +483,15 @@ impl LoadConfig {
                 "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
             );
         }
-        if self.grpc.is_some() {
+        if let Some(g) = &self.grpc {
             if !self.http2 {
                 return bad("gRPC runs over HTTP/2".into());
             }
             if self.pipeline > 1 {
                 return bad("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
             }
-            if !self.requests.is_empty() {
-                return bad(
-                    "--requests does not apply to gRPC targets yet: one --call per run".into(),
-                );
+            if g.calls.len() != self.requests.len().max(1) {
+                return bad("a gRPC run needs one call per request".into());
             }
         }
         if self.target.scheme.is_websocket() {
@@ -560,8 +573,7 @@ impl LoadConfig {
                 &self.target.path,
                 &self.headers,
                 &self.body,
-                self.grpc.as_ref().is_none_or(|g| g.templated.is_some())
-                    && has_placeholder(&self.body),
+                self.grpc.as_ref().is_none_or(|g| g.is_templated(0)) && has_placeholder(&self.body),
             )?;
         }
         crate::config::request_set::validate(self)

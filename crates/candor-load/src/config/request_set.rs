@@ -41,9 +41,10 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
         } else {
             format!("--requests line {}", i + 1)
         };
-        let compiled = if config.grpc.as_ref().is_some_and(|g| g.templated.is_none()) {
+        let grpc_templated = config.grpc.as_ref().map(|g| g.is_templated(i));
+        let compiled = match grpc_templated {
             // A gRPC body is a protobuf message, encoded before the run: bytes, not text.
-            RequestTemplate::compile_with_body(
+            Some(false) => RequestTemplate::compile_with_body(
                 &r.method,
                 &config.target.host_header,
                 &r.path,
@@ -51,9 +52,25 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
                 crate::workload::template::Template::literal(&r.body),
                 data,
                 &what,
+            ),
+            // A templated gRPC message is JSON: values filled into its strings are escaped.
+            Some(true) => crate::workload::template::Template::compile_json(
+                &String::from_utf8_lossy(&r.body),
+                data,
+                &format!("{what} body"),
             )
-        } else {
-            RequestTemplate::compile(
+            .and_then(|body| {
+                RequestTemplate::compile_with_body(
+                    &r.method,
+                    &config.target.host_header,
+                    &r.path,
+                    &r.headers,
+                    body,
+                    data,
+                    &what,
+                )
+            }),
+            None => RequestTemplate::compile(
                 &r.method,
                 &config.target.host_header,
                 &r.path,
@@ -61,7 +78,7 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
                 &r.body,
                 data,
                 &what,
-            )
+            ),
         };
         templates.push(compiled?);
     }
@@ -120,10 +137,10 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
     })
 }
 
-/// The body that request `seq` of the schedule sends, filled (the first request of the set or
-/// the one request): what a gRPC message's JSON template makes, checked against its type before
-/// the run.
-pub fn filled_body(config: &LoadConfig, seq: u64) -> Result<Vec<u8>, WorkloadError> {
+/// The body of request `index` of the set (0 for the one request) filled as entry `seq` of the
+/// schedule would fill it: what a gRPC message's JSON template makes, checked against its type
+/// before the run.
+pub fn filled_body(config: &LoadConfig, index: usize, seq: u64) -> Result<Vec<u8>, WorkloadError> {
     use crate::workload::template::{data_row, request_rng, Fill, FillBuffers};
     let compiled = compile_requests(config)?;
     let mut buffers = FillBuffers::for_templates(&compiled.templates);
@@ -137,7 +154,7 @@ pub fn filled_body(config: &LoadConfig, seq: u64) -> Result<Vec<u8>, WorkloadErr
         rng: &mut rng,
         data,
     };
-    let request = compiled.templates[0]
+    let request = compiled.templates[index]
         .fill(&mut fill, &mut buffers)
         .map_err(|_| {
             WorkloadError::Invalid(format!(

@@ -313,6 +313,7 @@ impl WorkloadBooks {
             into.rec.add(&from.rec);
             into.unfinished.add(&from.unfinished).expect("same layout");
             into.counts.add(&from.counts);
+            into.grpc_codes.merge(&from.grpc_codes);
         }
     }
 }

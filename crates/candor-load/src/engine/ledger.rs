@@ -322,6 +322,12 @@ impl Ledger {
         let phase = self.phase_of(e.intended);
         self.phases[phase].grpc_codes.record(code);
         self.interval.grpc_codes[phase].record(code);
+        if let Some(b) = &mut self.books {
+            // Each stage and each request's row counts its calls by status too.
+            b.each(e.intended, Some(e.request), phase == 1, |acc| {
+                acc.grpc_codes.record(code)
+            });
+        }
         if !self.grpc_accept.contains(code) {
             let verdict = Some((AnswerFailure::Grpc, FailedCheck::Grpc));
             // A failed call's body is usually empty (trailers-only): its example shows the

@@ -46,6 +46,12 @@ pub enum Part {
     HeaderName,
     /// A header value: a value must hold no line break or NUL.
     HeaderValue,
+    /// JSON text (a gRPC message's): a value filled inside one of its strings is JSON-escaped,
+    /// so a quote or a backslash in a data cell stays in its string; outside strings values go
+    /// in as they are (a number, or a cell holding JSON).
+    Json,
+    /// Inside a JSON string (what [`Part::Json`] compiles a placeholder in a string to).
+    JsonString,
 }
 
 /// A filled value could not be sent: a data value with a line break or NUL in a header value, or
@@ -125,6 +131,15 @@ impl Template {
         Self::compile_parts(&[(text, Part::Raw)], data, what)
     }
 
+    /// Compiles JSON `text` (see [`Part::Json`]).
+    pub fn compile_json(
+        text: &str,
+        data: Option<&DataTable>,
+        what: &str,
+    ) -> Result<Template, TemplateError> {
+        Self::compile_parts(&[(text, Part::Json)], data, what)
+    }
+
     /// Bytes sent as they are, whatever they hold (a gRPC request's protobuf message: its bytes
     /// may contain `{{` without meaning a placeholder).
     pub fn literal(bytes: &[u8]) -> Template {
@@ -177,15 +192,19 @@ impl Template {
         max_len: &mut usize,
     ) -> Result<(), TemplateError> {
         let mut rest = text;
-        let push_literal = |literal: &mut Vec<u8>, pieces: &mut Vec<Piece>, s: &str| {
-            if !s.is_empty() {
-                let start = literal.len();
-                literal.extend_from_slice(s.as_bytes());
-                pieces.push(Piece::Literal(start, literal.len()));
-            }
-        };
+        // JSON: whether the text so far left a string open (placeholders do not change it).
+        let mut json = JsonScan::default();
+        let push_literal =
+            |json: &mut JsonScan, literal: &mut Vec<u8>, pieces: &mut Vec<Piece>, s: &str| {
+                json.scan(s.as_bytes());
+                if !s.is_empty() {
+                    let start = literal.len();
+                    literal.extend_from_slice(s.as_bytes());
+                    pieces.push(Piece::Literal(start, literal.len()));
+                }
+            };
         while let Some(open) = rest.find("{{") {
-            push_literal(literal, pieces, &rest[..open]);
+            push_literal(&mut json, literal, pieces, &rest[..open]);
             let after = &rest[open + 2..];
             let close = after
                 .find("}}")
@@ -222,6 +241,11 @@ impl Template {
                                 column: column.into(),
                                 columns: table.columns().join(", "),
                             })?;
+                    let part = match part {
+                        Part::Json if json.in_string => Part::JsonString,
+                        Part::Json => Part::Raw,
+                        other => other,
+                    };
                     Piece::Data(index, part)
                 }
                 _ => {
@@ -237,13 +261,15 @@ impl Template {
                 Piece::Uuid => 36,
                 // Percent-encoding triples a byte at most.
                 Piece::Data(c, Part::Path) => 3 * data.map_or(0, |t| t.widest(*c)),
+                // `\u00XX` is the longest escape of a byte.
+                Piece::Data(c, Part::JsonString) => 6 * data.map_or(0, |t| t.widest(*c)),
                 Piece::Data(c, _) => data.map_or(0, |t| t.widest(*c)),
                 Piece::Literal(..) => 0,
             };
             pieces.push(piece);
             rest = &after[close + 2..];
         }
-        push_literal(literal, pieces, rest);
+        push_literal(&mut json, literal, pieces, rest);
         Ok(())
     }
 
@@ -294,7 +320,8 @@ impl Template {
                     let Some(t) = fill.data else { continue };
                     let value = t.cell(fill.row, *c);
                     match part {
-                        Part::Raw => out.extend_from_slice(value),
+                        Part::Raw | Part::Json => out.extend_from_slice(value),
+                        Part::JsonString => json_escape_into(value, out),
                         Part::Path => crate::wire::encode_segment_into(value, out),
                         Part::HeaderValue
                             if value.iter().any(|&b| crate::wire::forbidden_in_value(b)) =>
@@ -310,6 +337,48 @@ impl Template {
             }
         }
         Ok(())
+    }
+}
+
+/// Where a scan of JSON text stands: inside a string, and just after its backslash.
+#[derive(Default)]
+struct JsonScan {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonScan {
+    fn scan(&mut self, text: &[u8]) {
+        for &b in text {
+            if self.escaped {
+                self.escaped = false;
+            } else if self.in_string && b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = !self.in_string;
+            }
+        }
+    }
+}
+
+/// Appends `value` as the inside of a JSON string: `"` and `\` escaped, control characters as
+/// their short escapes or `\u00XX`; other bytes (UTF-8 included) as they are.
+fn json_escape_into(value: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for &b in value {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0..=0x1f | 0x7f => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 15) as usize]);
+            }
+            _ => out.push(b),
+        }
     }
 }
 
@@ -466,6 +535,40 @@ mod tests {
         )
         .unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_values_are_escaped_inside_strings_and_raw_outside() {
+        // A quote, a backslash, a tab and a line break in cells; a cell of JSON for a raw spot.
+        let csv = b"name,obj\n\"say \"\"hi\"\"\\ \tthen\nbye\",{\"a\":1}\n";
+        let data = DataTable::parse(csv, "d.csv").unwrap();
+        let t = Template::compile_json(
+            r#"{"name":"<{{data:name}}>","esc":"\"{{data:name}}","n":{{seq}},"o":{{data:obj}},"k":"{{seq}}"}"#,
+            Some(&data),
+            "body",
+        )
+        .unwrap();
+        let text = fill_text(&t, 4, Some(&data));
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(v["name"], "<say \"hi\"\\ \tthen\nbye>");
+        // An escaped quote in the literal does not end its string.
+        assert_eq!(v["esc"], "\"say \"hi\"\\ \tthen\nbye");
+        assert_eq!(v["n"], 4);
+        assert_eq!(v["o"]["a"], 1);
+        assert_eq!(v["k"], "4");
+        // The fill's room holds the longest escape of every byte.
+        let control = DataTable::parse(b"v\n\"\x01\x02\"\n", "c.csv").unwrap();
+        let t = Template::compile_json(r#"["{{data:v}}"]"#, Some(&control), "body").unwrap();
+        let text = fill_text(&t, 0, Some(&control));
+        assert_eq!(text, "[\"\\u0001\\u0002\"]");
+        assert!(text.len() <= t.max_len());
+        // Raw text (an HTTP body) is left as it was.
+        let raw = Template::compile(r#"{"n":"{{data:v}}"}"#, Some(&control), "body").unwrap();
+        assert_eq!(
+            fill_text(&raw, 0, Some(&control)).as_bytes(),
+            b"{\"n\":\"\x01\x02\"}"
+        );
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub(crate) struct Shape {
     pub stream: crate::stream::tap::StreamSettings,
     pub event_timeout_ns: u64,
     pub goodput: Option<crate::stream::goodput::GoodputSlo>,
+    /// A gRPC run (over HTTP/2): its calls, each sending an empty message.
+    pub grpc: Option<crate::config::GrpcConfig>,
 }
 
 impl Shape {
@@ -55,6 +57,7 @@ impl Shape {
             stream: Default::default(),
             event_timeout_ns: 0,
             goodput: None,
+            grpc: None,
         }
     }
 
@@ -80,7 +83,13 @@ impl Shape {
         config.stream = self.stream;
         config.event_timeout_ns = self.event_timeout_ns;
         config.goodput = self.goodput;
-        if self.framing.is_some() {
+        if self.grpc.is_some() {
+            config.method = "POST".into();
+            config.headers = vec!["content-type: application/grpc".into()];
+            // An empty message: no compression flag, length 0.
+            config.body = vec![0; 5];
+            config.grpc = self.grpc.clone();
+        } else if self.framing.is_some() {
             config.payload = b"ping".to_vec();
         } else if !self.body.is_empty() {
             config.method = "POST".into();

@@ -4,7 +4,9 @@
 //! what it answers are asserted exactly: the server's SETTINGS opening the connection, streams
 //! answered out of order, RST_STREAM, GOAWAY (after answers, and before any), stream limit
 //! changes, protocol errors closing the connection with the code candor sent, flow control,
-//! interim responses, CONTINUATION, the server's close, stream timeouts.
+//! interim responses, CONTINUATION, the server's close, stream timeouts; and gRPC calls judged
+//! by `grpc-status` in their trailers or a trailers-only response, a call without one, and a
+//! call the server resets.
 
 use super::*;
 use crate::engine::backoff::FaultTally;
@@ -768,4 +770,80 @@ fn a_server_close_after_events_fails_that_stream_as_cut_and_the_silent_one_as_re
     let cut = s.failures[crate::stream::openai::LlmFailure::Cut.index()];
     assert_eq!((cut, s.events), (1, 1));
     assert_eq!(faults(&p), fault(Fault::Closed));
+/// A header block of literal fields (HPACK "without indexing", new name).
+fn literals(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for (name, value) in fields {
+        b.push(0x00);
+        b.push(name.len() as u8);
+        b.extend_from_slice(name.as_bytes());
+        b.push(value.len() as u8);
+        b.extend_from_slice(value.as_bytes());
+    }
+    b
+}
+
+/// A gRPC run of `count` unary calls on `n` streams of one connection, `accept`ing these codes.
+fn grpc(n: usize, count: u64, accept: &str) -> Rig {
+    let mut shape = streams(n, count);
+    shape.grpc = Some(crate::config::GrpcConfig {
+        call: "candor.bench.Bench/Echo".into(),
+        accept: accept.parse().unwrap(),
+        calls: vec![crate::config::GrpcCall {
+            kind: candor_grpc::CallKind::Unary,
+            templated: None,
+        }],
+    });
+    h2(shape)
+}
+
+#[test]
+fn a_grpc_call_ends_at_its_trailers_or_a_trailers_only_answer_judged_by_grpc_status() {
+    use candor_grpc::Code;
+    let mut r = grpc(3, 3, "OK,NOT_FOUND");
+    r.open_all(100).at(START).at(START + MS).at(START + 2 * MS);
+    assert_eq!((r.stream_of(0), r.stream_of(1), r.stream_of(2)), (1, 3, 5));
+    // A whole answer: HEADERS, one message, the trailers with grpc-status 0 end it.
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + 3 * MS));
+    assert!(r.feed(0, &data(1, &[0, 0, 0, 0, 2, 8, 1], false), START + 4 * MS));
+    assert_eq!(r.stream_of(0), 1, "a message is not the end of the call");
+    let ok = literals(&[("grpc-status", "0")]);
+    assert!(r.feed(0, &headers(1, &ok, true), START + 6 * MS));
+    // Trailers-only answers: NOT_FOUND is accepted, UNAVAILABLE is not.
+    let mut not_found = STATUS_200.to_vec();
+    not_found.extend(literals(&[("grpc-status", "5"), ("grpc-message", "no")]));
+    assert!(r.feed(0, &headers(3, &not_found, true), START + 7 * MS));
+    let mut unavailable = STATUS_200.to_vec();
+    unavailable.extend(literals(&[("grpc-status", "14")]));
+    assert!(r.feed(0, &headers(5, &unavailable, true), START + 9 * MS));
+    let p = r.finish(START + 20 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (2, 1));
+    assert_eq!(p.counts.errors.grpc, 1);
+    assert_eq!(p.grpc_codes.get(Code::Ok), 1);
+    assert_eq!(p.grpc_codes.get(Code::NotFound), 1);
+    assert_eq!(p.grpc_codes.get(Code::Unavailable), 1);
+    // Each is timed to the end of its call, the failed one included (the server answered).
+    // OK at 6 ms of its intended time, NOT_FOUND at 7 - 1 = 6 ms, UNAVAILABLE at 9 - 2 = 7 ms.
+    assert_eq!(p.rec.response.count_at(6 * MS), 2);
+    assert_eq!(p.rec.response.count_at(7 * MS), 1);
+    assert_eq!(p.rec.response.len(), 3);
+    assert_eq!(r.d.conns[0].state, ConnState::Open);
+}
+
+#[test]
+fn a_grpc_answer_without_grpc_status_is_a_parse_failure_and_a_reset_call_a_read_failure() {
+    let mut r = grpc(2, 2, "OK");
+    r.open_all(100).at(START).at(START + MS);
+    // HTTP 200 and the stream ended, but no grpc-status: the call broke the protocol.
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + 2 * MS));
+    assert!(r.feed(0, &data(1, &[0, 0, 0, 0, 0], true), START + 3 * MS));
+    // The server resets the other call: it fails as read, the connection carries on.
+    // INTERNAL_ERROR.
+    let code = 0x2u32.to_be_bytes();
+    assert!(r.feed(0, &frame(frame::RST_STREAM, 0, 3, &code), START + 4 * MS));
+    assert_eq!(r.d.conns[0].state, ConnState::Open);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.failed, 2);
+    assert_eq!((p.counts.errors.parse, p.counts.errors.read), (1, 1));
+    assert_eq!(p.grpc_codes.get(candor_grpc::Code::Ok), 0);
 }

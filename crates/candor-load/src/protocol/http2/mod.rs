@@ -97,6 +97,8 @@ struct Stream {
     /// Receive-window bytes not yet given back with a WINDOW_UPDATE.
     unacked: u32,
     status: u16,
+    /// gRPC: the call streams its response (the time to its first message is taken).
+    grpc_streaming: bool,
     /// gRPC: the `grpc-status` of the response's trailers (or of a trailers-only response).
     grpc_status: Option<candor_grpc::Code>,
 }
@@ -138,12 +140,15 @@ pub(crate) struct Http2 {
     saw_zero_stream_limit: bool,
     /// A gRPC run: a response ends at its trailers and is judged by their `grpc-status`.
     grpc: bool,
-    /// gRPC server streaming: per lane, the messages of its response counted as they arrive
-    /// (for the time to the first one); empty otherwise.
+    /// gRPC server streaming: per request, whether its call streams; per lane, the messages of
+    /// its response counted as they arrive (for the time to the first one); empty when no call
+    /// streams.
+    grpc_streaming: Arc<[bool]>,
     grpc_messages: Vec<candor_grpc::FrameDecoder>,
-    /// gRPC with a templated message: its encoder, and per lane the message encoded from the
-    /// filled JSON (sent instead of the request's body); empty otherwise.
-    grpc_encoder: Option<candor_grpc::RequestEncoder>,
+    /// gRPC with templated messages: per request its encoder (`None`: encoded once), and per
+    /// lane the message encoded from the filled JSON (sent instead of the request's body);
+    /// empty when no message is a template.
+    grpc_encoders: Arc<[Option<candor_grpc::RequestEncoder>]>,
     grpc_bodies: Vec<Vec<u8>>,
 }
 
@@ -220,20 +225,35 @@ impl Http2 {
         grpc: Option<&crate::config::GrpcConfig>,
     ) -> Http2 {
         let scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
-        let templated = grpc.and_then(|g| g.templated.clone());
+        let calls = grpc.map_or(&[][..], |g| &g.calls[..]);
+        let streaming: Arc<[bool]> = calls
+            .iter()
+            .map(|c| c.kind == candor_grpc::CallKind::ServerStreaming)
+            .collect();
+        let any_streaming = streaming.iter().any(|&s| s);
+        let any_templated = calls.iter().any(|c| c.templated.is_some());
         Http2 {
             grpc: grpc.is_some(),
-            grpc_messages: match grpc {
-                Some(g) if g.kind == candor_grpc::CallKind::ServerStreaming => {
-                    vec![candor_grpc::FrameDecoder::default(); lanes]
-                }
-                _ => Vec::new(),
+            grpc_messages: if any_streaming {
+                vec![candor_grpc::FrameDecoder::default(); lanes]
+            } else {
+                Vec::new()
             },
-            grpc_bodies: match templated {
-                Some(_) => vec![Vec::with_capacity(scratch_len); lanes],
-                None => Vec::new(),
+            grpc_streaming: if any_streaming {
+                streaming
+            } else {
+                Arc::new([])
             },
-            grpc_encoder: templated,
+            grpc_bodies: if any_templated {
+                vec![Vec::with_capacity(scratch_len); lanes]
+            } else {
+                Vec::new()
+            },
+            grpc_encoders: if any_templated {
+                calls.iter().map(|c| c.templated.clone()).collect()
+            } else {
+                Arc::new([])
+            },
             https,
             fixed,
             scratch: Vec::with_capacity(scratch_len),
@@ -297,9 +317,12 @@ impl Http2 {
     /// Writes slot `slot`'s HEADERS (and as much body as the windows allow). False if the
     /// request failed instead (it cannot be sent over HTTP/2).
     fn start_stream(&mut self, link: &mut Link<'_>, slot: usize) -> bool {
-        if let Some(encoder) = self.grpc_encoder.clone() {
-            // A templated gRPC message: the filled JSON is encoded here, per request.
-            return self.start_grpc_stream(link, slot, &encoder);
+        if !self.grpc_encoders.is_empty() {
+            let encoders = self.grpc_encoders.clone();
+            if let Some(encoder) = &encoders[link.core.exchange(slot).request as usize] {
+                // A templated gRPC message: the filled JSON is encoded here, per request.
+                return self.start_grpc_stream(link, slot, encoder);
+            }
         }
         let request = outgoing(link.core, link.requests, slot);
         let bytes = request.bytes;
@@ -384,10 +407,13 @@ impl Http2 {
     /// booked, and its body sent as far as the windows allow.
     fn opened(&mut self, link: &mut Link<'_>, slot: usize, id: u32, written: usize) {
         let lane = link.lane(slot);
+        let index = link.core.exchange(slot).request as usize;
         self.active.push((id, slot));
-        self.observers[lane].begin(link.core.exchange(slot).request as usize);
-        if let Some(messages) = self.grpc_messages.get_mut(lane) {
-            messages.reset();
+        self.observers[lane].begin(index);
+        let streaming = self.grpc_streaming.get(index).copied().unwrap_or(false);
+        self.streams[lane].grpc_streaming = streaming;
+        if streaming {
+            self.grpc_messages[lane].reset();
         }
         link.sent(slot);
         link.written(slot, written);

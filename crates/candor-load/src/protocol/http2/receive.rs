@@ -62,7 +62,8 @@ impl Http2 {
                 if let Some(tap) = o.tap() {
                     link.stream_progress(slot, tap);
                 }
-                if let Some(messages) = c.grpc_messages.get_mut(lane) {
+                let streaming = c.streams[lane].grpc_streaming;
+                if let Some(messages) = c.grpc_messages.get_mut(lane).filter(|_| streaming) {
                     // A malformed prefix is the server's to answer for in its status; only
                     // the first message's time is taken here.
                     if matches!(messages.feed(data), Ok(fed) if fed.first_completed) {

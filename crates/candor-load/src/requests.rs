@@ -394,6 +394,9 @@ mod tests {
         assert!(parse_request_lines(r#"{"body":"m"}"#)
             .unwrap_err()
             .contains("missing \"path\""));
+    }
+
+    #[test]
     fn grpc_lines_carry_a_call_and_a_message_as_object_or_text() {
         let lines = parse_request_lines(
             "{\"call\": \"a.B/C\", \"message\": {\"x\": 1}}\n\n{\"message\": \"{\\\"n\\\":{{seq}}}\", \"name\": \"t\"}",

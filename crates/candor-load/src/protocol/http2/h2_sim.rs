@@ -770,6 +770,8 @@ fn a_server_close_after_events_fails_that_stream_as_cut_and_the_silent_one_as_re
     let cut = s.failures[crate::stream::openai::LlmFailure::Cut.index()];
     assert_eq!((cut, s.events), (1, 1));
     assert_eq!(faults(&p), fault(Fault::Closed));
+}
+
 /// A header block of literal fields (HPACK "without indexing", new name).
 fn literals(fields: &[(&str, &str)]) -> Vec<u8> {
     let mut b = Vec::new();

@@ -348,7 +348,7 @@ fn a_corrupted_record_is_invalid_data() {
 }
 
 /// The steady state allocates nothing: a counting allocator is not available inside a unit
-/// test, so this is shown end to end (`tests/tls.rs`, `tests/h2.rs`); here, that the
+/// test, so this is shown end to end (`tests/http1_over_tls.rs`, `tests/h2.rs`); here, that the
 /// buffers stay where they were across many exchanges (no growth, no reallocation).
 #[test]
 fn buffers_are_reused() {

@@ -189,7 +189,10 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
         good(&m, "good_service"),
         good(&s0, "good_service") + good(&s1, "good_service")
     );
-    assert_eq!(m["stream"]["goodput"]["slo"], s0["stream"]["goodput"]["slo"]);
+    assert_eq!(
+        m["stream"]["goodput"]["slo"],
+        s0["stream"]["goodput"]["slo"]
+    );
     assert_eq!(
         over_intervals(&m, |iv| iv["stream"]["output_tokens"].as_u64().unwrap_or(0)),
         tokens

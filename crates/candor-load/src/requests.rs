@@ -377,10 +377,7 @@ mod tests {
                 r#"{"body":"m","check_status":"200"}"#,
                 r#""check_status" does not apply"#,
             ),
-            (
-                r#"{"body":"m","call":"a.B/C"}"#,
-                r#""call" does not apply"#,
-            ),
+            (r#"{"body":"m","call":"a.B/C"}"#, r#""call" does not apply"#),
             (
                 r#"{"name":"m"}"#,
                 r#"line 1: a ws:// or wss:// line needs "body""#,

@@ -481,8 +481,8 @@ fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String,
     // Goodput adds up when every shard judged the same objectives; otherwise the merged window
     // has none (a sum of different judgements is no one's goodput).
     let goodputs: Vec<&Goodput> = parts.iter().filter_map(|p| p.goodput.as_ref()).collect();
-    let same_slo = goodputs.len() == parts.len()
-        && goodputs.windows(2).all(|w| w[0].slo == w[1].slo);
+    let same_slo =
+        goodputs.len() == parts.len() && goodputs.windows(2).all(|w| w[0].slo == w[1].slo);
     if let (true, Some(first)) = (same_slo, goodputs.first()) {
         let good: u64 = goodputs.iter().map(|g| g.good).sum();
         let good_service: u64 = goodputs.iter().map(|g| g.good_service).sum();

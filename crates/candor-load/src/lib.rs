@@ -9,6 +9,7 @@ pub mod config;
 pub mod engine;
 pub(crate) mod interval_store;
 pub mod load_run;
+pub(crate) mod phase_outcome;
 pub(crate) mod pool;
 pub mod priority;
 pub mod probe;

@@ -20,6 +20,10 @@ use candor_load::LoadConfigError;
 use candor_load::{LoadConfig, LoadShape, Target};
 use clap::{Args, ValueEnum};
 
+pub use crate::shard_flags::{
+    check_start_ahead, parse_shard, parse_start_at, START_AT_HORIZON_NS,
+};
+
 /// A flag of `candor run` (or of the commands that share its load flags) that cannot work, in one
 /// line naming the flag.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +58,7 @@ pub enum FlagError {
     Invalid(String),
 }
 
-type Result<T> = std::result::Result<T, FlagError>;
+pub(crate) type Result<T> = std::result::Result<T, FlagError>;
 
 /// Names the flag whose value failed to parse.
 fn flag<T>(r: std::result::Result<T, UnitError>, flag: &'static str) -> Result<T> {
@@ -737,63 +741,8 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     Ok(c)
 }
 
-/// Parses `I/N`.
-pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
-    let parsed = text
-        .split_once('/')
-        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
-    match parsed {
-        Some((i, n)) if n > 0 && i < n => Ok((i, n)),
-        _ => Err(FlagError::Invalid(format!(
-            "invalid --shard '{text}': expected I/N with 0 <= I < N, e.g. 0/4"
-        ))),
-    }
-}
-
 /// Threads when -t is not given (fewer when -c asks for fewer connections).
 pub use candor_load::config::DEFAULT_THREADS;
-
-/// How far ahead a `--start-at` may lie without `--start-at-far`.
-pub const START_AT_HORIZON_NS: u64 = 86_400_000_000_000;
-
-/// Refuses a `--start-at` (`text`, at wall-clock `at_ns`) more than a day after `now_ns` unless
-/// `far` allows it: such an instant is far more often a typo than a plan.
-pub fn check_start_ahead(text: &str, at_ns: u64, now_ns: u64, far: bool) -> Result<()> {
-    if !far && at_ns > now_ns.saturating_add(START_AT_HORIZON_NS) {
-        return Err(FlagError::Invalid(format!(
-            "--start-at '{text}' is {:.1} days ahead: the run would wait until then; \
-             add --start-at-far if that is meant",
-            (at_ns - now_ns) as f64 / 86_400e9
-        )));
-    }
-    Ok(())
-}
-
-/// Parses an RFC 3339 timestamp or Unix epoch seconds into wall-clock nanoseconds.
-pub fn parse_start_at(text: &str) -> Result<u64> {
-    if let Ok(secs) = text.trim().parse::<f64>() {
-        // Nanoseconds since 1970 in a u64 reach the year 2554.
-        if secs.is_finite() && secs > 0.0 && secs * 1e9 < u64::MAX as f64 {
-            return Ok((secs * 1e9) as u64);
-        }
-        return Err(FlagError::Invalid(format!(
-            "invalid --start-at '{text}': epoch seconds must be a positive finite instant before the year 2554"
-        )));
-    }
-    let t = humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
-        FlagError::Invalid(format!(
-            "invalid --start-at '{text}': expected RFC 3339 (2026-11-21T23:00:00Z) or epoch seconds"
-        ))
-    })?;
-    t.duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .and_then(|d| u64::try_from(d.as_nanos()).ok())
-        .ok_or_else(|| {
-            FlagError::Invalid(format!(
-                "invalid --start-at '{text}': the instant must lie between 1970 and the year 2554"
-            ))
-        })
-}
 
 #[cfg(test)]
 mod tests {

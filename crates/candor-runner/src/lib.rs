@@ -30,6 +30,7 @@ pub mod interrupt;
 pub mod live_view;
 pub mod llm_demo;
 pub mod rate_series;
+pub(crate) mod shard_flags;
 pub mod results_file;
 pub mod stop;
 pub mod verdicts;

@@ -123,7 +123,9 @@ pub struct LoadArgs {
     /// --llm: goodput as vLLM defines it, the requests per second that meet every one of
     /// these per-request objectives, judged on each request's own TTFT, TPOT and end-to-end
     /// latency (from the intended send; the actual-send twin is reported beside it), e.g.
-    /// 'ttft<500ms,tpot<50ms,e2el<5s' or vLLM's 'ttft:500 tpot:50' (ms, at most).
+    /// 'ttft<500ms,tpot<50ms,e2el<5s' or vLLM's 'ttft:500 tpot:50' (ms, at most). Without it
+    /// an --llm run takes these bounds from its --slo objectives on ttft, tpot and the
+    /// response time (the loosest limit of each).
     #[arg(long, value_name = "SLOS")]
     pub goodput: Option<String>,
     /// Extra request header, "Name: value" (repeatable).
@@ -432,7 +434,15 @@ impl LoadArgs {
 /// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages, or
 /// `--replay`'s trace.
 pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
-    shape_config(&args.load, run_shape(args)?)
+    let mut c = shape_config(&args.load, run_shape(args)?)?;
+    // An LLM run without --goodput judges goodput by the per-request bounds its --slo sets
+    // (an unreadable --slo is refused where the objectives are parsed).
+    if c.goodput.is_none() && c.stream.llm {
+        if let Ok(slos) = candor_analysis::SloSet::parse_all(&args.slo) {
+            c.goodput = crate::goodput_of_slo::goodput_of_slo(&slos.objectives);
+        }
+    }
+    Ok(c)
 }
 
 /// The load shape `-R`, `-n` and `--replay` ask for.
@@ -759,6 +769,32 @@ mod tests {
         let parsed = Run::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
             .map_err(|e| FlagError::Invalid(e.to_string()))?;
         run_config(&parsed.run)
+    }
+
+    #[test]
+    fn an_llm_run_without_goodput_takes_its_bounds_from_slo_and_goodput_wins_when_given() {
+        let url = "http://127.0.0.1:9/";
+        let c = config_of(&["--llm", "openai", "--slo", "ttft.p99<500ms,tpot.p99<50ms", url]);
+        assert_eq!(
+            c.unwrap().goodput.map(|g| g.to_string()).as_deref(),
+            Some("ttft<500ms,tpot<50ms")
+        );
+        let c = config_of(&[
+            "--llm",
+            "openai",
+            "--slo",
+            "ttft.p99<500ms",
+            "--goodput",
+            "ttft<1s",
+            url,
+        ]);
+        assert_eq!(
+            c.unwrap().goodput.map(|g| g.to_string()).as_deref(),
+            Some("ttft<1s")
+        );
+        // Not an LLM run: no goodput, whatever --slo says.
+        let c = config_of(&["--slo", "p99<2s", url]).unwrap();
+        assert!(c.goodput.is_none());
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod demo_runs;
 pub mod extras;
 pub mod fdlimit;
 pub mod flags;
+pub mod goodput_of_slo;
 pub mod grpc_flags;
 pub mod interrupt;
 pub mod live_view;

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod dates;
 pub mod exact_sleep;
 pub mod hist;
+pub mod interval_stats;
 pub mod phase_results;
 pub mod recorded;
 pub mod results;

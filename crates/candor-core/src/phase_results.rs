@@ -6,6 +6,8 @@ use crate::analysis::Analysis;
 use crate::hist::{
     from_base64_v2, to_base64_v2_compressed, HistCodecError, Histo, Recorder, Summary,
 };
+pub use crate::interval_stats::IntervalStats;
+use crate::stream_measures::StreamMeasure;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -644,37 +646,6 @@ impl PhaseResults {
     }
 }
 
-/// A few percentiles of one measure in one interval, for time series and live views.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct IntervalStats {
-    pub count: u64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub max_ns: u64,
-}
-
-impl IntervalStats {
-    /// [`IntervalStats::of`] a measure that not every request has (the first byte): `None`
-    /// when nothing was recorded, so that results without it keep their shape.
-    pub fn of_recorded(h: &Histo) -> Option<Self> {
-        (!h.is_empty()).then(|| Self::of(h))
-    }
-
-    pub fn of(h: &Histo) -> Self {
-        use crate::hist::value_at;
-        IntervalStats {
-            count: h.len(),
-            p50_ns: value_at(h, 50.0),
-            p90_ns: value_at(h, 90.0),
-            p99_ns: value_at(h, 99.0),
-            p999_ns: value_at(h, 99.9),
-            max_ns: value_at(h, 100.0),
-        }
-    }
-}
-
 /// One interval (normally one second) of the run, by completion time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
@@ -714,5 +685,31 @@ impl NamedHistogram {
             summary: Summary::of(h),
             histogram: to_base64_v2_compressed(h),
         }
+    }
+}
+
+impl PhaseResults {
+    /// The phase's summary of stream measure `m`, if it recorded any.
+    pub fn stream_summary(&self, m: StreamMeasure) -> Option<&Summary> {
+        match m {
+            StreamMeasure::FirstEvent => self.first_event.as_ref(),
+            StreamMeasure::EventGap => self.event_gap.as_ref(),
+            StreamMeasure::Ttft => self.ttft.as_ref(),
+            StreamMeasure::TtftService => self.ttft_service.as_ref(),
+            StreamMeasure::Itl => self.itl.as_ref(),
+            StreamMeasure::Tpot => self.tpot.as_ref(),
+        }
+    }
+
+    /// Sets the phase's summary of stream measure `m`.
+    pub fn set_stream_summary(&mut self, m: StreamMeasure, s: Option<Summary>) {
+        *match m {
+            StreamMeasure::FirstEvent => &mut self.first_event,
+            StreamMeasure::EventGap => &mut self.event_gap,
+            StreamMeasure::Ttft => &mut self.ttft,
+            StreamMeasure::TtftService => &mut self.ttft_service,
+            StreamMeasure::Itl => &mut self.itl,
+            StreamMeasure::Tpot => &mut self.tpot,
+        } = s;
     }
 }

@@ -9,6 +9,7 @@
 
 pub use crate::phase_results::*;
 pub use crate::run_config::*;
+use crate::stream_measures::StreamMeasure;
 use serde::{Deserialize, Serialize};
 
 /// Version of the JSON layout written by this build.
@@ -212,6 +213,32 @@ impl RunResults {
             warmup_s
         );
         Some(c)
+    }
+}
+
+impl RunResults {
+    /// The measured window's full histogram of stream measure `m` (kept in `extra` under its
+    /// name), if the run recorded it.
+    pub fn stream_histogram(
+        &self,
+        m: StreamMeasure,
+    ) -> Option<Result<crate::Histo, crate::hist::HistCodecError>> {
+        self.extra.iter().find(|n| n.name == m.name()).map(|n| {
+            let d = crate::hist::from_base64_v2(&n.histogram)?;
+            let mut h = crate::new_histogram();
+            for v in d.iter_recorded() {
+                h.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+            Ok(h)
+        })
+    }
+
+    /// The stream measures this run recorded, in report order.
+    pub fn stream_measures(&self) -> Vec<StreamMeasure> {
+        StreamMeasure::ALL
+            .into_iter()
+            .filter(|m| self.main.stream_summary(*m).is_some())
+            .collect()
     }
 }
 

@@ -3,9 +3,8 @@
 //! merges, comparisons and logs use them exactly.
 
 use crate::hist::{from_base64_v2, to_base64_v2_compressed, HistCodecError};
-use crate::phase_results::{IntervalStats, PhaseResults};
-use crate::results::RunResults;
-use crate::{new_histogram, Histo, Summary};
+use crate::interval_stats::IntervalStats;
+use crate::{new_histogram, Histo};
 use serde::{Deserialize, Serialize};
 
 /// One measure of streamed responses.
@@ -210,55 +209,6 @@ impl IntervalStream {
             StreamMeasure::Itl => self.itl,
             StreamMeasure::Tpot => self.tpot,
         }
-    }
-}
-
-impl PhaseResults {
-    /// The phase's summary of stream measure `m`, if it recorded any.
-    pub fn stream_summary(&self, m: StreamMeasure) -> Option<&Summary> {
-        match m {
-            StreamMeasure::FirstEvent => self.first_event.as_ref(),
-            StreamMeasure::EventGap => self.event_gap.as_ref(),
-            StreamMeasure::Ttft => self.ttft.as_ref(),
-            StreamMeasure::TtftService => self.ttft_service.as_ref(),
-            StreamMeasure::Itl => self.itl.as_ref(),
-            StreamMeasure::Tpot => self.tpot.as_ref(),
-        }
-    }
-
-    /// Sets the phase's summary of stream measure `m`.
-    pub fn set_stream_summary(&mut self, m: StreamMeasure, s: Option<Summary>) {
-        *match m {
-            StreamMeasure::FirstEvent => &mut self.first_event,
-            StreamMeasure::EventGap => &mut self.event_gap,
-            StreamMeasure::Ttft => &mut self.ttft,
-            StreamMeasure::TtftService => &mut self.ttft_service,
-            StreamMeasure::Itl => &mut self.itl,
-            StreamMeasure::Tpot => &mut self.tpot,
-        } = s;
-    }
-}
-
-impl RunResults {
-    /// The measured window's full histogram of stream measure `m` (kept in `extra` under its
-    /// name), if the run recorded it.
-    pub fn stream_histogram(&self, m: StreamMeasure) -> Option<Result<Histo, HistCodecError>> {
-        self.extra.iter().find(|n| n.name == m.name()).map(|n| {
-            let d = from_base64_v2(&n.histogram)?;
-            let mut h = new_histogram();
-            for v in d.iter_recorded() {
-                h.saturating_record_n(v.value_iterated_to(), v.count_at_value());
-            }
-            Ok(h)
-        })
-    }
-
-    /// The stream measures this run recorded, in report order.
-    pub fn stream_measures(&self) -> Vec<StreamMeasure> {
-        StreamMeasure::ALL
-            .into_iter()
-            .filter(|m| self.main.stream_summary(*m).is_some())
-            .collect()
     }
 }
 

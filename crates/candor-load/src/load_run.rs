@@ -4,9 +4,9 @@
 //! engine (`candor_runner::run_results`).
 
 use crate::config::LoadConfig;
+pub use crate::phase_outcome::{grpc_status_map, PhaseOutcome};
 use crate::protocol::http1::build_request;
 use crate::protocol::ProtocolKind;
-pub use crate::phase_outcome::{grpc_status_map, PhaseOutcome};
 pub use crate::shared::EarlyEnd;
 use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
 use candor_core::clock::wall_clock_ns;

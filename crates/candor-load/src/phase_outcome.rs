@@ -142,4 +142,3 @@ pub fn grpc_status_map(counts: &candor_grpc::CodeCounts) -> BTreeMap<String, u64
         .map(|(code, n)| (code.name().to_string(), n))
         .collect()
 }
-

@@ -20,9 +20,7 @@ use candor_load::LoadConfigError;
 use candor_load::{LoadConfig, LoadShape, Target};
 use clap::{Args, ValueEnum};
 
-pub use crate::shard_flags::{
-    check_start_ahead, parse_shard, parse_start_at, START_AT_HORIZON_NS,
-};
+pub use crate::shard_flags::{check_start_ahead, parse_shard, parse_start_at, START_AT_HORIZON_NS};
 
 /// A flag of `candor run` (or of the commands that share its load flags) that cannot work, in one
 /// line naming the flag.
@@ -774,7 +772,13 @@ mod tests {
     #[test]
     fn an_llm_run_without_goodput_takes_its_bounds_from_slo_and_goodput_wins_when_given() {
         let url = "http://127.0.0.1:9/";
-        let c = config_of(&["--llm", "openai", "--slo", "ttft.p99<500ms,tpot.p99<50ms", url]);
+        let c = config_of(&[
+            "--llm",
+            "openai",
+            "--slo",
+            "ttft.p99<500ms,tpot.p99<50ms",
+            url,
+        ]);
         assert_eq!(
             c.unwrap().goodput.map(|g| g.to_string()).as_deref(),
             Some("ttft<500ms,tpot<50ms")

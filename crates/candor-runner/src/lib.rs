@@ -31,8 +31,8 @@ pub mod interrupt;
 pub mod live_view;
 pub mod llm_demo;
 pub mod rate_series;
-pub(crate) mod shard_flags;
 pub mod results_file;
+pub(crate) mod shard_flags;
 pub mod stop;
 pub mod verdicts;
 

@@ -14,7 +14,7 @@ use candor_core::results::{
     EncodedHistograms, Interval, IntervalStats, PacingMargin, PacingResults, PhaseResults,
     PoolResults, RequestCounts, StopReason,
 };
-use candor_core::{now_ns, Histo, Recorder};
+use candor_core::{now_ns, Recorder};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

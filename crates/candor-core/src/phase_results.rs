@@ -530,6 +530,43 @@ pub struct Goodput {
     pub fraction_service: f64,
 }
 
+impl Goodput {
+    /// `good` requests (`good_service` judged from the actual send) that met `slo`, per second
+    /// of a window of `duration_s` and as a fraction of the `intended` requests (a failed or
+    /// unfinished request is not good); 0 for an empty window or none intended.
+    pub fn of(
+        slo: String,
+        good: u64,
+        good_service: u64,
+        intended: u64,
+        duration_s: f64,
+    ) -> Goodput {
+        let per_s = |n: u64| {
+            if duration_s > 0.0 {
+                n as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        let fraction = |n: u64| {
+            if intended > 0 {
+                n as f64 / intended as f64
+            } else {
+                0.0
+            }
+        };
+        Goodput {
+            slo,
+            good,
+            per_s: per_s(good),
+            fraction: fraction(good),
+            good_service,
+            per_s_service: per_s(good_service),
+            fraction_service: fraction(good_service),
+        }
+    }
+}
+
 /// The output tokens of an LLM run's responses.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LlmTokens {

@@ -49,11 +49,12 @@ impl PhaseOutcome {
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);
             if let (Some(slo), Some(sr)) = (&config.goodput, &mut r.stream) {
-                sr.goodput = Some(goodput_results(
-                    slo,
-                    s,
+                sr.goodput = Some(candor_core::results::Goodput::of(
+                    slo.to_string(),
+                    s.good,
+                    s.good_service,
                     r.requests.intended,
-                    self.duration_ns,
+                    self.duration_ns as f64 / 1e9,
                 ));
             }
         }
@@ -100,39 +101,6 @@ fn stream_results(r: &mut PhaseResults, s: &crate::engine::books::StreamAcc, dur
             counted_from_chunks: s.tokens_from_chunks,
         }),
     });
-}
-
-/// `--goodput`'s count as the results write it: per second of the window `duration_ns`, and as
-/// a fraction of the `intended` requests (a failed or unfinished request is not good).
-fn goodput_results(
-    slo: &crate::stream::goodput::GoodputSlo,
-    s: &crate::engine::books::StreamAcc,
-    intended: u64,
-    duration_ns: u64,
-) -> candor_core::results::Goodput {
-    let per_s = |n: u64| {
-        if duration_ns > 0 {
-            n as f64 / (duration_ns as f64 / 1e9)
-        } else {
-            0.0
-        }
-    };
-    let fraction = |n: u64| {
-        if intended > 0 {
-            n as f64 / intended as f64
-        } else {
-            0.0
-        }
-    };
-    candor_core::results::Goodput {
-        slo: slo.to_string(),
-        good: s.good,
-        per_s: per_s(s.good),
-        fraction: fraction(s.good),
-        good_service: s.good_service,
-        per_s_service: per_s(s.good_service),
-        fraction_service: fraction(s.good_service),
-    }
 }
 
 /// gRPC calls by status name as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).

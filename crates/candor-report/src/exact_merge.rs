@@ -484,32 +484,13 @@ fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String,
     let same_slo =
         goodputs.len() == parts.len() && goodputs.windows(2).all(|w| w[0].slo == w[1].slo);
     if let (true, Some(first)) = (same_slo, goodputs.first()) {
-        let good: u64 = goodputs.iter().map(|g| g.good).sum();
-        let good_service: u64 = goodputs.iter().map(|g| g.good_service).sum();
-        let per_s = |n: u64| {
-            if main.duration_s > 0.0 {
-                n as f64 / main.duration_s
-            } else {
-                0.0
-            }
-        };
-        let intended = main.requests.intended;
-        let fraction = |n: u64| {
-            if intended > 0 {
-                n as f64 / intended as f64
-            } else {
-                0.0
-            }
-        };
-        out.goodput = Some(Goodput {
-            slo: first.slo.clone(),
-            good,
-            per_s: per_s(good),
-            fraction: fraction(good),
-            good_service,
-            per_s_service: per_s(good_service),
-            fraction_service: fraction(good_service),
-        });
+        out.goodput = Some(Goodput::of(
+            first.slo.clone(),
+            goodputs.iter().map(|g| g.good).sum(),
+            goodputs.iter().map(|g| g.good_service).sum(),
+            main.requests.intended,
+            main.duration_s,
+        ));
     }
     for p in &parts {
         out.responses = out.responses.saturating_add(p.responses);

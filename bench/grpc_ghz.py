@@ -14,8 +14,8 @@ Two measurements, the tools alternating in pairs (the order flips every round):
    answered in each whole second of the run, from ghz's per-call timestamps and candor's
    intervals).
 
-The server (`candor-grpc-test-server`, built here with `--features test-server`, one tokio
-thread) is pinned to CPU 0 and the clients to CPU 1 with taskset. ghz is not part of the
+The server (`candor-grpc-test-server`, built here with `--features test-server`, one
+thread: a current-thread tokio runtime) is pinned to CPU 0 and the clients to CPU 1 with taskset. ghz is not part of the
 project: build it beside it (`GOBIN=/work/wt/tools/bin go install
 github.com/bojand/ghz/cmd/ghz@v0.120.0`) and give its path.
 
@@ -53,6 +53,18 @@ def start_server(pin, threads):
         p.kill()
         sys.exit(f"unexpected server line {line!r}")
     return p, line.removeprefix("listening on ")
+
+
+def ghz_version(ghz):
+    """The module version `go install` built, since a binary built that way says only `dev`."""
+    if shutil.which("go"):
+        out = subprocess.run(["go", "version", "-m", ghz], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            if fields[:2] == ["mod", "github.com/bojand/ghz"] and len(fields) > 2:
+                return fields[2]
+    out = subprocess.run([ghz, "--version"], capture_output=True, text=True)
+    return (out.stdout + out.stderr).strip()
 
 
 def ghz_cmd(ghz, addr, extra):
@@ -155,7 +167,7 @@ def main():
     pinned = shutil.which("taskset") and (os.cpu_count() or 1) >= 2
     pin_s = ["taskset", "-c", "0"] if pinned else []
     pin_c = ["taskset", "-c", "1"] if pinned else []
-    version = subprocess.run([a.ghz, "--version"], capture_output=True, text=True).stdout.strip()
+    version = ghz_version(a.ghz)
     server, addr = start_server(pin_s, a.server_threads)
     tmp = tempfile.mkdtemp()
     per_cpu = {"ghz": [], "candor": [], "candor-h2": []}

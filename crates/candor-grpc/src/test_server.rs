@@ -347,8 +347,18 @@ impl TestServer {
             connections: AtomicU64::new(0),
             drop_token: Mutex::new(CancellationToken::new()),
         });
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(options.threads.max(1))
+        // One thread means one: a current-thread runtime polls the connections on the thread
+        // that serves, where a one-worker multi-thread runtime would hand every call between
+        // two threads (a futex wake-up each way) and make the server, not the client under
+        // test, the bound of a benchmark.
+        let mut runtime = if options.threads <= 1 {
+            tokio::runtime::Builder::new_current_thread()
+        } else {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(options.threads);
+            builder
+        };
+        let runtime = runtime
             .enable_all()
             .build()
             .map_err(|e| TestServerError::Setup(format!("runtime: {e}")))?;

@@ -762,6 +762,34 @@ fn an_80us_script_at_20k_shows_as_send_lag_and_a_warning() {
 
 /// A script without `response()` has its `request()` made ahead of the send when there is
 /// time: a 3 ms call every 10 ms is not in the send lag (docs/truth.md).
+/// At 20,000/s a thread makes its `request()` calls ahead in batches (the entries due within the
+/// next millisecond): still one call per entry of the schedule, none past its end.
+#[test]
+fn requests_made_ahead_in_batches_are_one_per_entry() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let dir = tempdir();
+    let json = dir.join("out.json");
+    let out = candor()
+        .args([
+            "run", "-R", "20000", "-n", "3001", "-c", "4", "-t", "2", "--json",
+        ])
+        .arg(&json)
+        .args(["-s", &script("slow.lua"), &server.url, "--", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 3001);
+    assert!(
+        text(&out).contains("(3001 request() and 0 response() calls"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn a_slow_request_is_made_ahead_of_its_send() {
     let _s = serial();

@@ -235,6 +235,45 @@ impl Schedule {
         self.current_ns
     }
 
+    /// How many of the upcoming entries (from the one [`Schedule::peek`] returns) are due
+    /// before `until_ns`, counting at most `max`. Exact for one rate, stages and Poisson
+    /// arrivals (the stream is run ahead and put back, its generator included, so that the
+    /// entries counted are the ones it will produce); a replayed trace or a filtered stream
+    /// counts the next entry alone.
+    pub fn due_before(&mut self, until_ns: u64, max: usize) -> usize {
+        if max == 0 || self.current_ns >= until_ns {
+            return 0;
+        }
+        if self.replay.is_some() || self.keep.is_some() {
+            return 1;
+        }
+        let saved = (
+            self.index,
+            self.poisson_offset_ns,
+            self.rng.clone(),
+            self.current_ns,
+            self.limit,
+            self.stage_cursor,
+        );
+        let mut due = 1;
+        while due < max {
+            self.advance_one();
+            if self.current_ns >= until_ns {
+                break;
+            }
+            due += 1;
+        }
+        (
+            self.index,
+            self.poisson_offset_ns,
+            self.rng,
+            self.current_ns,
+            self.limit,
+            self.stage_cursor,
+        ) = saved;
+        due
+    }
+
     /// Keeps only the entries whose `seq` `keep` accepts (not for a replayed trace), up to
     /// `end_ns`: a stream of one rate has no end of its own, and one whose entries are all for
     /// other targets must not be searched for ever (past `end_ns` entries are never sent).
@@ -320,6 +359,75 @@ mod tests {
             s.advance();
         }
         v
+    }
+
+    /// Every entry's instant, asking `due_before` before each: the schedule it leaves behind.
+    fn take_asking(s: &mut Schedule, until: u64, asks: &mut Vec<usize>) -> Vec<u64> {
+        let mut v = Vec::new();
+        while s.peek() < until {
+            asks.push(s.due_before(s.peek().saturating_add(3_500_000), 8));
+            v.push(s.peek());
+            s.advance();
+        }
+        v
+    }
+
+    #[test]
+    fn due_before_counts_the_entries_to_come_and_leaves_the_schedule_as_it_was() {
+        // 1000/s from 0: entries at 0, 1, 2, 3 ms ... are due before 3.5 ms; at most `max`.
+        let mut s = Schedule::new(0, 1000.0, ArrivalKind::Constant, 0, 1);
+        assert_eq!(s.due_before(3_500_000, 10), 4);
+        assert_eq!(s.due_before(3_500_000, 2), 2);
+        assert_eq!(s.due_before(0, 10), 0);
+        assert_eq!(s.due_before(3_500_000, 0), 0);
+        // A limit ends the count as it ends the stream.
+        let mut limited = Schedule::new(0, 1000.0, ArrivalKind::Constant, 0, 1).with_limit(2);
+        assert_eq!(limited.due_before(u64::MAX, 10), 2);
+        // Asked before every entry, the schedule produces the same instants as one never asked,
+        // for one rate, Poisson arrivals (their generator run ahead and put back) and stages.
+        let table = Arc::new(StageTable::new(
+            &crate::workload::profile::Profile::parse("500:1s,500..5000:1s").unwrap(),
+        ));
+        type Make = Box<dyn Fn() -> Schedule>;
+        let makes: [(&str, Make); 4] = [
+            (
+                "constant",
+                Box::new(|| Schedule::new(0, 2000.0, ArrivalKind::Constant, 1, 3)),
+            ),
+            (
+                "poisson",
+                Box::new(|| Schedule::new(0, 2000.0, ArrivalKind::Poisson { seed: 7 }, 0, 2)),
+            ),
+            (
+                "staged constant",
+                Box::new({
+                    let table = table.clone();
+                    move || Schedule::staged(0, table.clone(), ArrivalKind::Constant, 0, 1)
+                }),
+            ),
+            (
+                "staged poisson",
+                Box::new(move || {
+                    Schedule::staged(0, table.clone(), ArrivalKind::Poisson { seed: 3 }, 0, 1)
+                }),
+            ),
+        ];
+        for (kind, make) in makes {
+            // Beyond the window asked in, so that the last counts see what comes after it.
+            let plain = take(&mut make(), 2_100_000_000);
+            let mut asks = Vec::new();
+            let asked = take_asking(&mut make(), 2_000_000_000, &mut asks);
+            assert_eq!(asked, plain[..asked.len()], "{kind}");
+            // Each count is the entries from that one on within 3.5 ms, as they came.
+            for (i, &n) in asks.iter().enumerate() {
+                let within = plain[i..]
+                    .iter()
+                    .take_while(|&&t| t < plain[i] + 3_500_000)
+                    .take(8)
+                    .count();
+                assert_eq!(n, within, "{kind}, entry {i}");
+            }
+        }
     }
 
     #[test]

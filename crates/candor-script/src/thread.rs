@@ -64,6 +64,9 @@ pub struct ThreadScript {
     sent_fixed: bool,
     /// The `wrk.name` string seen last and its id, kept for the same reason as `last`.
     last_name: Option<(mlua::LuaString, NameId)>,
+    /// The key `"name"`, made once: looking `wrk.name` up with a string pushed per call would
+    /// intern it again every time.
+    name_key: mlua::LuaString,
     response: Option<Function>,
     delay: Option<Function>,
     shared: Arc<ThreadShared>,
@@ -91,6 +94,7 @@ impl ThreadScript {
         let response = function("response")?;
         let delay = function("delay")?;
         let wrk: Table = globals.get("wrk").map_err(lua_err)?;
+        let name_key = lua.create_string("name").map_err(lua_err)?;
         let mut script = ThreadScript {
             lua,
             wrk,
@@ -107,6 +111,7 @@ impl ThreadScript {
             fixed_ends: Vec::new(),
             sent_fixed: false,
             last_name: None,
+            name_key,
             response,
             delay,
             shared,
@@ -156,7 +161,7 @@ impl ThreadScript {
         let start = now_ns();
         let result = f.call::<Value>(());
         let name = match &result {
-            Ok(_) => self.wrk.raw_get::<Value>("name").ok(),
+            Ok(_) => self.wrk.raw_get::<Value>(&self.name_key).ok(),
             Err(_) => None,
         };
         self.account(start);

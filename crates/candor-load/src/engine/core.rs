@@ -37,6 +37,11 @@ pub enum TimeoutScope {
     Stream,
 }
 
+/// How far ahead of its instant a request may be made ([`Core::prepare`]): far enough that a
+/// source making requests in batches (a script's `request()`) calls it a few times back to
+/// back, near enough that what the request carries (a time, a counter) is at most this early.
+pub const AHEAD_HORIZON_NS: u64 = 1_000_000;
+
 /// The fixed shape of one load thread, as the core needs it.
 #[derive(Clone, Copy, Debug)]
 pub struct CoreConfig {
@@ -241,10 +246,25 @@ impl Core {
     }
 
     /// Nothing is due before `send_at` (the next entry's send, a slot free for it): the
-    /// source may make that request ahead ([`RequestSource::prepare`]); true when it did.
+    /// source may make requests ahead ([`RequestSource::prepare`]) for the entries of the
+    /// schedule due within [`AHEAD_HORIZON_NS`] and before its end (a closed loop, which has no
+    /// instants to look ahead to, only for the next); true when it made one.
     #[inline]
     pub fn prepare(&mut self, now: u64, send_at: u64) -> bool {
-        send_at != u64::MAX && send_at > now && self.source.prepare(send_at - now)
+        if send_at == u64::MAX || send_at <= now {
+            return false;
+        }
+        let horizon = now
+            .saturating_add(AHEAD_HORIZON_NS)
+            .min(self.schedule_end_ns);
+        let schedule = &mut self.schedule;
+        let mut due = |past_next: usize| {
+            past_next == 0
+                || schedule
+                    .as_mut()
+                    .is_some_and(|s| s.due_before(horizon, past_next + 1) > past_next)
+        };
+        self.source.prepare(send_at - now, &mut due)
     }
 
     /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the source

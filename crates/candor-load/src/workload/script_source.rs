@@ -196,9 +196,17 @@ type Shared = Arc<Mutex<ThreadScript>>;
 /// ahead: the loop's own turn, and the call's spread about its estimate.
 const PREPARE_MARGIN_NS: u64 = 20_000;
 
-/// A `request()` call made, not yet taken: its name's row, or its error, and whether it
-/// called `thread:stop()`. Its bytes are in [`ScriptSource`]'s `ahead_bytes`.
+/// Most `request()` calls made ahead of their sends at once. Calls made back to back find the
+/// Lua state (its interpreter, strings, heap) in the CPU's caches; one call after each sleep of
+/// an open loop finds it cold, and evicts the engine's own data in turn, so that a call costs
+/// two to three times what it does in a busy closed loop (docs/benchmarks.md).
+pub const MAX_AHEAD: usize = 16;
+
+/// A `request()` call made ahead of its send: its bytes, where its requests end, its name's
+/// row or its error, and whether it called `thread:stop()`.
 struct Ahead {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
     outcome: Result<u32, candor_script::ScriptError>,
     stop: bool,
 }
@@ -212,11 +220,19 @@ pub struct ScriptSource {
     ends: Vec<usize>,
     next_pending: usize,
     pending_row: u32,
-    /// The next `request()` call, made ahead in the time before its send (see
-    /// [`RequestSource::prepare`]); its buffers are swapped with `pending` when it is taken.
-    ahead: Option<Ahead>,
-    ahead_bytes: Vec<u8>,
-    ahead_ends: Vec<usize>,
+    /// Calls made ahead in the time before their sends (see [`RequestSource::prepare`]), in
+    /// call order: a ring of [`MAX_AHEAD`] places from `ahead_head`, `ahead_len` of them
+    /// filled, their buffers swapped with `pending` as they are taken. The place at
+    /// `ahead_head` of an empty ring is where a call made at its send goes.
+    ahead: Vec<Ahead>,
+    ahead_head: usize,
+    ahead_len: usize,
+    /// The requests the calls in the ring hold.
+    ahead_requests: usize,
+    /// Set when the ring ran empty: calls are then made ahead until it is full (or time or
+    /// the entries due within the horizon run out), and not again until it is empty, so that
+    /// they come in batches.
+    filling: bool,
     /// A running estimate of one `request()` call's time (ns): a call is made ahead only when
     /// the send it would precede is well beyond it.
     call_ns: u64,
@@ -250,9 +266,18 @@ impl ScriptSource {
             ends: Vec::with_capacity(16),
             next_pending: 0,
             pending_row: 0,
-            ahead: None,
-            ahead_bytes: Vec::with_capacity(1024),
-            ahead_ends: Vec::with_capacity(16),
+            ahead: (0..MAX_AHEAD)
+                .map(|_| Ahead {
+                    bytes: Vec::with_capacity(1024),
+                    ends: Vec::with_capacity(16),
+                    outcome: Ok(0),
+                    stop: false,
+                })
+                .collect(),
+            ahead_head: 0,
+            ahead_len: 0,
+            ahead_requests: 0,
+            filling: false,
             call_ns: 0,
             timed: false,
             slots: (0..slots).map(|_| Vec::with_capacity(1024)).collect(),
@@ -280,15 +305,16 @@ impl ScriptSource {
         })
     }
 
-    /// Calls `request()` into `ahead_bytes`/`ahead_ends`: what came of the call, booked
-    /// (time, calls) but not yet acted on.
-    fn call(&mut self) -> Ahead {
-        self.ahead_bytes.clear();
-        self.ahead_ends.clear();
+    /// Calls `request()` into the ring's place `at`: what came of the call, booked (time,
+    /// calls) but not yet acted on.
+    fn call(&mut self, at: usize) {
+        let place = &mut self.ahead[at];
+        place.bytes.clear();
+        place.ends.clear();
         // Its own handle for the call (an atomic increment), so that self stays free.
         let shared = Arc::clone(&self.script);
         let mut script = lock(&shared);
-        let made = script.next_request(&mut self.ahead_bytes);
+        let made = script.next_request(&mut place.bytes);
         let spent = script.last_lua_ns();
         self.run.add_lua(spent);
         self.run.request_calls.fetch_add(1, Ordering::Relaxed);
@@ -304,33 +330,39 @@ impl ScriptSource {
         let stop = script.stop_requested();
         let outcome = match made {
             Ok(info) => {
-                self.ahead_ends.extend_from_slice(script.request_ends());
-                let row = match info.name {
+                self.ahead[at].ends.extend_from_slice(script.request_ends());
+                Ok(match info.name {
                     Some(id) => self.row(&script, id),
                     None => 0,
-                };
-                Ok(row)
+                })
             }
             Err(e) => Err(e),
         };
-        Ahead { outcome, stop }
+        let place = &mut self.ahead[at];
+        place.outcome = outcome;
+        place.stop = stop;
     }
 
     /// Takes the next `request()` call's requests (made ahead, or made now) as the current
     /// ones; false (the run stopping) when the call failed. A stop or an error of a call made
     /// ahead is acted on only now, when its requests are due, as if it had been made now.
     fn refill(&mut self) -> bool {
-        let ahead = match self.ahead.take() {
-            Some(ahead) => ahead,
-            None => {
-                self.timed = true;
-                self.call()
-            }
-        };
-        std::mem::swap(&mut self.pending, &mut self.ahead_bytes);
-        std::mem::swap(&mut self.ends, &mut self.ahead_ends);
+        let at = self.ahead_head;
+        if self.ahead_len > 0 {
+            self.ahead_head = (at + 1) % MAX_AHEAD;
+            self.ahead_len -= 1;
+            self.ahead_requests -= self.ahead[at].ends.len();
+        } else {
+            self.timed = true;
+            self.call(at);
+        }
+        let place = &mut self.ahead[at];
+        std::mem::swap(&mut self.pending, &mut place.bytes);
+        std::mem::swap(&mut self.ends, &mut place.ends);
+        let outcome = std::mem::replace(&mut place.outcome, Ok(0));
+        let stop = place.stop;
         self.next_pending = 0;
-        let row = match ahead.outcome {
+        let row = match outcome {
             Ok(row) => row,
             Err(e) => {
                 self.ends.clear();
@@ -343,7 +375,7 @@ impl ScriptSource {
             }
         };
         self.pending_row = row;
-        if ahead.stop {
+        if stop {
             self.run.halt(ScriptStop::ThreadStop);
         }
         true
@@ -389,22 +421,40 @@ impl RequestSource for ScriptSource {
         Some((&self.slots[slot], self.heads[slot]))
     }
 
-    /// Makes the next `request()` call ahead when the current call's requests are all out,
-    /// the send it would make is at least twice a call's time away, and the script has no
-    /// `response()`: then nothing the run learns before the send can change what `request()`
-    /// returns (with `response()` it is called at the send, so that it sees every response
-    /// that came before). The send at its intended instant is then a copy.
-    fn prepare(&mut self, until_send_ns: u64) -> bool {
+    /// Makes the next `request()` call ahead when the send it would make is at least twice a
+    /// call's time away and the script has no `response()`: then nothing the run learns before
+    /// the send can change what `request()` returns (with `response()` it is called at the
+    /// send, so that it sees every response that came before). The send at its intended
+    /// instant is then a copy. Calls are made in batches of up to [`MAX_AHEAD`] (see there),
+    /// each only while the next send is that far away and the entry it would make requests for
+    /// is due within the driver's horizon (`due`): never for an entry that does not exist.
+    fn prepare(&mut self, until_send_ns: u64, due: &mut dyn FnMut(usize) -> bool) -> bool {
         if self.run.judges
             || !self.timed
-            || self.ahead.is_some()
-            || self.next_pending < self.ends.len()
             || self.run.stopped.load(Ordering::Relaxed)
             || until_send_ns < 2 * self.call_ns + PREPARE_MARGIN_NS
         {
             return false;
         }
-        self.ahead = Some(self.call());
+        if self.ahead_len == 0 {
+            self.filling = true;
+        } else {
+            // After a call that failed or stopped the thread, none: the run ends at its send.
+            let last = &self.ahead[(self.ahead_head + self.ahead_len - 1) % MAX_AHEAD];
+            if last.outcome.is_err() || last.stop {
+                return false;
+            }
+        }
+        let waiting =
+            self.ends.len() - self.next_pending.min(self.ends.len()) + self.ahead_requests;
+        if !self.filling || self.ahead_len == MAX_AHEAD || !due(waiting) {
+            self.filling = false;
+            return false;
+        }
+        let at = (self.ahead_head + self.ahead_len) % MAX_AHEAD;
+        self.call(at);
+        self.ahead_len += 1;
+        self.ahead_requests += self.ahead[at].ends.len();
         true
     }
 

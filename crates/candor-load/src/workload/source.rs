@@ -43,9 +43,12 @@ pub trait RequestSource: Send {
     fn made(&self, slot: usize) -> Option<(&[u8], bool)>;
 
     /// Nothing is due for `until_send_ns` ns, when the schedule's next entry will be sent by a
-    /// slot free for it: a source may make that request ahead now, so that the send at its
-    /// instant is a copy. True when it did something (the caller looks at the clock again).
-    fn prepare(&mut self, _until_send_ns: u64) -> bool {
+    /// slot free for it: a source may make a request ahead now, so that the send at its
+    /// instant is a copy. `due(n)` says whether the entry `n` past the next one is due within
+    /// the horizon of making ahead (`due(0)` is always true: the next is due): a source that
+    /// holds `n` requests made ahead asks it before making one more. True when it did something
+    /// (the caller looks at the clock again and asks again).
+    fn prepare(&mut self, _until_send_ns: u64, _due: &mut dyn FnMut(usize) -> bool) -> bool {
         false
     }
 

@@ -1,0 +1,94 @@
+//! A script's `request()` calls made ahead of their sends come in batches (RequestSource::prepare):
+//! up to MAX_AHEAD back to back once the calls made ahead have all been taken, none while some
+//! are waiting, and the requests still go out in the order the calls made them.
+
+use candor_load::workload::script_source::{ScriptRun, ScriptSource, MAX_AHEAD};
+use candor_load::workload::source::RequestSource;
+use candor_script::{ScriptHost, Target};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Time enough before the next send for any call to be made ahead (`due` then decides).
+const FAR: u64 = u64::MAX / 2;
+
+fn source() -> (Arc<ScriptRun>, ScriptSource) {
+    let target = Target::url("http://127.0.0.1:8080/");
+    let mut host =
+        ScriptHost::load(Path::new("tests/scripts/counted.lua"), vec![], target).unwrap();
+    let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), false));
+    let source = ScriptSource::take(&run, 1).unwrap();
+    (run, source)
+}
+
+/// The path of the request `source` sends next.
+fn send(source: &mut ScriptSource, seq: u64) -> String {
+    assert!(source.next(0, seq, None).sendable);
+    let (bytes, _) = source.made(0).unwrap();
+    let line = std::str::from_utf8(bytes).unwrap().lines().next().unwrap();
+    line.split(' ').nth(1).unwrap().to_string()
+}
+
+#[test]
+fn calls_made_ahead_come_in_batches_and_keep_their_order() {
+    let (run, mut source) = source();
+    // The first call is made at its send: its time is not known before.
+    assert!(!source.prepare(FAR, &mut |_| true));
+    assert_eq!(send(&mut source, 0), "/1");
+    // Then a batch: as many calls as there are places, one per prepare, and no more.
+    let mut batch = 0;
+    while source.prepare(FAR, &mut |_| true) {
+        batch += 1;
+        assert!(batch <= MAX_AHEAD, "more calls made ahead than places");
+    }
+    assert_eq!(batch, MAX_AHEAD);
+    assert_eq!(run.lua_time().request_calls, 1 + MAX_AHEAD as u64);
+    // While some of the batch waits, no call is made: the next batch starts once all are out.
+    let mut seq = 1;
+    for _ in 0..MAX_AHEAD - 1 {
+        seq += 1;
+        assert_eq!(send(&mut source, seq), format!("/{seq}"));
+        assert!(!source.prepare(FAR, &mut |_| true));
+    }
+    seq += 1;
+    assert_eq!(send(&mut source, seq), format!("/{seq}"));
+    assert!(source.prepare(FAR, &mut |_| true));
+    seq += 1;
+    assert_eq!(send(&mut source, seq), format!("/{seq}"));
+}
+
+#[test]
+fn no_call_is_made_ahead_when_the_send_is_near() {
+    let (run, mut source) = source();
+    assert_eq!(send(&mut source, 0), "/1");
+    // Under twice a call's time plus the loop's margin (20 µs) before the send: none.
+    assert!(!source.prepare(10_000, &mut |_| true));
+    assert_eq!(run.lua_time().request_calls, 1);
+    assert_eq!(send(&mut source, 1), "/2");
+    assert_eq!(run.lua_time().request_calls, 2);
+}
+
+#[test]
+fn calls_are_made_ahead_only_for_entries_due_within_the_horizon() {
+    let (run, mut source) = source();
+    assert_eq!(send(&mut source, 0), "/1");
+    // Three entries due within the horizon: the batch stops at three calls, asking for each.
+    let mut asked = Vec::new();
+    let mut due = |past_next: usize| {
+        asked.push(past_next);
+        past_next < 3
+    };
+    let mut batch = 0;
+    while source.prepare(FAR, &mut due) {
+        batch += 1;
+    }
+    assert_eq!(batch, 3);
+    assert_eq!(asked, [0, 1, 2, 3]);
+    assert_eq!(run.lua_time().request_calls, 4);
+    // The batch ended: none until those three are out, even with every entry due.
+    assert_eq!(send(&mut source, 1), "/2");
+    assert!(!source.prepare(FAR, &mut |_| true));
+    assert_eq!(send(&mut source, 2), "/3");
+    assert_eq!(send(&mut source, 3), "/4");
+    assert!(source.prepare(FAR, &mut |_| true));
+    assert_eq!(send(&mut source, 4), "/5");
+}

@@ -202,6 +202,23 @@ const PREPARE_MARGIN_NS: u64 = 20_000;
 /// two to three times what it does in a busy closed loop (docs/benchmarks.md).
 pub const MAX_AHEAD: usize = 16;
 
+/// The running estimate of one `request()` call's time after a call that took `spent_ns`: a
+/// rise toward a slower call halfway at once, a fall an eighth of the way, and no call counted
+/// as more than four times the estimate. A lone slow call (the thread preempted, a collection)
+/// then does not keep the next hundred calls from being made ahead, while a script that turned
+/// slow is followed within a few calls (a factor of 1,000 in a dozen).
+fn next_call_estimate(estimate_ns: u64, spent_ns: u64) -> u64 {
+    if estimate_ns == 0 {
+        return spent_ns;
+    }
+    let counted = spent_ns.min(estimate_ns.saturating_mul(4));
+    if counted > estimate_ns {
+        estimate_ns + (counted - estimate_ns) / 2
+    } else {
+        estimate_ns - (estimate_ns - counted) / 8
+    }
+}
+
 /// A `request()` call made ahead of its send: its bytes, where its requests end, its name's
 /// row or its error, and whether it called `thread:stop()`.
 struct Ahead {
@@ -321,12 +338,7 @@ impl ScriptSource {
         self.run
             .longest_request_ns
             .fetch_max(spent, Ordering::Relaxed);
-        // A quick rise, a slow fall: one slow call makes the next calls wait for their send.
-        self.call_ns = if spent > self.call_ns {
-            spent
-        } else {
-            self.call_ns - (self.call_ns - spent) / 8
-        };
+        self.call_ns = next_call_estimate(self.call_ns, spent);
         let stop = script.stop_requested();
         let outcome = match made {
             Ok(info) => {
@@ -570,5 +582,31 @@ impl ScriptJudge {
                 Some(message)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_call_estimate;
+
+    #[test]
+    fn one_slow_call_moves_the_estimate_a_little_and_a_slow_script_soon_shows() {
+        // The first call sets it.
+        assert_eq!(next_call_estimate(0, 50_000), 50_000);
+        // A 4 ms outlier among 3 µs calls counts as 12 µs: halfway there, 7.5 µs.
+        assert_eq!(next_call_estimate(3_000, 4_000_000), 7_500);
+        // Then back an eighth of the way per 3 µs call.
+        assert_eq!(next_call_estimate(7_500, 3_000), 6_938);
+        // A script that turned 1,000 times slower is followed within a dozen calls.
+        let mut estimate = 3_000;
+        let calls = (1..)
+            .find(|_| {
+                estimate = next_call_estimate(estimate, 3_000_000);
+                estimate >= 2_900_000
+            })
+            .unwrap();
+        assert!(calls <= 12, "{calls} calls");
+        // A steady script's estimate is its time.
+        assert_eq!(next_call_estimate(3_000, 3_000), 3_000);
     }
 }

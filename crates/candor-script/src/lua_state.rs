@@ -15,9 +15,6 @@ const WRK_LUA: &str = include_str!("wrk.lua");
 /// LuaJIT never calls hooks from compiled traces, see docs/scripts.md).
 const INTERRUPT_CHECK_EVERY: u32 = 1000;
 
-/// When a state's collector starts a cycle: at this percentage of the heap the last one left.
-const GC_PAUSE_PERCENT: std::ffi::c_int = 400;
-
 /// The message a hook raises when the run is interrupted.
 pub(crate) const INTERRUPTED: &str = "interrupted";
 
@@ -157,15 +154,6 @@ pub(crate) fn new_state(
     // wrk opens every library; the safe set here leaves out only `debug`, `ffi` and C modules.
     let lua = Lua::new_with(StdLib::ALL_SAFE, LuaOptions::default())
         .map_err(|e| ScriptError::Lua(one_line(&e)))?;
-    // A state's live heap is small (the libraries, the wrk module, the script), so at Lua's
-    // default pause (a cycle each time the heap doubles) a script making a few strings per
-    // request runs a whole collection every hundred or so requests, and LuaJIT shrinks and
-    // regrows its string table with each one. Collecting at four times the live heap costs a
-    // few hundred KB a state and takes about 6% of the instructions out of a request() call
-    // (docs/benchmarks.md); a script can still set its own with collectgarbage("setpause").
-    lua.gc_set_mode(mlua::prelude::LuaGcMode::Incremental(
-        mlua::prelude::LuaGcIncParams::default().pause(GC_PAUSE_PERCENT),
-    ));
     lua.set_app_data(StateData {
         output: Vec::new(),
         failure: None,

@@ -760,28 +760,39 @@ fn an_80us_script_at_20k_shows_as_send_lag_and_a_warning() {
     );
 }
 
-/// A script without `response()` has its `request()` made ahead of the send when there is
-/// time: a 3 ms call every 10 ms is not in the send lag (docs/truth.md).
-/// At 20,000/s a thread makes its `request()` calls ahead in batches (the entries due within the
-/// next millisecond): still one call per entry of the schedule, none past its end.
-#[test]
-fn requests_made_ahead_in_batches_are_one_per_entry() {
-    let _s = serial();
+/// `candor run -R RATE -n N -c CONNS -t THREADS --json` with `slow.lua` taking `busy_us` per
+/// `request()`: its output, and its results after checking that they balance.
+fn run_slow(
+    rate: &str,
+    n: &str,
+    conns: &str,
+    threads: &str,
+    busy_us: &str,
+) -> (Output, serde_json::Value) {
     let server = Server::start(&[]);
     let dir = tempdir();
     let json = dir.join("out.json");
     let out = candor()
         .args([
-            "run", "-R", "20000", "-n", "3001", "-c", "4", "-t", "2", "--json",
+            "run", "-R", rate, "-n", n, "-c", conns, "-t", threads, "--json",
         ])
         .arg(&json)
-        .args(["-s", &script("slow.lua"), &server.url, "--", "0"])
+        .args(["-s", &script("slow.lua"), &server.url, "--", busy_us])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_balanced(&v);
+    (out, v)
+}
+
+/// At 20,000/s a thread makes its `request()` calls ahead in batches (the entries due within the
+/// next millisecond): still one call per entry of the schedule, none past its end.
+#[test]
+fn requests_made_ahead_in_batches_are_one_per_entry() {
+    let _s = serial();
+    let (out, v) = run_slow("20000", "3001", "4", "2", "0");
     assert_eq!(req(&v, "completed"), 3001);
     assert!(
         text(&out).contains("(3001 request() and 0 response() calls"),
@@ -790,24 +801,12 @@ fn requests_made_ahead_in_batches_are_one_per_entry() {
     );
 }
 
+/// A script without `response()` has its `request()` made ahead of the send when there is
+/// time: a 3 ms call every 10 ms is not in the send lag (docs/truth.md).
 #[test]
 fn a_slow_request_is_made_ahead_of_its_send() {
     let _s = serial();
-    let server = Server::start(&[]);
-    let dir = tempdir();
-    let json = dir.join("out.json");
-    let out = candor()
-        .args([
-            "run", "-R", "100", "-n", "50", "-c", "1", "-t", "1", "--json",
-        ])
-        .arg(&json)
-        .args(["-s", &script("slow.lua"), &server.url, "--", "3000"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_balanced(&v);
+    let (out, v) = run_slow("100", "50", "1", "1", "3000");
     assert_eq!(req(&v, "completed"), 50);
     let lag = pct(&v, "send_lag", 50.0);
     assert!(

@@ -22,6 +22,7 @@ use crate::schedule::Schedule;
 use crate::shared::{Failure, PhaseAcc, WorkerSetup};
 use crate::workload::pick::Picker;
 use crate::workload::source::{Next, PreparedSource, RequestSource};
+use candor_core::sleep_or_spin::MIN_SLEEP_NS;
 use std::collections::VecDeque;
 
 /// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
@@ -245,15 +246,24 @@ impl Core {
         self.source = source;
     }
 
-    /// Nothing is due before `send_at` (the next entry's send, a slot free for it): the
-    /// source may make requests ahead ([`RequestSource::prepare`]) for the entries of the
-    /// schedule due within [`AHEAD_HORIZON_NS`] and before its end (a closed loop, which has no
-    /// instants to look ahead to, only for the next); true when it made one.
+    /// Nothing is due before `send_at` (the next entry's send, a slot free for it), and the
+    /// thread would sleep until `spin_from` and spin from there: the source may make requests
+    /// ahead ([`RequestSource::prepare`]) for the entries of the schedule due within
+    /// [`AHEAD_HORIZON_NS`] and before its end (a closed loop, which has no instants to look
+    /// ahead to, only for the next); true when it made one. The time it is offered is all of
+    /// the time to the send when the thread would spin until then anyway, and otherwise only
+    /// what still leaves a sleep worth taking ([`MIN_SLEEP_NS`]) before the spin: time spent
+    /// making requests ahead never turns a sleep into a spin.
     #[inline]
-    pub fn prepare(&mut self, now: u64, send_at: u64) -> bool {
+    pub fn prepare(&mut self, now: u64, send_at: u64, spin_from: u64) -> bool {
         if send_at == u64::MAX || send_at <= now {
             return false;
         }
+        let offered = if spin_from <= now.saturating_add(MIN_SLEEP_NS) {
+            send_at - now
+        } else {
+            spin_from - now - MIN_SLEEP_NS
+        };
         let horizon = now
             .saturating_add(AHEAD_HORIZON_NS)
             .min(self.schedule_end_ns);
@@ -264,7 +274,7 @@ impl Core {
                     .as_mut()
                     .is_some_and(|s| s.due_before(horizon, past_next + 1) > past_next)
         };
-        self.source.prepare(send_at - now, &mut due)
+        self.source.prepare(offered, &mut due)
     }
 
     /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the source

@@ -296,7 +296,10 @@ impl<P: Protocol> Driver<P> {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake.min(self.next_connect_scan)),
             };
-            if self.core.prepare(now, send_at) {
+            if self
+                .core
+                .prepare(now, send_at, send_at.saturating_sub(pacer.margin_ns()))
+            {
                 // The next request was made ahead (a script's request()): time has passed.
                 continue;
             }

@@ -192,8 +192,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A load thread's script: its state, shared by the thread's source and its connections' judges.
 type Shared = Arc<Mutex<ThreadScript>>;
 
-/// What remains before a send beyond twice a `request()` call's time for that call to be made
-/// ahead: the loop's own turn, and the call's spread about its estimate.
+/// What the time offered must hold beyond twice a `request()` call's time for that call to be
+/// made ahead: the loop's own turn, and the call's spread about its estimate.
 const PREPARE_MARGIN_NS: u64 = 20_000;
 
 /// Most `request()` calls made ahead of their sends at once. Calls made back to back find the
@@ -433,18 +433,18 @@ impl RequestSource for ScriptSource {
         Some((&self.slots[slot], self.heads[slot]))
     }
 
-    /// Makes the next `request()` call ahead when the send it would make is at least twice a
-    /// call's time away and the script has no `response()`: then nothing the run learns before
+    /// Makes the next `request()` call ahead when the time offered is at least twice a call's
+    /// time (plus the loop's margin) and the script has no `response()`: then nothing the run learns before
     /// the send can change what `request()` returns (with `response()` it is called at the
     /// send, so that it sees every response that came before). The send at its intended
     /// instant is then a copy. Calls are made in batches of up to [`MAX_AHEAD`] (see there),
     /// each only while the next send is that far away and the entry it would make requests for
     /// is due within the driver's horizon (`due`): never for an entry that does not exist.
-    fn prepare(&mut self, until_send_ns: u64, due: &mut dyn FnMut(usize) -> bool) -> bool {
+    fn prepare(&mut self, offered_ns: u64, due: &mut dyn FnMut(usize) -> bool) -> bool {
         if self.run.judges
             || !self.timed
             || self.run.stopped.load(Ordering::Relaxed)
-            || until_send_ns < 2 * self.call_ns + PREPARE_MARGIN_NS
+            || offered_ns < 2 * self.call_ns + PREPARE_MARGIN_NS
         {
             return false;
         }

@@ -42,13 +42,14 @@ pub trait RequestSource: Send {
     /// source made them (`None`: the driver sends prepared request `Next::request`).
     fn made(&self, slot: usize) -> Option<(&[u8], bool)>;
 
-    /// Nothing is due for `until_send_ns` ns, when the schedule's next entry will be sent by a
-    /// slot free for it: a source may make a request ahead now, so that the send at its
-    /// instant is a copy. `due(n)` says whether the entry `n` past the next one is due within
-    /// the horizon of making ahead (`due(0)` is always true: the next is due): a source that
-    /// holds `n` requests made ahead asks it before making one more. True when it did something
-    /// (the caller looks at the clock again and asks again).
-    fn prepare(&mut self, _until_send_ns: u64, _due: &mut dyn FnMut(usize) -> bool) -> bool {
+    /// The driver offers `offered_ns` ns before the schedule's next entry is sent by a slot
+    /// free for it (nothing is due within them, and spending them neither delays a send nor
+    /// turns the thread's sleep into a spin): a source may make a request ahead now, so that
+    /// the send at its instant is a copy. `due(n)` says whether the entry `n` past the next one
+    /// is due within the horizon of making ahead (`due(0)` is always true: the next is due): a
+    /// source that holds `n` requests made ahead asks it before making one more. True when it
+    /// did something (the caller looks at the clock again and offers again).
+    fn prepare(&mut self, _offered_ns: u64, _due: &mut dyn FnMut(usize) -> bool) -> bool {
         false
     }
 

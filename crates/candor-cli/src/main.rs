@@ -22,13 +22,6 @@ macro_rules! eprintln {
 mod cmd;
 mod stdio;
 
-// The load path allocates nothing per request, so the allocator matters only where candor
-// cannot avoid it: a wrk script's Lua states, which allocate for every string and table a
-// request() makes. mimalloc takes about a tenth of the instructions out of such a call and a
-// quarter of its cache misses, against glibc's malloc (docs/benchmarks.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]

@@ -5,7 +5,7 @@
 use candor_load::workload::script_source::{ScriptRun, ScriptSource, MAX_AHEAD};
 use candor_load::workload::source::RequestSource;
 use candor_script::{ScriptHost, Target};
-use candor_testkit::CountingAllocator;
+use candor_testkit::{this_thread_allocations, CountingAllocator};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,12 +14,9 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const ENTRIES: u64 = 20_000;
 
-/// The allocator calls this thread made: everything under test runs on it, and another test's
-/// thread (its teardown, the harness reporting it) never counts here, as it would in the
-/// process-wide count of marked threads.
-fn this_thread_allocations() -> u64 {
-    CountingAllocator::thread_counts().calls()
-}
+// Everything under test runs on the test's thread, so only its allocations are counted: another
+// test's thread (its teardown, the harness reporting it) counts in the process-wide count of
+// marked threads, and under CPU load it did inside this test's window.
 
 #[test]
 fn a_script_source_allocates_nothing_per_entry_once_warm() {

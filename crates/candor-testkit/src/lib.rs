@@ -7,9 +7,10 @@
 //! static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
 //! ```
 //!
-//! and then reads [`total_allocations`] (every thread of the process) or
+//! and then reads [`total_allocations`] (every thread of the process),
 //! [`marked_allocations`] (only threads that called [`mark_this_thread`], e.g. from an
-//! engine's worker start hook) at two instants in steady state.
+//! engine's worker start hook) or [`this_thread_allocations`] (the calling thread: for work that
+//! runs on the test's own thread) at two instants in steady state.
 
 pub use candor_harness::CountingAllocator;
 
@@ -22,6 +23,13 @@ pub fn mark_this_thread() {
 /// [`CountingAllocator`] installed).
 pub fn total_allocations() -> u64 {
     CountingAllocator::total_calls()
+}
+
+/// Allocations (and reallocations) on the calling thread since it started. Work that runs on
+/// the test's own thread is counted with this: the test harness's other threads (another test
+/// finishing, its report) allocate at any time, and on a busy machine inside the window.
+pub fn this_thread_allocations() -> u64 {
+    CountingAllocator::thread_counts().calls()
 }
 
 /// Allocations (and reallocations) on marked threads since the process started.

@@ -4,8 +4,10 @@
 
 mod addr;
 mod error;
+mod format;
 mod handle;
 mod host;
+mod lua_heap;
 mod lua_state;
 mod stats;
 mod thread;

@@ -203,7 +203,10 @@ fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &Target) -> mlua:
     let dir = script.dir.display();
     package.set("path", format!("{dir}/?.lua;{dir}/?/init.lua;{path}"))?;
 
-    let wrk: Table = lua.load(WRK_LUA).set_name("=wrk.lua").eval()?;
+    let wrk: Table = lua
+        .load(WRK_LUA)
+        .set_name("=wrk.lua")
+        .call(crate::format::builder(lua)?)?;
     wrk.set("scheme", url.scheme.as_str())?;
     wrk.set("host", url.host.as_str())?;
     wrk.set("port", url.port.as_deref())?;

@@ -3,6 +3,7 @@
 use crate::error::{lua_type, one_line, Phase, ScriptError};
 use crate::handle::ThreadShared;
 use crate::host::runtime_error;
+use crate::lua_heap::LuaHeap;
 use crate::lua_state::{take_output, StateData};
 use candor_core::clock::now_ns;
 use mlua::{Function, Lua, Table, Value};
@@ -74,6 +75,14 @@ pub struct ThreadScript {
     names: Vec<Box<str>>,
     last_lua_ns: u64,
     total_lua_ns: u64,
+    /// The state's allocator from the first call on (put back before the state closes).
+    heap: Box<LuaHeap>,
+}
+
+impl Drop for ThreadScript {
+    fn drop(&mut self) {
+        self.heap.uninstall(&self.lua);
+    }
 }
 
 impl ThreadScript {
@@ -119,6 +128,7 @@ impl ThreadScript {
             names: Vec::new(),
             last_lua_ns: 0,
             total_lua_ns: 0,
+            heap: LuaHeap::new(),
         };
         if script.request.is_none() {
             // As wrk: without request(), the request built once after init() is sent each time.
@@ -129,6 +139,7 @@ impl ThreadScript {
             script.fixed_info = info;
             script.fixed_ends = std::mem::take(&mut script.last_ends);
         }
+        script.heap.install(&script.lua).map_err(lua_err)?;
         Ok(script)
     }
 
@@ -176,11 +187,11 @@ impl ThreadScript {
         };
         let same = matches!(&self.last, Some(last) if last.to_pointer() == s.to_pointer());
         if !same {
-            // as_bytes costs one 16-byte allocation (mlua shares the string's reference count
-            // lazily), so a string returned again is copied from here instead, without
-            // allocating or counting its requests again.
+            // A string returned again is copied from last_bytes instead, without counting its
+            // requests again.
             self.last_bytes.clear();
-            self.last_bytes.extend_from_slice(&s.as_bytes());
+            copy_bytes(&self.lua, &s, &mut self.last_bytes)
+                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.last = None;
             request_ends(&self.last_bytes, &mut self.last_ends)?;
             self.last_requests = self.last_ends.len();
@@ -345,6 +356,20 @@ impl ThreadScript {
         self.names
             .push(String::from_utf8_lossy(name).into_owned().into_boxed_str());
         NameId((self.names.len() - 1) as u32)
+    }
+}
+
+/// Appends the bytes of `s` to `out`. mlua's `as_bytes` shares the string's handle, which
+/// allocates a reference count the first time; reading the string on the stack does not.
+fn copy_bytes(lua: &Lua, s: &mlua::LuaString, out: &mut Vec<u8>) -> mlua::Result<()> {
+    // SAFETY: exec_raw pushes `s` and runs the closure on the state's own thread; the bytes
+    // are read while the string is on the stack, so alive.
+    unsafe {
+        lua.exec_raw::<()>(s, |state| {
+            let mut len = 0;
+            let bytes = mlua::ffi::lua_tolstring(state, -1, &mut len);
+            out.extend_from_slice(std::slice::from_raw_parts(bytes.cast::<u8>(), len));
+        })
     }
 }
 

@@ -25,8 +25,9 @@ local function default_host()
    return host
 end
 
-local concat = table.concat
-local format_lines = {}
+-- The request's bytes are put together by candor's C function (crates/candor-script/src/
+-- format.rs): one string per request where joining lines in Lua made one per line as well.
+local build_request = ...
 
 -- Builds one HTTP/1.1 request. Missing arguments fall back to the wrk.* fields; as in wrk, the
 -- headers table given (or wrk.headers) gains Host when missing and Content-Length (nil without a
@@ -49,19 +50,7 @@ function wrk.format(method, path, headers, body)
       headers["Host"] = wrk.headers["Host"] or default_host()
    end
    headers["Content-Length"] = body and #body or nil
-
-   -- One table for every call (its first n entries are this request's): no table is made per
-   -- request, and the strings it still holds from a longer request are never read.
-   local lines = format_lines
-   lines[1] = method .. " " .. path .. " HTTP/1.1"
-   local n = 1
-   for name, value in pairs(headers) do
-      n = n + 1
-      lines[n] = name .. ": " .. tostring(value)
-   end
-   lines[n + 1] = ""
-   lines[n + 2] = body or ""
-   return concat(lines, "\r\n", 1, n + 2)
+   return build_request(method, path, headers, body)
 end
 
 -- Runs in the setup state, once per thread, before the thread's own state runs init().

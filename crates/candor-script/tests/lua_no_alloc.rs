@@ -1,8 +1,8 @@
-//! The engine's per-request calls allocate nothing in steady state when the script builds
-//! nothing, counted with candor-testkit's allocator (Lua's own heap goes through it too): a
-//! fixed request, a request() returning a prebuilt string (pipelined or not, labelled with
-//! wrk.name or not), and a response
-//! without response(). One test: the counter is process-wide.
+//! The engine's per-request calls allocate nothing in steady state, counted with
+//! candor-testkit's allocator (Lua's own heap goes through it too): a fixed request, a
+//! request() returning a prebuilt string (pipelined or not, labelled with wrk.name or not), a
+//! request() that builds new strings and a table every call (the state's allocator reuses
+//! their blocks), and a response without response(). One test: the counter is process-wide.
 
 use candor_script::{ScriptHost, Target, Verdict};
 use candor_testkit::{mark_this_thread, marked_allocations, CountingAllocator};
@@ -20,6 +20,7 @@ fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
         ("tests/scripts/constant.lua", 1),
         ("tests/scripts/pipeline.lua", 3),
         ("tests/scripts/static_request.lua", 1),
+        ("tests/scripts/dynamic.lua", 1),
     ] {
         let target = Target::url("http://127.0.0.1:8080/");
         let mut host = ScriptHost::load(Path::new(script), vec![], target).unwrap();

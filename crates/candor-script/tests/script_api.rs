@@ -516,3 +516,35 @@ fn an_unreadable_script_or_target_is_one_line() {
         "{err}"
     );
 }
+
+#[test]
+fn format_builds_the_bytes_the_lua_definition_did_for_every_kind_of_input() {
+    let mut t = one_thread("format_matches_lua.lua");
+    // Twice round the script's 12 cases: the second time with tables that already hold Host.
+    for _ in 0..24 {
+        let mut out = Vec::new();
+        if let Err(e) = t.next_request(&mut out) {
+            panic!("{e}");
+        }
+        assert_eq!(out, b"GET /compared HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+}
+
+#[test]
+fn format_rejects_what_it_cannot_write_at_the_line_that_called_it() {
+    assert_eq!(
+        load_error("bad_format_name.lua"),
+        "bad_format_name.lua:2: a header name must be a string (got a boolean value) in \
+         'format' (in request())"
+    );
+    assert_eq!(
+        load_error("bad_format_body.lua"),
+        "bad_format_body.lua:2: bad argument #4 to 'format' (string or nil expected, got \
+         table) (in request())"
+    );
+    // `return wrk.format(...)` is a tail call: no frame of the script is left to name.
+    assert_eq!(
+        load_error("bad_format_tail.lua"),
+        "a header name must be a string (got a boolean value) in 'format' (in request())"
+    );
+}

@@ -1,0 +1,252 @@
+//! The allocator of a load thread's Lua state: freed small blocks are kept on lists by exact
+//! size and handed out again, so a script that builds strings and tables on every request
+//! reuses the same few blocks (hot in the cache) instead of asking the process allocator.
+//!
+//! Written here because the job is narrow and no crate does it: LuaJIT gives every free its
+//! block's size, so the lists need no headers and no search, and each block is a block the
+//! process allocator made with exactly that size. That is what makes the swap safe at any
+//! time: a block mlua's own allocator made before [`LuaHeap::install`] may be freed here, and
+//! one made here may be freed by mlua's after [`LuaHeap::uninstall`]. By callgrind the process
+//! allocator took ~13% of a dynamic `request()` call's instructions (docs/benchmarks.md).
+
+use mlua::ffi::{self, lua_Alloc};
+use mlua::Lua;
+use std::alloc::Layout;
+use std::os::raw::c_void;
+use std::ptr;
+
+/// Blocks up to this size are kept when freed; larger ones go back at once.
+const MAX_KEPT_SIZE: usize = 512;
+
+/// Larger blocks up to this size are kept too, a few of them ([`LARGE_KEPT`]): LuaJIT's string
+/// table shrinks after each collection and grows again during the next, between two sizes.
+const MAX_LARGE_KEPT_SIZE: usize = 64 * 1024;
+const LARGE_KEPT: usize = 8;
+
+/// Most bytes kept on the lists: a state whose garbage is briefly large (a big table of
+/// strings) gives the excess back instead of holding it for the rest of the run.
+const MAX_KEPT_BYTES: usize = 512 * 1024;
+
+/// The alignment every block has (what Lua's allocator contract asks of malloc, and what mlua's
+/// allocator uses, so that blocks from either can be freed by the other).
+const ALIGN: usize = ffi::SYS_MIN_ALIGN;
+
+/// One state's lists. Boxed and owned by the state's [`crate::ThreadScript`], which uninstalls
+/// it before the state can be closed.
+pub(crate) struct LuaHeap {
+    /// `free[n]` is a list of free blocks of exactly `n` bytes, linked through their first word.
+    free: [*mut u8; MAX_KEPT_SIZE + 1],
+    /// Kept larger blocks and their sizes (a null block is an empty place).
+    large: [(*mut u8, usize); LARGE_KEPT],
+    kept_bytes: usize,
+    /// The allocator this one replaced, put back by [`LuaHeap::uninstall`].
+    previous: Option<(lua_Alloc, *mut c_void)>,
+}
+
+// SAFETY: the lists hold blocks no one else refers to, and the heap is touched only by its
+// state's allocations (made under mlua's lock of that state, from whichever thread holds it)
+// and by install/uninstall, which take the same lock.
+unsafe impl Send for LuaHeap {}
+
+impl LuaHeap {
+    pub(crate) fn new() -> Box<LuaHeap> {
+        Box::new(LuaHeap {
+            free: [ptr::null_mut(); MAX_KEPT_SIZE + 1],
+            large: [(ptr::null_mut(), 0); LARGE_KEPT],
+            kept_bytes: 0,
+            previous: None,
+        })
+    }
+
+    /// Makes this heap the allocator of `lua` from now on. `self` must stay where it is (it is
+    /// boxed) until [`LuaHeap::uninstall`].
+    pub(crate) fn install(&mut self, lua: &Lua) -> mlua::Result<()> {
+        let heap: *mut LuaHeap = self;
+        // SAFETY: exec_raw gives the state on its own thread; swapping the allocator between
+        // two allocations is allowed by the Lua API, and blocks stay interchangeable (above).
+        unsafe {
+            lua.exec_raw::<()>((), |state| {
+                let mut ud = ptr::null_mut();
+                let previous = ffi::lua_getallocf(state, &mut ud);
+                (*heap).previous = Some((previous, ud));
+                ffi::lua_setallocf(state, allocate, heap.cast());
+            })
+        }
+    }
+
+    /// Puts the replaced allocator back and frees the kept blocks.
+    pub(crate) fn uninstall(&mut self, lua: &Lua) {
+        if let Some((previous, ud)) = self.previous.take() {
+            // SAFETY: as in install.
+            let restored =
+                unsafe { lua.exec_raw::<()>((), |state| ffi::lua_setallocf(state, previous, ud)) };
+            if restored.is_err() {
+                // The state is unusable; leave the lists alone rather than free blocks it may
+                // still hand to this heap.
+                return;
+            }
+        }
+        self.free_kept();
+    }
+
+    fn free_kept(&mut self) {
+        for size in (1..=MAX_KEPT_SIZE).chain(self.large.map(|(_, size)| size)) {
+            while let Some(block) = self.pop(size) {
+                // SAFETY: every kept block was allocated with this layout.
+                unsafe { std::alloc::dealloc(block, layout(size)) };
+            }
+        }
+    }
+
+    fn pop(&mut self, size: usize) -> Option<*mut u8> {
+        if size > MAX_KEPT_SIZE {
+            let place = self
+                .large
+                .iter_mut()
+                .find(|(block, kept)| !block.is_null() && *kept == size)?;
+            let block = std::mem::replace(&mut place.0, ptr::null_mut());
+            self.kept_bytes -= size;
+            return Some(block);
+        }
+        let block = self.free[size];
+        if block.is_null() {
+            return None;
+        }
+        // SAFETY: a kept block's first word is the next block of its list.
+        self.free[size] = unsafe { block.cast::<*mut u8>().read() };
+        self.kept_bytes -= size;
+        Some(block)
+    }
+
+    /// Keeps `block` of `size` bytes for reuse, or gives it back when the lists are full.
+    ///
+    /// # Safety
+    /// `block` was allocated with `layout(size)` and is no longer used.
+    unsafe fn release(&mut self, block: *mut u8, size: usize) {
+        if size >= std::mem::size_of::<*mut u8>() && self.kept_bytes + size <= MAX_KEPT_BYTES {
+            if size <= MAX_KEPT_SIZE {
+                block.cast::<*mut u8>().write(self.free[size]);
+                self.free[size] = block;
+                self.kept_bytes += size;
+                return;
+            }
+            if size <= MAX_LARGE_KEPT_SIZE {
+                if let Some(place) = self.large.iter_mut().find(|(b, _)| b.is_null()) {
+                    *place = (block, size);
+                    self.kept_bytes += size;
+                    return;
+                }
+            }
+        }
+        std::alloc::dealloc(block, layout(size));
+    }
+
+    fn obtain(&mut self, size: usize) -> *mut u8 {
+        if let Some(block) = self.pop(size) {
+            return block;
+        }
+        // SAFETY: size is not zero (Lua frees with a zero size, it never allocates one).
+        unsafe { std::alloc::alloc(layout(size)) }
+    }
+}
+
+fn layout(size: usize) -> Layout {
+    // SAFETY: ALIGN is a power of two and Lua's sizes are far below isize::MAX.
+    unsafe { Layout::from_size_align_unchecked(size, ALIGN) }
+}
+
+/// The `lua_Alloc` of Lua's contract: free when `nsize` is 0, allocate when `block` is null,
+/// resize otherwise; null when memory runs out (Lua then raises its memory error).
+unsafe extern "C" fn allocate(
+    ud: *mut c_void,
+    block: *mut c_void,
+    osize: usize,
+    nsize: usize,
+) -> *mut c_void {
+    let heap = &mut *ud.cast::<LuaHeap>();
+    let block = block.cast::<u8>();
+    if nsize == 0 {
+        if !block.is_null() {
+            heap.release(block, osize);
+        }
+        return ptr::null_mut();
+    }
+    if nsize > isize::MAX as usize - ALIGN {
+        return ptr::null_mut();
+    }
+    if block.is_null() {
+        return heap.obtain(nsize).cast();
+    }
+    if osize == nsize {
+        return block.cast();
+    }
+    if osize > MAX_LARGE_KEPT_SIZE && nsize > MAX_LARGE_KEPT_SIZE {
+        return std::alloc::realloc(block, layout(osize), nsize).cast();
+    }
+    let moved = heap.obtain(nsize);
+    if moved.is_null() {
+        return ptr::null_mut();
+    }
+    ptr::copy_nonoverlapping(block, moved, osize.min(nsize));
+    heap.release(block, osize);
+    moved.cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_freed_block_is_handed_out_again_for_the_same_size_only() {
+        let mut heap = LuaHeap::new();
+        let ud: *mut c_void = (&mut *heap as *mut LuaHeap).cast();
+        unsafe {
+            let a = allocate(ud, ptr::null_mut(), 0, 40);
+            a.cast::<u8>().write_bytes(7, 40);
+            allocate(ud, a, 40, 0);
+            assert_eq!(heap.kept_bytes, 40);
+            let other = allocate(ud, ptr::null_mut(), 0, 48);
+            assert_ne!(other, a, "a 40-byte block is never handed out for 48 bytes");
+            let again = allocate(ud, ptr::null_mut(), 0, 40);
+            assert_eq!(again, a);
+            assert_eq!(heap.kept_bytes, 0);
+            again.cast::<u8>().write_bytes(7, 40);
+            // Growing keeps the bytes, past the kept sizes too; resizing to the same size is
+            // the same block.
+            let mut block = again;
+            let mut size = 40;
+            for grown in [600, 100_000, 300_000] {
+                block = allocate(ud, block, size, grown);
+                size = grown;
+                assert!(std::slice::from_raw_parts(block.cast::<u8>(), 40)
+                    .iter()
+                    .all(|&b| b == 7));
+            }
+            assert_eq!(allocate(ud, block, size, size), block);
+            allocate(ud, block, size, 0);
+            // The blocks moved from are kept; one beyond the kept sizes is given back.
+            assert_eq!(heap.kept_bytes, 40 + 600);
+            let large = allocate(ud, ptr::null_mut(), 0, 4096);
+            allocate(ud, large, 4096, 0);
+            assert_eq!(allocate(ud, ptr::null_mut(), 0, 4096), large);
+            allocate(ud, large, 4096, 0);
+            allocate(ud, other, 48, 0);
+        }
+        assert_eq!(heap.kept_bytes, 40 + 600 + 4096 + 48);
+        heap.free_kept();
+    }
+
+    #[test]
+    fn the_lists_hold_at_most_their_cap() {
+        let mut heap = LuaHeap::new();
+        let ud: *mut c_void = (&mut *heap as *mut LuaHeap).cast();
+        let blocks: Vec<_> = (0..(MAX_KEPT_BYTES / 256 + 10))
+            .map(|_| unsafe { allocate(ud, ptr::null_mut(), 0, 256) })
+            .collect();
+        for b in blocks {
+            unsafe { allocate(ud, b, 256, 0) };
+        }
+        assert_eq!(heap.kept_bytes, MAX_KEPT_BYTES);
+        heap.free_kept();
+    }
+}

@@ -1,6 +1,6 @@
 //! A script's `request()` calls made ahead of their sends come in batches (RequestSource::prepare):
-//! up to MAX_AHEAD back to back once the calls made ahead have all been taken, none while some
-//! are waiting, and the requests still go out in the order the calls made them.
+//! up to MAX_AHEAD back to back in one offer once the calls made ahead have all been taken, none
+//! while some are waiting, and the requests still go out in the order the calls made them.
 
 use candor_load::workload::script_source::{ScriptRun, ScriptSource, MAX_AHEAD};
 use candor_load::workload::source::RequestSource;
@@ -12,9 +12,12 @@ use std::sync::Arc;
 const FAR: u64 = u64::MAX / 2;
 
 fn source() -> (Arc<ScriptRun>, ScriptSource) {
+    source_of("tests/scripts/counted.lua")
+}
+
+fn source_of(script: &str) -> (Arc<ScriptRun>, ScriptSource) {
     let target = Target::url("http://127.0.0.1:8080/");
-    let mut host =
-        ScriptHost::load(Path::new("tests/scripts/counted.lua"), vec![], target).unwrap();
+    let mut host = ScriptHost::load(Path::new(script), vec![], target).unwrap();
     let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), false));
     let source = ScriptSource::take(&run, 1).unwrap();
     (run, source)
@@ -34,13 +37,10 @@ fn calls_made_ahead_come_in_batches_and_keep_their_order() {
     // The first call is made at its send: its time is not known before.
     assert!(!source.prepare(FAR, &mut |_| true));
     assert_eq!(send(&mut source, 0), "/1");
-    // Then a batch: as many calls as there are places, one per prepare, and no more.
-    let mut batch = 0;
-    while source.prepare(FAR, &mut |_| true) {
-        batch += 1;
-        assert!(batch <= MAX_AHEAD, "more calls made ahead than places");
-    }
-    assert_eq!(batch, MAX_AHEAD);
+    // Then a batch, in one offer: as many calls as there are places, and no more.
+    assert!(source.prepare(FAR, &mut |_| true));
+    assert_eq!(run.lua_time().request_calls, 1 + MAX_AHEAD as u64);
+    assert!(!source.prepare(FAR, &mut |_| true));
     assert_eq!(run.lua_time().request_calls, 1 + MAX_AHEAD as u64);
     // While some of the batch waits, no call is made: the next batch starts once all are out.
     let mut seq = 1;
@@ -60,11 +60,23 @@ fn calls_made_ahead_come_in_batches_and_keep_their_order() {
 fn no_call_is_made_ahead_when_the_send_is_near() {
     let (run, mut source) = source();
     assert_eq!(send(&mut source, 0), "/1");
-    // Under twice a call's time plus the loop's margin (20 µs) before the send: none.
-    assert!(!source.prepare(10_000, &mut |_| true));
+    // Under twice a call's time plus the margin (5 µs) before the send: none.
+    assert!(!source.prepare(4_000, &mut |_| true));
     assert_eq!(run.lua_time().request_calls, 1);
     assert_eq!(send(&mut source, 1), "/2");
     assert_eq!(run.lua_time().request_calls, 2);
+}
+
+#[test]
+fn a_batch_holds_no_more_calls_than_the_time_offered() {
+    // Each call takes at least 1 ms: an offer of 3.5 ms holds two calls with twice a call's
+    // time left before each (fewer when the machine is busy and a call takes longer).
+    let (run, mut source) = source_of("tests/scripts/slow_counted.lua");
+    assert_eq!(send(&mut source, 0), "/1");
+    source.prepare(3_500_000, &mut |_| true);
+    let made_ahead = run.lua_time().request_calls - 1;
+    assert!(made_ahead <= 2, "{made_ahead} calls made ahead in 3.5 ms");
+    assert_eq!(send(&mut source, 1), "/2");
 }
 
 #[test]
@@ -77,11 +89,8 @@ fn calls_are_made_ahead_only_for_entries_due_within_the_horizon() {
         asked.push(past_next);
         past_next < 3
     };
-    let mut batch = 0;
-    while source.prepare(FAR, &mut due) {
-        batch += 1;
-    }
-    assert_eq!(batch, 3);
+    assert!(source.prepare(FAR, &mut due));
+    assert!(!source.prepare(FAR, &mut due));
     assert_eq!(asked, [0, 1, 2, 3]);
     assert_eq!(run.lua_time().request_calls, 4);
     // The batch ended: none until those three are out, even with every entry due.

@@ -192,15 +192,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A load thread's script: its state, shared by the thread's source and its connections' judges.
 type Shared = Arc<Mutex<ThreadScript>>;
 
-/// What the time offered must hold beyond twice a `request()` call's time for that call to be
-/// made ahead: the loop's own turn, and the call's spread about its estimate.
-const PREPARE_MARGIN_NS: u64 = 20_000;
+/// What the time left of an offer must hold beyond twice a `request()` call's time for that
+/// call to be made ahead: the call's spread about its estimate. The offer already leaves the
+/// thread a sleep worth taking before its next send ([`crate::engine::core::Core::prepare`]).
+/// At 20,000/s the offers are ~25 µs; a margin of 20 µs there allowed a batch of one or two
+/// calls, each finding the state cold (in-Lua time per request 2.8 µs against 2.4 with 5 µs,
+/// docs/benchmarks.md).
+const PREPARE_MARGIN_NS: u64 = 5_000;
 
 /// Most `request()` calls made ahead of their sends at once. Calls made back to back find the
 /// Lua state (its interpreter, strings, heap) in the CPU's caches; one call after each sleep of
-/// an open loop finds it cold, and evicts the engine's own data in turn (in-Lua time per
-/// request 4.5-5.5 µs at 20,000/s against 3 µs in a busy closed loop; the effect of batches on
-/// the CPU per request is within these VMs' noise, docs/benchmarks.md).
+/// an open loop finds it cold, and evicts the engine's own data in turn (a call in a loop of
+/// calls takes ~1 µs, one after each sleep 3-5 µs, docs/benchmarks.md).
 pub const MAX_AHEAD: usize = 16;
 
 /// The running estimate of one `request()` call's time after a call that took `spent_ns`: a
@@ -324,8 +327,8 @@ impl ScriptSource {
     }
 
     /// Calls `request()` into the ring's place `at`: what came of the call, booked (time,
-    /// calls) but not yet acted on.
-    fn call(&mut self, at: usize) {
+    /// calls) but not yet acted on. Returns the call's time in Lua.
+    fn call(&mut self, at: usize) -> u64 {
         let place = &mut self.ahead[at];
         place.bytes.clear();
         place.ends.clear();
@@ -354,6 +357,7 @@ impl ScriptSource {
         let place = &mut self.ahead[at];
         place.outcome = outcome;
         place.stop = stop;
+        spent
     }
 
     /// Takes the next `request()` call's requests (made ahead, or made now) as the current
@@ -367,7 +371,7 @@ impl ScriptSource {
             self.ahead_requests -= self.ahead[at].ends.len();
         } else {
             self.timed = true;
-            self.call(at);
+            let _ = self.call(at);
         }
         let place = &mut self.ahead[at];
         std::mem::swap(&mut self.pending, &mut place.bytes);
@@ -434,41 +438,48 @@ impl RequestSource for ScriptSource {
         Some((&self.slots[slot], self.heads[slot]))
     }
 
-    /// Makes the next `request()` call ahead when the time offered is at least twice a call's
-    /// time (plus the loop's margin) and the script has no `response()`: then nothing the run learns before
-    /// the send can change what `request()` returns (with `response()` it is called at the
-    /// send, so that it sees every response that came before). The send at its intended
-    /// instant is then a copy. Calls are made in batches of up to [`MAX_AHEAD`] (see there),
-    /// each only while the next send is that far away and the entry it would make requests for
-    /// is due within the driver's horizon (`due`): never for an entry that does not exist.
+    /// Makes `request()` calls ahead, back to back, while the time left of the offer is at least
+    /// twice a call's time (plus [`PREPARE_MARGIN_NS`]) and the script has no `response()`: then
+    /// nothing the run learns before the send can change what `request()` returns (with
+    /// `response()` it is called at the send, so that it sees every response that came
+    /// before). The send at its intended instant is then a copy. Calls come in batches of up to
+    /// [`MAX_AHEAD`] (see there), each only for an entry due within the driver's horizon
+    /// (`due`): never for an entry that does not exist.
     fn prepare(&mut self, offered_ns: u64, due: &mut dyn FnMut(usize) -> bool) -> bool {
-        if self.run.judges
-            || !self.timed
-            || self.run.stopped.load(Ordering::Relaxed)
-            || offered_ns < 2 * self.call_ns + PREPARE_MARGIN_NS
-        {
+        if self.run.judges || !self.timed || self.run.stopped.load(Ordering::Relaxed) {
             return false;
         }
-        if self.ahead_len == 0 {
-            self.filling = true;
-        } else {
-            // After a call that failed or stopped the thread, none: the run ends at its send.
-            let last = &self.ahead[(self.ahead_head + self.ahead_len - 1) % MAX_AHEAD];
-            if last.outcome.is_err() || last.stop {
-                return false;
+        // The calls of one offer are made back to back, each paid from what is left of it.
+        let mut left_ns = offered_ns;
+        let mut made = false;
+        // The first call of an offer is judged by the running estimate (mostly calls after a
+        // sleep, which find the state cold); the next ones by the call before them.
+        let mut next_ns = self.call_ns;
+        while left_ns >= 2 * next_ns + PREPARE_MARGIN_NS {
+            if self.ahead_len == 0 {
+                self.filling = true;
+            } else {
+                // After a call that failed or stopped the thread, none: the run ends at its send.
+                let last = &self.ahead[(self.ahead_head + self.ahead_len - 1) % MAX_AHEAD];
+                if last.outcome.is_err() || last.stop {
+                    break;
+                }
             }
+            let waiting =
+                self.ends.len() - self.next_pending.min(self.ends.len()) + self.ahead_requests;
+            if !self.filling || self.ahead_len == MAX_AHEAD || !due(waiting) {
+                self.filling = false;
+                break;
+            }
+            let at = (self.ahead_head + self.ahead_len) % MAX_AHEAD;
+            let spent = self.call(at);
+            self.ahead_len += 1;
+            self.ahead_requests += self.ahead[at].ends.len();
+            left_ns = left_ns.saturating_sub(spent);
+            next_ns = spent;
+            made = true;
         }
-        let waiting =
-            self.ends.len() - self.next_pending.min(self.ends.len()) + self.ahead_requests;
-        if !self.filling || self.ahead_len == MAX_AHEAD || !due(waiting) {
-            self.filling = false;
-            return false;
-        }
-        let at = (self.ahead_head + self.ahead_len) % MAX_AHEAD;
-        self.call(at);
-        self.ahead_len += 1;
-        self.ahead_requests += self.ahead[at].ends.len();
-        true
+        made
     }
 
     /// `delay()`'s milliseconds (closed loop only: an open loop refuses a script with delay()).

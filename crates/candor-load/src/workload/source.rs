@@ -44,8 +44,8 @@ pub trait RequestSource: Send {
 
     /// The driver offers `offered_ns` ns before the schedule's next entry is sent by a slot
     /// free for it (nothing is due within them, and spending them neither delays a send nor
-    /// turns the thread's sleep into a spin): a source may make a request ahead now, so that
-    /// the send at its instant is a copy. `due(n)` says whether the entry `n` past the next one
+    /// turns the thread's sleep into a spin): a source may make requests ahead now, within
+    /// that time, so that the send at its instant is a copy. `due(n)` says whether the entry `n` past the next one
     /// is due within the horizon of making ahead (`due(0)` is always true: the next is due): a
     /// source that holds `n` requests made ahead asks it before making one more. True when it
     /// did something (the caller looks at the clock again and offers again).

@@ -18,6 +18,7 @@ never part of the repository.
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import statistics
@@ -80,7 +81,10 @@ cases = {
 rows = {k: [] for k in cases}
 try:
     for r in range(a.rounds):
-        for name, run in cases.items():
+        # Every other round in the reverse order, so that a machine getting busier or quieter
+        # during the session weighs on each case alike.
+        order = list(cases.items()) if r % 2 == 0 else list(cases.items())[::-1]
+        for name, run in order:
             rows[name].append(run())
         print(f"round {r + 1}/{a.rounds}: " + "; ".join(
             f"{k}: {v[-1][0]} req {v[-1][1]:.2f} cpu-s" for k, v in rows.items()), flush=True)
@@ -107,7 +111,29 @@ for name in cases:
 closed = per_cpu("candor closed (-R max), script") / per_cpu("wrk closed, script")
 closed_cost = us_per_req("candor closed (-R max), script") - us_per_req("candor closed (-R max), no script")
 opened = us_per_req(f"candor open (-R {a.rate}), script") / us_per_req(f"candor open (-R {a.rate}), no script")
+
+def ratio_interval(num, den, resamples=2000):
+    """A 95% percentile-bootstrap interval of median(num) / median(den), rounds resampled."""
+    rng = random.Random(1)
+    rounds = range(len(rows[num]))
+    ratios = []
+    for _ in range(resamples):
+        pick = [rng.choice(rounds) for _ in rounds]
+        top = statistics.median(rows[num][i][1] / rows[num][i][0] for i in pick)
+        bottom = statistics.median(rows[den][i][1] / rows[den][i][0] for i in pick)
+        ratios.append(top / bottom)
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
+open_script = f"candor open (-R {a.rate}), script"
+open_plain = f"candor open (-R {a.rate}), no script"
+per_round = [(s[1] / s[0]) / (p[1] / p[0]) for s, p in zip(rows[open_script], rows[open_plain])]
+low, high = ratio_interval(open_script, open_plain)
 print()
 print(f"closed loop, requests per CPU-second, candor/wrk: {closed:.3f} (goal >= 1.0)")
 print(f"closed loop, CPU µs per request the script adds to candor: {closed_cost:.2f}")
-print(f"open loop at {a.rate}, CPU per request, script/no script: {opened:.3f} (goal <= 1.3)")
+print(f"open loop at {a.rate}, CPU per request, script/no script: {opened:.3f} (goal <= 1.3); "
+      f"95% bootstrap interval {low:.3f}-{high:.3f}; per round "
+      + " ".join(f"{x:.2f}" for x in per_round)
+      + f" (median {statistics.median(per_round):.3f})")

@@ -439,7 +439,7 @@ impl RequestSource for ScriptSource {
     }
 
     /// Makes `request()` calls ahead, back to back, while the time left of the offer is at least
-    /// twice a call's time (plus [`PREPARE_MARGIN_NS`]) and the script has no `response()`: then
+    /// twice a call's time (plus `PREPARE_MARGIN_NS`) and the script has no `response()`: then
     /// nothing the run learns before the send can change what `request()` returns (with
     /// `response()` it is called at the send, so that it sees every response that came
     /// before). The send at its intended instant is then a copy. Calls come in batches of up to

@@ -25,3 +25,12 @@ def start(cmd, pin):
         p.kill()
         sys.exit(f"no URL in banner of {cmd}: {line!r}")
     return p, url
+
+
+def add_script_run_args(parser, rounds, seconds):
+    """The flags of the benchmarks of a wrk script under `candor run` (issue 25): rounds, seconds
+    per run, the open loop's rate, and the script (bench/scripts/dynamic_request.lua)."""
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--seconds", type=int, default=seconds)
+    parser.add_argument("--rate", default="20k")
+    parser.add_argument("--script", default=os.path.join(ROOT, "bench", "scripts", "dynamic_request.lua"))

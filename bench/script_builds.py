@@ -18,12 +18,10 @@ import statistics
 import subprocess
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import add_script_run_args, start
+
 p = argparse.ArgumentParser()
-p.add_argument("--rounds", type=int, default=8)
-p.add_argument("--seconds", type=int, default=3)
-p.add_argument("--rate", default="20k")
-p.add_argument("--script", default=os.path.join(ROOT, "bench", "scripts", "dynamic_request.lua"))
+add_script_run_args(p, rounds=8, seconds=3)
 p.add_argument("builds", nargs="+", help="NAME=PATH of a candor binary")
 a = p.parse_args()
 builds = [b.split("=", 1) for b in a.builds]
@@ -49,9 +47,7 @@ def run(binary, script):
             p99("send_lag") / 1e3, p99("response_time") / 1e3)
 
 
-server = subprocess.Popen(["taskset", "-c", "0", builds[0][1], "serve", "--listen", "127.0.0.1:0"],
-                          stdout=subprocess.PIPE, text=True)
-url = next(w for w in server.stdout.readline().split() if w.startswith("http://")).rstrip(",")
+server, url = start([builds[0][1], "serve", "--listen", "127.0.0.1:0"], ["taskset", "-c", "0"])
 rows = {"no script": []}
 rows.update({name: [] for name, _ in builds})
 try:

@@ -26,14 +26,13 @@ import subprocess
 import sys
 import tempfile
 
+from benchlib import add_script_run_args
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 p = argparse.ArgumentParser()
-p.add_argument("--rounds", type=int, default=3)
-p.add_argument("--seconds", type=int, default=5)
-p.add_argument("--rate", default="20k")
+add_script_run_args(p, rounds=3, seconds=5)
 p.add_argument("--candor", default=os.path.join(ROOT, "target", "release", "candor"))
 p.add_argument("--wrk", default=shutil.which("wrk"))
-p.add_argument("--script", default=os.path.join(ROOT, "bench", "scripts", "dynamic_request.lua"))
 a = p.parse_args()
 if not a.wrk:
     sys.exit("wrk not found: install it (Debian: apt-get install wrk) or pass --wrk PATH")

@@ -90,10 +90,18 @@ impl LuaHeap {
     }
 
     fn free_kept(&mut self) {
-        for size in (1..=MAX_KEPT_SIZE).chain(self.large.map(|(_, size)| size)) {
+        for size in 1..=MAX_KEPT_SIZE {
             while let Some(block) = self.pop(size) {
                 // SAFETY: every kept block was allocated with this layout.
                 unsafe { std::alloc::dealloc(block, layout(size)) };
+            }
+        }
+        for (block, size) in &mut self.large {
+            if !block.is_null() {
+                // SAFETY: as above.
+                unsafe { std::alloc::dealloc(*block, layout(*size)) };
+                *block = ptr::null_mut();
+                self.kept_bytes -= *size;
             }
         }
     }

@@ -75,7 +75,7 @@ pub struct ThreadScript {
     names: Vec<Box<str>>,
     last_lua_ns: u64,
     total_lua_ns: u64,
-    /// The state's allocator from the first call on (put back before the state closes).
+    /// The state's allocator once this script is made (put back before the state closes).
     heap: Box<LuaHeap>,
 }
 

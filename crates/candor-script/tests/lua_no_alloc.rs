@@ -2,7 +2,8 @@
 //! candor-testkit's allocator (Lua's own heap goes through it too): a fixed request, a
 //! request() returning a prebuilt string (pipelined or not, labelled with wrk.name or not), a
 //! request() that builds new strings and a table every call (the state's allocator reuses
-//! their blocks), and a response without response(). One test: the counter is process-wide.
+//! their blocks: at most one allocation per 1,000 calls, see below), and a response without
+//! response(). One test: the counter is process-wide.
 
 use candor_script::{ScriptHost, Target, Verdict};
 use candor_testkit::{mark_this_thread, marked_allocations, CountingAllocator};
@@ -16,11 +17,14 @@ const CALLS: u64 = 10_000;
 #[test]
 fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
     mark_this_thread();
-    for (script, requests) in [
-        ("tests/scripts/constant.lua", 1),
-        ("tests/scripts/pipeline.lua", 3),
-        ("tests/scripts/static_request.lua", 1),
-        ("tests/scripts/dynamic.lua", 1),
+    // The script that builds strings every call may allocate now and then: LuaJIT rebuilds its
+    // string table when a hash chain grows long, and chain lengths depend on the state's random
+    // hash seed (0 in most runs, 1-4 in about one run in eight, over 10,000 calls).
+    for (script, requests, allowed) in [
+        ("tests/scripts/constant.lua", 1, 0),
+        ("tests/scripts/pipeline.lua", 3, 0),
+        ("tests/scripts/static_request.lua", 1, 0),
+        ("tests/scripts/dynamic.lua", 1, CALLS / 1000),
     ] {
         let target = Target::url("http://127.0.0.1:8080/");
         let mut host = ScriptHost::load(Path::new(script), vec![], target).unwrap();
@@ -38,7 +42,7 @@ fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
             assert_eq!(info.name.is_some(), script.ends_with("constant.lua"));
         }
         let spent = marked_allocations() - before;
-        assert_eq!(spent, 0, "{script}: {spent} allocations");
+        assert!(spent <= allowed, "{script}: {spent} allocations");
     }
 
     let target = Target::url("http://127.0.0.1:8080/");

@@ -197,3 +197,78 @@ pub fn take_request_head(buf: &mut Vec<u8>) -> Option<String> {
     buf.drain(..end + 4 + body);
     Some(head)
 }
+
+/// What [`run_watched`] saw of one `candor` process: its output, its peak resident memory
+/// (the kernel's `ru_maxrss` of the reaped child) and how long it lived.
+pub struct Watched {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub peak_rss_kib: u64,
+    pub elapsed: std::time::Duration,
+    /// The watchdog had to kill it (it outlived `limit`).
+    pub killed: bool,
+}
+
+/// Runs `cmd` to its end, killing it if it outlives `limit` (so a hostile case never hangs
+/// the suite), and reads its peak RSS from `wait4`'s rusage: the bound the hardening tests
+/// assert (a flood that grows memory without a cap shows here as gigabytes).
+pub fn run_watched(mut cmd: Command, limit: std::time::Duration) -> Watched {
+    use std::io::Read as _;
+    let start = std::time::Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn candor");
+    let pid = child.id() as libc::pid_t;
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let killed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let (done, killed) = (done.clone(), killed.clone());
+        std::thread::spawn(move || {
+            while start.elapsed() < limit {
+                if done.load(std::sync::atomic::Ordering::Acquire) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if !done.load(std::sync::atomic::Ordering::Acquire) {
+                killed.store(true, std::sync::atomic::Ordering::Release);
+                // SAFETY: kill(2) on the child's pid, which is not reaped until wait4 below returns.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        })
+    };
+    let mut raw_status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value; wait4 fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child, with valid out-pointers; the Child is not waited on again.
+    let reaped = unsafe { libc::wait4(pid, &mut raw_status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4 on the candor child");
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let elapsed = start.elapsed();
+    let _ = watchdog.join();
+    std::mem::forget(child);
+    use std::os::unix::process::ExitStatusExt as _;
+    Watched {
+        status: std::process::ExitStatus::from_raw(raw_status),
+        stdout: String::from_utf8_lossy(&out_reader.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned(),
+        peak_rss_kib: usage.ru_maxrss as u64,
+        elapsed,
+        killed: killed.load(std::sync::atomic::Ordering::Acquire),
+    }
+}

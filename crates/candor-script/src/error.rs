@@ -33,11 +33,10 @@ impl fmt::Display for Phase {
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     /// The script file could not be read.
-    #[error("cannot read script {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    // `error`, not `source`: the OS's words are in this line already, and a source would have
+    // them printed a second time by every error chain that follows sources (anyhow's `{:#}`).
+    #[error("cannot read script {path}: {error}")]
+    Read { path: String, error: std::io::Error },
     /// A syntax error, or an error raised by the file's top-level code: `script.lua:12: ...`.
     #[error("{message}")]
     Load { message: String },
@@ -81,8 +80,8 @@ pub(crate) fn lua_type(value: &mlua::Value) -> &'static str {
 /// (`wrk.lookup` failing) carry the location only in the traceback, so it is taken from there.
 pub(crate) fn one_line(err: &mlua::Error) -> String {
     match err {
-        mlua::Error::SyntaxError { message, .. } => first_line(message).to_string(),
-        mlua::Error::RuntimeError(message) => first_line(message).to_string(),
+        mlua::Error::SyntaxError { message, .. } => joined_lines(message),
+        mlua::Error::RuntimeError(message) => joined_lines(message),
         mlua::Error::CallbackError { traceback, cause } => {
             let inner = one_line(cause);
             let inner = without_mlua_location(&inner).to_string();
@@ -94,12 +93,26 @@ pub(crate) fn one_line(err: &mlua::Error) -> String {
             }
         }
         mlua::Error::WithContext { context, cause } => format!("{context}: {}", one_line(cause)),
-        other => first_line(&other.to_string()).to_string(),
+        other => joined_lines(&other.to_string()),
     }
 }
 
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("").trim_end()
+/// A Lua message on one line: its lines joined, without the traceback mlua appends. Some
+/// messages keep their cause on later lines (`require`: `module 'socket' not found:` then
+/// each place searched, and why C modules cannot load), so the first line alone says nothing.
+fn joined_lines(s: &str) -> String {
+    let message = match s.find("\nstack traceback:") {
+        Some(at) => &s[..at],
+        None => s,
+    };
+    let mut out = String::with_capacity(message.len());
+    for line in message.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// mlua's own helper chunks are named `__mlua...`: a location in them means nothing to a user.
@@ -138,6 +151,16 @@ fn script_frame(traceback: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_on_several_lines_keeps_its_cause_on_one_line() {
+        let require = "module 'socket' not found:\n\tno field package.preload['socket']\n\tno file './socket.lua'\n\tcan't load C modules in safe mode\nstack traceback:\n\t[C]: in function 'require'";
+        assert_eq!(
+            one_line(&mlua::Error::RuntimeError(require.to_string())),
+            "module 'socket' not found: no field package.preload['socket']; no file './socket.lua'; can't load C modules in safe mode"
+        );
+        assert_eq!(joined_lines("x.lua:3: boom"), "x.lua:3: boom");
+    }
 
     #[test]
     fn the_location_comes_from_the_traceback_when_a_rust_function_raised() {

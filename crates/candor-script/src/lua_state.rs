@@ -15,6 +15,9 @@ const WRK_LUA: &str = include_str!("wrk.lua");
 /// LuaJIT never calls hooks from compiled traces, see docs/scripts.md).
 const INTERRUPT_CHECK_EVERY: u32 = 1000;
 
+/// Where Debian's Lua 5.1 modules are (`lua-*` packages), which Debian's wrk searches.
+const DEBIAN_LUA_DIR: &str = "/usr/share/lua/5.1";
+
 /// The message a hook raises when the run is interrupted.
 pub(crate) const INTERRUPTED: &str = "interrupted";
 
@@ -30,9 +33,9 @@ pub(crate) struct Script {
 impl Script {
     pub(crate) fn read(path: &Path) -> Result<Script, ScriptError> {
         let display = path.display().to_string();
-        let source = std::fs::read(path).map_err(|source| ScriptError::Read {
+        let source = std::fs::read(path).map_err(|error| ScriptError::Read {
             path: display.clone(),
-            source,
+            error,
         })?;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -201,7 +204,15 @@ fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &Target) -> mlua:
     let package: Table = globals.get("package")?;
     let path: String = package.get("path")?;
     let dir = script.dir.display();
-    package.set("path", format!("{dir}/?.lua;{dir}/?/init.lua;{path}"))?;
+    // The vendored LuaJIT searches /usr/local only; Debian's wrk, on Debian's LuaJIT, also
+    // searches /usr/share/lua/5.1, where Debian's lua-* packages put their Lua modules.
+    let mut searched = format!("{dir}/?.lua;{dir}/?/init.lua;{path}");
+    if !path.contains(DEBIAN_LUA_DIR) {
+        searched.push_str(&format!(
+            ";{DEBIAN_LUA_DIR}/?.lua;{DEBIAN_LUA_DIR}/?/init.lua"
+        ));
+    }
+    package.set("path", searched)?;
 
     let wrk: Table = lua
         .load(WRK_LUA)

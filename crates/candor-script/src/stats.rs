@@ -6,6 +6,7 @@ use mlua::{MetaMethod, UserData, UserDataMethods, Value};
 /// A distribution as wrk's scripts read it: `.min .max .mean .stdev`, `:percentile(p)`, `#s`
 /// (how many distinct values were recorded), `s(i)` (wrk: the i-th distinct value, lowest first,
 /// and how many times it was recorded) and `s[i]` (wrk2: the value at percentile 100·i/#s).
+/// Any other name reads as itself (`s.total` is `"total"`), as wrk's C `__index` returns it.
 pub struct Stats {
     hist: Histogram<u64>,
     /// Distinct recorded values and their counts, lowest first: what `s(i)` walks.
@@ -88,7 +89,13 @@ impl UserData for Stats {
                 let n = s.distinct.len().max(1) as f64;
                 Ok(Value::Number(s.percentile(100.0 * i / n) as f64))
             }
-            Value::String(name) => Ok(s.field(&name.to_str()?).map_or(Value::Nil, Value::Number)),
+            // wrk's __index pushes nothing for a name it does not know and returns the top of
+            // the stack: the key itself. Scripts lean on that (`"total: " .. requests.total`
+            // prints `total: total` under wrk, where nil would stop done() with an error).
+            Value::String(name) => Ok(match s.field(&name.to_str()?) {
+                Some(v) => Value::Number(v),
+                None => Value::String(name),
+            }),
             _ => Ok(Value::Nil),
         });
     }

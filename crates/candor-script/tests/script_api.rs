@@ -257,6 +257,17 @@ fn statistics_objects_give_wrk_and_wrk2_index_forms_in_microseconds() {
 }
 
 #[test]
+fn unknown_fields_of_the_statistics_objects_read_as_their_names_as_in_wrk() {
+    // wrk's script_stats_index pushes nothing for a name it does not know and returns the key;
+    // summary is a plain table in wrk as here.
+    let mut h = host("stats_unknown.lua");
+    assert_eq!(
+        done_output(&mut h),
+        "total: total\nstring p99 nil\nfunction\n"
+    );
+}
+
+#[test]
 fn init_gets_the_url_as_args_0_and_the_arguments_after_the_double_dash() {
     let mut t = host_for("args.lua", URL, &["alpha", "beta"])
         .setup_threads(1)
@@ -277,6 +288,31 @@ fn require_finds_modules_beside_the_script() {
     assert!(next(&mut t)
         .0
         .starts_with(b"GET /item/2?from=nested HTTP/1.1"));
+}
+
+#[test]
+fn require_searches_beside_the_script_then_luajits_and_debians_directories() {
+    let path = done_output(&mut host("package_path.lua"));
+    assert!(
+        path.starts_with("tests/scripts/?.lua;tests/scripts/?/init.lua;"),
+        "{path}"
+    );
+    // Debian's wrk runs on Debian's LuaJIT, which searches /usr/share/lua/5.1 (lua-* packages).
+    assert!(
+        path.contains(";/usr/share/lua/5.1/?.lua;")
+            && path.ends_with("/usr/share/lua/5.1/?/init.lua"),
+        "{path}"
+    );
+}
+
+#[test]
+fn a_failed_require_of_a_c_module_says_why_on_one_line() {
+    let msg = load_error("require_c_module.lua");
+    assert!(
+        msg.starts_with("require_c_module.lua:2: module 'socket' not found: "),
+        "{msg}"
+    );
+    assert!(msg.contains("C modules"), "{msg}");
 }
 
 #[test]
@@ -503,6 +539,8 @@ fn an_unreadable_script_or_target_is_one_line() {
         .err()
         .unwrap();
     assert!(err.to_string().starts_with("cannot read script "), "{err}");
+    // The OS's words are in the line; no source repeats them in an error chain.
+    assert!(std::error::Error::source(&err).is_none(), "{err:?}");
     let err = ScriptHost::load(
         &script("format_defaults.lua"),
         vec![],

@@ -1,0 +1,2 @@
+-- luasocket is a C module, which a safe state cannot load: the error must say so.
+local socket = require "socket"

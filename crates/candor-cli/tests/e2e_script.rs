@@ -820,3 +820,201 @@ fn a_slow_request_is_made_ahead_of_its_send() {
         text(&out)
     );
 }
+
+/// wrk's statistics objects answer a field they do not have with its name: a done() written
+/// for wrk that reads one (`requests.total`) reports after a complete run, exit 0.
+#[test]
+fn done_reading_a_field_wrk_does_not_have_reports_as_under_wrk() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let (v, out) = run_json_any(&[
+        "-R",
+        "100",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-s",
+        &script("stats_unknown.lua"),
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_balanced(&v);
+    assert!(text(&out).contains("total: total p50: "), "{}", text(&out));
+}
+
+/// A request() error in a closed loop stops the run at once: the free connections make no
+/// more calls after it (before, each asked request() again in the same pass and sent).
+#[test]
+fn a_request_error_stops_a_closed_loop_at_once() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let (v, out) = run_json_any(&[
+        "-R",
+        "max",
+        "-d",
+        "20s",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-s",
+        &script("bad_request.lua"),
+        &server.url,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_balanced(&v);
+    assert_eq!(v["stop_reason"], "abort");
+    // The 20th call failed: 20 entries, the last unsent, and no 21st call.
+    assert_eq!(req(&v, "intended"), 20, "{}", v["requests"]);
+    assert_eq!(v["requests"]["errors"]["template"], 1);
+    assert!(
+        text(&out).contains("(20 request() and 0 response() calls"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_failed_require_and_a_missing_script_say_why_once_on_one_line() {
+    let _s = serial();
+    refused(
+        "require_socket.lua",
+        "100",
+        "require_socket.lua:2: module 'socket' not found: ",
+    );
+    refused("require_socket.lua", "100", "C modules");
+    // The OS's words once, not again from the error's source.
+    let out = candor()
+        .args(["run", "-q", "-R", "100", "-d", "1s", "-s"])
+        .arg(script("missing.lua"))
+        .arg("http://127.0.0.1:9/")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+}
+
+/// Line breaks in what wrk.format is given would reach the wire as headers (or requests) the
+/// script never wrote; candor refuses them where wrk sends them.
+#[test]
+fn line_breaks_in_format_values_never_reach_the_wire() {
+    let _s = serial();
+    // Top level: the request built after init() is refused before any load.
+    refused(
+        "top_level_lf.lua",
+        "100",
+        "the value of header 'X-A' given to 'format' holds a line break",
+    );
+    // In request(): the first call fails, the run stops, and the server saw nothing.
+    let (url, heads) = recording_server();
+    let (v, out) = run_json_any(&[
+        "-R",
+        "100",
+        "-d",
+        "5s",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-s",
+        &script("header_crlf.lua"),
+        &url,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_balanced(&v);
+    assert!(
+        text(&out).contains(
+            "candor: error: the value of header 'X-A' given to 'format' holds a line break"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(v["requests"]["errors"]["template"], 1);
+    assert!(heads.lock().unwrap().is_empty(), "{:?}", heads.lock());
+}
+
+/// -s with --llm names --llm; with --reflect it is refused before the server is asked for
+/// its descriptors (a listener that counts connections sees none).
+#[test]
+fn flags_a_script_cannot_combine_with_are_named_before_any_contact() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let out = candor()
+        .args([
+            "run", "-q", "-R", "100", "-d", "1s", "--llm", "openai", "-s",
+        ])
+        .arg(script("judge.lua"))
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("does not combine with --llm"), "{err}");
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("grpc://{}", listener.local_addr().unwrap());
+    let out = candor()
+        .args(["run", "-q", "-R", "100", "-d", "1s", "--reflect"])
+        .args(["--call", "pkg.Svc/Method", "-s"])
+        .arg(script("judge.lua"))
+        .arg(&url)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("does not apply to gRPC calls"), "{err}");
+    // The process has exited: a connection it made would be waiting in the backlog.
+    assert!(
+        listener.accept().is_err(),
+        "the server was contacted: {err}"
+    );
+}
+
+/// A script without request() makes no request() calls, and delay()'s calls are named as
+/// such; a delay() that returns a negative number or NaN waits 0 ms and is told once.
+#[test]
+fn the_scripts_calls_are_counted_by_function_and_an_odd_delay_is_told_once() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let (v, out) = run_json_any(&[
+        "-R",
+        "max",
+        "-d",
+        "1s",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-s",
+        &script("odd_delay.lua"),
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_balanced(&v);
+    let all = text(&out);
+    assert!(!all.contains(" request() and"), "{all}");
+    assert!(
+        all.contains("no request(): the request wrk.format() built"),
+        "{all}"
+    );
+    assert!(all.contains(" delay() calls"), "{all}");
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.starts_with("delay() returned"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("delay() returned -5 (")
+            && warnings[0].contains("taken as no wait"),
+        "{warnings:?}"
+    );
+}

@@ -223,11 +223,14 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
                 format!("failed with HTTP status {}", classes.join("/"))
             }
         }
+        // The results do not say which of the run's sources made or judged the requests: the
+        // words name each that can.
         FailureClass::Check => {
-            "got a response that failed its checks (--check-body, --check-header)".to_string()
+            "got a response that failed its checks (--check-body, --check-header, or a script's response())"
+                .to_string()
         }
         FailureClass::Template => {
-            "were not sent: a --data value holds a line break, NUL or other control character where it would go into a header"
+            "were not sent: their request could not be made (a --data value with a line break, NUL or other control character where it would go into a header, or a script's request() that failed)"
                 .to_string()
         }
         FailureClass::Grpc => {

@@ -72,6 +72,22 @@ unsafe fn raise(state: *mut lua_State) -> c_int {
     ffi::lua_error(state)
 }
 
+/// Whether the string or number at `index` holds a CR, LF or NUL: the bytes that end or cut a
+/// line of an HTTP/1.1 head (candor-load's `wire::breaks_line`), so that a value holding them
+/// would reach the wire as more headers, or more requests. A number at `index` is made a
+/// string in place, as `lua_concat` would make it.
+///
+/// # Safety
+/// `index` is a valid slot of the running C function; no traversal's key is at `index`.
+unsafe fn breaks_line(state: *mut lua_State, index: c_int) -> bool {
+    let mut len = 0;
+    let bytes = ffi::lua_tolstring(state, index, &mut len);
+    !bytes.is_null()
+        && std::slice::from_raw_parts(bytes.cast::<u8>(), len)
+            .iter()
+            .any(|&b| matches!(b, b'\r' | b'\n' | 0))
+}
+
 /// Raises `bad argument #n to 'format' (what expected, got type)`, as Lua's own checks word it.
 ///
 /// # Safety
@@ -106,6 +122,22 @@ unsafe extern "C-unwind" fn build(state: *mut lua_State) -> c_int {
         ffi::LUA_TSTRING => true,
         _ => return argument_error(state, 4, b"string or nil\0"),
     };
+    // wrk writes what it is given; candor lets nothing that would change the request's shape
+    // reach the wire (a line break in a value is a header or a request the script never made).
+    if breaks_line(state, 1) {
+        ffi::lua_pushstring(
+            state,
+            c"the method given to 'format' holds a line break or NUL, which would cut the request line".as_ptr(),
+        );
+        return raise(state);
+    }
+    if breaks_line(state, 2) {
+        ffi::lua_pushstring(
+            state,
+            c"the path given to 'format' holds a line break or NUL, which would cut the request line".as_ptr(),
+        );
+        return raise(state);
+    }
     // Slot 5 keeps the traversal's key; the parts of the request go above it, `parts` of them
     // not yet folded into one string. The first five pushes fit in the LUA_MINSTACK slots a C
     // function is given; the stack is grown only as headers need it (asking for more each call
@@ -150,6 +182,22 @@ unsafe extern "C-unwind" fn build(state: *mut lua_State) -> c_int {
                 );
                 return raise(state);
             }
+        }
+        // The key's copy in KEY drives the traversal: the name at -2 may become a string.
+        if breaks_line(state, -2) {
+            ffi::lua_pushstring(
+                state,
+                c"a header name given to 'format' holds a line break or NUL, which would start another header".as_ptr(),
+            );
+            return raise(state);
+        }
+        if breaks_line(state, -1) {
+            ffi::lua_pushfstring(
+                state,
+                c"the value of header '%s' given to 'format' holds a line break or NUL, which would start another header".as_ptr(),
+                ffi::lua_tolstring(state, -2, std::ptr::null_mut()),
+            );
+            return raise(state);
         }
         // ... parts, name, ": ", value, "\r\n"
         ffi::lua_pushvalue(state, ffi::lua_upvalueindex(COLON));

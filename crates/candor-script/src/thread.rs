@@ -70,6 +70,8 @@ pub struct ThreadScript {
     name_key: mlua::LuaString,
     response: Option<Function>,
     delay: Option<Function>,
+    /// The last `delay()`'s value when it was negative or NaN (see [`ThreadScript::odd_delay`]).
+    odd_delay: Option<f64>,
     shared: Arc<ThreadShared>,
     interrupt: Arc<AtomicBool>,
     names: Vec<Box<str>>,
@@ -123,6 +125,7 @@ impl ThreadScript {
             name_key,
             response,
             delay,
+            odd_delay: None,
             shared,
             interrupt,
             names: Vec::new(),
@@ -254,13 +257,31 @@ impl ThreadScript {
         let start = now_ns();
         let result = f.call::<Value>(());
         self.account(start);
+        self.odd_delay = None;
         match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {
-            Value::Integer(i) => Ok(Some(i.max(0) as u64)),
-            Value::Number(n) => Ok(Some(if n > 0.0 { n as u64 } else { 0 })),
+            Value::Integer(i) => {
+                if i < 0 {
+                    self.odd_delay = Some(i as f64);
+                }
+                Ok(Some(i.max(0) as u64))
+            }
+            Value::Number(n) => {
+                // No wait for what is not a wait: the engine says so once (odd_delay).
+                if n.is_nan() || n < 0.0 {
+                    self.odd_delay = Some(n);
+                }
+                Ok(Some(if n > 0.0 { n as u64 } else { 0 }))
+            }
             other => Err(ScriptError::DelayNotANumber {
                 type_name: lua_type(&other),
             }),
         }
+    }
+
+    /// What the last [`ThreadScript::delay_ms`] call's `delay()` returned when it was negative or
+    /// NaN, which is taken as no wait (0 ms); `None` for any other value.
+    pub fn odd_delay(&self) -> Option<f64> {
+        self.odd_delay
     }
 
     /// Where each request of the bytes the last [`ThreadScript::next_request`] appended ends
@@ -407,6 +428,15 @@ pub fn request_ends(bytes: &[u8], ends: &mut Vec<usize>) -> Result<(), ScriptErr
             }
             Err(e) => return Err(invalid(format!("request {}: {e} (byte {at})", count + 1))),
         };
+        if let Some(i) = lone_line_break(&bytes[at..at + head]) {
+            // httparse reads a bare LF as a line's end; servers differ on it, so such a head
+            // is not one request to every reader of the wire.
+            return Err(invalid(format!(
+                "request {}: a CR or LF that is not part of a CRLF line end (byte {})",
+                count + 1,
+                at + i
+            )));
+        }
         let mut body = 0usize;
         for h in req.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
@@ -440,9 +470,34 @@ pub fn request_ends(bytes: &[u8], ends: &mut Vec<usize>) -> Result<(), ScriptErr
     Ok(())
 }
 
+/// The place of the first CR not followed by LF, or LF not preceded by CR, in a request's head.
+fn lone_line_break(head: &[u8]) -> Option<usize> {
+    head.iter().enumerate().position(|(i, &b)| match b {
+        b'\n' => i == 0 || head[i - 1] != b'\r',
+        b'\r' => head.get(i + 1) != Some(&b'\n'),
+        _ => false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_head_must_end_its_lines_with_crlf() {
+        // A bare LF inside a value: httparse takes it as a line end, a second header.
+        let lf = b"GET / HTTP/1.1\r\nX-A: a\nX-Injected: 1\r\n\r\n";
+        let err = count_requests(lf).unwrap_err().to_string();
+        assert!(
+            err.contains("not part of a CRLF line end (byte 22)"),
+            "{err}"
+        );
+        let bare_end = b"GET / HTTP/1.1\nHost: a\n\n";
+        assert!(count_requests(bare_end).is_err());
+        // A body may hold any bytes.
+        let body = b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\na\nb";
+        assert_eq!(count_requests(body).unwrap(), 1);
+    }
 
     #[test]
     fn pipelined_requests_are_counted_with_their_bodies() {

@@ -410,6 +410,17 @@ fn delay_is_called_in_a_closed_loop_and_refused_in_an_open_loop() {
     assert_eq!(one_thread("format_defaults.lua").delay_ms().unwrap(), None);
 }
 
+#[test]
+fn a_negative_or_nan_delay_is_no_wait_and_is_told() {
+    let mut t = one_thread("odd_delay.lua");
+    assert_eq!(t.delay_ms().unwrap(), Some(0));
+    assert_eq!(t.odd_delay(), Some(-5.0));
+    assert_eq!(t.delay_ms().unwrap(), Some(0));
+    assert!(t.odd_delay().is_some_and(f64::is_nan));
+    assert_eq!(t.delay_ms().unwrap(), Some(3));
+    assert_eq!(t.odd_delay(), None);
+}
+
 /// Runs `request()` of `name` on another thread, interrupts it after 50 ms and expects it back.
 fn interrupted(name: &str, options: ScriptOptions) {
     let mut host = ScriptHost::load_with(&script(name), vec![], Target::url(URL), options).unwrap();
@@ -579,6 +590,30 @@ fn format_rejects_what_it_cannot_write_at_the_line_that_called_it() {
         load_error("bad_format_body.lua"),
         "bad_format_body.lua:2: bad argument #4 to 'format' (string or nil expected, got \
          table) (in request())"
+    );
+    // Line breaks in what format() is given would be headers or requests nobody wrote.
+    assert_eq!(
+        load_error("bad_format_crlf.lua"),
+        "bad_format_crlf.lua:3: the value of header 'X-A' given to 'format' holds a line \
+         break or NUL, which would start another header (in request())"
+    );
+    assert_eq!(
+        load_error("bad_format_method.lua"),
+        "bad_format_method.lua:3: the method given to 'format' holds a line break or NUL, \
+         which would cut the request line (in request())"
+    );
+    // wrk.headers set at the top level: the request built after init() refuses it there.
+    let msg = load_error("bad_format_lf.lua");
+    assert!(
+        msg.contains("the value of header 'X-A' given to 'format' holds a line break")
+            && msg.ends_with("(in init())"),
+        "{msg}"
+    );
+    // Bytes written by hand: a bare LF in the head is refused like a head cut short.
+    let msg = load_error("bare_lf.lua");
+    assert!(
+        msg.starts_with("request() returned an invalid HTTP request: request 1: a CR or LF that is not part of a CRLF line end"),
+        "{msg}"
     );
     // `return wrk.format(...)` is a tail call: no frame of the script is left to name.
     assert_eq!(

@@ -28,6 +28,8 @@ pub fn execute_watched(
 pub fn main(args: RunArgs) -> Result<i32> {
     // From the first moment: a signal while the flags and files are read is one more phase.
     crate::cmd::interrupt::install().context("installing the signal handlers")?;
+    // Before the flags are made a configuration: --reflect contacts the server there.
+    crate::cmd::script::check_flags(&args)?;
     let mut config = {
         let _reading = crate::cmd::interrupt::exit_on_stop("reading the run's inputs");
         run_config(&args)?

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use candor_core::results::{RunResults, StopDetail, StopReason};
 use candor_core::units::format_ns;
-use candor_load::workload::script_source::{ScriptRun, ScriptStop};
+use candor_load::workload::script_source::{LuaTime, ScriptRun, ScriptStop};
 use candor_load::LoadConfig;
 use candor_runner::flags::RunArgs;
 use candor_script::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost, Target};
@@ -31,6 +31,23 @@ pub struct LoadedScript {
     finished: Arc<AtomicBool>,
     /// Open loop: each load thread's mean interval between intended sends, in ns.
     thread_interval_ns: Option<f64>,
+}
+
+/// Refuses, before anything reads a file or contacts the target, the flags a script cannot
+/// combine with and that act before [`prepare`] would see them: `--reflect` asks the server
+/// for its descriptors while the flags are read, and `--llm` makes requests of its own.
+pub fn check_flags(args: &RunArgs) -> Result<()> {
+    if args.script.is_none() {
+        return Ok(());
+    }
+    let load = &args.load;
+    if load.llm.is_some() {
+        anyhow::bail!("-s (a wrk script) makes the requests; it does not combine with --llm, which makes OpenAI requests of its own (give the script's request() the JSON body, or drop -s)");
+    }
+    if load.call.is_some() || load.reflect || !load.proto.is_empty() {
+        anyhow::bail!("-s (a wrk script) makes HTTP requests; it does not apply to gRPC calls (--call, --proto, --reflect)");
+    }
+    Ok(())
 }
 
 /// Loads `args.script` into `config` (one thread state per load thread): a syntax error, an
@@ -83,6 +100,32 @@ pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedS
     }))
 }
 
+/// The script's calls, by function: `request()` and `response()` always (a script without
+/// `request()` is said to have none), `delay()` when it was called, each a share of the time
+/// reported with them.
+fn calls_made(lua: &LuaTime) -> String {
+    let mut calls = Vec::with_capacity(3);
+    if lua.makes_requests {
+        calls.push(format!("{} request()", lua.request_calls));
+    }
+    calls.push(format!("{} response()", lua.response_calls));
+    if lua.delay_calls > 0 {
+        calls.push(format!("{} delay()", lua.delay_calls));
+    }
+    let last = calls.pop().unwrap_or_default();
+    let mut text = if calls.is_empty() {
+        format!("{last} calls")
+    } else {
+        format!("{} and {last} calls", calls.join(", "))
+    };
+    if !lua.makes_requests {
+        text.push_str(
+            "; no request(): the request wrk.format() built after init() was sent every time",
+        );
+    }
+    text
+}
+
 /// A signal must stop a script stuck in Lua (an endless loop in `request()`): Lua's hook checks
 /// the script's own flag, which this thread sets once the run's stop is asked for.
 fn watch_signals(interrupt: InterruptHandle, finished: Arc<AtomicBool>) -> Result<()> {
@@ -111,14 +154,33 @@ impl LoadedScript {
         let requests = results.main.requests.intended.max(1);
         let per_request = lua.total_ns / requests;
         let took = format!(
-            "the script ({}) spent {} in Lua per intended request on average ({} request() and {} response() calls, {} in all; the longest request() took {}): that time is in the send lag of the requests it delayed",
+            "the script ({}) spent {} in Lua per intended request on average ({}, {} in all{}): that time is in the send lag of the requests it delayed",
             self.host.script_name(),
             format_ns(per_request as f64),
-            lua.request_calls,
-            lua.response_calls,
+            calls_made(&lua),
             format_ns(lua.total_ns as f64),
-            format_ns(lua.longest_request_ns as f64),
+            if lua.makes_requests {
+                format!(
+                    "; the longest request() took {}",
+                    format_ns(lua.longest_request_ns as f64)
+                )
+            } else {
+                String::new()
+            },
         );
+        if lua.odd_delays > 0 {
+            let value = lua.first_odd_delay.map_or_else(String::new, |v| {
+                if v.is_nan() {
+                    " nan".to_string()
+                } else {
+                    format!(" {v}")
+                }
+            });
+            results.warnings.push(format!(
+                "delay() returned{value} ({} of its {} calls returned a negative number or NaN): each was taken as no wait (0 ms)",
+                lua.odd_delays, lua.delay_calls
+            ));
+        }
         // Large on its own, or against the time a load thread has per request in an open loop.
         let share = self
             .thread_interval_ns

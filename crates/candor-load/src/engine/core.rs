@@ -401,6 +401,19 @@ impl Core {
             return None;
         }
         let &slot = self.free.front()?;
+        if self.source.halted() {
+            // The source ended the run (a script's request() failed, or it called
+            // thread:stop()): an abort from this instant, as the run's end it asked for will
+            // be seen at the next pass; the entries after it are not its to make.
+            self.halt(
+                now,
+                HaltState {
+                    aborting: true,
+                    requested_at: Some(now),
+                },
+            );
+            return None;
+        }
         let (intended, seq) = match &mut self.schedule {
             Some(s) => {
                 let t = s.peek();

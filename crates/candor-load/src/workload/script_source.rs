@@ -62,10 +62,19 @@ pub struct ScriptRun {
     /// Rows of per-name books each thread keeps: [`MAX_NAMES`] when the script may name its
     /// requests, else none (they cost memory and time at every interval).
     name_rows: usize,
-    /// Nanoseconds spent in `request()` and `response()`, and the calls, over every thread.
+    /// Whether the script defines `request()` (without it the request built after `init()` is
+    /// sent every time, and no call is made).
+    makes_requests: bool,
+    /// Nanoseconds spent in `request()`, `response()` and `delay()`, and the calls, over every
+    /// thread.
     lua_ns: AtomicU64,
     request_calls: AtomicU64,
     response_calls: AtomicU64,
+    delay_calls: AtomicU64,
+    /// `delay()` calls that returned a negative number or NaN (taken as no wait), and the
+    /// first such value.
+    odd_delays: AtomicU64,
+    first_odd_delay: Mutex<Option<f64>>,
     /// The longest single `request()` call, in nanoseconds.
     longest_request_ns: AtomicU64,
 }
@@ -80,13 +89,21 @@ impl fmt::Debug for ScriptRun {
 }
 
 /// Time spent in the script during a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LuaTime {
-    /// Nanoseconds in `request()` and `response()`, every thread together.
+    /// Nanoseconds in `request()`, `response()` and `delay()`, every thread together.
     pub total_ns: u64,
+    /// Whether the script defines `request()` (otherwise `request_calls` is 0: the request
+    /// built after `init()` was sent every time).
+    pub makes_requests: bool,
     pub request_calls: u64,
     pub response_calls: u64,
+    pub delay_calls: u64,
     pub longest_request_ns: u64,
+    /// `delay()` calls that returned a negative number or NaN, taken as no wait, and the first
+    /// value of that kind.
+    pub odd_delays: u64,
+    pub first_odd_delay: Option<f64>,
 }
 
 impl ScriptRun {
@@ -95,6 +112,7 @@ impl ScriptRun {
     /// per-name books kept.
     pub fn new(threads: Vec<ThreadScript>, named: bool) -> ScriptRun {
         let judges = threads.iter().any(ThreadScript::wants_response);
+        let makes_requests = threads.iter().any(ThreadScript::is_dynamic);
         let mut names = Vec::with_capacity(MAX_NAMES);
         names.push(UNNAMED.to_string());
         ScriptRun {
@@ -105,9 +123,13 @@ impl ScriptRun {
             end: Mutex::new(None),
             judges,
             name_rows: if named { MAX_NAMES } else { 0 },
+            makes_requests,
             lua_ns: AtomicU64::new(0),
             request_calls: AtomicU64::new(0),
             response_calls: AtomicU64::new(0),
+            delay_calls: AtomicU64::new(0),
+            odd_delays: AtomicU64::new(0),
+            first_odd_delay: Mutex::new(None),
             longest_request_ns: AtomicU64::new(0),
         }
     }
@@ -141,9 +163,13 @@ impl ScriptRun {
     pub fn lua_time(&self) -> LuaTime {
         LuaTime {
             total_ns: self.lua_ns.load(Ordering::Relaxed),
+            makes_requests: self.makes_requests,
             request_calls: self.request_calls.load(Ordering::Relaxed),
             response_calls: self.response_calls.load(Ordering::Relaxed),
+            delay_calls: self.delay_calls.load(Ordering::Relaxed),
             longest_request_ns: self.longest_request_ns.load(Ordering::Relaxed),
+            odd_delays: self.odd_delays.load(Ordering::Relaxed),
+            first_odd_delay: *lock(&self.first_odd_delay),
         }
     }
 
@@ -338,7 +364,10 @@ impl ScriptSource {
         let made = script.next_request(&mut place.bytes);
         let spent = script.last_lua_ns();
         self.run.add_lua(spent);
-        self.run.request_calls.fetch_add(1, Ordering::Relaxed);
+        if script.is_dynamic() {
+            // Without request() nothing was called: the request built after init() was copied.
+            self.run.request_calls.fetch_add(1, Ordering::Relaxed);
+        }
         self.run
             .longest_request_ns
             .fetch_max(spent, Ordering::Relaxed);
@@ -438,6 +467,11 @@ impl RequestSource for ScriptSource {
         Some((&self.slots[slot], self.heads[slot]))
     }
 
+    /// Once the script stopped the run (an error, `thread:stop()`), in this thread or another.
+    fn halted(&self) -> bool {
+        self.run.stopped.load(Ordering::Relaxed)
+    }
+
     /// Makes `request()` calls ahead, back to back, while the time left of the offer is at least
     /// twice a call's time (plus `PREPARE_MARGIN_NS`) and the script has no `response()`: then
     /// nothing the run learns before the send can change what `request()` returns (with
@@ -490,6 +524,12 @@ impl RequestSource for ScriptSource {
         let mut script = lock(&self.script);
         let asked = script.delay_ms();
         self.run.add_lua(script.last_lua_ns());
+        self.run.delay_calls.fetch_add(1, Ordering::Relaxed);
+        if let Some(odd) = script.odd_delay() {
+            if self.run.odd_delays.fetch_add(1, Ordering::Relaxed) == 0 {
+                *lock(&self.run.first_odd_delay) = Some(odd);
+            }
+        }
         drop(script);
         match asked {
             Ok(ms) => ms.unwrap_or(0).saturating_mul(1_000_000),

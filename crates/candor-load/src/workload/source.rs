@@ -53,6 +53,13 @@ pub trait RequestSource: Send {
         false
     }
 
+    /// True once the source itself ended the run (a script's error or `thread:stop()`): the
+    /// core then stops as on an abort, taking no more entries from it, not even in the pass of
+    /// sends that saw it end (where the run's end that it asked for is not yet seen).
+    fn halted(&self) -> bool {
+        false
+    }
+
     /// Closed loop: how long (ns) a slot that has just come free waits before its next request
     /// (a script's `delay()`, wrk's think time between a response and the next request). Asked
     /// once per freed slot; 0 for sources that have no such wait.

@@ -304,6 +304,33 @@ fn failed_checks_are_answered_responses_not_unanswered_ones() {
 }
 
 #[test]
+fn unsent_and_judged_failures_name_a_scripts_functions_too() {
+    // A script run's request() that failed, or response() that rejected: the results do not
+    // say a script made them, so the words must not blame --data or the flags alone.
+    let failing = |errors: ErrorCounts| RequestCounts {
+        intended: 10,
+        failed: 10,
+        errors,
+        ..Default::default()
+    };
+    let unsent = failures_dominate(&failing(ErrorCounts {
+        template: 10,
+        ..Default::default()
+    }))
+    .unwrap();
+    assert!(
+        unsent.contains("could not be made") && unsent.contains("a script's request()"),
+        "{unsent}"
+    );
+    let judged = failures_dominate(&failing(ErrorCounts {
+        check: 10,
+        ..Default::default()
+    }))
+    .unwrap();
+    assert!(judged.contains("a script's response()"), "{judged}");
+}
+
+#[test]
 fn protocol_failures_join_the_errors_line_only_when_there_are_some() {
     let mut res = results("open-loop");
     let plain = render(&res);

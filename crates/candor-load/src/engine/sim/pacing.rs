@@ -272,6 +272,61 @@ fn the_core_asks_its_request_source_what_each_entry_sends() {
     }
 }
 
+/// A source that cannot make entry `fail_at` and ends the run there, as a script's failing
+/// `request()` does.
+struct Failing {
+    fail_at: u64,
+    halted: bool,
+}
+
+impl crate::workload::source::RequestSource for Failing {
+    fn next(
+        &mut self,
+        _slot: usize,
+        seq: u64,
+        _taken: Option<(&[u8], bool)>,
+    ) -> crate::workload::source::Next {
+        self.halted |= seq == self.fail_at;
+        crate::workload::source::Next {
+            request: 0,
+            sendable: seq != self.fail_at,
+        }
+    }
+
+    fn made(&self, _slot: usize) -> Option<(&[u8], bool)> {
+        None
+    }
+
+    fn halted(&self) -> bool {
+        self.halted
+    }
+}
+
+#[test]
+fn a_source_that_ends_the_run_is_asked_for_no_more_entries() {
+    let mut shape = Shape::new();
+    shape.rate = None;
+    shape.duration_ns = 10 * MS;
+    shape.connections = 4;
+    let mut sim = Sim::new(shape);
+    sim.default_answer = Answer::After(MS, 200);
+    sim.core.set_source(Box::new(Failing {
+        fail_at: 5,
+        halted: false,
+    }));
+    let phases = sim.run_to_end();
+    let c = &measured(&phases).counts;
+    // Four sent at the start; at 1 ms their answers free slots for entry 4, then for entry 5,
+    // which fails and ends the run: no slot freed after it sends again (before, each free slot
+    // asked the source for another entry in the same pass), and what is still out is
+    // unfinished (an abort does not wait for it).
+    let seqs: Vec<u64> = sim.sends.iter().map(|s| s.seq).collect();
+    assert_eq!(seqs, [0, 1, 2, 3, 4]);
+    assert_eq!(c.intended, 6);
+    assert_eq!(c.errors.template, 1);
+    assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
+}
+
 /// A source whose slots wait after each response, as a script's `delay()` asks in a closed
 /// loop: `hold` ns, then the slot sends again.
 struct Holding {

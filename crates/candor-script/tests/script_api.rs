@@ -621,3 +621,17 @@ fn format_rejects_what_it_cannot_write_at_the_line_that_called_it() {
         "a header name must be a string (got a boolean value) in 'format' (in request())"
     );
 }
+
+#[test]
+fn the_scripts_page_names_each_heading_once() {
+    // docs/scripts.md is this crate's page: a heading repeated by an edit reads as two
+    // sections, the second empty.
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scripts.md"),
+    )
+    .unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for heading in page.lines().filter(|l| l.starts_with('#')) {
+        assert!(seen.insert(heading), "repeated heading: {heading}");
+    }
+}

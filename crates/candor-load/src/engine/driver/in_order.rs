@@ -68,7 +68,7 @@ impl<P: Protocol> Driver<P> {
     /// event, so the read that would only say `WouldBlock` is skipped (one system call per
     /// response instead of two) unless the peer closed (`until_blocked`): its end of stream
     /// must be read now. At most [`READS_PER_PASS`] reads: the rest waits for the next pass.
-    pub(super) fn read_responses(&mut self, i: usize, until_blocked: bool) {
+    pub(crate) fn read_responses(&mut self, i: usize, until_blocked: bool) {
         let mut reads = 0;
         loop {
             if reads == READS_PER_PASS {

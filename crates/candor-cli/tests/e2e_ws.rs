@@ -861,8 +861,10 @@ fn sigterm_ends_a_ping_flood_run_promptly_with_results() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Into the flood: the pool is open and the measured window started.
-    std::thread::sleep(Duration::from_secs(3));
+    // Into the flood, with candor's handlers installed (so the signal is certainly one it
+    // handles, never the default action on a process still starting up on a busy machine).
+    wait_for_signal_handlers(child.id());
+    std::thread::sleep(Duration::from_secs(2));
     // SAFETY: kill only signals the child this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let t0 = std::time::Instant::now();
@@ -886,6 +888,30 @@ fn sigterm_ends_a_ping_flood_run_promptly_with_results() {
     assert_balanced(&v);
     assert!(req(&v, "intended") > 0);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Waits (up to 30 s) until process `pid` catches SIGTERM: its handlers are installed when the
+/// run starts.
+fn wait_for_signal_handlers(pid: u32) {
+    let path = format!("/proc/{pid}/status");
+    let want = 1u64 << (libc::SIGTERM - 1);
+    let t0 = std::time::Instant::now();
+    loop {
+        let status = std::fs::read_to_string(&path).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & want == want {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no handlers: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A text reply that is not UTF-8 fails the connection with close code 1007 (RFC 6455 8.1):

@@ -1,11 +1,12 @@
 //! WebSocket as a framed [`Protocol`] of the one driver (`engine/driver.rs`), over `ws://` or
 //! `wss://`: the upgrade is the greeting (the connection opens, and its connect time ends, at
 //! the server's valid `101`; any other answer is a failed connect, its fault naming why: a
-//! status not 101, a wrong `Sec-WebSocket-Accept`, or no valid 101 at all), then each request the core gives a connection goes out as one
-//! masked frame carrying its body, and each message the server sends completes the request it
-//! answers (`--ws-match`: the oldest unanswered one, or the one whose number it carries). Every
-//! decision of time stays the core's: a message is timed from its intended send, waits for one
-//! of the connection's `--streams` places, and times out alone (timeouts are per message).
+//! status not 101, a wrong `Sec-WebSocket-Accept`, or no valid 101 at all), then each request
+//! the core gives a connection goes out as one masked frame carrying its body, and each
+//! message the server sends completes the request it answers (`--ws-match`: the oldest
+//! unanswered one, or the one whose number it carries). Every decision of time stays the
+//! core's: a message is timed from its intended send, waits for one of the connection's
+//! `--streams` places, and times out alone (timeouts are per message).
 //!
 //! What the server says besides replies: a ping is answered with a pong, up to
 //! [`MAX_PENDING_PONGS`] not yet written out, beyond which the pings are a flood (close 1008,

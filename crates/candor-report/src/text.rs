@@ -33,6 +33,13 @@ pub fn render(results: &RunResults) -> String {
     let cfg = &results.config;
     // The protocol spoken, where the file records it (a run's own results; not a log or a merge).
     let recorded = results.run_config();
+    // A WebSocket run's replies are messages: they have no HTTP status, and arrive whole (their
+    // first byte is their end), so the status line and the first-byte column would only repeat
+    // zeros and the response time. The JSON keeps both (its contract does not vary by protocol).
+    let websocket = matches!(
+        recorded.as_ref().and_then(|c| c.protocol),
+        Some(candor_core::results::ProtocolName::Ws | candor_core::results::ProtocolName::WsTls)
+    );
     let protocol = recorded
         .as_ref()
         .and_then(|c| c.protocol)
@@ -99,7 +106,7 @@ pub fn render(results: &RunResults) -> String {
         let _ = writeln!(out, "\n  !!! {loud}");
     }
     out.push('\n');
-    out.push_str(&phase_table(&results.main, closed));
+    out.push_str(&phase_table_of(&results.main, closed, !websocket));
     // A gRPC server-streaming run: each call's first message, timed as its response is.
     if let Some(first) = results
         .extra
@@ -125,7 +132,7 @@ pub fn render(results: &RunResults) -> String {
         out.push('\n');
     }
     out.push_str(&match books {
-        Books::Full => accounting(&results.main),
+        Books::Full => accounting_of(&results.main, !websocket),
         Books::LatencyOnly => format!(
             "  requests: {} recorded; intended, failed and unfinished requests, status classes, failures by \
              class and bytes are unknown (an interval log records latencies only)\n",
@@ -202,8 +209,8 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         }
         FailureClass::Timeout => "got no full response within the timeout".to_string(),
         FailureClass::Parse => {
-            "met a protocol error (a malformed response, bytes not asked for, or an HTTP/2 GOAWAY or \
-             protocol error before the answer)"
+            "met a protocol error (a malformed response or frame, bytes not asked for, or a \
+             connection the server refused or flooded; the connection faults name the cause)"
                 .to_string()
         }
         FailureClass::Status => {
@@ -308,6 +315,11 @@ fn fmt_at(s: &Summary, p: f64) -> String {
 /// The side-by-side table. In closed loop the "response time" equals service time by
 /// construction, so the column is labelled for what it is.
 pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
+    phase_table_of(p, closed_loop, true)
+}
+
+/// [`phase_table`], with the first-byte column (where recorded) only if `first_byte`.
+fn phase_table_of(p: &PhaseResults, closed_loop: bool, first_byte: bool) -> String {
     let first = if closed_loop {
         "latency (CO-affected)"
     } else {
@@ -324,8 +336,8 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
         ]
     };
     // Shown only when recorded, so that results without it read as before.
-    if let Some(first_byte) = &p.first_byte {
-        columns.push(("first byte", first_byte));
+    if let Some(recorded) = p.first_byte.as_ref().filter(|_| first_byte) {
+        columns.push(("first byte", recorded));
     }
     if columns.iter().all(|(_, s)| s.count == 0) {
         // Zeros here would read as a measurement of 0ns.
@@ -362,6 +374,11 @@ pub fn phase_table(p: &PhaseResults, closed_loop: bool) -> String {
 
 /// Where every intended request went.
 pub fn accounting(p: &PhaseResults) -> String {
+    accounting_of(p, true)
+}
+
+/// [`accounting`], with the line of HTTP status classes only if `statuses`.
+fn accounting_of(p: &PhaseResults, statuses: bool) -> String {
     let r = &p.requests;
     let mut out = String::new();
     let _ = writeln!(
@@ -375,15 +392,17 @@ pub fn accounting(p: &PhaseResults) -> String {
         format_count(r.queued_unsent)
     );
     let s = &r.status;
-    let _ = writeln!(
-        out,
-        "  status:   1xx {}  2xx {}  3xx {}  4xx {}  5xx {}",
-        format_count(s.s1xx),
-        format_count(s.s2xx),
-        format_count(s.s3xx),
-        format_count(s.s4xx),
-        format_count(s.s5xx)
-    );
+    if statuses {
+        let _ = writeln!(
+            out,
+            "  status:   1xx {}  2xx {}  3xx {}  4xx {}  5xx {}",
+            format_count(s.s1xx),
+            format_count(s.s2xx),
+            format_count(s.s3xx),
+            format_count(s.s4xx),
+            format_count(s.s5xx)
+        );
+    }
     if !p.status_codes.is_empty() {
         let _ = writeln!(
             out,

@@ -103,12 +103,22 @@ pub enum Fault {
     /// The server's bytes broke the protocol (HTTP/1.1, a raw TCP framing, bytes no request
     /// asked for).
     Malformed,
-    /// The server refused the WebSocket upgrade (no valid `101 Switching Protocols`).
+    /// The server refused the WebSocket upgrade: its answer is not a valid
+    /// `101 Switching Protocols` (malformed, or without its `Upgrade`/`Connection` headers).
     Upgrade,
+    /// The server answered the WebSocket upgrade with a status other than 101.
+    UpgradeStatus,
+    /// The server's 101 carries a `Sec-WebSocket-Accept` that is not the key's.
+    UpgradeAccept,
     /// The server closed the WebSocket with a close frame.
     WsClose,
     /// The server sent a WebSocket message that `--ws-match` matches to no message sent.
     WsUnmatched,
+    /// The server sent pings faster than it took their pongs: candor closed with 1008.
+    WsPingFlood,
+    /// The server sent a text message (or close reason) that is not UTF-8: candor closed with
+    /// 1007 (RFC 6455 section 8.1).
+    WsInvalidUtf8,
     /// The server sent GOAWAY with this error code before answering anything.
     GoAway(u32),
     /// The server's frames broke HTTP/2: candor ended the connection with GOAWAY and this code.
@@ -142,7 +152,7 @@ pub fn h2_code_name(code: u32) -> &'static str {
 }
 
 /// The plain causes before the two code-carrying ones in [`FaultTally`].
-const PLAIN: usize = 9;
+const PLAIN: usize = 13;
 /// One slot per named code and one for the others.
 const CODES: usize = H2_CODES.len() + 1;
 const SLOTS: usize = PLAIN + 2 * CODES;
@@ -160,6 +170,10 @@ impl Fault {
             Fault::Upgrade => 6,
             Fault::WsClose => 7,
             Fault::WsUnmatched => 8,
+            Fault::UpgradeStatus => 9,
+            Fault::UpgradeAccept => 10,
+            Fault::WsPingFlood => 11,
+            Fault::WsInvalidUtf8 => 12,
             Fault::GoAway(c) => PLAIN + code(c),
             Fault::H2Error(c) => PLAIN + CODES + code(c),
         }
@@ -175,9 +189,13 @@ impl Fault {
             3 => "closed or reset by the server before the full response".into(),
             4 => "writing the request failed".into(),
             5 => "response broke the protocol".into(),
-            6 => "WebSocket upgrade refused".into(),
+            6 => "WebSocket upgrade refused (no valid 101)".into(),
             7 => "server closed the WebSocket (close frame)".into(),
             8 => "WebSocket reply matched no message sent".into(),
+            9 => "WebSocket upgrade refused (status not 101)".into(),
+            10 => "WebSocket upgrade refused (wrong Sec-WebSocket-Accept)".into(),
+            11 => "WebSocket ping flood (pongs the server did not take)".into(),
+            12 => "WebSocket text message not UTF-8 (closed 1007)".into(),
             k if k < PLAIN + CODES => {
                 format!("server sent GOAWAY {} before any response", code(k - PLAIN))
             }

@@ -41,6 +41,11 @@ use std::sync::Arc;
 
 /// Responses larger than this are fine (bodies stream through); only a head must fit.
 const READ_BUFFER: usize = 64 * 1024;
+/// Reads of one connection per event or pass (1 MiB with [`READ_BUFFER`]): a server that sends
+/// without pause (a ping flood, an endless body) would otherwise keep the loop in one
+/// connection's reads, and the run's clock with it: no send, no timeout scan, no stop or end
+/// check while it lasts. A connection cut short is read again in the next pass (`unread`).
+pub(crate) const READS_PER_PASS: usize = 16;
 /// A framed connection's out buffer, as first reserved (requests of one pass, acks, windows).
 const OUT_BUFFER: usize = 64 * 1024;
 /// How often connects that take too long are looked for when timeouts are per request (as the
@@ -81,10 +86,12 @@ pub(crate) struct Conn<P> {
     /// request given to it fails as `parse` (the books need a request to charge).
     stray: bool,
     /// Framed: what the protocol wrote for the server, sent up to `out_off`.
-    out: Vec<u8>,
+    pub(crate) out: Vec<u8>,
     out_off: usize,
     /// Framed: `out` grew in this pass; in `Driver::dirty`, written once at its end.
     dirty: bool,
+    /// Its reads stopped at [`READS_PER_PASS`] with more perhaps waiting: in `Driver::unread`.
+    unread: bool,
 }
 
 /// Runs one load thread (each connection's [`Protocol`] made by `protocol`): opens its pool, reports it through `ticket`, and, from the start the run sets
@@ -147,6 +154,10 @@ pub(crate) struct Driver<P> {
     dirty: Vec<usize>,
     /// Framed, per-request timeouts: slots the core's timeout scan failed.
     expired: Vec<usize>,
+    /// Connections whose reads stopped at [`READS_PER_PASS`]: read again in each pass (an
+    /// edge-triggered socket says nothing more of bytes it already announced), and the loop
+    /// polls without sleeping while any is.
+    pub(crate) unread: Vec<usize>,
     /// When connects that take too long are next looked for (per-request timeouts do not
     /// bound a connect, as the connection scope does).
     next_connect_scan: u64,
@@ -179,6 +190,7 @@ impl<P: Protocol> Driver<P> {
                 out: Vec::with_capacity(if framed { OUT_BUFFER } else { 0 }),
                 out_off: 0,
                 dirty: false,
+                unread: false,
             })
             .collect();
         let poll = Poll::new()?;
@@ -258,6 +270,7 @@ impl<P: Protocol> Driver<P> {
             socket_owed: true,
             dirty: Vec::with_capacity(if framed { setup.connections } else { 0 }),
             expired: Vec::with_capacity(if framed { slots } else { 0 }),
+            unread: Vec::with_capacity(setup.connections),
             // Connects are bounded by the core's scan when timeouts are per connection.
             next_connect_scan: match scope {
                 TimeoutScope::Stream => 0,
@@ -314,7 +327,13 @@ impl<P: Protocol> Driver<P> {
             let stamped = self.stamped && self.stamps_seen;
             let pending = send_at != u64::MAX;
             let owed = stamped && pending && self.socket_owed && self.owes_socket_event();
-            let listening = listen(stamped, pending, owed);
+            // Reads cut short wait in the sockets: poll them at once, without sleeping.
+            let reads_owed = !self.unread.is_empty();
+            spin |= reads_owed;
+            let listening = match reads_owed {
+                true => Listen::Sockets,
+                false => listen(stamped, pending, owed),
+            };
             let mut clock_spun = false;
             let mut clock_slept = false;
             let mut polling = true;
@@ -373,7 +392,7 @@ impl<P: Protocol> Driver<P> {
             {
                 pacer.socket_woke();
             }
-            if spin && !clock_spun && !sent && events.is_empty() {
+            if spin && !clock_spun && !sent && events.is_empty() && !reads_owed {
                 // Nothing was sent or received in this turn: it was pacing's cost.
                 idle_since = Some(now);
             }
@@ -412,6 +431,7 @@ impl<P: Protocol> Driver<P> {
     /// sent.
     pub(crate) fn turn(&mut self, now: u64) -> bool {
         let sent = self.send_due(now);
+        self.read_unread();
         match self.core.timeout_scope() {
             TimeoutScope::Connection => self
                 .core
@@ -422,6 +442,36 @@ impl<P: Protocol> Driver<P> {
             self.event_timeout(slot, now);
         }
         sent
+    }
+
+    /// Reads again the connections whose reads stopped at [`READS_PER_PASS`] (each at most that
+    /// many again; one still not drained stays in the list for the next pass).
+    fn read_unread(&mut self) {
+        let n = self.unread.len();
+        for k in 0..n {
+            let i = self.unread[k];
+            self.conns[i].unread = false;
+            if self.conns[i].sock.is_none() {
+                continue;
+            }
+            match (P::CARRIAGE, self.conns[i].state) {
+                (Carriage::Framed, ConnState::Greeting | ConnState::Open) => {
+                    self.read_framed(i, false)
+                }
+                (Carriage::InOrder, ConnState::Open) => self.read_responses(i, false),
+                _ => {}
+            }
+        }
+        self.unread.drain(..n);
+    }
+
+    /// Connection `i` read [`READS_PER_PASS`] times in a row without draining its socket: the
+    /// rest is read in the next pass.
+    pub(crate) fn read_cut_short(&mut self, i: usize) {
+        if !self.conns[i].unread {
+            self.conns[i].unread = true;
+            self.unread.push(i);
+        }
     }
 
     /// Hands the core `now` (an end asked for, interval flushes) and writes every request due by

@@ -166,7 +166,8 @@ pub enum Broken {
     /// closes, its requests on the wire fail as `parse`, and `fault` is booked.
     Protocol(Fault),
     /// The server refused the connection before answering anything (a GOAWAY right after the
-    /// preface): everything it carried fails as `parse`, `fault` is booked, and it is
+    /// preface, a WebSocket upgrade without a valid 101): everything it carried fails (as
+    /// `parse` after a GOAWAY, as `connect` for a refused upgrade), `fault` is booked, and it is
     /// connected again only after its back-off.
     Refused(Fault),
     /// The server ended the protocol in good form (a WebSocket close frame): the requests on

@@ -442,3 +442,36 @@ fn closed_loop_labels_the_latency_honestly() {
     let text = render(&results("closed-loop"));
     assert!(text.contains("latency (CO-affected)"));
 }
+
+/// Issue 36, item 22: a WebSocket run's replies have no HTTP status and arrive whole, so its
+/// text report has no status line and no first-byte column (they repeated zeros and the
+/// response time); other protocols keep both, and the JSON keeps its fields for every one.
+#[test]
+fn a_websocket_run_has_no_status_line_and_no_first_byte_column() {
+    let mut res = results("open-loop");
+    res.main.first_byte = Some(res.main.response_time.clone());
+    for (protocol, shown) in [
+        (ProtocolName::Http1, true),
+        (ProtocolName::Ws, false),
+        (ProtocolName::WsTls, false),
+    ] {
+        res.config = RunConfig {
+            threads: 2,
+            connections: 8,
+            protocol: Some(protocol),
+            ..Default::default()
+        }
+        .into();
+        let text = render(&res);
+        assert_eq!(text.contains("  status:   1xx 0  2xx 0"), shown, "{text}");
+        assert_eq!(text.contains("first byte"), shown, "{text}");
+        // The rest of the books stay.
+        assert!(text.contains("1,001 intended = 1,000 completed"), "{text}");
+        assert!(text.contains("response time"), "{text}");
+        assert!(text.contains("  errors:   connect 0"), "{text}");
+        let json = crate::export::Exporter::export(&crate::json::JsonExporter, &res).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        assert!(json.contains("\"first_byte\""), "{json}");
+        assert!(json.contains("\"1xx\""), "{json}");
+    }
+}

@@ -836,3 +836,47 @@ fn goodput_counts_the_completed_requests_that_meet_every_per_request_bound() {
     assert_eq!(s.ttft.count_at(12 * MS), 1);
     assert_eq!((s.good, s.good_service), (2, 3));
 }
+
+/// A server whose response never ends (a chunk-less body of 2^60 bytes, written without pause
+/// by a thread) cannot hold an in-order connection's reads: one call reads at most
+/// `READS_PER_PASS` buffers and leaves the connection owed a read, the next pass reads on, and
+/// the timeout scan still fails the request at its timeout (connection scope: the connection
+/// closes). Before, the reads ran while they came back full, and the loop's clock with them.
+#[test]
+fn an_endless_response_cannot_hold_the_driver_in_its_reads() {
+    use std::io::Write;
+    let mut shape = Shape::new(1);
+    shape.timeout_ns = 100 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let mut s = r.peer.conns[0].try_clone().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1152921504606846976\r\n\r\n");
+        let zeros = vec![0u8; 1 << 20];
+        while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            if s.write_all(&zeros).is_err() {
+                return;
+            }
+        }
+    });
+    let budget = (READS_PER_PASS * r.d.conns[0].buf.len()) as u64;
+    let read = |r: &Rig<ResponseParser>| r.d.core.ledger().phases[1].counts.bytes_read;
+    // Enough waiting to fill every read of a pass (the writer is ahead by several passes).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    r.d.read_responses(0, true);
+    let first = read(&r);
+    assert!(first > 0 && first <= budget, "{first} bytes in one call");
+    assert_eq!(r.d.unread, vec![0]);
+    r.at(START + 50 * MS);
+    let second = read(&r) - first;
+    assert!(second > 0 && second <= budget, "{second}");
+    r.at(START + 100 * MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let p = r.finish(START + 200 * MS);
+    drop(r);
+    writer.join().unwrap();
+    assert_eq!((p.counts.completed, p.counts.errors.timeout), (0, 1));
+}

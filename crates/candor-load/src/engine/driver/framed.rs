@@ -4,7 +4,7 @@
 //! pass), hands the protocol what was read, and books what the connection's loss or a
 //! request's timeout means.
 
-use super::{close, ConnState, Driver, CONNECT_SCAN_NS};
+use super::{close, ConnState, Driver, CONNECT_SCAN_NS, READS_PER_PASS};
 use crate::engine::backoff::Fault;
 use crate::engine::socket_steps;
 use crate::protocol::{Broken, Greeting, Link, Protocol, Received};
@@ -97,9 +97,15 @@ impl<P: Protocol> Driver<P> {
     }
 
     /// Reads what connection `i` has received and hands it to the protocol (see
-    /// `read_responses` on `until_blocked`).
-    pub(super) fn read_framed(&mut self, i: usize, until_blocked: bool) {
+    /// `read_responses` on `until_blocked`), at most [`READS_PER_PASS`] times.
+    pub(crate) fn read_framed(&mut self, i: usize, until_blocked: bool) {
+        let mut reads = 0;
         loop {
+            if reads == READS_PER_PASS {
+                self.read_cut_short(i);
+                break;
+            }
+            reads += 1;
             let c = &mut self.conns[i];
             if !matches!(c.state, ConnState::Greeting | ConnState::Open) {
                 // Closed (and perhaps connecting again) while what it read was handled.
@@ -191,7 +197,16 @@ impl<P: Protocol> Driver<P> {
                 false
             }
             Err(Broken::Refused(fault)) => {
-                self.connect_failed_for(i, Failure::Parse, fault, now);
+                // A refused WebSocket upgrade is a connection that never opened (class
+                // `connect`, its fault naming why); an HTTP/2 GOAWAY before any answer is the
+                // server speaking the protocol to refuse it (`parse`).
+                let kind = match fault {
+                    Fault::Upgrade | Fault::UpgradeStatus | Fault::UpgradeAccept => {
+                        Failure::Connect
+                    }
+                    _ => Failure::Parse,
+                };
+                self.connect_failed_for(i, kind, fault, now);
                 false
             }
             Err(Broken::Closed(fault)) => {

@@ -2,7 +2,7 @@
 //! HTTP/1.1, raw TCP): each request's bytes are written as prepared, and what is read is fed to
 //! the protocol, whose every response answers the connection's oldest request.
 
-use super::{close, ConnState, Driver};
+use super::{close, ConnState, Driver, READS_PER_PASS};
 use crate::engine::backoff::Fault;
 use crate::engine::rxstamp;
 use crate::engine::socket_steps;
@@ -67,9 +67,15 @@ impl<P: Protocol> Driver<P> {
     /// asked for is drained as of that read, and whatever arrives later is a new edge-triggered
     /// event, so the read that would only say `WouldBlock` is skipped (one system call per
     /// response instead of two) unless the peer closed (`until_blocked`): its end of stream
-    /// must be read now.
-    pub(super) fn read_responses(&mut self, i: usize, until_blocked: bool) {
+    /// must be read now. At most [`READS_PER_PASS`] reads: the rest waits for the next pass.
+    pub(crate) fn read_responses(&mut self, i: usize, until_blocked: bool) {
+        let mut reads = 0;
         loop {
+            if reads == READS_PER_PASS {
+                self.read_cut_short(i);
+                break;
+            }
+            reads += 1;
             let c = &mut self.conns[i];
             let Some(sock) = c.sock.as_mut() else {
                 return;

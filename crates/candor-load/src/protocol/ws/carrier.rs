@@ -1,12 +1,17 @@
 //! WebSocket as a framed [`Protocol`] of the one driver (`engine/driver.rs`), over `ws://` or
 //! `wss://`: the upgrade is the greeting (the connection opens, and its connect time ends, at
-//! the server's valid `101`), then each request the core gives a connection goes out as one
-//! masked frame carrying its body, and each message the server sends completes the request it
-//! answers (`--ws-match`: the oldest unanswered one, or the one whose number it carries). Every
-//! decision of time stays the core's: a message is timed from its intended send, waits for one
-//! of the connection's `--streams` places, and times out alone (timeouts are per message).
+//! the server's valid `101`; any other answer is a failed connect, its fault naming why: a
+//! status not 101, a wrong `Sec-WebSocket-Accept`, or no valid 101 at all), then each request
+//! the core gives a connection goes out as one masked frame carrying its body, and each
+//! message the server sends completes the request it answers (`--ws-match`: the oldest
+//! unanswered one, or the one whose number it carries). Every decision of time stays the
+//! core's: a message is timed from its intended send, waits for one of the connection's
+//! `--streams` places, and times out alone (timeouts are per message).
 //!
-//! What the server says besides replies: a ping is answered with a pong; a close frame is
+//! What the server says besides replies: a ping is answered with a pong, up to
+//! [`MAX_PENDING_PONGS`] not yet written out, beyond which the pings are a flood (close 1008,
+//! what was on the wire fails in class `parse`, fault "WebSocket ping flood"); a text reply that
+//! is not UTF-8 ends the connection with close 1007 (class `parse`); a close frame is
 //! answered with a close, fails what the connection had on the wire (class `read`, fault
 //! "server closed the WebSocket") and the connection is opened again after its back-off; frames
 //! that break RFC 6455 end the connection as a protocol error (class `parse`, fault "response
@@ -45,6 +50,15 @@ const MAX_MESSAGE: u64 = 1 << 40;
 const CLOSE_NORMAL: u16 = 1000;
 /// Close code: protocol error, said when the server's frames broke RFC 6455.
 const CLOSE_PROTOCOL_ERROR: u16 = 1002;
+/// Close code: a text message that is not UTF-8 (RFC 6455 sections 7.4.1 and 8.1).
+const CLOSE_INVALID_DATA: u16 = 1007;
+/// Close code: policy violation, said to a server that floods pings.
+const CLOSE_POLICY: u16 = 1008;
+/// Pongs owed (queued since the out buffer was last written out whole) beyond which the
+/// server's pings are a flood: the connection ends. As nghttp2 bounds its queued PING ACKs
+/// (1000): a server that pings as keep-alive owes one or two; one that pings faster than it
+/// reads its answers would otherwise grow the buffer without bound (a pong per 2-byte ping).
+pub(super) const MAX_PENDING_PONGS: u32 = 1000;
 
 /// What every connection of a load thread shares: the upgrade's request line and headers, and
 /// where each prepared request's message (its body) starts.
@@ -162,6 +176,8 @@ pub(crate) struct WebSocket {
     scratch: Vec<u8>,
     /// The server closed the connection; nothing more goes out but the answering close.
     closing: bool,
+    /// Pongs put in the out buffer since it was last seen empty (see [`MAX_PENDING_PONGS`]).
+    pongs_pending: u32,
 }
 
 impl WebSocket {
@@ -182,6 +198,7 @@ impl WebSocket {
             next_seq: 1,
             scratch: Vec::with_capacity(scratch),
             closing: false,
+            pongs_pending: 0,
         }
     }
 
@@ -251,6 +268,7 @@ impl Protocol for WebSocket {
     fn reset(&mut self) {
         self.upgraded = false;
         self.closing = false;
+        self.pongs_pending = 0;
         self.decoder.reset();
         self.order.clear();
         self.lanes.fill(Lane::default());
@@ -337,8 +355,18 @@ impl Protocol for WebSocket {
                     at = head;
                     freed = true;
                 }
+                Err(handshake::UpgradeError::Status(_)) => {
+                    return Err(Broken::Refused(Fault::UpgradeStatus))
+                }
+                Err(handshake::UpgradeError::BadAccept) => {
+                    return Err(Broken::Refused(Fault::UpgradeAccept))
+                }
                 Err(_) => return Err(Broken::Refused(Fault::Upgrade)),
             }
+        }
+        if link.out.is_empty() {
+            // Everything owed was written: the pongs before were taken.
+            self.pongs_pending = 0;
         }
         let mut broken: Option<Broken> = None;
         // The decoder hands over events while it borrows itself; it is taken out for the call.
@@ -355,9 +383,14 @@ impl Protocol for WebSocket {
                         broken = Some(Broken::Unmatched(Fault::WsUnmatched));
                     }
                 },
+                WsEvent::Ping(_) if self.pongs_pending >= MAX_PENDING_PONGS => {
+                    self.put_close(link.out, CLOSE_POLICY);
+                    broken = Some(Broken::Protocol(Fault::WsPingFlood));
+                }
                 WsEvent::Ping(payload) => {
                     let mask = self.mask();
                     frames::write_client_frame(link.out, Opcode::Pong, payload, mask);
+                    self.pongs_pending += 1;
                 }
                 WsEvent::Pong => {}
                 WsEvent::Close(code) => {
@@ -372,9 +405,16 @@ impl Protocol for WebSocket {
         if let Some(b) = broken {
             return Err(b);
         }
-        if fed.is_err() {
-            self.put_close(link.out, CLOSE_PROTOCOL_ERROR);
-            return Err(Broken::Protocol(Fault::Malformed));
+        match fed {
+            Ok(()) => {}
+            Err(frames::FrameError::InvalidUtf8) => {
+                self.put_close(link.out, CLOSE_INVALID_DATA);
+                return Err(Broken::Protocol(Fault::WsInvalidUtf8));
+            }
+            Err(_) => {
+                self.put_close(link.out, CLOSE_PROTOCOL_ERROR);
+                return Err(Broken::Protocol(Fault::Malformed));
+            }
         }
         Ok(Received {
             consumed: input.len(),

@@ -3,7 +3,9 @@
 //! run; the server's frames decoded as they arrive in reads cut anywhere, reassembling
 //! fragmented messages (the first bytes of each kept for matching), answering nothing itself:
 //! pings, pongs and closes are handed to the caller, as are the protocol errors that close
-//! the connection.
+//! the connection. Text messages are checked to be UTF-8 as they arrive, across fragments and
+//! cuts (RFC 6455 section 8.1: a client that meets invalid UTF-8 fails the connection, with
+//! close code 1007), though only their first bytes are kept.
 
 use thiserror::Error;
 
@@ -119,6 +121,57 @@ pub enum FrameError {
     BadCloseCode(u16),
     #[error("a message over {0} bytes")]
     MessageTooLarge(u64),
+    #[error("a text message (or a close reason) is not valid UTF-8")]
+    InvalidUtf8,
+}
+
+/// UTF-8 checked in pieces cut anywhere: the bytes of a character cut at a piece's end (at
+/// most 3) are carried into the next piece. Allocates nothing.
+#[derive(Debug, Default, Clone, Copy)]
+struct Utf8Check {
+    carry: [u8; 4],
+    carry_len: usize,
+}
+
+impl Utf8Check {
+    /// Checks the next piece of the text; `Err` as soon as it cannot be UTF-8 whatever follows.
+    fn feed(&mut self, mut piece: &[u8]) -> Result<(), FrameError> {
+        // A character cut at the last piece's end is finished first, a byte at a time.
+        while self.carry_len > 0 {
+            let Some((&b, rest)) = piece.split_first() else {
+                return Ok(());
+            };
+            piece = rest;
+            self.carry[self.carry_len] = b;
+            self.carry_len += 1;
+            match std::str::from_utf8(&self.carry[..self.carry_len]) {
+                Ok(_) => self.carry_len = 0,
+                Err(e) if e.error_len().is_some() => return Err(FrameError::InvalidUtf8),
+                // Still a prefix of a character (a carry never reaches 4 without deciding).
+                Err(_) => {}
+            }
+        }
+        match std::str::from_utf8(piece) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_len().is_some() => Err(FrameError::InvalidUtf8),
+            Err(e) => {
+                let tail = &piece[e.valid_up_to()..];
+                self.carry[..tail.len()].copy_from_slice(tail);
+                self.carry_len = tail.len();
+                Ok(())
+            }
+        }
+    }
+
+    /// The text ended: a character left cut is invalid. Ready for the next text.
+    fn end(&mut self) -> Result<(), FrameError> {
+        let cut = self.carry_len > 0;
+        self.carry_len = 0;
+        if cut {
+            return Err(FrameError::InvalidUtf8);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -142,6 +195,8 @@ pub struct FrameDecoder {
     control: [u8; MAX_CONTROL_PAYLOAD],
     control_len: usize,
     max_message: u64,
+    /// The text message in progress, checked as it arrives.
+    utf8: Utf8Check,
 }
 
 impl FrameDecoder {
@@ -158,6 +213,7 @@ impl FrameDecoder {
             control: [0; MAX_CONTROL_PAYLOAD],
             control_len: 0,
             max_message,
+            utf8: Utf8Check::default(),
         }
     }
 
@@ -168,6 +224,7 @@ impl FrameDecoder {
         self.message = None;
         self.prefix_len = 0;
         self.control_len = 0;
+        self.utf8 = Utf8Check::default();
     }
 
     /// Decodes all of `input`, calling `on` for each event it completes. After an error the
@@ -196,8 +253,11 @@ impl FrameDecoder {
                 self.prefix[self.prefix_len..self.prefix_len + keep]
                     .copy_from_slice(&payload[..keep]);
                 self.prefix_len += keep;
-                if let Some((_, len)) = &mut self.message {
+                if let Some((binary, len)) = &mut self.message {
                     *len += n as u64;
+                    if !*binary {
+                        self.utf8.feed(payload)?;
+                    }
                 }
             }
             self.frame = Some(frame);
@@ -309,6 +369,10 @@ impl FrameDecoder {
                         if !close_code_is_valid(code) {
                             return Err(FrameError::BadCloseCode(code));
                         }
+                        // Its reason, if any, is UTF-8 (RFC 6455 section 5.5.1).
+                        if std::str::from_utf8(&self.control[2..self.control_len]).is_err() {
+                            return Err(FrameError::InvalidUtf8);
+                        }
                         Some(code)
                     }
                 };
@@ -317,6 +381,9 @@ impl FrameDecoder {
             Opcode::Text | Opcode::Binary | Opcode::Continuation => {
                 if frame.fin {
                     let (binary, len) = self.message.take().expect("a data frame has a message");
+                    if !binary {
+                        self.utf8.end()?;
+                    }
                     on(WsEvent::Message {
                         binary,
                         prefix: &self.prefix[..self.prefix_len],
@@ -474,6 +541,65 @@ mod tests {
             small.feed(&big, |_| {}),
             Err(FrameError::MessageTooLarge(10))
         );
+    }
+
+    /// RFC 6455 section 8.1: a text message must be UTF-8, judged whole, across fragments and
+    /// reads cut inside a character; binary messages are not judged.
+    #[test]
+    fn a_text_message_must_be_utf8_across_fragments_and_cuts() {
+        // "é" (2 bytes), "€" (3), "𝄞" (4), each split between two fragments.
+        let good = [
+            server_frame(0x01, &[b'a', 0xC3]),
+            server_frame(0x00, &[0xA9, 0xE2, 0x82]),
+            server_frame(0x00, &[0xAC, 0xF0, 0x9D]),
+            server_frame(0x80, &[0x84, 0x9E, b'z']),
+        ]
+        .concat();
+        for piece in 1..=good.len() {
+            let seen = decode_in_pieces(&good, piece).unwrap();
+            assert_eq!(seen.len(), 1, "pieces of {piece}");
+            assert!(matches!(&seen[0], Seen::Message(false, _, 11)));
+        }
+        let bad: Vec<(&str, Vec<u8>)> = vec![
+            ("not UTF-8 at all", server_frame(0x81, &[0xff, 0xfe, 0xfd])),
+            ("an overlong '/'", server_frame(0x81, &[0xC0, 0xAF])),
+            ("a surrogate", server_frame(0x81, &[0xED, 0xA0, 0x80])),
+            (
+                "a character cut at the end",
+                server_frame(0x81, &[b'a', 0xE2, 0x82]),
+            ),
+            (
+                "a bad byte in a later fragment",
+                [
+                    server_frame(0x01, &[0xE2]),
+                    server_frame(0x80, &[0x82, b'x']),
+                ]
+                .concat(),
+            ),
+            ("a close reason", server_frame(0x88, &[0x03, 0xE8, 0xff])),
+        ];
+        for (what, bytes) in &bad {
+            for piece in 1..=bytes.len() {
+                assert_eq!(
+                    decode_in_pieces(bytes, piece),
+                    Err(FrameError::InvalidUtf8),
+                    "{what}, pieces of {piece}"
+                );
+            }
+        }
+        // The same bytes as a binary message are no text: accepted.
+        let binary = server_frame(0x82, &[0xff, 0xfe, 0xfd]);
+        assert_eq!(
+            decode_in_pieces(&binary, 1).unwrap(),
+            vec![Seen::Message(true, vec![0xff, 0xfe, 0xfd], 3)]
+        );
+        // A text cut inside a character is forgotten on reset: the next connection starts clean.
+        let mut d = FrameDecoder::new(8, 1 << 20);
+        d.feed(&server_frame(0x01, &[0xE2]), |_| {}).unwrap();
+        d.reset();
+        let mut n = 0;
+        d.feed(&server_frame(0x81, b"ok"), |_| n += 1).unwrap();
+        assert_eq!(n, 1);
     }
 
     #[test]

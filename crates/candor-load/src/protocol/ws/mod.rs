@@ -7,10 +7,11 @@
 //! and reads the `101` (the upgrade counts as the connect), then puts each request the core
 //! carries on the wire as one masked frame (a fresh mask per frame), and turns the server's
 //! frames into completions: `InOrder` completes the connection's oldest request, `JsonField`
-//! the request whose number the reply carries. Pings are answered with pongs; a close frame
-//! fails what the connection had on the wire (class `read`), a frame error or a reply that
-//! matches nothing fails it as a protocol error (class `parse`), and the core's back-off
-//! reopens the connection.
+//! the request whose number the reply carries. Pings are answered with pongs (a bounded number
+//! owed at once: past it, a flood); a close frame fails what the connection had on the wire
+//! (class `read`); a frame error, a text reply that is not UTF-8 or a ping flood fails it as
+//! `parse`, a reply that matches nothing as `protocol`; a refused upgrade fails what waited as
+//! `connect`; and the core's back-off reopens the connection.
 
 mod carrier;
 pub mod frames;

@@ -5,11 +5,12 @@
 //! number, a late reply to a timed-out message, replies matching nothing (class `protocol`),
 //! pings, the server's close.
 
-use super::carrier::{Shared, WebSocket};
+use super::carrier::{Shared, WebSocket, MAX_PENDING_PONGS};
 use super::frames::Opcode;
 use super::handshake;
 use crate::engine::backoff::{Fault, FaultTally};
 use crate::engine::driver::driver_sim::{Peer, Shape, MS, START};
+use crate::engine::driver::READS_PER_PASS;
 use crate::engine::driver::{ConnState, Driver};
 use crate::shared::PhaseAcc;
 use crate::Target;
@@ -332,18 +333,141 @@ fn a_masked_server_frame_breaks_the_protocol_and_is_answered_with_1002() {
 }
 
 #[test]
-fn a_refused_upgrade_is_a_failed_connect() {
-    let mut r = ws(Shape::new(1), "order", b"m");
-    r.d.start_connect(0, START - MS);
-    r.peer.accept();
-    r.d.finish_connect(0, START - MS);
+fn a_refused_upgrade_is_a_failed_connect_named_by_its_reason() {
+    let answers: [(&[u8], Fault); 3] = [
+        (
+            b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n",
+            Fault::UpgradeStatus,
+        ),
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n",
+            Fault::UpgradeAccept,
+        ),
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n",
+            Fault::Upgrade,
+        ),
+    ];
+    for (answer, want) in answers {
+        let mut r = ws(Shape::new(1), "order", b"m");
+        r.d.start_connect(0, START - MS);
+        r.peer.accept();
+        r.d.finish_connect(0, START - MS);
+        r.at(START);
+        assert!(!r.feed(0, answer, START + MS));
+        let p = r.finish(START + 10 * MS);
+        // The connection never opened: a connect failure (not `parse`, the class of a server
+        // that broke a protocol it spoke), its fault naming the refusal.
+        assert_eq!((p.counts.failed, p.counts.errors.connect), (1, 1));
+        assert_eq!(p.counts.errors.parse, 0);
+        assert_eq!(faults(&p), fault(want));
+    }
+}
+
+/// RFC 6455 section 8.1: a text reply that is not UTF-8 fails the connection with close code
+/// 1007; it completes nothing, and the message on the wire fails as `parse`.
+#[test]
+fn a_text_reply_that_is_not_utf8_is_answered_with_1007_and_completes_nothing() {
+    let mut r = ws(streams(4, 1), "order", b"m");
+    r.open(0, START - MS, START - MS);
     r.at(START);
+    r.next_frame(0);
     assert!(!r.feed(
         0,
-        b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n",
+        &server_frame(Opcode::Text as u8, &[0xff, 0xfe]),
         START + MS
     ));
+    let (b0, payload) = r.next_frame(0);
+    assert_eq!(
+        (b0, payload.as_slice()),
+        (0x88, 1007u16.to_be_bytes().as_slice())
+    );
+    assert_eq!(r.d.conns[0].state, ConnState::Down);
     let p = r.finish(START + 10 * MS);
-    assert_eq!(p.counts.failed, 1);
-    assert_eq!(faults(&p), fault(Fault::Upgrade));
+    assert_eq!((p.counts.completed, p.counts.errors.parse), (0, 1));
+    assert_eq!(faults(&p), fault(Fault::WsInvalidUtf8));
+}
+
+/// Pings are answered while their pongs are taken; more than `MAX_PENDING_PONGS` owed at once
+/// (queued since the out buffer was last written out whole) is a flood: close 1008, what was
+/// on the wire fails as `parse`, the fault is named, and the pongs stop growing the buffer.
+#[test]
+fn a_ping_flood_ends_the_connection_at_its_bound_of_pongs_owed() {
+    let ping = server_frame(Opcode::Ping as u8, b"");
+    let pings = |n: usize| ping.repeat(n);
+    let mut r = ws(streams(4, 1), "order", b"m");
+    r.open(0, START - MS, START - MS);
+    r.at(START);
+    r.next_frame(0);
+    // The bound itself, in one read: answered.
+    let bound = MAX_PENDING_PONGS as usize;
+    assert!(r.feed(0, &pings(bound), START + MS));
+    // The socket took them (the out buffer is empty again): the count starts over.
+    assert!(r.d.conns[0].out.is_empty());
+    assert!(r.feed(0, &pings(bound), START + 2 * MS));
+    for _ in 0..2 * bound {
+        assert_eq!(r.next_frame(0), (0x8A, vec![]));
+    }
+    // One ping more than the bound before the out buffer could be written: a flood.
+    assert!(!r.feed(0, &pings(bound + 1), START + 3 * MS));
+    for _ in 0..bound {
+        assert_eq!(r.next_frame(0), (0x8A, vec![]));
+    }
+    let (b0, payload) = r.next_frame(0);
+    assert_eq!(
+        (b0, payload.as_slice()),
+        (0x88, 1008u16.to_be_bytes().as_slice())
+    );
+    assert_eq!(r.d.conns[0].state, ConnState::Down);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.parse), (0, 1));
+    assert_eq!(faults(&p), fault(Fault::WsPingFlood));
+}
+
+/// A server that never stops sending (here one binary message of 2^39 bytes, written without
+/// pause by a thread) cannot hold the driver in its reads: one call reads at most
+/// `READS_PER_PASS` buffers and leaves the connection owed a read, each pass (`turn`) reads as
+/// much again, and the pass's timeout scan still fails the message at its timeout. Before, the
+/// read loop ran while reads came back full: `-T`, the end and SIGTERM waited on the server.
+#[test]
+fn a_server_that_never_stops_sending_cannot_hold_the_driver_in_its_reads() {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut shape = streams(1, 1);
+    shape.timeout_ns = 100 * MS;
+    let mut r = ws(shape, "order", b"m");
+    r.open(0, START - MS, START - MS);
+    r.at(START);
+    r.next_frame(0);
+    let mut s = r.peer.conns[0].try_clone().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let _ = s.write_all(&[0x82, 127, 0, 0, 0, 0x80, 0, 0, 0, 0]);
+        let zeros = vec![0u8; 1 << 20];
+        while !stopping.load(Ordering::Relaxed) {
+            if s.write_all(&zeros).is_err() {
+                return;
+            }
+        }
+    });
+    let budget = (READS_PER_PASS * r.d.conns[0].buf.len()) as u64;
+    let read = |r: &Rig| r.d.core.ledger().phases[1].counts.bytes_read;
+    // Enough waiting to fill every read of a pass (the writer is ahead by several passes).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let before = read(&r);
+    r.d.read_framed(0, true);
+    let first = read(&r) - before;
+    assert!(first <= budget, "{first} bytes in one call");
+    assert_eq!(r.d.unread, vec![0]);
+    // The next pass reads on, and its timeout scan fails the message at its timeout.
+    r.at(START + 50 * MS);
+    let second = read(&r) - before - first;
+    assert!(second > 0 && second <= budget, "{second}");
+    r.at(START + 100 * MS);
+    stop.store(true, Ordering::Relaxed);
+    let p = r.finish(START + 200 * MS);
+    drop(r);
+    writer.join().unwrap();
+    assert_eq!((p.counts.completed, p.counts.errors.timeout), (0, 1));
 }

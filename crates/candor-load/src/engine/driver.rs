@@ -413,9 +413,13 @@ impl<P: Protocol> Driver<P> {
     pub(crate) fn turn(&mut self, now: u64) -> bool {
         let sent = self.send_due(now);
         match self.core.timeout_scope() {
-            TimeoutScope::Connection => self
-                .core
-                .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll)),
+            TimeoutScope::Connection => self.core.scan_timeouts(now, |x| {
+                let c = &mut self.conns[x.conn];
+                // Asked before the close forgets the response under way.
+                let outcome = c.protocol.observer().and_then(|o| o.timed_out());
+                close(c, &self.poll);
+                outcome
+            }),
             TimeoutScope::Stream => self.scan_request_timeouts(now),
         }
         while let Some(slot) = self.core.take_stalled() {

@@ -293,6 +293,12 @@ pub trait Protocol {
         None
     }
 
+    /// Framed: lane `lane`'s request is failing for `--timeout` with its response under way:
+    /// what its stream came to (failed as `timeout`, its events counted), if it was read as one.
+    fn timed_out_stream(&mut self, _lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        None
+    }
+
     /// Framed: the connection takes no more requests and carries none: the driver closes it
     /// (no fault) and connects again for requests waiting on it (after HTTP/2's GOAWAY).
     fn spent(&self) -> bool {

@@ -185,6 +185,18 @@ impl ResponseObserver {
         t.take_outcome()
     }
 
+    /// The current response's request is failing for `--timeout`: what its stream came to
+    /// (failed as `timeout`, its first token, first event and events counted), if it was read
+    /// as a stream.
+    pub fn timed_out(&mut self) -> Option<StreamOutcome> {
+        let t = self.tap.as_deref_mut()?;
+        if !t.active() {
+            return None;
+        }
+        t.end(StreamEnd::Timeout, self.status);
+        t.take_outcome()
+    }
+
     /// The next response answers request `request`: its checks apply, and nothing of the
     /// previous response's verdict on headers or body is carried over.
     #[inline]

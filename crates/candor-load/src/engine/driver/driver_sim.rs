@@ -836,3 +836,38 @@ fn goodput_counts_the_completed_requests_that_meet_every_per_request_bound() {
     assert_eq!(s.ttft.count_at(12 * MS), 1);
     assert_eq!((s.good, s.good_service), (2, 3));
 }
+
+#[test]
+fn a_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
+    // Truth: sent at 0, the head at 1 ms, tokens at 2 and 4 ms, then nothing; -T 15 ms and a
+    // scan every 10 ms: at 10 ms it has waited 10 ms (kept), at 20 ms 20 ms: it fails then in
+    // class `timeout`. What its stream delivered is measured as it would be had the stream
+    // been cut: TTFT 2 ms, first event 2 ms, one ITL of 2 ms, two events in one response,
+    // named `timeout` among the failed streams; a failed request's tokens are not output.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(None, true);
+    shape.timeout_ns = 15 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    let token = |t: &str| {
+        chunk(
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n").as_bytes(),
+        )
+    };
+    assert!(r.answer(0, &token("a"), START + 2 * MS));
+    assert!(r.answer(0, &token("b"), START + 4 * MS));
+    r.at(START + 10 * MS);
+    assert_eq!(r.state(0), ConnState::Open);
+    r.at(START + 20 * MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 30 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.timeout), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.ttft.len(), s.ttft.count_at(2 * MS)), (1, 1));
+    assert_eq!(s.first_event.count_at(2 * MS), 1);
+    assert_eq!(s.itl.count_at(2 * MS), 1);
+    assert_eq!((s.events, s.responses), (2, 1));
+    let timeouts = s.failures[crate::stream::openai::LlmFailure::Timeout.index()];
+    assert_eq!((timeouts, s.output_tokens), (1, 0));
+}

@@ -66,7 +66,7 @@ pub fn stream_section(p: &PhaseResults) -> String {
         let _ = write!(out, "; failed streams: {}", named.join("  "));
     }
     out.push('\n');
-    for (name, _) in &s.failures {
+    for name in s.failures.keys() {
         if let Some(words) = failure_words(name) {
             let _ = writeln!(out, "    {name}: {words}");
         }

@@ -656,6 +656,7 @@ impl<P: Protocol> Driver<P> {
     /// (as far as their sockets take it at once), then hands back the totals with what the
     /// protocol saw that the results must name.
     pub(crate) fn finish(mut self, pacing: candor_core::PaceStats) -> [PhaseAcc; 2] {
+        self.book_unfinished_streams();
         for c in &self.conns {
             if let Some(w) = c.protocol.end_warning() {
                 let warnings = &mut self.core.ledger_mut().phases[1].warnings;
@@ -676,6 +677,24 @@ impl<P: Protocol> Driver<P> {
             close(c, &self.poll);
         }
         phases
+    }
+}
+
+impl<P: Protocol> Driver<P> {
+    /// The run is ending: each stream still under way keeps what it delivered (its first
+    /// event, first token and events), as a stream ended any other way does; its request stays
+    /// unfinished ([`Core::finish`]).
+    pub(crate) fn book_unfinished_streams(&mut self) {
+        let lanes = self.conns.len();
+        for i in 0..self.conns.len() {
+            let mut k = 0;
+            while let Some(slot) = self.core.carried_at(i, k) {
+                k += 1;
+                if let Some(o) = self.conns[i].protocol.unfinished_stream(slot / lanes) {
+                    self.core.stream_outcome(slot, &o);
+                }
+            }
+        }
     }
 }
 

@@ -299,6 +299,12 @@ pub trait Protocol {
         None
     }
 
+    /// The run ends with lane `lane`'s response under way (an in-order protocol has one
+    /// response under way, its observer's): what its stream delivered, if it was read as one.
+    fn unfinished_stream(&mut self, _lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        self.observer()?.unfinished()
+    }
+
     /// Framed: the connection takes no more requests and carries none: the driver closes it
     /// (no fault) and connects again for requests waiting on it (after HTTP/2's GOAWAY).
     fn spent(&self) -> bool {

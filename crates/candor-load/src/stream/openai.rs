@@ -345,6 +345,8 @@ pub enum StreamEnd {
     EventTimeout,
     /// The request's `--timeout` ran out first.
     Timeout,
+    /// The run ended first: the request is unfinished, not failed.
+    Unfinished,
 }
 
 /// One request's stream, as its events arrive.
@@ -421,6 +423,7 @@ impl LlmProgress {
                 StreamEnd::Cut => Some(LlmFailure::Cut),
                 StreamEnd::EventTimeout => Some(LlmFailure::EventTimeout),
                 StreamEnd::Timeout => Some(LlmFailure::Timeout),
+                StreamEnd::Unfinished => None,
                 StreamEnd::Complete if !self.done => Some(LlmFailure::NoDone),
                 StreamEnd::Complete => None,
             }

@@ -239,7 +239,8 @@ impl StreamTap {
                 _ => None,
             },
         };
-        let succeeded = failure.is_none() && (200..300).contains(&status);
+        let succeeded =
+            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
         self.outcome = Some(StreamOutcome {
             events: if streamed { self.events } else { 0 },
             first_event: self.first_event,
@@ -448,6 +449,11 @@ mod tests {
         assert_eq!(
             run(sse, &no_done, StreamEnd::Timeout, 200),
             (0, Some(LlmFailure::Timeout), Some(10))
+        );
+        // Left unfinished by the run's end: no failure, and not a success either.
+        assert_eq!(
+            run(sse, &no_done, StreamEnd::Unfinished, 200),
+            (0, None, Some(10))
         );
         let garbage = [TOKEN, b"data: not json\n\n", b"data: [DONE]\n\n"].concat();
         assert_eq!(

@@ -229,6 +229,8 @@ impl<P: Protocol> Rig<P> {
 
     /// The books at `now`, after checking that nothing vanished from them.
     fn finish(&mut self, now: u64) -> PhaseAcc {
+        // As the real driver's finish: streams under way keep what they delivered.
+        self.d.book_unfinished_streams();
         let [_, measured] = self.d.core.finish(now, &|| now, &|| false);
         let c = &measured.counts;
         assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
@@ -870,4 +872,25 @@ fn a_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
     assert_eq!((s.events, s.responses), (2, 1));
     let timeouts = s.failures[crate::stream::openai::LlmFailure::Timeout.index()];
     assert_eq!((timeouts, s.output_tokens), (1, 0));
+}
+
+#[test]
+fn a_stream_the_run_ends_keeps_its_first_token_and_events_and_stays_unfinished() {
+    // The head at 1 ms and one token at 2 ms, then the run ends at 5 ms (-T 2 s far off): the
+    // request is unfinished (not failed), and its stream's TTFT (2 ms), first event and event
+    // are measured all the same; no failure is named and no token is output.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(None, true);
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    let token = chunk(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
+    assert!(r.answer(0, &token, START + 2 * MS));
+    let p = r.finish(START + 5 * MS);
+    assert_eq!((p.counts.failed, p.counts.in_flight_at_end), (0, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.ttft.len(), s.ttft.count_at(2 * MS)), (1, 1));
+    assert_eq!(s.first_event.count_at(2 * MS), 1);
+    assert_eq!((s.events, s.responses, s.output_tokens), (1, 1, 0));
+    assert_eq!(s.failures.iter().sum::<u64>(), 0);
 }

@@ -167,6 +167,8 @@ impl Rig {
     }
 
     fn finish(&mut self, now: u64) -> PhaseAcc {
+        // As the real driver's finish: streams under way keep what they delivered.
+        self.d.book_unfinished_streams();
         let [_, measured] = self.d.core.finish(now, &|| now, &|| false);
         let c = &measured.counts;
         assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
@@ -872,4 +874,17 @@ fn an_http2_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events()
         s.failures[crate::stream::openai::LlmFailure::Timeout.index()],
         1
     );
+}
+
+#[test]
+fn an_http2_stream_the_run_ends_keeps_its_first_token_and_stays_unfinished() {
+    let mut r = h2(llm(1, 1));
+    r.open_all(100).at(START);
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    let p = r.finish(START + 5 * MS);
+    assert_eq!((p.counts.failed, p.counts.in_flight_at_end), (0, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.ttft.len(), s.events, s.responses), (1, 1, 1));
+    assert_eq!(s.failures.iter().sum::<u64>(), 0);
 }

@@ -306,3 +306,42 @@ fn an_sse_run_has_no_ttft_legend_and_llm_on_grpc_names_the_conflict() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_stream_the_run_ends_keeps_its_first_token_and_stays_unfinished() {
+    let _g = serial();
+    let mut hang =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            .to_vec();
+    hang.extend_from_slice(format!("{:x}\r\n{TOKEN}\r\n", TOKEN.len()).as_bytes());
+    let server = Hostile::start(Answer::Hang(hang));
+    // -T 30 s never runs out; --drain 300ms ends the run about 1.3 s in with all 10 streams
+    // still coming: unfinished, not failed, each with its first token measured.
+    let (v, out) = run_json_any(&[
+        "--llm",
+        "openai",
+        "-R",
+        "10",
+        "-c",
+        "10",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "-T",
+        "30s",
+        "--drain",
+        "300ms",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "intended"), 10);
+    assert_eq!(req(&v, "failed"), 0);
+    assert_eq!(v["requests"]["in_flight_at_end"], 10, "{v}");
+    // Before: no ttft, no first_event, "0 responses delivered 0 events".
+    assert_eq!(v["ttft"]["count"], 10);
+    assert_eq!(v["stream"]["events"], 10);
+    assert_eq!(v["stream"]["llm"]["output_tokens"], 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("10 responses delivered 10 events"), "{text}");
+}

@@ -38,9 +38,11 @@ pub struct ErrorCounts {
     /// in older files.
     #[serde(default)]
     pub template: u64,
-    /// A streamed response (`--stream`, `--llm`) that stopped mid-way: cut off after events
-    /// had come, an error event, an LLM stream without `[DONE]` or a 429 (the events it had
-    /// delivered are counted in `stream`). Absent in older files.
+    /// A streamed response (`--stream`, `--llm`) that failed as a stream: cut off after events
+    /// had come, an error event, an LLM stream without `[DONE]`, an event that is no
+    /// completion chunk, a bad usage count, an answer that was no event stream (the events it
+    /// had delivered are counted in `stream`, the failure by name in `stream.failures`).
+    /// Absent in older files.
     #[serde(default)]
     pub stream: u64,
     /// A gRPC call ended with a `grpc-status` outside the accepted set (by default anything but
@@ -504,10 +506,11 @@ pub struct StreamResults {
     /// `events / responses` (0 without responses).
     pub events_per_response: f64,
     /// Streams that failed, by name (`stream_cut`, `stream_error`, `no_done`, `event_timeout`,
-    /// `rate_limited`); only names that occurred.
+    /// `not_json`, `not_openai`, `bad_usage`, `not_event_stream`, and in other classes
+    /// `rate_limited` and `timeout`); only names that occurred.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failures: BTreeMap<String, u64>,
-    /// LLM runs: the output tokens of every response.
+    /// LLM runs: the output tokens of the responses whose streams succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmTokens>,
     /// `--goodput`: the requests that met every per-request objective.

@@ -211,7 +211,8 @@ pub enum Failure {
     /// A templated request could not be made: a value filled in cannot stand where it goes (a
     /// line break in a header value). Nothing was sent.
     Template,
-    /// A streamed response stopped mid-way after events had come (`--stream`, `--llm`).
+    /// A streamed response failed as a stream (`--stream`, `--llm`): cut off after events had
+    /// come, or an LLM stream's events or end were wrong (`LlmFailure`).
     Stream,
     /// The request was on the wire when the server sent a reply that matches no request (a
     /// WebSocket message `--ws-match` places on none).

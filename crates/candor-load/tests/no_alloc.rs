@@ -219,7 +219,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
             core.written(due.slot, 100);
             answers.push_back((now + 50_000, due.slot));
         }
-        core.scan_timeouts(now, |_| {});
+        core.scan_timeouts(now, |_| None);
         assert_eq!(
             core.take_stalled(),
             None,

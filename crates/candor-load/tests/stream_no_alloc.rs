@@ -42,7 +42,9 @@ fn scanning_events_and_tracking_llm_streams_allocate_nothing() {
                 let mut at = 0u64;
                 for piece in body.chunks(37) {
                     at += 1_000;
-                    sse.feed(piece, |data, _| progress.event(at, data, |_| gaps += 1));
+                    sse.feed(piece, |data, cut| {
+                        progress.event(at, data, cut, |_| gaps += 1)
+                    });
                     lines.feed(piece, |_, _| line_count += 1);
                 }
                 let outcome = progress.finish(StreamEnd::Complete);

@@ -47,10 +47,8 @@ pub fn stream_section(p: &PhaseResults) -> String {
         cells.extend(columns.iter().map(|(_, m)| format_count(m.count)));
         table.row(&cells);
         out.push_str(&table.finish());
-        out.push_str(
-            "  ttft, first event: from the intended send; ttft (sent): from the actual send, as \
-             a client that waits for a connection before timing reports it\n",
-        );
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        out.push_str(&legend(&names));
     }
     let _ = write!(
         out,
@@ -68,6 +66,11 @@ pub fn stream_section(p: &PhaseResults) -> String {
         let _ = write!(out, "; failed streams: {}", named.join("  "));
     }
     out.push('\n');
+    for name in s.failures.keys() {
+        if let Some(words) = failure_words(name) {
+            let _ = writeln!(out, "    {name}: {words}");
+        }
+    }
     if let Some(t) = &s.llm {
         let source = match (t.counted_from_usage, t.counted_from_chunks) {
             (_, 0) => "the server's usage in every response".to_string(),
@@ -80,7 +83,7 @@ pub fn stream_section(p: &PhaseResults) -> String {
         };
         let _ = writeln!(
             out,
-            "  tokens:   {} output tokens, {:.1}/s (from {source})",
+            "  tokens:   {} output tokens of the streams that succeeded, {:.1}/s (from {source})",
             format_count(t.output_tokens),
             t.output_tokens_per_s
         );
@@ -98,6 +101,60 @@ pub fn stream_section(p: &PhaseResults) -> String {
         );
     }
     out
+}
+
+/// What the table's columns are timed from, for the columns it has (a `--stream` run has no
+/// TTFT: its legend does not speak of one), and that every stream's measures count whatever
+/// ended it.
+fn legend(columns: &[&str]) -> String {
+    let has = |name: &str| columns.contains(&name);
+    let from_intended: Vec<&str> = ["ttft", "first event"]
+        .into_iter()
+        .filter(|n| has(n))
+        .collect();
+    let mut parts = Vec::new();
+    if !from_intended.is_empty() {
+        parts.push(format!(
+            "{}: from the intended send",
+            from_intended.join(", ")
+        ));
+    }
+    if has("ttft (sent)") {
+        parts.push(
+            "ttft (sent): from the actual send, as a client that waits for a connection before \
+             timing reports it"
+                .to_string(),
+        );
+    }
+    let mut out = String::new();
+    if !parts.is_empty() {
+        let _ = writeln!(out, "  {}", parts.join("; "));
+    }
+    out.push_str(
+        "  every stream's first event, first token and gaps count once seen, whatever ended it \
+         (its end, a failure, --timeout)\n",
+    );
+    out
+}
+
+/// A failed stream's name in words (the names are the results'; see `LlmFailure`).
+fn failure_words(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "stream_error" => "the server sent an error event mid-stream",
+        "no_done" => "the event stream ended without data: [DONE]",
+        "stream_cut" => "the connection closed (or the stream was reset) mid-stream",
+        "event_timeout" => "no event within --event-timeout",
+        "rate_limited" => "HTTP 429 (class status)",
+        "not_json" => "an event's data was not JSON",
+        "not_openai" => "an event was JSON but no completion chunk (no choices, usage or error)",
+        "bad_usage" => "usage.completion_tokens was not a whole number from 0 to 4294967295",
+        "not_event_stream" => {
+            "the answer was not an event stream: its Content-Type was not text/event-stream and \
+             it had no [DONE] (a server that ignored \"stream\": true?)"
+        }
+        "timeout" => "--timeout ran out mid-stream (class timeout)",
+        _ => return None,
+    })
 }
 
 /// An LLM run's output tokens per second over its measured intervals of full length (a short
@@ -162,6 +219,54 @@ mod tests {
             tokens_over_time(&ivs),
             "  tokens/s over time: lowest 40.0 (interval at 1.0s), median 160.0, highest 160.0 of 3 intervals\n"
         );
+    }
+
+    #[test]
+    fn the_legend_speaks_only_of_the_columns_there_are() {
+        let sse = legend(&["first event", "event gap"]);
+        assert!(
+            sse.starts_with("  first event: from the intended send\n"),
+            "{sse}"
+        );
+        assert!(!sse.contains("ttft"), "{sse}");
+        let llm = legend(&[
+            "ttft",
+            "ttft (sent)",
+            "itl",
+            "tpot",
+            "first event",
+            "event gap",
+        ]);
+        assert!(
+            llm.starts_with(
+                "  ttft, first event: from the intended send; ttft (sent): from the actual send"
+            ),
+            "{llm}"
+        );
+        for l in [sse, llm] {
+            assert!(l.contains("whatever ended it"), "{l}");
+        }
+    }
+
+    #[test]
+    fn every_failure_name_of_the_engine_has_words() {
+        for name in [
+            "stream_error",
+            "no_done",
+            "stream_cut",
+            "event_timeout",
+            "rate_limited",
+            "not_json",
+            "not_openai",
+            "bad_usage",
+            "not_event_stream",
+            "timeout",
+        ] {
+            assert!(failure_words(name).is_some(), "{name}");
+        }
+        assert!(failure_words("not_event_stream")
+            .unwrap()
+            .contains("Content-Type"));
     }
 
     #[test]

@@ -204,7 +204,8 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         FailureClass::Read => "lost their connection before the full response".to_string(),
         FailureClass::Write => "could not be written".to_string(),
         FailureClass::Stream => {
-            "streamed a response that stopped mid-way (cut off, an error event, no [DONE])"
+            "got a streamed response that failed (cut off, an error event, no [DONE], not an \
+             event stream, an event that is no completion chunk: see failed streams by name)"
                 .to_string()
         }
         FailureClass::Timeout => "got no full response within the timeout".to_string(),

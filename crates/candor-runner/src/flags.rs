@@ -538,10 +538,26 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     let Some(api) = &a.llm else {
         return Ok(());
     };
-    if c.target.scheme == candor_load::Scheme::Tcp {
-        return Err(FlagError::Invalid(
-            "--llm needs an http:// or https:// target".to_string(),
-        ));
+    // Named before anything else the scheme would refuse: the flags --llm sets (a POST, its
+    // requests) are not what a grpc:// or ws:// user gave, so their conflicts would mislead.
+    let scheme = c.target.scheme;
+    let other = if c.target.grpc {
+        Some(if scheme == candor_load::Scheme::Https {
+            "grpcs://"
+        } else {
+            "grpc://"
+        })
+    } else if scheme.is_websocket() {
+        Some("ws:// and wss://")
+    } else if scheme == candor_load::Scheme::Tcp {
+        Some("tcp://")
+    } else {
+        None
+    };
+    if let Some(other) = other {
+        return Err(FlagError::Invalid(format!(
+            "--llm needs an http:// or https:// target (an OpenAI-compatible server), not {other}"
+        )));
     }
     let api: LlmApi = api
         .parse()
@@ -799,6 +815,29 @@ mod tests {
         // Not an LLM run: no goodput, whatever --slo says.
         let c = config_of(&["--slo", "p99<2s", url]).unwrap();
         assert!(c.goodput.is_none());
+    }
+
+    #[test]
+    fn llm_on_a_target_that_is_not_http_names_that_conflict_alone() {
+        for (url, says) in [
+            ("grpc://127.0.0.1:9", "not grpc://"),
+            ("grpcs://127.0.0.1:9", "not grpcs://"),
+            ("ws://127.0.0.1:9/", "not ws://"),
+            ("tcp://127.0.0.1:9", "not tcp://"),
+        ] {
+            let e = config_of(&["--llm", "openai", url])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("--llm needs an http:// or https:// target"),
+                "{url}: {e}"
+            );
+            assert!(e.contains(says), "{url}: {e}");
+            assert!(
+                !e.contains("--call") && !e.contains("--method"),
+                "{url}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub struct StreamAcc {
     pub responses: u64,
     pub events: u64,
     /// Stream failures by name, in the order of `LlmFailure::ALL`.
-    pub failures: [u64; 5],
+    pub failures: [u64; crate::stream::openai::LlmFailure::ALL.len()],
     /// LLM: output tokens, and how many responses' counts came from usage or counted chunks.
     pub output_tokens: u64,
     pub tokens_from_usage: u64,
@@ -78,7 +78,7 @@ impl StreamAcc {
             tpot: new_histogram(),
             responses: 0,
             events: 0,
-            failures: [0; 5],
+            failures: [0; crate::stream::openai::LlmFailure::ALL.len()],
             output_tokens: 0,
             tokens_from_usage: 0,
             tokens_from_chunks: 0,
@@ -114,7 +114,7 @@ impl StreamAcc {
         }
         self.responses = 0;
         self.events = 0;
-        self.failures = [0; 5];
+        self.failures = [0; crate::stream::openai::LlmFailure::ALL.len()];
         self.output_tokens = 0;
         self.tokens_from_usage = 0;
         self.tokens_from_chunks = 0;

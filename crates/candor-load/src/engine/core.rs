@@ -28,6 +28,15 @@ use std::collections::VecDeque;
 /// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
 pub const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 
+/// A request [`Core::scan_timeouts`] is about to fail for its timeout: `slot`, carried by
+/// connection `conn` (with [`TimeoutScope::Connection`] the connection's oldest request, and
+/// the driver closes `conn`; with [`TimeoutScope::Stream`] the driver resets `slot`'s stream).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Expiry {
+    pub conn: usize,
+    pub slot: usize,
+}
+
 /// What a timeout ends.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum TimeoutScope {
@@ -788,12 +797,18 @@ impl Core {
     }
 
     /// Every [`TIMEOUT_SCAN_NS`]: fails what waited longer than the timeout and tells the
-    /// driver what to close or reset (`expired` gets a connection for
-    /// [`TimeoutScope::Connection`], a slot for [`TimeoutScope::Stream`]). A request is timed
+    /// driver what to close or reset ([`Expiry`]). `expired` is called before the request is
+    /// failed and returns what its streamed response came to, if it was read as one: a stream
+    /// the timeout ends keeps its first token, first event and events, as one cut off does.
+    /// A request is timed
     /// from its first byte out, or while it waits for its connection from the later of the
     /// connect start and its intended time; a request waiting behind others is not (it has not
     /// been asked yet).
-    pub fn scan_timeouts(&mut self, now: u64, mut expired: impl FnMut(usize)) {
+    pub fn scan_timeouts(
+        &mut self,
+        now: u64,
+        mut expired: impl FnMut(Expiry) -> Option<crate::stream::tap::StreamOutcome>,
+    ) {
         if now < self.next_timeout_scan {
             return;
         }
@@ -812,8 +827,10 @@ impl Core {
                         self.conns[conn].connect_started.max(e.intended)
                     };
                     if now.saturating_sub(since) >= limit {
+                        if let Some(o) = expired(Expiry { conn, slot: front }) {
+                            self.stream_outcome(front, &o);
+                        }
                         self.fail_connection(conn, Failure::Timeout, now);
-                        expired(conn);
                     }
                 }
             }
@@ -826,8 +843,11 @@ impl Core {
                         && s.exchange.sent != 0
                         && now.saturating_sub(s.exchange.sent) >= limit
                     {
+                        let conn = self.conn_of(slot);
+                        if let Some(o) = expired(Expiry { conn, slot }) {
+                            self.stream_outcome(slot, &o);
+                        }
                         self.fail(slot, Failure::Timeout, now);
-                        expired(slot);
                     }
                 }
             }

@@ -433,9 +433,13 @@ impl<P: Protocol> Driver<P> {
         let sent = self.send_due(now);
         self.read_unread();
         match self.core.timeout_scope() {
-            TimeoutScope::Connection => self
-                .core
-                .scan_timeouts(now, |conn| close(&mut self.conns[conn], &self.poll)),
+            TimeoutScope::Connection => self.core.scan_timeouts(now, |x| {
+                let c = &mut self.conns[x.conn];
+                // Asked before the close forgets the response under way.
+                let outcome = c.protocol.observer().and_then(|o| o.timed_out());
+                close(c, &self.poll);
+                outcome
+            }),
             TimeoutScope::Stream => self.scan_request_timeouts(now),
         }
         while let Some(slot) = self.core.take_stalled() {
@@ -702,6 +706,7 @@ impl<P: Protocol> Driver<P> {
     /// (as far as their sockets take it at once), then hands back the totals with what the
     /// protocol saw that the results must name.
     pub(crate) fn finish(mut self, pacing: candor_core::PaceStats) -> [PhaseAcc; 2] {
+        self.book_unfinished_streams();
         for c in &self.conns {
             if let Some(w) = c.protocol.end_warning() {
                 let warnings = &mut self.core.ledger_mut().phases[1].warnings;
@@ -722,6 +727,24 @@ impl<P: Protocol> Driver<P> {
             close(c, &self.poll);
         }
         phases
+    }
+}
+
+impl<P: Protocol> Driver<P> {
+    /// The run is ending: each stream still under way keeps what it delivered (its first
+    /// event, first token and events), as a stream ended any other way does; its request stays
+    /// unfinished ([`Core::finish`]).
+    pub(crate) fn book_unfinished_streams(&mut self) {
+        let lanes = self.conns.len();
+        for i in 0..self.conns.len() {
+            let mut k = 0;
+            while let Some(slot) = self.core.carried_at(i, k) {
+                k += 1;
+                if let Some(o) = self.conns[i].protocol.unfinished_stream(slot / lanes) {
+                    self.core.stream_outcome(slot, &o);
+                }
+            }
+        }
     }
 }
 

@@ -273,7 +273,11 @@ impl Sim {
             }
         }
         let mut expired = Vec::new();
-        self.core.scan_timeouts(now, |x| expired.push(x));
+        let per_connection = self.core_scope() == TimeoutScope::Connection;
+        self.core.scan_timeouts(now, |x| {
+            expired.push(if per_connection { x.conn } else { x.slot });
+            None
+        });
         for &x in &expired {
             if self.core_scope() == TimeoutScope::Connection {
                 // Closed: the next request given to it reconnects.

@@ -294,6 +294,18 @@ pub trait Protocol {
         None
     }
 
+    /// Framed: lane `lane`'s request is failing for `--timeout` with its response under way:
+    /// what its stream came to (failed as `timeout`, its events counted), if it was read as one.
+    fn timed_out_stream(&mut self, _lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        None
+    }
+
+    /// The run ends with lane `lane`'s response under way (an in-order protocol has one
+    /// response under way, its observer's): what its stream delivered, if it was read as one.
+    fn unfinished_stream(&mut self, _lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        self.observer()?.unfinished()
+    }
+
     /// Framed: the connection takes no more requests and carries none: the driver closes it
     /// (no fault) and connects again for requests waiting on it (after HTTP/2's GOAWAY).
     fn spent(&self) -> bool {

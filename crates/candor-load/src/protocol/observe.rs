@@ -185,6 +185,30 @@ impl ResponseObserver {
         t.take_outcome()
     }
 
+    /// The current response's request is failing for `--timeout`: what its stream came to
+    /// (failed as `timeout`, its first token, first event and events counted), if it was read
+    /// as a stream.
+    pub fn timed_out(&mut self) -> Option<StreamOutcome> {
+        let t = self.tap.as_deref_mut()?;
+        if !t.active() {
+            return None;
+        }
+        t.end(StreamEnd::Timeout, self.status);
+        t.take_outcome()
+    }
+
+    /// The run is ending with the current response under way: what its stream delivered (its
+    /// first token, first event and events; no failure, no output tokens), if it was read as a
+    /// stream. Its request stays unfinished.
+    pub fn unfinished(&mut self) -> Option<StreamOutcome> {
+        let t = self.tap.as_deref_mut()?;
+        if !t.active() {
+            return None;
+        }
+        t.end(StreamEnd::Unfinished, self.status);
+        t.take_outcome()
+    }
+
     /// The next response answers request `request`: its checks apply, and nothing of the
     /// previous response's verdict on headers or body is carried over.
     #[inline]

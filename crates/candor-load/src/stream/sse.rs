@@ -1,9 +1,15 @@
 //! Server-sent events (the `text/event-stream` format): lines of `field: value`, an event ended
 //! by a blank line, its `data` lines joined by newlines; comments (`:`) and the other fields
 //! (`event`, `id`, `retry`) are read past. An event is dispatched only when it has data, and an
-//! unfinished event at the end of the stream is dropped, as the format says.
+//! unfinished event at the end of the stream is dropped, as the format says; a UTF-8 byte order
+//! mark opening the stream is not part of its first line (the format strips it).
 
 use super::line::LineSplitter;
+
+/// The UTF-8 byte order mark.
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+/// `bom_matched` once the stream's start is decided (a mark stripped, or none there).
+const BOM_DECIDED: u8 = u8::MAX;
 
 /// Finds the events in a response's body as it arrives.
 #[derive(Debug, Clone)]
@@ -14,6 +20,9 @@ pub struct SseScanner {
     has_data: bool,
     /// The data outgrew `data`: the event is handed out cut.
     cut: bool,
+    /// Bytes of a byte order mark seen at the stream's start so far (it may straddle reads),
+    /// or [`BOM_DECIDED`].
+    bom_matched: u8,
 }
 
 impl SseScanner {
@@ -25,17 +34,41 @@ impl SseScanner {
             len: 0,
             has_data: false,
             cut: false,
+            bom_matched: 0,
         }
     }
 
     /// Feeds the next body bytes; `event(data, cut)` is called for each event they complete.
-    pub fn feed(&mut self, input: &[u8], mut event: impl FnMut(&[u8], bool)) {
+    pub fn feed(&mut self, mut input: &[u8], mut event: impl FnMut(&[u8], bool)) {
+        while self.bom_matched != BOM_DECIDED {
+            let Some(&b) = input.first() else {
+                return;
+            };
+            let k = usize::from(self.bom_matched);
+            if b == BOM[k] {
+                input = &input[1..];
+                self.bom_matched = if k + 1 == BOM.len() {
+                    BOM_DECIDED
+                } else {
+                    self.bom_matched + 1
+                };
+            } else {
+                // Not a mark after all: the bytes taken for one are the stream's own.
+                self.bom_matched = BOM_DECIDED;
+                self.feed_lines(&BOM[..k], &mut event);
+            }
+        }
+        self.feed_lines(input, event);
+    }
+
+    fn feed_lines(&mut self, input: &[u8], mut event: impl FnMut(&[u8], bool)) {
         let SseScanner {
             lines,
             data,
             len,
             has_data,
             cut,
+            ..
         } = self;
         lines.feed(input, |line, line_cut| {
             if line.is_empty() {
@@ -80,6 +113,7 @@ impl SseScanner {
         self.len = 0;
         self.has_data = false;
         self.cut = false;
+        self.bom_matched = 0;
     }
 }
 
@@ -134,6 +168,34 @@ mod tests {
     #[test]
     fn an_unfinished_event_at_the_end_is_not_dispatched() {
         assert_eq!(events(64, &[b"data: a\n\ndata: b\n"]), whole(&["a"]));
+    }
+
+    #[test]
+    fn a_byte_order_mark_opening_the_stream_is_stripped_wherever_the_reads_split_it() {
+        let body = b"\xEF\xBB\xBFdata: a\n\ndata: b\n\n";
+        for cut in 0..body.len() {
+            assert_eq!(
+                events(64, &[&body[..cut], &body[cut..]]),
+                whole(&["a", "b"]),
+                "split at {cut}"
+            );
+        }
+        // Only at the start; and bytes that begin like a mark but are not one are kept.
+        assert_eq!(
+            events(64, &[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]),
+            whole(&["a"])
+        );
+        let mut s = SseScanner::with_capacity(64);
+        let mut out = Vec::new();
+        s.feed(b"\xEFdata: x\n\n", |d, _| out.push(d.to_vec()));
+        assert!(out.is_empty(), "\\xEFdata is a field of another name");
+        s.reset();
+        s.feed(b"\xEF\xBB\xBFdata: y\n\n", |d, _| out.push(d.to_vec()));
+        assert_eq!(
+            out,
+            vec![b"y".to_vec()],
+            "each response may open with a mark"
+        );
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub struct StreamOutcome {
     pub events: u64,
     /// When the first event arrived (none: no event came).
     pub first_event: Option<u64>,
-    /// LLM streams: the first token's instant, tokens, time per output token.
+    /// LLM streams: the first token's instant, tokens, time per output token. The output
+    /// tokens are those of a stream that succeeded (a 2xx that ended with `[DONE]`, no failure),
+    /// as vLLM's benchmark counts only successful requests' tokens; a failed one's are 0.
     pub first_token: Option<u64>,
     pub output_tokens: u64,
     pub tokens_from: Option<TokenSource>,
@@ -56,6 +58,8 @@ pub struct StreamTap {
     settings: StreamSettings,
     /// The kind of the current response (decided by its head), `None`: not a stream.
     active: Option<StreamKind>,
+    /// The current response said `Content-Type: text/event-stream`.
+    said_sse: bool,
     sse: SseScanner,
     lines: LineSplitter,
     /// The instant of the bytes being fed.
@@ -83,6 +87,7 @@ impl StreamTap {
         StreamTap {
             settings,
             active: None,
+            said_sse: false,
             sse: SseScanner::with_capacity(EVENT_CAPACITY),
             lines: LineSplitter::with_capacity(EVENT_CAPACITY),
             now: 0,
@@ -111,6 +116,7 @@ impl StreamTap {
     /// (HTTP/2 reads it while its header block is decoded).
     pub fn head_said(&mut self, said: Option<StreamKind>) {
         self.clear();
+        self.said_sse = said == Some(StreamKind::Sse);
         self.active = match (self.settings.kind, said) {
             // A server that says it sends events is read as events whatever was asked.
             (_, Some(StreamKind::Sse)) => Some(StreamKind::Sse),
@@ -152,7 +158,7 @@ impl StreamTap {
             ..
         } = self;
         let now = *now;
-        let mut event = |data: &[u8]| {
+        let mut event = |data: &[u8], cut: bool| {
             match first_event {
                 None => *first_event = Some(now),
                 Some(_) => push(
@@ -166,14 +172,14 @@ impl StreamTap {
             *last_event = now;
             *events += 1;
             if settings.llm {
-                llm.event(now, data, |ns| push(gaps, Gap { ns, token: true }));
+                llm.event(now, data, cut, |ns| push(gaps, Gap { ns, token: true }));
             }
         };
         match kind {
-            StreamKind::Sse => sse.feed(bytes, |data, _| event(data)),
-            StreamKind::Lines => lines.feed(bytes, |line, _| {
+            StreamKind::Sse => sse.feed(bytes, event),
+            StreamKind::Lines => lines.feed(bytes, |line, cut| {
                 if !line.trim_ascii().is_empty() {
-                    event(line)
+                    event(line, cut)
                 }
             }),
             // Chunks are counted at their ends (`chunk_end`).
@@ -216,18 +222,30 @@ impl StreamTap {
             }
             // Any other refusal is booked by its status alone.
             Some(_) if !(200..300).contains(&status) => None,
+            // A body that never said it was an event stream and never ended as one is an
+            // answer, not a stream: say so rather than that it stopped mid-way.
+            Some(o)
+                if !self.said_sse
+                    && matches!(o.failure, Some(LlmFailure::NoDone) | Some(LlmFailure::Cut))
+                    && self.events == 0 =>
+            {
+                Some(LlmFailure::NotEventStream)
+            }
             Some(o) => o.failure,
             None => match end {
                 StreamEnd::Cut if self.events > 0 => Some(LlmFailure::Cut),
                 StreamEnd::EventTimeout => Some(LlmFailure::EventTimeout),
+                StreamEnd::Timeout => Some(LlmFailure::Timeout),
                 _ => None,
             },
         };
+        let succeeded =
+            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
         self.outcome = Some(StreamOutcome {
             events: if streamed { self.events } else { 0 },
             first_event: self.first_event,
             first_token: llm.and_then(|o| o.first_token),
-            output_tokens: llm.map_or(0, |o| o.output_tokens),
+            output_tokens: llm.filter(|_| succeeded).map_or(0, |o| o.output_tokens),
             tokens_from: llm.map(|o| o.tokens_from),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
             failure,
@@ -391,5 +409,94 @@ mod tests {
         t.body(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
         t.end(StreamEnd::Complete, 200);
         assert_eq!(t.take_outcome().unwrap().failure, Some(LlmFailure::NoDone));
+    }
+
+    const TOKEN: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+    const USAGE_7: &[u8] = b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\n";
+
+    #[test]
+    fn only_a_stream_that_succeeded_adds_output_tokens() {
+        let mut t = tap(None, true);
+        let mut run = |head: &[u8], body: &[u8], end: StreamEnd, status: u16| {
+            t.head(Some(head));
+            t.at(10);
+            t.body(body);
+            t.end(end, status);
+            let o = t.take_outcome().unwrap();
+            (o.output_tokens, o.failure, o.first_token)
+        };
+        let sse = &b"text/event-stream"[..];
+        let whole = [TOKEN, USAGE_7, b"data: [DONE]\n\n"].concat();
+        assert_eq!(
+            run(sse, &whole, StreamEnd::Complete, 200),
+            (7, None, Some(10))
+        );
+        // A 429 (or any refusal) with an event-stream body: failed, its tokens not output.
+        assert_eq!(
+            run(sse, &whole, StreamEnd::Complete, 429),
+            (0, Some(LlmFailure::RateLimited), Some(10))
+        );
+        assert_eq!(
+            run(sse, &whole, StreamEnd::Complete, 500),
+            (0, None, Some(10))
+        );
+        // Failed streams keep their first token but add no tokens.
+        let no_done = [TOKEN, USAGE_7].concat();
+        assert_eq!(
+            run(sse, &no_done, StreamEnd::Complete, 200),
+            (0, Some(LlmFailure::NoDone), Some(10))
+        );
+        assert_eq!(
+            run(sse, &no_done, StreamEnd::Timeout, 200),
+            (0, Some(LlmFailure::Timeout), Some(10))
+        );
+        // Left unfinished by the run's end: no failure, and not a success either.
+        assert_eq!(
+            run(sse, &no_done, StreamEnd::Unfinished, 200),
+            (0, None, Some(10))
+        );
+        let garbage = [TOKEN, b"data: not json\n\n", b"data: [DONE]\n\n"].concat();
+        assert_eq!(
+            run(sse, &garbage, StreamEnd::Complete, 200),
+            (0, Some(LlmFailure::NotJson), Some(10))
+        );
+        // Tokens and usage after [DONE] are no part of the answer.
+        let after = [TOKEN, b"data: [DONE]\n\n", USAGE_7, TOKEN].concat();
+        assert_eq!(
+            run(sse, &after, StreamEnd::Complete, 200),
+            (1, None, Some(10))
+        );
+    }
+
+    #[test]
+    fn an_answer_that_is_not_an_event_stream_says_so() {
+        let mut t = tap(None, true);
+        t.head(Some(b"application/json"));
+        t.body(b"{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}");
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(
+            t.take_outcome().unwrap().failure,
+            Some(LlmFailure::NotEventStream)
+        );
+        // Events without the header, and a proper end, are a stream all the same.
+        t.head(None);
+        t.body(&[TOKEN, b"data: [DONE]\n\n"].concat());
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome().unwrap().failure, None);
+        // An event stream that stops early still stopped mid-way.
+        t.head(Some(b"text/event-stream"));
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome().unwrap().failure, Some(LlmFailure::NoDone));
+    }
+
+    #[test]
+    fn a_byte_order_mark_opening_an_llm_stream_loses_no_event() {
+        let mut t = tap(None, true);
+        t.head(Some(b"text/event-stream"));
+        t.at(5);
+        t.body(&[&b"\xEF\xBB\xBF"[..], TOKEN, b"data: [DONE]\n\n"].concat());
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!((o.events, o.first_token, o.output_tokens), (2, Some(5), 1));
     }
 }

@@ -229,6 +229,8 @@ impl<P: Protocol> Rig<P> {
 
     /// The books at `now`, after checking that nothing vanished from them.
     fn finish(&mut self, now: u64) -> PhaseAcc {
+        // As the real driver's finish: streams under way keep what they delivered.
+        self.d.book_unfinished_streams();
         let [_, measured] = self.d.core.finish(now, &|| now, &|| false);
         let c = &measured.counts;
         assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
@@ -879,4 +881,60 @@ fn an_endless_response_cannot_hold_the_driver_in_its_reads() {
     drop(r);
     writer.join().unwrap();
     assert_eq!((p.counts.completed, p.counts.errors.timeout), (0, 1));
+}
+
+#[test]
+fn a_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
+    // Truth: sent at 0, the head at 1 ms, tokens at 2 and 4 ms, then nothing; -T 15 ms and a
+    // scan every 10 ms: at 10 ms it has waited 10 ms (kept), at 20 ms 20 ms: it fails then in
+    // class `timeout`. What its stream delivered is measured as it would be had the stream
+    // been cut: TTFT 2 ms, first event 2 ms, one ITL of 2 ms, two events in one response,
+    // named `timeout` among the failed streams; a failed request's tokens are not output.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(None, true);
+    shape.timeout_ns = 15 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    let token = |t: &str| {
+        chunk(
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n").as_bytes(),
+        )
+    };
+    assert!(r.answer(0, &token("a"), START + 2 * MS));
+    assert!(r.answer(0, &token("b"), START + 4 * MS));
+    r.at(START + 10 * MS);
+    assert_eq!(r.state(0), ConnState::Open);
+    r.at(START + 20 * MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 30 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.timeout), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.ttft.len(), s.ttft.count_at(2 * MS)), (1, 1));
+    assert_eq!(s.first_event.count_at(2 * MS), 1);
+    assert_eq!(s.itl.count_at(2 * MS), 1);
+    assert_eq!((s.events, s.responses), (2, 1));
+    let timeouts = s.failures[crate::stream::openai::LlmFailure::Timeout.index()];
+    assert_eq!((timeouts, s.output_tokens), (1, 0));
+}
+
+#[test]
+fn a_stream_the_run_ends_keeps_its_first_token_and_events_and_stays_unfinished() {
+    // The head at 1 ms and one token at 2 ms, then the run ends at 5 ms (-T 2 s far off): the
+    // request is unfinished (not failed), and its stream's TTFT (2 ms), first event and event
+    // are measured all the same; no failure is named and no token is output.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(None, true);
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    let token = chunk(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
+    assert!(r.answer(0, &token, START + 2 * MS));
+    let p = r.finish(START + 5 * MS);
+    assert_eq!((p.counts.failed, p.counts.in_flight_at_end), (0, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.ttft.len(), s.ttft.count_at(2 * MS)), (1, 1));
+    assert_eq!(s.first_event.count_at(2 * MS), 1);
+    assert_eq!((s.events, s.responses, s.output_tokens), (1, 1, 0));
+    assert_eq!(s.failures.iter().sum::<u64>(), 0);
 }

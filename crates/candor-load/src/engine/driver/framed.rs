@@ -321,7 +321,12 @@ impl<P: Protocol> Driver<P> {
     /// timeout, which the scan does not.
     pub(super) fn scan_request_timeouts(&mut self, now: u64) {
         let expired = &mut self.expired;
-        self.core.scan_timeouts(now, |slot| expired.push(slot));
+        let conns = &mut self.conns;
+        let lanes = conns.len();
+        self.core.scan_timeouts(now, |x| {
+            expired.push(x.slot);
+            conns[x.conn].protocol.timed_out_stream(x.slot / lanes)
+        });
         let mut touched = false;
         while let Some(slot) = self.expired.pop() {
             let c = self.core.conn_of(slot);

@@ -167,6 +167,8 @@ impl Rig {
     }
 
     fn finish(&mut self, now: u64) -> PhaseAcc {
+        // As the real driver's finish: streams under way keep what they delivered.
+        self.d.book_unfinished_streams();
         let [_, measured] = self.d.core.finish(now, &|| now, &|| false);
         let c = &measured.counts;
         assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
@@ -848,4 +850,41 @@ fn a_grpc_answer_without_grpc_status_is_a_parse_failure_and_a_reset_call_a_read_
     assert_eq!(p.counts.failed, 2);
     assert_eq!((p.counts.errors.parse, p.counts.errors.read), (1, 1));
     assert_eq!(p.grpc_codes.get(candor_grpc::Code::Ok), 0);
+}
+
+#[test]
+fn an_http2_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
+    // One stream, its head at 1 ms and one token at 2 ms, then nothing; -T 15 ms: the scan at
+    // 20 ms fails it in class `timeout` and resets it; its token is measured (TTFT 2 ms, one
+    // event in one response) and its stream named `timeout`.
+    let mut shape = llm(1, 1);
+    shape.timeout_ns = 15 * MS;
+    let mut r = h2(shape);
+    r.open_all(100).at(START);
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    r.at(START + 10 * MS);
+    r.at(START + 20 * MS);
+    let p = r.finish(START + 30 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.timeout), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.ttft.len(), s.ttft.count_at(2 * MS)), (1, 1));
+    assert_eq!((s.events, s.responses), (1, 1));
+    assert_eq!(
+        s.failures[crate::stream::openai::LlmFailure::Timeout.index()],
+        1
+    );
+}
+
+#[test]
+fn an_http2_stream_the_run_ends_keeps_its_first_token_and_stays_unfinished() {
+    let mut r = h2(llm(1, 1));
+    r.open_all(100).at(START);
+    assert!(r.feed(0, &headers(1, STATUS_200, false), START + MS));
+    assert!(r.feed(0, &data(1, &token("a"), false), START + 2 * MS));
+    let p = r.finish(START + 5 * MS);
+    assert_eq!((p.counts.failed, p.counts.in_flight_at_end), (0, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.ttft.len(), s.events, s.responses), (1, 1, 1));
+    assert_eq!(s.failures.iter().sum::<u64>(), 0);
 }

@@ -593,6 +593,14 @@ impl Protocol for Http2 {
         self.observers.get_mut(lane)?.cut()
     }
 
+    fn timed_out_stream(&mut self, lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        self.observers.get_mut(lane)?.timed_out()
+    }
+
+    fn unfinished_stream(&mut self, lane: usize) -> Option<crate::stream::tap::StreamOutcome> {
+        self.observers.get_mut(lane)?.unfinished()
+    }
+
     fn stalled(&mut self, link: &mut Link<'_>, slot: usize) {
         let lane = link.lane(slot);
         if let Some(outcome) = self.observers[lane].stalled() {

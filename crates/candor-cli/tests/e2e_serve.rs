@@ -180,3 +180,43 @@ fn llm_bodies_of_16_mb_cost_little_memory_even_four_at_once() {
         "peak RSS {peak_kib} KiB of candor serve --llm with four 16 MB bodies"
     );
 }
+
+#[test]
+fn llm_timeouts_are_flags_and_zero_is_refused() {
+    let _serial = serial();
+    let out = candor()
+        .args([
+            "serve",
+            "--llm",
+            "--listen",
+            "127.0.0.1:0",
+            "--idle-timeout",
+            "0s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--idle-timeout"), "{err}");
+    let mut cmd = candor();
+    cmd.args([
+        "serve",
+        "--llm",
+        "--listen",
+        "127.0.0.1:0",
+        "--idle-timeout",
+        "300ms",
+    ]);
+    let (server, addr) = start(cmd);
+    let mut idle = TcpStream::connect(addr).unwrap();
+    // Closed after 300 ms of silence; 10 s is over 30 times that.
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    assert!(
+        matches!(idle.read(&mut buf), Ok(0)),
+        "still open after 10 s"
+    );
+    stop_peak_rss_kib(server);
+}

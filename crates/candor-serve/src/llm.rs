@@ -38,9 +38,11 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// so that silent connections cannot hold the [`MAX_CONNECTIONS`] places for ever.
 pub const IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
 
-/// How long a request may take by default from its first byte to its last (head and body);
-/// then it is answered `408` and the connection closed (a head sent a byte at a time).
-pub const REQUEST_TIMEOUT_NS: u64 = 10_000_000_000;
+/// How long a request's head may take by default from its first byte to its end; then it is
+/// answered `408` and the connection closed (a head sent a byte at a time). The body that
+/// follows has the idle timeout between two reads instead (nginx's `client_body_timeout`): the
+/// server's own time parsing it never counts against the client.
+pub const HEAD_TIMEOUT_NS: u64 = 10_000_000_000;
 
 /// The largest request body read (a prompt file's longest line is far below it).
 const MAX_BODY: usize = 16 << 20;
@@ -69,8 +71,8 @@ pub struct LlmConfig {
     pub max_connections: usize,
     /// See [`IDLE_TIMEOUT_NS`].
     pub idle_timeout_ns: u64,
-    /// See [`REQUEST_TIMEOUT_NS`].
-    pub request_timeout_ns: u64,
+    /// See [`HEAD_TIMEOUT_NS`].
+    pub head_timeout_ns: u64,
 }
 
 impl LlmConfig {
@@ -86,7 +88,7 @@ impl LlmConfig {
             model: "candor-truth".to_string(),
             max_connections: MAX_CONNECTIONS,
             idle_timeout_ns: IDLE_TIMEOUT_NS,
-            request_timeout_ns: REQUEST_TIMEOUT_NS,
+            head_timeout_ns: HEAD_TIMEOUT_NS,
         }
     }
 
@@ -102,6 +104,12 @@ impl LlmConfig {
             if fault.every == 0 {
                 return Err(LlmError::FaultEveryZero);
             }
+        }
+        if self.idle_timeout_ns == 0 || self.head_timeout_ns == 0 {
+            return Err(LlmError::ZeroTimeout);
+        }
+        if self.max_connections == 0 {
+            return Err(LlmError::NoConnections);
         }
         Ok(())
     }
@@ -191,6 +199,10 @@ pub enum LlmError {
     InvalidStall,
     #[error("fault frequency must be at least 1 (1 = every request)")]
     FaultEveryZero,
+    #[error("--idle-timeout and --head-timeout must be longer than zero")]
+    ZeroTimeout,
+    #[error("the server must take at least one connection")]
+    NoConnections,
     #[error("unknown LLM fault '{0}': expected rate-limit, error-mid-stream, no-done or close-mid-stream")]
     UnknownFault(String),
     #[error("cannot listen on {addr}: {error}")]
@@ -397,21 +409,38 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 /// destroy the answer before the client has read it.
 const CLOSE_DRAIN_NS: u64 = 1_000_000_000;
 
-/// The connection's socket as the request reader sees it: every read ends by `deadline_ns`
-/// (monotonic), so that neither waiting for a request nor reading one can last for ever.
+/// The connection's socket as the request reader sees it: every read ends by a deadline, so
+/// that neither waiting for a request nor reading one can last for ever.
 struct Timed {
     stream: TcpStream,
-    deadline_ns: u64,
+    /// The deadline (monotonic ns) of every read until changed; `None`: each read's own, see
+    /// `per_read_ns`.
+    deadline_ns: Option<u64>,
+    per_read_ns: u64,
+}
+
+impl Timed {
+    fn until(&mut self, deadline_ns: u64) {
+        self.deadline_ns = Some(deadline_ns);
+    }
+
+    fn each_read_within(&mut self, ns: u64) {
+        self.deadline_ns = None;
+        self.per_read_ns = ns;
+    }
 }
 
 impl Read for Timed {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let now = now_ns();
-        if now >= self.deadline_ns {
+        let deadline = self
+            .deadline_ns
+            .unwrap_or_else(|| now.saturating_add(self.per_read_ns));
+        if now >= deadline {
             return Err(io::ErrorKind::TimedOut.into());
         }
         // SO_RCVTIMEO counts in microseconds and takes zero for "for ever": at least 1 us.
-        let left = Duration::from_nanos((self.deadline_ns - now).max(1_000));
+        let left = Duration::from_nanos((deadline - now).max(1_000));
         self.stream.set_read_timeout(Some(left))?;
         match self.stream.read(buf) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::ErrorKind::TimedOut.into()),
@@ -429,10 +458,12 @@ struct Head {
 }
 
 /// Waits up to the idle timeout for a request to begin (`None` at a clean end of stream or
-/// when none did), then reads its head, which with its body must arrive within the request
-/// timeout (`TimedOut` when it does not).
+/// when none did), then reads its head, which must end within the head timeout (`TimedOut`
+/// when it does not).
 fn read_head(reader: &mut BufReader<Timed>, config: &LlmConfig) -> io::Result<Option<Head>> {
-    reader.get_mut().deadline_ns = now_ns().saturating_add(config.idle_timeout_ns);
+    reader
+        .get_mut()
+        .until(now_ns().saturating_add(config.idle_timeout_ns));
     loop {
         match reader.fill_buf() {
             Ok([]) => return Ok(None),
@@ -442,7 +473,9 @@ fn read_head(reader: &mut BufReader<Timed>, config: &LlmConfig) -> io::Result<Op
             Err(e) => return Err(e),
         }
     }
-    reader.get_mut().deadline_ns = now_ns().saturating_add(config.request_timeout_ns);
+    reader
+        .get_mut()
+        .until(now_ns().saturating_add(config.head_timeout_ns));
     let mut head = Vec::with_capacity(1024);
     loop {
         // Each read may take only what the head has left: a line without an end cannot grow it
@@ -510,9 +543,16 @@ enum Body {
     Skipped,
 }
 
-/// Reads the `length` bytes of a body, parsing them (as they arrive: the body is never held
-/// whole) when `parse`; an `Err` when the connection cannot go on.
-fn read_body(reader: &mut BufReader<Timed>, length: usize, parse: bool) -> io::Result<Body> {
+/// Reads the `length` bytes of a body, each read within the idle timeout, parsing them (as
+/// they arrive: the body is never held whole) when `parse`; an `Err` when the connection cannot
+/// go on.
+fn read_body(
+    reader: &mut BufReader<Timed>,
+    config: &LlmConfig,
+    length: usize,
+    parse: bool,
+) -> io::Result<Body> {
+    reader.get_mut().each_read_within(config.idle_timeout_ns);
     let mut rest = (&mut *reader).take(length as u64);
     let body = if parse {
         match RequestBody::read(&mut rest) {
@@ -542,14 +582,16 @@ fn refuse(
 ) -> io::Result<()> {
     respond_plain(out, started_ns, config, status, body, false)?;
     let _ = out.shutdown(Shutdown::Write);
-    reader.get_mut().deadline_ns = now_ns().saturating_add(CLOSE_DRAIN_NS);
+    reader
+        .get_mut()
+        .until(now_ns().saturating_add(CLOSE_DRAIN_NS));
     let mut sink = [0u8; 4096];
     while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
     Ok(())
 }
 
 const MALFORMED: &str = "{\"error\":{\"message\":\"malformed request: candor serve --llm reads HTTP/1.1 with a head of at most 64 KiB and a Content-Length body of at most 16 MiB (no chunked bodies)\",\"type\":\"invalid_request_error\",\"code\":400}}";
-const TOO_SLOW: &str = "{\"error\":{\"message\":\"the request did not arrive within the server's request timeout\",\"type\":\"invalid_request_error\",\"code\":408}}";
+const TOO_SLOW: &str = "{\"error\":{\"message\":\"the request did not arrive within the server's timeout\",\"type\":\"invalid_request_error\",\"code\":408}}";
 
 fn serve_connection(
     stream: TcpStream,
@@ -564,7 +606,8 @@ fn serve_connection(
     )))?;
     let mut reader = BufReader::new(Timed {
         stream,
-        deadline_ns: 0,
+        deadline_ns: None,
+        per_read_ns: config.idle_timeout_ns,
     });
     let mut times = Vec::new();
     loop {
@@ -588,7 +631,7 @@ fn serve_connection(
             "/v1/completions" => Some(Endpoint::Completions),
             _ => None,
         };
-        let body = match read_body(&mut reader, head.length, endpoint.is_some()) {
+        let body = match read_body(&mut reader, config, head.length, endpoint.is_some()) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                 return refuse(&mut out, &mut reader, started_ns, config, 408, TOO_SLOW);
@@ -961,5 +1004,14 @@ mod tests {
             every: 0,
         });
         assert!(matches!(c.validate(), Err(LlmError::FaultEveryZero)));
+        let mut c = config();
+        c.idle_timeout_ns = 0;
+        assert!(matches!(c.validate(), Err(LlmError::ZeroTimeout)));
+        let mut c = config();
+        c.head_timeout_ns = 0;
+        assert!(matches!(c.validate(), Err(LlmError::ZeroTimeout)));
+        let mut c = config();
+        c.max_connections = 0;
+        assert!(matches!(c.validate(), Err(LlmError::NoConnections)));
     }
 }

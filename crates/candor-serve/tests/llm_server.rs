@@ -331,11 +331,11 @@ fn a_head_that_never_ends_a_line_is_refused_at_its_limit() {
 /// Settings small enough that a test of the timeouts takes a fraction of a second; the clients'
 /// own read timeouts are 10 s, over 30 times the server's, so only a server that never times a
 /// connection out makes them fail.
-fn timed(max_connections: usize, idle_ms: u64, request_ms: u64) -> LlmConfig {
+fn timed(max_connections: usize, idle_ms: u64, head_ms: u64) -> LlmConfig {
     let mut c = config(2);
     c.max_connections = max_connections;
     c.idle_timeout_ns = idle_ms * MS;
-    c.request_timeout_ns = request_ms * MS;
+    c.head_timeout_ns = head_ms * MS;
     c
 }
 
@@ -376,9 +376,9 @@ fn idle_connections_are_closed_after_the_idle_timeout_and_free_their_places() {
 }
 
 #[test]
-fn a_head_that_trickles_in_is_cut_at_the_request_timeout_with_a_408() {
-    // The idle timeout (30 s) is never reached between two bytes; only the request's own limit
-    // (300 ms from its first byte to its last) ends this connection.
+fn a_head_that_trickles_in_is_cut_at_the_head_timeout_with_a_408() {
+    // The idle timeout (30 s) is never reached between two bytes; only the head's own limit
+    // (300 ms from its first byte to its end) ends this connection.
     let server = llm::start(timed(4, 30_000, 300)).unwrap();
     let s = TcpStream::connect(server.local_addr()).unwrap();
     let writer = {
@@ -445,4 +445,23 @@ fn unknown_fields_and_loose_types_are_ignored_as_before() {
     assert_eq!(n, 1 + 2, "one token, usage, [DONE]");
     let usage: serde_json::Value = serde_json::from_str(&reply.events[n - 2].0).unwrap();
     assert_eq!(usage["usage"]["prompt_tokens"], 4);
+}
+
+#[test]
+fn a_body_that_stops_arriving_is_cut_at_the_idle_timeout_with_a_408() {
+    // The head is whole; of its 100-byte body 10 bytes come, then nothing for longer than the
+    // 300 ms idle timeout between two reads of a body.
+    let server = llm::start(timed(4, 300, 30_000)).unwrap();
+    let (mut s, mut r) = connect(&server);
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"stream\":")
+        .unwrap();
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut line = String::new();
+    let got = r.read_line(&mut line);
+    assert!(
+        got.is_ok() && line.starts_with("HTTP/1.1 408"),
+        "{got:?} {line:?}"
+    );
 }

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod llm;
+pub mod llm_body;
 mod response;
 mod worker;
 

@@ -10,10 +10,10 @@
 //! loop) keeps each stream's deadlines independent of the others': LLM runs keep tens of
 //! streams open, not thousands, and every write waits on its own deadline.
 
+use crate::llm_body::RequestBody;
 use crate::Stall;
 use candor_core::exact_sleep::sleep_until_absolute;
 use candor_core::now_ns;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -22,15 +22,27 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use thiserror::Error;
 
 /// A word of the prompt is this many tokens (OpenAI's rule of thumb: a token is about three
 /// quarters of a word): `prompt_tokens = ceil(words * 4 / 3)`.
 pub const TOKENS_PER_WORD: (u64, u64) = (4, 3);
 
-/// The most connections served at once; more are refused (closed at once), since each holds a
-/// thread.
+/// The most connections served at once by default; more are refused (closed at once), since
+/// each holds a thread.
 pub const MAX_CONNECTIONS: usize = 1024;
+
+/// How long a connection may wait for a request's first byte by default (at its start and
+/// between keep-alive requests), and a blocked write for the client to read; then it is closed,
+/// so that silent connections cannot hold the [`MAX_CONNECTIONS`] places for ever.
+pub const IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
+
+/// How long a request's head may take by default from its first byte to its end; then it is
+/// answered `408` and the connection closed (a head sent a byte at a time). The body that
+/// follows has the idle timeout between two reads instead (nginx's `client_body_timeout`): the
+/// server's own time parsing it never counts against the client.
+pub const HEAD_TIMEOUT_NS: u64 = 10_000_000_000;
 
 /// The largest request body read (a prompt file's longest line is far below it).
 const MAX_BODY: usize = 16 << 20;
@@ -55,6 +67,12 @@ pub struct LlmConfig {
     pub fault: Option<LlmFault>,
     /// The model name the answers carry.
     pub model: String,
+    /// The most connections served at once ([`MAX_CONNECTIONS`] by default).
+    pub max_connections: usize,
+    /// See [`IDLE_TIMEOUT_NS`].
+    pub idle_timeout_ns: u64,
+    /// See [`HEAD_TIMEOUT_NS`].
+    pub head_timeout_ns: u64,
 }
 
 impl LlmConfig {
@@ -68,6 +86,9 @@ impl LlmConfig {
             stall: None,
             fault: None,
             model: "candor-truth".to_string(),
+            max_connections: MAX_CONNECTIONS,
+            idle_timeout_ns: IDLE_TIMEOUT_NS,
+            head_timeout_ns: HEAD_TIMEOUT_NS,
         }
     }
 
@@ -83,6 +104,12 @@ impl LlmConfig {
             if fault.every == 0 {
                 return Err(LlmError::FaultEveryZero);
             }
+        }
+        if self.idle_timeout_ns == 0 || self.head_timeout_ns == 0 {
+            return Err(LlmError::ZeroTimeout);
+        }
+        if self.max_connections == 0 {
+            return Err(LlmError::NoConnections);
         }
         Ok(())
     }
@@ -172,6 +199,10 @@ pub enum LlmError {
     InvalidStall,
     #[error("fault frequency must be at least 1 (1 = every request)")]
     FaultEveryZero,
+    #[error("--idle-timeout and --head-timeout must be longer than zero")]
+    ZeroTimeout,
+    #[error("the server must take at least one connection")]
+    NoConnections,
     #[error("unknown LLM fault '{0}': expected rate-limit, error-mid-stream, no-done or close-mid-stream")]
     UnknownFault(String),
     #[error("cannot listen on {addr}: {error}")]
@@ -208,22 +239,11 @@ pub fn emission_times(
     }
 }
 
-/// The prompt's token count by [`TOKENS_PER_WORD`]: `prompt` for completions, the contents of
-/// `messages` for chat.
-pub fn prompt_tokens(request: &Value) -> u64 {
-    let mut words = 0u64;
-    if let Some(p) = request.get("prompt").and_then(Value::as_str) {
-        words += p.split_whitespace().count() as u64;
-    }
-    if let Some(messages) = request.get("messages").and_then(Value::as_array) {
-        for m in messages {
-            if let Some(c) = m.get("content").and_then(Value::as_str) {
-                words += c.split_whitespace().count() as u64;
-            }
-        }
-    }
+/// The prompt's token count by [`TOKENS_PER_WORD`], from its words: those of `prompt` for
+/// completions, of the contents of `messages` for chat (see [`RequestBody::prompt_words`]).
+pub fn prompt_tokens(words: u64) -> u64 {
     let (num, den) = TOKENS_PER_WORD;
-    (words * num).div_ceil(den)
+    words.saturating_mul(num).div_ceil(den)
 }
 
 /// The words the server generates, in turn; each token is one of them plus a space.
@@ -341,7 +361,11 @@ fn accept_loop(
         if shared.stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(stream) = stream else { continue };
+        let Ok(stream) = stream else {
+            // Out of descriptors the backlog stays readable: pause rather than spin on it.
+            std::thread::sleep(ACCEPT_RETRY);
+            continue;
+        };
         let Ok(copy) = stream.try_clone() else {
             continue;
         };
@@ -349,7 +373,7 @@ fn accept_loop(
             let Ok(mut open) = shared.open.lock() else {
                 return;
             };
-            if open.len() >= MAX_CONNECTIONS {
+            if open.len() >= config.max_connections {
                 continue; // dropped: closed at once
             }
             number += 1;
@@ -377,15 +401,81 @@ fn accept_loop(
     }
 }
 
-/// One request as read: where it asked, its JSON, and whether the connection stays open.
-struct Request {
+/// The pause after a failed accept (out of descriptors, most likely).
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
+
+/// How long a connection that is closed after an error answer goes on reading what the client
+/// still sends: closing with unread input makes the kernel reset the connection, which can
+/// destroy the answer before the client has read it.
+const CLOSE_DRAIN_NS: u64 = 1_000_000_000;
+
+/// The connection's socket as the request reader sees it: every read ends by a deadline, so
+/// that neither waiting for a request nor reading one can last for ever.
+struct Timed {
+    stream: TcpStream,
+    /// The deadline (monotonic ns) of every read until changed; `None`: each read's own, see
+    /// `per_read_ns`.
+    deadline_ns: Option<u64>,
+    per_read_ns: u64,
+}
+
+impl Timed {
+    fn until(&mut self, deadline_ns: u64) {
+        self.deadline_ns = Some(deadline_ns);
+    }
+
+    fn each_read_within(&mut self, ns: u64) {
+        self.deadline_ns = None;
+        self.per_read_ns = ns;
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let now = now_ns();
+        let deadline = self
+            .deadline_ns
+            .unwrap_or_else(|| now.saturating_add(self.per_read_ns));
+        if now >= deadline {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        // SO_RCVTIMEO counts in microseconds and takes zero for "for ever": at least 1 us.
+        let left = Duration::from_nanos((deadline - now).max(1_000));
+        self.stream.set_read_timeout(Some(left))?;
+        match self.stream.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::ErrorKind::TimedOut.into()),
+            r => r,
+        }
+    }
+}
+
+/// What a request's head says: where it asked, its body's length, and whether the connection
+/// stays open.
+struct Head {
     path: String,
-    body: Vec<u8>,
+    length: usize,
     keep_alive: bool,
 }
 
-/// Reads one request (head and `Content-Length` body); `None` at a clean end of stream.
-fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
+/// Waits up to the idle timeout for a request to begin (`None` at a clean end of stream or
+/// when none did), then reads its head, which must end within the head timeout (`TimedOut`
+/// when it does not).
+fn read_head(reader: &mut BufReader<Timed>, config: &LlmConfig) -> io::Result<Option<Head>> {
+    reader
+        .get_mut()
+        .until(now_ns().saturating_add(config.idle_timeout_ns));
+    loop {
+        match reader.fill_buf() {
+            Ok([]) => return Ok(None),
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    reader
+        .get_mut()
+        .until(now_ns().saturating_add(config.head_timeout_ns));
     let mut head = Vec::with_capacity(1024);
     loop {
         // Each read may take only what the head has left: a line without an end cannot grow it
@@ -438,15 +528,70 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>
     if length > MAX_BODY {
         return Err(io::ErrorKind::InvalidData.into());
     }
-    let path = req.path.unwrap_or("/").to_string();
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok(Some(Request {
-        path,
-        body,
+    Ok(Some(Head {
+        path: req.path.unwrap_or("/").to_string(),
+        length,
         keep_alive,
     }))
 }
+
+/// A request body as read.
+enum Body {
+    Parsed(RequestBody),
+    NotJson,
+    /// Read past, unparsed (the request is refused for another reason).
+    Skipped,
+}
+
+/// Reads the `length` bytes of a body, each read within the idle timeout, parsing them (as
+/// they arrive: the body is never held whole) when `parse`; an `Err` when the connection cannot
+/// go on.
+fn read_body(
+    reader: &mut BufReader<Timed>,
+    config: &LlmConfig,
+    length: usize,
+    parse: bool,
+) -> io::Result<Body> {
+    reader.get_mut().each_read_within(config.idle_timeout_ns);
+    let mut rest = (&mut *reader).take(length as u64);
+    let body = if parse {
+        match RequestBody::read(&mut rest) {
+            Ok(b) => Body::Parsed(b),
+            Err(e) => match e.io_error_kind() {
+                Some(kind) => return Err(kind.into()),
+                None => Body::NotJson,
+            },
+        }
+    } else {
+        Body::Skipped
+    };
+    // What the parse did not need (after a syntax error, the rest of the body).
+    io::copy(&mut rest, &mut io::sink())?;
+    Ok(body)
+}
+
+/// Answers an error and closes: the answer first, then what the client still sends is read
+/// for a while (see [`CLOSE_DRAIN_NS`]).
+fn refuse(
+    out: &mut TcpStream,
+    reader: &mut BufReader<Timed>,
+    started_ns: u64,
+    config: &LlmConfig,
+    status: u16,
+    body: &str,
+) -> io::Result<()> {
+    respond_plain(out, started_ns, config, status, body, false)?;
+    let _ = out.shutdown(Shutdown::Write);
+    reader
+        .get_mut()
+        .until(now_ns().saturating_add(CLOSE_DRAIN_NS));
+    let mut sink = [0u8; 4096];
+    while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+    Ok(())
+}
+
+const MALFORMED: &str = "{\"error\":{\"message\":\"malformed request: candor serve --llm reads HTTP/1.1 with a head of at most 64 KiB and a Content-Length body of at most 16 MiB (no chunked bodies)\",\"type\":\"invalid_request_error\",\"code\":400}}";
+const TOO_SLOW: &str = "{\"error\":{\"message\":\"the request did not arrive within the server's timeout\",\"type\":\"invalid_request_error\",\"code\":408}}";
 
 fn serve_connection(
     stream: TcpStream,
@@ -455,27 +600,48 @@ fn serve_connection(
     started_ns: u64,
 ) -> io::Result<()> {
     let mut out = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
+    // A client that stops reading blocks a write: the idle timeout ends that too.
+    out.set_write_timeout(Some(Duration::from_nanos(
+        config.idle_timeout_ns.max(1_000),
+    )))?;
+    let mut reader = BufReader::new(Timed {
+        stream,
+        deadline_ns: None,
+        per_read_ns: config.idle_timeout_ns,
+    });
     let mut times = Vec::new();
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let request = match read_request(&mut reader) {
-            Ok(Some(r)) => r,
+        let head = match read_head(&mut reader, config) {
+            Ok(Some(h)) => h,
             Ok(None) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                respond_plain(&mut out, started_ns, config, 400, "bad request\n", false)?;
-                return Ok(());
+                return refuse(&mut out, &mut reader, started_ns, config, 400, MALFORMED);
+            }
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                return refuse(&mut out, &mut reader, started_ns, config, 408, TOO_SLOW);
+            }
+            Err(e) => return Err(e),
+        };
+        let keep = head.keep_alive;
+        let endpoint = match head.path.split('?').next().unwrap_or("") {
+            "/v1/chat/completions" => Some(Endpoint::Chat),
+            "/v1/completions" => Some(Endpoint::Completions),
+            _ => None,
+        };
+        let body = match read_body(&mut reader, config, head.length, endpoint.is_some()) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                return refuse(&mut out, &mut reader, started_ns, config, 408, TOO_SLOW);
             }
             Err(e) => return Err(e),
         };
         let read_ns = now_ns();
-        let keep = request.keep_alive;
-        let endpoint = match request.path.split('?').next().unwrap_or("") {
-            "/v1/chat/completions" => Endpoint::Chat,
-            "/v1/completions" => Endpoint::Completions,
-            _ => {
+        let (endpoint, request) = match (endpoint, body) {
+            (Some(endpoint), Body::Parsed(request)) => (endpoint, request),
+            (None, _) => {
                 let body = "{\"error\":{\"message\":\"unknown endpoint: use /v1/chat/completions or /v1/completions\",\"type\":\"invalid_request_error\",\"code\":404}}";
                 respond_plain(&mut out, started_ns, config, 404, body, keep)?;
                 if keep {
@@ -483,35 +649,31 @@ fn serve_connection(
                 }
                 return Ok(());
             }
-        };
-        let Ok(json) = serde_json::from_slice::<Value>(&request.body) else {
-            let body = "{\"error\":{\"message\":\"the body is not JSON\",\"type\":\"invalid_request_error\",\"code\":400}}";
-            respond_plain(&mut out, started_ns, config, 400, body, keep)?;
-            if keep {
-                continue;
+            (Some(_), _) => {
+                let body = "{\"error\":{\"message\":\"the body is not JSON\",\"type\":\"invalid_request_error\",\"code\":400}}";
+                respond_plain(&mut out, started_ns, config, 400, body, keep)?;
+                if keep {
+                    continue;
+                }
+                return Ok(());
             }
-            return Ok(());
         };
         let fault = config.fault.and_then(|f| {
             let n = shared.fault_count.fetch_add(1, Ordering::Relaxed) + 1;
             (n % f.every == 0).then_some(f.kind)
         });
         let id = shared.id.fetch_add(1, Ordering::Relaxed);
-        let tokens = output_tokens(config, &json);
+        let tokens = output_tokens(config, request.max_tokens);
         emission_times(config, started_ns, read_ns, tokens, &mut times);
         let answer = Answer {
             endpoint,
             id,
             model: &config.model,
-            prompt_tokens: prompt_tokens(&json),
+            prompt_tokens: prompt_tokens(request.prompt_words),
             tokens,
-            include_usage: json
-                .pointer("/stream_options/include_usage")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            include_usage: request.include_usage,
         };
-        let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
-        let open = match (fault, stream) {
+        let open = match (fault, request.stream) {
             (Some(LlmFaultKind::RateLimit), _) => {
                 let body = "{\"error\":{\"message\":\"rate limited by candor serve --llm\",\"type\":\"rate_limit_error\",\"code\":429}}";
                 respond_plain(&mut out, started_ns, config, 429, body, keep)?;
@@ -530,10 +692,7 @@ fn serve_connection(
 }
 
 /// The request's output length: the server's, or a smaller `max_tokens`.
-fn output_tokens(config: &LlmConfig, request: &Value) -> u32 {
-    let asked = ["max_tokens", "max_completion_tokens"]
-        .iter()
-        .find_map(|k| request.get(*k).and_then(Value::as_u64));
+fn output_tokens(config: &LlmConfig, asked: Option<u64>) -> u32 {
     match asked {
         Some(n) if n >= 1 => config.output_tokens.min(n.min(u64::from(u32::MAX)) as u32),
         _ => config.output_tokens,
@@ -553,6 +712,7 @@ fn respond_plain(
         200 => "OK",
         400 => "Bad Request",
         404 => "Not Found",
+        408 => "Request Timeout",
         429 => "Too Many Requests",
         _ => "Error",
     };
@@ -787,31 +947,35 @@ mod tests {
         );
     }
 
+    fn words(json: &str) -> u64 {
+        RequestBody::read(json.as_bytes()).unwrap().prompt_words
+    }
+
     #[test]
     fn prompt_tokens_follow_the_stated_rule() {
-        let chat: Value = serde_json::json!({"messages": [
+        let chat = r#"{"messages": [
             {"role": "system", "content": "be brief"},
             {"role": "user", "content": "one two three four"}
-        ]});
+        ]}"#;
         // 6 words -> ceil(6 * 4 / 3) = 8 tokens.
-        assert_eq!(prompt_tokens(&chat), 8);
-        let completion: Value = serde_json::json!({"prompt": "a b c d e"});
+        assert_eq!(prompt_tokens(words(chat)), 8);
         // 5 words -> ceil(20 / 3) = 7.
-        assert_eq!(prompt_tokens(&completion), 7);
-        assert_eq!(prompt_tokens(&serde_json::json!({})), 0);
+        assert_eq!(prompt_tokens(words(r#"{"prompt": "a b c d e"}"#)), 7);
+        assert_eq!(prompt_tokens(words("{}")), 0);
     }
 
     #[test]
     fn a_smaller_max_tokens_lowers_the_output_and_a_larger_one_does_not_raise_it() {
         let c = config();
-        assert_eq!(output_tokens(&c, &serde_json::json!({"max_tokens": 2})), 2);
-        assert_eq!(output_tokens(&c, &serde_json::json!({"max_tokens": 99})), 4);
+        let asked = |json: &str| RequestBody::read(json.as_bytes()).unwrap().max_tokens;
+        assert_eq!(output_tokens(&c, asked(r#"{"max_tokens": 2}"#)), 2);
+        assert_eq!(output_tokens(&c, asked(r#"{"max_tokens": 99}"#)), 4);
         assert_eq!(
-            output_tokens(&c, &serde_json::json!({"max_completion_tokens": 3})),
+            output_tokens(&c, asked(r#"{"max_completion_tokens": 3}"#)),
             3
         );
-        assert_eq!(output_tokens(&c, &serde_json::json!({"max_tokens": 0})), 4);
-        assert_eq!(output_tokens(&c, &serde_json::json!({})), 4);
+        assert_eq!(output_tokens(&c, asked(r#"{"max_tokens": 0}"#)), 4);
+        assert_eq!(output_tokens(&c, asked("{}")), 4);
     }
 
     #[test]
@@ -840,5 +1004,14 @@ mod tests {
             every: 0,
         });
         assert!(matches!(c.validate(), Err(LlmError::FaultEveryZero)));
+        let mut c = config();
+        c.idle_timeout_ns = 0;
+        assert!(matches!(c.validate(), Err(LlmError::ZeroTimeout)));
+        let mut c = config();
+        c.head_timeout_ns = 0;
+        assert!(matches!(c.validate(), Err(LlmError::ZeroTimeout)));
+        let mut c = config();
+        c.max_connections = 0;
+        assert!(matches!(c.validate(), Err(LlmError::NoConnections)));
     }
 }

@@ -46,6 +46,11 @@ const CLOSE_DRAIN_READS: usize = 8;
 /// percent off the capacity (connections / delay) that tests rely on. Spinning costs up to this
 /// much CPU per wake-up; answers due close together share one wake-up.
 const TIMER_EARLY_NS: u64 = candor_core::SPIN_MARGIN_NS;
+/// After accept fails for want of descriptors or memory, the listener is tried again this much
+/// later: the connections left in the backlog raise no new readiness edge, so without a retry
+/// they would wait for the next connection to arrive. 10 ms is 100 tries a second while out of
+/// descriptors, and at most 10 ms added to a waiting client's connection.
+const ACCEPT_RETRY_NS: u64 = 10_000_000;
 
 /// Read-only settings shared by the workers.
 pub(crate) struct Settings {
@@ -122,6 +127,7 @@ pub(crate) fn build_workers(
             armed: None,
             due_soon: false,
             listener: None,
+            accept_retry_at: None,
             peers: Vec::new(),
             next_peer: 0,
             inbox: rx,
@@ -434,6 +440,8 @@ pub(crate) struct Worker {
     /// The next delayed answer is due within `TIMER_EARLY_NS`: poll without blocking.
     due_soon: bool,
     listener: Option<TcpListener>,
+    /// When to call accept again after it failed with the backlog not empty (worker 0 only).
+    accept_retry_at: Option<u64>,
     /// Every worker's hand-over channel (worker 0 only).
     peers: Vec<(Sender<TcpStream>, Arc<Waker>)>,
     next_peer: usize,
@@ -460,11 +468,16 @@ impl Worker {
             // Leftover work (a connection resumed after its output drained) must not wait for a
             // new event; during a stall the timer is armed for the window end instead.
             let busy = self.due_soon || !self.ready.is_empty() || self.out.settings.busy_poll;
-            let timeout = if busy && !self.stalled(now_ns()) {
+            let now = now_ns();
+            let mut timeout = if busy && !self.stalled(now) {
                 Some(Duration::ZERO)
             } else {
                 None
             };
+            if let Some(at) = self.accept_retry_at {
+                let wait = Duration::from_nanos(at.saturating_sub(now));
+                timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
+            }
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -484,6 +497,9 @@ impl Worker {
                     LISTENER => self.accept_all(),
                     Token(t) => self.mark_ready(t - FIRST_CONN, event),
                 }
+            }
+            if self.accept_retry_at.is_some_and(|at| now_ns() >= at) {
+                self.accept_all();
             }
             self.pass();
         }
@@ -731,14 +747,21 @@ impl Worker {
                         }
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.accept_retry_at = None;
+                    return;
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
                         io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
                     ) => {}
-                // Out of descriptors or memory: leave the rest queued in the backlog.
-                Err(_) => return,
+                // Out of descriptors or memory: the rest stays queued in the backlog, which
+                // raises no new edge, so come back for it once some may have been freed.
+                Err(_) => {
+                    self.accept_retry_at = Some(now_ns() + ACCEPT_RETRY_NS);
+                    return;
+                }
             }
         }
     }

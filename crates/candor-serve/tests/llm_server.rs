@@ -327,3 +327,141 @@ fn a_head_that_never_ends_a_line_is_refused_at_its_limit() {
         ),
     }
 }
+
+/// Settings small enough that a test of the timeouts takes a fraction of a second; the clients'
+/// own read timeouts are 10 s, over 30 times the server's, so only a server that never times a
+/// connection out makes them fail.
+fn timed(max_connections: usize, idle_ms: u64, head_ms: u64) -> LlmConfig {
+    let mut c = config(2);
+    c.max_connections = max_connections;
+    c.idle_timeout_ns = idle_ms * MS;
+    c.head_timeout_ns = head_ms * MS;
+    c
+}
+
+/// Whether the server closed `s` (end of stream or a reset) before the client's 10 s timeout.
+fn closed_by_server(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {} // an answer before the close (a 408)
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            }
+        }
+    }
+}
+
+#[test]
+fn idle_connections_are_closed_after_the_idle_timeout_and_free_their_places() {
+    // Four places, all taken by connections that never send a byte.
+    let server = llm::start(timed(4, 300, 300)).unwrap();
+    let mut idle: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(server.local_addr()).unwrap())
+        .collect();
+    for s in &mut idle {
+        assert!(closed_by_server(s), "an idle connection was kept open");
+    }
+    // Their places are free again: a bystander is served.
+    let (mut s, mut r) = connect(&server);
+    let sent = send(&mut s, "/v1/chat/completions", STREAM);
+    let reply = read_reply(&mut r, sent);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.events.len(), 2 + 1);
+}
+
+#[test]
+fn a_head_that_trickles_in_is_cut_at_the_head_timeout_with_a_408() {
+    // The idle timeout (30 s) is never reached between two bytes; only the head's own limit
+    // (300 ms from its first byte to its end) ends this connection.
+    let server = llm::start(timed(4, 30_000, 300)).unwrap();
+    let s = TcpStream::connect(server.local_addr()).unwrap();
+    let writer = {
+        let mut s = s.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            // At most 20 s of one byte every 20 ms; stops at the first failed write.
+            while t.elapsed() < Duration::from_secs(20) {
+                if s.write_all(b"X").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut line = String::new();
+    let got = r.read_line(&mut line);
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    let _ = writer.join();
+    assert!(
+        got.is_ok() && line.starts_with("HTTP/1.1 408"),
+        "{got:?} {line:?}"
+    );
+}
+
+#[test]
+fn a_malformed_head_gets_an_openai_error_body_in_json() {
+    let server = llm::start(config(2)).unwrap();
+    let (mut s, mut r) = connect(&server);
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .unwrap();
+    let reply = read_reply(&mut r, Instant::now());
+    assert_eq!(reply.status, 400);
+    assert!(reply
+        .headers
+        .contains(&("content-type".into(), "application/json".into())));
+    let v: serde_json::Value = serde_json::from_str(&reply.body)
+        .unwrap_or_else(|e| panic!("the 400's body is not JSON ({e}): {:?}", reply.body));
+    assert!(v["error"]["message"].is_string(), "{v}");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+}
+
+#[test]
+fn unknown_fields_and_loose_types_are_ignored_as_before() {
+    let server = llm::start(config(4)).unwrap();
+    let (mut s, mut r) = connect(&server);
+    // Content given as parts, a huge unknown array, a stream flag of the wrong type on the
+    // first request: the first is answered whole with defaults, the second streamed.
+    let body = r#"{"pad":[0,[1,{"a":"b"}],"x\"y"],"stream":"yes","max_tokens":"2","messages":[0,{"content":[{"type":"text","text":"a b"}]},{"role":"user","content":"one two three"}]}"#;
+    let sent = send(&mut s, "/v1/chat/completions", body);
+    let reply = read_reply(&mut r, sent);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let v: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(v["usage"]["completion_tokens"], 4);
+    assert_eq!(v["usage"]["prompt_tokens"], 4);
+    let body = r#"{"stream":true,"stream_options":{"include_usage":true,"x":[1]},"prompt":"a\nb c","max_tokens":1}"#;
+    let sent = send(&mut s, "/v1/completions", body);
+    let reply = read_reply(&mut r, sent);
+    let n = reply.events.len();
+    assert_eq!(n, 1 + 2, "one token, usage, [DONE]");
+    let usage: serde_json::Value = serde_json::from_str(&reply.events[n - 2].0).unwrap();
+    assert_eq!(usage["usage"]["prompt_tokens"], 4);
+}
+
+#[test]
+fn a_body_that_stops_arriving_is_cut_at_the_idle_timeout_with_a_408() {
+    // The head is whole; of its 100-byte body 10 bytes come, then nothing for longer than the
+    // 300 ms idle timeout between two reads of a body.
+    let server = llm::start(timed(4, 300, 30_000)).unwrap();
+    let (mut s, mut r) = connect(&server);
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"stream\":")
+        .unwrap();
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut line = String::new();
+    let got = r.read_line(&mut line);
+    assert!(
+        got.is_ok() && line.starts_with("HTTP/1.1 408"),
+        "{got:?} {line:?}"
+    );
+}

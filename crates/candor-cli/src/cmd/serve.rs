@@ -68,6 +68,14 @@ pub struct ServeArgs {
     /// With --llm: the model name the answers carry [default: candor-truth].
     #[arg(long, value_name = "NAME", requires = "llm")]
     pub model: Option<String>,
+    /// With --llm: close a connection that sends no request for DUR, whose body stops for DUR,
+    /// or that reads nothing of an answer for DUR [default: 60s].
+    #[arg(long, value_name = "DUR", requires = "llm")]
+    pub idle_timeout: Option<DurationArg>,
+    /// With --llm: answer 408 and close when a request's head has not ended DUR after its
+    /// first byte [default: 10s].
+    #[arg(long, value_name = "DUR", requires = "llm")]
+    pub head_timeout: Option<DurationArg>,
 }
 
 /// Either server, as `main` runs it.
@@ -175,6 +183,12 @@ fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
     }
     if let Some(m) = &args.model {
         config.model = m.clone();
+    }
+    if let Some(d) = &args.idle_timeout {
+        config.idle_timeout_ns = d.ns();
+    }
+    if let Some(d) = &args.head_timeout {
+        config.head_timeout_ns = d.ns();
     }
     config.stall = stall(args)?;
     if let Some(kind) = &args.llm_fault {

@@ -109,6 +109,9 @@ pub enum Fault {
     WsClose,
     /// The server sent a WebSocket message that `--ws-match` matches to no message sent.
     WsUnmatched,
+    /// The server answered with `Connection: close` while requests were pipelined behind that
+    /// response (HTTP/1.1): they were cut off by a close the server announced, not a crash.
+    PipelinedClose,
     /// The server sent GOAWAY with this error code before answering anything.
     GoAway(u32),
     /// The server's frames broke HTTP/2: candor ended the connection with GOAWAY and this code.
@@ -142,7 +145,7 @@ pub fn h2_code_name(code: u32) -> &'static str {
 }
 
 /// The plain causes before the two code-carrying ones in [`FaultTally`].
-const PLAIN: usize = 9;
+const PLAIN: usize = 10;
 /// One slot per named code and one for the others.
 const CODES: usize = H2_CODES.len() + 1;
 const SLOTS: usize = PLAIN + 2 * CODES;
@@ -160,6 +163,7 @@ impl Fault {
             Fault::Upgrade => 6,
             Fault::WsClose => 7,
             Fault::WsUnmatched => 8,
+            Fault::PipelinedClose => 9,
             Fault::GoAway(c) => PLAIN + code(c),
             Fault::H2Error(c) => PLAIN + CODES + code(c),
         }
@@ -178,6 +182,7 @@ impl Fault {
             6 => "WebSocket upgrade refused".into(),
             7 => "server closed the WebSocket (close frame)".into(),
             8 => "WebSocket reply matched no message sent".into(),
+            9 => "server said Connection: close while requests were pipelined behind it".into(),
             k if k < PLAIN + CODES => {
                 format!("server sent GOAWAY {} before any response", code(k - PLAIN))
             }

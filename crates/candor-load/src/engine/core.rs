@@ -767,6 +767,21 @@ impl Core {
         self.ledger.fail(kind, &e, now);
     }
 
+    /// Connection `conn`'s last response (`status`) said `Connection: close` with requests
+    /// pipelined behind it: each fails with `read`, kept as an example naming the cause.
+    pub fn fail_behind_close(&mut self, conn: usize, status: u16, now: u64) {
+        // Carried slots are busy: releasing each takes it off the connection.
+        while let Some(&slot) = self.conns[conn].carried.front() {
+            let e = self.release(slot, now);
+            self.ledger.fail(Failure::Read, &e, now);
+            self.ledger.keep_example(
+                &e,
+                status,
+                candor_core::workload_results::FailedCheck::PipelinedClose,
+            );
+        }
+    }
+
     /// Connection `conn` is gone at `now`: every request it carried fails with `kind`.
     pub fn fail_connection(&mut self, conn: usize, kind: Failure, now: u64) {
         while let Some(&slot) = self.conns[conn].carried.front() {

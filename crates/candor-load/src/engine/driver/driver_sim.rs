@@ -423,7 +423,15 @@ fn a_closing_response_cuts_off_the_pipelined_request_behind_it() {
         (p.counts.completed, p.counts.failed, p.counts.errors.read),
         (1, 1, 1)
     );
-    assert_eq!(faults(&p), fault(Fault::Closed, 1));
+    // Issue 36: named by its cause (not "closed or reset by the server before the full
+    // response"), and the request cut off kept as an example with the closing response's status.
+    assert_eq!(faults(&p), fault(Fault::PipelinedClose, 1));
+    let kept = p.failures.sorted();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (kept[0].seq, kept[0].status, kept[0].check, kept[0].body()),
+        (1, 200, FailedCheck::PipelinedClose, None)
+    );
 }
 
 #[test]

@@ -214,8 +214,16 @@ impl<P: Protocol> Driver<P> {
                     c.buf_len -= consumed;
                     self.complete_oldest(i, status, now);
                     if close {
-                        // Anything pipelined behind a closing response is cut off.
-                        self.fail_connection(i, Failure::Read, now);
+                        // Anything pipelined behind a closing response is cut off, by a close
+                        // the server announced: named as such, with examples.
+                        if self.core.oldest(i).is_some() {
+                            super::close(&mut self.conns[i], &self.poll);
+                            self.core.fail_behind_close(i, status, now);
+                            self.core
+                                .connection_down(i, Some(Fault::PipelinedClose), now);
+                        } else {
+                            self.fail_connection(i, Failure::Read, now);
+                        }
                         return false;
                     }
                     if self.conns[i].buf_len == 0 {

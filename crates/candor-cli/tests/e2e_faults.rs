@@ -606,3 +606,55 @@ fn a_close_announced_with_requests_pipelined_behind_it_is_named_with_examples() 
         "{examples:?}"
     );
 }
+
+/// A server that reads the first 64 KiB of a 32 MiB body, answers 413 with `Connection: close`
+/// and closes: what went out before the close is counted (issue 36: bytes_written read 0, as if
+/// nothing had been sent, because only whole requests were counted).
+#[test]
+fn a_body_the_server_answers_part_way_counts_the_bytes_written() {
+    let _g = serial();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let (mut got, mut chunk) = (0usize, [0u8; 8192]);
+                while got < 64 << 10 {
+                    match stream.read(&mut chunk) {
+                        Ok(n) if n > 0 => got += n,
+                        _ => return,
+                    }
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            });
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("candor-faults-body-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = dir.join("body.bin");
+    let size = 32usize << 20;
+    std::fs::write(&body, vec![b'x'; size]).unwrap();
+    let body = body.display().to_string();
+    let (_, v) = run(&[
+        "-R",
+        "1",
+        "-n",
+        "1",
+        "-c",
+        "1",
+        "-T",
+        "2s",
+        "--body-file",
+        &body,
+        &url,
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_balanced(&v);
+    let written = req(&v, "bytes_written");
+    // At least what the server read went out; never more than the request.
+    assert!(written >= 64 << 10, "{}", v["requests"]);
+    assert!(written < size as u64 + 4096, "{}", v["requests"]);
+}

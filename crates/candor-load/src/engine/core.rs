@@ -509,7 +509,8 @@ impl Core {
         self.ledger.stream_outcome(&e, o);
     }
 
-    /// The whole of slot `slot`'s request (`bytes` long) went out.
+    /// `bytes` more of slot `slot`'s request went out (counted per write, so a request cut off
+    /// part way is counted as far as it went).
     #[inline]
     pub fn written(&mut self, slot: usize, bytes: usize) {
         let phase = self.ledger.phase_of(self.slots[slot].exchange.intended);

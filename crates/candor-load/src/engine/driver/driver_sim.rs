@@ -658,6 +658,22 @@ fn a_request_the_socket_does_not_take_at_once_is_finished_when_it_turns_writable
 }
 
 #[test]
+fn a_request_cut_off_part_way_counts_the_bytes_that_went_out() {
+    // Issue 36: a 100 MB body the server answered (and closed) before reading it all read
+    // bytes_written 0, as if nothing had been sent.
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let out = r.d.conns[0].write_off;
+    assert!(out > 0 && out < r.d.requests[0].bytes.len());
+    r.close(0, START + MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.bytes_written, out as u64);
+    assert_eq!((p.counts.failed, p.counts.errors.read), (1, 1));
+}
+
+#[test]
 fn raw_tcp_frames_answer_their_requests_in_order() {
     let mut shape = Shape::new(2);
     shape.pipeline = 2;

@@ -40,8 +40,11 @@ impl<P: Protocol> Driver<P> {
                 Ok(0) => return self.fail_connection(i, Failure::Write, now),
                 Ok(n) => {
                     c.write_off += n;
+                    // Counted as it goes out: a large body the server answers (or drops) part
+                    // way through was still written that far.
+                    self.core.written(slot, n);
+                    let c = &mut self.conns[i];
                     if c.write_off == len {
-                        self.core.written(slot, len);
                         c.written += 1;
                         c.write_off = 0;
                     }

@@ -1,7 +1,8 @@
 //! Comparisons with confidence: the ratio candidate/baseline of a percentile with a 95%
 //! confidence interval, and its verdict with the rule that decided it ([`crate::repeats`]):
 //! `faster` or `slower` only across repeated runs, `changed beyond noise` for one run a side with
-//! a noise floor, `same`, `not enough samples` or `not enough runs`.
+//! a noise floor, `same`, `inconclusive` (an interval containing 1 too wide to say `same`), `not
+//! enough samples` or `not enough runs`.
 //!
 //! This module gives the interval of one run against one run; [`compare_repeats`] the interval
 //! across repeated runs, which is the only one that covers run-to-run variation.
@@ -51,9 +52,14 @@ pub enum Verdict {
     /// Repeats on both sides: the whole interval lies above 1 and the ratio above the threshold.
     #[serde(rename = "slower")]
     Slower,
-    /// The interval contains 1, or the ratio is within the threshold of 1.
+    /// The interval contains 1 and rules out a change beyond
+    /// [`repeats::INCONCLUSIVE_FACTOR`] either way, or the ratio is within the threshold of 1.
     #[serde(rename = "same")]
     Same,
+    /// The interval contains 1 but is too wide to rule out a large change either way
+    /// ([`repeats::too_wide`]): neither `same` nor a change.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
     /// One run a side: the interval widened by the noise floor excludes 1 and the ratio is beyond
     /// the threshold (which way is the ratio's).
     #[serde(rename = "changed beyond noise")]
@@ -72,6 +78,7 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::Same => "same",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::ChangedBeyondNoise => "changed beyond noise",
             Verdict::NotEnoughRuns => "not enough runs",
             Verdict::NotEnoughSamples => "not enough samples",
@@ -374,6 +381,7 @@ fn single_row(
         Direction::Slower => Verdict::Slower,
         Direction::Faster => Verdict::Faster,
         Direction::Same => Verdict::Same,
+        Direction::Inconclusive => Verdict::Inconclusive,
     };
     row(l, h, verdict, rule)
 }
@@ -425,6 +433,7 @@ pub fn compare_repeats(
                     let verdict = match dir {
                         Direction::Slower => Verdict::Slower,
                         Direction::Faster => Verdict::Faster,
+                        Direction::Inconclusive => Verdict::Inconclusive,
                         _ => Verdict::Same,
                     };
                     row(Some(r), Some(l), Some(h), verdict, rule)
@@ -586,6 +595,12 @@ mod tests {
                 Rule::IntervalContainsOne | Rule::InsideNoise => {
                     assert_eq!(r.verdict, Verdict::Same, "{r:?}");
                     assert!(l <= 1.0 && 1.0 <= h, "{r:?}");
+                    assert!(!repeats::too_wide(r.ci_low, r.ci_high), "{r:?}");
+                }
+                Rule::IntervalTooWide => {
+                    assert_eq!(r.verdict, Verdict::Inconclusive, "{r:?}");
+                    assert!(l <= 1.0 && 1.0 <= h, "{r:?}");
+                    assert!(repeats::too_wide(r.ci_low, r.ci_high), "{r:?}");
                 }
                 Rule::BelowThreshold => {
                     assert_eq!(r.verdict, Verdict::Same, "{r:?}");

@@ -30,6 +30,22 @@ pub const DEFAULT_THRESHOLD: f64 = 0.02;
 /// The confidence level of every interval.
 pub const LEVEL: f64 = 0.95;
 
+/// `same` is a claim of equivalence, and an interval that contains 1 supports it only as far as
+/// it also rules out a change anyone would care about. A 95% interval that still admits the
+/// candidate being half or twice the baseline (a bound below 1/2 or above 2, or a bound missing)
+/// rules out nothing of the kind: it reads `inconclusive`, not `same` (absence of evidence is not
+/// evidence of absence). The factor is deliberately lenient, so well-sampled percentiles, whose
+/// intervals are a few percent wide, keep reading `same`, while an interval like 0.079 .. 12681
+/// (a p90 from a run whose sends were late by most of a second) no longer does.
+pub const INCONCLUSIVE_FACTOR: f64 = 2.0;
+
+/// Whether an interval containing 1 is too wide to read `same` (see [`INCONCLUSIVE_FACTOR`]):
+/// `None` bounds are unbounded.
+pub fn too_wide(low: Option<f64>, high: Option<f64>) -> bool {
+    !(low.is_some_and(|l| l >= 1.0 / INCONCLUSIVE_FACTOR)
+        && high.is_some_and(|h| h <= INCONCLUSIVE_FACTOR))
+}
+
 /// The rule that decided a verdict, named on every verdict line. They are tried in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -39,6 +55,9 @@ pub enum Rule {
     NotEnoughSamples,
     /// The baseline's value is 0: there is no ratio.
     NoRatio,
+    /// The 95% interval contains 1 but admits a change beyond [`INCONCLUSIVE_FACTOR`] either
+    /// way: it supports neither a change nor its absence.
+    IntervalTooWide,
     /// The 95% interval contains 1.
     IntervalContainsOne,
     /// One run a side: the interval widened by the noise floor contains 1.
@@ -63,6 +82,10 @@ impl Rule {
         match self {
             Rule::NotEnoughSamples => "not enough samples".into(),
             Rule::NoRatio => "the first run's value is 0".into(),
+            Rule::IntervalTooWide => format!(
+                "interval contains 1 but admits a change beyond {INCONCLUSIVE_FACTOR}x either \
+                 way: more samples or runs are needed"
+            ),
             Rule::IntervalContainsOne => "interval contains 1".into(),
             Rule::InsideNoise => {
                 "inside noise: the interval widened by the noise floor contains 1".into()
@@ -148,7 +171,9 @@ fn mean_var(v: &[u64]) -> (f64, f64) {
 
 /// The verdict of a row with repeats on both sides: `(slower/faster/same, rule)`.
 pub fn decide_across(ratio: f64, low: f64, high: f64, threshold: f64) -> (Direction, Rule) {
-    if low <= 1.0 && high >= 1.0 {
+    if low <= 1.0 && high >= 1.0 && too_wide(Some(low), Some(high)) {
+        (Direction::Inconclusive, Rule::IntervalTooWide)
+    } else if low <= 1.0 && high >= 1.0 {
         (Direction::Same, Rule::IntervalContainsOne)
     } else if (ratio - 1.0).abs() < threshold {
         (Direction::Same, Rule::BelowThreshold)
@@ -172,6 +197,8 @@ pub fn widen(low: Option<f64>, high: Option<f64>, noise: f64) -> (Option<f64>, O
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     Same,
+    /// The interval contains 1 but is too wide to say `same` ([`too_wide`]).
+    Inconclusive,
     Slower,
     Faster,
     /// One run a side, beyond the noise floor.
@@ -194,7 +221,9 @@ pub fn decide_single(
         None => (low, high),
     };
     let excludes_one = l.is_some_and(|l| l > 1.0) || h.is_some_and(|h| h < 1.0);
-    let (dir, rule) = if !excludes_one {
+    let (dir, rule) = if !excludes_one && too_wide(l, h) {
+        (Direction::Inconclusive, Rule::IntervalTooWide)
+    } else if !excludes_one {
         let rule = if policy.noise.is_some() {
             Rule::InsideNoise
         } else {
@@ -470,6 +499,46 @@ mod tests {
             }
         }
         (slower, other)
+    }
+
+    #[test]
+    fn an_interval_too_wide_to_rule_out_a_halving_or_doubling_is_inconclusive() {
+        let t = DEFAULT_THRESHOLD;
+        let no_noise = Policy::default();
+        let noise5 = Policy {
+            noise: Some(0.05),
+            ..Policy::default()
+        };
+        // Issue 36: p90 31.570 with interval 0.079 .. 12681.403 contains 1 but says nothing
+        // about equivalence: inconclusive, not same, with or without a noise floor.
+        for policy in [no_noise, noise5] {
+            assert_eq!(
+                decide_single(31.57, Some(0.079), Some(12681.403), policy).0,
+                Direction::Inconclusive
+            );
+        }
+        assert_eq!(
+            decide_across(31.57, 0.079, 12681.403, t),
+            (Direction::Inconclusive, Rule::IntervalTooWide)
+        );
+        // One side alone beyond the factor is enough; a bound that is missing is unbounded.
+        assert_eq!(
+            decide_single(1.2, Some(0.9), Some(2.5), no_noise).1,
+            Rule::IntervalTooWide
+        );
+        assert_eq!(
+            decide_single(0.8, Some(0.4), Some(1.1), no_noise).1,
+            Rule::IntervalTooWide
+        );
+        assert_eq!(
+            decide_single(1.0, Some(0.9), None, no_noise).1,
+            Rule::IntervalTooWide
+        );
+        // At the factor itself the interval still rules out more than a halving or doubling.
+        assert_eq!(
+            decide_single(1.0, Some(0.5), Some(2.0), no_noise).1,
+            Rule::IntervalContainsOne
+        );
     }
 
     #[test]

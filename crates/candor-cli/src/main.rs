@@ -38,7 +38,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run an open-loop (or closed-loop) load test (HTTP/1.1, HTTPS, HTTP/2, raw TCP) and report response time, service time and send lag.
+    /// Run an open-loop (or closed-loop) load test (HTTP/1.1, HTTPS, HTTP/2, WebSocket, gRPC, raw TCP; SSE and LLM streams) and report response time, service time and send lag.
     Run(Box<cmd::run::RunArgs>),
     /// Check candor itself against servers whose answer is known (instant, stalling, SIGSTOP-paused).
     Calibrate(cmd::calibrate::CalibrateArgs),

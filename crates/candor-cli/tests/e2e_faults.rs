@@ -543,3 +543,118 @@ fn an_http2_server_that_answers_the_preface_with_goaway_is_named_before_any_load
         "{err}"
     );
 }
+
+/// A server that waits (up to 300 ms) for two pipelined requests on each connection, answers
+/// the first with `Connection: close` and closes: the request behind it is cut off by a close
+/// the server announced, which the results name as such, with an example (issue 36: it read
+/// "closed or reset by the server before the full response", and no example was kept).
+#[test]
+fn a_close_announced_with_requests_pipelined_behind_it_is_named_with_examples() {
+    let _g = serial();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(300)));
+                let (mut buf, mut heads, mut chunk) = (Vec::new(), 0, [0u8; 4096]);
+                while heads < 2 {
+                    match stream.read(&mut chunk) {
+                        Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                        _ => break,
+                    }
+                    while common::take_request_head(&mut buf).is_some() {
+                        heads += 1;
+                    }
+                }
+                if heads > 0 {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    );
+                }
+            });
+        }
+    });
+    // Requests 10 ms apart on one connection with two in flight: the second is written while
+    // the server holds the first, so every connection carries two.
+    let (_, v) = run(&[
+        "-R",
+        "100",
+        "-d",
+        "1s",
+        "-t",
+        "1",
+        "-c",
+        "1",
+        "--pipeline",
+        "2",
+        "-T",
+        "1s",
+        &url,
+    ]);
+    assert_balanced(&v);
+    let cause = "server said Connection: close while requests were pipelined behind it";
+    let faults = v["connection_faults"][cause].as_u64().unwrap_or(0);
+    assert!(faults > 0, "{}", v["connection_faults"]);
+    assert!(errors(&v, "read") >= faults, "{}", v["requests"]);
+    let examples = v["failure_examples"].as_array().expect("failure_examples");
+    assert!(
+        examples
+            .iter()
+            .any(|e| e["check"] == "pipelined_close" && e["class"] == "read" && e["status"] == 200),
+        "{examples:?}"
+    );
+}
+
+/// A server that reads the first 64 KiB of a 32 MiB body, answers 413 with `Connection: close`
+/// and closes: what went out before the close is counted (issue 36: bytes_written read 0, as if
+/// nothing had been sent, because only whole requests were counted).
+#[test]
+fn a_body_the_server_answers_part_way_counts_the_bytes_written() {
+    let _g = serial();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let (mut got, mut chunk) = (0usize, [0u8; 8192]);
+                while got < 64 << 10 {
+                    match stream.read(&mut chunk) {
+                        Ok(n) if n > 0 => got += n,
+                        _ => return,
+                    }
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            });
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("candor-faults-body-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = dir.join("body.bin");
+    let size = 32usize << 20;
+    std::fs::write(&body, vec![b'x'; size]).unwrap();
+    let body = body.display().to_string();
+    let (_, v) = run(&[
+        "-R",
+        "1",
+        "-n",
+        "1",
+        "-c",
+        "1",
+        "-T",
+        "2s",
+        "--body-file",
+        &body,
+        &url,
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_balanced(&v);
+    let written = req(&v, "bytes_written");
+    // At least what the server read went out; never more than the request.
+    assert!(written >= 64 << 10, "{}", v["requests"]);
+    assert!(written < size as u64 + 4096, "{}", v["requests"]);
+}

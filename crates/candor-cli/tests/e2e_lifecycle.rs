@@ -238,6 +238,8 @@ fn a_signal_ends_repeats_promptly_with_the_repeats_so_far_written() {
     );
     let v = read_json(&json);
     assert_balanced(&v);
+    // Issue 36: the union's stop_reason was null for an interrupted series.
+    assert_eq!(v["stop_reason"], "interrupt", "{}", v["stop_reason"]);
     let reps = v["repeats"].as_array().unwrap();
     assert_eq!(reps.len(), 1, "{v}");
     assert_balanced(&reps[0]);

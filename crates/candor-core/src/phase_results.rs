@@ -312,6 +312,8 @@ pub struct RequestCounts {
     pub queued_unsent: u64,
     pub errors: ErrorCounts,
     pub status: StatusCounts,
+    /// Bytes of requests put on the wire, counted per write: a request cut off part way counts
+    /// as far as it went.
     pub bytes_written: u64,
     pub bytes_read: u64,
     /// Values above the histogram range (1 h), recorded as 1 h.

@@ -14,6 +14,10 @@ pub enum UnitError {
     NonPositiveRate(String),
     #[error("'{0}' has no unit: write {0}s, {0}ms or {0}us")]
     MissingUnit(String),
+    /// A well-formed duration beyond [`MAX_DURATION_NS`]: its number and unit are right, so the
+    /// message says what is wrong with it rather than ask for a unit it has.
+    #[error("duration '{0}' is too long: the longest is about {years} years", years = max_duration_years())]
+    TooLong(String),
 }
 
 /// Parses `500us`, `20ms`, `1.5s`, `2m`, `1h` into nanoseconds.
@@ -45,7 +49,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     };
     let ns = value * scale;
     if !ns.is_finite() || ns > MAX_DURATION_NS as f64 {
-        return Err(err());
+        return Err(UnitError::TooLong(t.to_string()));
     }
     Ok(ns.round() as u64)
 }
@@ -90,6 +94,11 @@ impl std::fmt::Display for DurationArg {
 /// The longest duration [`parse_duration_ns`] accepts (about 292 years): room to add instants
 /// and durations in nanoseconds without overflow.
 pub const MAX_DURATION_NS: u64 = u64::MAX / 2;
+
+/// [`MAX_DURATION_NS`] in whole years of 365.25 days, for messages.
+pub fn max_duration_years() -> u64 {
+    (MAX_DURATION_NS as f64 / 1e9 / (365.25 * 86_400.0)) as u64
+}
 
 /// A request rate: requests per second, or `Max` for closed-loop operation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -200,6 +209,24 @@ mod tests {
         assert_eq!(
             "30".parse::<DurationArg>(),
             Err(UnitError::MissingUnit("30".into()))
+        );
+    }
+
+    #[test]
+    fn a_duration_too_long_says_so_not_that_it_lacks_a_unit() {
+        let e = parse_duration_ns("999999999h").unwrap_err();
+        assert_eq!(e, UnitError::TooLong("999999999h".into()));
+        assert_eq!(
+            e.to_string(),
+            "duration '999999999h' is too long: the longest is about 292 years"
+        );
+        assert_eq!(
+            parse_duration_ns("1e999s"),
+            Err(UnitError::Duration("1e999s".into()))
+        );
+        assert_eq!(
+            parse_duration_ns("2562047h"),
+            Ok(2_562_047 * 3_600_000_000_000)
         );
     }
 

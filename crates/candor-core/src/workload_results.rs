@@ -54,6 +54,10 @@ pub enum FailedCheck {
     Stream,
     /// A gRPC call's `grpc-status` outside `--check-status` (class `grpc`).
     Grpc,
+    /// An HTTP/1.1 request pipelined behind a response that said `Connection: close` (class
+    /// `read`): the server closed with it unanswered. The example's status is the closing
+    /// response's.
+    PipelinedClose,
 }
 
 impl FailedCheck {
@@ -64,6 +68,7 @@ impl FailedCheck {
             FailedCheck::Header | FailedCheck::Body | FailedCheck::Script => FailureClass::Check,
             FailedCheck::Stream => FailureClass::Stream,
             FailedCheck::Grpc => FailureClass::Grpc,
+            FailedCheck::PipelinedClose => FailureClass::Read,
         }
     }
 
@@ -76,6 +81,7 @@ impl FailedCheck {
             FailedCheck::Script => "script",
             FailedCheck::Stream => "stream",
             FailedCheck::Grpc => "grpc",
+            FailedCheck::PipelinedClose => "pipelined behind Connection: close",
         }
     }
 }

@@ -14,11 +14,42 @@ pub enum ProtoError {
     NoFiles,
     #[error("--proto {}: no such file", .0.display())]
     MissingFile(PathBuf),
+    /// The path exists but is not a file protox could read as a `.proto` (a directory, a device
+    /// such as `/dev/null`, a pipe): saying "no such file" there sends the user looking for a
+    /// typo.
+    #[error("--proto {}: {kind}, not a .proto file", path.display())]
+    NotAFile { path: PathBuf, kind: NotAFile },
     #[error("--import-path {}: not a directory", .0.display())]
     MissingImportPath(PathBuf),
     /// `file:line:column: message` (or `file: message` when protox gives no place).
     #[error("--proto: {0}")]
     Compile(String),
+}
+
+/// What a `--proto` path that exists is instead of a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum NotAFile {
+    #[error("a directory")]
+    Directory,
+    #[error("a device or other special file")]
+    Special,
+}
+
+/// Why `file` cannot be compiled as a `.proto`, or `None` when it is a regular file (through
+/// symlinks).
+fn not_a_proto(file: &Path) -> Option<ProtoError> {
+    match std::fs::metadata(file) {
+        Ok(m) if m.is_file() => None,
+        Ok(m) => Some(ProtoError::NotAFile {
+            path: file.to_path_buf(),
+            kind: if m.is_dir() {
+                NotAFile::Directory
+            } else {
+                NotAFile::Special
+            },
+        }),
+        Err(_) => Some(ProtoError::MissingFile(file.to_path_buf())),
+    }
 }
 
 /// Compiles `files` (each found directly or under an import path; its own directory is searched
@@ -37,8 +68,8 @@ pub fn compile_protos(
     }
     let mut includes: Vec<PathBuf> = import_paths.to_vec();
     for file in files {
-        if !file.is_file() {
-            return Err(ProtoError::MissingFile(file.clone()));
+        if let Some(e) = not_a_proto(file) {
+            return Err(e);
         }
         let parent = match file.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
@@ -108,6 +139,31 @@ mod tests {
 
     fn bench_proto() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/proto/bench.proto")
+    }
+
+    #[test]
+    fn a_directory_or_a_device_is_named_as_such_not_as_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            compile_protos(&[dir.path().to_path_buf()], &[])
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "--proto {}: a directory, not a .proto file",
+                dir.path().display()
+            )
+        );
+        assert_eq!(
+            compile_protos(&[PathBuf::from("/dev/null")], &[])
+                .unwrap_err()
+                .to_string(),
+            "--proto /dev/null: a device or other special file, not a .proto file"
+        );
+        let gone = dir.path().join("gone.proto");
+        assert_eq!(
+            compile_protos(std::slice::from_ref(&gone), &[]).unwrap_err(),
+            ProtoError::MissingFile(gone)
+        );
     }
 
     #[test]

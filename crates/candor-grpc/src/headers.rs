@@ -33,18 +33,24 @@ pub struct Metadata {
 /// Why a `-H` line is not gRPC metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum MetadataError {
-    #[error("-H `{0}`: expected `key: value`")]
+    #[error("-H `{}`: expected `key: value`", shown(.0))]
     NoColon(String),
-    #[error("-H `{line}`: metadata key `{key}` may hold only 0-9 a-z _ - . (keys are lowercased)")]
+    #[error("-H `{}`: metadata key `{}` may hold only 0-9 a-z _ - . (keys are lowercased)", shown(.line), shown(.key))]
     BadKey { line: String, key: String },
-    #[error("-H `{line}`: `{key}` is set by candor for every gRPC call and cannot be given")]
+    #[error("-H `{}`: `{key}` is set by candor for every gRPC call and cannot be given", shown(.line))]
     Reserved { line: String, key: String },
     #[error(
-        "-H `{line}`: value must be printable ASCII (binary metadata goes in a `-bin` key, base64)"
+        "-H `{}`: value must be printable ASCII (binary metadata goes in a `-bin` key, base64)", shown(.line)
     )]
     BadValue { line: String },
-    #[error("-H `{line}`: a `-bin` key's value must be base64")]
+    #[error("-H `{}`: a `-bin` key's value must be base64", shown(.line))]
     NotBase64 { line: String },
+}
+
+/// The user's text as an error quotes it: a line break shows as `\r` or `\n`, so the error stays
+/// one line and names the byte that is wrong instead of acting on it.
+pub(crate) fn shown(text: &str) -> String {
+    text.escape_debug().to_string()
 }
 
 /// Keys candor sends itself, or that HTTP/2 forbids: giving them would corrupt the call.
@@ -154,6 +160,29 @@ pub fn request_headers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_break_in_a_metadata_line_is_quoted_not_echoed() {
+        for (line, want) in [
+            (
+                "x-a: b\r\nx-evil: 1",
+                "-H `x-a: b\\r\\nx-evil: 1`: value must be printable ASCII",
+            ),
+            (
+                "x\ny: 1",
+                "-H `x\\ny: 1`: metadata key `x\\ny` may hold only",
+            ),
+            ("no colon\r\n", "-H `no colon\\r\\n`: expected `key: value`"),
+            (
+                "k-bin: \n!",
+                "-H `k-bin: \\n!`: a `-bin` key's value must be base64",
+            ),
+        ] {
+            let e = Metadata::parse(line).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e}");
+            assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
+        }
+    }
 
     #[test]
     fn a_call_carries_the_grpc_headers_then_timeout_then_metadata() {

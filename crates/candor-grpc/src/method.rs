@@ -15,7 +15,7 @@ pub struct CallName {
 /// Why a `--call` could not be resolved or is not supported.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CallError {
-    #[error("--call `{0}`: expected package.Service/Method")]
+    #[error("--call `{}`: expected package.Service/Method", crate::headers::shown(.0))]
     Syntax(String),
     #[error("--call: no service `{service}`; the descriptors hold: {}", list(.known))]
     UnknownService { service: String, known: Vec<String> },
@@ -187,6 +187,14 @@ mod tests {
 
     fn pool() -> DescriptorPool {
         crate::bench_descriptor_pool()
+    }
+
+    #[test]
+    fn a_line_break_in_a_call_is_quoted_not_echoed() {
+        assert_eq!(
+            CallName::parse("a.B/C\r\nD").err().unwrap().to_string(),
+            "--call `a.B/C\\r\\nD`: expected package.Service/Method"
+        );
     }
 
     #[test]

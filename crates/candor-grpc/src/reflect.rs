@@ -20,6 +20,11 @@ use thiserror::Error;
 use crate::grpc_status::{decode_grpc_message, Code};
 use crate::length_prefix::{prefix, PREFIX_LEN};
 
+/// The largest reflection response accepted. Descriptor files run to kilobytes, a large API's to a
+/// few megabytes; a length prefix beyond this is a broken or hostile server, refused at once
+/// rather than waited for (and buffered) until the timeout.
+pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
 /// Where the reflection service is.
 #[derive(Clone)]
 pub struct ReflectTarget {
@@ -229,6 +234,11 @@ impl Session {
                         .get("grpc-status")
                         .map_or(&b"2"[..], |v| v.as_bytes())
                         .to_vec();
+                    // OK without the answer asked for is no status to report: say what is
+                    // missing.
+                    if Code::from_header_value(&code) == Some(Code::Ok) {
+                        return Err(ended_without_answer(&self.buffered));
+                    }
                     return Err(self.status_error(&code, &trailers));
                 }
             }
@@ -393,11 +403,35 @@ fn take_message(buffered: &mut BytesMut) -> Result<Option<Bytes>, ReflectError> 
         ));
     }
     let len = u32::from_be_bytes([buffered[1], buffered[2], buffered[3], buffered[4]]) as usize;
+    if len > MAX_RESPONSE_BYTES {
+        return Err(ReflectError::Protocol(format!(
+            "the server announced a reflection response of {len} bytes, more than the {} MiB \
+             candor accepts",
+            MAX_RESPONSE_BYTES >> 20
+        )));
+    }
     if buffered.len() < PREFIX_LEN + len {
         return Ok(None);
     }
     buffered.advance(PREFIX_LEN);
     Ok(Some(buffered.split_to(len).freeze()))
+}
+
+/// The error of a reflection stream the server ended with OK before the response to the
+/// question: nothing of it, or part of the message its prefix announced.
+fn ended_without_answer(buffered: &[u8]) -> ReflectError {
+    let what = if buffered.len() < PREFIX_LEN {
+        "before answering".to_string()
+    } else {
+        let len = u32::from_be_bytes([buffered[1], buffered[2], buffered[3], buffered[4]]);
+        format!(
+            "after {} of the {len} bytes of the response it announced",
+            buffered.len() - PREFIX_LEN
+        )
+    };
+    ReflectError::Protocol(format!(
+        "the server ended the reflection call (status OK) {what}"
+    ))
 }
 
 // The reflection protocol's messages (grpc/reflection/v1/reflection.proto; v1alpha has the same
@@ -461,4 +495,37 @@ struct ErrorResponse {
     error_code: i32,
     #[prost(string, tag = "2")]
     error_message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_claiming_4_gb_is_refused_at_its_prefix() {
+        let mut b = BytesMut::from(&[0u8, 0xff, 0xff, 0xff, 0xff, 1, 2][..]);
+        assert_eq!(
+            take_message(&mut b).unwrap_err().to_string(),
+            "--reflect: the server announced a reflection response of 4294967295 bytes, more \
+             than the 64 MiB candor accepts"
+        );
+        // At the bound it is waited for, as any message not yet whole.
+        let mut b = BytesMut::from(&prefix(false, MAX_RESPONSE_BYTES as u32)[..]);
+        assert_eq!(take_message(&mut b), Ok(None));
+    }
+
+    #[test]
+    fn a_call_ended_with_ok_before_its_answer_says_what_is_missing() {
+        let mut partial = prefix(false, 100).to_vec();
+        partial.extend_from_slice(&[0; 40]);
+        assert_eq!(
+            ended_without_answer(&partial).to_string(),
+            "--reflect: the server ended the reflection call (status OK) after 40 of the 100 \
+             bytes of the response it announced"
+        );
+        assert_eq!(
+            ended_without_answer(&[]).to_string(),
+            "--reflect: the server ended the reflection call (status OK) before answering"
+        );
+    }
 }

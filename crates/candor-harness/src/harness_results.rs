@@ -257,9 +257,10 @@ pub fn ratio_cell(row: &RatioRow) -> String {
         Verdict::Slower | Verdict::Faster | Verdict::ChangedBeyondNoise => {
             row.verdict.label().to_uppercase()
         }
-        Verdict::Same | Verdict::NotEnoughRuns | Verdict::NotEnoughSamples => {
-            row.verdict.label().to_string()
-        }
+        Verdict::Same
+        | Verdict::Inconclusive
+        | Verdict::NotEnoughRuns
+        | Verdict::NotEnoughSamples => row.verdict.label().to_string(),
     };
     format!("{ratio:.3}{ci} {verdict}")
 }

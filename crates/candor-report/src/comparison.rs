@@ -356,6 +356,17 @@ pub fn unlike_warnings(base: &(String, RunResults), cand: &(String, RunResults))
     w
 }
 
+/// A compared run's own warnings (send lag, late sends, drift...), said again: a ratio is no
+/// better than the numbers it divides, and the verdict table alone would hide them.
+pub fn own_warnings((label, r): &(String, RunResults)) -> Vec<String> {
+    r.warnings
+        .iter()
+        .map(|w| {
+            format!("{label} carries a warning of its own, so its numbers may not be trusted: {w}")
+        })
+        .collect()
+}
+
 /// The ratio of each later run to the first at `percentiles` (0..=100, ascending), with 95%
 /// intervals: across runs when both hold repeats, else from `resamples` bootstrap resamples seeded
 /// with `seed` of one run each, read by `policy`.
@@ -381,6 +392,8 @@ pub fn compare_confidence(
             compare_ci::usable_intervals(&cand),
         ];
         let mut warnings = unlike_warnings(base_run, cand_run);
+        warnings.extend(own_warnings(base_run));
+        warnings.extend(own_warnings(cand_run));
         let (c, n) = match (&base_reps, &cand_reps) {
             (Some(b), Some(c)) => (
                 compare_ci::compare_repeats(b, c, percentiles, policy.threshold),
@@ -457,7 +470,9 @@ fn verdict_cell(row: &RatioRow, samples: [u64; 2], threshold: f64, per_run: bool
             };
             format!("CHANGED beyond noise, {way} ({rule})")
         }
-        Verdict::Same | Verdict::NotEnoughRuns => format!("{} ({rule})", row.verdict.label()),
+        Verdict::Same | Verdict::Inconclusive | Verdict::NotEnoughRuns => {
+            format!("{} ({rule})", row.verdict.label())
+        }
         Verdict::NotEnoughSamples if row.rule == Rule::NoRatio => format!("no ratio ({rule})"),
         Verdict::NotEnoughSamples if row.percentile >= 100.0 => {
             "not enough samples (no interval bounds a max)".to_string()
@@ -522,21 +537,34 @@ pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
         } else {
             "95% CI"
         };
-        out.push_str(&format!(
-            "{:<8}{:>8}  {:<18}{}\n",
-            "", "ratio", ci_head, "verdict (rule)"
-        ));
-        for row in &c.rows {
-            let ci = match (row.ci_low, row.ci_high) {
+        let ci_cells: Vec<String> = c
+            .rows
+            .iter()
+            .map(|row| match (row.ci_low, row.ci_high) {
                 (None, None) => "-".to_string(),
                 (l, h) => format!(
                     "{} .. {}",
                     l.map_or("0".to_string(), |v| format!("{v:.3}")),
                     h.map_or("inf".to_string(), |v| format!("{v:.3}"))
                 ),
-            };
+            })
+            .collect();
+        // The interval column is as wide as its widest cell, and always two spaces from the
+        // verdict: a wide interval (0.079 .. 12681.403) must not run into it.
+        let ci_width = ci_cells
+            .iter()
+            .map(|c| c.chars().count())
+            .chain([ci_head.chars().count(), 16])
+            .max()
+            .unwrap_or(16)
+            + 2;
+        out.push_str(&format!(
+            "{:<8}{:>8}  {:<ci_width$}{}\n",
+            "", "ratio", ci_head, "verdict (rule)"
+        ));
+        for (row, ci) in c.rows.iter().zip(&ci_cells) {
             out.push_str(&format!(
-                "{:<8}{:>8}  {:<18}{}\n",
+                "{:<8}{:>8}  {:<ci_width$}{}\n",
                 pct_label(row.percentile),
                 ratio_cell(row.ratio),
                 ci,
@@ -550,11 +578,13 @@ pub fn confidence_text(comparisons: &[Comparison], resamples: usize) -> String {
     if let Some(c) = comparisons.first() {
         out.push_str(&format!(
             "\n(ratio = run / run 1. Rules, in order: too few samples for the percentile -> not \
-             enough samples, no interval shown; the interval contains 1 -> same; the ratio within \
+             enough samples, no interval shown; the interval contains 1 but admits a change beyond \
+             {}x either way -> inconclusive; the interval contains 1 -> same; the ratio within \
              {} of 1 (--threshold) -> same; otherwise, with repeats on both sides, SLOWER or \
              FASTER; with one run a side, changed beyond noise when the interval widened by \
              --noise excludes 1, else not enough runs. The method is described in \
              docs/statistics.md)\n",
+            candor_analysis::repeats::INCONCLUSIVE_FACTOR,
             pct(c.threshold)
         ));
     }
@@ -839,5 +869,57 @@ mod tests {
         let mut log = runs[1].clone();
         log.1.kind = Kind::Hlog;
         assert!(unlike_warnings(&runs[0], &log).is_empty());
+    }
+
+    #[test]
+    fn a_wide_interval_is_inconclusive_in_its_own_column_and_run_warnings_are_said() {
+        // The row of issue 36: p90 31.570 with interval 0.079 .. 12681.403.
+        let row = RatioRow {
+            percentile: 90.0,
+            ratio: Some(31.570),
+            ci_low: Some(0.079),
+            ci_high: Some(12681.403),
+            verdict: Verdict::Inconclusive,
+            rule: Rule::IntervalTooWide,
+        };
+        let c = Comparison {
+            baseline: "a".into(),
+            candidate: "b".into(),
+            method: Method::Bootstrap,
+            runs: [1, 1],
+            threshold: 0.02,
+            noise: None,
+            intervals: [20, 20],
+            warnings: Vec::new(),
+            rows: vec![row],
+            samples: [10_000, 10_000],
+        };
+        let t = confidence_text(&[c], 100);
+        let line = t.lines().find(|l| l.starts_with("p90")).unwrap();
+        assert!(
+            line.contains("0.079 .. 12681.403  inconclusive (interval contains 1 but"),
+            "{t}"
+        );
+        // The verdict column starts at the same place on the header line.
+        let head = t.lines().find(|l| l.contains("verdict (rule)")).unwrap();
+        assert_eq!(head.find("verdict"), line.find("inconclusive"), "{t}");
+
+        use crate::synthetic::synthetic_run;
+        let mut late = synthetic_run(2, 12, 1_000, 1_000_000, 0);
+        late.warnings = vec!["send lag p99 is 801 ms: requests were sent late".into()];
+        let runs = vec![
+            ("a".to_string(), synthetic_run(1, 12, 1_000, 1_000_000, 0)),
+            ("b".to_string(), late),
+        ];
+        let c =
+            compare_confidence(&runs, Measure::ResponseTime, &[50.0], 100, 1, noise(0.05)).unwrap();
+        assert_eq!(
+            c[0].warnings,
+            [
+                "b carries a warning of its own, so its numbers may not be trusted: send lag p99 \
+              is 801 ms: requests were sent late"
+            ],
+        );
+        assert!(confidence_text(&c, 100).contains("warning: b carries a warning of its own"));
     }
 }

@@ -12,9 +12,6 @@ use std::time::Duration;
 
 type Result<T> = std::result::Result<T, FlagError>;
 
-/// How long `--reflect` waits for the server's descriptors, connecting included.
-const REFLECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 fn invalid(e: impl std::fmt::Display) -> FlagError {
     FlagError::Invalid(e.to_string())
 }
@@ -262,6 +259,11 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
     Ok(())
 }
 
+/// How long `--reflect` waits for the server's descriptors: the run's `-T`.
+fn reflect_timeout(c: &LoadConfig) -> Duration {
+    Duration::from_nanos(c.timeout_ns.max(1))
+}
+
 /// The descriptors of the run's calls: `--proto` compiled, or fetched by `--reflect` for the
 /// services the calls name.
 fn descriptors(
@@ -285,7 +287,9 @@ fn descriptors(
                 addr: c.target.addr,
                 authority: c.target.host_header.clone(),
                 tls,
-                timeout: REFLECT_TIMEOUT,
+                // The run's -T bounds every wait on the target, this exchange (connecting
+                // included) as much as a request.
+                timeout: reflect_timeout(c),
             };
             let mut services: Vec<&str> = Vec::new();
             for s in specs {

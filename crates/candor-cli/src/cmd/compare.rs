@@ -184,7 +184,7 @@ pub fn main(args: CompareArgs) -> anyhow::Result<i32> {
                 );
                 code = 3;
             }
-            Verdict::NotEnoughSamples | Verdict::NotEnoughRuns => {
+            Verdict::NotEnoughSamples | Verdict::NotEnoughRuns | Verdict::Inconclusive => {
                 let why = if rule == row.verdict.label() {
                     String::new()
                 } else {

@@ -4,7 +4,7 @@
 use crate::cmd::interrupt;
 use crate::cmd::run::{command_line, execute_watched, recorded_config, report_failures, RunArgs};
 use anyhow::{Context, Result};
-use candor_core::results::{Kind, RunResults};
+use candor_core::results::{Kind, RunResults, StopReason};
 use candor_core::units::DurationArg;
 use candor_load::LoadConfig;
 
@@ -60,6 +60,16 @@ pub fn union_of(runs: Vec<RunResults>, first: &RunResults) -> Result<RunResults>
     Ok(union)
 }
 
+/// Why the series of repeats ended, as the union's `stop_reason`: a signal, whether it cut a
+/// repeat short or came in a pause between two (the union then holds fewer repeats than asked);
+/// otherwise the way the last repeat ended, since the series ends with it.
+fn union_stop_reason(repeats: &[RunResults], interrupted: bool) -> Option<StopReason> {
+    if interrupted {
+        return Some(StopReason::Interrupt);
+    }
+    repeats.last().and_then(|r| r.stop_reason)
+}
+
 /// Runs `config` `n` times and reports, writes and judges the union as `candor run` does one run.
 pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
     let pause_ns = pause_ns(args)?;
@@ -94,7 +104,10 @@ pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
         .enumerate()
         .map(|(i, r)| (format!("repeat {}", i + 1), r.clone()))
         .collect();
+    // Read once: the stop reason in the files and the text's last line must agree.
+    let interrupted = interrupt::received();
     let mut union = union_of(runs, &first)?;
+    union.stop_reason = union_stop_reason(&union.repeats, interrupted.is_some());
     let mut analysis = candor_analysis::analyze(&union);
     analysis.slo = slo.evaluate(&union);
     let verdicts = analysis.slo.clone();
@@ -127,7 +140,6 @@ pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
             ));
         }
     }
-    let interrupted = interrupt::received();
     if let Some(sig) = interrupted {
         text.push_str(&format!(
             "\ninterrupted by {} after {done} of {n} repeats: partial results\n",
@@ -158,6 +170,32 @@ pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_union_says_why_the_series_ended() {
+        let run = |reason| {
+            let mut r = candor_report::synthetic::synthetic_run(1, 2, 10, 1_000_000, 0);
+            r.stop_reason = reason;
+            r
+        };
+        let done = [
+            run(Some(StopReason::Duration)),
+            run(Some(StopReason::Duration)),
+        ];
+        assert_eq!(union_stop_reason(&done, false), Some(StopReason::Duration));
+        // Interrupted in the pause after two whole repeats: still an interrupted series.
+        assert_eq!(union_stop_reason(&done, true), Some(StopReason::Interrupt));
+        let cut = [
+            run(Some(StopReason::Duration)),
+            run(Some(StopReason::Interrupt)),
+        ];
+        assert_eq!(union_stop_reason(&cut, true), Some(StopReason::Interrupt));
+        let precise = [run(Some(StopReason::Precision))];
+        assert_eq!(
+            union_stop_reason(&precise, false),
+            Some(StopReason::Precision)
+        );
+    }
 
     #[test]
     fn a_pause_longer_than_an_hour_is_refused() {

@@ -119,6 +119,9 @@ pub enum Fault {
     /// The server sent a text message (or close reason) that is not UTF-8: candor closed with
     /// 1007 (RFC 6455 section 8.1).
     WsInvalidUtf8,
+    /// The server answered with `Connection: close` while requests were pipelined behind that
+    /// response (HTTP/1.1): they were cut off by a close the server announced, not a crash.
+    PipelinedClose,
     /// The server sent GOAWAY with this error code before answering anything.
     GoAway(u32),
     /// The server's frames broke HTTP/2: candor ended the connection with GOAWAY and this code.
@@ -152,7 +155,7 @@ pub fn h2_code_name(code: u32) -> &'static str {
 }
 
 /// The plain causes before the two code-carrying ones in [`FaultTally`].
-const PLAIN: usize = 13;
+const PLAIN: usize = 14;
 /// One slot per named code and one for the others.
 const CODES: usize = H2_CODES.len() + 1;
 const SLOTS: usize = PLAIN + 2 * CODES;
@@ -174,6 +177,7 @@ impl Fault {
             Fault::UpgradeAccept => 10,
             Fault::WsPingFlood => 11,
             Fault::WsInvalidUtf8 => 12,
+            Fault::PipelinedClose => 13,
             Fault::GoAway(c) => PLAIN + code(c),
             Fault::H2Error(c) => PLAIN + CODES + code(c),
         }
@@ -196,6 +200,7 @@ impl Fault {
             10 => "WebSocket upgrade refused (wrong Sec-WebSocket-Accept)".into(),
             11 => "WebSocket ping flood (pongs the server did not take)".into(),
             12 => "WebSocket text message not UTF-8 (closed 1007)".into(),
+            13 => "server said Connection: close while requests were pipelined behind it".into(),
             k if k < PLAIN + CODES => {
                 format!("server sent GOAWAY {} before any response", code(k - PLAIN))
             }

@@ -531,7 +531,8 @@ impl Core {
         self.ledger.stream_outcome(&e, o);
     }
 
-    /// The whole of slot `slot`'s request (`bytes` long) went out.
+    /// `bytes` more of slot `slot`'s request went out (counted per write, so a request cut off
+    /// part way is counted as far as it went).
     #[inline]
     pub fn written(&mut self, slot: usize, bytes: usize) {
         let phase = self.ledger.phase_of(self.slots[slot].exchange.intended);
@@ -787,6 +788,21 @@ impl Core {
         }
         let e = self.release(slot, now);
         self.ledger.fail(kind, &e, now);
+    }
+
+    /// Connection `conn`'s last response (`status`) said `Connection: close` with requests
+    /// pipelined behind it: each fails with `read`, kept as an example naming the cause.
+    pub fn fail_behind_close(&mut self, conn: usize, status: u16, now: u64) {
+        // Carried slots are busy: releasing each takes it off the connection.
+        while let Some(&slot) = self.conns[conn].carried.front() {
+            let e = self.release(slot, now);
+            self.ledger.fail(Failure::Read, &e, now);
+            self.ledger.keep_example(
+                &e,
+                status,
+                candor_core::workload_results::FailedCheck::PipelinedClose,
+            );
+        }
     }
 
     /// Connection `conn` is gone at `now`: every request it carried fails with `kind`.

@@ -518,6 +518,16 @@ impl Ledger {
         self.phases[phase].faults.count(fault);
     }
 
+    /// Keeps `e`'s failure (booked by [`Ledger::fail`]) as an example that came with `status`
+    /// and `check`, though it had no response of its own: what the report shows for requests a
+    /// server's announced close cut off.
+    pub fn keep_example(&mut self, e: &Exchange, status: u16, check: FailedCheck) {
+        if self.phase_of(e.intended) == 1 {
+            self.examples
+                .record(e.seq, e.intended, e.request, status, check, None);
+        }
+    }
+
     /// A request failed at `now`. Timeouts also record their latency so far: a request that
     /// never came back is at least that slow, and must not look fast by its absence.
     pub fn fail(&mut self, kind: Failure, e: &Exchange, now: u64) {

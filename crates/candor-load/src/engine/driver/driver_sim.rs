@@ -425,7 +425,15 @@ fn a_closing_response_cuts_off_the_pipelined_request_behind_it() {
         (p.counts.completed, p.counts.failed, p.counts.errors.read),
         (1, 1, 1)
     );
-    assert_eq!(faults(&p), fault(Fault::Closed, 1));
+    // Issue 36: named by its cause (not "closed or reset by the server before the full
+    // response"), and the request cut off kept as an example with the closing response's status.
+    assert_eq!(faults(&p), fault(Fault::PipelinedClose, 1));
+    let kept = p.failures.sorted();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (kept[0].seq, kept[0].status, kept[0].check, kept[0].body()),
+        (1, 200, FailedCheck::PipelinedClose, None)
+    );
 }
 
 #[test]
@@ -649,6 +657,22 @@ fn a_request_the_socket_does_not_take_at_once_is_finished_when_it_turns_writable
     let p = r.finish(t);
     assert_eq!(p.counts.bytes_written, len as u64);
     assert_eq!(p.counts.sent_unanswered, 1);
+}
+
+#[test]
+fn a_request_cut_off_part_way_counts_the_bytes_that_went_out() {
+    // Issue 36: a 100 MB body the server answered (and closed) before reading it all read
+    // bytes_written 0, as if nothing had been sent.
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let out = r.d.conns[0].write_off;
+    assert!(out > 0 && out < r.d.requests[0].bytes.len());
+    r.close(0, START + MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!(p.counts.bytes_written, out as u64);
+    assert_eq!((p.counts.failed, p.counts.errors.read), (1, 1));
 }
 
 #[test]

@@ -40,8 +40,11 @@ impl<P: Protocol> Driver<P> {
                 Ok(0) => return self.fail_connection(i, Failure::Write, now),
                 Ok(n) => {
                     c.write_off += n;
+                    // Counted as it goes out: a large body the server answers (or drops) part
+                    // way through was still written that far.
+                    self.core.written(slot, n);
+                    let c = &mut self.conns[i];
                     if c.write_off == len {
-                        self.core.written(slot, len);
                         c.written += 1;
                         c.write_off = 0;
                     }
@@ -220,8 +223,16 @@ impl<P: Protocol> Driver<P> {
                     c.buf_len -= consumed;
                     self.complete_oldest(i, status, now);
                     if close {
-                        // Anything pipelined behind a closing response is cut off.
-                        self.fail_connection(i, Failure::Read, now);
+                        // Anything pipelined behind a closing response is cut off, by a close
+                        // the server announced: named as such, with examples.
+                        if self.core.oldest(i).is_some() {
+                            super::close(&mut self.conns[i], &self.poll);
+                            self.core.fail_behind_close(i, status, now);
+                            self.core
+                                .connection_down(i, Some(Fault::PipelinedClose), now);
+                        } else {
+                            self.fail_connection(i, Failure::Read, now);
+                        }
                         return false;
                     }
                     if self.conns[i].buf_len == 0 {

@@ -11,7 +11,8 @@
 //! server's windows), GOAWAY (streams above its last stream id fail as `read`: they were sent
 //! and never processed, and candor never retries behind the user's back; streams below it
 //! finish, then the connection closes and the requests waiting for a stream reconnect),
-//! RST_STREAM, HEADERS with CONTINUATION. Requests are encoded by `frame.rs` as HPACK literals
+//! RST_STREAM, HEADERS with CONTINUATION; floods of any of them (pending acks, frames that move
+//! no response) are bounded by `flood.rs` and end the connection with ENHANCE_YOUR_CALM. Requests are encoded by `frame.rs` as HPACK literals
 //! (once per fixed request before the run, per request into a prepared buffer for a filled
 //! one); responses are decoded by `hpack.rs`, which hands each header over without copying it
 //! (after the first response, constant headers come from its dynamic table), and only
@@ -21,6 +22,7 @@
 //! Why not the `h2` crate: see docs/protocols.md (it allocated ~5 times per request and cost
 //! 0.6x h2load's requests per CPU-second).
 
+mod flood;
 pub mod frame;
 mod hpack;
 mod receive;
@@ -150,6 +152,8 @@ pub(crate) struct Http2 {
     /// empty when no message is a template.
     grpc_encoders: Arc<[Option<candor_grpc::RequestEncoder>]>,
     grpc_bodies: Vec<Vec<u8>>,
+    /// What the server asked for or sent while no response moved (`flood.rs`).
+    floods: flood::Floods,
 }
 
 /// A prepared request's HEADERS block, encoded once before the run.
@@ -165,6 +169,14 @@ pub(crate) struct Fixed {
 enum ProtocolError {
     Code(u32),
     Refused(u32),
+    /// A flood past its bound: GOAWAY ENHANCE_YOUR_CALM, booked by its kind.
+    Flood(flood::H2Flood),
+}
+
+impl From<flood::H2Flood> for ProtocolError {
+    fn from(kind: flood::H2Flood) -> Self {
+        ProtocolError::Flood(kind)
+    }
 }
 
 impl ProtocolError {
@@ -273,6 +285,7 @@ impl Http2 {
             goaway: false,
             active: Vec::with_capacity(lanes),
             saw_zero_stream_limit: false,
+            floods: flood::Floods::default(),
         }
     }
 
@@ -455,6 +468,7 @@ impl Http2 {
         let written = link.out.len() - before;
         if written > 0 {
             link.written(slot, written);
+            self.floods.progress();
         }
     }
 
@@ -478,6 +492,10 @@ impl Http2 {
                 Broken::Protocol(Fault::H2Error(code))
             }
             ProtocolError::Refused(code) => Broken::Refused(Fault::GoAway(code)),
+            ProtocolError::Flood(kind) => {
+                frame::put_goaway(link.out, frame::ENHANCE_YOUR_CALM);
+                Broken::Protocol(Fault::H2Flood(kind))
+            }
         }
     }
 }
@@ -543,6 +561,7 @@ impl Protocol for Http2 {
         self.block_stream = 0;
         self.goaway = false;
         self.active.clear();
+        self.floods = flood::Floods::default();
         for s in &mut self.streams {
             s.id = 0;
         }

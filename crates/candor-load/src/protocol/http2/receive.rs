@@ -1,8 +1,10 @@
 //! What the HTTP/2 client does with each frame the server sends (RFC 9113 §6): DATA fed to the
 //! body check with its window given back, header blocks from HEADERS and CONTINUATION decoded,
 //! RST_STREAM, SETTINGS and their ack, PING, GOAWAY, WINDOW_UPDATE; and the end of a response,
-//! booked by the core.
+//! booked by the core. Every frame that moves no response is counted against the flood bounds
+//! (`flood.rs`).
 
+use super::flood::H2Flood;
 use super::{frame, FrameHeader, Http2, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW};
 use crate::protocol::observe::ResponseObserver;
 use crate::protocol::Link;
@@ -50,9 +52,16 @@ impl Http2 {
                     c.unacked = 0;
                 }
                 let Some(slot) = c.slot_of(h.stream) else {
-                    // A stream this client reset or gave up on.
+                    // A stream this client reset or gave up on: what was in flight is a window
+                    // at most, an endless stream of it a flood.
+                    c.floods.idle(H2Flood::Data)?;
                     return Ok(false);
                 };
+                if data.is_empty() && h.flags & frame::END_STREAM == 0 {
+                    c.floods.idle(H2Flood::Data)?;
+                } else {
+                    c.floods.progress();
+                }
                 let lane = link.lane(slot);
                 let o = &mut c.observers[lane];
                 o.at(link.now());
@@ -108,9 +117,13 @@ impl Http2 {
                     return Err(ProtocolError::PROTOCOL);
                 }
                 c.block.extend_from_slice(payload);
-                // A header block without end (a CONTINUATION flood) must not grow without bound.
+                // A header block without end (a CONTINUATION flood) must not grow without
+                // bound, nor go on for ever in empty frames.
                 if c.block.len() > MAX_HEADER_BLOCK {
-                    return Err(ProtocolError::PROTOCOL);
+                    return Err(H2Flood::Continuation.into());
+                }
+                if h.flags & frame::END_HEADERS == 0 {
+                    c.floods.idle(H2Flood::Continuation)?;
                 }
                 if h.flags & frame::END_HEADERS != 0 {
                     c.block_stream = 0;
@@ -122,8 +135,10 @@ impl Http2 {
             }
             frame::RST_STREAM => {
                 let Some(slot) = c.slot_of(h.stream) else {
+                    c.floods.idle(H2Flood::RstStream)?;
                     return Ok(false);
                 };
+                c.floods.progress();
                 c.forget(h.stream);
                 let lane = link.lane(slot);
                 c.streams[lane].id = 0;
@@ -141,6 +156,8 @@ impl Http2 {
             }
             frame::SETTINGS => {
                 if h.flags & frame::ACK != 0 {
+                    // This client sends one SETTINGS: further acks are unasked for.
+                    c.floods.idle(H2Flood::Settings)?;
                     return Ok(false);
                 }
                 if h.stream != 0 {
@@ -148,6 +165,10 @@ impl Http2 {
                 }
                 if !h.len.is_multiple_of(6) {
                     return Err(ProtocolError::FRAME_SIZE);
+                }
+                // The server's opening SETTINGS is not counted: the bounds are on those after.
+                if c.settled {
+                    c.floods.ack(H2Flood::Settings, link.out.is_empty())?;
                 }
                 for s in payload.chunks_exact(6) {
                     let id = u16::from_be_bytes([s[0], s[1]]);
@@ -195,8 +216,12 @@ impl Http2 {
                     return Err(ProtocolError::FRAME_SIZE);
                 }
                 if h.flags & frame::ACK == 0 {
+                    c.floods.ack(H2Flood::Ping, link.out.is_empty())?;
                     frame::put_header(link.out, 8, frame::PING, frame::ACK, 0);
                     link.out.extend_from_slice(payload);
+                } else {
+                    // This client sends no PING: an ack is unasked for.
+                    c.floods.idle(H2Flood::Ping)?;
                 }
                 Ok(false)
             }
@@ -215,6 +240,8 @@ impl Http2 {
                     // reconnect storm.
                     return Err(ProtocolError::Refused(code));
                 }
+                // A graceful shutdown sends two; more move nothing.
+                c.floods.idle(H2Flood::Other)?;
                 c.goaway = true;
                 // Streams above the last one the server processed were sent and never
                 // processed: they fail; candor does not retry behind the user's back.
@@ -262,13 +289,18 @@ impl Http2 {
                     }
                     c.streams[lane].send_window += inc;
                 }
+                // Counted before a waiting body it lets go on counts as progress.
+                c.floods.idle(H2Flood::WindowUpdate)?;
                 c.resume_bodies(link);
                 Ok(false)
             }
             // Push is disabled in this client's SETTINGS.
             frame::PUSH_PROMISE => Err(ProtocolError::PROTOCOL),
-            // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1).
-            _ => Ok(false),
+            // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1), but counted.
+            _ => {
+                c.floods.idle(H2Flood::Other)?;
+                Ok(false)
+            }
         }
     }
 
@@ -328,8 +360,10 @@ impl Http2 {
             return Err(ProtocolError::COMPRESSION);
         }
         let Some(slot) = slot else {
+            c.floods.idle(H2Flood::Other)?;
             return Ok(false);
         };
+        c.floods.progress();
         let lane = link.lane(slot);
         if grpc_status.is_some() {
             c.streams[lane].grpc_status = grpc_status;

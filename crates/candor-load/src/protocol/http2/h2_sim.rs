@@ -785,6 +785,13 @@ fn literals(fields: &[(&str, &str)]) -> Vec<u8> {
     b
 }
 
+/// A gRPC response's head: `:status: 200`, `content-type: application/grpc`.
+fn grpc_head() -> Vec<u8> {
+    let mut head = STATUS_200.to_vec();
+    head.extend(literals(&[("content-type", "application/grpc")]));
+    head
+}
+
 /// A gRPC run of `count` unary calls on `n` streams of one connection, `accept`ing these codes.
 fn grpc(n: usize, count: u64, accept: &str) -> Rig {
     let mut shape = streams(n, count);
@@ -806,7 +813,7 @@ fn a_grpc_call_ends_at_its_trailers_or_a_trailers_only_answer_judged_by_grpc_sta
     r.open_all(100).at(START).at(START + MS).at(START + 2 * MS);
     assert_eq!((r.stream_of(0), r.stream_of(1), r.stream_of(2)), (1, 3, 5));
     // A whole answer: HEADERS, one message, the trailers with grpc-status 0 end it.
-    assert!(r.feed(0, &headers(1, STATUS_200, false), START + 3 * MS));
+    assert!(r.feed(0, &headers(1, &grpc_head(), false), START + 3 * MS));
     assert!(r.feed(0, &data(1, &[0, 0, 0, 0, 2, 8, 1], false), START + 4 * MS));
     assert_eq!(r.stream_of(0), 1, "a message is not the end of the call");
     let ok = literals(&[("grpc-status", "0")]);
@@ -1016,4 +1023,81 @@ fn window_updates_that_let_a_waiting_body_go_on_are_no_flood() {
     assert!(flood(&mut r, &window_update(1, 1), 15_000, START + MS));
     assert_eq!(r.stream(0).body_sent, 15_000);
     assert_eq!(r.d.conns[0].state, ConnState::Open);
+}
+
+/// Replies on streams 1, 3, 5, ... of a gRPC run that each end with `grpc-status: 0` but lie:
+/// each is INTERNAL (class `grpc`) with why in its failure example, as grpc-go's client judges
+/// them; an honest one beside them is OK.
+#[test]
+fn grpc_replies_whose_framing_or_type_lie_are_internal_with_the_reason_kept() {
+    use candor_grpc::Code;
+    let lies: Vec<(Vec<u8>, Vec<u8>, &str)> = vec![
+        // A prefix that claims 16 bytes, 4 delivered.
+        (
+            grpc_head(),
+            vec![0, 0, 0, 0, 16, 1, 2, 3, 4],
+            "INTERNAL: gRPC response ended inside a message (12 bytes missing)",
+        ),
+        // A prefix that claims 4 GiB, 4 delivered.
+        (
+            grpc_head(),
+            vec![0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4],
+            "INTERNAL: gRPC message of 4294967295 bytes exceeds the limit of 4194304 bytes",
+        ),
+        // Compressed, with no grpc-encoding to say how.
+        (
+            grpc_head(),
+            vec![1, 0, 0, 0, 2, 8, 1],
+            "INTERNAL: a message flagged compressed without a grpc-encoding",
+        ),
+        // Not gRPC at all.
+        (
+            STATUS_200.to_vec(),
+            vec![0, 0, 0, 0, 2, 8, 1],
+            "INTERNAL: the response's content-type is not application/grpc",
+        ),
+    ];
+    let n = lies.len() + 2;
+    let mut r = grpc(n, n as u64, "OK");
+    r.open_all(100);
+    for k in 0..n as u64 {
+        r.at(START + k * MS);
+    }
+    let ok = literals(&[("grpc-status", "0")]);
+    let at = START + 10 * MS;
+    for (k, (head, body, _)) in lies.iter().enumerate() {
+        let id = 1 + 2 * k as u32;
+        assert!(r.feed(0, &headers(id, head, false), at));
+        assert!(r.feed(0, &data(id, body, false), at));
+        assert!(r.feed(0, &headers(id, &ok, true), at));
+    }
+    // Honest: one message, compressed with the encoding named.
+    let id = 1 + 2 * lies.len() as u32;
+    let mut gzip = grpc_head();
+    gzip.extend(literals(&[("grpc-encoding", "gzip")]));
+    assert!(r.feed(0, &headers(id, &gzip, false), at));
+    assert!(r.feed(0, &data(id, &[1, 0, 0, 0, 2, 8, 1], false), at));
+    assert!(r.feed(0, &headers(id, &ok, true), at));
+    // A failing status keeps the server's grpc-message, percent-decoded.
+    let mut denied = grpc_head();
+    denied.extend(literals(&[
+        ("grpc-status", "7"),
+        ("grpc-message", "no%20entry"),
+    ]));
+    assert!(r.feed(0, &headers(id + 2, &denied, true), at));
+    let p = r.finish(START + 20 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 5));
+    assert_eq!(p.counts.errors.grpc, 5);
+    assert_eq!(p.grpc_codes.get(Code::Internal), 4);
+    assert_eq!(p.grpc_codes.get(Code::Ok), 1);
+    assert_eq!(p.grpc_codes.get(Code::PermissionDenied), 1);
+    let said: Vec<String> = p
+        .failures
+        .sorted()
+        .iter()
+        .map(|f| String::from_utf8_lossy(f.body().unwrap()).into_owned())
+        .collect();
+    let mut want: Vec<String> = lies.iter().map(|l| l.2.to_string()).collect();
+    want.push("PERMISSION_DENIED: no entry".into());
+    assert_eq!(said, want);
 }

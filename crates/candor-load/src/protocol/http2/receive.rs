@@ -5,7 +5,10 @@
 //! (`flood.rs`).
 
 use super::flood::H2Flood;
-use super::{frame, FrameHeader, Http2, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW};
+use super::{
+    frame, FrameHeader, GrpcLie, Http2, ProtocolError, CONNECTION_WINDOW, GRPC_MESSAGE_KEPT,
+    STREAM_WINDOW,
+};
 use crate::protocol::observe::ResponseObserver;
 use crate::protocol::Link;
 use crate::shared::Failure;
@@ -71,12 +74,18 @@ impl Http2 {
                 if let Some(tap) = o.tap() {
                     link.stream_progress(slot, tap);
                 }
-                let streaming = c.streams[lane].grpc_streaming;
-                if let Some(messages) = c.grpc_messages.get_mut(lane).filter(|_| streaming) {
-                    // A malformed prefix is the server's to answer for in its status; only
-                    // the first message's time is taken here.
-                    if matches!(messages.feed(data), Ok(fed) if fed.first_completed) {
-                        link.first_message(slot);
+                let s = &mut c.streams[lane];
+                if let Some(messages) = c.grpc_messages.get_mut(lane) {
+                    // The first flaw of the messages' framing is kept (the call is INTERNAL
+                    // whatever its status says); a streaming call's first message is timed.
+                    if s.grpc_framing.is_none() {
+                        match messages.feed(data) {
+                            Ok(fed) if fed.first_completed && s.grpc_streaming => {
+                                link.first_message(slot)
+                            }
+                            Ok(_) => {}
+                            Err(e) => s.grpc_framing = Some(e),
+                        }
                     }
                 }
                 if h.flags & frame::END_STREAM != 0 {
@@ -320,12 +329,14 @@ impl Http2 {
         let mut observer = slot
             .map(|slot| &mut c.observers[link.lane(slot)])
             .filter(|o| o.wants_headers() || o.wants_script_headers());
-        let mut said = None;
+        let mut kind = None;
         let mut status = 0u16;
         let mut hits = 0u64;
         // gRPC: `grpc-status` ends the call, in its trailers or in a trailers-only response; a
         // value that is no code is kept as UNKNOWN (the gRPC spec's mapping of the unknown).
         let mut grpc_status = None;
+        let (mut typed, mut encoded) = (false, false);
+        let mut said = slot.and_then(|slot| c.grpc_messages_said.get_mut(link.lane(slot)));
         let grpc = c.grpc;
         let block = std::mem::take(&mut c.block);
         let decoded = c.decoder.decode(&block, |name, value| {
@@ -345,7 +356,21 @@ impl Http2 {
                 );
             } else {
                 if streams && name == b"content-type" {
-                    said = crate::stream::StreamKind::from_content_type(value);
+                    kind = crate::stream::StreamKind::from_content_type(value);
+                }
+                if grpc {
+                    match name {
+                        b"content-type" => typed = value.starts_with(b"application/grpc"),
+                        b"grpc-encoding" => encoded = value != b"identity",
+                        b"grpc-message" => {
+                            if let Some(said) = said.as_deref_mut() {
+                                said.clear();
+                                let kept = &value[..value.len().min(GRPC_MESSAGE_KEPT)];
+                                candor_grpc::decode_grpc_message(kept, said);
+                            }
+                        }
+                        _ => {}
+                    }
                 }
                 if let Some(o) = observer.as_deref_mut() {
                     hits |= o.header_bits(name, value);
@@ -380,9 +405,11 @@ impl Http2 {
                 return Ok(false);
             }
             c.streams[lane].status = status;
+            c.streams[lane].grpc_typed = typed;
+            c.streams[lane].grpc_encoded = encoded;
             // Only a failing or checked body is copied (for the first failed responses).
             c.observers[lane].head(status, |c| ResponseObserver::header_bits_pass(c, hits));
-            c.observers[lane].content_kind(said);
+            c.observers[lane].content_kind(kind);
         }
         if ends {
             c.complete(link, slot);
@@ -417,8 +444,10 @@ impl Http2 {
         } else if self.grpc && status == 200 {
             match self.streams[lane].grpc_status.take() {
                 Some(code) => {
+                    let (code, said) = self.grpc_verdict(lane, code);
                     let body = self.observers[lane].excerpt();
-                    link.complete_grpc(slot, status, code, failed, body);
+                    let said = said.then_some(&self.grpc_said[..]);
+                    link.complete_grpc(slot, status, code, failed, body, said);
                 }
                 // A gRPC response that ends without `grpc-status` breaks the protocol.
                 None => link.fail(slot, Failure::Parse),
@@ -427,6 +456,40 @@ impl Http2 {
             let body = self.observers[lane].excerpt();
             link.complete(slot, status, failed, body);
         }
+    }
+
+    /// The code a gRPC call on lane `lane` that ended with `code` is booked with: INTERNAL for
+    /// an OK the reply belies (as grpc-go's client judges it); and whether `grpc_said` holds what
+    /// its failure example says (the code's name, then why, or the server's `grpc-message`).
+    fn grpc_verdict(&mut self, lane: usize, code: candor_grpc::Code) -> (candor_grpc::Code, bool) {
+        use candor_grpc::Code;
+        use std::io::Write as _;
+        let s = &self.streams[lane];
+        let messages = &self.grpc_messages[lane];
+        let lie = if code != Code::Ok {
+            None
+        } else if !s.grpc_typed {
+            Some(GrpcLie::NotGrpc)
+        } else if let Some(e) = s.grpc_framing.or(messages.finish().err()) {
+            Some(GrpcLie::Framing(e))
+        } else if messages.compressed() > 0 && !s.grpc_encoded {
+            Some(GrpcLie::CompressedUnannounced)
+        } else {
+            None
+        };
+        let message = &self.grpc_messages_said[lane];
+        let out = &mut self.grpc_said;
+        out.clear();
+        // Within the buffer's capacity: nothing is allocated.
+        let _ = match lie {
+            Some(lie) => write!(out, "{}: {lie}", Code::Internal.name()),
+            None if code != Code::Ok && !message.is_empty() => {
+                let _ = write!(out, "{}: ", code.name());
+                out.write_all(message)
+            }
+            None => return (code, false),
+        };
+        (lie.map_or(code, |_| Code::Internal), true)
     }
 
     /// Sends RST_STREAM (CANCEL) for slot `slot`'s stream, which this client gives up on; the

@@ -4,7 +4,11 @@
 //! PING, SETTINGS, WINDOW_UPDATE, empty DATA, RST_STREAM (CVE-2023-44487 style) and
 //! CONTINUATION (CVE-2024-27316 style), over `--h2` and `grpc://`. Each run must end on time,
 //! with its memory bounded, its books balanced and the flood booked as a connection fault of
-//! its kind (candor ends each such connection with GOAWAY ENHANCE_YOUR_CALM).
+//! its kind (candor ends each such connection with GOAWAY ENHANCE_YOUR_CALM). And raw-frame gRPC
+//! servers whose replies lie about their framing yet end with `grpc-status: 0` (a prefix longer
+//! than the message, the compressed flag without `grpc-encoding`, no `application/grpc`
+//! content-type): each call is INTERNAL in class `grpc` with the reason in its failure example,
+//! and a failing status keeps the server's `grpc-message`.
 
 mod common;
 
@@ -226,4 +230,176 @@ fn a_ping_flood_of_a_grpc_server_is_bounded_and_counted() {
         "200",
     ]);
     assert_flood_counted(&w, &v, "PING frames");
+}
+
+/// An HPACK literal header field without indexing (new name).
+fn literal(name: &str, value: &str) -> Vec<u8> {
+    let mut b = vec![0x00, name.len() as u8];
+    b.extend_from_slice(name.as_bytes());
+    b.push(value.len() as u8);
+    b.extend_from_slice(value.as_bytes());
+    b
+}
+
+/// A gRPC server in raw frames: after the preface it sends its SETTINGS, then answers each
+/// HEADERS frame candor opens a stream with: a head of `:status: 200` and `head` (HPACK
+/// fields), one DATA frame `body`, and trailers `trailers`. Runs until the test process ends;
+/// returns the port.
+fn grpc_liar(head: Vec<u8>, body: Vec<u8>, trailers: Vec<u8>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let (head, body, trailers) = (head.clone(), body.clone(), trailers.clone());
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if s.read_exact(&mut preface).is_err() || s.write_all(&SETTINGS).is_err() {
+                    return;
+                }
+                let mut h = [0u8; 9];
+                let mut payload = vec![0u8; 1 << 24];
+                while s.read_exact(&mut h).is_ok() {
+                    let len = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
+                    if s.read_exact(&mut payload[..len]).is_err() {
+                        return;
+                    }
+                    let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
+                    if h[3] != 1 {
+                        continue;
+                    }
+                    let mut block = vec![0x88];
+                    block.extend_from_slice(&head);
+                    let reply = [
+                        frame(1, 0x4, stream, &block),
+                        frame(0, 0, stream, &body),
+                        frame(1, 0x4 | 0x1, stream, &trailers),
+                    ]
+                    .concat();
+                    if s.write_all(&reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Runs unary calls against `port` for a second; the JSON.
+fn grpc_run(port: u16) -> serde_json::Value {
+    let url = format!("grpc://127.0.0.1:{port}");
+    let proto = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../candor-grpc/tests/proto/bench.proto")
+        .display()
+        .to_string();
+    let (w, v) = run(&[
+        &url,
+        "--proto",
+        &proto,
+        "--call",
+        "candor.bench.Bench/Echo",
+        "--body",
+        r#"{"name":"lie","seq":1}"#,
+        "-R",
+        "50",
+    ]);
+    assert!(w.peak_rss_kib < MAX_RSS_KIB, "{} KiB", w.peak_rss_kib);
+    assert_balanced(&v);
+    v
+}
+
+/// Every call failed INTERNAL in class `grpc`, its example saying `why`.
+fn assert_internal(v: &serde_json::Value, why: &str) {
+    let r = &v["requests"];
+    assert_eq!(r["completed"].as_u64(), Some(0), "{r}");
+    let failed = r["failed"].as_u64().unwrap();
+    assert!(failed > 0, "{r}");
+    assert_eq!(r["errors"]["grpc"].as_u64(), Some(failed), "{r}");
+    assert_eq!(
+        v["grpc_status"]["INTERNAL"].as_u64(),
+        Some(failed),
+        "{}",
+        v["grpc_status"]
+    );
+    let examples = v["failure_examples"].as_array().expect("failure_examples");
+    for e in examples {
+        let excerpt = e["excerpt"].as_str().unwrap_or("");
+        assert!(excerpt.contains(why), "{e}");
+    }
+}
+
+fn grpc_type() -> Vec<u8> {
+    literal("content-type", "application/grpc")
+}
+
+fn grpc_ok() -> Vec<u8> {
+    literal("grpc-status", "0")
+}
+
+#[test]
+fn a_grpc_reply_whose_prefix_claims_16_bytes_with_4_sent_is_internal() {
+    let _g = serial();
+    let port = grpc_liar(grpc_type(), vec![0, 0, 0, 0, 16, 1, 2, 3, 4], grpc_ok());
+    let v = grpc_run(port);
+    assert_internal(
+        &v,
+        "INTERNAL: gRPC response ended inside a message (12 bytes missing)",
+    );
+}
+
+#[test]
+fn a_grpc_reply_whose_prefix_claims_4_gib_with_4_sent_is_internal() {
+    let _g = serial();
+    let port = grpc_liar(
+        grpc_type(),
+        vec![0, 255, 255, 255, 255, 1, 2, 3, 4],
+        grpc_ok(),
+    );
+    let v = grpc_run(port);
+    assert_internal(
+        &v,
+        "INTERNAL: gRPC message of 4294967295 bytes exceeds the limit",
+    );
+}
+
+#[test]
+fn a_compressed_grpc_reply_without_grpc_encoding_is_internal() {
+    let _g = serial();
+    let port = grpc_liar(grpc_type(), vec![1, 0, 0, 0, 2, 8, 1], grpc_ok());
+    let v = grpc_run(port);
+    assert_internal(
+        &v,
+        "INTERNAL: a message flagged compressed without a grpc-encoding",
+    );
+}
+
+#[test]
+fn a_grpc_reply_without_the_grpc_content_type_is_internal() {
+    let _g = serial();
+    let port = grpc_liar(Vec::new(), vec![0, 0, 0, 0, 2, 8, 1], grpc_ok());
+    let v = grpc_run(port);
+    assert_internal(
+        &v,
+        "INTERNAL: the response's content-type is not application/grpc",
+    );
+}
+
+#[test]
+fn a_failing_grpc_status_keeps_the_servers_grpc_message_in_the_examples() {
+    let _g = serial();
+    let mut trailers = literal("grpc-status", "7");
+    trailers.extend(literal("grpc-message", "no%20entry%20for%20you"));
+    let port = grpc_liar(grpc_type(), vec![0, 0, 0, 0, 0], trailers);
+    let v = grpc_run(port);
+    let r = &v["requests"];
+    let failed = r["failed"].as_u64().unwrap();
+    assert!(failed > 0, "{r}");
+    assert_eq!(v["grpc_status"]["PERMISSION_DENIED"].as_u64(), Some(failed));
+    for e in v["failure_examples"].as_array().expect("failure_examples") {
+        assert_eq!(
+            e["excerpt"].as_str(),
+            Some("PERMISSION_DENIED: no entry for you"),
+            "{e}"
+        );
+    }
 }

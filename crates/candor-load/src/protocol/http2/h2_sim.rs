@@ -5,8 +5,9 @@
 //! answered out of order, RST_STREAM, GOAWAY (after answers, and before any), stream limit
 //! changes, protocol errors closing the connection with the code candor sent, flow control,
 //! interim responses, CONTINUATION, the server's close, stream timeouts; and gRPC calls judged
-//! by `grpc-status` in their trailers or a trailers-only response, a call without one, and a
-//! call the server resets.
+//! by `grpc-status` in their trailers or a trailers-only response, a call without one, a call
+//! the server resets, and OK replies whose framing or type lie (INTERNAL); floods of every kind
+//! of frame, each ended with GOAWAY ENHANCE_YOUR_CALM at its exact bound.
 
 use super::*;
 use crate::engine::backoff::FaultTally;

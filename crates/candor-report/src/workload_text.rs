@@ -86,7 +86,9 @@ pub fn render_failure_examples(examples: &[FailureExample]) -> String {
             Some(text) => format!("body \"{}\"", text.replace('"', "\\\"")),
             None => "body not captured".to_string(),
         };
-        let name: String = e.request.chars().take(28).collect();
+        // The whole name, however long: a cut path (`POST /helloworld.Greeter/Sa`) names no
+        // method of the service.
+        let name = &e.request;
         let _ = writeln!(
             out,
             "    {name:<28} status {:>3}  {class:<14} {body}",
@@ -132,5 +134,28 @@ mod tests {
             lines[3]
         );
         assert_eq!(lines.len(), 4);
+    }
+
+    #[test]
+    fn a_long_request_name_is_shown_whole() {
+        let shown = render_failure_examples(&[FailureExample::new(
+            "POST /helloworld.Greeter/SayHelloAgain".into(),
+            0,
+            0.01,
+            200,
+            FailedCheck::Grpc,
+            Some(b"INTERNAL: gRPC response ended inside a message (12 bytes missing)"),
+        )]);
+        let line = shown.lines().nth(1).unwrap();
+        assert!(
+            line.starts_with("    POST /helloworld.Greeter/SayHelloAgain status 200  grpc"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(
+                "body \"INTERNAL: gRPC response ended inside a message (12 bytes missing)\""
+            ),
+            "{line}"
+        );
     }
 }

@@ -126,6 +126,61 @@ pub enum Fault {
     GoAway(u32),
     /// The server's frames broke HTTP/2: candor ended the connection with GOAWAY and this code.
     H2Error(u32),
+    /// The server flooded the connection with frames of this kind (more pending acks, or more
+    /// frames that moved no response, than the HTTP/2 protocol's bounds allow): candor ended it
+    /// with GOAWAY ENHANCE_YOUR_CALM.
+    H2Flood(H2Flood),
+}
+
+/// The kinds of HTTP/2 flood a server can send (each bounded in `protocol/http2/flood.rs`),
+/// named apart so that the results say which one a server sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum H2Flood {
+    /// PING frames: acks pending past the bound, or PINGs without a response moving.
+    Ping,
+    /// SETTINGS frames, likewise.
+    Settings,
+    /// DATA frames that carry nothing to a response (empty, or on no stream of this client).
+    Data,
+    /// WINDOW_UPDATE frames with no request body waiting for them.
+    WindowUpdate,
+    /// RST_STREAM frames for streams this client does not have (CVE-2023-44487 style).
+    RstStream,
+    /// CONTINUATION frames of one header block past its bound (CVE-2024-27316 style).
+    Continuation,
+    /// PRIORITY, unknown and other frames that move nothing (GOAWAY again, HEADERS of no
+    /// stream of this client).
+    Other,
+}
+
+impl H2Flood {
+    const ALL: [H2Flood; 7] = [
+        H2Flood::Ping,
+        H2Flood::Settings,
+        H2Flood::Data,
+        H2Flood::WindowUpdate,
+        H2Flood::RstStream,
+        H2Flood::Continuation,
+        H2Flood::Other,
+    ];
+
+    /// Its place among [`H2Flood::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The frames in words, as the results name the flood.
+    pub fn frames(self) -> &'static str {
+        match self {
+            H2Flood::Ping => "PING frames",
+            H2Flood::Settings => "SETTINGS frames",
+            H2Flood::Data => "DATA frames that carry nothing",
+            H2Flood::WindowUpdate => "WINDOW_UPDATE frames",
+            H2Flood::RstStream => "RST_STREAM frames",
+            H2Flood::Continuation => "CONTINUATION frames",
+            H2Flood::Other => "frames that move nothing (PRIORITY, unknown)",
+        }
+    }
 }
 
 /// HTTP/2 error codes with names (RFC 9113 §7); codes past these are counted as "other".
@@ -158,7 +213,7 @@ pub fn h2_code_name(code: u32) -> &'static str {
 const PLAIN: usize = 14;
 /// One slot per named code and one for the others.
 const CODES: usize = H2_CODES.len() + 1;
-const SLOTS: usize = PLAIN + 2 * CODES;
+const SLOTS: usize = PLAIN + 2 * CODES + H2Flood::ALL.len();
 
 impl Fault {
     fn index(self) -> usize {
@@ -180,6 +235,7 @@ impl Fault {
             Fault::PipelinedClose => 13,
             Fault::GoAway(c) => PLAIN + code(c),
             Fault::H2Error(c) => PLAIN + CODES + code(c),
+            Fault::H2Flood(f) => PLAIN + 2 * CODES + f.index(),
         }
     }
 
@@ -204,9 +260,13 @@ impl Fault {
             k if k < PLAIN + CODES => {
                 format!("server sent GOAWAY {} before any response", code(k - PLAIN))
             }
-            k => format!(
+            k if k < PLAIN + 2 * CODES => format!(
                 "server's frames broke HTTP/2 (candor sent GOAWAY {})",
                 code(k - PLAIN - CODES)
+            ),
+            k => format!(
+                "server flooded the connection with {} (candor sent GOAWAY ENHANCE_YOUR_CALM)",
+                H2Flood::ALL[k - PLAIN - 2 * CODES].frames()
             ),
         }
     }
@@ -324,6 +384,36 @@ mod tests {
         assert_eq!(by.get("connect refused or failed"), Some(&1));
         assert_eq!(
             by.get("server sent GOAWAY an unknown code before any response"),
+            Some(&1)
+        );
+    }
+
+    #[test]
+    fn each_http2_flood_is_tallied_under_its_own_kind() {
+        let mut t = FaultTally::default();
+        for (n, &kind) in H2Flood::ALL.iter().enumerate() {
+            assert_eq!(kind.index(), n);
+            for _ in 0..=n {
+                t.count(Fault::H2Flood(kind));
+            }
+        }
+        t.count(Fault::H2Error(11));
+        let by = t.by_cause();
+        assert_eq!(by.len(), 8);
+        assert_eq!(
+            by.get("server flooded the connection with PING frames (candor sent GOAWAY ENHANCE_YOUR_CALM)"),
+            Some(&1)
+        );
+        assert_eq!(
+            by.get("server flooded the connection with CONTINUATION frames (candor sent GOAWAY ENHANCE_YOUR_CALM)"),
+            Some(&6)
+        );
+        assert_eq!(
+            by.get("server flooded the connection with frames that move nothing (PRIORITY, unknown) (candor sent GOAWAY ENHANCE_YOUR_CALM)"),
+            Some(&7)
+        );
+        assert_eq!(
+            by.get("server's frames broke HTTP/2 (candor sent GOAWAY ENHANCE_YOUR_CALM)"),
             Some(&1)
         );
     }

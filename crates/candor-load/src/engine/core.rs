@@ -771,14 +771,14 @@ impl Core {
         &mut self,
         slot: usize,
         status: u16,
-        code: candor_grpc::Code,
+        end: crate::engine::ledger::GrpcEnd<'_>,
         failed_check: Option<crate::engine::examples::ContentCheck>,
         body: Option<&[u8]>,
         now: u64,
     ) -> Booked {
         let e = self.answered(slot, now);
         self.ledger
-            .complete_grpc(&e, now, status, code, failed_check, body)
+            .complete_grpc(&e, now, status, end, failed_check, body)
     }
 
     /// Slot `slot`'s request failed at `now`.

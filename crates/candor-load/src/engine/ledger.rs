@@ -172,6 +172,14 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
     )))
 }
 
+/// How a gRPC call ended: its code, and what its failure example says when more than the
+/// code's name (the server's `grpc-message`, or why candor judged an OK reply INTERNAL).
+#[derive(Clone, Copy, Debug)]
+pub struct GrpcEnd<'a> {
+    pub code: candor_grpc::Code,
+    pub said: Option<&'a [u8]>,
+}
+
 impl Ledger {
     pub fn new(setup: &WorkerSetup) -> Ledger {
         let cfg = &setup.config;
@@ -315,10 +323,11 @@ impl Ledger {
         e: &Exchange,
         now: u64,
         status: u16,
-        code: candor_grpc::Code,
+        end: GrpcEnd<'_>,
         failed_check: Option<ContentCheck>,
         body: Option<&[u8]>,
     ) -> Booked {
+        let GrpcEnd { code, said } = end;
         let phase = self.phase_of(e.intended);
         self.phases[phase].grpc_codes.record(code);
         self.interval.grpc_codes[phase].record(code);
@@ -331,8 +340,9 @@ impl Ledger {
         if !self.grpc_accept.contains(code) {
             let verdict = Some((AnswerFailure::Grpc, FailedCheck::Grpc));
             // A failed call's body is usually empty (trailers-only): its example shows the
-            // status's name instead.
-            let name = Some(code.name().as_bytes());
+            // status's name instead, with the server's grpc-message or why candor judged it
+            // (`said`) when there is one.
+            let name = said.or(Some(code.name().as_bytes()));
             return self.book_answer(e, now, status, verdict, name);
         }
         self.complete_response(e, now, status, failed_check, body)

@@ -104,9 +104,11 @@ impl Link<'_> {
         code: candor_grpc::Code,
         failed: Option<ContentCheck>,
         body: Option<&[u8]>,
+        said: Option<&[u8]>,
     ) {
+        let end = crate::engine::ledger::GrpcEnd { code, said };
         self.core
-            .complete_grpc(slot, status, code, failed, body, self.now);
+            .complete_grpc(slot, status, end, failed, body, self.now);
     }
 
     /// The first message of slot `slot`'s streamed gRPC response arrived now.

@@ -106,7 +106,14 @@ fn grpc_statuses_are_judged_by_the_accepted_set_and_counted_by_name() {
         let t = 1010 + 10 * i as u64;
         l.intend(t, t, 0);
         let booked = match code {
-            Some(code) => l.complete_grpc(&ex(t, t + 1), t + 5, status, code, None, None),
+            Some(code) => l.complete_grpc(
+                &ex(t, t + 1),
+                t + 5,
+                status,
+                GrpcEnd { code, said: None },
+                None,
+                None,
+            ),
             None => l.complete_response(&ex(t, t + 1), t + 5, status, None, None),
         };
         assert_eq!(booked.ok, i < 2, "call {i}");
@@ -129,7 +136,17 @@ fn grpc_statuses_are_judged_by_the_accepted_set_and_counted_by_name() {
     assert_eq!(l.interval.grpc_codes[1].total(), 4);
     // A grpc failure re-booked as a protocol error moves from `grpc` to `parse`.
     l.intend(1100, 1100, 0);
-    let booked = l.complete_grpc(&ex(1100, 1101), 1105, 200, Code::Internal, None, None);
+    let booked = l.complete_grpc(
+        &ex(1100, 1101),
+        1105,
+        200,
+        GrpcEnd {
+            code: Code::Internal,
+            said: None,
+        },
+        None,
+        None,
+    );
     l.rebook_as_parse(booked);
     let c = &l.phases[1].counts;
     assert_eq!((c.errors.grpc, c.errors.parse), (2, 1));

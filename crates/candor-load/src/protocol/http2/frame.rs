@@ -45,6 +45,7 @@ pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 pub const FRAME_SIZE_ERROR: u32 = 0x6;
 pub const COMPRESSION_ERROR: u32 = 0x9;
 pub const CANCEL: u32 = 0x8;
+pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// A frame's 9-byte header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,8 +5,9 @@
 //! answered out of order, RST_STREAM, GOAWAY (after answers, and before any), stream limit
 //! changes, protocol errors closing the connection with the code candor sent, flow control,
 //! interim responses, CONTINUATION, the server's close, stream timeouts; and gRPC calls judged
-//! by `grpc-status` in their trailers or a trailers-only response, a call without one, and a
-//! call the server resets.
+//! by `grpc-status` in their trailers or a trailers-only response, a call without one, a call
+//! the server resets, and OK replies whose framing or type lie (INTERNAL); floods of every kind
+//! of frame, each ended with GOAWAY ENHANCE_YOUR_CALM at its exact bound.
 
 use super::*;
 use crate::engine::backoff::FaultTally;
@@ -787,6 +788,13 @@ fn literals(fields: &[(&str, &str)]) -> Vec<u8> {
     b
 }
 
+/// A gRPC response's head: `:status: 200`, `content-type: application/grpc`.
+fn grpc_head() -> Vec<u8> {
+    let mut head = STATUS_200.to_vec();
+    head.extend(literals(&[("content-type", "application/grpc")]));
+    head
+}
+
 /// A gRPC run of `count` unary calls on `n` streams of one connection, `accept`ing these codes.
 fn grpc(n: usize, count: u64, accept: &str) -> Rig {
     let mut shape = streams(n, count);
@@ -808,7 +816,7 @@ fn a_grpc_call_ends_at_its_trailers_or_a_trailers_only_answer_judged_by_grpc_sta
     r.open_all(100).at(START).at(START + MS).at(START + 2 * MS);
     assert_eq!((r.stream_of(0), r.stream_of(1), r.stream_of(2)), (1, 3, 5));
     // A whole answer: HEADERS, one message, the trailers with grpc-status 0 end it.
-    assert!(r.feed(0, &headers(1, STATUS_200, false), START + 3 * MS));
+    assert!(r.feed(0, &headers(1, &grpc_head(), false), START + 3 * MS));
     assert!(r.feed(0, &data(1, &[0, 0, 0, 0, 2, 8, 1], false), START + 4 * MS));
     assert_eq!(r.stream_of(0), 1, "a message is not the end of the call");
     let ok = literals(&[("grpc-status", "0")]);
@@ -887,4 +895,249 @@ fn an_http2_stream_the_run_ends_keeps_its_first_token_and_stays_unfinished() {
     let s = p.stream.as_ref().unwrap();
     assert_eq!((s.ttft.len(), s.events, s.responses), (1, 1, 1));
     assert_eq!(s.failures.iter().sum::<u64>(), 0);
+}
+
+/// Feeds `n` copies of frame `f` to connection 0 at `now`, as many to a read as the read buffer
+/// holds; whether the connection is still open after them.
+fn flood(r: &mut Rig, f: &[u8], n: usize, now: u64) -> bool {
+    let per_read = 64 * 1024 / f.len();
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(per_read);
+        if !r.feed(0, &f.repeat(k), now) {
+            return false;
+        }
+        left -= k;
+    }
+    true
+}
+
+/// The connection ended with GOAWAY ENHANCE_YOUR_CALM, the request it carried failed as parse
+/// and the flood is booked under its kind.
+fn assert_flood(r: &mut Rig, kind: crate::engine::backoff::H2Flood) {
+    let g = r.expect(0, |f| f.0 == frame::GOAWAY);
+    assert_eq!(&g.3[4..8], &frame::ENHANCE_YOUR_CALM.to_be_bytes());
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.parse), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::H2Flood(kind)));
+}
+
+#[test]
+fn more_pending_ping_acks_than_the_bound_is_a_ping_flood() {
+    use crate::engine::backoff::H2Flood;
+    use flood::MAX_PENDING_ACKS;
+    let ping = frame(frame::PING, 0, 0, b"12345678");
+    // As many as the bound in one read: each answered, the connection carries on.
+    let mut r = h2(Shape::new(1));
+    r.open_all(100).at(START);
+    assert!(flood(&mut r, &ping, MAX_PENDING_ACKS as usize, START + MS));
+    assert_eq!(r.h2(0).floods, {
+        let mut f = flood::Floods::default();
+        for k in 0..MAX_PENDING_ACKS {
+            f.ack(H2Flood::Ping, k == 0).unwrap();
+        }
+        f
+    });
+    // One more in one read than acks may be pending: a flood.
+    let mut r = h2(Shape::new(1));
+    r.open_all(100).at(START);
+    assert!(!flood(
+        &mut r,
+        &ping,
+        MAX_PENDING_ACKS as usize + 1,
+        START + MS
+    ));
+    assert_flood(&mut r, H2Flood::Ping);
+}
+
+#[test]
+fn pings_acked_in_time_are_a_flood_when_no_response_moves_between_them() {
+    use crate::engine::backoff::H2Flood;
+    use flood::{MAX_IDLE_FRAMES, MAX_PENDING_ACKS};
+    let ping = frame(frame::PING, 0, 0, b"12345678");
+    let mut r = h2(Shape::new(2));
+    r.open_all(100).at(START);
+    let reads = (MAX_IDLE_FRAMES / MAX_PENDING_ACKS) as usize;
+    for _ in 0..reads - 1 {
+        assert!(r.feed(0, &ping.repeat(MAX_PENDING_ACKS as usize), START + MS));
+    }
+    // A response moves: the count starts again.
+    assert!(r.feed(0, &headers(1, STATUS_200, true), START + 2 * MS));
+    for _ in 0..reads {
+        assert!(r.feed(0, &ping.repeat(MAX_PENDING_ACKS as usize), START + 3 * MS));
+    }
+    r.at(START + 10 * MS);
+    assert!(!r.feed(0, &ping, START + 11 * MS));
+    let g = r.expect(0, |f| f.0 == frame::GOAWAY);
+    assert_eq!(&g.3[4..8], &frame::ENHANCE_YOUR_CALM.to_be_bytes());
+    let p = r.finish(START + 20 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.parse), (1, 1));
+    assert_eq!(faults(&p), fault(Fault::H2Flood(H2Flood::Ping)));
+}
+
+#[test]
+fn a_settings_flood_is_bounded_like_a_ping_flood() {
+    use crate::engine::backoff::H2Flood;
+    let mut r = h2(Shape::new(1));
+    r.open_all(100).at(START);
+    assert!(!flood(
+        &mut r,
+        &settings(&[]),
+        flood::MAX_PENDING_ACKS as usize + 1,
+        START + MS
+    ));
+    assert_flood(&mut r, H2Flood::Settings);
+}
+
+/// Each kind of frame that moves no response: the bound is taken, one more is a flood of that
+/// kind.
+fn idle_flood(f: &[u8], before: &[u8], kind: crate::engine::backoff::H2Flood) {
+    let n = flood::MAX_IDLE_FRAMES as usize;
+    let mut r = h2(Shape::new(1));
+    r.open_all(100).at(START);
+    assert!(before.is_empty() || r.feed(0, before, START + MS));
+    assert!(flood(&mut r, f, n, START + MS), "{kind:?}");
+    assert!(!flood(&mut r, f, 1, START + 2 * MS), "{kind:?}");
+    assert_flood(&mut r, kind);
+}
+
+#[test]
+fn window_update_empty_data_rst_stream_continuation_and_priority_floods_are_each_bounded() {
+    use crate::engine::backoff::H2Flood;
+    idle_flood(&window_update(0, 1), &[], H2Flood::WindowUpdate);
+    idle_flood(&window_update(1, 1), &[], H2Flood::WindowUpdate);
+    idle_flood(&data(1, &[], false), &[], H2Flood::Data);
+    // Bytes on a stream this client does not have (never opened, or reset) go nowhere.
+    idle_flood(&data(7, b"x", false), &[], H2Flood::Data);
+    let cancel = frame::CANCEL.to_be_bytes();
+    idle_flood(
+        &frame(frame::RST_STREAM, 0, 9, &cancel),
+        &[],
+        H2Flood::RstStream,
+    );
+    let open_block = frame(frame::HEADERS, 0, 1, STATUS_200);
+    idle_flood(
+        &frame(frame::CONTINUATION, 0, 1, &[]),
+        &open_block,
+        H2Flood::Continuation,
+    );
+    idle_flood(
+        &frame(frame::PING, frame::ACK, 0, &[0; 8]),
+        &[],
+        H2Flood::Ping,
+    );
+    idle_flood(
+        &frame(frame::SETTINGS, frame::ACK, 0, &[]),
+        &[],
+        H2Flood::Settings,
+    );
+    idle_flood(&frame(2, 0, 1, &[0, 0, 0, 0, 16]), &[], H2Flood::Other);
+    idle_flood(&frame(0xfa, 0, 0, b"?"), &[], H2Flood::Other);
+}
+
+#[test]
+fn a_header_block_past_its_byte_bound_is_a_continuation_flood() {
+    use crate::engine::backoff::H2Flood;
+    let mut r = h2(Shape::new(1));
+    r.open_all(100).at(START);
+    assert!(r.feed(0, &frame(frame::HEADERS, 0, 1, STATUS_200), START + MS));
+    let piece = frame(frame::CONTINUATION, 0, 1, &[0x88; frame::DEFAULT_MAX_FRAME]);
+    // 256 KiB in 16 KiB frames, one byte of HEADERS before them.
+    assert!(flood(&mut r, &piece, 15, START + MS));
+    assert!(!r.feed(0, &piece, START + 2 * MS));
+    assert_flood(&mut r, H2Flood::Continuation);
+}
+
+#[test]
+fn window_updates_that_let_a_waiting_body_go_on_are_no_flood() {
+    // A body of 20,000 bytes, sent 1 byte per WINDOW_UPDATE of the server's: each one moves it.
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'b'; 20_000];
+    let mut r = h2(shape);
+    for i in 0..r.d.conns.len() {
+        r.connect(i, START - MS);
+        let zero = settings(&[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 0)]);
+        assert!(r.feed(i, &zero, START - MS));
+    }
+    r.at(START);
+    assert!(flood(&mut r, &window_update(1, 1), 15_000, START + MS));
+    assert_eq!(r.stream(0).body_sent, 15_000);
+    assert_eq!(r.d.conns[0].state, ConnState::Open);
+}
+
+/// Replies on streams 1, 3, 5, ... of a gRPC run that each end with `grpc-status: 0` but lie:
+/// each is INTERNAL (class `grpc`) with why in its failure example, as grpc-go's client judges
+/// them; an honest one beside them is OK.
+#[test]
+fn grpc_replies_whose_framing_or_type_lie_are_internal_with_the_reason_kept() {
+    use candor_grpc::Code;
+    let lies: Vec<(Vec<u8>, Vec<u8>, &str)> = vec![
+        // A prefix that claims 16 bytes, 4 delivered.
+        (
+            grpc_head(),
+            vec![0, 0, 0, 0, 16, 1, 2, 3, 4],
+            "INTERNAL: gRPC response ended inside a message (12 bytes missing)",
+        ),
+        // A prefix that claims 4 GiB, 4 delivered.
+        (
+            grpc_head(),
+            vec![0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4],
+            "INTERNAL: gRPC message of 4294967295 bytes exceeds the limit of 4194304 bytes",
+        ),
+        // Compressed, with no grpc-encoding to say how.
+        (
+            grpc_head(),
+            vec![1, 0, 0, 0, 2, 8, 1],
+            "INTERNAL: a message flagged compressed without a grpc-encoding",
+        ),
+        // Not gRPC at all.
+        (
+            STATUS_200.to_vec(),
+            vec![0, 0, 0, 0, 2, 8, 1],
+            "INTERNAL: the response's content-type is not application/grpc",
+        ),
+    ];
+    let n = lies.len() + 2;
+    let mut r = grpc(n, n as u64, "OK");
+    r.open_all(100);
+    for k in 0..n as u64 {
+        r.at(START + k * MS);
+    }
+    let ok = literals(&[("grpc-status", "0")]);
+    let at = START + 10 * MS;
+    for (k, (head, body, _)) in lies.iter().enumerate() {
+        let id = 1 + 2 * k as u32;
+        assert!(r.feed(0, &headers(id, head, false), at));
+        assert!(r.feed(0, &data(id, body, false), at));
+        assert!(r.feed(0, &headers(id, &ok, true), at));
+    }
+    // Honest: one message, compressed with the encoding named.
+    let id = 1 + 2 * lies.len() as u32;
+    let mut gzip = grpc_head();
+    gzip.extend(literals(&[("grpc-encoding", "gzip")]));
+    assert!(r.feed(0, &headers(id, &gzip, false), at));
+    assert!(r.feed(0, &data(id, &[1, 0, 0, 0, 2, 8, 1], false), at));
+    assert!(r.feed(0, &headers(id, &ok, true), at));
+    // A failing status keeps the server's grpc-message, percent-decoded.
+    let mut denied = grpc_head();
+    denied.extend(literals(&[
+        ("grpc-status", "7"),
+        ("grpc-message", "no%20entry"),
+    ]));
+    assert!(r.feed(0, &headers(id + 2, &denied, true), at));
+    let p = r.finish(START + 20 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 5));
+    assert_eq!(p.counts.errors.grpc, 5);
+    assert_eq!(p.grpc_codes.get(Code::Internal), 4);
+    assert_eq!(p.grpc_codes.get(Code::Ok), 1);
+    assert_eq!(p.grpc_codes.get(Code::PermissionDenied), 1);
+    let said: Vec<String> = p
+        .failures
+        .sorted()
+        .iter()
+        .map(|f| String::from_utf8_lossy(f.body().unwrap()).into_owned())
+        .collect();
+    let mut want: Vec<String> = lies.iter().map(|l| l.2.to_string()).collect();
+    want.push("PERMISSION_DENIED: no entry".into());
+    assert_eq!(said, want);
 }

@@ -11,7 +11,8 @@
 //! server's windows), GOAWAY (streams above its last stream id fail as `read`: they were sent
 //! and never processed, and candor never retries behind the user's back; streams below it
 //! finish, then the connection closes and the requests waiting for a stream reconnect),
-//! RST_STREAM, HEADERS with CONTINUATION. Requests are encoded by `frame.rs` as HPACK literals
+//! RST_STREAM, HEADERS with CONTINUATION; floods of any of them (pending acks, frames that move
+//! no response) are bounded by `flood.rs` and end the connection with ENHANCE_YOUR_CALM. Requests are encoded by `frame.rs` as HPACK literals
 //! (once per fixed request before the run, per request into a prepared buffer for a filled
 //! one); responses are decoded by `hpack.rs`, which hands each header over without copying it
 //! (after the first response, constant headers come from its dynamic table), and only
@@ -21,6 +22,7 @@
 //! Why not the `h2` crate: see docs/protocols.md (it allocated ~5 times per request and cost
 //! 0.6x h2load's requests per CPU-second).
 
+mod flood;
 pub mod frame;
 mod hpack;
 mod receive;
@@ -101,7 +103,37 @@ struct Stream {
     grpc_streaming: bool,
     /// gRPC: the `grpc-status` of the response's trailers (or of a trailers-only response).
     grpc_status: Option<candor_grpc::Code>,
+    /// gRPC: the response's head said `content-type: application/grpc[+...]`, and a
+    /// `grpc-encoding` other than `identity`.
+    grpc_typed: bool,
+    grpc_encoded: bool,
+    /// gRPC: the first flaw of the response's length-prefixed messages.
+    grpc_framing: Option<candor_grpc::FrameError>,
 }
+
+/// Why a gRPC call its server ended with `grpc-status: 0` is INTERNAL all the same, as grpc-go's
+/// client judges it: the reply was not gRPC, or its messages were not what their prefixes said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GrpcLie {
+    NotGrpc,
+    Framing(candor_grpc::FrameError),
+    CompressedUnannounced,
+}
+
+impl std::fmt::Display for GrpcLie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrpcLie::NotGrpc => f.write_str("the response's content-type is not application/grpc"),
+            GrpcLie::Framing(e) => e.fmt(f),
+            GrpcLie::CompressedUnannounced => {
+                f.write_str("a message flagged compressed without a grpc-encoding")
+            }
+        }
+    }
+}
+
+/// The most of a server's `grpc-message` kept for the failure examples.
+const GRPC_MESSAGE_KEPT: usize = 256;
 
 /// One HTTP/2 connection's protocol state: the server's SETTINGS and windows, the HPACK
 /// decoder, the open streams, and per slot of the connection (its lane) the stream and the
@@ -150,6 +182,12 @@ pub(crate) struct Http2 {
     /// empty when no message is a template.
     grpc_encoders: Arc<[Option<candor_grpc::RequestEncoder>]>,
     grpc_bodies: Vec<Vec<u8>>,
+    /// gRPC: per lane the server's `grpc-message` (decoded, its first bytes), and what a failed
+    /// call's example says (`NOT_FOUND: no such key`, `INTERNAL: <why>`).
+    grpc_messages_said: Vec<Vec<u8>>,
+    grpc_said: Vec<u8>,
+    /// What the server asked for or sent while no response moved (`flood.rs`).
+    floods: flood::Floods,
 }
 
 /// A prepared request's HEADERS block, encoded once before the run.
@@ -165,6 +203,14 @@ pub(crate) struct Fixed {
 enum ProtocolError {
     Code(u32),
     Refused(u32),
+    /// A flood past its bound: GOAWAY ENHANCE_YOUR_CALM, booked by its kind.
+    Flood(flood::H2Flood),
+}
+
+impl From<flood::H2Flood> for ProtocolError {
+    fn from(kind: flood::H2Flood) -> Self {
+        ProtocolError::Flood(kind)
+    }
 }
 
 impl ProtocolError {
@@ -232,9 +278,18 @@ impl Http2 {
             .collect();
         let any_streaming = streaming.iter().any(|&s| s);
         let any_templated = calls.iter().any(|c| c.templated.is_some());
+        let grpc_lanes = if grpc.is_some() { lanes } else { 0 };
         Http2 {
             grpc: grpc.is_some(),
-            grpc_messages: if any_streaming {
+            grpc_messages_said: vec![Vec::with_capacity(4 * GRPC_MESSAGE_KEPT); grpc_lanes],
+            grpc_said: Vec::with_capacity(if grpc.is_some() {
+                5 * GRPC_MESSAGE_KEPT
+            } else {
+                0
+            }),
+            // Every gRPC response's messages are framed as their prefixes say, or the call is
+            // INTERNAL.
+            grpc_messages: if grpc.is_some() {
                 vec![candor_grpc::FrameDecoder::default(); lanes]
             } else {
                 Vec::new()
@@ -273,6 +328,7 @@ impl Http2 {
             goaway: false,
             active: Vec::with_capacity(lanes),
             saw_zero_stream_limit: false,
+            floods: flood::Floods::default(),
         }
     }
 
@@ -412,8 +468,9 @@ impl Http2 {
         self.observers[lane].begin(index);
         let streaming = self.grpc_streaming.get(index).copied().unwrap_or(false);
         self.streams[lane].grpc_streaming = streaming;
-        if streaming {
-            self.grpc_messages[lane].reset();
+        if let Some(m) = self.grpc_messages.get_mut(lane) {
+            m.reset();
+            self.grpc_messages_said[lane].clear();
         }
         link.sent(slot);
         link.written(slot, written);
@@ -455,6 +512,7 @@ impl Http2 {
         let written = link.out.len() - before;
         if written > 0 {
             link.written(slot, written);
+            self.floods.progress();
         }
     }
 
@@ -478,6 +536,10 @@ impl Http2 {
                 Broken::Protocol(Fault::H2Error(code))
             }
             ProtocolError::Refused(code) => Broken::Refused(Fault::GoAway(code)),
+            ProtocolError::Flood(kind) => {
+                frame::put_goaway(link.out, frame::ENHANCE_YOUR_CALM);
+                Broken::Protocol(Fault::H2Flood(kind))
+            }
         }
     }
 }
@@ -543,6 +605,7 @@ impl Protocol for Http2 {
         self.block_stream = 0;
         self.goaway = false;
         self.active.clear();
+        self.floods = flood::Floods::default();
         for s in &mut self.streams {
             s.id = 0;
         }

@@ -1,9 +1,14 @@
 //! What the HTTP/2 client does with each frame the server sends (RFC 9113 §6): DATA fed to the
 //! body check with its window given back, header blocks from HEADERS and CONTINUATION decoded,
 //! RST_STREAM, SETTINGS and their ack, PING, GOAWAY, WINDOW_UPDATE; and the end of a response,
-//! booked by the core.
+//! booked by the core. Every frame that moves no response is counted against the flood bounds
+//! (`flood.rs`).
 
-use super::{frame, FrameHeader, Http2, ProtocolError, CONNECTION_WINDOW, STREAM_WINDOW};
+use super::flood::H2Flood;
+use super::{
+    frame, FrameHeader, GrpcLie, Http2, ProtocolError, CONNECTION_WINDOW, GRPC_MESSAGE_KEPT,
+    STREAM_WINDOW,
+};
 use crate::protocol::observe::ResponseObserver;
 use crate::protocol::Link;
 use crate::shared::Failure;
@@ -50,9 +55,16 @@ impl Http2 {
                     c.unacked = 0;
                 }
                 let Some(slot) = c.slot_of(h.stream) else {
-                    // A stream this client reset or gave up on.
+                    // A stream this client reset or gave up on: what was in flight is a window
+                    // at most, an endless stream of it a flood.
+                    c.floods.idle(H2Flood::Data)?;
                     return Ok(false);
                 };
+                if data.is_empty() && h.flags & frame::END_STREAM == 0 {
+                    c.floods.idle(H2Flood::Data)?;
+                } else {
+                    c.floods.progress();
+                }
                 let lane = link.lane(slot);
                 let o = &mut c.observers[lane];
                 o.at(link.now());
@@ -62,12 +74,18 @@ impl Http2 {
                 if let Some(tap) = o.tap() {
                     link.stream_progress(slot, tap);
                 }
-                let streaming = c.streams[lane].grpc_streaming;
-                if let Some(messages) = c.grpc_messages.get_mut(lane).filter(|_| streaming) {
-                    // A malformed prefix is the server's to answer for in its status; only
-                    // the first message's time is taken here.
-                    if matches!(messages.feed(data), Ok(fed) if fed.first_completed) {
-                        link.first_message(slot);
+                let s = &mut c.streams[lane];
+                if let Some(messages) = c.grpc_messages.get_mut(lane) {
+                    // The first flaw of the messages' framing is kept (the call is INTERNAL
+                    // whatever its status says); a streaming call's first message is timed.
+                    if s.grpc_framing.is_none() {
+                        match messages.feed(data) {
+                            Ok(fed) if fed.first_completed && s.grpc_streaming => {
+                                link.first_message(slot)
+                            }
+                            Ok(_) => {}
+                            Err(e) => s.grpc_framing = Some(e),
+                        }
                     }
                 }
                 if h.flags & frame::END_STREAM != 0 {
@@ -108,9 +126,13 @@ impl Http2 {
                     return Err(ProtocolError::PROTOCOL);
                 }
                 c.block.extend_from_slice(payload);
-                // A header block without end (a CONTINUATION flood) must not grow without bound.
+                // A header block without end (a CONTINUATION flood) must not grow without
+                // bound, nor go on for ever in empty frames.
                 if c.block.len() > MAX_HEADER_BLOCK {
-                    return Err(ProtocolError::PROTOCOL);
+                    return Err(H2Flood::Continuation.into());
+                }
+                if h.flags & frame::END_HEADERS == 0 {
+                    c.floods.idle(H2Flood::Continuation)?;
                 }
                 if h.flags & frame::END_HEADERS != 0 {
                     c.block_stream = 0;
@@ -122,8 +144,10 @@ impl Http2 {
             }
             frame::RST_STREAM => {
                 let Some(slot) = c.slot_of(h.stream) else {
+                    c.floods.idle(H2Flood::RstStream)?;
                     return Ok(false);
                 };
+                c.floods.progress();
                 c.forget(h.stream);
                 let lane = link.lane(slot);
                 c.streams[lane].id = 0;
@@ -141,6 +165,8 @@ impl Http2 {
             }
             frame::SETTINGS => {
                 if h.flags & frame::ACK != 0 {
+                    // This client sends one SETTINGS: further acks are unasked for.
+                    c.floods.idle(H2Flood::Settings)?;
                     return Ok(false);
                 }
                 if h.stream != 0 {
@@ -148,6 +174,10 @@ impl Http2 {
                 }
                 if !h.len.is_multiple_of(6) {
                     return Err(ProtocolError::FRAME_SIZE);
+                }
+                // The server's opening SETTINGS is not counted: the bounds are on those after.
+                if c.settled {
+                    c.floods.ack(H2Flood::Settings, link.out.is_empty())?;
                 }
                 for s in payload.chunks_exact(6) {
                     let id = u16::from_be_bytes([s[0], s[1]]);
@@ -195,8 +225,12 @@ impl Http2 {
                     return Err(ProtocolError::FRAME_SIZE);
                 }
                 if h.flags & frame::ACK == 0 {
+                    c.floods.ack(H2Flood::Ping, link.out.is_empty())?;
                     frame::put_header(link.out, 8, frame::PING, frame::ACK, 0);
                     link.out.extend_from_slice(payload);
+                } else {
+                    // This client sends no PING: an ack is unasked for.
+                    c.floods.idle(H2Flood::Ping)?;
                 }
                 Ok(false)
             }
@@ -215,6 +249,8 @@ impl Http2 {
                     // reconnect storm.
                     return Err(ProtocolError::Refused(code));
                 }
+                // A graceful shutdown sends two; more move nothing.
+                c.floods.idle(H2Flood::Other)?;
                 c.goaway = true;
                 // Streams above the last one the server processed were sent and never
                 // processed: they fail; candor does not retry behind the user's back.
@@ -262,13 +298,18 @@ impl Http2 {
                     }
                     c.streams[lane].send_window += inc;
                 }
+                // Counted before a waiting body it lets go on counts as progress.
+                c.floods.idle(H2Flood::WindowUpdate)?;
                 c.resume_bodies(link);
                 Ok(false)
             }
             // Push is disabled in this client's SETTINGS.
             frame::PUSH_PROMISE => Err(ProtocolError::PROTOCOL),
-            // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1).
-            _ => Ok(false),
+            // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1), but counted.
+            _ => {
+                c.floods.idle(H2Flood::Other)?;
+                Ok(false)
+            }
         }
     }
 
@@ -288,12 +329,14 @@ impl Http2 {
         let mut observer = slot
             .map(|slot| &mut c.observers[link.lane(slot)])
             .filter(|o| o.wants_headers() || o.wants_script_headers());
-        let mut said = None;
+        let mut kind = None;
         let mut status = 0u16;
         let mut hits = 0u64;
         // gRPC: `grpc-status` ends the call, in its trailers or in a trailers-only response; a
         // value that is no code is kept as UNKNOWN (the gRPC spec's mapping of the unknown).
         let mut grpc_status = None;
+        let (mut typed, mut encoded) = (false, false);
+        let mut said = slot.and_then(|slot| c.grpc_messages_said.get_mut(link.lane(slot)));
         let grpc = c.grpc;
         let block = std::mem::take(&mut c.block);
         let decoded = c.decoder.decode(&block, |name, value| {
@@ -313,7 +356,21 @@ impl Http2 {
                 );
             } else {
                 if streams && name == b"content-type" {
-                    said = crate::stream::StreamKind::from_content_type(value);
+                    kind = crate::stream::StreamKind::from_content_type(value);
+                }
+                if grpc {
+                    match name {
+                        b"content-type" => typed = value.starts_with(b"application/grpc"),
+                        b"grpc-encoding" => encoded = value != b"identity",
+                        b"grpc-message" => {
+                            if let Some(said) = said.as_deref_mut() {
+                                said.clear();
+                                let kept = &value[..value.len().min(GRPC_MESSAGE_KEPT)];
+                                candor_grpc::decode_grpc_message(kept, said);
+                            }
+                        }
+                        _ => {}
+                    }
                 }
                 if let Some(o) = observer.as_deref_mut() {
                     hits |= o.header_bits(name, value);
@@ -328,8 +385,10 @@ impl Http2 {
             return Err(ProtocolError::COMPRESSION);
         }
         let Some(slot) = slot else {
+            c.floods.idle(H2Flood::Other)?;
             return Ok(false);
         };
+        c.floods.progress();
         let lane = link.lane(slot);
         if grpc_status.is_some() {
             c.streams[lane].grpc_status = grpc_status;
@@ -346,9 +405,11 @@ impl Http2 {
                 return Ok(false);
             }
             c.streams[lane].status = status;
+            c.streams[lane].grpc_typed = typed;
+            c.streams[lane].grpc_encoded = encoded;
             // Only a failing or checked body is copied (for the first failed responses).
             c.observers[lane].head(status, |c| ResponseObserver::header_bits_pass(c, hits));
-            c.observers[lane].content_kind(said);
+            c.observers[lane].content_kind(kind);
         }
         if ends {
             c.complete(link, slot);
@@ -383,8 +444,10 @@ impl Http2 {
         } else if self.grpc && status == 200 {
             match self.streams[lane].grpc_status.take() {
                 Some(code) => {
+                    let (code, said) = self.grpc_verdict(lane, code);
                     let body = self.observers[lane].excerpt();
-                    link.complete_grpc(slot, status, code, failed, body);
+                    let said = said.then_some(&self.grpc_said[..]);
+                    link.complete_grpc(slot, status, code, failed, body, said);
                 }
                 // A gRPC response that ends without `grpc-status` breaks the protocol.
                 None => link.fail(slot, Failure::Parse),
@@ -393,6 +456,40 @@ impl Http2 {
             let body = self.observers[lane].excerpt();
             link.complete(slot, status, failed, body);
         }
+    }
+
+    /// The code a gRPC call on lane `lane` that ended with `code` is booked with: INTERNAL for
+    /// an OK the reply belies (as grpc-go's client judges it); and whether `grpc_said` holds what
+    /// its failure example says (the code's name, then why, or the server's `grpc-message`).
+    fn grpc_verdict(&mut self, lane: usize, code: candor_grpc::Code) -> (candor_grpc::Code, bool) {
+        use candor_grpc::Code;
+        use std::io::Write as _;
+        let s = &self.streams[lane];
+        let messages = &self.grpc_messages[lane];
+        let lie = if code != Code::Ok {
+            None
+        } else if !s.grpc_typed {
+            Some(GrpcLie::NotGrpc)
+        } else if let Some(e) = s.grpc_framing.or(messages.finish().err()) {
+            Some(GrpcLie::Framing(e))
+        } else if messages.compressed() > 0 && !s.grpc_encoded {
+            Some(GrpcLie::CompressedUnannounced)
+        } else {
+            None
+        };
+        let message = &self.grpc_messages_said[lane];
+        let out = &mut self.grpc_said;
+        out.clear();
+        // Within the buffer's capacity: nothing is allocated.
+        let _ = match lie {
+            Some(lie) => write!(out, "{}: {lie}", Code::Internal.name()),
+            None if code != Code::Ok && !message.is_empty() => {
+                let _ = write!(out, "{}: ", code.name());
+                out.write_all(message)
+            }
+            None => return (code, false),
+        };
+        (lie.map_or(code, |_| Code::Internal), true)
     }
 
     /// Sends RST_STREAM (CANCEL) for slot `slot`'s stream, which this client gives up on; the

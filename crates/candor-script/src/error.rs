@@ -62,6 +62,16 @@ pub enum ScriptError {
     /// The run was interrupted (SIGINT/SIGTERM) while the script was running.
     #[error("script interrupted while in {phase}")]
     Interrupted { phase: Phase },
+    /// A callback was still running when the run's window and its drain had passed: stopped
+    /// there, as a signal would have stopped it.
+    #[error("{phase} was still running at the end of the run (the duration and the drain) and was stopped there")]
+    Overran { phase: Phase },
+    /// The script called `os.exit(code)`: the run stops as `thread:stop()` stops it.
+    #[error("the script called os.exit({code}) in {phase}")]
+    Exit { phase: Phase, code: i32 },
+    /// A Lua state's heap reached its limit (`--script-memory`).
+    #[error("the script's Lua heap reached its limit of {} in {phase} (--script-memory sets it)", candor_core::bounded::format_limit(*limit as u64))]
+    HeapLimit { phase: Phase, limit: usize },
     /// The Lua runtime itself failed (out of memory, a state that cannot be created).
     #[error("Lua runtime: {0}")]
     Lua(String),

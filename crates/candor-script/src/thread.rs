@@ -4,11 +4,11 @@ use crate::error::{lua_type, one_line, Phase, ScriptError};
 use crate::handle::ThreadShared;
 use crate::host::runtime_error;
 use crate::lua_heap::LuaHeap;
-use crate::lua_state::{take_output, StateData};
+use crate::lua_state::{take_output, StateData, Stops};
 use candor_core::clock::now_ns;
 use mlua::{Function, Lua, Table, Value};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A `by_request` label the script gave with `wrk.name`; [`ThreadScript::name`] spells it.
@@ -71,7 +71,7 @@ pub struct ThreadScript {
     response: Option<Function>,
     delay: Option<Function>,
     shared: Arc<ThreadShared>,
-    interrupt: Arc<AtomicBool>,
+    interrupt: Arc<Stops>,
     names: Vec<Box<str>>,
     last_lua_ns: u64,
     total_lua_ns: u64,
@@ -89,7 +89,7 @@ impl ThreadScript {
     pub(crate) fn new(
         lua: Lua,
         shared: Arc<ThreadShared>,
-        interrupt: Arc<AtomicBool>,
+        interrupt: Arc<Stops>,
     ) -> Result<ThreadScript, ScriptError> {
         let lua_err = |e: mlua::Error| ScriptError::Lua(one_line(&e));
         let globals = lua.globals();
@@ -124,11 +124,11 @@ impl ThreadScript {
             response,
             delay,
             shared,
-            interrupt,
             names: Vec::new(),
             last_lua_ns: 0,
             total_lua_ns: 0,
-            heap: LuaHeap::new(),
+            heap: LuaHeap::new(interrupt.heap_limit),
+            interrupt,
         };
         if script.request.is_none() {
             // As wrk: without request(), the request built once after init() is sent each time.

@@ -154,6 +154,38 @@ fn a_request_that_grows_without_end_stops_at_the_heap_limit() {
     );
 }
 
+/// A 100 MB `request()` string cost up to 767 MB (copied to be kept and to be sent) while
+/// `--body-file` is capped at 64 MiB. One call may now return at most 64 MiB: the run stops at
+/// the first such call with one line, and none is sent. Bound: the Lua heap holds the 70 MiB
+/// body, the request made from it and LuaJIT's buffer for the concatenation (up to 128 MiB):
+/// ~270 MiB, the script's own doing (hence `--script-memory 1GiB`); nothing is copied out:
+/// under 450 MB with the process.
+#[test]
+fn a_request_larger_than_a_body_file_may_be_is_refused() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let mut cmd = candor();
+    cmd.args(["run", "-q", "-R", "10", "-d", "5s", "-c", "1", "-t", "1"])
+        .args(["--script-memory", "1GiB", "-s"])
+        .arg(script("hostile_huge_request.lua"))
+        .arg(&server.url);
+    let w = run_watched(cmd, Duration::from_secs(60));
+    assert!(!w.killed);
+    assert_eq!(w.status.code(), Some(1), "{}", w.stderr);
+    assert!(
+        w.stderr.contains(
+            "request() returned an invalid HTTP request: 73400374 bytes, more than 64 MiB, the most one call may return (as --body-file)"
+        ),
+        "{}",
+        w.stderr
+    );
+    assert!(
+        w.peak_rss_kib < 450 * 1024,
+        "peak RSS {} KiB",
+        w.peak_rss_kib
+    );
+}
+
 /// A `done()` printing 200 MB took 632 MB: everything printed was held until the end. done()'s
 /// output is now written as it is printed: printing 100 MB costs no more than a small run
 /// (under 150 MB peak, where the held copies alone were 200 MB and more).

@@ -33,11 +33,9 @@ impl fmt::Display for Phase {
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     /// The script file could not be read.
-    #[error("cannot read script {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    /// (The reason is text, not a chained source: `{:#}` would print it twice.)
+    #[error("cannot read script {path}: {reason}")]
+    Read { path: String, reason: String },
     /// A syntax error, or an error raised by the file's top-level code: `script.lua:12: ...`.
     #[error("{message}")]
     Load { message: String },

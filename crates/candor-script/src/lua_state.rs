@@ -101,7 +101,7 @@ impl Script {
             candor_core::bounded::read_file(path, MAX_SCRIPT_FILE_BYTES, None).map_err(|e| {
                 ScriptError::Read {
                     path: display.clone(),
-                    source: std::io::Error::other(e.to_string()),
+                    reason: e.to_string(),
                 }
             })?;
         let dir = match path.parent() {
@@ -490,5 +490,39 @@ pub(crate) fn take_output(lua: &Lua, out: &mut Vec<u8>) {
 pub(crate) fn set_sink(lua: &Lua, sink: Option<Box<dyn Write + Send>>) {
     if let Some(mut data) = lua.app_data_mut::<StateData>() {
         data.sink = sink;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_output_is_bounded_and_the_excess_is_counted() {
+        let lua = Lua::new();
+        lua.set_app_data(StateData {
+            output: Vec::new(),
+            dropped: 0,
+            sink: None,
+            failure: None,
+            stops: Arc::new(Stops::default()),
+        });
+        let line = vec![b'x'; 1000];
+        for _ in 0..(MAX_KEPT_OUTPUT / 1000 + 10) {
+            lua.app_data_mut::<StateData>().unwrap().emit(&[&line]);
+        }
+        let mut out = Vec::new();
+        take_output(&lua, &mut out);
+        let (kept, note) = out.split_at(MAX_KEPT_OUTPUT);
+        assert!(kept.iter().all(|&b| b == b'x'));
+        let dropped = (MAX_KEPT_OUTPUT / 1000 + 10) * 1000 - MAX_KEPT_OUTPUT;
+        assert_eq!(
+            String::from_utf8_lossy(note),
+            format!("\n[candor: {dropped} more bytes printed by the script were dropped: candor keeps the first 4 MiB a Lua state prints before done()]\n")
+        );
+        // Taken once: the next take starts empty.
+        out.clear();
+        take_output(&lua, &mut out);
+        assert!(out.is_empty());
     }
 }

@@ -190,9 +190,17 @@ impl ThreadScript {
             // A string returned again is copied from last_bytes instead, without counting its
             // requests again.
             self.last_bytes.clear();
-            copy_bytes(&self.lua, &s, &mut self.last_bytes)
-                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.last = None;
+            let len = copy_bytes(&self.lua, &s, &mut self.last_bytes)
+                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
+            if len > MAX_REQUEST_BYTES {
+                return Err(ScriptError::InvalidRequest {
+                    reason: format!(
+                        "{len} bytes, more than {}, the most one call may return (as --body-file)",
+                        candor_core::bounded::format_limit(MAX_REQUEST_BYTES as u64)
+                    ),
+                });
+            }
             request_ends(&self.last_bytes, &mut self.last_ends)?;
             self.last_requests = self.last_ends.len();
             self.last = Some(s);
@@ -359,18 +367,26 @@ impl ThreadScript {
     }
 }
 
-/// Appends the bytes of `s` to `out`. mlua's `as_bytes` shares the string's handle, which
+/// The most bytes one `request()` call may return: what `--body-file` allows one body (each copy
+/// of a larger string, kept and sent, would cost its size again).
+const MAX_REQUEST_BYTES: usize = candor_core::bounded::MAX_BODY_FILE_BYTES as usize;
+
+/// Appends the bytes of `s` to `out` and returns their length; nothing is copied when they are
+/// more than [`MAX_REQUEST_BYTES`]. mlua's `as_bytes` shares the string's handle, which
 /// allocates a reference count the first time; reading the string on the stack does not.
-fn copy_bytes(lua: &Lua, s: &mlua::LuaString, out: &mut Vec<u8>) -> mlua::Result<()> {
+fn copy_bytes(lua: &Lua, s: &mlua::LuaString, out: &mut Vec<u8>) -> mlua::Result<usize> {
+    let mut len = 0;
     // SAFETY: exec_raw pushes `s` and runs the closure on the state's own thread; the bytes
     // are read while the string is on the stack, so alive.
     unsafe {
         lua.exec_raw::<()>(s, |state| {
-            let mut len = 0;
             let bytes = mlua::ffi::lua_tolstring(state, -1, &mut len);
-            out.extend_from_slice(std::slice::from_raw_parts(bytes.cast::<u8>(), len));
-        })
+            if len <= MAX_REQUEST_BYTES {
+                out.extend_from_slice(std::slice::from_raw_parts(bytes.cast::<u8>(), len));
+            }
+        })?;
     }
+    Ok(len)
 }
 
 /// How many complete HTTP/1.1 requests `bytes` holds, one after another; an error when they do

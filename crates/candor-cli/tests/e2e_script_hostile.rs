@@ -366,6 +366,30 @@ fn os_exit_stops_the_run_with_results_written() {
     );
     assert!(req(&v, "completed") >= 19);
     assert!(std::fs::metadata(&hlog).unwrap().len() > 0);
+
+    // os.exit(0), even inside a pcall: the same stop, exit 0.
+    let mut cmd = candor();
+    cmd.args([
+        "run", "-q", "-R", "200", "-d", "20s", "-c", "2", "-t", "1", "-s",
+    ])
+    .arg(script("hostile_exit0.lua"))
+    .arg("--json")
+    .arg(&json)
+    .arg(&server.url);
+    let w = run_watched(cmd, Duration::from_secs(60));
+    assert_eq!(w.status.code(), Some(0), "{}", w.stderr);
+    assert!(w.elapsed < Duration::from_secs(15), "{:?}", w.elapsed);
+    let v = read_json(&json);
+    assert_balanced(&v);
+    assert_eq!(v["stop_reason"], "abort");
+    assert!(
+        v["stop"]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the script called os.exit(0) in response()"),
+        "{}",
+        v["stop"]
+    );
 }
 
 /// `io.write` ignored `io.output(file)` (the file stayed empty, the text went to stdout) and

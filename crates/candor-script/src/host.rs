@@ -190,8 +190,8 @@ impl ScriptHost {
                     shared: Arc::clone(&shared),
                 })
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
-            wrk_setup
-                .call::<()>(handle)
+            self.interrupt
+                .after(wrk_setup.call::<()>(handle))
                 .map_err(|e| self.runtime(Phase::Setup, &e))?;
 
             let wrk_init: Function = self.wrk_field(&state, "init")?;
@@ -205,8 +205,8 @@ impl ScriptHost {
                     Ok(t)
                 })
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
-            wrk_init
-                .call::<()>(args)
+            self.interrupt
+                .after(wrk_init.call::<()>(args))
                 .map_err(|e| self.runtime(Phase::Init, &e))?;
             self.threads.push(state.clone());
             scripts.push(ThreadScript::new(
@@ -280,7 +280,10 @@ impl ScriptHost {
             s.set("errors", e)?;
             done.call::<()>((s, Stats::new(latency_ns, 1000), Stats::new(requests, 1)))
         };
-        let result = call().map_err(|e| self.runtime(Phase::Done, &e));
+        let result = self
+            .interrupt
+            .after(call())
+            .map_err(|e| self.runtime(Phase::Done, &e));
         if let Some(mut data) = lua.app_data_mut::<crate::lua_state::StateData>() {
             if let Some(sink) = &mut data.sink {
                 let _ = sink.flush();

@@ -76,6 +76,16 @@ impl Stops {
         }
     }
 
+    /// `result`, or the exit error when the script called `os.exit` during the call, even if
+    /// a `pcall` caught it and the call returned (the hook would raise it only 1,000
+    /// instructions later, which a short callback never reaches).
+    pub(crate) fn after<T>(&self, result: mlua::Result<T>) -> mlua::Result<T> {
+        match self.exit.load(Ordering::Relaxed) {
+            NO_EXIT => result,
+            _ => Err(mlua::Error::runtime(EXITING)),
+        }
+    }
+
     /// The code of the script's `os.exit`, if it called it.
     pub(crate) fn exit_code(&self) -> Option<i32> {
         match self.exit.load(Ordering::Relaxed) {
@@ -336,10 +346,13 @@ pub(crate) fn new_state(
             ),
         });
     }
-    lua.load(&script.source[..])
+    let loaded = lua
+        .load(&script.source[..])
         .set_name(format!("@{}", script.display))
         .set_mode(mlua::chunk::ChunkMode::Text)
-        .exec()
+        .exec();
+    stops
+        .after(loaded)
         .map_err(|e| crate::host::runtime_error(stops, crate::Phase::Load, &e))?;
     Ok(lua)
 }

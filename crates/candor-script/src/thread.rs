@@ -170,7 +170,7 @@ impl ThreadScript {
         out: &mut Vec<u8>,
     ) -> Result<RequestInfo, ScriptError> {
         let start = now_ns();
-        let result = f.call::<Value>(());
+        let result = self.interrupt.after(f.call::<Value>(()));
         let name = match &result {
             Ok(_) => self.wrk.raw_get::<Value>(&self.name_key).ok(),
             Err(_) => None,
@@ -239,7 +239,7 @@ impl ThreadScript {
             }
             f.call::<Value>((status, table, self.lua.create_string(body)?))
         };
-        let result = call();
+        let result = self.interrupt.after(call());
         self.account(start);
         let returned = result.map_err(|e| runtime_error(&self.interrupt, Phase::Response, &e))?;
         let failure = self
@@ -260,7 +260,7 @@ impl ThreadScript {
             return Ok(None);
         };
         let start = now_ns();
-        let result = f.call::<Value>(());
+        let result = self.interrupt.after(f.call::<Value>(()));
         self.account(start);
         match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {
             Value::Integer(i) => Ok(Some(i.max(0) as u64)),

@@ -230,14 +230,24 @@ impl ThreadScript {
             data.failure = None;
         }
         let call = || -> mlua::Result<Value> {
-            let table = self.lua.create_table()?;
-            for (name, value) in headers {
-                table.raw_set(
-                    self.lua.create_string(name)?,
-                    self.lua.create_string(value)?,
-                )?;
-            }
-            f.call::<Value>((status, table, self.lua.create_string(body)?))
+            // The headers table and the body are made in one protected call: under the heap
+            // limit mlua protects each of its own allocations separately, which made a
+            // response() with six headers four times slower (5.7 against 1.4 us).
+            // SAFETY: exec_raw runs the closure under lua_pcall on the state's own thread; it
+            // only pushes (a table, strings) and sets the table's fields, leaving the table and
+            // the body on the stack as the two results.
+            let (table, body) = unsafe {
+                self.lua.exec_raw::<(Table, mlua::LuaString)>((), |state| {
+                    mlua::ffi::lua_createtable(state, 0, 0);
+                    for (name, value) in headers {
+                        mlua::ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+                        mlua::ffi::lua_pushlstring(state, value.as_ptr().cast(), value.len());
+                        mlua::ffi::lua_rawset(state, -3);
+                    }
+                    mlua::ffi::lua_pushlstring(state, body.as_ptr().cast(), body.len());
+                })?
+            };
+            f.call::<Value>((status, table, body))
         };
         let result = self.interrupt.after(call());
         self.account(start);

@@ -237,6 +237,16 @@ pub fn run(
         hook(start_ns);
     }
     gate.start(start_ns);
+    if let Some(script) = &config.workload.script {
+        // A script still in Lua past the run's end (an endless loop in request()) is stopped
+        // there, not waited for.
+        script.set_deadline(
+            start_ns
+                .saturating_add(config.warmup_ns)
+                .saturating_add(config.duration_ns)
+                .saturating_add(config.drain_ns),
+        );
+    }
 
     let total_ns = config.warmup_ns + config.duration_ns;
     let mut collector = Collector {

@@ -392,6 +392,11 @@ pub struct RunArgs {
     /// done() reports after the run. See docs/scripts.md.
     #[arg(short = 's', long, value_name = "FILE")]
     pub script: Option<std::path::PathBuf>,
+    /// Most memory each of the script's Lua states may hold (the setup state and one per load
+    /// thread), e.g. `64MiB`, `1GiB`: an allocation past it fails the callback that made it and
+    /// stops the run (default 256MiB).
+    #[arg(long, value_name = "SIZE", requires = "script", value_parser = parse_script_memory)]
+    pub script_memory: Option<usize>,
     /// Arguments for the script's init(args), after `--` (`args[0]` is the URL, as in wrk).
     #[arg(last = true, value_name = "SCRIPT_ARGS", requires = "script")]
     pub script_args: Vec<String>,
@@ -947,5 +952,47 @@ mod tests {
         assert!(check_start_ahead("x", now + day + 1, now, false).is_err());
         assert!(check_start_ahead("x", now + 400 * day, now, true).is_ok());
         assert!(check_start_ahead("x", now - day, now, false).is_ok());
+    }
+}
+
+/// `--script-memory`: bytes, or a number with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` the same), at
+/// least 1 MiB (a Lua state with its libraries and the wrk module holds a few hundred KiB).
+fn parse_script_memory(s: &str) -> std::result::Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return Err(format!("{s:?} is not a size (say 64MiB or 1GiB)")),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (say 64MiB or 1GiB)"))?;
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))?;
+    if bytes < 1 << 20 {
+        return Err(format!(
+            "{s:?} is less than 1MiB, too little for a Lua state"
+        ));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod script_memory_tests {
+    use super::parse_script_memory;
+
+    #[test]
+    fn sizes_in_bytes_and_binary_units() {
+        assert_eq!(parse_script_memory("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_script_memory("1G"), Ok(1 << 30));
+        assert_eq!(parse_script_memory("2097152"), Ok(2 << 20));
+        assert!(parse_script_memory("512KiB").is_err());
+        assert!(parse_script_memory("lots").is_err());
+        assert!(parse_script_memory("99999999999999999999G").is_err());
     }
 }

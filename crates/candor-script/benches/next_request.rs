@@ -31,8 +31,11 @@ fn main() {
     )
     .unwrap();
 
-    let jit = ScriptOptions { jit: true };
-    let no_jit = ScriptOptions { jit: false };
+    let jit = ScriptOptions {
+        jit: true,
+        ..Default::default()
+    };
+    let no_jit = ScriptOptions::default();
     println!("{calls} calls after as many warm-up calls");
     println!(
         "{:<36} {:>12} {:>12} {:>14}",

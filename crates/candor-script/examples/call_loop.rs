@@ -10,7 +10,16 @@ fn main() {
     let calls: u64 = args.next().and_then(|n| n.parse().ok()).expect("N");
     let jit = std::env::var_os("JIT").is_some();
     let target = Target::url("http://127.0.0.1:8080/");
-    let mut host = ScriptHost::load_with(&script, vec![], target, ScriptOptions { jit }).unwrap();
+    let mut host = ScriptHost::load_with(
+        &script,
+        vec![],
+        target,
+        ScriptOptions {
+            jit,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut thread = host.setup_threads(1).unwrap().pop().unwrap();
     let mut out = Vec::with_capacity(512);
     for _ in 0..calls {

@@ -33,10 +33,9 @@ impl fmt::Display for Phase {
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     /// The script file could not be read.
-    // `error`, not `source`: the OS's words are in this line already, and a source would have
-    // them printed a second time by every error chain that follows sources (anyhow's `{:#}`).
-    #[error("cannot read script {path}: {error}")]
-    Read { path: String, error: std::io::Error },
+    /// (The reason is text, not a chained source: `{:#}` would print it twice.)
+    #[error("cannot read script {path}: {reason}")]
+    Read { path: String, reason: String },
     /// A syntax error, or an error raised by the file's top-level code: `script.lua:12: ...`.
     #[error("{message}")]
     Load { message: String },
@@ -61,6 +60,16 @@ pub enum ScriptError {
     /// The run was interrupted (SIGINT/SIGTERM) while the script was running.
     #[error("script interrupted while in {phase}")]
     Interrupted { phase: Phase },
+    /// A callback was still running when the run's window and its drain had passed: stopped
+    /// there, as a signal would have stopped it.
+    #[error("{phase} was still running at the end of the run (the duration and the drain) and was stopped there")]
+    Overran { phase: Phase },
+    /// The script called `os.exit(code)`: the run stops as `thread:stop()` stops it.
+    #[error("the script called os.exit({code}) in {phase}")]
+    Exit { phase: Phase, code: i32 },
+    /// A Lua state's heap reached its limit (`--script-memory`).
+    #[error("the script's Lua heap reached its limit of {} in {phase} (--script-memory sets it)", candor_core::bounded::format_limit(*limit as u64))]
+    HeapLimit { phase: Phase, limit: usize },
     /// The Lua runtime itself failed (out of memory, a state that cannot be created).
     #[error("Lua runtime: {0}")]
     Lua(String),

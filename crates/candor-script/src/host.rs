@@ -3,15 +3,16 @@
 use crate::error::{one_line, Phase, ScriptError};
 use crate::handle::{ThreadHandle, ThreadShared};
 use crate::lua_state::{
-    new_state, take_output, Script, ScriptOptions, Target, UrlParts, INTERRUPTED,
+    new_state, set_sink, take_output, Script, ScriptOptions, Stops, Target, UrlParts, INTERRUPTED,
 };
 use crate::stats::Stats;
 use crate::thread::ThreadScript;
 use hdrhistogram::Histogram;
 use mlua::{Function, Lua, Table, Value};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Error counts of a run as `summary.errors` shows them (wrk's classes).
@@ -37,20 +38,34 @@ pub struct RunSummary {
 /// Stops scripts stuck in Lua code: clone it into the signal handling side and call
 /// [`InterruptHandle::interrupt`]; the next check in any of the run's states raises an error.
 #[derive(Debug, Clone)]
-pub struct InterruptHandle(Arc<AtomicBool>);
+pub struct InterruptHandle(Arc<Stops>);
 
 impl InterruptHandle {
+    /// A signal's stop: the script's error is [`ScriptError::Interrupted`].
     pub fn interrupt(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.interrupt.store(true, Ordering::Relaxed);
+    }
+
+    /// The run's end (its window and drain) has passed while a script may still be running:
+    /// its error is [`ScriptError::Overran`], naming the callback that would not return.
+    pub fn interrupt_overrun(&self) {
+        self.0.overran.store(true, Ordering::Relaxed);
+        self.0.interrupt.store(true, Ordering::Relaxed);
     }
 
     /// Lets the states run again (after the run's interrupt, so that `done()` can still report).
     pub fn clear(&self) {
-        self.0.store(false, Ordering::Relaxed);
+        self.0.overran.store(false, Ordering::Relaxed);
+        self.0.interrupt.store(false, Ordering::Relaxed);
     }
 
     pub fn is_interrupted(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// The code the script gave `os.exit`, if it called it (the run then stops as an abort).
+    pub fn exit_code(&self) -> Option<i32> {
+        self.0.exit_code()
     }
 }
 
@@ -64,7 +79,7 @@ pub struct ScriptHost {
     /// Strong handles on the thread states, so `thread:get` in `done()` still finds them after
     /// the load threads have dropped their [`ThreadScript`]s.
     threads: Vec<Lua>,
-    interrupt: Arc<AtomicBool>,
+    interrupt: Arc<Stops>,
     options: ScriptOptions,
 }
 
@@ -85,7 +100,10 @@ impl ScriptHost {
     ) -> Result<ScriptHost, ScriptError> {
         let script = Script::read(path)?;
         let url = UrlParts::parse(&target.url)?;
-        let interrupt = Arc::new(AtomicBool::new(false));
+        let interrupt = Arc::new(Stops {
+            heap_limit: options.heap_limit,
+            ..Stops::default()
+        });
         let setup = new_state(&script, &url, &target, &interrupt, options)?;
         Ok(ScriptHost {
             script,
@@ -172,8 +190,8 @@ impl ScriptHost {
                     shared: Arc::clone(&shared),
                 })
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
-            wrk_setup
-                .call::<()>(handle)
+            self.interrupt
+                .after(wrk_setup.call::<()>(handle))
                 .map_err(|e| self.runtime(Phase::Setup, &e))?;
 
             let wrk_init: Function = self.wrk_field(&state, "init")?;
@@ -187,8 +205,8 @@ impl ScriptHost {
                     Ok(t)
                 })
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
-            wrk_init
-                .call::<()>(args)
+            self.interrupt
+                .after(wrk_init.call::<()>(args))
                 .map_err(|e| self.runtime(Phase::Init, &e))?;
             self.threads.push(state.clone());
             scripts.push(ThreadScript::new(
@@ -210,33 +228,69 @@ impl ScriptHost {
         latency_ns: &Histogram<u64>,
         requests: &Histogram<u64>,
     ) -> Result<String, ScriptError> {
-        if self.defines("done") {
-            let lua = &self.setup;
-            let call = || -> mlua::Result<()> {
-                let done: Function = lua.globals().get("done")?;
-                let s = lua.create_table()?;
-                s.set("duration", summary.duration_us)?;
-                s.set("requests", summary.requests)?;
-                s.set("bytes", summary.bytes)?;
-                let e = lua.create_table()?;
-                e.set("connect", summary.errors.connect)?;
-                e.set("read", summary.errors.read)?;
-                e.set("write", summary.errors.write)?;
-                e.set("status", summary.errors.status)?;
-                e.set("timeout", summary.errors.timeout)?;
-                s.set("errors", e)?;
-                done.call::<()>((s, Stats::new(latency_ns, 1000), Stats::new(requests, 1)))
-            };
-            call().map_err(|e| self.runtime(Phase::Done, &e))?;
-        }
-        // What the thread states printed (init(), request()...), then the setup state's (setup(),
-        // done()): wrk writes the former as it happens, candor after its report with the rest.
-        let mut out = Vec::new();
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let result = self.done_to(
+            summary,
+            latency_ns,
+            requests,
+            Box::new(Shared(Arc::clone(&out))),
+        );
+        let out = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
+        result.map(|()| String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// [`ScriptHost::done`] writing to `out`: first what the states printed before (kept, up to
+    /// a bound), then what `done()` prints, as it prints it (a report of any size costs no
+    /// memory).
+    pub fn done_to(
+        &mut self,
+        summary: &RunSummary,
+        latency_ns: &Histogram<u64>,
+        requests: &Histogram<u64>,
+        mut out: Box<dyn Write + Send>,
+    ) -> Result<(), ScriptError> {
+        // What the thread states printed (init(), request()...), then the setup state's (setup()):
+        // wrk writes the former as it happens, candor after its report with the rest.
+        let mut kept = Vec::new();
         for state in &self.threads {
-            take_output(state, &mut out);
+            take_output(state, &mut kept);
         }
-        take_output(&self.setup, &mut out);
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        take_output(&self.setup, &mut kept);
+        let _ = out.write_all(&kept);
+        drop(kept);
+        // After os.exit() the script's process would be gone (wrk's is): no done().
+        if !self.defines("done") || self.interrupt.exit_code().is_some() {
+            let _ = out.flush();
+            return Ok(());
+        }
+        let lua = &self.setup;
+        set_sink(lua, Some(out));
+        let call = || -> mlua::Result<()> {
+            let done: Function = lua.globals().get("done")?;
+            let s = lua.create_table()?;
+            s.set("duration", summary.duration_us)?;
+            s.set("requests", summary.requests)?;
+            s.set("bytes", summary.bytes)?;
+            let e = lua.create_table()?;
+            e.set("connect", summary.errors.connect)?;
+            e.set("read", summary.errors.read)?;
+            e.set("write", summary.errors.write)?;
+            e.set("status", summary.errors.status)?;
+            e.set("timeout", summary.errors.timeout)?;
+            s.set("errors", e)?;
+            done.call::<()>((s, Stats::new(latency_ns, 1000), Stats::new(requests, 1)))
+        };
+        let result = self
+            .interrupt
+            .after(call())
+            .map_err(|e| self.runtime(Phase::Done, &e));
+        if let Some(mut data) = lua.app_data_mut::<crate::lua_state::StateData>() {
+            if let Some(sink) = &mut data.sink {
+                let _ = sink.flush();
+            }
+            data.sink = None;
+        }
+        result
     }
 
     /// The target's first resolved address: what `thread.addr` holds unless `setup` changes it.
@@ -270,11 +324,57 @@ fn wrk_table(lua: &Lua) -> mlua::Result<Table> {
     lua.globals().get("wrk")
 }
 
-/// A Lua error raised in `phase`, or [`ScriptError::Interrupted`] when the interrupt caused it.
-pub(crate) fn runtime_error(interrupt: &AtomicBool, phase: Phase, e: &mlua::Error) -> ScriptError {
+/// A `Write` into a buffer shared with whoever reads it afterwards.
+struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A Lua error raised in `phase`, as the stop that caused it when one did: `os.exit`
+/// ([`ScriptError::Exit`]), a signal ([`ScriptError::Interrupted`]), the run's end
+/// ([`ScriptError::Overran`]), the heap limit ([`ScriptError::HeapLimit`]).
+pub(crate) fn runtime_error(stops: &Stops, phase: Phase, e: &mlua::Error) -> ScriptError {
+    if let Some(code) = stops.exit_code() {
+        return ScriptError::Exit { phase, code };
+    }
     let message = one_line(e);
-    if interrupt.load(Ordering::Relaxed) && message.ends_with(INTERRUPTED) {
+    if stops.interrupt.load(Ordering::Relaxed) && message.ends_with(INTERRUPTED) {
+        if stops.overran.load(Ordering::Relaxed) {
+            return ScriptError::Overran { phase };
+        }
         return ScriptError::Interrupted { phase };
     }
-    ScriptError::Runtime { phase, message }
+    if is_memory_error(e) {
+        return ScriptError::HeapLimit {
+            phase,
+            limit: stops.heap_limit,
+        };
+    }
+    match phase {
+        Phase::Load => ScriptError::Load { message },
+        _ => ScriptError::Runtime { phase, message },
+    }
+}
+
+/// Whether Lua ran out of memory (the state's heap limit), directly or in a Rust function the
+/// script called.
+fn is_memory_error(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
+        mlua::Error::WithContext { cause, .. } => is_memory_error(cause),
+        mlua::Error::RuntimeError(m) => m.ends_with("not enough memory"),
+        _ => false,
+    }
 }

@@ -8,6 +8,10 @@
 //! time: a block mlua's own allocator made before [`LuaHeap::install`] may be freed here, and
 //! one made here may be freed by mlua's after [`LuaHeap::uninstall`]. By callgrind the process
 //! allocator took ~13% of a dynamic `request()` call's instructions (docs/benchmarks.md).
+//!
+//! It also keeps the state's heap limit (`--script-memory`): a counter of the bytes the state
+//! holds, set from mlua's own count at the swap, and an allocation that would pass the limit
+//! fails (Lua raises `not enough memory` in the callback that asked).
 
 use mlua::ffi::{self, lua_Alloc};
 use mlua::Lua;
@@ -39,6 +43,10 @@ pub(crate) struct LuaHeap {
     /// Kept larger blocks and their sizes (a null block is an empty place).
     large: [(*mut u8, usize); LARGE_KEPT],
     kept_bytes: usize,
+    /// Bytes the state holds (kept blocks excluded: they are the heap's, not the state's).
+    used: usize,
+    /// Most bytes the state may hold.
+    limit: usize,
     /// The allocator this one replaced, put back by [`LuaHeap::uninstall`].
     previous: Option<(lua_Alloc, *mut c_void)>,
 }
@@ -49,11 +57,13 @@ pub(crate) struct LuaHeap {
 unsafe impl Send for LuaHeap {}
 
 impl LuaHeap {
-    pub(crate) fn new() -> Box<LuaHeap> {
+    pub(crate) fn new(limit: usize) -> Box<LuaHeap> {
         Box::new(LuaHeap {
             free: [ptr::null_mut(); MAX_KEPT_SIZE + 1],
             large: [(ptr::null_mut(), 0); LARGE_KEPT],
             kept_bytes: 0,
+            used: 0,
+            limit,
             previous: None,
         })
     }
@@ -61,6 +71,8 @@ impl LuaHeap {
     /// Makes this heap the allocator of `lua` from now on. `self` must stay where it is (it is
     /// boxed) until [`LuaHeap::uninstall`].
     pub(crate) fn install(&mut self, lua: &Lua) -> mlua::Result<()> {
+        // mlua's allocator made every block so far and counted them.
+        self.used = lua.used_memory();
         let heap: *mut LuaHeap = self;
         // SAFETY: exec_raw gives the state on its own thread; swapping the allocator between
         // two allocations is allowed by the Lua API, and blocks stay interchangeable (above).
@@ -85,6 +97,9 @@ impl LuaHeap {
                 // still hand to this heap.
                 return;
             }
+            // mlua's count missed what this heap did; its limit stays set (mlua protects its
+            // allocations only under a limit) but can no longer be reached by a stale count.
+            let _ = lua.set_memory_limit(isize::MAX as usize);
         }
         self.free_kept();
     }
@@ -176,28 +191,36 @@ unsafe extern "C" fn allocate(
     if nsize == 0 {
         if !block.is_null() {
             heap.release(block, osize);
+            heap.used = heap.used.saturating_sub(osize);
         }
         return ptr::null_mut();
     }
     if nsize > isize::MAX as usize - ALIGN {
         return ptr::null_mut();
     }
-    if block.is_null() {
-        return heap.obtain(nsize).cast();
-    }
-    if osize == nsize {
-        return block.cast();
-    }
-    if osize > MAX_LARGE_KEPT_SIZE && nsize > MAX_LARGE_KEPT_SIZE {
-        return std::alloc::realloc(block, layout(osize), nsize).cast();
-    }
-    let moved = heap.obtain(nsize);
-    if moved.is_null() {
+    let held = if block.is_null() { 0 } else { osize };
+    // Only growth is refused: Lua assumes that giving memory back cannot fail.
+    if nsize > held && heap.used.saturating_add(nsize - held) > heap.limit {
         return ptr::null_mut();
     }
-    ptr::copy_nonoverlapping(block, moved, osize.min(nsize));
-    heap.release(block, osize);
-    moved.cast()
+    let result = if block.is_null() {
+        heap.obtain(nsize)
+    } else if osize == nsize {
+        block
+    } else if osize > MAX_LARGE_KEPT_SIZE && nsize > MAX_LARGE_KEPT_SIZE {
+        std::alloc::realloc(block, layout(osize), nsize)
+    } else {
+        let moved = heap.obtain(nsize);
+        if !moved.is_null() {
+            ptr::copy_nonoverlapping(block, moved, osize.min(nsize));
+            heap.release(block, osize);
+        }
+        moved
+    };
+    if !result.is_null() {
+        heap.used = heap.used - held + nsize;
+    }
+    result.cast()
 }
 
 #[cfg(test)]
@@ -206,7 +229,7 @@ mod tests {
 
     #[test]
     fn a_freed_block_is_handed_out_again_for_the_same_size_only() {
-        let mut heap = LuaHeap::new();
+        let mut heap = LuaHeap::new(usize::MAX);
         let ud: *mut c_void = (&mut *heap as *mut LuaHeap).cast();
         unsafe {
             let a = allocate(ud, ptr::null_mut(), 0, 40);
@@ -246,7 +269,7 @@ mod tests {
 
     #[test]
     fn the_lists_hold_at_most_their_cap() {
-        let mut heap = LuaHeap::new();
+        let mut heap = LuaHeap::new(usize::MAX);
         let ud: *mut c_void = (&mut *heap as *mut LuaHeap).cast();
         let blocks: Vec<_> = (0..(MAX_KEPT_BYTES / 256 + 10))
             .map(|_| unsafe { allocate(ud, ptr::null_mut(), 0, 256) })
@@ -255,6 +278,31 @@ mod tests {
             unsafe { allocate(ud, b, 256, 0) };
         }
         assert_eq!(heap.kept_bytes, MAX_KEPT_BYTES);
+        heap.free_kept();
+    }
+
+    #[test]
+    fn growth_past_the_limit_fails_and_shrinking_never_does() {
+        let mut heap = LuaHeap::new(100_000);
+        let ud: *mut c_void = (&mut *heap as *mut LuaHeap).cast();
+        unsafe {
+            let a = allocate(ud, ptr::null_mut(), 0, 60_000);
+            assert!(!a.is_null());
+            assert_eq!(heap.used, 60_000);
+            // A second block that would bring the state past its limit is refused, and so is
+            // growing the first one past it; the counter is unchanged by a refusal.
+            assert!(allocate(ud, ptr::null_mut(), 0, 50_000).is_null());
+            assert!(allocate(ud, a, 60_000, 100_001).is_null());
+            assert_eq!(heap.used, 60_000);
+            let b = allocate(ud, a, 60_000, 100_000);
+            assert!(!b.is_null());
+            assert_eq!(heap.used, 100_000);
+            let c = allocate(ud, b, 100_000, 1_000);
+            assert!(!c.is_null());
+            assert_eq!(heap.used, 1_000);
+            allocate(ud, c, 1_000, 0);
+            assert_eq!(heap.used, 0);
+        }
         heap.free_kept();
     }
 }

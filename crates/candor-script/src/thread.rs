@@ -4,11 +4,11 @@ use crate::error::{lua_type, one_line, Phase, ScriptError};
 use crate::handle::ThreadShared;
 use crate::host::runtime_error;
 use crate::lua_heap::LuaHeap;
-use crate::lua_state::{take_output, StateData};
+use crate::lua_state::{take_output, StateData, Stops};
 use candor_core::clock::now_ns;
 use mlua::{Function, Lua, Table, Value};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A `by_request` label the script gave with `wrk.name`; [`ThreadScript::name`] spells it.
@@ -73,7 +73,7 @@ pub struct ThreadScript {
     /// The last `delay()`'s value when it was negative or NaN (see [`ThreadScript::odd_delay`]).
     odd_delay: Option<f64>,
     shared: Arc<ThreadShared>,
-    interrupt: Arc<AtomicBool>,
+    interrupt: Arc<Stops>,
     names: Vec<Box<str>>,
     last_lua_ns: u64,
     total_lua_ns: u64,
@@ -91,7 +91,7 @@ impl ThreadScript {
     pub(crate) fn new(
         lua: Lua,
         shared: Arc<ThreadShared>,
-        interrupt: Arc<AtomicBool>,
+        interrupt: Arc<Stops>,
     ) -> Result<ThreadScript, ScriptError> {
         let lua_err = |e: mlua::Error| ScriptError::Lua(one_line(&e));
         let globals = lua.globals();
@@ -127,11 +127,11 @@ impl ThreadScript {
             delay,
             odd_delay: None,
             shared,
-            interrupt,
             names: Vec::new(),
             last_lua_ns: 0,
             total_lua_ns: 0,
-            heap: LuaHeap::new(),
+            heap: LuaHeap::new(interrupt.heap_limit),
+            interrupt,
         };
         if script.request.is_none() {
             // As wrk: without request(), the request built once after init() is sent each time.
@@ -173,7 +173,7 @@ impl ThreadScript {
         out: &mut Vec<u8>,
     ) -> Result<RequestInfo, ScriptError> {
         let start = now_ns();
-        let result = f.call::<Value>(());
+        let result = self.interrupt.after(f.call::<Value>(()));
         let name = match &result {
             Ok(_) => self.wrk.raw_get::<Value>(&self.name_key).ok(),
             Err(_) => None,
@@ -193,9 +193,17 @@ impl ThreadScript {
             // A string returned again is copied from last_bytes instead, without counting its
             // requests again.
             self.last_bytes.clear();
-            copy_bytes(&self.lua, &s, &mut self.last_bytes)
-                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.last = None;
+            let len = copy_bytes(&self.lua, &s, &mut self.last_bytes)
+                .map_err(|e| ScriptError::Lua(one_line(&e)))?;
+            if len > MAX_REQUEST_BYTES {
+                return Err(ScriptError::InvalidRequest {
+                    reason: format!(
+                        "{len} bytes, more than {}, the most one call may return (as --body-file)",
+                        candor_core::bounded::format_limit(MAX_REQUEST_BYTES as u64)
+                    ),
+                });
+            }
             request_ends(&self.last_bytes, &mut self.last_ends)?;
             self.last_requests = self.last_ends.len();
             self.last = Some(s);
@@ -225,16 +233,26 @@ impl ThreadScript {
             data.failure = None;
         }
         let call = || -> mlua::Result<Value> {
-            let table = self.lua.create_table()?;
-            for (name, value) in headers {
-                table.raw_set(
-                    self.lua.create_string(name)?,
-                    self.lua.create_string(value)?,
-                )?;
-            }
-            f.call::<Value>((status, table, self.lua.create_string(body)?))
+            // The headers table and the body are made in one protected call: under the heap
+            // limit mlua protects each of its own allocations separately, which made a
+            // response() with six headers four times slower (5.7 against 1.4 us).
+            // SAFETY: exec_raw runs the closure under lua_pcall on the state's own thread; it
+            // only pushes (a table, strings) and sets the table's fields, leaving the table and
+            // the body on the stack as the two results.
+            let (table, body) = unsafe {
+                self.lua.exec_raw::<(Table, mlua::LuaString)>((), |state| {
+                    mlua::ffi::lua_createtable(state, 0, 0);
+                    for (name, value) in headers {
+                        mlua::ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+                        mlua::ffi::lua_pushlstring(state, value.as_ptr().cast(), value.len());
+                        mlua::ffi::lua_rawset(state, -3);
+                    }
+                    mlua::ffi::lua_pushlstring(state, body.as_ptr().cast(), body.len());
+                })?
+            };
+            f.call::<Value>((status, table, body))
         };
-        let result = call();
+        let result = self.interrupt.after(call());
         self.account(start);
         let returned = result.map_err(|e| runtime_error(&self.interrupt, Phase::Response, &e))?;
         let failure = self
@@ -255,7 +273,7 @@ impl ThreadScript {
             return Ok(None);
         };
         let start = now_ns();
-        let result = f.call::<Value>(());
+        let result = self.interrupt.after(f.call::<Value>(()));
         self.account(start);
         self.odd_delay = None;
         match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {
@@ -380,18 +398,26 @@ impl ThreadScript {
     }
 }
 
-/// Appends the bytes of `s` to `out`. mlua's `as_bytes` shares the string's handle, which
+/// The most bytes one `request()` call may return: what `--body-file` allows one body (each copy
+/// of a larger string, kept and sent, would cost its size again).
+const MAX_REQUEST_BYTES: usize = candor_core::bounded::MAX_BODY_FILE_BYTES as usize;
+
+/// Appends the bytes of `s` to `out` and returns their length; nothing is copied when they are
+/// more than [`MAX_REQUEST_BYTES`]. mlua's `as_bytes` shares the string's handle, which
 /// allocates a reference count the first time; reading the string on the stack does not.
-fn copy_bytes(lua: &Lua, s: &mlua::LuaString, out: &mut Vec<u8>) -> mlua::Result<()> {
+fn copy_bytes(lua: &Lua, s: &mlua::LuaString, out: &mut Vec<u8>) -> mlua::Result<usize> {
+    let mut len = 0;
     // SAFETY: exec_raw pushes `s` and runs the closure on the state's own thread; the bytes
     // are read while the string is on the stack, so alive.
     unsafe {
         lua.exec_raw::<()>(s, |state| {
-            let mut len = 0;
             let bytes = mlua::ffi::lua_tolstring(state, -1, &mut len);
-            out.extend_from_slice(std::slice::from_raw_parts(bytes.cast::<u8>(), len));
-        })
+            if len <= MAX_REQUEST_BYTES {
+                out.extend_from_slice(std::slice::from_raw_parts(bytes.cast::<u8>(), len));
+            }
+        })?;
     }
+    Ok(len)
 }
 
 /// How many complete HTTP/1.1 requests `bytes` holds, one after another; an error when they do

@@ -454,7 +454,13 @@ fn a_script_stuck_in_request_is_stopped_by_the_interrupt() {
 
 #[test]
 fn with_the_jit_on_a_loop_calling_candor_functions_is_still_stopped() {
-    interrupted("forever.lua", ScriptOptions { jit: true });
+    interrupted(
+        "forever.lua",
+        ScriptOptions {
+            jit: true,
+            ..Default::default()
+        },
+    );
 }
 
 fn load_error(name: &str) -> String {

@@ -92,14 +92,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
     }
     if let Some(s) = &mut script {
         // What the script prints (setup, done) follows candor's report, as wrk's follows wrk's.
-        let done = s.done(&results);
-        match done {
-            Ok(out) if exports.uses_stdout() => eprint!("{out}"),
-            Ok(out) => print!("{out}"),
-            Err(e) => {
-                eprintln!("candor: error: {e:#}");
-                return Ok(1);
-            }
+        if let Err(e) = s.done(&results, exports.uses_stdout()) {
+            eprintln!("candor: error: {e:#}");
+            // A signal that stopped done() ends the process with its code, as any run.
+            let interrupted = crate::cmd::interrupt::received();
+            return Ok(interrupted.map_or(1, crate::cmd::interrupt::exit_code));
         }
     }
     if let Some(e) = script_error {

@@ -9,7 +9,9 @@ use candor_core::units::format_ns;
 use candor_load::workload::script_source::{LuaTime, ScriptRun, ScriptStop};
 use candor_load::LoadConfig;
 use candor_runner::flags::RunArgs;
-use candor_script::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost, Target};
+use candor_script::{
+    ErrorCounts, InterruptHandle, RunSummary, ScriptError, ScriptHost, ScriptOptions, Target,
+};
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -76,7 +78,11 @@ pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedS
         method: Some(config.method.clone()),
         body: (!config.body.is_empty()).then(|| config.body.clone()),
     };
-    let mut host = ScriptHost::load(path, args.script_args.clone(), target)?;
+    let mut options = ScriptOptions::default();
+    if let Some(limit) = args.script_memory {
+        options.heap_limit = limit;
+    }
+    let mut host = ScriptHost::load_with(path, args.script_args.clone(), target, options)?;
     if config.is_open_loop() {
         host.check_open_loop()?;
     }
@@ -86,7 +92,7 @@ pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedS
     config.validate()?;
     let interrupt = host.interrupt_handle();
     let finished = Arc::new(AtomicBool::new(false));
-    watch_signals(interrupt.clone(), finished.clone())?;
+    watch_signals(interrupt.clone(), finished.clone(), Some(run.clone()))?;
     let thread_interval_ns = config
         .shard_rate_per_s()
         .filter(|r| *r > 0.0)
@@ -126,9 +132,19 @@ fn calls_made(lua: &LuaTime) -> String {
     text
 }
 
+/// How long after the run's window and drain a script still in Lua is stopped: the engine
+/// makes no call after its drain, so only a call that would not return is still running then
+/// (the second keeps a call that a busy machine delayed past the instant from being cut).
+const OVERRUN_GRACE_NS: u64 = 1_000_000_000;
+
 /// A signal must stop a script stuck in Lua (an endless loop in `request()`): Lua's hook checks
-/// the script's own flag, which this thread sets once the run's stop is asked for.
-fn watch_signals(interrupt: InterruptHandle, finished: Arc<AtomicBool>) -> Result<()> {
+/// the script's own flag, which this thread sets once the run's stop is asked for, or once the
+/// run's window and drain are over (`run`'s deadline) while a call still runs.
+fn watch_signals(
+    interrupt: InterruptHandle,
+    finished: Arc<AtomicBool>,
+    run: Option<Arc<ScriptRun>>,
+) -> Result<()> {
     let stop = crate::cmd::interrupt::install()?.stop.clone();
     std::thread::Builder::new()
         .name("candor-script-signal".into())
@@ -136,6 +152,14 @@ fn watch_signals(interrupt: InterruptHandle, finished: Arc<AtomicBool>) -> Resul
             while !finished.load(Ordering::Relaxed) {
                 if stop.load(Ordering::Relaxed) {
                     interrupt.interrupt();
+                    return;
+                }
+                let overran = run
+                    .as_ref()
+                    .and_then(|r| r.deadline_ns())
+                    .is_some_and(|at| candor_core::now_ns() > at.saturating_add(OVERRUN_GRACE_NS));
+                if overran {
+                    interrupt.interrupt_overrun();
                     return;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
@@ -211,6 +235,12 @@ impl LoadedScript {
                 "the script called thread:stop(); the schedule ended there".to_string(),
                 None,
             ),
+            // os.exit(0) (or true, or nothing) is a stop the script meant; any other code is a
+            // failure it reports, exit 1 (its own code could pass for one of candor's).
+            ScriptStop::Exit { code, message } => (
+                format!("{message}; the schedule ended there"),
+                (code != 0).then_some(message),
+            ),
         };
         results.stop_reason = Some(StopReason::Abort);
         let at_s = results
@@ -230,11 +260,35 @@ impl LoadedScript {
         (line, error)
     }
 
-    /// Runs `done(summary, latency, requests)` with the run's numbers, and returns what the
-    /// script printed (in `setup` and `done`) for stdout after candor's report.
-    pub fn done(&mut self, results: &RunResults) -> Result<String> {
-        // A signal interrupted the run's states; done() still reports, as wrk's does.
+    /// Runs `done(summary, latency, requests)` with the run's numbers, writing what the script
+    /// printed (kept from the run, then `done()`'s as it prints) to stdout, or to stderr when
+    /// the JSON goes to stdout. A signal during `done()` stops it (the results are written
+    /// already); `os.exit(0)` in it is no error.
+    pub fn done(&mut self, results: &RunResults, to_stderr: bool) -> Result<()> {
+        // A signal interrupted the run's states; done() still reports, as wrk's does. A signal
+        // not seen yet stops done() too; after one, a second ends the process (the handlers).
         self.interrupt.clear();
+        let stop = crate::cmd::interrupt::install()?.stop.clone();
+        let done_finished = Arc::new(AtomicBool::new(false));
+        if !stop.load(Ordering::Relaxed) {
+            watch_signals(self.interrupt.clone(), done_finished.clone(), None)?;
+        }
+        let result = self.call_done(results, to_stderr);
+        done_finished.store(true, Ordering::Relaxed);
+        match result {
+            Err(e)
+                if matches!(
+                    e.downcast_ref::<ScriptError>(),
+                    Some(ScriptError::Exit { code: 0, .. })
+                ) =>
+            {
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    fn call_done(&mut self, results: &RunResults, to_stderr: bool) -> Result<()> {
         let main = &results.main;
         let c = &main.requests;
         let e = &c.errors;
@@ -262,6 +316,11 @@ impl LoadedScript {
             // record grows the histogram to the value (saturating_record would clamp it).
             let _ = requests.record(per_thread.round() as u64);
         }
-        Ok(self.host.done(&summary, &latency, &requests)?)
+        let out: Box<dyn std::io::Write + Send> = if to_stderr {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        };
+        Ok(self.host.done_to(&summary, &latency, &requests, out)?)
     }
 }

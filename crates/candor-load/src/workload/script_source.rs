@@ -44,6 +44,22 @@ pub enum ScriptStop {
     Error(String),
     /// The script called `thread:stop()`.
     ThreadStop,
+    /// The script called `os.exit(code)`: the run stops as for `thread:stop()`; the message
+    /// says where.
+    Exit { code: i32, message: String },
+}
+
+impl ScriptStop {
+    /// The stop a script's error asks for.
+    fn of(e: &candor_script::ScriptError) -> ScriptStop {
+        match e {
+            candor_script::ScriptError::Exit { code, .. } => ScriptStop::Exit {
+                code: *code,
+                message: e.to_string(),
+            },
+            _ => ScriptStop::Error(e.to_string()),
+        }
+    }
 }
 
 /// What the load threads of a script run share.
@@ -77,6 +93,9 @@ pub struct ScriptRun {
     first_odd_delay: Mutex<Option<f64>>,
     /// The longest single `request()` call, in nanoseconds.
     longest_request_ns: AtomicU64,
+    /// Monotonic instant at which the run's window and drain are over (0 until it starts): a
+    /// script still running then is interrupted.
+    deadline_ns: AtomicU64,
 }
 
 impl fmt::Debug for ScriptRun {
@@ -131,6 +150,20 @@ impl ScriptRun {
             odd_delays: AtomicU64::new(0),
             first_odd_delay: Mutex::new(None),
             longest_request_ns: AtomicU64::new(0),
+            deadline_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Sets when the run's window and drain end (monotonic ns), once the run has started.
+    pub fn set_deadline(&self, at_ns: u64) {
+        self.deadline_ns.store(at_ns, Ordering::Relaxed);
+    }
+
+    /// When the run's window and drain end, once the run has started.
+    pub fn deadline_ns(&self) -> Option<u64> {
+        match self.deadline_ns.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(at),
         }
     }
 
@@ -415,7 +448,7 @@ impl ScriptSource {
                 // An interrupt (SIGINT while the script ran) is the signal's stop, not the
                 // script's error.
                 if !matches!(e, candor_script::ScriptError::Interrupted { .. }) {
-                    self.run.halt(ScriptStop::Error(e.to_string()));
+                    self.run.halt(ScriptStop::of(&e));
                 }
                 return false;
             }
@@ -535,7 +568,7 @@ impl RequestSource for ScriptSource {
             Ok(ms) => ms.unwrap_or(0).saturating_mul(1_000_000),
             Err(candor_script::ScriptError::Interrupted { .. }) => 0,
             Err(e) => {
-                self.run.halt(ScriptStop::Error(e.to_string()));
+                self.run.halt(ScriptStop::of(&e));
                 0
             }
         }
@@ -630,7 +663,7 @@ impl ScriptJudge {
             Err(candor_script::ScriptError::Interrupted { .. }) => None,
             Err(e) => {
                 let message = e.to_string();
-                run.halt(ScriptStop::Error(message.clone()));
+                run.halt(ScriptStop::of(&e));
                 Some(message)
             }
         }

@@ -5,7 +5,7 @@
 
 pub mod tls;
 mod tls_record;
-mod tls_session;
+pub(crate) mod tls_session;
 
 use mio::net::TcpStream;
 use std::io::{self, Read, Write};

@@ -684,4 +684,4 @@ impl TlsSession {
 }
 
 #[cfg(test)]
-mod session_tests;
+pub(crate) mod session_tests;

@@ -132,7 +132,7 @@ fn pair(suite: SupportedCipherSuite, alpn_client: &[&[u8]], alpn_server: &[&[u8]
 
 /// A certificate for "localhost" carrying `padding` bytes in an extension of no meaning (a
 /// private OID, not critical: verifiers skip it), for certificate messages of a chosen size.
-fn padded_identity(
+pub(crate) fn padded_identity(
     padding: usize,
 ) -> (
     Vec<rustls::pki_types::CertificateDer<'static>>,

@@ -202,8 +202,9 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         }
         FailureClass::Timeout => "got no full response within the timeout".to_string(),
         FailureClass::Parse => {
-            "met a protocol error (a malformed response, bytes not asked for, or an HTTP/2 GOAWAY or \
-             protocol error before the answer)"
+            "met a protocol error (a malformed response, bytes not asked for, an HTTP/2 GOAWAY or \
+             protocol error before the answer, or a broken TLS record or alert: the connection \
+             faults name which)"
                 .to_string()
         }
         FailureClass::Status => {

@@ -4,7 +4,7 @@
 //! the session's own buffers, protected by `tls_record.rs`.
 
 pub mod tls;
-mod tls_record;
+pub(crate) mod tls_record;
 pub(crate) mod tls_session;
 
 use mio::net::TcpStream;

@@ -27,6 +27,9 @@ pub enum StopReason {
     Abort,
     /// A signal (SIGINT, SIGTERM) cut it short.
     Interrupt,
+    /// A load thread failed (a panic): the run ended there, with what was measured so far; the
+    /// warnings name the failure.
+    Failure,
 }
 
 impl StopReason {
@@ -36,6 +39,7 @@ impl StopReason {
             StopReason::Precision => "precision",
             StopReason::Abort => "abort",
             StopReason::Interrupt => "interrupt",
+            StopReason::Failure => "failure",
         }
     }
 }

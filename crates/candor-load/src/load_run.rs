@@ -207,6 +207,7 @@ pub fn run(
             seq_stride: stride,
         };
         let tls = tls.clone();
+        let end = options.end.clone();
         let handle = std::thread::Builder::new()
             .name(if targets.len() > 1 {
                 format!("candor-load-{t}-{target}")
@@ -215,10 +216,20 @@ pub fn run(
             })
             .spawn(
                 move || -> Result<[PhaseAcc; 2], crate::shared::WorkerError> {
-                    if let Some(hook) = &setup.on_start {
-                        hook();
-                    }
-                    crate::protocol::run_worker(kind, setup, tls, ticket, schedule_at)
+                    // A panic the driver could not contain (its books lost) still ends the run
+                    // for every thread, at once, and is named: the others' results are kept.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        if let Some(hook) = &setup.on_start {
+                            hook();
+                        }
+                        crate::protocol::run_worker(kind, setup, tls, ticket, schedule_at)
+                    }))
+                    .unwrap_or_else(|payload| {
+                        end.request(StopReason::Failure);
+                        Err(crate::shared::WorkerError::PanickedWith(
+                            crate::shared::panic_message(&*payload),
+                        ))
+                    })
                 },
             )
             .map_err(RunError::Thread)?;
@@ -319,11 +330,24 @@ pub fn run(
     collector.finish_all(&to_pool, on_interval);
 
     let mut phases = [PhaseAcc::new(), PhaseAcc::new()];
-    for worker in joined {
-        let worker_phases = worker
+    let mut failed_threads = Vec::new();
+    for (w, worker) in joined.into_iter().enumerate() {
+        let worker_phases = match worker
             .map_err(|_| crate::shared::WorkerError::Panicked)
             .and_then(|done| done)
-            .map_err(RunError::Worker)?;
+        {
+            Ok(done) => done,
+            // Lost with its books (intervals it reported are in the time series); the rest of
+            // the run is kept and the failure named.
+            Err(crate::shared::WorkerError::PanickedWith(message)) => {
+                failed_threads.push(crate::shared::thread_failure_warning(
+                    &format!("candor-load-{}", w % threads),
+                    &format!("{message}; its own totals are lost"),
+                ));
+                continue;
+            }
+            Err(e) => return Err(RunError::Worker(e)),
+        };
         for (into, mut from) in phases.iter_mut().zip(worker_phases) {
             match (&mut into.workload, from.workload.take()) {
                 (Some(books), Some(more)) => books.merge(&more),
@@ -377,6 +401,7 @@ pub fn run(
         config.duration_ns
     };
     let [warm, mut main] = phases;
+    main.warnings.extend(failed_threads);
     let (intervals, interval_fallback) = collector.done.into_vec();
     if let Some(why) = interval_fallback {
         main.warnings.push(format!(

@@ -7,7 +7,7 @@ use crate::config::{LoadConfig, Scheme};
 use crate::protocol::ProtocolKind;
 use crate::transport::tls::{self, TlsError};
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +127,7 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
                          drop --h2 to test it with HTTP/1.1"
                     )));
                 }
+                stream.sock.restart(timeout);
                 h2_handshake(&mut stream, timeout, false).map_err(preface_error)?;
             }
             stream.conn.send_close_notify();
@@ -134,19 +135,13 @@ pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), Prob
             Ok(())
         }
         (_, ProtocolKind::Http2) => {
-            let mut sock = connect(t.addr, timeout)
+            let sock = TcpStream::connect_timeout(&t.addr, timeout)
                 .map_err(|e| protocol_error(format!("cannot connect: {e}")))?;
-            h2_handshake(&mut sock, timeout, true).map_err(preface_error)
+            h2_handshake(&mut tls::Recording::new(sock, timeout), timeout, true)
+                .map_err(preface_error)
         }
         (_, ProtocolKind::Http1 | ProtocolKind::Tcp | ProtocolKind::WebSocket) => Ok(()),
     }
-}
-
-fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
-    let sock = TcpStream::connect_timeout(&addr, timeout)?;
-    sock.set_read_timeout(Some(timeout))?;
-    sock.set_write_timeout(Some(timeout))?;
-    Ok(sock)
 }
 
 /// Why the server's answer to the HTTP/2 preface rules out an HTTP/2 run; `cleartext`: h2c with
@@ -167,6 +162,9 @@ pub enum PrefaceError {
     Closed { cleartext: bool },
     #[error("the server did not answer the HTTP/2 preface within {}: {}", candor_core::units::format_ns(.timeout.as_nanos() as f64), drop_h2(.cleartext))]
     Silent { timeout: Duration, cleartext: bool },
+    /// It began to answer, and had not finished when the time was up.
+    #[error("the server's answer to the HTTP/2 preface was not complete within {} (it came too slowly)", candor_core::units::format_ns(.timeout.as_nanos() as f64))]
+    Slow { timeout: Duration },
     #[error("the connection failed on the HTTP/2 preface ({error}): {}", drop_h2(.cleartext))]
     Failed { error: io::Error, cleartext: bool },
 }
@@ -217,7 +215,11 @@ fn h2_handshake<S: Read + Write>(
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(PrefaceError::Silent { timeout, cleartext })
+                return Err(if got.is_empty() {
+                    PrefaceError::Silent { timeout, cleartext }
+                } else {
+                    PrefaceError::Slow { timeout }
+                })
             }
             Err(e) => {
                 return Err(PrefaceError::Failed {
@@ -232,6 +234,149 @@ fn h2_handshake<S: Read + Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TlsOptions;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    /// A server for one connection: reads what the client sends first, then `serve`s it.
+    fn one_shot(serve: impl FnOnce(TcpStream) + Send + 'static) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            serve(s);
+        });
+        addr
+    }
+
+    /// Writes `head`, then the bytes of `rest` one every 100 ms, for at most 6 s (so that the
+    /// check without a total deadline ended too, after 6 s, not after `rest`'s minutes).
+    fn trickle(mut s: TcpStream, head: &[u8], rest: usize) {
+        let until = Instant::now() + Duration::from_secs(6);
+        if s.write_all(head).is_err() {
+            return;
+        }
+        for _ in 0..rest {
+            if Instant::now() > until || s.write_all(&[0]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn insecure() -> (std::sync::Arc<rustls::ClientConfig>, TlsOptions) {
+        let opts = TlsOptions {
+            insecure: true,
+            ca_file: None,
+        };
+        (tls::client_config(&opts, &[]).unwrap(), opts)
+    }
+
+    /// A handshake trickled a byte every 100 ms, each read well within the timeout: the check
+    /// ends at its 500 ms in all (it took as long as the server kept trickling). The bound:
+    /// 500 ms and 2.5 s for a busy machine, below the 6 s the trickle lasts.
+    #[test]
+    fn a_handshake_trickled_to_the_probe_is_bounded_in_total() {
+        let addr = one_shot(|s| trickle(s, &[22, 3, 3, 0x3e, 0x80], 16_000));
+        let (config, opts) = insecure();
+        let began = Instant::now();
+        let err = tls::handshake(
+            &config,
+            &opts,
+            "localhost",
+            addr,
+            Duration::from_millis(500),
+        )
+        .err()
+        .expect("no handshake");
+        assert!(
+            began.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            began.elapsed()
+        );
+        let said = err.to_string();
+        assert!(
+            said.contains("did not complete the TLS handshake within 500"),
+            "{said}"
+        );
+    }
+
+    /// The same for an HTTP/2 SETTINGS frame (100 settings) trickled to the preface check.
+    #[test]
+    fn a_settings_frame_trickled_to_the_probe_is_bounded_in_total() {
+        let addr = one_shot(|s| trickle(s, &[0, 2, 0x58, SETTINGS, 0, 0, 0, 0, 0], 600));
+        let sock = TcpStream::connect(addr).unwrap();
+        let timeout = Duration::from_millis(500);
+        let began = Instant::now();
+        let err = h2_handshake(&mut tls::Recording::new(sock, timeout), timeout, true).unwrap_err();
+        assert!(
+            began.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            began.elapsed()
+        );
+        assert!(matches!(err, PrefaceError::Slow { .. }), "{err}");
+    }
+
+    /// A server that closes halfway through its handshake is named as such, not as an
+    /// "unexpected end of file".
+    #[test]
+    fn a_probe_closed_halfway_through_the_handshake_says_so() {
+        let addr = one_shot(|mut s| {
+            let _ = s.write_all(&[22, 3, 3, 0, 90, 2, 0, 0, 86, 3, 3]);
+        });
+        let (config, opts) = insecure();
+        let err = tls::handshake(&config, &opts, "localhost", addr, Duration::from_secs(5))
+            .err()
+            .expect("no handshake");
+        let said = err.to_string();
+        assert!(
+            said.contains("closed the connection in the middle of the TLS handshake"),
+            "{said}"
+        );
+    }
+
+    /// A 200 KB certificate chain is named for what it is, not "not TLS (plain HTTP?)".
+    #[test]
+    fn a_certificate_chain_over_64_kib_is_named() {
+        let (mut chain, key) =
+            crate::transport::tls_session::session_tests::padded_identity(50_000);
+        for _ in 0..3 {
+            chain.push(
+                crate::transport::tls_session::session_tests::padded_identity(50_000)
+                    .0
+                    .remove(0),
+            );
+        }
+        let server = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut conn = rustls::ServerConnection::new(std::sync::Arc::new(server)).unwrap();
+            while conn.is_handshaking() {
+                if conn.complete_io(&mut s).is_err() {
+                    return;
+                }
+            }
+        });
+        let (config, opts) = insecure();
+        let err = tls::handshake(&config, &opts, "localhost", addr, Duration::from_secs(5))
+            .err()
+            .expect("no handshake");
+        let said = err.to_string();
+        assert!(said.contains("over the 64 KiB"), "{said}");
+        assert!(!said.contains("plain-HTTP"), "{said}");
+    }
 
     fn settings(pairs: &[(u16, u32)]) -> Vec<u8> {
         let len = pairs.len() * 6;

@@ -33,6 +33,26 @@ pub enum WorkerError {
     /// The thread panicked (the panic's message went to stderr).
     #[error("panicked")]
     Panicked,
+    /// The thread panicked, with this message.
+    #[error("panicked: {0}")]
+    PanickedWith(String),
+}
+
+/// A panic's message, as `panic!` was given it.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// The warning that names a load thread's failure in the results.
+pub fn thread_failure_warning(thread: &str, message: &str) -> String {
+    format!(
+        "load thread '{thread}' failed (panicked: {message}); the run was ended there and these \
+         results cover what was measured until then"
+    )
 }
 
 /// Histograms and counts of one interval of one worker.
@@ -137,7 +157,11 @@ pub struct EarlyEnd {
 }
 
 impl EarlyEnd {
-    const REASONS: [StopReason; 2] = [StopReason::Precision, StopReason::Abort];
+    const REASONS: [StopReason; 3] = [
+        StopReason::Precision,
+        StopReason::Abort,
+        StopReason::Failure,
+    ];
 
     /// Asks the workers to end the schedule now (monotonic `now_ns()`); the first request wins.
     /// `Duration` and `Interrupt` are not requests (they end the run by themselves) and are ignored.
@@ -171,9 +195,9 @@ impl EarlyEnd {
         }
     }
 
-    /// True once an abort was requested: nothing more is awaited.
+    /// True once an abort (or a thread's failure) was requested: nothing more is awaited.
     pub fn aborting(&self) -> bool {
-        self.reason.load(Ordering::Relaxed) == 2
+        matches!(self.reason.load(Ordering::Relaxed), 2 | 3)
     }
 }
 

@@ -246,3 +246,62 @@ fn a_server_that_breaks_every_tls_handshake_is_backed_off() {
     let n = assert_counted_and_bounded(&out, "connect", "TLS handshake failed");
     assert_connections_bounded(&accepted, n);
 }
+
+/// A TLS server that completes every handshake and answers the first request with a record
+/// that does not decrypt: the fault is booked as that, in words naming TLS (it was "response
+/// broke the protocol"), and backed off as any other.
+#[test]
+fn a_tls_record_that_does_not_decrypt_is_booked_by_its_cause_and_backed_off() {
+    static CONFIG: std::sync::OnceLock<Arc<rustls::ServerConfig>> = std::sync::OnceLock::new();
+    // Made once, before the server serves (its connections are served by a plain `fn`).
+    CONFIG.get_or_init(|| {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+        Arc::new(
+            rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap(),
+        )
+    });
+    let (addr, accepted) = script(|mut sock| {
+        let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+        let mut tls = rustls::ServerConnection::new(CONFIG.get().unwrap().clone()).unwrap();
+        while tls.is_handshaking() {
+            if tls.complete_io(&mut sock).is_err() {
+                return;
+            }
+        }
+        // The request (and the client's Finished) arrive; the answer is 32 bytes of noise in
+        // an application-data record.
+        let mut stream = rustls::StreamOwned::new(tls, sock);
+        let mut request = [0u8; 4096];
+        if stream.read(&mut request).is_err() {
+            return;
+        }
+        let mut noise = vec![23, 3, 3, 0, 32];
+        noise.extend((0..32u8).map(|i| i.wrapping_mul(37)));
+        let _ = stream.sock.write_all(&noise);
+        let _ = stream.sock.read(&mut request);
+    });
+    let mut c = LoadConfig::new(Target::parse(&format!("https://{addr}/")).unwrap());
+    c.tls.insecure = true;
+    c.threads = 1;
+    c.connections = 1;
+    c.shape = candor_load::LoadShape::constant(1000.0);
+    c.duration_ns = DURATION_NS;
+    c.drain_ns = DRAIN_NS;
+    c.timeout_ns = 5_000 * MS;
+    c.validate().unwrap();
+    let out = candor_load::run(&c, RunOptions::default(), &mut |_| {}).unwrap();
+    let n = assert_counted_and_bounded(
+        &out,
+        "parse",
+        "a TLS record from the server failed to decrypt",
+    );
+    assert_connections_bounded(&accepted, n);
+}

@@ -210,8 +210,9 @@ fn failed_how(class: FailureClass, r: &RequestCounts) -> String {
         }
         FailureClass::Timeout => "got no full response within the timeout".to_string(),
         FailureClass::Parse => {
-            "met a protocol error (a malformed response or frame, bytes not asked for, or a \
-             connection the server refused or flooded; the connection faults name the cause)"
+            "met a protocol error (a malformed response or frame, bytes not asked for, a connection \
+             the server refused or flooded, or a broken TLS record or alert; the connection faults \
+             name the cause)"
                 .to_string()
         }
         FailureClass::Status => {

@@ -87,6 +87,10 @@ pub fn record_stop(
         (Some(StopReason::Interrupt), _) => {
             detail.detail = "interrupted by a signal before the run was decided".into();
         }
+        (Some(StopReason::Failure), _) => {
+            detail.detail =
+                "a load thread failed and the run was ended there (the warnings name it)".into();
+        }
         _ if !precision.is_empty() => {
             detail.detail = format!(
                 "the planned duration ({:.1} s measured) ended before every --precision target was reached",

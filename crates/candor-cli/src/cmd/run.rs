@@ -109,6 +109,17 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if let Some(sig) = interrupted {
         return Ok(crate::cmd::interrupt::exit_code(sig));
     }
+    // A load thread failed (a panic): the results so far are written, and the run is no pass.
+    if results.stop_reason == Some(candor_core::results::StopReason::Failure) {
+        for w in results
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with("load thread"))
+        {
+            eprintln!("candor: error: {w}");
+        }
+        return Ok(if code != 0 { code } else { 1 });
+    }
     // Written and reported above; a run where nothing worked must not pass for a result.
     if let Some(diagnosis) = candor_report::text::no_success(&results.main.requests) {
         if code != 0 {

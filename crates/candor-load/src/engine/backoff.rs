@@ -130,6 +130,8 @@ pub enum Fault {
     /// frames that moved no response, than the HTTP/2 protocol's bounds allow): candor ended it
     /// with GOAWAY ENHANCE_YOUR_CALM.
     H2Flood(H2Flood),
+    /// The TLS of an open connection broke (after the handshake), for this reason.
+    TlsBroken(TlsBreak),
 }
 
 /// The kinds of HTTP/2 flood a server can send (each bounded in `protocol/http2/flood.rs`),
@@ -183,6 +185,32 @@ impl H2Flood {
     }
 }
 
+/// Why the TLS of an open connection broke: the record layer's and the post-handshake
+/// messages' faults, grouped as a person would act on them; a fatal alert by its code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsBreak {
+    /// A record failed to decrypt.
+    Decrypt,
+    /// A record malformed, too large, or of a type not expected.
+    Record,
+    /// A handshake message after the handshake malformed or not expected.
+    Message,
+    /// More of what rustls caps than it allows: KeyUpdates between application records,
+    /// warning alerts, empty records in a row, HelloRequests.
+    Flood,
+    /// A fatal alert, with its code.
+    Alert(u8),
+}
+
+/// The TLS alert codes given a slot of their own (RFC 8446 §6, RFC 5246 §7.2, and the
+/// extensions' registry); others share one.
+const TLS_ALERTS: [u8; 34] = [
+    0, 10, 20, 21, 22, 30, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 60, 70, 71, 80, 86, 90,
+    100, 109, 110, 111, 112, 113, 114, 115, 116, 120,
+];
+/// The TLS causes before the alerts.
+const TLS_PLAIN: usize = 4;
+
 /// HTTP/2 error codes with names (RFC 9113 §7); codes past these are counted as "other".
 const H2_CODES: [&str; 14] = [
     "NO_ERROR",
@@ -213,7 +241,8 @@ pub fn h2_code_name(code: u32) -> &'static str {
 const PLAIN: usize = 14;
 /// One slot per named code and one for the others.
 const CODES: usize = H2_CODES.len() + 1;
-const SLOTS: usize = PLAIN + 2 * CODES + H2Flood::ALL.len();
+const TLS_START: usize = PLAIN + 2 * CODES + H2Flood::ALL.len();
+const SLOTS: usize = TLS_START + TLS_PLAIN + TLS_ALERTS.len() + 1;
 
 impl Fault {
     fn index(self) -> usize {
@@ -236,6 +265,22 @@ impl Fault {
             Fault::GoAway(c) => PLAIN + code(c),
             Fault::H2Error(c) => PLAIN + CODES + code(c),
             Fault::H2Flood(f) => PLAIN + 2 * CODES + f.index(),
+            Fault::TlsBroken(b) => {
+                TLS_START
+                    + match b {
+                        TlsBreak::Decrypt => 0,
+                        TlsBreak::Record => 1,
+                        TlsBreak::Message => 2,
+                        TlsBreak::Flood => 3,
+                        TlsBreak::Alert(a) => {
+                            TLS_PLAIN
+                                + TLS_ALERTS
+                                    .iter()
+                                    .position(|&k| k == a)
+                                    .unwrap_or(TLS_ALERTS.len())
+                        }
+                    }
+            }
         }
     }
 
@@ -260,6 +305,19 @@ impl Fault {
             k if k < PLAIN + CODES => {
                 format!("server sent GOAWAY {} before any response", code(k - PLAIN))
             }
+            k if k >= TLS_START => match k - TLS_START {
+                0 => "a TLS record from the server failed to decrypt".into(),
+                1 => "the server sent a malformed or unexpected TLS record".into(),
+                2 => "the server sent a malformed or unexpected TLS handshake message after the handshake".into(),
+                3 => "the server sent more TLS KeyUpdates, warning alerts, empty records or HelloRequests than allowed".into(),
+                a => match TLS_ALERTS.get(a - TLS_PLAIN) {
+                    Some(&code) => format!(
+                        "the server ended TLS with the alert '{}'",
+                        crate::transport::tls_session::alert_name(code)
+                    ),
+                    None => "the server ended TLS with an alert of an unknown code".into(),
+                },
+            },
             k if k < PLAIN + 2 * CODES => format!(
                 "server's frames broke HTTP/2 (candor sent GOAWAY {})",
                 code(k - PLAIN - CODES)

@@ -282,12 +282,50 @@ impl<P: Protocol> Driver<P> {
         })
     }
 
+    /// Runs the loop to its end. A panic in it (a bug: any cause) does not lose the thread's
+    /// books: the run is ended for every thread (as an abort ends it), this thread's books are
+    /// closed as they stand, and the failure is named in the results. Should closing them panic
+    /// too, the thread fails and `load_run` keeps the other threads' results.
     fn run(mut self) -> Result<[PhaseAcc; 2], WorkerError> {
-        let mut events = Events::with_capacity(1024);
         let mut pacer = Pacer::new(match self.config.spin_ns {
             Some(spin_ns) => Pacing::Fixed { spin_ns },
             None => Pacing::Adaptive,
         });
+        let looped =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_loop(&mut pacer)));
+        match looped {
+            Ok(Ok(())) => Ok(self.finish(pacer.stats())),
+            Ok(Err(e)) => Err(e),
+            Err(payload) => {
+                self.halt
+                    .end
+                    .request(candor_core::results::StopReason::Failure);
+                let message = crate::shared::panic_message(&*payload);
+                let warning = crate::shared::thread_failure_warning(
+                    std::thread::current().name().unwrap_or("?"),
+                    &message,
+                );
+                let stats = pacer.stats();
+                // What was due after now is not part of this run (as after an abort).
+                let now = now_ns();
+                self.core.halt(
+                    now,
+                    HaltState {
+                        aborting: true,
+                        requested_at: Some(now),
+                    },
+                );
+                let finished =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.finish(stats)));
+                let mut phases = finished.map_err(|_| WorkerError::PanickedWith(message))?;
+                phases[1].warnings.push(warning);
+                Ok(phases)
+            }
+        }
+    }
+
+    fn run_loop(&mut self, pacer: &mut Pacer) -> Result<(), WorkerError> {
+        let mut events = Events::with_capacity(1024);
         // Set after a non-blocking poll that found nothing: the start of that idle spin.
         let mut idle_since: Option<u64> = None;
         let mut last_poll = 0;
@@ -422,7 +460,7 @@ impl<P: Protocol> Driver<P> {
                 }
             }
         }
-        Ok(self.finish(pacer.stats()))
+        Ok(())
     }
 
     /// One pass of the loop's decisions at `now`: what is due is written ([`Driver::send_due`]),

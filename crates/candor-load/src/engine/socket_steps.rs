@@ -2,6 +2,7 @@
 //! connect registered with the poll, the failure a read error counts as, and the release of a
 //! closed connection's socket.
 
+use crate::engine::backoff::{Fault, TlsBreak};
 use crate::shared::Failure;
 use crate::transport::Sock;
 use mio::net::TcpStream;
@@ -29,6 +30,28 @@ pub(crate) fn read_failure(e: &io::Error) -> Failure {
     } else {
         Failure::Read
     }
+}
+
+/// The connection fault a read error is, when it says more than its failure class: the TLS
+/// session's cause (an alert by its name, a flood rustls caps, a record that did not decrypt).
+pub(crate) fn read_fault(e: &io::Error) -> Option<Fault> {
+    use crate::transport::tls_session::TlsFault as F;
+    let fault = e.get_ref()?.downcast_ref::<F>()?;
+    Some(Fault::TlsBroken(match *fault {
+        F::Record(crate::transport::tls_record::RecordError::Decrypt) => TlsBreak::Decrypt,
+        F::Record(_) | F::UnexpectedRecord(_) => TlsBreak::Record,
+        F::Alert(code) => TlsBreak::Alert(code),
+        F::TooManyKeyUpdates
+        | F::TooManyWarnings
+        | F::TooManyEmptyRecords
+        | F::TooManyHelloRequests => TlsBreak::Flood,
+        F::UnexpectedMessage(_)
+        | F::MessageTooLong
+        | F::MalformedKeyUpdate
+        | F::KeyUpdateNotAtEnd
+        | F::Ticket
+        | F::KeyUpdate => TlsBreak::Message,
+    }))
 }
 
 /// Takes a closed connection's socket out of `sock`, and out of `poll`'s interest (dropping it
@@ -69,6 +92,52 @@ mod tests {
         assert!(sock.is_none());
         // Released twice is harmless: nothing is left to release.
         release(&mut sock, &poll);
+    }
+
+    /// A TLS fault is booked by its cause, the alert by its name; other errors say nothing more.
+    #[test]
+    fn a_tls_fault_is_booked_by_its_cause_and_an_alert_by_its_name() {
+        use crate::transport::tls_session::TlsFault;
+        let tls = |f: TlsFault| io::Error::new(io::ErrorKind::InvalidData, f);
+        let cases = [
+            (
+                TlsFault::Alert(80),
+                "the server ended TLS with the alert 'internal_error'",
+            ),
+            (
+                TlsFault::Record(crate::transport::tls_record::RecordError::Decrypt),
+                "a TLS record from the server failed to decrypt",
+            ),
+            (
+                TlsFault::TooManyKeyUpdates,
+                "the server sent more TLS KeyUpdates, warning alerts, empty records or HelloRequests than allowed",
+            ),
+            (
+                TlsFault::UnexpectedRecord(99),
+                "the server sent a malformed or unexpected TLS record",
+            ),
+        ];
+        for (fault, said) in cases {
+            let mut tally = crate::engine::backoff::FaultTally::default();
+            tally.count(read_fault(&tls(fault)).unwrap());
+            let causes = tally.by_cause();
+            assert_eq!(causes.get(said), Some(&1), "{fault:?}: {causes:?}");
+        }
+        // An alert of no known code still counts, in words.
+        let mut tally = crate::engine::backoff::FaultTally::default();
+        tally.count(read_fault(&tls(TlsFault::Alert(201))).unwrap());
+        assert_eq!(
+            tally.by_cause().keys().collect::<Vec<_>>(),
+            ["the server ended TLS with an alert of an unknown code"]
+        );
+        assert_eq!(
+            read_fault(&io::Error::from(io::ErrorKind::ConnectionReset)),
+            None
+        );
+        assert_eq!(
+            read_fault(&io::Error::new(io::ErrorKind::InvalidData, "bad")),
+            None
+        );
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! the session's own buffers, protected by `tls_record.rs`.
 
 pub mod tls;
-mod tls_record;
-mod tls_session;
+pub(crate) mod tls_record;
+pub(crate) mod tls_session;
 
 use mio::net::TcpStream;
 use std::io::{self, Read, Write};

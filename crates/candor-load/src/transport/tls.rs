@@ -15,7 +15,7 @@ use rustls::{
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -111,14 +111,44 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsError> {
     ServerName::try_from(host.to_string()).map_err(|_| TlsError::ServerName(host.into()))
 }
 
-/// A socket that keeps the first bytes the server sent, to tell a plain-HTTP answer from TLS.
+/// The probe's socket: it keeps the first bytes the server sent, to tell a plain-HTTP answer
+/// from TLS, and bounds the whole exchange, not each read: a server that trickles a byte per
+/// read timeout would otherwise hold the check for as long as it likes (`-T` bounds a
+/// handshake during the run; the check must be bounded too).
 pub struct Recording {
     sock: TcpStream,
     first: Vec<u8>,
+    deadline: Instant,
+}
+
+impl Recording {
+    /// `sock`, for an exchange that must end within `timeout` from now.
+    pub fn new(sock: TcpStream, timeout: Duration) -> Recording {
+        Recording {
+            sock,
+            first: Vec::new(),
+            deadline: Instant::now() + timeout,
+        }
+    }
+
+    /// The next exchange (the HTTP/2 preface after the handshake) has `timeout` from now.
+    pub fn restart(&mut self, timeout: Duration) {
+        self.deadline = Instant::now() + timeout;
+    }
+
+    /// What is left of the deadline, as the socket's timeout; `TimedOut` once it has passed.
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
 }
 
 impl Read for Recording {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.set_read_timeout(Some(self.left()?))?;
         let n = self.sock.read(buf)?;
         let keep = n.min(16 - self.first.len().min(16));
         self.first.extend_from_slice(&buf[..keep]);
@@ -128,6 +158,7 @@ impl Read for Recording {
 
 impl Write for Recording {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.set_write_timeout(Some(self.left()?))?;
         self.sock.write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -150,12 +181,7 @@ pub fn handshake(
     let name = server_name(host)?;
     let sock = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| TlsError::Handshake(addr, e.to_string()))?;
-    let _ = sock.set_read_timeout(Some(timeout));
-    let _ = sock.set_write_timeout(Some(timeout));
-    let mut sock = Recording {
-        sock,
-        first: Vec::new(),
-    };
+    let mut sock = Recording::new(sock, timeout);
     let mut conn = ClientConnection::new(config.clone(), name)
         .map_err(|e| TlsError::Handshake(addr, e.to_string()))?;
     while conn.is_handshaking() {
@@ -215,6 +241,13 @@ pub fn explain_io(e: &io::Error, first_bytes: &[u8], timeout: Duration, ctx: &Co
         ),
         io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset if first_bytes.is_empty() => {
             format!("the server closed the connection without answering the TLS handshake ({PLAIN_HTTP_HINT})")
+        }
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+            "the server did not complete the TLS handshake within {} (it answered, too slowly)",
+            candor_core::units::format_ns(timeout.as_nanos() as f64)
+        ),
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+            "the server closed the connection in the middle of the TLS handshake".into()
         }
         _ => e.to_string(),
     }
@@ -287,6 +320,11 @@ pub fn explain(e: &rustls::Error, ctx: &Context) -> String {
             "the server does not speak HTTP/2 over TLS: candor offered 'h2' by ALPN and the server refused it; drop --h2 to test it with HTTP/1.1".into()
         }
         rustls::Error::AlertReceived(a) => format!("the server ended the handshake with the TLS alert '{a:?}'"),
+        rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::HandshakePayloadTooLarge | rustls::InvalidMessage::MessageTooLarge,
+        ) => "the server sent a TLS handshake message over the 64 KiB TLS clients accept (a certificate \
+              chain that long: have it send its own chain, not a whole CA bundle)"
+            .into(),
         rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
             format!("the server's answer is not TLS ({PLAIN_HTTP_HINT})")
         }

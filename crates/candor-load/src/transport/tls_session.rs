@@ -15,7 +15,7 @@
 //! (a reconnect follows, as after any drop), as rustls does.
 
 use super::tls_record::{
-    complete_record, RecordKey, Version, ALERT, APPLICATION_DATA, HANDSHAKE, HEADER,
+    complete_record, RecordError, RecordKey, Version, ALERT, APPLICATION_DATA, HANDSHAKE, HEADER,
     MAX_CIPHERTEXT, MAX_PLAINTEXT,
 };
 use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
@@ -78,6 +78,13 @@ struct Traffic {
     version: Version,
     /// Records the sending key may seal before it must be renewed (or the connection end).
     tx_limit: u64,
+    /// What rustls caps (as BoringSSL does) and the own record layer must too, lest a server
+    /// make a connection work or buffer without end: KeyUpdates between application records,
+    /// warning alerts in all, empty records in a row, HelloRequests (one is ignored).
+    key_updates: u8,
+    warnings: u8,
+    empty_records: u8,
+    hello_requests: u8,
 }
 
 /// One TLS client session; its buffers live as long as it does.
@@ -91,10 +98,17 @@ pub struct TlsSession {
     rx_len: usize,
     plain: Range<usize>,
     record_end: usize,
+    /// Bytes of `rx` handed to rustls during the handshake: whole records, one at a time, so
+    /// that what follows the handshake's last record stays here for the own record layer
+    /// (rustls would take it in and lose part of it at the handover: a KeyUpdate's answer).
+    fed: usize,
     /// Records to send: `tx[tx_sent..tx_len]` is not on the socket yet.
     tx: Vec<u8>,
     tx_sent: usize,
     tx_len: usize,
+    /// A KeyUpdate is sealed in `tx` and not yet sent: a further request needs no other answer
+    /// (RFC 8446 §4.6.3 asks for one before the next application data; rustls sends one too).
+    key_update_unsent: bool,
     /// Application data that came in rustls's buffers with the end of the handshake.
     early: Vec<u8>,
     early_at: usize,
@@ -105,12 +119,69 @@ pub struct TlsSession {
     closed: bool,
 }
 
-fn invalid(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e)
+/// Why a TLS session failed after its handshake: the record layer's and the post-handshake
+/// messages' faults, by cause, as rustls would have refused them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum TlsFault {
+    #[error("{0}")]
+    Record(#[from] RecordError),
+    #[error("the server sent the TLS alert '{}'", alert_name(*.0))]
+    Alert(u8),
+    #[error("the server sent more than {KEY_UPDATES_MAX} TLS KeyUpdates without application data between them")]
+    TooManyKeyUpdates,
+    #[error("the server sent more than {WARNINGS_MAX} TLS warning alerts")]
+    TooManyWarnings,
+    #[error("the server sent more than {EMPTY_RECORDS_MAX} empty TLS records in a row")]
+    TooManyEmptyRecords,
+    #[error("the server asked for a TLS renegotiation again (HelloRequest) after it was ignored")]
+    TooManyHelloRequests,
+    #[error("a TLS record of unexpected type {0} after the handshake")]
+    UnexpectedRecord(u8),
+    #[error("an unexpected TLS handshake message (type {0}) after the handshake")]
+    UnexpectedMessage(u8),
+    #[error("a TLS handshake message after the handshake longer than 64 KiB")]
+    MessageTooLong,
+    #[error("a malformed TLS KeyUpdate")]
+    MalformedKeyUpdate,
+    #[error("a TLS KeyUpdate not at the end of its record")]
+    KeyUpdateNotAtEnd,
+    #[error("a TLS session ticket rustls refused")]
+    Ticket,
+    #[error("a TLS key update rustls refused")]
+    KeyUpdate,
 }
 
-fn protocol(what: &'static str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, what)
+/// An alert's name as RFC 8446 writes it (`internal_error`), from rustls's (`InternalError`).
+pub fn alert_name(code: u8) -> String {
+    let camel = format!("{:?}", rustls::AlertDescription::from(code));
+    let mut name = String::with_capacity(camel.len() + 4);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    name
+}
+
+const KEY_UPDATES_MAX: u8 = 32;
+const WARNINGS_MAX: u8 = 4;
+const EMPTY_RECORDS_MAX: u8 = 32;
+
+/// A fault of the session after its handshake, as the read or write error it ends it with
+/// (`InvalidData`: the server's bytes broke TLS; the cause is inside, for the tally).
+fn fault(e: impl Into<TlsFault>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.into())
+}
+
+impl Traffic {
+    fn warning(&mut self) -> io::Result<()> {
+        self.warnings += 1;
+        if self.warnings > WARNINGS_MAX {
+            return Err(fault(TlsFault::TooManyWarnings));
+        }
+        Ok(())
+    }
 }
 
 impl TlsSession {
@@ -125,9 +196,11 @@ impl TlsSession {
             rx_len: 0,
             plain: 0..0,
             record_end: 0,
+            fed: 0,
             tx: vec![0; TX_INITIAL],
             tx_sent: 0,
             tx_len: 0,
+            key_update_unsent: false,
             early: Vec::new(),
             early_at: 0,
             post_handshake: Vec::new(),
@@ -156,7 +229,7 @@ impl TlsSession {
                     _ => Handshake::Failed,
                 };
             };
-            let status = conn.process_tls_records(&mut self.rx[..self.rx_len]);
+            let status = conn.process_tls_records(&mut self.rx[..self.fed]);
             let mut discard = status.discard;
             let step = match status.state {
                 Err(e) => Step::Failed(Some(e)),
@@ -201,9 +274,14 @@ impl TlsSession {
             };
             self.rx.copy_within(discard..self.rx_len, 0);
             self.rx_len -= discard;
+            self.fed -= discard;
             match step {
                 Step::Again => {}
                 Step::NeedInput => {
+                    if let Some(end) = self.next_record_end() {
+                        self.fed = end;
+                        continue;
+                    }
                     match self.flush(io) {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -242,15 +320,27 @@ impl TlsSession {
         }
     }
 
+    /// Where the next whole record not yet given to rustls ends, if it is all here; bytes that
+    /// are no TLS record (a plain-HTTP answer) go to rustls as they are, for it to name them.
+    fn next_record_end(&self) -> Option<usize> {
+        match complete_record(&self.rx[self.fed..self.rx_len]) {
+            Ok(Some(len)) => Some(self.fed + len),
+            Ok(None) => None,
+            Err(_) => (self.fed < self.rx_len).then_some(self.rx_len),
+        }
+    }
+
     fn fail(&mut self) -> Handshake {
         self.phase = Phase::Broken;
         Handshake::Failed
     }
 
-    /// After a failed handshake, sends the alert rustls queued so the server learns why.
+    /// After a failed handshake, sends the alert rustls queued so the server learns why. rustls
+    /// is given the same buffer as before: it may hold part of a message joined in it, and its
+    /// progress counts from that buffer's start (an empty one made it index past the end).
     fn send_alert(&mut self, io: &mut (impl Read + Write)) {
         if let Phase::Handshaking(conn) = &mut self.phase {
-            let status = conn.process_tls_records(&mut []);
+            let status = conn.process_tls_records(&mut self.rx[..self.fed]);
             if let Ok(ConnectionState::EncodeTlsData(mut data)) = status.state {
                 if let Ok(n) = data.encode(&mut self.tx[self.tx_len..]) {
                     self.tx_len += n;
@@ -291,7 +381,12 @@ impl TlsSession {
             rx,
             version,
             tx_limit: tx_limit.saturating_sub(LIMIT_MARGIN),
+            key_updates: 0,
+            warnings: 0,
+            empty_records: 0,
+            hello_requests: 0,
         }));
+        self.release_handshake_buffers();
         match self.flush(io) {
             Ok(()) => Handshake::Done,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Handshake::Done,
@@ -300,6 +395,31 @@ impl TlsSession {
                 Handshake::Failed
             }
         }
+    }
+
+    /// What rustls has taken in is its own; what follows the handshake's last record is the
+    /// record layer's. The buffers grown for the handshake (a certificate chain of 60 KB took
+    /// the receive buffer to 128 KiB) are given back: every connection would keep them for the
+    /// run. They grow again, to one record at most, if the traffic needs it.
+    fn release_handshake_buffers(&mut self) {
+        self.rx.copy_within(self.fed..self.rx_len, 0);
+        self.rx_len -= self.fed;
+        self.fed = 0;
+        let rx_size = self.rx_len.max(RX_INITIAL).next_power_of_two().min(RX_MAX);
+        if self.rx.len() > rx_size && self.rx_len <= rx_size {
+            let mut rx = vec![0; rx_size];
+            rx[..self.rx_len].copy_from_slice(&self.rx[..self.rx_len]);
+            self.rx = rx;
+        }
+        let pending = self.tx_len - self.tx_sent;
+        if self.tx.len() > TX_INITIAL && pending <= TX_INITIAL {
+            let mut tx = vec![0; TX_INITIAL];
+            tx[..pending].copy_from_slice(&self.tx[self.tx_sent..self.tx_len]);
+            self.tx = tx;
+            self.tx_sent = 0;
+            self.tx_len = pending;
+        }
+        self.early.shrink_to_fit();
     }
 
     /// Sends what is sealed and not yet sent; `WouldBlock` means wait for writability.
@@ -314,6 +434,7 @@ impl TlsSession {
         }
         self.tx_sent = 0;
         self.tx_len = 0;
+        self.key_update_unsent = false;
         Ok(())
     }
 
@@ -361,7 +482,7 @@ impl TlsSession {
         let n = want.min(room - overhead);
         let sealed =
             t.tx.seal(APPLICATION_DATA, &data[..n], &mut self.tx[self.tx_len..])
-                .map_err(invalid)?;
+                .map_err(fault)?;
         self.tx_len += sealed;
         Ok(n)
     }
@@ -394,10 +515,14 @@ impl TlsSession {
         }
         let sealed =
             t.tx.seal(HANDSHAKE, &message, &mut self.tx[self.tx_len..])
-                .map_err(invalid)?;
+                .map_err(fault)?;
         self.tx_len += sealed;
-        let (seq, secrets) = t.kernel.update_tx_secret().map_err(invalid)?;
-        t.tx = RecordKey::new(t.version, secrets, seq).map_err(invalid)?;
+        self.key_update_unsent = true;
+        let (seq, secrets) = t
+            .kernel
+            .update_tx_secret()
+            .map_err(|_| fault(TlsFault::KeyUpdate))?;
+        t.tx = RecordKey::new(t.version, secrets, seq).map_err(fault)?;
         Ok(())
     }
 
@@ -425,8 +550,7 @@ impl TlsSession {
             let Phase::Traffic(t) = &mut self.phase else {
                 return Err(io::ErrorKind::NotConnected.into());
             };
-            let Some(len) =
-                complete_record(&self.rx[self.rx_start..self.rx_len]).map_err(invalid)?
+            let Some(len) = complete_record(&self.rx[self.rx_start..self.rx_len]).map_err(fault)?
             else {
                 self.rx.copy_within(self.rx_start..self.rx_len, 0);
                 self.rx_len -= self.rx_start;
@@ -451,10 +575,19 @@ impl TlsSession {
             };
             let start = self.rx_start;
             let end = start + len;
-            let (typ, plain) = t.rx.open(&mut self.rx[start..end]).map_err(invalid)?;
+            let (typ, plain) = t.rx.open(&mut self.rx[start..end]).map_err(fault)?;
             let plain = start + plain.start..start + plain.end;
+            if plain.is_empty() {
+                t.empty_records += 1;
+                if t.empty_records > EMPTY_RECORDS_MAX {
+                    return Err(fault(TlsFault::TooManyEmptyRecords));
+                }
+            } else {
+                t.empty_records = 0;
+            }
             match typ {
                 APPLICATION_DATA => {
+                    t.key_updates = 0;
                     self.record_end = end;
                     self.plain = plain;
                     if self.plain.is_empty() {
@@ -469,10 +602,11 @@ impl TlsSession {
                             return Ok(0);
                         }
                         // TLS 1.3 has no warnings but user_canceled (RFC 8446 §6); TLS 1.2's
-                        // are ignored.
-                        [_, USER_CANCELED] if t.version == Version::Tls13 => {}
-                        [WARNING, _] if t.version == Version::Tls12 => {}
-                        _ => return Err(protocol("the TLS server sent a fatal alert")),
+                        // are ignored, as many as rustls ignores.
+                        [_, USER_CANCELED] if t.version == Version::Tls13 => t.warning()?,
+                        [WARNING, _] if t.version == Version::Tls12 => t.warning()?,
+                        [_, code] => return Err(fault(TlsFault::Alert(code))),
+                        _ => return Err(fault(TlsFault::Record(RecordError::Malformed))),
                     }
                 }
                 HANDSHAKE => {
@@ -482,12 +616,12 @@ impl TlsSession {
                     // (as rustls bounds them): a server announcing more cannot make every
                     // connection buffer up to 16 MiB.
                     if self.post_handshake.len() + (end - start) > MAX_POST_HANDSHAKE {
-                        return Err(protocol("TLS handshake message too long"));
+                        return Err(fault(TlsFault::MessageTooLong));
                     }
                     self.post_handshake.extend_from_slice(&self.rx[start..end]);
                     self.handle_post_handshake()?;
                 }
-                _ => return Err(protocol("unexpected TLS record type after the handshake")),
+                _ => return Err(fault(TlsFault::UnexpectedRecord(typ))),
             }
         }
     }
@@ -508,29 +642,39 @@ impl TlsSession {
                 NEW_SESSION_TICKET => t
                     .kernel
                     .handle_new_session_ticket(&self.post_handshake[body.clone()])
-                    .map_err(invalid)?,
+                    .map_err(|_| fault(TlsFault::Ticket))?,
                 KEY_UPDATE if t.version == Version::Tls13 => {
+                    t.key_updates += 1;
+                    if t.key_updates > KEY_UPDATES_MAX {
+                        return Err(fault(TlsFault::TooManyKeyUpdates));
+                    }
                     let requested = match self.post_handshake[body.clone()] {
                         [0] => false,
                         [1] => true,
-                        _ => return Err(protocol("malformed TLS KeyUpdate")),
+                        _ => return Err(fault(TlsFault::MalformedKeyUpdate)),
                     };
                     // A key change ends the record it came in.
                     if body.end != self.post_handshake.len() {
-                        return Err(protocol("TLS KeyUpdate not at the end of its record"));
+                        return Err(fault(TlsFault::KeyUpdateNotAtEnd));
                     }
-                    let (seq, secrets) = t.kernel.update_rx_secret().map_err(invalid)?;
-                    t.rx = RecordKey::new(t.version, secrets, seq).map_err(invalid)?;
-                    if requested {
+                    let (seq, secrets) = t
+                        .kernel
+                        .update_rx_secret()
+                        .map_err(|_| fault(TlsFault::KeyUpdate))?;
+                    t.rx = RecordKey::new(t.version, secrets, seq).map_err(fault)?;
+                    // One answer unsent answers every request until it is sent: a server that
+                    // asks without reading cannot grow the send buffer.
+                    if requested && !self.key_update_unsent {
                         self.send_key_update()?;
                     }
                 }
-                HELLO_REQUEST if t.version == Version::Tls12 && len == 0 => {}
-                _ => {
-                    return Err(protocol(
-                        "unexpected TLS handshake message after the handshake",
-                    ))
+                HELLO_REQUEST if t.version == Version::Tls12 && len == 0 => {
+                    t.hello_requests += 1;
+                    if t.hello_requests > 1 {
+                        return Err(fault(TlsFault::TooManyHelloRequests));
+                    }
                 }
+                _ => return Err(fault(TlsFault::UnexpectedMessage(typ))),
             }
             at = body.end;
         }
@@ -540,4 +684,4 @@ impl TlsSession {
 }
 
 #[cfg(test)]
-mod session_tests;
+pub(crate) mod session_tests;

@@ -127,7 +127,11 @@ impl<P: Protocol> Driver<P> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.connection_lost(i, socket_steps::read_failure(&e), now_ns()),
+                Err(e) => {
+                    let (kind, fault) =
+                        (socket_steps::read_failure(&e), socket_steps::read_fault(&e));
+                    return self.connection_lost_because(i, kind, fault, now_ns());
+                }
             }
         }
         // What the protocol answered (acks, window updates, requests it could now send): out
@@ -260,11 +264,23 @@ impl<P: Protocol> Driver<P> {
     /// An open connection broke: the requests on the wire fail with `kind`; those still
     /// waiting for a place connect again (they were never sent), after its back-off.
     pub(super) fn connection_lost(&mut self, i: usize, kind: Failure, now: u64) {
-        let fault = match kind {
+        self.connection_lost_because(i, kind, None, now)
+    }
+
+    /// [`Self::connection_lost`], the fault booked as `cause` when the error named one (a TLS
+    /// session's alert, say) rather than as its failure class's.
+    pub(super) fn connection_lost_because(
+        &mut self,
+        i: usize,
+        kind: Failure,
+        cause: Option<Fault>,
+        now: u64,
+    ) {
+        let fault = cause.unwrap_or(match kind {
             Failure::Write => Fault::Reset,
             Failure::Parse => Fault::Malformed,
             _ => Fault::Closed,
-        };
+        });
         // With nothing outstanding, a close is no fault (an idle connection closed by the
         // server); bytes that break the protocol always are.
         let outstanding = self.core.carried_at(i, 0).is_some();

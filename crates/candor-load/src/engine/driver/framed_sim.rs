@@ -88,6 +88,8 @@ impl Protocol for Lines {
                     self.bye = true;
                     freed = true;
                 }
+                // A bug of the protocol's, as any panic on a load thread.
+                ["BOOM"] => panic!("the test protocol met BOOM"),
                 _ => {
                     link.out.extend_from_slice(b"GOODBYE\n");
                     return Err(Broken::Protocol(Fault::Malformed));
@@ -275,4 +277,72 @@ fn the_server_closing_during_the_greeting_is_a_failed_connect() {
     assert_eq!(r.d.conns[0].state, ConnState::Down);
     let p = r.finish(START + 10 * MS);
     assert_eq!(p.counts.errors.connect, 1);
+}
+
+/// A panic on a load thread (a bug, whatever its cause: rustls once panicked on a certificate
+/// chain over 64 KiB) ends the run for every thread, at once, as an abort ends it; this
+/// thread's books are closed as they stand, balanced, and the failure is named in them. The
+/// real loop on real time against a server thread of this test: five answers, then a line that
+/// makes the protocol panic.
+#[test]
+fn a_panic_in_the_loop_ends_the_run_with_the_threads_books_kept_and_the_failure_named() {
+    let peer = Peer::new();
+    let shape = Shape::new(2_000);
+    let setup = shape.setup(&peer.listener);
+    let end = setup.end.clone();
+    let listener = peer.listener.try_clone().unwrap();
+    let server = std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Write};
+        let (s, _) = listener.accept().unwrap();
+        // Bounded: the driver closes the connection when it finishes.
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut out = s.try_clone().unwrap();
+        let mut answered = 0;
+        for line in BufReader::new(s).lines() {
+            let Ok(line) = line else { break };
+            let reply = match line.split(' ').collect::<Vec<_>>()[..] {
+                ["HELLO"] => "OK\n".to_string(),
+                ["REQ", slot] if answered < 5 => {
+                    answered += 1;
+                    format!("ANS {slot} 200\n")
+                }
+                ["REQ", _] => "BOOM\n".to_string(),
+                _ => continue,
+            };
+            if out.write_all(reply.as_bytes()).is_err() {
+                break;
+            }
+        }
+    });
+    let make = || Lines {
+        on_wire: vec![false; 1],
+        outstanding: 0,
+        limit: 1,
+        open: false,
+        bye: false,
+    };
+    let mut d = Driver::new(setup, None, make).unwrap();
+    let start = now_ns() + 20 * MS;
+    let schedule = Schedule::new(start, 1000.0, crate::schedule::ArrivalKind::Constant, 0, 1);
+    d.core.begin_at(start, Some(schedule), 0);
+    let [_, measured] = d.run().expect("the thread's books, not an error");
+    server.join().unwrap();
+    assert_eq!(
+        end.requested().map(|(reason, _)| reason),
+        Some(candor_core::results::StopReason::Failure)
+    );
+    let c = &measured.counts;
+    assert_eq!(c.completed, 5);
+    assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
+    // Ended at the panic: not 2,000 intended over the planned 2 s.
+    assert!(c.intended < 1_000, "{c:?}");
+    assert!(
+        measured
+            .warnings
+            .iter()
+            .any(|w| w.contains("panicked: the test protocol met BOOM")),
+        "{:?}",
+        measured.warnings
+    );
 }

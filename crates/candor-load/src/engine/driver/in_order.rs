@@ -106,7 +106,11 @@ impl<P: Protocol> Driver<P> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail_connection(i, socket_steps::read_failure(&e), now_ns()),
+                Err(e) => {
+                    let (kind, fault) =
+                        (socket_steps::read_failure(&e), socket_steps::read_fault(&e));
+                    return self.fail_connection_because(i, kind, fault, now_ns());
+                }
             }
         }
         // TLS may owe the server bytes after reading (key updates, alerts).
@@ -293,21 +297,35 @@ impl<P: Protocol> Driver<P> {
     /// starts its back-off, unless the server only closed it (or it broke) with nothing
     /// outstanding: an idle keep-alive close is no fault.
     pub(super) fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
+        self.fail_connection_because(i, kind, None, now)
+    }
+
+    /// [`Self::fail_connection`], the fault booked as `cause` when the error named one (a TLS
+    /// session's alert, say) rather than as its failure class's.
+    pub(super) fn fail_connection_because(
+        &mut self,
+        i: usize,
+        kind: Failure,
+        cause: Option<Fault>,
+        now: u64,
+    ) {
         let outstanding = self.core.carried_at(i, 0).is_some();
         let always = matches!(kind, Failure::Connect | Failure::Parse);
         let fault = (outstanding || always)
-            .then(|| match kind {
-                Failure::Connect if self.conns[i].state == ConnState::Handshaking => {
-                    Some(Fault::Tls)
-                }
-                Failure::Connect => Some(Fault::Refused),
-                Failure::Timeout => Some(Fault::ConnectTimeout),
-                Failure::Read | Failure::Stream => Some(Fault::Closed),
-                Failure::Write => Some(Fault::Reset),
-                Failure::Parse | Failure::Protocol => Some(Fault::Malformed),
-                // A request whose template could not be filled failed before any byte was
-                // written: the connection did nothing wrong.
-                Failure::Template => None,
+            .then(|| {
+                cause.or(match kind {
+                    Failure::Connect if self.conns[i].state == ConnState::Handshaking => {
+                        Some(Fault::Tls)
+                    }
+                    Failure::Connect => Some(Fault::Refused),
+                    Failure::Timeout => Some(Fault::ConnectTimeout),
+                    Failure::Read | Failure::Stream => Some(Fault::Closed),
+                    Failure::Write => Some(Fault::Reset),
+                    Failure::Parse | Failure::Protocol => Some(Fault::Malformed),
+                    // A request whose template could not be filled failed before any byte was
+                    // written: the connection did nothing wrong.
+                    Failure::Template => None,
+                })
             })
             .flatten();
         // A streamed response cut off after events had come fails as a stream of its own.

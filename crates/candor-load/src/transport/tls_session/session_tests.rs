@@ -37,6 +37,8 @@ struct Pair {
     server: rustls::ServerConnection,
     /// What the server has read so far.
     server_got: Vec<u8>,
+    /// The server's first error: it then reads no more.
+    server_error: Option<rustls::Error>,
 }
 
 impl Pair {
@@ -45,11 +47,17 @@ impl Pair {
         loop {
             let mut moved = false;
             while !self.wire.to_server.is_empty() {
+                if self.server_error.is_some() {
+                    self.wire.to_server.clear();
+                    break;
+                }
                 let (a, _) = self.wire.to_server.as_slices();
                 let mut a = a;
                 let n = self.server.read_tls(&mut a).unwrap();
                 self.wire.to_server.drain(..n);
-                self.server.process_new_packets().unwrap();
+                if let Err(e) = self.server.process_new_packets() {
+                    self.server_error = Some(e);
+                }
                 let _ = self.server.reader().read_to_end(&mut self.server_got);
                 moved = true;
             }
@@ -119,7 +127,49 @@ pub(crate) fn test_identity() -> (
 }
 
 fn pair(suite: SupportedCipherSuite, alpn_client: &[&[u8]], alpn_server: &[&[u8]]) -> Pair {
-    let (chain, key) = test_identity();
+    pair_with(suite, alpn_client, alpn_server, test_identity(), |_| {})
+}
+
+/// A certificate for "localhost" carrying `padding` bytes in an extension of no meaning (a
+/// private OID, not critical: verifiers skip it), for certificate messages of a chosen size.
+pub(crate) fn padded_identity(
+    padding: usize,
+) -> (
+    Vec<rustls::pki_types::CertificateDer<'static>>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params
+        .custom_extensions
+        .push(rcgen::CustomExtension::from_oid_content(
+            &[1, 3, 6, 1, 4, 1, 55555, 1],
+            octet_string(padding),
+        ));
+    let cert = params.self_signed(&key).unwrap();
+    (
+        vec![cert.der().clone()],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+}
+
+/// A DER OCTET STRING of `len` bytes (its contents are opaque to every parser).
+fn octet_string(len: usize) -> Vec<u8> {
+    let mut der = vec![0x04, 0x83, (len >> 16) as u8, (len >> 8) as u8, len as u8];
+    der.resize(der.len() + len, 0x5a);
+    der
+}
+
+fn pair_with(
+    suite: SupportedCipherSuite,
+    alpn_client: &[&[u8]],
+    alpn_server: &[&[u8]],
+    (chain, key): (
+        Vec<rustls::pki_types::CertificateDer<'static>>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    ),
+    adjust: impl FnOnce(&mut rustls::ServerConfig),
+) -> Pair {
     let mut provider = rustls::crypto::ring::default_provider();
     provider.cipher_suites = vec![suite];
     let provider = Arc::new(provider);
@@ -136,6 +186,7 @@ fn pair(suite: SupportedCipherSuite, alpn_client: &[&[u8]], alpn_server: &[&[u8]
     // For tests that seal records as the server would.
     server.enable_secret_extraction = true;
     server.alpn_protocols = alpn_server.iter().map(|p| p.to_vec()).collect();
+    adjust(&mut server);
     let mut roots = rustls::RootCertStore::empty();
     roots.add(chain[0].clone()).unwrap();
     let mut client = rustls::ClientConfig::builder_with_provider(provider)
@@ -150,6 +201,7 @@ fn pair(suite: SupportedCipherSuite, alpn_client: &[&[u8]], alpn_server: &[&[u8]
         client: TlsSession::new(Arc::new(client), "localhost".try_into().unwrap()).unwrap(),
         server: rustls::ServerConnection::new(Arc::new(server)).unwrap(),
         server_got: Vec::new(),
+        server_error: None,
     }
 }
 
@@ -371,4 +423,237 @@ fn buffers_are_reused() {
         (p.client.rx.capacity(), p.client.tx.capacity()),
         (rx_cap, tx_cap)
     );
+}
+
+/// A certificate message over the 64 KiB rustls accepts (a server sending a whole CA bundle)
+/// fails the handshake; asking rustls for the alert to send while it holds part of the message
+/// must not panic (it did: `process_tls_records` on an empty buffer, its progress in the old).
+#[test]
+fn a_handshake_message_over_64_kib_fails_the_handshake_without_a_panic() {
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+    // One certificate cannot hold that much (webpki reads lengths up to 64 KiB): two do.
+    let (mut chain, key) = padded_identity(40_000);
+    chain.push(padded_identity(26_000).0.remove(0));
+    let mut p = pair_with(suite, &[], &[], (chain, key), |_| {});
+    assert_eq!(p.handshake(), Handshake::Failed);
+    // A record announcing a 16 MiB message, its first 16 KiB sent whole.
+    let mut p = pair(suite, &[], &[]);
+    assert_eq!(
+        p.client.handshake(&mut ClientEnd(&mut p.wire)),
+        Handshake::Waiting
+    );
+    let mut record = vec![HANDSHAKE, 3, 3, 0x40, 0x00, 2, 0xff, 0xff, 0xff];
+    record.resize(HEADER + 0x4000, 0);
+    p.wire.to_client.extend(&record);
+    p.wire.to_client.extend(&record[..HEADER + 100]);
+    assert_eq!(
+        p.client.handshake(&mut ClientEnd(&mut p.wire)),
+        Handshake::Failed
+    );
+}
+
+/// After a handshake with a 60 KB certificate chain, what was grown for it is given back: a
+/// connection keeps at most a record's room, not the chain's (each of 400 connections kept
+/// ~137 KB, for the run).
+#[test]
+fn handshake_buffers_are_released_once_the_session_is_established() {
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+    let mut p = pair_with(suite, &[], &[], padded_identity(60_000), |_| {});
+    assert_eq!(p.handshake(), Handshake::Done);
+    p.receive().unwrap();
+    p.send(b"ping");
+    assert_eq!(p.server_received(), b"ping");
+    assert!(
+        p.client.rx.capacity() <= RX_MAX,
+        "{}",
+        p.client.rx.capacity()
+    );
+    assert!(
+        p.client.tx.capacity() <= TX_INITIAL,
+        "{}",
+        p.client.tx.capacity()
+    );
+    assert!(
+        p.client.post_handshake.capacity() + p.client.early.capacity() <= 1024,
+        "{} {}",
+        p.client.post_handshake.capacity(),
+        p.client.early.capacity()
+    );
+}
+
+fn fault(e: io::Error) -> TlsFault {
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    *e.get_ref()
+        .and_then(|e| e.downcast_ref::<TlsFault>())
+        .unwrap_or_else(|| panic!("not a TlsFault: {e}"))
+}
+
+/// KeyUpdates that ask for one, flooded by a server that never reads: the answer is one
+/// KeyUpdate however many were asked (the send buffer grew by one per request, without end),
+/// and past 32 without application data between them (rustls's and BoringSSL's cap) the
+/// connection fails with that cause.
+#[test]
+fn a_flood_of_key_update_requests_is_a_fault_and_the_send_buffer_stays_bounded() {
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+    let mut p = pair(suite, &[], &[]);
+    assert_eq!(p.handshake(), Handshake::Done);
+    p.receive().unwrap();
+    // Between application records, any number: the answers do not pile up.
+    for round in 0..200 {
+        for _ in 0..3 {
+            p.server.refresh_traffic_keys().unwrap();
+        }
+        p.server.writer().write_all(b"data").unwrap();
+        p.pump_server();
+        assert_eq!(
+            p.receive().unwrap(),
+            Some(b"data".to_vec()),
+            "round {round}"
+        );
+        assert!(p.client.tx_len <= 64, "round {round}: {}", p.client.tx_len);
+    }
+    // The answers that did go out keep both sides in step.
+    p.send(b"ping");
+    assert_eq!(p.server_received(), b"ping");
+    assert_eq!(p.server_error, None);
+    for _ in 0..40 {
+        p.server.refresh_traffic_keys().unwrap();
+    }
+    p.pump_server();
+    assert_eq!(fault(p.receive().unwrap_err()), TlsFault::TooManyKeyUpdates);
+    assert!(p.client.tx_len <= 64, "{}", p.client.tx_len);
+}
+
+/// The server's sending key for TLS 1.2, extracted, with what it will seal next.
+fn tls12_server_key(p: Pair) -> (Wire, TlsSession, RecordKey) {
+    let Pair {
+        wire,
+        client,
+        server,
+        ..
+    } = p;
+    let (seq, secrets) = server.dangerous_extract_secrets().unwrap().tx;
+    (
+        wire,
+        client,
+        RecordKey::new(Version::Tls12, secrets, seq).unwrap(),
+    )
+}
+
+/// What rustls limits and the own record layer must too: warning alerts (4 in all), empty
+/// records (32 in a row), HelloRequests (one is ignored, the next is refused).
+#[test]
+fn floods_of_warnings_empty_records_and_hello_requests_are_faults() {
+    let suite = rustls::crypto::ring::cipher_suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256;
+    let cases: [(u8, &[u8], usize, TlsFault); 3] = [
+        (ALERT, &[WARNING, 100], 4, TlsFault::TooManyWarnings),
+        (APPLICATION_DATA, &[], 32, TlsFault::TooManyEmptyRecords),
+        (
+            HANDSHAKE,
+            &[HELLO_REQUEST, 0, 0, 0],
+            1,
+            TlsFault::TooManyHelloRequests,
+        ),
+    ];
+    for (typ, payload, allowed, expected) in cases {
+        let mut p = pair(suite, &[], &[]);
+        assert_eq!(p.handshake(), Handshake::Done);
+        let (mut wire, mut client, mut key) = tls12_server_key(p);
+        let mut seal = |typ, payload: &[u8]| {
+            let mut record = [0u8; 64];
+            let n = key.seal(typ, payload, &mut record).unwrap();
+            record[..n].to_vec()
+        };
+        let mut buf = [0u8; 16];
+        for _ in 0..allowed {
+            wire.to_client.extend(seal(typ, payload));
+        }
+        let err = client
+            .read(&mut ClientEnd(&mut wire), &mut buf)
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{expected:?}: {err}");
+        wire.to_client.extend(seal(typ, payload));
+        let err = client
+            .read(&mut ClientEnd(&mut wire), &mut buf)
+            .unwrap_err();
+        assert_eq!(fault(err), expected);
+    }
+}
+
+/// HKDF-Expand-Label (RFC 8446 §7.1) with SHA-256, empty context.
+fn expand_label(secret: &[u8], label: &str, len: usize) -> Vec<u8> {
+    struct Len(usize);
+    impl ring::hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let full = format!("tls13 {label}");
+    let info = [
+        &(len as u16).to_be_bytes()[..],
+        &[full.len() as u8],
+        full.as_bytes(),
+        &[0],
+    ];
+    let prk = ring::hkdf::Prk::new_less_safe(ring::hkdf::HKDF_SHA256, secret);
+    let mut out = vec![0; len];
+    prk.expand(&info, Len(len)).unwrap().fill(&mut out).unwrap();
+    out
+}
+
+#[derive(Debug, Default)]
+struct ServerSecret(std::sync::Mutex<Option<Vec<u8>>>);
+
+impl rustls::KeyLog for ServerSecret {
+    fn log(&self, label: &str, _: &[u8], secret: &[u8]) {
+        if label == "SERVER_TRAFFIC_SECRET_0" {
+            *self.0.lock().unwrap() = Some(secret.to_vec());
+        }
+    }
+}
+
+/// A server may send KeyUpdate(update_requested) right behind its Finished (RFC 8446 §4.6.3),
+/// in the bytes that end the handshake. The answer must reach the server before any record
+/// sealed with the next key (it was lost at the handover to the own record layer, and the
+/// server could not decrypt the next request).
+#[test]
+fn a_key_update_right_after_the_servers_finished_is_answered() {
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256;
+    let secret = Arc::new(ServerSecret::default());
+    let log = secret.clone();
+    let mut p = pair_with(suite, &[], &[], test_identity(), |s| {
+        s.key_log = log;
+        // Tickets would be sealed with the key this test's KeyUpdate replaced.
+        s.send_tls13_tickets = 0;
+    });
+    assert_eq!(
+        p.client.handshake(&mut ClientEnd(&mut p.wire)),
+        Handshake::Waiting
+    );
+    p.pump_server();
+    // The server's flight up to its Finished is on the wire; the KeyUpdate follows it, sealed
+    // with the server's first application key.
+    let secret = secret
+        .0
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("server secret logged");
+    let key: [u8; 32] = expand_label(&secret, "key", 32).try_into().unwrap();
+    let iv: [u8; 12] = expand_label(&secret, "iv", 12).try_into().unwrap();
+    let secrets = rustls::ConnectionTrafficSecrets::Chacha20Poly1305 {
+        key: rustls::crypto::cipher::AeadKey::from(key),
+        iv: rustls::crypto::cipher::Iv::new(iv),
+    };
+    let mut server_key = RecordKey::new(Version::Tls13, secrets, 0).unwrap();
+    let mut record = [0u8; 64];
+    let n = server_key
+        .seal(HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 1], &mut record)
+        .unwrap();
+    p.wire.to_client.extend(&record[..n]);
+    assert_eq!(p.handshake(), Handshake::Done);
+    assert_eq!(p.receive().unwrap(), Some(Vec::new()));
+    p.send(b"ping");
+    assert_eq!(p.server_error, None);
+    assert_eq!(p.server_received(), b"ping");
 }

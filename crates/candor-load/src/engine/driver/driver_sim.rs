@@ -675,6 +675,66 @@ fn a_request_cut_off_part_way_counts_the_bytes_that_went_out() {
     assert_eq!((p.counts.failed, p.counts.errors.read), (1, 1));
 }
 
+const TOO_LARGE: &[u8] = b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n";
+
+#[test]
+fn a_response_before_the_body_is_all_out_answers_it_and_ends_the_connection() {
+    // RFC 9112 section 9.5: a server may answer (here 413) a body it has not read. Candor
+    // took that answer for stray bytes and failed the request as `parse`.
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let out = r.d.conns[0].write_off;
+    assert!(out > 0 && out < r.d.requests[0].bytes.len());
+    // The rest of the body cannot be skipped: the connection is closed, with no fault.
+    assert!(!r.answer(0, TOO_LARGE, START + 3 * MS));
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (0, 1));
+    assert_eq!((p.counts.errors.status, p.counts.errors.parse), (1, 0));
+    assert_eq!(p.counts.status.s4xx, 1);
+    assert_eq!(p.rec.response.count_at(3 * MS), 1);
+    assert_eq!(p.counts.bytes_written, out as u64);
+    assert!(faults(&p).is_empty(), "{:?}", faults(&p));
+}
+
+#[test]
+fn an_early_response_split_over_reads_and_ended_by_the_close_answers_its_request() {
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    // No length: the server's close ends the body.
+    assert!(r.answer(0, b"HTTP/1.1 413 Payload Too Large\r\n", START + MS));
+    assert!(r.answer(0, b"Connection: close\r\n\r\ntoo big", START + 2 * MS));
+    r.close(0, START + 4 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.status), (0, 1));
+    assert_eq!(p.counts.failed, 1);
+    assert_eq!(p.rec.first_byte.count_at(MS), 1);
+    assert_eq!(p.rec.response.count_at(4 * MS), 1);
+    assert!(faults(&p).is_empty(), "{:?}", faults(&p));
+}
+
+#[test]
+fn requests_behind_an_early_response_fail_with_its_connection() {
+    let mut shape = Shape::new(2);
+    shape.pipeline = 2;
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START).at(START + MS);
+    // The second request is given to the connection, not yet written: the first is not out.
+    assert_eq!(r.d.core.carried(0).len(), 2);
+    assert_eq!(r.d.conns[0].written, 0);
+    assert!(!r.answer(0, TOO_LARGE, START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (0, 2));
+    assert_eq!((p.counts.errors.status, p.counts.errors.write), (1, 1));
+    assert_eq!(p.counts.errors.parse, 0);
+    assert_eq!(faults(&p), fault(Fault::Reset, 1));
+}
+
 #[test]
 fn raw_tcp_frames_answer_their_requests_in_order() {
     let mut shape = Shape::new(2);

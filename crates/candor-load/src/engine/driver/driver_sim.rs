@@ -923,6 +923,42 @@ fn goodput_counts_the_completed_requests_that_meet_every_per_request_bound() {
     assert_eq!((s.good, s.good_service), (2, 3));
 }
 
+#[test]
+fn a_stream_that_fails_its_body_check_adds_no_output_tokens() {
+    // Two LLM streams of two tokens each under --check-body needle: the first says it, the
+    // second does not and fails in class `check`. Only the first's tokens are output: the
+    // second's were booked before the check's verdict and counted in tokens/s.
+    let mut shape = Shape::new(2);
+    shape.stream = sse(None, true);
+    shape.checks = ResponseChecks {
+        body: Some(BodyNeedle::new(b"needle").unwrap()),
+        headers: Vec::new(),
+    };
+    let mut r = http(shape);
+    r.open_all();
+    let token = |t: &str| {
+        chunk(
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n").as_bytes(),
+        )
+    };
+    let done = [chunk(b"data: [DONE]\n\n"), b"0\r\n\r\n".to_vec()].concat();
+    let mut now = START;
+    for first in ["needle", "hay"] {
+        r.at(now);
+        assert!(r.answer(0, SSE_HEAD, now + MS));
+        assert!(r.answer(0, &token(first), now + 2 * MS));
+        assert!(r.answer(0, &token("b"), now + 3 * MS));
+        assert!(r.answer(0, &done, now + 3 * MS));
+        now += 4 * MS;
+    }
+    let p = r.finish(START + 30 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.check), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.responses, s.output_tokens), (2, 2));
+    // The failed stream's measures are still recorded: both first tokens.
+    assert_eq!(s.ttft.len(), 2);
+}
+
 /// A server whose response never ends (a chunk-less body of 2^60 bytes, written without pause
 /// by a thread) cannot hold an in-order connection's reads: one call reads at most
 /// `READS_PER_PASS` buffers and leaves the connection owed a read, the next pass reads on, and

@@ -718,6 +718,33 @@ fn an_early_response_split_over_reads_and_ended_by_the_close_answers_its_request
 }
 
 #[test]
+fn an_interim_response_while_the_body_goes_out_keeps_the_connection() {
+    // `100 Continue` (a request sent with `Expect: 100-continue`) may come while the body is
+    // still being written: it is no answer, the body goes on and the final response answers.
+    // It was stray bytes, failing the request as `parse`.
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert_eq!(r.d.conns[0].written, 0);
+    assert!(r.answer(0, b"HTTP/1.1 100 Continue\r\n\r\n", START + MS));
+    assert_eq!(r.state(0), ConnState::Open);
+    let (mut t, mut got) = (START + MS, 0);
+    while r.d.conns[0].written == 0 {
+        got = r.peer.read_until(0, got + 1).len();
+        t += 10 * US;
+        r.d.write_requests(0, t);
+    }
+    let len = r.d.requests[0].bytes.len();
+    assert!(r.answer(0, OK, t + MS));
+    assert_eq!(r.state(0), ConnState::Open);
+    let p = r.finish(t + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 0));
+    assert_eq!(p.counts.bytes_written, len as u64);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
 fn requests_behind_an_early_response_fail_with_its_connection() {
     let mut shape = Shape::new(2);
     shape.pipeline = 2;

@@ -976,6 +976,45 @@ fn flags_a_script_cannot_combine_with_are_named_before_any_contact() {
     );
 }
 
+/// A delay() longer than the whole run (`math.huge`) holds its connection to the run's end, as
+/// wrk's wait does, and is told once (it held the connection for ~u64::MAX ns, silently).
+#[test]
+fn a_delay_longer_than_the_run_holds_to_its_end_and_is_told_once() {
+    let _s = serial();
+    let server = Server::start(&[]);
+    let (v, out) = run_json_any(&[
+        "-R",
+        "max",
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-s",
+        &script("huge_delay.lua"),
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_balanced(&v);
+    // One request per connection: after its response each waits past the run's end.
+    assert_eq!(req(&v, "intended"), 2, "{}", v["requests"]);
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.starts_with("delay() returned"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "delay() returned inf (2 of its 2 calls asked to wait longer than the whole run"
+        ) && warnings[0].contains("held its connection until the run's end"),
+        "{warnings:?}"
+    );
+}
+
 /// A script without request() makes no request() calls, and delay()'s calls are named as
 /// such; a delay() that returns a negative number or NaN waits 0 ms and is told once.
 #[test]

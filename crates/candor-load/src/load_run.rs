@@ -252,6 +252,7 @@ pub fn run(
         // A script still in Lua past the run's end (an endless loop in request()) is stopped
         // there, not waited for.
         script.set_deadline(
+            start_ns,
             start_ns
                 .saturating_add(config.warmup_ns)
                 .saturating_add(config.duration_ns)

@@ -1,6 +1,7 @@
 //! A script's `request()` calls made ahead of their sends come in batches (RequestSource::prepare):
 //! up to MAX_AHEAD back to back in one offer once the calls made ahead have all been taken, none
-//! while some are waiting, and the requests still go out in the order the calls made them.
+//! while some are waiting, and the requests still go out in the order the calls made them; and a
+//! `delay()` longer than the run holds a slot only for the run's length.
 
 use candor_load::workload::script_source::{ScriptRun, ScriptSource, MAX_AHEAD};
 use candor_load::workload::source::RequestSource;
@@ -100,4 +101,19 @@ fn calls_are_made_ahead_only_for_entries_due_within_the_horizon() {
     assert_eq!(send(&mut source, 3), "/4");
     assert!(source.prepare(FAR, &mut |_| true));
     assert_eq!(send(&mut source, 4), "/5");
+}
+
+#[test]
+fn a_delay_longer_than_the_run_holds_for_the_run_and_is_told() {
+    // A delay() of math.huge held its slot for ~u64::MAX ns, and nothing said so.
+    let (run, mut source) = source_of("tests/scripts/huge_delay.lua");
+    let span = 3_000_000_000;
+    run.set_deadline(1_000, 1_000 + span);
+    assert_eq!(source.hold_ns(), span);
+    assert_eq!(source.hold_ns(), span);
+    assert_eq!(source.hold_ns(), 3_000_000);
+    let lua = run.lua_time();
+    assert_eq!((lua.delay_calls, lua.long_delays), (3, 2));
+    assert_eq!(lua.first_long_delay, Some(f64::INFINITY));
+    assert_eq!(lua.run_span_ns, span);
 }

@@ -72,6 +72,9 @@ pub struct ThreadScript {
     delay: Option<Function>,
     /// The last `delay()`'s value when it was negative or NaN (see [`ThreadScript::odd_delay`]).
     odd_delay: Option<f64>,
+    /// What the last `delay()` returned, as a number of milliseconds (see
+    /// [`ThreadScript::returned_delay`]).
+    returned_delay: f64,
     shared: Arc<ThreadShared>,
     interrupt: Arc<Stops>,
     names: Vec<Box<str>>,
@@ -126,6 +129,7 @@ impl ThreadScript {
             response,
             delay,
             odd_delay: None,
+            returned_delay: 0.0,
             shared,
             names: Vec::new(),
             last_lua_ns: 0,
@@ -278,16 +282,20 @@ impl ThreadScript {
         self.odd_delay = None;
         match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {
             Value::Integer(i) => {
+                self.returned_delay = i as f64;
                 if i < 0 {
                     self.odd_delay = Some(i as f64);
                 }
                 Ok(Some(i.max(0) as u64))
             }
             Value::Number(n) => {
+                self.returned_delay = n;
                 // No wait for what is not a wait: the engine says so once (odd_delay).
                 if n.is_nan() || n < 0.0 {
                     self.odd_delay = Some(n);
                 }
+                // `as` saturates: +inf and anything past u64 are u64::MAX ms, which the run
+                // bounds by its own length (and says so).
                 Ok(Some(if n > 0.0 { n as u64 } else { 0 }))
             }
             other => Err(ScriptError::DelayNotANumber {
@@ -300,6 +308,12 @@ impl ThreadScript {
     /// NaN, which is taken as no wait (0 ms); `None` for any other value.
     pub fn odd_delay(&self) -> Option<f64> {
         self.odd_delay
+    }
+
+    /// What the last [`ThreadScript::delay_ms`] call's `delay()` returned, as a number (0 before
+    /// the first call): how a wait longer than the run is told, `inf` included.
+    pub fn returned_delay(&self) -> f64 {
+        self.returned_delay
     }
 
     /// Where each request of the bytes the last [`ThreadScript::next_request`] appended ends

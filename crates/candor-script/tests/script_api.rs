@@ -421,6 +421,20 @@ fn a_negative_or_nan_delay_is_no_wait_and_is_told() {
     assert_eq!(t.odd_delay(), None);
 }
 
+#[test]
+fn a_delay_past_any_run_is_u64_max_ms_with_its_value_kept() {
+    // The run bounds it by its length and tells it with the value returned (inf, not a count
+    // of milliseconds): see ScriptSource's hold.
+    let mut t = one_thread("huge_delay.lua");
+    assert_eq!(t.delay_ms().unwrap(), Some(u64::MAX));
+    assert_eq!(t.returned_delay(), f64::INFINITY);
+    assert_eq!(t.odd_delay(), None);
+    assert_eq!(t.delay_ms().unwrap(), Some(u64::MAX));
+    assert_eq!(t.returned_delay(), 1e300);
+    assert_eq!(t.delay_ms().unwrap(), Some(3));
+    assert_eq!(t.returned_delay(), 3.0);
+}
+
 /// Runs `request()` of `name` on another thread, interrupts it after 50 ms and expects it back.
 fn interrupted(name: &str, options: ScriptOptions) {
     let mut host = ScriptHost::load_with(&script(name), vec![], Target::url(URL), options).unwrap();

@@ -205,6 +205,19 @@ impl LoadedScript {
                 lua.odd_delays, lua.delay_calls
             ));
         }
+        if lua.long_delays > 0 {
+            let value = lua.first_long_delay.map_or_else(String::new, |v| match v {
+                v if v.is_infinite() => " inf".to_string(),
+                v if v >= 1e9 => format!(" {v:e}"),
+                v => format!(" {v}"),
+            });
+            results.warnings.push(format!(
+                "delay() returned{value} ({} of its {} calls asked to wait longer than the whole run, {} with the drain): each held its connection until the run's end",
+                lua.long_delays,
+                lua.delay_calls,
+                format_ns(lua.run_span_ns as f64)
+            ));
+        }
         // Large on its own, or against the time a load thread has per request in an open loop.
         let share = self
             .thread_interval_ns

@@ -337,6 +337,10 @@ impl ResponseObserver {
                 }
             }
         }
+        // Only a response that succeeded outputs tokens: one a check failed adds none.
+        if let (Some(t), Some(_)) = (&mut self.tap, self.last_failed) {
+            t.forfeit_tokens();
+        }
         self.last_failed
     }
 

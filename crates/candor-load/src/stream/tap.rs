@@ -254,6 +254,15 @@ impl StreamTap {
         self.active = None;
     }
 
+    /// The response that just ended failed a check of its own (`--check-body`,
+    /// `--check-header`, a script's `response()`), decided after its stream was: it is no
+    /// success, so its tokens are not output (its other measures stand).
+    pub fn forfeit_tokens(&mut self) {
+        if let Some(o) = &mut self.outcome {
+            o.output_tokens = 0;
+        }
+    }
+
     /// The instant of the current response's latest event, once one came (the wait for the
     /// next runs from it: `--event-timeout`).
     #[inline]

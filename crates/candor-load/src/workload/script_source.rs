@@ -91,6 +91,12 @@ pub struct ScriptRun {
     /// first such value.
     odd_delays: AtomicU64,
     first_odd_delay: Mutex<Option<f64>>,
+    /// `delay()` calls that asked for more than the whole run (its window and drain), held
+    /// for the run's length instead, and the first such value (milliseconds, as returned).
+    long_delays: AtomicU64,
+    first_long_delay: Mutex<Option<f64>>,
+    /// The run's length, window and drain (ns; 0 until it starts).
+    span_ns: AtomicU64,
     /// The longest single `request()` call, in nanoseconds.
     longest_request_ns: AtomicU64,
     /// Monotonic instant at which the run's window and drain are over (0 until it starts): a
@@ -123,6 +129,12 @@ pub struct LuaTime {
     /// value of that kind.
     pub odd_delays: u64,
     pub first_odd_delay: Option<f64>,
+    /// `delay()` calls that asked to wait longer than the whole run (its window and drain,
+    /// `run_span_ns`), each held its connection for that long instead (to the run's end, as
+    /// wrk's wait does), and the first value of that kind.
+    pub long_delays: u64,
+    pub first_long_delay: Option<f64>,
+    pub run_span_ns: u64,
 }
 
 impl ScriptRun {
@@ -149,13 +161,19 @@ impl ScriptRun {
             delay_calls: AtomicU64::new(0),
             odd_delays: AtomicU64::new(0),
             first_odd_delay: Mutex::new(None),
+            long_delays: AtomicU64::new(0),
+            first_long_delay: Mutex::new(None),
+            span_ns: AtomicU64::new(0),
             longest_request_ns: AtomicU64::new(0),
             deadline_ns: AtomicU64::new(0),
         }
     }
 
-    /// Sets when the run's window and drain end (monotonic ns), once the run has started.
-    pub fn set_deadline(&self, at_ns: u64) {
+    /// Sets when the run's window and drain end (monotonic ns), once the run has started at
+    /// `start_ns`.
+    pub fn set_deadline(&self, start_ns: u64, at_ns: u64) {
+        self.span_ns
+            .store(at_ns.saturating_sub(start_ns), Ordering::Relaxed);
         self.deadline_ns.store(at_ns, Ordering::Relaxed);
     }
 
@@ -203,6 +221,9 @@ impl ScriptRun {
             longest_request_ns: self.longest_request_ns.load(Ordering::Relaxed),
             odd_delays: self.odd_delays.load(Ordering::Relaxed),
             first_odd_delay: *lock(&self.first_odd_delay),
+            long_delays: self.long_delays.load(Ordering::Relaxed),
+            first_long_delay: *lock(&self.first_long_delay),
+            run_span_ns: self.span_ns.load(Ordering::Relaxed),
         }
     }
 
@@ -563,9 +584,24 @@ impl RequestSource for ScriptSource {
                 *lock(&self.run.first_odd_delay) = Some(odd);
             }
         }
+        let returned = script.returned_delay();
         drop(script);
         match asked {
-            Ok(ms) => ms.unwrap_or(0).saturating_mul(1_000_000),
+            Ok(ms) => {
+                let ns = ms.unwrap_or(0).saturating_mul(1_000_000);
+                // A wait longer than the whole run (`math.huge` is +inf) could never end
+                // within it: the connection is held to the run's end, as wrk's wait holds it,
+                // bounded by the run's length instead of ~u64::MAX ns, and said once.
+                let span = self.run.span_ns.load(Ordering::Relaxed);
+                if span > 0 && ns > span {
+                    if self.run.long_delays.fetch_add(1, Ordering::Relaxed) == 0 {
+                        *lock(&self.run.first_long_delay) = Some(returned);
+                    }
+                    span
+                } else {
+                    ns
+                }
+            }
             Err(candor_script::ScriptError::Interrupted { .. }) => 0,
             Err(e) => {
                 self.run.halt(ScriptStop::of(&e));

@@ -675,6 +675,93 @@ fn a_request_cut_off_part_way_counts_the_bytes_that_went_out() {
     assert_eq!((p.counts.failed, p.counts.errors.read), (1, 1));
 }
 
+const TOO_LARGE: &[u8] = b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n";
+
+#[test]
+fn a_response_before_the_body_is_all_out_answers_it_and_ends_the_connection() {
+    // RFC 9112 section 9.5: a server may answer (here 413) a body it has not read. Candor
+    // took that answer for stray bytes and failed the request as `parse`.
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    let out = r.d.conns[0].write_off;
+    assert!(out > 0 && out < r.d.requests[0].bytes.len());
+    // The rest of the body cannot be skipped: the connection is closed, with no fault.
+    assert!(!r.answer(0, TOO_LARGE, START + 3 * MS));
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (0, 1));
+    assert_eq!((p.counts.errors.status, p.counts.errors.parse), (1, 0));
+    assert_eq!(p.counts.status.s4xx, 1);
+    assert_eq!(p.rec.response.count_at(3 * MS), 1);
+    assert_eq!(p.counts.bytes_written, out as u64);
+    assert!(faults(&p).is_empty(), "{:?}", faults(&p));
+}
+
+#[test]
+fn an_early_response_split_over_reads_and_ended_by_the_close_answers_its_request() {
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    // No length: the server's close ends the body.
+    assert!(r.answer(0, b"HTTP/1.1 413 Payload Too Large\r\n", START + MS));
+    assert!(r.answer(0, b"Connection: close\r\n\r\ntoo big", START + 2 * MS));
+    r.close(0, START + 4 * MS);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.status), (0, 1));
+    assert_eq!(p.counts.failed, 1);
+    assert_eq!(p.rec.first_byte.count_at(MS), 1);
+    assert_eq!(p.rec.response.count_at(4 * MS), 1);
+    assert!(faults(&p).is_empty(), "{:?}", faults(&p));
+}
+
+#[test]
+fn an_interim_response_while_the_body_goes_out_keeps_the_connection() {
+    // `100 Continue` (a request sent with `Expect: 100-continue`) may come while the body is
+    // still being written: it is no answer, the body goes on and the final response answers.
+    // It was stray bytes, failing the request as `parse`.
+    let mut shape = Shape::new(1);
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert_eq!(r.d.conns[0].written, 0);
+    assert!(r.answer(0, b"HTTP/1.1 100 Continue\r\n\r\n", START + MS));
+    assert_eq!(r.state(0), ConnState::Open);
+    let (mut t, mut got) = (START + MS, 0);
+    while r.d.conns[0].written == 0 {
+        got = r.peer.read_until(0, got + 1).len();
+        t += 10 * US;
+        r.d.write_requests(0, t);
+    }
+    let len = r.d.requests[0].bytes.len();
+    assert!(r.answer(0, OK, t + MS));
+    assert_eq!(r.state(0), ConnState::Open);
+    let p = r.finish(t + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 0));
+    assert_eq!(p.counts.bytes_written, len as u64);
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn requests_behind_an_early_response_fail_with_its_connection() {
+    let mut shape = Shape::new(2);
+    shape.pipeline = 2;
+    shape.body = vec![b'x'; 32 << 20];
+    let mut r = http(shape);
+    r.open_all().at(START).at(START + MS);
+    // The second request is given to the connection, not yet written: the first is not out.
+    assert_eq!(r.d.core.carried(0).len(), 2);
+    assert_eq!(r.d.conns[0].written, 0);
+    assert!(!r.answer(0, TOO_LARGE, START + 3 * MS));
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (0, 2));
+    assert_eq!((p.counts.errors.status, p.counts.errors.write), (1, 1));
+    assert_eq!(p.counts.errors.parse, 0);
+    assert_eq!(faults(&p), fault(Fault::Reset, 1));
+}
+
 #[test]
 fn raw_tcp_frames_answer_their_requests_in_order() {
     let mut shape = Shape::new(2);
@@ -861,6 +948,42 @@ fn goodput_counts_the_completed_requests_that_meet_every_per_request_bound() {
     let s = p.stream.as_ref().unwrap();
     assert_eq!(s.ttft.count_at(12 * MS), 1);
     assert_eq!((s.good, s.good_service), (2, 3));
+}
+
+#[test]
+fn a_stream_that_fails_its_body_check_adds_no_output_tokens() {
+    // Two LLM streams of two tokens each under --check-body needle: the first says it, the
+    // second does not and fails in class `check`. Only the first's tokens are output: the
+    // second's were booked before the check's verdict and counted in tokens/s.
+    let mut shape = Shape::new(2);
+    shape.stream = sse(None, true);
+    shape.checks = ResponseChecks {
+        body: Some(BodyNeedle::new(b"needle").unwrap()),
+        headers: Vec::new(),
+    };
+    let mut r = http(shape);
+    r.open_all();
+    let token = |t: &str| {
+        chunk(
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n").as_bytes(),
+        )
+    };
+    let done = [chunk(b"data: [DONE]\n\n"), b"0\r\n\r\n".to_vec()].concat();
+    let mut now = START;
+    for first in ["needle", "hay"] {
+        r.at(now);
+        assert!(r.answer(0, SSE_HEAD, now + MS));
+        assert!(r.answer(0, &token(first), now + 2 * MS));
+        assert!(r.answer(0, &token("b"), now + 3 * MS));
+        assert!(r.answer(0, &done, now + 3 * MS));
+        now += 4 * MS;
+    }
+    let p = r.finish(START + 30 * MS);
+    assert_eq!((p.counts.completed, p.counts.errors.check), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.responses, s.output_tokens), (2, 2));
+    // The failed stream's measures are still recorded: both first tokens.
+    assert_eq!(s.ttft.len(), 2);
 }
 
 /// A server whose response never ends (a chunk-less body of 2^60 bytes, written without pause

@@ -122,7 +122,8 @@ impl<P: Protocol> Driver<P> {
     /// The server closed connection `i` (its end of stream was read at `now`).
     pub(super) fn end_of_stream_in_order(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
-        if c.written > 0 {
+        // A request still being written may be answered by a response the close ends.
+        if c.written > 0 || c.write_off > 0 {
             if let Some(status) = c.protocol.finish_at_eof() {
                 // A response that the server's close completes: the close has no receive
                 // stamp, so it is timed when read. Responses stop waiting for the next send's
@@ -174,7 +175,11 @@ impl<P: Protocol> Driver<P> {
     fn process_buffer(&mut self, i: usize, now: u64) -> bool {
         loop {
             let c = &mut self.conns[i];
-            if c.written == 0 {
+            // A request still being written (its head or part of its body) may be answered
+            // before it is all out: a server may refuse a body it has not read, say with 413
+            // (RFC 9112 section 9.5, RFC 9110 section 15.5.14). Its response is the one the
+            // oldest request awaits, so it is parsed as such.
+            if c.written == 0 && c.write_off == 0 {
                 // Bytes nobody asked for (HTTP/1.1 and the raw TCP framings answer each request
                 // with one response, in order): the connection is out of step. A second
                 // response to one request (or a second raw TCP frame) makes that exchange a
@@ -225,6 +230,7 @@ impl<P: Protocol> Driver<P> {
                 }) => {
                     c.buf.copy_within(consumed..c.buf_len, 0);
                     c.buf_len -= consumed;
+                    let early = c.written == 0;
                     self.complete_oldest(i, status, now);
                     if close {
                         // Anything pipelined behind a closing response is cut off, by a close
@@ -237,6 +243,15 @@ impl<P: Protocol> Driver<P> {
                         } else {
                             self.fail_connection(i, Failure::Read, now);
                         }
+                        return false;
+                    }
+                    if early {
+                        // The request answered early is not all out, and the rest of its body
+                        // cannot be skipped on this connection (the server would read it as
+                        // the next request): candor stops sending and closes it. Requests
+                        // given to it behind that one can no longer be written: they fail
+                        // with it, as a write the connection could not take.
+                        self.fail_connection(i, Failure::Write, now);
                         return false;
                     }
                     if self.conns[i].buf_len == 0 {
@@ -257,7 +272,13 @@ impl<P: Protocol> Driver<P> {
             return;
         };
         let c = &mut self.conns[i];
-        c.written -= 1;
+        if c.written > 0 {
+            c.written -= 1;
+        } else {
+            // Answered before it was all written (see `process_buffer`): nothing more of it
+            // goes out.
+            c.write_off = 0;
+        }
         let nothing_else_written = c.written == 0;
         if let Some(outcome) = c
             .protocol

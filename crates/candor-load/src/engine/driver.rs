@@ -487,7 +487,10 @@ impl<P: Protocol> Driver<P> {
     }
 
     /// Reads again the connections whose reads stopped at [`READS_PER_PASS`] (each at most that
-    /// many again; one still not drained stays in the list for the next pass).
+    /// many again; one still not drained stays in the list for the next pass). Until blocked:
+    /// the event that announced these bytes may also have announced the peer's close, and comes
+    /// once, so a short read here does not prove the end of stream read; the `WouldBlock` this
+    /// costs is one system call per connection that was cut short, which is rare.
     fn read_unread(&mut self) {
         let n = self.unread.len();
         for k in 0..n {
@@ -498,9 +501,9 @@ impl<P: Protocol> Driver<P> {
             }
             match (P::CARRIAGE, self.conns[i].state) {
                 (Carriage::Framed, ConnState::Greeting | ConnState::Open) => {
-                    self.read_framed(i, false)
+                    self.read_framed(i, true)
                 }
-                (Carriage::InOrder, ConnState::Open) => self.read_responses(i, false),
+                (Carriage::InOrder, ConnState::Open) => self.read_responses(i, true),
                 _ => {}
             }
         }

@@ -157,6 +157,51 @@ impl Peer {
         }
         &self.got[k]
     }
+
+    /// Accepted connection `k` writes `bytes` and closes its side; returns once `sock` (the
+    /// driver's end) has all of it and the close, as one edge-triggered read-closed event
+    /// would announce them. The driver's end must take them unread (the close leaves only once
+    /// the window has room for it): up to 200 KB where the kernel keeps its default limits
+    /// (`SO_RCVBUF` is raised to that, and doubled by the kernel, here); a kernel that took
+    /// less fails the write or the wait after 5 s instead of hanging the test.
+    pub fn send_and_close(&mut self, k: usize, bytes: &[u8], sock: &mut Sock) {
+        use std::io::Write;
+        let fd = sock.socket().as_raw_fd();
+        let rcvbuf: libc::c_int = 200_000;
+        // SAFETY: the driver's open socket, an int option of the size given.
+        let set = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&rcvbuf as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0);
+        let s = &mut self.conns[k];
+        s.set_write_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        s.write_all(bytes).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN | libc::POLLRDHUP,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, the driver's open socket.
+            let n = unsafe { libc::poll(&mut p, 1, 10) };
+            if n == 1 && p.revents & libc::POLLRDHUP != 0 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the close never arrived"
+            );
+        }
+    }
 }
 
 struct Rig<P: Protocol> {
@@ -1028,6 +1073,40 @@ fn an_endless_response_cannot_hold_the_driver_in_its_reads() {
     drop(r);
     writer.join().unwrap();
     assert_eq!((p.counts.completed, p.counts.errors.timeout), (0, 1));
+}
+
+/// A response whose body ends at the server's close, over [`READS_PER_PASS`] buffers in all,
+/// queued with the close before the driver reads: the one read-closed event's reads stop at
+/// the budget, and the next pass must read on to the end of stream (the event does not come
+/// again), where the response completes. Before, the next pass took its first short read for
+/// "drained" and never read the close: the request waited for its timeout.
+#[test]
+fn a_response_ended_by_the_close_completes_when_its_reads_were_cut_short() {
+    let mut shape = Shape::new(1);
+    shape.timeout_ns = 100 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    r.peer.read_until(0, 1);
+    // Reads of 4 KiB (a budget of 64 KiB), so that all of it fits the socket unread (see
+    // `send_and_close`); the head still fits a read, and nothing else depends on the size.
+    r.d.conns[0].buf = vec![0; 4096].into_boxed_slice();
+    // The budget and half a buffer more: the second pass ends in a short read.
+    let body = READS_PER_PASS * r.d.conns[0].buf.len() + r.d.conns[0].buf.len() / 2;
+    let mut bytes = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+    bytes.resize(bytes.len() + body, b'x');
+    let sock = r.d.conns[0].sock.as_mut().unwrap();
+    r.peer.send_and_close(0, &bytes, sock);
+    r.d.read_responses(0, true);
+    assert_eq!(r.d.unread, vec![0]);
+    assert_eq!(r.state(0), ConnState::Open);
+    // A few passes, each 1 ms apart, far from the 100 ms timeout.
+    for k in 1..=3 {
+        r.at(START + k * MS);
+    }
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 200 * MS);
+    assert_eq!((p.counts.completed, p.counts.failed), (1, 0));
+    assert_eq!(p.counts.bytes_read, bytes.len() as u64);
 }
 
 #[test]

@@ -346,3 +346,35 @@ fn a_panic_in_the_loop_ends_the_run_with_the_threads_books_kept_and_the_failure_
         measured.warnings
     );
 }
+
+/// The framed side of `driver_sim`'s
+/// `a_response_ended_by_the_close_completes_when_its_reads_were_cut_short`: over
+/// [`READS_PER_PASS`] buffers of lines and the server's close, queued before the driver reads;
+/// the one read-closed event's reads stop at the budget, and the next pass must read on to the
+/// end of stream, which fails the request on the wire as `read` and closes the connection.
+/// Before, the next pass stopped at its first short read and the close was never read.
+#[test]
+fn the_servers_close_behind_more_than_a_pass_of_reads_is_read_in_the_next_pass() {
+    let mut r = lines(Shape::new(1), 1);
+    r.connect(START - MS);
+    assert!(r.say(b"OK\n", START - MS));
+    r.at(START);
+    r.heard(0, "REQ 0\n");
+    // Reads of 4 KiB, so that all of it fits the socket unread (see `Peer::send_and_close`).
+    r.d.conns[0].buf = vec![0; 4096].into_boxed_slice();
+    let n = READS_PER_PASS * r.d.conns[0].buf.len() + r.d.conns[0].buf.len() / 2;
+    let bytes = b"BYE\n".repeat(n / 4);
+    let sock = r.d.conns[0].sock.as_mut().unwrap();
+    r.peer.send_and_close(0, &bytes, sock);
+    r.d.read_framed(0, true);
+    assert_eq!(r.d.unread, vec![0]);
+    assert_eq!(r.d.conns[0].state, ConnState::Open);
+    // A few passes, each 1 ms apart, far from the 2 s timeout.
+    for k in 1..=3 {
+        r.at(START + k * MS);
+    }
+    assert_eq!(r.d.conns[0].state, ConnState::Down);
+    let p = r.finish(START + 10 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.read), (1, 1));
+    assert_eq!(p.counts.bytes_read, (bytes.len() + 3) as u64);
+}

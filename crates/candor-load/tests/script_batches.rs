@@ -101,3 +101,21 @@ fn calls_are_made_ahead_only_for_entries_due_within_the_horizon() {
     assert!(source.prepare(FAR, &mut |_| true));
     assert_eq!(send(&mut source, 4), "/5");
 }
+
+#[test]
+fn an_entry_whose_request_an_exit_ended_is_unmade_by_the_stop() {
+    use candor_load::workload::script_source::ScriptStop;
+    let (run, mut source) = source_of("tests/scripts/exit_third.lua");
+    assert_eq!(send(&mut source, 0), "/1");
+    assert!(!source.unmade_by_stop());
+    assert_eq!(send(&mut source, 1), "/2");
+    // The third call exits: its entry is not made, because the run stops (the engine books it
+    // unfinished, not failed as `template`), and the run stops with the exit.
+    assert!(!source.next(0, 2, None).sendable);
+    assert!(source.unmade_by_stop());
+    assert!(source.halted());
+    assert!(matches!(
+        run.stop_reason(),
+        Some(ScriptStop::Exit { code: 0, .. })
+    ));
+}

@@ -81,7 +81,9 @@ impl ScriptError {
     pub fn is_stop(&self) -> bool {
         matches!(
             self,
-            ScriptError::Interrupted { .. } | ScriptError::Overran { .. } | ScriptError::Exit { .. }
+            ScriptError::Interrupted { .. }
+                | ScriptError::Overran { .. }
+                | ScriptError::Exit { .. }
         )
     }
 }

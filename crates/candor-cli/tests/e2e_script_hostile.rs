@@ -390,6 +390,39 @@ fn os_exit_stops_the_run_with_results_written() {
         "{}",
         v["stop"]
     );
+
+    // One thread's os.exit(0) with two threads: the other thread's calls that returned stand,
+    // and those the exit ended are no verdict, so no response fails its check and no entry
+    // fails unmade; what the stop kept from being sent is unfinished. (Before, every call of
+    // the other thread after the exit failed: its responses as `check`, its requests as
+    // `template`, and thread 1's own response too.)
+    let mut cmd = candor();
+    cmd.args([
+        "run", "-q", "-R", "200", "-d", "20s", "-c", "2", "-t", "2", "-s",
+    ])
+    .arg(script("hostile_exit_one_thread.lua"))
+    .arg("--json")
+    .arg(&json)
+    .arg(&server.url);
+    let w = run_watched(cmd, Duration::from_secs(60));
+    assert!(!w.killed);
+    assert_eq!(w.status.code(), Some(0), "{}", w.stderr);
+    assert!(w.elapsed < Duration::from_secs(15), "{:?}", w.elapsed);
+    let v = read_json(&json);
+    assert_balanced(&v);
+    assert_eq!(v["stop_reason"], "abort");
+    assert!(
+        v["stop"]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the script called os.exit(0) in response()"),
+        "{}",
+        v["stop"]
+    );
+    assert_eq!(v["requests"]["errors"]["check"], 0, "{}", v["requests"]);
+    assert_eq!(v["requests"]["errors"]["template"], 0, "{}", v["requests"]);
+    assert_eq!(req(&v, "failed"), 0, "{}", v["requests"]);
+    assert!(req(&v, "completed") >= 5, "{}", v["requests"]);
 }
 
 /// `io.write` ignored `io.output(file)` (the file stayed empty, the text went to stdout) and

@@ -117,3 +117,21 @@ fn a_delay_longer_than_the_run_holds_for_the_run_and_is_told() {
     assert_eq!(lua.first_long_delay, Some(f64::INFINITY));
     assert_eq!(lua.run_span_ns, span);
 }
+
+#[test]
+fn an_entry_whose_request_an_exit_ended_is_unmade_by_the_stop() {
+    use candor_load::workload::script_source::ScriptStop;
+    let (run, mut source) = source_of("tests/scripts/exit_third.lua");
+    assert_eq!(send(&mut source, 0), "/1");
+    assert!(!source.unmade_by_stop());
+    assert_eq!(send(&mut source, 1), "/2");
+    // The third call exits: its entry is not made, because the run stops (the engine books it
+    // unfinished, not failed as `template`), and the run stops with the exit.
+    assert!(!source.next(0, 2, None).sendable);
+    assert!(source.unmade_by_stop());
+    assert!(source.halted());
+    assert!(matches!(
+        run.stop_reason(),
+        Some(ScriptStop::Exit { code: 0, .. })
+    ));
+}

@@ -75,6 +75,19 @@ pub enum ScriptError {
     Lua(String),
 }
 
+impl ScriptError {
+    /// Whether the error is a stop of the run (a signal, the run's end, `os.exit`), not a
+    /// fault of the call it ended: what that call was doing is unfinished, not failed.
+    pub fn is_stop(&self) -> bool {
+        matches!(
+            self,
+            ScriptError::Interrupted { .. }
+                | ScriptError::Overran { .. }
+                | ScriptError::Exit { .. }
+        )
+    }
+}
+
 /// Lua's name for a value's type (`number` for integers too), as scripts' authors know them.
 pub(crate) fn lua_type(value: &mlua::Value) -> &'static str {
     match value {

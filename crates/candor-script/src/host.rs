@@ -191,7 +191,7 @@ impl ScriptHost {
                 })
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.interrupt
-                .after(wrk_setup.call::<()>(handle))
+                .after(&self.setup, wrk_setup.call::<()>(handle))
                 .map_err(|e| self.runtime(Phase::Setup, &e))?;
 
             let wrk_init: Function = self.wrk_field(&state, "init")?;
@@ -206,7 +206,7 @@ impl ScriptHost {
                 })
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.interrupt
-                .after(wrk_init.call::<()>(args))
+                .after(&state, wrk_init.call::<()>(args))
                 .map_err(|e| self.runtime(Phase::Init, &e))?;
             self.threads.push(state.clone());
             scripts.push(ThreadScript::new(
@@ -282,7 +282,7 @@ impl ScriptHost {
         };
         let result = self
             .interrupt
-            .after(call())
+            .after(lua, call())
             .map_err(|e| self.runtime(Phase::Done, &e));
         if let Some(mut data) = lua.app_data_mut::<crate::lua_state::StateData>() {
             if let Some(sink) = &mut data.sink {

@@ -218,7 +218,9 @@ unsafe extern "C" fn allocate(
         moved
     };
     if !result.is_null() {
-        heap.used = heap.used - held + nsize;
+        // Saturating as the free path is: an underflow here would panic inside an extern "C"
+        // function (debug builds), which aborts the process.
+        heap.used = heap.used.saturating_sub(held).saturating_add(nsize);
     }
     result.cast()
 }
@@ -301,6 +303,25 @@ mod tests {
             assert!(!c.is_null());
             assert_eq!(heap.used, 1_000);
             allocate(ud, c, 1_000, 0);
+            assert_eq!(heap.used, 0);
+        }
+        heap.free_kept();
+    }
+
+    #[test]
+    fn a_resize_of_more_than_the_count_holds_does_not_underflow_it() {
+        let mut heap = LuaHeap::new(usize::MAX);
+        let ud: *mut c_void = (&mut *heap as *mut LuaHeap).cast();
+        unsafe {
+            let a = allocate(ud, ptr::null_mut(), 0, 1_000);
+            assert!(!a.is_null());
+            // A count below what a block holds (a state whose count was taken when the block
+            // was smaller): shrinking the block must not wrap the count below zero.
+            heap.used = 10;
+            let b = allocate(ud, a, 1_000, 500);
+            assert!(!b.is_null());
+            assert_eq!(heap.used, 500);
+            allocate(ud, b, 500, 0);
             assert_eq!(heap.used, 0);
         }
         heap.free_kept();

@@ -79,14 +79,18 @@ impl Stops {
         }
     }
 
-    /// `result`, or the exit error when the script called `os.exit` during the call, even if
-    /// a `pcall` caught it and the call returned (the hook would raise it only 1,000
-    /// instructions later, which a short callback never reaches).
-    pub(crate) fn after<T>(&self, result: mlua::Result<T>) -> mlua::Result<T> {
-        match self.exit.load(Ordering::Relaxed) {
-            NO_EXIT => result,
-            _ => Err(mlua::Error::runtime(EXITING)),
+    /// `result` of a call into `lua`, or the exit error when that state called `os.exit`
+    /// (during the call or before), even if a `pcall` caught it and the call returned (the
+    /// hook would raise it only 1,000 instructions later, which a short callback never
+    /// reaches). Only the state's own exit counts: a call of another thread's state that
+    /// returned normally while this one exited did its work, and failing it would charge its
+    /// response or request to a stop it had no part in (the shared flag still stops the other
+    /// states through the hook and candor's functions).
+    pub(crate) fn after<T>(&self, lua: &Lua, result: mlua::Result<T>) -> mlua::Result<T> {
+        if exited(lua) {
+            return Err(mlua::Error::runtime(EXITING));
         }
+        result
     }
 
     /// The code of the script's `os.exit`, if it called it.
@@ -207,6 +211,8 @@ pub(crate) struct StateData {
     pub sink: Option<Box<dyn Write + Send>>,
     pub failure: Option<String>,
     pub stops: Arc<Stops>,
+    /// Set when this state called `os.exit` ([`Stops::exit`] holds the run's first code).
+    pub exited: bool,
 }
 
 impl StateData {
@@ -226,6 +232,11 @@ impl StateData {
             self.dropped += (p.len() - room) as u64;
         }
     }
+}
+
+/// Whether `lua` itself called `os.exit`.
+fn exited(lua: &Lua) -> bool {
+    lua.app_data_ref::<StateData>().is_some_and(|d| d.exited)
 }
 
 /// Raises the interrupt error when the run was interrupted. Every function candor gives
@@ -322,6 +333,7 @@ pub(crate) fn new_state(
         sink: None,
         failure: None,
         stops: Arc::clone(stops),
+        exited: false,
     });
     install(&lua, script, url, target).map_err(|e| ScriptError::Lua(one_line(&e)))?;
     let flag = Arc::clone(stops);
@@ -355,7 +367,7 @@ pub(crate) fn new_state(
         .set_mode(mlua::chunk::ChunkMode::Text)
         .exec();
     stops
-        .after(loaded)
+        .after(&lua, loaded)
         .map_err(|e| crate::host::runtime_error(stops, crate::Phase::Load, &e))?;
     Ok(lua)
 }
@@ -459,7 +471,8 @@ fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &Target) -> mlua:
             Value::Number(n) => n as i64,
             _ => 1,
         };
-        if let Some(data) = lua.app_data_ref::<StateData>() {
+        if let Some(mut data) = lua.app_data_mut::<StateData>() {
+            data.exited = true;
             let _ = data.stops.exit.compare_exchange(
                 NO_EXIT,
                 code.clamp(i32::MIN as i64, i32::MAX as i64),
@@ -530,6 +543,7 @@ mod tests {
             sink: None,
             failure: None,
             stops: Arc::new(Stops::default()),
+            exited: false,
         });
         let line = vec![b'x'; 1000];
         for _ in 0..(MAX_KEPT_OUTPUT / 1000 + 10) {

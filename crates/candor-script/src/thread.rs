@@ -177,7 +177,7 @@ impl ThreadScript {
         out: &mut Vec<u8>,
     ) -> Result<RequestInfo, ScriptError> {
         let start = now_ns();
-        let result = self.interrupt.after(f.call::<Value>(()));
+        let result = self.interrupt.after(&self.lua, f.call::<Value>(()));
         let name = match &result {
             Ok(_) => self.wrk.raw_get::<Value>(&self.name_key).ok(),
             Err(_) => None,
@@ -256,7 +256,7 @@ impl ThreadScript {
             };
             f.call::<Value>((status, table, body))
         };
-        let result = self.interrupt.after(call());
+        let result = self.interrupt.after(&self.lua, call());
         self.account(start);
         let returned = result.map_err(|e| runtime_error(&self.interrupt, Phase::Response, &e))?;
         let failure = self
@@ -277,7 +277,7 @@ impl ThreadScript {
             return Ok(None);
         };
         let start = now_ns();
-        let result = self.interrupt.after(f.call::<Value>(()));
+        let result = self.interrupt.after(&self.lua, f.call::<Value>(()));
         self.account(start);
         self.odd_delay = None;
         match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {

@@ -220,6 +220,31 @@ fn thread_get_and_set_copy_values_between_states_and_stop_is_seen() {
 }
 
 #[test]
+fn one_states_os_exit_does_not_fail_the_calls_of_another_that_return() {
+    let mut h = host("exit_one_thread.lua");
+    let mut threads = h.setup_threads(2).unwrap();
+    let (first, _) = next(&mut threads[0]);
+    assert!(first.starts_with(b"GET /1 HTTP/1.1"));
+    // Thread 1's own exit, caught by its pcall, still ends its call and every later one.
+    match threads[0].response(200, std::iter::empty(), b"") {
+        Err(ScriptError::Exit { phase, code }) => assert_eq!((phase, code), (Phase::Response, 0)),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        threads[0].next_request(&mut Vec::new()),
+        Err(ScriptError::Exit { .. })
+    ));
+    assert_eq!(h.interrupt_handle().exit_code(), Some(0));
+    // Thread 2's calls returned normally: what they returned stands.
+    assert_eq!(
+        threads[1].response(200, std::iter::empty(), b"").unwrap(),
+        Verdict::Ok
+    );
+    let (second, _) = next(&mut threads[1]);
+    assert!(second.starts_with(b"GET /2 HTTP/1.1"));
+}
+
+#[test]
 fn statistics_objects_give_wrk_and_wrk2_index_forms_in_microseconds() {
     let mut h = host("stats.lua");
     let mut latency = Histogram::<u64>::new(3).unwrap();

@@ -465,8 +465,15 @@ impl Core {
         self.conns[conn].carried.push_back(slot);
         if !made {
             // Booked like any request, failed before a byte of it is written: the books stay
-            // whole and the connection never sees it.
-            self.fail(slot, Failure::Template, now);
+            // whole and the connection never sees it. Unless the run's stop kept the source
+            // from making it: then it is unfinished (queued, never sent), not the request's
+            // fault.
+            if self.source.unmade_by_stop() {
+                let e = self.release(slot, now);
+                self.ledger.unfinished(&e, now);
+            } else {
+                self.fail(slot, Failure::Template, now);
+            }
             return Some(None);
         }
         Some(Some(Due {

@@ -349,6 +349,8 @@ pub struct ScriptSource {
     has_delay: bool,
     /// Where this thread's connections go when the script set `thread.addr`.
     redirect: Option<SocketAddr>,
+    /// Whether the last [`RequestSource::next`] made nothing because a stop ended `request()`.
+    unmade_by_stop: bool,
 }
 
 impl ScriptSource {
@@ -384,6 +386,7 @@ impl ScriptSource {
             slots: (0..slots).map(|_| Vec::with_capacity(1024)).collect(),
             heads: vec![false; slots],
             rows: Vec::with_capacity(MAX_NAMES),
+            unmade_by_stop: false,
         })
     }
 
@@ -466,8 +469,11 @@ impl ScriptSource {
             Ok(row) => row,
             Err(e) => {
                 self.ends.clear();
-                // An interrupt (SIGINT while the script ran) is the signal's stop, not the
-                // script's error.
+                // A stop (a signal, the run's end, os.exit in this state or another) ended the
+                // call, not a fault of the request: its entry was never made, so it ends
+                // unsent (see RequestSource::unmade_by_stop), not failed. An interrupt is the
+                // signal's stop, not the script's.
+                self.unmade_by_stop = e.is_stop();
                 if !matches!(e, candor_script::ScriptError::Interrupted { .. }) {
                     self.run.halt(ScriptStop::of(&e));
                 }
@@ -494,6 +500,7 @@ impl ScriptSource {
 
 impl RequestSource for ScriptSource {
     fn next(&mut self, slot: usize, _seq: u64, _taken: Option<(&[u8], bool)>) -> Next {
+        self.unmade_by_stop = false;
         if self.next_pending >= self.ends.len() && !self.refill() {
             return Next {
                 request: 0,
@@ -519,6 +526,10 @@ impl RequestSource for ScriptSource {
 
     fn made(&self, slot: usize) -> Option<(&[u8], bool)> {
         Some((&self.slots[slot], self.heads[slot]))
+    }
+
+    fn unmade_by_stop(&self) -> bool {
+        self.unmade_by_stop
     }
 
     /// Once the script stopped the run (an error, `thread:stop()`), in this thread or another.
@@ -674,6 +685,9 @@ impl ScriptJudge {
 
     /// The response is complete: `response()` judges it. `Some(reason)` fails it (class
     /// `check`); a script error fails it too, with the error as its reason, and stops the run.
+    /// A stop that ended the call (`os.exit` in this state or another, the run's end, a signal)
+    /// is no verdict on the response: it stands as it came, and the run stops (a signal's own
+    /// stop is the signal's).
     pub fn end(&mut self) -> Option<String> {
         let ScriptJudge {
             run,
@@ -697,6 +711,10 @@ impl ScriptJudge {
             Ok(Verdict::Ok) => None,
             Ok(Verdict::Fail(reason)) => Some(reason),
             Err(candor_script::ScriptError::Interrupted { .. }) => None,
+            Err(e) if e.is_stop() => {
+                run.halt(ScriptStop::of(&e));
+                None
+            }
             Err(e) => {
                 let message = e.to_string();
                 run.halt(ScriptStop::of(&e));

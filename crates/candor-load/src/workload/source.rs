@@ -15,7 +15,9 @@
 //! as one write) and answers with the index of a name it registered before the run (rows of the
 //! per-request breakdown, `by_request`, are kept per index, allocated before the run), and
 //! [`RequestSource::made`] hands the driver those bytes. A script that cannot make a request
-//! answers `sendable: false`: the entry fails in class `template` before a byte is written. Like
+//! answers `sendable: false`: the entry fails in class `template` before a byte is written, or,
+//! when a stop of the run kept it from being made ([`RequestSource::unmade_by_stop`]), ends
+//! unfinished, never sent. Like
 //! every source it must not allocate per request (`tests/no_alloc.rs`).
 
 use super::pick::Picker;
@@ -50,6 +52,14 @@ pub trait RequestSource: Send {
     /// source that holds `n` requests made ahead asks it before making one more. True when it
     /// did something (the caller looks at the clock again and offers again).
     fn prepare(&mut self, _offered_ns: u64, _due: &mut dyn FnMut(usize) -> bool) -> bool {
+        false
+    }
+
+    /// After a [`Next`] with `sendable: false`: true when the request was not made because the
+    /// run is stopping (a script's `request()` ended by `os.exit`, the run's end or a signal),
+    /// not because it could not be: the entry is then unfinished, never sent, rather than
+    /// failed in class `template`.
+    fn unmade_by_stop(&self) -> bool {
         false
     }
 

@@ -277,6 +277,9 @@ fn the_core_asks_its_request_source_what_each_entry_sends() {
 struct Failing {
     fail_at: u64,
     halted: bool,
+    /// Whether entry `fail_at` went unmade because the run stops (a script's `os.exit`),
+    /// not because it could not be made.
+    by_stop: bool,
 }
 
 impl crate::workload::source::RequestSource for Failing {
@@ -300,6 +303,10 @@ impl crate::workload::source::RequestSource for Failing {
     fn halted(&self) -> bool {
         self.halted
     }
+
+    fn unmade_by_stop(&self) -> bool {
+        self.by_stop && self.halted
+    }
 }
 
 #[test]
@@ -313,6 +320,7 @@ fn a_source_that_ends_the_run_is_asked_for_no_more_entries() {
     sim.core.set_source(Box::new(Failing {
         fail_at: 5,
         halted: false,
+        by_stop: false,
     }));
     let phases = sim.run_to_end();
     let c = &measured(&phases).counts;
@@ -324,6 +332,32 @@ fn a_source_that_ends_the_run_is_asked_for_no_more_entries() {
     assert_eq!(seqs, [0, 1, 2, 3, 4]);
     assert_eq!(c.intended, 6);
     assert_eq!(c.errors.template, 1);
+    assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
+}
+
+#[test]
+fn an_entry_a_stop_kept_from_being_made_is_unfinished_not_failed() {
+    let mut shape = Shape::new();
+    shape.rate = None;
+    shape.duration_ns = 10 * MS;
+    shape.connections = 4;
+    let mut sim = Sim::new(shape);
+    sim.default_answer = Answer::After(MS, 200);
+    sim.core.set_source(Box::new(Failing {
+        fail_at: 5,
+        halted: false,
+        by_stop: true,
+    }));
+    let phases = sim.run_to_end();
+    let c = &measured(&phases).counts;
+    // As above, but entry 5 was not made because the run stops (a script's os.exit ended its
+    // request()): it is no template failure, it ends queued and never sent, with the three
+    // sent entries still out at the abort.
+    let seqs: Vec<u64> = sim.sends.iter().map(|s| s.seq).collect();
+    assert_eq!(seqs, [0, 1, 2, 3, 4]);
+    assert_eq!(c.intended, 6);
+    assert_eq!((c.errors.template, c.failed), (0, 0));
+    assert_eq!(c.queued_unsent, 1);
     assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
 }
 

@@ -40,9 +40,19 @@ pub const IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
 
 /// How long a request's head may take by default from its first byte to its end; then it is
 /// answered `408` and the connection closed (a head sent a byte at a time). The body that
-/// follows has the idle timeout between two reads instead (nginx's `client_body_timeout`): the
-/// server's own time parsing it never counts against the client.
+/// follows has the idle timeout between two reads (nginx's `client_body_timeout`) and a total
+/// deadline from [`MIN_BODY_RATE`].
 pub const HEAD_TIMEOUT_NS: u64 = 10_000_000_000;
+
+/// The slowest a body may arrive on the whole, in bytes per second: its total deadline is the
+/// head timeout plus its length at this rate, from the end of its head (as nginx's and Apache
+/// `mod_reqtimeout`'s `MinRate`); a later body is answered `408` and the connection closed.
+/// Without it a read deadline alone lets a client sending a byte every 59 s hold a place and
+/// its thread for years. 64 KiB/s is generous on both sides: a debug build parsed four 16 MiB
+/// bodies at once in about 15 s on a busy 2-core machine, over 1 MB/s each (its time counts,
+/// since the deadline runs while the body is parsed), a client on a real network sends far
+/// faster, and the worst case, a 16 MiB body, still gets 256 s plus the head timeout.
+pub const MIN_BODY_RATE: u64 = 64 * 1024;
 
 /// The largest request body read (a prompt file's longest line is far below it).
 const MAX_BODY: usize = 16 << 20;
@@ -413,29 +423,31 @@ const CLOSE_DRAIN_NS: u64 = 1_000_000_000;
 /// that neither waiting for a request nor reading one can last for ever.
 struct Timed {
     stream: TcpStream,
-    /// The deadline (monotonic ns) of every read until changed; `None`: each read's own, see
-    /// `per_read_ns`.
-    deadline_ns: Option<u64>,
-    per_read_ns: u64,
+    /// The deadline (monotonic ns) of every read until changed.
+    deadline_ns: u64,
+    /// Each read also ends this long after it began, when `Some`.
+    per_read_ns: Option<u64>,
 }
 
 impl Timed {
     fn until(&mut self, deadline_ns: u64) {
-        self.deadline_ns = Some(deadline_ns);
+        self.deadline_ns = deadline_ns;
+        self.per_read_ns = None;
     }
 
-    fn each_read_within(&mut self, ns: u64) {
-        self.deadline_ns = None;
-        self.per_read_ns = ns;
+    fn each_read_within_until(&mut self, ns: u64, deadline_ns: u64) {
+        self.deadline_ns = deadline_ns;
+        self.per_read_ns = Some(ns);
     }
 }
 
 impl Read for Timed {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let now = now_ns();
-        let deadline = self
-            .deadline_ns
-            .unwrap_or_else(|| now.saturating_add(self.per_read_ns));
+        let deadline = match self.per_read_ns {
+            Some(ns) => self.deadline_ns.min(now.saturating_add(ns)),
+            None => self.deadline_ns,
+        };
         if now >= deadline {
             return Err(io::ErrorKind::TimedOut.into());
         }
@@ -543,16 +555,27 @@ enum Body {
     Skipped,
 }
 
-/// Reads the `length` bytes of a body, each read within the idle timeout, parsing them (as
-/// they arrive: the body is never held whole) when `parse`; an `Err` when the connection cannot
-/// go on.
+/// How long a body of `length` bytes may take in total: the head timeout plus its length at
+/// [`MIN_BODY_RATE`].
+fn body_allowance_ns(config: &LlmConfig, length: usize) -> u64 {
+    let at_rate = (length as u128 * 1_000_000_000 / u128::from(MIN_BODY_RATE)) as u64;
+    config.head_timeout_ns.saturating_add(at_rate)
+}
+
+/// Reads the `length` bytes of a body, each read within the idle timeout and all by the body's
+/// total deadline ([`body_allowance_ns`] from now), parsing them (as they arrive: the body is
+/// never held whole) when `parse`; an `Err` when the connection cannot go on (`TimedOut` when
+/// either limit passed).
 fn read_body(
     reader: &mut BufReader<Timed>,
     config: &LlmConfig,
     length: usize,
     parse: bool,
 ) -> io::Result<Body> {
-    reader.get_mut().each_read_within(config.idle_timeout_ns);
+    let deadline = now_ns().saturating_add(body_allowance_ns(config, length));
+    reader
+        .get_mut()
+        .each_read_within_until(config.idle_timeout_ns, deadline);
     let mut rest = (&mut *reader).take(length as u64);
     let body = if parse {
         match RequestBody::read(&mut rest) {
@@ -606,8 +629,8 @@ fn serve_connection(
     )))?;
     let mut reader = BufReader::new(Timed {
         stream,
-        deadline_ns: None,
-        per_read_ns: config.idle_timeout_ns,
+        deadline_ns: now_ns().saturating_add(config.idle_timeout_ns),
+        per_read_ns: None,
     });
     let mut times = Vec::new();
     loop {
@@ -907,6 +930,21 @@ mod tests {
         c.itl_ns = 20 * MS;
         c.output_tokens = 4;
         c
+    }
+
+    #[test]
+    fn a_body_may_take_the_head_timeout_plus_its_length_at_the_minimum_rate() {
+        let c = config();
+        assert_eq!(body_allowance_ns(&c, 0), HEAD_TIMEOUT_NS);
+        // The largest body: 16 MiB at 64 KiB/s is 256 s.
+        assert_eq!(
+            body_allowance_ns(&c, MAX_BODY),
+            HEAD_TIMEOUT_NS + 256_000_000_000
+        );
+        assert_eq!(
+            body_allowance_ns(&c, 64 * 1024 + 1),
+            HEAD_TIMEOUT_NS + 1_000_015_258
+        );
     }
 
     #[test]

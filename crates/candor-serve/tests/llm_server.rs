@@ -465,3 +465,41 @@ fn a_body_that_stops_arriving_is_cut_at_the_idle_timeout_with_a_408() {
         "{got:?} {line:?}"
     );
 }
+
+#[test]
+fn a_body_that_trickles_in_below_the_minimum_rate_is_cut_at_its_total_deadline_with_a_408() {
+    // A byte every 20 ms never reaches the idle timeout (30 s) between two reads; only the
+    // body's total deadline -- the head timeout (300 ms) plus 1,000 bytes at the minimum rate
+    // (64 KiB/s: 15 ms) -- ends it. Without that deadline the body would take 20 s to arrive,
+    // twice the client's 10 s wait for an answer.
+    let server = llm::start(timed(4, 30_000, 300)).unwrap();
+    let mut s = TcpStream::connect(server.local_addr()).unwrap();
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 1000\r\n\r\n")
+        .unwrap();
+    let writer = {
+        let mut s = s.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            // JSON whitespace, so the parse goes on reading; at most 1,000 bytes and 20 s, and
+            // stops at the first failed write.
+            for _ in 0..1000 {
+                if t.elapsed() > Duration::from_secs(20) || s.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut line = String::new();
+    let got = r.read_line(&mut line);
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    let _ = writer.join();
+    assert!(
+        got.is_ok() && line.starts_with("HTTP/1.1 408"),
+        "{got:?} {line:?}"
+    );
+}

@@ -73,7 +73,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DUR", requires = "llm")]
     pub idle_timeout: Option<DurationArg>,
     /// With --llm: answer 408 and close when a request's head has not ended DUR after its
-    /// first byte [default: 10s].
+    /// first byte, or its body DUR plus its length at 64 KiB/s after the head [default: 10s].
     #[arg(long, value_name = "DUR", requires = "llm")]
     pub head_timeout: Option<DurationArg>,
 }

@@ -280,10 +280,13 @@ impl LoadedScript {
     pub fn done(&mut self, results: &RunResults, to_stderr: bool) -> Result<()> {
         // A signal interrupted the run's states; done() still reports, as wrk's does. A signal
         // not seen yet stops done() too; after one, a second ends the process (the handlers).
+        // A signal that came after the run had ended on its own (between the results and this
+        // call) is one that done() has not seen: the watcher stops done() at once for it.
         self.interrupt.clear();
         let stop = crate::cmd::interrupt::install()?.stop.clone();
         let done_finished = Arc::new(AtomicBool::new(false));
-        if !stop.load(Ordering::Relaxed) {
+        let run_was_interrupted = results.stop_reason == Some(StopReason::Interrupt);
+        if !(stop.load(Ordering::Relaxed) && run_was_interrupted) {
             watch_signals(self.interrupt.clone(), done_finished.clone(), None)?;
         }
         let result = self.call_done(results, to_stderr);

@@ -262,7 +262,7 @@ pub struct ScriptOptions {
     pub jit: bool,
     /// Most bytes each Lua state's heap may hold (the setup state and each thread's); an
     /// allocation past it fails with Lua's `not enough memory`, which fails the callback that
-    /// made it. [`DEFAULT_HEAP_LIMIT`] by default.
+    /// made it. 256 MiB (`DEFAULT_HEAP_LIMIT`) by default.
     pub heap_limit: usize,
 }
 

@@ -166,7 +166,7 @@ impl H2Flood {
         H2Flood::Other,
     ];
 
-    /// Its place among [`H2Flood::ALL`].
+    /// Its place among the kinds, in the order they are declared (the fault tally's slots).
     pub fn index(self) -> usize {
         self as usize
     }

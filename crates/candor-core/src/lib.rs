@@ -5,6 +5,7 @@ pub mod analysis;
 pub mod bounded;
 pub mod clock;
 pub mod dates;
+pub mod early_end;
 pub mod exact_sleep;
 pub mod hist;
 pub mod interval_stats;

@@ -1,34 +1,33 @@
-//! candor's load engine: an open-loop schedule of intended send times (`schedule`), and per load
-//! thread one sans-IO core (`engine::core`) that decides what is sent when and on which
-//! connection and keeps the books, with transports beneath it for HTTP/1.1 (plain or TLS), raw
-//! TCP and HTTP/2, paced to the microsecond. Response time, service time and send lag are
-//! recorded for every request, and nothing is dropped from the accounting:
+//! candor's load run: a validated configuration in, the run's phases and intervals out
+//! (`load_run.rs`), with the pre-run probe of the target (`probe.rs`) and the registry of the
+//! protocols (`registry.rs`). The parts are crates of their own, re-exported here as the public
+//! face of the load: requests as data (`candor-wire`), streamed responses (`candor-stream`),
+//! workloads (`candor-workload`), the protocol-neutral engine (`candor-engine`) and the protocols
+//! (`candor-protocols`). Nothing is dropped from the accounting:
 //! `intended = completed + failed + unfinished`.
 
-pub mod config;
-pub mod engine;
-pub(crate) mod interval_store;
 pub mod load_run;
-pub(crate) mod phase_outcome;
-pub(crate) mod pool;
-pub mod priority;
 pub mod probe;
-pub mod protocol;
-pub mod requests;
-pub mod schedule;
-pub mod shape;
-pub mod shared;
-pub(crate) mod status;
-pub mod stream;
-pub mod target;
-pub mod transport;
-pub(crate) mod wire;
-pub mod workload;
+pub mod registry;
 
-pub use config::{
+pub use candor_engine::{
+    backoff, books, config, core, driver, examples, ledger, priority, schedule, seam, shape,
+    shared, transport,
+};
+pub use candor_protocols as protocol;
+pub use candor_stream as stream;
+pub use candor_wire::{requests, target};
+pub use candor_workload as workload;
+
+/// The engine's modules under the path they had before the engine was a crate of its own.
+pub mod engine {
+    pub use candor_engine::{backoff, books, core, examples, ledger};
+}
+
+pub use candor_engine::config::{
     Arrival, Framing, GrpcCall, GrpcConfig, LoadConfig, LoadConfigError, RequestOrder, RequestSpec,
     Scheme, Target, TargetError, TlsOptions,
 };
+pub use candor_engine::shape::LoadShape;
+pub use candor_wire::status::{StatusSet, StatusSetError};
 pub use load_run::{run, IntervalReport, RunOutcome};
-pub use shape::LoadShape;
-pub use status::{StatusSet, StatusSetError};

@@ -3,18 +3,18 @@
 //! return the numbers (`RunOutcome`); the results file and its verdicts are built above the
 //! engine (`candor_runner::run_results`).
 
-use crate::config::LoadConfig;
-pub use crate::phase_outcome::{grpc_status_map, PhaseOutcome};
-use crate::protocol::http1::build_request;
-use crate::protocol::ProtocolKind;
-pub use crate::shared::EarlyEnd;
-use crate::shared::{IntervalData, IntervalMsg, PhaseAcc, Prepared, WorkerSetup};
+use crate::registry::ProtocolKind;
 use candor_core::clock::wall_clock_ns;
 use candor_core::results::{
     EncodedHistograms, Interval, IntervalStats, PacingMargin, PacingResults, PhaseResults,
     PoolResults, RequestCounts, StopReason,
 };
 use candor_core::{now_ns, Recorder};
+use candor_engine::config::request_set::prepare_requests;
+use candor_engine::config::LoadConfig;
+pub use candor_engine::phase_outcome::{grpc_status_map, PhaseOutcome};
+pub use candor_engine::shared::EarlyEnd;
+use candor_engine::shared::{IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,13 +40,13 @@ pub enum RunError {
     #[error("cannot start a load thread: {0}")]
     Thread(std::io::Error),
     #[error("a load thread failed: {0}")]
-    Worker(crate::shared::WorkerError),
+    Worker(candor_engine::shared::WorkerError),
     /// The request set of a run with several targets did not compile (validation normally
     /// catches it first).
     #[error("a load thread failed: {0}")]
-    Requests(crate::workload::WorkloadError),
+    Requests(candor_workload::WorkloadError),
     #[error(transparent)]
-    Tls(#[from] crate::transport::tls::TlsError),
+    Tls(#[from] candor_engine::transport::tls::TlsError),
 }
 
 /// What the live view gets once per interval.
@@ -75,7 +75,7 @@ pub struct IntervalReport<'a> {
     /// This interval's gRPC calls by `grpc-status`, per phase (all zero for other protocols).
     pub grpc_codes: &'a [candor_grpc::CodeCounts; 2],
     /// This interval's streamed responses, both phases (runs with `--stream` or `--llm`).
-    pub stream: Option<&'a crate::engine::books::StreamAcc>,
+    pub stream: Option<&'a candor_engine::books::StreamAcc>,
 }
 
 /// Everything a run measured.
@@ -122,16 +122,16 @@ pub fn run(
             Arc::new(c)
         }))
         .collect();
-    let filters: Vec<Option<crate::schedule::SeqFilter>> = if targets.len() > 1 {
-        let compiled =
-            crate::config::request_set::compile_requests(&config).map_err(RunError::Requests)?;
+    let filters: Vec<Option<candor_engine::schedule::SeqFilter>> = if targets.len() > 1 {
+        let compiled = candor_engine::config::request_set::compile_requests(&config)
+            .map_err(RunError::Requests)?;
         let picker = Arc::new(compiled.picker);
         let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
         let seed = config.workload.seed;
         (0..targets.len())
             .map(|t| {
                 let (picker, target_of) = (picker.clone(), target_of.clone());
-                Some(crate::schedule::SeqFilter(Arc::new(move |seq| {
+                Some(candor_engine::schedule::SeqFilter(Arc::new(move |seq| {
                     target_of[picker.choose(seed, seq) as usize] == t
                 })))
             })
@@ -158,7 +158,7 @@ pub fn run(
     // instant given (shards) if that is later; one already past is missed, reported, and the
     // schedule starts with the pools, its shape kept (see `start_instant`).
     let earliest_ns = now_ns() + 50_000_000;
-    let (gate, tickets) = crate::pool::gate(workers);
+    let (gate, tickets) = candor_engine::pool::gate(workers);
     let mut handles = Vec::with_capacity(workers);
     for (w, ticket) in tickets.into_iter().enumerate() {
         let (t, target) = (w % threads, active[w / threads]);
@@ -188,7 +188,7 @@ pub fn run(
                     Some(keep) => s.map(|s| s.filtered(keep.clone(), start_ns + end_offset_ns)),
                     None => s,
                 })
-                .map_err(crate::shared::WorkerError::Schedule)
+                .map_err(candor_engine::shared::WorkerError::Schedule)
         };
         let setup = WorkerSetup {
             config: config.clone(),
@@ -196,7 +196,7 @@ pub fn run(
             connections,
             // Until the pools are open and the start is set: far ahead, so that what happens
             // while a pool opens is booked as before the start.
-            start_ns: crate::pool::UNKNOWN_START_NS,
+            start_ns: candor_engine::pool::UNKNOWN_START_NS,
             schedule: None,
             to_collector: to_collector.clone(),
             pool: pool.clone(),
@@ -215,19 +215,19 @@ pub fn run(
                 format!("candor-load-{t}")
             })
             .spawn(
-                move || -> Result<[PhaseAcc; 2], crate::shared::WorkerError> {
+                move || -> Result<[PhaseAcc; 2], candor_engine::shared::WorkerError> {
                     // A panic the driver could not contain (its books lost) still ends the run
                     // for every thread, at once, and is named: the others' results are kept.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         if let Some(hook) = &setup.on_start {
                             hook();
                         }
-                        crate::protocol::run_worker(kind, setup, tls, ticket, schedule_at)
+                        crate::registry::run_worker(kind, setup, tls, ticket, schedule_at)
                     }))
                     .unwrap_or_else(|payload| {
                         end.request(StopReason::Failure);
-                        Err(crate::shared::WorkerError::PanickedWith(
-                            crate::shared::panic_message(&*payload),
+                        Err(candor_engine::shared::WorkerError::PanickedWith(
+                            candor_engine::shared::panic_message(&*payload),
                         ))
                     })
                 },
@@ -237,7 +237,7 @@ pub fn run(
     }
     drop(to_collector);
     let pool = gate.wait_pools();
-    let earliest_ns = crate::pool::earliest_start(earliest_ns, now_ns());
+    let earliest_ns = candor_engine::pool::earliest_start(earliest_ns, now_ns());
     let start = start_instant(
         config.start_at_wall_ns,
         earliest_ns,
@@ -268,7 +268,7 @@ pub fn run(
         warmup_end_offset_ns: config.warmup_ns,
         total_ns,
         start_ns,
-        done: crate::interval_store::IntervalStore::new(),
+        done: candor_engine::interval_store::IntervalStore::new(),
         totals: [RequestCounts::default(); 2],
         llm: config.stream.llm,
     };
@@ -296,7 +296,7 @@ pub fn run(
                 // collector starved for seconds would make the workers allocate interval boxes
                 // and, after 16 intervals, wait for it).
                 if config.is_open_loop() {
-                    crate::priority::lower_to_background();
+                    candor_engine::priority::lower_to_background();
                 }
                 let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     while !workers_done.load(Ordering::Acquire) {
@@ -334,14 +334,14 @@ pub fn run(
     let mut failed_threads = Vec::new();
     for (w, worker) in joined.into_iter().enumerate() {
         let worker_phases = match worker
-            .map_err(|_| crate::shared::WorkerError::Panicked)
+            .map_err(|_| candor_engine::shared::WorkerError::Panicked)
             .and_then(|done| done)
         {
             Ok(done) => done,
             // Lost with its books (intervals it reported are in the time series); the rest of
             // the run is kept and the failure named.
-            Err(crate::shared::WorkerError::PanickedWith(message)) => {
-                failed_threads.push(crate::shared::thread_failure_warning(
+            Err(candor_engine::shared::WorkerError::PanickedWith(message)) => {
+                failed_threads.push(candor_engine::shared::thread_failure_warning(
                     &format!("candor-load-{}", w % threads),
                     &format!("{message}; its own totals are lost"),
                 ));
@@ -487,44 +487,6 @@ pub fn start_instant(start_at: Option<u64>, earliest_ns: u64, now: (u64, u64)) -
     }
 }
 
-/// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
-/// single configured request), or the raw TCP payload.
-pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
-    if ProtocolKind::of(config) == ProtocolKind::Tcp {
-        return vec![Prepared {
-            bytes: config.payload.clone().into_boxed_slice(),
-            head: false,
-        }]
-        .into();
-    }
-    let single = [crate::config::RequestSpec {
-        method: config.method.clone(),
-        path: config.target.path.clone(),
-        headers: config.headers.clone(),
-        body: config.body.clone(),
-    }];
-    let specs: &[crate::config::RequestSpec] = if config.requests.is_empty() {
-        &single
-    } else {
-        &config.requests
-    };
-    specs
-        .iter()
-        .map(|r| Prepared {
-            bytes: build_request(
-                &r.method,
-                &config.target.host_header,
-                &r.path,
-                &r.headers,
-                &r.body,
-            )
-            .into_boxed_slice(),
-            head: r.method.eq_ignore_ascii_case("HEAD"),
-        })
-        .collect::<Vec<_>>()
-        .into()
-}
-
 struct Pending {
     data: Box<IntervalData>,
     reported: usize,
@@ -539,7 +501,7 @@ struct Collector {
     warmup_end_offset_ns: u64,
     total_ns: u64,
     start_ns: u64,
-    done: crate::interval_store::IntervalStore,
+    done: candor_engine::interval_store::IntervalStore,
     totals: [RequestCounts; 2],
     /// An LLM run (`--llm`): its intervals report output tokens, zero included.
     llm: bool,
@@ -748,7 +710,7 @@ impl RunOutcome {
                     }
                 }
             }
-        } else if let Ok(compiled) = crate::config::request_set::compile_requests(config) {
+        } else if let Ok(compiled) = candor_engine::config::request_set::compile_requests(config) {
             for (name, acc) in compiled.names.iter().zip(&books.names) {
                 out.by_request
                     .insert(name.clone(), results(acc, self.main.duration_ns, None));
@@ -770,7 +732,7 @@ impl RunOutcome {
         if samples.is_empty() {
             return Vec::new();
         }
-        let compiled = crate::config::request_set::compile_requests(config).ok();
+        let compiled = candor_engine::config::request_set::compile_requests(config).ok();
         // A trace's records carry their own method and path, which are not kept per request.
         let replayed = config.shape.replay_plan().is_some();
         let script_names = config.workload.script.as_ref().map(|s| s.names());
@@ -856,6 +818,34 @@ mod tests {
                 wall_ns: 52 * S,
                 late_ns: 0
             }
+        );
+    }
+
+    #[test]
+    fn a_failed_thread_is_reported_in_the_words_it_always_was() {
+        use candor_engine::shared::WorkerError;
+        let said = |e: WorkerError| RunError::Worker(e).to_string();
+        assert_eq!(
+            said(WorkerError::Schedule(std::io::Error::other(
+                "no such trace"
+            ))),
+            "a load thread failed: opening the schedule: no such trace"
+        );
+        assert_eq!(
+            said(WorkerError::NoStart),
+            "a load thread failed: the run ended before its start"
+        );
+        assert_eq!(
+            said(WorkerError::TcpNeedsFraming),
+            "a load thread failed: tcp:// needs a response framing"
+        );
+        assert_eq!(
+            said(WorkerError::Setup(std::io::Error::other("timerfd"))),
+            "a load thread failed: timerfd"
+        );
+        assert_eq!(
+            said(WorkerError::Panicked),
+            "a load thread failed: panicked"
         );
     }
 }

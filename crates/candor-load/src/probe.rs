@@ -3,9 +3,9 @@
 //! SETTINGS_MAX_CONCURRENT_STREAMS), so that a run in which nothing could work is one clear
 //! error before any load, not a report full of failures.
 
-use crate::config::{LoadConfig, Scheme};
-use crate::protocol::ProtocolKind;
-use crate::transport::tls::{self, TlsError};
+use crate::registry::ProtocolKind;
+use candor_engine::config::{LoadConfig, Scheme};
+use candor_engine::transport::tls::{self, TlsError};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -99,7 +99,7 @@ pub fn judge_h2_answer(bytes: &[u8]) -> H2Answer {
 
 /// Checks before the run that the target answers in the protocol the run will use. HTTP/1.1 in
 /// the clear and raw TCP need nothing beyond a connection (checked by
-/// [`crate::Target::check_reachable`]).
+/// [`candor_wire::target::Target::check_reachable`]).
 pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), ProbeError> {
     let t = &config.target;
     let protocol_error = |reason: String| ProbeError::Protocol {
@@ -179,7 +179,7 @@ fn drop_h2(cleartext: &bool) -> &'static str {
 }
 
 fn goaway_name(code: &u32) -> &'static str {
-    crate::engine::backoff::h2_code_name(*code)
+    candor_engine::backoff::h2_code_name(*code)
 }
 
 /// Sends the HTTP/2 preface and reads the server's first frame; `cleartext` is h2c with prior
@@ -234,7 +234,7 @@ fn h2_handshake<S: Read + Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::TlsOptions;
+    use candor_engine::config::TlsOptions;
     use std::net::TcpListener;
     use std::time::Instant;
 
@@ -337,17 +337,42 @@ mod tests {
         );
     }
 
+    /// A certificate for "localhost" carrying `padding` bytes in an extension of no meaning (a
+    /// private OID, not critical: verifiers skip it), for certificate messages of a chosen size.
+    pub fn padded_identity(
+        padding: usize,
+    ) -> (
+        Vec<rustls::pki_types::CertificateDer<'static>>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    ) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params
+            .custom_extensions
+            .push(rcgen::CustomExtension::from_oid_content(
+                &[1, 3, 6, 1, 4, 1, 55555, 1],
+                octet_string(padding),
+            ));
+        let cert = params.self_signed(&key).unwrap();
+        (
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+    }
+
+    /// A DER OCTET STRING of `len` bytes (its contents are opaque to every parser).
+    fn octet_string(len: usize) -> Vec<u8> {
+        let mut der = vec![0x04, 0x83, (len >> 16) as u8, (len >> 8) as u8, len as u8];
+        der.resize(der.len() + len, 0x5a);
+        der
+    }
+
     /// A 200 KB certificate chain is named for what it is, not "not TLS (plain HTTP?)".
     #[test]
     fn a_certificate_chain_over_64_kib_is_named() {
-        let (mut chain, key) =
-            crate::transport::tls_session::session_tests::padded_identity(50_000);
+        let (mut chain, key) = padded_identity(50_000);
         for _ in 0..3 {
-            chain.push(
-                crate::transport::tls_session::session_tests::padded_identity(50_000)
-                    .0
-                    .remove(0),
-            );
+            chain.push(padded_identity(50_000).0.remove(0));
         }
         let server = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
             rustls::crypto::ring::default_provider(),

@@ -1,0 +1,442 @@
+//! A load thread's books: what it accumulated in each phase (warm-up, measured), and those a
+//! workload adds: one per stage of a load profile (a request belongs to the stage of its intended
+//! time) and one per request name. All are allocated before the run; booking into them is an
+//! index and the same histogram records as the phase's.
+
+use candor_core::hist::record_clamped;
+use candor_core::results::RequestCounts;
+use candor_core::{new_histogram, Histo, Recorder};
+
+/// What a worker accumulated in one phase (0 = warm-up, 1 = measured).
+pub struct PhaseAcc {
+    pub rec: Recorder,
+    pub unfinished: Histo,
+    pub counts: RequestCounts,
+    /// Time from TCP connected to TLS handshake complete, per handshake (by completion time).
+    pub tls_handshake: Histo,
+    /// gRPC server streaming: time from a call's intended send to its first whole message.
+    pub first_message: Histo,
+    /// Conditions an engine saw that the report must name (the measured phase's are reported).
+    pub warnings: Vec<String>,
+    /// Per-stage and per-name books (the measured phase's only; `None` without them).
+    pub workload: Option<Box<WorkloadBooks>>,
+    /// What pacing did over the whole run (kept on the measured phase).
+    pub pacing: candor_core::PaceStats,
+    /// The earliest failed responses (kept on the measured phase).
+    pub failures: crate::examples::FailureSamples,
+    /// Connections that failed, by cause (`engine::backoff`).
+    pub faults: crate::backoff::FaultTally,
+    /// Responses by status code.
+    pub codes: candor_core::results::CodeCounts,
+    /// Streamed responses' events and tokens (runs with `--stream` or `--llm` only).
+    pub stream: Option<Box<StreamAcc>>,
+    /// gRPC calls by `grpc-status` (all zero for other protocols).
+    pub grpc_codes: candor_grpc::CodeCounts,
+}
+
+/// What the streamed responses of one phase came to: their events' timing and, in an LLM run,
+/// their tokens, each measure from the intended send (and TTFT also from the actual send).
+#[derive(Clone)]
+pub struct StreamAcc {
+    /// Intended send to the first event.
+    pub first_event: Histo,
+    /// Between consecutive events of one response.
+    pub event_gap: Histo,
+    /// Intended send to the first token (LLM).
+    pub ttft: Histo,
+    /// Actual send to the first token (LLM): what a client timing from its own send reports.
+    pub ttft_service: Histo,
+    /// Between consecutive content chunks (LLM).
+    pub itl: Histo,
+    /// (last token - first token) / (output tokens - 1) (LLM).
+    pub tpot: Histo,
+    /// Responses read as streams, and their events.
+    pub responses: u64,
+    pub events: u64,
+    /// Stream failures by name, in the order of `LlmFailure::ALL`.
+    pub failures: [u64; candor_stream::openai::LlmFailure::ALL.len()],
+    /// LLM: output tokens, and how many responses' counts came from usage or counted chunks.
+    pub output_tokens: u64,
+    pub tokens_from_usage: u64,
+    pub tokens_from_chunks: u64,
+    pub clamped: u64,
+    /// `--goodput`: completed requests that met every per-request objective, judged on their
+    /// values from the intended send (`good`) and, as a client timing from its own send would
+    /// judge them, from the actual send (`good_service`).
+    pub good: u64,
+    pub good_service: u64,
+}
+
+impl StreamAcc {
+    pub fn new() -> Self {
+        StreamAcc {
+            first_event: new_histogram(),
+            event_gap: new_histogram(),
+            ttft: new_histogram(),
+            ttft_service: new_histogram(),
+            itl: new_histogram(),
+            tpot: new_histogram(),
+            responses: 0,
+            events: 0,
+            failures: [0; candor_stream::openai::LlmFailure::ALL.len()],
+            output_tokens: 0,
+            tokens_from_usage: 0,
+            tokens_from_chunks: 0,
+            clamped: 0,
+            good: 0,
+            good_service: 0,
+        }
+    }
+
+    /// The histograms by their names in the results.
+    pub fn measures(&self) -> [(&'static str, &Histo); 6] {
+        [
+            ("first_event", &self.first_event),
+            ("event_gap", &self.event_gap),
+            ("ttft", &self.ttft),
+            ("ttft_service", &self.ttft_service),
+            ("itl", &self.itl),
+            ("tpot", &self.tpot),
+        ]
+    }
+
+    /// Empties the books for the next interval, keeping their storage.
+    pub fn reset(&mut self) {
+        for h in [
+            &mut self.first_event,
+            &mut self.event_gap,
+            &mut self.ttft,
+            &mut self.ttft_service,
+            &mut self.itl,
+            &mut self.tpot,
+        ] {
+            h.reset();
+        }
+        self.responses = 0;
+        self.events = 0;
+        self.failures = [0; candor_stream::openai::LlmFailure::ALL.len()];
+        self.output_tokens = 0;
+        self.tokens_from_usage = 0;
+        self.tokens_from_chunks = 0;
+        self.clamped = 0;
+    }
+
+    /// Whether the responses were an LLM run's (their tokens were counted).
+    pub fn is_llm(&self) -> bool {
+        self.tokens_from_usage + self.tokens_from_chunks > 0 || !self.ttft.is_empty()
+    }
+
+    /// What these books say of one interval of `length_s` seconds; `llm` says whether the run
+    /// counts output tokens (an interval without any response still reports zero tokens).
+    pub fn interval(
+        &self,
+        length_s: f64,
+        llm: bool,
+    ) -> candor_core::stream_measures::IntervalStream {
+        use candor_core::stream_measures::StreamMeasure as M;
+        candor_core::stream_measures::IntervalStream::of(
+            self.responses,
+            self.events,
+            llm.then_some(self.output_tokens),
+            length_s,
+            [
+                (M::FirstEvent, &self.first_event),
+                (M::EventGap, &self.event_gap),
+                (M::Ttft, &self.ttft),
+                (M::TtftService, &self.ttft_service),
+                (M::Itl, &self.itl),
+                (M::Tpot, &self.tpot),
+            ],
+        )
+    }
+
+    pub fn add(&mut self, o: &StreamAcc) {
+        for (a, b) in [
+            (&mut self.first_event, &o.first_event),
+            (&mut self.event_gap, &o.event_gap),
+            (&mut self.ttft, &o.ttft),
+            (&mut self.ttft_service, &o.ttft_service),
+            (&mut self.itl, &o.itl),
+            (&mut self.tpot, &o.tpot),
+        ] {
+            a.add(b).expect("same layout");
+        }
+        self.responses += o.responses;
+        self.events += o.events;
+        for (a, b) in self.failures.iter_mut().zip(o.failures) {
+            *a += b;
+        }
+        self.output_tokens += o.output_tokens;
+        self.tokens_from_usage += o.tokens_from_usage;
+        self.tokens_from_chunks += o.tokens_from_chunks;
+        self.clamped += o.clamped;
+        self.good += o.good;
+        self.good_service += o.good_service;
+    }
+}
+
+impl Default for StreamAcc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Default for PhaseAcc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PhaseAcc {
+    pub fn new() -> Self {
+        PhaseAcc {
+            rec: Recorder::new(),
+            unfinished: new_histogram(),
+            counts: RequestCounts::default(),
+            tls_handshake: new_histogram(),
+            first_message: new_histogram(),
+            warnings: Vec::new(),
+            workload: None,
+            pacing: candor_core::PaceStats::default(),
+            failures: Default::default(),
+            faults: Default::default(),
+            codes: Default::default(),
+            stream: None,
+            grpc_codes: Default::default(),
+        }
+    }
+}
+
+/// Per-stage and per-name accumulators of one load thread (merged across threads at the end).
+pub struct WorkloadBooks {
+    /// Absolute start of each measured stage, and one more entry: the end of the last.
+    stage_bounds: Box<[u64]>,
+    pub stages: Vec<PhaseAcc>,
+    /// Request index → name index.
+    name_of: Box<[u32]>,
+    pub names: Vec<PhaseAcc>,
+}
+
+impl WorkloadBooks {
+    /// Books for a profile whose measured stages last `stage_ns` each from `measured_start_ns`
+    /// (empty: no stages), and for `names` names with `name_of` mapping requests to them (empty:
+    /// no per-name books).
+    pub fn new(
+        measured_start_ns: u64,
+        stage_ns: &[u64],
+        name_of: &[usize],
+        names: usize,
+    ) -> WorkloadBooks {
+        let mut bounds = Vec::with_capacity(stage_ns.len() + 1);
+        let mut t = measured_start_ns;
+        bounds.push(t);
+        for d in stage_ns {
+            t += d;
+            bounds.push(t);
+        }
+        WorkloadBooks {
+            stages: (0..stage_ns.len()).map(|_| PhaseAcc::new()).collect(),
+            stage_bounds: if stage_ns.is_empty() {
+                Box::default()
+            } else {
+                bounds.into()
+            },
+            name_of: name_of.iter().map(|&n| n as u32).collect(),
+            names: (0..names).map(|_| PhaseAcc::new()).collect(),
+        }
+    }
+
+    /// Moves the stages to a measured window starting at `measured_start_ns` (the start is set
+    /// only once every connection pool is ready, after the books were made).
+    pub fn begin_at(&mut self, measured_start_ns: u64) {
+        if let Some(&first) = self.stage_bounds.first() {
+            for b in self.stage_bounds.iter_mut() {
+                *b = measured_start_ns + (*b - first);
+            }
+        }
+    }
+
+    /// The stage of a request intended at `intended` (`None` before the first measured stage,
+    /// in the warm-up, or without stages). Requests intended after the end count in the last.
+    #[inline]
+    pub fn stage_of(&self, intended: u64) -> Option<usize> {
+        if self.stages.is_empty() || intended < self.stage_bounds[0] {
+            return None;
+        }
+        let i = self.stage_bounds.partition_point(|&b| b <= intended);
+        Some((i - 1).min(self.stages.len() - 1))
+    }
+
+    #[inline]
+    fn name(&mut self, request: u32) -> Option<&mut PhaseAcc> {
+        let n = *self.name_of.get(request as usize)? as usize;
+        self.names.get_mut(n)
+    }
+
+    /// The accumulators a request of `request` intended at `intended` is booked in (besides
+    /// its phase): its stage and its name, each if any; `measured` says whether it belongs to
+    /// the measured phase (names keep only the measured phase, like the top level).
+    #[inline]
+    pub fn each(
+        &mut self,
+        intended: u64,
+        request: Option<u32>,
+        measured: bool,
+        mut f: impl FnMut(&mut PhaseAcc),
+    ) {
+        if let Some(s) = self.stage_of(intended) {
+            f(&mut self.stages[s]);
+        }
+        if let (Some(r), true) = (request, measured) {
+            if let Some(acc) = self.name(r) {
+                f(acc);
+            }
+        }
+    }
+
+    /// Calls `f` with the books of request `request`'s name, if any.
+    #[inline]
+    pub fn each_name(&mut self, request: u32, f: impl FnOnce(&mut PhaseAcc)) {
+        if let Some(acc) = self.name(request) {
+            f(acc);
+        }
+    }
+
+    /// Adds another thread's books.
+    pub fn merge(&mut self, other: &WorkloadBooks) {
+        for (into, from) in self
+            .stages
+            .iter_mut()
+            .zip(&other.stages)
+            .chain(self.names.iter_mut().zip(&other.names))
+        {
+            into.rec.add(&from.rec);
+            into.unfinished.add(&from.unfinished).expect("same layout");
+            into.counts.add(&from.counts);
+            into.grpc_codes.merge(&from.grpc_codes);
+        }
+    }
+}
+
+/// Books a completed response (`failed`: `None` completed; otherwise the class it failed in,
+/// `status`, `check` or `grpc`) into one accumulator, as the ledger books its phase.
+#[inline]
+pub fn book_response(
+    acc: &mut PhaseAcc,
+    (response, service, lag): (u64, u64, u64),
+    status: u16,
+    failed: Option<AnswerFailure>,
+) {
+    acc.rec.record(response, service, lag);
+    let c = &mut acc.counts;
+    if status != 0 {
+        c.status.count(status);
+    }
+    match failed {
+        None => c.completed += 1,
+        Some(class) => {
+            c.failed += 1;
+            *class.count_in(&mut c.errors) += 1;
+        }
+    }
+}
+
+/// The class of a full response that failed: the server answered, its latency is recorded.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AnswerFailure {
+    /// Its status is outside the accepted set.
+    Status,
+    /// Its status was accepted, a response check failed.
+    Check,
+    /// A gRPC call whose `grpc-status` is outside the accepted set.
+    Grpc,
+    /// Its status was accepted, its stream failed (`--stream`, `--llm`).
+    Stream,
+}
+
+impl AnswerFailure {
+    /// The count of this class in `errors`.
+    pub fn count_in(self, errors: &mut candor_core::results::ErrorCounts) -> &mut u64 {
+        match self {
+            AnswerFailure::Status => &mut errors.status,
+            AnswerFailure::Check => &mut errors.check,
+            AnswerFailure::Grpc => &mut errors.grpc,
+            AnswerFailure::Stream => &mut errors.stream,
+        }
+    }
+}
+
+/// Books a request still outstanding at the end.
+#[inline]
+pub fn book_unfinished(acc: &mut PhaseAcc, age: u64, sent: bool) {
+    let c = &mut acc.counts;
+    c.in_flight_at_end += 1;
+    if sent {
+        c.sent_unanswered += 1;
+    } else {
+        c.queued_unsent += 1;
+    }
+    record_clamped(&mut acc.unfinished, age);
+}
+
+/// Counts one more intended request.
+#[inline]
+pub fn book_intended(counts: &mut RequestCounts, late: bool) {
+    counts.intended += 1;
+    if late {
+        counts.generator_late += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_move_with_the_start() {
+        let mut b = WorkloadBooks::new(1_000, &[100, 50], &[], 0);
+        b.begin_at(5_000);
+        assert_eq!(b.stage_of(4_999), None);
+        assert_eq!(b.stage_of(5_000), Some(0));
+        assert_eq!(b.stage_of(5_100), Some(1));
+        assert_eq!(b.stage_of(5_149), Some(1));
+    }
+
+    #[test]
+    fn a_request_belongs_to_the_stage_of_its_intended_time() {
+        let b = WorkloadBooks::new(1_000, &[100, 50, 10], &[], 0);
+        assert_eq!(b.stage_of(999), None);
+        assert_eq!(b.stage_of(1_000), Some(0));
+        assert_eq!(b.stage_of(1_099), Some(0));
+        assert_eq!(b.stage_of(1_100), Some(1));
+        assert_eq!(b.stage_of(1_159), Some(2));
+        assert_eq!(b.stage_of(5_000), Some(2));
+        let none = WorkloadBooks::new(1_000, &[], &[0, 1, 0], 2);
+        assert_eq!(none.stage_of(1_500), None);
+    }
+
+    #[test]
+    fn names_and_stages_both_book_and_merge() {
+        let mut a = WorkloadBooks::new(0, &[10, 10], &[0, 1, 0], 2);
+        let mut seen = 0;
+        a.each(15, Some(2), true, |acc| {
+            book_intended(&mut acc.counts, false);
+            book_response(acc, (5, 4, 1), 200, None);
+            seen += 1;
+        });
+        assert_eq!(seen, 2, "its stage and its name");
+        a.each(3, Some(1), false, |acc| {
+            book_intended(&mut acc.counts, false);
+            book_response(acc, (5, 4, 1), 200, Some(AnswerFailure::Check));
+        });
+        let mut b = WorkloadBooks::new(0, &[10, 10], &[0, 1, 0], 2);
+        b.merge(&a);
+        b.merge(&a);
+        assert_eq!(b.stages[1].counts.completed, 2);
+        assert_eq!(b.stages[0].counts.errors.check, 2);
+        assert_eq!(b.names[0].counts.completed, 2);
+        // A warm-up request is in no name's books.
+        assert_eq!(b.names[1].counts.intended, 0);
+        assert!(b.stages[0].counts.balanced() && b.names[0].counts.balanced());
+    }
+}

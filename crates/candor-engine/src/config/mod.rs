@@ -1,0 +1,766 @@
+//! Settings of a load run, parsed and validated once before anything starts.
+
+use crate::schedule::ArrivalKind;
+pub use crate::shape::LoadShape;
+pub mod request_set;
+pub mod ws_match;
+
+pub use candor_wire::requests::{RequestOrder, RequestSpec};
+pub use candor_wire::target::{Credentials, Scheme, Target, TargetError, TargetUrl};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum LoadConfigError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Shape(#[from] crate::shape::ShapeError),
+    #[error(transparent)]
+    Header(#[from] candor_wire::wire::HeaderError),
+    #[error(transparent)]
+    Request(#[from] candor_wire::wire::RequestError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Whether a body has a placeholder, so that its length is only known when it is filled.
+fn has_placeholder(body: &[u8]) -> bool {
+    body.windows(2).any(|w| w == b"{{")
+}
+
+/// TLS settings for `https://` targets.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// Skip certificate verification (testing only).
+    pub insecure: bool,
+    /// Trust these PEM certificates (instead of the system roots).
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// How a raw TCP response is delimited.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Framing {
+    /// Exactly this many bytes.
+    ExpectBytes(usize),
+    /// Up to and including this byte string.
+    Delimiter(Vec<u8>),
+    /// A big-endian length prefix of `width` bytes (1, 2, 4 or 8) followed by that many bytes.
+    LengthPrefix { width: usize },
+}
+
+/// The highest rate one load thread may be asked to pace: one intended send per 10 ns.
+///
+/// Each send costs at least a clock read (~20 ns through the vDSO), a histogram record and a
+/// write system call (hundreds of ns), so no thread can keep a faster schedule; beyond this the
+/// backlog of never-sent requests grows by about the whole rate every second, and the run
+/// measures only candor. The ceiling is deliberately 10x or more above any reachable rate, so it
+/// only refuses rates that are certainly typos or overflows (`-R 1e12`).
+pub const MAX_RATE_PER_THREAD: f64 = 1e8;
+
+/// The defaults of a run, written once: [`LoadConfig::new`] and the command line's flags take
+/// them from here. Connections kept open to the target.
+pub const DEFAULT_CONNECTIONS: usize = 16;
+/// Load threads (fewer when fewer connections are asked for).
+pub const DEFAULT_THREADS: usize = 2;
+/// HTTP/2 streams per connection.
+pub const DEFAULT_STREAMS: usize = 100;
+/// HTTP method.
+pub const DEFAULT_METHOD: &str = "GET";
+/// Total intended rate, as `-R` writes it.
+pub const DEFAULT_RATE: &str = "1k";
+/// The measured window, as `-d` writes it.
+pub const DEFAULT_DURATION: &str = "10s";
+/// A request's timeout (and the drain unless `--drain` says otherwise), as `-T` writes it.
+pub const DEFAULT_TIMEOUT: &str = "2s";
+
+/// A default above, in nanoseconds or per second.
+fn default_ns(text: &str) -> u64 {
+    candor_core::units::parse_duration_ns(text).expect("the defaults are valid durations")
+}
+
+/// The arrival process (re-exported for users of the engine).
+pub type Arrival = ArrivalKind;
+
+/// Everything the engine needs, validated.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: Target,
+    /// What load is offered and when: a rate, `-n` requests, stages, a trace, or a closed loop.
+    pub shape: LoadShape,
+    pub connections: usize,
+    pub threads: usize,
+    pub duration_ns: u64,
+    pub warmup_ns: u64,
+    /// A request with no complete response this long after its actual send fails as a timeout.
+    pub timeout_ns: u64,
+    /// `--event-timeout`: a streamed response whose next event does not come this long after
+    /// its previous one fails (class `stream`, named `event_timeout`); 0: no such bound.
+    pub event_timeout_ns: u64,
+    /// After the last intended send, how long to wait for outstanding requests.
+    pub drain_ns: u64,
+    /// Length of the interval histograms.
+    pub interval_ns: u64,
+    pub method: String,
+    /// Extra headers as "Name: value".
+    pub headers: Vec<String>,
+    pub body: Vec<u8>,
+    /// Spin on the clock for this long before each send instead of sleeping; `None` lets the
+    /// pacer choose from the measured wake-up lateness ([`candor_core::Pacer`]).
+    pub spin_ns: Option<u64>,
+    /// This process is shard `shard_index` of `shard_count` of one schedule at the shape's total
+    /// rate.
+    pub shard_index: u32,
+    pub shard_count: u32,
+    /// Wall-clock instant (ns since the Unix epoch) of the first intended send, shared by shards.
+    pub start_at_wall_ns: Option<u64>,
+    /// HTTP/1.1 pipelining: requests in flight per connection (1 = none).
+    pub pipeline: usize,
+    /// Speak HTTP/2 (`http://` prior knowledge, or `https://` with ALPN).
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: usize,
+    /// WebSocket: how a reply is matched to the message it answers (`--ws-match`).
+    pub ws_match: crate::config::ws_match::WsMatch,
+    /// WebSocket: messages go as binary frames, not text (`--ws-binary`).
+    pub ws_binary: bool,
+    pub tls: TlsOptions,
+    /// A request set; empty means the single request given by method, path, headers and body.
+    pub requests: Vec<RequestSpec>,
+    pub request_order: RequestOrder,
+    /// Raw TCP: the bytes sent for each request, and how the response is delimited.
+    pub payload: Vec<u8>,
+    pub framing: Option<Framing>,
+    /// How responses are read as streams of events (`--stream`, `--llm`).
+    pub stream: candor_stream::tap::StreamSettings,
+    /// `--goodput`: the per-request objectives whose met requests per second are reported.
+    pub goodput: Option<candor_stream::goodput::GoodputSlo>,
+    /// HTTP statuses that count as success; any other response fails in class `status`.
+    pub accept_status: candor_wire::status::StatusSet,
+    /// Templates' data, weights and names, and response checks.
+    pub workload: candor_workload::WorkloadConfig,
+    /// A gRPC run (`grpc://`, `grpcs://`): set with the request it sends (see [`GrpcConfig`]).
+    pub grpc: Option<GrpcConfig>,
+}
+
+/// What a gRPC run adds to HTTP/2's: each request is made as HTTP's (`method` POST, its path
+/// the method's path, `headers` gRPC's and the metadata, its body the framed message, encoded
+/// once before the run), so only the judging of the answer differs.
+#[derive(Debug, Clone)]
+pub struct GrpcConfig {
+    /// The calls as given, `package.Service/Method` (comma-separated when `--requests` lines
+    /// name several).
+    pub call: String,
+    /// The `grpc-status` codes that count as success (`--check-status`; by default `OK`).
+    pub accept: candor_grpc::CodeSet,
+    /// Per request (the one request, or each `--requests` line in order), its call.
+    pub calls: Vec<GrpcCall>,
+}
+
+/// One request's gRPC call.
+#[derive(Debug, Clone)]
+pub struct GrpcCall {
+    /// Unary or server-streaming.
+    pub kind: candor_grpc::CallKind,
+    /// A message with placeholders: the request's body is then its JSON template, filled per
+    /// request and encoded by this (allocating: docs/grpc.md); `None` for a message encoded once.
+    pub templated: Option<candor_grpc::RequestEncoder>,
+}
+
+impl GrpcConfig {
+    /// Whether request `index`'s message is a template, encoded per request.
+    pub fn is_templated(&self, index: usize) -> bool {
+        self.calls.get(index).is_some_and(|c| c.templated.is_some())
+    }
+}
+
+impl LoadConfig {
+    /// Makes this an LLM run of `count` distinct synthetic chat prompts of `prompt_tokens`, each
+    /// asking for `output_tokens`, as `--llm openai` without `--prompts` sends them (model
+    /// `default`): for the built-in known-truth runs of `demo --llm` and `calibrate`.
+    pub fn use_synthetic_chat(
+        &mut self,
+        prompt_tokens: u64,
+        output_tokens: u64,
+        count: usize,
+    ) -> Result<(), candor_workload::prompts::PromptError> {
+        use candor_workload::prompts::{requests, synthetic, LlmApi};
+        let list = synthetic(prompt_tokens, output_tokens, count)?;
+        let mut specs = requests(LlmApi::Chat, "default", &list, &[])?;
+        for s in &mut specs {
+            s.path = LlmApi::Chat.path().to_string();
+        }
+        self.method = "POST".to_string();
+        self.requests = specs;
+        self.stream.llm = true;
+        Ok(())
+    }
+
+    /// Whether sends follow a schedule (a rate, a profile or a replayed trace) rather than each
+    /// response (a closed loop).
+    pub fn is_open_loop(&self) -> bool {
+        self.shape.is_open_loop()
+    }
+
+    /// The share of the total load this process offers: 1 / `shard_count` (a rate's share is
+    /// divided, not multiplied by this, so that it is the same float as ever).
+    pub fn shard_share(&self) -> f64 {
+        1.0 / self.shard_count.max(1) as f64
+    }
+
+    /// This process's share of the total intended rate; `None` in a closed loop.
+    pub fn shard_rate_per_s(&self) -> Option<f64> {
+        self.shape
+            .rate_per_s()
+            .map(|r| r / self.shard_count.max(1) as f64)
+    }
+
+    /// One load thread's share of a total rate `total_per_s` (across shards and threads).
+    fn thread_rate_per_s(&self, total_per_s: f64) -> f64 {
+        total_per_s / (self.shard_count.max(1) as f64 * self.threads as f64)
+    }
+
+    /// The schedule of this process's load thread `thread` (of `threads`), starting at
+    /// `start_ns` (the warm-up's start): its lane of the one schedule all shards and threads
+    /// interleave (see [`LoadConfig::lane`]); `None` in a closed loop.
+    pub fn thread_schedule(
+        &self,
+        start_ns: u64,
+        thread: usize,
+    ) -> std::io::Result<Option<crate::schedule::Schedule>> {
+        let (lane, stride) = self.lane(thread);
+        self.shape.schedule(
+            start_ns,
+            self.warmup_ns,
+            &self.target.host_header,
+            lane,
+            stride,
+        )
+    }
+
+    /// Load thread `thread`'s lane and the number of lanes of the one schedule: lanes of all
+    /// shards interleave (shard s, thread t is lane s + N·t of N·T), so the union of every
+    /// shard's threads is the single-process schedule at the total rate.
+    pub fn lane(&self, thread: usize) -> (u64, u64) {
+        let shards = self.shard_count as u64;
+        (
+            self.shard_index as u64 + shards * thread as u64,
+            shards * self.threads as u64,
+        )
+    }
+
+    /// A configuration with wrk2-like defaults for `target`.
+    pub fn new(target: Target) -> Self {
+        LoadConfig {
+            target,
+            shape: match candor_core::units::parse_rate(DEFAULT_RATE) {
+                Ok(candor_core::units::Rate::PerSecond(per_s)) => LoadShape::constant(per_s),
+                _ => unreachable!("the default rate is a rate per second"),
+            },
+            connections: DEFAULT_CONNECTIONS,
+            threads: DEFAULT_THREADS,
+            duration_ns: default_ns(DEFAULT_DURATION),
+            warmup_ns: 0,
+            timeout_ns: default_ns(DEFAULT_TIMEOUT),
+            event_timeout_ns: 0,
+            drain_ns: default_ns(DEFAULT_TIMEOUT),
+            interval_ns: 1_000_000_000,
+            method: DEFAULT_METHOD.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            spin_ns: None,
+            shard_index: 0,
+            shard_count: 1,
+            start_at_wall_ns: None,
+            pipeline: 1,
+            http2: false,
+            streams: DEFAULT_STREAMS,
+            ws_match: crate::config::ws_match::WsMatch::InOrder,
+            ws_binary: false,
+            tls: TlsOptions::default(),
+            requests: Vec::new(),
+            request_order: RequestOrder::RoundRobin,
+            payload: Vec::new(),
+            framing: None,
+            stream: Default::default(),
+            goodput: None,
+            accept_status: candor_wire::status::StatusSet::default(),
+            workload: Default::default(),
+            grpc: None,
+        }
+    }
+
+    /// Resolves the targets the request set's lines name by `"url"` (see
+    /// [`candor_wire::requests::RequestLine::url`]): a URL of the command line's target (same scheme,
+    /// address and Host) is that target; each other one becomes a target of its own, with its own
+    /// connections. Call once the request set is final.
+    pub fn resolve_request_targets(&mut self) -> Result<(), LoadConfigError> {
+        let same = |a: &Target, b: &Target| {
+            a.scheme == b.scheme && a.addr == b.addr && a.host_header == b.host_header
+        };
+        let mut targets: Vec<Target> = Vec::new();
+        let mut target_of = Vec::with_capacity(self.workload.lines.len());
+        for line in &self.workload.lines {
+            let Some(url) = &line.url else {
+                target_of.push(0);
+                continue;
+            };
+            let t = Target::parse(url)?;
+            let index = if same(&t, &self.target) {
+                0
+            } else if let Some(i) = targets.iter().position(|x| same(x, &t)) {
+                i + 1
+            } else {
+                targets.push(t);
+                targets.len()
+            };
+            target_of.push(index);
+        }
+        if !targets.is_empty() {
+            self.workload.targets = targets;
+            self.workload.target_of = target_of;
+        }
+        Ok(())
+    }
+
+    /// Adds each `-H` header to every request of the request set that has no header of that name
+    /// (a line's own header wins), so that `-H` means every request, with `--requests` as
+    /// without. Call once the request set is final.
+    pub fn apply_headers_to_request_set(&mut self) {
+        for r in &mut self.requests {
+            for h in &self.headers {
+                let name = h.split(':').next().unwrap_or(h).trim();
+                if !candor_wire::request_form::has_header(&r.headers, name) {
+                    r.headers.push(h.clone());
+                }
+            }
+        }
+    }
+
+    /// Sends the URL's credentials as `Authorization: Basic` with every request (the single
+    /// request and each of a request set) that has no Authorization header of its own, as curl
+    /// does. Call once the headers and the request set are final; calling it again adds nothing.
+    pub fn apply_url_credentials(&mut self) {
+        let Some(c) = &self.target.credentials else {
+            return;
+        };
+        let line = c.basic_header();
+        let add = |headers: &mut Vec<String>| {
+            if !candor_wire::request_form::has_header(headers, "authorization") {
+                headers.push(line.clone());
+            }
+        };
+        add(&mut self.headers);
+        // Never to another target a line names by its "url": the credentials are this host's.
+        let target_of = &self.workload.target_of;
+        for (i, r) in self.requests.iter_mut().enumerate() {
+            if target_of.get(i).is_none_or(|&t| t == 0) {
+                add(&mut r.headers);
+            }
+        }
+    }
+
+    /// Checks the settings against each other; run this before starting anything.
+    pub fn validate(&self) -> Result<(), LoadConfigError> {
+        let bad = |m: String| Err(LoadConfigError::Invalid(m));
+        if self.threads == 0 {
+            return bad("threads must be at least 1".into());
+        }
+        if self.connections < self.threads {
+            return bad(format!(
+                "connections ({}) must be at least the number of threads ({}): every thread needs a connection",
+                self.connections, self.threads
+            ));
+        }
+        if let Some(r) = self.shape.rate_per_s() {
+            if !(r > 0.0 && r.is_finite()) {
+                return bad(format!("rate must be positive, got {r}"));
+            }
+            let per_thread = self.thread_rate_per_s(r);
+            if per_thread > MAX_RATE_PER_THREAD {
+                return bad(format!(
+                    "rate {} is {} per load thread, beyond what any machine can pace \
+                     (at most {}/s per thread: one send per 10ns); lower -R or spread it over more threads or shards",
+                    candor_core::units::format_rate(r),
+                    candor_core::units::format_rate(per_thread),
+                    candor_core::units::format_count(MAX_RATE_PER_THREAD as u64),
+                ));
+            }
+        }
+        match &self.shape {
+            LoadShape::Stages { profile: p, .. } => {
+                if self.duration_ns != p.duration_ns() {
+                    return bad(format!(
+                        "the run lasts {} (the sum of the -R stages) but the duration says {}",
+                        candor_core::units::format_ns(p.duration_ns() as f64),
+                        candor_core::units::format_ns(self.duration_ns as f64)
+                    ));
+                }
+                let peak = p.peak_per_s();
+                let per_thread = self.thread_rate_per_s(peak);
+                if per_thread > MAX_RATE_PER_THREAD {
+                    return bad(format!(
+                        "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \
+                         lower it or spread it over more threads or shards",
+                        candor_core::units::format_rate(peak),
+                        candor_core::units::format_rate(per_thread),
+                    ));
+                }
+            }
+            LoadShape::Count { count, .. } => {
+                if *count == 0 {
+                    return bad("-n (number of requests) must be at least 1".into());
+                }
+                if self.warmup_ns > 0 {
+                    return bad("-n counts every request of the schedule; it does not combine with --warmup (use -d)".into());
+                }
+            }
+            LoadShape::ClosedLoop | LoadShape::Rate { .. } | LoadShape::Replay { .. } => {}
+        }
+        if self.shard_count == 0 || self.shard_index >= self.shard_count {
+            return bad(format!(
+                "invalid shard {}/{}: expected I/N with 0 <= I < N",
+                self.shard_index, self.shard_count
+            ));
+        }
+        if self.pipeline == 0 || self.pipeline > 1024 {
+            return bad(format!(
+                "pipeline depth must be 1..=1024, got {}",
+                self.pipeline
+            ));
+        }
+        if self.streams == 0 {
+            return bad("streams must be at least 1".into());
+        }
+        if self.http2 && self.pipeline > 1 {
+            return bad("--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams".into());
+        }
+        match self.target.scheme {
+            Scheme::Tcp => {
+                if self.framing.is_none() {
+                    return bad("tcp:// needs a response framing: --expect-bytes, --expect-delimiter or --length-prefix".into());
+                }
+                if self.payload.is_empty() {
+                    return bad(
+                        "tcp:// needs a request payload: --payload or --payload-file".into(),
+                    );
+                }
+                if self.http2 || !self.requests.is_empty() {
+                    return bad("--h2 and --requests apply to HTTP targets, not tcp://".into());
+                }
+                if self.target.credentials.is_some() {
+                    return bad(
+                        "a tcp:// URL cannot carry user:password@ (raw TCP has no authorization header)"
+                            .into(),
+                    );
+                }
+                // HTTP's flags would be ignored here; a run that silently drops what was asked
+                // for is not the run that was asked for.
+                let http_only = [
+                    (!self.headers.is_empty(), "-H/--header"),
+                    (self.method != "GET", "-m/--method"),
+                    (!self.body.is_empty(), "--body/--body-file"),
+                    (self.workload.checks.body.is_some(), "--check-body"),
+                    (!self.workload.checks.headers.is_empty(), "--check-header"),
+                    (
+                        self.tls.insecure || self.tls.ca_file.is_some(),
+                        "-k/--insecure and --ca",
+                    ),
+                ];
+                if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
+                    return bad(format!(
+                        "{flag} applies to http:// and https:// targets; a tcp:// request is the bytes of \
+                         --payload or --payload-file alone"
+                    ));
+                }
+            }
+            Scheme::Http | Scheme::Https | Scheme::Ws | Scheme::Wss => {
+                if self.framing.is_some() || !self.payload.is_empty() {
+                    return bad("--payload and response framing apply to tcp:// targets".into());
+                }
+            }
+        }
+        if self.target.grpc != self.grpc.is_some() {
+            return bad(
+                "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
+            );
+        }
+        if let Some(g) = &self.grpc {
+            if !self.http2 {
+                return bad("gRPC runs over HTTP/2".into());
+            }
+            if self.pipeline > 1 {
+                return bad("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
+            }
+            if g.calls.len() != self.requests.len().max(1) {
+                return bad("a gRPC run needs one call per request".into());
+            }
+        }
+        if self.target.scheme.is_websocket() {
+            self.validate_websocket()?;
+        } else if self.ws_binary || self.ws_match != crate::config::ws_match::WsMatch::InOrder {
+            return bad("--ws-match and --ws-binary apply to ws:// and wss:// targets".into());
+        }
+        match &self.framing {
+            Some(Framing::ExpectBytes(0)) => return bad("--expect-bytes must be positive".into()),
+            Some(Framing::Delimiter(d)) if d.is_empty() => {
+                return bad("--expect-delimiter must not be empty".into())
+            }
+            Some(Framing::LengthPrefix { width }) if ![1, 2, 4, 8].contains(width) => {
+                return bad(format!(
+                    "length prefix width must be 1, 2, 4 or 8 bytes, got {width}"
+                ))
+            }
+            _ => {}
+        }
+        for (i, r) in self.requests.iter().enumerate() {
+            candor_wire::wire::check_request(
+                &r.method,
+                &r.path,
+                &r.headers,
+                &r.body,
+                has_placeholder(&r.body),
+            )
+            .map_err(|e| {
+                LoadConfigError::Invalid(format!("request {} of the request set: {e}", i + 1))
+            })?;
+        }
+        if self.duration_ns == 0 {
+            return bad("duration must be positive".into());
+        }
+        // Instants are start + warm-up + duration + drain in u64 nanoseconds: a sum beyond the
+        // longest single duration could wrap, and a run that long cannot finish anyway.
+        let span = [self.warmup_ns, self.duration_ns, self.drain_ns]
+            .iter()
+            .try_fold(0u64, |sum, &d| sum.checked_add(d));
+        if !matches!(span, Some(s) if s <= candor_core::units::MAX_DURATION_NS) {
+            return bad(
+                "--warmup, -d and --drain together last longer than the longest duration accepted \
+                 (about 292 years): the run could never finish"
+                    .into(),
+            );
+        }
+        if self.timeout_ns == 0 {
+            return bad("timeout must be positive".into());
+        }
+        if self.event_timeout_ns != 0 && self.stream.kind.is_none() && !self.stream.llm {
+            return bad(
+                "--event-timeout bounds the wait between a stream's events: it needs --stream or --llm"
+                    .into(),
+            );
+        }
+        if self.goodput.is_some() && !self.stream.llm {
+            return bad(
+                "--goodput judges each request's TTFT, TPOT and latency: it needs --llm".into(),
+            );
+        }
+        if self.interval_ns < 1_000_000 {
+            return bad("interval must be at least 1ms".into());
+        }
+        if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return bad(format!(
+                "invalid HTTP method '{}'",
+                self.method.escape_debug()
+            ));
+        }
+        // -H, the URL's path (encoded by the URL parser) and --body, before the workload's
+        // templates are compiled from them.
+        for h in &self.headers {
+            candor_wire::wire::check_header(h)?;
+        }
+        if self.target.scheme != Scheme::Tcp {
+            candor_wire::wire::check_request(
+                &self.method,
+                &self.target.path,
+                &self.headers,
+                &self.body,
+                self.grpc.as_ref().is_none_or(|g| g.is_templated(0)) && has_placeholder(&self.body),
+            )?;
+        }
+        crate::config::request_set::validate(self)
+            .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl LoadConfig {
+    /// A `ws://` or `wss://` run: a message is the body of each request (`--body`,
+    /// `--body-file`, templates, `--requests` lines), sent after an upgrade with `GET` and `-H`;
+    /// what HTTP alone means is refused rather than dropped.
+    fn validate_websocket(&self) -> Result<(), LoadConfigError> {
+        use crate::config::ws_match::WsMatch;
+        let bad = |m: &str| Err(LoadConfigError::Invalid(m.into()));
+        if self.http2 {
+            return bad("--h2 applies to http:// and https:// targets, not ws:// or wss://");
+        }
+        if self.pipeline > 1 {
+            return bad("--pipeline is for HTTP/1.1; a WebSocket connection carries up to --streams messages at once");
+        }
+        if self.method != "GET" {
+            return bad("-m/--method does not apply to ws:// and wss://: the upgrade is a GET and a message is the body");
+        }
+        let w = &self.workload;
+        if !w.checks.is_empty() {
+            return bad(
+                "--check-body and --check-header apply to HTTP targets, not ws:// or wss://",
+            );
+        }
+        if !w.targets.is_empty() {
+            return bad(
+                "request lines with their own \"url\" apply to HTTP targets, not ws:// or wss://",
+            );
+        }
+        if let WsMatch::JsonField(field) = &self.ws_match {
+            let bodies: Vec<(&[u8], String)> = if self.requests.is_empty() {
+                let origin = "--body".to_string();
+                vec![(&self.body[..], origin)]
+            } else {
+                self.requests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (&r.body[..], format!("request {} of the request set", i + 1)))
+                    .collect()
+            };
+            for (body, origin) in bodies {
+                // A templated body is JSON only once filled; a fill that is not is sent as it
+                // is, and its reply, carrying no number, is counted as matching nothing.
+                if !has_placeholder(body) {
+                    field
+                        .check_body(body, &origin)
+                        .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_credentials_become_basic_authorization() {
+        let t = Target::parse("http://us%40er:p%3Ass@127.0.0.1:8080/x").unwrap();
+        let c = t.credentials.clone().unwrap();
+        assert_eq!(
+            (c.user.as_slice(), c.password.as_slice()),
+            (&b"us@er"[..], &b"p:ss"[..])
+        );
+        // base64("us@er:p:ss"), percent-decoded first, as curl does.
+        assert_eq!(c.basic_header(), "Authorization: Basic dXNAZXI6cDpzcw==");
+        assert_eq!(t.url, "http://us%40er:***@127.0.0.1:8080/x");
+        assert!(!format!("{t:?}").contains("p:ss") && !format!("{t:?}").contains("p%3Ass"));
+        assert_eq!(t.host_header, "127.0.0.1:8080");
+
+        let mut config = LoadConfig::new(t.clone());
+        config.apply_url_credentials();
+        config.apply_url_credentials();
+        let bytes = crate::config::request_set::prepare_requests(&config);
+        assert_eq!(
+            &*bytes[0].bytes,
+            format!(
+                "GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n{}Authorization: Basic dXNAZXI6cDpzcw==\r\n\r\n",
+                candor_wire::request_form::USER_AGENT_LINE
+            )
+            .as_bytes()
+        );
+
+        // The user's own Authorization header wins, per request of a set too.
+        let mut config = LoadConfig::new(t);
+        config.headers = vec!["authorization: Bearer t".into()];
+        config.requests = vec![
+            RequestSpec {
+                method: "GET".into(),
+                path: "/a".into(),
+                headers: vec![],
+                body: vec![],
+            },
+            RequestSpec {
+                method: "GET".into(),
+                path: "/b".into(),
+                headers: vec!["Authorization: Bearer b".into()],
+                body: vec![],
+            },
+        ];
+        config.apply_url_credentials();
+        assert_eq!(config.headers, vec!["authorization: Bearer t"]);
+        assert_eq!(
+            config.requests[0].headers,
+            vec!["Authorization: Basic dXNAZXI6cDpzcw=="]
+        );
+        assert_eq!(config.requests[1].headers, vec!["Authorization: Bearer b"]);
+
+        // A user without a password sends an empty one; no credentials, no header.
+        let t = Target::parse("http://alice@127.0.0.1/").unwrap();
+        assert_eq!(
+            t.credentials.unwrap().basic_header(),
+            "Authorization: Basic YWxpY2U6"
+        );
+        let mut plain = LoadConfig::new(Target::parse("http://127.0.0.1/").unwrap());
+        plain.apply_url_credentials();
+        assert!(plain.headers.is_empty());
+        assert_eq!(plain.target.url, "http://127.0.0.1/");
+
+        // Raw TCP has nowhere to put them: refused, not dropped.
+        let mut tcp = LoadConfig::new(Target::parse("tcp://u:p@127.0.0.1:9").unwrap());
+        tcp.payload = b"x".to_vec();
+        tcp.framing = Some(Framing::ExpectBytes(1));
+        assert!(tcp
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("cannot carry user:password@"));
+    }
+
+    #[test]
+    fn validation() {
+        let t = Target::parse("http://127.0.0.1:1/").unwrap();
+        let mut c = LoadConfig::new(t);
+        assert!(c.validate().is_ok());
+        c.connections = 1;
+        c.threads = 2;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("at least the number of threads"));
+        c.connections = 4;
+        c.shape = crate::shape::LoadShape::constant(0.0);
+        assert!(c.validate().is_err());
+        c.shape = crate::shape::LoadShape::ClosedLoop;
+        c.headers = vec!["NoColon".into()];
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn rates_no_thread_can_pace_are_refused() {
+        let t = Target::parse("http://127.0.0.1:1/").unwrap();
+        let mut c = LoadConfig::new(t);
+        c.threads = 2;
+        c.connections = 2;
+        // Exactly the ceiling per thread passes; the next representable rate above it fails.
+        c.shape = crate::shape::LoadShape::constant(2.0 * MAX_RATE_PER_THREAD);
+        assert!(c.validate().is_ok());
+        for r in [
+            2.0 * MAX_RATE_PER_THREAD * 1.0001,
+            1e12,
+            18446744073709551616.0,
+        ] {
+            c.shape = crate::shape::LoadShape::constant(r);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("beyond what any machine can pace"), "{e}");
+            // One short line, never a number written out in hundreds of digits.
+            assert!(e.len() < 250, "{e}");
+        }
+        c.shape = crate::shape::LoadShape::constant(1e300);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("rate 1.000e300/s is 5.000e299/s per load thread"),
+            "{e}"
+        );
+        // Shards split the total rate: 4 shards of 2 threads may share 8x the ceiling.
+        c.shard_count = 4;
+        c.shape = crate::shape::LoadShape::constant(8.0 * MAX_RATE_PER_THREAD);
+        assert!(c.validate().is_ok());
+    }
+}

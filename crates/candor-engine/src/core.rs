@@ -1,0 +1,974 @@
+//! The sans-IO core of a load thread: handed `now` and events, it answers which due request goes
+//! on which slot and keeps the books. It never reads the clock and never touches a socket, so
+//! every rule that makes candor honest is written once here and tested exactly on simulated time
+//! (`engine::sim`).
+//!
+//! What it owns: the schedule cursor (consumed in order through `peek`/`advance`, never skipped,
+//! thinned or re-anchored); the FIFO of free slots (a due request takes the first; the rest of
+//! the due stretch waits in the schedule, keeping its intended time); which requests each
+//! connection carries (for pipelined HTTP/1.1 in the order they were written); timeouts; the
+//! `generator_late` rule; stop, early end and drain; and the end-of-run census
+//! (`intended = completed + failed + unfinished`).
+//!
+//! A slot is one request a connection can carry at a time: HTTP/1.1 with `--pipeline P` has P per
+//! connection, HTTP/2 one per stream (`--streams`), raw TCP one. Slot `k` belongs to connection
+//! `k % connections`, and the free FIFO starts as `0, 1, 2, ...`, so consecutive requests spread
+//! over all connections before they stack on one.
+
+use crate::backoff::{Backoff, Fault};
+use crate::config::RequestOrder;
+use crate::ledger::{Booked, Exchange, Ledger};
+use crate::schedule::Schedule;
+use crate::shared::{Failure, PhaseAcc, WorkerSetup};
+use candor_core::sleep_or_spin::MIN_SLEEP_NS;
+use candor_workload::pick::Picker;
+use candor_workload::source::{Next, PreparedSource, RequestSource};
+use std::collections::VecDeque;
+
+/// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
+pub const TIMEOUT_SCAN_NS: u64 = 10_000_000;
+
+/// A request [`Core::scan_timeouts`] is about to fail for its timeout: `slot`, carried by
+/// connection `conn` (with [`TimeoutScope::Connection`] the connection's oldest request, and
+/// the driver closes `conn`; with [`TimeoutScope::Stream`] the driver resets `slot`'s stream).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Expiry {
+    pub conn: usize,
+    pub slot: usize,
+}
+
+/// What a timeout ends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TimeoutScope {
+    /// The whole connection (HTTP/1.1, raw TCP): responses come in order, so one that never
+    /// comes blocks everything behind it; the connection is closed and its requests fail.
+    Connection,
+    /// One stream (HTTP/2): it is reset and the connection carries on.
+    Stream,
+}
+
+/// How far ahead of its instant a request may be made ([`Core::prepare`]): far enough that a
+/// source making requests in batches (a script's `request()`) calls it a few times back to
+/// back, near enough that what the request carries (a time, a counter) is at most this early.
+pub const AHEAD_HORIZON_NS: u64 = 1_000_000;
+
+/// The fixed shape of one load thread, as the core needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct CoreConfig {
+    /// The first intended send (absolute ns).
+    pub start_ns: u64,
+    /// The end of the schedule: warm-up plus duration after the start.
+    pub schedule_end_ns: u64,
+    pub drain_ns: u64,
+    pub timeout_ns: u64,
+    /// `--event-timeout`: the longest wait between two events of a streamed response (0: none).
+    pub event_timeout_ns: u64,
+    pub connections: usize,
+    /// Requests one connection carries at once (pipeline depth or streams).
+    pub slots_per_connection: usize,
+    pub timeout_scope: TimeoutScope,
+    /// How many prepared requests there are, and in what order they are chosen (the source
+    /// the core asks unless it is given another, see [`Core::set_source`]).
+    pub request_count: usize,
+    pub request_order: RequestOrder,
+    /// This thread's place among all streams of the schedule (threads times shards): the global
+    /// sequence number of its k-th entry is `k * seq_stride + seq_lane`.
+    pub seq_lane: u64,
+    pub seq_stride: u64,
+}
+
+impl CoreConfig {
+    /// The configuration of the load thread `setup` describes, whose connections carry
+    /// `slots_per_connection` requests at once and choose among `request_count` prepared requests.
+    pub fn for_thread(
+        setup: &WorkerSetup,
+        slots_per_connection: usize,
+        timeout_scope: TimeoutScope,
+        request_count: usize,
+    ) -> CoreConfig {
+        let cfg = &setup.config;
+        CoreConfig {
+            start_ns: setup.start_ns,
+            schedule_end_ns: setup.start_ns + cfg.warmup_ns + cfg.duration_ns,
+            drain_ns: cfg.drain_ns,
+            timeout_ns: cfg.timeout_ns,
+            event_timeout_ns: cfg.event_timeout_ns,
+            connections: setup.connections,
+            slots_per_connection,
+            timeout_scope,
+            request_count,
+            request_order: cfg.request_order,
+            seq_lane: setup.seq_lane,
+            seq_stride: setup.seq_stride,
+        }
+    }
+}
+
+/// A request due now, given to a slot: the transport writes `request` on `conn`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Due {
+    pub slot: usize,
+    pub conn: usize,
+    pub exchange: Exchange,
+}
+
+/// What the driver does after a round of events.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Plan {
+    /// The run is over: call [`Core::finish`].
+    Done,
+    /// Wait until `wake`, or until the next send at `send_at` (`u64::MAX`: none pending a free slot).
+    Wait { send_at: u64, wake: u64 },
+}
+
+/// The run's owner asks for an end: read by the driver from `Halt`, handed in as a value.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct HaltState {
+    /// Stop at once: no more sends and no drain (a signal, or an objective that cannot pass).
+    pub aborting: bool,
+    /// The instant an early end was asked for, if one was.
+    pub requested_at: Option<u64>,
+}
+
+#[derive(Clone, Copy)]
+struct SlotState {
+    conn: usize,
+    busy: bool,
+    exchange: Exchange,
+    /// When this slot last became free (to tell the generator's lateness from queueing).
+    free_since: u64,
+    /// HTTP/2: the connection epoch on which this slot holds an open stream.
+    stream: Option<u64>,
+    /// Closed loop: not before this instant does this slot send again (the source's
+    /// [`RequestSource::hold_ns`] when it came free).
+    hold_until: u64,
+    /// The instant of its streamed response's latest event (0: none yet), and whether the
+    /// wait for the next one already ran past `--event-timeout` (handed to the driver once).
+    last_event: u64,
+    stalled: bool,
+}
+
+struct ConnBooks {
+    /// Busy slots of this connection, in the order their requests were given to it.
+    carried: VecDeque<usize>,
+    /// When the latest connect attempt started.
+    connect_started: u64,
+    /// HTTP/2: streams open on the current connection, which is the `stream_epoch`-th.
+    open_streams: usize,
+    stream_epoch: u64,
+    /// When it may be connected again after ends without an answer (`engine::backoff`).
+    backoff: Backoff,
+    /// A request waits for it while its back-off runs: [`Core::deferred_connect`] hands it back.
+    deferred: bool,
+}
+
+pub struct Core {
+    cfg: CoreConfig,
+    schedule: Option<Schedule>,
+    schedule_end_ns: u64,
+    drain_end_ns: u64,
+    stopping: bool,
+    ended_early: bool,
+    ledger: Ledger,
+    free: VecDeque<usize>,
+    slots: Vec<SlotState>,
+    conns: Vec<ConnBooks>,
+    busy: usize,
+    /// What each entry sends: the one place the core asks (see [`RequestSource`]).
+    source: Box<dyn RequestSource>,
+    /// Closed loop: sends made so far (the k of the global sequence number).
+    closed_sends: u64,
+    next_timeout_scan: u64,
+    /// Some connection is deferred (see `ConnBooks::deferred`).
+    any_deferred: bool,
+    /// Slots whose stream waited past `--event-timeout`, for the driver to end
+    /// ([`Core::take_stalled`]); sized for every slot, so it never grows.
+    stalled: Vec<usize>,
+}
+
+impl Core {
+    pub fn new(cfg: CoreConfig, schedule: Option<Schedule>, ledger: Ledger) -> Core {
+        let connections = cfg.connections.max(1);
+        let per = cfg.slots_per_connection.max(1);
+        let slot_count = connections * per;
+        let idle = Exchange {
+            seq: 0,
+            request: 0,
+            intended: 0,
+            sent: 0,
+            first_byte: 0,
+        };
+        let slots = (0..slot_count)
+            .map(|k| SlotState {
+                conn: k % connections,
+                busy: false,
+                exchange: idle,
+                free_since: 0,
+                stream: None,
+                hold_until: 0,
+                last_event: 0,
+                stalled: false,
+            })
+            .collect();
+        let conns = (0..connections)
+            .map(|_| ConnBooks {
+                carried: VecDeque::with_capacity(per),
+                connect_started: 0,
+                open_streams: 0,
+                stream_epoch: 0,
+                backoff: Backoff::default(),
+                deferred: false,
+            })
+            .collect();
+        // Request `seq mod count` (every request in turn over the whole schedule, whichever
+        // thread or shard sends it), or a seeded uniform draw by `seq`.
+        let n = cfg.request_count.max(1);
+        let source = match cfg.request_order {
+            RequestOrder::Random { seed } if n > 1 => {
+                PreparedSource::new(Picker::Uniform { n }, seed)
+            }
+            _ => PreparedSource::new(Picker::RoundRobin { n }, 0),
+        };
+        Core {
+            schedule_end_ns: cfg.schedule_end_ns,
+            drain_end_ns: cfg.schedule_end_ns + cfg.drain_ns,
+            next_timeout_scan: cfg.start_ns + TIMEOUT_SCAN_NS,
+            cfg,
+            schedule,
+            stopping: false,
+            ended_early: false,
+            ledger,
+            free: (0..slot_count).collect(),
+            slots,
+            conns,
+            busy: 0,
+            source: Box::new(source),
+            closed_sends: 0,
+            any_deferred: false,
+            stalled: Vec::with_capacity(slot_count),
+        }
+    }
+
+    /// Asks `source` what every entry sends instead of choosing among the prepared requests
+    /// (weighted choice, templates, a replayed trace; next, a script).
+    pub fn set_source(&mut self, source: Box<dyn RequestSource>) {
+        self.source = source;
+    }
+
+    /// Nothing is due before `send_at` (the next entry's send, a slot free for it), and the
+    /// thread would sleep until `spin_from` and spin from there: the source may make requests
+    /// ahead ([`RequestSource::prepare`]) for the entries of the schedule due within
+    /// [`AHEAD_HORIZON_NS`] and before its end (a closed loop, which has no instants to look
+    /// ahead to, only for the next); true when it made one. The time it is offered is all of
+    /// the time to the send when the thread would spin until then anyway, and otherwise only
+    /// what still leaves a sleep worth taking ([`MIN_SLEEP_NS`]) before the spin: time spent
+    /// making requests ahead never turns a sleep into a spin.
+    #[inline]
+    pub fn prepare(&mut self, now: u64, send_at: u64, spin_from: u64) -> bool {
+        if send_at == u64::MAX || send_at <= now {
+            return false;
+        }
+        let offered = if spin_from <= now.saturating_add(MIN_SLEEP_NS) {
+            send_at - now
+        } else {
+            spin_from - now - MIN_SLEEP_NS
+        };
+        let horizon = now
+            .saturating_add(AHEAD_HORIZON_NS)
+            .min(self.schedule_end_ns);
+        let schedule = &mut self.schedule;
+        let mut due = |past_next: usize| {
+            past_next == 0
+                || schedule
+                    .as_mut()
+                    .is_some_and(|s| s.due_before(horizon, past_next + 1) > past_next)
+        };
+        self.source.prepare(offered, &mut due)
+    }
+
+    /// The bytes of slot `slot`'s request and whether it is a HEAD request, when the source
+    /// made them (`None`: send prepared request `exchange.request`).
+    #[inline]
+    pub fn slot_request(&self, slot: usize) -> Option<(&[u8], bool)> {
+        self.source.made(slot)
+    }
+
+    /// Sets the first intended send at `start_ns`, with the schedule that starts there, once
+    /// the connection pool is open and before anything was sent. A core made before the start is
+    /// known is given one far ahead, so that what happens while the pool opens (connects, TLS
+    /// handshakes) is booked as before the start.
+    pub fn begin_at(&mut self, start_ns: u64, schedule: Option<Schedule>, warmup_ns: u64) {
+        let span = self.cfg.schedule_end_ns - self.cfg.start_ns;
+        self.cfg.start_ns = start_ns;
+        self.cfg.schedule_end_ns = start_ns + span;
+        self.schedule_end_ns = self.cfg.schedule_end_ns;
+        self.drain_end_ns = self.schedule_end_ns + self.cfg.drain_ns;
+        self.next_timeout_scan = start_ns + TIMEOUT_SCAN_NS;
+        self.schedule = schedule;
+        self.ledger.begin_at(start_ns, warmup_ns);
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn ledger_mut(&mut self) -> &mut Ledger {
+        &mut self.ledger
+    }
+
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn conn_of(&self, slot: usize) -> usize {
+        self.slots[slot].conn
+    }
+
+    /// The exchange slot `slot` carries (meaningful while it is busy).
+    pub fn exchange(&self, slot: usize) -> &Exchange {
+        &self.slots[slot].exchange
+    }
+
+    pub fn is_busy(&self, slot: usize) -> bool {
+        self.slots[slot].busy
+    }
+
+    /// Requests given to slots and not yet answered or failed.
+    pub fn busy(&self) -> usize {
+        self.busy
+    }
+
+    /// The slots connection `conn` carries, oldest first.
+    pub fn carried(&self, conn: usize) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.conns[conn].carried.iter().copied()
+    }
+
+    /// The `k`-th oldest request connection `conn` carries.
+    #[inline]
+    pub fn carried_at(&self, conn: usize, k: usize) -> Option<usize> {
+        self.conns[conn].carried.get(k).copied()
+    }
+
+    /// The oldest request connection `conn` carries (for HTTP/1.1, the one the next response answers).
+    pub fn oldest(&self, conn: usize) -> Option<usize> {
+        self.conns[conn].carried.front().copied()
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stopping
+    }
+
+    pub fn has_free_slot(&self) -> bool {
+        !self.free.is_empty()
+    }
+
+    /// An end asked for by the run's owner, as seen at `now`.
+    pub fn halt(&mut self, now: u64, halt: HaltState) {
+        let start = self.cfg.start_ns;
+        if !self.stopping && halt.aborting {
+            // Interrupted: no more sends, no drain; what is outstanding is reported as such.
+            self.stopping = true;
+            let at = halt.requested_at.map_or(now, |at| at.min(now));
+            self.schedule_end_ns = self.schedule_end_ns.min(at.max(start));
+            self.drain_end_ns = now;
+        } else if !self.ended_early && !self.stopping {
+            if let Some(at) = halt.requested_at {
+                // The question of the run is answered: no more sends, the usual drain.
+                self.ended_early = true;
+                self.schedule_end_ns = self.schedule_end_ns.min(at.max(start));
+                self.drain_end_ns = self
+                    .drain_end_ns
+                    .min(self.schedule_end_ns + self.cfg.drain_ns);
+            }
+        }
+    }
+
+    /// Hands every interval that ended by `now` to the collector.
+    #[inline]
+    pub fn flush_due(&mut self, now: u64) {
+        self.ledger.flush_due(now);
+    }
+
+    /// The next request due at `now`, given to the first free slot; `None` when nothing is due
+    /// or no slot is free (then the due stretch waits in the schedule, in order).
+    #[inline]
+    pub fn next_due(&mut self, now: u64) -> Option<Due> {
+        loop {
+            let due = self.take_due(now)?;
+            if let Some(due) = due {
+                return Some(due);
+            }
+        }
+    }
+
+    /// The next due entry given to the first free slot (`Some(Some(..))`), nothing due
+    /// (`None`), or an entry whose request could not be made and failed at once in class
+    /// `template` (`Some(None)`: ask again).
+    #[inline]
+    fn take_due(&mut self, now: u64) -> Option<Option<Due>> {
+        if self.stopping || now < self.cfg.start_ns {
+            return None;
+        }
+        let &slot = self.free.front()?;
+        if self.source.halted() {
+            // The source ended the run (a script's request() failed, or it called
+            // thread:stop()): an abort from this instant, as the run's end it asked for will
+            // be seen at the next pass; the entries after it are not its to make.
+            self.halt(
+                now,
+                HaltState {
+                    aborting: true,
+                    requested_at: Some(now),
+                },
+            );
+            return None;
+        }
+        let (intended, seq) = match &mut self.schedule {
+            Some(s) => {
+                let t = s.peek();
+                if t > now || t >= self.schedule_end_ns {
+                    return None;
+                }
+                let seq = s.seq();
+                s.advance();
+                (t, seq)
+            }
+            None => {
+                // Closed loop: the intended time is the send time.
+                if now >= self.schedule_end_ns || self.slots[slot].hold_until > now {
+                    return None;
+                }
+                let seq = self.closed_sends * self.cfg.seq_stride + self.cfg.seq_lane;
+                self.closed_sends += 1;
+                (now, seq)
+            }
+        };
+        self.free.pop_front();
+        let s = &mut self.slots[slot];
+        self.ledger.intend(intended, now, s.free_since);
+        let taken = self.schedule.as_ref().and_then(|s| s.taken_request());
+        let Next {
+            request,
+            sendable: made,
+        } = self.source.next(slot, seq, taken);
+        self.ledger.intend_named(intended, request);
+        s.busy = true;
+        s.exchange = Exchange {
+            seq,
+            request,
+            intended,
+            sent: 0,
+            first_byte: 0,
+        };
+        let conn = s.conn;
+        self.busy += 1;
+        self.conns[conn].carried.push_back(slot);
+        if !made {
+            // Booked like any request, failed before a byte of it is written: the books stay
+            // whole and the connection never sees it. Unless the run's stop kept the source
+            // from making it: then it is unfinished (queued, never sent), not the request's
+            // fault.
+            if self.source.unmade_by_stop() {
+                let e = self.release(slot, now);
+                self.ledger.unfinished(&e, now);
+            } else {
+                self.fail(slot, Failure::Template, now);
+            }
+            return Some(None);
+        }
+        Some(Some(Due {
+            slot,
+            conn,
+            exchange: s.exchange,
+        }))
+    }
+
+    /// The first byte of slot `slot`'s request was handed to the connection at `now`.
+    #[inline]
+    pub fn sent(&mut self, slot: usize, now: u64) {
+        let e = &mut self.slots[slot].exchange;
+        if e.sent == 0 {
+            e.sent = now;
+        }
+    }
+
+    /// The first byte of slot `slot`'s response arrived at `now` (the instant of the read that
+    /// brought it; later calls for the same response keep the first).
+    #[inline]
+    pub fn first_byte(&mut self, slot: usize, now: u64) {
+        let e = &mut self.slots[slot].exchange;
+        if e.first_byte == 0 {
+            e.first_byte = now;
+        }
+    }
+
+    /// A gap between two events of slot `slot`'s streamed response.
+    #[inline]
+    pub fn stream_gap(&mut self, slot: usize, gap: candor_stream::tap::Gap) {
+        let intended = self.slots[slot].exchange.intended;
+        self.ledger.stream_gap(intended, gap);
+    }
+
+    /// An event of slot `slot`'s streamed response arrived at `at`: the wait for the next one
+    /// (bounded by `--event-timeout`) runs from here.
+    #[inline]
+    pub fn stream_event(&mut self, slot: usize, at: u64) {
+        let s = &mut self.slots[slot];
+        if s.busy {
+            s.last_event = s.last_event.max(at);
+        }
+    }
+
+    /// A slot whose streamed response waited longer than `--event-timeout` for its next event,
+    /// found by [`Core::scan_timeouts`]: the driver ends its stream (class `stream`, named
+    /// `event_timeout`, its events counted) and closes or resets what carried it.
+    pub fn take_stalled(&mut self) -> Option<usize> {
+        // A slot released since it was found (its response came meanwhile) is no longer stalled.
+        while let Some(k) = self.stalled.pop() {
+            if self.slots[k].stalled {
+                return Some(k);
+            }
+        }
+        None
+    }
+
+    /// What slot `slot`'s streamed response came to (before it is completed or failed).
+    pub fn stream_outcome(&mut self, slot: usize, o: &candor_stream::tap::StreamOutcome) {
+        let e = self.slots[slot].exchange;
+        self.ledger.stream_outcome(&e, o);
+    }
+
+    /// `bytes` more of slot `slot`'s request went out (counted per write, so a request cut off
+    /// part way is counted as far as it went).
+    #[inline]
+    pub fn written(&mut self, slot: usize, bytes: usize) {
+        let phase = self.ledger.phase_of(self.slots[slot].exchange.intended);
+        self.ledger.phases[phase].counts.bytes_written += bytes as u64;
+    }
+
+    /// `bytes` arrived on connection `conn` (booked to the phase of its oldest request).
+    #[inline]
+    pub fn read(&mut self, conn: usize, bytes: usize) {
+        let phase = self.conns[conn].carried.front().map_or(1, |&s| {
+            self.ledger.phase_of(self.slots[s].exchange.intended)
+        });
+        self.ledger.phases[phase].counts.bytes_read += bytes as u64;
+    }
+
+    /// A connect attempt for `conn` started at `now`; requests waiting on it are timed from here.
+    pub fn connecting(&mut self, conn: usize, now: u64) {
+        self.conns[conn].connect_started = now;
+        self.conns[conn].backoff.connecting();
+    }
+
+    /// A connection was established (TCP connected) at `now`.
+    pub fn connected(&mut self, now: u64) {
+        self.ledger.connection_opened(now);
+    }
+
+    /// A TLS handshake that took `ns` ended at `now`.
+    /// Slot `slot`'s response (a gRPC stream) completed its first message at `now`.
+    #[inline]
+    pub fn first_message(&mut self, slot: usize, now: u64) {
+        if self.slots[slot].busy {
+            let intended = self.exchange(slot).intended;
+            self.ledger.first_message(intended, now);
+        }
+    }
+
+    pub fn tls_handshake(&mut self, ns: u64, now: u64) {
+        self.ledger.tls_handshake(ns, now);
+    }
+
+    /// Connection `conn` ended at `now`, for `fault` if it failed (`None`: closed by the server
+    /// with nothing outstanding, say an idle keep-alive close). A fault is booked by cause, and
+    /// the back-off decides when the connection may be connected again (at once if it had
+    /// answered an exchange or closed without a fault; see `engine::backoff`). Not called for
+    /// timeouts, which `--timeout` already bounds.
+    pub fn connection_down(&mut self, conn: usize, fault: Option<Fault>, now: u64) {
+        match fault {
+            Some(f) => {
+                self.ledger.connection_fault(f, now);
+                self.conns[conn].backoff.ended(now);
+            }
+            None => self.conns[conn].backoff.closed(now),
+        }
+    }
+
+    /// Whether connection `conn` answered an exchange since it was last connected.
+    pub fn has_answered(&self, conn: usize) -> bool {
+        self.conns[conn].backoff.has_answered()
+    }
+
+    /// Whether connection `conn`, down, may be connected at `now`. If its back-off still runs,
+    /// the requests it carries wait (their wait is send lag) and [`Core::deferred_connect`]
+    /// hands it back when the back-off has run out.
+    pub fn may_connect(&mut self, conn: usize, now: u64) -> bool {
+        let c = &mut self.conns[conn];
+        if now >= c.backoff.retry_at() {
+            c.deferred = false;
+            return true;
+        }
+        c.deferred = true;
+        self.any_deferred = true;
+        false
+    }
+
+    /// A deferred connection whose back-off ran out by `now` and that still carries requests:
+    /// the driver connects it.
+    pub fn deferred_connect(&mut self, now: u64) -> Option<usize> {
+        if !self.any_deferred {
+            return None;
+        }
+        let mut left = false;
+        for (i, c) in self.conns.iter_mut().enumerate() {
+            if !c.deferred {
+                continue;
+            }
+            if c.carried.is_empty() {
+                // Its requests failed or timed out meanwhile: the next one connects it.
+                c.deferred = false;
+            } else if now >= c.backoff.retry_at() {
+                c.deferred = false;
+                return Some(i);
+            } else {
+                left = true;
+            }
+        }
+        self.any_deferred = left;
+        None
+    }
+
+    /// The earliest instant a deferred connection may be connected (`u64::MAX`: none).
+    fn next_retry(&self) -> u64 {
+        if !self.any_deferred {
+            return u64::MAX;
+        }
+        self.conns
+            .iter()
+            .filter(|c| c.deferred && !c.carried.is_empty())
+            .map(|c| c.backoff.retry_at())
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    fn release(&mut self, slot: usize, now: u64) -> Exchange {
+        self.close_stream(slot);
+        // Closed loop: the source may hold the slot (a script's delay()) before its next send.
+        let hold = if self.schedule.is_none() {
+            self.source.hold_ns()
+        } else {
+            0
+        };
+        let s = &mut self.slots[slot];
+        s.hold_until = now.saturating_add(hold);
+        debug_assert!(s.busy, "slot {slot} is not busy");
+        s.busy = false;
+        s.free_since = now;
+        s.last_event = 0;
+        s.stalled = false;
+        let conn = s.conn;
+        let exchange = s.exchange;
+        self.busy -= 1;
+        let carried = &mut self.conns[conn].carried;
+        if carried.front() == Some(&slot) {
+            carried.pop_front();
+        } else if let Some(i) = carried.iter().position(|&k| k == slot) {
+            // HTTP/2 streams finish in any order; a connection carries a handful.
+            carried.remove(i);
+        }
+        if self.schedule.is_some() {
+            self.free.push_back(slot);
+        } else {
+            // Closed loop: think time (a script's delay()) is each connection's own, as in
+            // wrk: the free slots wait in the order they may send again, so a long hold keeps
+            // back only its own slot, never one freed after it with a shorter one (or none).
+            // Without holds that order is the order they came free: the slot goes last.
+            let until = self.slots[slot].hold_until;
+            let slots = &self.slots;
+            let at = self
+                .free
+                .iter()
+                .rposition(|&k| slots[k].hold_until <= until)
+                .map_or(0, |i| i + 1);
+            self.free.insert(at, slot);
+        }
+        exchange
+    }
+
+    /// HTTP/2: a new connection `conn` is up; the streams of the old one are gone.
+    pub fn new_stream_connection(&mut self, conn: usize) {
+        let c = &mut self.conns[conn];
+        c.stream_epoch += 1;
+        c.open_streams = 0;
+    }
+
+    /// HTTP/2: slot `slot` asks for a stream on its connection, whose server allows `limit` at
+    /// once (SETTINGS_MAX_CONCURRENT_STREAMS). False means it waits (the wait is send lag, as it
+    /// is for a real client); the driver asks again when a stream of that connection closes.
+    pub fn open_stream(&mut self, slot: usize, limit: usize) -> bool {
+        let conn = self.slots[slot].conn;
+        let c = &mut self.conns[conn];
+        if self.slots[slot].stream == Some(c.stream_epoch) {
+            return true;
+        }
+        if c.open_streams >= limit {
+            return false;
+        }
+        c.open_streams += 1;
+        self.slots[slot].stream = Some(c.stream_epoch);
+        true
+    }
+
+    /// HTTP/2: slot `slot`'s stream is closed (also done by every completion and failure).
+    pub fn close_stream(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if let Some(epoch) = s.stream.take() {
+            let c = &mut self.conns[s.conn];
+            if c.stream_epoch == epoch {
+                c.open_streams -= 1;
+            }
+        }
+    }
+
+    /// HTTP/2: streams open on connection `conn` now.
+    pub fn open_streams(&self, conn: usize) -> usize {
+        self.conns[conn].open_streams
+    }
+
+    pub fn timeout_scope(&self) -> TimeoutScope {
+        self.cfg.timeout_scope
+    }
+
+    /// Slot `slot`'s response completed at `now` with `status` (0: the protocol has none).
+    #[inline]
+    pub fn complete(&mut self, slot: usize, status: u16, now: u64) -> Booked {
+        self.complete_response(slot, status, None, None, now)
+    }
+
+    /// [`Core::complete`] with what the protocol saw of the response: the check it failed
+    /// besides its status and its body's first bytes (see [`Ledger::complete_response`]).
+    #[inline]
+    pub fn complete_response(
+        &mut self,
+        slot: usize,
+        status: u16,
+        failed_check: Option<crate::examples::ContentCheck>,
+        body: Option<&[u8]>,
+        now: u64,
+    ) -> Booked {
+        let e = self.answered(slot, now);
+        self.ledger
+            .complete_response(&e, now, status, failed_check, body)
+    }
+
+    /// Slot `slot`'s request was answered at `now`: its exchange, released for booking.
+    #[inline]
+    fn answered(&mut self, slot: usize, now: u64) -> Exchange {
+        let conn = self.slots[slot].conn;
+        // A response came: the connection works, whatever the status or the checks say.
+        self.conns[conn].backoff.answered();
+        self.release(slot, now)
+    }
+
+    /// [`Core::complete_response`] of a gRPC call that ended with `grpc-status` `code` (see
+    /// [`Ledger::complete_grpc`]).
+    #[inline]
+    pub fn complete_grpc(
+        &mut self,
+        slot: usize,
+        status: u16,
+        end: crate::ledger::GrpcEnd<'_>,
+        failed_check: Option<crate::examples::ContentCheck>,
+        body: Option<&[u8]>,
+        now: u64,
+    ) -> Booked {
+        let e = self.answered(slot, now);
+        self.ledger
+            .complete_grpc(&e, now, status, end, failed_check, body)
+    }
+
+    /// Slot `slot`'s request failed at `now`.
+    pub fn fail(&mut self, slot: usize, kind: Failure, now: u64) {
+        if !self.slots[slot].busy {
+            return;
+        }
+        let e = self.release(slot, now);
+        self.ledger.fail(kind, &e, now);
+    }
+
+    /// Connection `conn`'s last response (`status`) said `Connection: close` with requests
+    /// pipelined behind it: each fails with `read`, kept as an example naming the cause.
+    pub fn fail_behind_close(&mut self, conn: usize, status: u16, now: u64) {
+        // Carried slots are busy: releasing each takes it off the connection.
+        while let Some(&slot) = self.conns[conn].carried.front() {
+            let e = self.release(slot, now);
+            self.ledger.fail(Failure::Read, &e, now);
+            self.ledger.keep_example(
+                &e,
+                status,
+                candor_core::workload_results::FailedCheck::PipelinedClose,
+            );
+        }
+    }
+
+    /// Connection `conn` is gone at `now`: every request it carried fails with `kind`.
+    pub fn fail_connection(&mut self, conn: usize, kind: Failure, now: u64) {
+        while let Some(&slot) = self.conns[conn].carried.front() {
+            self.fail(slot, kind, now);
+        }
+    }
+
+    /// Every [`TIMEOUT_SCAN_NS`]: fails what waited longer than the timeout and tells the
+    /// driver what to close or reset ([`Expiry`]). `expired` is called before the request is
+    /// failed and returns what its streamed response came to, if it was read as one: a stream
+    /// the timeout ends keeps its first token, first event and events, as one cut off does.
+    /// A request is timed
+    /// from its first byte out, or while it waits for its connection from the later of the
+    /// connect start and its intended time; a request waiting behind others is not (it has not
+    /// been asked yet).
+    pub fn scan_timeouts(
+        &mut self,
+        now: u64,
+        mut expired: impl FnMut(Expiry) -> Option<candor_stream::tap::StreamOutcome>,
+    ) {
+        if now < self.next_timeout_scan {
+            return;
+        }
+        self.next_timeout_scan = now + TIMEOUT_SCAN_NS;
+        let limit = self.cfg.timeout_ns;
+        match self.cfg.timeout_scope {
+            TimeoutScope::Connection => {
+                for conn in 0..self.conns.len() {
+                    let Some(&front) = self.conns[conn].carried.front() else {
+                        continue;
+                    };
+                    let e = &self.slots[front].exchange;
+                    let since = if e.sent != 0 {
+                        e.sent
+                    } else {
+                        self.conns[conn].connect_started.max(e.intended)
+                    };
+                    if now.saturating_sub(since) >= limit {
+                        if let Some(o) = expired(Expiry { conn, slot: front }) {
+                            self.stream_outcome(front, &o);
+                        }
+                        self.fail_connection(conn, Failure::Timeout, now);
+                    }
+                }
+            }
+            TimeoutScope::Stream => {
+                for slot in 0..self.slots.len() {
+                    let s = &self.slots[slot];
+                    // Only requests on the wire: one waiting for its connection fails with
+                    // the connect attempt, which the transport bounds by the same timeout.
+                    if s.busy
+                        && s.exchange.sent != 0
+                        && now.saturating_sub(s.exchange.sent) >= limit
+                    {
+                        let conn = self.conn_of(slot);
+                        if let Some(o) = expired(Expiry { conn, slot }) {
+                            self.stream_outcome(slot, &o);
+                        }
+                        self.fail(slot, Failure::Timeout, now);
+                    }
+                }
+            }
+        }
+        self.scan_event_timeouts(now);
+    }
+
+    /// `--event-timeout`: a streamed response whose latest event is that long ago is stalled
+    /// (before its first event only `--timeout` bounds the wait: a long prefill is no stall).
+    fn scan_event_timeouts(&mut self, now: u64) {
+        let limit = self.cfg.event_timeout_ns;
+        if limit == 0 {
+            return;
+        }
+        for (k, s) in self.slots.iter_mut().enumerate() {
+            if s.busy
+                && !s.stalled
+                && s.last_event != 0
+                && now.saturating_sub(s.last_event) >= limit
+            {
+                s.stalled = true;
+                self.stalled.push(k);
+            }
+        }
+    }
+
+    /// Whether the schedule still holds entries before its end (due or not).
+    fn backlog_due(&self) -> bool {
+        self.schedule
+            .as_ref()
+            .is_some_and(|s| s.peek() < self.schedule_end_ns)
+    }
+
+    /// After a round of events at `now`: is the run over, and if not, when must the driver wake?
+    /// (The next send if a slot is free to take it, the interval boundary, the timeout scan, or
+    /// the end of the schedule or drain.)
+    pub fn plan(&self, now: u64) -> Plan {
+        // A stop (a signal, an abort) sends nothing more and drains nothing: done at once, even
+        // before the start (a --start-at ahead must not hold a stopped run until it comes).
+        if (self.stopping && now >= self.drain_end_ns)
+            || (now >= self.schedule_end_ns
+                && (now >= self.drain_end_ns || (self.busy == 0 && !self.backlog_due())))
+        {
+            return Plan::Done;
+        }
+        let end = if now < self.schedule_end_ns {
+            self.schedule_end_ns
+        } else {
+            self.drain_end_ns
+        };
+        let mut wake = self
+            .ledger
+            .next_boundary_ns
+            .min(self.next_timeout_scan)
+            .min(self.next_retry())
+            .min(end);
+        if now < self.cfg.start_ns {
+            // Waiting for a start ahead: wake as often as the timeout scan would, so that a stop
+            // asked for meanwhile is seen within that time.
+            wake = wake.min(now + TIMEOUT_SCAN_NS);
+        }
+        let mut send_at = u64::MAX;
+        if !self.free.is_empty() && !self.stopping {
+            match &self.schedule {
+                Some(s) if s.peek() < self.schedule_end_ns => {
+                    send_at = s.peek().max(self.cfg.start_ns)
+                }
+                Some(_) => {}
+                None if now < self.schedule_end_ns => {
+                    let hold = self.free.front().map_or(0, |&k| self.slots[k].hold_until);
+                    send_at = self.cfg.start_ns.max(now).max(hold)
+                }
+                None => {}
+            }
+        }
+        Plan::Wait { send_at, wake }
+    }
+
+    /// Closes the books at `now`: every request still carried is unfinished (sent or queued),
+    /// the never-sent rest of the schedule is counted entry by entry (see [`Ledger::finish`],
+    /// which reads `clock` only to bound that count after a stop), and the two phases come back.
+    pub fn finish(
+        &mut self,
+        now: u64,
+        clock: &dyn Fn() -> u64,
+        stopping: &dyn Fn() -> bool,
+    ) -> [PhaseAcc; 2] {
+        for s in &self.slots {
+            if s.busy {
+                self.ledger.unfinished(&s.exchange, now);
+            }
+        }
+        self.ledger.finish(
+            self.schedule.as_mut(),
+            self.schedule_end_ns,
+            now,
+            clock,
+            stopping,
+        )
+    }
+}

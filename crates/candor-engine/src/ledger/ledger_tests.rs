@@ -1,0 +1,273 @@
+//! The ledger's bookings checked exactly: every class, phase and re-booking balances.
+
+use super::*;
+use crate::config::{LoadConfig, Target};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+fn ex(intended: u64, sent: u64) -> Exchange {
+    Exchange {
+        seq: 0,
+        request: 0,
+        intended,
+        sent,
+        first_byte: 0,
+    }
+}
+
+fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
+    let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+    config.accept_status = candor_wire::status::StatusSet::parse(accept).unwrap();
+    config.warmup_ns = warmup_ns;
+    let (to_collector, _rx) = crossbeam_channel::unbounded();
+    let (_tx, pool) = crossbeam_channel::unbounded();
+    Ledger::new(&WorkerSetup {
+        config: Arc::new(config),
+        requests: Vec::new().into(),
+        connections: 1,
+        start_ns: 1_000,
+        schedule: None,
+        to_collector,
+        pool,
+        stop: Arc::new(AtomicBool::new(false)),
+        end: Arc::default(),
+        on_start: None,
+        seq_lane: 0,
+        seq_stride: 1,
+    })
+}
+
+#[test]
+fn failed_checks_are_their_own_class_and_lines_accept_their_own_statuses() {
+    let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+    let lines = candor_wire::requests::parse_request_lines(
+        "{\"path\": \"/a\"}\n{\"path\": \"/b\", \"check_status\": \"404\"}",
+    )
+    .unwrap();
+    config.requests = lines.iter().map(|l| l.spec.clone()).collect();
+    config.workload.lines = lines;
+    let mut l = ledger("2xx", 0);
+    l.accept_by_request = crate::config::request_set::accept_by_request(&config);
+    let on = |request, t| Exchange {
+        seq: 0,
+        request,
+        intended: t,
+        sent: t + 1,
+        first_byte: 0,
+    };
+    // (request, status, checks passed): an accepted status that fails its checks is `check`;
+    // an unaccepted one is `status` whatever the checks say.
+    for (i, (request, status, ok)) in [
+        (0, 200, true),
+        (0, 200, false),
+        (0, 404, false),
+        (1, 404, true),
+        (1, 200, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let t = 1010 + 10 * i as u64;
+        l.intend(t, t, 0);
+        let failed = (!ok).then_some(ContentCheck::Body);
+        let booked = l.complete_response(&on(request, t), t + 5, status, failed, None);
+        if (request, status, ok) == (0, 200, false) {
+            // Re-booked as a protocol error, the check count moves to parse.
+            l.rebook_as_parse(booked);
+        }
+    }
+    let c = &l.phases[1].counts;
+    assert_eq!((c.completed, c.failed), (2, 3));
+    assert_eq!((c.errors.check, c.errors.status, c.errors.parse), (0, 2, 1));
+    assert!(c.balanced());
+    assert_eq!(l.phases[1].rec.response.len(), 5);
+    let mut l = ledger("2xx", 0);
+    l.intend(1010, 1010, 0);
+    l.complete_response(&ex(1010, 1011), 1020, 200, Some(ContentCheck::Body), None);
+    assert_eq!(l.phases[1].counts.errors.check, 1);
+    assert_eq!(l.phases[1].rec.response.len(), 1);
+}
+
+#[test]
+fn grpc_statuses_are_judged_by_the_accepted_set_and_counted_by_name() {
+    use candor_grpc::Code;
+    let mut l = ledger("200", 0);
+    l.grpc_accept = "OK,NOT_FOUND".parse().unwrap();
+    // (HTTP status, grpc-status): OK and NOT_FOUND accepted, UNAVAILABLE a `grpc` failure
+    // with its latency, a 503 without gRPC's answer a `status` failure as over HTTP.
+    let calls = [
+        (200, Some(Code::Ok)),
+        (200, Some(Code::NotFound)),
+        (200, Some(Code::Unavailable)),
+        (200, Some(Code::Unavailable)),
+        (503, None),
+    ];
+    for (i, (status, code)) in calls.into_iter().enumerate() {
+        let t = 1010 + 10 * i as u64;
+        l.intend(t, t, 0);
+        let booked = match code {
+            Some(code) => l.complete_grpc(
+                &ex(t, t + 1),
+                t + 5,
+                status,
+                GrpcEnd { code, said: None },
+                None,
+                None,
+            ),
+            None => l.complete_response(&ex(t, t + 1), t + 5, status, None, None),
+        };
+        assert_eq!(booked.ok, i < 2, "call {i}");
+    }
+    let c = &l.phases[1].counts;
+    assert_eq!((c.completed, c.failed), (2, 3));
+    assert_eq!((c.errors.grpc, c.errors.status), (2, 1));
+    assert_eq!(c.responses(), 5, "every call was answered");
+    assert!(c.balanced());
+    assert_eq!(l.phases[1].rec.response.len(), 5);
+    let g = &l.phases[1].grpc_codes;
+    assert_eq!(
+        (
+            g.get(Code::Ok),
+            g.get(Code::NotFound),
+            g.get(Code::Unavailable)
+        ),
+        (1, 1, 2)
+    );
+    assert_eq!(l.interval.grpc_codes[1].total(), 4);
+    // A grpc failure re-booked as a protocol error moves from `grpc` to `parse`.
+    l.intend(1100, 1100, 0);
+    let booked = l.complete_grpc(
+        &ex(1100, 1101),
+        1105,
+        200,
+        GrpcEnd {
+            code: Code::Internal,
+            said: None,
+        },
+        None,
+        None,
+    );
+    l.rebook_as_parse(booked);
+    let c = &l.phases[1].counts;
+    assert_eq!((c.errors.grpc, c.errors.parse), (2, 1));
+    assert!(c.balanced());
+}
+
+#[test]
+fn unaccepted_statuses_fail_with_their_latency_recorded() {
+    let mut l = ledger("2xx", 0);
+    // Intended times from the start (1_000) on: the measured phase.
+    for (status, t) in [
+        (200, 1010),
+        (503, 1020),
+        (404, 1030),
+        (0, 1040),
+        (302, 1050),
+    ] {
+        l.intend(t, t, 0);
+        l.complete(&ex(t, t + 1), t + 5, status);
+    }
+    let c = &l.phases[1].counts;
+    assert_eq!((c.intended, c.completed, c.failed), (5, 2, 3));
+    assert_eq!(c.errors.status, 3);
+    assert!(c.balanced());
+    assert_eq!(
+        (c.status.s2xx, c.status.s3xx, c.status.s4xx, c.status.s5xx),
+        (1, 1, 1, 1)
+    );
+    // Every response is in the histograms, failed or not.
+    assert_eq!(l.phases[1].rec.response.len(), 5);
+    assert_eq!((l.interval.completed, l.interval.failed), (2, 3));
+}
+
+#[test]
+fn rebooking_moves_an_exchange_to_parse_and_keeps_the_books() {
+    let mut l = ledger("2xx", 0);
+    l.intend(1010, 1010, 0);
+    let ok = l.complete(&ex(1010, 1011), 1015, 200);
+    l.intend(1020, 1020, 0);
+    let failed = l.complete(&ex(1020, 1021), 1025, 500);
+    l.rebook_as_parse(ok);
+    l.rebook_as_parse(failed);
+    let c = &l.phases[1].counts;
+    assert_eq!((c.completed, c.failed), (0, 2));
+    assert_eq!((c.errors.parse, c.errors.status), (2, 0));
+    assert!(c.balanced());
+    assert_eq!((l.interval.completed, l.interval.failed), (0, 2));
+}
+
+#[test]
+fn connections_opened_go_to_the_phase_of_their_time() {
+    // Warm-up ends at start (1_000) + 500.
+    let mut l = ledger("2xx", 500);
+    l.connection_opened(900); // pre-connect: belongs to the warm-up
+    l.connection_opened(1_499);
+    l.connection_opened(1_500);
+    assert_eq!(l.phases[0].counts.connections_opened, 2);
+    assert_eq!(l.phases[1].counts.connections_opened, 1);
+    // Without a warm-up, pre-connects belong to the measured phase.
+    let mut l = ledger("2xx", 0);
+    l.connection_opened(900);
+    assert_eq!(l.phases[1].counts.connections_opened, 1);
+}
+
+#[test]
+fn failed_responses_of_the_measured_phase_are_kept_with_their_check_and_body() {
+    // Warm-up ends at start (1_000) + 500.
+    let mut l = ledger("2xx", 500);
+    let on = |seq, t| Exchange {
+        seq,
+        request: 0,
+        intended: t,
+        sent: t + 1,
+        first_byte: 0,
+    };
+    // A warm-up failure is not an example; completed responses are not either.
+    l.intend(1_100, 1_100, 0);
+    l.complete_response(&on(0, 1_100), 1_110, 503, None, Some(b"warm"));
+    l.intend(1_600, 1_600, 0);
+    l.complete_response(&on(1, 1_600), 1_610, 200, None, Some(b""));
+    // An unaccepted status is `status` whatever the checks say.
+    l.intend(1_700, 1_700, 0);
+    l.complete_response(
+        &on(2, 1_700),
+        1_710,
+        503,
+        Some(ContentCheck::Body),
+        Some(b"busy"),
+    );
+    l.intend(1_800, 1_800, 0);
+    l.complete_response(
+        &on(3, 1_800),
+        1_810,
+        200,
+        Some(ContentCheck::Header),
+        Some(b"{}"),
+    );
+    // A protocol that keeps no body books through `complete`.
+    l.intend(1_900, 1_900, 0);
+    l.complete(&on(4, 1_900), 1_910, 404);
+    // A failure re-booked as a protocol error is no longer an example of its class.
+    l.intend(2_000, 2_000, 0);
+    let rebooked = l.complete_response(
+        &on(5, 2_000),
+        2_010,
+        200,
+        Some(ContentCheck::Body),
+        Some(b"x"),
+    );
+    l.rebook_as_parse(rebooked);
+    let kept = l.examples.sorted();
+    let seen: Vec<(u64, u16, FailedCheck, Option<&[u8]>)> = kept
+        .iter()
+        .map(|k| (k.seq, k.status, k.check, k.body()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (2, 503, FailedCheck::Status, Some(&b"busy"[..])),
+            (3, 200, FailedCheck::Header, Some(&b"{}"[..])),
+            (4, 404, FailedCheck::Status, None),
+        ]
+    );
+}

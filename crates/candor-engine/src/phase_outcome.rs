@@ -1,0 +1,112 @@
+//! One phase's totals as the run's threads left them (`PhaseOutcome`), and how they become the
+//! results' numbers: statuses, gRPC statuses by name, connection faults, and the streams'
+//! measures, tokens and goodput.
+
+use crate::config::LoadConfig;
+use candor_core::results::{PhaseResults, RequestCounts};
+use candor_core::{Histo, Recorder};
+use std::collections::BTreeMap;
+
+/// Totals of one phase.
+pub struct PhaseOutcome {
+    pub recorder: Recorder,
+    pub unfinished: Histo,
+    pub counts: RequestCounts,
+    /// TLS handshake times of connections opened in this phase (empty without TLS).
+    pub tls_handshake: Histo,
+    /// gRPC server streaming: time to each call's first message (empty otherwise).
+    pub first_message: Histo,
+    pub duration_ns: u64,
+    /// What the engine saw that the report must name (see `PhaseAcc::warnings`).
+    pub warnings: Vec<String>,
+    /// Per-stage and per-name books (measured phase), if the run had them.
+    pub workload: Option<Box<crate::books::WorkloadBooks>>,
+    /// The earliest failed responses (measured phase).
+    pub failures: crate::examples::FailureSamples,
+    /// Connections that failed, by cause.
+    pub faults: crate::backoff::FaultTally,
+    /// Responses by status code.
+    pub codes: candor_core::results::CodeCounts,
+    /// Streamed responses' events and tokens (`--stream`, `--llm`).
+    pub stream: Option<Box<crate::books::StreamAcc>>,
+    /// gRPC calls by `grpc-status`.
+    pub grpc_codes: candor_grpc::CodeCounts,
+}
+
+impl PhaseOutcome {
+    pub fn results(&self, config: &LoadConfig) -> PhaseResults {
+        let target = config.shard_rate_per_s();
+        let mut r = PhaseResults::from_recorder(
+            &self.recorder,
+            &self.unfinished,
+            self.counts,
+            self.duration_ns as f64 / 1e9,
+            target,
+        );
+        r.status_codes = self.codes.to_map();
+        r.grpc_status = grpc_status_map(&self.grpc_codes);
+        r.connection_faults = self.faults.by_cause();
+        if let Some(s) = &self.stream {
+            stream_results(&mut r, s, self.duration_ns);
+            if let (Some(slo), Some(sr)) = (&config.goodput, &mut r.stream) {
+                sr.goodput = Some(candor_core::results::Goodput::of(
+                    slo.to_string(),
+                    s.good,
+                    s.good_service,
+                    r.requests.intended,
+                    self.duration_ns as f64 / 1e9,
+                ));
+            }
+        }
+        r
+    }
+}
+
+/// The streams' measures and counts in `r`: a measure only when it has samples, the LLM
+/// tokens only when some response carried some or the run was an LLM run (`ttft` recorded).
+fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns: u64) {
+    use candor_core::Summary;
+    let of = |h: &candor_core::Histo| (!h.is_empty()).then(|| Summary::of(h));
+    r.first_event = of(&s.first_event);
+    r.event_gap = of(&s.event_gap);
+    r.ttft = of(&s.ttft);
+    r.ttft_service = of(&s.ttft_service);
+    r.itl = of(&s.itl);
+    r.tpot = of(&s.tpot);
+    let failures = candor_stream::openai::LlmFailure::ALL
+        .iter()
+        .zip(s.failures)
+        .filter(|(_, n)| *n > 0)
+        .map(|(f, n)| (f.name().to_string(), n))
+        .collect();
+    let llm = s.tokens_from_usage + s.tokens_from_chunks > 0;
+    r.stream = Some(candor_core::results::StreamResults {
+        responses: s.responses,
+        events: s.events,
+        events_per_response: if s.responses > 0 {
+            s.events as f64 / s.responses as f64
+        } else {
+            0.0
+        },
+        failures,
+        goodput: None,
+        llm: llm.then(|| candor_core::results::LlmTokens {
+            output_tokens: s.output_tokens,
+            output_tokens_per_s: if duration_ns > 0 {
+                s.output_tokens as f64 / (duration_ns as f64 / 1e9)
+            } else {
+                0.0
+            },
+            counted_from_usage: s.tokens_from_usage,
+            counted_from_chunks: s.tokens_from_chunks,
+        }),
+    });
+}
+
+/// gRPC calls by status name as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).
+pub fn grpc_status_map(counts: &candor_grpc::CodeCounts) -> BTreeMap<String, u64> {
+    counts
+        .iter()
+        .map(|(code, n)| (code.name().to_string(), n))
+        .collect()
+}

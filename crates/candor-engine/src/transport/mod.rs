@@ -1,0 +1,117 @@
+//! What lies beneath every protocol: the connection's byte stream, plain or TLS over it (as
+//! wrk's `struct sock` carries both). `tls.rs` makes the client configuration (and the blocking
+//! handshake of the probe); `tls_session.rs` runs rustls's handshake, then keeps the records in
+//! the session's own buffers, protected by `tls_record.rs`.
+
+pub mod tls;
+pub mod tls_record;
+pub mod tls_session;
+
+use mio::net::TcpStream;
+use std::io::{self, Read, Write};
+pub use tls_session::Handshake;
+use tls_session::TlsSession;
+
+/// The byte stream of one connection: plain TCP or TLS over it (`tls_session.rs`: records in
+/// buffers the session owns, so that requests over TLS allocate nothing).
+pub enum Sock {
+    Plain(TcpStream),
+    Tls(TcpStream, Box<TlsSession>),
+}
+
+/// Where a non-blocking connect stands once its socket has turned writable.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ConnectState {
+    InProgress,
+    Connected,
+    Failed,
+}
+
+/// Puts a TLS session for `host` over the connected plain socket in `slot`, for the handshake
+/// to follow; false when no session can be made (the connect then counts as failed).
+pub fn start_tls(
+    slot: &mut Option<Sock>,
+    tls: &std::sync::Arc<rustls::ClientConfig>,
+    host: &str,
+) -> bool {
+    let Ok(name) = crate::transport::tls::server_name(host) else {
+        return false;
+    };
+    let Some(Sock::Plain(stream)) = slot.take() else {
+        return false;
+    };
+    match TlsSession::new(tls.clone(), name) {
+        Ok(session) => {
+            *slot = Some(Sock::Tls(stream, Box::new(session)));
+            true
+        }
+        Err(_) => {
+            *slot = Some(Sock::Plain(stream));
+            false
+        }
+    }
+}
+
+impl Sock {
+    /// Where this socket's non-blocking connect stands; once connected, Nagle is turned off.
+    pub fn connect_state(&mut self) -> ConnectState {
+        let stream = self.socket();
+        match stream.take_error() {
+            Ok(None) => {}
+            _ => return ConnectState::Failed,
+        }
+        match stream.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return ConnectState::InProgress,
+            Err(_) => return ConnectState::Failed,
+        }
+        let _ = stream.set_nodelay(true);
+        ConnectState::Connected
+    }
+
+    pub fn socket(&mut self) -> &mut TcpStream {
+        match self {
+            Sock::Plain(s) | Sock::Tls(s, _) => s,
+        }
+    }
+
+    pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Plain(s) => s.write(data),
+            // Sealed into the session's buffer; `flush` sends it.
+            Sock::Tls(s, t) => t.write(s, data),
+        }
+    }
+
+    /// Sends sealed TLS records; `WouldBlock` means wait for writability.
+    pub fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sock::Plain(_) => Ok(()),
+            Sock::Tls(s, t) => t.flush(s),
+        }
+    }
+
+    /// Like `Read::read` on the plaintext: `Ok(0)` is end of stream.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Plain(s) => s.read(buf),
+            Sock::Tls(s, t) => t.read(s, buf),
+        }
+    }
+
+    /// The protocol the server chose by ALPN (TLS, once the handshake is done).
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        match self {
+            Sock::Plain(_) => None,
+            Sock::Tls(_, t) => t.alpn_protocol(),
+        }
+    }
+
+    /// Drives a TLS handshake as far as the socket allows.
+    pub fn handshake(&mut self) -> Handshake {
+        match self {
+            Sock::Plain(_) => Handshake::Done,
+            Sock::Tls(s, t) => t.handshake(s),
+        }
+    }
+}

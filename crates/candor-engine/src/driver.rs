@@ -205,18 +205,18 @@ impl<P: Protocol> Driver<P> {
         let mut connect_to = setup.config.target.addr;
         if setup.config.target.scheme != crate::config::Scheme::Tcp {
             let config = &setup.config;
-            let compiled = crate::config::request_set::compile_requests(config)
+            let compiled = crate::request_plan::compile_requests(config)
                 .map_err(|e| io::Error::other(e.to_string()))?;
             // The first failed responses' bodies (only failing or checked bodies are copied).
             let accept: Arc<[candor_wire::status::StatusSet]> = compiled.accept.clone().into();
-            let checks = crate::config::request_set::has_checks(config).then(|| {
+            let checks = crate::request_plan::has_checks(config).then(|| {
                 Arc::<[candor_workload::check::ResponseChecks]>::from(compiled.checks.clone())
             });
             let slots = core.slot_count();
-            let script = crate::config::request_set::script_source(config, slots);
+            let script = crate::request_plan::script_source(config, slots);
             let source = match &script {
                 Some(_) => None,
-                None => crate::config::request_set::request_source(config, &compiled, slots),
+                None => crate::request_plan::request_source(config, &compiled, slots),
             };
             let fitting = Fitting {
                 accept,

@@ -156,7 +156,7 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
     } else if cfg.requests.is_empty() || cfg.target.scheme == candor_wire::target::Scheme::Tcp {
         (Vec::new(), 0)
     } else {
-        match crate::config::request_set::compile_requests(cfg) {
+        match crate::request_plan::compile_requests(cfg) {
             Ok(c) => (c.name_of, c.names.len()),
             Err(_) => (Vec::new(), 0),
         }
@@ -197,7 +197,7 @@ impl Ledger {
             to_collector: setup.to_collector.clone(),
             pool: setup.pool.clone(),
             accept_status: cfg.accept_status,
-            accept_by_request: crate::config::request_set::accept_by_request(cfg),
+            accept_by_request: crate::request_plan::accept_by_request(cfg),
             grpc_accept: cfg
                 .grpc
                 .as_ref()

@@ -10,9 +10,9 @@ use candor_core::results::{
     PoolResults, RequestCounts, StopReason,
 };
 use candor_core::{now_ns, Recorder};
-use candor_engine::config::request_set::prepare_requests;
 use candor_engine::config::LoadConfig;
 pub use candor_engine::phase_outcome::{grpc_status_map, PhaseOutcome};
+use candor_engine::request_plan::prepare_requests;
 pub use candor_engine::shared::EarlyEnd;
 use candor_engine::shared::{IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
 use std::collections::BTreeMap;
@@ -123,8 +123,8 @@ pub fn run(
         }))
         .collect();
     let filters: Vec<Option<candor_engine::schedule::SeqFilter>> = if targets.len() > 1 {
-        let compiled = candor_engine::config::request_set::compile_requests(&config)
-            .map_err(RunError::Requests)?;
+        let compiled =
+            candor_engine::request_plan::compile_requests(&config).map_err(RunError::Requests)?;
         let picker = Arc::new(compiled.picker);
         let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
         let seed = config.workload.seed;
@@ -710,7 +710,7 @@ impl RunOutcome {
                     }
                 }
             }
-        } else if let Ok(compiled) = candor_engine::config::request_set::compile_requests(config) {
+        } else if let Ok(compiled) = candor_engine::request_plan::compile_requests(config) {
             for (name, acc) in compiled.names.iter().zip(&books.names) {
                 out.by_request
                     .insert(name.clone(), results(acc, self.main.duration_ns, None));
@@ -732,7 +732,7 @@ impl RunOutcome {
         if samples.is_empty() {
             return Vec::new();
         }
-        let compiled = candor_engine::config::request_set::compile_requests(config).ok();
+        let compiled = candor_engine::request_plan::compile_requests(config).ok();
         // A trace's records carry their own method and path, which are not kept per request.
         let replayed = config.shape.replay_plan().is_some();
         let script_names = config.workload.script.as_ref().map(|s| s.names());

@@ -107,7 +107,7 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
     let config =
         candor_load::LoadConfig::new(candor_load::Target::parse("http://127.0.0.1:80/").unwrap());
     let compiled =
-        std::sync::Arc::new(candor_load::config::request_set::compile_requests(&config).unwrap());
+        std::sync::Arc::new(candor_load::request_plan::compile_requests(&config).unwrap());
     std::thread::spawn(move || {
         let mut schedule = candor_load::schedule::Schedule::replayed(0, stream, capacity);
         let mut maker = RequestMaker::new(compiled, None, DataOrder::Sequential, 1, 4, capacity);

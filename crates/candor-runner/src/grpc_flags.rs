@@ -246,7 +246,7 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
         let Some(encoder) = &c.grpc.as_ref().expect("set above").calls[i].templated else {
             continue;
         };
-        let json = candor_load::config::request_set::filled_body(c, i, 0)?;
+        let json = candor_load::request_plan::filled_body(c, i, 0)?;
         let mut framed = Vec::new();
         encoder.encode_framed(&json, &mut framed).map_err(|e| {
             invalid(format!(

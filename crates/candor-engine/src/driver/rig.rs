@@ -90,7 +90,7 @@ impl Shape {
             config.method = "POST".into();
             config.body = self.body.clone();
         }
-        let requests = crate::config::request_set::prepare_requests(&config);
+        let requests = crate::request_plan::prepare_requests(&config);
         let (to_collector, _) = crossbeam_channel::unbounded();
         let (_, pool) = crossbeam_channel::unbounded();
         WorkerSetup {
@@ -121,6 +121,12 @@ pub struct Peer {
     pub conns: Vec<PeerStream>,
     /// Everything each connection received so far.
     pub got: Vec<Vec<u8>>,
+}
+
+impl Default for Peer {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Peer {

@@ -47,7 +47,7 @@ fn failed_checks_are_their_own_class_and_lines_accept_their_own_statuses() {
     config.requests = lines.iter().map(|l| l.spec.clone()).collect();
     config.workload.lines = lines;
     let mut l = ledger("2xx", 0);
-    l.accept_by_request = crate::config::request_set::accept_by_request(&config);
+    l.accept_by_request = crate::request_plan::accept_by_request(&config);
     let on = |request, t| Exchange {
         seq: 0,
         request,

@@ -34,7 +34,7 @@ fn ws(shape: Shape, matching: &str, body: &[u8]) -> Rig {
     config.ws_match = matching.parse().unwrap();
     config.threads = 1;
     config.validate().unwrap();
-    setup.requests = candor_engine::config::request_set::prepare_requests(&config);
+    setup.requests = candor_engine::request_plan::prepare_requests(&config);
     setup.config = Arc::new(config);
     let shared = Arc::new(Shared::new(&setup.config, &setup.requests));
     let mut d = Driver::new(setup, None, move || WebSocket::new(shared.clone(), 7)).unwrap();

@@ -1,6 +1,6 @@
 //! The run's requests compiled from its configuration (the request set, or the one request of
 //! the URL, -H and --body): templates, names, weights, per-request statuses and checks, and the
-//! workload settings checked against the rest of the configuration.
+//! bytes of each request encoded once before the run.
 
 use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
 use crate::shared::Prepared;
@@ -234,6 +234,44 @@ pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
         || matches!(compiled.picker, Picker::Weighted { .. })
 }
 
+/// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
+/// single configured request), or the raw TCP payload.
+pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
+    if config.target.scheme == Scheme::Tcp {
+        return vec![Prepared {
+            bytes: config.payload.clone().into_boxed_slice(),
+            head: false,
+        }]
+        .into();
+    }
+    let single = [RequestSpec {
+        method: config.method.clone(),
+        path: config.target.path.clone(),
+        headers: config.headers.clone(),
+        body: config.body.clone(),
+    }];
+    let specs: &[RequestSpec] = if config.requests.is_empty() {
+        &single
+    } else {
+        &config.requests
+    };
+    specs
+        .iter()
+        .map(|r| Prepared {
+            bytes: build_request(
+                &r.method,
+                &config.target.host_header,
+                &r.path,
+                &r.headers,
+                &r.body,
+            )
+            .into_boxed_slice(),
+            head: r.method.eq_ignore_ascii_case("HEAD"),
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
 /// Checks the workload settings against the rest of the configuration.
 pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
     let bad = |m: &str| Err(WorkloadError::Invalid(m.into()));
@@ -286,44 +324,6 @@ pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
     }
     compile_requests(config)?;
     Ok(())
-}
-
-/// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
-/// single configured request), or the raw TCP payload.
-pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
-    if config.target.scheme == Scheme::Tcp {
-        return vec![Prepared {
-            bytes: config.payload.clone().into_boxed_slice(),
-            head: false,
-        }]
-        .into();
-    }
-    let single = [RequestSpec {
-        method: config.method.clone(),
-        path: config.target.path.clone(),
-        headers: config.headers.clone(),
-        body: config.body.clone(),
-    }];
-    let specs: &[RequestSpec] = if config.requests.is_empty() {
-        &single
-    } else {
-        &config.requests
-    };
-    specs
-        .iter()
-        .map(|r| Prepared {
-            bytes: build_request(
-                &r.method,
-                &config.target.host_header,
-                &r.path,
-                &r.headers,
-                &r.body,
-            )
-            .into_boxed_slice(),
-            head: r.method.eq_ignore_ascii_case("HEAD"),
-        })
-        .collect::<Vec<_>>()
-        .into()
 }
 
 #[cfg(test)]

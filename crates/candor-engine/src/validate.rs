@@ -1,0 +1,271 @@
+//! A run's configuration checked once, before anything starts: every setting against the others,
+//! the target's protocol against the flags that apply to it, the requests against what may reach
+//! the wire, and the workload (templates, data, scripts) compiled once to prove it can be.
+
+use crate::config::{
+    has_placeholder, Framing, LoadConfig, LoadConfigError, Scheme, MAX_RATE_PER_THREAD,
+};
+use crate::shape::LoadShape;
+
+impl LoadConfig {
+    /// Checks the settings against each other; run this before starting anything.
+    pub fn validate(&self) -> Result<(), LoadConfigError> {
+        self.check_threads_rate_and_shape()?;
+        self.check_protocol_flags()?;
+        self.check_grpc_websocket_and_framing()?;
+        self.check_request_set()?;
+        self.check_durations_and_streams()?;
+        self.check_method_and_request()?;
+        crate::request_plan::validate(self).map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Threads, connections, the rate per thread, the stages or count, and the shard.
+    fn check_threads_rate_and_shape(&self) -> Result<(), LoadConfigError> {
+        let bad = |m: String| Err(LoadConfigError::Invalid(m));
+        if self.threads == 0 {
+            return bad("threads must be at least 1".into());
+        }
+        if self.connections < self.threads {
+            return bad(format!(
+                "connections ({}) must be at least the number of threads ({}): every thread needs a connection",
+                self.connections, self.threads
+            ));
+        }
+        if let Some(r) = self.shape.rate_per_s() {
+            if !(r > 0.0 && r.is_finite()) {
+                return bad(format!("rate must be positive, got {r}"));
+            }
+            let per_thread = self.thread_rate_per_s(r);
+            if per_thread > MAX_RATE_PER_THREAD {
+                return bad(format!(
+                    "rate {} is {} per load thread, beyond what any machine can pace \
+                     (at most {}/s per thread: one send per 10ns); lower -R or spread it over more threads or shards",
+                    candor_core::units::format_rate(r),
+                    candor_core::units::format_rate(per_thread),
+                    candor_core::units::format_count(MAX_RATE_PER_THREAD as u64),
+                ));
+            }
+        }
+        match &self.shape {
+            LoadShape::Stages { profile: p, .. } => {
+                if self.duration_ns != p.duration_ns() {
+                    return bad(format!(
+                        "the run lasts {} (the sum of the -R stages) but the duration says {}",
+                        candor_core::units::format_ns(p.duration_ns() as f64),
+                        candor_core::units::format_ns(self.duration_ns as f64)
+                    ));
+                }
+                let peak = p.peak_per_s();
+                let per_thread = self.thread_rate_per_s(peak);
+                if per_thread > MAX_RATE_PER_THREAD {
+                    return bad(format!(
+                        "the profile peaks at {}, {} per load thread, beyond what any machine can pace; \
+                         lower it or spread it over more threads or shards",
+                        candor_core::units::format_rate(peak),
+                        candor_core::units::format_rate(per_thread),
+                    ));
+                }
+            }
+            LoadShape::Count { count, .. } => {
+                if *count == 0 {
+                    return bad("-n (number of requests) must be at least 1".into());
+                }
+                if self.warmup_ns > 0 {
+                    return bad("-n counts every request of the schedule; it does not combine with --warmup (use -d)".into());
+                }
+            }
+            LoadShape::ClosedLoop | LoadShape::Rate { .. } | LoadShape::Replay { .. } => {}
+        }
+        if self.shard_count == 0 || self.shard_index >= self.shard_count {
+            return bad(format!(
+                "invalid shard {}/{}: expected I/N with 0 <= I < N",
+                self.shard_index, self.shard_count
+            ));
+        }
+        Ok(())
+    }
+
+    /// Pipelining and streams, and the flags of each target scheme.
+    fn check_protocol_flags(&self) -> Result<(), LoadConfigError> {
+        let bad = |m: String| Err(LoadConfigError::Invalid(m));
+        if self.pipeline == 0 || self.pipeline > 1024 {
+            return bad(format!(
+                "pipeline depth must be 1..=1024, got {}",
+                self.pipeline
+            ));
+        }
+        if self.streams == 0 {
+            return bad("streams must be at least 1".into());
+        }
+        if self.http2 && self.pipeline > 1 {
+            return bad("--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams".into());
+        }
+        match self.target.scheme {
+            Scheme::Tcp => {
+                if self.framing.is_none() {
+                    return bad("tcp:// needs a response framing: --expect-bytes, --expect-delimiter or --length-prefix".into());
+                }
+                if self.payload.is_empty() {
+                    return bad(
+                        "tcp:// needs a request payload: --payload or --payload-file".into(),
+                    );
+                }
+                if self.http2 || !self.requests.is_empty() {
+                    return bad("--h2 and --requests apply to HTTP targets, not tcp://".into());
+                }
+                if self.target.credentials.is_some() {
+                    return bad(
+                        "a tcp:// URL cannot carry user:password@ (raw TCP has no authorization header)"
+                            .into(),
+                    );
+                }
+                // HTTP's flags would be ignored here; a run that silently drops what was asked
+                // for is not the run that was asked for.
+                let http_only = [
+                    (!self.headers.is_empty(), "-H/--header"),
+                    (self.method != "GET", "-m/--method"),
+                    (!self.body.is_empty(), "--body/--body-file"),
+                    (self.workload.checks.body.is_some(), "--check-body"),
+                    (!self.workload.checks.headers.is_empty(), "--check-header"),
+                    (
+                        self.tls.insecure || self.tls.ca_file.is_some(),
+                        "-k/--insecure and --ca",
+                    ),
+                ];
+                if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
+                    return bad(format!(
+                        "{flag} applies to http:// and https:// targets; a tcp:// request is the bytes of \
+                         --payload or --payload-file alone"
+                    ));
+                }
+            }
+            Scheme::Http | Scheme::Https | Scheme::Ws | Scheme::Wss => {
+                if self.framing.is_some() || !self.payload.is_empty() {
+                    return bad("--payload and response framing apply to tcp:// targets".into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// gRPC, WebSocket and raw TCP framing settings.
+    fn check_grpc_websocket_and_framing(&self) -> Result<(), LoadConfigError> {
+        let bad = |m: String| Err(LoadConfigError::Invalid(m));
+        if self.target.grpc != self.grpc.is_some() {
+            return bad(
+                "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
+            );
+        }
+        if let Some(g) = &self.grpc {
+            if !self.http2 {
+                return bad("gRPC runs over HTTP/2".into());
+            }
+            if self.pipeline > 1 {
+                return bad("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
+            }
+            if g.calls.len() != self.requests.len().max(1) {
+                return bad("a gRPC run needs one call per request".into());
+            }
+        }
+        if self.target.scheme.is_websocket() {
+            self.validate_websocket()?;
+        } else if self.ws_binary || self.ws_match != crate::config::ws_match::WsMatch::InOrder {
+            return bad("--ws-match and --ws-binary apply to ws:// and wss:// targets".into());
+        }
+        match &self.framing {
+            Some(Framing::ExpectBytes(0)) => return bad("--expect-bytes must be positive".into()),
+            Some(Framing::Delimiter(d)) if d.is_empty() => {
+                return bad("--expect-delimiter must not be empty".into())
+            }
+            Some(Framing::LengthPrefix { width }) if ![1, 2, 4, 8].contains(width) => {
+                return bad(format!(
+                    "length prefix width must be 1, 2, 4 or 8 bytes, got {width}"
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Every request of the request set, as it may reach the wire.
+    fn check_request_set(&self) -> Result<(), LoadConfigError> {
+        for (i, r) in self.requests.iter().enumerate() {
+            candor_wire::wire::check_request(
+                &r.method,
+                &r.path,
+                &r.headers,
+                &r.body,
+                has_placeholder(&r.body),
+            )
+            .map_err(|e| {
+                LoadConfigError::Invalid(format!("request {} of the request set: {e}", i + 1))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Durations, timeouts, the interval and the stream settings.
+    fn check_durations_and_streams(&self) -> Result<(), LoadConfigError> {
+        let bad = |m: String| Err(LoadConfigError::Invalid(m));
+        if self.duration_ns == 0 {
+            return bad("duration must be positive".into());
+        }
+        // Instants are start + warm-up + duration + drain in u64 nanoseconds: a sum beyond the
+        // longest single duration could wrap, and a run that long cannot finish anyway.
+        let span = [self.warmup_ns, self.duration_ns, self.drain_ns]
+            .iter()
+            .try_fold(0u64, |sum, &d| sum.checked_add(d));
+        if !matches!(span, Some(s) if s <= candor_core::units::MAX_DURATION_NS) {
+            return bad(
+                "--warmup, -d and --drain together last longer than the longest duration accepted \
+                 (about 292 years): the run could never finish"
+                    .into(),
+            );
+        }
+        if self.timeout_ns == 0 {
+            return bad("timeout must be positive".into());
+        }
+        if self.event_timeout_ns != 0 && self.stream.kind.is_none() && !self.stream.llm {
+            return bad(
+                "--event-timeout bounds the wait between a stream's events: it needs --stream or --llm"
+                    .into(),
+            );
+        }
+        if self.goodput.is_some() && !self.stream.llm {
+            return bad(
+                "--goodput judges each request's TTFT, TPOT and latency: it needs --llm".into(),
+            );
+        }
+        if self.interval_ns < 1_000_000 {
+            return bad("interval must be at least 1ms".into());
+        }
+        Ok(())
+    }
+
+    /// The method, -H, and the one request of the URL and --body.
+    fn check_method_and_request(&self) -> Result<(), LoadConfigError> {
+        let bad = |m: String| Err(LoadConfigError::Invalid(m));
+        if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return bad(format!(
+                "invalid HTTP method '{}'",
+                self.method.escape_debug()
+            ));
+        }
+        // -H, the URL's path (encoded by the URL parser) and --body, before the workload's
+        // templates are compiled from them.
+        for h in &self.headers {
+            candor_wire::wire::check_header(h)?;
+        }
+        if self.target.scheme != Scheme::Tcp {
+            candor_wire::wire::check_request(
+                &self.method,
+                &self.target.path,
+                &self.headers,
+                &self.body,
+                self.grpc.as_ref().is_none_or(|g| g.is_templated(0)) && has_placeholder(&self.body),
+            )?;
+        }
+        Ok(())
+    }
+}

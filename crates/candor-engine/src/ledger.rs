@@ -731,7 +731,7 @@ impl Ledger {
 }
 
 #[cfg(test)]
-mod ledger_tests;
+mod tests;
 
 /// Books one gap between events (a token's, or any event's) into `s`.
 #[inline]

@@ -1,11 +1,11 @@
 //! HTTP/1.1 (plain or TLS: the byte stream is the driver's) as a [`Protocol`]: one response per
-//! request, in order, delimited by [`ResponseParser`] (`http1_codec.rs`, which also builds requests).
+//! request, in order, delimited by [`ResponseParser`] (`codec.rs`, which also builds requests).
 
-mod http1_codec;
+mod codec;
 
 pub use candor_engine::seam::progress::{ParseError, Progress};
 pub use candor_wire::request_form::{build_request, has_header, USER_AGENT_LINE};
-pub use http1_codec::ResponseParser;
+pub use codec::ResponseParser;
 
 use candor_engine::seam::observe::ResponseObserver;
 use candor_engine::seam::Protocol;

@@ -701,4 +701,4 @@ impl Protocol for Http2 {
 }
 
 #[cfg(test)]
-mod h2_sim;
+mod sim;

@@ -21,4 +21,4 @@ pub use candor_engine::config::ws_match as matching;
 pub use carrier::run_worker;
 
 #[cfg(test)]
-mod ws_sim;
+mod sim;

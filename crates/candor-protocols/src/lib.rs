@@ -2,10 +2,8 @@
 //! TCP with `--framing`), `http2/` (HTTP/2 with its streams, plain or TLS with ALPN `h2`, and gRPC
 //! over it), `ws/` (WebSocket, `ws://` or `wss://`). Each is one
 //! `candor_engine::seam::Protocol` implementation, one value per connection, that the engine's one
-//! driver runs; `driver_sim.rs` runs the driver with real protocols on simulated time in tests.
+//! driver runs. Each folder's `sim.rs` runs its protocol on the real driver on simulated time.
 
-#[cfg(test)]
-mod driver_sim;
 pub mod http1;
 pub mod http2;
 pub mod tcp;

@@ -277,3 +277,17 @@ impl<P: Protocol> Rig<P> {
         measured
     }
 }
+
+/// The faults `p` booked, by cause.
+pub fn faults(p: &PhaseAcc) -> Vec<(String, u64)> {
+    p.faults.by_cause().into_iter().collect()
+}
+
+/// `n` faults of `f`, by cause, as [`faults`] reads them.
+pub fn fault(f: crate::backoff::Fault, n: u64) -> Vec<(String, u64)> {
+    let mut t = crate::backoff::FaultTally::default();
+    for _ in 0..n {
+        t.count(f);
+    }
+    t.by_cause().into_iter().collect()
+}

@@ -34,3 +34,6 @@ impl Protocol for ResponseParser {
         Some(ResponseParser::observer(self))
     }
 }
+
+#[cfg(test)]
+pub(crate) mod sim;

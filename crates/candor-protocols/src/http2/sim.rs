@@ -10,7 +10,7 @@
 //! of frame, each ended with GOAWAY ENHANCE_YOUR_CALM at its exact bound.
 
 use super::*;
-use crate::driver_sim::header_and_body_checks;
+use crate::http1::sim::streams::header_and_body_checks;
 use candor_core::workload_results::FailedCheck;
 use candor_engine::backoff::FaultTally;
 use candor_engine::driver::rig::{Peer, Shape, MS, START, US};

@@ -24,3 +24,6 @@ impl Protocol for TcpFramer {
         TcpFramer::reset(self)
     }
 }
+
+#[cfg(test)]
+mod sim;

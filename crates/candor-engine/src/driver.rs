@@ -197,13 +197,13 @@ impl<P: Protocol> Driver<P> {
         let timer = TimerFd::new()?;
         poll.registry()
             .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
-        let (per_connection, scope) = P::slots_per_connection(&setup.config);
+        let (per_connection, scope) = setup.config.protocol.slots_per_connection();
         let cfg = CoreConfig::for_thread(&setup, per_connection, scope, setup.requests.len());
         let ledger = Ledger::new(&setup);
         let mut core = Core::new(cfg, setup.schedule, ledger);
         let mut conns = conns;
         let mut connect_to = setup.config.target.addr;
-        if setup.config.target.scheme != crate::config::Scheme::Tcp {
+        if setup.config.protocol.request_form() == crate::seam::unit::RequestForm::Http {
             let config = &setup.config;
             let compiled = crate::request_plan::compile_requests(config)
                 .map_err(|e| io::Error::other(e.to_string()))?;
@@ -243,8 +243,7 @@ impl<P: Protocol> Driver<P> {
         }
         // Kernel receive stamps time a response only when one request at a time is in flight on
         // a connection whose bytes are read as they come (see `stamped`).
-        let stamp =
-            !framed && setup.config.is_open_loop() && tls.is_none() && setup.config.pipeline == 1;
+        let stamp = !framed && setup.config.is_open_loop() && tls.is_none() && per_connection == 1;
         let slots = core.slot_count();
         let marker = |head| Prepared {
             bytes: Box::default(),

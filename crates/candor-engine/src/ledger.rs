@@ -153,7 +153,7 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
         // A script's names are known only as it gives them: rows are kept for the most it may.
         let n = script.name_rows();
         ((0..n).collect(), n)
-    } else if cfg.requests.is_empty() || cfg.target.scheme == candor_wire::target::Scheme::Tcp {
+    } else if cfg.requests.is_empty() {
         (Vec::new(), 0)
     } else {
         match crate::request_plan::compile_requests(cfg) {

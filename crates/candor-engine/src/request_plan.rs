@@ -2,7 +2,8 @@
 //! the URL, -H and --body): templates, names, weights, per-request statuses and checks, and the
 //! bytes of each request encoded once before the run.
 
-use crate::config::{LoadConfig, RequestOrder, RequestSpec, Scheme};
+use crate::config::{LoadConfig, RequestOrder, RequestSpec};
+use crate::seam::unit::RequestForm;
 use crate::shared::Prepared;
 use candor_wire::request_form::build_request;
 use candor_wire::requests::url_path_template;
@@ -237,9 +238,9 @@ pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
 /// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
 /// single configured request), or the raw TCP payload.
 pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
-    if config.target.scheme == Scheme::Tcp {
+    if let RequestForm::Payload(payload) = config.protocol.request_form() {
         return vec![Prepared {
-            bytes: config.payload.clone().into_boxed_slice(),
+            bytes: payload.into(),
             head: false,
         }]
         .into();
@@ -276,29 +277,14 @@ pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
 pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
     let bad = |m: &str| Err(WorkloadError::Invalid(m.into()));
     let w = &config.workload;
-    if w.script.is_some() {
-        if config.target.scheme == Scheme::Tcp {
-            return bad("-s (a wrk script) applies to HTTP targets, not tcp://");
-        }
-        if matches!(config.target.scheme, Scheme::Ws | Scheme::Wss) {
-            return bad("-s (a wrk script) makes HTTP requests; it does not apply to ws:// or wss:// (messages, not requests)");
-        }
-        if config.grpc.is_some() {
-            return bad(
-                "-s (a wrk script) makes HTTP requests; it does not apply to gRPC calls (--call)",
-            );
-        }
-        if !config.requests.is_empty() || w.data.is_some() || config.shape.replay_plan().is_some() {
-            return bad("-s sends what the script's request() returns; it does not combine with --requests, --data or --replay");
-        }
+    config.protocol.check_workload(config)?;
+    if w.script.is_some()
+        && (!config.requests.is_empty() || w.data.is_some() || config.shape.replay_plan().is_some())
+    {
+        return bad("-s sends what the script's request() returns; it does not combine with --requests, --data or --replay");
     }
-    if config.target.scheme == Scheme::Tcp {
-        if !w.checks.is_empty() {
-            return bad("--check-body and --check-header apply to HTTP targets, not tcp://");
-        }
-        if w.data.is_some() || config.shape.replay_plan().is_some() {
-            return bad("--data and --replay apply to HTTP targets, not tcp://");
-        }
+    if config.protocol.request_form() != RequestForm::Http {
+        // Its requests are not HTTP's: the rest is about HTTP requests.
         return Ok(());
     }
     if !w.targets.is_empty() {
@@ -335,7 +321,7 @@ mod tests {
     use candor_workload::{data::DataTable, pick::Picker, template};
 
     fn config(url: &str) -> LoadConfig {
-        LoadConfig::new(Target::parse(url).unwrap())
+        LoadConfig::new(Target::parse(url).unwrap(), crate::seam::unit::testing::in_order())
     }
 
     #[test]
@@ -433,7 +419,7 @@ mod tests {
 
     #[test]
     fn seq_decides_choice_and_values_whatever_the_slot_or_thread() {
-        let mut c = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        let mut c = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap(), crate::seam::unit::testing::in_order());
         let lines = candor_wire::requests::parse_request_lines(
             "{\"path\": \"/a/{{seq}}/{{random:0:1000000}}\", \"weight\": 1}\n{\"path\": \"/b/{{uuid}}\", \"weight\": 3}",
         )

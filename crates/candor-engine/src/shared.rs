@@ -23,10 +23,6 @@ pub enum WorkerError {
     /// The thread's schedule (a replay trace's, say) could not be opened at the start.
     #[error("opening the schedule: {0}")]
     Schedule(std::io::Error),
-    /// `LoadConfig::validate` checks this before any thread starts; a thread says it too rather
-    /// than guess a framing.
-    #[error("tcp:// needs a response framing")]
-    TcpNeedsFraming,
     /// The protocol's own reasons (HTTP/2: the server does not speak it, a request has no
     /// HTTP/2 form), in the protocol's words.
     #[error(transparent)]

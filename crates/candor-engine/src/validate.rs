@@ -2,17 +2,15 @@
 //! the target's protocol against the flags that apply to it, the requests against what may reach
 //! the wire, and the workload (templates, data, scripts) compiled once to prove it can be.
 
-use crate::config::{
-    has_placeholder, Framing, LoadConfig, LoadConfigError, Scheme, MAX_RATE_PER_THREAD,
-};
+use crate::config::{has_placeholder, LoadConfig, LoadConfigError, MAX_RATE_PER_THREAD};
+use crate::seam::unit::RequestForm;
 use crate::shape::LoadShape;
 
 impl LoadConfig {
     /// Checks the settings against each other; run this before starting anything.
     pub fn validate(&self) -> Result<(), LoadConfigError> {
         self.check_threads_rate_and_shape()?;
-        self.check_protocol_flags()?;
-        self.check_grpc_websocket_and_framing()?;
+        self.check_protocol()?;
         self.check_request_set()?;
         self.check_durations_and_streams()?;
         self.check_method_and_request()?;
@@ -86,106 +84,15 @@ impl LoadConfig {
         Ok(())
     }
 
-    /// Pipelining and streams, and the flags of each target scheme.
-    fn check_protocol_flags(&self) -> Result<(), LoadConfigError> {
-        let bad = |m: String| Err(LoadConfigError::Invalid(m));
-        if self.pipeline == 0 || self.pipeline > 1024 {
-            return bad(format!(
-                "pipeline depth must be 1..=1024, got {}",
-                self.pipeline
+    /// What the run speaks, checked by its protocol against the rest of the settings; and a
+    /// gRPC target with its call.
+    fn check_protocol(&self) -> Result<(), LoadConfigError> {
+        if self.target.grpc != self.grpc.is_some() {
+            return Err(LoadConfigError::Invalid(
+                "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
             ));
         }
-        if self.streams == 0 {
-            return bad("streams must be at least 1".into());
-        }
-        if self.http2 && self.pipeline > 1 {
-            return bad("--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams".into());
-        }
-        match self.target.scheme {
-            Scheme::Tcp => {
-                if self.framing.is_none() {
-                    return bad("tcp:// needs a response framing: --expect-bytes, --expect-delimiter or --length-prefix".into());
-                }
-                if self.payload.is_empty() {
-                    return bad(
-                        "tcp:// needs a request payload: --payload or --payload-file".into(),
-                    );
-                }
-                if self.http2 || !self.requests.is_empty() {
-                    return bad("--h2 and --requests apply to HTTP targets, not tcp://".into());
-                }
-                if self.target.credentials.is_some() {
-                    return bad(
-                        "a tcp:// URL cannot carry user:password@ (raw TCP has no authorization header)"
-                            .into(),
-                    );
-                }
-                // HTTP's flags would be ignored here; a run that silently drops what was asked
-                // for is not the run that was asked for.
-                let http_only = [
-                    (!self.headers.is_empty(), "-H/--header"),
-                    (self.method != "GET", "-m/--method"),
-                    (!self.body.is_empty(), "--body/--body-file"),
-                    (self.workload.checks.body.is_some(), "--check-body"),
-                    (!self.workload.checks.headers.is_empty(), "--check-header"),
-                    (
-                        self.tls.insecure || self.tls.ca_file.is_some(),
-                        "-k/--insecure and --ca",
-                    ),
-                ];
-                if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
-                    return bad(format!(
-                        "{flag} applies to http:// and https:// targets; a tcp:// request is the bytes of \
-                         --payload or --payload-file alone"
-                    ));
-                }
-            }
-            Scheme::Http | Scheme::Https | Scheme::Ws | Scheme::Wss => {
-                if self.framing.is_some() || !self.payload.is_empty() {
-                    return bad("--payload and response framing apply to tcp:// targets".into());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// gRPC, WebSocket and raw TCP framing settings.
-    fn check_grpc_websocket_and_framing(&self) -> Result<(), LoadConfigError> {
-        let bad = |m: String| Err(LoadConfigError::Invalid(m));
-        if self.target.grpc != self.grpc.is_some() {
-            return bad(
-                "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
-            );
-        }
-        if let Some(g) = &self.grpc {
-            if !self.http2 {
-                return bad("gRPC runs over HTTP/2".into());
-            }
-            if self.pipeline > 1 {
-                return bad("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
-            }
-            if g.calls.len() != self.requests.len().max(1) {
-                return bad("a gRPC run needs one call per request".into());
-            }
-        }
-        if self.target.scheme.is_websocket() {
-            self.validate_websocket()?;
-        } else if self.ws_binary || self.ws_match != crate::config::ws_match::WsMatch::InOrder {
-            return bad("--ws-match and --ws-binary apply to ws:// and wss:// targets".into());
-        }
-        match &self.framing {
-            Some(Framing::ExpectBytes(0)) => return bad("--expect-bytes must be positive".into()),
-            Some(Framing::Delimiter(d)) if d.is_empty() => {
-                return bad("--expect-delimiter must not be empty".into())
-            }
-            Some(Framing::LengthPrefix { width }) if ![1, 2, 4, 8].contains(width) => {
-                return bad(format!(
-                    "length prefix width must be 1, 2, 4 or 8 bytes, got {width}"
-                ))
-            }
-            _ => {}
-        }
-        Ok(())
+        self.protocol.check(self)
     }
 
     /// Every request of the request set, as it may reach the wire.
@@ -257,7 +164,7 @@ impl LoadConfig {
         for h in &self.headers {
             candor_wire::wire::check_header(h)?;
         }
-        if self.target.scheme != Scheme::Tcp {
+        if self.protocol.request_form() == RequestForm::Http {
             candor_wire::wire::check_request(
                 &self.method,
                 &self.target.path,

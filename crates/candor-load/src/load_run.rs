@@ -3,7 +3,6 @@
 //! return the numbers (`RunOutcome`); the results file and its verdicts are built above the
 //! engine (`candor_runner::run_results`).
 
-use crate::registry::ProtocolKind;
 use candor_core::clock::wall_clock_ns;
 use candor_core::results::{
     EncodedHistograms, Interval, IntervalStats, PacingMargin, PacingResults, PhaseResults,
@@ -112,7 +111,7 @@ pub fn run(
         script.set_end(options.end.clone());
     }
     let requests = prepare_requests(&config);
-    let tls = ProtocolKind::of(&config).thread_tls(&config)?;
+    let tls = config.protocol.thread_tls(&config)?;
     // Request lines with their own "url": a worker per target and thread, each with the
     // thread's connections to its target and the entries of the thread's stream chosen for it.
     let targets: Vec<Arc<LoadConfig>> = std::iter::once(config.clone())
@@ -168,11 +167,10 @@ pub fn run(
         } else {
             prepare_requests(&config)
         };
-        let kind = ProtocolKind::of(&config);
         let tls = if target == 0 {
             tls.clone()
         } else {
-            kind.thread_tls(&config)?
+            config.protocol.thread_tls(&config)?
         };
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
@@ -222,7 +220,8 @@ pub fn run(
                         if let Some(hook) = &setup.on_start {
                             hook();
                         }
-                        crate::registry::run_worker(kind, setup, tls, ticket, schedule_at)
+                        let protocol = setup.config.protocol.clone();
+                        protocol.run_thread(setup, tls, ticket, Box::new(schedule_at))
                     }))
                     .unwrap_or_else(|payload| {
                         end.request(StopReason::Failure);
@@ -834,10 +833,6 @@ mod tests {
         assert_eq!(
             said(WorkerError::NoStart),
             "a load thread failed: the run ended before its start"
-        );
-        assert_eq!(
-            said(WorkerError::TcpNeedsFraming),
-            "a load thread failed: tcp:// needs a response framing"
         );
         assert_eq!(
             said(WorkerError::Setup(std::io::Error::other("timerfd"))),

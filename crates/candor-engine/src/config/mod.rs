@@ -2,10 +2,11 @@
 
 use crate::schedule::ArrivalKind;
 pub use crate::shape::LoadShape;
-pub mod ws_match;
 
+use crate::seam::unit::ProtocolUnit;
 pub use candor_wire::requests::{RequestOrder, RequestSpec};
 pub use candor_wire::target::{Credentials, Scheme, Target, TargetError, TargetUrl};
+use std::sync::Arc;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -23,7 +24,7 @@ pub enum LoadConfigError {
 }
 
 /// Whether a body has a placeholder, so that its length is only known when it is filled.
-pub(crate) fn has_placeholder(body: &[u8]) -> bool {
+pub fn has_placeholder(body: &[u8]) -> bool {
     body.windows(2).any(|w| w == b"{{")
 }
 
@@ -34,17 +35,6 @@ pub struct TlsOptions {
     pub insecure: bool,
     /// Trust these PEM certificates (instead of the system roots).
     pub ca_file: Option<std::path::PathBuf>,
-}
-
-/// How a raw TCP response is delimited.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Framing {
-    /// Exactly this many bytes.
-    ExpectBytes(usize),
-    /// Up to and including this byte string.
-    Delimiter(Vec<u8>),
-    /// A big-endian length prefix of `width` bytes (1, 2, 4 or 8) followed by that many bytes.
-    LengthPrefix { width: usize },
 }
 
 /// The highest rate one load thread may be asked to pace: one intended send per 10 ns.
@@ -112,23 +102,12 @@ pub struct LoadConfig {
     pub shard_count: u32,
     /// Wall-clock instant (ns since the Unix epoch) of the first intended send, shared by shards.
     pub start_at_wall_ns: Option<u64>,
-    /// HTTP/1.1 pipelining: requests in flight per connection (1 = none).
-    pub pipeline: usize,
-    /// Speak HTTP/2 (`http://` prior knowledge, or `https://` with ALPN).
-    pub http2: bool,
-    /// HTTP/2: concurrent streams per connection.
-    pub streams: usize,
-    /// WebSocket: how a reply is matched to the message it answers (`--ws-match`).
-    pub ws_match: crate::config::ws_match::WsMatch,
-    /// WebSocket: messages go as binary frames, not text (`--ws-binary`).
-    pub ws_binary: bool,
+    /// What the run speaks, with that protocol's own settings (chosen by the registry).
+    pub protocol: Arc<dyn ProtocolUnit>,
     pub tls: TlsOptions,
     /// A request set; empty means the single request given by method, path, headers and body.
     pub requests: Vec<RequestSpec>,
     pub request_order: RequestOrder,
-    /// Raw TCP: the bytes sent for each request, and how the response is delimited.
-    pub payload: Vec<u8>,
-    pub framing: Option<Framing>,
     /// How responses are read as streams of events (`--stream`, `--llm`).
     pub stream: candor_stream::tap::StreamSettings,
     /// `--goodput`: the per-request objectives whose met requests per second are reported.
@@ -248,9 +227,10 @@ impl LoadConfig {
     }
 
     /// A configuration with wrk2-like defaults for `target`.
-    pub fn new(target: Target) -> Self {
+    pub fn new(target: Target, protocol: Arc<dyn ProtocolUnit>) -> Self {
         LoadConfig {
             target,
+            protocol,
             shape: match candor_core::units::parse_rate(DEFAULT_RATE) {
                 Ok(candor_core::units::Rate::PerSecond(per_s)) => LoadShape::constant(per_s),
                 _ => unreachable!("the default rate is a rate per second"),
@@ -270,16 +250,9 @@ impl LoadConfig {
             shard_index: 0,
             shard_count: 1,
             start_at_wall_ns: None,
-            pipeline: 1,
-            http2: false,
-            streams: DEFAULT_STREAMS,
-            ws_match: crate::config::ws_match::WsMatch::InOrder,
-            ws_binary: false,
             tls: TlsOptions::default(),
             requests: Vec::new(),
             request_order: RequestOrder::RoundRobin,
-            payload: Vec::new(),
-            framing: None,
             stream: Default::default(),
             goodput: None,
             accept_status: candor_wire::status::StatusSet::default(),
@@ -359,58 +332,6 @@ impl LoadConfig {
     }
 }
 
-impl LoadConfig {
-    /// A `ws://` or `wss://` run: a message is the body of each request (`--body`,
-    /// `--body-file`, templates, `--requests` lines), sent after an upgrade with `GET` and `-H`;
-    /// what HTTP alone means is refused rather than dropped.
-    pub(crate) fn validate_websocket(&self) -> Result<(), LoadConfigError> {
-        use crate::config::ws_match::WsMatch;
-        let bad = |m: &str| Err(LoadConfigError::Invalid(m.into()));
-        if self.http2 {
-            return bad("--h2 applies to http:// and https:// targets, not ws:// or wss://");
-        }
-        if self.pipeline > 1 {
-            return bad("--pipeline is for HTTP/1.1; a WebSocket connection carries up to --streams messages at once");
-        }
-        if self.method != "GET" {
-            return bad("-m/--method does not apply to ws:// and wss://: the upgrade is a GET and a message is the body");
-        }
-        let w = &self.workload;
-        if !w.checks.is_empty() {
-            return bad(
-                "--check-body and --check-header apply to HTTP targets, not ws:// or wss://",
-            );
-        }
-        if !w.targets.is_empty() {
-            return bad(
-                "request lines with their own \"url\" apply to HTTP targets, not ws:// or wss://",
-            );
-        }
-        if let WsMatch::JsonField(field) = &self.ws_match {
-            let bodies: Vec<(&[u8], String)> = if self.requests.is_empty() {
-                let origin = "--body".to_string();
-                vec![(&self.body[..], origin)]
-            } else {
-                self.requests
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| (&r.body[..], format!("request {} of the request set", i + 1)))
-                    .collect()
-            };
-            for (body, origin) in bodies {
-                // A templated body is JSON only once filled; a fill that is not is sent as it
-                // is, and its reply, carrying no number, is counted as matching nothing.
-                if !has_placeholder(body) {
-                    field
-                        .check_body(body, &origin)
-                        .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,7 +350,7 @@ mod tests {
         assert!(!format!("{t:?}").contains("p:ss") && !format!("{t:?}").contains("p%3Ass"));
         assert_eq!(t.host_header, "127.0.0.1:8080");
 
-        let mut config = LoadConfig::new(t.clone());
+        let mut config = LoadConfig::new(t.clone(), crate::seam::unit::testing::in_order());
         config.apply_url_credentials();
         config.apply_url_credentials();
         let bytes = crate::request_plan::prepare_requests(&config);
@@ -443,7 +364,7 @@ mod tests {
         );
 
         // The user's own Authorization header wins, per request of a set too.
-        let mut config = LoadConfig::new(t);
+        let mut config = LoadConfig::new(t, crate::seam::unit::testing::in_order());
         config.headers = vec!["authorization: Bearer t".into()];
         config.requests = vec![
             RequestSpec {
@@ -473,26 +394,16 @@ mod tests {
             t.credentials.unwrap().basic_header(),
             "Authorization: Basic YWxpY2U6"
         );
-        let mut plain = LoadConfig::new(Target::parse("http://127.0.0.1/").unwrap());
+        let mut plain = LoadConfig::new(Target::parse("http://127.0.0.1/").unwrap(), crate::seam::unit::testing::in_order());
         plain.apply_url_credentials();
         assert!(plain.headers.is_empty());
         assert_eq!(plain.target.url, "http://127.0.0.1/");
-
-        // Raw TCP has nowhere to put them: refused, not dropped.
-        let mut tcp = LoadConfig::new(Target::parse("tcp://u:p@127.0.0.1:9").unwrap());
-        tcp.payload = b"x".to_vec();
-        tcp.framing = Some(Framing::ExpectBytes(1));
-        assert!(tcp
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("cannot carry user:password@"));
     }
 
     #[test]
     fn validation() {
         let t = Target::parse("http://127.0.0.1:1/").unwrap();
-        let mut c = LoadConfig::new(t);
+        let mut c = LoadConfig::new(t, crate::seam::unit::testing::in_order());
         assert!(c.validate().is_ok());
         c.connections = 1;
         c.threads = 2;
@@ -512,7 +423,7 @@ mod tests {
     #[test]
     fn rates_no_thread_can_pace_are_refused() {
         let t = Target::parse("http://127.0.0.1:1/").unwrap();
-        let mut c = LoadConfig::new(t);
+        let mut c = LoadConfig::new(t, crate::seam::unit::testing::in_order());
         c.threads = 2;
         c.connections = 2;
         // Exactly the ceiling per thread passes; the next representable rate above it fails.

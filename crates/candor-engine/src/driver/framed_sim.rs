@@ -9,7 +9,6 @@
 use super::rig::{Peer, Shape, MS, START};
 use super::*;
 use crate::backoff::Fault;
-use crate::core::TimeoutScope;
 use crate::seam::{Broken, Greeting, Link, Received};
 use crate::shared::PhaseAcc;
 
@@ -27,10 +26,6 @@ struct Lines {
 
 impl Protocol for Lines {
     const CARRIAGE: Carriage = Carriage::Framed;
-
-    fn slots_per_connection(config: &LoadConfig) -> (usize, TimeoutScope) {
-        (config.pipeline, TimeoutScope::Stream)
-    }
 
     fn reset(&mut self) {
         self.on_wire.iter_mut().for_each(|w| *w = false);
@@ -114,8 +109,9 @@ struct Rig {
 
 fn lines(shape: Shape, limit: usize) -> Rig {
     let peer = Peer::new();
-    let setup = shape.setup(&peer.listener);
     let lanes = shape.pipeline;
+    let unit = Arc::new(crate::seam::unit::testing::Framed { streams: lanes });
+    let setup = shape.setup(&peer.listener, unit);
     let make = move || Lines {
         on_wire: vec![false; lanes],
         outstanding: 0,
@@ -288,7 +284,8 @@ fn the_server_closing_during_the_greeting_is_a_failed_connect() {
 fn a_panic_in_the_loop_ends_the_run_with_the_threads_books_kept_and_the_failure_named() {
     let peer = Peer::new();
     let shape = Shape::new(2_000);
-    let setup = shape.setup(&peer.listener);
+    let unit = Arc::new(crate::seam::unit::testing::Framed { streams: 1 });
+    let setup = shape.setup(&peer.listener, unit);
     let end = setup.end.clone();
     let listener = peer.listener.try_clone().unwrap();
     let server = std::thread::spawn(move || {

@@ -5,7 +5,8 @@
 //! the feature `sim`, for the protocols' tests.
 
 use super::*;
-use crate::config::{Framing, Target};
+use crate::config::Target;
+use crate::seam::unit::{ProtocolUnit, RequestForm};
 use crate::schedule::{ArrivalKind, Schedule};
 use candor_workload::check::ResponseChecks;
 use std::io::Read;
@@ -25,8 +26,6 @@ pub struct Shape {
     pub streams: usize,
     pub timeout_ns: u64,
     pub body: Vec<u8>,
-    pub framing: Option<Framing>,
-    pub http2: bool,
     /// `--check-header` and `--check-body`.
     pub checks: ResponseChecks,
     /// `--stream`/`--llm`, `--event-timeout` and `--goodput`.
@@ -46,8 +45,6 @@ impl Shape {
             streams: 1,
             timeout_ns: 2_000 * MS,
             body: Vec::new(),
-            framing: None,
-            http2: false,
             checks: ResponseChecks::default(),
             stream: Default::default(),
             event_timeout_ns: 0,
@@ -56,24 +53,21 @@ impl Shape {
         }
     }
 
-    /// The thread's setup against `listener`, its requests prepared as a run prepares them.
-    pub fn setup(&self, listener: &TcpListener) -> WorkerSetup {
+    /// The thread's setup against `listener` speaking `protocol`, its requests prepared as a run
+    /// prepares them.
+    pub fn setup(&self, listener: &TcpListener, protocol: Arc<dyn ProtocolUnit>) -> WorkerSetup {
         let port = listener.local_addr().unwrap().port();
-        let url = match self.framing {
-            Some(_) => format!("tcp://127.0.0.1:{port}"),
-            None => format!("http://127.0.0.1:{port}/"),
+        let url = match protocol.request_form() {
+            RequestForm::Payload(_) => format!("tcp://127.0.0.1:{port}"),
+            RequestForm::Http => format!("http://127.0.0.1:{port}/"),
         };
-        let mut config = LoadConfig::new(Target::parse(&url).unwrap());
+        let mut config = LoadConfig::new(Target::parse(&url).unwrap(), protocol);
         config.shape = crate::shape::LoadShape::constant(1000.0);
         config.duration_ns = self.count * MS;
         config.warmup_ns = 0;
         config.timeout_ns = self.timeout_ns;
         config.drain_ns = 2_000 * MS;
         config.connections = self.connections;
-        config.pipeline = self.pipeline;
-        config.streams = self.streams;
-        config.http2 = self.http2;
-        config.framing = self.framing.clone();
         config.workload.checks = self.checks.clone();
         config.stream = self.stream;
         config.event_timeout_ns = self.event_timeout_ns;
@@ -84,8 +78,6 @@ impl Shape {
             // An empty message: no compression flag, length 0.
             config.body = vec![0; 5];
             config.grpc = self.grpc.clone();
-        } else if self.framing.is_some() {
-            config.payload = b"ping".to_vec();
         } else if !self.body.is_empty() {
             config.method = "POST".into();
             config.body = self.body.clone();
@@ -214,9 +206,13 @@ pub struct Rig<P: Protocol> {
 impl<P: Protocol> Rig<P> {
     /// The driver of `shape`'s load thread, its connections speaking what `make` makes, begun at
     /// [`START`].
-    pub fn new(shape: Shape, make: impl Fn() -> P + 'static) -> Self {
+    pub fn new(
+        shape: Shape,
+        protocol: Arc<dyn ProtocolUnit>,
+        make: impl Fn() -> P + 'static,
+    ) -> Self {
         let peer = Peer::new();
-        let setup = shape.setup(&peer.listener);
+        let setup = shape.setup(&peer.listener, protocol);
         let mut d = Driver::new(setup, None, make).unwrap();
         d.core.begin_at(START, Some(shape.schedule()), 0);
         Rig { d, peer }

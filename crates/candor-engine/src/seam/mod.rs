@@ -8,10 +8,10 @@
 pub mod link;
 pub mod observe;
 pub mod progress;
+pub mod unit;
 
 use crate::backoff::Fault;
 use crate::config::LoadConfig;
-use crate::core::TimeoutScope;
 use crate::shared::{Prepared, WorkerError};
 use candor_workload::script_source::ScriptJudge;
 pub use link::{Link, Outgoing};
@@ -109,12 +109,6 @@ pub struct Fitting {
 pub trait Protocol {
     /// How this protocol carries requests.
     const CARRIAGE: Carriage = Carriage::InOrder;
-
-    /// How many requests a connection carries at once and how a timeout is taken (the
-    /// connection, which in-order protocols must close; or the request alone).
-    fn slots_per_connection(config: &LoadConfig) -> (usize, TimeoutScope) {
-        (config.pipeline, TimeoutScope::Connection)
-    }
 
     /// Over TLS, before the greeting: whether the server's ALPN `answer` suits this protocol.
     /// An error ends the run (the server does not speak it); the connect fails either way when

@@ -169,6 +169,21 @@ impl Write for Recording {
 /// A TLS stream after a successful blocking handshake (see [`handshake`]).
 pub type BlockingTls = StreamOwned<ClientConnection, Recording>;
 
+/// The pre-run probe of a protocol over TLS that needs nothing beyond the handshake: one
+/// blocking handshake offering `alpn`, closed in good form.
+pub fn probe_handshake(
+    config: &crate::config::LoadConfig,
+    alpn: &[&[u8]],
+    timeout: Duration,
+) -> Result<(), TlsError> {
+    let t = &config.target;
+    let client = client_config(&config.tls, alpn)?;
+    let mut stream = handshake(&client, &config.tls, &t.host, t.addr, timeout)?;
+    stream.conn.send_close_notify();
+    let _ = stream.conn.complete_io(&mut stream.sock);
+    Ok(())
+}
+
 /// One blocking connection and handshake (reads and writes bounded by `timeout`), so that
 /// certificate and protocol problems are reported before the run.
 pub fn handshake(

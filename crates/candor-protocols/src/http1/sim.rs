@@ -15,7 +15,10 @@ use candor_engine::shared::Failure;
 pub(crate) mod streams;
 
 pub(crate) fn http(shape: Shape) -> Rig<ResponseParser> {
-    Rig::new(shape, || ResponseParser::new(false))
+    let unit = std::sync::Arc::new(super::Http1 {
+        pipeline: shape.pipeline,
+    });
+    Rig::new(shape, unit, || ResponseParser::new(false))
 }
 
 pub(crate) const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";

@@ -25,11 +25,13 @@
 mod flood;
 pub mod frame;
 mod hpack;
+pub mod probe;
 mod receive;
+mod unit;
+pub use unit::Http2;
 
 use candor_engine::backoff::Fault;
 use candor_engine::config::{LoadConfig, Scheme};
-use candor_engine::core::TimeoutScope;
 use candor_engine::seam::link::outgoing;
 use candor_engine::seam::observe::ResponseObserver;
 use candor_engine::seam::{
@@ -146,7 +148,7 @@ const GRPC_MESSAGE_KEPT: usize = 256;
 /// One HTTP/2 connection's protocol state: the server's SETTINGS and windows, the HPACK
 /// decoder, the open streams, and per slot of the connection (its lane) the stream and the
 /// observer of its response.
-pub(crate) struct Http2 {
+pub(crate) struct H2Connection {
     https: bool,
     /// The prepared requests' HEADERS blocks (shared by the thread's connections).
     fixed: Arc<[Fixed]>,
@@ -233,10 +235,11 @@ impl ProtocolError {
 /// by the thread that met it.
 pub fn run_worker(
     setup: WorkerSetup,
+    streams: usize,
     ticket: candor_engine::pool::GateTicket,
     schedule_at: impl FnOnce(u64) -> Result<Option<candor_engine::schedule::Schedule>, WorkerError>,
 ) -> Result<[candor_engine::shared::PhaseAcc; 2], WorkerError> {
-    let (tls, make) = connections(&setup)?;
+    let (tls, make) = connections(&setup, streams)?;
     candor_engine::driver::run_worker(setup, tls, ticket, schedule_at, make)
 }
 
@@ -244,7 +247,8 @@ pub fn run_worker(
 /// made.
 pub(crate) fn connections(
     setup: &WorkerSetup,
-) -> Result<(Option<Arc<rustls::ClientConfig>>, impl Fn() -> Http2), Http2Error> {
+    streams: usize,
+) -> Result<(Option<Arc<rustls::ClientConfig>>, impl Fn() -> H2Connection), Http2Error> {
     let config = &setup.config;
     let https = match config.target.scheme {
         Scheme::Https => true,
@@ -267,20 +271,20 @@ pub(crate) fn connections(
         fixed.push(Fixed { block, body_at });
     }
     let fixed: Arc<[Fixed]> = fixed.into();
-    let lanes = config.streams.max(1);
+    let lanes = streams.max(1);
     let grpc = config.grpc.clone();
     Ok((tls, move || {
-        Http2::new(https, fixed.clone(), lanes, grpc.as_ref())
+        H2Connection::new(https, fixed.clone(), lanes, grpc.as_ref())
     }))
 }
 
-impl Http2 {
+impl H2Connection {
     fn new(
         https: bool,
         fixed: Arc<[Fixed]>,
         lanes: usize,
         grpc: Option<&candor_engine::config::GrpcConfig>,
-    ) -> Http2 {
+    ) -> H2Connection {
         let scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
         let calls = grpc.map_or(&[][..], |g| &g.calls[..]);
         let streaming: Arc<[bool]> = calls
@@ -290,7 +294,7 @@ impl Http2 {
         let any_streaming = streaming.iter().any(|&s| s);
         let any_templated = calls.iter().any(|c| c.templated.is_some());
         let grpc_lanes = if grpc.is_some() { lanes } else { 0 };
-        Http2 {
+        H2Connection {
             grpc: grpc.is_some(),
             grpc_messages_said: vec![Vec::with_capacity(4 * GRPC_MESSAGE_KEPT); grpc_lanes],
             grpc_said: Vec::with_capacity(if grpc.is_some() {
@@ -555,12 +559,8 @@ impl Http2 {
     }
 }
 
-impl Protocol for Http2 {
+impl Protocol for H2Connection {
     const CARRIAGE: Carriage = Carriage::Framed;
-
-    fn slots_per_connection(config: &LoadConfig) -> (usize, TimeoutScope) {
-        (config.streams.max(1), TimeoutScope::Stream)
-    }
 
     fn alpn(&self, answer: AlpnAnswer<'_>, config: &LoadConfig) -> Result<(), WorkerError> {
         let refusal = match answer {
@@ -637,7 +637,7 @@ impl Protocol for Http2 {
         while input.len() - at >= frame::HEADER_LEN {
             let h = FrameHeader::parse(&input[at..]);
             if h.len > frame::DEFAULT_MAX_FRAME {
-                return Err(Http2::broken(link, ProtocolError::FRAME_SIZE));
+                return Err(H2Connection::broken(link, ProtocolError::FRAME_SIZE));
             }
             if input.len() - at < frame::HEADER_LEN + h.len {
                 break;
@@ -646,7 +646,7 @@ impl Protocol for Http2 {
             at += frame::HEADER_LEN + h.len;
             match self.frame(link, h, payload) {
                 Ok(closed) => freed |= closed,
-                Err(e) => return Err(Http2::broken(link, e)),
+                Err(e) => return Err(H2Connection::broken(link, e)),
             }
         }
         Ok(Received {

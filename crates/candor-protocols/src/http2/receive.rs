@@ -6,7 +6,7 @@
 
 use super::flood::H2Flood;
 use super::{
-    frame, FrameHeader, GrpcLie, Http2, ProtocolError, CONNECTION_WINDOW, GRPC_MESSAGE_KEPT,
+    frame, FrameHeader, GrpcLie, H2Connection, ProtocolError, CONNECTION_WINDOW, GRPC_MESSAGE_KEPT,
     STREAM_WINDOW,
 };
 use candor_engine::seam::observe::ResponseObserver;
@@ -20,7 +20,7 @@ const MAX_HEADER_BLOCK: usize = 256 * 1024;
 /// The largest a flow-control window may be (RFC 9113 §6.9.1).
 const MAX_WINDOW: i64 = 0x7fff_ffff;
 
-impl Http2 {
+impl H2Connection {
     /// One frame; whether it closed a stream (or opened the connection, or raised a limit).
     pub(super) fn frame(
         &mut self,

@@ -18,7 +18,7 @@ use candor_engine::driver::{ConnState, Driver};
 use candor_engine::shared::PhaseAcc;
 
 pub(super) struct Rig {
-    d: Driver<Http2>,
+    d: Driver<H2Connection>,
     peer: Peer,
     /// Where the next unread frame the driver sent starts, per accepted connection (after the
     /// preface).
@@ -31,11 +31,13 @@ type Sent = (u8, u8, u32, Vec<u8>);
 pub(super) const STATUS_200: &[u8] = &[0x88];
 pub(super) const STATUS_404: &[u8] = &[0x8d];
 
-pub(super) fn h2(mut shape: Shape) -> Rig {
-    shape.http2 = true;
+pub(super) fn h2(shape: Shape) -> Rig {
     let peer = Peer::new();
-    let setup = shape.setup(&peer.listener);
-    let (tls, make) = connections(&setup).unwrap();
+    let unit = std::sync::Arc::new(super::Http2 {
+        streams: shape.streams,
+    });
+    let setup = shape.setup(&peer.listener, unit);
+    let (tls, make) = connections(&setup, shape.streams).unwrap();
     let mut d = Driver::new(setup, tls, make).unwrap();
     d.core.begin_at(START, Some(shape.schedule()), 0);
     Rig {
@@ -164,7 +166,7 @@ impl Rig {
     }
 
     /// Connection `i`'s HTTP/2 state.
-    pub(super) fn h2(&self, i: usize) -> &Http2 {
+    pub(super) fn h2(&self, i: usize) -> &H2Connection {
         &self.d.conns[i].protocol
     }
 

@@ -2,7 +2,17 @@
 //! prefix, parsed incrementally like the HTTP/1.1 parser (same `Progress` contract).
 
 use crate::http1::{ParseError, Progress};
-use candor_engine::config::Framing;
+
+/// How a raw TCP response is delimited.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Framing {
+    /// Exactly this many bytes.
+    ExpectBytes(usize),
+    /// Up to and including this byte string.
+    Delimiter(Vec<u8>),
+    /// A big-endian length prefix of `width` bytes (1, 2, 4 or 8) followed by that many bytes.
+    LengthPrefix { width: usize },
+}
 
 #[derive(Debug, Clone)]
 pub struct TcpFramer {

@@ -2,8 +2,10 @@
 //! [`TcpFramer`] (`framer.rs`, as `--framing` says); there is no status.
 
 mod framer;
+mod unit;
 
-pub use framer::{parse_payload, unescape, TcpFramer};
+pub use framer::{parse_payload, unescape, Framing, TcpFramer};
+pub use unit::Tcp;
 
 use crate::http1::{ParseError, Progress};
 use candor_engine::seam::Protocol;

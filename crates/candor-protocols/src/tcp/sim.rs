@@ -3,20 +3,23 @@
 
 use super::TcpFramer;
 use candor_engine::backoff::Fault;
-use candor_engine::config::Framing;
+use super::Framing;
 use candor_engine::driver::rig::{fault, faults, Rig, Shape, MS, START};
 
-fn tcp(shape: Shape) -> Rig<TcpFramer> {
-    let framing = shape.framing.clone().unwrap();
-    Rig::new(shape, move || TcpFramer::new(framing.clone()))
+fn tcp(shape: Shape, framing: Framing) -> Rig<TcpFramer> {
+    let unit = std::sync::Arc::new(super::Tcp {
+        pipeline: shape.pipeline,
+        payload: b"ping".to_vec(),
+        framing: framing.clone(),
+    });
+    Rig::new(shape, unit, move || TcpFramer::new(framing.clone()))
 }
 
 #[test]
 fn raw_tcp_frames_answer_their_requests_in_order() {
     let mut shape = Shape::new(2);
     shape.pipeline = 2;
-    shape.framing = Some(Framing::ExpectBytes(3));
-    let mut r = tcp(shape);
+    let mut r = tcp(shape, Framing::ExpectBytes(3));
     r.open_all().at(START).at(START + MS);
     assert!(r.answer(0, b"abcde", START + 2 * MS));
     assert!(r.answer(0, b"f", START + 3 * MS));
@@ -27,9 +30,8 @@ fn raw_tcp_frames_answer_their_requests_in_order() {
 
 #[test]
 fn raw_tcp_a_frame_nobody_asked_for_is_a_protocol_error() {
-    let mut shape = Shape::new(1);
-    shape.framing = Some(Framing::Delimiter(b"\n".to_vec()));
-    let mut r = tcp(shape);
+    let shape = Shape::new(1);
+    let mut r = tcp(shape, Framing::Delimiter(b"\n".to_vec()));
     r.open_all().at(START);
     assert!(!r.answer(0, b"one\ntwo\n", START + MS));
     let p = r.finish(START + 10 * MS);
@@ -39,9 +41,8 @@ fn raw_tcp_a_frame_nobody_asked_for_is_a_protocol_error() {
 
 #[test]
 fn raw_tcp_a_close_completes_no_frame() {
-    let mut shape = Shape::new(1);
-    shape.framing = Some(Framing::Delimiter(b"\n".to_vec()));
-    let mut r = tcp(shape);
+    let shape = Shape::new(1);
+    let mut r = tcp(shape, Framing::Delimiter(b"\n".to_vec()));
     r.open_all().at(START);
     assert!(r.answer(0, b"no delimiter yet", START + MS));
     r.close(0, START + 2 * MS);

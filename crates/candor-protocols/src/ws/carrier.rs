@@ -31,7 +31,6 @@ use super::handshake;
 use super::matching::WsMatch;
 use candor_engine::backoff::Fault;
 use candor_engine::config::LoadConfig;
-use candor_engine::core::TimeoutScope;
 use candor_engine::pool::GateTicket;
 use candor_engine::schedule::Schedule;
 use candor_engine::seam::link::outgoing;
@@ -77,16 +76,17 @@ pub(super) struct Shared {
 /// Runs one WebSocket load thread on the one driver.
 pub fn run_worker(
     setup: WorkerSetup,
+    ws: &super::WebSocket,
     tls: Option<Arc<rustls::ClientConfig>>,
     ticket: GateTicket,
     schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, WorkerError>,
 ) -> Result<[PhaseAcc; 2], WorkerError> {
-    let shared = Arc::new(Shared::new(&setup.config, &setup.requests));
+    let shared = Arc::new(Shared::new(&setup.config, ws, &setup.requests));
     let seeds = std::cell::Cell::new(seed());
     candor_engine::driver::run_worker(setup, tls, ticket, schedule_at, move || {
         let s = splitmix(seeds.get());
         seeds.set(s);
-        WebSocket::new(shared.clone(), s)
+        WsConnection::new(shared.clone(), s)
     })
 }
 
@@ -110,7 +110,7 @@ fn splitmix(state: u64) -> u64 {
 }
 
 impl Shared {
-    pub(super) fn new(config: &LoadConfig, requests: &[Prepared]) -> Shared {
+    pub(super) fn new(config: &LoadConfig, ws: &super::WebSocket, requests: &[Prepared]) -> Shared {
         let headers = config
             .headers
             .iter()
@@ -127,13 +127,13 @@ impl Shared {
                 .map(|r| r.bytes.len() - body_at(&r.bytes))
                 .max()
                 .unwrap_or(0),
-            opcode: if config.ws_binary {
+            opcode: if ws.binary {
                 Opcode::Binary
             } else {
                 Opcode::Text
             },
-            matching: config.ws_match.clone(),
-            lanes: config.streams.max(1),
+            matching: ws.matching.clone(),
+            lanes: ws.streams.max(1),
         }
     }
 }
@@ -158,7 +158,7 @@ struct Lane {
 }
 
 /// One WebSocket connection's protocol state.
-pub(crate) struct WebSocket {
+pub(crate) struct WsConnection {
     shared: Arc<Shared>,
     rng: u64,
     key: [u8; 24],
@@ -180,13 +180,13 @@ pub(crate) struct WebSocket {
     pongs_pending: u32,
 }
 
-impl WebSocket {
-    pub(super) fn new(shared: Arc<Shared>, rng: u64) -> WebSocket {
+impl WsConnection {
+    pub(super) fn new(shared: Arc<Shared>, rng: u64) -> WsConnection {
         let lanes = shared.lanes;
         let json = matches!(shared.matching, WsMatch::JsonField(_));
         // Room for the largest message with its number (a field name and 20 digits).
         let scratch = if json { shared.max_body + 64 } else { 0 };
-        WebSocket {
+        WsConnection {
             shared,
             rng,
             key: [0; 24],
@@ -249,12 +249,8 @@ impl WebSocket {
     }
 }
 
-impl Protocol for WebSocket {
+impl Protocol for WsConnection {
     const CARRIAGE: Carriage = Carriage::Framed;
-
-    fn slots_per_connection(config: &LoadConfig) -> (usize, TimeoutScope) {
-        (config.streams.max(1), TimeoutScope::Stream)
-    }
 
     fn fit(&mut self, fitting: &Fitting) {
         if let WsMatch::JsonField(_) = self.shared.matching {

@@ -16,7 +16,9 @@
 mod carrier;
 pub mod frames;
 pub mod handshake;
-pub use candor_engine::config::ws_match as matching;
+pub mod matching;
+mod unit;
+pub use unit::WebSocket;
 
 pub use carrier::run_worker;
 

@@ -5,7 +5,7 @@
 //! number, a late reply to a timed-out message, replies matching nothing (class `protocol`),
 //! pings, the server's close.
 
-use super::carrier::{Shared, WebSocket, MAX_PENDING_PONGS};
+use super::carrier::{Shared, WsConnection, MAX_PENDING_PONGS};
 use super::frames::Opcode;
 use super::handshake;
 use candor_engine::backoff::{Fault, FaultTally};
@@ -17,7 +17,7 @@ use candor_wire::target::Target;
 use std::sync::Arc;
 
 struct Rig {
-    d: Driver<WebSocket>,
+    d: Driver<WsConnection>,
     peer: Peer,
     /// Where the next unread frame the driver sent starts, per accepted connection.
     seen: Vec<usize>,
@@ -25,19 +25,23 @@ struct Rig {
 
 fn ws(shape: Shape, matching: &str, body: &[u8]) -> Rig {
     let peer = Peer::new();
-    let mut setup = shape.setup(&peer.listener);
+    let unit = super::WebSocket {
+        streams: shape.streams,
+        matching: matching.parse().unwrap(),
+        binary: false,
+    };
+    let mut setup = shape.setup(&peer.listener, Arc::new(unit.clone()));
     let port = peer.listener.local_addr().unwrap().port();
     let mut config = (*setup.config).clone();
     config.target = Target::parse(&format!("ws://127.0.0.1:{port}/chat")).unwrap();
     config.method = "GET".into();
     config.body = body.to_vec();
-    config.ws_match = matching.parse().unwrap();
     config.threads = 1;
     config.validate().unwrap();
     setup.requests = candor_engine::request_plan::prepare_requests(&config);
     setup.config = Arc::new(config);
-    let shared = Arc::new(Shared::new(&setup.config, &setup.requests));
-    let mut d = Driver::new(setup, None, move || WebSocket::new(shared.clone(), 7)).unwrap();
+    let shared = Arc::new(Shared::new(&setup.config, &unit, &setup.requests));
+    let mut d = Driver::new(setup, None, move || WsConnection::new(shared.clone(), 7)).unwrap();
     d.core.begin_at(START, Some(shape.schedule()), 0);
     Rig {
         d,

@@ -1,0 +1,68 @@
+//! HTTP/1.1 as what a run speaks: its pipeline depth, its name, its TLS and its load threads.
+
+use super::ResponseParser;
+use candor_core::results::ProtocolName;
+use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
+use candor_engine::core::TimeoutScope;
+use candor_engine::pool::GateTicket;
+use candor_engine::seam::unit::{ProbeFailure, ProtocolUnit, ScheduleAt};
+use candor_engine::shared::{PhaseAcc, WorkerError, WorkerSetup};
+use candor_engine::transport::tls::{self, TlsError};
+use candor_wire::target::Target;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What TLS offers by ALPN for HTTP/1.1.
+pub const ALPN: &[&[u8]] = &[b"http/1.1"];
+
+/// HTTP/1.1 (`http://`, `https://`), `pipeline` requests in flight per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http1 {
+    pub pipeline: usize,
+}
+
+impl ProtocolUnit for Http1 {
+    fn name(&self, target: &Target) -> ProtocolName {
+        match target.scheme {
+            Scheme::Https => ProtocolName::Http1Tls,
+            _ => ProtocolName::Http1,
+        }
+    }
+
+    fn slots_per_connection(&self) -> (usize, TimeoutScope) {
+        (self.pipeline, TimeoutScope::Connection)
+    }
+
+    fn check(&self, _config: &LoadConfig) -> Result<(), LoadConfigError> {
+        Ok(())
+    }
+
+    fn thread_tls(
+        &self,
+        config: &LoadConfig,
+    ) -> Result<Option<Arc<rustls::ClientConfig>>, TlsError> {
+        match config.target.scheme {
+            Scheme::Https => Ok(Some(tls::client_config(&config.tls, ALPN)?)),
+            _ => Ok(None),
+        }
+    }
+
+    fn probe(&self, config: &LoadConfig, timeout: Duration) -> Result<(), ProbeFailure> {
+        match config.target.scheme {
+            Scheme::Https => Ok(tls::probe_handshake(config, ALPN, timeout)?),
+            _ => Ok(()),
+        }
+    }
+
+    fn run_thread(
+        &self,
+        setup: WorkerSetup,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        ticket: GateTicket,
+        schedule_at: ScheduleAt<'_>,
+    ) -> Result<[PhaseAcc; 2], WorkerError> {
+        candor_engine::driver::run_worker(setup, tls, ticket, schedule_at, || {
+            ResponseParser::new(false)
+        })
+    }
+}

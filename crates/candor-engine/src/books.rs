@@ -188,6 +188,39 @@ impl Default for PhaseAcc {
 }
 
 impl PhaseAcc {
+    /// Adds another thread's books of the same phase to these (the run's total).
+    pub fn merge(&mut self, mut from: PhaseAcc) {
+        match (&mut self.workload, from.workload.take()) {
+            (Some(books), Some(more)) => books.merge(&more),
+            (slot @ None, more) => *slot = more,
+            (Some(_), None) => {}
+        }
+        self.rec.add(&from.rec);
+        self.unfinished.add(&from.unfinished).expect("same layout");
+        self.counts.add(&from.counts);
+        self.tls_handshake
+            .add(&from.tls_handshake)
+            .expect("same layout");
+        self.first_message
+            .add(&from.first_message)
+            .expect("same layout");
+        self.pacing.add(&from.pacing);
+        self.failures.merge(&from.failures);
+        self.faults.add(&from.faults);
+        self.codes.add(&from.codes);
+        match (&mut self.stream, &from.stream) {
+            (Some(a), Some(b)) => a.add(b),
+            (a @ None, b) => *a = b.clone(),
+            (Some(_), None) => {}
+        }
+        self.grpc_codes.merge(&from.grpc_codes);
+        for w in &from.warnings {
+            if !self.warnings.contains(w) {
+                self.warnings.push(w.clone());
+            }
+        }
+    }
+
     pub fn new() -> Self {
         PhaseAcc {
             rec: Recorder::new(),

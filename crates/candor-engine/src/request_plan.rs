@@ -321,7 +321,10 @@ mod tests {
     use candor_workload::{data::DataTable, pick::Picker, template};
 
     fn config(url: &str) -> LoadConfig {
-        LoadConfig::new(Target::parse(url).unwrap(), crate::seam::unit::testing::in_order())
+        LoadConfig::new(
+            Target::parse(url).unwrap(),
+            crate::seam::unit::testing::in_order(),
+        )
     }
 
     #[test]
@@ -419,7 +422,10 @@ mod tests {
 
     #[test]
     fn seq_decides_choice_and_values_whatever_the_slot_or_thread() {
-        let mut c = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap(), crate::seam::unit::testing::in_order());
+        let mut c = LoadConfig::new(
+            Target::parse("http://127.0.0.1:1/").unwrap(),
+            crate::seam::unit::testing::in_order(),
+        );
         let lines = candor_wire::requests::parse_request_lines(
             "{\"path\": \"/a/{{seq}}/{{random:0:1000000}}\", \"weight\": 1}\n{\"path\": \"/b/{{uuid}}\", \"weight\": 3}",
         )

@@ -116,7 +116,10 @@ struct Sim {
 
 impl Sim {
     fn new(shape: Shape) -> Sim {
-        let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap(), crate::seam::unit::testing::in_order());
+        let mut config = LoadConfig::new(
+            Target::parse("http://127.0.0.1:1/").unwrap(),
+            crate::seam::unit::testing::in_order(),
+        );
         config.warmup_ns = shape.warmup_ns;
         config.duration_ns = shape.duration_ns;
         let (to_collector, intervals) = crossbeam_channel::unbounded();

@@ -49,7 +49,9 @@ fn measure(case: &Case, h1_url: &str, h2_url: &str) -> (u64, u64, u64) {
         Proto::Http1 => h1_url,
         Proto::Http2 { .. } => h2_url,
     };
-    let mut c = LoadConfig::new(Target::parse(url).expect("url"));
+    let mut c =
+        candor_load::registry::config_for(Target::parse(url).expect("url"), Default::default())
+            .unwrap();
     c.threads = 1;
     c.connections = case.connections;
     c.shape = case.rate.map_or(
@@ -61,8 +63,7 @@ fn measure(case: &Case, h1_url: &str, h2_url: &str) -> (u64, u64, u64) {
         c.spin_ns = Some(0);
     }
     if let Proto::Http2 { streams } = case.proto {
-        c.http2 = true;
-        c.streams = streams;
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams });
     }
     c.validate().expect("config");
     let clocks: Arc<Mutex<Vec<libc::clockid_t>>> = Arc::default();

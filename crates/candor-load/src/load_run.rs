@@ -13,7 +13,7 @@ use candor_engine::config::LoadConfig;
 pub use candor_engine::phase_outcome::{grpc_status_map, PhaseOutcome};
 use candor_engine::request_plan::prepare_requests;
 pub use candor_engine::shared::EarlyEnd;
-use candor_engine::shared::{IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use candor_engine::shared::{IntervalData, IntervalMsg, PhaseAcc, WorkerError, WorkerSetup};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -110,20 +110,53 @@ pub fn run(
         // A script's error or thread:stop() ends the schedule as an abort does.
         script.set_end(options.end.clone());
     }
-    let requests = prepare_requests(&config);
-    let tls = config.protocol.thread_tls(&config)?;
+    let (gate, threads) = start_threads(&config, &options)?;
+    let (pool, start) = open_and_start(&config, &options, gate, threads.earliest_ns);
+    let (joined, collector) =
+        collect_intervals(&config, &options, threads, start.mono_ns, on_interval);
+    let (phases, failed_threads) = merge_threads(joined, config.threads)?;
+    Ok(outcome(
+        &config,
+        &options,
+        Ended {
+            phases,
+            failed_threads,
+            collector,
+            start,
+            pool,
+        },
+    ))
+}
+
+/// The load threads of a run, started, each opening its pool before the gate lets it send.
+struct Threads {
+    handles: Vec<std::thread::JoinHandle<Result<[PhaseAcc; 2], WorkerError>>>,
+    from_workers: crossbeam_channel::Receiver<IntervalMsg>,
+    to_pool: crossbeam_channel::Sender<Box<IntervalData>>,
+    count: usize,
+    earliest_ns: u64,
+}
+
+/// Starts a load thread per thread and target, each with its share of the connections and of
+/// the schedule.
+fn start_threads(
+    config: &Arc<LoadConfig>,
+    options: &RunOptions,
+) -> Result<(candor_engine::pool::Gate, Threads), RunError> {
+    let requests = prepare_requests(config);
+    let tls = config.protocol.thread_tls(config)?;
     // Request lines with their own "url": a worker per target and thread, each with the
     // thread's connections to its target and the entries of the thread's stream chosen for it.
     let targets: Vec<Arc<LoadConfig>> = std::iter::once(config.clone())
         .chain(config.workload.targets.iter().map(|t| {
-            let mut c = (*config).clone();
+            let mut c = (**config).clone();
             c.target = t.clone();
             Arc::new(c)
         }))
         .collect();
     let filters: Vec<Option<candor_engine::schedule::SeqFilter>> = if targets.len() > 1 {
         let compiled =
-            candor_engine::request_plan::compile_requests(&config).map_err(RunError::Requests)?;
+            candor_engine::request_plan::compile_requests(config).map_err(RunError::Requests)?;
         let picker = Arc::new(compiled.picker);
         let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
         let seed = config.workload.seed;
@@ -234,7 +267,23 @@ pub fn run(
             .map_err(RunError::Thread)?;
         handles.push(handle);
     }
-    drop(to_collector);
+    let threads = Threads {
+        handles,
+        from_workers,
+        to_pool,
+        count: workers,
+        earliest_ns,
+    };
+    Ok((gate, threads))
+}
+
+/// Waits for every thread's pool to open, then sets the start and lets the threads go.
+fn open_and_start(
+    config: &LoadConfig,
+    options: &RunOptions,
+    gate: candor_engine::pool::Gate,
+    earliest_ns: u64,
+) -> (candor_engine::pool::PoolTally, StartInstant) {
     let pool = gate.wait_pools();
     let earliest_ns = candor_engine::pool::earliest_start(earliest_ns, now_ns());
     let start = start_instant(
@@ -242,7 +291,7 @@ pub fn run(
         earliest_ns,
         (now_ns(), wall_clock_ns()),
     );
-    let (start_ns, start_wall_ns, late_start_ns) = (start.mono_ns, start.wall_ns, start.late_ns);
+    let start_ns = start.mono_ns;
     if let Some(hook) = &options.on_start {
         hook(start_ns);
     }
@@ -258,7 +307,28 @@ pub fn run(
                 .saturating_add(config.drain_ns),
         );
     }
+    (pool, start)
+}
 
+/// Merges and reports the threads' intervals while they run, and joins them.
+#[allow(clippy::type_complexity)]
+fn collect_intervals(
+    config: &LoadConfig,
+    options: &RunOptions,
+    threads: Threads,
+    start_ns: u64,
+    on_interval: &mut (dyn FnMut(&IntervalReport) + Send),
+) -> (
+    Vec<std::thread::Result<Result<[PhaseAcc; 2], WorkerError>>>,
+    Collector,
+) {
+    let Threads {
+        handles,
+        from_workers,
+        to_pool,
+        count: workers,
+        ..
+    } = threads;
     let total_ns = config.warmup_ns + config.duration_ns;
     let mut collector = Collector {
         pending: BTreeMap::new(),
@@ -328,7 +398,15 @@ pub fn run(
         collector.accept(msg, &to_pool, on_interval);
     }
     collector.finish_all(&to_pool, on_interval);
+    (joined, collector)
+}
 
+/// The threads' phases added up; a thread that panicked is named, its totals lost.
+#[allow(clippy::type_complexity)]
+fn merge_threads(
+    joined: Vec<std::thread::Result<Result<[PhaseAcc; 2], WorkerError>>>,
+    threads: usize,
+) -> Result<([PhaseAcc; 2], Vec<String>), RunError> {
     let mut phases = [PhaseAcc::new(), PhaseAcc::new()];
     let mut failed_threads = Vec::new();
     for (w, worker) in joined.into_iter().enumerate() {
@@ -348,38 +426,35 @@ pub fn run(
             }
             Err(e) => return Err(RunError::Worker(e)),
         };
-        for (into, mut from) in phases.iter_mut().zip(worker_phases) {
-            match (&mut into.workload, from.workload.take()) {
-                (Some(books), Some(more)) => books.merge(&more),
-                (slot @ None, more) => *slot = more,
-                (Some(_), None) => {}
-            }
-            into.rec.add(&from.rec);
-            into.unfinished.add(&from.unfinished).expect("same layout");
-            into.counts.add(&from.counts);
-            into.tls_handshake
-                .add(&from.tls_handshake)
-                .expect("same layout");
-            into.first_message
-                .add(&from.first_message)
-                .expect("same layout");
-            into.pacing.add(&from.pacing);
-            into.failures.merge(&from.failures);
-            into.faults.add(&from.faults);
-            into.codes.add(&from.codes);
-            match (&mut into.stream, &from.stream) {
-                (Some(a), Some(b)) => a.add(b),
-                (a @ None, b) => *a = b.clone(),
-                (Some(_), None) => {}
-            }
-            into.grpc_codes.merge(&from.grpc_codes);
-            for w in &from.warnings {
-                if !into.warnings.contains(w) {
-                    into.warnings.push(w.clone());
-                }
-            }
+        for (into, from) in phases.iter_mut().zip(worker_phases) {
+            into.merge(from);
         }
     }
+    Ok((phases, failed_threads))
+}
+
+/// What a run came to once its threads ended.
+struct Ended {
+    phases: [PhaseAcc; 2],
+    failed_threads: Vec<String>,
+    collector: Collector,
+    start: StartInstant,
+    pool: candor_engine::pool::PoolTally,
+}
+
+/// The run's outcome: its phases over the measured window (cut short by a stop or an early
+/// end), intervals, pool and pacing.
+fn outcome(config: &LoadConfig, options: &RunOptions, ended: Ended) -> RunOutcome {
+    let Ended {
+        phases,
+        failed_threads,
+        collector,
+        start,
+        pool,
+    } = ended;
+    let (start_ns, start_wall_ns, late_start_ns) = (start.mono_ns, start.wall_ns, start.late_ns);
+    let workers = collector.threads;
+    let total_ns = config.warmup_ns + config.duration_ns;
     let stopped_early = options.stop.load(std::sync::atomic::Ordering::Relaxed);
     let elapsed_ns = now_ns().saturating_sub(start_ns);
     // A signal ends everything at once; an early end asked for by the owner ends the schedule at
@@ -434,7 +509,7 @@ pub fn run(
         stream: p.stream,
         grpc_codes: p.grpc_codes,
     };
-    Ok(RunOutcome {
+    RunOutcome {
         start_ns,
         start_wall_ns,
         late_start_ns,
@@ -445,7 +520,7 @@ pub fn run(
         ended_early,
         pool: (pool.connections() > 0).then(|| pool.results()),
         pacing,
-    })
+    }
 }
 
 /// When the schedule starts, on both clocks, and how late that is for a `--start-at`.

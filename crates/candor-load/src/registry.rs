@@ -120,3 +120,199 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A run's configuration for `target` with the protocol `flags` choose, every other setting at
+/// its default.
+pub fn config_for(
+    target: candor_engine::config::Target,
+    flags: ProtocolFlags,
+) -> Result<candor_engine::config::LoadConfig, LoadConfigError> {
+    let protocol = choose(&target, flags)?;
+    Ok(candor_engine::config::LoadConfig::new(target, protocol))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::results::ProtocolName;
+
+    fn target(url: &str) -> Target {
+        Target::parse(url).unwrap()
+    }
+
+    fn named(url: &str, flags: ProtocolFlags) -> ProtocolName {
+        let t = target(url);
+        choose(&t, flags).unwrap().name(&t)
+    }
+
+    fn refused(url: &str, flags: ProtocolFlags) -> String {
+        choose(&target(url), flags).unwrap_err().to_string()
+    }
+
+    fn tcp_flags() -> ProtocolFlags {
+        ProtocolFlags {
+            payload: b"ping".to_vec(),
+            framing: Some(Framing::ExpectBytes(4)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_target_and_the_flags_choose_one_protocol_named_as_the_results_name_it() {
+        let h2 = || ProtocolFlags {
+            h2: true,
+            ..Default::default()
+        };
+        let d = ProtocolFlags::default;
+        assert_eq!(named("http://127.0.0.1:1/", d()), ProtocolName::Http1);
+        assert_eq!(named("https://127.0.0.1:1/", d()), ProtocolName::Http1Tls);
+        assert_eq!(named("http://127.0.0.1:1/", h2()), ProtocolName::H2c);
+        assert_eq!(named("https://127.0.0.1:1/", h2()), ProtocolName::H2Tls);
+        assert_eq!(named("grpc://127.0.0.1:1", d()), ProtocolName::Grpc);
+        assert_eq!(named("grpcs://127.0.0.1:1", d()), ProtocolName::GrpcTls);
+        assert_eq!(named("ws://127.0.0.1:1/", d()), ProtocolName::Ws);
+        assert_eq!(named("wss://127.0.0.1:1/", d()), ProtocolName::WsTls);
+        assert_eq!(named("tcp://127.0.0.1:1", tcp_flags()), ProtocolName::Tcp);
+    }
+
+    #[test]
+    fn each_protocol_takes_its_own_settings_from_the_flags() {
+        use candor_engine::core::TimeoutScope;
+        let flags = ProtocolFlags {
+            pipeline: 4,
+            streams: 9,
+            ..Default::default()
+        };
+        let slots =
+            |url: &str, f: ProtocolFlags| choose(&target(url), f).unwrap().slots_per_connection();
+        assert_eq!(
+            slots("http://127.0.0.1:1/", flags.clone()),
+            (4, TimeoutScope::Connection)
+        );
+        let ws = ProtocolFlags {
+            pipeline: 1,
+            ..flags.clone()
+        };
+        assert_eq!(slots("ws://127.0.0.1:1/", ws), (9, TimeoutScope::Stream));
+        let h2 = ProtocolFlags {
+            h2: true,
+            pipeline: 1,
+            ..flags
+        };
+        assert_eq!(slots("http://127.0.0.1:1/", h2), (9, TimeoutScope::Stream));
+        let tcp = ProtocolFlags {
+            pipeline: 3,
+            ..tcp_flags()
+        };
+        let unit = choose(&target("tcp://127.0.0.1:1"), tcp).unwrap();
+        assert_eq!(unit.slots_per_connection(), (3, TimeoutScope::Connection));
+        assert_eq!(
+            unit.request_form(),
+            candor_engine::seam::unit::RequestForm::Payload(b"ping")
+        );
+    }
+
+    #[test]
+    fn flags_that_do_not_fit_the_target_are_refused_in_one_line() {
+        let http = "http://127.0.0.1:1/";
+        let cases: Vec<(&str, ProtocolFlags, &str)> = vec![
+            (
+                http,
+                ProtocolFlags {
+                    pipeline: 0,
+                    ..Default::default()
+                },
+                "pipeline depth must be 1..=1024, got 0",
+            ),
+            (
+                http,
+                ProtocolFlags {
+                    streams: 0,
+                    ..Default::default()
+                },
+                "streams must be at least 1",
+            ),
+            (
+                http,
+                ProtocolFlags {
+                    h2: true,
+                    pipeline: 2,
+                    ..Default::default()
+                },
+                "--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams",
+            ),
+            (
+                "tcp://127.0.0.1:1",
+                ProtocolFlags::default(),
+                "tcp:// needs a response framing",
+            ),
+            (
+                "tcp://127.0.0.1:1",
+                ProtocolFlags {
+                    h2: true,
+                    ..tcp_flags()
+                },
+                "--h2 and --requests apply to HTTP targets, not tcp://",
+            ),
+            (
+                http,
+                tcp_flags(),
+                "--payload and response framing apply to tcp:// targets",
+            ),
+            (
+                "grpc://127.0.0.1:1",
+                ProtocolFlags {
+                    pipeline: 2,
+                    ..Default::default()
+                },
+                "--pipeline is for HTTP/1.1; gRPC multiplexes with --streams",
+            ),
+            (
+                "ws://127.0.0.1:1/",
+                ProtocolFlags {
+                    h2: true,
+                    ..Default::default()
+                },
+                "--h2 applies to http:// and https:// targets, not ws:// or wss://",
+            ),
+            (
+                "wss://127.0.0.1:1/",
+                ProtocolFlags {
+                    pipeline: 2,
+                    ..Default::default()
+                },
+                "--pipeline is for HTTP/1.1; a WebSocket connection carries up to --streams",
+            ),
+            (
+                http,
+                ProtocolFlags {
+                    ws_binary: true,
+                    ..Default::default()
+                },
+                "--ws-match and --ws-binary apply to ws:// and wss:// targets",
+            ),
+        ];
+        for (url, flags, said) in cases {
+            let got = refused(url, flags.clone());
+            assert!(got.contains(said), "{url} {flags:?}: {got}");
+            assert!(!got.contains('\n'), "{got}");
+        }
+    }
+
+    #[test]
+    fn raw_tcp_refuses_credentials_and_http_flags_rather_than_drop_them() {
+        let mut c = config_for(target("tcp://u:p@127.0.0.1:9"), tcp_flags()).unwrap();
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("cannot carry user:password@"));
+        c.target = target("tcp://127.0.0.1:9");
+        c.headers = vec!["X-A: 1".into()];
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("-H/--header applies to http:// and https:// targets"));
+    }
+}

@@ -68,11 +68,13 @@ fn run(addr: SocketAddr, http2: bool) -> RunOutcome {
 }
 
 fn run_url(url: &str, http2: bool) -> RunOutcome {
-    let mut c = LoadConfig::new(Target::parse(url).unwrap());
-    c.http2 = http2;
+    let mut c =
+        candor_load::registry::config_for(Target::parse(url).unwrap(), Default::default()).unwrap();
+    if http2 {
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 1 });
+    }
     c.threads = 1;
     c.connections = 1;
-    c.streams = 1;
     c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = DURATION_NS;
     c.drain_ns = DRAIN_NS;
@@ -179,8 +181,16 @@ fn an_http2_goaway_after_the_preface_is_counted_by_its_code_and_backed_off() {
 }
 
 fn run_config(addr: SocketAddr, http2: bool) -> LoadConfig {
-    let mut c = LoadConfig::new(Target::parse(&format!("http://{addr}/")).unwrap());
-    c.http2 = http2;
+    let mut c = candor_load::registry::config_for(
+        Target::parse(&format!("http://{addr}/")).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
+    if http2 {
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 {
+            streams: candor_load::config::DEFAULT_STREAMS,
+        });
+    }
     c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = DURATION_NS;
     c
@@ -288,7 +298,11 @@ fn a_tls_record_that_does_not_decrypt_is_booked_by_its_cause_and_backed_off() {
         let _ = stream.sock.write_all(&noise);
         let _ = stream.sock.read(&mut request);
     });
-    let mut c = LoadConfig::new(Target::parse(&format!("https://{addr}/")).unwrap());
+    let mut c = candor_load::registry::config_for(
+        Target::parse(&format!("https://{addr}/")).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     c.tls.insecure = true;
     c.threads = 1;
     c.connections = 1;

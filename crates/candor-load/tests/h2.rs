@@ -29,11 +29,13 @@ const MS: u64 = 1_000_000;
 
 fn config_for(server: &H2Server, scheme: &str) -> LoadConfig {
     let target = Target::parse(&format!("{scheme}://{}/", server.addr)).expect("target");
-    let mut c = LoadConfig::new(target);
-    c.http2 = true;
+    let mut c = candor_load::registry::config_for(target, Default::default()).unwrap();
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 {
+        streams: candor_load::config::DEFAULT_STREAMS,
+    });
     c.threads = 1;
     c.connections = 1;
-    c.streams = 4;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 4 });
     c.timeout_ns = 2_000 * MS;
     c.drain_ns = 2_000 * MS;
     c
@@ -52,7 +54,7 @@ fn run(config: &LoadConfig) -> RunOutcome {
 fn burst_of_four(streams: usize, opts: ServerOptions) -> (RunOutcome, usize) {
     let server = start(opts);
     let mut c = config_for(&server, "http");
-    c.streams = streams;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: streams });
     c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = 4 * MS;
     // Far above the 1 s the tests below hold requests: only a broken engine times out.
@@ -70,7 +72,7 @@ fn open_loop_accounts_for_every_request_at_the_requested_rate() {
     c.shape = candor_load::LoadShape::constant(1000.0);
     c.threads = 2;
     c.connections = 4;
-    c.streams = 8;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 8 });
     c.warmup_ns = 500 * MS;
     c.duration_ns = 2_000 * MS;
     let out = run(&c);
@@ -209,7 +211,7 @@ fn closed_loop_keeps_every_stream_busy() {
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::ClosedLoop;
     c.connections = 2;
-    c.streams = 4;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 4 });
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -310,7 +312,7 @@ fn a_broken_connection_fails_its_streams_and_is_reopened() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(200.0);
-    c.streams = 8;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 8 });
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -347,7 +349,7 @@ fn a_goaway_lets_its_streams_finish_and_later_requests_reconnect() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(200.0);
-    c.streams = 8;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 8 });
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -394,7 +396,7 @@ fn a_stop_request_ends_the_run_early_with_everything_accounted() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(200.0);
-    c.streams = 16;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 16 });
     c.duration_ns = 60_000 * MS;
     c.timeout_ns = 600_000 * MS;
     let options = RunOptions::default();
@@ -466,7 +468,7 @@ fn an_early_end_for_precision_drains_and_counts_only_what_was_due() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(100.0);
-    c.streams = 16;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 16 });
     c.duration_ns = 60_000 * MS;
     let (out, _) = run_ending_early(&c, StopReason::Precision);
     let (reason, after_ns) = out.ended_early.expect("ended early");
@@ -500,7 +502,7 @@ fn an_early_end_for_an_abort_does_not_wait_for_the_drain() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(50.0);
-    c.streams = 256;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 256 });
     c.duration_ns = 60_000 * MS;
     c.timeout_ns = 600_000 * MS;
     c.drain_ns = 600_000 * MS;
@@ -570,7 +572,7 @@ fn steady_state_allocations(mut c: LoadConfig) -> f64 {
     let rate = 4000.0;
     c.shape = candor_load::LoadShape::constant(rate);
     c.connections = 2;
-    c.streams = 8;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 8 });
     c.duration_ns = 3_500 * MS;
     let options = RunOptions {
         worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
@@ -712,16 +714,21 @@ fn the_probe_accepts_http2_servers_and_refuses_a_zero_stream_limit() {
 fn the_probe_refuses_http2_to_an_http1_server() {
     // candor's own HTTP/1.1 server answers the HTTP/2 preface with a 400 or closes.
     let h1 = http1_server();
-    let mut c =
-        LoadConfig::new(Target::parse(&format!("http://{}/", h1.local_addr())).expect("target"));
-    c.http2 = true;
+    let mut c = candor_load::registry::config_for(
+        Target::parse(&format!("http://{}/", h1.local_addr())).expect("target"),
+        Default::default(),
+    )
+    .unwrap();
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 {
+        streams: candor_load::config::DEFAULT_STREAMS,
+    });
     let msg = probe_error(&c);
     assert!(
         msg.contains("HTTP/2") && msg.contains("drop --h2") && msg.contains("h2c"),
         "{msg}"
     );
     // Without --h2 the same server is fine.
-    c.http2 = false;
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http1::Http1 { pipeline: 1 });
     probe(&c).expect("HTTP/1.1");
 }
 
@@ -791,7 +798,11 @@ fn https_to_a_plain_server_says_so() {
     // that a TLS ClientHello never completes).
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap();
-    let mut c = LoadConfig::new(Target::parse(&format!("https://{addr}/")).unwrap());
+    let mut c = candor_load::registry::config_for(
+        Target::parse(&format!("https://{addr}/")).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     c.tls.insecure = true;
     let e = check_protocol(&c, Duration::from_millis(200)).unwrap_err();
     assert!(
@@ -802,7 +813,11 @@ fn https_to_a_plain_server_says_so() {
     drop(silent);
     // An HTTP/1.1 server that answers the ClientHello with an error response.
     let h1 = http1_server();
-    let mut c = LoadConfig::new(Target::parse(&format!("https://{}/", h1.local_addr())).unwrap());
+    let mut c = candor_load::registry::config_for(
+        Target::parse(&format!("https://{}/", h1.local_addr())).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     c.tls.insecure = true;
     let msg = probe_error(&c);
     assert!(msg.contains("try http://"), "{msg}");

@@ -20,8 +20,11 @@ fn server_and_open_loop() -> (candor_serve::ServerHandle, LoadConfig) {
         "127.0.0.1:0".parse().unwrap(),
     ))
     .unwrap();
-    let mut config =
-        LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
+    let mut config = candor_load::registry::config_for(
+        Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     config.shape = candor_load::LoadShape::constant(1000.0);
     (server, config)
 }

@@ -43,8 +43,11 @@ fn steady_state_run(
         "127.0.0.1:0".parse().unwrap(),
     ))
     .unwrap();
-    let mut config =
-        LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
+    let mut config = candor_load::registry::config_for(
+        Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     config.shape = rate.map_or(
         candor_load::LoadShape::ClosedLoop,
         candor_load::LoadShape::constant,
@@ -142,7 +145,11 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const MS: u64 = 1_000_000;
     const START: u64 = 1_000 * MS;
-    let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+    let mut config = candor_load::registry::config_for(
+        Target::parse("http://127.0.0.1:1/").unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     config.duration_ns = 1_000 * MS;
     // Every response is an LLM stream, judged for --goodput and watched by --event-timeout.
     config.stream.llm = true;

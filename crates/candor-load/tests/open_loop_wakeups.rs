@@ -11,8 +11,11 @@ fn responses_do_not_wake_an_open_loop_thread() {
         "127.0.0.1:0".parse().unwrap(),
     ))
     .unwrap();
-    let mut config =
-        LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
+    let mut config = candor_load::registry::config_for(
+        Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     config.shape = candor_load::LoadShape::constant(400.0);
     config.connections = 8;
     config.threads = 1;
@@ -71,7 +74,11 @@ fn a_connection_closed_while_the_thread_slept_is_reopened_before_the_send() {
             });
         }
     });
-    let mut config = LoadConfig::new(Target::parse(&format!("http://{addr}/")).unwrap());
+    let mut config = candor_load::registry::config_for(
+        Target::parse(&format!("http://{addr}/")).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     config.shape = candor_load::LoadShape::constant(40.0);
     config.connections = 4;
     config.threads = 1;

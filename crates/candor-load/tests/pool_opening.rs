@@ -35,8 +35,11 @@ fn established_to(port: u16) -> usize {
 }
 
 fn config_for(server: &candor_serve::ServerHandle, connections: usize) -> LoadConfig {
-    let mut config =
-        LoadConfig::new(Target::parse(&format!("http://{}/", server.local_addr())).unwrap());
+    let mut config = candor_load::registry::config_for(
+        Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     config.shape = candor_load::LoadShape::constant(200.0);
     config.connections = connections;
     config.threads = 2;

@@ -31,16 +31,26 @@ fn http1_books_unaccepted_statuses_as_status_failures() {
         "127.0.0.1:0".parse().unwrap(),
     ))
     .unwrap();
-    check(LoadConfig::new(
-        Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
-    ));
+    check(
+        candor_load::registry::config_for(
+            Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
+            Default::default(),
+        )
+        .unwrap(),
+    );
     server.shutdown();
 }
 
 #[test]
 fn http2_books_unaccepted_statuses_as_status_failures() {
     let server = h2_support::start(h2_support::ServerOptions::default());
-    let mut c = LoadConfig::new(Target::parse(&format!("http://{}/", server.addr)).unwrap());
-    c.http2 = true;
+    let mut c = candor_load::registry::config_for(
+        Target::parse(&format!("http://{}/", server.addr)).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 {
+        streams: candor_load::config::DEFAULT_STREAMS,
+    });
     check(c);
 }

@@ -18,7 +18,11 @@ fn a_panicking_load_thread_ends_the_run_with_the_others_results_and_its_failure_
     // Connections are accepted by the kernel's backlog: the run never gets to send.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let mut c = LoadConfig::new(Target::parse(&format!("http://{addr}/")).unwrap());
+    let mut c = candor_load::registry::config_for(
+        Target::parse(&format!("http://{addr}/")).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     c.threads = 2;
     c.connections = 2;
     c.shape = candor_load::LoadShape::constant(100.0);

@@ -104,8 +104,11 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
     let plan = ReplayPlan::scan(&path, 1.0, false).unwrap();
     let stream = plan.stream("127.0.0.1:80", 0, 1).unwrap();
     let capacity = plan.max_request_bytes + "127.0.0.1:80".len();
-    let config =
-        candor_load::LoadConfig::new(candor_load::Target::parse("http://127.0.0.1:80/").unwrap());
+    let config = candor_load::registry::config_for(
+        candor_load::Target::parse("http://127.0.0.1:80/").unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     let compiled =
         std::sync::Arc::new(candor_load::request_plan::compile_requests(&config).unwrap());
     std::thread::spawn(move || {

@@ -23,7 +23,11 @@ fn ws_run(matching: &str, rate: Option<f64>) -> (u64, u64) {
         ..Default::default()
     })
     .unwrap();
-    let mut config = LoadConfig::new(Target::parse(&format!("ws://{}/", server.addr())).unwrap());
+    let mut config = candor_load::registry::config_for(
+        Target::parse(&format!("ws://{}/", server.addr())).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     config.shape = rate.map_or(
         candor_load::LoadShape::ClosedLoop,
         candor_load::LoadShape::constant,
@@ -31,7 +35,11 @@ fn ws_run(matching: &str, rate: Option<f64>) -> (u64, u64) {
     config.connections = 8;
     config.threads = 2;
     config.body = br#"{"op":"echo","text":"a message of a few dozen bytes"}"#.to_vec();
-    config.ws_match = matching.parse::<WsMatch>().unwrap();
+    config.protocol = std::sync::Arc::new(candor_load::protocol::ws::WebSocket {
+        streams: candor_load::config::DEFAULT_STREAMS,
+        matching: matching.parse::<WsMatch>().unwrap(),
+        binary: false,
+    });
     config.validate().unwrap();
     let (allocations, outcome) = steady_state::steady_state_allocations(config);
     (allocations, outcome.main.counts.completed)

@@ -394,7 +394,10 @@ mod tests {
             t.credentials.unwrap().basic_header(),
             "Authorization: Basic YWxpY2U6"
         );
-        let mut plain = LoadConfig::new(Target::parse("http://127.0.0.1/").unwrap(), crate::seam::unit::testing::in_order());
+        let mut plain = LoadConfig::new(
+            Target::parse("http://127.0.0.1/").unwrap(),
+            crate::seam::unit::testing::in_order(),
+        );
         plain.apply_url_credentials();
         assert!(plain.headers.is_empty());
         assert_eq!(plain.target.url, "http://127.0.0.1/");

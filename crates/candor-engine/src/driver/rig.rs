@@ -6,8 +6,8 @@
 
 use super::*;
 use crate::config::Target;
-use crate::seam::unit::{ProtocolUnit, RequestForm};
 use crate::schedule::{ArrivalKind, Schedule};
+use crate::seam::unit::{ProtocolUnit, RequestForm};
 use candor_workload::check::ResponseChecks;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream as PeerStream};

@@ -1,9 +1,9 @@
 //! Raw TCP on the one driver, its decisions on simulated time: frames answer requests in order,
 //! a frame nobody asked for breaks the protocol, a close completes no frame.
 
+use super::Framing;
 use super::TcpFramer;
 use candor_engine::backoff::Fault;
-use super::Framing;
 use candor_engine::driver::rig::{fault, faults, Rig, Shape, MS, START};
 
 fn tcp(shape: Shape, framing: Framing) -> Rig<TcpFramer> {

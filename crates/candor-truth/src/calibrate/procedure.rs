@@ -60,7 +60,7 @@ pub(crate) fn base_config(
     threads: usize,
     dur: u64,
 ) -> Result<LoadConfig, LoadConfigError> {
-    let mut c = LoadConfig::new(Target::parse(url)?);
+    let mut c = candor_load::registry::config_for(Target::parse(url)?, Default::default())?;
     c.shape = LoadShape::constant(rate);
     c.connections = conns;
     c.threads = threads;

@@ -19,22 +19,35 @@ fn write_file(dir: &std::path::Path, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
+/// The request lines of these tests: Echo weighted 2, Stream, Echo with a message templated
+/// from the data file, and Echo with metadata that makes the server answer NOT_FOUND.
+const LINES: [&str; 4] = [
+    r#"{"name":"echo","call":"candor.bench.Bench/Echo","message":{"name":"plain","seq":1},"weight":2}"#,
+    r#"{"name":"stream","call":"candor.bench.Bench/Stream","message":{"name":"s","count":2,"interval_us":1000},"weight":1}"#,
+    r#"{"name":"templated","call":"candor.bench.Bench/Echo","message":"{\"name\":\"{{data:who}}\",\"seq\":{{seq}}}","weight":1}"#,
+    r#"{"name":"missing","call":"candor.bench.Bench/Echo","headers":{"x-fail":"NOT_FOUND"},"weight":1}"#,
+];
+
+/// The data file of the templated line: a value with a quote, a backslash and a tab.
+fn who_csv(dir: &std::path::Path) -> String {
+    write_file(dir, "who.csv", "who\n\"say \"\"hi\"\" \\ \tthere\"\n")
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("candor-e2e-grpc-{tag}-{}", std::process::id()))
+}
+
 /// `--requests` lines with their own `call` and `message` mix methods in one run: per-method
 /// `by_request` rows, weights, metadata per line, a templated message whose data value (a
-/// quote, a backslash, a tab) is JSON-escaped into its string and reaches the server whole.
+/// quote, a backslash, a tab) is JSON-escaped into its string.
 #[test]
 fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
     let _g = serial();
     let (url, srv) = server(TestServerOptions::default());
     let p = proto();
-    let dir = std::env::temp_dir().join(format!("candor-e2e-grpc-mix-{}", std::process::id()));
-    let data = write_file(&dir, "who.csv", "who\n\"say \"\"hi\"\" \\ \tthere\"\n");
-    let lines = [
-        r#"{"name":"echo","call":"candor.bench.Bench/Echo","message":{"name":"plain","seq":1},"weight":2}"#,
-        r#"{"name":"stream","call":"candor.bench.Bench/Stream","message":{"name":"s","count":2,"interval_us":1000},"weight":1}"#,
-        r#"{"name":"templated","call":"candor.bench.Bench/Echo","message":"{\"name\":\"{{data:who}}\",\"seq\":{{seq}}}","weight":1}"#,
-        r#"{"name":"missing","call":"candor.bench.Bench/Echo","headers":{"x-fail":"NOT_FOUND"},"weight":1}"#,
-    ];
+    let dir = temp_dir("mix");
+    let data = who_csv(&dir);
+    let lines = LINES;
     let requests = write_file(&dir, "calls.jsonl", &lines.join("\n"));
     let args = [
         url.as_str(),
@@ -115,7 +128,18 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
     );
     assert_eq!(srv.calls(), 1000);
     assert!(out.status.success(), "some calls failed, not all");
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
+/// A templated message's escaped data value reaches the server whole.
+#[test]
+fn a_templated_request_lines_escaped_value_reaches_the_server_whole() {
+    let _g = serial();
+    let (url, _srv) = server(TestServerOptions::default());
+    let p = proto();
+    let dir = temp_dir("escaped");
+    let data = who_csv(&dir);
+    let lines = LINES;
     // The escaped value reaches the server whole: Echo answers the name it decoded, and the
     // body check finds it in every templated reply.
     let only = write_file(&dir, "one.jsonl", lines[2]);
@@ -137,7 +161,17 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
     assert!(out.status.success());
     assert_eq!(req(&v, "completed"), 100, "{}", v["requests"]);
     assert_eq!(v["requests"]["errors"]["template"].as_u64(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
+/// `--check-status` by gRPC names accepts the status a request line's metadata commands.
+#[test]
+fn check_status_by_name_accepts_a_request_lines_status() {
+    let _g = serial();
+    let (url, _srv) = server(TestServerOptions::default());
+    let p = proto();
+    let dir = temp_dir("check-status");
+    let lines = LINES;
     // `--check-status` by gRPC names accepts the commanded NOT_FOUND.
     let missing = write_file(&dir, "missing.jsonl", lines[3]);
     let (v, out) = run_json(&[
@@ -158,7 +192,17 @@ fn request_lines_mix_methods_with_rows_weights_and_escaped_templates() {
     assert!(out.status.success());
     assert_eq!(req(&v, "completed"), 100);
     assert_eq!(v["grpc_status"]["NOT_FOUND"].as_u64(), Some(100));
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
+/// A bad request line is refused in one line naming it, before any call.
+#[test]
+fn a_bad_request_line_is_one_line_before_any_call() {
+    let _g = serial();
+    let (url, srv) = server(TestServerOptions::default());
+    let p = proto();
+    let dir = temp_dir("bad-lines");
+    let lines = LINES;
     // A bad line is one line before any call, naming the line.
     let calls_before = srv.calls();
     let bad = |name: &str, text: &str| write_file(&dir, name, text);

@@ -13,15 +13,12 @@ use common::*;
 use std::time::Duration;
 use support::grpc::*;
 
-/// The run features over gRPC in one server's life: `--slo` and `--precision` judged on the
-/// calls, `--live`'s `/metrics` counting calls by status name during the run, the HTML and
-/// `.hlog` reports, `-T` sent as `grpc-timeout`, and two `--shard`s merged by `candor merge`
-/// with balanced books and their status counts summed.
+/// `--slo` judged on the calls (every tenth fails UNAVAILABLE), the `.hlog` written, and the text
+/// and HTML reports of the results file naming the statuses.
 #[test]
-fn slo_precision_live_reports_timeout_and_shards_merged() {
-    use std::io::{BufRead, BufReader, Read, Write};
+fn slo_and_reports_name_the_grpc_statuses() {
     let _g = serial();
-    let (url, srv) = server(TestServerOptions {
+    let (url, _srv) = server(TestServerOptions {
         failure: Some(Failure {
             code: Code::Unavailable,
             every: 10,
@@ -99,7 +96,15 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     ));
     assert_eq!(out.status.code(), Some(3), "a missed SLO exits 3");
     assert_eq!(v["analysis"]["slo"][0]["pass"], false);
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
+/// `--precision` judged on the calls ends the window once p50 is known.
+#[test]
+fn precision_ends_a_grpc_run_once_its_p50_is_known() {
+    let _g = serial();
+    let (url, srv) = server(TestServerOptions::default());
+    let p = proto();
     // --precision ends the window once p50 is known to ±10%.
     srv.set_failure(None);
     let (v, _) = run_json(&echo_args(
@@ -119,7 +124,14 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     assert_eq!(v["stop_reason"], "precision", "{}", v["stop"]);
     assert!(v["duration_s"].as_f64().unwrap() < 60.0);
     assert_grpc_balanced(&v);
+}
 
+/// `-T` is sent as `grpc-timeout`.
+#[test]
+fn dash_t_is_sent_as_the_grpc_timeout() {
+    let _g = serial();
+    let (url, _srv) = server(TestServerOptions::default());
+    let p = proto();
     // -T is the call's deadline on the wire: Echo answers the grpc-timeout it was sent with.
     let (v, _) = run_json(&echo_args(
         &url,
@@ -138,7 +150,15 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
         ],
     ));
     assert_eq!(req(&v, "completed"), 50, "{}", v["requests"]);
+}
 
+/// `--live`'s `/metrics` counts the calls by status name during the run.
+#[test]
+fn live_metrics_count_grpc_calls_by_status_name_during_the_run() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let _g = serial();
+    let (url, srv) = server(TestServerOptions::default());
+    let p = proto();
     // --live: /metrics counts the calls by status name while the run goes on.
     srv.set_failure(Some(Failure {
         code: Code::NotFound,
@@ -190,7 +210,16 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     assert_eq!(sample("candor_run_finished"), 0.0, "read during the run");
     let status = child.wait().unwrap();
     assert!(status.success(), "the run ended by itself: {status}");
+}
 
+/// Two `--shard`s merged by `candor merge`: balanced books and their status counts summed.
+#[test]
+fn grpc_shards_merge_into_balanced_books_with_status_counts_summed() {
+    let _g = serial();
+    let (url, srv) = server(TestServerOptions::default());
+    let p = proto();
+    let dir = std::env::temp_dir().join(format!("candor-e2e-grpc-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     // Two shards merged: the books balance and the status counts add up.
     srv.set_failure(Some(Failure {
         code: Code::Unavailable,
@@ -269,5 +298,6 @@ fn slo_precision_live_reports_timeout_and_shards_merged() {
     }
     assert_eq!(m["grpc_status"]["UNAVAILABLE"].as_u64(), Some(160));
     assert_eq!(grpc_failed(&m), 160);
+    let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }

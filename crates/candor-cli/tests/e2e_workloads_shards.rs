@@ -104,13 +104,29 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
     // 3 s lead: two processes start and connect in tens of ms when idle; a late start would only
     // show in send lag, never in the counts checked here.
     let start_at = format!("{:.3}", unix_now + 3.0);
+    let parts = run_two_shards(&server, &reqs, &dir, &start_at);
+    assert_a_shards_page(&dir);
+    let merged_path = merge_and_check_stages_and_names(&dir, &parts);
+    assert_the_merged_reports(&dir, &merged_path);
+    assert_objectives_per_stage(&dir);
+    assert_another_profiles_file_is_refused(&dir, &parts);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the profile as two shards starting together at `start_at`; their results.
+fn run_two_shards(
+    server: &Recorder,
+    reqs: &std::path::Path,
+    dir: &std::path::Path,
+    start_at: &str,
+) -> Vec<serde_json::Value> {
     let shards: Vec<_> = (0..2)
         .map(|i| {
             candor()
-                .args(["run", "--shard", &format!("{i}/2"), "--start-at", &start_at])
+                .args(["run", "--shard", &format!("{i}/2"), "--start-at", start_at])
                 .args(["-R", "200:1s,200..600:1s", "--warmup", "500ms"])
                 .args(["-c", "4", "-t", "1", "--quiet", "--requests"])
-                .arg(&reqs)
+                .arg(reqs)
                 .arg("--json")
                 .arg(dir.join(format!("shard-{i}.json")))
                 .arg(&server.url)
@@ -133,7 +149,10 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
     let parts: Vec<serde_json::Value> = (0..2)
         .map(|i| load_json(&dir.join(format!("shard-{i}.json"))))
         .collect();
+    parts
+}
 
+fn assert_a_shards_page(dir: &std::path::Path) {
     // One shard's page: the stage table, the target line's data and the names, escaped.
     let page_path = dir.join("shard-0.html");
     let out = candor()
@@ -161,7 +180,13 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
     assert!(page.contains("<h2>By request name</h2>"));
     assert!(page.contains("&lt;b&gt;search&lt;/b&gt;</th>"));
     assert!(page.contains("id=\"names-0\""));
+}
 
+/// Merges the two shards; the merged stages and names are the sums of the shards'.
+fn merge_and_check_stages_and_names(
+    dir: &std::path::Path,
+    parts: &[serde_json::Value],
+) -> std::path::PathBuf {
     let merged_path = dir.join("merged.json");
     let out = candor()
         .arg("merge")
@@ -232,11 +257,14 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
         req(&m, "completed"),
         "every completed request had a name"
     );
+    merged_path
+}
 
+fn assert_the_merged_reports(dir: &std::path::Path, merged_path: &std::path::Path) {
     // The merged page and text show the whole profile.
     let out = candor()
         .arg("report")
-        .arg(&merged_path)
+        .arg(merged_path)
         .arg("-o")
         .arg(dir.join("merged.html"))
         .output()
@@ -248,10 +276,12 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
     );
     let page = std::fs::read_to_string(dir.join("merged.html")).unwrap();
     assert!(page.contains("<td>200.0/s \u{2192} 600.0/s</td>"));
-    let out = candor().arg("report").arg(&merged_path).output().unwrap();
+    let out = candor().arg("report").arg(merged_path).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1.0-2.0s 200.0/s..600.0/s"), "{text}");
+}
 
+fn assert_objectives_per_stage(dir: &std::path::Path) {
     // Objectives are judged on each stage as well (recorded, shown); the exit code is the whole
     // run's. No response takes under 1 ns and every error share is at most 100%: exact verdicts.
     let out = candor()
@@ -274,7 +304,9 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
         assert_eq!(slo[0]["pass"], false, "{slo}");
         assert_eq!(slo[1]["pass"], true, "{slo}");
     }
+}
 
+fn assert_another_profiles_file_is_refused(dir: &std::path::Path, parts: &[serde_json::Value]) {
     // A file of another profile does not merge stage by stage: one line, non-zero exit.
     let mut other = parts[1].clone();
     other["stages"][1]["to_per_s"] = serde_json::json!(500.0);
@@ -295,5 +327,4 @@ fn shards_of_a_profile_merge_stage_by_stage_and_report_as_html() {
         "{err}"
     );
     assert!(out.stdout.is_empty(), "nothing written on refusal");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -293,7 +293,8 @@ impl FileReader<'_> {
         let (file, child_dir) = match explicit {
             Some(p) => {
                 let file = normalize(&format!("{}/{p}", self.path_dir));
-                let dir = file.trim_end_matches(".rs").to_string();
+                // A file named by `#[path]` holds its `mod x;` files beside it, as a mod.rs does.
+                let dir = parent_dir(&file);
                 (file, dir)
             }
             None => {
@@ -395,15 +396,28 @@ impl FileReader<'_> {
     }
 }
 
-/// `#[cfg(test)]`, `#[cfg(all(test, ...))]`: code that only the crate's own unit tests build.
+/// `#[cfg(test)]`, `#[cfg(all(test, ...))]`, `#[cfg(doctest)]`: code that only the crate's own
+/// tests build (a `not(...)` anywhere in it: built without tests too, so read).
 fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    fn idents(tokens: TokenStream, out: &mut Vec<String>) {
+        for token in tokens {
+            match token {
+                TokenTree::Ident(ident) => out.push(ident.to_string()),
+                TokenTree::Group(g) => idents(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
     attrs.iter().any(|a| {
-        a.path().is_ident("cfg")
-            && matches!(&a.meta, syn::Meta::List(l) if {
-                let words = l.tokens.to_string();
-                words.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "test")
-                    && !words.contains("not")
-            })
+        let syn::Meta::List(list) = &a.meta else {
+            return false;
+        };
+        if !list.path.is_ident("cfg") {
+            return false;
+        }
+        let mut words = Vec::new();
+        idents(list.tokens.clone(), &mut words);
+        words.iter().any(|w| w == "test" || w == "doctest") && !words.iter().any(|w| w == "not")
     })
 }
 
@@ -599,6 +613,16 @@ fn import_circles_skips_test_modules_and_a_facade() {
         ("crates/k/src/b.rs", "use crate::A;\npub fn f() -> A { A }\n"),
     ]));
     assert_eq!(found, Vec::<String>::new());
+    // A feature whose name holds "test" is built without tests: its code is read.
+    let found = import_circles(&example(&[
+        ("crates/k/src/lib.rs", "mod a;\nmod b;\n"),
+        (
+            "crates/k/src/a.rs",
+            "pub struct A;\n#[cfg(feature = \"test-server\")]\nmod server {\n    use crate::b::f;\n}\n",
+        ),
+        ("crates/k/src/b.rs", "use crate::a::A;\npub fn f() -> A { A }\n"),
+    ]));
+    assert_eq!(found.len(), 1, "{found:#?}");
     // The same test module without `#[cfg(test)]` makes a circle.
     let found = import_circles(&example(&[
         ("crates/k/src/lib.rs", "mod a;\nmod b;\npub use a::A;\n"),

@@ -15,6 +15,15 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// What a finished run printed, stdout then stderr, for assertions and their messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 pub fn candor() -> Command {
     Command::new(env!("CARGO_BIN_EXE_candor"))
 }

@@ -59,6 +59,33 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
     std::fs::create_dir_all(&dir).unwrap();
     let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
 
+    let (tokens, ttfts) = run_two_llm_shards(&server, &dir);
+    // The log's TTFT stream reads back as the run's TTFT.
+    let out = candor_ok(&["report", &p("shard-0.hlog"), "--tag", "ttft"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("60 latencies"), "{text}");
+
+    let merged = merge_the_llm_shards(&dir, tokens, ttfts);
+
+    assert_the_shards_compare_on_stream_measures(&dir);
+
+    assert_a_plain_run_has_no_ttft_to_compare(&dir);
+
+    assert_the_html_pages(&dir, &merged);
+
+    // The text report: the measures' percentiles and tokens/s over time.
+    let out = candor_ok(&["report", &merged]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ttft (sent)"), "{text}");
+    assert!(text.contains("tokens/s over time: lowest"), "{text}");
+    assert!(text.contains("960 output tokens"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs two shards of the LLM run and checks each one's books, intervals and log; the output
+/// tokens and TTFT samples of both.
+fn run_two_llm_shards(server: &Server, dir: &std::path::Path) -> (u64, u64) {
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
     // Two shards of 40/s for 3 s with a common start: 60 requests each.
     let start_at = format!("{:.3}", unix_now_s() + 3.0);
     let shards: Vec<_> = (0..2)
@@ -155,11 +182,12 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
         tokens += 480;
         ttfts += count(&s, "ttft");
     }
-    // The log's TTFT stream reads back as the run's TTFT.
-    let out = candor_ok(&["report", &p("shard-0.hlog"), "--tag", "ttft"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("60 latencies"), "{text}");
+    (tokens, ttfts)
+}
 
+/// Merges the two shards and checks the merged measures; the merged file.
+fn merge_the_llm_shards(dir: &std::path::Path, tokens: u64, ttfts: u64) -> String {
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
     // Merged: histograms added, tokens summed, where their counts came from kept.
     let merged = p("merged.json");
     candor_ok(&[
@@ -218,7 +246,11 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
         lo <= mid && mid <= hi,
         "merged p50 {mid} outside [{lo}, {hi}]"
     );
+    merged
+}
 
+fn assert_the_shards_compare_on_stream_measures(dir: &std::path::Path) {
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
     // Compare on the stream measures: same statistics as response time.
     for measure in [
         "ttft",
@@ -252,7 +284,11 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Comparison of TTFT"), "{text}");
     assert!(text.contains("60 samples"), "{text}");
+}
 
+/// A plain run has no TTFT to compare on; it stays in `dir` as `plain.json` for the HTML check.
+fn assert_a_plain_run_has_no_ttft_to_compare(dir: &std::path::Path) {
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
     // A plain run has no TTFT: compare says so in one line before anything else.
     let plain_server = Server::start(&[]);
     let (plain, _) = run_json(&[
@@ -285,9 +321,12 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
 
+fn assert_the_html_pages(dir: &std::path::Path, merged: &str) {
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
     // The HTML page: spectra and tokens/s over time for the LLM run, nothing for the plain one.
-    candor_ok(&["report", &merged, "-o", &p("merged.html")]);
+    candor_ok(&["report", merged, "-o", &p("merged.html")]);
     let html = std::fs::read_to_string(dir.join("merged.html")).unwrap();
     assert!(
         html.contains("<h2>Streamed responses</h2>"),
@@ -303,12 +342,4 @@ fn shards_of_an_llm_run_merge_compare_and_report_their_stream_measures() {
         !html.contains("<h2>Streamed responses</h2>") && !html.contains("id=\"stream-spectrum")
     );
     assert!(!html.contains("\"stream\":"));
-
-    // The text report: the measures' percentiles and tokens/s over time.
-    let out = candor_ok(&["report", &merged]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("ttft (sent)"), "{text}");
-    assert!(text.contains("tokens/s over time: lowest"), "{text}");
-    assert!(text.contains("960 output tokens"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

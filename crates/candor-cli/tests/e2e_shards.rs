@@ -32,6 +32,37 @@ fn four_shards_merged_match_one_process_and_the_truth() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
 
+    run_four_shards(&server, &dir);
+
+    let (merged_path, m) = merge_the_shards(&dir);
+
+    let (single, _) = run_json(&[
+        "-R",
+        "1000",
+        "-c",
+        "16",
+        "-t",
+        "2",
+        "-d",
+        "8s",
+        "-T",
+        "3s",
+        &server.url,
+    ]);
+    assert_balanced(&single);
+
+    let (am, a1) = assert_the_same_schedule(&m, &single);
+
+    assert_the_intervals_line_up(&m, &dir);
+
+    assert_both_read_the_truth(&m, &single, am, a1);
+
+    assert_the_merged_file_renders(&merged_path);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs four shards of 250/s with a common `--start-at`; each writes `shard-I.json` in `dir`.
+fn run_four_shards(server: &Server, dir: &std::path::Path) {
     // 5 s lead: four processes start and connect in tens of ms when idle; a busy machine can make
     // that a second or more, and a late start is reported rather than failed, so be generous.
     let start_at = format!("{:.3}", unix_now_s() + 5.0);
@@ -69,13 +100,16 @@ fn four_shards_merged_match_one_process_and_the_truth() {
             "shard {i} missed a start 5 s ahead"
         );
     }
+}
 
+/// Merges the directory of shards (with objectives, to a file and to stdout); the merged result.
+fn merge_the_shards(dir: &std::path::Path) -> (std::path::PathBuf, serde_json::Value) {
     // The directory form: every *.json in it. The SLO is judged on the merged response time
     // (truth p99 = 480 ms).
     let merged_path = dir.join("merged.out");
     let out = candor()
         .arg("merge")
-        .arg(&dir)
+        .arg(dir)
         .arg("-o")
         .arg(&merged_path)
         .args(["--slo", "p99<600ms,errors<0.1%"])
@@ -95,7 +129,7 @@ fn four_shards_merged_match_one_process_and_the_truth() {
     );
     let out = candor()
         .arg("merge")
-        .arg(&dir)
+        .arg(dir)
         .args(["-o", "-", "--slo", "p99<100ms"])
         .output()
         .expect("run candor merge");
@@ -127,35 +161,27 @@ fn four_shards_merged_match_one_process_and_the_truth() {
         m,
         "read and written back unchanged"
     );
+    (merged_path, m)
+}
 
-    let (single, _) = run_json(&[
-        "-R",
-        "1000",
-        "-c",
-        "16",
-        "-t",
-        "2",
-        "-d",
-        "8s",
-        "-T",
-        "3s",
-        &server.url,
-    ]);
-    assert_balanced(&single);
-
+/// The merged run and the single process ran the same schedule; their achieved rates.
+fn assert_the_same_schedule(m: &serde_json::Value, single: &serde_json::Value) -> (f64, f64) {
     // Same schedule: the union of the shards is the single-process schedule, entry for entry.
-    assert_eq!(req(&m, "intended"), 8000);
-    assert_eq!(req(&single, "intended"), 8000);
-    assert_eq!(req(&m, "completed"), 8000);
-    assert_eq!(req(&single, "completed"), 8000);
+    assert_eq!(req(m, "intended"), 8000);
+    assert_eq!(req(single, "intended"), 8000);
+    assert_eq!(req(m, "completed"), 8000);
+    assert_eq!(req(single, "completed"), 8000);
     let achieved = |v: &serde_json::Value| v["rate"]["achieved_per_s"].as_f64().unwrap();
-    let (am, a1) = (achieved(&m), achieved(&single));
+    let (am, a1) = (achieved(m), achieved(single));
     assert!(
         (am - a1).abs() <= 0.02 * a1,
         "achieved rate merged {am:.1}/s vs single {a1:.1}/s"
     );
     assert_eq!(m["rate"]["target_per_s"], 1000.0);
+    (am, a1)
+}
 
+fn assert_the_intervals_line_up(m: &serde_json::Value, dir: &std::path::Path) {
     // Intervals aligned by absolute time: the shards started together, so each merged interval
     // is one second of all four, and together they hold every completion.
     let intervals = m["intervals"].as_array().unwrap();
@@ -193,7 +219,10 @@ fn four_shards_merged_match_one_process_and_the_truth() {
             "interval {k}: merged completions are the shards' sum"
         );
     }
+}
 
+/// Both runs read the truth, and a table of both is printed for the log.
+fn assert_both_read_the_truth(m: &serde_json::Value, single: &serde_json::Value, am: f64, a1: f64) {
     // Tolerance as in e2e_run.rs: 40 ms either way for scheduler noise, plus, above the truth only,
     // the drain of the backlog at each stall's end: the request whose stall-only wait is w has
     // 1000/s · (500 ms − w) requests ahead of it leaving 16 at a time (4 per shard at 250/s:
@@ -210,10 +239,7 @@ fn four_shards_merged_match_one_process_and_the_truth() {
         (99.9, 498.0 * MS),
         (100.0, 500.0 * MS),
     ] {
-        let (gm, g1) = (
-            pct(&m, "response_time", p),
-            pct(&single, "response_time", p),
-        );
+        let (gm, g1) = (pct(m, "response_time", p), pct(single, "response_time", p));
         eprintln!(
             "| p{p} | {:.1} ms | {:.1} ms | {:.1} ms |",
             truth / MS,
@@ -231,30 +257,32 @@ fn four_shards_merged_match_one_process_and_the_truth() {
     }
     eprintln!(
         "| p50 | service time | {:.3} ms | {:.3} ms |",
-        pct(&m, "response_time", 50.0) / MS,
-        pct(&single, "response_time", 50.0) / MS
+        pct(m, "response_time", 50.0) / MS,
+        pct(single, "response_time", 50.0) / MS
     );
     eprintln!(
         "| intended | 8000 | {} | {} |",
-        req(&m, "intended"),
-        req(&single, "intended")
+        req(m, "intended"),
+        req(single, "intended")
     );
     eprintln!("| achieved | 1000/s | {am:.1}/s | {a1:.1}/s |");
     eprintln!(
         "| send lag p99 | | {:.1} ms | {:.1} ms |",
-        pct(&m, "send_lag", 99.0) / MS,
-        pct(&single, "send_lag", 99.0) / MS
+        pct(m, "send_lag", 99.0) / MS,
+        pct(single, "send_lag", 99.0) / MS
     );
     eprintln!(
         "| generator_late | 0 | {} | {} |",
-        req(&m, "generator_late"),
-        req(&single, "generator_late")
+        req(m, "generator_late"),
+        req(single, "generator_late")
     );
+}
 
+fn assert_the_merged_file_renders(merged_path: &std::path::Path) {
     // The merged file renders like any run.
     let out = candor()
         .arg("report")
-        .arg(&merged_path)
+        .arg(merged_path)
         .output()
         .expect("run candor report");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -265,7 +293,6 @@ fn four_shards_merged_match_one_process_and_the_truth() {
     );
     assert!(text.contains("4 threads, 16 connections"), "{text}");
     assert!(text.contains("target 1.00k/s"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The log collection path of `candor k8s`, run locally: each shard runs under the pod's own

@@ -19,6 +19,7 @@ use crate::backoff::Backoff;
 use crate::config::RequestOrder;
 use crate::ledger::{Exchange, Ledger};
 use crate::schedule::Schedule;
+pub use crate::seam::carrying::TimeoutScope;
 use crate::shared::{Failure, PhaseAcc, WorkerSetup};
 use candor_core::sleep_or_spin::MIN_SLEEP_NS;
 use candor_workload::pick::Picker;
@@ -38,16 +39,6 @@ pub const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 pub struct Expiry {
     pub conn: usize,
     pub slot: usize,
-}
-
-/// What a timeout ends.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum TimeoutScope {
-    /// The whole connection (HTTP/1.1, raw TCP): responses come in order, so one that never
-    /// comes blocks everything behind it; the connection is closed and its requests fail.
-    Connection,
-    /// One stream (HTTP/2): it is reset and the connection carries on.
-    Stream,
 }
 
 /// How far ahead of its instant a request may be made ([`Core::prepare`]): far enough that a

@@ -197,13 +197,13 @@ impl<P: Protocol> Driver<P> {
         let timer = TimerFd::new()?;
         poll.registry()
             .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
-        let (per_connection, scope) = setup.config.protocol.slots_per_connection();
+        let (per_connection, scope) = (setup.slots.per_connection, setup.slots.timeout);
         let cfg = CoreConfig::for_thread(&setup, per_connection, scope, setup.requests.len());
         let ledger = Ledger::new(&setup);
         let mut core = Core::new(cfg, setup.schedule, ledger);
         let mut conns = conns;
         let mut connect_to = setup.config.target.addr;
-        if setup.config.protocol.request_form() == crate::seam::unit::RequestForm::Http {
+        if setup.requests_are == crate::seam::carrying::RequestKind::Http {
             let config = &setup.config;
             let compiled = crate::request_plan::compile_requests(config)
                 .map_err(|e| io::Error::other(e.to_string()))?;

@@ -3,7 +3,7 @@
 //! bytes of each request encoded once before the run.
 
 use crate::config::{LoadConfig, RequestOrder, RequestSpec};
-use crate::seam::unit::RequestForm;
+use crate::seam::unit::{ProtocolUnit, RequestForm};
 use crate::shared::Prepared;
 use candor_wire::request_form::build_request;
 use candor_wire::requests::url_path_template;
@@ -237,8 +237,8 @@ pub fn needs_maker(config: &LoadConfig, compiled: &CompiledRequests) -> bool {
 
 /// Encodes every request once, before the run: HTTP/1.1 bytes of the request set (or of the
 /// single configured request), or the raw TCP payload.
-pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
-    if let RequestForm::Payload(payload) = config.protocol.request_form() {
+pub fn prepare_requests(config: &LoadConfig, form: RequestForm<'_>) -> Arc<[Prepared]> {
+    if let RequestForm::Payload(payload) = form {
         return vec![Prepared {
             bytes: payload.into(),
             head: false,
@@ -274,16 +274,16 @@ pub fn prepare_requests(config: &LoadConfig) -> Arc<[Prepared]> {
 }
 
 /// Checks the workload settings against the rest of the configuration.
-pub fn validate(config: &LoadConfig) -> Result<(), WorkloadError> {
+pub fn validate(config: &LoadConfig, protocol: &dyn ProtocolUnit) -> Result<(), WorkloadError> {
     let bad = |m: &str| Err(WorkloadError::Invalid(m.into()));
     let w = &config.workload;
-    config.protocol.check_workload(config)?;
+    protocol.check_workload(config)?;
     if w.script.is_some()
         && (!config.requests.is_empty() || w.data.is_some() || config.shape.replay_plan().is_some())
     {
         return bad("-s sends what the script's request() returns; it does not combine with --requests, --data or --replay");
     }
-    if config.protocol.request_form() != RequestForm::Http {
+    if protocol.request_form() != RequestForm::Http {
         // Its requests are not HTTP's: the rest is about HTTP requests.
         return Ok(());
     }
@@ -321,10 +321,7 @@ mod tests {
     use candor_workload::{data::DataTable, pick::Picker, template};
 
     fn config(url: &str) -> LoadConfig {
-        LoadConfig::new(
-            Target::parse(url).unwrap(),
-            crate::seam::unit::testing::in_order(),
-        )
+        LoadConfig::new(Target::parse(url).unwrap())
     }
 
     #[test]
@@ -385,7 +382,7 @@ mod tests {
         assert_eq!(c.workload.target_of, vec![0, 1, 0, 1]);
         assert_eq!(c.workload.targets.len(), 1);
         assert_eq!(c.workload.targets[0].host_header, "127.0.0.1:2");
-        assert!(c.validate().is_ok());
+        assert!(c.validate(&*crate::seam::unit::testing::in_order()).is_ok());
         let compiled = compile_requests(&c).unwrap();
         assert!(needs_maker(&c, &compiled));
         // The command line's credentials go to its own host's lines only.
@@ -399,7 +396,7 @@ mod tests {
             .collect();
         assert_eq!(auth, vec![true, false, true, false]);
         c.shape = crate::shape::LoadShape::ClosedLoop;
-        assert!(validate(&c)
+        assert!(validate(&c, &*crate::seam::unit::testing::in_order())
             .unwrap_err()
             .to_string()
             .contains("need an open loop"));
@@ -409,12 +406,12 @@ mod tests {
     fn placeholder_errors_come_before_the_run() {
         let c = config("http://127.0.0.1:1/{{bogus}}");
         assert_eq!(
-            validate(&c).unwrap_err().to_string(),
+            validate(&c, &*crate::seam::unit::testing::in_order()).unwrap_err().to_string(),
             "the request (URL path, -H, --body): unknown placeholder '{{bogus}}' (known: seq, random:LO:HI, uuid, data:COLUMN)"
         );
         let mut c = config("http://127.0.0.1:1/");
         c.workload.data = Some(Arc::new(DataTable::parse(b"a\n1\n", "d.csv").unwrap()));
-        assert!(validate(&c)
+        assert!(validate(&c, &*crate::seam::unit::testing::in_order())
             .unwrap_err()
             .to_string()
             .contains("no {{data:COLUMN}} placeholder uses it"));
@@ -422,10 +419,7 @@ mod tests {
 
     #[test]
     fn seq_decides_choice_and_values_whatever_the_slot_or_thread() {
-        let mut c = LoadConfig::new(
-            Target::parse("http://127.0.0.1:1/").unwrap(),
-            crate::seam::unit::testing::in_order(),
-        );
+        let mut c = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
         let lines = candor_wire::requests::parse_request_lines(
             "{\"path\": \"/a/{{seq}}/{{random:0:1000000}}\", \"weight\": 1}\n{\"path\": \"/b/{{uuid}}\", \"weight\": 3}",
         )

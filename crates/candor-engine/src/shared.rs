@@ -125,6 +125,9 @@ pub struct WorkerSetup {
     pub config: Arc<LoadConfig>,
     /// The prepared requests, chosen per request by `config.request_order`.
     pub requests: Arc<[Prepared]>,
+    /// What the protocol's requests are, and how many a connection carries at once.
+    pub requests_are: crate::seam::carrying::RequestKind,
+    pub slots: crate::seam::carrying::Slots,
     pub connections: usize,
     pub start_ns: u64,
     /// `None` in closed-loop mode.

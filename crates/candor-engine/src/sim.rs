@@ -116,10 +116,7 @@ struct Sim {
 
 impl Sim {
     fn new(shape: Shape) -> Sim {
-        let mut config = LoadConfig::new(
-            Target::parse("http://127.0.0.1:1/").unwrap(),
-            crate::seam::unit::testing::in_order(),
-        );
+        let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
         config.warmup_ns = shape.warmup_ns;
         config.duration_ns = shape.duration_ns;
         let (to_collector, intervals) = crossbeam_channel::unbounded();
@@ -136,6 +133,11 @@ impl Sim {
         let setup = WorkerSetup {
             config: Arc::new(config),
             requests: Vec::new().into(),
+            requests_are: crate::seam::carrying::RequestKind::Http,
+            slots: crate::seam::carrying::Slots {
+                per_connection: 1,
+                timeout: crate::seam::carrying::TimeoutScope::Connection,
+            },
             connections: shape.connections,
             start_ns: START,
             schedule: None,

@@ -3,18 +3,20 @@
 //! the wire, and the workload (templates, data, scripts) compiled once to prove it can be.
 
 use crate::config::{has_placeholder, LoadConfig, LoadConfigError, MAX_RATE_PER_THREAD};
-use crate::seam::unit::RequestForm;
+use crate::seam::unit::{ProtocolUnit, RequestForm};
 use crate::shape::LoadShape;
 
 impl LoadConfig {
-    /// Checks the settings against each other; run this before starting anything.
-    pub fn validate(&self) -> Result<(), LoadConfigError> {
+    /// Checks the settings against each other and against what the run speaks (`protocol`);
+    /// run this before starting anything.
+    pub fn validate(&self, protocol: &dyn ProtocolUnit) -> Result<(), LoadConfigError> {
         self.check_threads_rate_and_shape()?;
-        self.check_protocol()?;
+        self.check_protocol(protocol)?;
         self.check_request_set()?;
         self.check_durations_and_streams()?;
-        self.check_method_and_request()?;
-        crate::request_plan::validate(self).map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
+        self.check_method_and_request(protocol)?;
+        crate::request_plan::validate(self, protocol)
+            .map_err(|e| LoadConfigError::Invalid(e.to_string()))?;
         Ok(())
     }
 
@@ -86,13 +88,13 @@ impl LoadConfig {
 
     /// What the run speaks, checked by its protocol against the rest of the settings; and a
     /// gRPC target with its call.
-    fn check_protocol(&self) -> Result<(), LoadConfigError> {
+    fn check_protocol(&self, protocol: &dyn ProtocolUnit) -> Result<(), LoadConfigError> {
         if self.target.grpc != self.grpc.is_some() {
             return Err(LoadConfigError::Invalid(
                 "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
             ));
         }
-        self.protocol.check(self)
+        protocol.check(self)
     }
 
     /// Every request of the request set, as it may reach the wire.
@@ -151,7 +153,7 @@ impl LoadConfig {
     }
 
     /// The method, -H, and the one request of the URL and --body.
-    fn check_method_and_request(&self) -> Result<(), LoadConfigError> {
+    fn check_method_and_request(&self, protocol: &dyn ProtocolUnit) -> Result<(), LoadConfigError> {
         let bad = |m: String| Err(LoadConfigError::Invalid(m));
         if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
             return bad(format!(
@@ -164,7 +166,7 @@ impl LoadConfig {
         for h in &self.headers {
             candor_wire::wire::check_header(h)?;
         }
-        if self.protocol.request_form() == RequestForm::Http {
+        if protocol.request_form() == RequestForm::Http {
             candor_wire::wire::check_request(
                 &self.method,
                 &self.target.path,

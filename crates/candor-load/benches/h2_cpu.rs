@@ -50,8 +50,7 @@ fn measure(case: &Case, h1_url: &str, h2_url: &str) -> (u64, u64, u64) {
         Proto::Http2 { .. } => h2_url,
     };
     let mut c =
-        candor_load::registry::config_for(Target::parse(url).expect("url"), Default::default())
-            .unwrap();
+        candor_load::RunPlan::new(Target::parse(url).expect("url"), Default::default()).unwrap();
     c.threads = 1;
     c.connections = case.connections;
     c.shape = case.rate.map_or(

@@ -7,6 +7,7 @@
 //! `intended = completed + failed + unfinished`.
 
 pub mod load_run;
+pub mod plan;
 pub mod probe;
 pub mod registry;
 
@@ -32,3 +33,5 @@ pub use candor_engine::shape::LoadShape;
 pub use candor_protocols::tcp::Framing;
 pub use candor_wire::status::{StatusSet, StatusSetError};
 pub use load_run::{run, IntervalReport, RunOutcome};
+pub use plan::RunPlan;
+pub use registry::ProtocolFlags;

@@ -3,6 +3,7 @@
 //! return the numbers (`RunOutcome`); the results file and its verdicts are built above the
 //! engine (`candor_runner::run_results`).
 
+use crate::plan::RunPlan;
 use candor_core::clock::wall_clock_ns;
 use candor_core::results::{
     EncodedHistograms, Interval, IntervalStats, PacingMargin, PacingResults, PhaseResults,
@@ -12,6 +13,7 @@ use candor_core::{now_ns, Recorder};
 use candor_engine::config::LoadConfig;
 pub use candor_engine::phase_outcome::{grpc_status_map, PhaseOutcome};
 use candor_engine::request_plan::prepare_requests;
+use candor_engine::seam::unit::ProtocolUnit;
 pub use candor_engine::shared::EarlyEnd;
 use candor_engine::shared::{IntervalData, IntervalMsg, PhaseAcc, WorkerError, WorkerSetup};
 use std::collections::BTreeMap;
@@ -101,16 +103,17 @@ pub struct RunOutcome {
 
 /// Runs the load test described by `config`, calling `on_interval` after each interval.
 pub fn run(
-    config: &LoadConfig,
+    plan: &RunPlan,
     options: RunOptions,
     on_interval: &mut (dyn FnMut(&IntervalReport) + Send),
 ) -> Result<RunOutcome, RunError> {
-    let config = Arc::new(config.clone());
+    let config = Arc::new(plan.config.clone());
+    let protocol = &plan.protocol;
     if let Some(script) = &config.workload.script {
         // A script's error or thread:stop() ends the schedule as an abort does.
         script.set_end(options.end.clone());
     }
-    let (gate, threads) = start_threads(&config, &options)?;
+    let (gate, threads) = start_threads(&config, protocol, &options)?;
     let (pool, start) = open_and_start(&config, &options, gate, threads.earliest_ns);
     let (joined, collector) =
         collect_intervals(&config, &options, threads, start.mono_ns, on_interval);
@@ -141,10 +144,11 @@ struct Threads {
 /// the schedule.
 fn start_threads(
     config: &Arc<LoadConfig>,
+    protocol: &Arc<dyn ProtocolUnit>,
     options: &RunOptions,
 ) -> Result<(candor_engine::pool::Gate, Threads), RunError> {
-    let requests = prepare_requests(config);
-    let tls = config.protocol.thread_tls(config)?;
+    let requests = prepare_requests(config, protocol.request_form());
+    let tls = protocol.thread_tls(config)?;
     // Request lines with their own "url": a worker per target and thread, each with the
     // thread's connections to its target and the entries of the thread's stream chosen for it.
     let targets: Vec<Arc<LoadConfig>> = std::iter::once(config.clone())
@@ -198,12 +202,12 @@ fn start_threads(
         let requests = if target == 0 {
             requests.clone()
         } else {
-            prepare_requests(&config)
+            prepare_requests(&config, protocol.request_form())
         };
         let tls = if target == 0 {
             tls.clone()
         } else {
-            config.protocol.thread_tls(&config)?
+            protocol.thread_tls(&config)?
         };
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
@@ -224,6 +228,8 @@ fn start_threads(
         let setup = WorkerSetup {
             config: config.clone(),
             requests: requests.clone(),
+            requests_are: protocol.requests_are(),
+            slots: protocol.slots(),
             connections,
             // Until the pools are open and the start is set: far ahead, so that what happens
             // while a pool opens is booked as before the start.
@@ -239,6 +245,7 @@ fn start_threads(
         };
         let tls = tls.clone();
         let end = options.end.clone();
+        let protocol = protocol.clone();
         let handle = std::thread::Builder::new()
             .name(if targets.len() > 1 {
                 format!("candor-load-{t}-{target}")
@@ -253,7 +260,6 @@ fn start_threads(
                         if let Some(hook) = &setup.on_start {
                             hook();
                         }
-                        let protocol = setup.config.protocol.clone();
                         protocol.run_thread(setup, tls, ticket, Box::new(schedule_at))
                     }))
                     .unwrap_or_else(|payload| {

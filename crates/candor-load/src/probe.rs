@@ -3,7 +3,7 @@
 //! preface), so that a run in which nothing could work is one clear error before any load, not
 //! a report full of failures.
 
-use candor_engine::config::LoadConfig;
+use crate::plan::RunPlan;
 use candor_engine::seam::unit::ProbeFailure;
 use candor_engine::transport::tls::TlsError;
 use std::time::Duration;
@@ -19,11 +19,11 @@ pub enum ProbeError {
 /// Checks before the run that the target answers in the protocol the run will use. HTTP/1.1 in
 /// the clear and raw TCP need nothing beyond a connection (checked by
 /// [`candor_wire::target::Target::check_reachable`]).
-pub fn check_protocol(config: &LoadConfig, timeout: Duration) -> Result<(), ProbeError> {
-    config.protocol.probe(config, timeout).map_err(|e| match e {
+pub fn check_protocol(plan: &RunPlan, timeout: Duration) -> Result<(), ProbeError> {
+    plan.protocol.probe(plan, timeout).map_err(|e| match e {
         ProbeFailure::Tls(e) => ProbeError::Tls(e),
         ProbeFailure::Protocol(reason) => ProbeError::Protocol {
-            url: config.target.url.clone(),
+            url: plan.target.url.clone(),
             reason,
         },
     })

@@ -121,16 +121,6 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
     Ok(())
 }
 
-/// A run's configuration for `target` with the protocol `flags` choose, every other setting at
-/// its default.
-pub fn config_for(
-    target: candor_engine::config::Target,
-    flags: ProtocolFlags,
-) -> Result<candor_engine::config::LoadConfig, LoadConfigError> {
-    let protocol = choose(&target, flags)?;
-    Ok(candor_engine::config::LoadConfig::new(target, protocol))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,7 +291,8 @@ mod tests {
 
     #[test]
     fn raw_tcp_refuses_credentials_and_http_flags_rather_than_drop_them() {
-        let mut c = config_for(target("tcp://u:p@127.0.0.1:9"), tcp_flags()).unwrap();
+        let mut c =
+            crate::plan::RunPlan::new(target("tcp://u:p@127.0.0.1:9"), tcp_flags()).unwrap();
         assert!(c
             .validate()
             .unwrap_err()

@@ -68,8 +68,7 @@ fn run(addr: SocketAddr, http2: bool) -> RunOutcome {
 }
 
 fn run_url(url: &str, http2: bool) -> RunOutcome {
-    let mut c =
-        candor_load::registry::config_for(Target::parse(url).unwrap(), Default::default()).unwrap();
+    let mut c = candor_load::RunPlan::new(Target::parse(url).unwrap(), Default::default()).unwrap();
     if http2 {
         c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 1 });
     }
@@ -181,7 +180,7 @@ fn an_http2_goaway_after_the_preface_is_counted_by_its_code_and_backed_off() {
 }
 
 fn run_config(addr: SocketAddr, http2: bool) -> LoadConfig {
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("http://{addr}/")).unwrap(),
         Default::default(),
     )
@@ -298,7 +297,7 @@ fn a_tls_record_that_does_not_decrypt_is_booked_by_its_cause_and_backed_off() {
         let _ = stream.sock.write_all(&noise);
         let _ = stream.sock.read(&mut request);
     });
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("https://{addr}/")).unwrap(),
         Default::default(),
     )

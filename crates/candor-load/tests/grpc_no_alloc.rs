@@ -22,7 +22,7 @@ fn proto() -> std::path::PathBuf {
 }
 
 fn config(addr: std::net::SocketAddr) -> LoadConfig {
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("grpc://{addr}")).unwrap(),
         Default::default(),
     )
@@ -66,7 +66,7 @@ fn no_allocations_per_call(lines: bool) {
     })
     .unwrap();
     let mut c = if lines {
-        let mut c = candor_load::registry::config_for(
+        let mut c = candor_load::RunPlan::new(
             Target::parse(&format!("grpc://{addr}")).unwrap(),
             Default::default(),
         )

@@ -29,7 +29,7 @@ const MS: u64 = 1_000_000;
 
 fn config_for(server: &H2Server, scheme: &str) -> LoadConfig {
     let target = Target::parse(&format!("{scheme}://{}/", server.addr)).expect("target");
-    let mut c = candor_load::registry::config_for(target, Default::default()).unwrap();
+    let mut c = candor_load::RunPlan::new(target, Default::default()).unwrap();
     c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 {
         streams: candor_load::config::DEFAULT_STREAMS,
     });
@@ -714,7 +714,7 @@ fn the_probe_accepts_http2_servers_and_refuses_a_zero_stream_limit() {
 fn the_probe_refuses_http2_to_an_http1_server() {
     // candor's own HTTP/1.1 server answers the HTTP/2 preface with a 400 or closes.
     let h1 = http1_server();
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("http://{}/", h1.local_addr())).expect("target"),
         Default::default(),
     )
@@ -798,7 +798,7 @@ fn https_to_a_plain_server_says_so() {
     // that a TLS ClientHello never completes).
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap();
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("https://{addr}/")).unwrap(),
         Default::default(),
     )
@@ -813,7 +813,7 @@ fn https_to_a_plain_server_says_so() {
     drop(silent);
     // An HTTP/1.1 server that answers the ClientHello with an error response.
     let h1 = http1_server();
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("https://{}/", h1.local_addr())).unwrap(),
         Default::default(),
     )

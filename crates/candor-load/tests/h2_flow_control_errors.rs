@@ -103,7 +103,7 @@ fn run_against(first_answer: fn(u32) -> Vec<u8>) -> (candor_load::RunOutcome, Ar
             std::thread::spawn(move || serve(sock, first_answer, seen));
         }
     });
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("http://{addr}/")).unwrap(),
         Default::default(),
     )

@@ -134,7 +134,7 @@ fn serve(opts: ServerOptions) -> TlsServer {
 
 fn config_for(server: &TlsServer) -> LoadConfig {
     let target = Target::parse(&format!("https://localhost:{}/", server.port)).unwrap();
-    let mut c = candor_load::registry::config_for(target, Default::default()).unwrap();
+    let mut c = candor_load::RunPlan::new(target, Default::default()).unwrap();
     c.tls.ca_file = Some(server.ca.path().to_path_buf());
     c.connections = 8;
     c.threads = 2;

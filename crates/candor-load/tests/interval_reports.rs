@@ -20,7 +20,7 @@ fn server_and_open_loop() -> (candor_serve::ServerHandle, LoadConfig) {
         "127.0.0.1:0".parse().unwrap(),
     ))
     .unwrap();
-    let mut config = candor_load::registry::config_for(
+    let mut config = candor_load::RunPlan::new(
         Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
         Default::default(),
     )

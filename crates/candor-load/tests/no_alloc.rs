@@ -43,7 +43,7 @@ fn steady_state_run(
         "127.0.0.1:0".parse().unwrap(),
     ))
     .unwrap();
-    let mut config = candor_load::registry::config_for(
+    let mut config = candor_load::RunPlan::new(
         Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
         Default::default(),
     )
@@ -145,7 +145,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const MS: u64 = 1_000_000;
     const START: u64 = 1_000 * MS;
-    let mut config = candor_load::registry::config_for(
+    let mut config = candor_load::RunPlan::new(
         Target::parse("http://127.0.0.1:1/").unwrap(),
         Default::default(),
     )

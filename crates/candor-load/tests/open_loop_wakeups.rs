@@ -11,7 +11,7 @@ fn responses_do_not_wake_an_open_loop_thread() {
         "127.0.0.1:0".parse().unwrap(),
     ))
     .unwrap();
-    let mut config = candor_load::registry::config_for(
+    let mut config = candor_load::RunPlan::new(
         Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
         Default::default(),
     )
@@ -74,7 +74,7 @@ fn a_connection_closed_while_the_thread_slept_is_reopened_before_the_send() {
             });
         }
     });
-    let mut config = candor_load::registry::config_for(
+    let mut config = candor_load::RunPlan::new(
         Target::parse(&format!("http://{addr}/")).unwrap(),
         Default::default(),
     )

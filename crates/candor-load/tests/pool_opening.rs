@@ -35,7 +35,7 @@ fn established_to(port: u16) -> usize {
 }
 
 fn config_for(server: &candor_serve::ServerHandle, connections: usize) -> LoadConfig {
-    let mut config = candor_load::registry::config_for(
+    let mut config = candor_load::RunPlan::new(
         Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
         Default::default(),
     )

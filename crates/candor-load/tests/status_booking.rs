@@ -32,7 +32,7 @@ fn http1_books_unaccepted_statuses_as_status_failures() {
     ))
     .unwrap();
     check(
-        candor_load::registry::config_for(
+        candor_load::RunPlan::new(
             Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
             Default::default(),
         )
@@ -44,7 +44,7 @@ fn http1_books_unaccepted_statuses_as_status_failures() {
 #[test]
 fn http2_books_unaccepted_statuses_as_status_failures() {
     let server = h2_support::start(h2_support::ServerOptions::default());
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("http://{}/", server.addr)).unwrap(),
         Default::default(),
     )

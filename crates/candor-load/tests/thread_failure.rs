@@ -18,7 +18,7 @@ fn a_panicking_load_thread_ends_the_run_with_the_others_results_and_its_failure_
     // Connections are accepted by the kernel's backlog: the run never gets to send.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let mut c = candor_load::registry::config_for(
+    let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("http://{addr}/")).unwrap(),
         Default::default(),
     )

@@ -104,7 +104,7 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
     let plan = ReplayPlan::scan(&path, 1.0, false).unwrap();
     let stream = plan.stream("127.0.0.1:80", 0, 1).unwrap();
     let capacity = plan.max_request_bytes + "127.0.0.1:80".len();
-    let config = candor_load::registry::config_for(
+    let config = candor_load::RunPlan::new(
         candor_load::Target::parse("http://127.0.0.1:80/").unwrap(),
         Default::default(),
     )

@@ -23,7 +23,7 @@ fn ws_run(matching: &str, rate: Option<f64>) -> (u64, u64) {
         ..Default::default()
     })
     .unwrap();
-    let mut config = candor_load::registry::config_for(
+    let mut config = candor_load::RunPlan::new(
         Target::parse(&format!("ws://{}/", server.addr())).unwrap(),
         Default::default(),
     )

@@ -3,10 +3,8 @@
 use crate::schedule::ArrivalKind;
 pub use crate::shape::LoadShape;
 
-use crate::seam::unit::ProtocolUnit;
 pub use candor_wire::requests::{RequestOrder, RequestSpec};
 pub use candor_wire::target::{Credentials, Scheme, Target, TargetError, TargetUrl};
-use std::sync::Arc;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -102,8 +100,6 @@ pub struct LoadConfig {
     pub shard_count: u32,
     /// Wall-clock instant (ns since the Unix epoch) of the first intended send, shared by shards.
     pub start_at_wall_ns: Option<u64>,
-    /// What the run speaks, with that protocol's own settings (chosen by the registry).
-    pub protocol: Arc<dyn ProtocolUnit>,
     pub tls: TlsOptions,
     /// A request set; empty means the single request given by method, path, headers and body.
     pub requests: Vec<RequestSpec>,
@@ -227,10 +223,9 @@ impl LoadConfig {
     }
 
     /// A configuration with wrk2-like defaults for `target`.
-    pub fn new(target: Target, protocol: Arc<dyn ProtocolUnit>) -> Self {
+    pub fn new(target: Target) -> Self {
         LoadConfig {
             target,
-            protocol,
             shape: match candor_core::units::parse_rate(DEFAULT_RATE) {
                 Ok(candor_core::units::Rate::PerSecond(per_s)) => LoadShape::constant(per_s),
                 _ => unreachable!("the default rate is a rate per second"),
@@ -350,10 +345,11 @@ mod tests {
         assert!(!format!("{t:?}").contains("p:ss") && !format!("{t:?}").contains("p%3Ass"));
         assert_eq!(t.host_header, "127.0.0.1:8080");
 
-        let mut config = LoadConfig::new(t.clone(), crate::seam::unit::testing::in_order());
+        let mut config = LoadConfig::new(t.clone());
         config.apply_url_credentials();
         config.apply_url_credentials();
-        let bytes = crate::request_plan::prepare_requests(&config);
+        let bytes =
+            crate::request_plan::prepare_requests(&config, crate::seam::unit::RequestForm::Http);
         assert_eq!(
             &*bytes[0].bytes,
             format!(
@@ -364,7 +360,7 @@ mod tests {
         );
 
         // The user's own Authorization header wins, per request of a set too.
-        let mut config = LoadConfig::new(t, crate::seam::unit::testing::in_order());
+        let mut config = LoadConfig::new(t);
         config.headers = vec!["authorization: Bearer t".into()];
         config.requests = vec![
             RequestSpec {
@@ -394,10 +390,7 @@ mod tests {
             t.credentials.unwrap().basic_header(),
             "Authorization: Basic YWxpY2U6"
         );
-        let mut plain = LoadConfig::new(
-            Target::parse("http://127.0.0.1/").unwrap(),
-            crate::seam::unit::testing::in_order(),
-        );
+        let mut plain = LoadConfig::new(Target::parse("http://127.0.0.1/").unwrap());
         plain.apply_url_credentials();
         assert!(plain.headers.is_empty());
         assert_eq!(plain.target.url, "http://127.0.0.1/");
@@ -406,45 +399,55 @@ mod tests {
     #[test]
     fn validation() {
         let t = Target::parse("http://127.0.0.1:1/").unwrap();
-        let mut c = LoadConfig::new(t, crate::seam::unit::testing::in_order());
-        assert!(c.validate().is_ok());
+        let mut c = LoadConfig::new(t);
+        assert!(c.validate(&*crate::seam::unit::testing::in_order()).is_ok());
         c.connections = 1;
         c.threads = 2;
         assert!(c
-            .validate()
+            .validate(&*crate::seam::unit::testing::in_order())
             .unwrap_err()
             .to_string()
             .contains("at least the number of threads"));
         c.connections = 4;
         c.shape = crate::shape::LoadShape::constant(0.0);
-        assert!(c.validate().is_err());
+        assert!(c
+            .validate(&*crate::seam::unit::testing::in_order())
+            .is_err());
         c.shape = crate::shape::LoadShape::ClosedLoop;
         c.headers = vec!["NoColon".into()];
-        assert!(c.validate().is_err());
+        assert!(c
+            .validate(&*crate::seam::unit::testing::in_order())
+            .is_err());
     }
 
     #[test]
     fn rates_no_thread_can_pace_are_refused() {
         let t = Target::parse("http://127.0.0.1:1/").unwrap();
-        let mut c = LoadConfig::new(t, crate::seam::unit::testing::in_order());
+        let mut c = LoadConfig::new(t);
         c.threads = 2;
         c.connections = 2;
         // Exactly the ceiling per thread passes; the next representable rate above it fails.
         c.shape = crate::shape::LoadShape::constant(2.0 * MAX_RATE_PER_THREAD);
-        assert!(c.validate().is_ok());
+        assert!(c.validate(&*crate::seam::unit::testing::in_order()).is_ok());
         for r in [
             2.0 * MAX_RATE_PER_THREAD * 1.0001,
             1e12,
             18446744073709551616.0,
         ] {
             c.shape = crate::shape::LoadShape::constant(r);
-            let e = c.validate().unwrap_err().to_string();
+            let e = c
+                .validate(&*crate::seam::unit::testing::in_order())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("beyond what any machine can pace"), "{e}");
             // One short line, never a number written out in hundreds of digits.
             assert!(e.len() < 250, "{e}");
         }
         c.shape = crate::shape::LoadShape::constant(1e300);
-        let e = c.validate().unwrap_err().to_string();
+        let e = c
+            .validate(&*crate::seam::unit::testing::in_order())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("rate 1.000e300/s is 5.000e299/s per load thread"),
             "{e}"
@@ -452,6 +455,6 @@ mod tests {
         // Shards split the total rate: 4 shards of 2 threads may share 8x the ceiling.
         c.shard_count = 4;
         c.shape = crate::shape::LoadShape::constant(8.0 * MAX_RATE_PER_THREAD);
-        assert!(c.validate().is_ok());
+        assert!(c.validate(&*crate::seam::unit::testing::in_order()).is_ok());
     }
 }

@@ -61,7 +61,7 @@ impl Shape {
             RequestForm::Payload(_) => format!("tcp://127.0.0.1:{port}"),
             RequestForm::Http => format!("http://127.0.0.1:{port}/"),
         };
-        let mut config = LoadConfig::new(Target::parse(&url).unwrap(), protocol);
+        let mut config = LoadConfig::new(Target::parse(&url).unwrap());
         config.shape = crate::shape::LoadShape::constant(1000.0);
         config.duration_ns = self.count * MS;
         config.warmup_ns = 0;
@@ -82,12 +82,14 @@ impl Shape {
             config.method = "POST".into();
             config.body = self.body.clone();
         }
-        let requests = crate::request_plan::prepare_requests(&config);
+        let requests = crate::request_plan::prepare_requests(&config, protocol.request_form());
         let (to_collector, _) = crossbeam_channel::unbounded();
         let (_, pool) = crossbeam_channel::unbounded();
         WorkerSetup {
             config: Arc::new(config),
             requests,
+            requests_are: protocol.requests_are(),
+            slots: protocol.slots(),
             connections: self.connections,
             start_ns: crate::pool::UNKNOWN_START_NS,
             schedule: None,

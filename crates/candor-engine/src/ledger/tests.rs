@@ -16,10 +16,7 @@ fn ex(intended: u64, sent: u64) -> Exchange {
 }
 
 fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
-    let mut config = LoadConfig::new(
-        Target::parse("http://127.0.0.1:1/").unwrap(),
-        crate::seam::unit::testing::in_order(),
-    );
+    let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
     config.accept_status = candor_wire::status::StatusSet::parse(accept).unwrap();
     config.warmup_ns = warmup_ns;
     let (to_collector, _rx) = crossbeam_channel::unbounded();
@@ -27,6 +24,11 @@ fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
     Ledger::new(&WorkerSetup {
         config: Arc::new(config),
         requests: Vec::new().into(),
+        requests_are: crate::seam::carrying::RequestKind::Http,
+        slots: crate::seam::carrying::Slots {
+            per_connection: 1,
+            timeout: crate::seam::carrying::TimeoutScope::Connection,
+        },
         connections: 1,
         start_ns: 1_000,
         schedule: None,
@@ -42,10 +44,7 @@ fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
 
 #[test]
 fn failed_checks_are_their_own_class_and_lines_accept_their_own_statuses() {
-    let mut config = LoadConfig::new(
-        Target::parse("http://127.0.0.1:1/").unwrap(),
-        crate::seam::unit::testing::in_order(),
-    );
+    let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
     let lines = candor_wire::requests::parse_request_lines(
         "{\"path\": \"/a\"}\n{\"path\": \"/b\", \"check_status\": \"404\"}",
     )

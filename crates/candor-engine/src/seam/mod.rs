@@ -5,6 +5,7 @@
 //! and completes any of them from what it reads ([`Carriage::Framed`]). The responses' status,
 //! headers and body are watched by one [`observe::ResponseObserver`] per protocol.
 
+pub mod carrying;
 pub mod link;
 pub mod observe;
 pub mod progress;

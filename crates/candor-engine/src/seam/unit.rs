@@ -5,9 +5,9 @@
 //! name, ALPN, flag checks, pre-run probe and load threads).
 
 use crate::config::{LoadConfig, LoadConfigError};
-use crate::core::TimeoutScope;
 use crate::pool::GateTicket;
 use crate::schedule::Schedule;
+use crate::seam::carrying::{RequestKind, Slots};
 use crate::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use crate::transport::tls::TlsError;
 use candor_core::results::ProtocolName;
@@ -38,11 +38,19 @@ pub trait ProtocolUnit: fmt::Debug + Send + Sync {
     fn name(&self, target: &Target) -> ProtocolName;
 
     /// How many requests a connection carries at once, and what a request's timeout ends.
-    fn slots_per_connection(&self) -> (usize, TimeoutScope);
+    fn slots(&self) -> Slots;
 
     /// The bytes its requests are encoded to before the run.
     fn request_form(&self) -> RequestForm<'_> {
         RequestForm::Http
+    }
+
+    /// What its requests are, without their bytes.
+    fn requests_are(&self) -> RequestKind {
+        match self.request_form() {
+            RequestForm::Http => RequestKind::Http,
+            RequestForm::Payload(_) => RequestKind::Payload,
+        }
     }
 
     /// Its settings, and the run's settings that do not apply to it, checked before anything
@@ -95,6 +103,7 @@ pub enum ProbeFailure {
 #[cfg(any(test, feature = "sim"))]
 pub mod testing {
     use super::*;
+    use crate::seam::carrying::TimeoutScope;
 
     /// In order, `pipeline` requests per connection, HTTP requests: as HTTP/1.1's unit.
     #[derive(Debug, Clone, Copy)]
@@ -118,8 +127,11 @@ pub mod testing {
         fn name(&self, _target: &Target) -> ProtocolName {
             ProtocolName::Http1
         }
-        fn slots_per_connection(&self) -> (usize, TimeoutScope) {
-            (self.pipeline, TimeoutScope::Connection)
+        fn slots(&self) -> Slots {
+            Slots {
+                per_connection: self.pipeline,
+                timeout: TimeoutScope::Connection,
+            }
         }
         fn check(&self, _config: &LoadConfig) -> Result<(), LoadConfigError> {
             Ok(())
@@ -139,8 +151,11 @@ pub mod testing {
         fn name(&self, _target: &Target) -> ProtocolName {
             ProtocolName::H2c
         }
-        fn slots_per_connection(&self) -> (usize, TimeoutScope) {
-            (self.streams.max(1), TimeoutScope::Stream)
+        fn slots(&self) -> Slots {
+            Slots {
+                per_connection: self.streams.max(1),
+                timeout: TimeoutScope::Stream,
+            }
         }
         fn check(&self, _config: &LoadConfig) -> Result<(), LoadConfigError> {
             Ok(())

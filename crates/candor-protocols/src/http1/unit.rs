@@ -3,8 +3,8 @@
 use super::ResponseParser;
 use candor_core::results::ProtocolName;
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
-use candor_engine::core::TimeoutScope;
 use candor_engine::pool::GateTicket;
+use candor_engine::seam::carrying::{Slots, TimeoutScope};
 use candor_engine::seam::unit::{ProbeFailure, ProtocolUnit, ScheduleAt};
 use candor_engine::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use candor_engine::transport::tls::{self, TlsError};
@@ -29,8 +29,11 @@ impl ProtocolUnit for Http1 {
         }
     }
 
-    fn slots_per_connection(&self) -> (usize, TimeoutScope) {
-        (self.pipeline, TimeoutScope::Connection)
+    fn slots(&self) -> Slots {
+        Slots {
+            per_connection: self.pipeline,
+            timeout: TimeoutScope::Connection,
+        }
     }
 
     fn check(&self, _config: &LoadConfig) -> Result<(), LoadConfigError> {

@@ -3,8 +3,8 @@
 
 use candor_core::results::ProtocolName;
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
-use candor_engine::core::TimeoutScope;
 use candor_engine::pool::GateTicket;
+use candor_engine::seam::carrying::{Slots, TimeoutScope};
 use candor_engine::seam::unit::{ProbeFailure, ProtocolUnit, ScheduleAt};
 use candor_engine::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use candor_wire::target::Target;
@@ -30,8 +30,11 @@ impl ProtocolUnit for Http2 {
         }
     }
 
-    fn slots_per_connection(&self) -> (usize, TimeoutScope) {
-        (self.streams.max(1), TimeoutScope::Stream)
+    fn slots(&self) -> Slots {
+        Slots {
+            per_connection: self.streams.max(1),
+            timeout: TimeoutScope::Stream,
+        }
     }
 
     fn check(&self, config: &LoadConfig) -> Result<(), LoadConfigError> {

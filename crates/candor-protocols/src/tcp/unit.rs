@@ -4,8 +4,8 @@
 use super::{Framing, TcpFramer};
 use candor_core::results::ProtocolName;
 use candor_engine::config::{LoadConfig, LoadConfigError};
-use candor_engine::core::TimeoutScope;
 use candor_engine::pool::GateTicket;
+use candor_engine::seam::carrying::{Slots, TimeoutScope};
 use candor_engine::seam::unit::{ProtocolUnit, RequestForm, ScheduleAt};
 use candor_engine::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use candor_wire::target::Target;
@@ -26,8 +26,11 @@ impl ProtocolUnit for Tcp {
         ProtocolName::Tcp
     }
 
-    fn slots_per_connection(&self) -> (usize, TimeoutScope) {
-        (self.pipeline, TimeoutScope::Connection)
+    fn slots(&self) -> Slots {
+        Slots {
+            per_connection: self.pipeline,
+            timeout: TimeoutScope::Connection,
+        }
     }
 
     fn request_form(&self) -> RequestForm<'_> {

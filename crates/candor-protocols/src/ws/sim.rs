@@ -12,6 +12,7 @@ use candor_engine::backoff::{Fault, FaultTally};
 use candor_engine::driver::rig::{Peer, Shape, MS, START};
 use candor_engine::driver::READS_PER_PASS;
 use candor_engine::driver::{ConnState, Driver};
+use candor_engine::seam::unit::RequestForm;
 use candor_engine::shared::PhaseAcc;
 use candor_wire::target::Target;
 use std::sync::Arc;
@@ -37,8 +38,8 @@ fn ws(shape: Shape, matching: &str, body: &[u8]) -> Rig {
     config.method = "GET".into();
     config.body = body.to_vec();
     config.threads = 1;
-    config.validate().unwrap();
-    setup.requests = candor_engine::request_plan::prepare_requests(&config);
+    config.validate(&unit).unwrap();
+    setup.requests = candor_engine::request_plan::prepare_requests(&config, RequestForm::Http);
     setup.config = Arc::new(config);
     let shared = Arc::new(Shared::new(&setup.config, &unit, &setup.requests));
     let mut d = Driver::new(setup, None, move || WsConnection::new(shared.clone(), 7)).unwrap();

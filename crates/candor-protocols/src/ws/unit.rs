@@ -4,8 +4,8 @@
 use super::matching::WsMatch;
 use candor_core::results::ProtocolName;
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
-use candor_engine::core::TimeoutScope;
 use candor_engine::pool::GateTicket;
+use candor_engine::seam::carrying::{Slots, TimeoutScope};
 use candor_engine::seam::unit::{ProbeFailure, ProtocolUnit, ScheduleAt};
 use candor_engine::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use candor_engine::transport::tls::{self, TlsError};
@@ -34,8 +34,11 @@ impl ProtocolUnit for WebSocket {
         }
     }
 
-    fn slots_per_connection(&self) -> (usize, TimeoutScope) {
-        (self.streams.max(1), TimeoutScope::Stream)
+    fn slots(&self) -> Slots {
+        Slots {
+            per_connection: self.streams.max(1),
+            timeout: TimeoutScope::Stream,
+        }
     }
 
     /// A message is the body of each request (`--body`, `--body-file`, templates, `--requests`

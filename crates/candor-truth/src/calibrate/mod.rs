@@ -21,7 +21,7 @@ pub use procedure::calibrate;
 
 use crate::pause::PauseError;
 use candor_core::results::RunResults;
-use candor_load::{LoadConfig, LoadConfigError, RunOutcome};
+use candor_load::{LoadConfigError, RunOutcome, RunPlan};
 use std::process::Command;
 use std::sync::Arc;
 use thiserror::Error;
@@ -57,7 +57,7 @@ pub trait Runner {
     /// Runs `config`, calling `on_start` at the first intended send; the outcome and its results.
     fn run(
         &mut self,
-        config: &LoadConfig,
+        config: &RunPlan,
         on_start: Option<StartHook>,
     ) -> Result<(RunOutcome, RunResults), Self::Error>;
 

@@ -8,7 +8,7 @@ use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
 use candor_core::results::RunResults;
 use candor_core::units::{format_ns, format_rate};
-use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome, Target};
+use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome, RunPlan, Target};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -59,8 +59,8 @@ pub(crate) fn base_config(
     conns: usize,
     threads: usize,
     dur: u64,
-) -> Result<LoadConfig, LoadConfigError> {
-    let mut c = candor_load::registry::config_for(Target::parse(url)?, Default::default())?;
+) -> Result<RunPlan, LoadConfigError> {
+    let mut c = RunPlan::new(Target::parse(url)?, Default::default())?;
     c.shape = LoadShape::constant(rate);
     c.connections = conns;
     c.threads = threads;
@@ -93,7 +93,7 @@ fn local_server<E>(
 impl<R: Runner> Calibration<'_, R> {
     fn run_measured(
         &mut self,
-        config: &LoadConfig,
+        config: &RunPlan,
         pauser: Option<&Arc<Pauser>>,
     ) -> Result<(RunOutcome, RunResults, PauseWindow), CalibrateError<R::Error>> {
         let mut c = config.clone();

@@ -200,16 +200,7 @@ impl<P: Protocol> Driver<P> {
                 self.connection_lost_for(i, Failure::Protocol, Some(fault), now);
                 false
             }
-            Err(Broken::Refused(fault)) => {
-                // A refused WebSocket upgrade is a connection that never opened (class
-                // `connect`, its fault naming why); an HTTP/2 GOAWAY before any answer is the
-                // server speaking the protocol to refuse it (`parse`).
-                let kind = match fault {
-                    Fault::Upgrade | Fault::UpgradeStatus | Fault::UpgradeAccept => {
-                        Failure::Connect
-                    }
-                    _ => Failure::Parse,
-                };
+            Err(Broken::Refused(fault, kind)) => {
                 self.connect_failed_for(i, kind, fault, now);
                 false
             }

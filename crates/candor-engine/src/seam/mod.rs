@@ -13,7 +13,7 @@ pub mod unit;
 
 use crate::backoff::Fault;
 use crate::config::LoadConfig;
-use crate::shared::{Prepared, WorkerError};
+use crate::shared::{Failure, Prepared, WorkerError};
 use candor_workload::script_source::ScriptJudge;
 pub use link::{Link, Outgoing};
 use progress::{ParseError, Progress};
@@ -74,10 +74,11 @@ pub enum Broken {
     /// closes, its requests on the wire fail as `parse`, and `fault` is booked.
     Protocol(Fault),
     /// The server refused the connection before answering anything (a GOAWAY right after the
-    /// preface, a WebSocket upgrade without a valid 101): everything it carried fails (as
-    /// `parse` after a GOAWAY, as `connect` for a refused upgrade), `fault` is booked, and it is
-    /// connected again only after its back-off.
-    Refused(Fault),
+    /// preface, a WebSocket upgrade without a valid 101): everything it carried fails in the
+    /// class the protocol gives (`parse` for a refusal in the protocol's own words, `connect`
+    /// for a connection that never opened), `fault` is booked, and it is connected again only
+    /// after its back-off.
+    Refused(Fault, Failure),
     /// The server ended the protocol in good form (a WebSocket close frame): the requests on
     /// the wire fail as `read`, as when a connection closes, `fault` is booked, and requests
     /// waiting connect again after its back-off.

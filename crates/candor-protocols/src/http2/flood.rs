@@ -6,7 +6,7 @@
 //! kind (as nghttp2 and the `h2` crate do), instead of acks piling up in the out buffer without
 //! end (gigabytes in seconds) or a read loop that never yields.
 
-pub(crate) use candor_engine::backoff::H2Flood;
+pub(crate) use super::faults::H2Flood;
 
 /// Acks of one kind queued while the out buffer was never written out whole: nghttp2's
 /// default bound on its queue of outbound acks.

@@ -22,6 +22,7 @@
 //! Why not the `h2` crate: see docs/protocols.md (it allocated ~5 times per request and cost
 //! 0.6x h2load's requests per CPU-second).
 
+pub mod faults;
 mod flood;
 pub mod frame;
 mod hpack;
@@ -30,7 +31,6 @@ mod receive;
 mod unit;
 pub use unit::Http2;
 
-use candor_engine::backoff::Fault;
 use candor_engine::config::{LoadConfig, Scheme};
 use candor_engine::seam::link::outgoing;
 use candor_engine::seam::observe::ResponseObserver;
@@ -548,12 +548,12 @@ impl H2Connection {
         match error {
             ProtocolError::Code(code) => {
                 frame::put_goaway(link.out, code);
-                Broken::Protocol(Fault::H2Error(code))
+                Broken::Protocol(faults::broke(code))
             }
-            ProtocolError::Refused(code) => Broken::Refused(Fault::GoAway(code)),
+            ProtocolError::Refused(code) => Broken::Refused(faults::goaway(code), Failure::Parse),
             ProtocolError::Flood(kind) => {
                 frame::put_goaway(link.out, frame::ENHANCE_YOUR_CALM);
-                Broken::Protocol(Fault::H2Flood(kind))
+                Broken::Protocol(faults::flood(kind))
             }
         }
     }

@@ -151,7 +151,7 @@ fn drop_h2(cleartext: &bool) -> &'static str {
 }
 
 fn goaway_name(code: &u32) -> &'static str {
-    candor_engine::backoff::h2_code_name(*code)
+    super::faults::h2_code_name(*code)
 }
 
 /// Sends the HTTP/2 preface and reads the server's first frame; `cleartext` is h2c with prior

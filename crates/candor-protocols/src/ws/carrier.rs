@@ -27,6 +27,7 @@
 //! timed-out message keeps its place in the queue, so the replies after it still find theirs.
 
 use super::frames::{self, FrameDecoder, Opcode, WsEvent};
+use super::faults;
 use super::handshake;
 use super::matching::WsMatch;
 use candor_engine::backoff::Fault;
@@ -35,7 +36,7 @@ use candor_engine::pool::GateTicket;
 use candor_engine::schedule::Schedule;
 use candor_engine::seam::link::outgoing;
 use candor_engine::seam::{Broken, Carriage, Fitting, Greeting, Link, Protocol, Received};
-use candor_engine::shared::{PhaseAcc, Prepared, WorkerError, WorkerSetup};
+use candor_engine::shared::{Failure, PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -352,12 +353,23 @@ impl Protocol for WsConnection {
                     freed = true;
                 }
                 Err(handshake::UpgradeError::Status(_)) => {
-                    return Err(Broken::Refused(Fault::UpgradeStatus))
+                    return Err(Broken::Refused(
+                        faults::fault(&faults::UPGRADE_STATUS),
+                        Failure::Connect,
+                    ))
                 }
                 Err(handshake::UpgradeError::BadAccept) => {
-                    return Err(Broken::Refused(Fault::UpgradeAccept))
+                    return Err(Broken::Refused(
+                        faults::fault(&faults::UPGRADE_ACCEPT),
+                        Failure::Connect,
+                    ))
                 }
-                Err(_) => return Err(Broken::Refused(Fault::Upgrade)),
+                Err(_) => {
+                    return Err(Broken::Refused(
+                        faults::fault(&faults::UPGRADE),
+                        Failure::Connect,
+                    ))
+                }
             }
         }
         if link.out.is_empty() {
@@ -376,12 +388,12 @@ impl Protocol for WsConnection {
                     Ok(done) => freed |= done,
                     Err(Unmatched) => {
                         self.put_close(link.out, CLOSE_PROTOCOL_ERROR);
-                        broken = Some(Broken::Unmatched(Fault::WsUnmatched));
+                        broken = Some(Broken::Unmatched(faults::fault(&faults::UNMATCHED)));
                     }
                 },
                 WsEvent::Ping(_) if self.pongs_pending >= MAX_PENDING_PONGS => {
                     self.put_close(link.out, CLOSE_POLICY);
-                    broken = Some(Broken::Protocol(Fault::WsPingFlood));
+                    broken = Some(Broken::Protocol(faults::fault(&faults::PING_FLOOD)));
                 }
                 WsEvent::Ping(payload) => {
                     let mask = self.mask();
@@ -393,7 +405,7 @@ impl Protocol for WsConnection {
                     // The closing handshake: the server's code is echoed (RFC 6455 5.5.1).
                     self.put_close(link.out, code.unwrap_or(CLOSE_NORMAL));
                     self.closing = true;
-                    broken = Some(Broken::Closed(Fault::WsClose));
+                    broken = Some(Broken::Closed(faults::fault(&faults::CLOSE)));
                 }
             }
         });
@@ -405,7 +417,7 @@ impl Protocol for WsConnection {
             Ok(()) => {}
             Err(frames::FrameError::InvalidUtf8) => {
                 self.put_close(link.out, CLOSE_INVALID_DATA);
-                return Err(Broken::Protocol(Fault::WsInvalidUtf8));
+                return Err(Broken::Protocol(faults::fault(&faults::INVALID_UTF8)));
             }
             Err(_) => {
                 self.put_close(link.out, CLOSE_PROTOCOL_ERROR);

@@ -14,6 +14,7 @@
 //! `connect`; and the core's back-off reopens the connection.
 
 mod carrier;
+pub mod faults;
 pub mod frames;
 pub mod handshake;
 pub mod matching;

@@ -234,7 +234,10 @@ fn json_numbers_match_replies_in_any_order_and_a_foreign_one_fails_the_rest_as_p
     // Message 3 was on the wire when the foreign reply came: it fails in class `protocol`,
     // and the reply is booked as the connection's fault.
     assert_eq!((p.counts.errors.protocol, p.counts.failed), (1, 1));
-    assert_eq!(faults(&p), fault(Fault::WsUnmatched));
+    assert_eq!(
+        faults(&p),
+        fault(super::faults::fault(&super::faults::UNMATCHED))
+    );
 }
 
 #[test]
@@ -255,7 +258,10 @@ fn a_reply_without_the_number_is_matched_to_nothing_and_the_connection_says_1002
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.protocol), (0, 2));
     assert_eq!(p.counts.errors.parse, 0);
-    assert_eq!(faults(&p), fault(Fault::WsUnmatched));
+    assert_eq!(
+        faults(&p),
+        fault(super::faults::fault(&super::faults::UNMATCHED))
+    );
 }
 
 #[test]
@@ -270,7 +276,10 @@ fn in_order_a_reply_with_nothing_on_the_wire_ends_the_connection_and_fails_nothi
     assert_eq!(r.d.conns[0].state, ConnState::Down);
     let p = r.finish(START + MS / 2 + 2);
     assert_eq!((p.counts.completed, p.counts.failed), (1, 0));
-    assert_eq!(faults(&p), fault(Fault::WsUnmatched));
+    assert_eq!(
+        faults(&p),
+        fault(super::faults::fault(&super::faults::UNMATCHED))
+    );
 }
 
 #[test]
@@ -298,7 +307,10 @@ fn pings_are_answered_and_a_close_fails_what_was_on_the_wire() {
     assert_eq!(r.d.conns[0].state, ConnState::Down);
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.read), (1, 1));
-    assert_eq!(faults(&p), fault(Fault::WsClose));
+    assert_eq!(
+        faults(&p),
+        fault(super::faults::fault(&super::faults::CLOSE))
+    );
 }
 
 #[test]
@@ -318,7 +330,10 @@ fn after_a_close_the_connection_reopens_when_its_back_off_ends() {
     assert_eq!(r.d.conns[0].connect_called, START + MS + MS / 2);
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.errors.read, p.counts.failed), (1, 1));
-    assert_eq!(faults(&p), fault(Fault::WsClose));
+    assert_eq!(
+        faults(&p),
+        fault(super::faults::fault(&super::faults::CLOSE))
+    );
 }
 
 #[test]
@@ -344,15 +359,15 @@ fn a_refused_upgrade_is_a_failed_connect_named_by_its_reason() {
     let answers: [(&[u8], Fault); 3] = [
         (
             b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n",
-            Fault::UpgradeStatus,
+            super::faults::fault(&super::faults::UPGRADE_STATUS),
         ),
         (
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n",
-            Fault::UpgradeAccept,
+            super::faults::fault(&super::faults::UPGRADE_ACCEPT),
         ),
         (
             b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n",
-            Fault::Upgrade,
+            super::faults::fault(&super::faults::UPGRADE),
         ),
     ];
     for (answer, want) in answers {
@@ -392,7 +407,10 @@ fn a_text_reply_that_is_not_utf8_is_answered_with_1007_and_completes_nothing() {
     assert_eq!(r.d.conns[0].state, ConnState::Down);
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.parse), (0, 1));
-    assert_eq!(faults(&p), fault(Fault::WsInvalidUtf8));
+    assert_eq!(
+        faults(&p),
+        fault(super::faults::fault(&super::faults::INVALID_UTF8))
+    );
 }
 
 /// Pings are answered while their pongs are taken; more than `MAX_PENDING_PONGS` owed at once
@@ -428,7 +446,10 @@ fn a_ping_flood_ends_the_connection_at_its_bound_of_pongs_owed() {
     assert_eq!(r.d.conns[0].state, ConnState::Down);
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.parse), (0, 1));
-    assert_eq!(faults(&p), fault(Fault::WsPingFlood));
+    assert_eq!(
+        faults(&p),
+        fault(super::faults::fault(&super::faults::PING_FLOOD))
+    );
 }
 
 /// A server that never stops sending (here one binary message of 2^39 bytes, written without

@@ -120,7 +120,7 @@ fn goaway_before_any_answer_is_booked_with_its_code_and_backs_off() {
     assert_eq!(r.d.conns[0].connect_called, START + MS + MS / 2);
     let p = r.finish(START + 10 * MS);
     assert_eq!(p.counts.errors.parse, 1);
-    assert_eq!(faults(&p), fault(Fault::GoAway(calm)));
+    assert_eq!(faults(&p), fault(crate::http2::faults::goaway(calm)));
 }
 
 #[test]
@@ -177,7 +177,10 @@ fn frames_before_the_servers_settings_break_the_protocol() {
     assert_eq!(&g.3[4..8], &frame::PROTOCOL_ERROR.to_be_bytes());
     let p = r.finish(START + 10 * MS);
     assert_eq!(p.counts.errors.parse, 1);
-    assert_eq!(faults(&p), fault(Fault::H2Error(frame::PROTOCOL_ERROR)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::broke(frame::PROTOCOL_ERROR))
+    );
 }
 
 #[test]
@@ -192,7 +195,10 @@ fn an_oversized_frame_is_a_frame_size_error_of_the_connection() {
     let p = r.finish(START + 10 * MS);
     // Both streams the connection carried fail, as parse.
     assert_eq!(p.counts.errors.parse, 2);
-    assert_eq!(faults(&p), fault(Fault::H2Error(frame::FRAME_SIZE_ERROR)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::broke(frame::FRAME_SIZE_ERROR))
+    );
 }
 
 #[test]
@@ -201,7 +207,10 @@ fn a_zero_window_update_of_the_connection_is_a_protocol_error() {
     r.open_all(100).at(START);
     assert!(!r.feed(0, &window_update(0, 0), START + MS));
     let p = r.finish(START + 10 * MS);
-    assert_eq!(faults(&p), fault(Fault::H2Error(frame::PROTOCOL_ERROR)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::broke(frame::PROTOCOL_ERROR))
+    );
 }
 
 #[test]
@@ -210,7 +219,10 @@ fn a_connection_window_past_its_maximum_is_a_flow_control_error() {
     r.open_all(100).at(START);
     assert!(!r.feed(0, &window_update(0, 0x7fff_ffff), START + MS));
     let p = r.finish(START + 10 * MS);
-    assert_eq!(faults(&p), fault(Fault::H2Error(frame::FLOW_CONTROL_ERROR)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::broke(frame::FLOW_CONTROL_ERROR))
+    );
 }
 
 #[test]
@@ -296,7 +308,10 @@ fn another_frame_inside_a_header_block_is_a_protocol_error() {
     assert!(r.feed(0, &first, START + MS));
     assert!(!r.feed(0, &frame(frame::PING, 0, 0, &[0; 8]), START + 2 * MS));
     let p = r.finish(START + 10 * MS);
-    assert_eq!(faults(&p), fault(Fault::H2Error(frame::PROTOCOL_ERROR)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::broke(frame::PROTOCOL_ERROR))
+    );
 }
 
 #[test]
@@ -307,7 +322,10 @@ fn an_undecodable_header_block_is_a_compression_error() {
     assert!(!r.feed(0, &headers(1, &[0xbe], true), START + MS));
     let p = r.finish(START + 10 * MS);
     assert_eq!(p.counts.errors.parse, 1);
-    assert_eq!(faults(&p), fault(Fault::H2Error(frame::COMPRESSION_ERROR)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::broke(frame::COMPRESSION_ERROR))
+    );
 }
 
 #[test]
@@ -317,7 +335,10 @@ fn a_push_promise_is_a_protocol_error() {
     let push = frame(frame::PUSH_PROMISE, frame::END_HEADERS, 1, &[0, 0, 0, 2]);
     assert!(!r.feed(0, &push, START + MS));
     let p = r.finish(START + 10 * MS);
-    assert_eq!(faults(&p), fault(Fault::H2Error(frame::PROTOCOL_ERROR)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::broke(frame::PROTOCOL_ERROR))
+    );
 }
 
 #[test]

@@ -20,17 +20,17 @@ fn flood(r: &mut Rig, f: &[u8], n: usize, now: u64) -> bool {
 
 /// The connection ended with GOAWAY ENHANCE_YOUR_CALM, the request it carried failed as parse
 /// and the flood is booked under its kind.
-fn assert_flood(r: &mut Rig, kind: candor_engine::backoff::H2Flood) {
+fn assert_flood(r: &mut Rig, kind: crate::http2::faults::H2Flood) {
     let g = r.expect(0, |f| f.0 == frame::GOAWAY);
     assert_eq!(&g.3[4..8], &frame::ENHANCE_YOUR_CALM.to_be_bytes());
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.failed, p.counts.errors.parse), (1, 1));
-    assert_eq!(faults(&p), fault(Fault::H2Flood(kind)));
+    assert_eq!(faults(&p), fault(crate::http2::faults::flood(kind)));
 }
 
 #[test]
 fn more_pending_ping_acks_than_the_bound_is_a_ping_flood() {
-    use candor_engine::backoff::H2Flood;
+    use crate::http2::faults::H2Flood;
     use flood::MAX_PENDING_ACKS;
     let ping = frame(frame::PING, 0, 0, b"12345678");
     // As many as the bound in one read: each answered, the connection carries on.
@@ -58,7 +58,7 @@ fn more_pending_ping_acks_than_the_bound_is_a_ping_flood() {
 
 #[test]
 fn pings_acked_in_time_are_a_flood_when_no_response_moves_between_them() {
-    use candor_engine::backoff::H2Flood;
+    use crate::http2::faults::H2Flood;
     use flood::{MAX_IDLE_FRAMES, MAX_PENDING_ACKS};
     let ping = frame(frame::PING, 0, 0, b"12345678");
     let mut r = h2(Shape::new(2));
@@ -78,12 +78,15 @@ fn pings_acked_in_time_are_a_flood_when_no_response_moves_between_them() {
     assert_eq!(&g.3[4..8], &frame::ENHANCE_YOUR_CALM.to_be_bytes());
     let p = r.finish(START + 20 * MS);
     assert_eq!((p.counts.completed, p.counts.errors.parse), (1, 1));
-    assert_eq!(faults(&p), fault(Fault::H2Flood(H2Flood::Ping)));
+    assert_eq!(
+        faults(&p),
+        fault(crate::http2::faults::flood(H2Flood::Ping))
+    );
 }
 
 #[test]
 fn a_settings_flood_is_bounded_like_a_ping_flood() {
-    use candor_engine::backoff::H2Flood;
+    use crate::http2::faults::H2Flood;
     let mut r = h2(Shape::new(1));
     r.open_all(100).at(START);
     assert!(!flood(
@@ -97,7 +100,7 @@ fn a_settings_flood_is_bounded_like_a_ping_flood() {
 
 /// Each kind of frame that moves no response: the bound is taken, one more is a flood of that
 /// kind.
-fn idle_flood(f: &[u8], before: &[u8], kind: candor_engine::backoff::H2Flood) {
+fn idle_flood(f: &[u8], before: &[u8], kind: crate::http2::faults::H2Flood) {
     let n = flood::MAX_IDLE_FRAMES as usize;
     let mut r = h2(Shape::new(1));
     r.open_all(100).at(START);
@@ -109,7 +112,7 @@ fn idle_flood(f: &[u8], before: &[u8], kind: candor_engine::backoff::H2Flood) {
 
 #[test]
 fn window_update_empty_data_rst_stream_continuation_and_priority_floods_are_each_bounded() {
-    use candor_engine::backoff::H2Flood;
+    use crate::http2::faults::H2Flood;
     idle_flood(&window_update(0, 1), &[], H2Flood::WindowUpdate);
     idle_flood(&window_update(1, 1), &[], H2Flood::WindowUpdate);
     idle_flood(&data(1, &[], false), &[], H2Flood::Data);
@@ -143,7 +146,7 @@ fn window_update_empty_data_rst_stream_continuation_and_priority_floods_are_each
 
 #[test]
 fn a_header_block_past_its_byte_bound_is_a_continuation_flood() {
-    use candor_engine::backoff::H2Flood;
+    use crate::http2::faults::H2Flood;
     let mut r = h2(Shape::new(1));
     r.open_all(100).at(START);
     assert!(r.feed(0, &frame(frame::HEADERS, 0, 1, STATUS_200), START + MS));

@@ -226,6 +226,12 @@ pub enum ProtocolName {
 }
 
 impl ProtocolName {
+    /// Whether its replies are messages (WebSocket): no HTTP status, and each arrives whole, so
+    /// its first byte is its end.
+    pub fn replies_are_messages(self) -> bool {
+        matches!(self, ProtocolName::Ws | ProtocolName::WsTls)
+    }
+
     /// The protocol in the words of a report's first line: "HTTP/1.1", "HTTP/1.1 over TLS",
     /// "HTTP/2, h2c", "HTTP/2 over TLS, h2", "raw TCP", "WebSocket", "WebSocket over TLS".
     pub fn describe(self) -> &'static str {

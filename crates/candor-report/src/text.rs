@@ -36,10 +36,10 @@ pub fn render(results: &RunResults) -> String {
     // A WebSocket run's replies are messages: they have no HTTP status, and arrive whole (their
     // first byte is their end), so the status line and the first-byte column would only repeat
     // zeros and the response time. The JSON keeps both (its contract does not vary by protocol).
-    let websocket = matches!(
-        recorded.as_ref().and_then(|c| c.protocol),
-        Some(candor_core::results::ProtocolName::Ws | candor_core::results::ProtocolName::WsTls)
-    );
+    let websocket = recorded
+        .as_ref()
+        .and_then(|c| c.protocol)
+        .is_some_and(|p| p.replies_are_messages());
     let protocol = recorded
         .as_ref()
         .and_then(|c| c.protocol)

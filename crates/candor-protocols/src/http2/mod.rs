@@ -253,7 +253,7 @@ pub(crate) fn connections(
     let https = match config.target.scheme {
         Scheme::Https => true,
         Scheme::Http => false,
-        Scheme::Tcp | Scheme::Ws | Scheme::Wss => return Err(Http2Error::NeedsHttpTarget),
+        _ => return Err(Http2Error::NeedsHttpTarget),
     };
     let tls = if https {
         Some(candor_engine::transport::tls::client_config(

@@ -26,8 +26,8 @@
 //! that already timed out is dropped (its message was counted as a timeout): in order, a
 //! timed-out message keeps its place in the queue, so the replies after it still find theirs.
 
-use super::frames::{self, FrameDecoder, Opcode, WsEvent};
 use super::faults;
+use super::frames::{self, FrameDecoder, Opcode, WsEvent};
 use super::handshake;
 use super::matching::WsMatch;
 use candor_engine::backoff::Fault;

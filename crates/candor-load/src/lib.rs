@@ -6,6 +6,7 @@
 //! (`candor-protocols`). Nothing is dropped from the accounting:
 //! `intended = completed + failed + unfinished`.
 
+mod collector;
 pub mod load_run;
 pub mod plan;
 pub mod probe;

@@ -5,11 +5,12 @@
 
 use candor_engine::config::{LoadConfigError, Scheme, DEFAULT_STREAMS};
 use candor_engine::seam::unit::ProtocolUnit;
-use candor_protocols::http1::Http1;
-use candor_protocols::http2::Http2;
-use candor_protocols::tcp::{Framing, Tcp};
+use candor_protocols::http1::unit::Http1;
+use candor_protocols::http2::unit::Http2;
+use candor_protocols::tcp::unit::Tcp;
+use candor_protocols::tcp::Framing;
 use candor_protocols::ws::matching::WsMatch;
-use candor_protocols::ws::WebSocket;
+use candor_protocols::ws::unit::WebSocket;
 use candor_wire::target::Target;
 use std::sync::Arc;
 

@@ -70,7 +70,7 @@ fn run(addr: SocketAddr, http2: bool) -> RunOutcome {
 fn run_url(url: &str, http2: bool) -> RunOutcome {
     let mut c = candor_load::RunPlan::new(Target::parse(url).unwrap(), Default::default()).unwrap();
     if http2 {
-        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 1 });
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 1 });
     }
     c.threads = 1;
     c.connections = 1;
@@ -186,7 +186,7 @@ fn run_config(addr: SocketAddr, http2: bool) -> LoadConfig {
     )
     .unwrap();
     if http2 {
-        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 {
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
             streams: candor_load::config::DEFAULT_STREAMS,
         });
     }

@@ -29,7 +29,7 @@ fn config(addr: std::net::SocketAddr) -> LoadConfig {
     .unwrap();
     c.threads = 1;
     c.connections = 2;
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 8 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
     c.body = br#"{"name":"alloc","seq":7,"tags":["a","b"],"inner":{"n":3}}"#.to_vec();
     let flags = GrpcFlags {
         call: Some("candor.bench.Bench/Echo".into()),
@@ -73,7 +73,7 @@ fn no_allocations_per_call(lines: bool) {
         .unwrap();
         c.threads = 1;
         c.connections = 2;
-        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::Http2 { streams: 8 });
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
         c.workload.lines = candor_load::requests::parse_request_lines(
             r#"{"call":"candor.bench.Bench/Echo","message":{"name":"a","seq":1},"weight":3}
 {"name":"b","call":"candor.bench.Bench/Echo","message":{"name":"b","tags":["x"]},"headers":{"x-user":"8"}}

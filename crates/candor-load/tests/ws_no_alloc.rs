@@ -35,7 +35,7 @@ fn ws_run(matching: &str, rate: Option<f64>) -> (u64, u64) {
     config.connections = 8;
     config.threads = 2;
     config.body = br#"{"op":"echo","text":"a message of a few dozen bytes"}"#.to_vec();
-    config.protocol = std::sync::Arc::new(candor_load::protocol::ws::WebSocket {
+    config.protocol = std::sync::Arc::new(candor_load::protocol::ws::unit::WebSocket {
         streams: candor_load::config::DEFAULT_STREAMS,
         matching: matching.parse::<WsMatch>().unwrap(),
         binary: false,

@@ -2,12 +2,11 @@
 //! request, in order, delimited by [`ResponseParser`] (`codec.rs`, which also builds requests).
 
 mod codec;
-mod unit;
+pub mod unit;
 
 pub use candor_engine::seam::progress::{ParseError, Progress};
 pub use candor_wire::request_form::{build_request, has_header, USER_AGENT_LINE};
 pub use codec::ResponseParser;
-pub use unit::Http1;
 
 use candor_engine::seam::observe::ResponseObserver;
 use candor_engine::seam::Protocol;

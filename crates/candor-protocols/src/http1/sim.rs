@@ -15,7 +15,7 @@ use candor_engine::shared::Failure;
 pub(crate) mod streams;
 
 pub(crate) fn http(shape: Shape) -> Rig<ResponseParser> {
-    let unit = std::sync::Arc::new(super::Http1 {
+    let unit = std::sync::Arc::new(super::unit::Http1 {
         pipeline: shape.pipeline,
     });
     Rig::new(shape, unit, || ResponseParser::new(false))

@@ -28,8 +28,7 @@ pub mod frame;
 mod hpack;
 pub mod probe;
 mod receive;
-mod unit;
-pub use unit::Http2;
+pub mod unit;
 
 use candor_engine::config::{LoadConfig, Scheme};
 use candor_engine::seam::link::outgoing;

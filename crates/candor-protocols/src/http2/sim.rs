@@ -12,7 +12,7 @@
 use super::*;
 use crate::http1::sim::streams::header_and_body_checks;
 use candor_core::workload_results::FailedCheck;
-use candor_engine::backoff::FaultTally;
+pub(super) use candor_engine::backoff::{Fault, FaultTally};
 use candor_engine::driver::rig::{Peer, Shape, MS, START, US};
 use candor_engine::driver::{ConnState, Driver};
 use candor_engine::shared::PhaseAcc;
@@ -33,7 +33,7 @@ pub(super) const STATUS_404: &[u8] = &[0x8d];
 
 pub(super) fn h2(shape: Shape) -> Rig {
     let peer = Peer::new();
-    let unit = std::sync::Arc::new(super::Http2 {
+    let unit = std::sync::Arc::new(super::unit::Http2 {
         streams: shape.streams,
     });
     let setup = shape.setup(&peer.listener, unit);

@@ -2,10 +2,9 @@
 //! [`TcpFramer`] (`framer.rs`, as `--framing` says); there is no status.
 
 mod framer;
-mod unit;
+pub mod unit;
 
 pub use framer::{parse_payload, unescape, Framing, TcpFramer};
-pub use unit::Tcp;
 
 use crate::http1::{ParseError, Progress};
 use candor_engine::seam::Protocol;

@@ -7,7 +7,7 @@ use candor_engine::backoff::Fault;
 use candor_engine::driver::rig::{fault, faults, Rig, Shape, MS, START};
 
 fn tcp(shape: Shape, framing: Framing) -> Rig<TcpFramer> {
-    let unit = std::sync::Arc::new(super::Tcp {
+    let unit = std::sync::Arc::new(super::unit::Tcp {
         pipeline: shape.pipeline,
         payload: b"ping".to_vec(),
         framing: framing.clone(),

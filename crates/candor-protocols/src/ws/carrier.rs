@@ -77,12 +77,12 @@ pub(super) struct Shared {
 /// Runs one WebSocket load thread on the one driver.
 pub fn run_worker(
     setup: WorkerSetup,
-    ws: &super::WebSocket,
+    ws: Settings,
     tls: Option<Arc<rustls::ClientConfig>>,
     ticket: GateTicket,
     schedule_at: impl FnOnce(u64) -> Result<Option<Schedule>, WorkerError>,
 ) -> Result<[PhaseAcc; 2], WorkerError> {
-    let shared = Arc::new(Shared::new(&setup.config, ws, &setup.requests));
+    let shared = Arc::new(Shared::new(&setup.config, &ws, &setup.requests));
     let seeds = std::cell::Cell::new(seed());
     candor_engine::driver::run_worker(setup, tls, ticket, schedule_at, move || {
         let s = splitmix(seeds.get());
@@ -110,8 +110,18 @@ fn splitmix(state: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A WebSocket run's own settings, as its connections use them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Messages in flight per connection.
+    pub streams: usize,
+    pub matching: WsMatch,
+    /// Messages go as binary frames, not text.
+    pub binary: bool,
+}
+
 impl Shared {
-    pub(super) fn new(config: &LoadConfig, ws: &super::WebSocket, requests: &[Prepared]) -> Shared {
+    pub(super) fn new(config: &LoadConfig, ws: &Settings, requests: &[Prepared]) -> Shared {
         let headers = config
             .headers
             .iter()

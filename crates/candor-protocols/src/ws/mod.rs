@@ -18,10 +18,7 @@ pub mod faults;
 pub mod frames;
 pub mod handshake;
 pub mod matching;
-mod unit;
-pub use unit::WebSocket;
-
-pub use carrier::run_worker;
+pub mod unit;
 
 #[cfg(test)]
 mod sim;

@@ -26,7 +26,7 @@ struct Rig {
 
 fn ws(shape: Shape, matching: &str, body: &[u8]) -> Rig {
     let peer = Peer::new();
-    let unit = super::WebSocket {
+    let unit = super::unit::WebSocket {
         streams: shape.streams,
         matching: matching.parse().unwrap(),
         binary: false,
@@ -41,7 +41,12 @@ fn ws(shape: Shape, matching: &str, body: &[u8]) -> Rig {
     config.validate(&unit).unwrap();
     setup.requests = candor_engine::request_plan::prepare_requests(&config, RequestForm::Http);
     setup.config = Arc::new(config);
-    let shared = Arc::new(Shared::new(&setup.config, &unit, &setup.requests));
+    let settings = super::carrier::Settings {
+        streams: unit.streams,
+        matching: unit.matching.clone(),
+        binary: unit.binary,
+    };
+    let shared = Arc::new(Shared::new(&setup.config, &settings, &setup.requests));
     let mut d = Driver::new(setup, None, move || WsConnection::new(shared.clone(), 7)).unwrap();
     d.core.begin_at(START, Some(shape.schedule()), 0);
     Rig {

@@ -117,6 +117,11 @@ impl ProtocolUnit for WebSocket {
         ticket: GateTicket,
         schedule_at: ScheduleAt<'_>,
     ) -> Result<[PhaseAcc; 2], WorkerError> {
-        super::run_worker(setup, self, tls, ticket, schedule_at)
+        let settings = super::carrier::Settings {
+            streams: self.streams,
+            matching: self.matching.clone(),
+            binary: self.binary,
+        };
+        super::carrier::run_worker(setup, settings, tls, ticket, schedule_at)
     }
 }

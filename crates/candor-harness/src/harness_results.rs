@@ -12,7 +12,7 @@ use candor_core::hist::{new_histogram, value_at, Histo, Recorder};
 use candor_core::recorded::{HarnessConfig, RecordedConfig};
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, NamedHistogram, PhaseResults,
-    RequestCounts, RunResults, SCHEMA_VERSION,
+    RequestCounts, RunResults,
 };
 use std::fmt::Write as _;
 
@@ -669,31 +669,27 @@ impl HarnessResults {
             .map(|t| serde_json::to_value(t).unwrap_or(serde_json::Value::Null))
             .collect();
         let mut union = RunResults {
-            schema_version: SCHEMA_VERSION,
-            candor_version: env!("CARGO_PKG_VERSION").to_string(),
-            kind: candor_core::results::Kind::Harness,
-            mode: if self.cfg.account_for_coordinated_omission {
-                candor_core::results::Mode::OpenLoop
-            } else {
-                candor_core::results::Mode::ClosedLoop
-            },
-            target: self.cfg.name.clone(),
             command_line: std::env::args().collect(),
             start_time_unix_s: self.start_unix_s,
             environment: Environment::current(),
-            config: RecordedConfig::Harness(HarnessConfig {
-                harness: serde_json::to_value(&self.cfg).unwrap_or(serde_json::Value::Null),
-                summaries,
-            }),
-            main: PhaseResults::from_recorder(&main, &empty, requests, duration_s, target),
             warmup,
             intervals,
             extra,
             warnings: self.warnings.clone(),
-            stop_reason: None,
-            stop: None,
-            workload: Default::default(),
-            repeats: Vec::new(),
+            ..RunResults::new(
+                candor_core::results::Kind::Harness,
+                if self.cfg.account_for_coordinated_omission {
+                    candor_core::results::Mode::OpenLoop
+                } else {
+                    candor_core::results::Mode::ClosedLoop
+                },
+                self.cfg.name.clone(),
+                RecordedConfig::Harness(HarnessConfig {
+                    harness: serde_json::to_value(&self.cfg).unwrap_or(serde_json::Value::Null),
+                    summaries,
+                }),
+                PhaseResults::from_recorder(&main, &empty, requests, duration_s, target),
+            )
         };
         // The measured runs are repeats of one test: each is kept whole, so `candor compare`
         // of two harness files compares across runs.

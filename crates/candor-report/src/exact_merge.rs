@@ -8,7 +8,7 @@ use candor_core::hist::{from_base64_v2, HistCodecError};
 use candor_core::recorded::{MergedConfig, MergedSource, RecordedConfig};
 use candor_core::results::{
     EncodedHistograms, Goodput, Interval, IntervalStats, Kind, LlmTokens, Mode, NamedHistogram,
-    PhaseResults, RequestCounts, RunResults, StreamResults, SCHEMA_VERSION,
+    PhaseResults, RequestCounts, RunResults, StreamResults,
 };
 use candor_core::stream_measures::{IntervalStream, StreamMeasure};
 use candor_core::units::format_rate;
@@ -356,34 +356,9 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         );
     }
     Ok(RunResults {
-        schema_version: SCHEMA_VERSION,
-        candor_version: env!("CARGO_PKG_VERSION").to_string(),
-        kind: Kind::Merged,
-        mode: Mode::common(runs.iter().map(|r| r.mode.clone())).unwrap_or(Mode::OpenLoop),
-        target: same(&|r| r.target.clone()),
         command_line: first.command_line.clone(),
         start_time_unix_s: start,
         environment: first.environment.clone(),
-        config: RecordedConfig::Merged(Box::new(MergedConfig {
-            merged_from: runs
-                .iter()
-                .map(|r| MergedSource {
-                    kind: r.kind,
-                    target: r.target.clone(),
-                    start_time_unix_s: r.start_time_unix_s,
-                    command_line: r.command_line.clone(),
-                    config: r.config.clone(),
-                    environment: r.environment.clone(),
-                })
-                .collect(),
-            threads: None,
-            connections: None,
-            rate_per_s: None,
-            duration_s: None,
-            warmup_s: None,
-            shards: None,
-        })),
-        main,
         warmup,
         intervals,
         extra: extra
@@ -391,10 +366,32 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             .map(|(n, h)| NamedHistogram::of(n, h))
             .collect(),
         warnings,
-        stop_reason: None,
-        stop: None,
         workload,
-        repeats: Vec::new(),
+        ..RunResults::new(
+            Kind::Merged,
+            Mode::common(runs.iter().map(|r| r.mode.clone())).unwrap_or(Mode::OpenLoop),
+            same(&|r| r.target.clone()),
+            RecordedConfig::Merged(Box::new(MergedConfig {
+                merged_from: runs
+                    .iter()
+                    .map(|r| MergedSource {
+                        kind: r.kind,
+                        target: r.target.clone(),
+                        start_time_unix_s: r.start_time_unix_s,
+                        command_line: r.command_line.clone(),
+                        config: r.config.clone(),
+                        environment: r.environment.clone(),
+                    })
+                    .collect(),
+                threads: None,
+                connections: None,
+                rate_per_s: None,
+                duration_s: None,
+                warmup_s: None,
+                shards: None,
+            })),
+            main,
+        )
     })
 }
 

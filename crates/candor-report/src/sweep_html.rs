@@ -144,30 +144,20 @@ mod tests {
         let mut rec = candor_core::Recorder::new();
         rec.record(1_000_000, 900_000, 100);
         let results = RunResults {
-            schema_version: SCHEMA_VERSION,
             candor_version: "t".into(),
-            kind: candor_core::results::Kind::Run,
-            mode: candor_core::results::Mode::OpenLoop,
-            target: "http://127.0.0.1:1/".into(),
-            command_line: vec![],
-            start_time_unix_s: 0.0,
-            environment: Environment::default(),
-            config: serde_json::Value::Null.into(),
-            main: PhaseResults::from_recorder(
-                &rec,
-                &candor_core::new_histogram(),
-                RequestCounts::default(),
-                1.0,
-                Some(1000.0),
-            ),
-            warmup: None,
-            intervals: vec![],
-            extra: vec![],
-            warnings: vec![],
-            stop_reason: None,
-            stop: None,
-            workload: Default::default(),
-            repeats: Vec::new(),
+            ..RunResults::new(
+                candor_core::results::Kind::Run,
+                candor_core::results::Mode::OpenLoop,
+                "http://127.0.0.1:1/",
+                serde_json::Value::Null,
+                PhaseResults::from_recorder(
+                    &rec,
+                    &candor_core::new_histogram(),
+                    RequestCounts::default(),
+                    1.0,
+                    Some(1000.0),
+                ),
+            )
         };
         let sweep = SweepResults {
             schema_version: SCHEMA_VERSION,

@@ -7,12 +7,10 @@ use candor_analysis::sweep_results::{SweepResults, SWEEP_PERCENTILES};
 use candor_core::units::{format_count, format_ns, format_rate};
 use serde_json::json;
 
-const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
-const UPLOT_CSS: &str = include_str!("../../../vendor/uplot/uPlot.min.css");
 const COLOURS: [&str; 5] = ["#1f6fb2", "#2a9d5c", "#e08a1e", "#d1495b", "#7a7a7a"];
 
+use super::assets::{PAGE_CSS, UPLOT_CSS, UPLOT_JS};
 use crate::escape::html_text as esc;
-use crate::html::PAGE_CSS;
 
 /// Draws both charts from the data block and marks the page when done (for automated checks).
 const SCRIPT: &str = r#"(function(){

@@ -2,7 +2,7 @@
 //! (`precision`, `duration`, `abort`, `interrupt`) and the `--precision` intervals reached, as
 //! the text report gives them ([`crate::text::render_stop`]).
 
-use crate::html::{esc, format_ns};
+use super::format::{esc, format_ns};
 use candor_analysis::confidence::samples_needed;
 use candor_analysis::omission::trim_pct;
 use candor_core::results::{PrecisionRow, RunResults, StopReason};

@@ -3,8 +3,8 @@
 //! name a table and a percentile overlay. Everything comes from the results' `stages` and
 //! `by_request`; a run without them gets none of it.
 
-use crate::escape::html_text as esc;
-use crate::html::{format_ns, p99_max, spectrum, HtmlError};
+use super::error::HtmlError;
+use super::format::{esc, format_ns, p99_max, spectrum};
 use candor_core::results::{Interval, PhaseResults, RunResults};
 use candor_core::units::{format_count, format_rate};
 use candor_core::workload_results::StageResults;

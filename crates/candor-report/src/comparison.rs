@@ -173,8 +173,8 @@ pub fn compare_text(
                 format!("target {}", format_rate(t))
             });
         // A log holds latencies only: its rate target and failures are unknown, not zero.
-        let books = match crate::input::Books::of(r) {
-            crate::input::Books::LatencyOnly => {
+        let books = match crate::books::Books::of(r) {
+            crate::books::Books::LatencyOnly => {
                 "offered rate and failures unknown (a log holds latencies only)".to_string()
             }
             _ => format!(

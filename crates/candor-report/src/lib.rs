@@ -2,6 +2,7 @@
 
 pub mod text;
 
+pub mod books;
 pub mod capacity_report;
 pub mod codec;
 pub mod comparison;

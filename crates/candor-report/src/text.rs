@@ -1,7 +1,7 @@
 //! The terminal report of a run: the headline table of response time, service time and send
 //! lag side by side, the accounting, and the warnings, in the order a reader needs them.
 
-use crate::input::Books;
+use crate::books::Books;
 use candor_analysis::late::count_noun;
 use candor_core::hist::{Statistic, SUMMARY_ROWS};
 use candor_core::results::{

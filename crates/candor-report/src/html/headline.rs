@@ -2,7 +2,7 @@
 //! the runs' warnings.
 
 use super::format::{esc, format_ns, PALETTE};
-use crate::input::Books;
+use crate::books::Books;
 use candor_analysis::late::count_noun;
 use candor_core::dates::utc_seconds as utc;
 use candor_core::hist::value_at;

@@ -3,7 +3,7 @@
 
 use super::format::{esc, format_ns, summary_row, PALETTE};
 use super::options::Slo;
-use crate::input::Books;
+use crate::books::Books;
 use candor_analysis::late::count_noun;
 use candor_core::hist::value_at;
 use candor_core::results::RunResults;

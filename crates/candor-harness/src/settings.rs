@@ -32,7 +32,7 @@ pub enum HarnessError {
     },
 }
 
-/// Everything that shapes a harness run. Build one with [`Harness::builder`].
+/// Everything that shapes a harness run. Build one with [`Harness::builder`](crate::Harness::builder).
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
     /// Label for reports and JSON (`target`). Default `"benchmark"`.

@@ -13,7 +13,9 @@
 //! ```
 
 pub mod llm;
-pub mod llm_body;
+/// The request body reader of `serve --llm`, at the path it has always had.
+pub use llm::body as llm_body;
+
 mod response;
 mod worker;
 

@@ -18,8 +18,10 @@ pub mod test_server;
 
 pub use descriptors::{compile_protos, ProtoError};
 pub use grpc_status::{decode_grpc_message, Code, CodeCounts, CodeSet, CodeSetError};
-pub use headers::{request_headers, HeaderField, Metadata, MetadataError, Scheme};
-pub use length_prefix::{FrameDecoder, FrameError};
+pub use headers::{request_headers, CallScheme, HeaderField, Metadata, MetadataError};
+pub use length_prefix::{MessageCounter, MessageStreamError};
+// kept for candor-load until its split lands
+pub use length_prefix::{MessageCounter as FrameDecoder, MessageStreamError as FrameError};
 pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
 pub use method::{CallError, CallKind, CallName, GrpcMethod};
 /// The descriptors calls are resolved against (from `.proto` files or reflection).

@@ -233,7 +233,7 @@ impl ScriptHost {
             summary,
             latency_ns,
             requests,
-            Box::new(Shared(Arc::clone(&out))),
+            Box::new(SharedBuffer(Arc::clone(&out))),
         );
         let out = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
         result.map(|()| String::from_utf8_lossy(&out).into_owned())
@@ -325,9 +325,9 @@ fn wrk_table(lua: &Lua) -> mlua::Result<Table> {
 }
 
 /// A `Write` into a buffer shared with whoever reads it afterwards.
-struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+struct SharedBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
 
-impl Write for Shared {
+impl Write for SharedBuffer {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0
             .lock()

@@ -33,7 +33,7 @@ pub struct RequestInfo {
 
 /// How the script judged a response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ResponseVerdict {
     Ok,
     /// `response()` returned `false` or called `wrk.fail(reason)`: a failure of class `check`.
     Fail(String),
@@ -222,15 +222,15 @@ impl ThreadScript {
     }
 
     /// Calls `response(status, headers, body)` when the script defines it (see
-    /// [`ThreadScript::wants_response`]); without it every response is [`Verdict::Ok`].
+    /// [`ThreadScript::wants_response`]); without it every response is [`ResponseVerdict::Ok`].
     pub fn response<'h>(
         &mut self,
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         body: &[u8],
-    ) -> Result<Verdict, ScriptError> {
+    ) -> Result<ResponseVerdict, ScriptError> {
         let Some(f) = &self.response else {
-            return Ok(Verdict::Ok);
+            return Ok(ResponseVerdict::Ok);
         };
         let start = now_ns();
         if let Some(mut data) = self.lua.app_data_mut::<StateData>() {
@@ -264,9 +264,9 @@ impl ThreadScript {
             .app_data_mut::<StateData>()
             .and_then(|mut d| d.failure.take());
         Ok(match (failure, returned) {
-            (Some(reason), _) => Verdict::Fail(reason),
-            (None, Value::Boolean(false)) => Verdict::Fail(RETURNED_FALSE.to_string()),
-            _ => Verdict::Ok,
+            (Some(reason), _) => ResponseVerdict::Fail(reason),
+            (None, Value::Boolean(false)) => ResponseVerdict::Fail(RETURNED_FALSE.to_string()),
+            _ => ResponseVerdict::Ok,
         })
     }
 

@@ -4,7 +4,7 @@
 use super::answer::{respond_plain, Answer, Endpoint};
 use super::config::{LlmConfig, LlmFaultKind};
 use super::request::*;
-use super::state::ServerState;
+use super::state::LlmState;
 use super::timing::{emission_times, prompt_tokens};
 use candor_core::now_ns;
 use std::io::{self, BufReader, Read};
@@ -43,7 +43,7 @@ pub(super) const TOO_SLOW: &str = "{\"error\":{\"message\":\"the request did not
 pub(super) fn serve_connection(
     stream: TcpStream,
     config: &LlmConfig,
-    shared: &ServerState,
+    shared: &LlmState,
     started_ns: u64,
 ) -> io::Result<()> {
     let mut out = stream.try_clone()?;

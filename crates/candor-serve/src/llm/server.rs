@@ -4,7 +4,7 @@
 use super::config::LlmConfig;
 use super::connection::serve_connection;
 use super::error::LlmError;
-use super::state::ServerState;
+use super::state::LlmState;
 use candor_core::now_ns;
 use std::collections::HashMap;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub struct LlmServer {
     pub(super) local_addr: SocketAddr,
     pub(super) started_at_ns: u64,
-    pub(super) shared: Arc<ServerState>,
+    pub(super) shared: Arc<LlmState>,
     pub(super) accept: Option<JoinHandle<()>>,
 }
 
@@ -71,7 +71,7 @@ pub fn start(config: LlmConfig) -> Result<LlmServer, LlmError> {
     };
     let listener = TcpListener::bind(config.listen).map_err(bind)?;
     let local_addr = listener.local_addr().map_err(bind)?;
-    let shared = Arc::new(ServerState {
+    let shared = Arc::new(LlmState {
         stop: AtomicBool::new(false),
         served: AtomicU64::new(0),
         fault_count: AtomicU64::new(0),
@@ -98,7 +98,7 @@ pub fn start(config: LlmConfig) -> Result<LlmServer, LlmError> {
 pub(super) fn accept_loop(
     listener: TcpListener,
     config: Arc<LlmConfig>,
-    shared: Arc<ServerState>,
+    shared: Arc<LlmState>,
     started_ns: u64,
 ) {
     let mut number = 0u64;
@@ -126,7 +126,7 @@ pub(super) fn accept_loop(
         }
         let _ = stream.set_nodelay(true);
         let (config, shared, id) = (config.clone(), shared.clone(), number);
-        let forget = move |shared: &ServerState| {
+        let forget = move |shared: &LlmState| {
             if let Ok(mut open) = shared.open.lock() {
                 open.remove(&id);
             }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 
 /// What the accept thread, every connection's thread and the server's handle share.
-pub(super) struct ServerState {
+pub(super) struct LlmState {
     pub(super) stop: AtomicBool,
     pub(super) served: AtomicU64,
     pub(super) fault_count: AtomicU64,

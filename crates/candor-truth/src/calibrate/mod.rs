@@ -132,12 +132,12 @@ impl Sabotage {
 
 /// The pass/fail of every check run, in order, and the wall time they took.
 #[derive(Debug, Clone)]
-pub struct Verdict {
+pub struct CalibrationOutcome {
     pub checks: Vec<(Check, bool)>,
     pub seconds: f64,
 }
 
-impl Verdict {
+impl CalibrationOutcome {
     pub fn pass(&self) -> bool {
         self.checks.iter().all(|c| c.1)
     }
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn the_verdict_names_the_failed_checks() {
-        let pass = Verdict {
+        let pass = CalibrationOutcome {
             checks: vec![(Check::Tester, true), (Check::Pause, true)],
             seconds: 9.4,
         };
@@ -212,7 +212,7 @@ mod tests {
             pass.render(),
             "RESULT: PASS (2 of 2 checks, 9s). candor's numbers on this machine match the known truth.\n"
         );
-        let fail = Verdict {
+        let fail = CalibrationOutcome {
             checks: vec![(Check::Tester, true), (Check::Stall, false)],
             seconds: 12.0,
         };

@@ -3,7 +3,7 @@
 //! [`super::judge`].
 
 use super::judge::{at, judge_llm, judge_stall, pass_word, render_bounds, tester_bounds, Measured};
-use super::{CalibrateError, Check, Runner, Sabotage, Verdict};
+use super::{CalibrateError, CalibrationOutcome, Check, Runner, Sabotage};
 use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
 use candor_core::results::RunResults;
@@ -23,7 +23,7 @@ pub fn calibrate<R: Runner>(
     sabotage: Sabotage,
     runner: &mut R,
     say: &mut dyn FnMut(&str),
-) -> Result<Verdict, CalibrateError<R::Error>> {
+) -> Result<CalibrationOutcome, CalibrateError<R::Error>> {
     say("candor calibrate: checking candor against servers whose answer is known in advance (~20 s)\n");
     if sabotage != Sabotage::None {
         say("SABOTAGED on purpose by CANDOR_CALIBRATE_SABOTAGE: this run must FAIL\n");
@@ -46,7 +46,7 @@ pub fn calibrate<R: Runner>(
         verdict.push((check, pass));
         (calibration.say)("\n");
     }
-    Ok(Verdict {
+    Ok(CalibrationOutcome {
         checks: verdict,
         seconds: started.elapsed().as_secs_f64(),
     })

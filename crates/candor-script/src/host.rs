@@ -3,7 +3,7 @@
 use crate::error::{one_line, Phase, ScriptError};
 use crate::handle::{ThreadHandle, ThreadShared};
 use crate::lua_state::{
-    new_state, set_sink, take_output, Script, ScriptOptions, Stops, Target, UrlParts, INTERRUPTED,
+    new_state, runtime_error, set_sink, take_output, Script, ScriptOptions, Stops, Target, UrlParts,
 };
 use crate::stats::Stats;
 use crate::thread::ThreadScript;
@@ -338,43 +338,5 @@ impl Write for SharedBuffer {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-/// A Lua error raised in `phase`, as the stop that caused it when one did: `os.exit`
-/// ([`ScriptError::Exit`]), a signal ([`ScriptError::Interrupted`]), the run's end
-/// ([`ScriptError::Overran`]), the heap limit ([`ScriptError::HeapLimit`]).
-pub(crate) fn runtime_error(stops: &Stops, phase: Phase, e: &mlua::Error) -> ScriptError {
-    if let Some(code) = stops.exit_code() {
-        return ScriptError::Exit { phase, code };
-    }
-    let message = one_line(e);
-    if stops.interrupt.load(Ordering::Relaxed) && message.ends_with(INTERRUPTED) {
-        if stops.overran.load(Ordering::Relaxed) {
-            return ScriptError::Overran { phase };
-        }
-        return ScriptError::Interrupted { phase };
-    }
-    if is_memory_error(e) {
-        return ScriptError::HeapLimit {
-            phase,
-            limit: stops.heap_limit,
-        };
-    }
-    match phase {
-        Phase::Load => ScriptError::Load { message },
-        _ => ScriptError::Runtime { phase, message },
-    }
-}
-
-/// Whether Lua ran out of memory (the state's heap limit), directly or in a Rust function the
-/// script called.
-fn is_memory_error(e: &mlua::Error) -> bool {
-    match e {
-        mlua::Error::MemoryError(_) => true,
-        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
-        mlua::Error::WithContext { cause, .. } => is_memory_error(cause),
-        mlua::Error::RuntimeError(m) => m.ends_with("not enough memory"),
-        _ => false,
     }
 }

@@ -2,9 +2,8 @@
 
 use crate::error::{lua_type, one_line, Phase, ScriptError};
 use crate::handle::ThreadShared;
-use crate::host::runtime_error;
 use crate::lua_heap::LuaHeap;
-use crate::lua_state::{take_output, StateData, Stops};
+use crate::lua_state::{runtime_error, take_output, StateData, Stops};
 use candor_core::clock::now_ns;
 use mlua::{Function, Lua, Table, Value};
 use std::net::SocketAddr;

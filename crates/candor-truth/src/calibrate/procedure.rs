@@ -2,8 +2,8 @@
 //! stalling LLM server, each loaded through the caller's [`Runner`] and judged by
 //! [`super::judge`].
 
+use super::checks::{CalibrateError, CalibrationOutcome, Check, Runner, Sabotage};
 use super::judge::{at, judge_llm, judge_stall, pass_word, render_bounds, tester_bounds, Measured};
-use super::{CalibrateError, CalibrationOutcome, Check, Runner, Sabotage};
 use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
 use candor_core::results::RunResults;

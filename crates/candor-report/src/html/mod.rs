@@ -14,10 +14,14 @@ mod format;
 mod headline;
 mod options;
 mod stop;
+#[cfg(test)]
+mod stop_tests;
 mod stream;
 mod summary;
 pub mod sweep;
 mod workload;
+#[cfg(test)]
+mod workload_tests;
 
 use assets::{PAGE_CSS, UPLOT_CSS, UPLOT_JS};
 use candor_core::results::RunResults;

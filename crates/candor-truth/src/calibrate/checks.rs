@@ -3,7 +3,7 @@
 
 use crate::pause::PauseError;
 use candor_core::results::RunResults;
-use candor_load::{LoadConfig, LoadConfigError, RunOutcome};
+use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome, Target};
 use std::process::Command;
 use std::sync::Arc;
 use thiserror::Error;
@@ -144,6 +144,26 @@ impl CalibrationOutcome {
             )
         }
     }
+}
+
+/// The settings shared by every calibration run.
+pub(crate) fn base_config(
+    url: &str,
+    rate: f64,
+    conns: usize,
+    threads: usize,
+    dur: u64,
+) -> Result<LoadConfig, LoadConfigError> {
+    const S: u64 = 1_000_000_000;
+    let mut c = LoadConfig::new(Target::parse(url)?);
+    c.shape = LoadShape::constant(rate);
+    c.connections = conns;
+    c.threads = threads;
+    c.duration_ns = dur;
+    c.timeout_ns = 5 * S;
+    c.drain_ns = 5 * S;
+    c.validate()?;
+    Ok(c)
 }
 
 #[cfg(test)]

@@ -209,7 +209,7 @@ pub(crate) fn pass_word(pass: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::procedure::base_config;
+    use crate::calibrate::checks::base_config;
     use candor_core::new_histogram;
 
     const MS: u64 = 1_000_000;

@@ -2,13 +2,13 @@
 //! stalling LLM server, each loaded through the caller's [`Runner`] and judged by
 //! [`super::judge`].
 
-use super::checks::{CalibrateError, CalibrationOutcome, Check, Runner, Sabotage};
+use super::checks::{base_config, CalibrateError, CalibrationOutcome, Check, Runner, Sabotage};
 use super::judge::{at, judge_llm, judge_stall, pass_word, render_bounds, tester_bounds, Measured};
 use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
 use candor_core::results::RunResults;
 use candor_core::units::{format_ns, format_rate};
-use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome, Target};
+use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -50,25 +50,6 @@ pub fn calibrate<R: Runner>(
         checks: verdict,
         seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-/// The settings shared by every calibration run.
-pub(crate) fn base_config(
-    url: &str,
-    rate: f64,
-    conns: usize,
-    threads: usize,
-    dur: u64,
-) -> Result<LoadConfig, LoadConfigError> {
-    let mut c = LoadConfig::new(Target::parse(url)?);
-    c.shape = LoadShape::constant(rate);
-    c.connections = conns;
-    c.threads = threads;
-    c.duration_ns = dur;
-    c.timeout_ns = 5 * S;
-    c.drain_ns = 5 * S;
-    c.validate()?;
-    Ok(c)
 }
 
 struct Calibration<'a, R> {

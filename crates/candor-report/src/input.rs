@@ -289,7 +289,7 @@ pub fn load_for_merge(files: &[PathBuf]) -> Result<Vec<(String, RunResults)>, In
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let text = read_named(f)?;
-        match crate::shards::json_from_log(&text) {
+        match crate::pod_log::json_from_log(&text) {
             Some(json) => {
                 let name = file_name(f);
                 let r = load(json, &name, &Selection::default()).map_err(|cause| {

@@ -17,6 +17,7 @@ pub use html::sweep as sweep_html;
 pub mod input;
 pub mod javafmt;
 pub mod json;
+pub mod pod_log;
 pub mod shards;
 pub mod stream_text;
 pub mod synthetic;

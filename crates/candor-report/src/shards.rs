@@ -587,18 +587,6 @@ impl ShardReport {
     }
 }
 
-/// Marker lines around the results JSON in a pod's log (`candor k8s`), so that
-/// `kubectl logs` output can be merged directly.
-pub const LOG_JSON_BEGIN: &str = "----- candor results json begin -----";
-pub const LOG_JSON_END: &str = "----- candor results json end -----";
-
-/// The results JSON inside a log captured with `kubectl logs`, if the log has the markers.
-pub fn json_from_log(text: &str) -> Option<&str> {
-    let start = text.find(LOG_JSON_BEGIN)? + LOG_JSON_BEGIN.len();
-    let end = start + text[start..].find(LOG_JSON_END)?;
-    Some(text[start..end].trim())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -895,13 +883,9 @@ mod tests {
     }
 
     #[test]
-    fn shard_detection_and_log_extraction() {
+    fn shard_detection() {
         assert!(is_shard(&shard(0, 2, 10.0, T0, 0.0).1));
         assert!(!is_shard(&synthetic_run(1, 2, 10, 1000, 0)));
-        let log = format!("text report\nmore\n{LOG_JSON_BEGIN}\n{{\"a\": 1}}\n{LOG_JSON_END}\n");
-        assert_eq!(json_from_log(&log), Some("{\"a\": 1}"));
-        assert_eq!(json_from_log("no markers"), None);
-        assert_eq!(json_from_log(LOG_JSON_BEGIN), None);
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub use summary::Variation;
 pub use tables::{ratio_cell, RunComparison, SummaryRow, SummaryTable};
 pub use text::{comparison_text, histogram_line, run_text, warmup_text};
 
-// The unit tests read real allocation counts (alloc.rs, harness.rs); per-thread counters keep
+// The unit tests read real allocation counts (alloc.rs, engine.rs); per-thread counters keep
 // libtest's parallel tests out of each other's numbers.
 #[cfg(test)]
 #[global_allocator]

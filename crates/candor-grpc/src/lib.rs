@@ -17,9 +17,11 @@ pub mod timeout;
 pub mod test_server;
 
 pub use descriptors::{compile_protos, ProtoError};
-pub use grpc_status::{decode_grpc_message, Code, CodeCounts, CodeSet, CodeSetError};
+pub use grpc_status::{decode_grpc_message, Code, CodeSet, CodeSetError, GrpcCodeCounts};
 pub use headers::{request_headers, CallScheme, HeaderField, Metadata, MetadataError};
 pub use length_prefix::{MessageCounter, MessageStreamError};
+// kept for candor-load until its split lands
+pub use grpc_status::GrpcCodeCounts as CodeCounts;
 // kept for candor-load until its split lands
 pub use length_prefix::{MessageCounter as FrameDecoder, MessageStreamError as FrameError};
 pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};

@@ -3,7 +3,7 @@
 //! `grpc-timeout`.
 
 use candor_grpc::length_prefix::MessageCounter;
-use candor_grpc::{Code, CodeCounts, CodeSet, GrpcTimeout, StaticMessage};
+use candor_grpc::{Code, CodeSet, GrpcCodeCounts, GrpcTimeout, StaticMessage};
 
 #[global_allocator]
 static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
@@ -27,7 +27,7 @@ fn the_per_request_paths_allocate_nothing() {
     let mut decoder = MessageCounter::default();
     let mut out = Vec::with_capacity(4096);
     let mut sink = 0u64;
-    let mut counts = CodeCounts::default();
+    let mut counts = GrpcCodeCounts::default();
 
     let mut one_round = |round: u64| {
         out.clear();

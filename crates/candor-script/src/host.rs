@@ -1,6 +1,6 @@
 //! The script's setup state: loading, `setup(thread)` for each load thread, `done(...)`.
 
-use crate::error::{one_line, Phase, ScriptError};
+use crate::error::{one_line, ScriptError, ScriptPhase};
 use crate::handle::{ThreadHandle, ThreadShared};
 use crate::lua_state::{
     new_state, runtime_error, set_sink, take_output, Script, ScriptOptions, Stops, Target, UrlParts,
@@ -192,7 +192,7 @@ impl ScriptHost {
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.interrupt
                 .after(&self.setup, wrk_setup.call::<()>(handle))
-                .map_err(|e| self.runtime(Phase::Setup, &e))?;
+                .map_err(|e| self.runtime(ScriptPhase::Setup, &e))?;
 
             let wrk_init: Function = self.wrk_field(&state, "init")?;
             let args = state
@@ -207,7 +207,7 @@ impl ScriptHost {
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.interrupt
                 .after(&state, wrk_init.call::<()>(args))
-                .map_err(|e| self.runtime(Phase::Init, &e))?;
+                .map_err(|e| self.runtime(ScriptPhase::Init, &e))?;
             self.threads.push(state.clone());
             scripts.push(ThreadScript::new(
                 state,
@@ -283,7 +283,7 @@ impl ScriptHost {
         let result = self
             .interrupt
             .after(lua, call())
-            .map_err(|e| self.runtime(Phase::Done, &e));
+            .map_err(|e| self.runtime(ScriptPhase::Done, &e));
         if let Some(mut data) = lua.app_data_mut::<crate::lua_state::StateData>() {
             if let Some(sink) = &mut data.sink {
                 let _ = sink.flush();
@@ -314,7 +314,7 @@ impl ScriptHost {
             .map_err(|e| ScriptError::Lua(format!("the wrk module: {}", one_line(&e))))
     }
 
-    fn runtime(&self, phase: Phase, e: &mlua::Error) -> ScriptError {
+    fn runtime(&self, phase: ScriptPhase, e: &mlua::Error) -> ScriptError {
         runtime_error(&self.interrupt, phase, e)
     }
 }

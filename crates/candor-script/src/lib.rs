@@ -13,7 +13,7 @@ mod stats;
 mod thread;
 
 pub use addr::Addr;
-pub use error::{Phase, ScriptError};
+pub use error::{ScriptError, ScriptPhase};
 pub use host::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost};
 pub use lua_state::{ScriptOptions, Target};
 pub use stats::Stats;

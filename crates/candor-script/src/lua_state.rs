@@ -2,7 +2,7 @@
 //! the `wrk` module with the target's fields, captured output, the interrupt hook, the script.
 
 use crate::addr::{self, Addr};
-use crate::error::{one_line, Phase, ScriptError};
+use crate::error::{one_line, ScriptError, ScriptPhase};
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -368,7 +368,7 @@ pub(crate) fn new_state(
         .exec();
     stops
         .after(&lua, loaded)
-        .map_err(|e| runtime_error(stops, Phase::Load, &e))?;
+        .map_err(|e| runtime_error(stops, ScriptPhase::Load, &e))?;
     Ok(lua)
 }
 
@@ -533,7 +533,7 @@ pub(crate) fn set_sink(lua: &Lua, sink: Option<Box<dyn Write + Send>>) {
 /// A Lua error raised in `phase`, as the stop that caused it when one did: `os.exit`
 /// ([`ScriptError::Exit`]), a signal ([`ScriptError::Interrupted`]), the run's end
 /// ([`ScriptError::Overran`]), the heap limit ([`ScriptError::HeapLimit`]).
-pub(crate) fn runtime_error(stops: &Stops, phase: Phase, e: &mlua::Error) -> ScriptError {
+pub(crate) fn runtime_error(stops: &Stops, phase: ScriptPhase, e: &mlua::Error) -> ScriptError {
     if let Some(code) = stops.exit_code() {
         return ScriptError::Exit { phase, code };
     }
@@ -551,7 +551,7 @@ pub(crate) fn runtime_error(stops: &Stops, phase: Phase, e: &mlua::Error) -> Scr
         };
     }
     match phase {
-        Phase::Load => ScriptError::Load { message },
+        ScriptPhase::Load => ScriptError::Load { message },
         _ => ScriptError::Runtime { phase, message },
     }
 }

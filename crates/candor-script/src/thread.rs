@@ -1,6 +1,6 @@
 //! One load thread's script state: `request()`, `response()`, `delay()`, each call timed.
 
-use crate::error::{lua_type, one_line, Phase, ScriptError};
+use crate::error::{lua_type, one_line, ScriptError, ScriptPhase};
 use crate::handle::ThreadShared;
 use crate::lua_heap::LuaHeap;
 use crate::lua_state::{runtime_error, take_output, StateData, Stops};
@@ -189,7 +189,7 @@ impl ThreadScript {
                     type_name: lua_type(&other),
                 })
             }
-            Err(e) => return Err(runtime_error(&self.interrupt, Phase::Request, &e)),
+            Err(e) => return Err(runtime_error(&self.interrupt, ScriptPhase::Request, &e)),
         };
         let same = matches!(&self.last, Some(last) if last.to_pointer() == s.to_pointer());
         if !same {
@@ -257,7 +257,8 @@ impl ThreadScript {
         };
         let result = self.interrupt.after(&self.lua, call());
         self.account(start);
-        let returned = result.map_err(|e| runtime_error(&self.interrupt, Phase::Response, &e))?;
+        let returned =
+            result.map_err(|e| runtime_error(&self.interrupt, ScriptPhase::Response, &e))?;
         let failure = self
             .lua
             .app_data_mut::<StateData>()
@@ -279,7 +280,7 @@ impl ThreadScript {
         let result = self.interrupt.after(&self.lua, f.call::<Value>(()));
         self.account(start);
         self.odd_delay = None;
-        match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {
+        match result.map_err(|e| runtime_error(&self.interrupt, ScriptPhase::Delay, &e))? {
             Value::Integer(i) => {
                 self.returned_delay = i as f64;
                 if i < 0 {

@@ -3,7 +3,7 @@
 //! as one-line errors with their location.
 
 use candor_script::{
-    Phase, RequestInfo, ResponseVerdict, RunSummary, ScriptError, ScriptHost, ScriptOptions,
+    RequestInfo, ResponseVerdict, RunSummary, ScriptError, ScriptHost, ScriptOptions, ScriptPhase,
     Target, ThreadScript, RETURNED_FALSE,
 };
 use hdrhistogram::Histogram;
@@ -227,7 +227,9 @@ fn one_states_os_exit_does_not_fail_the_calls_of_another_that_return() {
     assert!(first.starts_with(b"GET /1 HTTP/1.1"));
     // Thread 1's own exit, caught by its pcall, still ends its call and every later one.
     match threads[0].response(200, std::iter::empty(), b"") {
-        Err(ScriptError::Exit { phase, code }) => assert_eq!((phase, code), (Phase::Response, 0)),
+        Err(ScriptError::Exit { phase, code }) => {
+            assert_eq!((phase, code), (ScriptPhase::Response, 0))
+        }
         other => panic!("{other:?}"),
     }
     assert!(matches!(
@@ -479,7 +481,7 @@ fn interrupted(name: &str, options: ScriptOptions) {
         .unwrap_or_else(|_| panic!("{name}: request() was not interrupted"));
     match result {
         Err(ScriptError::Interrupted {
-            phase: Phase::Request,
+            phase: ScriptPhase::Request,
         }) => {}
         other => panic!("{name}: {other:?}"),
     }

@@ -26,7 +26,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::grpc_status::Code;
+use crate::status::Code;
 
 /// The code tonic generated from `bench.proto` (build.rs, protox, no protoc).
 pub mod pb {

@@ -160,7 +160,7 @@ pub fn render(results: &RunResults) -> String {
     }
     out.push_str(&crate::workload_text::render(&results.workload));
     // Confidence intervals, sample support, events and the saturation / CO verdicts.
-    out.push_str(&candor_analysis::run_analysis::render_text(results));
+    out.push_str(&candor_analysis::run::render_text(results));
     out.push_str(&render_stop(results));
     if !results.warnings.is_empty() {
         out.push('\n');

@@ -186,7 +186,7 @@ fn connection_faults(runs: &[(String, RunResults)]) -> String {
     body
 }
 
-/// The caveats and verdicts of the text report (candor_analysis::run_analysis), per run: the reported
+/// The caveats and verdicts of the text report (candor_analysis::run), per run: the reported
 /// percentiles its sample count cannot support, the stationarity verdict and the warnings.
 fn caveats(runs: &[(String, RunResults)]) -> Vec<(usize, String)> {
     let mut out = Vec::new();

@@ -2,7 +2,7 @@
 //! an LLM server's time to first token.
 
 use crate::stall::StallTruth;
-use crate::truth_table::{render_truth, truth_rows, Drain};
+use crate::table::{render_truth, truth_rows, Drain};
 use candor_core::results::{PhaseResults, RequestCounts};
 use candor_core::units::{format_count, format_ns};
 use candor_core::Summary;

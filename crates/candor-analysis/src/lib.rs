@@ -11,14 +11,14 @@ pub mod correction;
 pub mod late;
 pub mod omission;
 pub mod repeats;
-pub mod run_analysis;
+pub mod run;
 pub mod saturation;
 pub mod slo;
 pub mod stopping;
 pub mod sweep_results;
 pub mod trend;
 
-pub use run_analysis::{analyze, Analysis};
+pub use run::{analyze, Analysis};
 pub use slo::{Objective, SloError, SloSet, SloVerdict};
 
 #[cfg(test)]

@@ -693,36 +693,26 @@ mod tests {
         for &v in values_ns {
             rec.record(v, 10, 0);
         }
-        candor_core::results::RunResults {
-            schema_version: 1,
+        RunResults {
             candor_version: "t".into(),
-            kind: candor_core::results::Kind::Run,
-            mode: candor_core::results::Mode::OpenLoop,
-            target: "x".into(),
-            command_line: vec![],
-            start_time_unix_s: 0.0,
-            environment: Default::default(),
-            config: serde_json::Value::Null.into(),
-            main: candor_core::results::PhaseResults::from_recorder(
-                &rec,
-                &candor_core::new_histogram(),
-                candor_core::results::RequestCounts {
-                    intended: values_ns.len() as u64 + failed,
-                    completed: values_ns.len() as u64,
-                    failed,
-                    ..Default::default()
-                },
-                1.0,
-                Some(1000.0),
-            ),
-            warmup: None,
-            intervals: vec![],
-            extra: vec![],
-            warnings: vec![],
-            stop_reason: None,
-            stop: None,
-            workload: Default::default(),
-            repeats: Vec::new(),
+            ..RunResults::new(
+                candor_core::results::Kind::Run,
+                candor_core::results::Mode::OpenLoop,
+                "x",
+                serde_json::Value::Null,
+                candor_core::results::PhaseResults::from_recorder(
+                    &rec,
+                    &candor_core::new_histogram(),
+                    candor_core::results::RequestCounts {
+                        intended: values_ns.len() as u64 + failed,
+                        completed: values_ns.len() as u64,
+                        failed,
+                        ..Default::default()
+                    },
+                    1.0,
+                    Some(1000.0),
+                ),
+            )
         }
     }
 

@@ -11,38 +11,27 @@ pub fn run_of(values_ns: &[u64], target: Option<f64>, mode: &str) -> RunResults 
     }
     let n = values_ns.len() as u64;
     RunResults {
-        schema_version: 1,
         candor_version: "test".into(),
-        kind: Kind::Run,
-        mode: mode.parse().expect("a known mode"),
-        target: "http://127.0.0.1:1/".into(),
-        command_line: vec![],
-        start_time_unix_s: 0.0,
-        environment: Default::default(),
-        config: candor_core::results::RunConfig {
-            connections: 10,
-            ..Default::default()
-        }
-        .into(),
-        main: PhaseResults::from_recorder(
-            &rec,
-            &new_histogram(),
-            RequestCounts {
-                intended: n,
-                completed: n,
+        ..RunResults::new(
+            Kind::Run,
+            mode.parse().expect("a known mode"),
+            "http://127.0.0.1:1/",
+            candor_core::results::RunConfig {
+                connections: 10,
                 ..Default::default()
             },
-            1.0,
-            target,
-        ),
-        warmup: None,
-        intervals: vec![],
-        extra: vec![],
-        warnings: vec![],
-        stop_reason: None,
-        stop: None,
-        workload: Default::default(),
-        repeats: Vec::new(),
+            PhaseResults::from_recorder(
+                &rec,
+                &new_histogram(),
+                RequestCounts {
+                    intended: n,
+                    completed: n,
+                    ..Default::default()
+                },
+                1.0,
+                target,
+            ),
+        )
     }
 }
 

@@ -158,6 +158,40 @@ pub fn kind_of(text: &str) -> Option<Kind> {
 }
 
 impl RunResults {
+    /// Results with what every producer states (kind, mode, target, settings, the measured
+    /// window) and the rest empty: this build's version, no command line, start time,
+    /// environment, warm-up, intervals, further histograms, warnings, stop, workload or repeats.
+    /// A producer sets what else it has with `RunResults { field, ..RunResults::new(..) }`, so a
+    /// new field is written out here and nowhere else.
+    pub fn new(
+        kind: Kind,
+        mode: Mode,
+        target: impl Into<String>,
+        config: impl Into<RecordedConfig>,
+        main: PhaseResults,
+    ) -> Self {
+        RunResults {
+            schema_version: SCHEMA_VERSION,
+            candor_version: env!("CARGO_PKG_VERSION").to_string(),
+            kind,
+            mode,
+            target: target.into(),
+            command_line: Vec::new(),
+            start_time_unix_s: 0.0,
+            environment: Environment::default(),
+            config: config.into(),
+            main,
+            warmup: None,
+            intervals: Vec::new(),
+            extra: Vec::new(),
+            warnings: Vec::new(),
+            stop_reason: None,
+            stop: None,
+            workload: Default::default(),
+            repeats: Vec::new(),
+        }
+    }
+
     /// Parses results JSON (see [`read_versioned`]).
     pub fn from_json(text: &str) -> Result<Self, ResultsError> {
         read_versioned(text)
@@ -266,24 +300,16 @@ mod tests {
             ..Default::default()
         };
         RunResults {
-            schema_version: SCHEMA_VERSION,
             candor_version: "test".into(),
-            kind: Kind::Run,
-            mode: Mode::OpenLoop,
-            target: "http://127.0.0.1:1/".into(),
             command_line: vec!["candor".into()],
             start_time_unix_s: 1.0,
-            environment: Environment::default(),
-            config: serde_json::json!({"rate": 1000}).into(),
-            main: PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
-            warmup: None,
-            intervals: vec![],
-            extra: vec![],
-            warnings: vec![],
-            stop_reason: None,
-            stop: None,
-            workload: Default::default(),
-            repeats: Vec::new(),
+            ..RunResults::new(
+                Kind::Run,
+                Mode::OpenLoop,
+                "http://127.0.0.1:1/",
+                serde_json::json!({"rate": 1000}),
+                PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
+            )
         }
     }
 

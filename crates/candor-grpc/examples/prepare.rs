@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use candor_grpc::reflect::{fetch_descriptors, ReflectTarget};
 use candor_grpc::{
-    compile_protos, request_headers, CallName, CodeSet, GrpcMethod, GrpcTimeout, Metadata, Scheme,
-    StaticMessage,
+    compile_protos, request_headers, CallName, CallScheme, CodeSet, GrpcMethod, GrpcTimeout,
+    Metadata, StaticMessage,
 };
 use clap::Parser;
 
@@ -107,7 +107,13 @@ fn prepare(args: Args) -> Result<(), String> {
         method.input().full_name(),
         method.output().full_name()
     );
-    for field in request_headers(Scheme::Http, &authority, method.path(), timeout, &metadata) {
+    for field in request_headers(
+        CallScheme::Http,
+        &authority,
+        method.path(),
+        timeout,
+        &metadata,
+    ) {
         let value = String::from_utf8_lossy(&field.value);
         text.push_str(&format!("header    {}: {value}\n", field.name));
     }

@@ -119,7 +119,7 @@ impl Metadata {
 
 /// Whether the call goes over TLS (`grpcs://`): its `:scheme`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
+pub enum CallScheme {
     Http,
     Https,
 }
@@ -128,7 +128,7 @@ pub enum Scheme {
 /// (`host:port`), with the metadata in the order given and `grpc-timeout` when `-T` is set.
 /// Built once per method before the run; the HTTP/2 protocol encodes them into its HEADERS.
 pub fn request_headers(
-    scheme: Scheme,
+    scheme: CallScheme,
     authority: &str,
     path: &str,
     timeout: Option<GrpcTimeout>,
@@ -139,8 +139,8 @@ pub fn request_headers(
         HeaderField::new(
             ":scheme",
             match scheme {
-                Scheme::Http => b"http",
-                Scheme::Https => b"https",
+                CallScheme::Http => b"http",
+                CallScheme::Https => b"https",
             },
         ),
         HeaderField::new(":path", path.as_bytes()),
@@ -191,7 +191,7 @@ mod tests {
             Metadata::parse("trace-bin: AAEC").unwrap(),
         ];
         let fields = request_headers(
-            Scheme::Https,
+            CallScheme::Https,
             "api.example:443",
             "/candor.bench.Bench/Echo",
             Some(GrpcTimeout::from_ns(2_000_000_000)),
@@ -215,7 +215,7 @@ mod tests {
                 ("trace-bin", "AAEC"),
             ]
         );
-        let plain = request_headers(Scheme::Http, "h:1", "/p.S/M", None, &[]);
+        let plain = request_headers(CallScheme::Http, "h:1", "/p.S/M", None, &[]);
         assert_eq!(plain[1].value, b"http");
         assert!(plain.iter().all(|f| f.name != "grpc-timeout"));
     }

@@ -49,7 +49,7 @@ pub enum FramedError<E> {
 
 /// What a response stream's bytes held that is not a well-formed sequence of messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-pub enum FrameError {
+pub enum MessageStreamError {
     #[error("gRPC message with compressed flag {0} (only 0 and 1 exist)")]
     BadFlag(u8),
     #[error("gRPC message of {len} bytes exceeds the limit of {max} bytes")]
@@ -76,22 +76,22 @@ enum State {
 
 /// Counts the messages of one response stream, fed its DATA bytes in any chunking.
 #[derive(Debug, Clone)]
-pub struct FrameDecoder {
+pub struct MessageCounter {
     state: State,
     messages: u64,
     compressed: u64,
     max_message: u32,
 }
 
-impl Default for FrameDecoder {
+impl Default for MessageCounter {
     fn default() -> Self {
-        FrameDecoder::new(DEFAULT_MAX_MESSAGE)
+        MessageCounter::new(DEFAULT_MAX_MESSAGE)
     }
 }
 
-impl FrameDecoder {
-    pub fn new(max_message: u32) -> FrameDecoder {
-        FrameDecoder {
+impl MessageCounter {
+    pub fn new(max_message: u32) -> MessageCounter {
+        MessageCounter {
             state: State::Prefix {
                 have: 0,
                 bytes: [0; PREFIX_LEN],
@@ -104,7 +104,7 @@ impl FrameDecoder {
 
     /// Ready for the next response, keeping the limit.
     pub fn reset(&mut self) {
-        *self = FrameDecoder::new(self.max_message);
+        *self = MessageCounter::new(self.max_message);
     }
 
     /// Messages completed so far.
@@ -118,7 +118,7 @@ impl FrameDecoder {
     }
 
     /// Takes the next bytes of the response body.
-    pub fn feed(&mut self, mut data: &[u8]) -> Result<Fed, FrameError> {
+    pub fn feed(&mut self, mut data: &[u8]) -> Result<Fed, MessageStreamError> {
         let mut fed = Fed::default();
         while !data.is_empty() {
             match &mut self.state {
@@ -134,10 +134,10 @@ impl FrameDecoder {
                     let flag = bytes[0];
                     let len = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
                     if flag > 1 {
-                        return Err(FrameError::BadFlag(flag));
+                        return Err(MessageStreamError::BadFlag(flag));
                     }
                     if len > self.max_message {
-                        return Err(FrameError::TooLarge {
+                        return Err(MessageStreamError::TooLarge {
                             len,
                             max: self.max_message,
                         });
@@ -173,13 +173,13 @@ impl FrameDecoder {
     }
 
     /// The response's end: the number of messages, or the bytes a cut-off message lacked.
-    pub fn finish(&self) -> Result<u64, FrameError> {
+    pub fn finish(&self) -> Result<u64, MessageStreamError> {
         match self.state {
             State::Prefix { have: 0, .. } => Ok(self.messages),
-            State::Prefix { have, .. } => Err(FrameError::Truncated {
+            State::Prefix { have, .. } => Err(MessageStreamError::Truncated {
                 missing: (PREFIX_LEN - usize::from(have)) as u64,
             }),
-            State::Body { remaining } => Err(FrameError::Truncated {
+            State::Body { remaining } => Err(MessageStreamError::Truncated {
                 missing: u64::from(remaining),
             }),
         }
@@ -225,7 +225,7 @@ mod tests {
     fn messages_are_counted_in_any_chunking() {
         let bytes = stream(&[b"hello", b"", &[7u8; 300], b"x"]);
         for chunk in 1..=bytes.len() {
-            let mut decoder = FrameDecoder::default();
+            let mut decoder = MessageCounter::default();
             let mut completed = 0;
             let mut first_at = None;
             for (i, piece) in bytes.chunks(chunk).enumerate() {
@@ -246,25 +246,34 @@ mod tests {
     #[test]
     fn a_cut_off_response_reports_the_missing_bytes() {
         let bytes = stream(&[b"hello"]);
-        let mut decoder = FrameDecoder::default();
+        let mut decoder = MessageCounter::default();
         decoder.feed(&bytes[..7]).unwrap();
-        assert_eq!(decoder.finish(), Err(FrameError::Truncated { missing: 3 }));
-        let mut decoder = FrameDecoder::default();
+        assert_eq!(
+            decoder.finish(),
+            Err(MessageStreamError::Truncated { missing: 3 })
+        );
+        let mut decoder = MessageCounter::default();
         decoder.feed(&bytes[..2]).unwrap();
-        assert_eq!(decoder.finish(), Err(FrameError::Truncated { missing: 3 }));
-        assert_eq!(FrameDecoder::default().finish(), Ok(0));
+        assert_eq!(
+            decoder.finish(),
+            Err(MessageStreamError::Truncated { missing: 3 })
+        );
+        assert_eq!(MessageCounter::default().finish(), Ok(0));
     }
 
     #[test]
     fn bad_flags_and_oversized_messages_are_errors() {
-        let mut decoder = FrameDecoder::default();
-        assert_eq!(decoder.feed(&[2, 0, 0, 0, 0]), Err(FrameError::BadFlag(2)));
-        let mut decoder = FrameDecoder::new(10);
+        let mut decoder = MessageCounter::default();
+        assert_eq!(
+            decoder.feed(&[2, 0, 0, 0, 0]),
+            Err(MessageStreamError::BadFlag(2))
+        );
+        let mut decoder = MessageCounter::new(10);
         assert_eq!(
             decoder.feed(&prefix(false, 11)),
-            Err(FrameError::TooLarge { len: 11, max: 10 })
+            Err(MessageStreamError::TooLarge { len: 11, max: 10 })
         );
-        let mut decoder = FrameDecoder::default();
+        let mut decoder = MessageCounter::default();
         decoder.feed(&[1, 0, 0, 0, 1, 9]).unwrap();
         assert_eq!((decoder.messages(), decoder.compressed()), (1, 1));
         decoder.reset();

@@ -5,21 +5,25 @@
 //! delays, stalls, fails and drops connections on command (`server`).
 
 pub mod descriptors;
-pub mod grpc_status;
 pub mod headers;
 pub mod length_prefix;
 pub mod message;
 pub mod method;
 pub mod reflect;
+pub mod status;
 pub mod timeout;
 
 #[cfg(feature = "test-server")]
 pub mod test_server;
 
 pub use descriptors::{compile_protos, ProtoError};
-pub use grpc_status::{decode_grpc_message, Code, CodeCounts, CodeSet, CodeSetError};
-pub use headers::{request_headers, HeaderField, Metadata, MetadataError, Scheme};
-pub use length_prefix::{FrameDecoder, FrameError};
+pub use headers::{request_headers, CallScheme, HeaderField, Metadata, MetadataError};
+pub use length_prefix::{MessageCounter, MessageStreamError};
+pub use status::{decode_grpc_message, Code, CodeSet, CodeSetError, GrpcCodeCounts};
+// kept for candor-load until its split lands
+pub use status::GrpcCodeCounts as CodeCounts;
+// kept for candor-load until its split lands
+pub use length_prefix::{MessageCounter as FrameDecoder, MessageStreamError as FrameError};
 pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
 pub use method::{CallError, CallKind, CallName, GrpcMethod};
 /// The descriptors calls are resolved against (from `.proto` files or reflection).

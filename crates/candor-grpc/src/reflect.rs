@@ -17,8 +17,8 @@ use prost::Message;
 use prost_reflect::DescriptorPool;
 use thiserror::Error;
 
-use crate::grpc_status::{decode_grpc_message, Code};
 use crate::length_prefix::{prefix, PREFIX_LEN};
+use crate::status::{decode_grpc_message, Code};
 
 /// The largest reflection response accepted. Descriptor files run to kilobytes, a large API's to a
 /// few megabytes; a length prefix beyond this is a broken or hostile server, refused at once

@@ -26,7 +26,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::grpc_status::Code;
+use crate::status::Code;
 
 /// The code tonic generated from `bench.proto` (build.rs, protox, no protoc).
 pub mod pb {
@@ -89,7 +89,7 @@ pub enum TestServerError {
     Setup(String),
 }
 
-struct Shared {
+struct TestServerState {
     started_ns: u64,
     delay: Duration,
     stall: Option<Stall>,
@@ -100,7 +100,7 @@ struct Shared {
     drop_token: Mutex<CancellationToken>,
 }
 
-impl Shared {
+impl TestServerState {
     /// What every call goes through before it answers: the stall, the delay, a failure.
     async fn admit<T>(&self, request: &Request<T>) -> Result<(), Status> {
         let number = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -148,7 +148,7 @@ impl Shared {
 }
 
 struct BenchService {
-    shared: Arc<Shared>,
+    shared: Arc<TestServerState>,
 }
 
 type ReplyStream = Pin<Box<dyn Stream<Item = Result<EchoReply, Status>> + Send + 'static>>;
@@ -302,7 +302,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// A running test server; dropping it shuts it down (GOAWAY to every connection).
 pub struct TestServer {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    shared: Arc<TestServerState>,
     ca_pem: Option<String>,
     stop: CancellationToken,
     thread: Option<JoinHandle<()>>,
@@ -338,7 +338,7 @@ impl TestServer {
         } else {
             None
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(TestServerState {
             started_ns: candor_core::now_ns(),
             delay: options.delay,
             stall: options.stall,

@@ -2,8 +2,8 @@
 //! static message, counting a response's messages, reading and counting its status, encoding
 //! `grpc-timeout`.
 
-use candor_grpc::length_prefix::FrameDecoder;
-use candor_grpc::{Code, CodeCounts, CodeSet, GrpcTimeout, StaticMessage};
+use candor_grpc::length_prefix::MessageCounter;
+use candor_grpc::{Code, CodeSet, GrpcCodeCounts, GrpcTimeout, StaticMessage};
 
 #[global_allocator]
 static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAllocator;
@@ -24,10 +24,10 @@ fn the_per_request_paths_allocate_nothing() {
         response.extend(std::iter::repeat_n(i, usize::from(i) * 40));
     }
     let accepted: CodeSet = "OK,NOT_FOUND".parse().unwrap();
-    let mut decoder = FrameDecoder::default();
+    let mut decoder = MessageCounter::default();
     let mut out = Vec::with_capacity(4096);
     let mut sink = 0u64;
-    let mut counts = CodeCounts::default();
+    let mut counts = GrpcCodeCounts::default();
 
     let mut one_round = |round: u64| {
         out.clear();

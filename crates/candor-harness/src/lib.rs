@@ -16,34 +16,38 @@
 //! See docs/harness.md for the design and measured examples.
 
 mod alloc;
-mod harness;
-mod harness_clock;
-mod harness_results;
-mod harness_text;
+mod builder;
+mod clock;
+mod engine;
 mod jitter;
 mod phased;
+mod results;
+mod run_data;
 mod sampler;
 mod settings;
 pub mod summary;
+mod tables;
+mod text;
 
 pub use alloc::{AllocCounts, AllocStats, AllocationFailure, CountingAllocator};
+pub use builder::HarnessBuilder;
 /// The ratio rows of the summaries' comparisons with run 1, as `candor compare` gives them.
 pub use candor_analysis::compare_ci::{Method, RatioComparison, RatioRow, Verdict};
 pub use candor_analysis::repeats::{Rule, DEFAULT_THRESHOLD};
 /// The monotonic clock the harness times with (CLOCK_MONOTONIC, ns), for timing a probe's stretch
 /// of code: re-exported so that a benchmark needs no other crate than this one.
 pub use candor_core::now_ns;
-pub use harness::{Benchmark, Harness, Iteration};
-pub use harness_clock::{Clock, ManualClock, MonotonicClock, Wake};
-pub use harness_results::{
-    comparison_text, histogram_line, ratio_cell, run_text, warmup_text, HarnessResults, Phase,
-    RunComparison, RunData, SummaryRow, SummaryTable,
-};
+pub use clock::{Clock, ManualClock, MonotonicClock, Wake};
+pub use engine::{Benchmark, Harness, Iteration};
+pub use results::HarnessResults;
+pub use run_data::{Phase, RunData};
 pub use sampler::{ProbeId, Sampler, Stamp};
-pub use settings::{Config, HarnessBuilder, HarnessError};
+pub use settings::{Config, HarnessError};
 pub use summary::Variation;
+pub use tables::{ratio_cell, RunComparison, SummaryRow, SummaryTable};
+pub use text::{comparison_text, histogram_line, run_text, warmup_text};
 
-// The unit tests read real allocation counts (alloc.rs, harness.rs); per-thread counters keep
+// The unit tests read real allocation counts (alloc.rs, engine.rs); per-thread counters keep
 // libtest's parallel tests out of each other's numbers.
 #[cfg(test)]
 #[global_allocator]

@@ -10,7 +10,7 @@
 
 pub mod manifest;
 
-use candor_report::shards::{LOG_JSON_BEGIN, LOG_JSON_END};
+use candor_report::pod_log::{LOG_JSON_BEGIN, LOG_JSON_END};
 use manifest::*;
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -55,7 +55,7 @@ struct Inner {
 }
 
 /// What the server threads and the publisher share.
-pub(crate) struct Shared {
+pub(crate) struct Hub {
     inner: Mutex<Inner>,
     changed: Condvar,
     stop: AtomicBool,
@@ -64,7 +64,7 @@ pub(crate) struct Shared {
     page: String,
 }
 
-impl Shared {
+impl Hub {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panicking client thread must not take the run down with it.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -73,7 +73,7 @@ impl Shared {
 
 /// The running live server. Dropping it stops accepting; clients' threads end on their own.
 pub struct LiveServer {
-    shared: Arc<Shared>,
+    shared: Arc<Hub>,
     addr: SocketAddr,
 }
 
@@ -95,7 +95,7 @@ impl LiveServer {
             addr: addr.to_string(),
             source,
         })?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Hub {
             inner: Mutex::new(Inner {
                 state: None,
                 events: VecDeque::new(),

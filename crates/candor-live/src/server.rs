@@ -6,7 +6,7 @@
 //! A client that hangs, disconnects or sends garbage costs a slot for seconds at worst and never
 //! touches the run.
 
-use crate::{Event, Shared};
+use crate::{Event, Hub};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{ErrorKind, Read, Write};
@@ -32,7 +32,7 @@ const TICK: Duration = Duration::from_millis(250);
 const LISTENER: Token = Token(usize::MAX);
 
 /// Decrements the event-client count however the client's thread ends.
-struct ClientSlot(Arc<Shared>);
+struct ClientSlot(Arc<Hub>);
 
 impl Drop for ClientSlot {
     fn drop(&mut self) {
@@ -59,7 +59,7 @@ enum Next {
     Stream,
 }
 
-pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Hub>) {
     let Ok(mut poll) = Poll::new() else {
         return;
     };
@@ -130,7 +130,7 @@ fn drop_conn(poll: &Poll, conns: &mut [Option<Conn>], k: usize) {
 }
 
 /// Takes every pending connection; at the limit, the oldest idle one makes room.
-fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Vec<Option<Conn>>, shared: &Shared) {
+fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Vec<Option<Conn>>, shared: &Hub) {
     loop {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
@@ -193,7 +193,7 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Vec<Option<Conn>>
 }
 
 /// Reads what the client sent and writes what it is owed, as far as the socket allows.
-fn drive(c: &mut Conn, shared: &Shared) -> Next {
+fn drive(c: &mut Conn, shared: &Hub) -> Next {
     if c.out.is_none() {
         let mut buf = [0u8; 2048];
         loop {
@@ -240,7 +240,7 @@ fn drive(c: &mut Conn, shared: &Shared) -> Next {
 const BUSY_BODY: &str = "too many live clients; try again shortly\n";
 
 /// The whole answer to request head `head`, or `None` for an event stream (served by a thread).
-fn answer(head: &[u8], shared: &Shared) -> Option<Vec<u8>> {
+fn answer(head: &[u8], shared: &Hub) -> Option<Vec<u8>> {
     let plain = |status: Status, body: &str| {
         let mut out = response_head(status, "text/plain; charset=utf-8", Some(body.len()));
         out.extend_from_slice(body.as_bytes());
@@ -275,7 +275,7 @@ fn answer(head: &[u8], shared: &Shared) -> Option<Vec<u8>> {
 }
 
 /// Serves an event stream on a thread of its own (its client slot was taken by [`answer`]).
-fn stream_events(stream: TcpStream, shared: &Arc<Shared>) {
+fn stream_events(stream: TcpStream, shared: &Arc<Hub>) {
     let slot = ClientSlot(shared.clone());
     let s = shared.clone();
     let spawned = std::thread::Builder::new()
@@ -389,7 +389,7 @@ pub(crate) fn sse_frame(seq: u64, json: &str) -> String {
 
 /// Streams every kept event, then each new one as it comes, until the run's closing event has
 /// been sent or the server stops.
-fn events(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+fn events(mut stream: TcpStream, shared: &Hub) -> std::io::Result<()> {
     // Reconnect soon after a dropped connection; the page then receives the kept events again.
     stream.write_all(b"retry: 2000\n\n")?;
     let mut next = 0u64;

@@ -44,7 +44,7 @@ pub struct LiveState {
     /// Responses of the measured window by status code, so far.
     codes: CodeCounts,
     /// gRPC calls of the measured window by `grpc-status`, so far (all zero for other protocols).
-    grpc_codes: candor_grpc::CodeCounts,
+    grpc_codes: candor_grpc::GrpcCodeCounts,
     /// Streamed responses of the measured window so far (runs with `--stream` or `--llm`).
     stream: Option<Box<StreamAcc>>,
     elapsed_s: f64,

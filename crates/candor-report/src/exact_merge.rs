@@ -8,7 +8,7 @@ use candor_core::hist::{from_base64_v2, HistCodecError};
 use candor_core::recorded::{MergedConfig, MergedSource, RecordedConfig};
 use candor_core::results::{
     EncodedHistograms, Goodput, Interval, IntervalStats, Kind, LlmTokens, Mode, NamedHistogram,
-    PhaseResults, RequestCounts, RunResults, StreamResults, SCHEMA_VERSION,
+    PhaseResults, RequestCounts, RunResults, StreamResults,
 };
 use candor_core::stream_measures::{IntervalStream, StreamMeasure};
 use candor_core::units::format_rate;
@@ -223,14 +223,57 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
     check_stages(runs)?;
     let main_duration = union_length(runs.iter().map(window).collect());
     let mains: Vec<(usize, &PhaseResults)> = runs.iter().map(|r| &r.main).enumerate().collect();
-    let main = merge_phase(&mains, main_duration)?;
+    let mut main = merge_phase(&mains, main_duration)?;
+    let warmup = merge_warmup(runs)?;
+    let mut workload = merge_workload(runs, main_duration)?;
+    let start = runs
+        .iter()
+        .map(|r| r.start_time_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    workload.failure_examples = merge_failure_examples(runs, start);
+    let intervals = merge_intervals(runs, start)?;
+    let extra = merge_extra(runs)?;
+    merge_streams(&mut main, runs, &extra);
 
+    let same = |f: &dyn Fn(&RunResults) -> String| {
+        let v = f(first);
+        if runs.iter().all(|r| f(r) == v) {
+            v
+        } else {
+            runs.iter().map(f).collect::<Vec<_>>().join(" + ")
+        }
+    };
+    let warnings = merged_warnings(runs, &main);
+    Ok(RunResults {
+        command_line: first.command_line.clone(),
+        start_time_unix_s: start,
+        environment: first.environment.clone(),
+        warmup,
+        intervals,
+        extra: extra
+            .iter()
+            .map(|(n, h)| NamedHistogram::of(n, h))
+            .collect(),
+        warnings,
+        workload,
+        ..RunResults::new(
+            Kind::Merged,
+            Mode::common(runs.iter().map(|r| r.mode.clone())).unwrap_or(Mode::OpenLoop),
+            same(&|r| r.target.clone()),
+            merged_config(runs),
+            main,
+        )
+    })
+}
+
+/// The runs' warm-ups merged over the union of their windows; `None` when no run had one.
+fn merge_warmup(runs: &[RunResults]) -> Result<Option<PhaseResults>, MergeError> {
     let warms: Vec<(usize, &PhaseResults)> = runs
         .iter()
         .enumerate()
         .filter_map(|(i, r)| r.warmup.as_ref().map(|w| (i, w)))
         .collect();
-    let warmup = if warms.is_empty() {
+    Ok(if warms.is_empty() {
         None
     } else {
         let d = union_length(
@@ -243,16 +286,12 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
                 .collect(),
         );
         Some(merge_phase(&warms, d)?)
-    };
+    })
+}
 
-    let mut workload = merge_workload(runs, main_duration)?;
-
-    let start = runs
-        .iter()
-        .map(|r| r.start_time_unix_s)
-        .fold(f64::INFINITY, f64::min);
-    workload.failure_examples = merge_failure_examples(runs, start);
-    // Align intervals on the millisecond of their absolute start.
+/// The runs' intervals aligned on the millisecond of their absolute start: those that start
+/// together are added up (histograms, counts, streams), their start made relative to `start`.
+fn merge_intervals(runs: &[RunResults], start: f64) -> Result<Vec<Interval>, MergeError> {
     let mut slots: Vec<(i64, f64, bool, u64, u64, Recorder)> = Vec::new();
     let mut streams: Vec<(i64, StreamSlot)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
@@ -292,7 +331,7 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
         }
     }
     slots.sort_by_key(|s| s.0);
-    let intervals = slots
+    Ok(slots
         .into_iter()
         .map(|(key, length_s, warmup, completed, failed, rec)| Interval {
             start_s: key as f64 / 1000.0 - start,
@@ -310,8 +349,11 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
                 .find(|s| s.0 == key)
                 .map(|(_, s)| s.interval(length_s)),
         })
-        .collect();
+        .collect())
+}
 
+/// The runs' further named histograms, added up by name in the order first seen.
+fn merge_extra(runs: &[RunResults]) -> Result<Vec<(String, Histo)>, MergeError> {
     let mut extra: Vec<(String, Histo)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         for n in &r.extra {
@@ -330,18 +372,11 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
             }
         }
     }
+    Ok(extra)
+}
 
-    let mut main = main;
-    merge_streams(&mut main, runs, &extra);
-
-    let same = |f: &dyn Fn(&RunResults) -> String| {
-        let v = f(first);
-        if runs.iter().all(|r| f(r) == v) {
-            v
-        } else {
-            runs.iter().map(f).collect::<Vec<_>>().join(" + ")
-        }
-    };
+/// Each run's warnings, numbered by run, and the merge's own.
+fn merged_warnings(runs: &[RunResults], main: &PhaseResults) -> Vec<String> {
     let mut warnings: Vec<String> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         for w in &r.warnings {
@@ -355,47 +390,30 @@ pub fn merge(runs: &[RunResults]) -> Result<RunResults, MergeError> {
                 .into(),
         );
     }
-    Ok(RunResults {
-        schema_version: SCHEMA_VERSION,
-        candor_version: env!("CARGO_PKG_VERSION").to_string(),
-        kind: Kind::Merged,
-        mode: Mode::common(runs.iter().map(|r| r.mode.clone())).unwrap_or(Mode::OpenLoop),
-        target: same(&|r| r.target.clone()),
-        command_line: first.command_line.clone(),
-        start_time_unix_s: start,
-        environment: first.environment.clone(),
-        config: RecordedConfig::Merged(Box::new(MergedConfig {
-            merged_from: runs
-                .iter()
-                .map(|r| MergedSource {
-                    kind: r.kind,
-                    target: r.target.clone(),
-                    start_time_unix_s: r.start_time_unix_s,
-                    command_line: r.command_line.clone(),
-                    config: r.config.clone(),
-                    environment: r.environment.clone(),
-                })
-                .collect(),
-            threads: None,
-            connections: None,
-            rate_per_s: None,
-            duration_s: None,
-            warmup_s: None,
-            shards: None,
-        })),
-        main,
-        warmup,
-        intervals,
-        extra: extra
+    warnings
+}
+
+/// What a merge records as its settings: each run's own, as it was.
+fn merged_config(runs: &[RunResults]) -> RecordedConfig {
+    RecordedConfig::Merged(Box::new(MergedConfig {
+        merged_from: runs
             .iter()
-            .map(|(n, h)| NamedHistogram::of(n, h))
+            .map(|r| MergedSource {
+                kind: r.kind,
+                target: r.target.clone(),
+                start_time_unix_s: r.start_time_unix_s,
+                command_line: r.command_line.clone(),
+                config: r.config.clone(),
+                environment: r.environment.clone(),
+            })
             .collect(),
-        warnings,
-        stop_reason: None,
-        stop: None,
-        workload,
-        repeats: Vec::new(),
-    })
+        threads: None,
+        connections: None,
+        rate_per_s: None,
+        duration_s: None,
+        warmup_s: None,
+        shards: None,
+    }))
 }
 
 /// One aligned interval's streams across the runs: histograms added, counts summed.
@@ -708,7 +726,7 @@ pub fn mismatches(inputs: &[(String, RunResults)]) -> Vec<String> {
         }
     }
     for (label, r) in inputs {
-        if crate::input::Books::of(r) == crate::input::Books::LatencyOnly {
+        if crate::books::Books::of(r) == crate::books::Books::LatencyOnly {
             out.push(format!(
                 "{label} is an interval log, which holds latencies only: the merged request counts take each \
                  of its latencies as a completed request, and its failures are unknown"

@@ -1,5 +1,5 @@
 //! The one export path, after hyperfine's `ExportManager`: each format is an [`Exporter`] (in the
-//! file of its format: `text.rs`, `json.rs`, `hlog.rs`, `hgrm.rs`, `html.rs`, `sweep_html.rs`)
+//! file of its format: `text.rs`, `json.rs`, `hlog.rs`, `hgrm.rs`, `html/`, its sweep page `html/sweep.rs`)
 //! that turns a document into bytes, and [`Destination`] is the one place that opens a file (or
 //! stdout for `-`), replaces its contents and says which flag failed. Every output ends in a
 //! newline, whatever its format, so files and stdout agree.

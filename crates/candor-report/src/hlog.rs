@@ -13,8 +13,7 @@ use crate::javafmt::fixed;
 use candor_core::hist::to_base64_v2_compressed;
 use candor_core::recorded::{HlogConfig, RecordedConfig};
 use candor_core::results::{
-    EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
-    RequestCounts, RunResults, SCHEMA_VERSION,
+    EncodedHistograms, Interval, IntervalStats, Kind, Mode, PhaseResults, RequestCounts, RunResults,
 };
 use candor_core::stream_measures::StreamMeasure;
 use candor_core::{Histo, Recorder, Summary};
@@ -518,34 +517,20 @@ pub fn results_from_hlog(log: &HistogramLog, tag: Option<&str>, source: &str) ->
         .into_iter()
         .map(|t| t.unwrap_or_else(|| "(untagged)".into()))
         .collect();
-    RunResults {
-        schema_version: SCHEMA_VERSION,
-        candor_version: env!("CARGO_PKG_VERSION").to_string(),
-        kind: Kind::Hlog,
-        mode: Mode::IntervalLog,
-        target: source.to_string(),
-        command_line: vec![],
-        start_time_unix_s: start_unix,
-        environment: Environment::default(),
-        config: RecordedConfig::Hlog(HlogConfig {
-            source: source.to_string(),
-            logged_with: log.comments.iter().find_map(|c| {
-                c.strip_prefix("[Logged with ")
-                    .map(|s| s.trim_end_matches(']').to_string())
-            }),
-            log_format_version: log.format_version.clone(),
-            tags,
-            selected_tag: tag.map(str::to_string),
+    let config = RecordedConfig::Hlog(HlogConfig {
+        source: source.to_string(),
+        logged_with: log.comments.iter().find_map(|c| {
+            c.strip_prefix("[Logged with ")
+                .map(|s| s.trim_end_matches(']').to_string())
         }),
-        main,
-        warmup: None,
+        log_format_version: log.format_version.clone(),
+        tags,
+        selected_tag: tag.map(str::to_string),
+    });
+    RunResults {
+        start_time_unix_s: start_unix,
         intervals,
-        extra: vec![],
-        warnings: vec![],
-        stop_reason: None,
-        stop: None,
-        workload: Default::default(),
-        repeats: Vec::new(),
+        ..RunResults::new(Kind::Hlog, Mode::IntervalLog, source, config, main)
     }
 }
 

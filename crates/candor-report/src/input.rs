@@ -63,37 +63,10 @@ pub fn read_input(path: &Path) -> Result<String, InputError> {
     })
 }
 
-/// What a loaded input knows about its requests, beyond their latencies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Books {
-    /// A candor run's full accounting: intended, completed, failed, unfinished, by class.
-    Full,
-    /// An interval log: latencies only, so how many requests were intended, failed or left
-    /// unfinished, their statuses and bytes are unknown.
-    LatencyOnly,
-    /// A time slice of a run: completed and failed per interval are kept, the rest is not.
-    Slice,
-}
+pub use crate::books::Books;
 
 /// Key in `config` marking results cut by [`time_slice`] (the slice's bounds in seconds).
 pub use candor_core::recorded::TIME_SLICE_KEY;
-
-impl Books {
-    pub fn of(r: &RunResults) -> Books {
-        if r.kind == candor_core::results::Kind::Hlog {
-            Books::LatencyOnly
-        } else if r.config.time_slice().is_some() {
-            Books::Slice
-        } else {
-            Books::Full
-        }
-    }
-
-    /// The request accounting when the input has it whole.
-    pub fn requests(r: &RunResults) -> Option<&RequestCounts> {
-        (Books::of(r) == Books::Full).then_some(&r.main.requests)
-    }
-}
 
 /// Which part of a file to read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -316,7 +289,7 @@ pub fn load_for_merge(files: &[PathBuf]) -> Result<Vec<(String, RunResults)>, In
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let text = read_named(f)?;
-        match crate::shards::json_from_log(&text) {
+        match crate::pod_log::json_from_log(&text) {
             Some(json) => {
                 let name = file_name(f);
                 let r = load(json, &name, &Selection::default()).map_err(|cause| {

@@ -2,6 +2,7 @@
 
 pub mod text;
 
+pub mod books;
 pub mod capacity_report;
 pub mod codec;
 pub mod comparison;
@@ -11,15 +12,14 @@ pub mod export;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;
-mod html_stop;
-mod html_stream;
-mod html_workload;
+/// The sweep page, at the path it has always had.
+pub use html::sweep as sweep_html;
 pub mod input;
 pub mod javafmt;
 pub mod json;
+pub mod pod_log;
 pub mod shards;
 pub mod stream_text;
-pub mod sweep_html;
 pub mod synthetic;
 pub mod validate;
 pub mod workload_text;

@@ -181,8 +181,23 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
 /// shards that fell behind.
 pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
     let mut shards: Vec<ShardInfo> = inputs.iter().map(|(l, r)| info_of(l, r)).collect();
-    let mut problems = Vec::new();
+    let mut problems = settings_problems(inputs, &shards);
+    index_problems(&shards, &mut problems);
+    let (reference, reference_unix_s) = set_offsets(&mut shards, &mut problems);
+    mark_behind(&mut shards);
+    let notes = send_lag_notes(&shards);
+    ShardReport {
+        shards,
+        reference,
+        reference_unix_s,
+        problems,
+        notes,
+    }
+}
 
+/// Shards that record no shard settings, and the settings the shards disagree on.
+fn settings_problems(inputs: &[(String, RunResults)], shards: &[ShardInfo]) -> Vec<String> {
+    let mut problems = Vec::new();
     for s in shards
         .iter()
         .filter(|s| s.index.is_none() || s.count.is_none())
@@ -196,37 +211,31 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
                 .map_or("", |(_, r)| r.kind.name())
         ));
     }
+    disagree(&mut problems, shards, "the shard count N", |s| s.count, opt);
     disagree(
         &mut problems,
-        &shards,
-        "the shard count N",
-        |s| s.count,
-        opt,
-    );
-    disagree(
-        &mut problems,
-        &shards,
+        shards,
         "the total rate (-R)",
         |s| s.total_rate_per_s.map(f64::to_bits),
         |b| opt(&b.map(|b| format_rate(f64::from_bits(b)))),
     );
     disagree(
         &mut problems,
-        &shards,
+        shards,
         "the duration",
         |s| s.duration_s.to_bits(),
         |b| format_ns(f64::from_bits(*b) * 1e9),
     );
     disagree(
         &mut problems,
-        &shards,
+        shards,
         "the warm-up",
         |s| s.warmup_s.to_bits(),
         |b| format_ns(f64::from_bits(*b) * 1e9),
     );
     disagree(
         &mut problems,
-        &shards,
+        shards,
         "the arrival process",
         |s| (s.arrival.clone(), s.seed),
         |(a, seed)| match seed {
@@ -236,24 +245,28 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
     );
     disagree(
         &mut problems,
-        &shards,
+        shards,
         "the target",
         |s| s.target.clone(),
         |t| t.clone(),
     );
     disagree(
         &mut problems,
-        &shards,
+        shards,
         "--start-at",
         |s| s.start_at_unix_s.map(f64::to_bits),
         |b| opt(&b.map(|b| rfc3339_millis(f64::from_bits(b)))),
     );
 
-    // Every index of 0..N exactly once, for the N the shards agree on.
-    let counts = distinct(&shards, |s| s.count);
+    problems
+}
+
+/// Every index of 0..N exactly once, for the N the shards agree on.
+fn index_problems(shards: &[ShardInfo], problems: &mut Vec<String>) {
+    let counts = distinct(shards, |s| s.count);
     if let [(Some(n), _)] = counts.as_slice() {
         let mut by_index: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-        for s in &shards {
+        for s in shards {
             if let Some(i) = s.index {
                 by_index.entry(i).or_default().push(s.label.clone());
             }
@@ -282,9 +295,12 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
             ));
         }
     }
+}
 
-    // Offsets: from the agreed start when every shard had the same one, else the earliest start.
-    let agreed = match distinct(&shards, |s| s.start_at_unix_s.map(f64::to_bits)).as_slice() {
+/// Each shard's start offset from the reference (the agreed `--start-at`, else the earliest
+/// start), and the reference in words and in seconds since the epoch.
+fn set_offsets(shards: &mut [ShardInfo], problems: &mut Vec<String>) -> (String, f64) {
+    let agreed = match distinct(shards, |s| s.start_at_unix_s.map(f64::to_bits)).as_slice() {
         [(Some(b), _)] => Some(f64::from_bits(*b)),
         _ => None,
     };
@@ -318,7 +334,11 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
             ));
         }
     }
+    (reference, reference_unix_s)
+}
 
+/// Why each shard fell behind (a late start, a low rate, send lag, a late generator).
+fn mark_behind(shards: &mut [ShardInfo]) {
     for s in shards.iter_mut() {
         if s.start_offset_s > LATE_START_WARN_S {
             s.behind.push(format!(
@@ -353,10 +373,12 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
             s.status.push("generator late");
         }
     }
+}
 
-    // Send lag on every shard alike comes from the target holding the connections (or from too
-    // few of them), which a single process would show just the same; one shard's own trouble
-    // stands out from the others.
+/// Send lag on every shard alike comes from the target holding the connections (or from too
+/// few of them), which a single process would show just the same; one shard's own trouble
+/// stands out from the others.
+fn send_lag_notes(shards: &[ShardInfo]) -> Vec<String> {
     let mut notes = Vec::new();
     let mut lags: Vec<u64> = shards.iter().map(|s| s.send_lag_p99_ns).collect();
     lags.sort_unstable();
@@ -379,13 +401,7 @@ pub fn analyse(inputs: &[(String, RunResults)]) -> ShardReport {
             ));
         }
     }
-    ShardReport {
-        shards,
-        reference,
-        reference_unix_s,
-        problems,
-        notes,
-    }
+    notes
 }
 
 /// Merges the shards of one schedule exactly, and reports on the set.
@@ -569,18 +585,6 @@ impl ShardReport {
         }
         out
     }
-}
-
-/// Marker lines around the results JSON in a pod's log (`candor k8s`), so that
-/// `kubectl logs` output can be merged directly.
-pub const LOG_JSON_BEGIN: &str = "----- candor results json begin -----";
-pub const LOG_JSON_END: &str = "----- candor results json end -----";
-
-/// The results JSON inside a log captured with `kubectl logs`, if the log has the markers.
-pub fn json_from_log(text: &str) -> Option<&str> {
-    let start = text.find(LOG_JSON_BEGIN)? + LOG_JSON_BEGIN.len();
-    let end = start + text[start..].find(LOG_JSON_END)?;
-    Some(text[start..end].trim())
 }
 
 #[cfg(test)]
@@ -879,13 +883,9 @@ mod tests {
     }
 
     #[test]
-    fn shard_detection_and_log_extraction() {
+    fn shard_detection() {
         assert!(is_shard(&shard(0, 2, 10.0, T0, 0.0).1));
         assert!(!is_shard(&synthetic_run(1, 2, 10, 1000, 0)));
-        let log = format!("text report\nmore\n{LOG_JSON_BEGIN}\n{{\"a\": 1}}\n{LOG_JSON_END}\n");
-        assert_eq!(json_from_log(&log), Some("{\"a\": 1}"));
-        assert_eq!(json_from_log("no markers"), None);
-        assert_eq!(json_from_log(LOG_JSON_BEGIN), None);
     }
 
     #[test]

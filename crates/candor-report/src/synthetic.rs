@@ -4,7 +4,7 @@
 
 use candor_core::results::{
     EncodedHistograms, Environment, Interval, IntervalStats, Kind, Mode, PhaseResults,
-    RequestCounts, RunResults, StatusCounts, SCHEMA_VERSION,
+    RequestCounts, RunResults, StatusCounts,
 };
 use candor_core::{new_histogram, Recorder};
 
@@ -104,11 +104,7 @@ pub fn synthetic_run(
     };
     let duration = seconds as f64;
     RunResults {
-        schema_version: SCHEMA_VERSION,
         candor_version: "0.1.0".into(),
-        kind: Kind::Run,
-        mode: Mode::OpenLoop,
-        target: "http://127.0.0.1:8080/".into(),
         command_line: vec![
             "candor".into(),
             "run".into(),
@@ -123,17 +119,6 @@ pub fn synthetic_run(
             kernel: "6.1.0-synthetic".into(),
             hostname: "testhost".into(),
         },
-        config: serde_json::json!({
-            "rate": rate, "duration_s": seconds, "warmup_s": 1, "connections": 16, "timeout_ms": 2000,
-        })
-        .into(),
-        main: PhaseResults::from_recorder(
-            &main,
-            &new_histogram(),
-            requests,
-            duration,
-            Some(rate as f64),
-        ),
         warmup: Some(PhaseResults::from_recorder(
             &warm,
             &new_histogram(),
@@ -142,12 +127,21 @@ pub fn synthetic_run(
             Some(rate as f64),
         )),
         intervals,
-        extra: vec![],
-        warnings: vec![],
-        stop_reason: None,
-        stop: None,
-        workload: Default::default(),
-        repeats: Vec::new(),
+        ..RunResults::new(
+            Kind::Run,
+            Mode::OpenLoop,
+            "http://127.0.0.1:8080/",
+            serde_json::json!({
+                "rate": rate, "duration_s": seconds, "warmup_s": 1, "connections": 16, "timeout_ms": 2000,
+            }),
+            PhaseResults::from_recorder(
+                &main,
+                &new_histogram(),
+                requests,
+                duration,
+                Some(rate as f64),
+            ),
+        )
     }
 }
 

@@ -1,7 +1,7 @@
 //! The terminal report of a run: the headline table of response time, service time and send
 //! lag side by side, the accounting, and the warnings, in the order a reader needs them.
 
-use crate::input::Books;
+use crate::books::Books;
 use candor_analysis::late::count_noun;
 use candor_core::hist::{Statistic, SUMMARY_ROWS};
 use candor_core::results::{
@@ -160,7 +160,7 @@ pub fn render(results: &RunResults) -> String {
     }
     out.push_str(&crate::workload_text::render(&results.workload));
     // Confidence intervals, sample support, events and the saturation / CO verdicts.
-    out.push_str(&candor_analysis::run_analysis::render_text(results));
+    out.push_str(&candor_analysis::run::render_text(results));
     out.push_str(&render_stop(results));
     if !results.warnings.is_empty() {
         out.push('\n');

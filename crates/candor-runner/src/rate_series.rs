@@ -163,24 +163,15 @@ mod tests {
             );
             main.rate.achieved_per_s = rate;
             Ok(RunResults {
-                schema_version: 1,
                 candor_version: "test".into(),
-                kind: Kind::Run,
-                mode: Mode::OpenLoop,
-                target: c.target.url.clone(),
-                command_line: vec![],
-                start_time_unix_s: 0.0,
-                environment: Default::default(),
-                config: recorded_config(c).into(),
-                main,
-                warmup: None,
-                intervals: vec![],
-                extra: vec![],
-                warnings: vec![],
                 stop_reason: Some(StopReason::Duration),
-                stop: None,
-                workload: Default::default(),
-                repeats: Vec::new(),
+                ..RunResults::new(
+                    Kind::Run,
+                    Mode::OpenLoop,
+                    c.target.url.clone(),
+                    recorded_config(c),
+                    main,
+                )
             })
         }
     }

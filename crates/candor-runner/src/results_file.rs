@@ -2,9 +2,7 @@
 //! command line, the verdicts and the warnings a reader needs, in the versioned results contract.
 
 use crate::verdicts::{interrupted_warning, verdicts};
-use candor_core::results::{
-    Environment, Kind, Mode, NamedHistogram, RecordedConfig, RunResults, SCHEMA_VERSION,
-};
+use candor_core::results::{Environment, Kind, Mode, NamedHistogram, RecordedConfig, RunResults};
 use candor_core::units::format_ns;
 use candor_load::{LoadConfig, RunOutcome};
 
@@ -50,20 +48,9 @@ pub fn run_results(
         );
     }
     RunResults {
-        schema_version: SCHEMA_VERSION,
-        candor_version: env!("CARGO_PKG_VERSION").to_string(),
-        kind: Kind::Run,
-        mode: if config.is_open_loop() {
-            Mode::OpenLoop
-        } else {
-            Mode::ClosedLoop
-        },
-        target: config.target.url.clone(),
         command_line,
         start_time_unix_s: outcome.start_wall_ns as f64 / 1e9,
         environment: Environment::current(),
-        config: recorded,
-        main,
         warmup: outcome.warmup_results(config),
         intervals: outcome.intervals.clone(),
         extra: {
@@ -88,9 +75,18 @@ pub fn run_results(
         },
         warnings,
         stop_reason: Some(outcome.stop_reason()),
-        stop: None,
         workload: outcome.workload_results(config),
-        repeats: Vec::new(),
+        ..RunResults::new(
+            Kind::Run,
+            if config.is_open_loop() {
+                Mode::OpenLoop
+            } else {
+                Mode::ClosedLoop
+            },
+            config.target.url.clone(),
+            recorded,
+            main,
+        )
     }
 }
 

@@ -4,7 +4,7 @@ use std::fmt;
 
 /// The script function an error came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub enum ScriptPhase {
     /// Loading the file and running its top level.
     Load,
     Setup,
@@ -15,16 +15,16 @@ pub enum Phase {
     Done,
 }
 
-impl fmt::Display for Phase {
+impl fmt::Display for ScriptPhase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Phase::Load => "loading the script",
-            Phase::Setup => "setup()",
-            Phase::Init => "init()",
-            Phase::Request => "request()",
-            Phase::Response => "response()",
-            Phase::Delay => "delay()",
-            Phase::Done => "done()",
+            ScriptPhase::Load => "loading the script",
+            ScriptPhase::Setup => "setup()",
+            ScriptPhase::Init => "init()",
+            ScriptPhase::Request => "request()",
+            ScriptPhase::Response => "response()",
+            ScriptPhase::Delay => "delay()",
+            ScriptPhase::Done => "done()",
         })
     }
 }
@@ -41,7 +41,7 @@ pub enum ScriptError {
     Load { message: String },
     /// An error raised while a script function ran; `message` starts with its location.
     #[error("{message} (in {phase})")]
-    Runtime { phase: Phase, message: String },
+    Runtime { phase: ScriptPhase, message: String },
     /// `request()` returned something that is not a string.
     #[error("request() returned {type_name}, not a string")]
     NotAString { type_name: &'static str },
@@ -59,17 +59,17 @@ pub enum ScriptError {
     Target { url: String, reason: String },
     /// The run was interrupted (SIGINT/SIGTERM) while the script was running.
     #[error("script interrupted while in {phase}")]
-    Interrupted { phase: Phase },
+    Interrupted { phase: ScriptPhase },
     /// A callback was still running when the run's window and its drain had passed: stopped
     /// there, as a signal would have stopped it.
     #[error("{phase} was still running at the end of the run (the duration and the drain) and was stopped there")]
-    Overran { phase: Phase },
+    Overran { phase: ScriptPhase },
     /// The script called `os.exit(code)`: the run stops as `thread:stop()` stops it.
     #[error("the script called os.exit({code}) in {phase}")]
-    Exit { phase: Phase, code: i32 },
+    Exit { phase: ScriptPhase, code: i32 },
     /// A Lua state's heap reached its limit (`--script-memory`).
     #[error("the script's Lua heap reached its limit of {} in {phase} (--script-memory sets it)", candor_core::bounded::format_limit(*limit as u64))]
-    HeapLimit { phase: Phase, limit: usize },
+    HeapLimit { phase: ScriptPhase, limit: usize },
     /// The Lua runtime itself failed (out of memory, a state that cannot be created).
     #[error("Lua runtime: {0}")]
     Lua(String),

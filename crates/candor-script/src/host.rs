@@ -1,9 +1,9 @@
 //! The script's setup state: loading, `setup(thread)` for each load thread, `done(...)`.
 
-use crate::error::{one_line, Phase, ScriptError};
+use crate::error::{one_line, ScriptError, ScriptPhase};
 use crate::handle::{ThreadHandle, ThreadShared};
 use crate::lua_state::{
-    new_state, set_sink, take_output, Script, ScriptOptions, Stops, Target, UrlParts, INTERRUPTED,
+    new_state, runtime_error, set_sink, take_output, Script, ScriptOptions, Stops, Target, UrlParts,
 };
 use crate::stats::Stats;
 use crate::thread::ThreadScript;
@@ -192,7 +192,7 @@ impl ScriptHost {
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.interrupt
                 .after(&self.setup, wrk_setup.call::<()>(handle))
-                .map_err(|e| self.runtime(Phase::Setup, &e))?;
+                .map_err(|e| self.runtime(ScriptPhase::Setup, &e))?;
 
             let wrk_init: Function = self.wrk_field(&state, "init")?;
             let args = state
@@ -207,7 +207,7 @@ impl ScriptHost {
                 .map_err(|e| ScriptError::Lua(one_line(&e)))?;
             self.interrupt
                 .after(&state, wrk_init.call::<()>(args))
-                .map_err(|e| self.runtime(Phase::Init, &e))?;
+                .map_err(|e| self.runtime(ScriptPhase::Init, &e))?;
             self.threads.push(state.clone());
             scripts.push(ThreadScript::new(
                 state,
@@ -233,7 +233,7 @@ impl ScriptHost {
             summary,
             latency_ns,
             requests,
-            Box::new(Shared(Arc::clone(&out))),
+            Box::new(SharedBuffer(Arc::clone(&out))),
         );
         let out = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
         result.map(|()| String::from_utf8_lossy(&out).into_owned())
@@ -283,7 +283,7 @@ impl ScriptHost {
         let result = self
             .interrupt
             .after(lua, call())
-            .map_err(|e| self.runtime(Phase::Done, &e));
+            .map_err(|e| self.runtime(ScriptPhase::Done, &e));
         if let Some(mut data) = lua.app_data_mut::<crate::lua_state::StateData>() {
             if let Some(sink) = &mut data.sink {
                 let _ = sink.flush();
@@ -314,7 +314,7 @@ impl ScriptHost {
             .map_err(|e| ScriptError::Lua(format!("the wrk module: {}", one_line(&e))))
     }
 
-    fn runtime(&self, phase: Phase, e: &mlua::Error) -> ScriptError {
+    fn runtime(&self, phase: ScriptPhase, e: &mlua::Error) -> ScriptError {
         runtime_error(&self.interrupt, phase, e)
     }
 }
@@ -325,9 +325,9 @@ fn wrk_table(lua: &Lua) -> mlua::Result<Table> {
 }
 
 /// A `Write` into a buffer shared with whoever reads it afterwards.
-struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+struct SharedBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
 
-impl Write for Shared {
+impl Write for SharedBuffer {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0
             .lock()
@@ -338,43 +338,5 @@ impl Write for Shared {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-/// A Lua error raised in `phase`, as the stop that caused it when one did: `os.exit`
-/// ([`ScriptError::Exit`]), a signal ([`ScriptError::Interrupted`]), the run's end
-/// ([`ScriptError::Overran`]), the heap limit ([`ScriptError::HeapLimit`]).
-pub(crate) fn runtime_error(stops: &Stops, phase: Phase, e: &mlua::Error) -> ScriptError {
-    if let Some(code) = stops.exit_code() {
-        return ScriptError::Exit { phase, code };
-    }
-    let message = one_line(e);
-    if stops.interrupt.load(Ordering::Relaxed) && message.ends_with(INTERRUPTED) {
-        if stops.overran.load(Ordering::Relaxed) {
-            return ScriptError::Overran { phase };
-        }
-        return ScriptError::Interrupted { phase };
-    }
-    if is_memory_error(e) {
-        return ScriptError::HeapLimit {
-            phase,
-            limit: stops.heap_limit,
-        };
-    }
-    match phase {
-        Phase::Load => ScriptError::Load { message },
-        _ => ScriptError::Runtime { phase, message },
-    }
-}
-
-/// Whether Lua ran out of memory (the state's heap limit), directly or in a Rust function the
-/// script called.
-fn is_memory_error(e: &mlua::Error) -> bool {
-    match e {
-        mlua::Error::MemoryError(_) => true,
-        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
-        mlua::Error::WithContext { cause, .. } => is_memory_error(cause),
-        mlua::Error::RuntimeError(m) => m.ends_with("not enough memory"),
-        _ => false,
     }
 }

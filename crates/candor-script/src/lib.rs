@@ -13,13 +13,16 @@ mod stats;
 mod thread;
 
 pub use addr::Addr;
-pub use error::{Phase, ScriptError};
+pub use error::{ScriptError, ScriptPhase};
 pub use host::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost};
 pub use lua_state::{ScriptOptions, Target};
 pub use stats::Stats;
 pub use thread::{
-    count_requests, request_ends, NameId, RequestInfo, ThreadScript, Verdict, RETURNED_FALSE,
+    count_requests, request_ends, NameId, RequestInfo, ResponseVerdict, ThreadScript,
+    RETURNED_FALSE,
 };
+// kept for candor-load until its split lands
+pub use thread::ResponseVerdict as Verdict;
 
 // The engine moves each ThreadScript into its load thread.
 const _: () = {

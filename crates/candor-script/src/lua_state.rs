@@ -2,7 +2,7 @@
 //! the `wrk` module with the target's fields, captured output, the interrupt hook, the script.
 
 use crate::addr::{self, Addr};
-use crate::error::{one_line, ScriptError};
+use crate::error::{one_line, ScriptError, ScriptPhase};
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -368,7 +368,7 @@ pub(crate) fn new_state(
         .exec();
     stops
         .after(&lua, loaded)
-        .map_err(|e| crate::host::runtime_error(stops, crate::Phase::Load, &e))?;
+        .map_err(|e| runtime_error(stops, ScriptPhase::Load, &e))?;
     Ok(lua)
 }
 
@@ -527,6 +527,44 @@ pub(crate) fn take_output(lua: &Lua, out: &mut Vec<u8>) {
 pub(crate) fn set_sink(lua: &Lua, sink: Option<Box<dyn Write + Send>>) {
     if let Some(mut data) = lua.app_data_mut::<StateData>() {
         data.sink = sink;
+    }
+}
+
+/// A Lua error raised in `phase`, as the stop that caused it when one did: `os.exit`
+/// ([`ScriptError::Exit`]), a signal ([`ScriptError::Interrupted`]), the run's end
+/// ([`ScriptError::Overran`]), the heap limit ([`ScriptError::HeapLimit`]).
+pub(crate) fn runtime_error(stops: &Stops, phase: ScriptPhase, e: &mlua::Error) -> ScriptError {
+    if let Some(code) = stops.exit_code() {
+        return ScriptError::Exit { phase, code };
+    }
+    let message = one_line(e);
+    if stops.interrupt.load(Ordering::Relaxed) && message.ends_with(INTERRUPTED) {
+        if stops.overran.load(Ordering::Relaxed) {
+            return ScriptError::Overran { phase };
+        }
+        return ScriptError::Interrupted { phase };
+    }
+    if is_memory_error(e) {
+        return ScriptError::HeapLimit {
+            phase,
+            limit: stops.heap_limit,
+        };
+    }
+    match phase {
+        ScriptPhase::Load => ScriptError::Load { message },
+        _ => ScriptError::Runtime { phase, message },
+    }
+}
+
+/// Whether Lua ran out of memory (the state's heap limit), directly or in a Rust function the
+/// script called.
+fn is_memory_error(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
+        mlua::Error::WithContext { cause, .. } => is_memory_error(cause),
+        mlua::Error::RuntimeError(m) => m.ends_with("not enough memory"),
+        _ => false,
     }
 }
 

@@ -1,10 +1,9 @@
 //! One load thread's script state: `request()`, `response()`, `delay()`, each call timed.
 
-use crate::error::{lua_type, one_line, Phase, ScriptError};
+use crate::error::{lua_type, one_line, ScriptError, ScriptPhase};
 use crate::handle::ThreadShared;
-use crate::host::runtime_error;
 use crate::lua_heap::LuaHeap;
-use crate::lua_state::{take_output, StateData, Stops};
+use crate::lua_state::{runtime_error, take_output, StateData, Stops};
 use candor_core::clock::now_ns;
 use mlua::{Function, Lua, Table, Value};
 use std::net::SocketAddr;
@@ -33,7 +32,7 @@ pub struct RequestInfo {
 
 /// How the script judged a response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ResponseVerdict {
     Ok,
     /// `response()` returned `false` or called `wrk.fail(reason)`: a failure of class `check`.
     Fail(String),
@@ -190,7 +189,7 @@ impl ThreadScript {
                     type_name: lua_type(&other),
                 })
             }
-            Err(e) => return Err(runtime_error(&self.interrupt, Phase::Request, &e)),
+            Err(e) => return Err(runtime_error(&self.interrupt, ScriptPhase::Request, &e)),
         };
         let same = matches!(&self.last, Some(last) if last.to_pointer() == s.to_pointer());
         if !same {
@@ -222,15 +221,15 @@ impl ThreadScript {
     }
 
     /// Calls `response(status, headers, body)` when the script defines it (see
-    /// [`ThreadScript::wants_response`]); without it every response is [`Verdict::Ok`].
+    /// [`ThreadScript::wants_response`]); without it every response is [`ResponseVerdict::Ok`].
     pub fn response<'h>(
         &mut self,
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         body: &[u8],
-    ) -> Result<Verdict, ScriptError> {
+    ) -> Result<ResponseVerdict, ScriptError> {
         let Some(f) = &self.response else {
-            return Ok(Verdict::Ok);
+            return Ok(ResponseVerdict::Ok);
         };
         let start = now_ns();
         if let Some(mut data) = self.lua.app_data_mut::<StateData>() {
@@ -258,15 +257,16 @@ impl ThreadScript {
         };
         let result = self.interrupt.after(&self.lua, call());
         self.account(start);
-        let returned = result.map_err(|e| runtime_error(&self.interrupt, Phase::Response, &e))?;
+        let returned =
+            result.map_err(|e| runtime_error(&self.interrupt, ScriptPhase::Response, &e))?;
         let failure = self
             .lua
             .app_data_mut::<StateData>()
             .and_then(|mut d| d.failure.take());
         Ok(match (failure, returned) {
-            (Some(reason), _) => Verdict::Fail(reason),
-            (None, Value::Boolean(false)) => Verdict::Fail(RETURNED_FALSE.to_string()),
-            _ => Verdict::Ok,
+            (Some(reason), _) => ResponseVerdict::Fail(reason),
+            (None, Value::Boolean(false)) => ResponseVerdict::Fail(RETURNED_FALSE.to_string()),
+            _ => ResponseVerdict::Ok,
         })
     }
 
@@ -280,7 +280,7 @@ impl ThreadScript {
         let result = self.interrupt.after(&self.lua, f.call::<Value>(()));
         self.account(start);
         self.odd_delay = None;
-        match result.map_err(|e| runtime_error(&self.interrupt, Phase::Delay, &e))? {
+        match result.map_err(|e| runtime_error(&self.interrupt, ScriptPhase::Delay, &e))? {
             Value::Integer(i) => {
                 self.returned_delay = i as f64;
                 if i < 0 {

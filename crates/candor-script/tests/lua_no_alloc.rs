@@ -5,7 +5,7 @@
 //! their blocks: at most one allocation per 1,000 calls, see below), and a response without
 //! response(). One test: the counter is process-wide.
 
-use candor_script::{ScriptHost, Target, Verdict};
+use candor_script::{ResponseVerdict, ScriptHost, Target};
 use candor_testkit::{mark_this_thread, marked_allocations, CountingAllocator};
 use std::path::Path;
 
@@ -53,7 +53,7 @@ fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
     for _ in 0..CALLS {
         let headers: [(&[u8], &[u8]); 1] = [(b"Server", b"x")];
         let verdict = thread.response(200, headers.into_iter(), b"ok").unwrap();
-        assert_eq!(verdict, Verdict::Ok);
+        assert_eq!(verdict, ResponseVerdict::Ok);
     }
     assert_eq!(marked_allocations() - before, 0, "response() not defined");
 }

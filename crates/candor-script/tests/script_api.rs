@@ -3,8 +3,8 @@
 //! as one-line errors with their location.
 
 use candor_script::{
-    Phase, RequestInfo, RunSummary, ScriptError, ScriptHost, ScriptOptions, Target, ThreadScript,
-    Verdict, RETURNED_FALSE,
+    RequestInfo, ResponseVerdict, RunSummary, ScriptError, ScriptHost, ScriptOptions, ScriptPhase,
+    Target, ThreadScript, RETURNED_FALSE,
 };
 use hdrhistogram::Histogram;
 use std::net::SocketAddr;
@@ -173,7 +173,7 @@ fn a_token_from_a_response_is_carried_by_later_requests_and_rejections_fail() {
     let headers: [(&[u8], &[u8]); 2] = [(b"Content-Type", b"text/plain"), (b"X-Token", b"s3cr3t")];
     assert_eq!(
         t.response(200, headers.into_iter(), b"ok").unwrap(),
-        Verdict::Ok
+        ResponseVerdict::Ok
     );
     let (data, _) = next(&mut t);
     let (line, headers, _) = split(&data);
@@ -185,16 +185,16 @@ fn a_token_from_a_response_is_carried_by_later_requests_and_rejections_fail() {
 
     assert_eq!(
         t.response(403, std::iter::empty(), b"").unwrap(),
-        Verdict::Fail(RETURNED_FALSE.to_string())
+        ResponseVerdict::Fail(RETURNED_FALSE.to_string())
     );
     assert_eq!(
         t.response(200, std::iter::empty(), b"denied").unwrap(),
-        Verdict::Fail("server denied the token".to_string())
+        ResponseVerdict::Fail("server denied the token".to_string())
     );
     // A failure recorded by wrk.fail belongs to that response only.
     assert_eq!(
         t.response(200, std::iter::empty(), b"fine").unwrap(),
-        Verdict::Ok
+        ResponseVerdict::Ok
     );
 }
 
@@ -227,7 +227,9 @@ fn one_states_os_exit_does_not_fail_the_calls_of_another_that_return() {
     assert!(first.starts_with(b"GET /1 HTTP/1.1"));
     // Thread 1's own exit, caught by its pcall, still ends its call and every later one.
     match threads[0].response(200, std::iter::empty(), b"") {
-        Err(ScriptError::Exit { phase, code }) => assert_eq!((phase, code), (Phase::Response, 0)),
+        Err(ScriptError::Exit { phase, code }) => {
+            assert_eq!((phase, code), (ScriptPhase::Response, 0))
+        }
         other => panic!("{other:?}"),
     }
     assert!(matches!(
@@ -238,7 +240,7 @@ fn one_states_os_exit_does_not_fail_the_calls_of_another_that_return() {
     // Thread 2's calls returned normally: what they returned stands.
     assert_eq!(
         threads[1].response(200, std::iter::empty(), b"").unwrap(),
-        Verdict::Ok
+        ResponseVerdict::Ok
     );
     let (second, _) = next(&mut threads[1]);
     assert!(second.starts_with(b"GET /2 HTTP/1.1"));
@@ -479,7 +481,7 @@ fn interrupted(name: &str, options: ScriptOptions) {
         .unwrap_or_else(|_| panic!("{name}: request() was not interrupted"));
     match result {
         Err(ScriptError::Interrupted {
-            phase: Phase::Request,
+            phase: ScriptPhase::Request,
         }) => {}
         other => panic!("{name}: {other:?}"),
     }

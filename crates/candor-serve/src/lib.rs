@@ -13,7 +13,9 @@
 //! ```
 
 pub mod llm;
-pub mod llm_body;
+/// The request body reader of `serve --llm`, at the path it has always had.
+pub use llm::body as llm_body;
+
 mod response;
 mod worker;
 
@@ -256,7 +258,7 @@ pub enum ServeError {
 }
 
 /// State shared by the handle and all workers.
-pub(crate) struct Shared {
+pub(crate) struct ServerState {
     pub(crate) stop: AtomicBool,
     /// Requests answered with a 200 (faulted requests excluded), one counter per worker so that
     /// workers never contend on a cache line.
@@ -274,7 +276,7 @@ pub struct ServerHandle {
     local_addr: SocketAddr,
     started_at_ns: u64,
     stall: Option<Stall>,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     wakers: Vec<Arc<mio::Waker>>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -352,7 +354,7 @@ pub fn start(config: ServeConfig) -> Result<ServerHandle, ServeError> {
         addr: config.listen,
         error,
     })?;
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(ServerState {
         stop: AtomicBool::new(false),
         served: (0..config.threads)
             .map(|_| PaddedCounter::default())

@@ -22,7 +22,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, SockRef, Socket, Type};
 
 use crate::response::{Responses, GARBAGE};
-use crate::{Fault, FaultKind, ServeConfig, Shared, Stall};
+use crate::{Fault, FaultKind, ServeConfig, ServerState, Stall};
 use candor_core::timerfd::TimerFd as Timer;
 use std::os::fd::AsRawFd;
 
@@ -106,7 +106,7 @@ pub(crate) fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
 pub(crate) fn build_workers(
     listener: TcpListener,
     settings: &Arc<Settings>,
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     threads: usize,
 ) -> io::Result<Vec<Worker>> {
     let mut workers = Vec::with_capacity(threads);
@@ -278,7 +278,7 @@ impl Slot {
 struct Out {
     queue: VecDeque<Pending>,
     settings: Arc<Settings>,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     served: u64,
 }
 

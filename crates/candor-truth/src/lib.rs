@@ -7,8 +7,8 @@
 pub mod calibrate;
 pub mod pause;
 pub mod stall;
-pub mod truth_table;
+pub mod table;
 
 pub use pause::{PauseError, PauseSpec, PauseWindow, Pauser};
 pub use stall::{StallTruth, Statistic, TRUTH_ROWS};
-pub use truth_table::{render_truth, stall_tolerance_ns, truth_rows, Drain, TruthRow};
+pub use table::{render_truth, stall_tolerance_ns, truth_rows, Drain, TruthRow};

@@ -2,7 +2,7 @@
 //! the run's own monotonic clock, and the truth that the pause predicts.
 
 use crate::stall::StallTruth;
-use crate::truth_table::{render_truth, truth_rows, Drain};
+use crate::table::{render_truth, truth_rows, Drain};
 use candor_core::units::{format_ns, parse_duration_ns, UnitError};
 use candor_core::{now_ns, precise_sleep_until, Summary};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};

@@ -17,29 +17,19 @@ fn results(mode: &str) -> RunResults {
         ..Default::default()
     };
     RunResults {
-        schema_version: SCHEMA_VERSION,
         candor_version: "0.0.0".into(),
-        kind: candor_core::results::Kind::Run,
-        mode: mode.parse().unwrap(),
-        target: "http://127.0.0.1:9/".into(),
-        command_line: vec![],
-        start_time_unix_s: 0.0,
-        environment: Environment::default(),
-        config: candor_core::results::RunConfig {
-            threads: 2,
-            connections: 8,
-            ..Default::default()
-        }
-        .into(),
-        main: PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
-        warmup: None,
-        intervals: vec![],
-        extra: vec![],
         warnings: vec!["something to know".into()],
-        stop_reason: None,
-        stop: None,
-        workload: Default::default(),
-        repeats: Vec::new(),
+        ..RunResults::new(
+            candor_core::results::Kind::Run,
+            mode.parse().unwrap(),
+            "http://127.0.0.1:9/",
+            candor_core::results::RunConfig {
+                threads: 2,
+                connections: 8,
+                ..Default::default()
+            },
+            PhaseResults::from_recorder(&r, &new_histogram(), requests, 1.0, Some(1000.0)),
+        )
     }
 }
 

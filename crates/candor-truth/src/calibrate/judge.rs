@@ -2,7 +2,7 @@
 //! an LLM server's time to first token.
 
 use crate::stall::StallTruth;
-use crate::truth_table::{render_truth, truth_rows, Drain};
+use crate::table::{render_truth, truth_rows, Drain};
 use candor_core::results::{PhaseResults, RequestCounts};
 use candor_core::units::{format_count, format_ns};
 use candor_core::Summary;
@@ -209,7 +209,7 @@ pub(crate) fn pass_word(pass: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::procedure::base_config;
+    use crate::calibrate::checks::base_config;
     use candor_core::new_histogram;
 
     const MS: u64 = 1_000_000;

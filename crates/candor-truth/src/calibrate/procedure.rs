@@ -2,13 +2,13 @@
 //! stalling LLM server, each loaded through the caller's [`Runner`] and judged by
 //! [`super::judge`].
 
+use super::checks::{base_config, CalibrateError, CalibrationOutcome, Check, Runner, Sabotage};
 use super::judge::{at, judge_llm, judge_stall, pass_word, render_bounds, tester_bounds, Measured};
-use super::{CalibrateError, Check, Runner, Sabotage, Verdict};
 use crate::pause::{pause_truth, PauseSpec, PauseWindow, Pauser};
 use crate::stall::StallTruth;
 use candor_core::results::RunResults;
 use candor_core::units::{format_ns, format_rate};
-use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome, RunPlan, Target};
+use candor_load::{LoadConfig, LoadConfigError, LoadShape, RunOutcome, RunPlan};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -23,7 +23,7 @@ pub fn calibrate<R: Runner>(
     sabotage: Sabotage,
     runner: &mut R,
     say: &mut dyn FnMut(&str),
-) -> Result<Verdict, CalibrateError<R::Error>> {
+) -> Result<CalibrationOutcome, CalibrateError<R::Error>> {
     say("candor calibrate: checking candor against servers whose answer is known in advance (~20 s)\n");
     if sabotage != Sabotage::None {
         say("SABOTAGED on purpose by CANDOR_CALIBRATE_SABOTAGE: this run must FAIL\n");
@@ -46,29 +46,10 @@ pub fn calibrate<R: Runner>(
         verdict.push((check, pass));
         (calibration.say)("\n");
     }
-    Ok(Verdict {
+    Ok(CalibrationOutcome {
         checks: verdict,
         seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-/// The settings shared by every calibration run.
-pub(crate) fn base_config(
-    url: &str,
-    rate: f64,
-    conns: usize,
-    threads: usize,
-    dur: u64,
-) -> Result<RunPlan, LoadConfigError> {
-    let mut c = RunPlan::new(Target::parse(url)?, Default::default())?;
-    c.shape = LoadShape::constant(rate);
-    c.connections = conns;
-    c.threads = threads;
-    c.duration_ns = dur;
-    c.timeout_ns = 5 * S;
-    c.drain_ns = 5 * S;
-    c.validate()?;
-    Ok(c)
 }
 
 struct Calibration<'a, R> {

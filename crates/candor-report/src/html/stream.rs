@@ -4,8 +4,8 @@
 //! comes from the results' stream histograms (`extra`) and intervals; a run without streams gets
 //! none of it and its page is unchanged.
 
-use crate::escape::html_text as esc;
-use crate::html::{p99_max, spectrum, summary_row, HtmlError};
+use super::error::HtmlError;
+use super::format::{esc, p99_max, spectrum, summary_row};
 use candor_core::results::RunResults;
 use candor_core::stream_measures::StreamMeasure;
 use candor_core::units::format_count;

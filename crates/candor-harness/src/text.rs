@@ -2,10 +2,11 @@
 //! warm-up's blocks, and the comparison of runs (what `HarnessResults` prints).
 
 use crate::alloc::NOT_COUNTED;
-use crate::harness_results::{ratio_cell, Phase, RunData, SummaryTable};
 use crate::phased::FIRST_PROBE;
+use crate::run_data::{Phase, RunData};
 use crate::settings::Config;
 use crate::summary::{format_us_short, percentile_label, percentile_rows};
+use crate::tables::{ratio_cell, SummaryTable};
 use candor_analysis::compare_ci::Method;
 use candor_core::hist::{value_at, Histo};
 use std::fmt::Write as _;

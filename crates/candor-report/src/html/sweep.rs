@@ -7,12 +7,10 @@ use candor_analysis::sweep_results::{SweepResults, SWEEP_PERCENTILES};
 use candor_core::units::{format_count, format_ns, format_rate};
 use serde_json::json;
 
-const UPLOT_JS: &str = include_str!("../../../vendor/uplot/uPlot.iife.min.js");
-const UPLOT_CSS: &str = include_str!("../../../vendor/uplot/uPlot.min.css");
 const COLOURS: [&str; 5] = ["#1f6fb2", "#2a9d5c", "#e08a1e", "#d1495b", "#7a7a7a"];
 
+use super::assets::{PAGE_CSS, UPLOT_CSS, UPLOT_JS};
 use crate::escape::html_text as esc;
-use crate::html::PAGE_CSS;
 
 /// Draws both charts from the data block and marks the page when done (for automated checks).
 const SCRIPT: &str = r#"(function(){
@@ -144,30 +142,20 @@ mod tests {
         let mut rec = candor_core::Recorder::new();
         rec.record(1_000_000, 900_000, 100);
         let results = RunResults {
-            schema_version: SCHEMA_VERSION,
             candor_version: "t".into(),
-            kind: candor_core::results::Kind::Run,
-            mode: candor_core::results::Mode::OpenLoop,
-            target: "http://127.0.0.1:1/".into(),
-            command_line: vec![],
-            start_time_unix_s: 0.0,
-            environment: Environment::default(),
-            config: serde_json::Value::Null.into(),
-            main: PhaseResults::from_recorder(
-                &rec,
-                &candor_core::new_histogram(),
-                RequestCounts::default(),
-                1.0,
-                Some(1000.0),
-            ),
-            warmup: None,
-            intervals: vec![],
-            extra: vec![],
-            warnings: vec![],
-            stop_reason: None,
-            stop: None,
-            workload: Default::default(),
-            repeats: Vec::new(),
+            ..RunResults::new(
+                candor_core::results::Kind::Run,
+                candor_core::results::Mode::OpenLoop,
+                "http://127.0.0.1:1/",
+                serde_json::Value::Null,
+                PhaseResults::from_recorder(
+                    &rec,
+                    &candor_core::new_histogram(),
+                    RequestCounts::default(),
+                    1.0,
+                    Some(1000.0),
+                ),
+            )
         };
         let sweep = SweepResults {
             schema_version: SCHEMA_VERSION,

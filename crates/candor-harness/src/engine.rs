@@ -2,12 +2,14 @@
 //! measures, collects other threads' samplers and the jitter monitor at run boundaries.
 
 use crate::alloc::{AllocStats, CountingAllocator};
-use crate::harness_clock::{Clock, MonotonicClock};
-use crate::harness_results::{run_text, warmup_text, HarnessResults, Phase, RunData};
+use crate::clock::{Clock, MonotonicClock};
 use crate::jitter::JitterMonitor;
 use crate::phased::{HistSet, PhasedSet, E2E, SERVICE};
+use crate::results::HarnessResults;
+use crate::run_data::{Phase, RunData};
 use crate::sampler::{ProbeId, Sampler, Stamp};
-use crate::settings::{Config, HarnessBuilder};
+use crate::settings::Config;
+use crate::text::{run_text, warmup_text};
 use candor_core::hist::{new_histogram, record_clamped};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -119,11 +121,6 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// A builder with the defaults documented on [`Config`].
-    pub fn builder() -> HarnessBuilder {
-        HarnessBuilder::default()
-    }
-
     pub(crate) fn new(cfg: Config) -> Self {
         Harness {
             cfg,

@@ -231,9 +231,9 @@ pub fn decode_grpc_message(value: &[u8], out: &mut Vec<u8>) {
 /// (`UNAVAILABLE 12, DEADLINE_EXCEEDED 3`). Fixed-size, so a load thread records into it
 /// without allocating, and threads' counts merge by addition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CodeCounts([u64; 17]);
+pub struct GrpcCodeCounts([u64; 17]);
 
-impl CodeCounts {
+impl GrpcCodeCounts {
     pub fn record(&mut self, code: Code) {
         self.0[code as usize] += 1;
     }
@@ -242,7 +242,7 @@ impl CodeCounts {
         self.0[code as usize]
     }
 
-    pub fn merge(&mut self, other: &CodeCounts) {
+    pub fn merge(&mut self, other: &GrpcCodeCounts) {
         for (mine, theirs) in self.0.iter_mut().zip(other.0) {
             *mine += theirs;
         }
@@ -314,11 +314,11 @@ mod tests {
 
     #[test]
     fn counts_by_status_record_merge_and_list_only_what_was_seen() {
-        let mut one = CodeCounts::default();
+        let mut one = GrpcCodeCounts::default();
         one.record(Code::Unavailable);
         one.record(Code::Unavailable);
         one.record(Code::Ok);
-        let mut two = CodeCounts::default();
+        let mut two = GrpcCodeCounts::default();
         two.record(Code::DeadlineExceeded);
         two.record(Code::Unavailable);
         one.merge(&two);
@@ -331,7 +331,7 @@ mod tests {
             ]
         );
         assert_eq!((one.total(), one.get(Code::NotFound)), (5, 0));
-        assert_eq!(CodeCounts::default().iter().count(), 0);
+        assert_eq!(GrpcCodeCounts::default().iter().count(), 0);
     }
 
     #[test]

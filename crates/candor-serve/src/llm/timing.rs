@@ -1,0 +1,36 @@
+//! The server's truth without I/O: when each write of an answer leaves, and how many tokens a
+//! prompt counts.
+
+use super::config::{LlmConfig, TOKENS_PER_WORD};
+
+/// When each write of one streamed answer leaves, for a request read at `read_ns` by a server
+/// started at `started_ns`: `[0]` the response head, then one instant per token (`tokens`
+/// of them). Token `k` is due at `read + ttft + k * itl`; a write due inside a stall window
+/// leaves at the window's end, and no write leaves before the one before it.
+pub fn emission_times(
+    config: &LlmConfig,
+    started_ns: u64,
+    read_ns: u64,
+    tokens: u32,
+    out: &mut Vec<u64>,
+) {
+    out.clear();
+    let hold = |due: u64| match &config.stall {
+        Some(s) => s.window_end_at(started_ns, due).unwrap_or(due),
+        None => due,
+    };
+    let mut last = hold(read_ns);
+    out.push(last);
+    for k in 0..u64::from(tokens) {
+        let due = read_ns + config.ttft_ns + k * config.itl_ns;
+        last = hold(due).max(last);
+        out.push(last);
+    }
+}
+
+/// The prompt's token count by [`TOKENS_PER_WORD`], from its words: those of `prompt` for
+/// completions, of the contents of `messages` for chat (see [`RequestBody::prompt_words`](super::body::RequestBody::prompt_words)).
+pub fn prompt_tokens(words: u64) -> u64 {
+    let (num, den) = TOKENS_PER_WORD;
+    words.saturating_mul(num).div_ceil(den)
+}

@@ -31,7 +31,7 @@ pub struct PhaseAcc {
     /// Streamed responses' events and tokens (runs with `--stream` or `--llm` only).
     pub stream: Option<Box<StreamAcc>>,
     /// gRPC calls by `grpc-status` (all zero for other protocols).
-    pub grpc_codes: candor_grpc::CodeCounts,
+    pub grpc_codes: candor_grpc::GrpcCodeCounts,
 }
 
 /// What the streamed responses of one phase came to: their events' timing and, in an LLM run,

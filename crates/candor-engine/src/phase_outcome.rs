@@ -30,7 +30,7 @@ pub struct PhaseOutcome {
     /// Streamed responses' events and tokens (`--stream`, `--llm`).
     pub stream: Option<Box<crate::books::StreamAcc>>,
     /// gRPC calls by `grpc-status`.
-    pub grpc_codes: candor_grpc::CodeCounts,
+    pub grpc_codes: candor_grpc::GrpcCodeCounts,
 }
 
 impl PhaseOutcome {
@@ -104,7 +104,7 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
 }
 
 /// gRPC calls by status name as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).
-pub fn grpc_status_map(counts: &candor_grpc::CodeCounts) -> BTreeMap<String, u64> {
+pub fn grpc_status_map(counts: &candor_grpc::GrpcCodeCounts) -> BTreeMap<String, u64> {
     counts
         .iter()
         .map(|(code, n)| (code.name().to_string(), n))

@@ -63,7 +63,7 @@ pub struct IntervalData {
     /// Responses of this interval by status code, per phase (0 = warm-up, 1 = measured).
     pub codes: [candor_core::results::CodeCounts; 2],
     /// gRPC calls of this interval by `grpc-status`, per phase.
-    pub grpc_codes: [candor_grpc::CodeCounts; 2],
+    pub grpc_codes: [candor_grpc::GrpcCodeCounts; 2],
     /// The streamed responses that ended in this interval, both phases together as the
     /// histograms in `rec` (runs with `--stream` or `--llm` only).
     pub stream: Option<Box<crate::books::StreamAcc>>,

@@ -19,15 +19,11 @@ pub mod test_server;
 pub use descriptors::{compile_protos, ProtoError};
 pub use headers::{request_headers, CallScheme, HeaderField, Metadata, MetadataError};
 pub use length_prefix::{MessageCounter, MessageStreamError};
-pub use status::{decode_grpc_message, Code, CodeSet, CodeSetError, GrpcCodeCounts};
-// kept for candor-load until its split lands
-pub use status::GrpcCodeCounts as CodeCounts;
-// kept for candor-load until its split lands
-pub use length_prefix::{MessageCounter as FrameDecoder, MessageStreamError as FrameError};
 pub use message::{MessageError, RequestEncoder, StaticMessage, TemplatedError, TemplatedMessage};
 pub use method::{CallError, CallKind, CallName, GrpcMethod};
 /// The descriptors calls are resolved against (from `.proto` files or reflection).
 pub use prost_reflect::DescriptorPool;
+pub use status::{decode_grpc_message, Code, CodeSet, CodeSetError, GrpcCodeCounts};
 pub use timeout::GrpcTimeout;
 
 /// The encoded `FileDescriptorSet` of the test server's `tests/proto/bench.proto` (compiled by

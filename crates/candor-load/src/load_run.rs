@@ -75,7 +75,7 @@ pub struct IntervalReport<'a> {
     /// This interval's responses by status code, per phase (by intended time, as `totals`).
     pub codes: &'a [candor_core::results::CodeCounts; 2],
     /// This interval's gRPC calls by `grpc-status`, per phase (all zero for other protocols).
-    pub grpc_codes: &'a [candor_grpc::CodeCounts; 2],
+    pub grpc_codes: &'a [candor_grpc::GrpcCodeCounts; 2],
     /// This interval's streamed responses, both phases (runs with `--stream` or `--llm`).
     pub stream: Option<&'a candor_engine::books::StreamAcc>,
 }

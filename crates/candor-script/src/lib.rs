@@ -21,8 +21,6 @@ pub use thread::{
     count_requests, request_ends, NameId, RequestInfo, ResponseVerdict, ThreadScript,
     RETURNED_FALSE,
 };
-// kept for candor-load until its split lands
-pub use thread::ResponseVerdict as Verdict;
 
 // The engine moves each ThreadScript into its load thread.
 const _: () = {

@@ -19,7 +19,7 @@
 use crate::source::{Next, RequestSource};
 use candor_core::early_end::EarlyEnd;
 use candor_core::results::StopReason;
-use candor_script::{NameId, ThreadScript, Verdict};
+use candor_script::{NameId, ResponseVerdict, ThreadScript};
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -708,8 +708,8 @@ impl ScriptJudge {
             run.halt(ScriptStop::ThreadStop);
         }
         match verdict {
-            Ok(Verdict::Ok) => None,
-            Ok(Verdict::Fail(reason)) => Some(reason),
+            Ok(ResponseVerdict::Ok) => None,
+            Ok(ResponseVerdict::Fail(reason)) => Some(reason),
             Err(candor_script::ScriptError::Interrupted { .. }) => None,
             Err(e) if e.is_stop() => {
                 run.halt(ScriptStop::of(&e));

@@ -117,7 +117,7 @@ struct Stream {
     grpc_typed: bool,
     grpc_encoded: bool,
     /// gRPC: the first flaw of the response's length-prefixed messages.
-    grpc_framing: Option<candor_grpc::FrameError>,
+    grpc_framing: Option<candor_grpc::MessageStreamError>,
 }
 
 /// Why a gRPC call its server ended with `grpc-status: 0` is INTERNAL all the same, as grpc-go's
@@ -125,7 +125,7 @@ struct Stream {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum GrpcLie {
     NotGrpc,
-    Framing(candor_grpc::FrameError),
+    Framing(candor_grpc::MessageStreamError),
     CompressedUnannounced,
 }
 
@@ -185,7 +185,7 @@ pub(crate) struct H2Connection {
     /// its response counted as they arrive (for the time to the first one); empty when no call
     /// streams.
     grpc_streaming: Arc<[bool]>,
-    grpc_messages: Vec<candor_grpc::FrameDecoder>,
+    grpc_messages: Vec<candor_grpc::MessageCounter>,
     /// gRPC with templated messages: per request its encoder (`None`: encoded once), and per
     /// lane the message encoded from the filled JSON (sent instead of the request's body);
     /// empty when no message is a template.
@@ -304,7 +304,7 @@ impl H2Connection {
             // Every gRPC response's messages are framed as their prefixes say, or the call is
             // INTERNAL.
             grpc_messages: if grpc.is_some() {
-                vec![candor_grpc::FrameDecoder::default(); lanes]
+                vec![candor_grpc::MessageCounter::default(); lanes]
             } else {
                 Vec::new()
             },

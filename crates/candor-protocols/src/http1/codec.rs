@@ -128,50 +128,7 @@ impl ResponseParser {
                                 // Interim response (100 Continue): the real one follows.
                                 continue;
                             }
-                            self.status = status;
-                            self.close = resp.version == Some(0);
-                            self.observer
-                                .head(status, |c| c.headers.iter().all(|h| h.passes(resp.headers)));
-                            if self.observer.wants_script_headers() {
-                                self.observer.script_head_start();
-                                for h in resp.headers.iter() {
-                                    self.observer.script_header(h.name.as_bytes(), h.value);
-                                }
-                            }
-                            let mut length: Option<u64> = None;
-                            let mut chunked = false;
-                            if self.observer.streams() {
-                                let content_type = resp
-                                    .headers
-                                    .iter()
-                                    .find(|h| h.name.eq_ignore_ascii_case("content-type"))
-                                    .map(|h| h.value);
-                                self.observer.content_type(content_type);
-                            }
-                            for h in resp.headers.iter() {
-                                if h.name.eq_ignore_ascii_case("content-length") {
-                                    length = Some(content_length(h.value, length)?);
-                                } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                                    chunked = ends_with_chunked(h.value);
-                                } else if h.name.eq_ignore_ascii_case("connection") {
-                                    if contains_token(h.value, b"close") {
-                                        self.close = true;
-                                    } else if contains_token(h.value, b"keep-alive") {
-                                        self.close = false;
-                                    }
-                                }
-                            }
-                            let no_body = self.head_request || status == 204 || status == 304;
-                            self.state = if no_body {
-                                State::Body { remaining: 0 }
-                            } else if chunked {
-                                State::ChunkSize
-                            } else if let Some(len) = length {
-                                State::Body { remaining: len }
-                            } else {
-                                self.close = true;
-                                State::UntilClose
-                            };
+                            self.begin_response(status, &resp)?;
                         }
                         Ok(httparse::Status::Partial) => {
                             if buffer_full && pos == 0 {
@@ -255,6 +212,60 @@ impl ResponseParser {
                 }
             }
         }
+    }
+
+    /// The head of a final response was read: its status, whether the connection closes, what
+    /// the observer sees of it, and how its body is delimited.
+    fn begin_response(
+        &mut self,
+        status: u16,
+        resp: &httparse::Response<'_, '_>,
+    ) -> Result<(), ParseError> {
+        self.status = status;
+        self.close = resp.version == Some(0);
+        self.observer
+            .head(status, |c| c.headers.iter().all(|h| h.passes(resp.headers)));
+        if self.observer.wants_script_headers() {
+            self.observer.script_head_start();
+            for h in resp.headers.iter() {
+                self.observer.script_header(h.name.as_bytes(), h.value);
+            }
+        }
+        let mut length: Option<u64> = None;
+        let mut chunked = false;
+        if self.observer.streams() {
+            let content_type = resp
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+                .map(|h| h.value);
+            self.observer.content_type(content_type);
+        }
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                length = Some(content_length(h.value, length)?);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = ends_with_chunked(h.value);
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if contains_token(h.value, b"close") {
+                    self.close = true;
+                } else if contains_token(h.value, b"keep-alive") {
+                    self.close = false;
+                }
+            }
+        }
+        let no_body = self.head_request || status == 204 || status == 304;
+        self.state = if no_body {
+            State::Body { remaining: 0 }
+        } else if chunked {
+            State::ChunkSize
+        } else if let Some(len) = length {
+            State::Body { remaining: len }
+        } else {
+            self.close = true;
+            State::UntilClose
+        };
+        Ok(())
     }
 
     /// The peer closed the connection: a body delimited by the close is now complete.

@@ -47,179 +47,11 @@ impl H2Connection {
             return Err(ProtocolError::PROTOCOL);
         }
         match h.kind {
-            frame::DATA => {
-                let data = strip_padding(h.flags, payload)?;
-                c.unacked += h.len as u32;
-                if c.unacked >= CONNECTION_WINDOW / 2 {
-                    frame::put_window_update(link.out, 0, c.unacked);
-                    c.unacked = 0;
-                }
-                let Some(slot) = c.slot_of(h.stream) else {
-                    // A stream this client reset or gave up on: what was in flight is a window
-                    // at most, an endless stream of it a flood.
-                    c.floods.idle(H2Flood::Data)?;
-                    return Ok(false);
-                };
-                if data.is_empty() && h.flags & frame::END_STREAM == 0 {
-                    c.floods.idle(H2Flood::Data)?;
-                } else {
-                    c.floods.progress();
-                }
-                let lane = link.lane(slot);
-                let o = &mut c.observers[lane];
-                o.at(link.now());
-                o.body(data);
-                // With `--stream chunks` each DATA frame is one event.
-                o.chunk_end();
-                if let Some(tap) = o.tap() {
-                    link.stream_progress(slot, tap);
-                }
-                let s = &mut c.streams[lane];
-                if let Some(messages) = c.grpc_messages.get_mut(lane) {
-                    // The first flaw of the messages' framing is kept (the call is INTERNAL
-                    // whatever its status says); a streaming call's first message is timed.
-                    if s.grpc_framing.is_none() {
-                        match messages.feed(data) {
-                            Ok(fed) if fed.first_completed && s.grpc_streaming => {
-                                link.first_message(slot)
-                            }
-                            Ok(_) => {}
-                            Err(e) => s.grpc_framing = Some(e),
-                        }
-                    }
-                }
-                if h.flags & frame::END_STREAM != 0 {
-                    c.complete(link, slot);
-                    return Ok(true);
-                }
-                let s = &mut c.streams[lane];
-                s.unacked += h.len as u32;
-                if s.unacked >= STREAM_WINDOW / 2 {
-                    frame::put_window_update(link.out, h.stream, s.unacked);
-                    s.unacked = 0;
-                }
-                Ok(false)
-            }
-            frame::HEADERS => {
-                // A response's first HEADERS frame is its first byte (trailers come later and
-                // keep the first instant).
-                if let Some(slot) = c.slot_of(h.stream) {
-                    link.first_byte(slot);
-                }
-                let mut fragment = strip_padding(h.flags, payload)?;
-                if h.flags & frame::PRIORITY_FLAG != 0 {
-                    fragment = fragment.get(5..).ok_or(ProtocolError::PROTOCOL)?;
-                }
-                c.block.clear();
-                c.block.extend_from_slice(fragment);
-                let ends = h.flags & frame::END_STREAM != 0;
-                if h.flags & frame::END_HEADERS != 0 {
-                    c.header_block(link, h.stream, ends)
-                } else {
-                    c.block_stream = h.stream;
-                    c.block_ends = ends;
-                    Ok(false)
-                }
-            }
-            frame::CONTINUATION => {
-                if c.block_stream == 0 || c.block_stream != h.stream {
-                    return Err(ProtocolError::PROTOCOL);
-                }
-                c.block.extend_from_slice(payload);
-                // A header block without end (a CONTINUATION flood) must not grow without
-                // bound, nor go on for ever in empty frames.
-                if c.block.len() > MAX_HEADER_BLOCK {
-                    return Err(H2Flood::Continuation.into());
-                }
-                if h.flags & frame::END_HEADERS == 0 {
-                    c.floods.idle(H2Flood::Continuation)?;
-                }
-                if h.flags & frame::END_HEADERS != 0 {
-                    c.block_stream = 0;
-                    let ends = c.block_ends;
-                    c.header_block(link, h.stream, ends)
-                } else {
-                    Ok(false)
-                }
-            }
-            frame::RST_STREAM => {
-                let Some(slot) = c.slot_of(h.stream) else {
-                    c.floods.idle(H2Flood::RstStream)?;
-                    return Ok(false);
-                };
-                c.floods.progress();
-                c.forget(h.stream);
-                let lane = link.lane(slot);
-                c.streams[lane].id = 0;
-                // A streamed response reset after events had come fails as a stream cut off.
-                let cut = c.observers[lane].cut();
-                if let Some(o) = &cut {
-                    link.stream_outcome(slot, o);
-                }
-                let kind = match cut {
-                    Some(o) if o.failure.is_some() => Failure::Stream,
-                    _ => Failure::Read,
-                };
-                link.fail(slot, kind);
-                Ok(true)
-            }
-            frame::SETTINGS => {
-                if h.flags & frame::ACK != 0 {
-                    // This client sends one SETTINGS: further acks are unasked for.
-                    c.floods.idle(H2Flood::Settings)?;
-                    return Ok(false);
-                }
-                if h.stream != 0 {
-                    return Err(ProtocolError::PROTOCOL);
-                }
-                if !h.len.is_multiple_of(6) {
-                    return Err(ProtocolError::FRAME_SIZE);
-                }
-                // The server's opening SETTINGS is not counted: the bounds are on those after.
-                if c.settled {
-                    c.floods.ack(H2Flood::Settings, link.out.is_empty())?;
-                }
-                for s in payload.chunks_exact(6) {
-                    let id = u16::from_be_bytes([s[0], s[1]]);
-                    let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                    match id {
-                        frame::SETTINGS_MAX_CONCURRENT_STREAMS => c.max_streams = value as usize,
-                        frame::SETTINGS_INITIAL_WINDOW_SIZE => {
-                            if value > 0x7fff_ffff {
-                                return Err(ProtocolError::FLOW_CONTROL);
-                            }
-                            let delta = value as i64 - c.initial_window;
-                            c.initial_window = value as i64;
-                            for &(_, slot) in &c.active {
-                                let s = &mut c.streams[link.lane(slot)];
-                                s.send_window += delta;
-                                // A stream window pushed past 2^31-1 by the new initial size
-                                // is an error of the connection (RFC 9113 §6.9.2).
-                                if s.send_window > MAX_WINDOW {
-                                    return Err(ProtocolError::FLOW_CONTROL);
-                                }
-                            }
-                        }
-                        frame::SETTINGS_MAX_FRAME_SIZE => {
-                            if !(16_384..=16_777_215).contains(&value) {
-                                return Err(ProtocolError::PROTOCOL);
-                            }
-                            c.max_frame = value as usize;
-                        }
-                        _ => {}
-                    }
-                }
-                frame::put_header(link.out, 0, frame::SETTINGS, frame::ACK, 0);
-                if !c.settled {
-                    c.settled = true;
-                    link.opened();
-                    // Requests that waited for the connection.
-                    return Ok(true);
-                }
-                c.resume_bodies(link);
-                // A raised limit lets waiting requests open streams.
-                Ok(true)
-            }
+            frame::DATA => c.on_data(link, h, payload),
+            frame::HEADERS => c.on_headers(link, h, payload),
+            frame::CONTINUATION => c.on_continuation(link, h, payload),
+            frame::RST_STREAM => c.on_rst_stream(link, h, payload),
+            frame::SETTINGS => c.on_settings(link, h, payload),
             frame::PING => {
                 if h.len != 8 {
                     return Err(ProtocolError::FRAME_SIZE);
@@ -234,75 +66,8 @@ impl H2Connection {
                 }
                 Ok(false)
             }
-            frame::GOAWAY => {
-                if h.len < 8 {
-                    return Err(ProtocolError::PROTOCOL);
-                }
-                let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                    & 0x7fff_ffff;
-                let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
-                if !link.has_answered() && c.active.iter().all(|&(id, _)| id > last) {
-                    // Refused before it answered or took anything (say right after the preface): what
-                    // the connection carried fails as a protocol error, booked with the
-                    // server's code, and it is connected again only after its back-off, so a
-                    // server that does this every time is counted and named, not a silent
-                    // reconnect storm.
-                    return Err(ProtocolError::Refused(code));
-                }
-                // A graceful shutdown sends two; more move nothing.
-                c.floods.idle(H2Flood::Other)?;
-                c.goaway = true;
-                // Streams above the last one the server processed were sent and never
-                // processed: they fail; candor does not retry behind the user's back.
-                let mut k = 0;
-                while k < c.active.len() {
-                    let (id, slot) = c.active[k];
-                    if id > last {
-                        c.active.swap_remove(k);
-                        c.streams[link.lane(slot)].id = 0;
-                        link.fail(slot, Failure::Read);
-                    } else {
-                        k += 1;
-                    }
-                }
-                Ok(true)
-            }
-            frame::WINDOW_UPDATE => {
-                if h.len != 4 {
-                    return Err(ProtocolError::FRAME_SIZE);
-                }
-                let inc = (u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                    & 0x7fff_ffff) as i64;
-                // An increment of 0, or one that takes a window past 2^31-1, is an error of
-                // the connection when it is the connection's window, of the stream otherwise
-                // (RFC 9113 §6.9, §6.9.1).
-                if h.stream == 0 {
-                    if inc == 0 {
-                        return Err(ProtocolError::PROTOCOL);
-                    }
-                    if c.send_window + inc > MAX_WINDOW {
-                        return Err(ProtocolError::FLOW_CONTROL);
-                    }
-                    c.send_window += inc;
-                } else if let Some(slot) = c.slot_of(h.stream) {
-                    let lane = link.lane(slot);
-                    if inc == 0 || c.streams[lane].send_window + inc > MAX_WINDOW {
-                        let code = if inc == 0 {
-                            frame::PROTOCOL_ERROR
-                        } else {
-                            frame::FLOW_CONTROL_ERROR
-                        };
-                        c.reset_stream_with(link, slot, code);
-                        link.fail(slot, Failure::Parse);
-                        return Ok(true);
-                    }
-                    c.streams[lane].send_window += inc;
-                }
-                // Counted before a waiting body it lets go on counts as progress.
-                c.floods.idle(H2Flood::WindowUpdate)?;
-                c.resume_bodies(link);
-                Ok(false)
-            }
+            frame::GOAWAY => c.on_goaway(link, h, payload),
+            frame::WINDOW_UPDATE => c.on_window_update(link, h, payload),
             // Push is disabled in this client's SETTINGS.
             frame::PUSH_PROMISE => Err(ProtocolError::PROTOCOL),
             // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1), but counted.
@@ -311,6 +76,302 @@ impl H2Connection {
                 Ok(false)
             }
         }
+    }
+
+    /// A DATA frame.
+    fn on_data(
+        &mut self,
+        link: &mut Link<'_>,
+        h: FrameHeader,
+        payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let c = self;
+        let data = strip_padding(h.flags, payload)?;
+        c.unacked += h.len as u32;
+        if c.unacked >= CONNECTION_WINDOW / 2 {
+            frame::put_window_update(link.out, 0, c.unacked);
+            c.unacked = 0;
+        }
+        let Some(slot) = c.slot_of(h.stream) else {
+            // A stream this client reset or gave up on: what was in flight is a window
+            // at most, an endless stream of it a flood.
+            c.floods.idle(H2Flood::Data)?;
+            return Ok(false);
+        };
+        if data.is_empty() && h.flags & frame::END_STREAM == 0 {
+            c.floods.idle(H2Flood::Data)?;
+        } else {
+            c.floods.progress();
+        }
+        let lane = link.lane(slot);
+        let o = &mut c.observers[lane];
+        o.at(link.now());
+        o.body(data);
+        // With `--stream chunks` each DATA frame is one event.
+        o.chunk_end();
+        if let Some(tap) = o.tap() {
+            link.stream_progress(slot, tap);
+        }
+        let s = &mut c.streams[lane];
+        if let Some(messages) = c.grpc_messages.get_mut(lane) {
+            // The first flaw of the messages' framing is kept (the call is INTERNAL
+            // whatever its status says); a streaming call's first message is timed.
+            if s.grpc_framing.is_none() {
+                match messages.feed(data) {
+                    Ok(fed) if fed.first_completed && s.grpc_streaming => link.first_message(slot),
+                    Ok(_) => {}
+                    Err(e) => s.grpc_framing = Some(e),
+                }
+            }
+        }
+        if h.flags & frame::END_STREAM != 0 {
+            c.complete(link, slot);
+            return Ok(true);
+        }
+        let s = &mut c.streams[lane];
+        s.unacked += h.len as u32;
+        if s.unacked >= STREAM_WINDOW / 2 {
+            frame::put_window_update(link.out, h.stream, s.unacked);
+            s.unacked = 0;
+        }
+        Ok(false)
+    }
+
+    /// A HEADERS frame.
+    fn on_headers(
+        &mut self,
+        link: &mut Link<'_>,
+        h: FrameHeader,
+        payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let c = self;
+        // A response's first HEADERS frame is its first byte (trailers come later and
+        // keep the first instant).
+        if let Some(slot) = c.slot_of(h.stream) {
+            link.first_byte(slot);
+        }
+        let mut fragment = strip_padding(h.flags, payload)?;
+        if h.flags & frame::PRIORITY_FLAG != 0 {
+            fragment = fragment.get(5..).ok_or(ProtocolError::PROTOCOL)?;
+        }
+        c.block.clear();
+        c.block.extend_from_slice(fragment);
+        let ends = h.flags & frame::END_STREAM != 0;
+        if h.flags & frame::END_HEADERS != 0 {
+            c.header_block(link, h.stream, ends)
+        } else {
+            c.block_stream = h.stream;
+            c.block_ends = ends;
+            Ok(false)
+        }
+    }
+
+    /// A CONTINUATION frame.
+    fn on_continuation(
+        &mut self,
+        link: &mut Link<'_>,
+        h: FrameHeader,
+        payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let c = self;
+        if c.block_stream == 0 || c.block_stream != h.stream {
+            return Err(ProtocolError::PROTOCOL);
+        }
+        c.block.extend_from_slice(payload);
+        // A header block without end (a CONTINUATION flood) must not grow without
+        // bound, nor go on for ever in empty frames.
+        if c.block.len() > MAX_HEADER_BLOCK {
+            return Err(H2Flood::Continuation.into());
+        }
+        if h.flags & frame::END_HEADERS == 0 {
+            c.floods.idle(H2Flood::Continuation)?;
+        }
+        if h.flags & frame::END_HEADERS != 0 {
+            c.block_stream = 0;
+            let ends = c.block_ends;
+            c.header_block(link, h.stream, ends)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// A RST_STREAM frame.
+    fn on_rst_stream(
+        &mut self,
+        link: &mut Link<'_>,
+        h: FrameHeader,
+        _payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let c = self;
+        let Some(slot) = c.slot_of(h.stream) else {
+            c.floods.idle(H2Flood::RstStream)?;
+            return Ok(false);
+        };
+        c.floods.progress();
+        c.forget(h.stream);
+        let lane = link.lane(slot);
+        c.streams[lane].id = 0;
+        // A streamed response reset after events had come fails as a stream cut off.
+        let cut = c.observers[lane].cut();
+        if let Some(o) = &cut {
+            link.stream_outcome(slot, o);
+        }
+        let kind = match cut {
+            Some(o) if o.failure.is_some() => Failure::Stream,
+            _ => Failure::Read,
+        };
+        link.fail(slot, kind);
+        Ok(true)
+    }
+
+    /// A SETTINGS frame.
+    fn on_settings(
+        &mut self,
+        link: &mut Link<'_>,
+        h: FrameHeader,
+        payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let c = self;
+        if h.flags & frame::ACK != 0 {
+            // This client sends one SETTINGS: further acks are unasked for.
+            c.floods.idle(H2Flood::Settings)?;
+            return Ok(false);
+        }
+        if h.stream != 0 {
+            return Err(ProtocolError::PROTOCOL);
+        }
+        if !h.len.is_multiple_of(6) {
+            return Err(ProtocolError::FRAME_SIZE);
+        }
+        // The server's opening SETTINGS is not counted: the bounds are on those after.
+        if c.settled {
+            c.floods.ack(H2Flood::Settings, link.out.is_empty())?;
+        }
+        for s in payload.chunks_exact(6) {
+            let id = u16::from_be_bytes([s[0], s[1]]);
+            let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            match id {
+                frame::SETTINGS_MAX_CONCURRENT_STREAMS => c.max_streams = value as usize,
+                frame::SETTINGS_INITIAL_WINDOW_SIZE => {
+                    if value > 0x7fff_ffff {
+                        return Err(ProtocolError::FLOW_CONTROL);
+                    }
+                    let delta = value as i64 - c.initial_window;
+                    c.initial_window = value as i64;
+                    for &(_, slot) in &c.active {
+                        let s = &mut c.streams[link.lane(slot)];
+                        s.send_window += delta;
+                        // A stream window pushed past 2^31-1 by the new initial size
+                        // is an error of the connection (RFC 9113 §6.9.2).
+                        if s.send_window > MAX_WINDOW {
+                            return Err(ProtocolError::FLOW_CONTROL);
+                        }
+                    }
+                }
+                frame::SETTINGS_MAX_FRAME_SIZE => {
+                    if !(16_384..=16_777_215).contains(&value) {
+                        return Err(ProtocolError::PROTOCOL);
+                    }
+                    c.max_frame = value as usize;
+                }
+                _ => {}
+            }
+        }
+        frame::put_header(link.out, 0, frame::SETTINGS, frame::ACK, 0);
+        if !c.settled {
+            c.settled = true;
+            link.opened();
+            // Requests that waited for the connection.
+            return Ok(true);
+        }
+        c.resume_bodies(link);
+        // A raised limit lets waiting requests open streams.
+        Ok(true)
+    }
+
+    /// A GOAWAY frame.
+    fn on_goaway(
+        &mut self,
+        link: &mut Link<'_>,
+        h: FrameHeader,
+        payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let c = self;
+        if h.len < 8 {
+            return Err(ProtocolError::PROTOCOL);
+        }
+        let last =
+            u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+        let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+        if !link.has_answered() && c.active.iter().all(|&(id, _)| id > last) {
+            // Refused before it answered or took anything (say right after the preface): what
+            // the connection carried fails as a protocol error, booked with the
+            // server's code, and it is connected again only after its back-off, so a
+            // server that does this every time is counted and named, not a silent
+            // reconnect storm.
+            return Err(ProtocolError::Refused(code));
+        }
+        // A graceful shutdown sends two; more move nothing.
+        c.floods.idle(H2Flood::Other)?;
+        c.goaway = true;
+        // Streams above the last one the server processed were sent and never
+        // processed: they fail; candor does not retry behind the user's back.
+        let mut k = 0;
+        while k < c.active.len() {
+            let (id, slot) = c.active[k];
+            if id > last {
+                c.active.swap_remove(k);
+                c.streams[link.lane(slot)].id = 0;
+                link.fail(slot, Failure::Read);
+            } else {
+                k += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// A WINDOW_UPDATE frame.
+    fn on_window_update(
+        &mut self,
+        link: &mut Link<'_>,
+        h: FrameHeader,
+        payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let c = self;
+        if h.len != 4 {
+            return Err(ProtocolError::FRAME_SIZE);
+        }
+        let inc = (u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
+            & 0x7fff_ffff) as i64;
+        // An increment of 0, or one that takes a window past 2^31-1, is an error of
+        // the connection when it is the connection's window, of the stream otherwise
+        // (RFC 9113 §6.9, §6.9.1).
+        if h.stream == 0 {
+            if inc == 0 {
+                return Err(ProtocolError::PROTOCOL);
+            }
+            if c.send_window + inc > MAX_WINDOW {
+                return Err(ProtocolError::FLOW_CONTROL);
+            }
+            c.send_window += inc;
+        } else if let Some(slot) = c.slot_of(h.stream) {
+            let lane = link.lane(slot);
+            if inc == 0 || c.streams[lane].send_window + inc > MAX_WINDOW {
+                let code = if inc == 0 {
+                    frame::PROTOCOL_ERROR
+                } else {
+                    frame::FLOW_CONTROL_ERROR
+                };
+                c.reset_stream_with(link, slot, code);
+                link.fail(slot, Failure::Parse);
+                return Ok(true);
+            }
+            c.streams[lane].send_window += inc;
+        }
+        // Counted before a waiting body it lets go on counts as progress.
+        c.floods.idle(H2Flood::WindowUpdate)?;
+        c.resume_bodies(link);
+        Ok(false)
     }
 
     /// A whole header block for `stream` (in `block`): decoded whatever the stream (the

@@ -154,65 +154,12 @@ fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
             }
         };
         let grpc = call.is_some() || message.is_some();
-        let (url, path) = match (text_field("url")?, text_field("path")?) {
-            // A gRPC line's path is its method's, set with its call.
-            (None, None) if grpc => (None, "/".to_string()),
-            (Some(_), _) | (_, Some(_)) if grpc => {
-                return Err(at(
-                    "a gRPC line names its method with \"call\", not \"path\" or \"url\"".into(),
-                ))
-            }
-            (Some(_), Some(_)) => return Err(at("give \"url\" or \"path\", not both".into())),
-            (Some(u), None) => {
-                let t = crate::target::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
-                if !matches!(
-                    t.scheme,
-                    crate::target::Scheme::Http | crate::target::Scheme::Https
-                ) {
-                    return Err(at(format!("\"url\" '{u}' must be http:// or https://")));
-                }
-                if t.credentials.is_some() {
-                    return Err(at(format!(
-                        "\"url\" '{}' carries user:password@; give an Authorization header instead",
-                        t.url
-                    )));
-                }
-                (Some(t.url.clone()), url_path_template(&t.path))
-            }
-            (None, Some(p)) => (None, p),
-            // A message goes on the upgraded connection: the path is only the prepared
-            // request's (never sent).
-            (None, None) if kind == LineKind::Message => (None, "/".to_string()),
-            (None, None) => return Err(at("missing \"path\" (or \"url\")".into())),
-        };
+        let (url, path) = line_target(text_field("url")?, text_field("path")?, grpc, kind, &at)?;
         let method = text_field("method")?
             .unwrap_or_else(|| "GET".into())
             .to_ascii_uppercase();
         let body = text_field("body")?.unwrap_or_default().into_bytes();
-        let headers = match obj.get("headers") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| {
-                    // The name is checked alone: a colon in it would move the split.
-                    crate::wire::check_header_name(k).map_err(|e| at(e.to_string()))?;
-                    Ok(match v {
-                        Value::String(s) => format!("{k}: {s}"),
-                        other => format!("{k}: {other}"),
-                    })
-                })
-                .collect::<Result<Vec<_>, String>>()?,
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|h| {
-                    h.as_str()
-                        .filter(|s| s.contains(':'))
-                        .map(str::to_string)
-                        .ok_or_else(|| at("headers must be \"Name: value\" strings".into()))
-                })
-                .collect::<Result<Vec<_>, String>>()?,
-            Some(_) => return Err(at("\"headers\" must be an object or a list".into())),
-        };
+        let headers = line_headers(obj, &at)?;
         const FIELDS: [&str; 11] = [
             "method",
             "path",
@@ -280,6 +227,79 @@ fn parse_lines(text: &str, kind: LineKind) -> Result<Vec<RequestLine>, String> {
         return Err("the request set is empty".into());
     }
     Ok(out)
+}
+
+/// A line's `"headers"`: an object of names and values, or a list of `"Name: value"` strings.
+fn line_headers(
+    obj: &serde_json::Map<String, Value>,
+    at: &dyn Fn(String) -> String,
+) -> Result<Vec<String>, String> {
+    Ok(match obj.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| {
+                // The name is checked alone: a colon in it would move the split.
+                crate::wire::check_header_name(k).map_err(|e| at(e.to_string()))?;
+                Ok(match v {
+                    Value::String(s) => format!("{k}: {s}"),
+                    other => format!("{k}: {other}"),
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?,
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|h| {
+                h.as_str()
+                    .filter(|s| s.contains(':'))
+                    .map(str::to_string)
+                    .ok_or_else(|| at("headers must be \"Name: value\" strings".into()))
+            })
+            .collect::<Result<Vec<_>, String>>()?,
+        Some(_) => return Err(at("\"headers\" must be an object or a list".into())),
+    })
+}
+
+/// Where a line's request goes: its own target (`"url"`) or the command line's (`"path"`); a
+/// gRPC line's path is its method's, a message's is the upgrade's.
+fn line_target(
+    url: Option<String>,
+    path: Option<String>,
+    grpc: bool,
+    kind: LineKind,
+    at: &dyn Fn(String) -> String,
+) -> Result<(Option<String>, String), String> {
+    Ok(match (url, path) {
+        // A gRPC line's path is its method's, set with its call.
+        (None, None) if grpc => (None, "/".to_string()),
+        (Some(_), _) | (_, Some(_)) if grpc => {
+            return Err(at(
+                "a gRPC line names its method with \"call\", not \"path\" or \"url\"".into(),
+            ))
+        }
+        (Some(_), Some(_)) => return Err(at("give \"url\" or \"path\", not both".into())),
+        (Some(u), None) => {
+            let t = crate::target::TargetUrl::parse(&u).map_err(|e| at(e.to_string()))?;
+            if !matches!(
+                t.scheme,
+                crate::target::Scheme::Http | crate::target::Scheme::Https
+            ) {
+                return Err(at(format!("\"url\" '{u}' must be http:// or https://")));
+            }
+            if t.credentials.is_some() {
+                return Err(at(format!(
+                    "\"url\" '{}' carries user:password@; give an Authorization header instead",
+                    t.url
+                )));
+            }
+            (Some(t.url.clone()), url_path_template(&t.path))
+        }
+        (None, Some(p)) => (None, p),
+        // A message goes on the upgraded connection: the path is only the prepared
+        // request's (never sent).
+        (None, None) if kind == LineKind::Message => (None, "/".to_string()),
+        (None, None) => return Err(at("missing \"path\" (or \"url\")".into())),
+    })
 }
 
 #[cfg(test)]

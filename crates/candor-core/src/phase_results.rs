@@ -73,9 +73,16 @@ pub enum FailureClass {
     Parse,
     Status,
     Check,
+    /// A templated request could not be made: a value filled in cannot stand where it goes (a
+    /// line break in a header value). Nothing was sent.
     Template,
+    /// A streamed response failed as a stream (`--stream`, `--llm`): cut off after events had
+    /// come, or an LLM stream's events or end were wrong.
     Stream,
+    /// A gRPC call whose `grpc-status` is outside the accepted set.
     Grpc,
+    /// The request was on the wire when the server sent a reply that matches no request (a
+    /// WebSocket message `--ws-match` places on none).
     Protocol,
 }
 
@@ -142,6 +149,22 @@ impl ErrorCounts {
             FailureClass::Stream => self.stream,
             FailureClass::Grpc => self.grpc,
             FailureClass::Protocol => self.protocol,
+        }
+    }
+    /// The count of `class`, to add to.
+    pub fn get_mut(&mut self, class: FailureClass) -> &mut u64 {
+        match class {
+            FailureClass::Connect => &mut self.connect,
+            FailureClass::Read => &mut self.read,
+            FailureClass::Write => &mut self.write,
+            FailureClass::Timeout => &mut self.timeout,
+            FailureClass::Parse => &mut self.parse,
+            FailureClass::Status => &mut self.status,
+            FailureClass::Check => &mut self.check,
+            FailureClass::Template => &mut self.template,
+            FailureClass::Stream => &mut self.stream,
+            FailureClass::Grpc => &mut self.grpc,
+            FailureClass::Protocol => &mut self.protocol,
         }
     }
     /// Each class's name and count, in the order of [`FailureClass::ALL`].

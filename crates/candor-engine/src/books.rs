@@ -4,6 +4,7 @@
 //! index and the same histogram records as the phase's.
 
 use candor_core::hist::record_clamped;
+use candor_core::results::FailureClass;
 use candor_core::results::RequestCounts;
 use candor_core::{new_histogram, Histo, Recorder};
 
@@ -358,7 +359,7 @@ pub fn book_response(
     acc: &mut PhaseAcc,
     (response, service, lag): (u64, u64, u64),
     status: u16,
-    failed: Option<AnswerFailure>,
+    failed: Option<FailureClass>,
 ) {
     acc.rec.record(response, service, lag);
     let c = &mut acc.counts;
@@ -369,32 +370,7 @@ pub fn book_response(
         None => c.completed += 1,
         Some(class) => {
             c.failed += 1;
-            *class.count_in(&mut c.errors) += 1;
-        }
-    }
-}
-
-/// The class of a full response that failed: the server answered, its latency is recorded.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum AnswerFailure {
-    /// Its status is outside the accepted set.
-    Status,
-    /// Its status was accepted, a response check failed.
-    Check,
-    /// A gRPC call whose `grpc-status` is outside the accepted set.
-    Grpc,
-    /// Its status was accepted, its stream failed (`--stream`, `--llm`).
-    Stream,
-}
-
-impl AnswerFailure {
-    /// The count of this class in `errors`.
-    pub fn count_in(self, errors: &mut candor_core::results::ErrorCounts) -> &mut u64 {
-        match self {
-            AnswerFailure::Status => &mut errors.status,
-            AnswerFailure::Check => &mut errors.check,
-            AnswerFailure::Grpc => &mut errors.grpc,
-            AnswerFailure::Stream => &mut errors.stream,
+            *c.errors.get_mut(class) += 1;
         }
     }
 }
@@ -460,7 +436,7 @@ mod tests {
         assert_eq!(seen, 2, "its stage and its name");
         a.each(3, Some(1), false, |acc| {
             book_intended(&mut acc.counts, false);
-            book_response(acc, (5, 4, 1), 200, Some(AnswerFailure::Check));
+            book_response(acc, (5, 4, 1), 200, Some(FailureClass::Check));
         });
         let mut b = WorkloadBooks::new(0, &[10, 10], &[0, 1, 0], 2);
         b.merge(&a);

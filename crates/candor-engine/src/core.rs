@@ -20,7 +20,7 @@ use crate::config::RequestOrder;
 use crate::ledger::{Exchange, Ledger};
 use crate::schedule::Schedule;
 pub use crate::seam::carrying::TimeoutScope;
-use crate::shared::{Failure, PhaseAcc, WorkerSetup};
+use crate::shared::{FailureClass, PhaseAcc, WorkerSetup};
 use candor_core::sleep_or_spin::MIN_SLEEP_NS;
 use candor_workload::pick::Picker;
 use candor_workload::source::{Next, PreparedSource, RequestSource};
@@ -466,7 +466,7 @@ impl Core {
                 let e = self.release(slot, now);
                 self.ledger.unfinished(&e, now);
             } else {
-                self.fail(slot, Failure::Template, now);
+                self.fail(slot, FailureClass::Template, now);
             }
             return Some(None);
         }

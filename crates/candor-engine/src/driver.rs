@@ -26,7 +26,7 @@ use crate::pool::{GateTicket, Opener, PoolReport, TIMER};
 use crate::rxstamp::{self, ClockOffset};
 use crate::schedule::Schedule;
 use crate::seam::{AlpnAnswer, Carriage, Fitting, Protocol};
-use crate::shared::{Failure, Halt, PhaseAcc, Prepared, WorkerError, WorkerSetup};
+use crate::shared::{FailureClass, Halt, PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use crate::socket_steps;
 use crate::transport::{start_tls, ConnectState, Handshake, Sock};
 use candor_core::exact_sleep::sleep_until_absolute;
@@ -565,7 +565,7 @@ impl<P: Protocol> Driver<P> {
         let c = &mut self.conns[i];
         if c.stray {
             c.stray = false;
-            self.core.fail(slot, Failure::Parse, now);
+            self.core.fail(slot, FailureClass::Parse, now);
             return;
         }
         match c.state {
@@ -587,7 +587,7 @@ impl<P: Protocol> Driver<P> {
         self.conns[i].connect_called = now;
         self.socket_owed = true;
         let Some(mut sock) = socket_steps::connect(self.connect_to, &self.poll, i) else {
-            return self.connect_failed(i, Failure::Connect, now);
+            return self.connect_failed(i, FailureClass::Connect, now);
         };
         if self.stamped && rxstamp::enable(sock.socket().as_raw_fd()).is_err() {
             self.stamped = false;
@@ -645,7 +645,7 @@ impl<P: Protocol> Driver<P> {
         };
         match sock.connect_state() {
             ConnectState::InProgress => return,
-            ConnectState::Failed => return self.connect_failed(i, Failure::Connect, now),
+            ConnectState::Failed => return self.connect_failed(i, FailureClass::Connect, now),
             ConnectState::Connected => {}
         }
         c.tcp_connected = now;
@@ -655,7 +655,7 @@ impl<P: Protocol> Driver<P> {
                 c.state = ConnState::Handshaking;
                 self.drive_handshake(i, now);
             } else {
-                self.connect_failed(i, Failure::Connect, now);
+                self.connect_failed(i, FailureClass::Connect, now);
             }
         } else {
             self.transport_up(i, now);
@@ -679,7 +679,7 @@ impl<P: Protocol> Driver<P> {
     }
 
     /// Connection `i` failed before it was open, as `kind`.
-    fn connect_failed(&mut self, i: usize, kind: Failure, now: u64) {
+    fn connect_failed(&mut self, i: usize, kind: FailureClass, now: u64) {
         match P::CARRIAGE {
             Carriage::InOrder => self.fail_connection(i, kind, now),
             Carriage::Framed => self.framed_connect_failed(i, kind, now),
@@ -693,17 +693,17 @@ impl<P: Protocol> Driver<P> {
         };
         let answer = match sock.handshake() {
             Handshake::Waiting => return,
-            Handshake::Failed => return self.connect_failed(i, Failure::Connect, now),
+            Handshake::Failed => return self.connect_failed(i, FailureClass::Connect, now),
             Handshake::AlpnRefused => AlpnAnswer::Refused,
             Handshake::Done => AlpnAnswer::Chose(sock.alpn_protocol()),
         };
         // A server that does not speak the protocol must be named, and the run ends.
         if let Err(e) = c.protocol.alpn(answer, &self.config) {
             self.fatal.get_or_insert(e);
-            return self.connect_failed(i, Failure::Connect, now);
+            return self.connect_failed(i, FailureClass::Connect, now);
         }
         if answer == AlpnAnswer::Refused {
-            return self.connect_failed(i, Failure::Connect, now);
+            return self.connect_failed(i, FailureClass::Connect, now);
         }
         let handshake = now.saturating_sub(c.tcp_connected);
         self.core.tls_handshake(handshake, now);

@@ -3,12 +3,10 @@
 //! so the accounting rules (phase by intended time, timeouts record their age, the never-sent
 //! backlog counted entry by entry) are written once for every protocol.
 
-use crate::books::{
-    book_intended, book_response, book_unfinished, AnswerFailure, StreamAcc, WorkloadBooks,
-};
+use crate::books::{book_intended, book_response, book_unfinished, StreamAcc, WorkloadBooks};
 use crate::examples::{ContentCheck, FailureSamples};
 use crate::schedule::Schedule;
-use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use crate::shared::{FailureClass, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
 use candor_core::hist::record_clamped;
 use candor_core::results::RequestCounts;
 use candor_core::workload_results::FailedCheck;
@@ -39,7 +37,7 @@ pub struct Booked {
     /// Failed its response checks (its status was accepted).
     pub check_failed: bool,
     /// The class it failed in, if it failed.
-    failed: Option<AnswerFailure>,
+    failed: Option<FailureClass>,
     /// The prepared request it sent (for the per-name books).
     request: u32,
     seq: u64,
@@ -305,9 +303,9 @@ impl Ledger {
     ) -> Booked {
         let accept = self.accept_status_of(e.request);
         let verdict = match failed_check {
-            _ if !accept.accepts(status) => Some((AnswerFailure::Status, FailedCheck::Status)),
-            Some(ContentCheck::Stream) => Some((AnswerFailure::Stream, FailedCheck::Stream)),
-            Some(c) => Some((AnswerFailure::Check, c.into())),
+            _ if !accept.accepts(status) => Some((FailureClass::Status, FailedCheck::Status)),
+            Some(ContentCheck::Stream) => Some((FailureClass::Stream, FailedCheck::Stream)),
+            Some(c) => Some((FailureClass::Check, c.into())),
             None => None,
         };
         self.book_answer(e, now, status, verdict, body)
@@ -338,7 +336,7 @@ impl Ledger {
             });
         }
         if !self.grpc_accept.contains(code) {
-            let verdict = Some((AnswerFailure::Grpc, FailedCheck::Grpc));
+            let verdict = Some((FailureClass::Grpc, FailedCheck::Grpc));
             // A failed call's body is usually empty (trailers-only): its example shows the
             // status's name instead, with the server's grpc-message or why candor judged it
             // (`said`) when there is one.
@@ -356,7 +354,7 @@ impl Ledger {
         e: &Exchange,
         now: u64,
         status: u16,
-        verdict: Option<(AnswerFailure, FailedCheck)>,
+        verdict: Option<(FailureClass, FailedCheck)>,
         body: Option<&[u8]>,
     ) -> Booked {
         let (intended, sent) = (e.intended, e.sent);
@@ -403,7 +401,7 @@ impl Ledger {
             }
             Some(class) => {
                 p.counts.failed += 1;
-                *class.count_in(&mut p.counts.errors) += 1;
+                *p.counts.errors.get_mut(class) += 1;
                 self.interval.failed += 1;
             }
         }
@@ -419,7 +417,7 @@ impl Ledger {
         Booked {
             intended,
             ok,
-            check_failed: failed == Some(AnswerFailure::Check),
+            check_failed: failed == Some(FailureClass::Check),
             failed,
             request: e.request,
             seq: e.seq,
@@ -451,7 +449,7 @@ impl Ledger {
                 self.interval.failed += 1;
             }
         } else if let Some(class) = b.failed {
-            *class.count_in(&mut c.errors) -= 1;
+            *c.errors.get_mut(class) -= 1;
         }
         c.errors.parse += 1;
         if let Some(books) = &mut self.books {
@@ -461,7 +459,7 @@ impl Ledger {
                     c.completed -= 1;
                     c.failed += 1;
                 } else if let Some(class) = b.failed {
-                    *class.count_in(&mut c.errors) -= 1;
+                    *c.errors.get_mut(class) -= 1;
                 }
                 c.errors.parse += 1;
             });
@@ -540,38 +538,18 @@ impl Ledger {
 
     /// A request failed at `now`. Timeouts also record their latency so far: a request that
     /// never came back is at least that slow, and must not look fast by its absence.
-    pub fn fail(&mut self, kind: Failure, e: &Exchange, now: u64) {
+    pub fn fail(&mut self, kind: FailureClass, e: &Exchange, now: u64) {
         let (intended, request, e_first_byte) = (e.intended, e.request, e.first_byte);
         let sent = (e.sent != 0).then_some(e.sent);
         let phase = self.phase_of(intended);
         let p = &mut self.phases[phase];
         p.counts.failed += 1;
-        let e = &mut p.counts.errors;
-        match kind {
-            Failure::Connect => e.connect += 1,
-            Failure::Read => e.read += 1,
-            Failure::Write => e.write += 1,
-            Failure::Timeout => e.timeout += 1,
-            Failure::Parse => e.parse += 1,
-            Failure::Template => e.template += 1,
-            Failure::Stream => e.stream += 1,
-            Failure::Protocol => e.protocol += 1,
-        }
+        *p.counts.errors.get_mut(kind) += 1;
         if let Some(b) = &mut self.books {
             b.each(intended, Some(request), phase == 1, |acc| {
                 acc.counts.failed += 1;
-                let errors = &mut acc.counts.errors;
-                match kind {
-                    Failure::Connect => errors.connect += 1,
-                    Failure::Read => errors.read += 1,
-                    Failure::Write => errors.write += 1,
-                    Failure::Timeout => errors.timeout += 1,
-                    Failure::Parse => errors.parse += 1,
-                    Failure::Template => errors.template += 1,
-                    Failure::Stream => errors.stream += 1,
-                    Failure::Protocol => errors.protocol += 1,
-                }
-                if kind == Failure::Timeout {
+                *acc.counts.errors.get_mut(kind) += 1;
+                if kind == FailureClass::Timeout {
                     record_clamped(&mut acc.rec.response, now.saturating_sub(intended));
                     if let Some(sent) = sent {
                         record_clamped(&mut acc.rec.service, now.saturating_sub(sent));
@@ -587,7 +565,7 @@ impl Ledger {
             p.rec.record_first_byte(first_byte);
             self.interval.rec.record_first_byte(first_byte);
         }
-        if kind == Failure::Timeout {
+        if kind == FailureClass::Timeout {
             let response = now.saturating_sub(intended);
             p.counts.clamped_values += record_clamped(&mut p.rec.response, response) as u64;
             record_clamped(&mut self.interval.rec.response, response);

@@ -167,24 +167,9 @@ pub struct Prepared {
     pub head: bool,
 }
 
-/// Why a request failed; every failed request is counted in exactly one class.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Failure {
-    Connect,
-    Read,
-    Write,
-    Timeout,
-    Parse,
-    /// A templated request could not be made: a value filled in cannot stand where it goes (a
-    /// line break in a header value). Nothing was sent.
-    Template,
-    /// A streamed response failed as a stream (`--stream`, `--llm`): cut off after events had
-    /// come, or an LLM stream's events or end were wrong (`LlmFailure`).
-    Stream,
-    /// The request was on the wire when the server sent a reply that matches no request (a
-    /// WebSocket message `--ws-match` places on none).
-    Protocol,
-}
+/// Why a request failed; every failed request is counted in exactly one class (the one
+/// failure-class type of the engine, the results and the reports).
+pub use candor_core::results::FailureClass;
 
 #[cfg(test)]
 mod tests {

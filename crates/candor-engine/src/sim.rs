@@ -11,7 +11,7 @@ use crate::config::{LoadConfig, RequestOrder, Target};
 use crate::core::{Core, CoreConfig, Due, HaltState, Plan, TimeoutScope, TIMEOUT_SCAN_NS};
 use crate::ledger::Ledger;
 use crate::schedule::{ArrivalKind, Schedule};
-use crate::shared::{Failure, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
+use crate::shared::{FailureClass, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -254,7 +254,7 @@ impl Sim {
         for conn in 0..self.up_at.len() {
             if self.up_at[conn] == now && self.refuse > 0 {
                 self.refuse -= 1;
-                self.core.fail_connection(conn, Failure::Connect, now);
+                self.core.fail_connection(conn, FailureClass::Connect, now);
                 self.core.connection_down(conn, Some(Fault::Refused), now);
                 self.up_at[conn] = u64::MAX;
             } else if self.up_at[conn] == now {
@@ -318,7 +318,8 @@ impl Sim {
 
     /// Fails everything connection `conn` carries (the server closed it) at the current instant.
     fn drop_connection(&mut self, conn: usize) {
-        self.core.fail_connection(conn, Failure::Read, self.now);
+        self.core
+            .fail_connection(conn, FailureClass::Read, self.now);
         self.up_at[conn] = u64::MAX;
     }
 

@@ -3,7 +3,7 @@
 //! closed connection's socket.
 
 use crate::backoff::{Fault, TlsBreak};
-use crate::shared::Failure;
+use crate::shared::FailureClass;
 use crate::transport::Sock;
 use mio::net::TcpStream;
 use mio::{Interest, Poll, Token};
@@ -24,11 +24,11 @@ pub fn connect(addr: SocketAddr, poll: &Poll, i: usize) -> Option<Sock> {
 
 /// What a read error on an open connection counts as: bytes TLS could not accept (a bad record,
 /// a fatal alert: `InvalidData`) break the protocol; anything else broke the read.
-pub fn read_failure(e: &io::Error) -> Failure {
+pub fn read_failure(e: &io::Error) -> FailureClass {
     if e.kind() == io::ErrorKind::InvalidData {
-        Failure::Parse
+        FailureClass::Parse
     } else {
-        Failure::Read
+        FailureClass::Read
     }
 }
 
@@ -143,13 +143,13 @@ mod tests {
     #[test]
     fn a_tls_record_error_is_a_parse_failure_and_others_a_read_failure() {
         let bad = io::Error::new(io::ErrorKind::InvalidData, "bad record");
-        assert_eq!(read_failure(&bad), Failure::Parse);
+        assert_eq!(read_failure(&bad), FailureClass::Parse);
         for kind in [
             io::ErrorKind::ConnectionReset,
             io::ErrorKind::BrokenPipe,
             io::ErrorKind::UnexpectedEof,
         ] {
-            assert_eq!(read_failure(&io::Error::from(kind)), Failure::Read);
+            assert_eq!(read_failure(&io::Error::from(kind)), FailureClass::Read);
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{Core, Expiry, TimeoutScope, TIMEOUT_SCAN_NS};
 use crate::ledger::{Booked, Exchange};
-use crate::shared::Failure;
+use crate::shared::FailureClass;
 
 impl Core {
     /// The first byte of slot `slot`'s request was handed to the connection at `now`.
@@ -181,7 +181,7 @@ impl Core {
     }
 
     /// Slot `slot`'s request failed at `now`.
-    pub fn fail(&mut self, slot: usize, kind: Failure, now: u64) {
+    pub fn fail(&mut self, slot: usize, kind: FailureClass, now: u64) {
         if !self.slots[slot].busy {
             return;
         }
@@ -195,7 +195,7 @@ impl Core {
         // Carried slots are busy: releasing each takes it off the connection.
         while let Some(&slot) = self.conns[conn].carried.front() {
             let e = self.release(slot, now);
-            self.ledger.fail(Failure::Read, &e, now);
+            self.ledger.fail(FailureClass::Read, &e, now);
             self.ledger.keep_example(
                 &e,
                 status,
@@ -205,7 +205,7 @@ impl Core {
     }
 
     /// Connection `conn` is gone at `now`: every request it carried fails with `kind`.
-    pub fn fail_connection(&mut self, conn: usize, kind: Failure, now: u64) {
+    pub fn fail_connection(&mut self, conn: usize, kind: FailureClass, now: u64) {
         while let Some(&slot) = self.conns[conn].carried.front() {
             self.fail(slot, kind, now);
         }
@@ -245,7 +245,7 @@ impl Core {
                         if let Some(o) = expired(Expiry { conn, slot: front }) {
                             self.stream_outcome(front, &o);
                         }
-                        self.fail_connection(conn, Failure::Timeout, now);
+                        self.fail_connection(conn, FailureClass::Timeout, now);
                     }
                 }
             }
@@ -262,7 +262,7 @@ impl Core {
                         if let Some(o) = expired(Expiry { conn, slot }) {
                             self.stream_outcome(slot, &o);
                         }
-                        self.fail(slot, Failure::Timeout, now);
+                        self.fail(slot, FailureClass::Timeout, now);
                     }
                 }
             }

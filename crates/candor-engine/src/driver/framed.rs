@@ -7,7 +7,7 @@
 use super::{close, ConnState, Driver, CONNECT_SCAN_NS, READS_PER_PASS};
 use crate::backoff::Fault;
 use crate::seam::{Broken, Greeting, Link, Protocol, Received};
-use crate::shared::Failure;
+use crate::shared::FailureClass;
 use crate::socket_steps;
 use crate::transport::Sock;
 use candor_core::now_ns;
@@ -78,11 +78,11 @@ impl<P: Protocol> Driver<P> {
         };
         while c.out_off < c.out.len() {
             match sock.write(&c.out[c.out_off..]) {
-                Ok(0) => return self.connection_lost(i, Failure::Write, now),
+                Ok(0) => return self.connection_lost(i, FailureClass::Write, now),
                 Ok(n) => c.out_off += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.connection_lost(i, Failure::Write, now),
+                Err(_) => return self.connection_lost(i, FailureClass::Write, now),
             }
         }
         if c.out_off == c.out.len() {
@@ -92,7 +92,7 @@ impl<P: Protocol> Driver<P> {
         match sock.flush() {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => self.connection_lost(i, Failure::Write, now),
+            Err(_) => self.connection_lost(i, FailureClass::Write, now),
         }
     }
 
@@ -146,9 +146,9 @@ impl<P: Protocol> Driver<P> {
     /// the wire are cut off.
     pub(super) fn end_of_stream_framed(&mut self, i: usize, now: u64) {
         if self.conns[i].state == ConnState::Greeting {
-            return self.framed_connect_failed(i, Failure::Connect, now);
+            return self.framed_connect_failed(i, FailureClass::Connect, now);
         }
-        self.connection_lost(i, Failure::Read, now);
+        self.connection_lost(i, FailureClass::Read, now);
     }
 
     /// `n` more bytes were read into connection `i`'s buffer at `now`: the core counts them and
@@ -189,15 +189,15 @@ impl<P: Protocol> Driver<P> {
                 // Before the greeting was answered or after, the server broke the protocol: a
                 // `parse` failure of what the connection carried, booked with `fault`.
                 if c.state == ConnState::Greeting {
-                    self.connect_failed_for(i, Failure::Parse, fault, now);
+                    self.connect_failed_for(i, FailureClass::Parse, fault, now);
                 } else {
-                    self.connection_lost_for(i, Failure::Parse, Some(fault), now);
+                    self.connection_lost_for(i, FailureClass::Parse, Some(fault), now);
                 }
                 false
             }
             Err(Broken::Unmatched(fault)) => {
                 write_last(c);
-                self.connection_lost_for(i, Failure::Protocol, Some(fault), now);
+                self.connection_lost_for(i, FailureClass::Protocol, Some(fault), now);
                 false
             }
             Err(Broken::Refused(fault, kind)) => {
@@ -208,9 +208,9 @@ impl<P: Protocol> Driver<P> {
                 // What the protocol answered (its close) goes out as far as the socket takes it.
                 write_last(c);
                 if c.state == ConnState::Greeting {
-                    self.connect_failed_for(i, Failure::Connect, fault, now);
+                    self.connect_failed_for(i, FailureClass::Connect, fault, now);
                 } else {
-                    self.connection_lost_for(i, Failure::Read, Some(fault), now);
+                    self.connection_lost_for(i, FailureClass::Read, Some(fault), now);
                 }
                 false
             }
@@ -235,9 +235,9 @@ impl<P: Protocol> Driver<P> {
     }
 
     /// A connection failed before it was open: every request waiting on it fails with `kind`.
-    pub(super) fn framed_connect_failed(&mut self, i: usize, kind: Failure, now: u64) {
+    pub(super) fn framed_connect_failed(&mut self, i: usize, kind: FailureClass, now: u64) {
         let fault = match (kind, self.conns[i].state) {
-            (Failure::Timeout, _) => Fault::ConnectTimeout,
+            (FailureClass::Timeout, _) => Fault::ConnectTimeout,
             (_, ConnState::Handshaking) => Fault::Tls,
             (_, ConnState::Greeting) => Fault::Closed,
             _ => Fault::Refused,
@@ -246,7 +246,7 @@ impl<P: Protocol> Driver<P> {
     }
 
     /// [`Driver::framed_connect_failed`] for a known `fault`; the connection's back-off starts.
-    fn connect_failed_for(&mut self, i: usize, kind: Failure, fault: Fault, now: u64) {
+    fn connect_failed_for(&mut self, i: usize, kind: FailureClass, fault: Fault, now: u64) {
         close(&mut self.conns[i], &self.poll);
         self.core.fail_connection(i, kind, now);
         self.core.connection_down(i, Some(fault), now);
@@ -254,7 +254,7 @@ impl<P: Protocol> Driver<P> {
 
     /// An open connection broke: the requests on the wire fail with `kind`; those still
     /// waiting for a place connect again (they were never sent), after its back-off.
-    pub(super) fn connection_lost(&mut self, i: usize, kind: Failure, now: u64) {
+    pub(super) fn connection_lost(&mut self, i: usize, kind: FailureClass, now: u64) {
         self.connection_lost_because(i, kind, None, now)
     }
 
@@ -263,23 +263,29 @@ impl<P: Protocol> Driver<P> {
     pub(super) fn connection_lost_because(
         &mut self,
         i: usize,
-        kind: Failure,
+        kind: FailureClass,
         cause: Option<Fault>,
         now: u64,
     ) {
         let fault = cause.unwrap_or(match kind {
-            Failure::Write => Fault::Reset,
-            Failure::Parse => Fault::Malformed,
+            FailureClass::Write => Fault::Reset,
+            FailureClass::Parse => Fault::Malformed,
             _ => Fault::Closed,
         });
         // With nothing outstanding, a close is no fault (an idle connection closed by the
         // server); bytes that break the protocol always are.
         let outstanding = self.core.carried_at(i, 0).is_some();
-        let fault = (outstanding || kind == Failure::Parse).then_some(fault);
+        let fault = (outstanding || kind == FailureClass::Parse).then_some(fault);
         self.connection_lost_for(i, kind, fault, now);
     }
 
-    fn connection_lost_for(&mut self, i: usize, kind: Failure, fault: Option<Fault>, now: u64) {
+    fn connection_lost_for(
+        &mut self,
+        i: usize,
+        kind: FailureClass,
+        fault: Option<Fault>,
+        now: u64,
+    ) {
         // Streamed responses cut off after events had come fail as streams of their own, their
         // events counted (asked before the close forgets them).
         let lanes = self.conns.len();
@@ -290,8 +296,8 @@ impl<P: Protocol> Driver<P> {
                 continue;
             };
             self.core.stream_outcome(slot, &outcome);
-            if outcome.failure.is_some() && kind == Failure::Read {
-                self.core.fail(slot, Failure::Stream, now);
+            if outcome.failure.is_some() && kind == FailureClass::Read {
+                self.core.fail(slot, FailureClass::Stream, now);
                 k -= 1;
             }
         }
@@ -359,7 +365,7 @@ impl<P: Protocol> Driver<P> {
                     ConnState::Connecting | ConnState::Handshaking | ConnState::Greeting
                 );
                 if opening && now.saturating_sub(conn.connect_called) >= self.config.timeout_ns {
-                    self.framed_connect_failed(c, Failure::Timeout, now);
+                    self.framed_connect_failed(c, FailureClass::Timeout, now);
                 }
             }
         }

@@ -7,7 +7,7 @@ use crate::backoff::Fault;
 use crate::rxstamp;
 use crate::seam::progress::Progress;
 use crate::seam::Protocol;
-use crate::shared::Failure;
+use crate::shared::FailureClass;
 use crate::socket_steps;
 use crate::transport::Sock;
 use candor_core::now_ns;
@@ -37,7 +37,7 @@ impl<P: Protocol> Driver<P> {
             };
             let len = bytes.len();
             match sock.write(&bytes[c.write_off..]) {
-                Ok(0) => return self.fail_connection(i, Failure::Write, now),
+                Ok(0) => return self.fail_connection(i, FailureClass::Write, now),
                 Ok(n) => {
                     c.write_off += n;
                     // Counted as it goes out: a large body the server answers (or drops) part
@@ -54,14 +54,14 @@ impl<P: Protocol> Driver<P> {
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.fail_connection(i, Failure::Write, now),
+                Err(_) => return self.fail_connection(i, FailureClass::Write, now),
             }
         }
         if let Some(sock) = self.conns[i].sock.as_mut() {
             match sock.flush() {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => self.fail_connection(i, Failure::Write, now),
+                Err(_) => self.fail_connection(i, FailureClass::Write, now),
             }
         }
     }
@@ -134,7 +134,7 @@ impl<P: Protocol> Driver<P> {
             }
         }
         // Whatever else was outstanding was cut off by the close.
-        self.fail_connection(i, Failure::Read, now);
+        self.fail_connection(i, FailureClass::Read, now);
     }
 
     /// `n` more bytes were read into connection `i`'s buffer, arrived at `now`: the core counts
@@ -190,7 +190,7 @@ impl<P: Protocol> Driver<P> {
                     None if self.core.oldest(i).is_none() => c.stray = true,
                     None => {}
                 }
-                self.fail_connection(i, Failure::Parse, now);
+                self.fail_connection(i, FailureClass::Parse, now);
                 return false;
             }
             let Some(front) = self.core.oldest(i) else {
@@ -241,7 +241,7 @@ impl<P: Protocol> Driver<P> {
                             self.core
                                 .connection_down(i, Some(Fault::PipelinedClose), now);
                         } else {
-                            self.fail_connection(i, Failure::Read, now);
+                            self.fail_connection(i, FailureClass::Read, now);
                         }
                         return false;
                     }
@@ -251,7 +251,7 @@ impl<P: Protocol> Driver<P> {
                         // the next request): candor stops sending and closes it. Requests
                         // given to it behind that one can no longer be written: they fail
                         // with it, as a write the connection could not take.
-                        self.fail_connection(i, Failure::Write, now);
+                        self.fail_connection(i, FailureClass::Write, now);
                         return false;
                     }
                     if self.conns[i].buf_len == 0 {
@@ -259,7 +259,7 @@ impl<P: Protocol> Driver<P> {
                     }
                 }
                 Err(_) => {
-                    self.fail_connection(i, Failure::Parse, now);
+                    self.fail_connection(i, FailureClass::Parse, now);
                     return false;
                 }
             }
@@ -309,15 +309,15 @@ impl<P: Protocol> Driver<P> {
         if let Some(outcome) = self.conns[i].protocol.observer().and_then(|o| o.stalled()) {
             self.core.stream_outcome(slot, &outcome);
         }
-        self.core.fail(slot, Failure::Stream, now);
-        self.core.fail_connection(i, Failure::Timeout, now);
+        self.core.fail(slot, FailureClass::Stream, now);
+        self.core.fail_connection(i, FailureClass::Timeout, now);
         close(&mut self.conns[i], &self.poll);
     }
 
     /// Closes connection `i`; the core fails every request it carried, books the fault and
     /// starts its back-off, unless the server only closed it (or it broke) with nothing
     /// outstanding: an idle keep-alive close is no fault.
-    pub fn fail_connection(&mut self, i: usize, kind: Failure, now: u64) {
+    pub fn fail_connection(&mut self, i: usize, kind: FailureClass, now: u64) {
         self.fail_connection_because(i, kind, None, now)
     }
 
@@ -326,26 +326,28 @@ impl<P: Protocol> Driver<P> {
     pub(super) fn fail_connection_because(
         &mut self,
         i: usize,
-        kind: Failure,
+        kind: FailureClass,
         cause: Option<Fault>,
         now: u64,
     ) {
         let outstanding = self.core.carried_at(i, 0).is_some();
-        let always = matches!(kind, Failure::Connect | Failure::Parse);
+        let always = matches!(kind, FailureClass::Connect | FailureClass::Parse);
         let fault = (outstanding || always)
             .then(|| {
                 cause.or(match kind {
-                    Failure::Connect if self.conns[i].state == ConnState::Handshaking => {
+                    FailureClass::Connect if self.conns[i].state == ConnState::Handshaking => {
                         Some(Fault::Tls)
                     }
-                    Failure::Connect => Some(Fault::Refused),
-                    Failure::Timeout => Some(Fault::ConnectTimeout),
-                    Failure::Read | Failure::Stream => Some(Fault::Closed),
-                    Failure::Write => Some(Fault::Reset),
-                    Failure::Parse | Failure::Protocol => Some(Fault::Malformed),
+                    FailureClass::Connect => Some(Fault::Refused),
+                    FailureClass::Timeout => Some(Fault::ConnectTimeout),
+                    FailureClass::Read | FailureClass::Stream => Some(Fault::Closed),
+                    FailureClass::Write => Some(Fault::Reset),
+                    FailureClass::Parse | FailureClass::Protocol => Some(Fault::Malformed),
+                    // An answered request's classes: no connection fails for them.
+                    FailureClass::Status | FailureClass::Check | FailureClass::Grpc => None,
                     // A request whose template could not be filled failed before any byte was
                     // written: the connection did nothing wrong.
-                    Failure::Template => None,
+                    FailureClass::Template => None,
                 })
             })
             .flatten();
@@ -355,8 +357,8 @@ impl<P: Protocol> Driver<P> {
             self.conns[i].protocol.observer().and_then(|o| o.cut()),
         ) {
             self.core.stream_outcome(front, &outcome);
-            if outcome.failure.is_some() && kind == Failure::Read {
-                self.core.fail(front, Failure::Stream, now);
+            if outcome.failure.is_some() && kind == FailureClass::Read {
+                self.core.fail(front, FailureClass::Stream, now);
             }
         }
         close(&mut self.conns[i], &self.poll);

@@ -6,7 +6,7 @@
 use crate::core::Core;
 use crate::examples::ContentCheck;
 use crate::pool::PoolReport;
-use crate::shared::{Failure, Prepared};
+use crate::shared::{FailureClass, Prepared};
 
 /// One connection of a load thread, as a framed protocol sees it during one call.
 pub struct Link<'a> {
@@ -137,7 +137,7 @@ impl Link<'_> {
 
     /// Slot `slot`'s request failed now, as `kind`; the connection carries on.
     #[inline]
-    pub fn fail(&mut self, slot: usize, kind: Failure) {
+    pub fn fail(&mut self, slot: usize, kind: FailureClass) {
         self.core.fail(slot, kind, self.now);
     }
 

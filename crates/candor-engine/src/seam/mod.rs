@@ -13,7 +13,7 @@ pub mod unit;
 
 use crate::backoff::Fault;
 use crate::config::LoadConfig;
-use crate::shared::{Failure, Prepared, WorkerError};
+use crate::shared::{FailureClass, Prepared, WorkerError};
 use candor_workload::script_source::ScriptJudge;
 pub use link::{Link, Outgoing};
 use progress::{ParseError, Progress};
@@ -78,7 +78,7 @@ pub enum Broken {
     /// class the protocol gives (`parse` for a refusal in the protocol's own words, `connect`
     /// for a connection that never opened), `fault` is booked, and it is connected again only
     /// after its back-off.
-    Refused(Fault, Failure),
+    Refused(Fault, FailureClass),
     /// The server ended the protocol in good form (a WebSocket close frame): the requests on
     /// the wire fail as `read`, as when a connection closes, `fault` is booked, and requests
     /// waiting connect again after its back-off.
@@ -188,7 +188,7 @@ pub trait Protocol {
     /// event: the protocol books what its stream came to, fails it in class `stream` and tells
     /// the server (HTTP/2's RST_STREAM) in `link.out`.
     fn stalled(&mut self, link: &mut Link<'_>, slot: usize) {
-        link.fail(slot, crate::shared::Failure::Stream);
+        link.fail(slot, crate::shared::FailureClass::Stream);
     }
 
     /// Framed: the connection broke with lane `lane`'s response under way: what its stream

@@ -10,7 +10,7 @@ use candor_core::workload_results::FailedCheck;
 use candor_engine::backoff::Fault;
 use candor_engine::driver::rig::{fault, faults, Rig, Shape, MS, START, US};
 use candor_engine::driver::ConnState;
-use candor_engine::shared::Failure;
+use candor_engine::shared::FailureClass;
 
 pub(crate) mod streams;
 
@@ -374,7 +374,7 @@ fn a_write_failure_fails_what_the_connection_carried_as_write_and_books_a_reset(
     shape.pipeline = 1;
     let mut r = http(shape);
     r.open_all().at(START);
-    r.d.fail_connection(0, Failure::Write, START + MS);
+    r.d.fail_connection(0, FailureClass::Write, START + MS);
     let p = r.finish(START + 10 * MS);
     assert_eq!((p.counts.errors.write, p.counts.failed), (1, 1));
     assert_eq!(faults(&p), fault(Fault::Reset, 1));
@@ -384,10 +384,10 @@ fn a_write_failure_fails_what_the_connection_carried_as_write_and_books_a_reset(
 fn a_failed_connect_is_a_refusal_and_a_failed_handshake_a_tls_fault() {
     let mut r = http(Shape::new(2));
     r.d.start_connect(0, START - MS);
-    r.d.fail_connection(0, Failure::Connect, START - MS);
+    r.d.fail_connection(0, FailureClass::Connect, START - MS);
     r.open(0, START - MS / 2);
     r.d.conns[0].state = ConnState::Handshaking;
-    r.d.fail_connection(0, Failure::Connect, START - MS / 4);
+    r.d.fail_connection(0, FailureClass::Connect, START - MS / 4);
     let p = r.finish(START);
     let mut want = fault(Fault::Refused, 1);
     want.extend(fault(Fault::Tls, 1));
@@ -399,7 +399,7 @@ fn a_failed_connect_is_a_refusal_and_a_failed_handshake_a_tls_fault() {
 fn a_request_that_could_not_be_filled_books_no_fault() {
     let mut r = http(Shape::new(1));
     r.open_all().at(START);
-    r.d.fail_connection(0, Failure::Template, START + MS);
+    r.d.fail_connection(0, FailureClass::Template, START + MS);
     let p = r.finish(START + 10 * MS);
     assert!(faults(&p).is_empty());
 }

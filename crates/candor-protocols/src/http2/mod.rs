@@ -36,7 +36,7 @@ use candor_engine::seam::observe::ResponseObserver;
 use candor_engine::seam::{
     AlpnAnswer, Broken, Carriage, Fitting, Greeting, Link, Protocol, Received,
 };
-use candor_engine::shared::{Failure, WorkerError, WorkerSetup};
+use candor_engine::shared::{FailureClass, WorkerError, WorkerSetup};
 use candor_engine::transport::tls::TlsError;
 use candor_workload::script_source::ScriptJudge;
 use frame::FrameHeader;
@@ -400,7 +400,7 @@ impl H2Connection {
             match frame::encode_request(bytes, self.https, &mut self.scratch) {
                 Ok(at) => (&self.scratch, at),
                 Err(_) => {
-                    link.fail(slot, Failure::Write);
+                    link.fail(slot, FailureClass::Write);
                     return false;
                 }
             }
@@ -443,14 +443,14 @@ impl H2Connection {
         let bytes = outgoing(link.core, link.requests, slot).bytes;
         let Ok(body_at) = frame::encode_request_reencoded(bytes, self.https, &mut self.scratch)
         else {
-            link.fail(slot, Failure::Write);
+            link.fail(slot, FailureClass::Write);
             return false;
         };
         let lane = link.lane(slot);
         let message = &mut self.grpc_bodies[lane];
         message.clear();
         if encoder.encode_framed(&bytes[body_at..], message).is_err() {
-            link.fail(slot, Failure::Template);
+            link.fail(slot, FailureClass::Template);
             return false;
         }
         let body_len = message.len();
@@ -549,7 +549,9 @@ impl H2Connection {
                 frame::put_goaway(link.out, code);
                 Broken::Protocol(faults::broke(code))
             }
-            ProtocolError::Refused(code) => Broken::Refused(faults::goaway(code), Failure::Parse),
+            ProtocolError::Refused(code) => {
+                Broken::Refused(faults::goaway(code), FailureClass::Parse)
+            }
             ProtocolError::Flood(kind) => {
                 frame::put_goaway(link.out, frame::ENHANCE_YOUR_CALM);
                 Broken::Protocol(faults::flood(kind))
@@ -679,7 +681,7 @@ impl Protocol for H2Connection {
         if let Some(outcome) = self.observers[lane].stalled() {
             link.stream_outcome(slot, &outcome);
         }
-        link.fail(slot, Failure::Stream);
+        link.fail(slot, FailureClass::Stream);
         self.expired(link, slot);
     }
 

@@ -11,7 +11,7 @@ use super::{
 };
 use candor_engine::seam::observe::ResponseObserver;
 use candor_engine::seam::Link;
-use candor_engine::shared::Failure;
+use candor_engine::shared::FailureClass;
 
 /// The largest response header block accepted (over all its CONTINUATION frames); a load
 /// generator's responses need a few hundred bytes.
@@ -217,8 +217,8 @@ impl H2Connection {
             link.stream_outcome(slot, o);
         }
         let kind = match cut {
-            Some(o) if o.failure.is_some() => Failure::Stream,
-            _ => Failure::Read,
+            Some(o) if o.failure.is_some() => FailureClass::Stream,
+            _ => FailureClass::Read,
         };
         link.fail(slot, kind);
         Ok(true)
@@ -322,7 +322,7 @@ impl H2Connection {
             if id > last {
                 c.active.swap_remove(k);
                 c.streams[link.lane(slot)].id = 0;
-                link.fail(slot, Failure::Read);
+                link.fail(slot, FailureClass::Read);
             } else {
                 k += 1;
             }
@@ -363,7 +363,7 @@ impl H2Connection {
                     frame::FLOW_CONTROL_ERROR
                 };
                 c.reset_stream_with(link, slot, code);
-                link.fail(slot, Failure::Parse);
+                link.fail(slot, FailureClass::Parse);
                 return Ok(true);
             }
             c.streams[lane].send_window += inc;
@@ -459,7 +459,7 @@ impl H2Connection {
                 if ends {
                     // An interim response cannot end the stream (RFC 9113 §8.1).
                     c.reset_stream(link, slot);
-                    link.fail(slot, Failure::Parse);
+                    link.fail(slot, FailureClass::Parse);
                     return Ok(true);
                 }
                 // Interim response: the final one follows.
@@ -501,7 +501,7 @@ impl H2Connection {
         let status = self.streams[lane].status;
         if status == 0 {
             // A response without :status is malformed.
-            link.fail(slot, Failure::Parse);
+            link.fail(slot, FailureClass::Parse);
         } else if self.grpc && status == 200 {
             match self.streams[lane].grpc_status.take() {
                 Some(code) => {
@@ -511,7 +511,7 @@ impl H2Connection {
                     link.complete_grpc(slot, status, code, failed, body, said);
                 }
                 // A gRPC response that ends without `grpc-status` breaks the protocol.
-                None => link.fail(slot, Failure::Parse),
+                None => link.fail(slot, FailureClass::Parse),
             }
         } else {
             let body = self.observers[lane].excerpt();

@@ -36,7 +36,7 @@ use candor_engine::pool::GateTicket;
 use candor_engine::schedule::Schedule;
 use candor_engine::seam::link::outgoing;
 use candor_engine::seam::{Broken, Carriage, Fitting, Greeting, Link, Protocol, Received};
-use candor_engine::shared::{Failure, PhaseAcc, Prepared, WorkerError, WorkerSetup};
+use candor_engine::shared::{FailureClass, PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -365,19 +365,19 @@ impl Protocol for WsConnection {
                 Err(handshake::UpgradeError::Status(_)) => {
                     return Err(Broken::Refused(
                         faults::fault(&faults::UPGRADE_STATUS),
-                        Failure::Connect,
+                        FailureClass::Connect,
                     ))
                 }
                 Err(handshake::UpgradeError::BadAccept) => {
                     return Err(Broken::Refused(
                         faults::fault(&faults::UPGRADE_ACCEPT),
-                        Failure::Connect,
+                        FailureClass::Connect,
                     ))
                 }
                 Err(_) => {
                     return Err(Broken::Refused(
                         faults::fault(&faults::UPGRADE),
-                        Failure::Connect,
+                        FailureClass::Connect,
                     ))
                 }
             }

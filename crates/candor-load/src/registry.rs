@@ -29,6 +29,8 @@ pub struct ProtocolFlags {
     /// `--payload`/`--payload-file` and the response framing of `tcp://`.
     pub payload: Vec<u8>,
     pub framing: Option<Framing>,
+    /// `--check-status` was given (it needs responses with a status).
+    pub check_status: bool,
 }
 
 impl Default for ProtocolFlags {
@@ -41,6 +43,7 @@ impl Default for ProtocolFlags {
             ws_binary: false,
             payload: Vec::new(),
             framing: None,
+            check_status: false,
         }
     }
 }
@@ -59,6 +62,7 @@ pub fn choose(
         ws_binary,
         payload,
         framing,
+        ..
     } = flags;
     Ok(match target.scheme {
         Scheme::Tcp => Arc::new(Tcp {
@@ -118,6 +122,23 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
         }
     } else if f.ws_binary || f.ws_match != WsMatch::InOrder {
         return Err("--ws-match and --ws-binary apply to ws:// and wss:// targets".into());
+    }
+    if f.check_status && !target.grpc {
+        match target.scheme {
+            Scheme::Tcp => {
+                return Err(
+                    "--check-status applies to HTTP targets; raw tcp:// responses have no status"
+                        .into(),
+                )
+            }
+            Scheme::Ws | Scheme::Wss => {
+                return Err(
+                    "--check-status applies to HTTP targets; WebSocket replies have no status"
+                        .into(),
+                )
+            }
+            Scheme::Http | Scheme::Https => {}
+        }
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! (the real engine in the binary, scripted numbers in tests).
 
 use candor_core::results::PhaseResults;
-use candor_load::{LoadConfig, LoadConfigError, Target};
+use candor_load::{LoadConfigError, RunPlan, Target};
 use candor_truth::StallTruth;
 
 /// What the demo measures: each measurement's length, the server's freezes, the open loop's rate.
@@ -42,8 +42,8 @@ pub struct DemoMeasured {
 
 /// The closed loop's configuration: 10 connections, each waiting for its answer, with a
 /// timeout that outlasts a freeze.
-pub fn closed_loop(url: &str, plan: &DemoPlan) -> Result<LoadConfig, LoadConfigError> {
-    let mut closed = LoadConfig::new(Target::parse(url)?);
+pub fn closed_loop(url: &str, plan: &DemoPlan) -> Result<RunPlan, LoadConfigError> {
+    let mut closed = RunPlan::new(Target::parse(url)?, Default::default())?;
     closed.shape = candor_load::LoadShape::ClosedLoop;
     closed.connections = 10;
     closed.threads = 2;
@@ -59,7 +59,7 @@ pub fn closed_loop(url: &str, plan: &DemoPlan) -> Result<LoadConfig, LoadConfigE
 pub fn demo<E: From<LoadConfigError>>(
     url: &str,
     plan: &DemoPlan,
-    run: &mut dyn FnMut(DemoStep, &LoadConfig) -> Result<Measurement, E>,
+    run: &mut dyn FnMut(DemoStep, &RunPlan) -> Result<Measurement, E>,
     stalls_between: &dyn Fn(u64, u64) -> Vec<(u64, u64)>,
 ) -> Result<DemoMeasured, E> {
     let closed = closed_loop(url, plan)?;
@@ -110,7 +110,7 @@ mod tests {
             rate: 500.0,
         };
         let mut asked = Vec::new();
-        let mut run = |step: DemoStep, c: &LoadConfig| -> Result<Measurement, LoadConfigError> {
+        let mut run = |step: DemoStep, c: &RunPlan| -> Result<Measurement, LoadConfigError> {
             asked.push((step, c.shape.rate_per_s(), c.connections));
             Ok(match step {
                 DemoStep::ClosedLoop => Measurement {

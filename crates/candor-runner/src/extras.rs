@@ -8,7 +8,7 @@ use candor_analysis::stopping::{
 };
 use candor_core::results::{RunResults, StopReason, TimelineEvent};
 use candor_core::units::format_ns;
-use candor_load::{IntervalReport, LoadConfig, RunOutcome};
+use candor_load::{IntervalReport, RunOutcome, RunPlan};
 use candor_truth::pause::{expectation, pause_truth};
 use candor_truth::{Drain, PauseError, PauseSpec, Pauser};
 use std::sync::Arc;
@@ -109,7 +109,7 @@ pub struct RunExtras {
 
 impl RunExtras {
     /// The extras `flags` ask for, checked against the run's settings `config`.
-    pub fn new(flags: ExtrasFlags, config: &LoadConfig) -> Result<RunExtras, ExtrasError> {
+    pub fn new(flags: ExtrasFlags, config: &RunPlan) -> Result<RunExtras, ExtrasError> {
         let ExtrasFlags {
             slo,
             precision,
@@ -190,7 +190,7 @@ impl RunExtras {
     /// Runs the load with `execute`, pausing the process if asked; the process is always resumed.
     pub fn execute<E: From<ExtrasError>>(
         &mut self,
-        config: &LoadConfig,
+        config: &RunPlan,
         execute: Box<Execute<'_, E>>,
     ) -> Result<RunOutcome, E> {
         let mut precision =
@@ -244,7 +244,7 @@ impl RunExtras {
     pub fn finish(
         &self,
         outcome: &RunOutcome,
-        config: &LoadConfig,
+        config: &RunPlan,
         results: &mut RunResults,
     ) -> (String, i32) {
         let mut text = String::new();

@@ -17,7 +17,7 @@ use candor_load::workload::replay::ReplayError;
 use candor_load::workload::replay::ReplayPlan;
 use candor_load::workload::WorkloadError;
 use candor_load::LoadConfigError;
-use candor_load::{LoadConfig, LoadShape, Target};
+use candor_load::{LoadConfig, LoadShape, RunPlan, Target};
 use clap::{Args, ValueEnum};
 
 pub use crate::shard_flags::{check_start_ahead, parse_shard, parse_start_at, START_AT_HORIZON_NS};
@@ -436,7 +436,7 @@ impl LoadArgs {
 
 /// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages, or
 /// `--replay`'s trace.
-pub fn run_config(args: &RunArgs) -> Result<LoadConfig> {
+pub fn run_config(args: &RunArgs) -> Result<RunPlan> {
     let mut c = shape_config(&args.load, run_shape(args)?)?;
     // An LLM run without --goodput judges goodput by the per-request bounds its --slo sets
     // (an unreadable --slo is refused where the objectives are parsed).
@@ -598,16 +598,17 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     Ok(())
 }
 
-pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Result<LoadConfig> {
+pub fn load_config(a: &LoadArgs, rate: Option<f64>, count: Option<u64>) -> Result<RunPlan> {
     let shape = LoadShape::of_rate(rate, arrival(a), count).map_err(LoadConfigError::from)?;
     shape_config(a, shape)
 }
 
 /// Validated settings from the flags, offering the load `shape`; the measured window is the
 /// shape's own when it has one (`-n` at its rate, the stages, a trace), else `-d`.
-pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
+pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<RunPlan> {
     let target = Target::parse(&a.url)?;
     let mut c = LoadConfig::new(target);
+    let mut protocol = candor_load::ProtocolFlags::default();
     c.connections = a.connections;
     c.threads = a
         .threads
@@ -650,13 +651,14 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         (None, Some(path)) => read(path, "--body-file", MAX_BODY_FILE_BYTES, None)?,
         (None, None) => Vec::new(),
     };
-    c.pipeline = a.pipeline;
-    c.http2 = a.h2;
-    c.streams = a.streams;
+    protocol.h2 = a.h2;
+    protocol.streams = a.streams;
+    protocol.pipeline = a.pipeline;
+    protocol.check_status = a.check_status.is_some();
     if let Some(m) = &a.ws_match {
-        c.ws_match = m.parse().map_err(FlagError::Invalid)?;
+        protocol.ws_match = m.parse().map_err(FlagError::Invalid)?;
     }
-    c.ws_binary = a.ws_binary;
+    protocol.ws_binary = a.ws_binary;
     c.tls = candor_load::TlsOptions {
         insecure: a.insecure,
         ca_file: a.ca.clone(),
@@ -711,13 +713,13 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         RequestOrderArg::RoundRobin => candor_load::RequestOrder::RoundRobin,
         RequestOrderArg::Random => candor_load::RequestOrder::Random { seed: a.seed },
     };
-    c.payload = match (&a.payload, &a.payload_file) {
+    protocol.payload = match (&a.payload, &a.payload_file) {
         (Some(p), _) => candor_load::protocol::tcp::parse_payload(p)
             .map_err(|e| FlagError::Invalid(format!("--payload: {e}")))?,
         (None, Some(path)) => read(path, "--payload-file", MAX_BODY_FILE_BYTES, None)?,
         (None, None) => Vec::new(),
     };
-    c.framing = if let Some(n) = a.expect_bytes {
+    protocol.framing = if let Some(n) = a.expect_bytes {
         Some(candor_load::Framing::ExpectBytes(n))
     } else if let Some(d) = &a.expect_delimiter {
         Some(candor_load::Framing::Delimiter(
@@ -741,19 +743,9 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     };
     // After the data and the seed: a templated gRPC message's first request is filled here.
     crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?;
+    // The protocol checks its own flags (here: a status to check, where there is one).
+    let protocol = candor_load::registry::choose(&c.target, protocol)?;
     if let Some(list) = a.check_status.as_ref().filter(|_| c.grpc.is_none()) {
-        if c.target.scheme == candor_load::Scheme::Tcp {
-            return Err(FlagError::Invalid(
-                "--check-status applies to HTTP targets; raw tcp:// responses have no status"
-                    .to_string(),
-            ));
-        }
-        if c.target.scheme.is_websocket() {
-            return Err(FlagError::Invalid(
-                "--check-status applies to HTTP targets; WebSocket replies have no status"
-                    .to_string(),
-            ));
-        }
         c.accept_status = candor_load::StatusSet::parse(list)
             .map_err(|e| FlagError::Invalid(format!("invalid --check-status '{list}': {e}")))?;
     }
@@ -766,8 +758,12 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
         check_start_ahead(at, ns, candor_core::clock::wall_clock_ns(), a.start_at_far)?;
         c.start_at_wall_ns = Some(ns);
     }
-    c.validate()?;
-    Ok(c)
+    let plan = RunPlan {
+        config: c,
+        protocol,
+    };
+    plan.validate()?;
+    Ok(plan)
 }
 
 /// Threads when -t is not given (fewer when -c asks for fewer connections).
@@ -784,7 +780,7 @@ mod tests {
         run: RunArgs,
     }
 
-    fn config_of(args: &[&str]) -> Result<LoadConfig> {
+    fn config_of(args: &[&str]) -> Result<RunPlan> {
         let parsed = Run::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
             .map_err(|e| FlagError::Invalid(e.to_string()))?;
         run_config(&parsed.run)
@@ -849,21 +845,22 @@ mod tests {
     fn the_flags_defaults_are_the_engines() {
         let url = "http://127.0.0.1:1/";
         let flags = config_of(&[url]).unwrap();
-        let engine = LoadConfig::new(Target::parse(url).unwrap());
+        let engine = RunPlan::new(Target::parse(url).unwrap(), Default::default()).unwrap();
         assert_eq!(
-            (
-                flags.connections,
-                flags.threads,
-                flags.streams,
-                flags.pipeline
-            ),
-            (
-                engine.connections,
-                engine.threads,
-                engine.streams,
-                engine.pipeline
-            )
+            (flags.connections, flags.threads, flags.protocol.slots()),
+            (engine.connections, engine.threads, engine.protocol.slots())
         );
+        // HTTP/2's streams per connection: the flag's default is the protocol's.
+        let h2 = config_of(&[url, "--h2"]).unwrap();
+        let h2_engine = RunPlan::new(
+            Target::parse(url).unwrap(),
+            candor_load::ProtocolFlags {
+                h2: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(h2.protocol.slots(), h2_engine.protocol.slots());
         assert_eq!(
             (
                 flags.duration_ns,
@@ -888,7 +885,7 @@ mod tests {
         let url = "http://127.0.0.1:1/";
         let shape = |args: &[&str]| {
             config_of(&[args, &[url]].concat())
-                .map(|c| (c.shape, c.duration_ns))
+                .map(|c| (c.config.shape, c.config.duration_ns))
                 .map_err(|e| e.to_string())
         };
         assert!(matches!(

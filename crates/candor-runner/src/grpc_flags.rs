@@ -217,7 +217,6 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
         }
     }
     c.method = "POST".into();
-    c.http2 = true;
     // A gRPC answer is HTTP 200; any other HTTP status fails in class `status`.
     c.accept_status = candor_load::StatusSet::parse("200").map_err(invalid)?;
     let one = c.workload.lines.is_empty();

@@ -38,11 +38,11 @@ pub mod verdicts;
 
 pub use results_file::run_results;
 
-use candor_core::results::{ArrivalName, ProtocolName, RunConfig, StopReason};
+use candor_core::results::{ArrivalName, RunConfig, StopReason};
 use candor_core::units::{format_ns, format_rate};
 use candor_load::load_run::RunOptions;
 use candor_load::schedule::ArrivalKind;
-use candor_load::{IntervalReport, LoadConfig, RunOutcome, Scheme};
+use candor_load::{IntervalReport, RunOutcome, RunPlan, Scheme};
 use std::io::Write as _;
 use std::sync::Arc;
 
@@ -69,13 +69,13 @@ pub enum RunnerError {
 pub type OnStart = Arc<dyn Fn(u64) + Send + Sync>;
 
 /// Runs a configured load test with an optional live line on stderr; a signal stops it early.
-pub fn execute(config: &LoadConfig, live: bool) -> Result<RunOutcome, RunnerError> {
+pub fn execute(config: &RunPlan, live: bool) -> Result<RunOutcome, RunnerError> {
     execute_with(config, live, None)
 }
 
 /// [`execute`] with a hook called with the monotonic instant of the first intended send.
 pub fn execute_with(
-    config: &LoadConfig,
+    config: &RunPlan,
     live: bool,
     on_start: Option<OnStart>,
 ) -> Result<RunOutcome, RunnerError> {
@@ -87,7 +87,7 @@ pub fn execute_with(
 /// its `String` (cleared before each call) ends the live line, e.g. progress toward
 /// `--precision`.
 pub fn execute_watched(
-    config: &LoadConfig,
+    config: &RunPlan,
     live: bool,
     on_start: Option<OnStart>,
     watch: &mut (dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason> + Send),
@@ -153,7 +153,7 @@ pub fn execute_watched(
 
 /// Says on stderr how long a `--start-at` ahead will keep the run waiting (a silent wait reads as
 /// a hang).
-fn announce_wait(config: &LoadConfig) {
+fn announce_wait(config: &RunPlan) {
     let Some(at) = config.start_at_wall_ns else {
         return;
     };
@@ -199,8 +199,8 @@ pub fn stderr_is_terminal() -> bool {
 }
 
 /// The settings of `c` as its results record them.
-pub fn recorded_config(c: &LoadConfig) -> RunConfig {
-    RunConfig {
+pub fn recorded_config(c: &RunPlan) -> RunConfig {
+    let mut settings = RunConfig {
         arrival: Some(match c.shape.arrival() {
             ArrivalKind::Constant => ArrivalName::Constant,
             ArrivalKind::Poisson { .. } => ArrivalName::Poisson,
@@ -221,19 +221,10 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         interval_s: c.interval_ns as f64 / 1e9,
         late_start_s: None,
         method: c.method.clone(),
-        pipeline: c.pipeline,
+        // The protocol records its own (below); these are the defaults of the others.
+        pipeline: 1,
         profile: c.shape.profile().map(|p| p.describe()),
-        protocol: Some(match (c.target.scheme, c.http2) {
-            (Scheme::Tcp, _) => ProtocolName::Tcp,
-            (Scheme::Https, _) if c.grpc.is_some() => ProtocolName::GrpcTls,
-            (Scheme::Http, _) if c.grpc.is_some() => ProtocolName::Grpc,
-            (Scheme::Ws, _) => ProtocolName::Ws,
-            (Scheme::Wss, _) => ProtocolName::WsTls,
-            (Scheme::Https, true) => ProtocolName::H2Tls,
-            (Scheme::Http, true) => ProtocolName::H2c,
-            (Scheme::Https, false) => ProtocolName::Http1Tls,
-            (Scheme::Http, false) => ProtocolName::Http1,
-        }),
+        protocol: Some(c.protocol_name()),
         rate_per_s: c.shape.rate_per_s(),
         request_set_size: (!c.requests.is_empty()).then_some(c.requests.len()),
         requests_total: c.shape.count(),
@@ -245,18 +236,16 @@ pub fn recorded_config(c: &LoadConfig) -> RunConfig {
         shard_index: c.shard_index,
         spin_us: c.spin_ns.map(|n| n as f64 / 1e3),
         start_at_unix_s: c.start_at_wall_ns.map(|n| n as f64 / 1e9),
-        streams: (c.http2 || c.target.scheme.is_websocket()).then_some(c.streams),
+        streams: None,
         threads: c.threads,
         timeout_s: c.timeout_ns as f64 / 1e9,
         tls_insecure: c.tls.insecure,
         warmup_s: c.warmup_ns as f64 / 1e9,
-        ws_binary: c.target.scheme.is_websocket().then_some(c.ws_binary),
-        ws_match: c
-            .target
-            .scheme
-            .is_websocket()
-            .then(|| c.ws_match.to_string()),
-    }
+        ws_binary: None,
+        ws_match: None,
+    };
+    c.protocol.record(&mut settings);
+    settings
 }
 
 /// `Authorization: (redacted)` for an Authorization header line, the line itself otherwise.
@@ -273,7 +262,7 @@ pub fn redact_header(line: &str) -> String {
 /// Authorization header values hidden as in the configuration.
 pub fn redacted_command_line(
     args: impl IntoIterator<Item = String>,
-    config: &LoadConfig,
+    config: &RunPlan,
     url_given: &str,
 ) -> Vec<String> {
     let mut header_value_next = false;
@@ -295,7 +284,7 @@ pub fn redacted_command_line(
 }
 
 /// This process's command line for the results (see [`redacted_command_line`]).
-pub fn command_line(config: &LoadConfig, url_given: &str) -> Vec<String> {
+pub fn command_line(config: &RunPlan, url_given: &str) -> Vec<String> {
     redacted_command_line(std::env::args(), config, url_given)
 }
 

@@ -3,7 +3,7 @@
 
 use candor_core::units::format_rate;
 use candor_live::{LiveError, LiveServer, RunInfo};
-use candor_load::{IntervalReport, LoadConfig, RunOutcome};
+use candor_load::{IntervalReport, RunOutcome, RunPlan};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,7 +69,7 @@ impl Drop for LiveSession {
 }
 
 /// A run of `config` begins.
-pub fn begin(config: &LoadConfig) {
+pub fn begin(config: &RunPlan) {
     if let Some(s) = current() {
         let target_per_s = config.shard_rate_per_s();
         s.begin(RunInfo {

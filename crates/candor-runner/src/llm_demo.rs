@@ -9,7 +9,7 @@
 use crate::demo_runs::Measurement;
 use candor_core::results::PhaseResults;
 use candor_load::schedule::ArrivalKind;
-use candor_load::{LoadConfig, LoadConfigError, LoadShape, Target};
+use candor_load::{LoadConfigError, LoadShape, RunPlan, Target};
 use candor_truth::StallTruth;
 
 /// Connections of the benchmark-style measurement: what `bench/llm_asyncio.py` and the Python
@@ -76,8 +76,8 @@ pub fn llm_config(
     plan: &LlmDemoPlan,
     arrival: ArrivalKind,
     connections: usize,
-) -> Result<LoadConfig, LoadConfigError> {
-    let mut c = LoadConfig::new(Target::parse(url)?);
+) -> Result<RunPlan, LoadConfigError> {
+    let mut c = RunPlan::new(Target::parse(url)?, Default::default())?;
     c.shape = LoadShape::Rate {
         per_s: plan.rate,
         arrival,
@@ -100,7 +100,7 @@ pub fn llm_config(
 pub fn llm_demo<E: From<LoadConfigError>>(
     url: &str,
     plan: &LlmDemoPlan,
-    run: &mut dyn FnMut(LlmDemoStep, &LoadConfig) -> Result<Measurement, E>,
+    run: &mut dyn FnMut(LlmDemoStep, &RunPlan) -> Result<Measurement, E>,
     stalls_between: &dyn Fn(u64, u64) -> Vec<(u64, u64)>,
 ) -> Result<LlmDemoMeasured, E> {
     if plan.output_tokens == 0 {
@@ -165,7 +165,7 @@ mod tests {
     fn the_benchmark_style_run_comes_first_on_few_connections_and_the_truth_is_shifted_by_ttft() {
         let p = plan();
         let mut asked = Vec::new();
-        let mut run = |step: LlmDemoStep, c: &LoadConfig| -> Result<Measurement, LoadConfigError> {
+        let mut run = |step: LlmDemoStep, c: &RunPlan| -> Result<Measurement, LoadConfigError> {
             asked.push((step, c.shape.rate_per_s(), c.connections, c.stream.llm));
             assert_eq!(c.method, "POST");
             assert_eq!(c.requests[0].path, "/v1/chat/completions");
@@ -201,7 +201,7 @@ mod tests {
         let mut p = plan();
         p.output_tokens = 0;
         let mut runs = 0;
-        let mut run = |_: LlmDemoStep, _: &LoadConfig| -> Result<Measurement, LoadConfigError> {
+        let mut run = |_: LlmDemoStep, _: &RunPlan| -> Result<Measurement, LoadConfigError> {
             runs += 1;
             Ok(Measurement {
                 start_ns: 0,

@@ -10,10 +10,10 @@ use candor_analysis::slo::SloSet;
 use candor_analysis::sweep_results::SweepStep;
 use candor_core::results::{RunResults, StopReason};
 use candor_core::units::format_rate;
-use candor_load::{LoadConfig, LoadConfigError};
+use candor_load::{LoadConfigError, RunPlan};
 
 /// Runs one step (the base configuration at one rate) to its results.
-pub type StepRun<'a> = dyn FnMut(&LoadConfig) -> Result<RunResults, RunnerError> + 'a;
+pub type StepRun<'a> = dyn FnMut(&RunPlan) -> Result<RunResults, RunnerError> + 'a;
 
 /// Why a series stopped before its end with an error (a signal is not one: the steps measured
 /// before it are returned).
@@ -34,7 +34,7 @@ pub enum SeriesError {
 }
 
 /// The base configuration at `rate`, checked.
-pub fn at_rate(base: &LoadConfig, rate: f64) -> Result<LoadConfig, SeriesError> {
+pub fn at_rate(base: &RunPlan, rate: f64) -> Result<RunPlan, SeriesError> {
     let mut c = base.clone();
     c.shape = base.shape.with_rate(rate);
     c.validate()
@@ -47,8 +47,8 @@ pub fn at_rate(base: &LoadConfig, rate: f64) -> Result<LoadConfig, SeriesError> 
 pub fn engine_step(
     live: bool,
     command_line: Vec<String>,
-) -> impl FnMut(&LoadConfig) -> Result<RunResults, RunnerError> {
-    move |c: &LoadConfig| {
+) -> impl FnMut(&RunPlan) -> Result<RunResults, RunnerError> {
+    move |c: &RunPlan| {
         let outcome = execute(c, live)?;
         Ok(run_results(
             &outcome,
@@ -63,7 +63,7 @@ pub fn engine_step(
 /// against `slo` and handed to `on_step` as it is measured. A signal ends the series (a step it
 /// cut short is the last, and the pause before the next step ends at once).
 pub fn sweep(
-    base: &LoadConfig,
+    base: &RunPlan,
     rates: &[f64],
     pause_ns: u64,
     slo: &SloSet,
@@ -104,7 +104,7 @@ pub fn sweep_step(rate: f64, mut results: RunResults, slo: &SloSet) -> SweepStep
 /// judged against `slo` and handed to `on_trial`. A step a signal cut short is dropped and the
 /// search ends with what it judged.
 pub fn capacity(
-    base: &LoadConfig,
+    base: &RunPlan,
     settings: SearchSettings,
     slo: &SloSet,
     pause_ns: u64,
@@ -141,8 +141,8 @@ mod tests {
 
     /// A target that answers in 1 ms up to `knee` requests per second and in 100 ms past it,
     /// keeping up with the rate either way: what a step at `config.rate` would measure.
-    fn scripted(knee: f64) -> impl FnMut(&LoadConfig) -> Result<RunResults, RunnerError> {
-        move |c: &LoadConfig| {
+    fn scripted(knee: f64) -> impl FnMut(&RunPlan) -> Result<RunResults, RunnerError> {
+        move |c: &RunPlan| {
             let rate = c.shape.rate_per_s().expect("a series sets the rate");
             let ns = if rate <= knee { 1_000_000 } else { 100_000_000 };
             let mut rec = Recorder::new();
@@ -176,8 +176,12 @@ mod tests {
         }
     }
 
-    fn base() -> LoadConfig {
-        LoadConfig::new(Target::parse("http://127.0.0.1:9/").expect("a URL"))
+    fn base() -> RunPlan {
+        RunPlan::new(
+            Target::parse("http://127.0.0.1:9/").expect("a URL"),
+            Default::default(),
+        )
+        .expect("an HTTP/1.1 plan")
     }
 
     #[test]
@@ -204,7 +208,7 @@ mod tests {
     #[test]
     fn a_step_that_fails_names_its_rate() {
         let slo = SloSet::parse_all::<&str>(&[]).expect("no SLO");
-        let mut failing = |_: &LoadConfig| -> Result<RunResults, RunnerError> {
+        let mut failing = |_: &RunPlan| -> Result<RunResults, RunnerError> {
             Err(RunnerError::Thread(std::io::Error::other("boom")))
         };
         let err = sweep(&base(), &[1000.0], 0, &slo, &mut failing, &mut |_| {})

@@ -4,12 +4,12 @@
 use crate::verdicts::{interrupted_warning, verdicts};
 use candor_core::results::{Environment, Kind, Mode, NamedHistogram, RecordedConfig, RunResults};
 use candor_core::units::format_ns;
-use candor_load::{LoadConfig, RunOutcome};
+use candor_load::{RunOutcome, RunPlan};
 
 /// The results of one run, as `--json` writes them.
 pub fn run_results(
     outcome: &RunOutcome,
-    config: &LoadConfig,
+    config: &RunPlan,
     command_line: Vec<String>,
     recorded: impl Into<RecordedConfig>,
 ) -> RunResults {

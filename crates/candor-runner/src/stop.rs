@@ -3,7 +3,7 @@
 
 use candor_analysis::stopping::{max_intended, AbortVerdict, PrecisionTarget, RunBounds};
 use candor_core::results::{RunResults, StopDetail, StopReason};
-use candor_load::{LoadConfig, RunOutcome};
+use candor_load::{RunOutcome, RunPlan};
 
 /// What ended a run early, and after how many measured intervals.
 pub enum Decision {
@@ -12,7 +12,7 @@ pub enum Decision {
 }
 
 /// What bounds the measured window of `config`, for deciding that an objective can no longer pass.
-pub fn run_bounds(config: &LoadConfig) -> RunBounds {
+pub fn run_bounds(config: &RunPlan) -> RunBounds {
     let target = config.shard_rate_per_s();
     let max_intended = target.map(|r| {
         let most = max_intended(
@@ -40,7 +40,7 @@ pub fn record_stop(
     watched: u64,
     decided: Option<&(u64, Decision)>,
     outcome: &RunOutcome,
-    config: &LoadConfig,
+    config: &RunPlan,
     results: &mut RunResults,
 ) -> bool {
     let planned_s = (config.warmup_ns + config.duration_ns) as f64 / 1e9;

@@ -5,10 +5,10 @@
 use candor_core::results::{PhaseResults, RequestCounts};
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
-use candor_load::LoadConfig;
+use candor_load::RunPlan;
 
 /// The first warning of an interrupted run: the results cover only the part that ran.
-pub fn interrupted_warning(after_ns: u64, config: &LoadConfig) -> String {
+pub fn interrupted_warning(after_ns: u64, config: &RunPlan) -> String {
     if after_ns == 0 {
         return "interrupted before the first intended send (while the connections opened or a --start-at \
                 was awaited): nothing was due, so these results hold no measurement"
@@ -28,7 +28,7 @@ const LAG_WARN_NS: u64 = candor_core::thresholds::SEND_LAG_WARN_NS;
 /// Responses that failed their checks, named as such: they were answered (the achieved rate counts
 /// them and their latencies are recorded), so a shortfall of completed requests is the checks',
 /// not the target's capacity.
-fn failed_checks_warning(config: &LoadConfig, r: &RequestCounts) -> Option<String> {
+fn failed_checks_warning(config: &RunPlan, r: &RequestCounts) -> Option<String> {
     if r.errors.check == 0 {
         return None;
     }
@@ -75,7 +75,7 @@ fn connection_faults_warning(main: &PhaseResults) -> Option<String> {
 }
 
 /// Plain-words reasons not to trust (or to read carefully) the measured window.
-pub fn verdicts(config: &LoadConfig, main: &PhaseResults) -> Vec<String> {
+pub fn verdicts(config: &RunPlan, main: &PhaseResults) -> Vec<String> {
     let mut w = Vec::new();
     let r = &main.requests;
     match config.shard_rate_per_s() {

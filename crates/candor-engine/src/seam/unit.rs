@@ -10,7 +10,7 @@ use crate::schedule::Schedule;
 use crate::seam::carrying::{RequestKind, Slots};
 use crate::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use crate::transport::tls::TlsError;
-use candor_core::results::ProtocolName;
+use candor_core::results::{ProtocolName, RunConfig};
 use candor_wire::target::Target;
 use candor_workload::WorkloadError;
 use std::fmt;
@@ -39,6 +39,10 @@ pub trait ProtocolUnit: fmt::Debug + Send + Sync {
 
     /// How many requests a connection carries at once, and what a request's timeout ends.
     fn slots(&self) -> Slots;
+
+    /// Writes its own settings into the settings the results record (its pipeline depth, its
+    /// streams, its matching), beside its name.
+    fn record(&self, settings: &mut RunConfig);
 
     /// The bytes its requests are encoded to before the run.
     fn request_form(&self) -> RequestForm<'_> {

@@ -1,7 +1,7 @@
 //! HTTP/1.1 as what a run speaks: its pipeline depth, its name, its TLS and its load threads.
 
 use super::ResponseParser;
-use candor_core::results::ProtocolName;
+use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
 use candor_engine::pool::GateTicket;
 use candor_engine::seam::carrying::{Slots, TimeoutScope};
@@ -34,6 +34,10 @@ impl ProtocolUnit for Http1 {
             per_connection: self.pipeline,
             timeout: TimeoutScope::Connection,
         }
+    }
+
+    fn record(&self, settings: &mut RunConfig) {
+        settings.pipeline = self.pipeline;
     }
 
     fn check(&self, _config: &LoadConfig) -> Result<(), LoadConfigError> {

@@ -1,7 +1,7 @@
 //! HTTP/2 as what a run speaks: streams per connection, gRPC as its flavour (a `grpc://` or
 //! `grpcs://` target with `--call`), its name, its pre-run probe and its load threads.
 
-use candor_core::results::ProtocolName;
+use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
 use candor_engine::pool::GateTicket;
 use candor_engine::seam::carrying::{Slots, TimeoutScope};
@@ -35,6 +35,10 @@ impl ProtocolUnit for Http2 {
             per_connection: self.streams.max(1),
             timeout: TimeoutScope::Stream,
         }
+    }
+
+    fn record(&self, settings: &mut RunConfig) {
+        settings.streams = Some(self.streams);
     }
 
     fn check(&self, config: &LoadConfig) -> Result<(), LoadConfigError> {

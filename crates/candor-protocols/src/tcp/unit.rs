@@ -2,7 +2,7 @@
 //! and the HTTP settings that have no meaning here, refused rather than dropped.
 
 use super::{Framing, TcpFramer};
-use candor_core::results::ProtocolName;
+use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError};
 use candor_engine::pool::GateTicket;
 use candor_engine::seam::carrying::{Slots, TimeoutScope};
@@ -35,6 +35,10 @@ impl ProtocolUnit for Tcp {
 
     fn request_form(&self) -> RequestForm<'_> {
         RequestForm::Payload(&self.payload)
+    }
+
+    fn record(&self, settings: &mut RunConfig) {
+        settings.pipeline = self.pipeline;
     }
 
     fn check(&self, config: &LoadConfig) -> Result<(), LoadConfigError> {

@@ -2,7 +2,7 @@
 //! its message, text or binary frames; and what HTTP alone means, refused rather than dropped.
 
 use super::matching::WsMatch;
-use candor_core::results::ProtocolName;
+use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
 use candor_engine::pool::GateTicket;
 use candor_engine::seam::carrying::{Slots, TimeoutScope};
@@ -43,6 +43,12 @@ impl ProtocolUnit for WebSocket {
 
     /// A message is the body of each request (`--body`, `--body-file`, templates, `--requests`
     /// lines), sent after an upgrade with `GET` and `-H`.
+    fn record(&self, settings: &mut RunConfig) {
+        settings.streams = Some(self.streams);
+        settings.ws_binary = Some(self.binary);
+        settings.ws_match = Some(self.matching.to_string());
+    }
+
     fn check(&self, config: &LoadConfig) -> Result<(), LoadConfigError> {
         let bad = |m: &str| Err(LoadConfigError::Invalid(m.into()));
         if config.method != "GET" {

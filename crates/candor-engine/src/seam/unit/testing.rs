@@ -32,6 +32,7 @@ impl ProtocolUnit for InOrder {
             timeout: TimeoutScope::Connection,
         }
     }
+    fn record(&self, _settings: &mut RunConfig) {}
     fn check(&self, _config: &LoadConfig) -> Result<(), LoadConfigError> {
         Ok(())
     }
@@ -56,6 +57,7 @@ impl ProtocolUnit for Framed {
             timeout: TimeoutScope::Stream,
         }
     }
+    fn record(&self, _settings: &mut RunConfig) {}
     fn check(&self, _config: &LoadConfig) -> Result<(), LoadConfigError> {
         Ok(())
     }

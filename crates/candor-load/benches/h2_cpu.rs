@@ -10,7 +10,7 @@
 mod h2_support;
 
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, Target};
+use candor_load::Target;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

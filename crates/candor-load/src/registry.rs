@@ -189,35 +189,44 @@ mod tests {
 
     #[test]
     fn each_protocol_takes_its_own_settings_from_the_flags() {
-        use candor_engine::core::TimeoutScope;
+        use candor_engine::seam::carrying::{Slots, TimeoutScope};
+        let slots_of = |per_connection, timeout| Slots {
+            per_connection,
+            timeout,
+        };
         let flags = ProtocolFlags {
             pipeline: 4,
             streams: 9,
             ..Default::default()
         };
-        let slots =
-            |url: &str, f: ProtocolFlags| choose(&target(url), f).unwrap().slots_per_connection();
+        let slots = |url: &str, f: ProtocolFlags| choose(&target(url), f).unwrap().slots();
         assert_eq!(
             slots("http://127.0.0.1:1/", flags.clone()),
-            (4, TimeoutScope::Connection)
+            slots_of(4, TimeoutScope::Connection)
         );
         let ws = ProtocolFlags {
             pipeline: 1,
             ..flags.clone()
         };
-        assert_eq!(slots("ws://127.0.0.1:1/", ws), (9, TimeoutScope::Stream));
+        assert_eq!(
+            slots("ws://127.0.0.1:1/", ws),
+            slots_of(9, TimeoutScope::Stream)
+        );
         let h2 = ProtocolFlags {
             h2: true,
             pipeline: 1,
             ..flags
         };
-        assert_eq!(slots("http://127.0.0.1:1/", h2), (9, TimeoutScope::Stream));
+        assert_eq!(
+            slots("http://127.0.0.1:1/", h2),
+            slots_of(9, TimeoutScope::Stream)
+        );
         let tcp = ProtocolFlags {
             pipeline: 3,
             ..tcp_flags()
         };
         let unit = choose(&target("tcp://127.0.0.1:1"), tcp).unwrap();
-        assert_eq!(unit.slots_per_connection(), (3, TimeoutScope::Connection));
+        assert_eq!(unit.slots(), slots_of(3, TimeoutScope::Connection));
         assert_eq!(
             unit.request_form(),
             candor_engine::seam::unit::RequestForm::Payload(b"ping")

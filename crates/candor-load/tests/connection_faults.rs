@@ -10,7 +10,7 @@
 
 use candor_load::engine::backoff::Backoff;
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, RunOutcome, Target};
+use candor_load::{RunOutcome, RunPlan, Target};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -179,7 +179,7 @@ fn an_http2_goaway_after_the_preface_is_counted_by_its_code_and_backed_off() {
     );
 }
 
-fn run_config(addr: SocketAddr, http2: bool) -> LoadConfig {
+fn run_config(addr: SocketAddr, http2: bool) -> RunPlan {
     let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("http://{addr}/")).unwrap(),
         Default::default(),

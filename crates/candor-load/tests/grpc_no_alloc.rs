@@ -4,9 +4,9 @@
 //! several mixed by request lines); and the calls
 //! the server fails are booked in class `grpc` by status name.
 
-use candor_grpc::test_server::{FailureClass, TestServer, TestServerOptions};
+use candor_grpc::test_server::{Failure, TestServer, TestServerOptions};
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, Target};
+use candor_load::{RunPlan, Target};
 use candor_runner::grpc_flags::{apply, GrpcFlags};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,7 @@ fn proto() -> std::path::PathBuf {
         .join("../candor-grpc/tests/proto/bench.proto")
 }
 
-fn config(addr: std::net::SocketAddr) -> LoadConfig {
+fn config(addr: std::net::SocketAddr) -> RunPlan {
     let mut c = candor_load::RunPlan::new(
         Target::parse(&format!("grpc://{addr}")).unwrap(),
         Default::default(),
@@ -119,7 +119,7 @@ fn no_allocations_per_call(lines: bool) {
 #[test]
 fn failed_statuses_are_the_grpc_class_with_their_latency() {
     let (addr, _server) = TestServer::start(TestServerOptions {
-        failure: Some(FailureClass {
+        failure: Some(Failure {
             code: candor_grpc::Code::ResourceExhausted,
             every: 2,
         }),

@@ -16,7 +16,7 @@ mod h2_support;
 
 use candor_load::load_run::{RunError, RunOptions};
 use candor_load::probe::{check_protocol, ProbeError};
-use candor_load::{LoadConfig, RunOutcome, Target};
+use candor_load::{RunOutcome, RunPlan, Target};
 use h2_support::{start, H2Server, ServerOptions, TestCert};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ static ALLOCATOR: candor_testkit::CountingAllocator = candor_testkit::CountingAl
 
 const MS: u64 = 1_000_000;
 
-fn config_for(server: &H2Server, scheme: &str) -> LoadConfig {
+fn config_for(server: &H2Server, scheme: &str) -> RunPlan {
     let target = Target::parse(&format!("{scheme}://{}/", server.addr)).expect("target");
     let mut c = candor_load::RunPlan::new(target, Default::default()).unwrap();
     c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
@@ -41,12 +41,12 @@ fn config_for(server: &H2Server, scheme: &str) -> LoadConfig {
     c
 }
 
-fn run_with(config: &LoadConfig, options: RunOptions) -> Result<RunOutcome, RunError> {
+fn run_with(config: &RunPlan, options: RunOptions) -> Result<RunOutcome, RunError> {
     config.validate().expect("valid config");
     candor_load::run(config, options, &mut |_| {})
 }
 
-fn run(config: &LoadConfig) -> RunOutcome {
+fn run(config: &RunPlan) -> RunOutcome {
     run_with(config, RunOptions::default()).expect("run")
 }
 
@@ -54,8 +54,7 @@ fn run(config: &LoadConfig) -> RunOutcome {
 fn burst_of_four(streams: usize, opts: ServerOptions) -> (RunOutcome, usize) {
     let server = start(opts);
     let mut c = config_for(&server, "http");
-    c.protocol =
-        std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: streams });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams });
     c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = 4 * MS;
     // Far above the 1 s the tests below hold requests: only a broken engine times out.
@@ -441,7 +440,7 @@ fn a_stop_request_ends_the_run_early_with_everything_accounted() {
 
 /// Runs `c`, asking for an early end for `reason` once interval 1 (the second second) is in.
 fn run_ending_early(
-    c: &LoadConfig,
+    c: &RunPlan,
     reason: candor_core::results::StopReason,
 ) -> (RunOutcome, std::time::Instant) {
     let options = RunOptions::default();
@@ -565,7 +564,7 @@ fn timeouts_fail_and_record_their_age() {
 /// Allocations per request on the load thread between 1.5 s and 3 s of a 3.5 s run at 4000/s
 /// (connections and buffers are set up well before 1.5 s; the window holds rate * 1.5 s
 /// requests), against a server whose response headers are constant.
-fn steady_state_allocations(mut c: LoadConfig) -> f64 {
+fn steady_state_allocations(mut c: RunPlan) -> f64 {
     // The count covers every marked thread: one measured run at a time, or one run's set-up
     // would land in another's window.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -676,11 +675,11 @@ fn http1_server() -> candor_serve::ServerHandle {
     .expect("candor serve")
 }
 
-fn probe(config: &LoadConfig) -> Result<(), ProbeError> {
+fn probe(config: &RunPlan) -> Result<(), ProbeError> {
     check_protocol(config, Duration::from_secs(5))
 }
 
-fn probe_error(config: &LoadConfig) -> String {
+fn probe_error(config: &RunPlan) -> String {
     let e = probe(config).expect_err("the probe should refuse this target");
     let msg = e.to_string();
     assert!(!msg.contains('\n'), "one line: {msg}");

@@ -9,7 +9,7 @@
 //! first on each connection, which it answers with the WINDOW_UPDATE under test.
 
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, Target};
+use candor_load::Target;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};

@@ -8,7 +8,7 @@
 mod steady_state;
 
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, RunOutcome, Target};
+use candor_load::{RunOutcome, RunPlan, Target};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -132,7 +132,7 @@ fn serve(opts: ServerOptions) -> TlsServer {
     }
 }
 
-fn config_for(server: &TlsServer) -> LoadConfig {
+fn config_for(server: &TlsServer) -> RunPlan {
     let target = Target::parse(&format!("https://localhost:{}/", server.port)).unwrap();
     let mut c = candor_load::RunPlan::new(target, Default::default()).unwrap();
     c.tls.ca_file = Some(server.ca.path().to_path_buf());
@@ -142,7 +142,7 @@ fn config_for(server: &TlsServer) -> LoadConfig {
 }
 
 /// [`steady_state::steady_state_allocations`], one test at a time (the count is process-wide).
-fn steady_state_run(config: LoadConfig) -> (u64, RunOutcome) {
+fn steady_state_run(config: RunPlan) -> (u64, RunOutcome) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     steady_state::steady_state_allocations(config)
 }

@@ -4,7 +4,7 @@
 
 use candor_core::results::RequestCounts;
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, Target};
+use candor_load::{RunPlan, Target};
 
 fn grew(before: &RequestCounts, after: &RequestCounts) -> bool {
     after.intended >= before.intended
@@ -15,7 +15,7 @@ fn grew(before: &RequestCounts, after: &RequestCounts) -> bool {
 }
 
 /// A local server, and an open loop of 1000/s against it.
-fn server_and_open_loop() -> (candor_serve::ServerHandle, LoadConfig) {
+fn server_and_open_loop() -> (candor_serve::ServerHandle, RunPlan) {
     let server = candor_serve::start(candor_serve::ServeConfig::new(
         "127.0.0.1:0".parse().unwrap(),
     ))

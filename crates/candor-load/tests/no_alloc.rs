@@ -11,7 +11,7 @@ use candor_load::engine::core::{Core, CoreConfig, HaltState, Plan, TimeoutScope}
 use candor_load::engine::ledger::Ledger;
 use candor_load::schedule::{ArrivalKind, Schedule};
 use candor_load::shared::{IntervalData, WorkerSetup};
-use candor_load::{LoadConfig, Target};
+use candor_load::{RunPlan, Target};
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -28,7 +28,7 @@ fn steady_state_allocations(rate: Option<f64>) -> (u64, u64) {
 
 fn steady_state_allocations_with(
     rate: Option<f64>,
-    shape: impl FnOnce(&mut LoadConfig),
+    shape: impl FnOnce(&mut RunPlan),
 ) -> (u64, u64) {
     let (allocations, outcome) = steady_state_run(rate, shape);
     (allocations, outcome.main.counts.completed)
@@ -37,7 +37,7 @@ fn steady_state_allocations_with(
 /// The marked allocations between the reports of intervals 1 and 3 of a run, and its outcome.
 fn steady_state_run(
     rate: Option<f64>,
-    shape: impl FnOnce(&mut LoadConfig),
+    shape: impl FnOnce(&mut RunPlan),
 ) -> (u64, candor_load::RunOutcome) {
     let server = candor_serve::start(candor_serve::ServeConfig::new(
         "127.0.0.1:0".parse().unwrap(),
@@ -162,7 +162,9 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         to_pool.send(Box::new(IntervalData::new())).unwrap();
     }
     let setup = WorkerSetup {
-        config: Arc::new(config),
+        requests_are: config.protocol.requests_are(),
+        slots: config.protocol.slots(),
+        config: Arc::new(config.config),
         requests: Vec::new().into(),
         connections: 4,
         start_ns: START,

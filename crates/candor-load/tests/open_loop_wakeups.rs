@@ -3,7 +3,7 @@
 //! receive timestamp (the exactness of those stamps is tested in `engine::rxstamp`).
 
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, Target};
+use candor_load::Target;
 
 #[test]
 fn responses_do_not_wake_an_open_loop_thread() {

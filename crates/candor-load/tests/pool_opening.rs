@@ -4,7 +4,7 @@
 
 use candor_core::results::PacingMargin;
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, Target};
+use candor_load::{RunPlan, Target};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -34,7 +34,7 @@ fn established_to(port: u16) -> usize {
         .count()
 }
 
-fn config_for(server: &candor_serve::ServerHandle, connections: usize) -> LoadConfig {
+fn config_for(server: &candor_serve::ServerHandle, connections: usize) -> RunPlan {
     let mut config = candor_load::RunPlan::new(
         Target::parse(&format!("http://{}/", server.local_addr())).unwrap(),
         Default::default(),

@@ -4,9 +4,9 @@
 
 mod h2_support;
 
-use candor_load::{LoadConfig, StatusSet, Target};
+use candor_load::{RunPlan, StatusSet, Target};
 
-fn check(mut c: LoadConfig) {
+fn check(mut c: RunPlan) {
     c.shape = candor_load::LoadShape::constant(200.0);
     c.threads = 1;
     c.connections = 1;

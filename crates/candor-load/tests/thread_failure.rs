@@ -6,7 +6,7 @@
 
 use candor_core::results::StopReason;
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, Target};
+use candor_load::Target;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

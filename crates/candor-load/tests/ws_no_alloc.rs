@@ -7,7 +7,7 @@
 mod steady_state;
 
 use candor_load::protocol::ws::matching::WsMatch;
-use candor_load::{LoadConfig, Target};
+use candor_load::Target;
 use candor_testkit::ws_server::{self, WsServerConfig};
 use std::time::Duration;
 

@@ -12,7 +12,7 @@ use crate::cmd::run::{execute_with, recorded_config};
 use crate::cmd::EXIT_VERDICT_FAILED;
 use anyhow::{Context, Result};
 use candor_core::results::RunResults;
-use candor_load::{LoadConfig, RunOutcome};
+use candor_load::{RunOutcome, RunPlan};
 use candor_truth::calibrate::{calibrate, CalibrateError, Check, Runner, Sabotage, StartHook};
 use clap::Args;
 use std::process::Command;
@@ -151,7 +151,7 @@ impl Runner for CliRunner {
 
     fn run(
         &mut self,
-        config: &LoadConfig,
+        config: &RunPlan,
         on_start: Option<StartHook>,
     ) -> Result<(RunOutcome, RunResults)> {
         let outcome = execute_with(config, false, on_start)?;

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use candor_core::results::PhaseResults;
 use candor_core::units::{format_count, format_ns, format_rate, DurationArg};
 use candor_core::Summary;
-use candor_load::LoadConfig;
+use candor_load::RunPlan;
 use candor_runner::demo_runs::{demo, DemoPlan, DemoStep, Measurement};
 use candor_truth::{StallTruth, TRUTH_ROWS};
 use clap::Args;
@@ -66,7 +66,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         for_ns,
         rate,
     };
-    let mut run = |step: DemoStep, c: &LoadConfig| -> Result<Measurement> {
+    let mut run = |step: DemoStep, c: &RunPlan| -> Result<Measurement> {
         match step {
             DemoStep::ClosedLoop => println!("1/2  wrk-style closed loop for {secs:.0}s: 10 connections, each sends its next request when the last answer arrives..."),
             DemoStep::OpenLoop => println!(

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use candor_core::results::PhaseResults;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
-use candor_load::LoadConfig;
+use candor_load::RunPlan;
 use candor_runner::demo_runs::Measurement;
 use candor_runner::llm_demo::{llm_demo, LlmDemoPlan, LlmDemoStep, BENCHMARK_CONNECTIONS};
 use candor_truth::{StallTruth, TRUTH_ROWS};
@@ -59,7 +59,7 @@ pub fn main(args: &DemoArgs) -> Result<i32> {
         100.0 * for_ns as f64 / every_ns as f64
     );
     let live = crate::cmd::run::stderr_is_terminal();
-    let mut run = |step: LlmDemoStep, c: &LoadConfig| -> Result<Measurement> {
+    let mut run = |step: LlmDemoStep, c: &RunPlan| -> Result<Measurement> {
         match step {
             LlmDemoStep::Benchmark => println!(
                 "1/2  as vLLM's benchmark, genai-perf and guidellm send: Poisson arrivals at {} over {BENCHMARK_CONNECTIONS} connections\n     for {secs:.0}s, each request timed from when it was actually sent...",

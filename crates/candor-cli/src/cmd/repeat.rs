@@ -6,7 +6,7 @@ use crate::cmd::run::{command_line, execute_watched, recorded_config, report_fai
 use anyhow::{Context, Result};
 use candor_core::results::{Kind, RunResults, StopReason};
 use candor_core::units::DurationArg;
-use candor_load::LoadConfig;
+use candor_load::RunPlan;
 
 /// The pause between repeats when `--repeat-pause` is not given.
 pub const DEFAULT_PAUSE_NS: u64 = 1_000_000_000;
@@ -71,7 +71,7 @@ fn union_stop_reason(repeats: &[RunResults], interrupted: bool) -> Option<StopRe
 }
 
 /// Runs `config` `n` times and reports, writes and judges the union as `candor run` does one run.
-pub fn main(args: &RunArgs, config: &LoadConfig, n: u32) -> Result<i32> {
+pub fn main(args: &RunArgs, config: &RunPlan, n: u32) -> Result<i32> {
     let pause_ns = pause_ns(args)?;
     let slo = candor_analysis::SloSet::parse_all(&args.slo)?;
     let live = !args.quiet && crate::cmd::run::stderr_is_terminal();

@@ -11,7 +11,7 @@ pub use candor_runner::{command_line, execute, execute_with, recorded_config, st
 
 /// [`candor_runner::execute_watched`] for commands that report with `anyhow`.
 pub fn execute_watched(
-    config: &candor_load::LoadConfig,
+    config: &candor_load::RunPlan,
     live: bool,
     on_start: Option<candor_runner::OnStart>,
     watch: &mut (dyn FnMut(

@@ -7,7 +7,7 @@ use anyhow::Result;
 use candor_core::results::{RunResults, StopDetail, StopReason};
 use candor_core::units::format_ns;
 use candor_load::workload::script_source::{LuaTime, ScriptRun, ScriptStop};
-use candor_load::LoadConfig;
+use candor_load::RunPlan;
 use candor_runner::flags::RunArgs;
 use candor_script::{
     ErrorCounts, InterruptHandle, RunSummary, ScriptError, ScriptHost, ScriptOptions, Target,
@@ -54,7 +54,7 @@ pub fn check_flags(args: &RunArgs) -> Result<()> {
 
 /// Loads `args.script` into `config` (one thread state per load thread): a syntax error, an
 /// error in `setup`/`init`, or `delay()` in an open loop is one line, before any load is sent.
-pub fn prepare(args: &RunArgs, config: &mut LoadConfig) -> Result<Option<LoadedScript>> {
+pub fn prepare(args: &RunArgs, config: &mut RunPlan) -> Result<Option<LoadedScript>> {
     let Some(path) = &args.script else {
         return Ok(None);
     };

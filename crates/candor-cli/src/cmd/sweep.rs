@@ -61,7 +61,7 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>> {
 
 /// Sweep and capacity steps use a 1 s warm-up unless --warmup (parsed into `config`) says
 /// otherwise.
-pub fn step_warmup_ns(config: &candor_load::LoadConfig) -> u64 {
+pub fn step_warmup_ns(config: &candor_load::RunPlan) -> u64 {
     match config.warmup_ns {
         0 => 1_000_000_000,
         w => w,

@@ -33,7 +33,7 @@ pub type ScheduleAt<'a> = Box<dyn FnOnce(u64) -> Result<Option<Schedule>, Worker
 
 /// One protocol's answer to everything the engine and the run ask of it. One value per run,
 /// shared by its load threads.
-pub trait ProtocolUnit: fmt::Debug + Send + Sync {
+pub trait ProtocolUnit: fmt::Debug + Send + Sync + std::panic::RefUnwindSafe {
     /// The protocol's name in the results, for `target` (over TLS or in the clear).
     fn name(&self, target: &Target) -> ProtocolName;
 

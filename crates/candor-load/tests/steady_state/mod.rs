@@ -2,7 +2,7 @@
 //! (each test binary installs `candor_testkit::CountingAllocator` as its global allocator).
 
 use candor_load::load_run::RunOptions;
-use candor_load::{LoadConfig, RunOutcome};
+use candor_load::{RunOutcome, RunPlan};
 use std::sync::Arc;
 
 /// The marked (load-thread) allocations between the reports of intervals 1 and 3 of a 5 s run
@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// interval 1 (every worker has flushed two intervals: start-up, the pool and its handshakes
 /// are over) to that of interval 3, so it spans two interval boundaries and thousands of
 /// requests, and ends before the run's last interval and its end-of-run work.
-pub fn steady_state_allocations(mut config: LoadConfig) -> (u64, RunOutcome) {
+pub fn steady_state_allocations(mut config: RunPlan) -> (u64, RunOutcome) {
     config.duration_ns = 5_000_000_000;
     config.validate().unwrap();
     let options = RunOptions {

@@ -17,6 +17,7 @@ mod html_workload;
 pub mod input;
 pub mod javafmt;
 pub mod json;
+pub mod repeats;
 pub mod shards;
 pub mod stream_text;
 pub mod sweep_html;

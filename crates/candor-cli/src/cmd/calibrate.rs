@@ -8,11 +8,11 @@
 //! waits for its answer), `actual-send` times requests from the actual write instead of the
 //! intended send time. Either must make calibration fail.
 
-use crate::cmd::run::{execute_with, recorded_config};
 use crate::cmd::EXIT_VERDICT_FAILED;
 use anyhow::{Context, Result};
 use candor_core::results::RunResults;
 use candor_load::{LoadConfig, RunOutcome};
+use candor_runner::{execute_with, recorded_config};
 use candor_truth::calibrate::{calibrate, CalibrateError, Check, Runner, Sabotage, StartHook};
 use clap::Args;
 use std::process::Command;
@@ -57,7 +57,7 @@ fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
     let mut argv = vec!["run".to_string(), "--quiet".to_string()];
     argv.extend(args.noise_load.split_whitespace().map(str::to_string));
     argv.push(url.to_string());
-    let matches = crate::cmd::run::RunArgs::augment_args(clap::Command::new("run"))
+    let matches = candor_runner::flags::RunArgs::augment_args(clap::Command::new("run"))
         .try_get_matches_from(&argv)
         .map_err(|e| {
             let first = e.to_string();
@@ -68,7 +68,7 @@ fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
                 .trim_start_matches("error: ");
             anyhow::anyhow!("--noise-load {:?}: {first}", args.noise_load)
         })?;
-    let run_args = crate::cmd::run::RunArgs::from_arg_matches(&matches)?;
+    let run_args = candor_runner::flags::RunArgs::from_arg_matches(&matches)?;
     let config = candor_runner::flags::run_config(&run_args)?;
     let n = args.noise_runs as usize;
     let mut hists = Vec::with_capacity(n);

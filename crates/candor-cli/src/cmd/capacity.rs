@@ -1,7 +1,6 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
-use crate::cmd::run::{load_config, LoadArgs};
 use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_analysis::capacity_search::SearchSettings;
@@ -10,6 +9,7 @@ use candor_core::units::{format_ns, format_rate, DurationArg};
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
 use candor_runner::flags::open_rate;
+use candor_runner::flags::{load_config, LoadArgs};
 use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
@@ -78,7 +78,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     drop(reading);
     let mut exports = ExportManager::default();
     exports.add("--json", args.json.as_deref(), JsonExporter)?;
-    exports.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    exports.refuse_inputs(&crate::cmd::outputs::load_inputs(&args.load))?;
     if exports.uses_stdout() {
         crate::stdio::give_stdout_to_data();
     }

@@ -2,13 +2,13 @@
 //! periodically; a wrk-style closed loop and candor's open loop measure it, next to the truth
 //! predicted from the freeze windows alone.
 
-use crate::cmd::run::execute;
 use anyhow::{Context, Result};
 use candor_core::results::PhaseResults;
 use candor_core::units::{format_count, format_ns, format_rate, DurationArg};
 use candor_core::Summary;
 use candor_load::LoadConfig;
 use candor_runner::demo_runs::{demo, DemoPlan, DemoStep, Measurement};
+use candor_runner::execute;
 use candor_truth::{StallTruth, TRUTH_ROWS};
 use clap::Args;
 
@@ -37,7 +37,12 @@ pub struct DemoArgs {
 
 pub fn main(args: DemoArgs) -> Result<i32> {
     if args.llm {
-        return crate::cmd::demo_llm::main(&args);
+        return crate::cmd::demo_llm::main(
+            args.duration.ns(),
+            args.stall_every.ns(),
+            args.stall_for.ns(),
+            args.rate.as_deref(),
+        );
     }
     let duration_ns = args.duration.ns();
     let every_ns = args.stall_every.ns();
@@ -59,7 +64,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         100.0 * for_ns as f64 / every_ns as f64
     );
 
-    let live = crate::cmd::run::stderr_is_terminal();
+    let live = candor_runner::stderr_is_terminal();
     let plan = DemoPlan {
         duration_ns,
         every_ns,

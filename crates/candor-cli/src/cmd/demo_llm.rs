@@ -4,14 +4,13 @@
 //! request timed from its actual send) and candor (on schedule, timed from the intended send)
 //! measure it, next to the truth predicted from the server's settings and stall windows alone.
 
-use crate::cmd::demo::DemoArgs;
-use crate::cmd::run::execute;
 use anyhow::{Context, Result};
 use candor_core::results::PhaseResults;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Summary;
 use candor_load::LoadConfig;
 use candor_runner::demo_runs::Measurement;
+use candor_runner::execute;
 use candor_runner::llm_demo::{llm_demo, LlmDemoPlan, LlmDemoStep, BENCHMARK_CONNECTIONS};
 use candor_truth::{StallTruth, TRUTH_ROWS};
 
@@ -20,11 +19,10 @@ const TTFT_NS: u64 = 50_000_000;
 const ITL_NS: u64 = 5_000_000;
 const OUTPUT_TOKENS: u32 = 16;
 
-pub fn main(args: &DemoArgs) -> Result<i32> {
-    let duration_ns = args.duration.ns();
-    let every_ns = args.stall_every.ns();
-    let for_ns = args.stall_for.ns();
-    let rate = candor_runner::flags::open_rate(args.rate.as_deref().unwrap_or("20"), "--rate")?;
+/// The LLM demo of `duration_ns` per measurement, the server stalling `for_ns` every
+/// `every_ns`, at `rate` (`-R` as given; 20 when not).
+pub fn main(duration_ns: u64, every_ns: u64, for_ns: u64, rate: Option<&str>) -> Result<i32> {
+    let rate = candor_runner::flags::open_rate(rate.unwrap_or("20"), "--rate")?;
     let stall = candor_serve::Stall { every_ns, for_ns };
     let mut serve = candor_serve::llm::LlmConfig::new("127.0.0.1:0".parse()?);
     serve.ttft_ns = TTFT_NS;
@@ -58,7 +56,7 @@ pub fn main(args: &DemoArgs) -> Result<i32> {
         format_ns(for_ns as f64),
         100.0 * for_ns as f64 / every_ns as f64
     );
-    let live = crate::cmd::run::stderr_is_terminal();
+    let live = candor_runner::stderr_is_terminal();
     let mut run = |step: LlmDemoStep, c: &LoadConfig| -> Result<Measurement> {
         match step {
             LlmDemoStep::Benchmark => println!(

@@ -2,7 +2,6 @@
 //! a table of response-time percentiles against offered load, and one JSON file of every step's
 //! full results that `candor report` renders as a chart.
 
-use crate::cmd::run::{command_line, load_config, LoadArgs};
 use anyhow::{bail, Context, Result};
 use candor_analysis::slo::SloSet;
 use candor_analysis::sweep_results::SweepResults;
@@ -10,6 +9,8 @@ use candor_core::results::SCHEMA_VERSION;
 use candor_core::units::{format_ns, format_rate, DurationArg};
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
+use candor_runner::command_line;
+use candor_runner::flags::{load_config, LoadArgs};
 use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
@@ -86,11 +87,11 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     drop(reading);
     let mut exports = ExportManager::default();
     exports.add("--json", args.json.as_deref(), JsonExporter)?;
-    exports.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    exports.refuse_inputs(&crate::cmd::outputs::load_inputs(&args.load))?;
     if exports.uses_stdout() {
         crate::stdio::give_stdout_to_data();
     }
-    let live = !args.quiet && crate::cmd::run::stderr_is_terminal();
+    let live = !args.quiet && candor_runner::stderr_is_terminal();
     let live_view = crate::cmd::live::start(&args.live_view)?;
     let each = (base.warmup_ns + base.duration_ns) as f64 / 1e9;
     eprintln!(

@@ -4,6 +4,7 @@ pub mod text;
 
 pub mod capacity_report;
 pub mod codec;
+pub mod compare_gate;
 pub mod comparison;
 pub mod escape;
 pub mod exact_merge;

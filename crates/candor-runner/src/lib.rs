@@ -29,6 +29,7 @@ pub mod flags;
 pub mod goodput_of_slo;
 pub mod grpc_flags;
 pub mod interrupt;
+pub mod k8s_flags;
 pub mod live_view;
 pub mod llm_demo;
 pub mod rate_series;

@@ -22,6 +22,7 @@ macro_rules! eprintln {
 }
 
 pub mod demo_runs;
+pub mod demo_text;
 mod error;
 pub mod extras;
 pub mod fdlimit;
@@ -32,6 +33,7 @@ pub mod interrupt;
 pub mod k8s_flags;
 pub mod live_view;
 pub mod llm_demo;
+pub mod llm_demo_text;
 pub mod rate_series;
 mod recorded;
 pub mod repeats;

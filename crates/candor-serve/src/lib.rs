@@ -15,6 +15,7 @@
 pub mod llm;
 pub mod llm_body;
 mod response;
+pub mod settings;
 mod worker;
 
 #[cfg(test)]

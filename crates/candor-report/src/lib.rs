@@ -18,6 +18,8 @@ mod html_workload;
 pub mod input;
 pub mod javafmt;
 pub mod json;
+pub mod noise;
+pub mod objectives;
 pub mod repeats;
 pub mod shards;
 pub mod stream_text;

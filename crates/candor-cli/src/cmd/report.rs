@@ -7,6 +7,7 @@ use candor_report::hgrm::HgrmExporter;
 use candor_report::hlog::HlogExporter;
 use candor_report::html::{HtmlExporter, HtmlOptions, Slo};
 use candor_report::input::{load_labelled, numbered, Selection};
+use candor_report::objectives::{drawable_slos, verdict_text};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -129,13 +130,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             outputs[at].export(&html, runs.as_slice())?;
             for (label, r) in &runs {
                 if !slo_set.is_empty() {
-                    let verdicts = slo_set.evaluate(r);
-                    slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
-                    eprint!(
-                        "{label}:\n{}{}",
-                        candor_analysis::slo::render(&verdicts),
-                        stage_verdicts(&slo_set, r)
-                    );
+                    let (text, failed) = verdict_text(&slo_set, r);
+                    slo_failed |= failed;
+                    eprint!("{label}:\n{text}");
                 }
             }
             eprintln!(
@@ -153,13 +150,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 println!("== {label}");
                 print!("{}", candor_report::text::render(r));
                 if !slo_set.is_empty() {
-                    let verdicts = slo_set.evaluate(r);
-                    slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
-                    print!(
-                        "{}{}",
-                        candor_analysis::slo::render(&verdicts),
-                        stage_verdicts(&slo_set, r)
-                    );
+                    let (text, failed) = verdict_text(&slo_set, r);
+                    slo_failed |= failed;
+                    print!("{text}");
                 }
             }
         }
@@ -169,40 +162,6 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     } else {
         0
     })
-}
-
-/// The objectives the HTML spectrum can draw (percentiles and max).
-pub fn drawable_slos(set: &candor_analysis::SloSet) -> Vec<Slo> {
-    use candor_analysis::slo::Metric;
-    set.objectives
-        .iter()
-        .filter(|o| o.measure == candor_analysis::slo::Measure::ResponseTime)
-        .filter_map(|o| {
-            let percentile = match o.metric {
-                Metric::Percentile(p) => p,
-                Metric::Max => 100.0,
-                _ => return None,
-            };
-            Some(candor_report::html::Slo {
-                label: o.text.clone(),
-                percentile,
-                threshold_ns: o.limit as u64,
-            })
-        })
-        .collect()
-}
-
-/// The objectives judged on each stage of a load profile (shown, not part of the exit code).
-fn stage_verdicts(
-    slo_set: &candor_analysis::SloSet,
-    r: &candor_core::results::RunResults,
-) -> String {
-    if r.workload.stages.is_empty() {
-        return String::new();
-    }
-    let mut judged = r.clone();
-    slo_set.judge_stages(&mut judged);
-    candor_analysis::slo::render_stages(&judged.workload.stages)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod repeats;
 pub mod shards;
 pub mod stream_text;
 pub mod sweep_html;
+pub mod sweep_text;
 pub mod synthetic;
 pub mod validate;
 pub mod workload_text;

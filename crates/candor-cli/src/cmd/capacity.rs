@@ -1,15 +1,13 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
-use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
 use candor_core::units::{format_ns, format_rate, DurationArg};
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
-use candor_runner::flags::open_rate;
-use candor_runner::flags::{load_config, LoadArgs};
+use candor_runner::flags::{open_rate, series_base, LoadArgs};
 use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
@@ -67,8 +65,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     };
     settings.validate()?;
     let pause_ns = args.pause.ns();
-    let mut base = load_config(&args.load, Some(settings.min), None)?;
-    base.warmup_ns = step_warmup_ns(&base);
+    let base = series_base(&args.load, settings.min)?;
     for rate in [settings.min, settings.max] {
         let mut c = base.clone();
         c.shape = base.shape.with_rate(rate);

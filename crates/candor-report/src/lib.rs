@@ -18,6 +18,7 @@ mod html_workload;
 pub mod input;
 pub mod javafmt;
 pub mod json;
+pub mod merged;
 pub mod noise;
 pub mod objectives;
 pub mod repeats;

@@ -6,6 +6,7 @@ pub mod capacity_report;
 pub mod codec;
 pub mod compare_gate;
 pub mod comparison;
+pub mod correction_text;
 pub mod escape;
 pub mod exact_merge;
 pub mod export;

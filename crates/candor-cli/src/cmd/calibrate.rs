@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use candor_core::results::RunResults;
 use candor_load::{LoadConfig, RunOutcome};
 use candor_report::noise::noise_text;
+use candor_runner::flags::run_config_of_words;
 use candor_runner::{execute_with, recorded_config};
 use candor_truth::calibrate::{calibrate, CalibrateError, Check, Runner, Sabotage, StartHook};
 use clap::Args;
@@ -51,23 +52,7 @@ pub struct CalibrateArgs {
 
 /// `--noise URL`: identical runs, the spread of their percentiles, the floor.
 fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
-    use clap::{Args as _, FromArgMatches as _};
-    let mut argv = vec!["run".to_string(), "--quiet".to_string()];
-    argv.extend(args.noise_load.split_whitespace().map(str::to_string));
-    argv.push(url.to_string());
-    let matches = candor_runner::flags::RunArgs::augment_args(clap::Command::new("run"))
-        .try_get_matches_from(&argv)
-        .map_err(|e| {
-            let first = e.to_string();
-            let first = first
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("error: ");
-            anyhow::anyhow!("--noise-load {:?}: {first}", args.noise_load)
-        })?;
-    let run_args = candor_runner::flags::RunArgs::from_arg_matches(&matches)?;
-    let config = candor_runner::flags::run_config(&run_args)?;
+    let config = run_config_of_words("--noise-load", &args.noise_load, url)?;
     let n = args.noise_runs as usize;
     let mut hists = Vec::with_capacity(n);
     for k in 0..n {

@@ -4,7 +4,8 @@
 use anyhow::{Context, Result};
 use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
-use candor_core::units::{format_ns, format_rate, DurationArg};
+use candor_core::units::{format_rate, DurationArg};
+use candor_report::capacity_report;
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
 use candor_runner::flags::{open_rate, series_base, LoadArgs};
@@ -86,18 +87,15 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     let progress = !args.quiet;
     if progress {
         eprintln!(
-        "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
-        base.target.url,
-        format_rate(settings.min),
-        format_rate(settings.max),
-        format_ns(base.warmup_ns as f64),
-        format_ns(base.duration_ns as f64),
-        slo.objectives
-            .iter()
-            .map(|o| o.text.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+            "{}",
+            capacity_report::plan_line(
+                &base.target.url,
+                &settings,
+                base.warmup_ns,
+                base.duration_ns,
+                &slo
+            )
+        );
     }
     let mut run_step = engine_step(false, vec![]);
     let found = rate_series::capacity(
@@ -108,17 +106,11 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         &mut run_step,
         &mut |rate, purpose, trial| {
             if progress {
-                eprintln!(
-                    "  {:<8} {:>9}  {}  {}",
-                    purpose.name(),
-                    format_rate(rate),
-                    if trial.pass { "pass" } else { "FAIL" },
-                    trial.note
-                );
+                eprintln!("{}", capacity_report::step_line(rate, purpose, trial));
             }
         },
     )?;
-    let (text, code) = candor_report::capacity_report::render(&base.target.url, &settings, &found);
+    let (text, code) = capacity_report::render(&base.target.url, &settings, &found);
     print!("{text}");
     if let Some(failure) = exports.write_all(&found).into_iter().next() {
         return Err(failure.into());

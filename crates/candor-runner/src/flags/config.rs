@@ -75,6 +75,29 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<LoadConfig> {
     Ok(c)
 }
 
+/// `candor run`'s validated settings from load flags written as one argument (`words`, as
+/// `flag` took them, e.g. calibrate's `--noise-load "-R 1k -c 8"`) against `url`, quiet.
+pub fn run_config_of_words(flag: &'static str, words: &str, url: &str) -> Result<LoadConfig> {
+    use clap::{Args as _, FromArgMatches as _};
+    let mut argv = vec!["run".to_string(), "--quiet".to_string()];
+    argv.extend(words.split_whitespace().map(str::to_string));
+    argv.push(url.to_string());
+    let matches = RunArgs::augment_args(clap::Command::new("run"))
+        .try_get_matches_from(&argv)
+        .map_err(|e| {
+            let first = e.to_string();
+            let first = first
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            FlagError::Invalid(format!("{flag} {words:?}: {first}"))
+        })?;
+    let run_args =
+        RunArgs::from_arg_matches(&matches).map_err(|e| FlagError::Invalid(e.to_string()))?;
+    run_config(&run_args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ mod stream;
 
 pub use crate::shard_flags::{check_start_ahead, parse_shard, parse_start_at, START_AT_HORIZON_NS};
 pub use args::{ArrivalArg, DataOrderArg, LoadArgs, RequestOrderArg, RunArgs};
-pub use config::{load_config, run_config, shape_config};
+pub use config::{load_config, run_config, run_config_of_words, shape_config};
 pub use error::FlagError;
 pub use series::{parse_rates, series_base, step_warmup_ns};
 pub use shape::{count_window_ns, open_rate, rate_flag};

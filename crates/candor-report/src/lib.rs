@@ -23,6 +23,7 @@ pub mod merged;
 pub mod noise;
 pub mod objectives;
 pub mod repeats;
+pub mod report_outputs;
 pub mod shards;
 pub mod stream_text;
 pub mod sweep_html;

@@ -38,7 +38,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run an open-loop (or closed-loop) load test (HTTP/1.1, HTTPS, HTTP/2, WebSocket, gRPC, raw TCP; SSE and LLM streams) and report response time, service time and send lag.
+    /// Run an open-loop (or closed-loop) load test (HTTP/1.1, HTTPS, HTTP/2, raw TCP, WebSocket, gRPC, SSE, OpenAI-compatible LLM streams) and report response time, service time and send lag.
     Run(Box<cmd::run::RunArgs>),
     /// Check candor itself against servers whose answer is known (instant, stalling, SIGSTOP-paused).
     Calibrate(cmd::calibrate::CalibrateArgs),
@@ -48,7 +48,7 @@ enum Command {
     Capacity(Box<cmd::capacity::CapacityArgs>),
     /// Apply HdrHistogram's after-the-fact coordinated-omission correction (an estimate) to a log.
     Correct(cmd::correct::CorrectArgs),
-    /// Start the built-in HTTP/1.1 test server (optionally slow or stalling).
+    /// Start the built-in HTTP/1.1 test server (optionally slow, stalling or faulty), or with --llm an OpenAI-compatible streaming one.
     Serve(cmd::serve::ServeArgs),
     /// Show coordinated omission on a built-in stalling server: closed loop vs open loop vs the truth.
     Demo(cmd::demo::DemoArgs),

@@ -484,11 +484,17 @@ fn the_live_metrics_serve_numbers_during_a_websocket_run() {
             }
         }
     });
+    // The results come on stdout as the run ends, while the view lingers: read them as they
+    // arrive (the process is killed only once they are whole).
     let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
+    let (out_tx, out_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || out_tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
     });
     let addr: std::net::SocketAddr = rx
         .recv_timeout(Duration::from_secs(30))
@@ -545,9 +551,25 @@ fn the_live_metrics_serve_numbers_during_a_websocket_run() {
         assert!(std::time::Instant::now() < deadline, "{m}");
         std::thread::sleep(Duration::from_millis(100));
     };
+    // The JSON follows the end by milliseconds; 30 s is a bound on a busy machine, not a
+    // measure.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    let v: serde_json::Value = loop {
+        if let Ok(v) = serde_json::from_slice(&got) {
+            break v;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match out_rx.recv_timeout(left) {
+            Ok(chunk) => got.extend_from_slice(&chunk),
+            Err(e) => panic!(
+                "no whole results on stdout ({e}): {}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+    };
     let _ = child.kill();
     let _ = child.wait();
-    let v: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
     assert_balanced(&v);
     assert_eq!(req(&v, "completed"), 900);
     for k in ["intended", "completed"] {

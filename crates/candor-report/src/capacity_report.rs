@@ -1,7 +1,8 @@
 //! The text report of `candor capacity`: every step's verdict and evidence, then the answer.
 
-use candor_analysis::capacity_search::{Outcome, Search, SearchSettings};
-use candor_core::units::format_rate;
+use candor_analysis::capacity_search::{Outcome, Purpose, Search, SearchSettings, Trial};
+use candor_analysis::SloSet;
+use candor_core::units::{format_ns, format_rate};
 use std::fmt::Write as _;
 
 /// The report of a finished search of `target`, and the exit code its answer calls for: 0 when a
@@ -113,6 +114,41 @@ fn unsettled(
         failed_at.map_or("none".into(), format_rate)
     );
     text
+}
+
+/// The plan, said before the first step: the target, the range, a step's length and the
+/// objectives.
+pub fn plan_line(
+    target: &str,
+    settings: &SearchSettings,
+    warmup_ns: u64,
+    duration_ns: u64,
+    slo: &SloSet,
+) -> String {
+    format!(
+        "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
+        target,
+        format_rate(settings.min),
+        format_rate(settings.max),
+        format_ns(warmup_ns as f64),
+        format_ns(duration_ns as f64),
+        slo.objectives
+            .iter()
+            .map(|o| o.text.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+/// The line of a step just judged.
+pub fn step_line(rate: f64, purpose: Purpose, trial: &Trial) -> String {
+    format!(
+        "  {:<8} {:>9}  {}  {}",
+        purpose.name(),
+        format_rate(rate),
+        if trial.pass { "pass" } else { "FAIL" },
+        trial.note
+    )
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub enum ExtrasError {
     Flags(String),
 }
 
-/// Runs the load: given the pause's start hook and the watch, as `run::execute_watched` does.
+/// Runs the load: given the pause's start hook and the watch, as `crate::execute_watched` does.
 pub type Execute<'a, E> = dyn FnOnce(
         Option<Arc<dyn Fn(u64) + Send + Sync>>,
         &mut (dyn FnMut(&IntervalReport, &mut String) -> Option<StopReason> + Send),

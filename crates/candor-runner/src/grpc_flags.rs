@@ -3,7 +3,8 @@
 //! `--check-status`), made into the HTTP/2 request a `grpc://` or `grpcs://` run sends, before
 //! any load: every mistake is a one-line error here.
 
-use crate::flags::{FlagError, LoadArgs};
+use crate::flags::args::LoadArgs;
+use crate::flags::error::FlagError;
 use candor_grpc::{
     CallName, CodeSet, GrpcMethod, GrpcTimeout, Metadata, RequestEncoder, StaticMessage,
 };
@@ -59,34 +60,37 @@ struct CallSpec {
     line: Option<usize>,
 }
 
-/// Makes `c` (its target, `-T`, body and `--requests` lines already read from the flags) the
-/// gRPC calls `a` describes, or refuses the gRPC flags for a target that is not gRPC.
-pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
-    if !c.target.grpc {
-        let given = [
-            (a.call.is_some(), "--call"),
-            (!a.proto.is_empty(), "--proto"),
-            (!a.import_path.is_empty(), "--import-path"),
-            (a.reflect, "--reflect"),
-        ];
-        if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
-            return Err(invalid(format!(
-                "{flag} applies to grpc:// and grpcs:// targets (e.g. grpc://127.0.0.1:50051)"
-            )));
-        }
-        if let Some(l) = c
-            .workload
-            .lines
-            .iter()
-            .find(|l| l.call.is_some() || l.message.is_some())
-        {
-            return Err(invalid(format!(
-                "--requests line {}: \"call\" and \"message\" apply to grpc:// and grpcs:// targets",
-                l.line
-            )));
-        }
-        return Ok(());
+/// A run that is not gRPC: its flags and `--requests` lines name nothing of gRPC's.
+fn refuse_grpc_flags(a: &GrpcFlags, c: &LoadConfig) -> Result<()> {
+    let given = [
+        (a.call.is_some(), "--call"),
+        (!a.proto.is_empty(), "--proto"),
+        (!a.import_path.is_empty(), "--import-path"),
+        (a.reflect, "--reflect"),
+    ];
+    if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+        return Err(invalid(format!(
+            "{flag} applies to grpc:// and grpcs:// targets (e.g. grpc://127.0.0.1:50051)"
+        )));
     }
+    if let Some(l) = c
+        .workload
+        .lines
+        .iter()
+        .find(|l| l.call.is_some() || l.message.is_some())
+    {
+        return Err(invalid(format!(
+            "--requests line {}: \"call\" and \"message\" apply to grpc:// and grpcs:// targets",
+            l.line
+        )));
+    }
+    Ok(())
+}
+
+/// The calls a gRPC run makes: its one `--call` with `--body`, or one per `--requests` line
+/// (a line without `"call"` falls back on `--call`), each refused with its line when it cannot
+/// be a call.
+fn call_specs(a: &GrpcFlags, c: &LoadConfig) -> Result<Vec<CallSpec>> {
     if !matches!(c.method.as_str(), "GET" | "POST") {
         return Err(invalid(
             "-m/--method does not apply to gRPC targets: every call is a POST to the method's path",
@@ -159,6 +163,16 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
             });
         }
     }
+    Ok(specs)
+}
+
+/// Makes `c` (its target, `-T`, body and `--requests` lines already read from the flags) the
+/// gRPC calls `a` describes, or refuses the gRPC flags for a target that is not gRPC.
+pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
+    if !c.target.grpc {
+        return refuse_grpc_flags(a, c);
+    }
+    let specs = call_specs(a, c)?;
     let pool = descriptors(a, c, &specs)?;
     let accept = match &a.check_status {
         Some(list) => list.parse::<CodeSet>().map_err(invalid)?,

@@ -1,7 +1,7 @@
 //! The flags that place one process's share of a sharded run: `--shard I/N` and `--start-at`
 //! (when the shards' common schedule starts), each parsed and checked once.
 
-use crate::flags::{FlagError, Result};
+use crate::flags::error::{FlagError, Result};
 
 /// Parses `I/N`.
 pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
@@ -56,4 +56,35 @@ pub fn parse_start_at(text: &str) -> Result<u64> {
                 "invalid --start-at '{text}': the instant must lie between 1970 and the year 2554"
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_instants_outside_what_a_u64_of_nanoseconds_holds_are_refused() {
+        for bad in [
+            "1e300",
+            "inf",
+            "NaN",
+            "-5",
+            "0",
+            "9999-01-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            assert!(parse_start_at(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_start_at("1.5").unwrap(), 1_500_000_000);
+        assert_eq!(
+            parse_start_at("2026-11-22T00:00:00Z").unwrap(),
+            1_795_305_600_000_000_000
+        );
+        let now = 1_795_000_000_000_000_000;
+        let day = START_AT_HORIZON_NS;
+        assert!(check_start_ahead("x", now + day, now, false).is_ok());
+        assert!(check_start_ahead("x", now + day + 1, now, false).is_err());
+        assert!(check_start_ahead("x", now + 400 * day, now, true).is_ok());
+        assert!(check_start_ahead("x", now - day, now, false).is_ok());
+    }
 }

@@ -17,6 +17,7 @@ pub mod llm;
 pub use llm::body as llm_body;
 
 mod response;
+pub mod settings;
 mod worker;
 
 #[cfg(test)]

@@ -8,11 +8,13 @@
 //! waits for its answer), `actual-send` times requests from the actual write instead of the
 //! intended send time. Either must make calibration fail.
 
-use crate::cmd::run::{execute_with, recorded_config};
 use crate::cmd::EXIT_VERDICT_FAILED;
 use anyhow::{Context, Result};
 use candor_core::results::RunResults;
 use candor_load::{RunOutcome, RunPlan};
+use candor_report::noise::noise_text;
+use candor_runner::flags::run_config_of_words;
+use candor_runner::{execute_with, recorded_config};
 use candor_truth::calibrate::{calibrate, CalibrateError, Check, Runner, Sabotage, StartHook};
 use clap::Args;
 use std::process::Command;
@@ -48,28 +50,9 @@ pub struct CalibrateArgs {
     pub noise_load: String,
 }
 
-/// The percentiles a noise floor is measured at (those the runs have samples for).
-const NOISE_PERCENTILES: [f64; 3] = [50.0, 90.0, 99.0];
-
 /// `--noise URL`: identical runs, the spread of their percentiles, the floor.
 fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
-    use clap::{Args as _, FromArgMatches as _};
-    let mut argv = vec!["run".to_string(), "--quiet".to_string()];
-    argv.extend(args.noise_load.split_whitespace().map(str::to_string));
-    argv.push(url.to_string());
-    let matches = crate::cmd::run::RunArgs::augment_args(clap::Command::new("run"))
-        .try_get_matches_from(&argv)
-        .map_err(|e| {
-            let first = e.to_string();
-            let first = first
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("error: ");
-            anyhow::anyhow!("--noise-load {:?}: {first}", args.noise_load)
-        })?;
-    let run_args = crate::cmd::run::RunArgs::from_arg_matches(&matches)?;
-    let config = candor_runner::flags::run_config(&run_args)?;
+    let config = run_config_of_words("--noise-load", &args.noise_load, url)?;
     let n = args.noise_runs as usize;
     let mut hists = Vec::with_capacity(n);
     for k in 0..n {
@@ -92,53 +75,14 @@ fn noise(args: &CalibrateArgs, url: &str) -> Result<i32> {
                 .response,
         );
     }
-    let fewest = hists.iter().map(|h| h.len()).min().unwrap_or(0);
-    println!(
-        "run-to-run variation against {url}: {n} runs of `{}`, 1 s apart",
-        args.noise_load
-    );
-    let mut floor: Option<f64> = None;
-    for p in NOISE_PERCENTILES {
-        let label = candor_analysis::late::percentile_label(p);
-        if !candor_analysis::compare_ci::supported(p, fewest, fewest) {
-            println!(
-                "  {label:<6} not enough samples ({} in the smallest run)",
-                candor_core::units::format_count(fewest)
-            );
-            continue;
-        }
-        let values: Vec<u64> = hists
-            .iter()
-            .map(|h| candor_core::hist::value_at(h, p))
-            .collect();
-        let Some(x) = candor_analysis::repeats::noise_floor(&values) else {
-            continue;
-        };
-        let (lo, hi) = (
-            values.iter().min().unwrap_or(&0),
-            values.iter().max().unwrap_or(&0),
-        );
-        println!(
-            "  {label:<6} per run {} .. {}: two single runs differ by up to {} (95%)",
-            candor_core::units::format_ns(*lo as f64),
-            candor_core::units::format_ns(*hi as f64),
-            candor_analysis::repeats::pct(x)
-        );
-        floor = Some(floor.map_or(x, |f: f64| f.max(x)));
-    }
-    let Some(floor) = floor else {
+    let (text, floor) = noise_text(&hists, url, &args.noise_load);
+    print!("{text}");
+    if floor.is_none() {
         anyhow::bail!(
             "the runs have too few samples for a noise floor (p50 needs ~200 a run); \
              raise -R or -d in --noise-load"
         );
-    };
-    // Rounded up to a tenth of a percent: a floor is a bound.
-    let shown = (floor * 1000.0).ceil() / 1000.0;
-    println!(
-        "noise floor: {} (the largest above): pass --noise {} to candor compare for one run a side",
-        candor_analysis::repeats::pct(shown),
-        candor_analysis::repeats::pct(shown)
-    );
+    }
     Ok(0)
 }
 

@@ -1,15 +1,14 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
-use crate::cmd::run::{load_config, LoadArgs};
-use crate::cmd::sweep::step_warmup_ns;
 use anyhow::{Context, Result};
 use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
-use candor_core::units::{format_ns, format_rate, DurationArg};
+use candor_core::units::{format_rate, DurationArg};
+use candor_report::capacity_report;
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
-use candor_runner::flags::open_rate;
+use candor_runner::flags::{open_rate, series_base, LoadArgs};
 use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
@@ -67,8 +66,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     };
     settings.validate()?;
     let pause_ns = args.pause.ns();
-    let mut base = load_config(&args.load, Some(settings.min), None)?;
-    base.warmup_ns = step_warmup_ns(&base);
+    let base = series_base(&args.load, settings.min)?;
     for rate in [settings.min, settings.max] {
         let mut c = base.clone();
         c.shape = base.shape.with_rate(rate);
@@ -78,7 +76,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     drop(reading);
     let mut exports = ExportManager::default();
     exports.add("--json", args.json.as_deref(), JsonExporter)?;
-    exports.refuse_inputs(&crate::cmd::run::load_inputs(&args.load))?;
+    exports.refuse_inputs(&crate::cmd::outputs::load_inputs(&args.load))?;
     if exports.uses_stdout() {
         crate::stdio::give_stdout_to_data();
     }
@@ -89,18 +87,15 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     let progress = !args.quiet;
     if progress {
         eprintln!(
-        "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
-        base.target.url,
-        format_rate(settings.min),
-        format_rate(settings.max),
-        format_ns(base.warmup_ns as f64),
-        format_ns(base.duration_ns as f64),
-        slo.objectives
-            .iter()
-            .map(|o| o.text.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+            "{}",
+            capacity_report::plan_line(
+                &base.target.url,
+                &settings,
+                base.warmup_ns,
+                base.duration_ns,
+                &slo
+            )
+        );
     }
     let mut run_step = engine_step(false, vec![]);
     let found = rate_series::capacity(
@@ -111,17 +106,11 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         &mut run_step,
         &mut |rate, purpose, trial| {
             if progress {
-                eprintln!(
-                    "  {:<8} {:>9}  {}  {}",
-                    purpose.name(),
-                    format_rate(rate),
-                    if trial.pass { "pass" } else { "FAIL" },
-                    trial.note
-                );
+                eprintln!("{}", capacity_report::step_line(rate, purpose, trial));
             }
         },
     )?;
-    let (text, code) = candor_report::capacity_report::render(&base.target.url, &settings, &found);
+    let (text, code) = capacity_report::render(&base.target.url, &settings, &found);
     print!("{text}");
     if let Some(failure) = exports.write_all(&found).into_iter().next() {
         return Err(failure.into());

@@ -4,10 +4,8 @@
 
 use anyhow::{Context, Result};
 use candor_analysis::correction::copy_corrected;
-use candor_analysis::omission;
-use candor_core::hist::SUMMARY_ROWS;
-use candor_core::table::{Column, TextTable};
-use candor_core::units::{format_count, format_ns, DurationArg};
+use candor_core::units::DurationArg;
+use candor_report::correction_text;
 use candor_report::export::Destination;
 use candor_report::hgrm::HgrmExporter;
 use candor_report::input::{load, Selection};
@@ -59,36 +57,11 @@ pub fn main(args: CorrectArgs) -> Result<i32> {
         anyhow::bail!("{name}: no samples to correct");
     }
     let fixed = copy_corrected(raw, interval)?;
-    println!(
-        "candor correct: {name} with HdrHistogram's after-the-fact correction, expected interval {}",
-        format_ns(interval as f64)
+    let open_loop = results.mode == candor_core::results::Mode::OpenLoop;
+    print!(
+        "{}",
+        correction_text::render(&name, open_loop, raw, &fixed, interval)
     );
-    if results.mode == candor_core::results::Mode::OpenLoop {
-        println!(
-            "NOTE: this is an open-loop candor run, already timed from intended send times; correcting it again\n\
-             double-counts. The correction is meant for data taken without a schedule."
-        );
-    }
-    println!();
-    let mut table = TextTable::new([Column::left(9), Column::right(14), Column::right(26)]);
-    table.row(&["", "as recorded", "corrected (ESTIMATE)"]);
-    for row in SUMMARY_ROWS {
-        let (a, b) = (row.statistic.of(raw), row.statistic.of(&fixed));
-        table.row(&[row.label.to_string(), format_ns(a), format_ns(b)]);
-    }
-    let added = format_count(fixed.len() - raw.len());
-    let corrected = format!("{} (+{added})", format_count(fixed.len()));
-    table.row(&["samples".to_string(), format_count(raw.len()), corrected]);
-    print!("{}", table.finish());
-    println!(
-        "\nThe corrected column is an estimate: it assumes a sample was intended every {} and that the\n\
-         requests a schedule would have sent while a slow one was outstanding would each have waited\n\
-         until it ended. Measuring from the intended send time (candor run -R RATE) is exact; prefer it.",
-        format_ns(interval as f64)
-    );
-    if let Some(sig) = omission::detect(raw, Some(interval)) {
-        println!("\nAs recorded, the data shows a {}", sig.verdict);
-    }
     if let Some(mut out) = hgrm {
         out.export(&HgrmExporter, &fixed)?;
         eprintln!("wrote {} (corrected estimate, ms)", out.name());

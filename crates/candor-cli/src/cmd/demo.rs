@@ -2,14 +2,11 @@
 //! periodically; a wrk-style closed loop and candor's open loop measure it, next to the truth
 //! predicted from the freeze windows alone.
 
-use crate::cmd::run::execute;
 use anyhow::{Context, Result};
-use candor_core::results::PhaseResults;
-use candor_core::units::{format_count, format_ns, format_rate, DurationArg};
-use candor_core::Summary;
+use candor_core::units::DurationArg;
 use candor_load::RunPlan;
 use candor_runner::demo_runs::{demo, DemoPlan, DemoStep, Measurement};
-use candor_truth::{StallTruth, TRUTH_ROWS};
+use candor_runner::{demo_text, execute};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -37,7 +34,12 @@ pub struct DemoArgs {
 
 pub fn main(args: DemoArgs) -> Result<i32> {
     if args.llm {
-        return crate::cmd::demo_llm::main(&args);
+        return crate::cmd::demo_llm::main(
+            args.duration.ns(),
+            args.stall_every.ns(),
+            args.stall_for.ns(),
+            args.rate.as_deref(),
+        );
     }
     let duration_ns = args.duration.ns();
     let every_ns = args.stall_every.ns();
@@ -48,32 +50,16 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     serve.stall = Some(candor_serve::Stall { every_ns, for_ns });
     let server = candor_serve::start(serve).context("starting the demo server")?;
     let url = format!("http://{}/", server.local_addr());
-    let secs = duration_ns as f64 / 1e9;
-
-    println!("candor demo: what coordinated omission hides\n");
-    println!(
-        "A built-in server at {url} answers at once, except that every {} it freezes for {}\n\
-         ({:.0}% of the time), like the Go server in the wrk2 example. We measure it twice.\n",
-        format_ns(every_ns as f64),
-        format_ns(for_ns as f64),
-        100.0 * for_ns as f64 / every_ns as f64
-    );
-
-    let live = crate::cmd::run::stderr_is_terminal();
     let plan = DemoPlan {
         duration_ns,
         every_ns,
         for_ns,
         rate,
     };
+    print!("{}", demo_text::intro(&url, &plan));
+    let live = candor_runner::stderr_is_terminal();
     let mut run = |step: DemoStep, c: &RunPlan| -> Result<Measurement> {
-        match step {
-            DemoStep::ClosedLoop => println!("1/2  wrk-style closed loop for {secs:.0}s: 10 connections, each sends its next request when the last answer arrives..."),
-            DemoStep::OpenLoop => println!(
-                "2/2  candor open loop for {secs:.0}s: {} on a fixed schedule over 16 connections, each request timed from when it was due...",
-                format_rate(rate)
-            ),
-        }
+        println!("{}", demo_text::step_line(step, &plan));
         let outcome = execute(c, live)?;
         crate::cmd::interrupt::check("the demo")?;
         Ok(Measurement {
@@ -85,78 +71,6 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         server.stall_windows_between(from, to)
     })?;
     server.shutdown();
-    let (closed_phase, open_res, truth) = (&measured.closed, &measured.open, &measured.truth);
-
-    println!();
-    println!(
-        "  {:<8} {:>12} {:>18} {:>20} {:>16}",
-        "", "truth", "wrk-style", "candor", "candor"
-    );
-    println!(
-        "  {:<8} {:>12} {:>18} {:>20} {:>16}",
-        "", "(predicted)", "closed loop", "response time", "service time"
-    );
-    for (label, statistic) in TRUTH_ROWS {
-        let cell = |s: &Summary| match statistic {
-            // The summary's p100, as the demo has always shown it.
-            candor_truth::Statistic::Max => format_ns(s.at(100.0).unwrap_or(0) as f64),
-            _ => format_ns(statistic.of(s)),
-        };
-        println!(
-            "  {:<8} {:>12} {:>18} {:>20} {:>16}",
-            label,
-            format_ns(truth.predicted(statistic)),
-            cell(&closed_phase.response_time),
-            cell(&open_res.response_time),
-            cell(&open_res.service_time)
-        );
-    }
-    let closed_n = closed_phase.requests.completed;
-    println!(
-        "  {:<8} {:>12} {:>18} {:>20} {:>16}",
-        "requests",
-        "",
-        format_count(closed_n),
-        format_count(open_res.requests.completed),
-        ""
-    );
-    println!();
-    explain(closed_phase, open_res, truth, for_ns, every_ns);
+    print!("{}", demo_text::results(&measured, &plan));
     Ok(0)
-}
-
-fn explain(
-    closed: &PhaseResults,
-    open: &PhaseResults,
-    truth: &StallTruth,
-    for_ns: u64,
-    every_ns: u64,
-) {
-    let stalled_pct = 100.0 * truth.stalled_fraction();
-    let p90_truth = truth.percentile(90.0) as f64;
-    let p90_closed = closed.response_time.at(90.0).unwrap_or(0) as f64;
-    let p90_open = open.response_time.at(90.0).unwrap_or(0) as f64;
-    let p90_service = open.service_time.at(90.0).unwrap_or(0) as f64;
-    println!("What you are looking at:");
-    println!(
-        "- The truth column needs no measurement: {stalled_pct:.0}% of the moments a user could send a request fall in a freeze, and such a\n  request waits for the rest of it (0 to {}). So p90 must be about {}.",
-        format_ns(for_ns as f64),
-        format_ns(p90_truth)
-    );
-    println!(
-        "- The closed loop says p90 = {}. During each freeze its 10 connections each had one request stuck, and it simply\n  stopped sending: it recorded ~10 slow samples per freeze and hundreds of thousands of fast ones in between.\n  The user population it stands for would have sent requests during the freeze too. That is coordinated omission.",
-        format_ns(p90_closed)
-    );
-    println!(
-        "- candor kept sending on schedule ({} completed, achieved {}), timing each request from when it was due:\n  response time p90 = {}, close to the truth. Its service time (from the actual write, what wrk reports)\n  is p90 = {}: the server was fast whenever it was running; the users still waited.",
-        format_count(open.requests.completed),
-        format_rate(open.rate.achieved_per_s),
-        format_ns(p90_open),
-        format_ns(p90_service)
-    );
-    println!(
-        "- Try it on your own service: candor run -R <rate> -c <conns> -d 30s <url>. Stalls here: every {}, for {}.",
-        format_ns(every_ns as f64),
-        format_ns(for_ns as f64)
-    );
 }

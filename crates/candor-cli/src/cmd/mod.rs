@@ -10,11 +10,11 @@ pub mod demo_llm;
 pub mod k8s;
 pub mod live;
 pub mod merge;
+pub mod outputs;
 pub mod repeat;
 pub mod report;
 pub mod report_sweep;
 pub mod run;
-pub mod script;
 pub mod serve;
 pub mod sweep;
 

@@ -2,11 +2,12 @@
 //! encoding) into a text summary, an HTML report and `.hgrm` percentile files.
 
 use anyhow::Context;
-use candor_report::export::Destination;
 use candor_report::hgrm::HgrmExporter;
 use candor_report::hlog::HlogExporter;
 use candor_report::html::{HtmlExporter, HtmlOptions, Slo};
-use candor_report::input::{load_labelled, numbered, Selection};
+use candor_report::input::{load_labelled, Selection};
+use candor_report::objectives::{drawable_slos, verdict_text};
+use candor_report::report_outputs::{open_report_outputs, ReportOutputs};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -71,34 +72,19 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     let runs = load_labelled(&args.files, &args.label, &sel)?;
 
     // Every output is opened, and checked against the others and the inputs, before any is
-    // written: `--hgrm f --hlog f` or `--hlog a.json` for input a.json is refused, not lost.
-    // Stdout stays stdout (two inputs there are refused below as two outputs in one place).
-    let per_input = |path: &PathBuf, i: usize| {
-        if runs.len() == 1 || path.as_os_str() == "-" {
-            path.clone()
-        } else {
-            numbered(path, i + 1)
-        }
-    };
-    let mut outputs: Vec<Destination> = Vec::new();
-    let mut open = |flag: &'static str, path: &PathBuf| -> anyhow::Result<usize> {
-        let dest = Destination::open(flag, path)?;
-        dest.refuse_same_place(&outputs)?;
-        dest.refuse_inputs(&args.files)?;
-        outputs.push(dest);
-        Ok(outputs.len() - 1)
-    };
-    let mut hgrm_at = Vec::new();
-    let mut hlog_at = Vec::new();
-    for i in 0..runs.len() {
-        if let Some(path) = &args.hgrm {
-            hgrm_at.push(open("--hgrm", &per_input(path, i))?);
-        }
-        if let Some(path) = &args.hlog {
-            hlog_at.push(open("--hlog", &per_input(path, i))?);
-        }
-    }
-    let html_at = args.output.as_ref().map(|p| open("-o", p)).transpose()?;
+    // written.
+    let ReportOutputs {
+        mut outputs,
+        hgrm_at,
+        hlog_at,
+        html_at,
+    } = open_report_outputs(
+        &args.files,
+        runs.len(),
+        args.hgrm.as_deref(),
+        args.hlog.as_deref(),
+        args.output.as_deref(),
+    )?;
     for out in &outputs {
         crate::stdio::give_stdout_to(Some(out));
     }
@@ -129,13 +115,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             outputs[at].export(&html, runs.as_slice())?;
             for (label, r) in &runs {
                 if !slo_set.is_empty() {
-                    let verdicts = slo_set.evaluate(r);
-                    slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
-                    eprint!(
-                        "{label}:\n{}{}",
-                        candor_analysis::slo::render(&verdicts),
-                        stage_verdicts(&slo_set, r)
-                    );
+                    let (text, failed) = verdict_text(&slo_set, r);
+                    slo_failed |= failed;
+                    eprint!("{label}:\n{text}");
                 }
             }
             eprintln!(
@@ -153,13 +135,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
                 println!("== {label}");
                 print!("{}", candor_report::text::render(r));
                 if !slo_set.is_empty() {
-                    let verdicts = slo_set.evaluate(r);
-                    slo_failed |= !candor_analysis::slo::all_pass(&verdicts);
-                    print!(
-                        "{}{}",
-                        candor_analysis::slo::render(&verdicts),
-                        stage_verdicts(&slo_set, r)
-                    );
+                    let (text, failed) = verdict_text(&slo_set, r);
+                    slo_failed |= failed;
+                    print!("{text}");
                 }
             }
         }
@@ -169,40 +147,6 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     } else {
         0
     })
-}
-
-/// The objectives the HTML spectrum can draw (percentiles and max).
-pub fn drawable_slos(set: &candor_analysis::SloSet) -> Vec<Slo> {
-    use candor_analysis::slo::Metric;
-    set.objectives
-        .iter()
-        .filter(|o| o.measure == candor_analysis::slo::Measure::ResponseTime)
-        .filter_map(|o| {
-            let percentile = match o.metric {
-                Metric::Percentile(p) => p,
-                Metric::Max => 100.0,
-                _ => return None,
-            };
-            Some(candor_report::html::Slo {
-                label: o.text.clone(),
-                percentile,
-                threshold_ns: o.limit as u64,
-            })
-        })
-        .collect()
-}
-
-/// The objectives judged on each stage of a load profile (shown, not part of the exit code).
-fn stage_verdicts(
-    slo_set: &candor_analysis::SloSet,
-    r: &candor_core::results::RunResults,
-) -> String {
-    if r.workload.stages.is_empty() {
-        return String::new();
-    }
-    let mut judged = r.clone();
-    slo_set.judge_stages(&mut judged);
-    candor_analysis::slo::render_stages(&judged.workload.stages)
 }
 
 #[cfg(test)]

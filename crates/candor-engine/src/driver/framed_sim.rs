@@ -332,8 +332,9 @@ fn a_panic_in_the_loop_ends_the_run_with_the_threads_books_kept_and_the_failure_
     let c = &measured.counts;
     assert_eq!(c.completed, 5);
     assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
-    // Ended at the panic: not 2,000 intended over the planned 2 s.
-    assert!(c.intended < 1_000, "{c:?}");
+    // Ended at the panic, not at the end of the planned 2,000 (2 s at 1,000 a second); how
+    // many were due by then depends on how busy the machine was, so only the whole is a bound.
+    assert!(c.intended < 2_000, "{c:?}");
     assert!(
         measured
             .warnings

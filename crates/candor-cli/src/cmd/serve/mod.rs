@@ -2,11 +2,11 @@
 //! or with `--llm` the OpenAI-compatible streaming server, until SIGINT or SIGTERM.
 
 use std::io::Write;
-use std::net::{SocketAddr, ToSocketAddrs};
 
 use anyhow::{bail, Context};
-use candor_core::units::{format_ns, DurationArg};
+use candor_core::units::DurationArg;
 use candor_serve::llm::{LlmConfig, LlmFault, LlmFaultKind};
+use candor_serve::settings::{self, fault_every, parse_listen, AnyServer};
 use candor_serve::{Fault, FaultKind, ServeConfig, Stall};
 use clap::builder::PossibleValuesParser;
 use clap::{ArgGroup, Args};
@@ -78,44 +78,17 @@ pub struct ServeArgs {
     pub head_timeout: Option<DurationArg>,
 }
 
-/// Either server, as `main` runs it.
-enum Running {
-    Http(candor_serve::ServerHandle),
-    Llm(candor_serve::llm::LlmServer),
-}
-
-impl Running {
-    fn local_addr(&self) -> SocketAddr {
-        match self {
-            Running::Http(s) => s.local_addr(),
-            Running::Llm(s) => s.local_addr(),
-        }
-    }
-    fn requests_served(&self) -> u64 {
-        match self {
-            Running::Http(s) => s.requests_served(),
-            Running::Llm(s) => s.requests_served(),
-        }
-    }
-    fn shutdown(self) {
-        match self {
-            Running::Http(s) => s.shutdown(),
-            Running::Llm(s) => s.shutdown(),
-        }
-    }
-}
-
 pub fn main(args: ServeArgs) -> anyhow::Result<i32> {
     let (summary, server) = if args.llm {
         let config = to_llm_config(&args)?;
         let summary = config.describe();
         let server = candor_serve::llm::start(config).context("starting the server")?;
-        (summary, Running::Llm(server))
+        (summary, AnyServer::Llm(server))
     } else {
         let config = to_config(&args)?;
         let summary = config.describe();
         let server = candor_serve::start(config).context("starting the server")?;
-        (summary, Running::Http(server))
+        (summary, AnyServer::Http(server))
     };
     // Registered before announcing, so a signal sent as soon as the line appears is honoured.
     let mut signals = signal_hook::iterator::Signals::new([
@@ -156,12 +129,9 @@ fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
     config.stall = stall(args)?;
     if let Some(kind) = &args.fault {
         let kind: FaultKind = kind.parse()?;
-        if args.fault_every == 0 {
-            bail!("--fault-every must be at least 1 (1 = every request)");
-        }
         config.fault = Some(Fault {
             kind,
-            every: args.fault_every,
+            every: fault_every(args.fault_every)?,
         });
     }
     config.body_bytes = args.body_bytes;
@@ -192,12 +162,9 @@ fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
     }
     config.stall = stall(args)?;
     if let Some(kind) = &args.llm_fault {
-        if args.fault_every == 0 {
-            bail!("--fault-every must be at least 1 (1 = every request)");
-        }
         config.fault = Some(LlmFault {
+            every: fault_every(args.fault_every)?,
             kind: kind.parse()?,
-            every: args.fault_every,
         });
     }
     config.validate()?;
@@ -206,177 +173,9 @@ fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
 
 /// `--stall-every` and `--stall-for`, checked.
 fn stall(args: &ServeArgs) -> anyhow::Result<Option<Stall>> {
-    Ok(match (&args.stall_every, &args.stall_for) {
-        (None, None) => None,
-        (Some(every), Some(stall_for)) => {
-            let (every_ns, for_ns) = (every.ns(), stall_for.ns());
-            if for_ns == 0 {
-                bail!("--stall-for must be longer than zero");
-            }
-            if for_ns >= every_ns {
-                bail!(
-                    "--stall-for ({}) must be shorter than --stall-every ({})",
-                    format_ns(for_ns as f64),
-                    format_ns(every_ns as f64)
-                );
-            }
-            Some(Stall { every_ns, for_ns })
-        }
-        _ => bail!("--stall-every and --stall-for go together: give both or neither"),
-    })
-}
-
-/// Accepts `IP:PORT` or `host:port` (resolved, first address wins).
-fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    let mut addrs = text
-        .to_socket_addrs()
-        .with_context(|| format!("invalid --listen address '{text}' (expected IP:PORT)"))?;
-    addrs
-        .next()
-        .with_context(|| format!("--listen address '{text}' resolves to nothing"))
+    let ns = |d: &Option<DurationArg>| d.as_ref().map(DurationArg::ns);
+    Ok(settings::stall(ns(&args.stall_every), ns(&args.stall_for))?)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        serve: ServeArgs,
-    }
-
-    fn config(args: &[&str]) -> anyhow::Result<ServeConfig> {
-        let cli = Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))?;
-        to_config(&cli.serve)
-    }
-
-    #[test]
-    fn defaults() {
-        let c = config(&[]).unwrap();
-        assert_eq!(c, ServeConfig::new("127.0.0.1:8989".parse().unwrap()));
-    }
-
-    #[test]
-    fn all_flags() {
-        let c = config(&[
-            "--listen",
-            "127.0.0.1:0",
-            "--threads",
-            "2",
-            "--delay",
-            "1ms",
-            "--stall-every",
-            "10s",
-            "--stall-for",
-            "2s",
-            "--fault",
-            "close-mid-response",
-            "--fault-every",
-            "100",
-            "--body-bytes",
-            "512",
-        ])
-        .unwrap();
-        assert_eq!(c.threads, 2);
-        assert_eq!(c.delay_ns, 1_000_000);
-        assert_eq!(
-            c.stall,
-            Some(Stall {
-                every_ns: 10_000_000_000,
-                for_ns: 2_000_000_000
-            })
-        );
-        assert_eq!(
-            c.fault,
-            Some(Fault {
-                kind: FaultKind::CloseMidResponse,
-                every: 100
-            })
-        );
-        assert_eq!(c.body_bytes, 512);
-        assert!(c.describe().contains("2.000s every 10.00s"));
-    }
-
-    #[test]
-    fn bad_input_is_a_clear_error() {
-        let msg = |args: &[&str]| format!("{:#}", config(args).unwrap_err());
-        assert!(msg(&["--stall-every", "10s"]).contains("give both or neither"));
-        assert!(msg(&["--stall-for", "1s"]).contains("give both or neither"));
-        assert!(msg(&["--stall-every", "1s", "--stall-for", "2s"]).contains("shorter"));
-        assert!(msg(&["--stall-every", "1s", "--stall-for", "0s"]).contains("longer than zero"));
-        assert!(msg(&["--delay", "soon"]).contains("invalid duration 'soon'"));
-        assert!(msg(&["--listen", "nowhere"]).contains("invalid --listen address"));
-        assert!(msg(&["--threads", "0"]).contains("at least 1"));
-        assert!(msg(&["--fault", "explode"]).contains("explode"));
-        assert!(msg(&["--fault", "reset", "--fault-every", "0"]).contains("at least 1"));
-        assert!(
-            config(&["--fault-every", "3"]).is_err(),
-            "--fault-every needs --fault"
-        );
-    }
-
-    fn llm_config(args: &[&str]) -> anyhow::Result<LlmConfig> {
-        let cli = Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))?;
-        to_llm_config(&cli.serve)
-    }
-
-    #[test]
-    fn llm_flags() {
-        let c = llm_config(&[
-            "--llm",
-            "--listen",
-            "127.0.0.1:0",
-            "--ttft",
-            "250ms",
-            "--itl",
-            "15ms",
-            "--output-tokens",
-            "64",
-            "--stall-every",
-            "5s",
-            "--stall-for",
-            "1s",
-            "--llm-fault",
-            "no-done",
-            "--fault-every",
-            "10",
-            "--model",
-            "m1",
-        ])
-        .unwrap();
-        assert_eq!(c.ttft_ns, 250_000_000);
-        assert_eq!(c.itl_ns, 15_000_000);
-        assert_eq!(c.output_tokens, 64);
-        assert_eq!(c.model, "m1");
-        assert_eq!(
-            c.fault,
-            Some(LlmFault {
-                kind: LlmFaultKind::NoDone,
-                every: 10
-            })
-        );
-        assert!(c.stall.is_some());
-        let d = llm_config(&["--llm"]).unwrap();
-        assert_eq!(d, LlmConfig::new("127.0.0.1:8989".parse().unwrap()));
-    }
-
-    #[test]
-    fn llm_flags_that_do_not_fit_are_refused() {
-        let msg = |args: &[&str]| format!("{:#}", llm_config(args).unwrap_err());
-        // Flags of the other server, and --llm's own without --llm.
-        assert!(msg(&["--llm", "--delay", "1ms"]).contains("--delay"));
-        assert!(msg(&["--llm", "--fault", "reset"]).contains("--fault"));
-        assert!(msg(&["--ttft", "1ms"]).contains("--llm"));
-        assert!(msg(&["--llm", "--output-tokens", "0"]).contains("at least 1"));
-        assert!(msg(&["--llm", "--ttft", "soon"]).contains("invalid duration 'soon'"));
-        assert!(msg(&["--llm", "--llm-fault", "explode"]).contains("explode"));
-        assert!(
-            msg(&["--llm", "--llm-fault", "no-done", "--fault-every", "0"]).contains("at least 1")
-        );
-    }
-}
+mod tests;

@@ -3,12 +3,12 @@
 //! never returns, and after the run the script's own report (`done()`), the time it took and
 //! why it stopped the run, if it did.
 
-use anyhow::Result;
+use crate::flags::RunArgs;
+use crate::interrupt;
 use candor_core::results::{RunResults, StopDetail, StopReason};
 use candor_core::units::format_ns;
 use candor_load::workload::script_source::{LuaTime, ScriptRun, ScriptStop};
 use candor_load::RunPlan;
-use candor_runner::flags::RunArgs;
 use candor_script::{
     ErrorCounts, InterruptHandle, RunSummary, ScriptError, ScriptHost, ScriptOptions, Target,
 };
@@ -23,6 +23,26 @@ const WARN_LUA_NS_PER_REQUEST: u64 = 50_000;
 /// Share of a load thread's interval between intended sends (open loop) spent in Lua above
 /// which the report warns: beyond it a burst or a slow call leaves the thread behind.
 const WARN_LUA_SHARE: f64 = 0.5;
+
+/// Why a script cannot run, or failed after the run: one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptRunError {
+    /// Flags a script does not combine with.
+    #[error("{0}")]
+    Flags(&'static str),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    #[error(transparent)]
+    Config(#[from] candor_load::LoadConfigError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Histogram(#[from] candor_core::hist::HistCodecError),
+    #[error(transparent)]
+    NewHistogram(#[from] hdrhistogram::CreationError),
+}
+
+type Result<T> = std::result::Result<T, ScriptRunError>;
 
 /// A script loaded for a run, and what it needs after it.
 pub struct LoadedScript {
@@ -44,10 +64,10 @@ pub fn check_flags(args: &RunArgs) -> Result<()> {
     }
     let load = &args.load;
     if load.llm.is_some() {
-        anyhow::bail!("-s (a wrk script) makes the requests; it does not combine with --llm, which makes OpenAI requests of its own (give the script's request() the JSON body, or drop -s)");
+        return Err(ScriptRunError::Flags("-s (a wrk script) makes the requests; it does not combine with --llm, which makes OpenAI requests of its own (give the script's request() the JSON body, or drop -s)"));
     }
     if load.call.is_some() || load.reflect || !load.proto.is_empty() {
-        anyhow::bail!("-s (a wrk script) makes HTTP requests; it does not apply to gRPC calls (--call, --proto, --reflect)");
+        return Err(ScriptRunError::Flags("-s (a wrk script) makes HTTP requests; it does not apply to gRPC calls (--call, --proto, --reflect)"));
     }
     Ok(())
 }
@@ -61,7 +81,7 @@ pub fn prepare(args: &RunArgs, config: &mut RunPlan) -> Result<Option<LoadedScri
     if args.repeat.is_some() {
         // Repeats are meant to be the same test N times; a script's state (its counters, a
         // token, thread:set values, what setup() handed out) would carry from one into the next.
-        anyhow::bail!("--repeat does not combine with -s: the script's state would carry from one repeat into the next, so the repeats would not be the same test (run candor once per repeat instead)");
+        return Err(ScriptRunError::Flags("--repeat does not combine with -s: the script's state would carry from one repeat into the next, so the repeats would not be the same test (run candor once per repeat instead)"));
     }
     let headers = args
         .load
@@ -145,7 +165,7 @@ fn watch_signals(
     finished: Arc<AtomicBool>,
     run: Option<Arc<ScriptRun>>,
 ) -> Result<()> {
-    let stop = crate::cmd::interrupt::install()?.stop.clone();
+    let stop = interrupt::install()?.stop.clone();
     std::thread::Builder::new()
         .name("candor-script-signal".into())
         .spawn(move || {
@@ -283,7 +303,7 @@ impl LoadedScript {
         // A signal that came after the run had ended on its own (between the results and this
         // call) is one that done() has not seen: the watcher stops done() at once for it.
         self.interrupt.clear();
-        let stop = crate::cmd::interrupt::install()?.stop.clone();
+        let stop = interrupt::install()?.stop.clone();
         let done_finished = Arc::new(AtomicBool::new(false));
         let run_was_interrupted = results.stop_reason == Some(StopReason::Interrupt);
         if !(stop.load(Ordering::Relaxed) && run_was_interrupted) {
@@ -292,14 +312,7 @@ impl LoadedScript {
         let result = self.call_done(results, to_stderr);
         done_finished.store(true, Ordering::Relaxed);
         match result {
-            Err(e)
-                if matches!(
-                    e.downcast_ref::<ScriptError>(),
-                    Some(ScriptError::Exit { code: 0, .. })
-                ) =>
-            {
-                Ok(())
-            }
+            Err(ScriptRunError::Script(ScriptError::Exit { code: 0, .. })) => Ok(()),
             other => other,
         }
     }

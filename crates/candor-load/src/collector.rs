@@ -1,10 +1,39 @@
 //! The run's collector: it merges the load threads' interval histograms by index, in time order,
 //! hands each finished interval to the run's owner, and keeps them for the results.
 
-use crate::load_run::IntervalReport;
 use candor_core::results::{EncodedHistograms, Interval, IntervalStats, RequestCounts};
+use candor_core::Recorder;
 use candor_engine::shared::{IntervalData, IntervalMsg};
 use std::collections::BTreeMap;
+
+/// What the live view gets once per interval.
+#[derive(Clone)]
+pub struct IntervalReport<'a> {
+    pub index: u64,
+    pub elapsed_s: f64,
+    pub total_s: f64,
+    pub length_s: f64,
+    pub warmup: bool,
+    pub completed: u64,
+    pub failed: u64,
+    pub response_time: IntervalStats,
+    pub service_time: IntervalStats,
+    pub send_lag: IntervalStats,
+    /// Counts of both phases (0 = warm-up, 1 = measured, by intended time) from the start up to
+    /// the end of this interval. `intended` counts a request when it leaves the schedule, so
+    /// `intended - completed - failed` is what is in flight. The never-sent backlog counted at
+    /// the end may come after the last report; the final counts are in `RunOutcome`.
+    pub totals: [RequestCounts; 2],
+    /// This interval's histograms (by completion time), for consumers that accumulate them
+    /// (borrowed: nothing is copied for consumers that do not).
+    pub histograms: &'a Recorder,
+    /// This interval's responses by status code, per phase (by intended time, as `totals`).
+    pub codes: &'a [candor_core::results::CodeCounts; 2],
+    /// This interval's gRPC calls by `grpc-status`, per phase (all zero for other protocols).
+    pub grpc_codes: &'a [candor_grpc::GrpcCodeCounts; 2],
+    /// This interval's streamed responses, both phases (runs with `--stream` or `--llm`).
+    pub stream: Option<&'a candor_engine::books::StreamAcc>,
+}
 
 pub(crate) struct Pending {
     data: Box<IntervalData>,

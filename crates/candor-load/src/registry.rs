@@ -80,6 +80,20 @@ pub fn choose(
     })
 }
 
+/// `--llm` asks for an OpenAI-compatible server over HTTP: any other target is refused, named.
+pub fn refuse_llm(target: &Target) -> Result<(), LoadConfigError> {
+    let other = match (target.scheme, target.grpc) {
+        (Scheme::Https, true) => "grpcs://",
+        (_, true) => "grpc://",
+        (Scheme::Ws | Scheme::Wss, _) => "ws:// and wss://",
+        (Scheme::Tcp, _) => "tcp://",
+        (Scheme::Http | Scheme::Https, false) => return Ok(()),
+    };
+    Err(LoadConfigError::Invalid(format!(
+        "--llm needs an http:// or https:// target (an OpenAI-compatible server), not {other}"
+    )))
+}
+
 /// The protocol flags against each other and the target, in the order the run has always
 /// checked them.
 fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {

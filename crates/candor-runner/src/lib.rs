@@ -39,6 +39,7 @@ mod recorded;
 pub mod repeats;
 pub mod results_file;
 pub mod script;
+pub mod serve_flags;
 pub(crate) mod shard_flags;
 pub mod stop;
 pub mod verdicts;

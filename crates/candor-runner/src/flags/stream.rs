@@ -23,25 +23,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     };
     // Named before anything else the scheme would refuse: the flags --llm sets (a POST, its
     // requests) are not what a grpc:// or ws:// user gave, so their conflicts would mislead.
-    let scheme = c.target.scheme;
-    let other = if c.target.grpc {
-        Some(if scheme == candor_load::Scheme::Https {
-            "grpcs://"
-        } else {
-            "grpc://"
-        })
-    } else if scheme.is_websocket() {
-        Some("ws:// and wss://")
-    } else if scheme == candor_load::Scheme::Tcp {
-        Some("tcp://")
-    } else {
-        None
-    };
-    if let Some(other) = other {
-        return Err(FlagError::Invalid(format!(
-            "--llm needs an http:// or https:// target (an OpenAI-compatible server), not {other}"
-        )));
-    }
+    candor_load::registry::refuse_llm(&c.target)?;
     let api: LlmApi = api
         .parse()
         .map_err(|e: prompts::PromptError| FlagError::Invalid(e.to_string()))?;

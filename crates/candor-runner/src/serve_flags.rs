@@ -1,12 +1,11 @@
-//! `candor serve`: runs the built-in HTTP/1.1 test server (optionally slow, stalling or faulty),
-//! or with `--llm` the OpenAI-compatible streaming server, until SIGINT or SIGTERM.
+//! `candor serve`'s flags, and the settings of each server made from them: the built-in HTTP/1.1
+//! test server's (`to_config`) or, with `--llm`, the OpenAI-compatible streaming server's
+//! (`to_llm_config`); the flags that do not fit are refused in one line.
 
-use std::io::Write;
-
-use anyhow::{bail, Context};
+use anyhow::bail;
 use candor_core::units::DurationArg;
 use candor_serve::llm::{LlmConfig, LlmFault, LlmFaultKind};
-use candor_serve::settings::{self, fault_every, parse_listen, AnyServer};
+use candor_serve::settings::{self, fault_every, parse_listen};
 use candor_serve::{Fault, FaultKind, ServeConfig, Stall};
 use clap::builder::PossibleValuesParser;
 use clap::{ArgGroup, Args};
@@ -78,45 +77,7 @@ pub struct ServeArgs {
     pub head_timeout: Option<DurationArg>,
 }
 
-pub fn main(args: ServeArgs) -> anyhow::Result<i32> {
-    let (summary, server) = if args.llm {
-        let config = to_llm_config(&args)?;
-        let summary = config.describe();
-        let server = candor_serve::llm::start(config).context("starting the server")?;
-        (summary, AnyServer::Llm(server))
-    } else {
-        let config = to_config(&args)?;
-        let summary = config.describe();
-        let server = candor_serve::start(config).context("starting the server")?;
-        (summary, AnyServer::Http(server))
-    };
-    // Registered before announcing, so a signal sent as soon as the line appears is honoured.
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .context("installing signal handlers")?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "candor serve: listening on http://{} ({summary})",
-        server.local_addr()
-    )
-    .and_then(|_| out.flush())
-    .context("writing to stdout")?;
-    drop(out);
-    let _ = signals.forever().next();
-    let served = server.requests_served();
-    server.shutdown();
-    // Best effort: whoever started us may have stopped reading stdout after the banner.
-    let _ = writeln!(
-        std::io::stdout(),
-        "candor serve: stopped after {served} requests"
-    );
-    Ok(0)
-}
-
-fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
+pub fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
     let listen = parse_listen(&args.listen)?;
     let mut config = ServeConfig::new(listen);
     if args.threads == 0 {
@@ -140,7 +101,7 @@ fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
     Ok(config)
 }
 
-fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
+pub fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
     let mut config = LlmConfig::new(parse_listen(&args.listen)?);
     if let Some(d) = &args.ttft {
         config.ttft_ns = d.ns();

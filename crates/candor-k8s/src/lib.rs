@@ -8,9 +8,11 @@
 //! caller (`candor k8s` parses them as `candor run` does); this crate checks what Kubernetes
 //! itself requires of names and quantities.
 
+mod job_spec;
 pub mod manifest;
 
-use candor_report::pod_log::{LOG_JSON_BEGIN, LOG_JSON_END};
+pub use job_spec::{pod_script, JobSpec};
+
 use manifest::*;
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,30 +38,6 @@ pub enum K8sError {
     EmptyBinary,
     #[error("--no-shell leaves the results only on the volume: give --pvc CLAIM")]
     NoShellNeedsVolume,
-}
-
-/// What the Job is made of; `run` are the `candor run` flags and URL, already checked.
-#[derive(Debug, Clone)]
-pub struct JobSpec {
-    pub shards: u32,
-    pub image: String,
-    pub name: String,
-    pub namespace: String,
-    /// The common start instant, RFC 3339.
-    pub start_at: String,
-    pub cpu: String,
-    pub memory: String,
-    /// Also limit CPU to the request (Guaranteed QoS).
-    pub guaranteed: bool,
-    /// A PersistentVolumeClaim mounted at /results (else an emptyDir).
-    pub pvc: Option<String>,
-    /// The candor executable inside the image.
-    pub binary: String,
-    /// Run candor directly, without /bin/sh (results only on the volume).
-    pub no_shell: bool,
-    /// Serve each pod's live view on this port, scraped by Prometheus.
-    pub live_port: Option<u16>,
-    pub run: Vec<String>,
 }
 
 /// How long each pod's live view stays up after its shard's results are written.
@@ -114,14 +92,6 @@ pub fn check_quantity(what: &'static str, v: &str) -> Result<(), K8sError> {
 /// Kubernetes expands `$(NAME)` in command and args; a literal one is written `$$(NAME)`.
 fn escape_expansion(arg: &str) -> String {
     arg.replace("$(", "$$(")
-}
-
-/// The shell step of each pod: run the shard, then copy its results JSON into the log between
-/// markers so that `kubectl logs` is enough to collect it. The exit status is candor's.
-pub fn pod_script() -> String {
-    format!(
-        "\"$@\"\nrc=$?\nif [ -f \"$CANDOR_RESULTS\" ]; then\n  echo '{LOG_JSON_BEGIN}'\n  cat \"$CANDOR_RESULTS\"\n  echo '{LOG_JSON_END}'\nfi\nexit $rc\n"
-    )
 }
 
 /// RFC 3339 of a wall-clock instant, whole seconds (rounded up so that the lead is never shorter).

@@ -1,7 +1,7 @@
 //! The Job as typed Kubernetes objects (only the fields candor sets, apiVersion and kind
 //! first), serialized by serde: JSON, and YAML as JSON under comment lines.
 
-use crate::JobSpec;
+use crate::job_spec::{pod_script, JobSpec};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -206,7 +206,7 @@ pub(crate) fn build(spec: &JobSpec, candor: &[String]) -> Job {
         (candor[..1].to_vec(), candor[1..].to_vec())
     } else {
         // `sh -c SCRIPT NAME ARGS...`: the args reach the script as "$@", unquoted by no one.
-        let shell = ["/bin/sh", "-c", &crate::pod_script(), "candor-shard"];
+        let shell = ["/bin/sh", "-c", &pod_script(), "candor-shard"];
         (shell.map(String::from).to_vec(), candor.to_vec())
     };
     let container = Container {

@@ -1,4 +1,5 @@
 use super::*;
+use candor_report::pod_log::LOG_JSON_BEGIN;
 
 const AT: &str = "2026-11-22T01:00:00Z";
 

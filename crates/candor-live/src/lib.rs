@@ -4,6 +4,7 @@
 //! collector already produces, so nothing is added to the load threads.
 
 pub mod exposition;
+mod hub;
 mod page;
 mod server;
 pub use server::{MAX_CLIENTS, MAX_CONNECTIONS};
@@ -13,6 +14,7 @@ pub use state::{LiveState, RunInfo};
 
 use candor_load::load_run::RunOutcome;
 use candor_load::IntervalReport;
+use hub::{push, Hub, Inner};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,44 +33,6 @@ pub enum LiveError {
     },
     #[error("cannot start the live server thread: {0}")]
     Thread(std::io::Error),
-}
-
-/// Events kept for clients that connect late: more than an hour of one-second intervals. Older
-/// ones are dropped (a page opened later starts its charts from the oldest kept).
-const KEPT_EVENTS: usize = 4096;
-
-/// One event of the stream.
-struct Event {
-    seq: u64,
-    json: Arc<str>,
-    /// The last run's closing event: streams end after it.
-    done: bool,
-}
-
-struct Inner {
-    state: Option<LiveState>,
-    events: VecDeque<Event>,
-    next_seq: u64,
-    metrics: Arc<str>,
-    /// Runs begun so far (a sweep has several).
-    runs: u32,
-}
-
-/// What the server threads and the publisher share.
-pub(crate) struct Hub {
-    inner: Mutex<Inner>,
-    changed: Condvar,
-    stop: AtomicBool,
-    /// Event streams being served (a thread each).
-    clients: AtomicUsize,
-    page: String,
-}
-
-impl Hub {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // A panicking client thread must not take the run down with it.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// The running live server. Dropping it stops accepting; clients' threads end on their own.
@@ -184,18 +148,5 @@ impl Drop for LiveServer {
             a => a,
         };
         let _ = TcpStream::connect_timeout(&wake, Duration::from_millis(500));
-    }
-}
-
-fn push(inner: &mut Inner, json: String, done: bool) {
-    let seq = inner.next_seq;
-    inner.next_seq += 1;
-    inner.events.push_back(Event {
-        seq,
-        json: Arc::from(json),
-        done,
-    });
-    while inner.events.len() > KEPT_EVENTS {
-        inner.events.pop_front();
     }
 }

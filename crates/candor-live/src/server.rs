@@ -6,7 +6,7 @@
 //! A client that hangs, disconnects or sends garbage costs a slot for seconds at worst and never
 //! touches the run.
 
-use crate::{Event, Hub};
+use crate::hub::{Event, Hub};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{ErrorKind, Read, Write};

@@ -21,8 +21,9 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, SockRef, Socket, Type};
 
+use crate::config::{Fault, FaultKind, ServeConfig, Stall};
 use crate::response::{Responses, GARBAGE};
-use crate::{Fault, FaultKind, ServeConfig, ServerState, Stall};
+use crate::server_state::ServerState;
 use candor_core::timerfd::TimerFd as Timer;
 use std::os::fd::AsRawFd;
 

@@ -8,7 +8,13 @@ example for HTTP/2 when it exists. CPU = user + system time of the client proces
 Modes run interleaved for ROUNDS rounds; the summary quotes medians and the ratio to candor's
 plain HTTP/1.1.
 
-  bench/protocols.py [--rounds 3] [--duration 8]
+  bench/protocols.py [--rounds 3] [--duration 8] [--baseline PATH/TO/OLDER/candor]
+
+With --baseline, an older candor binary runs every candor mode in the same rounds, alternating
+with this one (which goes first is swapped each round), and the summary adds the new/baseline
+ratio of CPU per request: a change's before/after, measured side by side. The gRPC mode runs
+against `candor-grpc-test-server` when it is built (`cargo build --release -p candor-grpc
+--features test-server --bin candor-grpc-test-server`).
 """
 
 import argparse
@@ -28,6 +34,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=8)
+    ap.add_argument("--baseline", help="an older candor binary to run beside this one")
     a = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "candor"], cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "candor-load", "--examples"], cwd=ROOT, check=True)
@@ -55,21 +62,34 @@ def main():
             h2, h2_url = start([h2_bin, "127.0.0.1:0"], pin_s)
             servers.append(h2)
             modes["candor h2c (streams 16/conn)"] = base + ["--h2", "--streams", "16", h2_url.rstrip("/") + "/"]
+        grpc_bin = os.path.join(REL, "candor-grpc-test-server")
+        if os.path.exists(grpc_bin):
+            grpc, grpc_addr = start_grpc(grpc_bin, pin_s)
+            servers.append(grpc)
+            proto = os.path.join(ROOT, "crates", "candor-grpc", "tests", "proto", "bench.proto")
+            modes["candor grpc unary (streams 16/conn)"] = base + [
+                "--streams", "16", "--proto", proto, "--call", "candor.bench.Bench/Echo",
+                "--body", '{"name":"bench","seq":1}', f"grpc://{grpc_addr}"]
+        binaries = [("", os.path.join(REL, "candor"))]
+        if a.baseline:
+            binaries.append((" [baseline]", os.path.abspath(a.baseline)))
         rows = {"wrk http/1.1 (peer)": []}
-        rows.update({m: [] for m in modes})
+        rows.update({m + tag: [] for m in modes for tag, _ in binaries})
         for r in range(a.rounds):
             before = child_cpu()
             out = subprocess.run(pin_c + ["wrk", "-t1", "-c16", f"-d{a.duration}s", http_url + "/"], capture_output=True, text=True, check=True).stdout
             n = int(re.search(r"(\d+) requests in", out).group(1))
             rows["wrk http/1.1 (peer)"].append((n, child_cpu() - before))
+            order = binaries if r % 2 == 0 else binaries[::-1]
             for name, args in modes.items():
-                path = os.path.join(tmp, "r.json")
-                before = child_cpu()
-                subprocess.run(pin_c + [os.path.join(REL, "candor"), "run", "--json", path] + args, check=True, stdout=subprocess.DEVNULL)
-                cpu = child_cpu() - before
-                with open(path) as f:
-                    res = json.load(f)
-                rows[name].append((res["requests"]["completed"], cpu))
+                for tag, binary in order:
+                    path = os.path.join(tmp, "r.json")
+                    before = child_cpu()
+                    subprocess.run(pin_c + [binary, "run", "--json", path] + args, check=True, stdout=subprocess.DEVNULL)
+                    cpu = child_cpu() - before
+                    with open(path) as f:
+                        res = json.load(f)
+                    rows[name + tag].append((res["requests"]["completed"], cpu))
             print(f"round {r + 1}/{a.rounds} done", flush=True)
     finally:
         for s in servers:
@@ -82,7 +102,18 @@ def main():
     print(f"{'mode':<34} {'requests/s':>11} {'CPU us/req':>11} {'vs http/1.1':>12}")
     for k, v in rows.items():
         rps = statistics.median(n for n, _ in v) / a.duration
-        print(f"{k:<34} {rps:>11,.0f} {us[k]:>11.2f} {us[k] / ref:>11.2f}x")
+        print(f"{k:<45} {rps:>11,.0f} {us[k]:>11.2f} {us[k] / ref:>11.2f}x")
+    if a.baseline:
+        print("\nnew / baseline CPU per request (1.00 = the same; below 1 the new one is cheaper)")
+        for m in modes:
+            print(f"{m:<45} {us[m] / us[m + ' [baseline]']:>11.3f}")
+
+
+def start_grpc(binary, pin):
+    """Starts the gRPC test server on a free port; it prints its address on its first line."""
+    proc = subprocess.Popen(pin + [binary, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    return proc, line.split("listening on")[-1].strip().replace("http://", "")
 
 
 if __name__ == "__main__":

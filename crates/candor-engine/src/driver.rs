@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 /// Responses larger than this are fine (bodies stream through); only a head must fit.
 const READ_BUFFER: usize = 64 * 1024;
-/// Reads of one connection per event or pass (1 MiB with [`READ_BUFFER`]): a server that sends
+/// Reads of one connection per event or pass (1 MiB with `READ_BUFFER`): a server that sends
 /// without pause (a ping flood, an endless body) would otherwise keep the loop in one
 /// connection's reads, and the run's clock with it: no send, no timeout scan, no stop or end
 /// check while it lasts. A connection cut short is read again in the next pass (`unread`).
@@ -60,7 +60,7 @@ pub enum ConnState {
     Connecting,
     /// TLS handshake in progress.
     Handshaking,
-    /// A framed protocol greeted the server and waits for its first word ([`Greeting`]).
+    /// A framed protocol greeted the server and waits for its first word ([`crate::seam::Greeting`]).
     Greeting,
     /// Ready for requests.
     Open,
@@ -462,7 +462,7 @@ impl<P: Protocol> Driver<P> {
         Ok(())
     }
 
-    /// One pass of the loop's decisions at `now`: what is due is written ([`Driver::send_due`]),
+    /// One pass of the loop's decisions at `now`: what is due is written (`Driver::send_due`),
     /// then the core's timeout scan closes the connections whose requests it failed (or, with
     /// per-request timeouts, the protocol tells the server of each one); whether anything was
     /// sent.

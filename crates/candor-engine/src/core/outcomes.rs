@@ -139,7 +139,7 @@ impl Core {
     }
 
     /// [`Core::complete`] with what the protocol saw of the response: the check it failed
-    /// besides its status and its body's first bytes (see [`Ledger::complete_response`]).
+    /// besides its status and its body's first bytes (see [`crate::ledger::Ledger::complete_response`]).
     #[inline]
     pub fn complete_response(
         &mut self,
@@ -164,7 +164,7 @@ impl Core {
     }
 
     /// [`Core::complete_response`] of a gRPC call that ended with `grpc-status` `code` (see
-    /// [`Ledger::complete_grpc`]).
+    /// [`crate::ledger::Ledger::complete_grpc`]).
     #[inline]
     pub fn complete_grpc(
         &mut self,

@@ -114,6 +114,9 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
             if f.framing.is_none() {
                 return Err("tcp:// needs a response framing: --expect-bytes, --expect-delimiter or --length-prefix".into());
             }
+            if f.payload.is_empty() {
+                return Err("tcp:// needs a request payload: --payload or --payload-file".into());
+            }
             if f.h2 {
                 return Err("--h2 and --requests apply to HTTP targets, not tcp://".into());
             }

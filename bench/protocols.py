@@ -111,7 +111,7 @@ def main():
 
 def start_grpc(binary, pin):
     """Starts the gRPC test server on a free port; it prints its address on its first line."""
-    proc = subprocess.Popen(pin + [binary, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(pin + [binary, "--addr", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     return proc, line.split("listening on")[-1].strip().replace("http://", "")
 

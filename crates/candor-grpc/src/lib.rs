@@ -9,6 +9,7 @@ pub mod headers;
 pub mod length_prefix;
 pub mod message;
 pub mod method;
+#[cfg(feature = "reflection")]
 pub mod reflect;
 pub mod status;
 pub mod timeout;

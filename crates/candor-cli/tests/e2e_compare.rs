@@ -354,12 +354,20 @@ fn calibrate_noise_measures_the_floor_compare_takes() {
         .lines()
         .find(|l| l.starts_with("noise floor: "))
         .unwrap();
-    let figure = line.split("pass --noise ").nth(1).unwrap();
-    let figure = figure.split_whitespace().next().unwrap();
-    let f = std::env::temp_dir().join("candor-e2e-compare-never-read.json");
-    let o = compare(&[&f, &f], &["--noise", figure]);
-    // Parsed (the file's absence is what fails, not the flag).
-    assert_eq!(o.status.code(), Some(1), "{figure}");
+    match line.split("pass --noise ").nth(1) {
+        Some(figure) => {
+            let figure = figure.split_whitespace().next().unwrap();
+            let f = std::env::temp_dir().join("candor-e2e-compare-never-read.json");
+            let o = compare(&[&f, &f], &["--noise", figure]);
+            // Parsed (the file's absence is what fails, not the flag).
+            assert_eq!(o.status.code(), Some(1), "{figure}");
+        }
+        // A machine so busy that runs differ more than compare takes: said, not advised.
+        None => assert!(
+            line.contains("more than the 1000% candor compare takes"),
+            "{line}"
+        ),
+    }
 
     // Bad load flags: one line, before any load.
     let o = candor()

@@ -22,7 +22,7 @@ pub fn parse_pct(s: &str) -> Result<f64, String> {
 
 /// The largest `--noise`: one run eleven times as slow as the next is no machine's run-to-run
 /// variation but a typo (`1e300` would widen every interval to a number of 300 digits).
-const MAX_NOISE: f64 = 10.0;
+pub const MAX_NOISE: f64 = 10.0;
 
 /// `--noise`: a percentage from 0 to 1000%.
 pub fn parse_noise(s: &str) -> Result<f64, String> {

@@ -55,11 +55,69 @@ pub fn noise_text(hists: &[Histo], url: &str, noise_load: &str) -> (String, Opti
     };
     // Rounded up to a tenth of a percent: a floor is a bound.
     let shown = (floor * 1000.0).ceil() / 1000.0;
-    let _ = writeln!(
-        out,
-        "noise floor: {} (the largest above): pass --noise {} to candor compare for one run a side",
-        candor_analysis::repeats::pct(shown),
-        candor_analysis::repeats::pct(shown)
-    );
+    let pct = candor_analysis::repeats::pct;
+    if shown > crate::compare_gate::MAX_NOISE {
+        // A figure compare would refuse is no advice: say what it means instead.
+        let _ = writeln!(
+            out,
+            "noise floor: {} (the largest above): more than the {}% candor compare takes as \
+             --noise; runs on this machine are too far apart to compare one a side: quiet it, or \
+             compare repeats (--repeat)",
+            pct(shown),
+            crate::compare_gate::MAX_NOISE * 100.0
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "noise floor: {} (the largest above): pass --noise {} to candor compare for one run a side",
+            pct(shown),
+            pct(shown)
+        );
+    }
     (out, Some(floor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of `n` samples all at `ns`.
+    fn run(n: usize, ns: u64) -> Histo {
+        let mut h = candor_core::hist::new_histogram();
+        for _ in 0..n {
+            h.record(ns).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn a_floor_compare_takes_is_advised_and_one_past_its_bound_is_said_instead() {
+        let quiet = [run(500, 1_000_000), run(500, 1_010_000), run(500, 990_000)];
+        let (text, floor) = noise_text(&quiet, "http://h/", "-R 500");
+        assert!(
+            floor.is_some_and(|f| f <= crate::compare_gate::MAX_NOISE),
+            "{text}"
+        );
+        assert!(text.contains("pass --noise "), "{text}");
+        let figure = text.split("pass --noise ").nth(1).unwrap();
+        let figure = figure.split_whitespace().next().unwrap();
+        assert!(crate::compare_gate::parse_noise(figure).is_ok(), "{figure}");
+
+        // One run twenty times as slow: no figure compare would refuse is printed.
+        let busy = [
+            run(500, 1_000_000),
+            run(500, 20_000_000),
+            run(500, 1_000_000),
+        ];
+        let (text, floor) = noise_text(&busy, "http://h/", "-R 500");
+        assert!(
+            floor.is_some_and(|f| f > crate::compare_gate::MAX_NOISE),
+            "{text}"
+        );
+        assert!(!text.contains("pass --noise"), "{text}");
+        assert!(
+            text.contains("more than the 1000% candor compare takes"),
+            "{text}"
+        );
+    }
 }

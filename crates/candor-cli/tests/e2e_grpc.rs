@@ -11,7 +11,7 @@ mod support {
     pub mod grpc;
 }
 
-use candor_grpc::test_server::{Failure, Stall, TestServer, TestServerOptions};
+use candor_grpc::test_server::{InjectedFailure, Stall, TestServer, TestServerOptions};
 use candor_grpc::Code;
 use common::*;
 use std::time::Duration;
@@ -49,7 +49,7 @@ fn unary_calls_are_timed_and_booked_with_their_status_names() {
 fn failing_statuses_are_the_grpc_class_counted_by_name_and_check_status_accepts_names() {
     let _g = serial();
     let (url, srv) = server(TestServerOptions {
-        failure: Some(Failure {
+        failure: Some(InjectedFailure {
             code: Code::Unavailable,
             every: 4,
         }),

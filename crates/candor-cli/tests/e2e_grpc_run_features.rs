@@ -7,7 +7,7 @@ mod support {
     pub mod grpc;
 }
 
-use candor_grpc::test_server::{Failure, TestServerOptions};
+use candor_grpc::test_server::{InjectedFailure, TestServerOptions};
 use candor_grpc::Code;
 use common::*;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use support::grpc::*;
 fn slo_and_reports_name_the_grpc_statuses() {
     let _g = serial();
     let (url, _srv) = server(TestServerOptions {
-        failure: Some(Failure {
+        failure: Some(InjectedFailure {
             code: Code::Unavailable,
             every: 10,
         }),
@@ -160,7 +160,7 @@ fn live_metrics_count_grpc_calls_by_status_name_during_the_run() {
     let (url, srv) = server(TestServerOptions::default());
     let p = proto();
     // --live: /metrics counts the calls by status name while the run goes on.
-    srv.set_failure(Some(Failure {
+    srv.set_failure(Some(InjectedFailure {
         code: Code::NotFound,
         every: 2,
     }));
@@ -221,7 +221,7 @@ fn grpc_shards_merge_into_balanced_books_with_status_counts_summed() {
     let dir = std::env::temp_dir().join(format!("candor-e2e-grpc-shards-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // Two shards merged: the books balance and the status counts add up.
-    srv.set_failure(Some(Failure {
+    srv.set_failure(Some(InjectedFailure {
         code: Code::Unavailable,
         every: 5,
     }));

@@ -39,7 +39,7 @@ use pb::{EchoReply, EchoRequest, StreamRequest};
 /// Every `every`-th call (counting from the first, so `every: 1` is all of them) fails with
 /// `code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Failure {
+pub struct InjectedFailure {
     pub code: Code,
     pub every: u64,
 }
@@ -56,7 +56,7 @@ pub struct TestServerOptions {
     /// Calls arriving inside a stall window wait for its end.
     pub stall: Option<Stall>,
     /// Calls failing with a status (replaceable while running: `TestServer::set_failure`).
-    pub failure: Option<Failure>,
+    pub failure: Option<InjectedFailure>,
     /// Offer `grpc.reflection.v1` and `v1alpha`.
     pub reflection: bool,
     /// Serve TLS (ALPN h2) with a self-signed certificate for `localhost` and `127.0.0.1`.
@@ -93,7 +93,7 @@ struct TestServerState {
     started_ns: u64,
     delay: Duration,
     stall: Option<Stall>,
-    failure: Mutex<Option<Failure>>,
+    failure: Mutex<Option<InjectedFailure>>,
     calls: AtomicU64,
     connections: AtomicU64,
     /// Cancelled to drop every open connection; replaced by a fresh one for later connections.
@@ -482,7 +482,7 @@ impl TestServer {
     }
 
     /// Replaces the failure setting for the calls that follow.
-    pub fn set_failure(&self, failure: Option<Failure>) {
+    pub fn set_failure(&self, failure: Option<InjectedFailure>) {
         *self.shared.failure.lock().expect("not poisoned") = failure;
     }
 

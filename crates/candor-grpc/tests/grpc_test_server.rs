@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use candor_grpc::test_server::pb::bench_client::BenchClient;
 use candor_grpc::test_server::pb::{EchoRequest, StreamRequest};
-use candor_grpc::test_server::{Failure, Stall, TestServer, TestServerOptions};
+use candor_grpc::test_server::{InjectedFailure, Stall, TestServer, TestServerOptions};
 use candor_grpc::Code;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
@@ -122,7 +122,7 @@ async fn a_call_arriving_in_a_stall_waits_for_its_end() {
 #[tokio::test]
 async fn calls_fail_with_the_configured_status_and_on_command() {
     let options = TestServerOptions {
-        failure: Some(Failure {
+        failure: Some(InjectedFailure {
             code: Code::Unavailable,
             every: 2,
         }),
@@ -135,7 +135,7 @@ async fn calls_fail_with_the_configured_status_and_on_command() {
     assert_eq!(status.code(), tonic::Code::Unavailable);
     assert!(client.echo(echo("x", 3)).await.is_ok());
 
-    server.set_failure(Some(Failure {
+    server.set_failure(Some(InjectedFailure {
         code: Code::ResourceExhausted,
         every: 1,
     }));

@@ -4,7 +4,7 @@
 //! several mixed by request lines); and the calls
 //! the server fails are booked in class `grpc` by status name.
 
-use candor_grpc::test_server::{Failure, TestServer, TestServerOptions};
+use candor_grpc::test_server::{InjectedFailure, TestServer, TestServerOptions};
 use candor_load::load_run::RunOptions;
 use candor_load::{RunPlan, Target};
 use candor_runner::grpc_flags::{apply, GrpcFlags};
@@ -119,7 +119,7 @@ fn no_allocations_per_call(lines: bool) {
 #[test]
 fn failed_statuses_are_the_grpc_class_with_their_latency() {
     let (addr, _server) = TestServer::start(TestServerOptions {
-        failure: Some(Failure {
+        failure: Some(InjectedFailure {
             code: candor_grpc::Code::ResourceExhausted,
             every: 2,
         }),

@@ -5,7 +5,7 @@
 
 use candor_load::workload::script_source::{ScriptRun, ScriptSource, MAX_AHEAD};
 use candor_load::workload::source::RequestSource;
-use candor_script::{ScriptHost, Target};
+use candor_script::{ScriptHost, ScriptTarget};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ fn source() -> (Arc<ScriptRun>, ScriptSource) {
 }
 
 fn source_of(script: &str) -> (Arc<ScriptRun>, ScriptSource) {
-    let target = Target::url("http://127.0.0.1:8080/");
+    let target = ScriptTarget::url("http://127.0.0.1:8080/");
     let mut host = ScriptHost::load(Path::new(script), vec![], target).unwrap();
     let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), false));
     let source = ScriptSource::take(&run, 1).unwrap();

@@ -4,7 +4,7 @@
 
 use candor_load::workload::script_source::{ScriptRun, ScriptSource, MAX_AHEAD};
 use candor_load::workload::source::RequestSource;
-use candor_script::{ScriptHost, Target};
+use candor_script::{ScriptHost, ScriptTarget};
 use candor_testkit::{this_thread_allocations, CountingAllocator};
 use std::path::Path;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ const ENTRIES: u64 = 20_000;
 
 #[test]
 fn a_script_source_allocates_nothing_per_entry_once_warm() {
-    let target = Target::url("http://127.0.0.1:8080/");
+    let target = ScriptTarget::url("http://127.0.0.1:8080/");
     let path = Path::new("tests/scripts/named_pipeline.lua");
     let mut host = ScriptHost::load(path, vec![], target).unwrap();
     let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), true));
@@ -56,7 +56,7 @@ fn a_script_source_allocates_nothing_per_entry_once_warm() {
 /// driver's idle step): the call's buffers are swapped in, not copied into new ones.
 #[test]
 fn requests_made_ahead_allocate_nothing_once_warm() {
-    let target = Target::url("http://127.0.0.1:8080/");
+    let target = ScriptTarget::url("http://127.0.0.1:8080/");
     let path = Path::new("tests/scripts/named_pipeline.lua");
     let mut host = ScriptHost::load(path, vec![], target).unwrap();
     let run = Arc::new(ScriptRun::new(host.setup_threads(1).unwrap(), true));

@@ -2,7 +2,7 @@
 //! by name, and what `--fail-if-slower` makes of each comparison's verdict (an exit code and the
 //! lines that say why).
 
-use crate::comparison::{Comparison, Measure};
+use crate::comparison::{Comparison, ComparisonMeasure};
 use candor_analysis::compare_ci::{self, Verdict};
 use candor_core::stream_measures::StreamMeasure;
 
@@ -77,18 +77,18 @@ pub fn percentiles_with(extra: Option<f64>) -> Vec<f64> {
 }
 
 /// The measure `--measure` names (`response` when the name is none of the others).
-pub fn measure_named(name: &str) -> Measure {
+pub fn measure_named(name: &str) -> ComparisonMeasure {
     match name {
-        "service" => Measure::ServiceTime,
-        "send-lag" => Measure::SendLag,
-        "first-byte" => Measure::FirstByte,
-        "ttft" => Measure::Stream(StreamMeasure::Ttft),
-        "ttft-sent" => Measure::Stream(StreamMeasure::TtftService),
-        "itl" => Measure::Stream(StreamMeasure::Itl),
-        "tpot" => Measure::Stream(StreamMeasure::Tpot),
-        "first-event" => Measure::Stream(StreamMeasure::FirstEvent),
-        "event-gap" => Measure::Stream(StreamMeasure::EventGap),
-        _ => Measure::ResponseTime,
+        "service" => ComparisonMeasure::ServiceTime,
+        "send-lag" => ComparisonMeasure::SendLag,
+        "first-byte" => ComparisonMeasure::FirstByte,
+        "ttft" => ComparisonMeasure::Stream(StreamMeasure::Ttft),
+        "ttft-sent" => ComparisonMeasure::Stream(StreamMeasure::TtftService),
+        "itl" => ComparisonMeasure::Stream(StreamMeasure::Itl),
+        "tpot" => ComparisonMeasure::Stream(StreamMeasure::Tpot),
+        "first-event" => ComparisonMeasure::Stream(StreamMeasure::FirstEvent),
+        "event-gap" => ComparisonMeasure::Stream(StreamMeasure::EventGap),
+        _ => ComparisonMeasure::ResponseTime,
     }
 }
 

@@ -2,7 +2,7 @@
 //! repeat kept whole beside it), judged against the objectives, and its text with the spread
 //! across the repeats.
 
-use crate::comparison::{compare_text, CompareError, Measure};
+use crate::comparison::{compare_text, CompareError, ComparisonMeasure};
 use crate::exact_merge::{merge_as_repeats, MergeError};
 use candor_analysis::slo::SloSet;
 use candor_core::hist::HistCodecError;
@@ -96,7 +96,7 @@ pub fn report(
         "\nacross {done} repeats (the report above is their union):\n"
     ));
     if done > 1 {
-        text.push_str(&compare_text(&labelled, Measure::ResponseTime)?);
+        text.push_str(&compare_text(&labelled, ComparisonMeasure::ResponseTime)?);
     }
     let mut code = 0;
     if !verdicts.is_empty() {

@@ -3,7 +3,7 @@
 //! and review the diff.
 
 use candor_core::results::RunResults;
-use candor_report::comparison::{compare_text, Measure};
+use candor_report::comparison::{compare_text, ComparisonMeasure};
 use candor_report::exact_merge::merge;
 use candor_report::hgrm::{parse_hgrm, write_hgrm, MS_RATIO};
 use candor_report::hlog::{
@@ -105,7 +105,7 @@ fn compare_snapshot() {
     ];
     snapshot(
         "compare.txt",
-        &compare_text(&runs, Measure::ResponseTime).unwrap(),
+        &compare_text(&runs, ComparisonMeasure::ResponseTime).unwrap(),
     );
 }
 

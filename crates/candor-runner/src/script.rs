@@ -10,7 +10,8 @@ use candor_core::units::format_ns;
 use candor_load::workload::script_source::{LuaTime, ScriptRun, ScriptStop};
 use candor_load::RunPlan;
 use candor_script::{
-    ErrorCounts, InterruptHandle, RunSummary, ScriptError, ScriptHost, ScriptOptions, Target,
+    InterruptHandle, RunSummary, ScriptError, ScriptHost, ScriptOptions, ScriptTarget,
+    WrkErrorCounts,
 };
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,7 +93,7 @@ pub fn prepare(args: &RunArgs, config: &mut RunPlan) -> Result<Option<LoadedScri
             Some((name.trim().to_string(), value.trim().to_string()))
         })
         .collect();
-    let target = Target {
+    let target = ScriptTarget {
         url: args.load.url.clone(),
         headers,
         method: Some(config.method.clone()),
@@ -325,7 +326,7 @@ impl LoadedScript {
             duration_us: (main.duration_s * 1e6) as u64,
             requests: c.completed + e.status + e.check,
             bytes: c.bytes_read,
-            errors: ErrorCounts {
+            errors: WrkErrorCounts {
                 connect: e.connect,
                 read: e.read + e.parse,
                 write: e.write + e.template,

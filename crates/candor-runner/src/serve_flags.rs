@@ -6,7 +6,7 @@ use anyhow::bail;
 use candor_core::units::DurationArg;
 use candor_serve::llm::{LlmConfig, LlmFault, LlmFaultKind};
 use candor_serve::settings::{self, fault_every, parse_listen};
-use candor_serve::{Fault, FaultKind, ServeConfig, Stall};
+use candor_serve::{FaultKind, InjectedFault, ServeConfig, Stall};
 use clap::builder::PossibleValuesParser;
 use clap::{ArgGroup, Args};
 
@@ -90,7 +90,7 @@ pub fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
     config.stall = stall(args)?;
     if let Some(kind) = &args.fault {
         let kind: FaultKind = kind.parse()?;
-        config.fault = Some(Fault {
+        config.fault = Some(InjectedFault {
             kind,
             every: fault_every(args.fault_every)?,
         });

@@ -6,7 +6,7 @@
 //!
 //! `cargo bench -p candor-script --bench next_request [-- --calls N]`
 
-use candor_script::{ScriptHost, ScriptOptions, Target};
+use candor_script::{ScriptHost, ScriptOptions, ScriptTarget};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -77,7 +77,7 @@ fn thread_cpu_ns() -> u64 {
 }
 
 fn measure(script: &Path, options: ScriptOptions, calls: u64) -> PerCall {
-    let target = Target::url("http://127.0.0.1:8080/");
+    let target = ScriptTarget::url("http://127.0.0.1:8080/");
     let mut host = ScriptHost::load_with(script, vec![], target, options).unwrap();
     let mut thread = host.setup_threads(1).unwrap().pop().unwrap();
     let mut out = Vec::with_capacity(512);

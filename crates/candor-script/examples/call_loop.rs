@@ -1,7 +1,7 @@
 //! `request()` called N times in a loop, for instruction counts under valgrind:
 //! `cargo build --release -p candor-script --example call_loop`, then
 //! `valgrind --tool=cachegrind target/release/examples/call_loop SCRIPT N` at two N.
-use candor_script::{ScriptHost, ScriptOptions, Target};
+use candor_script::{ScriptHost, ScriptOptions, ScriptTarget};
 use std::path::PathBuf;
 
 fn main() {
@@ -9,7 +9,7 @@ fn main() {
     let script = PathBuf::from(args.next().expect("SCRIPT"));
     let calls: u64 = args.next().and_then(|n| n.parse().ok()).expect("N");
     let jit = std::env::var_os("JIT").is_some();
-    let target = Target::url("http://127.0.0.1:8080/");
+    let target = ScriptTarget::url("http://127.0.0.1:8080/");
     let mut host = ScriptHost::load_with(
         &script,
         vec![],

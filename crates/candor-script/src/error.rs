@@ -56,7 +56,7 @@ pub enum ScriptError {
     DelayInOpenLoop { script: String },
     /// The target URL given to the script runtime could not be split into its parts.
     #[error("invalid target URL {url}: {reason}")]
-    Target { url: String, reason: String },
+    ScriptTarget { url: String, reason: String },
     /// The run was interrupted (SIGINT/SIGTERM) while the script was running.
     #[error("script interrupted while in {phase}")]
     Interrupted { phase: ScriptPhase },

@@ -3,7 +3,8 @@
 use crate::error::{one_line, ScriptError, ScriptPhase};
 use crate::handle::{ThreadHandle, ThreadShared};
 use crate::lua_state::{
-    new_state, runtime_error, set_sink, take_output, Script, ScriptOptions, Stops, Target, UrlParts,
+    new_state, runtime_error, set_sink, take_output, Script, ScriptOptions, ScriptTarget, Stops,
+    UrlParts,
 };
 use crate::stats::Stats;
 use crate::thread::ThreadScript;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 
 /// Error counts of a run as `summary.errors` shows them (wrk's classes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ErrorCounts {
+pub struct WrkErrorCounts {
     pub connect: u64,
     pub read: u64,
     pub write: u64,
@@ -32,7 +33,7 @@ pub struct RunSummary {
     pub duration_us: u64,
     pub requests: u64,
     pub bytes: u64,
-    pub errors: ErrorCounts,
+    pub errors: WrkErrorCounts,
 }
 
 /// Stops scripts stuck in Lua code: clone it into the signal handling side and call
@@ -73,7 +74,7 @@ impl InterruptHandle {
 pub struct ScriptHost {
     script: Script,
     url: UrlParts,
-    target: Target,
+    target: ScriptTarget,
     args: Vec<String>,
     setup: Lua,
     /// Strong handles on the thread states, so `thread:get` in `done()` still finds them after
@@ -87,7 +88,11 @@ impl ScriptHost {
     /// Reads `path`, and loads it into the setup state (its top level runs, as in wrk).
     /// `args` are the arguments after `--`: `init(args)` sees the URL as `args[0]` and these as
     /// `args[1..]`, as wrk does. A syntax error is a one-line [`ScriptError::Load`].
-    pub fn load(path: &Path, args: Vec<String>, target: Target) -> Result<ScriptHost, ScriptError> {
+    pub fn load(
+        path: &Path,
+        args: Vec<String>,
+        target: ScriptTarget,
+    ) -> Result<ScriptHost, ScriptError> {
         Self::load_with(path, args, target, ScriptOptions::default())
     }
 
@@ -95,7 +100,7 @@ impl ScriptHost {
     pub fn load_with(
         path: &Path,
         args: Vec<String>,
-        target: Target,
+        target: ScriptTarget,
         options: ScriptOptions,
     ) -> Result<ScriptHost, ScriptError> {
         let script = Script::read(path)?;

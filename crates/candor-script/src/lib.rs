@@ -14,8 +14,8 @@ mod thread;
 
 pub use addr::Addr;
 pub use error::{ScriptError, ScriptPhase};
-pub use host::{ErrorCounts, InterruptHandle, RunSummary, ScriptHost};
-pub use lua_state::{ScriptOptions, Target};
+pub use host::{InterruptHandle, RunSummary, ScriptHost, WrkErrorCounts};
+pub use lua_state::{ScriptOptions, ScriptTarget};
 pub use stats::Stats;
 pub use thread::{
     count_requests, request_ends, NameId, RequestInfo, ResponseVerdict, ThreadScript,

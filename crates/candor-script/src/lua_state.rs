@@ -135,7 +135,7 @@ impl Script {
 
 /// Where requests go, as the script sees it in `wrk.scheme/host/port/path/headers/...`.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct ScriptTarget {
     pub url: String,
     /// `-H "Name: value"` headers, in the order given.
     pub headers: Vec<(String, String)>,
@@ -145,10 +145,10 @@ pub struct Target {
     pub body: Option<Vec<u8>>,
 }
 
-impl Target {
+impl ScriptTarget {
     /// A target with only a URL: GET, no extra headers, no body.
-    pub fn url(url: impl Into<String>) -> Target {
-        Target {
+    pub fn url(url: impl Into<String>) -> ScriptTarget {
+        ScriptTarget {
             url: url.into(),
             headers: Vec::new(),
             method: None,
@@ -171,7 +171,7 @@ pub(crate) struct UrlParts {
 
 impl UrlParts {
     pub(crate) fn parse(url: &str) -> Result<UrlParts, ScriptError> {
-        let bad = |reason: &str| ScriptError::Target {
+        let bad = |reason: &str| ScriptError::ScriptTarget {
             url: url.to_string(),
             reason: reason.to_string(),
         };
@@ -315,7 +315,7 @@ os.exit = exit
 pub(crate) fn new_state(
     script: &Script,
     url: &UrlParts,
-    target: &Target,
+    target: &ScriptTarget,
     stops: &Arc<Stops>,
     options: ScriptOptions,
 ) -> Result<Lua, ScriptError> {
@@ -372,7 +372,7 @@ pub(crate) fn new_state(
     Ok(lua)
 }
 
-fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &Target) -> mlua::Result<()> {
+fn install(lua: &Lua, script: &Script, url: &UrlParts, target: &ScriptTarget) -> mlua::Result<()> {
     let globals = lua.globals();
     let package: Table = globals.get("package")?;
     let path: String = package.get("path")?;

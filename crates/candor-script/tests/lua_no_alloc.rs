@@ -5,7 +5,7 @@
 //! their blocks: at most one allocation per 1,000 calls, see below), and a response without
 //! response(). One test: the counter is process-wide.
 
-use candor_script::{ResponseVerdict, ScriptHost, Target};
+use candor_script::{ResponseVerdict, ScriptHost, ScriptTarget};
 use candor_testkit::{mark_this_thread, marked_allocations, CountingAllocator};
 use std::path::Path;
 
@@ -26,7 +26,7 @@ fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
         ("tests/scripts/static_request.lua", 1, 0),
         ("tests/scripts/dynamic.lua", 1, CALLS / 1000),
     ] {
-        let target = Target::url("http://127.0.0.1:8080/");
+        let target = ScriptTarget::url("http://127.0.0.1:8080/");
         let mut host = ScriptHost::load(Path::new(script), vec![], target).unwrap();
         let mut thread = host.setup_threads(1).unwrap().pop().unwrap();
         let mut out = Vec::with_capacity(4096);
@@ -45,7 +45,7 @@ fn per_request_calls_allocate_at_most_their_stated_count_once_warm() {
         assert!(spent <= allowed, "{script}: {spent} allocations");
     }
 
-    let target = Target::url("http://127.0.0.1:8080/");
+    let target = ScriptTarget::url("http://127.0.0.1:8080/");
     let path = Path::new("tests/scripts/format_defaults.lua");
     let mut host = ScriptHost::load(path, vec![], target).unwrap();
     let mut thread = host.setup_threads(1).unwrap().pop().unwrap();

@@ -4,7 +4,7 @@
 
 use candor_script::{
     RequestInfo, ResponseVerdict, RunSummary, ScriptError, ScriptHost, ScriptOptions, ScriptPhase,
-    Target, ThreadScript, RETURNED_FALSE,
+    ScriptTarget, ThreadScript, RETURNED_FALSE,
 };
 use hdrhistogram::Histogram;
 use std::net::SocketAddr;
@@ -27,7 +27,7 @@ fn host_for(name: &str, url: &str, args: &[&str]) -> ScriptHost {
     ScriptHost::load(
         &script(name),
         args.iter().map(|a| a.to_string()).collect(),
-        Target::url(url),
+        ScriptTarget::url(url),
     )
     .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -112,7 +112,7 @@ fn format_adds_host_and_content_length_to_the_table_it_is_given() {
 
 #[test]
 fn without_request_the_request_built_after_init_is_sent_every_time() {
-    let mut target = Target::url(URL);
+    let mut target = ScriptTarget::url(URL);
     target.headers.push(("X-From-Cli".into(), "yes".into()));
     let mut h = ScriptHost::load(&script("static_request.lua"), vec![], target).unwrap();
     let mut t = h.setup_threads(1).unwrap().pop().unwrap();
@@ -260,7 +260,7 @@ fn statistics_objects_give_wrk_and_wrk2_index_forms_in_microseconds() {
         duration_us: 2_000_000,
         requests: 5,
         bytes: 640,
-        errors: candor_script::ErrorCounts {
+        errors: candor_script::WrkErrorCounts {
             connect: 1,
             read: 2,
             write: 3,
@@ -464,7 +464,8 @@ fn a_delay_past_any_run_is_u64_max_ms_with_its_value_kept() {
 
 /// Runs `request()` of `name` on another thread, interrupts it after 50 ms and expects it back.
 fn interrupted(name: &str, options: ScriptOptions) {
-    let mut host = ScriptHost::load_with(&script(name), vec![], Target::url(URL), options).unwrap();
+    let mut host =
+        ScriptHost::load_with(&script(name), vec![], ScriptTarget::url(URL), options).unwrap();
     let interrupt = host.interrupt_handle();
     let mut t = host.setup_threads(1).unwrap().pop().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -506,7 +507,7 @@ fn with_the_jit_on_a_loop_calling_candor_functions_is_still_stopped() {
 
 fn load_error(name: &str) -> String {
     let path = script(name);
-    let err = match ScriptHost::load(&path, vec![], Target::url(URL)) {
+    let err = match ScriptHost::load(&path, vec![], ScriptTarget::url(URL)) {
         Err(e) => e,
         Ok(mut h) => match h.setup_threads(1) {
             Err(e) => e,
@@ -593,7 +594,7 @@ fn request_must_return_a_whole_http_request_string() {
 
 #[test]
 fn an_unreadable_script_or_target_is_one_line() {
-    let err = ScriptHost::load(&script("missing.lua"), vec![], Target::url(URL))
+    let err = ScriptHost::load(&script("missing.lua"), vec![], ScriptTarget::url(URL))
         .err()
         .unwrap();
     assert!(err.to_string().starts_with("cannot read script "), "{err}");
@@ -602,7 +603,7 @@ fn an_unreadable_script_or_target_is_one_line() {
     let err = ScriptHost::load(
         &script("format_defaults.lua"),
         vec![],
-        Target::url("not a url"),
+        ScriptTarget::url("not a url"),
     )
     .err()
     .unwrap();

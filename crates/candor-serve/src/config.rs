@@ -20,7 +20,7 @@ pub struct ServeConfig {
     /// Periodic global stall.
     pub stall: Option<Stall>,
     /// Deliberate misbehaviour for tests.
-    pub fault: Option<Fault>,
+    pub fault: Option<InjectedFault>,
     /// Response body size in bytes (default 2: `ok`).
     pub body_bytes: usize,
     /// Never sleep: each worker polls its sockets without blocking, a core at 100% each, so
@@ -161,7 +161,7 @@ impl Stall {
 
 /// Deliberate misbehaviour on every `every`-th request (1 = all), counted across the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fault {
+pub struct InjectedFault {
     pub kind: FaultKind,
     pub every: u64,
 }

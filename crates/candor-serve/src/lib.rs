@@ -22,7 +22,7 @@ mod server_state;
 pub mod settings;
 mod worker;
 
-pub use config::{Fault, FaultKind, ServeConfig, ServeError, Stall, MAX_BODY_BYTES};
+pub use config::{FaultKind, InjectedFault, ServeConfig, ServeError, Stall, MAX_BODY_BYTES};
 use server_state::{PaddedCounter, ServerState};
 
 #[cfg(test)]

@@ -459,7 +459,7 @@ fn fault_kinds_are_visible_to_a_plain_client() {
         FaultKind::Garbage,
         FaultKind::Close,
     ] {
-        let s = server(|c| c.fault = Some(Fault { kind, every: 1 }));
+        let s = server(|c| c.fault = Some(InjectedFault { kind, every: 1 }));
         let mut c = Client::connect(s.local_addr());
         c.send(b"GET / HTTP/1.1\r\n\r\n");
         let mut got = Vec::new();
@@ -491,7 +491,7 @@ fn fault_kinds_are_visible_to_a_plain_client() {
 #[test]
 fn fault_every_nth_request() {
     let s = server(|c| {
-        c.fault = Some(Fault {
+        c.fault = Some(InjectedFault {
             kind: FaultKind::Close,
             every: 3,
         })
@@ -613,7 +613,7 @@ fn invalid_settings_are_rejected() {
         assert!(matches!(e, ServeError::InvalidStall { .. }));
     }
     let e = with(&|c| {
-        c.fault = Some(Fault {
+        c.fault = Some(InjectedFault {
             kind: FaultKind::Close,
             every: 0,
         })

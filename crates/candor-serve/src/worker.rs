@@ -21,7 +21,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, SockRef, Socket, Type};
 
-use crate::config::{Fault, FaultKind, ServeConfig, Stall};
+use crate::config::{FaultKind, InjectedFault, ServeConfig, Stall};
 use crate::response::{Responses, GARBAGE};
 use crate::server_state::ServerState;
 use candor_core::timerfd::TimerFd as Timer;
@@ -58,7 +58,7 @@ pub(crate) struct Settings {
     responses: Responses,
     delay_ns: u64,
     stall: Option<Stall>,
-    fault: Option<Fault>,
+    fault: Option<InjectedFault>,
     started_ns: u64,
     /// Unsent response bytes above which a connection is not read further.
     write_pause_bytes: usize,

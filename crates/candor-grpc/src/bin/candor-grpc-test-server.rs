@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use candor_core::units::parse_duration_ns;
-use candor_grpc::test_server::{Failure, Stall, TestServer, TestServerOptions};
+use candor_grpc::test_server::{InjectedFailure, Stall, TestServer, TestServerOptions};
 use candor_grpc::Code;
 use clap::Parser;
 
@@ -67,7 +67,7 @@ fn main() -> ExitCode {
             }),
             _ => None,
         },
-        failure: args.fail.map(|code| Failure {
+        failure: args.fail.map(|code| InjectedFailure {
             code,
             every: args.fail_every,
         }),

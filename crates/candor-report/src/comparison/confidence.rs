@@ -1,7 +1,7 @@
 //! The ratio of each run to the first with a 95% confidence interval, a verdict and the rule
 //! that decided it, as text and as `--json`; and the warnings about runs that are not alike.
 
-use super::measure::{histogram, of_recorder, pct_label, CompareError, Measure};
+use super::measure::{histogram, of_recorder, pct_label, CompareError, ComparisonMeasure};
 use candor_analysis::compare_ci::{self, Method, RatioRow, RunSamples, Verdict};
 use candor_analysis::repeats::{pct, Policy, Rule};
 use candor_core::results::{Kind, RunResults};
@@ -46,7 +46,7 @@ pub struct ConfidenceReport {
 /// The measure's histogram of each repeat of `r`, when it holds at least two.
 pub fn repeat_histograms(
     r: &RunResults,
-    m: Measure,
+    m: ComparisonMeasure,
     label: &str,
 ) -> Result<Option<Vec<Histo>>, CompareError> {
     if r.repeats.len() < 2 {
@@ -62,14 +62,18 @@ pub fn repeat_histograms(
 
 /// The measure's histograms of the measured window and of its measured intervals holding
 /// samples, grouped into at most [`compare_ci::MAX_BLOCKS`] consecutive blocks as they are read.
-pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples, CompareError> {
+pub fn run_samples(
+    r: &RunResults,
+    m: ComparisonMeasure,
+    label: &str,
+) -> Result<RunSamples, CompareError> {
     let total = histogram(r, m, label)?;
     let stats = |i: &candor_core::results::Interval| match m {
-        Measure::ResponseTime => i.response_time.count,
-        Measure::ServiceTime => i.service_time.count,
-        Measure::SendLag => i.send_lag.count,
-        Measure::FirstByte => i.first_byte.map_or(0, |s| s.count),
-        Measure::Stream(sm) => i
+        ComparisonMeasure::ResponseTime => i.response_time.count,
+        ComparisonMeasure::ServiceTime => i.service_time.count,
+        ComparisonMeasure::SendLag => i.send_lag.count,
+        ComparisonMeasure::FirstByte => i.first_byte.map_or(0, |s| s.count),
+        ComparisonMeasure::Stream(sm) => i
             .stream
             .as_ref()
             .and_then(|s| s.stats(sm))
@@ -87,7 +91,7 @@ pub fn run_samples(r: &RunResults, m: Measure, label: &str) -> Result<RunSamples
             cause,
         };
         blocks.push(match (m, &i.stream) {
-            (Measure::Stream(sm), Some(s)) => s.histograms.decode(sm).map_err(bad)?,
+            (ComparisonMeasure::Stream(sm), Some(s)) => s.histograms.decode(sm).map_err(bad)?,
             _ => of_recorder(i.histograms.decode().map_err(bad)?, m),
         });
     }
@@ -141,7 +145,7 @@ pub fn own_warnings((label, r): &(String, RunResults)) -> Vec<String> {
 /// with `seed` of one run each, read by `policy`.
 pub fn compare_confidence(
     runs: &[(String, RunResults)],
-    measure: Measure,
+    measure: ComparisonMeasure,
     percentiles: &[f64],
     resamples: usize,
     seed: u64,
@@ -386,7 +390,7 @@ mod tests {
         ];
         let c = compare_confidence(
             &runs,
-            Measure::ResponseTime,
+            ComparisonMeasure::ResponseTime,
             &compare_ci::RATIO_PERCENTILES,
             500,
             compare_ci::SEED,
@@ -442,8 +446,15 @@ mod tests {
                     )
                 })
                 .collect();
-        let c =
-            compare_confidence(&runs, Measure::ResponseTime, &[50.0], 200, 1, noise(0.05)).unwrap();
+        let c = compare_confidence(
+            &runs,
+            ComparisonMeasure::ResponseTime,
+            &[50.0],
+            200,
+            1,
+            noise(0.05),
+        )
+        .unwrap();
         let pairs: Vec<(&str, &str)> = c
             .iter()
             .map(|c| (c.baseline.as_str(), c.candidate.as_str()))
@@ -545,7 +556,7 @@ mod tests {
         ];
         let c = compare_confidence(
             &runs,
-            Measure::ResponseTime,
+            ComparisonMeasure::ResponseTime,
             &compare_ci::RATIO_PERCENTILES,
             100,
             1,
@@ -571,7 +582,7 @@ mod tests {
                 runs[0].clone(),
                 ("one".into(), synthetic_run(5, 12, 1_000, 1_000_000, 0)),
             ],
-            Measure::ResponseTime,
+            ComparisonMeasure::ResponseTime,
             &[50.0],
             100,
             1,
@@ -595,7 +606,7 @@ mod tests {
         ];
         let c = compare_confidence(
             &runs,
-            Measure::ResponseTime,
+            ComparisonMeasure::ResponseTime,
             &[50.0, 90.0],
             100,
             1,
@@ -664,8 +675,15 @@ mod tests {
             ("a".to_string(), synthetic_run(1, 12, 1_000, 1_000_000, 0)),
             ("b".to_string(), late),
         ];
-        let c =
-            compare_confidence(&runs, Measure::ResponseTime, &[50.0], 100, 1, noise(0.05)).unwrap();
+        let c = compare_confidence(
+            &runs,
+            ComparisonMeasure::ResponseTime,
+            &[50.0],
+            100,
+            1,
+            noise(0.05),
+        )
+        .unwrap();
         assert_eq!(
             c[0].warnings,
             [

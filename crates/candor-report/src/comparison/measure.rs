@@ -7,7 +7,7 @@ use candor_core::Histo;
 
 /// Which measure to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
+pub enum ComparisonMeasure {
     ResponseTime,
     ServiceTime,
     SendLag,
@@ -18,14 +18,14 @@ pub enum Measure {
     Stream(StreamMeasure),
 }
 
-impl Measure {
+impl ComparisonMeasure {
     pub fn label(self) -> &'static str {
         match self {
-            Measure::ResponseTime => "response time",
-            Measure::ServiceTime => "service time",
-            Measure::SendLag => "send lag",
-            Measure::FirstByte => "first byte",
-            Measure::Stream(m) => m.label(),
+            ComparisonMeasure::ResponseTime => "response time",
+            ComparisonMeasure::ServiceTime => "service time",
+            ComparisonMeasure::SendLag => "send lag",
+            ComparisonMeasure::FirstByte => "first byte",
+            ComparisonMeasure::Stream(m) => m.label(),
         }
     }
 }
@@ -52,8 +52,12 @@ fn stream_flag(m: StreamMeasure) -> &'static str {
     }
 }
 
-pub(crate) fn histogram(r: &RunResults, m: Measure, label: &str) -> Result<Histo, CompareError> {
-    if let Measure::Stream(sm) = m {
+pub(crate) fn histogram(
+    r: &RunResults,
+    m: ComparisonMeasure,
+    label: &str,
+) -> Result<Histo, CompareError> {
+    if let ComparisonMeasure::Stream(sm) = m {
         // The full histogram is kept in `extra` under the measure's name.
         return match r.stream_histogram(sm) {
             Some(h) => h.map_err(|cause| CompareError::Histogram {
@@ -79,13 +83,13 @@ pub(crate) fn histogram(r: &RunResults, m: Measure, label: &str) -> Result<Histo
 
 /// Measure `m`'s histogram among a recorder's (empty for a stream measure: those are kept
 /// apart from the recorder, and the callers read them there first).
-pub(crate) fn of_recorder(rec: candor_core::Recorder, m: Measure) -> Histo {
+pub(crate) fn of_recorder(rec: candor_core::Recorder, m: ComparisonMeasure) -> Histo {
     match m {
-        Measure::ResponseTime => rec.response,
-        Measure::ServiceTime => rec.service,
-        Measure::SendLag => rec.send_lag,
-        Measure::FirstByte => rec.first_byte,
-        Measure::Stream(_) => candor_core::new_histogram(),
+        ComparisonMeasure::ResponseTime => rec.response,
+        ComparisonMeasure::ServiceTime => rec.service,
+        ComparisonMeasure::SendLag => rec.send_lag,
+        ComparisonMeasure::FirstByte => rec.first_byte,
+        ComparisonMeasure::Stream(_) => candor_core::new_histogram(),
     }
 }
 

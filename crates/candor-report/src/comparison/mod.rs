@@ -16,5 +16,5 @@ mod measure;
 mod table;
 
 pub use confidence::*;
-pub use measure::{CompareError, Measure};
+pub use measure::{CompareError, ComparisonMeasure};
 pub use table::*;

@@ -1,7 +1,7 @@
 //! The comparison table: each run's percentiles side by side, its change against the first, and
 //! the `% Variation` column of repeated runs (the formulas in the module docs of `comparison`).
 
-use super::measure::{histogram, pct_label, CompareError, Measure};
+use super::measure::{histogram, pct_label, CompareError, ComparisonMeasure};
 use candor_core::results::RunResults;
 use candor_core::units::{format_count, format_ns, format_rate};
 use candor_core::Histo;
@@ -46,7 +46,7 @@ fn meaningful(p: f64, count: u64) -> bool {
 /// The comparison table as text, one column per run, for one measure.
 pub fn compare_text(
     runs: &[(String, RunResults)],
-    measure: Measure,
+    measure: ComparisonMeasure,
 ) -> Result<String, CompareError> {
     let hists: Vec<Histo> = runs
         .iter()

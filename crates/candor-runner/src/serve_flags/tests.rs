@@ -52,7 +52,7 @@ fn all_flags() {
     );
     assert_eq!(
         c.fault,
-        Some(Fault {
+        Some(InjectedFault {
             kind: FaultKind::CloseMidResponse,
             every: 100
         })

@@ -169,13 +169,28 @@ impl Write for Recording {
 /// A TLS stream after a successful blocking handshake (see [`handshake`]).
 pub type BlockingTls = StreamOwned<ClientConnection, Recording>;
 
-/// The pre-run probe of a protocol over TLS that needs nothing beyond the handshake: one
-/// blocking handshake offering `alpn`, closed in good form.
+/// The client configuration, offering `alpn`, that a protocol's load threads share over a TLS
+/// target; `None` in the clear.
+pub fn shared_client_config(
+    config: &crate::config::LoadConfig,
+    alpn: &[&[u8]],
+) -> Result<Option<Arc<ClientConfig>>, TlsError> {
+    if !config.target.scheme.is_tls() {
+        return Ok(None);
+    }
+    Ok(Some(client_config(&config.tls, alpn)?))
+}
+
+/// The pre-run probe of a protocol that needs nothing beyond a connection: over a TLS target, one
+/// blocking handshake offering `alpn`, closed in good form; nothing in the clear.
 pub fn probe_handshake(
     config: &crate::config::LoadConfig,
     alpn: &[&[u8]],
     timeout: Duration,
 ) -> Result<(), TlsError> {
+    if !config.target.scheme.is_tls() {
+        return Ok(());
+    }
     let t = &config.target;
     let client = client_config(&config.tls, alpn)?;
     let mut stream = handshake(&client, &config.tls, &t.host, t.addr, timeout)?;

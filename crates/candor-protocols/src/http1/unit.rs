@@ -48,17 +48,11 @@ impl ProtocolUnit for Http1 {
         &self,
         config: &LoadConfig,
     ) -> Result<Option<Arc<rustls::ClientConfig>>, TlsError> {
-        match config.target.scheme {
-            Scheme::Https => Ok(Some(tls::client_config(&config.tls, ALPN)?)),
-            _ => Ok(None),
-        }
+        tls::shared_client_config(config, ALPN)
     }
 
     fn probe(&self, config: &LoadConfig, timeout: Duration) -> Result<(), ProbeFailure> {
-        match config.target.scheme {
-            Scheme::Https => Ok(tls::probe_handshake(config, ALPN, timeout)?),
-            _ => Ok(()),
-        }
+        Ok(tls::probe_handshake(config, ALPN, timeout)?)
     }
 
     fn run_thread(

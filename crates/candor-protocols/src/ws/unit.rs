@@ -103,17 +103,11 @@ impl ProtocolUnit for WebSocket {
         &self,
         config: &LoadConfig,
     ) -> Result<Option<Arc<rustls::ClientConfig>>, TlsError> {
-        match config.target.scheme {
-            Scheme::Wss => Ok(Some(tls::client_config(&config.tls, ALPN)?)),
-            _ => Ok(None),
-        }
+        tls::shared_client_config(config, ALPN)
     }
 
     fn probe(&self, config: &LoadConfig, timeout: Duration) -> Result<(), ProbeFailure> {
-        match config.target.scheme {
-            Scheme::Wss => Ok(tls::probe_handshake(config, ALPN, timeout)?),
-            _ => Ok(()),
-        }
+        Ok(tls::probe_handshake(config, ALPN, timeout)?)
     }
 
     fn run_thread(

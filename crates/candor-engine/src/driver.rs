@@ -203,10 +203,8 @@ impl<P: Protocol> Driver<P> {
         let mut core = Core::new(cfg, setup.schedule, ledger);
         let mut conns = conns;
         let mut connect_to = setup.config.target.addr;
-        if setup.requests_are == crate::seam::carrying::RequestKind::Http {
+        if let Some(compiled) = &setup.compiled {
             let config = &setup.config;
-            let compiled = crate::request_plan::compile_requests(config)
-                .map_err(|e| io::Error::other(e.to_string()))?;
             // The first failed responses' bodies (only failing or checked bodies are copied).
             let accept: Arc<[candor_wire::status::StatusSet]> = compiled.accept.clone().into();
             let checks = crate::request_plan::has_checks(config).then(|| {
@@ -216,7 +214,7 @@ impl<P: Protocol> Driver<P> {
             let script = crate::request_plan::script_source(config, slots);
             let source = match &script {
                 Some(_) => None,
-                None => crate::request_plan::request_source(config, &compiled, slots),
+                None => crate::request_plan::request_source(config, compiled, slots),
             };
             let fitting = Fitting {
                 accept,

@@ -154,9 +154,9 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
     } else if cfg.requests.is_empty() {
         (Vec::new(), 0)
     } else {
-        match crate::request_plan::compile_requests(cfg) {
-            Ok(c) => (c.name_of, c.names.len()),
-            Err(_) => (Vec::new(), 0),
+        match &setup.compiled {
+            Some(c) => (c.name_of.clone(), c.names.len()),
+            None => (Vec::new(), 0),
         }
     };
     if stage_ns.is_empty() && names == 0 {

@@ -140,12 +140,28 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
     })
 }
 
+/// The run's requests compiled once for its load threads to share, when they are HTTP requests
+/// (a payload is sent as it is): every thread of a target takes the same [`Arc`].
+pub fn compile_for(
+    config: &LoadConfig,
+    form: RequestForm<'_>,
+) -> Result<Option<Arc<CompiledRequests>>, WorkloadError> {
+    match form {
+        RequestForm::Http => compile_requests(config).map(|c| Some(Arc::new(c))),
+        RequestForm::Payload(_) => Ok(None),
+    }
+}
+
 /// The body of request `index` of the set (0 for the one request) filled as entry `seq` of the
 /// schedule would fill it: what a gRPC message's JSON template makes, checked against its type
 /// before the run.
-pub fn filled_body(config: &LoadConfig, index: usize, seq: u64) -> Result<Vec<u8>, WorkloadError> {
+pub fn filled_body(
+    config: &LoadConfig,
+    compiled: &CompiledRequests,
+    index: usize,
+    seq: u64,
+) -> Result<Vec<u8>, WorkloadError> {
     use candor_workload::template::{data_row, request_rng, Fill, FillBuffers};
-    let compiled = compile_requests(config)?;
     let mut buffers = FillBuffers::for_templates(&compiled.templates);
     let mut rng = request_rng(config.workload.seed, seq);
     let data = config.workload.data.as_deref();
@@ -198,7 +214,7 @@ pub fn has_checks(config: &LoadConfig) -> bool {
 /// from the configuration.
 pub fn request_source(
     config: &LoadConfig,
-    compiled: &CompiledRequests,
+    compiled: &Arc<CompiledRequests>,
     slots: usize,
 ) -> Option<RequestMaker> {
     if !needs_maker(config, compiled) {
@@ -210,7 +226,7 @@ pub fn request_source(
         .replay_plan()
         .map_or(0, |p| p.max_request_bytes + config.target.host_header.len());
     Some(RequestMaker::new(
-        Arc::new(compiled.clone()),
+        compiled.clone(),
         w.data.clone(),
         w.data_order,
         w.seed,

@@ -125,6 +125,9 @@ pub struct WorkerSetup {
     pub config: Arc<LoadConfig>,
     /// The prepared requests, chosen per request by `config.request_order`.
     pub requests: Arc<[Prepared]>,
+    /// The run's requests compiled once before its threads start (HTTP requests only): their
+    /// templates, names, weights, statuses and checks, for every thread of a target to share.
+    pub compiled: Option<Arc<candor_workload::CompiledRequests>>,
     /// What the protocol's requests are, and how many a connection carries at once.
     pub requests_are: crate::seam::carrying::RequestKind,
     pub slots: crate::seam::carrying::Slots,

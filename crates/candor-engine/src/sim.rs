@@ -133,6 +133,7 @@ impl Sim {
         let setup = WorkerSetup {
             config: Arc::new(config),
             requests: Vec::new().into(),
+            compiled: None,
             requests_are: crate::seam::carrying::RequestKind::Http,
             slots: crate::seam::carrying::Slots {
                 per_connection: 1,

@@ -91,6 +91,7 @@ fn outcome(completed: u64) -> RunOutcome {
         ended_early: None,
         pool: None,
         pacing: None,
+        requests: None,
     }
 }
 

@@ -71,6 +71,9 @@ pub struct RunOutcome {
     pub pool: Option<PoolResults>,
     /// What pacing cost (open loop).
     pub pacing: Option<PacingResults>,
+    /// The requests the run compiled (HTTP requests): the names its per-request rows and
+    /// failure examples go by.
+    pub requests: Option<Arc<candor_workload::CompiledRequests>>,
 }
 
 /// Runs the load test described by `config`, calling `on_interval` after each interval.
@@ -85,7 +88,11 @@ pub fn run(
         // A script's error or thread:stop() ends the schedule as an abort does.
         script.set_end(options.end.clone());
     }
-    let (gate, threads) = start_threads(&config, protocol, &options)?;
+    // The requests are compiled once here (each extra target's once, with its own Host) and
+    // shared by every thread, the books and the outcome.
+    let compiled = candor_engine::request_plan::compile_for(&config, protocol.request_form())
+        .map_err(RunError::Requests)?;
+    let (gate, threads) = start_threads(&config, compiled.as_ref(), protocol, &options)?;
     let (pool, start) = open_and_start(&config, &options, gate, threads.earliest_ns);
     let (joined, collector) =
         collect_intervals(&config, &options, threads, start.mono_ns, on_interval);
@@ -93,6 +100,7 @@ pub fn run(
     Ok(outcome(
         &config,
         &options,
+        compiled,
         Ended {
             phases,
             failed_threads,
@@ -116,6 +124,7 @@ struct Threads {
 /// the schedule.
 fn start_threads(
     config: &Arc<LoadConfig>,
+    compiled: Option<&Arc<candor_workload::CompiledRequests>>,
     protocol: &Arc<dyn ProtocolUnit>,
     options: &RunOptions,
 ) -> Result<(candor_engine::pool::Gate, Threads), RunError> {
@@ -130,10 +139,24 @@ fn start_threads(
             Arc::new(c)
         }))
         .collect();
+    // What each target's threads share: its requests (prepared and compiled with its own Host)
+    // and its TLS configuration, made once per target.
+    let mut per_target = vec![(requests, compiled.cloned(), tls)];
+    for config in &targets[1..] {
+        let form = protocol.request_form();
+        per_target.push((
+            prepare_requests(config, form),
+            candor_engine::request_plan::compile_for(config, form).map_err(RunError::Requests)?,
+            protocol.thread_tls(config)?,
+        ));
+    }
     let filters: Vec<Option<candor_engine::schedule::SeqFilter>> = if targets.len() > 1 {
-        let compiled =
-            candor_engine::request_plan::compile_requests(config).map_err(RunError::Requests)?;
-        let picker = Arc::new(compiled.picker);
+        let compiled = compiled.ok_or_else(|| {
+            RunError::Requests(candor_workload::WorkloadError::Invalid(
+                "request lines with their own \"url\" need HTTP requests".into(),
+            ))
+        })?;
+        let picker = Arc::new(compiled.picker.clone());
         let target_of: Arc<[usize]> = config.workload.target_of.clone().into();
         let seed = config.workload.seed;
         (0..targets.len())
@@ -171,16 +194,7 @@ fn start_threads(
     for (w, ticket) in tickets.into_iter().enumerate() {
         let (t, target) = (w % threads, active[w / threads]);
         let (config, filter) = (targets[target].clone(), filters[target].clone());
-        let requests = if target == 0 {
-            requests.clone()
-        } else {
-            prepare_requests(&config, protocol.request_form())
-        };
-        let tls = if target == 0 {
-            tls.clone()
-        } else {
-            protocol.thread_tls(&config)?
-        };
+        let (requests, compiled, tls) = per_target[target].clone();
         let connections =
             config.connections / threads + usize::from(t < config.connections % threads);
         let (lane, stride) = config.lane(t);
@@ -199,7 +213,8 @@ fn start_threads(
         };
         let setup = WorkerSetup {
             config: config.clone(),
-            requests: requests.clone(),
+            requests,
+            compiled,
             requests_are: protocol.requests_are(),
             slots: protocol.slots(),
             connections,
@@ -215,7 +230,6 @@ fn start_threads(
             seq_lane: lane,
             seq_stride: stride,
         };
-        let tls = tls.clone();
         let end = options.end.clone();
         let protocol = protocol.clone();
         let handle = std::thread::Builder::new()
@@ -422,7 +436,12 @@ struct Ended {
 
 /// The run's outcome: its phases over the measured window (cut short by a stop or an early
 /// end), intervals, pool and pacing.
-fn outcome(config: &LoadConfig, options: &RunOptions, ended: Ended) -> RunOutcome {
+fn outcome(
+    config: &LoadConfig,
+    options: &RunOptions,
+    requests: Option<Arc<candor_workload::CompiledRequests>>,
+    ended: Ended,
+) -> RunOutcome {
     let Ended {
         phases,
         failed_threads,
@@ -498,6 +517,7 @@ fn outcome(config: &LoadConfig, options: &RunOptions, ended: Ended) -> RunOutcom
         ended_early,
         pool: (pool.connections() > 0).then(|| pool.results()),
         pacing,
+        requests,
     }
 }
 
@@ -614,7 +634,7 @@ impl RunOutcome {
                     }
                 }
             }
-        } else if let Ok(compiled) = candor_engine::request_plan::compile_requests(config) {
+        } else if let Some(compiled) = &self.requests {
             for (name, acc) in compiled.names.iter().zip(&books.names) {
                 out.by_request
                     .insert(name.clone(), results(acc, self.main.duration_ns, None));
@@ -636,7 +656,7 @@ impl RunOutcome {
         if samples.is_empty() {
             return Vec::new();
         }
-        let compiled = candor_engine::request_plan::compile_requests(config).ok();
+        let compiled = self.requests.as_deref();
         // A trace's records carry their own method and path, which are not kept per request.
         let replayed = config.shape.replay_plan().is_some();
         let script_names = config.workload.script.as_ref().map(|s| s.names());

@@ -166,6 +166,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         slots: config.protocol.slots(),
         config: Arc::new(config.config),
         requests: Vec::new().into(),
+        compiled: None,
         connections: 4,
         start_ns: START,
         schedule: None,

@@ -255,11 +255,17 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
     });
     // Each templated message's first fill, as the run will fill it, must fit its message type:
     // a template that never can is a mistake to name now, not a run of failures.
+    let mut compiled = None;
     for (i, spec) in specs.iter().enumerate() {
         let Some(encoder) = &c.grpc.as_ref().expect("set above").calls[i].templated else {
             continue;
         };
-        let json = candor_load::request_plan::filled_body(c, i, 0)?;
+        if compiled.is_none() {
+            // Compiled once, for the first templated message only.
+            compiled = Some(candor_load::request_plan::compile_requests(c)?);
+        }
+        let compiled = compiled.as_ref().expect("compiled above");
+        let json = candor_load::request_plan::filled_body(c, compiled, i, 0)?;
         let mut framed = Vec::new();
         encoder.encode_framed(&json, &mut framed).map_err(|e| {
             invalid(format!(

@@ -85,9 +85,11 @@ impl Shape {
         let requests = crate::request_plan::prepare_requests(&config, protocol.request_form());
         let (to_collector, _) = crossbeam_channel::unbounded();
         let (_, pool) = crossbeam_channel::unbounded();
+        let compiled = crate::request_plan::compile_for(&config, protocol.request_form()).unwrap();
         WorkerSetup {
             config: Arc::new(config),
             requests,
+            compiled,
             requests_are: protocol.requests_are(),
             slots: protocol.slots(),
             connections: self.connections,

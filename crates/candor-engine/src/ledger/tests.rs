@@ -24,6 +24,7 @@ fn ledger(accept: &str, warmup_ns: u64) -> Ledger {
     Ledger::new(&WorkerSetup {
         config: Arc::new(config),
         requests: Vec::new().into(),
+        compiled: None,
         requests_are: crate::seam::carrying::RequestKind::Http,
         slots: crate::seam::carrying::Slots {
             per_connection: 1,

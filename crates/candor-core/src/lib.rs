@@ -11,6 +11,7 @@ pub mod hist;
 pub mod interval_stats;
 pub mod phase_results;
 pub mod recorded;
+pub mod reply_codes;
 pub mod results;
 pub mod run_config;
 pub mod sleep_or_spin;

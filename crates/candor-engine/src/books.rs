@@ -32,7 +32,7 @@ pub struct PhaseAcc {
     /// Streamed responses' events and tokens (runs with `--stream` or `--llm` only).
     pub stream: Option<Box<StreamAcc>>,
     /// gRPC calls by `grpc-status` (all zero for other protocols).
-    pub grpc_codes: candor_grpc::GrpcCodeCounts,
+    pub reply_codes: candor_core::reply_codes::ReplyCodeCounts,
 }
 
 /// What the streamed responses of one phase came to: their events' timing and, in an LLM run,
@@ -214,7 +214,7 @@ impl PhaseAcc {
             (a @ None, b) => *a = b.clone(),
             (Some(_), None) => {}
         }
-        self.grpc_codes.merge(&from.grpc_codes);
+        self.reply_codes.merge(&from.reply_codes);
         for w in &from.warnings {
             if !self.warnings.contains(w) {
                 self.warnings.push(w.clone());
@@ -236,7 +236,7 @@ impl PhaseAcc {
             faults: Default::default(),
             codes: Default::default(),
             stream: None,
-            grpc_codes: Default::default(),
+            reply_codes: Default::default(),
         }
     }
 }
@@ -347,7 +347,7 @@ impl WorkloadBooks {
             into.rec.add(&from.rec);
             into.unfinished.add(&from.unfinished).expect("same layout");
             into.counts.add(&from.counts);
-            into.grpc_codes.merge(&from.grpc_codes);
+            into.reply_codes.merge(&from.reply_codes);
         }
     }
 }

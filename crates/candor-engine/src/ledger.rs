@@ -65,8 +65,6 @@ pub struct Ledger {
     accept_status: candor_wire::status::StatusSet,
     /// Per request, when request lines carry their own `"check_status"`.
     accept_by_request: Option<std::sync::Arc<[candor_wire::status::StatusSet]>>,
-    /// gRPC: the `grpc-status` codes that count as success (`--check-status`).
-    grpc_accept: candor_grpc::CodeSet,
     /// The phase counts as of the previous flush (the base of the next interval's growth).
     flushed_counts: [RequestCounts; 2],
     /// Per-stage and per-name books, when the run has a load profile or a named request set.
@@ -170,11 +168,13 @@ fn workload_books(setup: &WorkerSetup) -> Option<Box<WorkloadBooks>> {
     )))
 }
 
-/// How a gRPC call ended: its code, and what its failure example says when more than the
-/// code's name (the server's `grpc-message`, or why candor judged an OK reply INTERNAL).
+/// How a reply that carries a code beside its status ended (gRPC's `grpc-status`), as its
+/// protocol judged it: the code, whether the run accepts it (`--check-status`), and what its
+/// failure example says when more than the code's name (gRPC's `grpc-message`).
 #[derive(Clone, Copy, Debug)]
-pub struct GrpcEnd<'a> {
-    pub code: candor_grpc::Code,
+pub struct CodedEnd<'a> {
+    pub code: candor_core::reply_codes::ReplyCode,
+    pub accepted: bool,
     pub said: Option<&'a [u8]>,
 }
 
@@ -196,10 +196,6 @@ impl Ledger {
             pool: setup.pool.clone(),
             accept_status: cfg.accept_status,
             accept_by_request: crate::request_plan::accept_by_request(cfg),
-            grpc_accept: cfg
-                .grpc
-                .as_ref()
-                .map_or(candor_grpc::CodeSet::OK_ONLY, |g| g.accept),
             flushed_counts: [RequestCounts::default(); 2],
             books: workload_books(setup),
             examples: FailureSamples::default(),
@@ -311,37 +307,46 @@ impl Ledger {
         self.book_answer(e, now, status, verdict, body)
     }
 
-    /// A gRPC call answered at `now` with HTTP `status` 200 and `grpc-status` `code`, its
-    /// response checks as for [`Ledger::complete_response`]: a code outside `--check-status`
-    /// fails in class `grpc` with its latency recorded (the server answered); every code is
-    /// counted by name. A status other than 200 is judged as HTTP's.
+    /// A reply answered at `now` with `status` and a code of its protocol's (`end`), its
+    /// response checks as for [`Ledger::complete_response`]: a code its protocol did not accept
+    /// fails in the class its table names with its latency recorded (the server answered);
+    /// every code is counted, by its table.
     #[inline]
-    pub fn complete_grpc(
+    pub fn complete_coded(
         &mut self,
         e: &Exchange,
         now: u64,
         status: u16,
-        end: GrpcEnd<'_>,
+        end: CodedEnd<'_>,
         failed_check: Option<ContentCheck>,
         body: Option<&[u8]>,
     ) -> Booked {
-        let GrpcEnd { code, said } = end;
+        let CodedEnd {
+            code,
+            accepted,
+            said,
+        } = end;
         let phase = self.phase_of(e.intended);
-        self.phases[phase].grpc_codes.record(code);
-        self.interval.grpc_codes[phase].record(code);
+        self.phases[phase].reply_codes.record(code);
+        self.interval.reply_codes[phase].record(code);
         if let Some(b) = &mut self.books {
             // Each stage and each request's row counts its calls by status too.
             b.each(e.intended, Some(e.request), phase == 1, |acc| {
-                acc.grpc_codes.record(code)
+                acc.reply_codes.record(code)
             });
         }
-        if !self.grpc_accept.contains(code) {
-            let verdict = Some((FailureClass::Grpc, FailedCheck::Grpc));
-            // A failed call's body is usually empty (trailers-only): its example shows the
-            // status's name instead, with the server's grpc-message or why candor judged it
-            // (`said`) when there is one.
-            let name = said.or(Some(code.name().as_bytes()));
-            return self.book_answer(e, now, status, verdict, name);
+        if !accepted {
+            let table = code.table;
+            let verdict = Some((table.failure, table.check));
+            // A failed reply's body is usually empty (gRPC's trailers-only): its example shows
+            // the code's name instead, or what the protocol said of it (`said`).
+            return match said {
+                Some(said) => self.book_answer(e, now, status, verdict, Some(said)),
+                None => {
+                    let name = table.name(code.code);
+                    self.book_answer(e, now, status, verdict, Some(name.as_bytes()))
+                }
+            };
         }
         self.complete_response(e, now, status, failed_check, body)
     }

@@ -5,7 +5,6 @@
 use crate::config::LoadConfig;
 use candor_core::results::{PhaseResults, RequestCounts};
 use candor_core::{Histo, Recorder};
-use std::collections::BTreeMap;
 
 /// Totals of one phase.
 pub struct PhaseOutcome {
@@ -29,8 +28,8 @@ pub struct PhaseOutcome {
     pub codes: candor_core::results::CodeCounts,
     /// Streamed responses' events and tokens (`--stream`, `--llm`).
     pub stream: Option<Box<crate::books::StreamAcc>>,
-    /// gRPC calls by `grpc-status`.
-    pub grpc_codes: candor_grpc::GrpcCodeCounts,
+    /// Replies by the code their protocol reads beside the status (gRPC's `grpc-status`).
+    pub reply_codes: candor_core::reply_codes::ReplyCodeCounts,
 }
 
 impl PhaseOutcome {
@@ -44,7 +43,7 @@ impl PhaseOutcome {
             target,
         );
         r.status_codes = self.codes.to_map();
-        r.grpc_status = grpc_status_map(&self.grpc_codes);
+        r.set_reply_codes(&self.reply_codes);
         r.connection_faults = self.faults.by_cause();
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);
@@ -101,12 +100,4 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
             counted_from_chunks: s.tokens_from_chunks,
         }),
     });
-}
-
-/// gRPC calls by status name as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).
-pub fn grpc_status_map(counts: &candor_grpc::GrpcCodeCounts) -> BTreeMap<String, u64> {
-    counts
-        .iter()
-        .map(|(code, n)| (code.name().to_string(), n))
-        .collect()
 }

@@ -63,7 +63,7 @@ pub struct IntervalData {
     /// Responses of this interval by status code, per phase (0 = warm-up, 1 = measured).
     pub codes: [candor_core::results::CodeCounts; 2],
     /// gRPC calls of this interval by `grpc-status`, per phase.
-    pub grpc_codes: [candor_grpc::GrpcCodeCounts; 2],
+    pub reply_codes: [candor_core::reply_codes::ReplyCodeCounts; 2],
     /// The streamed responses that ended in this interval, both phases together as the
     /// histograms in `rec` (runs with `--stream` or `--llm` only).
     pub stream: Option<Box<crate::books::StreamAcc>>,
@@ -83,7 +83,7 @@ impl IntervalData {
             failed: 0,
             counts: [RequestCounts::default(); 2],
             codes: Default::default(),
-            grpc_codes: Default::default(),
+            reply_codes: Default::default(),
             stream: None,
         }
     }
@@ -103,7 +103,7 @@ impl IntervalData {
         for c in &mut self.codes {
             c.reset();
         }
-        self.grpc_codes = Default::default();
+        self.reply_codes = Default::default();
         if let Some(s) = &mut self.stream {
             s.reset();
         }

@@ -44,7 +44,7 @@ pub struct LiveState {
     /// Responses of the measured window by status code, so far.
     codes: CodeCounts,
     /// gRPC calls of the measured window by `grpc-status`, so far (all zero for other protocols).
-    grpc_codes: candor_grpc::GrpcCodeCounts,
+    reply_codes: candor_core::reply_codes::ReplyCodeCounts,
     /// Streamed responses of the measured window so far (runs with `--stream` or `--llm`).
     stream: Option<Box<StreamAcc>>,
     elapsed_s: f64,
@@ -138,7 +138,7 @@ impl LiveState {
             measured: Recorder::new(),
             totals: [RequestCounts::default(); 2],
             codes: CodeCounts::default(),
-            grpc_codes: Default::default(),
+            reply_codes: Default::default(),
             stream: None,
             elapsed_s: 0.0,
             done: false,
@@ -205,7 +205,7 @@ impl LiveState {
         }
         self.totals = r.totals;
         self.codes.add(&r.codes[1]);
-        self.grpc_codes.merge(&r.grpc_codes[1]);
+        self.reply_codes.merge(&r.reply_codes[1]);
         self.elapsed_s = r.elapsed_s;
         let mut event = json!({
             "index": r.index,
@@ -229,17 +229,18 @@ impl LiveState {
             "warnings": self.warnings(Some(r)),
             "done": false,
         });
-        self.add_grpc_status(&mut event);
+        self.add_reply_codes(&mut event);
         if let Some(s) = r.stream {
             event["stream"] = stream_json(s, r.length_s);
         }
         event
     }
 
-    /// gRPC runs' events also carry the calls by `grpc-status` name; other runs' are unchanged.
-    fn add_grpc_status(&self, event: &mut Value) {
-        if self.grpc_codes.total() > 0 {
-            event["grpc_status"] = json!(candor_load::load_run::grpc_status_map(&self.grpc_codes));
+    /// The events of a protocol whose replies carry codes (gRPC's `grpc-status`) also carry
+    /// the replies by code name, under the results' field; other runs' are unchanged.
+    fn add_reply_codes(&self, event: &mut Value) {
+        if let Some(field) = self.reply_codes.field() {
+            event[field] = json!(self.reply_codes.by_name());
         }
     }
 
@@ -248,7 +249,7 @@ impl LiveState {
     pub fn finish(&mut self, outcome: &RunOutcome, stopped_early: bool, last: bool) -> Value {
         self.totals[1] = outcome.main.counts;
         self.codes = outcome.main.codes.clone();
-        self.grpc_codes = outcome.main.grpc_codes;
+        self.reply_codes = outcome.main.reply_codes;
         if let Some(s) = &outcome.main.stream {
             self.stream = Some(s.clone());
         }
@@ -286,7 +287,7 @@ impl LiveState {
             "spectrum_max_ns": value_at(&main.response, 100.0),
             "warnings": self.warnings(None),
         });
-        self.add_grpc_status(&mut event);
+        self.add_reply_codes(&mut event);
         event
     }
 
@@ -302,7 +303,7 @@ impl LiveState {
             stream: self.stream.as_deref().map(stream_snapshot),
             measured: self.totals[1],
             codes: self.codes.to_map(),
-            grpc_status: candor_load::load_run::grpc_status_map(&self.grpc_codes),
+            grpc_status: self.reply_codes.by_name(),
             in_flight: if self.done {
                 self.totals.iter().map(|c| c.in_flight_at_end).sum()
             } else {
@@ -356,7 +357,7 @@ mod tests {
             totals,
             histograms: rec,
             codes: Box::leak(Box::default()),
-            grpc_codes: Box::leak(Box::default()),
+            reply_codes: Box::leak(Box::default()),
             stream: None,
         }
     }

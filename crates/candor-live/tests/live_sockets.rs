@@ -56,7 +56,7 @@ fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport<'static
         ],
         histograms: rec,
         codes: Box::leak(Box::default()),
-        grpc_codes: Box::leak(Box::default()),
+        reply_codes: Box::leak(Box::default()),
         stream: None,
     }
 }
@@ -83,7 +83,7 @@ fn outcome(completed: u64) -> RunOutcome {
             faults: Default::default(),
             codes: Default::default(),
             stream: None,
-            grpc_codes: Default::default(),
+            reply_codes: Default::default(),
         },
         warmup: None,
         intervals: Vec::new(),

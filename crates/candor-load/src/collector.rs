@@ -30,7 +30,7 @@ pub struct IntervalReport<'a> {
     /// This interval's responses by status code, per phase (by intended time, as `totals`).
     pub codes: &'a [candor_core::results::CodeCounts; 2],
     /// This interval's gRPC calls by `grpc-status`, per phase (all zero for other protocols).
-    pub grpc_codes: &'a [candor_grpc::GrpcCodeCounts; 2],
+    pub reply_codes: &'a [candor_core::reply_codes::ReplyCodeCounts; 2],
     /// This interval's streamed responses, both phases (runs with `--stream` or `--llm`).
     pub stream: Option<&'a candor_engine::books::StreamAcc>,
 }
@@ -73,7 +73,12 @@ impl Collector {
                 for (into, from) in p.data.codes.iter_mut().zip(msg.data.codes.iter()) {
                     into.add(from);
                 }
-                for (into, from) in p.data.grpc_codes.iter_mut().zip(msg.data.grpc_codes.iter()) {
+                for (into, from) in p
+                    .data
+                    .reply_codes
+                    .iter_mut()
+                    .zip(msg.data.reply_codes.iter())
+                {
                     into.merge(from);
                 }
                 if let (Some(into), Some(from)) = (&mut p.data.stream, &msg.data.stream) {
@@ -173,7 +178,7 @@ impl Collector {
             totals: self.totals,
             histograms: &d.rec,
             codes: &d.codes,
-            grpc_codes: &d.grpc_codes,
+            reply_codes: &d.reply_codes,
             stream: d.stream.as_deref(),
         });
         self.done.push(interval);

@@ -12,7 +12,7 @@ use candor_core::results::{
     Interval, PacingMargin, PacingResults, PhaseResults, PoolResults, RequestCounts, StopReason,
 };
 use candor_engine::config::LoadConfig;
-pub use candor_engine::phase_outcome::{grpc_status_map, PhaseOutcome};
+pub use candor_engine::phase_outcome::PhaseOutcome;
 use candor_engine::request_plan::prepare_requests;
 use candor_engine::seam::unit::ProtocolUnit;
 pub use candor_engine::shared::EarlyEnd;
@@ -504,7 +504,7 @@ fn outcome(
         faults: p.faults,
         codes: p.codes,
         stream: p.stream,
-        grpc_codes: p.grpc_codes,
+        reply_codes: p.reply_codes,
     };
     RunOutcome {
         start_ns,
@@ -608,7 +608,7 @@ impl RunOutcome {
                 duration_ns as f64 / 1e9,
                 target,
             );
-            r.grpc_status = grpc_status_map(&acc.grpc_codes);
+            r.set_reply_codes(&acc.reply_codes);
             r
         };
         if let Some(profile) = config.shape.profile() {

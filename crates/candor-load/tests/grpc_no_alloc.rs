@@ -108,7 +108,7 @@ fn no_allocations_per_call(lines: bool) {
     assert_eq!(m.failed, 0, "{m:?}");
     assert_eq!(m.completed, m.intended, "{m:?}");
     assert_eq!(
-        out.main.grpc_codes.get(candor_grpc::Code::Ok),
+        out.main.reply_codes.get(candor_grpc::Code::Ok.as_u32()),
         m.completed,
         "each call counted by its grpc-status"
     );
@@ -142,11 +142,11 @@ fn failed_statuses_are_the_grpc_class_with_their_latency() {
         200,
         "failed calls keep their latency"
     );
-    let codes = &out.main.grpc_codes;
+    let codes = &out.main.reply_codes;
     assert_eq!(
         (
-            codes.get(candor_grpc::Code::Ok),
-            codes.get(candor_grpc::Code::ResourceExhausted)
+            codes.get(candor_grpc::Code::Ok.as_u32()),
+            codes.get(candor_grpc::Code::ResourceExhausted.as_u32())
         ),
         (100, 100)
     );

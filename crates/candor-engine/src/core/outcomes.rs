@@ -163,21 +163,21 @@ impl Core {
         self.release(slot, now)
     }
 
-    /// [`Core::complete_response`] of a gRPC call that ended with `grpc-status` `code` (see
-    /// [`crate::ledger::Ledger::complete_grpc`]).
+    /// [`Core::complete_response`] of a reply that carries a code of its protocol's (see
+    /// [`crate::ledger::Ledger::complete_coded`]).
     #[inline]
-    pub fn complete_grpc(
+    pub fn complete_coded(
         &mut self,
         slot: usize,
         status: u16,
-        end: crate::ledger::GrpcEnd<'_>,
+        end: crate::ledger::CodedEnd<'_>,
         failed_check: Option<crate::examples::ContentCheck>,
         body: Option<&[u8]>,
         now: u64,
     ) -> Booked {
         let e = self.answered(slot, now);
         self.ledger
-            .complete_grpc(&e, now, status, end, failed_check, body)
+            .complete_coded(&e, now, status, end, failed_check, body)
     }
 
     /// Slot `slot`'s request failed at `now`.

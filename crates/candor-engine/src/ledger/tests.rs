@@ -94,29 +94,52 @@ fn failed_checks_are_their_own_class_and_lines_accept_their_own_statuses() {
     assert_eq!(l.phases[1].rec.response.len(), 1);
 }
 
+/// A protocol's reply codes as a test declares them (gRPC's first five).
+static CODES: candor_core::reply_codes::ReplyCodeTable = candor_core::reply_codes::ReplyCodeTable {
+    field: "grpc_status",
+    names: &[
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "UNAVAILABLE",
+    ],
+    failure: FailureClass::Grpc,
+    check: FailedCheck::Grpc,
+};
+
+fn coded(code: u32, accepted: bool) -> CodedEnd<'static> {
+    CodedEnd {
+        code: candor_core::reply_codes::ReplyCode {
+            table: &CODES,
+            code,
+        },
+        accepted,
+        said: None,
+    }
+}
+
 #[test]
-fn grpc_statuses_are_judged_by_the_accepted_set_and_counted_by_name() {
-    use candor_grpc::Code;
+fn reply_codes_are_judged_by_their_protocol_and_counted_by_its_table() {
     let mut l = ledger("200", 0);
-    l.grpc_accept = "OK,NOT_FOUND".parse().unwrap();
-    // (HTTP status, grpc-status): OK and NOT_FOUND accepted, UNAVAILABLE a `grpc` failure
-    // with its latency, a 503 without gRPC's answer a `status` failure as over HTTP.
+    // (HTTP status, code, accepted): 0 and 3 accepted, 4 refused twice (a failure in the
+    // table's class, with its latency), a 503 without a code a `status` failure as over HTTP.
     let calls = [
-        (200, Some(Code::Ok)),
-        (200, Some(Code::NotFound)),
-        (200, Some(Code::Unavailable)),
-        (200, Some(Code::Unavailable)),
+        (200, Some((0, true))),
+        (200, Some((3, true))),
+        (200, Some((4, false))),
+        (200, Some((4, false))),
         (503, None),
     ];
     for (i, (status, code)) in calls.into_iter().enumerate() {
         let t = 1010 + 10 * i as u64;
         l.intend(t, t, 0);
         let booked = match code {
-            Some(code) => l.complete_grpc(
+            Some((code, accepted)) => l.complete_coded(
                 &ex(t, t + 1),
                 t + 5,
                 status,
-                GrpcEnd { code, said: None },
+                coded(code, accepted),
                 None,
                 None,
             ),
@@ -130,29 +153,13 @@ fn grpc_statuses_are_judged_by_the_accepted_set_and_counted_by_name() {
     assert_eq!(c.responses(), 5, "every call was answered");
     assert!(c.balanced());
     assert_eq!(l.phases[1].rec.response.len(), 5);
-    let g = &l.phases[1].grpc_codes;
-    assert_eq!(
-        (
-            g.get(Code::Ok),
-            g.get(Code::NotFound),
-            g.get(Code::Unavailable)
-        ),
-        (1, 1, 2)
-    );
-    assert_eq!(l.interval.grpc_codes[1].total(), 4);
-    // A grpc failure re-booked as a protocol error moves from `grpc` to `parse`.
+    let g = &l.phases[1].reply_codes;
+    assert_eq!((g.get(0), g.get(3), g.get(4)), (1, 1, 2));
+    assert_eq!(g.field(), Some("grpc_status"));
+    assert_eq!(l.interval.reply_codes[1].total(), 4);
+    // A refused reply re-booked as a protocol error moves from its class to `parse`.
     l.intend(1100, 1100, 0);
-    let booked = l.complete_grpc(
-        &ex(1100, 1101),
-        1105,
-        200,
-        GrpcEnd {
-            code: Code::Internal,
-            said: None,
-        },
-        None,
-        None,
-    );
+    let booked = l.complete_coded(&ex(1100, 1101), 1105, 200, coded(2, false), None, None);
     l.rebook_as_parse(booked);
     let c = &l.phases[1].counts;
     assert_eq!((c.errors.grpc, c.errors.parse), (2, 1));

@@ -94,24 +94,23 @@ impl Link<'_> {
             .complete_response(slot, status, failed, body, self.now);
     }
 
-    /// Slot `slot`'s gRPC call ended now with HTTP `status` and `grpc-status` `code`, `failed`
-    /// and `body` as for [`Link::complete`].
+    /// Slot `slot`'s reply ended now with `status` and a code of its protocol's, as the
+    /// protocol judged it (`end`); `failed` and `body` as for [`Link::complete`].
     #[inline]
-    pub fn complete_grpc(
+    pub fn complete_coded(
         &mut self,
         slot: usize,
         status: u16,
-        code: candor_grpc::Code,
+        end: crate::ledger::CodedEnd<'_>,
         failed: Option<ContentCheck>,
         body: Option<&[u8]>,
-        said: Option<&[u8]>,
     ) {
-        let end = crate::ledger::GrpcEnd { code, said };
         self.core
-            .complete_grpc(slot, status, end, failed, body, self.now);
+            .complete_coded(slot, status, end, failed, body, self.now);
     }
 
-    /// The first message of slot `slot`'s streamed gRPC response arrived now.
+    /// The first message of slot `slot`'s reply made of messages (a streamed gRPC response)
+    /// arrived now.
     pub fn first_message(&mut self, slot: usize) {
         self.core.first_message(slot, self.now);
     }

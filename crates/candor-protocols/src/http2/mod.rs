@@ -25,6 +25,7 @@
 pub mod faults;
 mod flood;
 pub mod frame;
+pub mod grpc_status;
 mod hpack;
 pub mod probe;
 mod receive;
@@ -181,6 +182,8 @@ pub(crate) struct H2Connection {
     saw_zero_stream_limit: bool,
     /// A gRPC run: a response ends at its trailers and is judged by their `grpc-status`.
     grpc: bool,
+    /// gRPC: the `grpc-status` codes that count as success (`--check-status`).
+    grpc_accept: candor_grpc::CodeSet,
     /// gRPC server streaming: per request, whether its call streams; per lane, the messages of
     /// its response counted as they arrive (for the time to the first one); empty when no call
     /// streams.
@@ -295,6 +298,7 @@ impl H2Connection {
         let grpc_lanes = if grpc.is_some() { lanes } else { 0 };
         H2Connection {
             grpc: grpc.is_some(),
+            grpc_accept: grpc.map_or(candor_grpc::CodeSet::OK_ONLY, |g| g.accept),
             grpc_messages_said: vec![Vec::with_capacity(4 * GRPC_MESSAGE_KEPT); grpc_lanes],
             grpc_said: Vec::with_capacity(if grpc.is_some() {
                 5 * GRPC_MESSAGE_KEPT

@@ -507,8 +507,12 @@ impl H2Connection {
                 Some(code) => {
                     let (code, said) = self.grpc_verdict(lane, code);
                     let body = self.observers[lane].excerpt();
-                    let said = said.then_some(&self.grpc_said[..]);
-                    link.complete_grpc(slot, status, code, failed, body, said);
+                    let end = candor_engine::ledger::CodedEnd {
+                        code: super::grpc_status::reply_code(code),
+                        accepted: self.grpc_accept.contains(code),
+                        said: said.then_some(&self.grpc_said[..]),
+                    };
+                    link.complete_coded(slot, status, end, failed, body);
                 }
                 // A gRPC response that ends without `grpc-status` breaks the protocol.
                 None => link.fail(slot, FailureClass::Parse),

@@ -205,9 +205,9 @@ fn a_grpc_call_ends_at_its_trailers_or_a_trailers_only_answer_judged_by_grpc_sta
     let p = r.finish(START + 20 * MS);
     assert_eq!((p.counts.completed, p.counts.failed), (2, 1));
     assert_eq!(p.counts.errors.grpc, 1);
-    assert_eq!(p.grpc_codes.get(Code::Ok), 1);
-    assert_eq!(p.grpc_codes.get(Code::NotFound), 1);
-    assert_eq!(p.grpc_codes.get(Code::Unavailable), 1);
+    assert_eq!(p.reply_codes.get(Code::Ok.as_u32()), 1);
+    assert_eq!(p.reply_codes.get(Code::NotFound.as_u32()), 1);
+    assert_eq!(p.reply_codes.get(Code::Unavailable.as_u32()), 1);
     // Each is timed to the end of its call, the failed one included (the server answered).
     // OK at 6 ms of its intended time, NOT_FOUND at 7 - 1 = 6 ms, UNAVAILABLE at 9 - 2 = 7 ms.
     assert_eq!(p.rec.response.count_at(6 * MS), 2);
@@ -231,7 +231,7 @@ fn a_grpc_answer_without_grpc_status_is_a_parse_failure_and_a_reset_call_a_read_
     let p = r.finish(START + 10 * MS);
     assert_eq!(p.counts.failed, 2);
     assert_eq!((p.counts.errors.parse, p.counts.errors.read), (1, 1));
-    assert_eq!(p.grpc_codes.get(candor_grpc::Code::Ok), 0);
+    assert_eq!(p.reply_codes.get(candor_grpc::Code::Ok.as_u32()), 0);
 }
 
 #[test]
@@ -334,9 +334,9 @@ fn grpc_replies_whose_framing_or_type_lie_are_internal_with_the_reason_kept() {
     let p = r.finish(START + 20 * MS);
     assert_eq!((p.counts.completed, p.counts.failed), (1, 5));
     assert_eq!(p.counts.errors.grpc, 5);
-    assert_eq!(p.grpc_codes.get(Code::Internal), 4);
-    assert_eq!(p.grpc_codes.get(Code::Ok), 1);
-    assert_eq!(p.grpc_codes.get(Code::PermissionDenied), 1);
+    assert_eq!(p.reply_codes.get(Code::Internal.as_u32()), 4);
+    assert_eq!(p.reply_codes.get(Code::Ok.as_u32()), 1);
+    assert_eq!(p.reply_codes.get(Code::PermissionDenied.as_u32()), 1);
     let said: Vec<String> = p
         .failures
         .sorted()

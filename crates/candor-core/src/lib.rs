@@ -10,6 +10,7 @@ pub mod exact_sleep;
 pub mod hist;
 pub mod interval_stats;
 pub mod phase_results;
+pub mod protocol_name;
 pub mod recorded;
 pub mod reply_codes;
 pub mod results;

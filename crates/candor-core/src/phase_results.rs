@@ -669,20 +669,6 @@ pub struct TimelineEvent {
 }
 
 impl PhaseResults {
-    /// Writes a protocol's reply codes under the field its table names (the results' contract:
-    /// `grpc_status`); counts of a field these results do not have are not written.
-    pub fn set_reply_codes(&mut self, counts: &crate::reply_codes::ReplyCodeCounts) {
-        let into = match counts.field() {
-            Some("grpc_status") => &mut self.grpc_status,
-            None => return,
-            Some(other) => {
-                debug_assert!(false, "the results have no field {other}");
-                return;
-            }
-        };
-        *into = counts.by_name();
-    }
-
     pub fn from_recorder(
         r: &Recorder,
         unfinished: &Histo,

@@ -14,7 +14,7 @@ pub const MAX_REPLY_CODES: usize = 32;
 /// and how a reply the protocol judged unacceptable fails.
 #[derive(Debug)]
 pub struct ReplyCodeTable {
-    /// The results' field (the contract, e.g. `grpc_status`): see [`crate::results::PhaseResults::set_reply_codes`].
+    /// The results' field (the contract, e.g. `grpc_status`): see [`ReplyCodeCounts::write_into`].
     pub field: &'static str,
     /// Each code's name, at its number (at most [`MAX_REPLY_CODES`]).
     pub names: &'static [&'static str],
@@ -76,6 +76,20 @@ impl ReplyCodeCounts {
     /// The results field the counts go under, once any reply was counted.
     pub fn field(&self) -> Option<&'static str> {
         self.table.map(|t| t.field)
+    }
+
+    /// Writes the counts under the field their table names (the results' contract:
+    /// `grpc_status`).
+    pub fn write_into(&self, results: &mut crate::phase_results::PhaseResults) {
+        let into = match self.field() {
+            Some("grpc_status") => &mut results.grpc_status,
+            None => return,
+            Some(other) => {
+                debug_assert!(false, "the results have no field {other}");
+                return;
+            }
+        };
+        *into = self.by_name();
     }
 
     /// The codes seen by name, as the results write them (`{"OK": 9000, "UNAVAILABLE": 12}`).

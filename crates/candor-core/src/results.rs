@@ -451,11 +451,18 @@ mod tests {
         assert!(e.to_string().contains("unknown mode"), "{e}");
     }
 
+    static HTTPS_NAMING: crate::protocol_name::ProtocolNaming =
+        crate::protocol_name::ProtocolNaming {
+            id: "http/1.1 (TLS)",
+            words: "HTTP/1.1 over TLS",
+            replies_are_messages: false,
+        };
+
     #[test]
     fn run_settings_keep_the_layout_earlier_builds_wrote() {
         let c = RunConfig {
             arrival: Some(ArrivalName::Poisson),
-            protocol: Some(ProtocolName::Http1Tls),
+            protocol: Some(ProtocolName::new(&HTTPS_NAMING)),
             rate_per_s: Some(100.0),
             connections: 4,
             ..Default::default()

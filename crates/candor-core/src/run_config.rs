@@ -198,56 +198,7 @@ impl ArrivalName {
     }
 }
 
-/// The protocol a load run spoke, as recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ProtocolName {
-    #[serde(rename = "http/1.1")]
-    Http1,
-    #[serde(rename = "http/1.1 (TLS)")]
-    Http1Tls,
-    #[serde(rename = "h2c")]
-    H2c,
-    #[serde(rename = "h2 (TLS)")]
-    H2Tls,
-    #[serde(rename = "tcp")]
-    Tcp,
-    /// gRPC over HTTP/2 in the clear (`grpc://`).
-    #[serde(rename = "grpc")]
-    Grpc,
-    /// gRPC over HTTP/2 over TLS (`grpcs://`).
-    #[serde(rename = "grpc (TLS)")]
-    GrpcTls,
-    /// WebSocket in the clear (`ws://`).
-    #[serde(rename = "ws")]
-    Ws,
-    /// WebSocket over TLS (`wss://`).
-    #[serde(rename = "ws (TLS)")]
-    WsTls,
-}
-
-impl ProtocolName {
-    /// Whether its replies are messages (WebSocket): no HTTP status, and each arrives whole, so
-    /// its first byte is its end.
-    pub fn replies_are_messages(self) -> bool {
-        matches!(self, ProtocolName::Ws | ProtocolName::WsTls)
-    }
-
-    /// The protocol in the words of a report's first line: "HTTP/1.1", "HTTP/1.1 over TLS",
-    /// "HTTP/2, h2c", "HTTP/2 over TLS, h2", "raw TCP", "WebSocket", "WebSocket over TLS".
-    pub fn describe(self) -> &'static str {
-        match self {
-            ProtocolName::Http1 => "HTTP/1.1",
-            ProtocolName::Http1Tls => "HTTP/1.1 over TLS",
-            ProtocolName::H2c => "HTTP/2, h2c",
-            ProtocolName::H2Tls => "HTTP/2 over TLS, h2",
-            ProtocolName::Tcp => "raw TCP",
-            ProtocolName::Grpc => "gRPC over HTTP/2, h2c",
-            ProtocolName::GrpcTls => "gRPC over HTTP/2 over TLS, h2",
-            ProtocolName::Ws => "WebSocket",
-            ProtocolName::WsTls => "WebSocket over TLS",
-        }
-    }
-}
+pub use crate::protocol_name::ProtocolName;
 
 /// The settings of a load run (`kind` run) as its results record them: the `config` object.
 ///

@@ -43,7 +43,7 @@ impl PhaseOutcome {
             target,
         );
         r.status_codes = self.codes.to_map();
-        r.set_reply_codes(&self.reply_codes);
+        self.reply_codes.write_into(&mut r);
         r.connection_faults = self.faults.by_cause();
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);

@@ -608,7 +608,7 @@ impl RunOutcome {
                 duration_ns as f64 / 1e9,
                 target,
             );
-            r.set_reply_codes(&acc.reply_codes);
+            acc.reply_codes.write_into(&mut r);
             r
         };
         if let Some(profile) = config.shape.profile() {

@@ -171,7 +171,11 @@ mod tests {
 
     fn named(url: &str, flags: ProtocolFlags) -> ProtocolName {
         let t = target(url);
-        choose(&t, flags).unwrap().name(&t)
+        let name = choose(&t, flags).unwrap().name(&t);
+        // Every name a unit gives is declared to the results' list: a file read back finds
+        // its words.
+        assert_eq!(ProtocolName::of_id(name.id()), Some(name), "{name:?}");
+        name
     }
 
     fn refused(url: &str, flags: ProtocolFlags) -> String {
@@ -193,15 +197,15 @@ mod tests {
             ..Default::default()
         };
         let d = ProtocolFlags::default;
-        assert_eq!(named("http://127.0.0.1:1/", d()), ProtocolName::Http1);
-        assert_eq!(named("https://127.0.0.1:1/", d()), ProtocolName::Http1Tls);
-        assert_eq!(named("http://127.0.0.1:1/", h2()), ProtocolName::H2c);
-        assert_eq!(named("https://127.0.0.1:1/", h2()), ProtocolName::H2Tls);
-        assert_eq!(named("grpc://127.0.0.1:1", d()), ProtocolName::Grpc);
-        assert_eq!(named("grpcs://127.0.0.1:1", d()), ProtocolName::GrpcTls);
-        assert_eq!(named("ws://127.0.0.1:1/", d()), ProtocolName::Ws);
-        assert_eq!(named("wss://127.0.0.1:1/", d()), ProtocolName::WsTls);
-        assert_eq!(named("tcp://127.0.0.1:1", tcp_flags()), ProtocolName::Tcp);
+        assert_eq!(named("http://127.0.0.1:1/", d()).id(), "http/1.1");
+        assert_eq!(named("https://127.0.0.1:1/", d()).id(), "http/1.1 (TLS)");
+        assert_eq!(named("http://127.0.0.1:1/", h2()).id(), "h2c");
+        assert_eq!(named("https://127.0.0.1:1/", h2()).id(), "h2 (TLS)");
+        assert_eq!(named("grpc://127.0.0.1:1", d()).id(), "grpc");
+        assert_eq!(named("grpcs://127.0.0.1:1", d()).id(), "grpc (TLS)");
+        assert_eq!(named("ws://127.0.0.1:1/", d()).id(), "ws");
+        assert_eq!(named("wss://127.0.0.1:1/", d()).id(), "ws (TLS)");
+        assert_eq!(named("tcp://127.0.0.1:1", tcp_flags()).id(), "tcp");
     }
 
     #[test]

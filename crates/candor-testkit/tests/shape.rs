@@ -32,20 +32,17 @@ const MAX_CRATE_SHARE_PERCENT: usize = 30;
 /// character matches whole words only (`Scheme::Ws` is not found in `Scheme::Wss`); lines that
 /// are only a comment are not searched.
 const PROTOCOL_NAMES: &[(&[&str], &[&str])] = &[
-    // The registry chooses a protocol; the results' enum of names (candor-core's
-    // run_config.rs) holds each one's name; the URL parser (candor-wire's target.rs) knows the
-    // schemes. Nothing else names a protocol: the engine asks the protocol's unit.
+    // The registry chooses a protocol; each protocol declares its own names in the results
+    // (candor-core's protocol_name.rs gathers them at link time); the URL parser
+    // (candor-wire's target.rs) knows the schemes. Nothing else names a protocol: the engine
+    // asks the protocol's unit.
     (
         &[
             "crates/candor-protocols/src/http1/",
             "crates/candor-load/src/registry.rs",
             "crates/candor-core/src/",
         ],
-        &[
-            "ProtocolName::Http1",
-            "ProtocolName::Http1Tls",
-            "http1::Http1",
-        ],
+        &["http1::Http1"],
     ),
     (
         &[
@@ -53,13 +50,7 @@ const PROTOCOL_NAMES: &[(&[&str], &[&str])] = &[
             "crates/candor-load/src/registry.rs",
             "crates/candor-core/src/",
         ],
-        &[
-            "ProtocolName::H2c",
-            "ProtocolName::H2Tls",
-            "ProtocolName::Grpc",
-            "ProtocolName::GrpcTls",
-            "http2::Http2",
-        ],
+        &["http2::Http2"],
     ),
     (
         &[
@@ -68,7 +59,7 @@ const PROTOCOL_NAMES: &[(&[&str], &[&str])] = &[
             "crates/candor-core/src/",
             "crates/candor-wire/src/target.rs",
         ],
-        &["ProtocolName::Tcp", "Scheme::Tcp", "tcp::Tcp"],
+        &["Scheme::Tcp", "tcp::Tcp"],
     ),
     (
         &[
@@ -77,13 +68,12 @@ const PROTOCOL_NAMES: &[(&[&str], &[&str])] = &[
             "crates/candor-core/src/",
             "crates/candor-wire/src/target.rs",
         ],
-        &[
-            "ProtocolName::Ws",
-            "ProtocolName::WsTls",
-            "Scheme::Ws",
-            "Scheme::Wss",
-            "ws::WebSocket",
-        ],
+        &["Scheme::Ws", "Scheme::Wss", "ws::WebSocket"],
+    ),
+    // A protocol's names in the results are declared in its folder, nowhere else.
+    (
+        &["crates/candor-protocols/src/"],
+        &["distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)"],
     ),
     // Gone for good: the second enum of protocols, and HTTP/2 as a flag of the configuration.
     (&[], &["ProtocolKind", ".http2"]),

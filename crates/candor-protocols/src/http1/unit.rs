@@ -1,6 +1,7 @@
 //! HTTP/1.1 as what a run speaks: its pipeline depth, its name, its TLS and its load threads.
 
 use super::ResponseParser;
+use candor_core::protocol_name::ProtocolNaming;
 use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
 use candor_engine::pool::GateTicket;
@@ -11,6 +12,21 @@ use candor_engine::transport::tls::{self, TlsError};
 use candor_wire::target::Target;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The names this folder's protocol goes by in the results (see `ProtocolName`).
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static HTTP1: ProtocolNaming = ProtocolNaming {
+    id: "http/1.1",
+    words: "HTTP/1.1",
+    replies_are_messages: false,
+};
+
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static HTTP1_TLS: ProtocolNaming = ProtocolNaming {
+    id: "http/1.1 (TLS)",
+    words: "HTTP/1.1 over TLS",
+    replies_are_messages: false,
+};
 
 /// What TLS offers by ALPN for HTTP/1.1.
 pub const ALPN: &[&[u8]] = &[b"http/1.1"];
@@ -24,8 +40,8 @@ pub struct Http1 {
 impl ProtocolUnit for Http1 {
     fn name(&self, target: &Target) -> ProtocolName {
         match target.scheme {
-            Scheme::Https => ProtocolName::Http1Tls,
-            _ => ProtocolName::Http1,
+            Scheme::Https => ProtocolName::new(&HTTP1_TLS),
+            _ => ProtocolName::new(&HTTP1),
         }
     }
 

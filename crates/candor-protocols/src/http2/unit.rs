@@ -1,6 +1,7 @@
 //! HTTP/2 as what a run speaks: streams per connection, gRPC as its flavour (a `grpc://` or
 //! `grpcs://` target with `--call`), its name, its pre-run probe and its load threads.
 
+use candor_core::protocol_name::ProtocolNaming;
 use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
 use candor_engine::pool::GateTicket;
@@ -11,6 +12,35 @@ use candor_wire::target::Target;
 use candor_workload::WorkloadError;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The names this folder's protocol goes by in the results (see `ProtocolName`).
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static H2C: ProtocolNaming = ProtocolNaming {
+    id: "h2c",
+    words: "HTTP/2, h2c",
+    replies_are_messages: false,
+};
+
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static H2_TLS: ProtocolNaming = ProtocolNaming {
+    id: "h2 (TLS)",
+    words: "HTTP/2 over TLS, h2",
+    replies_are_messages: false,
+};
+
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static GRPC: ProtocolNaming = ProtocolNaming {
+    id: "grpc",
+    words: "gRPC over HTTP/2, h2c",
+    replies_are_messages: false,
+};
+
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static GRPC_TLS: ProtocolNaming = ProtocolNaming {
+    id: "grpc (TLS)",
+    words: "gRPC over HTTP/2 over TLS, h2",
+    replies_are_messages: false,
+};
 
 /// HTTP/2 (`--h2` on `http://` by prior knowledge or `https://` by ALPN; `grpc://`, `grpcs://`):
 /// up to `streams` concurrent streams per connection. Each load thread makes its own TLS
@@ -23,10 +53,10 @@ pub struct Http2 {
 impl ProtocolUnit for Http2 {
     fn name(&self, target: &Target) -> ProtocolName {
         match (target.scheme, target.grpc) {
-            (Scheme::Https, true) => ProtocolName::GrpcTls,
-            (_, true) => ProtocolName::Grpc,
-            (Scheme::Https, false) => ProtocolName::H2Tls,
-            (_, false) => ProtocolName::H2c,
+            (Scheme::Https, true) => ProtocolName::new(&GRPC_TLS),
+            (_, true) => ProtocolName::new(&GRPC),
+            (Scheme::Https, false) => ProtocolName::new(&H2_TLS),
+            (_, false) => ProtocolName::new(&H2C),
         }
     }
 

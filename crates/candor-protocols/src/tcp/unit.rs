@@ -2,6 +2,7 @@
 //! and the HTTP settings that have no meaning here, refused rather than dropped.
 
 use super::{Framing, TcpFramer};
+use candor_core::protocol_name::ProtocolNaming;
 use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError};
 use candor_engine::pool::GateTicket;
@@ -11,6 +12,14 @@ use candor_engine::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use candor_wire::target::Target;
 use candor_workload::WorkloadError;
 use std::sync::Arc;
+
+/// The names this folder's protocol goes by in the results (see `ProtocolName`).
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static TCP: ProtocolNaming = ProtocolNaming {
+    id: "tcp",
+    words: "raw TCP",
+    replies_are_messages: false,
+};
 
 /// Raw TCP (`tcp://`): `payload` for every request, `pipeline` requests in flight per
 /// connection, each answered by one frame as `framing` delimits it.
@@ -23,7 +32,7 @@ pub struct Tcp {
 
 impl ProtocolUnit for Tcp {
     fn name(&self, _target: &Target) -> ProtocolName {
-        ProtocolName::Tcp
+        ProtocolName::new(&TCP)
     }
 
     fn slots(&self) -> Slots {

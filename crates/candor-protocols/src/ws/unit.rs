@@ -2,6 +2,7 @@
 //! its message, text or binary frames; and what HTTP alone means, refused rather than dropped.
 
 use super::matching::WsMatch;
+use candor_core::protocol_name::ProtocolNaming;
 use candor_core::results::{ProtocolName, RunConfig};
 use candor_engine::config::{LoadConfig, LoadConfigError, Scheme};
 use candor_engine::pool::GateTicket;
@@ -13,6 +14,21 @@ use candor_wire::target::Target;
 use candor_workload::WorkloadError;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The names this folder's protocol goes by in the results (see `ProtocolName`).
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static WS: ProtocolNaming = ProtocolNaming {
+    id: "ws",
+    words: "WebSocket",
+    replies_are_messages: true,
+};
+
+#[linkme::distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)]
+pub static WS_TLS: ProtocolNaming = ProtocolNaming {
+    id: "ws (TLS)",
+    words: "WebSocket over TLS",
+    replies_are_messages: true,
+};
 
 /// What TLS offers by ALPN for the upgrade (an HTTP/1.1 request).
 const ALPN: &[&[u8]] = &[b"http/1.1"];
@@ -29,8 +45,8 @@ pub struct WebSocket {
 impl ProtocolUnit for WebSocket {
     fn name(&self, target: &Target) -> ProtocolName {
         match target.scheme {
-            Scheme::Wss => ProtocolName::WsTls,
-            _ => ProtocolName::Ws,
+            Scheme::Wss => ProtocolName::new(&WS_TLS),
+            _ => ProtocolName::new(&WS),
         }
     }
 

@@ -78,11 +78,11 @@ fn the_first_line_names_the_protocol_where_it_is_recorded() {
     // Not recorded (a log, an older file): nothing is guessed.
     assert_eq!(first(&res), "candor 0.0.0 open-loop @ http://127.0.0.1:9/");
     for (protocol, want) in [
-        (ProtocolName::Http1, "(HTTP/1.1)"),
-        (ProtocolName::Http1Tls, "(HTTP/1.1 over TLS)"),
-        (ProtocolName::H2c, "(HTTP/2, h2c)"),
-        (ProtocolName::H2Tls, "(HTTP/2 over TLS, h2)"),
-        (ProtocolName::Tcp, "(raw TCP)"),
+        (named("Http1"), "(HTTP/1.1)"),
+        (named("Http1Tls"), "(HTTP/1.1 over TLS)"),
+        (named("H2c"), "(HTTP/2, h2c)"),
+        (named("H2Tls"), "(HTTP/2 over TLS, h2)"),
+        (named("Tcp"), "(raw TCP)"),
     ] {
         res.config = RunConfig {
             threads: 2,
@@ -347,7 +347,7 @@ fn a_grpc_run_names_its_call_and_its_statuses() {
         .collect();
     res.main.requests.errors.grpc = 24;
     res.config = RunConfig {
-        protocol: Some(ProtocolName::GrpcTls),
+        protocol: Some(named("GrpcTls")),
         grpc_call: Some("candor.bench.Bench/Echo".into()),
         ..Default::default()
     }
@@ -441,9 +441,9 @@ fn a_websocket_run_has_no_status_line_and_no_first_byte_column() {
     let mut res = results("open-loop");
     res.main.first_byte = Some(res.main.response_time.clone());
     for (protocol, shown) in [
-        (ProtocolName::Http1, true),
-        (ProtocolName::Ws, false),
-        (ProtocolName::WsTls, false),
+        (named("Http1"), true),
+        (named("Ws"), false),
+        (named("WsTls"), false),
     ] {
         res.config = RunConfig {
             threads: 2,
@@ -463,5 +463,32 @@ fn a_websocket_run_has_no_status_line_and_no_first_byte_column() {
         let json = String::from_utf8(json).unwrap();
         assert!(json.contains("\"first_byte\""), "{json}");
         assert!(json.contains("\"1xx\""), "{json}");
+    }
+}
+
+/// A protocol's name as its folder declares it (this crate links no protocol: the words are
+/// the ones the protocols declare, copied here).
+fn named(which: &str) -> ProtocolName {
+    use candor_core::protocol_name::ProtocolNaming;
+    macro_rules! naming {
+        ($id:literal, $words:literal, $messages:literal) => {{
+            static N: ProtocolNaming = ProtocolNaming {
+                id: $id,
+                words: $words,
+                replies_are_messages: $messages,
+            };
+            ProtocolName::new(&N)
+        }};
+    }
+    match which {
+        "Http1" => naming!("http/1.1", "HTTP/1.1", false),
+        "Http1Tls" => naming!("http/1.1 (TLS)", "HTTP/1.1 over TLS", false),
+        "H2c" => naming!("h2c", "HTTP/2, h2c", false),
+        "H2Tls" => naming!("h2 (TLS)", "HTTP/2 over TLS, h2", false),
+        "Tcp" => naming!("tcp", "raw TCP", false),
+        "GrpcTls" => naming!("grpc (TLS)", "gRPC over HTTP/2 over TLS, h2", false),
+        "Ws" => naming!("ws", "WebSocket", true),
+        "WsTls" => naming!("ws (TLS)", "WebSocket over TLS", true),
+        other => panic!("no protocol {other} in these tests"),
     }
 }

@@ -24,7 +24,7 @@ fn no_thread() -> Result<[PhaseAcc; 2], WorkerError> {
 
 impl ProtocolUnit for InOrder {
     fn name(&self, _target: &Target) -> ProtocolName {
-        ProtocolName::Http1
+        ProtocolName::new(&IN_ORDER)
     }
     fn slots(&self) -> Slots {
         Slots {
@@ -49,7 +49,7 @@ impl ProtocolUnit for InOrder {
 
 impl ProtocolUnit for Framed {
     fn name(&self, _target: &Target) -> ProtocolName {
-        ProtocolName::H2c
+        ProtocolName::new(&FRAMED)
     }
     fn slots(&self) -> Slots {
         Slots {
@@ -76,3 +76,17 @@ impl ProtocolUnit for Framed {
 pub fn in_order() -> Arc<dyn ProtocolUnit> {
     Arc::new(InOrder { pipeline: 1 })
 }
+
+/// The test units' names (not declared to the results' list: no run records them).
+static IN_ORDER: candor_core::protocol_name::ProtocolNaming =
+    candor_core::protocol_name::ProtocolNaming {
+        id: "test/in-order",
+        words: "a test protocol answered in order",
+        replies_are_messages: false,
+    };
+static FRAMED: candor_core::protocol_name::ProtocolNaming =
+    candor_core::protocol_name::ProtocolNaming {
+        id: "test/framed",
+        words: "a test protocol that frames its requests",
+        replies_are_messages: false,
+    };

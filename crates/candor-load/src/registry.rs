@@ -14,11 +14,32 @@ use candor_protocols::ws::unit::WebSocket;
 use candor_wire::target::Target;
 use std::sync::Arc;
 
+/// A switch of the command line that chooses a protocol where the target's scheme leaves a
+/// choice (`--h2` on `http://` and `https://`). The command line offers every one of
+/// [`SWITCHES`] (`candor_runner`'s `ProtocolSwitches`), so a protocol's switch is declared here,
+/// beside the line of [`choose`] that reads it, and nowhere else.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Switch {
+    /// The long flag, without its dashes.
+    pub long: &'static str,
+    /// Its line in `--help`.
+    pub help: &'static str,
+}
+
+/// `--h2`: HTTP/2 on an `http://` or `https://` target (a gRPC target always speaks it).
+pub static H2: Switch = Switch {
+    long: "h2",
+    help: "Speak HTTP/2 (prior knowledge over http://, ALPN over https://)",
+};
+
+/// Every protocol switch, in the order `--help` lists them.
+pub static SWITCHES: &[&Switch] = &[&H2];
+
 /// The flags that choose and set up a protocol, as the command line gave them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProtocolFlags {
-    /// `--h2`: HTTP/2 on an `http://` or `https://` target (a gRPC target always speaks it).
-    pub h2: bool,
+    /// The protocol switches given (see [`Switch`]).
+    pub switches: Vec<&'static Switch>,
     /// `--streams`: HTTP/2 streams, or WebSocket messages in flight, per connection.
     pub streams: usize,
     /// `--pipeline`: HTTP/1.1 (or raw TCP) requests in flight per connection.
@@ -33,10 +54,17 @@ pub struct ProtocolFlags {
     pub check_status: bool,
 }
 
+impl ProtocolFlags {
+    /// Whether `switch` was given.
+    pub fn switched(&self, switch: &'static Switch) -> bool {
+        self.switches.iter().any(|s| std::ptr::eq(*s, switch))
+    }
+}
+
 impl Default for ProtocolFlags {
     fn default() -> Self {
         ProtocolFlags {
-            h2: false,
+            switches: Vec::new(),
             streams: DEFAULT_STREAMS,
             pipeline: 1,
             ws_match: WsMatch::InOrder,
@@ -54,8 +82,8 @@ pub fn choose(
     flags: ProtocolFlags,
 ) -> Result<Arc<dyn ProtocolUnit>, LoadConfigError> {
     check_flags(target, &flags).map_err(LoadConfigError::Invalid)?;
+    let h2 = flags.switched(&H2);
     let ProtocolFlags {
-        h2,
         streams,
         pipeline,
         ws_match,
@@ -97,6 +125,13 @@ pub fn refuse_llm(target: &Target) -> Result<(), LoadConfigError> {
 /// The protocol flags against each other and the target, in the order the run has always
 /// checked them.
 fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
+    if let [first, second, ..] = f.switches[..] {
+        return Err(format!(
+            "--{} and --{} choose different protocols: give one",
+            first.long, second.long
+        ));
+    }
+    let h2 = f.switched(&H2);
     if f.pipeline == 0 || f.pipeline > 1024 {
         return Err(format!(
             "pipeline depth must be 1..=1024, got {}",
@@ -106,7 +141,7 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
     if f.streams == 0 {
         return Err("streams must be at least 1".into());
     }
-    if f.h2 && f.pipeline > 1 {
+    if h2 && f.pipeline > 1 {
         return Err("--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams".into());
     }
     match target.scheme {
@@ -117,7 +152,7 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
             if f.payload.is_empty() {
                 return Err("tcp:// needs a request payload: --payload or --payload-file".into());
             }
-            if f.h2 {
+            if h2 {
                 return Err("--h2 and --requests apply to HTTP targets, not tcp://".into());
             }
         }
@@ -131,7 +166,7 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
         return Err("--pipeline is for HTTP/1.1; gRPC multiplexes with --streams".into());
     }
     if target.scheme.is_websocket() {
-        if f.h2 {
+        if h2 {
             return Err("--h2 applies to http:// and https:// targets, not ws:// or wss://".into());
         }
         if f.pipeline > 1 {
@@ -193,7 +228,7 @@ mod tests {
     #[test]
     fn the_target_and_the_flags_choose_one_protocol_named_as_the_results_name_it() {
         let h2 = || ProtocolFlags {
-            h2: true,
+            switches: vec![&H2],
             ..Default::default()
         };
         let d = ProtocolFlags::default;
@@ -234,7 +269,7 @@ mod tests {
             slots_of(9, TimeoutScope::Stream)
         );
         let h2 = ProtocolFlags {
-            h2: true,
+            switches: vec![&H2],
             pipeline: 1,
             ..flags
         };
@@ -277,7 +312,7 @@ mod tests {
             (
                 http,
                 ProtocolFlags {
-                    h2: true,
+                    switches: vec![&H2],
                     pipeline: 2,
                     ..Default::default()
                 },
@@ -291,7 +326,7 @@ mod tests {
             (
                 "tcp://127.0.0.1:1",
                 ProtocolFlags {
-                    h2: true,
+                    switches: vec![&H2],
                     ..tcp_flags()
                 },
                 "--h2 and --requests apply to HTTP targets, not tcp://",
@@ -312,7 +347,7 @@ mod tests {
             (
                 "ws://127.0.0.1:1/",
                 ProtocolFlags {
-                    h2: true,
+                    switches: vec![&H2],
                     ..Default::default()
                 },
                 "--h2 applies to http:// and https:// targets, not ws:// or wss://",

@@ -101,9 +101,9 @@ pub struct LoadArgs {
     /// intended send time.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub pipeline: usize,
-    /// Speak HTTP/2 (prior knowledge over http://, ALPN over https://).
-    #[arg(long)]
-    pub h2: bool,
+    /// The protocol switches (`--h2`, ...), as the registry lists them.
+    #[command(flatten)]
+    pub switches: super::switches::ProtocolSwitches,
     /// HTTP/2: concurrent streams per connection; WebSocket: messages in flight per connection.
     /// A due request waits for a free place.
     #[arg(long, default_value_t = candor_load::config::DEFAULT_STREAMS, value_name = "N")]

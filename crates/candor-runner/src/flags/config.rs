@@ -192,7 +192,7 @@ mod tests {
         let h2_engine = RunPlan::new(
             Target::parse(url).unwrap(),
             ProtocolFlags {
-                h2: true,
+                switches: vec![&candor_load::registry::H2],
                 ..Default::default()
             },
         )

@@ -13,6 +13,7 @@ mod requests;
 mod series;
 mod shape;
 mod stream;
+pub mod switches;
 
 pub use crate::shard_flags::{check_start_ahead, parse_shard, parse_start_at, START_AT_HORIZON_NS};
 pub use args::{ArrivalArg, DataOrderArg, LoadArgs, RequestOrderArg, RunArgs};

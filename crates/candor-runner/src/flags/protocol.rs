@@ -6,13 +6,13 @@ use super::error::{read, FlagError, Result};
 use candor_core::bounded::MAX_BODY_FILE_BYTES;
 use candor_load::{LoadConfig, ProtocolFlags};
 
-/// `--pipeline`, `--h2`, `--streams`, `--ws-match`, `--ws-binary`, `--insecure` and `--ca`.
+/// `--pipeline`, the protocol switches (`--h2`), `--streams`, `--ws-match`, `--ws-binary`, `--insecure` and `--ca`.
 pub(super) fn connection_flags(
     a: &LoadArgs,
     c: &mut LoadConfig,
     protocol: &mut ProtocolFlags,
 ) -> Result<()> {
-    protocol.h2 = a.h2;
+    protocol.switches = a.switches.0.clone();
     protocol.streams = a.streams;
     protocol.pipeline = a.pipeline;
     protocol.check_status = a.check_status.is_some();

@@ -3,7 +3,7 @@
 //! bytes of each request encoded once before the run.
 
 use crate::config::{LoadConfig, RequestOrder, RequestSpec};
-use crate::seam::unit::{ProtocolUnit, RequestForm};
+use crate::seam::unit::{BodyForm, ProtocolUnit, RequestForm};
 use crate::shared::Prepared;
 use candor_wire::request_form::build_request;
 use candor_wire::requests::url_path_template;
@@ -18,7 +18,13 @@ use std::sync::Arc;
 
 /// Compiles the run's requests (the request set, or the one request of the URL, -H and --body)
 /// with their names, weights and checks; fails on an unknown placeholder or a missing column.
-pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, WorkloadError> {
+///
+/// `body_form` says how each request's body is compiled (the protocol's
+/// [`ProtocolUnit::body_form`]).
+pub fn compile_requests(
+    config: &LoadConfig,
+    body_form: &dyn Fn(usize) -> BodyForm,
+) -> Result<CompiledRequests, WorkloadError> {
     let single = [RequestSpec {
         method: config.method.clone(),
         path: url_path_template(&config.target.path),
@@ -44,10 +50,9 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
         } else {
             format!("--requests line {}", i + 1)
         };
-        let grpc_templated = config.grpc.as_ref().map(|g| g.is_templated(i));
-        let compiled = match grpc_templated {
-            // A gRPC body is a protobuf message, encoded before the run: bytes, not text.
-            Some(false) => RequestTemplate::compile_with_body(
+        let compiled = match body_form(i) {
+            // An encoded message: bytes, not text.
+            BodyForm::Bytes => RequestTemplate::compile_with_body(
                 &r.method,
                 &config.target.host_header,
                 &r.path,
@@ -56,8 +61,8 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
                 data,
                 &what,
             ),
-            // A templated gRPC message is JSON: values filled into its strings are escaped.
-            Some(true) => candor_workload::template::Template::compile_json(
+            // A templated message is JSON: values filled into its strings are escaped.
+            BodyForm::JsonTemplate => candor_workload::template::Template::compile_json(
                 &String::from_utf8_lossy(&r.body),
                 data,
                 &format!("{what} body"),
@@ -73,7 +78,7 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
                     &what,
                 )
             }),
-            None => RequestTemplate::compile(
+            BodyForm::Template => RequestTemplate::compile(
                 &r.method,
                 &config.target.host_header,
                 &r.path,
@@ -144,10 +149,12 @@ pub fn compile_requests(config: &LoadConfig) -> Result<CompiledRequests, Workloa
 /// (a payload is sent as it is): every thread of a target takes the same [`Arc`].
 pub fn compile_for(
     config: &LoadConfig,
-    form: RequestForm<'_>,
+    protocol: &dyn ProtocolUnit,
 ) -> Result<Option<Arc<CompiledRequests>>, WorkloadError> {
-    match form {
-        RequestForm::Http => compile_requests(config).map(|c| Some(Arc::new(c))),
+    match protocol.request_form() {
+        RequestForm::Http => {
+            compile_requests(config, &|i| protocol.body_form(i)).map(|c| Some(Arc::new(c)))
+        }
         RequestForm::Payload(_) => Ok(None),
     }
 }
@@ -324,7 +331,7 @@ pub fn validate(config: &LoadConfig, protocol: &dyn ProtocolUnit) -> Result<(), 
             );
         }
     }
-    compile_requests(config)?;
+    compile_requests(config, &|i| protocol.body_form(i))?;
     Ok(())
 }
 
@@ -345,7 +352,7 @@ mod tests {
         let mut c = config("http://127.0.0.1:1/u/{{seq}}?r={{random:1:1}}");
         c.headers = vec!["X-Id: {{seq}}".into()];
         c.body = b"n={{seq}}".to_vec();
-        let compiled = compile_requests(&c).unwrap();
+        let compiled = compile_requests(&c, &|_| BodyForm::Template).unwrap();
         assert!(compiled.templated);
         let mut buffers = template::FillBuffers::for_templates(&compiled.templates);
         let mut rng = template::request_rng(1, 7);
@@ -375,7 +382,7 @@ mod tests {
         .unwrap();
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
-        let compiled = compile_requests(&c).unwrap();
+        let compiled = compile_requests(&c, &|_| BodyForm::Template).unwrap();
         assert_eq!(compiled.names, vec!["x", "GET /c"]);
         assert_eq!(compiled.name_of, vec![0, 0, 1]);
         assert!(matches!(compiled.picker, Picker::Weighted { .. }));
@@ -399,7 +406,7 @@ mod tests {
         assert_eq!(c.workload.targets.len(), 1);
         assert_eq!(c.workload.targets[0].host_header, "127.0.0.1:2");
         assert!(c.validate(&*crate::seam::unit::testing::in_order()).is_ok());
-        let compiled = compile_requests(&c).unwrap();
+        let compiled = compile_requests(&c, &|_| BodyForm::Template).unwrap();
         assert!(needs_maker(&c, &compiled));
         // The command line's credentials go to its own host's lines only.
         let mut with_user = c.clone();
@@ -442,7 +449,7 @@ mod tests {
         .unwrap();
         c.requests = lines.iter().map(|l| l.spec.clone()).collect();
         c.workload.lines = lines;
-        let compiled = Arc::new(compile_requests(&c).unwrap());
+        let compiled = Arc::new(compile_requests(&c, &|_| BodyForm::Template).unwrap());
         let mut one = RequestMaker::new(compiled.clone(), None, DataOrder::Sequential, 4, 2, 0);
         let mut other = RequestMaker::new(compiled, None, DataOrder::Sequential, 4, 8, 0);
         let mut seen = std::collections::HashSet::new();

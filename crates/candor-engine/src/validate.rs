@@ -3,7 +3,7 @@
 //! the wire, and the workload (templates, data, scripts) compiled once to prove it can be.
 
 use crate::config::{has_placeholder, LoadConfig, LoadConfigError, MAX_RATE_PER_THREAD};
-use crate::seam::unit::{ProtocolUnit, RequestForm};
+use crate::seam::unit::{BodyForm, ProtocolUnit, RequestForm};
 use crate::shape::LoadShape;
 
 impl LoadConfig {
@@ -86,14 +86,8 @@ impl LoadConfig {
         Ok(())
     }
 
-    /// What the run speaks, checked by its protocol against the rest of the settings; and a
-    /// gRPC target with its call.
+    /// What the run speaks, checked by its protocol against the rest of the settings.
     fn check_protocol(&self, protocol: &dyn ProtocolUnit) -> Result<(), LoadConfigError> {
-        if self.target.grpc != self.grpc.is_some() {
-            return Err(LoadConfigError::Invalid(
-                "a gRPC run needs a grpc:// or grpcs:// target and --call, both or neither".into(),
-            ));
-        }
         protocol.check(self)
     }
 
@@ -172,7 +166,7 @@ impl LoadConfig {
                 &self.target.path,
                 &self.headers,
                 &self.body,
-                self.grpc.as_ref().is_none_or(|g| g.is_templated(0)) && has_placeholder(&self.body),
+                protocol.body_form(0) != BodyForm::Bytes && has_placeholder(&self.body),
             )?;
         }
         Ok(())

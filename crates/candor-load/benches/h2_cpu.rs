@@ -62,7 +62,10 @@ fn measure(case: &Case, h1_url: &str, h2_url: &str) -> (u64, u64, u64) {
         c.spin_ns = Some(0);
     }
     if let Proto::Http2 { streams } = case.proto {
-        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams });
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+            streams,
+            grpc: None,
+        });
     }
     c.validate().expect("config");
     let clocks: Arc<Mutex<Vec<libc::clockid_t>>> = Arc::default();

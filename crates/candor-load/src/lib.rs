@@ -27,10 +27,11 @@ pub mod engine {
 }
 
 pub use candor_engine::config::{
-    Arrival, GrpcCall, GrpcConfig, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme,
-    Target, TargetError, TlsOptions,
+    Arrival, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target, TargetError,
+    TlsOptions,
 };
 pub use candor_engine::shape::LoadShape;
+pub use candor_protocols::http2::calls::{GrpcCall, GrpcConfig};
 pub use candor_protocols::tcp::Framing;
 pub use candor_wire::status::{StatusSet, StatusSetError};
 pub use load_run::{run, IntervalReport, RunOutcome};

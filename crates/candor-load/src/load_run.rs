@@ -90,7 +90,7 @@ pub fn run(
     }
     // The requests are compiled once here (each extra target's once, with its own Host) and
     // shared by every thread, the books and the outcome.
-    let compiled = candor_engine::request_plan::compile_for(&config, protocol.request_form())
+    let compiled = candor_engine::request_plan::compile_for(&config, &**protocol)
         .map_err(RunError::Requests)?;
     let (gate, threads) = start_threads(&config, compiled.as_ref(), protocol, &options)?;
     let (pool, start) = open_and_start(&config, &options, gate, threads.earliest_ns);
@@ -143,10 +143,10 @@ fn start_threads(
     // and its TLS configuration, made once per target.
     let mut per_target = vec![(requests, compiled.cloned(), tls)];
     for config in &targets[1..] {
-        let form = protocol.request_form();
         per_target.push((
-            prepare_requests(config, form),
-            candor_engine::request_plan::compile_for(config, form).map_err(RunError::Requests)?,
+            prepare_requests(config, protocol.request_form()),
+            candor_engine::request_plan::compile_for(config, &**protocol)
+                .map_err(RunError::Requests)?,
             protocol.thread_tls(config)?,
         ));
     }

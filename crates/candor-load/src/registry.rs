@@ -6,6 +6,7 @@
 use candor_engine::config::{LoadConfigError, Scheme, DEFAULT_STREAMS};
 use candor_engine::seam::unit::ProtocolUnit;
 use candor_protocols::http1::unit::Http1;
+use candor_protocols::http2::calls::GrpcConfig;
 use candor_protocols::http2::unit::Http2;
 use candor_protocols::tcp::unit::Tcp;
 use candor_protocols::tcp::Framing;
@@ -36,7 +37,7 @@ pub static H2: Switch = Switch {
 pub static SWITCHES: &[&Switch] = &[&H2];
 
 /// The flags that choose and set up a protocol, as the command line gave them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ProtocolFlags {
     /// The protocol switches given (see [`Switch`]).
     pub switches: Vec<&'static Switch>,
@@ -52,6 +53,8 @@ pub struct ProtocolFlags {
     pub framing: Option<Framing>,
     /// `--check-status` was given (it needs responses with a status).
     pub check_status: bool,
+    /// A gRPC target's calls (`--call`, `--proto`, `--requests`), made by the command line.
+    pub grpc: Option<Arc<GrpcConfig>>,
 }
 
 impl ProtocolFlags {
@@ -72,6 +75,7 @@ impl Default for ProtocolFlags {
             payload: Vec::new(),
             framing: None,
             check_status: false,
+            grpc: None,
         }
     }
 }
@@ -90,6 +94,7 @@ pub fn choose(
         ws_binary,
         payload,
         framing,
+        grpc,
         ..
     } = flags;
     Ok(match target.scheme {
@@ -103,7 +108,7 @@ pub fn choose(
             matching: ws_match,
             binary: ws_binary,
         }),
-        Scheme::Http | Scheme::Https if h2 || target.grpc => Arc::new(Http2 { streams }),
+        Scheme::Http | Scheme::Https if h2 || target.grpc => Arc::new(Http2 { streams, grpc }),
         Scheme::Http | Scheme::Https => Arc::new(Http1 { pipeline }),
     })
 }

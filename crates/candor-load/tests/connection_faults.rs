@@ -70,7 +70,10 @@ fn run(addr: SocketAddr, http2: bool) -> RunOutcome {
 fn run_url(url: &str, http2: bool) -> RunOutcome {
     let mut c = candor_load::RunPlan::new(Target::parse(url).unwrap(), Default::default()).unwrap();
     if http2 {
-        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 1 });
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+            streams: 1,
+            grpc: None,
+        });
     }
     c.threads = 1;
     c.connections = 1;
@@ -188,6 +191,7 @@ fn run_config(addr: SocketAddr, http2: bool) -> RunPlan {
     if http2 {
         c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
             streams: candor_load::config::DEFAULT_STREAMS,
+            grpc: None,
         });
     }
     c.shape = candor_load::LoadShape::constant(1000.0);

@@ -29,7 +29,6 @@ fn config(addr: std::net::SocketAddr) -> RunPlan {
     .unwrap();
     c.threads = 1;
     c.connections = 2;
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
     c.body = br#"{"name":"alloc","seq":7,"tags":["a","b"],"inner":{"n":3}}"#.to_vec();
     let flags = GrpcFlags {
         call: Some("candor.bench.Bench/Echo".into()),
@@ -37,7 +36,11 @@ fn config(addr: std::net::SocketAddr) -> RunPlan {
         headers: vec!["x-user: 7".into()],
         ..Default::default()
     };
-    apply(&flags, &mut c).expect("the call is prepared");
+    let grpc = apply(&flags, &mut c).expect("the call is prepared");
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 8,
+        grpc: grpc.map(std::sync::Arc::new),
+    });
     c.validate().expect("valid");
     c
 }
@@ -73,7 +76,6 @@ fn no_allocations_per_call(lines: bool) {
         .unwrap();
         c.threads = 1;
         c.connections = 2;
-        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
         c.workload.lines = candor_load::requests::parse_request_lines(
             r#"{"call":"candor.bench.Bench/Echo","message":{"name":"a","seq":1},"weight":3}
 {"name":"b","call":"candor.bench.Bench/Echo","message":{"name":"b","tags":["x"]},"headers":{"x-user":"8"}}
@@ -85,7 +87,11 @@ fn no_allocations_per_call(lines: bool) {
             proto: vec![proto()],
             ..Default::default()
         };
-        apply(&flags, &mut c).expect("the calls are prepared");
+        let grpc = apply(&flags, &mut c).expect("the calls are prepared");
+        c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+            streams: 8,
+            grpc: grpc.map(std::sync::Arc::new),
+        });
         c.validate().expect("valid");
         c
     } else {

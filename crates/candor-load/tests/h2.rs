@@ -32,10 +32,14 @@ fn config_for(server: &H2Server, scheme: &str) -> RunPlan {
     let mut c = candor_load::RunPlan::new(target, Default::default()).unwrap();
     c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
         streams: candor_load::config::DEFAULT_STREAMS,
+        grpc: None,
     });
     c.threads = 1;
     c.connections = 1;
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 4 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 4,
+        grpc: None,
+    });
     c.timeout_ns = 2_000 * MS;
     c.drain_ns = 2_000 * MS;
     c
@@ -54,7 +58,10 @@ fn run(config: &RunPlan) -> RunOutcome {
 fn burst_of_four(streams: usize, opts: ServerOptions) -> (RunOutcome, usize) {
     let server = start(opts);
     let mut c = config_for(&server, "http");
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams,
+        grpc: None,
+    });
     c.shape = candor_load::LoadShape::constant(1000.0);
     c.duration_ns = 4 * MS;
     // Far above the 1 s the tests below hold requests: only a broken engine times out.
@@ -72,7 +79,10 @@ fn open_loop_accounts_for_every_request_at_the_requested_rate() {
     c.shape = candor_load::LoadShape::constant(1000.0);
     c.threads = 2;
     c.connections = 4;
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 8,
+        grpc: None,
+    });
     c.warmup_ns = 500 * MS;
     c.duration_ns = 2_000 * MS;
     let out = run(&c);
@@ -211,7 +221,10 @@ fn closed_loop_keeps_every_stream_busy() {
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::ClosedLoop;
     c.connections = 2;
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 4 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 4,
+        grpc: None,
+    });
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -312,7 +325,10 @@ fn a_broken_connection_fails_its_streams_and_is_reopened() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(200.0);
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 8,
+        grpc: None,
+    });
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -349,7 +365,10 @@ fn a_goaway_lets_its_streams_finish_and_later_requests_reconnect() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(200.0);
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 8,
+        grpc: None,
+    });
     c.duration_ns = 1_000 * MS;
     let out = run(&c);
     let m = &out.main.counts;
@@ -396,7 +415,10 @@ fn a_stop_request_ends_the_run_early_with_everything_accounted() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(200.0);
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 16 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 16,
+        grpc: None,
+    });
     c.duration_ns = 60_000 * MS;
     c.timeout_ns = 600_000 * MS;
     let options = RunOptions::default();
@@ -468,7 +490,10 @@ fn an_early_end_for_precision_drains_and_counts_only_what_was_due() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(100.0);
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 16 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 16,
+        grpc: None,
+    });
     c.duration_ns = 60_000 * MS;
     let (out, _) = run_ending_early(&c, StopReason::Precision);
     let (reason, after_ns) = out.ended_early.expect("ended early");
@@ -502,7 +527,10 @@ fn an_early_end_for_an_abort_does_not_wait_for_the_drain() {
     });
     let mut c = config_for(&server, "http");
     c.shape = candor_load::LoadShape::constant(50.0);
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 256 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 256,
+        grpc: None,
+    });
     c.duration_ns = 60_000 * MS;
     c.timeout_ns = 600_000 * MS;
     c.drain_ns = 600_000 * MS;
@@ -572,7 +600,10 @@ fn steady_state_allocations(mut c: RunPlan) -> f64 {
     let rate = 4000.0;
     c.shape = candor_load::LoadShape::constant(rate);
     c.connections = 2;
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 8 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 8,
+        grpc: None,
+    });
     c.duration_ns = 3_500 * MS;
     let options = RunOptions {
         worker_start_hook: Some(Arc::new(candor_testkit::mark_this_thread)),
@@ -721,6 +752,7 @@ fn the_probe_refuses_http2_to_an_http1_server() {
     .unwrap();
     c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
         streams: candor_load::config::DEFAULT_STREAMS,
+        grpc: None,
     });
     let msg = probe_error(&c);
     assert!(

@@ -110,10 +110,14 @@ fn run_against(first_answer: fn(u32) -> Vec<u8>) -> (candor_load::RunOutcome, Ar
     .unwrap();
     c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
         streams: candor_load::config::DEFAULT_STREAMS,
+        grpc: None,
     });
     c.threads = 1;
     c.connections = 1;
-    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 { streams: 1 });
+    c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
+        streams: 1,
+        grpc: None,
+    });
     c.shape = candor_load::LoadShape::constant(500.0);
     c.duration_ns = 100 * MS;
     c.timeout_ns = 5_000 * MS;

@@ -51,6 +51,7 @@ fn http2_books_unaccepted_statuses_as_status_failures() {
     .unwrap();
     c.protocol = std::sync::Arc::new(candor_load::protocol::http2::unit::Http2 {
         streams: candor_load::config::DEFAULT_STREAMS,
+        grpc: None,
     });
     check(c);
 }

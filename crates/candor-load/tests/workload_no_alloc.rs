@@ -109,8 +109,12 @@ fn a_replayed_schedule_allocates_nothing_on_the_load_thread() {
         Default::default(),
     )
     .unwrap();
-    let compiled =
-        std::sync::Arc::new(candor_load::request_plan::compile_requests(&config).unwrap());
+    let compiled = std::sync::Arc::new(
+        candor_load::request_plan::compile_requests(&config, &|_| {
+            candor_load::seam::unit::BodyForm::Template
+        })
+        .unwrap(),
+    );
     std::thread::spawn(move || {
         let mut schedule = candor_load::schedule::Schedule::replayed(0, stream, capacity);
         let mut maker = RequestMaker::new(compiled, None, DataOrder::Sequential, 1, 4, capacity);

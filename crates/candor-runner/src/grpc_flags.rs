@@ -167,10 +167,11 @@ fn call_specs(a: &GrpcFlags, c: &LoadConfig) -> Result<Vec<CallSpec>> {
 }
 
 /// Makes `c` (its target, `-T`, body and `--requests` lines already read from the flags) the
-/// gRPC calls `a` describes, or refuses the gRPC flags for a target that is not gRPC.
-pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
+/// requests of the gRPC calls `a` describes, and returns the calls for HTTP/2 to make (`None`
+/// for a target that is not gRPC, whose gRPC flags are refused).
+pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<Option<GrpcConfig>> {
     if !c.target.grpc {
-        return refuse_grpc_flags(a, c);
+        return refuse_grpc_flags(a, c).map(|()| None);
     }
     let specs = call_specs(a, c)?;
     let pool = descriptors(a, c, &specs)?;
@@ -248,21 +249,23 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
         }
         c.requests = requests;
     }
-    c.grpc = Some(GrpcConfig {
+    let grpc = GrpcConfig {
         call: names.join(", "),
         accept,
         calls,
-    });
+    };
     // Each templated message's first fill, as the run will fill it, must fit its message type:
     // a template that never can is a mistake to name now, not a run of failures.
     let mut compiled = None;
     for (i, spec) in specs.iter().enumerate() {
-        let Some(encoder) = &c.grpc.as_ref().expect("set above").calls[i].templated else {
+        let Some(encoder) = &grpc.calls[i].templated else {
             continue;
         };
         if compiled.is_none() {
             // Compiled once, for the first templated message only.
-            compiled = Some(candor_load::request_plan::compile_requests(c)?);
+            compiled = Some(candor_load::request_plan::compile_requests(c, &|i| {
+                grpc.body_form(i)
+            })?);
         }
         let compiled = compiled.as_ref().expect("compiled above");
         let json = candor_load::request_plan::filled_body(c, compiled, i, 0)?;
@@ -275,7 +278,7 @@ pub fn apply(a: &GrpcFlags, c: &mut LoadConfig) -> Result<()> {
             ))
         })?;
     }
-    Ok(())
+    Ok(Some(grpc))
 }
 
 /// How long `--reflect` waits for the server's descriptors: the run's `-T`.

@@ -13,15 +13,13 @@ pub fn recorded_config(c: &RunPlan) -> RunConfig {
             ArrivalKind::Poisson { .. } => ArrivalName::Poisson,
         }),
         body_bytes: c.body.len(),
-        check_status: match &c.grpc {
-            Some(g) => Some(g.accept.to_string()),
-            None => matches!(c.target.scheme, Scheme::Http | Scheme::Https)
-                .then(|| c.accept_status.to_string()),
-        },
+        // The protocol records its own where it judges otherwise (gRPC's codes).
+        check_status: matches!(c.target.scheme, Scheme::Http | Scheme::Https)
+            .then(|| c.accept_status.to_string()),
         connections: c.connections,
         drain_s: c.drain_ns as f64 / 1e9,
         duration_s: c.duration_ns as f64 / 1e9,
-        grpc_call: c.grpc.as_ref().map(|g| g.call.clone()),
+        grpc_call: None,
         // Credentials stay out of results files, which are made to be shared.
         headers: c.headers.iter().map(|h| redact_header(h)).collect(),
         interrupted_after_s: None,

@@ -32,8 +32,8 @@ pub struct Shape {
     pub stream: candor_stream::tap::StreamSettings,
     pub event_timeout_ns: u64,
     pub goodput: Option<candor_stream::goodput::GoodputSlo>,
-    /// A gRPC run (over HTTP/2): its calls, each sending an empty message.
-    pub grpc: Option<crate::config::GrpcConfig>,
+    /// The request's header lines (`-H`).
+    pub headers: Vec<String>,
 }
 
 impl Shape {
@@ -49,7 +49,7 @@ impl Shape {
             stream: Default::default(),
             event_timeout_ns: 0,
             goodput: None,
-            grpc: None,
+            headers: Vec::new(),
         }
     }
 
@@ -72,20 +72,15 @@ impl Shape {
         config.stream = self.stream;
         config.event_timeout_ns = self.event_timeout_ns;
         config.goodput = self.goodput;
-        if self.grpc.is_some() {
-            config.method = "POST".into();
-            config.headers = vec!["content-type: application/grpc".into()];
-            // An empty message: no compression flag, length 0.
-            config.body = vec![0; 5];
-            config.grpc = self.grpc.clone();
-        } else if !self.body.is_empty() {
+        config.headers = self.headers.clone();
+        if !self.body.is_empty() {
             config.method = "POST".into();
             config.body = self.body.clone();
         }
         let requests = crate::request_plan::prepare_requests(&config, protocol.request_form());
         let (to_collector, _) = crossbeam_channel::unbounded();
         let (_, pool) = crossbeam_channel::unbounded();
-        let compiled = crate::request_plan::compile_for(&config, protocol.request_form()).unwrap();
+        let compiled = crate::request_plan::compile_for(&config, &*protocol).unwrap();
         WorkerSetup {
             config: Arc::new(config),
             requests,

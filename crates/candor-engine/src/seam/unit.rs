@@ -31,6 +31,18 @@ pub enum RequestForm<'a> {
 /// loop).
 pub type ScheduleAt<'a> = Box<dyn FnOnce(u64) -> Result<Option<Schedule>, WorkerError> + 'a>;
 
+/// How a request's body is compiled before the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyForm {
+    /// Text with placeholders (`{{seq}}`, `{{data:COLUMN}}`), filled per request.
+    Template,
+    /// Bytes sent as they are (an encoded message): never read for placeholders.
+    Bytes,
+    /// JSON with placeholders, values filled into its strings escaped as JSON (a message
+    /// encoded per request from it).
+    JsonTemplate,
+}
+
 /// One protocol's answer to everything the engine and the run ask of it. One value per run,
 /// shared by its load threads.
 pub trait ProtocolUnit: fmt::Debug + Send + Sync + std::panic::RefUnwindSafe {
@@ -47,6 +59,12 @@ pub trait ProtocolUnit: fmt::Debug + Send + Sync + std::panic::RefUnwindSafe {
     /// The bytes its requests are encoded to before the run.
     fn request_form(&self) -> RequestForm<'_> {
         RequestForm::Http
+    }
+
+    /// How the body of request `index` (of the request set, or 0 for the one request) is
+    /// compiled before the run: a text template, unless the protocol's bodies are bytes.
+    fn body_form(&self, _index: usize) -> BodyForm {
+        BodyForm::Template
     }
 
     /// What its requests are, without their bytes.

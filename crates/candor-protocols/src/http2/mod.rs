@@ -22,6 +22,7 @@
 //! Why not the `h2` crate: see docs/protocols.md (it allocated ~5 times per request and cost
 //! 0.6x h2load's requests per CPU-second).
 
+pub mod calls;
 pub mod faults;
 mod flood;
 pub mod frame;
@@ -238,10 +239,11 @@ impl ProtocolError {
 pub fn run_worker(
     setup: WorkerSetup,
     streams: usize,
+    grpc: Option<&calls::GrpcConfig>,
     ticket: candor_engine::pool::GateTicket,
     schedule_at: impl FnOnce(u64) -> Result<Option<candor_engine::schedule::Schedule>, WorkerError>,
 ) -> Result<[candor_engine::shared::PhaseAcc; 2], WorkerError> {
-    let (tls, make) = connections(&setup, streams)?;
+    let (tls, make) = connections(&setup, streams, grpc)?;
     candor_engine::driver::run_worker(setup, tls, ticket, schedule_at, make)
 }
 
@@ -250,6 +252,7 @@ pub fn run_worker(
 pub(crate) fn connections(
     setup: &WorkerSetup,
     streams: usize,
+    grpc: Option<&calls::GrpcConfig>,
 ) -> Result<(Option<Arc<rustls::ClientConfig>>, impl Fn() -> H2Connection), Http2Error> {
     let config = &setup.config;
     let https = match config.target.scheme {
@@ -274,7 +277,7 @@ pub(crate) fn connections(
     }
     let fixed: Arc<[Fixed]> = fixed.into();
     let lanes = streams.max(1);
-    let grpc = config.grpc.clone();
+    let grpc = grpc.cloned();
     Ok((tls, move || {
         H2Connection::new(https, fixed.clone(), lanes, grpc.as_ref())
     }))
@@ -285,7 +288,7 @@ impl H2Connection {
         https: bool,
         fixed: Arc<[Fixed]>,
         lanes: usize,
-        grpc: Option<&candor_engine::config::GrpcConfig>,
+        grpc: Option<&calls::GrpcConfig>,
     ) -> H2Connection {
         let scratch_len = fixed.iter().map(|f| f.block.len()).max().unwrap_or(0);
         let calls = grpc.map_or(&[][..], |g| &g.calls[..]);

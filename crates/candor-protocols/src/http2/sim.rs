@@ -32,12 +32,19 @@ pub(super) const STATUS_200: &[u8] = &[0x88];
 pub(super) const STATUS_404: &[u8] = &[0x8d];
 
 pub(super) fn h2(shape: Shape) -> Rig {
+    h2_calling(shape, None)
+}
+
+/// [`h2`] of a gRPC run making `grpc`'s calls.
+pub(super) fn h2_calling(shape: Shape, grpc: Option<super::calls::GrpcConfig>) -> Rig {
     let peer = Peer::new();
+    let grpc = grpc.map(std::sync::Arc::new);
     let unit = std::sync::Arc::new(super::unit::Http2 {
         streams: shape.streams,
+        grpc: grpc.clone(),
     });
     let setup = shape.setup(&peer.listener, unit);
-    let (tls, make) = connections(&setup, shape.streams).unwrap();
+    let (tls, make) = connections(&setup, shape.streams, grpc.as_deref()).unwrap();
     let mut d = Driver::new(setup, tls, make).unwrap();
     d.core.begin_at(START, Some(shape.schedule()), 0);
     Rig {

@@ -9,6 +9,7 @@ use crate::shard_flags::{check_start_ahead, parse_shard, parse_start_at};
 use candor_core::units::DurationArg;
 use candor_load::config::DEFAULT_THREADS;
 use candor_load::{LoadConfig, LoadConfigError, LoadShape, ProtocolFlags, RunPlan, Target};
+use std::sync::Arc;
 
 /// Validated settings of `candor run`: `-R` as one rate, `max`, or a load profile of stages, or
 /// `--replay`'s trace.
@@ -61,7 +62,8 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<RunPlan> {
     requests::workload_flags(a, &mut c)?;
     protocol::tcp_flags(a, &mut protocol)?;
     // After the data and the seed: a templated gRPC message's first request is filled here.
-    crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?;
+    protocol.grpc =
+        crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?.map(Arc::new);
     // The protocol the target and its flags choose, which checks its own flags.
     let unit = candor_load::registry::choose(&c.target, protocol)?;
     protocol::check_status(a, &mut c)?;

@@ -64,7 +64,7 @@ pub(super) fn tcp_flags(a: &LoadArgs, protocol: &mut ProtocolFlags) -> Result<()
 /// `--check-status` of an HTTP run (a gRPC run's statuses are `grpc_flags'`); where responses
 /// have no status, the registry refuses the flag (`ProtocolFlags::check_status`).
 pub(super) fn check_status(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
-    let Some(list) = a.check_status.as_ref().filter(|_| c.grpc.is_none()) else {
+    let Some(list) = a.check_status.as_ref().filter(|_| !c.target.grpc) else {
         return Ok(());
     };
     c.accept_status = candor_load::StatusSet::parse(list)

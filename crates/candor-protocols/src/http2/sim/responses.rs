@@ -172,15 +172,18 @@ fn grpc_head() -> Vec<u8> {
 /// A gRPC run of `count` unary calls on `n` streams of one connection, `accept`ing these codes.
 fn grpc(n: usize, count: u64, accept: &str) -> Rig {
     let mut shape = streams(n, count);
-    shape.grpc = Some(candor_engine::config::GrpcConfig {
+    shape.headers = vec!["content-type: application/grpc".into()];
+    // An empty message: no compression flag, length 0.
+    shape.body = vec![0; 5];
+    let calls = crate::http2::calls::GrpcConfig {
         call: "candor.bench.Bench/Echo".into(),
         accept: accept.parse().unwrap(),
-        calls: vec![candor_engine::config::GrpcCall {
+        calls: vec![crate::http2::calls::GrpcCall {
             kind: candor_grpc::CallKind::Unary,
             templated: None,
         }],
-    });
-    h2(shape)
+    };
+    super::h2_calling(shape, Some(calls))
 }
 
 #[test]

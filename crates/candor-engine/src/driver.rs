@@ -25,7 +25,7 @@ use crate::ledger::{Booked, Ledger};
 use crate::pool::{GateTicket, Opener, PoolReport, TIMER};
 use crate::rxstamp::{self, ClockOffset};
 use crate::schedule::Schedule;
-use crate::seam::{AlpnAnswer, Carriage, Fitting, Protocol};
+use crate::seam::{AlpnAnswer, Carriage, Fitting, Protocol, Transport};
 use crate::shared::{FailureClass, Halt, PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use crate::socket_steps;
 use crate::transport::{start_tls, ConnectState, Handshake, Sock};
@@ -346,6 +346,10 @@ impl<P: Protocol> Driver<P> {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake.min(self.next_connect_scan)),
             };
+            let wake = match P::WAKES {
+                true => wake.min(self.protocol_wake()),
+                false => wake,
+            };
             if self
                 .core
                 .prepare(now, send_at, send_at.saturating_sub(pacer.margin_ns()))
@@ -468,6 +472,9 @@ impl<P: Protocol> Driver<P> {
     /// sent.
     pub fn turn(&mut self, now: u64) -> bool {
         let sent = self.send_due(now);
+        if P::WAKES {
+            self.wake_protocols(now);
+        }
         self.read_unread();
         match self.core.timeout_scope() {
             TimeoutScope::Connection => self.core.scan_timeouts(now, |x| {
@@ -586,10 +593,14 @@ impl<P: Protocol> Driver<P> {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
         self.socket_owed = true;
-        let Some(mut sock) = socket_steps::connect(self.connect_to, &self.poll, i) else {
+        let opened = match P::TRANSPORT {
+            Transport::Stream => socket_steps::connect(self.connect_to, &self.poll, i),
+            Transport::Datagram => socket_steps::connect_datagram(self.connect_to, &self.poll, i),
+        };
+        let Some(sock) = opened else {
             return self.connect_failed(i, FailureClass::Connect, now);
         };
-        if self.stamped && rxstamp::enable(sock.socket().as_raw_fd()).is_err() {
+        if self.stamped && rxstamp::enable(sock.as_raw_fd()).is_err() {
             self.stamped = false;
         }
         let c = &mut self.conns[i];
@@ -760,8 +771,7 @@ impl<P: Protocol> Driver<P> {
             if let Some(sock) = c.sock.as_mut() {
                 c.protocol.goodbye(&mut c.out);
                 if c.out_off < c.out.len() {
-                    let _ = sock.write(&c.out[c.out_off..]);
-                    let _ = sock.flush();
+                    sock.write_now(&c.out[c.out_off..]);
                 }
             }
             close(c, &self.poll);

@@ -35,6 +35,19 @@ pub enum Carriage {
     Framed,
 }
 
+/// What carries a connection's bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Transport {
+    /// A byte stream: TCP, and TLS over it when the target says so.
+    Stream,
+    /// Datagrams on a UDP socket connected to the target (`transport/datagram.rs`), for a
+    /// framed protocol that brings its own reliability and security: each read hands
+    /// [`Protocol::receive`] one datagram, and what it puts in `link.out` is whole datagrams
+    /// (`transport::datagram::begin`/`end`). No TLS is put under it; a read or write error
+    /// before its greeting is answered (an ICMP refusal) fails the connect.
+    Datagram,
+}
+
 /// What a protocol does after TCP (and TLS) is up.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Greeting {
@@ -112,6 +125,13 @@ pub trait Protocol {
     /// How this protocol carries requests.
     const CARRIAGE: Carriage = Carriage::InOrder;
 
+    /// What carries its bytes.
+    const TRANSPORT: Transport = Transport::Stream;
+
+    /// Framed: it keeps timers of its own (retransmissions, acks, an idle timeout): the driver
+    /// asks each connection [`Protocol::wake_at`] and calls [`Protocol::woken`] when it is due.
+    const WAKES: bool = false;
+
     /// Over TLS, before the greeting: whether the server's ALPN `answer` suits this protocol.
     /// An error ends the run (the server does not speak it); the connect fails either way when
     /// the answer is a refusal.
@@ -178,6 +198,23 @@ pub trait Protocol {
     /// the requests carried, answers the server in `link.out` (acks, window updates).
     fn receive(&mut self, _link: &mut Link<'_>, _input: &[u8]) -> Result<Received, Broken> {
         Err(Broken::Protocol(Fault::Malformed))
+    }
+
+    /// Framed, with [`Protocol::WAKES`]: when this connection next needs [`Protocol::woken`]
+    /// (`u64::MAX`: not until something else happens), on the driver's clock.
+    fn wake_at(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// Framed, with [`Protocol::WAKES`]: its time came (`link.now` is at or past
+    /// [`Protocol::wake_at`]): what it writes goes in `link.out`, what it completes or fails is
+    /// booked through the link, and `Broken` gives up on the connection, as from
+    /// [`Protocol::receive`] (nothing of the input is consumed).
+    fn woken(&mut self, _link: &mut Link<'_>) -> Result<Received, Broken> {
+        Ok(Received {
+            consumed: 0,
+            freed: false,
+        })
     }
 
     /// Framed: slot `slot`'s request timed out (the core has failed it); what to tell the

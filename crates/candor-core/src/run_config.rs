@@ -223,6 +223,9 @@ pub enum ProtocolName {
     /// WebSocket over TLS (`wss://`).
     #[serde(rename = "ws (TLS)")]
     WsTls,
+    /// HTTP/3 over QUIC (`--h3` on `https://`).
+    #[serde(rename = "h3")]
+    H3,
 }
 
 impl ProtocolName {
@@ -245,6 +248,7 @@ impl ProtocolName {
             ProtocolName::GrpcTls => "gRPC over HTTP/2 over TLS, h2",
             ProtocolName::Ws => "WebSocket",
             ProtocolName::WsTls => "WebSocket over TLS",
+            ProtocolName::H3 => "HTTP/3 over QUIC, h3",
         }
     }
 }

@@ -7,6 +7,7 @@ use candor_engine::config::{LoadConfigError, Scheme, DEFAULT_STREAMS};
 use candor_engine::seam::unit::ProtocolUnit;
 use candor_protocols::http1::unit::Http1;
 use candor_protocols::http2::unit::Http2;
+use candor_protocols::http3::unit::Http3;
 use candor_protocols::tcp::unit::Tcp;
 use candor_protocols::tcp::Framing;
 use candor_protocols::ws::matching::WsMatch;
@@ -19,6 +20,8 @@ use std::sync::Arc;
 pub struct ProtocolFlags {
     /// `--h2`: HTTP/2 on an `http://` or `https://` target (a gRPC target always speaks it).
     pub h2: bool,
+    /// `--h3`: HTTP/3 over QUIC on an `https://` target.
+    pub h3: bool,
     /// `--streams`: HTTP/2 streams, or WebSocket messages in flight, per connection.
     pub streams: usize,
     /// `--pipeline`: HTTP/1.1 (or raw TCP) requests in flight per connection.
@@ -37,6 +40,7 @@ impl Default for ProtocolFlags {
     fn default() -> Self {
         ProtocolFlags {
             h2: false,
+            h3: false,
             streams: DEFAULT_STREAMS,
             pipeline: 1,
             ws_match: WsMatch::InOrder,
@@ -56,6 +60,7 @@ pub fn choose(
     check_flags(target, &flags).map_err(LoadConfigError::Invalid)?;
     let ProtocolFlags {
         h2,
+        h3,
         streams,
         pipeline,
         ws_match,
@@ -75,6 +80,7 @@ pub fn choose(
             matching: ws_match,
             binary: ws_binary,
         }),
+        Scheme::Https if h3 => Arc::new(Http3 { streams }),
         Scheme::Http | Scheme::Https if h2 || target.grpc => Arc::new(Http2 { streams }),
         Scheme::Http | Scheme::Https => Arc::new(Http1 { pipeline }),
     })
@@ -105,6 +111,22 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
     }
     if f.streams == 0 {
         return Err("streams must be at least 1".into());
+    }
+    if f.h3 {
+        let refused = match (target.scheme, target.grpc) {
+            _ if f.h2 => Some("--h2"),
+            _ if f.pipeline > 1 => Some("--pipeline"),
+            (_, true) => Some("gRPC targets"),
+            (Scheme::Https, false) => None,
+            (Scheme::Http, false) => Some("http:// (HTTP/3 is always over TLS)"),
+            (Scheme::Ws | Scheme::Wss, _) => Some("ws:// and wss://"),
+            (Scheme::Tcp, _) => Some("tcp://"),
+        };
+        if let Some(other) = refused {
+            return Err(format!(
+                "--h3 needs an https:// target and no other protocol flag, not {other}"
+            ));
+        }
     }
     if f.h2 && f.pipeline > 1 {
         return Err("--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams".into());
@@ -202,6 +224,37 @@ mod tests {
         assert_eq!(named("ws://127.0.0.1:1/", d()), ProtocolName::Ws);
         assert_eq!(named("wss://127.0.0.1:1/", d()), ProtocolName::WsTls);
         assert_eq!(named("tcp://127.0.0.1:1", tcp_flags()), ProtocolName::Tcp);
+        let h3 = ProtocolFlags {
+            h3: true,
+            ..Default::default()
+        };
+        assert_eq!(named("https://127.0.0.1:1/", h3), ProtocolName::H3);
+    }
+
+    #[test]
+    fn h3_needs_https_and_no_other_protocol_flag() {
+        let h3 = |f: ProtocolFlags| ProtocolFlags { h3: true, ..f };
+        let d = ProtocolFlags::default;
+        let say = |other: &str| {
+            format!("--h3 needs an https:// target and no other protocol flag, not {other}")
+        };
+        assert_eq!(
+            refused("http://127.0.0.1:1/", h3(d())),
+            say("http:// (HTTP/3 is always over TLS)")
+        );
+        assert_eq!(
+            refused("wss://127.0.0.1:1/", h3(d())),
+            say("ws:// and wss://")
+        );
+        assert_eq!(refused("grpcs://127.0.0.1:1", h3(d())), say("gRPC targets"));
+        assert_eq!(refused("tcp://127.0.0.1:1", h3(tcp_flags())), say("tcp://"));
+        let both = ProtocolFlags { h2: true, ..d() };
+        assert_eq!(refused("https://127.0.0.1:1/", h3(both)), say("--h2"));
+        let piped = ProtocolFlags { pipeline: 4, ..d() };
+        assert_eq!(
+            refused("https://127.0.0.1:1/", h3(piped)),
+            say("--pipeline")
+        );
     }
 
     #[test]

@@ -85,6 +85,14 @@ const PROTOCOL_NAMES: &[(&[&str], &[&str])] = &[
             "ws::WebSocket",
         ],
     ),
+    (
+        &[
+            "crates/candor-protocols/src/http3/",
+            "crates/candor-load/src/registry.rs",
+            "crates/candor-core/src/",
+        ],
+        &["ProtocolName::H3", "http3::Http3"],
+    ),
     // Gone for good: the second enum of protocols, and HTTP/2 as a flag of the configuration.
     (&[], &["ProtocolKind", ".http2"]),
 ];

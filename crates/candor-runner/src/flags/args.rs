@@ -104,7 +104,10 @@ pub struct LoadArgs {
     /// Speak HTTP/2 (prior knowledge over http://, ALPN over https://).
     #[arg(long)]
     pub h2: bool,
-    /// HTTP/2: concurrent streams per connection; WebSocket: messages in flight per connection.
+    /// Speak HTTP/3 over QUIC (UDP) to an https:// target (ALPN h3).
+    #[arg(long)]
+    pub h3: bool,
+    /// HTTP/2 and HTTP/3: concurrent streams per connection; WebSocket: messages in flight per connection.
     /// A due request waits for a free place.
     #[arg(long, default_value_t = candor_load::config::DEFAULT_STREAMS, value_name = "N")]
     pub streams: usize,

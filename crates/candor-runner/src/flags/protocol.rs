@@ -6,13 +6,14 @@ use super::error::{read, FlagError, Result};
 use candor_core::bounded::MAX_BODY_FILE_BYTES;
 use candor_load::{LoadConfig, ProtocolFlags};
 
-/// `--pipeline`, `--h2`, `--streams`, `--ws-match`, `--ws-binary`, `--insecure` and `--ca`.
+/// `--pipeline`, `--h2`, `--h3`, `--streams`, `--ws-match`, `--ws-binary`, `--insecure` and `--ca`.
 pub(super) fn connection_flags(
     a: &LoadArgs,
     c: &mut LoadConfig,
     protocol: &mut ProtocolFlags,
 ) -> Result<()> {
     protocol.h2 = a.h2;
+    protocol.h3 = a.h3;
     protocol.streams = a.streams;
     protocol.pipeline = a.pipeline;
     protocol.check_status = a.check_status.is_some();

@@ -118,11 +118,4 @@ impl Quic {
     pub fn wake_at(&self) -> u64 {
         self.next_wake
     }
-
-    /// The packets it sent, lost (and so sent again: quinn-proto resends a lost packet's frames
-    /// in new packets) and the path's round-trip estimate.
-    pub fn packets(&self) -> (u64, u64) {
-        let s = self.conn.stats();
-        (s.path.sent_packets, s.path.lost_packets)
-    }
 }

@@ -65,6 +65,10 @@ impl ProtocolUnit for Http3 {
         Ok(())
     }
 
+    fn transport(&self) -> candor_engine::seam::Transport {
+        candor_engine::seam::Transport::Datagram
+    }
+
     fn probe(&self, config: &LoadConfig, timeout: Duration) -> Result<(), ProbeFailure> {
         super::probe::probe(config, timeout)
     }

@@ -15,6 +15,7 @@ use crate::backoff::Fault;
 use crate::config::LoadConfig;
 use crate::shared::{FailureClass, Prepared, WorkerError};
 use candor_workload::script_source::ScriptJudge;
+pub use carrying::Transport;
 pub use link::{Link, Outgoing};
 use progress::{ParseError, Progress};
 use std::sync::Arc;
@@ -33,19 +34,6 @@ pub enum Carriage {
     /// too). Losing the connection fails the requests on the wire; those still waiting for a
     /// place connect again.
     Framed,
-}
-
-/// What carries a connection's bytes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Transport {
-    /// A byte stream: TCP, and TLS over it when the target says so.
-    Stream,
-    /// Datagrams on a UDP socket connected to the target (`transport/datagram.rs`), for a
-    /// framed protocol that brings its own reliability and security: each read hands
-    /// [`Protocol::receive`] one datagram, and what it puts in `link.out` is whole datagrams
-    /// (`transport::datagram::begin`/`end`). No TLS is put under it; a read or write error
-    /// before its greeting is answered (an ICMP refusal) fails the connect.
-    Datagram,
 }
 
 /// What a protocol does after TCP (and TLS) is up.

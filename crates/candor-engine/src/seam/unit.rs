@@ -77,8 +77,8 @@ pub trait ProtocolUnit: fmt::Debug + Send + Sync + std::panic::RefUnwindSafe {
 
     /// What carries its connections: over a datagram transport a TCP connect proves nothing,
     /// so the run's reachability check is left to [`ProtocolUnit::probe`].
-    fn transport(&self) -> crate::seam::Transport {
-        crate::seam::Transport::Stream
+    fn transport(&self) -> crate::seam::carrying::Transport {
+        crate::seam::carrying::Transport::Stream
     }
 
     /// Checks before the run, within `timeout`, that the target answers in this protocol

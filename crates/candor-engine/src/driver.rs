@@ -855,3 +855,5 @@ mod framed_sim;
 mod in_order;
 #[cfg(any(test, feature = "sim"))]
 pub mod rig;
+#[cfg(test)]
+mod wake_sim;

@@ -287,6 +287,9 @@ fn a_server_killed_mid_run_leaves_the_books_whole() {
     // Before the kill the server answered; after it, nothing could.
     assert!(req(&v, "completed") > 100, "{t}");
     assert!(req(&v, "failed") + req(&v, "in_flight_at_end") > 100, "{t}");
+    // Its port answers ICMP "unreachable" from then: the reconnects are refused, by cause.
+    let refused = v["connection_faults"]["connect refused or failed"].as_u64();
+    assert!(refused.unwrap_or(0) > 0, "{}", v["connection_faults"]);
 }
 
 #[test]

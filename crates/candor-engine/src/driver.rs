@@ -610,7 +610,10 @@ impl<P: Protocol> Driver<P> {
 
     fn handle_event(&mut self, ev: &mio::event::Event) {
         let i = ev.token().0;
-        let readable = ev.is_readable() || ev.is_read_closed();
+        // A datagram socket reports an ICMP refusal as an error event alone: the read returns it.
+        let readable = ev.is_readable()
+            || ev.is_read_closed()
+            || (P::TRANSPORT == Transport::Datagram && ev.is_error());
         let writable = ev.is_writable() || ev.is_error();
         if i >= self.conns.len() || self.conns[i].sock.is_none() {
             return;

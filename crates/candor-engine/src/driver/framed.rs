@@ -6,7 +6,7 @@
 
 use super::{close, ConnState, Driver, CONNECT_SCAN_NS, READS_PER_PASS};
 use crate::backoff::Fault;
-use crate::seam::{Broken, Greeting, Link, Protocol, Received};
+use crate::seam::{Broken, Greeting, Link, Protocol, Received, Transport};
 use crate::shared::FailureClass;
 use crate::socket_steps;
 use crate::transport::Sock;
@@ -82,6 +82,9 @@ impl<P: Protocol> Driver<P> {
                 Ok(n) => c.out_off += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if P::TRANSPORT == Transport::Datagram => {
+                    return self.io_failed(i, FailureClass::Write, &e, now)
+                }
                 Err(_) => return self.connection_lost(i, FailureClass::Write, now),
             }
         }
@@ -128,9 +131,8 @@ impl<P: Protocol> Driver<P> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let (kind, fault) =
-                        (socket_steps::read_failure(&e), socket_steps::read_fault(&e));
-                    return self.connection_lost_because(i, kind, fault, now_ns());
+                    let kind = socket_steps::read_failure(&e);
+                    return self.io_failed(i, kind, &e, now_ns());
                 }
             }
         }
@@ -170,7 +172,16 @@ impl<P: Protocol> Driver<P> {
             opened: false,
         };
         let got = c.protocol.receive(&mut link, &c.buf[..c.buf_len]);
-        if link.opened {
+        let opened = link.opened;
+        self.settle(i, got, opened, now)
+    }
+
+    /// What connection `i`'s protocol made of its input or of its wake-up at `now` (`opened`:
+    /// its greeting was answered): consumed input dropped, freed places used, or the
+    /// connection given up as `Broken` says. False when the connection closed.
+    fn settle(&mut self, i: usize, got: Result<Received, Broken>, opened: bool, now: u64) -> bool {
+        let c = &mut self.conns[i];
+        if opened {
             c.state = ConnState::Open;
         }
         match got {
@@ -215,6 +226,49 @@ impl<P: Protocol> Driver<P> {
                 false
             }
         }
+    }
+
+    /// The earliest time a connection's protocol asked to be woken ([`Protocol::wake_at`]).
+    pub(super) fn protocol_wake(&self) -> u64 {
+        self.conns
+            .iter()
+            .filter(|c| matches!(c.state, ConnState::Greeting | ConnState::Open))
+            .map(|c| c.protocol.wake_at())
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Wakes every connection whose protocol's timer is due at `now` ([`Protocol::woken`]),
+    /// books what it made of it, and writes what it said.
+    pub(super) fn wake_protocols(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            let live = matches!(c.state, ConnState::Greeting | ConnState::Open);
+            if !live || c.sock.is_none() || c.protocol.wake_at() > now {
+                continue;
+            }
+            let (protocol, mut link) = self.link(i, now);
+            let got = protocol.woken(&mut link);
+            let opened = link.opened;
+            if self.settle(i, got, opened, now) {
+                self.mark_dirty(i);
+            }
+        }
+        self.flush_dirty(now);
+    }
+
+    /// A read or write of connection `i` failed with `e` at `now`: over datagrams, before its
+    /// greeting was answered, that is the connect refused (an ICMP refusal comes back this
+    /// way); otherwise the connection is lost as `kind`.
+    fn io_failed(&mut self, i: usize, kind: FailureClass, e: &io::Error, now: u64) {
+        if P::TRANSPORT == Transport::Datagram && self.conns[i].state == ConnState::Greeting {
+            let fault = match e.kind() {
+                io::ErrorKind::ConnectionRefused => Fault::Refused,
+                _ => Fault::Closed,
+            };
+            return self.connect_failed_for(i, FailureClass::Connect, fault, now);
+        }
+        self.connection_lost_because(i, kind, socket_steps::read_fault(e), now)
     }
 
     /// Requests of connection `i` may go now (a place freed, the connection opened): a spent
@@ -376,7 +430,6 @@ impl<P: Protocol> Driver<P> {
 /// takes it at once: the connection is being given up, so nothing waits for the rest.
 fn write_last<P>(c: &mut super::Conn<P>) {
     if let Some(sock) = c.sock.as_mut() {
-        let _ = sock.write(&c.out[c.out_off..]);
-        let _ = sock.flush();
+        sock.write_now(&c.out[c.out_off..]);
     }
 }

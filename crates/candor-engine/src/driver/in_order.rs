@@ -86,7 +86,7 @@ impl<P: Protocol> Driver<P> {
             let len = c.buf_len;
             let stamped = self.stamp_reads && matches!(sock, Sock::Plain(_));
             let got = if stamped {
-                rxstamp::recv(sock.socket().as_raw_fd(), &mut c.buf[len..])
+                rxstamp::recv(sock.as_raw_fd(), &mut c.buf[len..])
             } else {
                 sock.read(&mut c.buf[len..]).map(|n| (n, None))
             };

@@ -158,7 +158,7 @@ impl Peer {
     /// less fails the write or the wait after 5 s instead of hanging the test.
     pub fn send_and_close(&mut self, k: usize, bytes: &[u8], sock: &mut Sock) {
         use std::io::Write;
-        let fd = sock.socket().as_raw_fd();
+        let fd = sock.as_raw_fd();
         let rcvbuf: libc::c_int = 200_000;
         // SAFETY: the driver's open socket, an int option of the size given.
         let set = unsafe {

@@ -27,3 +27,16 @@ pub enum RequestKind {
     /// The same bytes for every request (raw TCP's payload): nothing to compile.
     Payload,
 }
+
+/// What carries a connection's bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Transport {
+    /// A byte stream: TCP, and TLS over it when the target says so.
+    Stream,
+    /// Datagrams on a UDP socket connected to the target (`transport/datagram.rs`), for a
+    /// framed protocol that brings its own reliability and security: each read hands
+    /// `Protocol::receive` one datagram, and what it puts in `link.out` is whole datagrams
+    /// (`transport::datagram::begin`/`end`). No TLS is put under it; a read or write error
+    /// before its greeting is answered (an ICMP refusal) fails the connect.
+    Datagram,
+}

@@ -15,6 +15,7 @@ use crate::backoff::Fault;
 use crate::config::LoadConfig;
 use crate::shared::{FailureClass, Prepared, WorkerError};
 use candor_workload::script_source::ScriptJudge;
+pub use carrying::Transport;
 pub use link::{Link, Outgoing};
 use progress::{ParseError, Progress};
 use std::sync::Arc;
@@ -112,6 +113,13 @@ pub trait Protocol {
     /// How this protocol carries requests.
     const CARRIAGE: Carriage = Carriage::InOrder;
 
+    /// What carries its bytes.
+    const TRANSPORT: Transport = Transport::Stream;
+
+    /// Framed: it keeps timers of its own (retransmissions, acks, an idle timeout): the driver
+    /// asks each connection [`Protocol::wake_at`] and calls [`Protocol::woken`] when it is due.
+    const WAKES: bool = false;
+
     /// Over TLS, before the greeting: whether the server's ALPN `answer` suits this protocol.
     /// An error ends the run (the server does not speak it); the connect fails either way when
     /// the answer is a refusal.
@@ -178,6 +186,23 @@ pub trait Protocol {
     /// the requests carried, answers the server in `link.out` (acks, window updates).
     fn receive(&mut self, _link: &mut Link<'_>, _input: &[u8]) -> Result<Received, Broken> {
         Err(Broken::Protocol(Fault::Malformed))
+    }
+
+    /// Framed, with [`Protocol::WAKES`]: when this connection next needs [`Protocol::woken`]
+    /// (`u64::MAX`: not until something else happens), on the driver's clock.
+    fn wake_at(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// Framed, with [`Protocol::WAKES`]: its time came (`link.now` is at or past
+    /// [`Protocol::wake_at`]): what it writes goes in `link.out`, what it completes or fails is
+    /// booked through the link, and `Broken` gives up on the connection, as from
+    /// [`Protocol::receive`] (nothing of the input is consumed).
+    fn woken(&mut self, _link: &mut Link<'_>) -> Result<Received, Broken> {
+        Ok(Received {
+            consumed: 0,
+            freed: false,
+        })
     }
 
     /// Framed: slot `slot`'s request timed out (the core has failed it); what to tell the

@@ -93,6 +93,12 @@ pub trait ProtocolUnit: fmt::Debug + Send + Sync + std::panic::RefUnwindSafe {
         Ok(None)
     }
 
+    /// What carries its connections: over a datagram transport a TCP connect proves nothing,
+    /// so the run's reachability check is left to [`ProtocolUnit::probe`].
+    fn transport(&self) -> crate::seam::carrying::Transport {
+        crate::seam::carrying::Transport::Stream
+    }
+
     /// Checks before the run, within `timeout`, that the target answers in this protocol
     /// beyond accepting a connection (a TLS handshake, HTTP/2's preface); in the protocol's words.
     fn probe(&self, _config: &LoadConfig, _timeout: Duration) -> Result<(), ProbeFailure> {

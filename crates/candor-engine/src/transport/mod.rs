@@ -1,14 +1,17 @@
 //! What lies beneath every protocol: the connection's byte stream, plain or TLS over it (as
-//! wrk's `struct sock` carries both). `tls.rs` makes the client configuration (and the blocking
-//! handshake of the probe); `tls_session.rs` runs rustls's handshake, then keeps the records in
-//! the session's own buffers, protected by `tls_record.rs`.
+//! wrk's `struct sock` carries both), or a connected datagram socket (`datagram.rs`, for a
+//! protocol that brings its own reliability and security). `tls.rs` makes the client
+//! configuration (and the blocking handshake of the probe); `tls_session.rs` runs rustls's
+//! handshake, then keeps the records in the session's own buffers, protected by `tls_record.rs`.
 
+pub mod datagram;
 pub mod tls;
 pub mod tls_record;
 pub mod tls_session;
 
-use mio::net::TcpStream;
+use mio::net::{TcpStream, UdpSocket};
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 pub use tls_session::Handshake;
 use tls_session::TlsSession;
 
@@ -17,6 +20,9 @@ use tls_session::TlsSession;
 pub enum Sock {
     Plain(TcpStream),
     Tls(TcpStream, Box<TlsSession>),
+    /// A UDP socket connected to the target: each write sends one datagram of the out buffer
+    /// (`datagram.rs`), each read returns one.
+    Datagram(UdpSocket),
 }
 
 /// Where a non-blocking connect stands once its socket has turned writable.
@@ -55,7 +61,11 @@ pub fn start_tls(
 impl Sock {
     /// Where this socket's non-blocking connect stands; once connected, Nagle is turned off.
     pub fn connect_state(&mut self) -> ConnectState {
-        let stream = self.socket();
+        let stream = match self {
+            Sock::Plain(s) | Sock::Tls(s, _) => s,
+            // A datagram socket has no connect to wait for.
+            Sock::Datagram(_) => return ConnectState::Connected,
+        };
         match stream.take_error() {
             Ok(None) => {}
             _ => return ConnectState::Failed,
@@ -69,9 +79,11 @@ impl Sock {
         ConnectState::Connected
     }
 
-    pub fn socket(&mut self) -> &mut TcpStream {
+    /// The socket, as the poll registers it.
+    pub fn source(&mut self) -> &mut dyn mio::event::Source {
         match self {
             Sock::Plain(s) | Sock::Tls(s, _) => s,
+            Sock::Datagram(s) => s,
         }
     }
 
@@ -80,13 +92,26 @@ impl Sock {
             Sock::Plain(s) => s.write(data),
             // Sealed into the session's buffer; `flush` sends it.
             Sock::Tls(s, t) => t.write(s, data),
+            Sock::Datagram(s) => datagram::send_next(s, data),
         }
+    }
+
+    /// Writes `data` as far as the socket takes it at once, and flushes: for what is said last
+    /// on a connection being given up, so nothing waits for the rest (or reports its failure).
+    pub fn write_now(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            match self.write(data) {
+                Ok(n) if n > 0 => data = &data[n..],
+                _ => break,
+            }
+        }
+        let _ = self.flush();
     }
 
     /// Sends sealed TLS records; `WouldBlock` means wait for writability.
     pub fn flush(&mut self) -> io::Result<()> {
         match self {
-            Sock::Plain(_) => Ok(()),
+            Sock::Plain(_) | Sock::Datagram(_) => Ok(()),
             Sock::Tls(s, t) => t.flush(s),
         }
     }
@@ -96,13 +121,14 @@ impl Sock {
         match self {
             Sock::Plain(s) => s.read(buf),
             Sock::Tls(s, t) => t.read(s, buf),
+            Sock::Datagram(s) => datagram::recv_one(s, buf),
         }
     }
 
     /// The protocol the server chose by ALPN (TLS, once the handshake is done).
     pub fn alpn_protocol(&self) -> Option<&[u8]> {
         match self {
-            Sock::Plain(_) => None,
+            Sock::Plain(_) | Sock::Datagram(_) => None,
             Sock::Tls(_, t) => t.alpn_protocol(),
         }
     }
@@ -110,8 +136,17 @@ impl Sock {
     /// Drives a TLS handshake as far as the socket allows.
     pub fn handshake(&mut self) -> Handshake {
         match self {
-            Sock::Plain(_) => Handshake::Done,
+            Sock::Plain(_) | Sock::Datagram(_) => Handshake::Done,
             Sock::Tls(s, t) => t.handshake(s),
+        }
+    }
+}
+
+impl AsRawFd for Sock {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Sock::Plain(s) | Sock::Tls(s, _) => s.as_raw_fd(),
+            Sock::Datagram(s) => s.as_raw_fd(),
         }
     }
 }

@@ -166,6 +166,14 @@ fn closed_loop_against_caddy_completes_every_request_over_h3() {
         Some(req(&v, "completed")),
         "{t}"
     );
+    // QUIC's own counts, as quinn-proto keeps them: packets went out; on loopback few or none
+    // are lost, and the count is there either way.
+    let counts = &v["protocol_counts"];
+    assert!(
+        counts["quic_packets_sent"].as_u64().unwrap() > 100,
+        "{counts}"
+    );
+    assert!(counts["quic_packets_lost"].as_u64().is_some(), "{counts}");
 }
 
 #[test]

@@ -31,6 +31,8 @@ pub struct PhaseOutcome {
     pub stream: Option<Box<crate::books::StreamAcc>>,
     /// gRPC calls by `grpc-status`.
     pub grpc_codes: candor_grpc::GrpcCodeCounts,
+    /// What the protocol counted of its own transport, by name (`PhaseAcc::protocol_counts`).
+    pub protocol_counts: BTreeMap<&'static str, u64>,
 }
 
 impl PhaseOutcome {
@@ -46,6 +48,11 @@ impl PhaseOutcome {
         r.status_codes = self.codes.to_map();
         r.grpc_status = grpc_status_map(&self.grpc_codes);
         r.connection_faults = self.faults.by_cause();
+        r.protocol_counts = self
+            .protocol_counts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);
             if let (Some(slo), Some(sr)) = (&config.goodput, &mut r.stream) {

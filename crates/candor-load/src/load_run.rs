@@ -486,6 +486,7 @@ fn outcome(config: &LoadConfig, options: &RunOptions, ended: Ended) -> RunOutcom
         codes: p.codes,
         stream: p.stream,
         grpc_codes: p.grpc_codes,
+        protocol_counts: p.protocol_counts,
     };
     RunOutcome {
         start_ns,

@@ -464,3 +464,85 @@ fn hypercorn_on_aioquic_answers_closed_and_open_loops() {
     assert_balanced(&open);
     assert_eq!(req(&open, "completed"), 200, "{t2}");
 }
+
+/// What the shared request path gives every HTTP protocol works over HTTP/3: a request set
+/// (its names' rows), templates, stages, and body checks that pass and fail.
+#[test]
+#[ignore = "needs caddy: scripts/test.sh"]
+fn request_sets_templates_stages_and_checks_work_over_h3() {
+    let _g = serial();
+    let caddy = Caddy::start("workload", "respond \"hello h3\" 200");
+    let dir = tmp("workload-files");
+    let reqs = dir.join("reqs.jsonl");
+    std::fs::write(
+        &reqs,
+        "{\"method\":\"GET\",\"path\":\"/a\",\"name\":\"a\"}\n{\"method\":\"POST\",\"path\":\"/b\",\"body\":\"xyz\",\"name\":\"b\"}\n",
+    )
+    .unwrap();
+    let ca = caddy.ca();
+    let reqs = reqs.display().to_string();
+    let base = ["--h3", "--ca", ca.as_str()];
+    let (v, t) = run_json(
+        "set",
+        &[
+            &base[..],
+            &["-R", "200", "-d", "1s", "--requests", &reqs, &caddy.url()],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 200, "{t}");
+    assert!(t.contains("by request name"), "{t}");
+    let templated = format!("{}items/{{{{seq}}}}", caddy.url());
+    let (v, t) = run_json(
+        "template",
+        &[
+            &base[..],
+            &["-R", "200", "-d", "1s", "-H", "X-Id: {{uuid}}", &templated],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 200, "{t}");
+    let (v, t) = run_json(
+        "stages",
+        &[
+            &base[..],
+            &["-R", "100:1s,100..300:1s", "-d", "2s", &caddy.url()],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 300, "{t}");
+    let (v, t) = run_json(
+        "check-pass",
+        &[
+            &base[..],
+            &[
+                "-R",
+                "100",
+                "-d",
+                "1s",
+                "--check-body",
+                "hello",
+                &caddy.url(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 100, "{t}");
+    let (v, t) = run_json(
+        "check-fail",
+        &[
+            &base[..],
+            &[
+                "-R",
+                "100",
+                "-d",
+                "1s",
+                "--check-body",
+                "absent",
+                &caddy.url(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(v["requests"]["errors"]["check"].as_u64(), Some(100), "{t}");
+}

@@ -237,8 +237,11 @@ fn a_stalling_server_behind_caddy_reads_its_known_truth_over_h3() {
     );
     assert_balanced(&v);
     assert_eq!(req(&v, "completed"), 2000, "{t}");
-    // 50 ms either way, as over WebSocket and gRPC: scheduler noise on a shared machine, and
-    // the burst of answers when a stall ends (here through a proxy too).
+    // 50 ms below, as over WebSocket and gRPC (scheduler noise: nothing is answered before the
+    // stall ends). Above, 100 ms: the 400 requests held by the stall are answered in one burst
+    // that passes through Caddy and this client's QUIC stack (unoptimized in a debug build);
+    // that burst took 40 to 55 ms on a loaded 2-core machine, and the p90 request waits for at
+    // most all of it.
     for (p, truth) in [(90.0, 500.0 * MS), (99.0, 950.0 * MS)] {
         let got = pct(&v, "response_time", p);
         eprintln!(
@@ -247,7 +250,7 @@ fn a_stalling_server_behind_caddy_reads_its_known_truth_over_h3() {
             got / MS
         );
         assert!(
-            (got - truth).abs() <= 50.0 * MS,
+            got >= truth - 50.0 * MS && got <= truth + 100.0 * MS,
             "p{p}: measured {:.1} ms, truth {:.1} ms",
             got / MS,
             truth / MS

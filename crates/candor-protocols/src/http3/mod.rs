@@ -120,6 +120,9 @@ pub struct H3Connection {
     peers: Vec<PeerStream>,
     /// The server's GOAWAY: the first request stream id it will not process.
     goaway: Option<u64>,
+    /// QUIC closed the connection without a fault while it carried nothing
+    /// (`faults::quiet_close`): spent.
+    quiet: bool,
     /// quinn-proto's packets sent and lost on this connection, as last counted.
     packets: (u64, u64),
     /// QPACK's Huffman scratch (names, values) and a filled request's field section.
@@ -215,6 +218,7 @@ impl H3Connection {
             observers: (0..lanes).map(|_| ResponseObserver::default()).collect(),
             peers: Vec::with_capacity(PEER_UNI_STREAMS as usize),
             goaway: None,
+            quiet: false,
             packets: (0, 0),
             names: Vec::new(),
             values: Vec::new(),
@@ -365,6 +369,7 @@ impl Protocol for H3Connection {
 
     fn reset(&mut self) {
         self.quic = None;
+        self.quiet = false;
         self.packets = (0, 0);
         self.handshaking = false;
         self.goaway = None;
@@ -445,7 +450,7 @@ impl Protocol for H3Connection {
     }
 
     fn spent(&self) -> bool {
-        self.goaway.is_some() && self.lanes.iter().all(|l| l.id.is_none())
+        (self.quiet || self.goaway.is_some()) && self.lanes.iter().all(|l| l.id.is_none())
     }
 
     fn goodbye(&mut self, out: &mut Vec<u8>) {

@@ -166,6 +166,14 @@ fn closed_loop_against_caddy_completes_every_request_over_h3() {
         Some(req(&v, "completed")),
         "{t}"
     );
+    // QUIC's own counts, as quinn-proto keeps them: packets went out; on loopback few or none
+    // are lost, and the count is there either way.
+    let counts = &v["protocol_counts"];
+    assert!(
+        counts["quic_packets_sent"].as_u64().unwrap() > 100,
+        "{counts}"
+    );
+    assert!(counts["quic_packets_lost"].as_u64().is_some(), "{counts}");
 }
 
 #[test]
@@ -229,8 +237,11 @@ fn a_stalling_server_behind_caddy_reads_its_known_truth_over_h3() {
     );
     assert_balanced(&v);
     assert_eq!(req(&v, "completed"), 2000, "{t}");
-    // 50 ms either way, as over WebSocket and gRPC: scheduler noise on a shared machine, and
-    // the burst of answers when a stall ends (here through a proxy too).
+    // 50 ms below, as over WebSocket and gRPC (scheduler noise: nothing is answered before the
+    // stall ends). Above, 100 ms: the 400 requests held by the stall are answered in one burst
+    // that passes through Caddy and this client's QUIC stack (unoptimized in a debug build);
+    // that burst took 40 to 55 ms on a loaded 2-core machine, and the p90 request waits for at
+    // most all of it.
     for (p, truth) in [(90.0, 500.0 * MS), (99.0, 950.0 * MS)] {
         let got = pct(&v, "response_time", p);
         eprintln!(
@@ -239,7 +250,7 @@ fn a_stalling_server_behind_caddy_reads_its_known_truth_over_h3() {
             got / MS
         );
         assert!(
-            (got - truth).abs() <= 50.0 * MS,
+            got >= truth - 50.0 * MS && got <= truth + 100.0 * MS,
             "p{p}: measured {:.1} ms, truth {:.1} ms",
             got / MS,
             truth / MS
@@ -455,4 +466,86 @@ fn hypercorn_on_aioquic_answers_closed_and_open_loops() {
     assert_eq!(req(&closed, "failed"), 0, "{t1}");
     assert_balanced(&open);
     assert_eq!(req(&open, "completed"), 200, "{t2}");
+}
+
+/// What the shared request path gives every HTTP protocol works over HTTP/3: a request set
+/// (its names' rows), templates, stages, and body checks that pass and fail.
+#[test]
+#[ignore = "needs caddy: scripts/test.sh"]
+fn request_sets_templates_stages_and_checks_work_over_h3() {
+    let _g = serial();
+    let caddy = Caddy::start("workload", "respond \"hello h3\" 200");
+    let dir = tmp("workload-files");
+    let reqs = dir.join("reqs.jsonl");
+    std::fs::write(
+        &reqs,
+        "{\"method\":\"GET\",\"path\":\"/a\",\"name\":\"a\"}\n{\"method\":\"POST\",\"path\":\"/b\",\"body\":\"xyz\",\"name\":\"b\"}\n",
+    )
+    .unwrap();
+    let ca = caddy.ca();
+    let reqs = reqs.display().to_string();
+    let base = ["--h3", "--ca", ca.as_str()];
+    let (v, t) = run_json(
+        "set",
+        &[
+            &base[..],
+            &["-R", "200", "-d", "1s", "--requests", &reqs, &caddy.url()],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 200, "{t}");
+    assert!(t.contains("by request name"), "{t}");
+    let templated = format!("{}items/{{{{seq}}}}", caddy.url());
+    let (v, t) = run_json(
+        "template",
+        &[
+            &base[..],
+            &["-R", "200", "-d", "1s", "-H", "X-Id: {{uuid}}", &templated],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 200, "{t}");
+    let (v, t) = run_json(
+        "stages",
+        &[
+            &base[..],
+            &["-R", "100:1s,100..300:1s", "-d", "2s", &caddy.url()],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 300, "{t}");
+    let (v, t) = run_json(
+        "check-pass",
+        &[
+            &base[..],
+            &[
+                "-R",
+                "100",
+                "-d",
+                "1s",
+                "--check-body",
+                "hello",
+                &caddy.url(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(req(&v, "completed"), 100, "{t}");
+    let (v, t) = run_json(
+        "check-fail",
+        &[
+            &base[..],
+            &[
+                "-R",
+                "100",
+                "-d",
+                "1s",
+                "--check-body",
+                "absent",
+                &caddy.url(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(v["requests"]["errors"]["check"].as_u64(), Some(100), "{t}");
 }

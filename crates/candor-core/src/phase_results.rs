@@ -509,6 +509,11 @@ pub struct PhaseResults {
     /// other protocols' runs and in older files.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grpc_status: BTreeMap<String, u64>,
+    /// What the protocol counted of its own transport, by name (HTTP/3: QUIC's
+    /// `quic_packets_sent`, `quic_packets_lost`). Absent in other protocols' runs and in older
+    /// files.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocol_counts: BTreeMap<String, u64>,
 }
 
 /// Reads `analysis` when it has this build's layout, else none: the figures are recomputed from
@@ -707,6 +712,7 @@ impl PhaseResults {
             status_codes: BTreeMap::new(),
             connection_faults: BTreeMap::new(),
             grpc_status: BTreeMap::new(),
+            protocol_counts: BTreeMap::new(),
         }
     }
 }

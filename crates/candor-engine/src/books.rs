@@ -31,8 +31,11 @@ pub struct PhaseAcc {
     pub codes: candor_core::results::CodeCounts,
     /// Streamed responses' events and tokens (runs with `--stream` or `--llm` only).
     pub stream: Option<Box<StreamAcc>>,
-    /// gRPC calls by `grpc-status` (all zero for other protocols).
+    /// Replies by the code their protocol reads beside the status (gRPC's `grpc-status`).
     pub reply_codes: candor_core::reply_codes::ReplyCodeCounts,
+    /// Counts a protocol keeps of its own transport, by name (QUIC's packets sent and lost):
+    /// a handful of names per protocol, each inserted once.
+    pub protocol_counts: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// What the streamed responses of one phase came to: their events' timing and, in an LLM run,
@@ -215,6 +218,9 @@ impl PhaseAcc {
             (Some(_), None) => {}
         }
         self.reply_codes.merge(&from.reply_codes);
+        for (name, n) in &from.protocol_counts {
+            *self.protocol_counts.entry(name).or_default() += n;
+        }
         for w in &from.warnings {
             if !self.warnings.contains(w) {
                 self.warnings.push(w.clone());
@@ -237,6 +243,7 @@ impl PhaseAcc {
             codes: Default::default(),
             stream: None,
             reply_codes: Default::default(),
+            protocol_counts: Default::default(),
         }
     }
 }

@@ -531,6 +531,13 @@ impl Ledger {
         self.phases[phase].faults.count(fault);
     }
 
+    /// `n` more of what a protocol counts of its own transport, `name`, at `now`; phases as
+    /// for [`Ledger::connection_opened`].
+    pub fn protocol_count(&mut self, name: &'static str, n: u64, now: u64) {
+        let phase = usize::from(now >= self.warmup_end_ns || !self.has_warmup);
+        *self.phases[phase].protocol_counts.entry(name).or_default() += n;
+    }
+
     /// Keeps `e`'s failure (booked by [`Ledger::fail`]) as an example that came with `status`
     /// and `check`, though it had no response of its own: what the report shows for requests a
     /// server's announced close cut off.

@@ -30,6 +30,8 @@ pub struct PhaseOutcome {
     pub stream: Option<Box<crate::books::StreamAcc>>,
     /// Replies by the code their protocol reads beside the status (gRPC's `grpc-status`).
     pub reply_codes: candor_core::reply_codes::ReplyCodeCounts,
+    /// What the protocol counted of its own transport, by name (`PhaseAcc::protocol_counts`).
+    pub protocol_counts: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl PhaseOutcome {
@@ -45,6 +47,11 @@ impl PhaseOutcome {
         r.status_codes = self.codes.to_map();
         self.reply_codes.write_into(&mut r);
         r.connection_faults = self.faults.by_cause();
+        r.protocol_counts = self
+            .protocol_counts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);
             if let (Some(slo), Some(sr)) = (&config.goodput, &mut r.stream) {

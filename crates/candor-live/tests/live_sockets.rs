@@ -84,6 +84,7 @@ fn outcome(completed: u64) -> RunOutcome {
             codes: Default::default(),
             stream: None,
             reply_codes: Default::default(),
+            protocol_counts: Default::default(),
         },
         warmup: None,
         intervals: Vec::new(),

@@ -505,6 +505,7 @@ fn outcome(
         codes: p.codes,
         stream: p.stream,
         reply_codes: p.reply_codes,
+        protocol_counts: p.protocol_counts,
     };
     RunOutcome {
         start_ns,

@@ -140,6 +140,13 @@ impl Link<'_> {
         self.core.fail(slot, kind, self.now);
     }
 
+    /// `n` more of what the protocol counts of its own transport, `name` (QUIC's packets sent
+    /// and lost): summed over connections and threads, in the results' `protocol_counts`.
+    pub fn count(&mut self, name: &'static str, n: u64) {
+        let now = self.now;
+        self.core.ledger_mut().protocol_count(name, n, now);
+    }
+
     /// Whether this connection answered a request since it was connected.
     pub fn has_answered(&self) -> bool {
         self.core.has_answered(self.conn)

@@ -170,6 +170,19 @@ pub fn h3_code_name(code: u64) -> String {
     h3_name(h3_index(code))
 }
 
+/// Whether a lost QUIC connection is no fault: an established connection that carried nothing
+/// went idle past its timeout, or the server closed it without an error (as an HTTP/1.1 server
+/// closes an idle keep-alive connection). It is connected again when a request needs it.
+pub fn quiet_close(reason: &ConnectionError, handshaking: bool, carrying: bool) -> bool {
+    let graceful = match reason {
+        ConnectionError::TimedOut => true,
+        ConnectionError::ApplicationClosed(c) => c.error_code.into_inner() == H3_NO_ERROR,
+        ConnectionError::ConnectionClosed(c) => u64::from(c.error_code) == 0,
+        _ => false,
+    };
+    graceful && !handshaking && !carrying
+}
+
 /// The fault a lost QUIC connection is (`handshaking`: before it was established), decided from
 /// quinn-proto's reason alone.
 pub fn of_loss(reason: &ConnectionError, handshaking: bool) -> Fault {
@@ -240,6 +253,25 @@ mod tests {
             words(of_loss(&ConnectionError::TransportError(violation), false)),
             "candor closed the QUIC connection: PROTOCOL_VIOLATION"
         );
+    }
+
+    #[test]
+    fn only_an_idle_or_errorless_close_of_an_established_connection_carrying_nothing_is_quiet() {
+        let idle = ConnectionError::TimedOut;
+        assert!(quiet_close(&idle, false, false));
+        assert!(!quiet_close(&idle, false, true), "requests were carried");
+        assert!(
+            !quiet_close(&idle, true, false),
+            "a handshake that timed out"
+        );
+        assert!(!quiet_close(&ConnectionError::Reset, false, false));
+        let refused = TransportError {
+            code: TransportErrorCode::PROTOCOL_VIOLATION,
+            frame: None,
+            reason: String::new(),
+        };
+        let broke = ConnectionError::TransportError(refused);
+        assert!(!quiet_close(&broke, false, false));
     }
 
     #[test]

@@ -120,6 +120,11 @@ pub struct H3Connection {
     peers: Vec<PeerStream>,
     /// The server's GOAWAY: the first request stream id it will not process.
     goaway: Option<u64>,
+    /// QUIC closed the connection without a fault while it carried nothing
+    /// (`faults::quiet_close`): spent.
+    quiet: bool,
+    /// quinn-proto's packets sent and lost on this connection, as last counted.
+    packets: (u64, u64),
     /// QPACK's Huffman scratch (names, values) and a filled request's field section.
     names: Vec<u8>,
     values: Vec<u8>,
@@ -213,6 +218,8 @@ impl H3Connection {
             observers: (0..lanes).map(|_| ResponseObserver::default()).collect(),
             peers: Vec::with_capacity(PEER_UNI_STREAMS as usize),
             goaway: None,
+            quiet: false,
+            packets: (0, 0),
             names: Vec::new(),
             values: Vec::new(),
             section: Vec::new(),
@@ -316,6 +323,12 @@ impl H3Connection {
     fn transmit(&mut self, link: &mut Link<'_>) {
         if let Some(q) = self.quic.as_mut() {
             q.transmit(link.out, link.now);
+            // quinn-proto resends a lost packet's frames in new packets: lost is what was sent
+            // again (it counts no retransmissions apart).
+            let (sent, lost) = q.packets();
+            link.count("quic_packets_sent", sent.saturating_sub(self.packets.0));
+            link.count("quic_packets_lost", lost.saturating_sub(self.packets.1));
+            self.packets = (sent, lost);
         }
     }
 
@@ -356,6 +369,8 @@ impl Protocol for H3Connection {
 
     fn reset(&mut self) {
         self.quic = None;
+        self.quiet = false;
+        self.packets = (0, 0);
         self.handshaking = false;
         self.goaway = None;
         self.peers.clear();
@@ -435,7 +450,7 @@ impl Protocol for H3Connection {
     }
 
     fn spent(&self) -> bool {
-        self.goaway.is_some() && self.lanes.iter().all(|l| l.id.is_none())
+        (self.quiet || self.goaway.is_some()) && self.lanes.iter().all(|l| l.id.is_none())
     }
 
     fn goodbye(&mut self, out: &mut Vec<u8>) {

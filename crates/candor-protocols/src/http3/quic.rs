@@ -118,4 +118,10 @@ impl Quic {
     pub fn wake_at(&self) -> u64 {
         self.next_wake
     }
+
+    /// The packets it sent and lost so far (quinn-proto's path statistics).
+    pub fn packets(&self) -> (u64, u64) {
+        let s = self.conn.stats();
+        (s.path.sent_packets, s.path.lost_packets)
+    }
 }

@@ -51,6 +51,13 @@ impl H3Connection {
                     freed = true;
                 }
                 Event::ConnectionLost { reason } => {
+                    let carrying = link.carried_at(0).is_some();
+                    if faults::quiet_close(&reason, self.handshaking, carrying) {
+                        // No fault: the driver closes it as spent, and connects again when a
+                        // request needs it.
+                        self.quiet = true;
+                        return Ok(true);
+                    }
                     let fault = faults::of_loss(&reason, self.handshaking);
                     return Err(match self.handshaking {
                         true => Broken::Refused(fault, FailureClass::Connect),

@@ -12,6 +12,9 @@ use candor_load::IntervalReport;
 /// Labels of one series, the common ones included.
 type LabelSet = Vec<(String, String)>;
 
+/// Makes a phase's label set with extra labels.
+type Labeller<'a> = &'a dyn Fn(&[(&str, &str)]) -> LabelSet;
+
 /// The two phases of a run, as the `phase` label names them.
 const PHASES: [&str; 2] = ["warmup", "measured"];
 
@@ -123,12 +126,7 @@ impl PushState {
         }
     }
 
-    fn phase_series(
-        &self,
-        phase: &Phase,
-        labels: &dyn Fn(&[(&str, &str)]) -> LabelSet,
-        out: &mut Vec<Series>,
-    ) {
+    fn phase_series(&self, phase: &Phase, labels: Labeller<'_>, out: &mut Vec<Series>) {
         if let Some(h) = &phase.hist {
             for (name, help, histo) in [
                 (

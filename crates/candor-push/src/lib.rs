@@ -4,28 +4,20 @@
 //! output: nothing is added to the load threads, and a receiver that is down only costs the
 //! samples it could not take (counted).
 
+pub mod format;
 pub mod native;
 pub mod remote_write;
 pub mod sender;
 pub mod series;
 pub mod state;
 
+pub use format::Format;
 pub use sender::PushStats;
 pub use state::{PushState, RunLabels};
 
 use candor_load::load_run::RunOutcome;
 use candor_load::IntervalReport;
-use series::Batch;
 use std::time::Duration;
-
-/// One push format: how a batch becomes a request body (one file per format, as hyperfine's
-/// exporters).
-pub trait Format: Send {
-    /// The name `--out` gives it.
-    fn name(&self) -> &'static str;
-    fn encode(&self, batch: &Batch) -> Vec<u8>;
-    fn headers(&self) -> &'static [(&'static str, &'static str)];
-}
 
 /// Bad `--out`, `--tag` or `--run-id` input: said in one line before any load.
 #[derive(Debug, thiserror::Error)]

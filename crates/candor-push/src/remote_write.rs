@@ -3,9 +3,9 @@
 //! (https://prometheus.io/docs/specs/prw/remote_write_spec/, the Prometheus repository's
 //! `prompb/` at v2.42), only the fields candor sends; field numbers as there.
 
+use crate::format::Format;
 use crate::native::{NativeHistogram, SCHEMA};
 use crate::series::{Batch, Value};
-use crate::Format;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct WriteRequest {

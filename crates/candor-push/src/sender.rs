@@ -2,8 +2,8 @@
 //! never waits), emptied by a blocking HTTP client with retries and back-off. What cannot be
 //! delivered is counted, never held without bound.
 
+use crate::format::Format;
 use crate::series::Batch;
-use crate::Format;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 /// `answer(n)`, and stops listening (connections closed) after `die_after` requests.
 struct Receiver {
     url: String,
-    got: Arc<Mutex<Vec<WriteRequest>>>,
+    got: Arc<Mutex<Vec<Vec<u8>>>>,
     requests: Arc<Mutex<usize>>,
 }
 
@@ -41,7 +41,15 @@ impl Receiver {
         Receiver { url, got, requests }
     }
 
+    /// The accepted bodies, decoded as remote write.
     fn accepted(&self) -> Vec<WriteRequest> {
+        self.bodies()
+            .iter()
+            .map(|b| decode(b).expect("a valid remote-write body"))
+            .collect()
+    }
+
+    fn bodies(&self) -> Vec<Vec<u8>> {
         self.got.lock().unwrap().clone()
     }
 }
@@ -51,7 +59,7 @@ fn serve(
     conn: TcpStream,
     answer: fn(usize) -> u16,
     die_after: Option<usize>,
-    got: &Mutex<Vec<WriteRequest>>,
+    got: &Mutex<Vec<Vec<u8>>>,
     requests: &Mutex<usize>,
 ) -> bool {
     conn.set_read_timeout(Some(Duration::from_secs(30)))
@@ -83,9 +91,7 @@ fn serve(
         };
         let code = answer(n);
         if code == 200 || code == 204 {
-            got.lock()
-                .unwrap()
-                .push(decode(&body).expect("a valid remote-write body"));
+            got.lock().unwrap().push(body);
         }
         let reason = if code < 300 { "OK" } else { "No" };
         let _ = write!(
@@ -334,6 +340,74 @@ fn bad_push_flags_fail_in_one_line_before_any_load() {
     assert!(
         listener.accept().is_err(),
         "no connection reached the target"
+    );
+}
+
+/// `--out otlp=URL` to a receiver decoding OTLP with the official definitions: the resource
+/// names the run, the exponential histogram holds every response, and its p99 is within a bucket
+/// (0.54%) of candor's.
+#[test]
+fn otlp_carries_the_run_with_exponential_histograms() {
+    use candor_push::otlp::decode as decode_otlp;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    let _g = serial();
+    let server = Server::start(&["--delay", "2ms"]);
+    let rx = Receiver::start(|_| 200, None);
+    let out_flag = format!("otlp={}", rx.url);
+    let (v, out, _) = run(&[
+        "-R",
+        "300",
+        "-d",
+        "2s",
+        "-c",
+        "4",
+        "--out",
+        &out_flag,
+        "--run-id",
+        "o1",
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let last = decode_otlp(rx.bodies().last().expect("pushed")).unwrap();
+    let rm = &last.resource_metrics[0];
+    let attrs = format!("{:?}", rm.resource.as_ref().unwrap().attributes);
+    assert!(
+        attrs.contains("service.name") && attrs.contains("\"o1\""),
+        "{attrs}"
+    );
+    let metrics = &rm.scope_metrics[0].metrics;
+    let hist = metrics
+        .iter()
+        .find_map(|m| match &m.data {
+            Some(Data::ExponentialHistogram(e)) if m.name == "candor_response_time_seconds" => {
+                Some(e.data_points[0].clone())
+            }
+            _ => None,
+        })
+        .expect("response time");
+    assert_eq!(hist.count, v["response_time"]["count"].as_u64().unwrap());
+    assert_eq!(hist.scale, 7);
+    let b = hist.positive.unwrap();
+    let rank = (0.99 * hist.count as f64).ceil() as u64;
+    let mut seen = hist.zero_count;
+    let k = b
+        .bucket_counts
+        .iter()
+        .position(|&c| {
+            seen += c;
+            seen >= rank
+        })
+        .unwrap();
+    let upper = candor_push::native::upper_bound_s(b.offset + k as i32 + 1);
+    let ours = pct(&v, "response_time", 99.0) / 1e9;
+    assert!(upper >= ours && upper / ours < 1.0055, "{upper} vs {ours}");
+    let completed = metrics
+        .iter()
+        .find(|m| m.name == "candor_requests_completed_total")
+        .expect("completed");
+    assert!(
+        format!("{completed:?}").contains(&format!("AsDouble({}.0)", req(&v, "completed"))),
+        "{completed:?}"
     );
 }
 

@@ -6,6 +6,7 @@
 
 pub mod format;
 pub mod native;
+pub mod otlp;
 pub mod remote_write;
 pub mod sender;
 pub mod series;
@@ -22,7 +23,9 @@ use std::time::Duration;
 /// Bad `--out`, `--tag` or `--run-id` input: said in one line before any load.
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
-    #[error("invalid --out '{0}': expected prometheus-rw=URL (optionally URL?classic)")]
+    #[error(
+        "invalid --out '{0}': expected prometheus-rw=URL (optionally URL?classic) or otlp=URL"
+    )]
     Out(String),
     #[error("invalid --out URL '{url}': {why}")]
     Url { url: String, why: String },
@@ -34,9 +37,19 @@ pub enum PushError {
     Thread(std::io::Error),
 }
 
+/// The formats `--out` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputKind {
+    /// `prometheus-rw`: Prometheus remote write.
+    RemoteWrite,
+    /// `otlp`: OpenTelemetry metrics over OTLP/HTTP (protobuf).
+    Otlp,
+}
+
 /// One `--out` destination, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutputSpec {
+    pub kind: OutputKind,
     pub url: String,
     /// `?classic` at the end of the URL: classic `_bucket` series instead of native histograms.
     pub classic: bool,
@@ -48,12 +61,14 @@ impl OutputSpec {
         let (kind, url) = text
             .split_once('=')
             .ok_or_else(|| PushError::Out(text.into()))?;
-        if kind != "prometheus-rw" {
-            return Err(PushError::Out(text.into()));
-        }
+        let kind = match kind {
+            "prometheus-rw" => OutputKind::RemoteWrite,
+            "otlp" => OutputKind::Otlp,
+            _ => return Err(PushError::Out(text.into())),
+        };
         let (url, classic) = match url.strip_suffix("?classic") {
-            Some(u) => (u, true),
-            None => (url, false),
+            Some(u) if kind == OutputKind::RemoteWrite => (u, true),
+            _ => (url, false),
         };
         let bad = |why: &str| PushError::Url {
             url: url.into(),
@@ -68,6 +83,7 @@ impl OutputSpec {
             return Err(bad("no host"));
         }
         Ok(OutputSpec {
+            kind,
             url: url.into(),
             classic,
         })
@@ -126,7 +142,12 @@ impl Pusher {
     ) -> Result<Pusher, PushError> {
         let mut started = Vec::new();
         for o in outputs {
-            let format = Box::new(remote_write::RemoteWrite { classic: o.classic });
+            let format: Box<dyn Format> = match o.kind {
+                OutputKind::RemoteWrite => {
+                    Box::new(remote_write::RemoteWrite { classic: o.classic })
+                }
+                OutputKind::Otlp => Box::new(otlp::Otlp),
+            };
             let s = sender::Sender::start(format, o.url.clone()).map_err(PushError::Thread)?;
             started.push((o.url.clone(), s));
         }
@@ -152,6 +173,7 @@ impl Pusher {
             common,
             target_per_s,
             has_warmup,
+            start_unix_ns: candor_core::clock::wall_clock_ns(),
         }));
         self.intervals = 0;
     }
@@ -212,6 +234,8 @@ mod tests {
         assert!(!o.classic);
         let c = OutputSpec::parse("prometheus-rw=https://p.example/api/v1/write?classic").unwrap();
         assert!(c.classic);
+        let t = OutputSpec::parse("otlp=http://127.0.0.1:4318/v1/metrics").unwrap();
+        assert_eq!((t.kind, t.classic), (OutputKind::Otlp, false));
         assert_eq!(c.url, "https://p.example/api/v1/write");
         for bad in [
             "prometheus-rw",

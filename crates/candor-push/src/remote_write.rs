@@ -253,6 +253,7 @@ mod tests {
         h.record(900_000_000).unwrap();
         Batch {
             timestamp_ms: 1_700_000_000_123,
+            start_unix_ns: 0,
             last: true,
             series: vec![
                 Series {

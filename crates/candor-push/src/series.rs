@@ -25,6 +25,8 @@ pub struct Series {
 pub struct Batch {
     /// Wall-clock time of the push, milliseconds since the Unix epoch.
     pub timestamp_ms: i64,
+    /// Wall-clock start of the run, ns since the Unix epoch (OTLP's cumulative start time).
+    pub start_unix_ns: u64,
     pub series: Vec<Series>,
     /// The run's last push (its final numbers).
     pub last: bool,

@@ -26,6 +26,8 @@ pub struct RunLabels {
     /// This process's intended rate; `None` in a closed loop.
     pub target_per_s: Option<f64>,
     pub has_warmup: bool,
+    /// Wall-clock start of the run, ns since the Unix epoch.
+    pub start_unix_ns: u64,
 }
 
 /// One phase's accumulated books.
@@ -121,6 +123,7 @@ impl PushState {
         ));
         Batch {
             timestamp_ms,
+            start_unix_ns: self.labels.start_unix_ns,
             series: out,
             last: self.done,
         }

@@ -19,7 +19,8 @@ fn with(f: impl FnOnce(&mut Pusher)) {
 #[derive(clap::Args, Debug, Clone)]
 pub struct PushArgs {
     /// Push the run's series while it runs and once more at its end: `prometheus-rw=URL`
-    /// (Prometheus remote write with native histograms; `URL?classic` for classic buckets).
+    /// (Prometheus remote write with native histograms; `URL?classic` for classic buckets) or
+    /// `otlp=URL` (OpenTelemetry metrics, OTLP/HTTP protobuf, exponential histograms).
     /// Repeatable. See docs/outputs.md.
     #[arg(long = "out", value_name = "KIND=URL", conflicts_with = "repeat")]
     pub out: Vec<String>,

@@ -469,8 +469,8 @@ impl Prometheus {
         p
     }
 
-    /// The single value of an instant query.
-    fn query(&self, promql: &str) -> f64 {
+    /// The result vector of an instant query (its status must be success).
+    fn query_all(&self, promql: &str) -> Vec<serde_json::Value> {
         let q: String = promql
             .bytes()
             .map(|b| match b {
@@ -481,10 +481,17 @@ impl Prometheus {
         let r = http_get(self.addr, &format!("/api/v1/query?query={q}"));
         let body = r.split("\r\n\r\n").nth(1).unwrap_or("");
         let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{r}"));
-        let result = v["data"]["result"]
+        assert_eq!(v["status"], "success", "{promql}: {v}");
+        v["data"]["result"]
             .as_array()
-            .unwrap_or_else(|| panic!("{v}"));
-        assert_eq!(result.len(), 1, "{promql}: {v}");
+            .unwrap_or_else(|| panic!("{v}"))
+            .clone()
+    }
+
+    /// The single value of an instant query.
+    fn query(&self, promql: &str) -> f64 {
+        let result = self.query_all(promql);
+        assert_eq!(result.len(), 1, "{promql}: {result:?}");
         result[0]["value"][1].as_str().unwrap().parse().unwrap()
     }
 }
@@ -539,4 +546,35 @@ fn prometheus_reads_the_same_quantiles_as_candor_from_native_histograms() {
     let completed =
         prom.query("candor_requests_completed_total{run_id=\"exact\",phase=\"measured\"}");
     assert_eq!(completed, req(&v, "completed"));
+    dashboard_queries_answer(&prom, "exact");
+}
+
+/// Every query of dashboards/candor.json runs on the real Prometheus for run `run_id`: each is
+/// valid PromQL, and each but the stream panels' and the failures' (this run has neither)
+/// returns data.
+fn dashboard_queries_answer(prom: &Prometheus, run_id: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dashboards/candor.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut exprs = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().unwrap() {
+            exprs.push(t["expr"].as_str().unwrap().to_string());
+        }
+    }
+    assert!(exprs.len() >= 15, "{exprs:?}");
+    for e in exprs {
+        let q = e
+            .replace("$run_id", run_id)
+            .replace("$__rate_interval", "1m");
+        let result = prom.query_all(&q);
+        let absent_here = ["ttft", "itl", "output_tokens"]
+            .iter()
+            .any(|m| q.contains(m))
+            || q.ends_with("> 0");
+        assert!(
+            absent_here || !result.is_empty(),
+            "no data for the dashboard's {q}"
+        );
+    }
 }

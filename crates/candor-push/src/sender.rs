@@ -36,6 +36,10 @@ struct Queue {
     /// Set at close: after `deadline`, what is left is dropped.
     deadline: Option<Instant>,
     stats: PushStats,
+    /// Samples of the batch being posted (counted as dropped if close gives up on it).
+    in_flight: u64,
+    /// The thread has ended.
+    ended: bool,
 }
 
 struct Shared {
@@ -100,6 +104,8 @@ impl Sender {
                 batches: VecDeque::new(),
                 deadline: None,
                 stats: PushStats::default(),
+                in_flight: 0,
+                ended: false,
             }),
             changed: Condvar::new(),
         });
@@ -113,7 +119,11 @@ impl Sender {
             .into();
         let thread = std::thread::Builder::new()
             .name(format!("candor-push-{}", format.name()))
-            .spawn(move || run(&s, &agent, &url, format.as_ref()))?;
+            .spawn(move || {
+                run(&s, &agent, &url, format.as_ref());
+                s.lock().ended = true;
+                s.changed.notify_all();
+            })?;
         Ok(Sender {
             shared,
             thread: Some(thread),
@@ -133,14 +143,37 @@ impl Sender {
         self.shared.changed.notify_all();
     }
 
-    /// Delivers what is queued for at most `flush`, then stops; what is left is dropped.
+    /// Delivers what is queued for at most `flush`, then stops; what is left is dropped. A POST
+    /// still under way then is not waited for (its thread ends with the process).
     pub fn close(mut self, flush: Duration) -> PushStats {
-        self.shared.lock().deadline = Some(Instant::now() + flush);
+        let deadline = Instant::now() + flush;
+        let mut q = self.shared.lock();
+        q.deadline = Some(deadline);
         self.shared.changed.notify_all();
+        // A little past the deadline: the thread notices it between attempts.
+        let give_up = deadline + Duration::from_millis(200);
+        while !q.ended {
+            let left = give_up.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let abandoned: u64 = q.batches.drain(..).map(|b| b.samples()).sum();
+                q.stats.dropped_samples += abandoned + q.in_flight;
+                q.in_flight = 0;
+                let stats = q.stats.clone();
+                // Whatever the thread still records lands after this copy, unreported.
+                return stats;
+            }
+            q = self
+                .shared
+                .changed
+                .wait_timeout(q, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let stats = q.stats.clone();
+        drop(q);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let stats = self.shared.lock().stats.clone();
         stats
     }
 }
@@ -184,6 +217,7 @@ fn run(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format) {
 /// Posts `batch` until it is accepted, refused, superseded or out of time.
 fn deliver(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format, batch: &Batch) {
     let body = format.encode(batch);
+    shared.lock().in_flight = batch.samples();
     let mut backoff = FIRST_BACKOFF;
     let mut attempts = 0u32;
     loop {
@@ -192,11 +226,13 @@ fn deliver(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format,
         let mut q = shared.lock();
         let why = match answer {
             Answer::Accepted => {
+                q.in_flight = 0;
                 q.stats.sent_samples += batch.samples();
                 q.stats.pushes += 1;
                 return;
             }
             Answer::Refused(why) => {
+                q.in_flight = 0;
                 q.stats.dropped_samples += batch.samples();
                 q.stats.last_error = Some(why);
                 return;
@@ -206,6 +242,7 @@ fn deliver(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format,
         q.stats.last_error = Some(why);
         let superseded = !q.batches.is_empty() && attempts >= ATTEMPTS_BEFORE_NEWER;
         if superseded || past(q.deadline) {
+            q.in_flight = 0;
             q.stats.dropped_samples += batch.samples();
             return;
         }
@@ -220,5 +257,68 @@ fn deliver(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format,
             .wait_timeout(q, wait)
             .unwrap_or_else(|e| e.into_inner());
         backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote_write::RemoteWrite;
+    use crate::series::{Series, Value};
+
+    fn batch(n: usize) -> Batch {
+        Batch {
+            series: (0..n)
+                .map(|_| Series {
+                    name: "candor_run_finished",
+                    help: "",
+                    labels: Vec::new(),
+                    value: Value::Gauge(1.0),
+                })
+                .collect(),
+            ..Batch::default()
+        }
+    }
+
+    #[test]
+    fn a_receiver_that_never_answers_costs_the_flush_time_not_the_request_timeout() {
+        // Accepts, reads nothing, answers nothing: the POST would wait its 5 s.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/w", listener.local_addr().unwrap());
+        let hold = std::thread::spawn(move || listener.accept().map(|c| c.0));
+        let s = Sender::start(Box::new(RemoteWrite { classic: false }), url).unwrap();
+        s.send(batch(3));
+        s.send(batch(2));
+        let _held = hold.join().unwrap().unwrap();
+        let t0 = Instant::now();
+        let stats = s.close(Duration::from_millis(100));
+        assert!(t0.elapsed() < REQUEST_TIMEOUT, "{:?}", t0.elapsed());
+        assert_eq!(stats.sent_samples, 0);
+        assert_eq!(
+            stats.dropped_samples, 5,
+            "the one being posted and the one queued"
+        );
+    }
+
+    #[test]
+    fn a_full_queue_drops_its_oldest_batches_and_counts_them() {
+        // Nothing listens: every batch waits in the queue or in retries.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let s = Sender::start(
+            Box::new(RemoteWrite { classic: false }),
+            format!("http://127.0.0.1:{port}/w"),
+        )
+        .unwrap();
+        for _ in 0..QUEUE_BATCHES + 10 {
+            s.send(batch(1));
+        }
+        assert!(s.shared.lock().batches.len() <= QUEUE_BATCHES);
+        let stats = s.close(Duration::ZERO);
+        assert_eq!(stats.sent_samples, 0);
+        assert_eq!(stats.dropped_samples, QUEUE_BATCHES as u64 + 10);
     }
 }

@@ -6,6 +6,9 @@ use candor_push::{OutputSpec, PushError, Pusher};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// The most a run stopped by SIGINT or SIGTERM waits for its pushes after its results.
+const INTERRUPTED_FLUSH: Duration = Duration::from_secs(1);
+
 /// The pusher every run of this process reports to (one command per process, so one at most).
 static PUSHER: Mutex<Option<Pusher>> = Mutex::new(None);
 
@@ -89,7 +92,12 @@ impl PushSession {
         let Some(p) = PUSHER.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
         };
-        for (url, s) in p.close(self.flush) {
+        // A run stopped by a signal must end promptly: its pushes get a second at most.
+        let flush = match crate::interrupt::received() {
+            Some(_) => self.flush.min(INTERRUPTED_FLUSH),
+            None => self.flush,
+        };
+        for (url, s) in p.close(flush) {
             let mut line = format!(
                 "candor: pushed {} samples to {url} in {} requests",
                 s.sent_samples, s.pushes

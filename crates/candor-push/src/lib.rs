@@ -1,0 +1,278 @@
+//! candor's push outputs (`--out`): a run's series sent while it runs and once more at its end,
+//! to Prometheus remote write (native histograms, or classic buckets for old receivers). Fed
+//! from the interval reports the run's collector already makes, on a thread of its own per
+//! output: nothing is added to the load threads, and a receiver that is down only costs the
+//! samples it could not take (counted).
+
+pub mod format;
+pub mod native;
+pub mod otlp;
+pub mod remote_write;
+pub mod sender;
+pub mod series;
+pub mod state;
+
+pub use format::Format;
+pub use sender::PushStats;
+pub use state::{PushState, RunLabels};
+
+use candor_load::load_run::RunOutcome;
+use candor_load::IntervalReport;
+use std::time::Duration;
+
+/// Bad `--out`, `--tag` or `--run-id` input: said in one line before any load.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    #[error(
+        "invalid --out '{0}': expected prometheus-rw=URL (optionally URL?classic) or otlp=URL"
+    )]
+    Out(String),
+    #[error("invalid --out URL '{url}': {why}")]
+    Url { url: String, why: String },
+    #[error("invalid --tag '{0}': expected NAME=VALUE with NAME of letters, digits and _ (not starting with a digit or __), not run_id, shard, phase or le")]
+    Tag(String),
+    #[error("invalid --run-id '{0}': expected 1 to 128 printable characters")]
+    RunId(String),
+    #[error("cannot start the push thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// The formats `--out` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputKind {
+    /// `prometheus-rw`: Prometheus remote write.
+    RemoteWrite,
+    /// `otlp`: OpenTelemetry metrics over OTLP/HTTP (protobuf).
+    Otlp,
+}
+
+/// One `--out` destination, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSpec {
+    pub kind: OutputKind,
+    pub url: String,
+    /// `?classic` at the end of the URL: classic `_bucket` series instead of native histograms.
+    pub classic: bool,
+}
+
+impl OutputSpec {
+    /// Parses `prometheus-rw=URL[?classic]`.
+    pub fn parse(text: &str) -> Result<OutputSpec, PushError> {
+        let (kind, url) = text
+            .split_once('=')
+            .ok_or_else(|| PushError::Out(text.into()))?;
+        let kind = match kind {
+            "prometheus-rw" => OutputKind::RemoteWrite,
+            "otlp" => OutputKind::Otlp,
+            _ => return Err(PushError::Out(text.into())),
+        };
+        let (url, classic) = match url.strip_suffix("?classic") {
+            Some(u) if kind == OutputKind::RemoteWrite => (u, true),
+            _ => (url, false),
+        };
+        let bad = |why: &str| PushError::Url {
+            url: url.into(),
+            why: why.into(),
+        };
+        let uri: ureq::http::Uri = url.parse().map_err(|_| bad("not a URL"))?;
+        match uri.scheme_str() {
+            Some("http" | "https") => {}
+            _ => return Err(bad("the scheme must be http:// or https://")),
+        }
+        if uri.host().is_none_or(str::is_empty) {
+            return Err(bad("no host"));
+        }
+        Ok(OutputSpec {
+            kind,
+            url: url.into(),
+            classic,
+        })
+    }
+}
+
+/// Labels candor sets itself; a `--tag` may not take them.
+const RESERVED: [&str; 4] = ["run_id", "shard", "phase", "le"];
+
+/// Parses one `--tag NAME=VALUE`.
+pub fn parse_tag(text: &str) -> Result<(String, String), PushError> {
+    let bad = || PushError::Tag(text.into());
+    let (k, v) = text.split_once('=').ok_or_else(bad)?;
+    let mut chars = k.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !first_ok
+        || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || k.starts_with("__")
+        || RESERVED.contains(&k)
+        || v.is_empty()
+    {
+        return Err(bad());
+    }
+    Ok((k.into(), v.into()))
+}
+
+/// Checks a `--run-id`.
+pub fn check_run_id(id: &str) -> Result<(), PushError> {
+    if id.is_empty() || id.len() > 128 || id.chars().any(|c| c.is_control()) {
+        return Err(PushError::RunId(id.into()));
+    }
+    Ok(())
+}
+
+/// Every output of a command, fed by its runs.
+pub struct Pusher {
+    outputs: Vec<(String, sender::Sender)>,
+    tags: Vec<(String, String)>,
+    run_id: String,
+    /// Push every this many intervals (and at the end).
+    every: u64,
+    state: Option<PushState>,
+    intervals: u64,
+    last_ms: i64,
+}
+
+impl Pusher {
+    /// Starts a push thread per output.
+    pub fn start(
+        outputs: &[OutputSpec],
+        tags: Vec<(String, String)>,
+        run_id: String,
+        every: Duration,
+    ) -> Result<Pusher, PushError> {
+        let mut started = Vec::new();
+        for o in outputs {
+            let format: Box<dyn Format> = match o.kind {
+                OutputKind::RemoteWrite => {
+                    Box::new(remote_write::RemoteWrite { classic: o.classic })
+                }
+                OutputKind::Otlp => Box::new(otlp::Otlp),
+            };
+            let s = sender::Sender::start(format, o.url.clone()).map_err(PushError::Thread)?;
+            started.push((o.url.clone(), s));
+        }
+        Ok(Pusher {
+            outputs: started,
+            tags,
+            run_id,
+            every: every.as_secs().max(1),
+            state: None,
+            intervals: 0,
+            last_ms: 0,
+        })
+    }
+
+    /// A run begins: counters start from zero (each step of a sweep is a run of its own).
+    pub fn begin(&mut self, shard: Option<u32>, target_per_s: Option<f64>, has_warmup: bool) {
+        let mut common = vec![("run_id".to_string(), self.run_id.clone())];
+        if let Some(s) = shard {
+            common.push(("shard".into(), s.to_string()));
+        }
+        common.extend(self.tags.iter().cloned());
+        self.state = Some(PushState::new(RunLabels {
+            common,
+            target_per_s,
+            has_warmup,
+            start_unix_ns: candor_core::clock::wall_clock_ns(),
+        }));
+        self.intervals = 0;
+    }
+
+    /// One interval: pushed every `every` intervals.
+    pub fn interval(&mut self, r: &IntervalReport) {
+        let Some(state) = self.state.as_mut() else {
+            return;
+        };
+        state.interval(r);
+        self.intervals += 1;
+        if self.intervals.is_multiple_of(self.every) {
+            self.push();
+        }
+    }
+
+    /// The run ended: its final numbers are pushed.
+    pub fn finish(&mut self, outcome: &RunOutcome) {
+        if let Some(state) = self.state.as_mut() {
+            state.finish(outcome);
+            self.push();
+        }
+    }
+
+    fn push(&mut self) {
+        let Some(state) = &self.state else { return };
+        // Strictly increasing: a receiver refuses a second, different value at the same instant.
+        let now = (candor_core::clock::wall_clock_ns() / 1_000_000) as i64;
+        self.last_ms = now.max(self.last_ms + 1);
+        let batch = state.batch(self.last_ms);
+        for (_, s) in &self.outputs {
+            s.send(batch.clone());
+        }
+    }
+
+    /// Delivers what is queued (at most `flush` for all), then stops: each output's URL and stats.
+    pub fn close(self, flush: Duration) -> Vec<(String, PushStats)> {
+        // The threads flush side by side: each close only waits for its own.
+        let deadline = std::time::Instant::now() + flush;
+        self.outputs
+            .into_iter()
+            .map(|(url, s)| {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                (url, s.close(left))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_specs_parse_or_say_why_not() {
+        let o = OutputSpec::parse("prometheus-rw=http://127.0.0.1:9090/api/v1/write").unwrap();
+        assert_eq!(o.url, "http://127.0.0.1:9090/api/v1/write");
+        assert!(!o.classic);
+        let c = OutputSpec::parse("prometheus-rw=https://p.example/api/v1/write?classic").unwrap();
+        assert!(c.classic);
+        let t = OutputSpec::parse("otlp=http://127.0.0.1:4318/v1/metrics").unwrap();
+        assert_eq!((t.kind, t.classic), (OutputKind::Otlp, false));
+        assert_eq!(c.url, "https://p.example/api/v1/write");
+        for bad in [
+            "prometheus-rw",
+            "influx=http://x/",
+            "prometheus-rw=ftp://x/",
+            "prometheus-rw=not a url",
+            "prometheus-rw=",
+        ] {
+            let e = OutputSpec::parse(bad).unwrap_err().to_string();
+            assert!(
+                !e.contains('\n') && e.starts_with("invalid --out"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn tags_are_label_names_and_not_candor_s_own() {
+        assert_eq!(
+            parse_tag("team=payments").unwrap(),
+            ("team".into(), "payments".into())
+        );
+        assert_eq!(parse_tag("_x1=a=b").unwrap(), ("_x1".into(), "a=b".into()));
+        for bad in [
+            "team",
+            "1x=a",
+            "a-b=c",
+            "__name__=x",
+            "run_id=x",
+            "phase=x",
+            "shard=1",
+            "le=1",
+            "x=",
+        ] {
+            assert!(parse_tag(bad).is_err(), "{bad}");
+        }
+        assert!(check_run_id("r-20261128").is_ok());
+        assert!(check_run_id("").is_err() && check_run_id("a\nb").is_err());
+    }
+}

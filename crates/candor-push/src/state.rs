@@ -1,0 +1,285 @@
+//! A run's series as the push outputs see them, accumulated from the interval reports the run's
+//! collector already makes (as the live view's are) and made a [`Batch`] at each push (pure).
+
+use crate::native::NativeHistogram;
+use crate::series::{Batch, Series, Value};
+use candor_core::results::{CodeCounts, RequestCounts};
+use candor_core::Recorder;
+use candor_load::engine::books::StreamAcc;
+use candor_load::load_run::RunOutcome;
+use candor_load::IntervalReport;
+
+/// Labels of one series, the common ones included.
+type LabelSet = Vec<(String, String)>;
+
+/// Makes a phase's label set with extra labels.
+type Labeller<'a> = &'a dyn Fn(&[(&str, &str)]) -> LabelSet;
+
+/// The two phases of a run, as the `phase` label names them.
+const PHASES: [&str; 2] = ["warmup", "measured"];
+
+/// What is known of a run before it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLabels {
+    /// Labels on every series: `run_id`, `shard` when sharded, then the user's `--tag`s.
+    pub common: Vec<(String, String)>,
+    /// This process's intended rate; `None` in a closed loop.
+    pub target_per_s: Option<f64>,
+    pub has_warmup: bool,
+    /// Wall-clock start of the run, ns since the Unix epoch.
+    pub start_unix_ns: u64,
+}
+
+/// One phase's accumulated books.
+#[derive(Default)]
+struct Phase {
+    hist: Option<Box<Recorder>>,
+    counts: RequestCounts,
+    codes: CodeCounts,
+    stream: Option<Box<StreamAcc>>,
+}
+
+/// The accumulated state of one run.
+pub struct PushState {
+    labels: RunLabels,
+    phases: [Phase; 2],
+    elapsed_s: f64,
+    done: bool,
+}
+
+impl PushState {
+    pub fn new(labels: RunLabels) -> PushState {
+        PushState {
+            labels,
+            phases: Default::default(),
+            elapsed_s: 0.0,
+            done: false,
+        }
+    }
+
+    /// Takes one interval report. Histograms go by completion time (the interval's phase),
+    /// counters by intended time, as the live view's do.
+    pub fn interval(&mut self, r: &IntervalReport) {
+        let p = &mut self.phases[usize::from(!r.warmup)];
+        p.hist
+            .get_or_insert_with(|| Box::new(Recorder::new()))
+            .add(r.histograms);
+        if let Some(s) = r.stream {
+            p.stream.get_or_insert_with(Box::default).add(s);
+        }
+        for (i, phase) in self.phases.iter_mut().enumerate() {
+            phase.counts = r.totals[i];
+            phase.codes.add(&r.codes[i]);
+        }
+        self.elapsed_s = r.elapsed_s;
+    }
+
+    /// Takes the run's final counts (the backlog never sent included): counters only grow.
+    pub fn finish(&mut self, outcome: &RunOutcome) {
+        self.phases[1].counts = outcome.main.counts;
+        self.phases[1].codes = outcome.main.codes.clone();
+        if let Some(w) = &outcome.warmup {
+            self.phases[0].counts = w.counts;
+            self.phases[0].codes = w.codes.clone();
+        }
+        self.done = true;
+    }
+
+    /// Every series now, stamped `timestamp_ms`.
+    pub fn batch(&self, timestamp_ms: i64) -> Batch {
+        let mut out = Vec::new();
+        for (i, phase) in self.phases.iter().enumerate() {
+            if i == 0 && !self.labels.has_warmup {
+                continue;
+            }
+            let labels = |extra: &[(&str, &str)]| {
+                let mut l = self.labels.common.clone();
+                l.push(("phase".into(), PHASES[i].into()));
+                l.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+                l
+            };
+            self.phase_series(phase, &labels, &mut out);
+        }
+        let plain = || self.labels.common.clone();
+        if let Some(rate) = self.labels.target_per_s {
+            out.push(gauge(
+                "candor_target_rate_per_second",
+                "The intended request rate of this process (its share with --shard).",
+                plain(),
+                rate,
+            ));
+        }
+        out.push(gauge(
+            "candor_run_elapsed_seconds",
+            "Time since the first intended send (warm-up included).",
+            plain(),
+            self.elapsed_s,
+        ));
+        out.push(gauge(
+            "candor_run_finished",
+            "1 once these are the run's final numbers, else 0.",
+            plain(),
+            f64::from(u8::from(self.done)),
+        ));
+        Batch {
+            timestamp_ms,
+            start_unix_ns: self.labels.start_unix_ns,
+            series: out,
+            last: self.done,
+        }
+    }
+
+    fn phase_series(&self, phase: &Phase, labels: Labeller<'_>, out: &mut Vec<Series>) {
+        if let Some(h) = &phase.hist {
+            for (name, help, histo) in [
+                (
+                    "candor_response_time_seconds",
+                    "Response time from the intended send.",
+                    &h.response,
+                ),
+                (
+                    "candor_service_time_seconds",
+                    "Service time from the actual send.",
+                    &h.service,
+                ),
+                (
+                    "candor_send_lag_seconds",
+                    "Actual minus intended send time.",
+                    &h.send_lag,
+                ),
+                (
+                    "candor_first_byte_seconds",
+                    "From the intended send to the response's first byte.",
+                    &h.first_byte,
+                ),
+            ] {
+                if name == "candor_first_byte_seconds" && histo.is_empty() {
+                    continue;
+                }
+                out.push(histogram(name, help, labels(&[]), histo));
+            }
+        }
+        if let Some(s) = &phase.stream {
+            for (measure, histo) in s.measures() {
+                if let (false, Some(name)) = (histo.is_empty(), stream_name(measure)) {
+                    out.push(histogram(
+                        name,
+                        "A stream measure (docs/streams.md).",
+                        labels(&[]),
+                        histo,
+                    ));
+                }
+            }
+            out.push(counter(
+                "candor_stream_responses_total",
+                "Responses read as streams that delivered an event.",
+                labels(&[]),
+                s.responses,
+            ));
+            out.push(counter(
+                "candor_stream_events_total",
+                "Events of the streamed responses.",
+                labels(&[]),
+                s.events,
+            ));
+            if s.is_llm() {
+                out.push(counter(
+                    "candor_output_tokens_total",
+                    "Output tokens of the LLM responses.",
+                    labels(&[]),
+                    s.output_tokens,
+                ));
+            }
+        }
+        let c = &phase.counts;
+        out.push(counter(
+            "candor_requests_intended_total",
+            "Requests that left the schedule (at the end: with those never sent).",
+            labels(&[]),
+            c.intended,
+        ));
+        out.push(counter(
+            "candor_requests_completed_total",
+            "Requests with a full response that passed.",
+            labels(&[]),
+            c.completed,
+        ));
+        for (class, n) in c.errors.by_class() {
+            out.push(counter(
+                "candor_requests_failed_total",
+                "Requests that failed, by class.",
+                labels(&[("class", class)]),
+                n,
+            ));
+        }
+        for (code, n) in phase.codes.to_map() {
+            out.push(counter(
+                "candor_responses_total",
+                "Responses by HTTP status code.",
+                labels(&[("code", &code)]),
+                n,
+            ));
+        }
+        let in_flight = if self.done {
+            c.in_flight_at_end
+        } else {
+            c.intended.saturating_sub(c.completed + c.failed)
+        };
+        out.push(gauge(
+            "candor_requests_in_flight",
+            "Requests sent and neither answered nor failed (at the end: unfinished).",
+            labels(&[]),
+            in_flight as f64,
+        ));
+    }
+}
+
+/// The metric name of a stream measure (`StreamAcc::measures`'s names).
+fn stream_name(measure: &str) -> Option<&'static str> {
+    Some(match measure {
+        "ttft" => "candor_ttft_seconds",
+        "ttft_service" => "candor_ttft_service_seconds",
+        "itl" => "candor_itl_seconds",
+        "tpot" => "candor_tpot_seconds",
+        "first_event" => "candor_first_event_seconds",
+        "event_gap" => "candor_event_gap_seconds",
+        _ => return None,
+    })
+}
+
+fn histogram(
+    name: &'static str,
+    help: &'static str,
+    labels: Vec<(String, String)>,
+    h: &candor_core::Histo,
+) -> Series {
+    Series {
+        name,
+        help,
+        labels,
+        value: Value::Histogram(NativeHistogram::of(h)),
+    }
+}
+
+fn counter(
+    name: &'static str,
+    help: &'static str,
+    labels: Vec<(String, String)>,
+    n: u64,
+) -> Series {
+    Series {
+        name,
+        help,
+        labels,
+        value: Value::Counter(n as f64),
+    }
+}
+
+fn gauge(name: &'static str, help: &'static str, labels: Vec<(String, String)>, v: f64) -> Series {
+    Series {
+        name,
+        help,
+        labels,
+        value: Value::Gauge(v),
+    }
+}

@@ -19,6 +19,7 @@ pub use html::sweep as sweep_html;
 pub mod input;
 pub mod javafmt;
 pub mod json;
+pub mod llm_headline;
 pub mod merged;
 pub mod noise;
 pub mod objectives;

@@ -17,6 +17,9 @@ mod stop;
 #[cfg(test)]
 mod stop_tests;
 mod stream;
+mod stream_tables;
+#[cfg(test)]
+mod stream_tests;
 mod summary;
 pub mod sweep;
 mod workload;

@@ -28,6 +28,7 @@ pub mod repeats;
 pub mod report_outputs;
 pub mod shards;
 pub mod stream_text;
+pub mod sweep_llm;
 pub mod sweep_text;
 pub mod synthetic;
 pub mod validate;

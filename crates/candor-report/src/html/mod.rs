@@ -22,6 +22,7 @@ mod stream_tables;
 mod stream_tests;
 mod summary;
 pub mod sweep;
+mod sweep_llm;
 mod workload;
 #[cfg(test)]
 mod workload_tests;

@@ -1,5 +1,6 @@
 //! `candor sweep --llm` and `candor capacity --llm` against `candor serve --llm`, whose truth is
-//! known (docs/truth.md, "LLM sweeps and capacity"): 4 connections each carry one stream of
+//! known (docs/truth.md, "LLM sweeps and capacity"): 4 requests in flight (`--max-concurrency 4`
+//! in the sweep, `-c 4` in the capacity search), each one stream of
 //! 50 ms + 7 x 10 ms = 120 ms at a time, so the server delivers at most 4 / 0.12 = 33.3
 //! requests/s and 267 output tokens/s. Below that TTFT is the server's 50 ms from either send;
 //! above it the requests wait in the client, which TTFT from the intended send shows and TTFT
@@ -55,7 +56,11 @@ fn a_sweep_reports_ttft_from_both_sends_tpot_goodput_and_tokens_per_step() {
     let json = dir.join("sweep.json");
     let out = candor()
         .args(["sweep", "--rates", "10,60", "--pause", "0s", "-d", "2s"])
-        .args(LLM)
+        // vLLM's spelling of the cap: 4 requests in flight, as -c 4 over HTTP/1.1.
+        .args(
+            LLM.iter()
+                .map(|a| if *a == "-c" { "--max-concurrency" } else { a }),
+        )
         .args(["--goodput", "ttft<500ms", "--quiet", "--json"])
         .arg(&json)
         .arg(&server.url)
@@ -86,6 +91,9 @@ fn a_sweep_reports_ttft_from_both_sends_tpot_goodput_and_tokens_per_step() {
     assert!(ttft > 800.0 * MS, "ttft p50 from the intended send {ttft}");
     let sent = pct(high, "ttft_service", 50.0);
     assert!(sent < 400.0 * MS, "ttft p50 from the actual send {sent}");
+    // The wait in the client is the send lag: the same backlog.
+    let lag = pct(high, "send_lag", 50.0);
+    assert!(lag > 800.0 * MS, "send lag p50 {lag}");
     let good = high["stream"]["goodput"]["fraction"].as_f64().unwrap();
     assert!(good < 0.1, "goodput share at 60/s {good}");
     assert_balanced(high);

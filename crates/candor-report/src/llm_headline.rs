@@ -87,6 +87,18 @@ impl StreamHeadline {
     }
 }
 
+/// The text report's lines for a streamed or LLM run: its headline, then its settings; empty
+/// for other runs.
+pub fn text_lead(r: &RunResults) -> String {
+    let mut out = StreamHeadline::of(&r.main).map_or(String::new(), |h| h.text());
+    let settings = settings(r);
+    if !settings.is_empty() {
+        let parts: Vec<String> = settings.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        out.push_str(&format!("  settings: {}\n", parts.join(" \u{b7} ")));
+    }
+    out
+}
+
 fn at(s: &Summary, p: f64) -> String {
     s.at(p)
         .map_or_else(|| "no data".to_string(), |v| format_ns(v as f64))

@@ -102,16 +102,8 @@ pub fn render(results: &RunResults) -> String {
             );
         }
     }
-    // A streamed or LLM run leads with what it is read for, and its settings, before the
-    // end-to-end table.
-    if let Some(h) = crate::llm_headline::StreamHeadline::of(&results.main) {
-        out.push_str(&h.text());
-    }
-    let settings = crate::llm_headline::settings(results);
-    if !settings.is_empty() {
-        let parts: Vec<String> = settings.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = writeln!(out, "  settings: {}", parts.join(" · "));
-    }
+    // A streamed or LLM run leads with what it is read for before the end-to-end table.
+    out.push_str(&crate::llm_headline::text_lead(results));
     if let Some(loud) = failures_dominate(&results.main.requests) {
         let _ = writeln!(out, "\n  !!! {loud}");
     }

@@ -362,6 +362,9 @@ pub fn judge(
         candor_core::units::format_ns(m.response_time.max_ns as f64),
         candor_core::units::format_rate(done)
     );
+    if let Some(llm) = crate::llm_step::LlmStep::of(rate, results) {
+        note.push_str(&llm.suffix());
+    }
     if !reasons.is_empty() {
         note.push_str(&format!(" ({})", reasons.join("; ")));
     }

@@ -9,6 +9,7 @@ pub mod compare_ci;
 pub mod confidence;
 pub mod correction;
 pub mod late;
+pub mod llm_step;
 pub mod omission;
 pub mod repeats;
 pub mod run;

@@ -335,6 +335,32 @@ fn assert_the_html_pages(dir: &std::path::Path, merged: &str) {
     assert!(html.contains("id=\"stream-spectrum-0\""));
     assert!(html.contains("id=\"tokens-0\""));
     assert!(html.contains("\"name\":\"ttft\"") && html.contains("\"per_s\""));
+    // One shard's own page leads with the LLM figures and carries its settings and goodput.
+    candor_ok(&["report", &p("shard-0.json"), "-o", &p("shard-0.html")]);
+    let html = std::fs::read_to_string(dir.join("shard-0.html")).unwrap();
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} on the page"));
+    assert!(at(">TTFT p99<") < at(">end to end p50<"), "headline first");
+    assert!(at(">goodput<") < at("<h2>Streamed responses</h2>"));
+    assert!(html.contains("id=\"ttft-time-0\""), "TTFT over time");
+    assert!(
+        html.contains("<td>ttft&lt;10s,tpot&lt;10s</td>"),
+        "goodput table"
+    );
+    assert!(
+        html.contains("<td>output tokens (budget)</td><td>8</td>"),
+        "settings"
+    );
+    let text = candor_ok(&["report", &p("shard-0.json")]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let headline = text.find("  headline: TTFT p50 ").expect("text headline");
+    assert!(
+        headline < text.find("response time").expect("the table"),
+        "{text}"
+    );
+    assert!(
+        text.contains("settings: API openai · prompt tokens 16 · output tokens (budget) 8"),
+        "{text}"
+    );
     candor_ok(&["report", &p("plain.json"), "-o", &p("plain.html")]);
     let html = std::fs::read_to_string(dir.join("plain.html")).unwrap();
     // (The page's script names them; the page's own markup and data do not.)

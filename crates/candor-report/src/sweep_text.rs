@@ -22,7 +22,8 @@ pub fn step_line(step: &SweepStep) -> String {
         } else {
             ""
         }
-    )
+    ) + &crate::sweep_llm::LlmStep::of(step.offered_per_s, &step.results)
+        .map_or(String::new(), |s| s.suffix())
 }
 
 /// The sweep's report: the table, then a line for each saturated step.
@@ -39,6 +40,9 @@ pub fn render(sweep: &SweepResults) -> String {
             let _ = writeln!(out, "  at {}: {v}", format_rate(s.offered_per_s));
         }
     }
+    out.push_str(&crate::sweep_llm::table(&crate::sweep_llm::llm_steps(
+        sweep,
+    )));
     out
 }
 

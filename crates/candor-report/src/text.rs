@@ -102,6 +102,8 @@ pub fn render(results: &RunResults) -> String {
             );
         }
     }
+    // A streamed or LLM run leads with what it is read for before the end-to-end table.
+    out.push_str(&crate::llm_headline::text_lead(results));
     if let Some(loud) = failures_dominate(&results.main.requests) {
         let _ = writeln!(out, "\n  !!! {loud}");
     }

@@ -445,8 +445,8 @@ fn an_llm_runs_stream_charts_render_in_headless_chromium() {
         None,
         "script error on the page"
     );
-    // The spectrum, two time charts, the stream spectra and tokens/s.
-    assert_eq!(attr(&dom, "data-charts-expected").as_deref(), Some("5"));
+    // The spectrum, two time charts, the stream spectra, TTFT over time and tokens/s.
+    assert_eq!(attr(&dom, "data-charts-expected").as_deref(), Some("6"));
     assert_eq!(
         attr(&dom, "data-charts-drawn"),
         attr(&dom, "data-charts-expected"),
@@ -459,5 +459,9 @@ fn an_llm_runs_stream_charts_render_in_headless_chromium() {
     assert!(
         dom.contains("Output tokens per second per interval"),
         "tokens/s drawn"
+    );
+    assert!(
+        dom.contains("TTFT per interval (from the intended send)"),
+        "TTFT over time drawn"
     );
 }

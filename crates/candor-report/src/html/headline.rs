@@ -63,12 +63,17 @@ pub(crate) fn cards(runs: &[(String, RunResults)], decoded: &[Recorder]) -> Stri
             .map_or("closed loop".to_string(), |t| {
                 format!("target {}", format_rate(t))
             });
+        // A streamed or LLM run leads with what it is read for; end to end follows, named.
+        let (lead, e2e) = match stream_metrics(r) {
+            Some(m) => (m, "end to end "),
+            None => (String::new(), ""),
+        };
         body.push_str(&format!(
-            "<div class=\"card\" style=\"border-top-color:{color}\"><div class=\"card-label\"><span class=\"swatch\" style=\"background:{color}\"></span>{}</div>\
-             <div class=\"metrics\"><div><span class=\"k\">p50</span><span class=\"v\">{}</span></div>\
-             <div><span class=\"k\">p99</span><span class=\"v\">{}</span></div>\
-             <div><span class=\"k\">p99.9</span><span class=\"v\">{}</span></div>\
-             <div><span class=\"k\">max</span><span class=\"v\">{}</span></div></div>\
+            "<div class=\"card\" style=\"border-top-color:{color}\"><div class=\"card-label\"><span class=\"swatch\" style=\"background:{color}\"></span>{}</div>{lead}\
+             <div class=\"metrics\"><div><span class=\"k\">{e2e}p50</span><span class=\"v\">{}</span></div>\
+             <div><span class=\"k\">{e2e}p99</span><span class=\"v\">{}</span></div>\
+             <div><span class=\"k\">{e2e}p99.9</span><span class=\"v\">{}</span></div>\
+             <div><span class=\"k\">{e2e}max</span><span class=\"v\">{}</span></div></div>\
              <div class=\"card-foot\">{}</div></div>",
             esc(label),
             card_value(&rec.response, 50.0),
@@ -97,6 +102,25 @@ pub(crate) fn warnings(runs: &[(String, RunResults)]) -> String {
         body.push_str("</ul></section>");
     }
     body
+}
+
+/// The headline figures of a run with streams (TTFT, TPOT, ITL, goodput, tokens/s), as a row
+/// of the card; `None` for a run without streams.
+fn stream_metrics(r: &RunResults) -> Option<String> {
+    let figures = crate::llm_headline::StreamHeadline::of(&r.main)?.figures();
+    if figures.is_empty() {
+        return None;
+    }
+    let mut out = String::from("<div class=\"metrics lead\">");
+    for (k, v) in figures {
+        out.push_str(&format!(
+            "<div><span class=\"k\">{}</span><span class=\"v\">{}</span></div>",
+            esc(&k),
+            esc(&v)
+        ));
+    }
+    out.push_str("</div>");
+    Some(out)
 }
 
 fn card_value(h: &Histo, p: f64) -> String {

@@ -17,8 +17,12 @@ mod stop;
 #[cfg(test)]
 mod stop_tests;
 mod stream;
+mod stream_tables;
+#[cfg(test)]
+mod stream_tests;
 mod summary;
 pub mod sweep;
+mod sweep_llm;
 mod workload;
 #[cfg(test)]
 mod workload_tests;

@@ -413,14 +413,17 @@
     var el = document.getElementById("stream-spectrum-" + i);
     if (el && st.spectra.length) {
       var xs = D.xs, data = [xs], maxX = 1;
-      var colors = ["#1f6fb2", "#1f6fb2", "#2a9d5c", "#8e5cc2", "#d1495b", "#e08a1e"];
+      // A colour per measure, whatever the run recorded; TTFT's actual-send twin shares TTFT's.
+      var colors = { ttft: "#1f6fb2", ttft_service: "#1f6fb2", itl: "#2a9d5c", tpot: "#8e5cc2", first_event: "#d1495b", event_gap: "#e08a1e" };
       var series = [{ label: "percentile", value: function (u, v) { return v == null ? "p99 \u00b7 max" : pctLabel(v); } }];
       st.spectra.forEach(function (m, k) {
         data.push(m.values);
         for (var j = m.values.length - 1; j >= 0; j--) {
           if (m.values[j] != null) { maxX = Math.max(maxX, xs[j]); break; }
         }
-        series.push({ label: m.label, stroke: colors[k % colors.length], width: m.dash ? 1.5 : 2, dash: m.dash ? [7, 5] : undefined, points: { show: false }, value: function (u, v) { return v == null ? m.legend : fmtNs(v); } });
+        // The first event comes first and is drawn wide and pale, so TTFT on top of it shows both.
+        var stroke = colors[m.name] || "#555555";
+        series.push({ label: m.label, stroke: m.under ? stroke + "66" : stroke, width: m.under ? 7 : (m.dash ? 1.5 : 2), dash: m.dash ? [7, 5] : undefined, points: { show: false }, value: function (u, v) { return v == null ? m.legend : fmtNs(v); } });
       });
       if (maxX <= 1) maxX = xs[xs.length - 1];
       make(el, {
@@ -437,6 +440,27 @@
         series: series,
         cursor: { drag: { x: true, y: false } },
       }, data);
+    }
+    var el3 = document.getElementById("ttft-time-" + i);
+    var tt = st.ttft_time;
+    if (el3 && tt && tt.t.length) {
+      var pts3 = { show: tt.t.length <= 60, size: 4 };
+      make(el3, {
+        height: 230,
+        title: "TTFT per interval (from the intended send)",
+        scales: { x: { time: false, range: xRangeFrom(run.time.t0) }, y: { distr: 3, log: 10, range: logRange } },
+        axes: [
+          axis({ label: "seconds since start" }),
+          axis({ label: "TTFT", size: 78, splits: logSplits, values: function (u, s) { return s.map(fmtAxis); } }),
+        ],
+        series: [
+          { label: "t (s)", value: function (u, v) { return v == null ? "all intervals" : v.toFixed(1) + " s"; } },
+          { label: "p50", points: pts3, stroke: "#1f6fb2", width: 2, value: function (u, v) { return v == null ? "" : fmtNs(v); } },
+          { label: "p99", points: pts3, stroke: "#d1495b", width: 2, value: function (u, v) { return v == null ? "" : fmtNs(v); } },
+          { label: "max", points: pts3, stroke: "#555555", width: 1, dash: [4, 4], value: function (u, v) { return v == null ? "" : fmtNs(v); } },
+        ],
+        hooks: { drawAxes: [warmupShade(run)] },
+      }, [tt.t, tt.p50, tt.p99, tt.max]);
     }
     var el2 = document.getElementById("tokens-" + i);
     var tk = st.tokens;

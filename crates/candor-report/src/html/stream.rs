@@ -6,9 +6,11 @@
 
 use super::error::HtmlError;
 use super::format::{esc, p99_max, spectrum, summary_row};
+use candor_core::interval_stats::IntervalStats;
 use candor_core::results::RunResults;
 use candor_core::stream_measures::StreamMeasure;
 use candor_core::units::format_count;
+use candor_core::{new_histogram, Histo};
 use serde_json::{json, Value};
 
 /// The chart data of one run's streams (`run.stream` in the page's data), `None` when the run
@@ -28,17 +30,34 @@ pub(crate) fn chart_data(
             what: m.name().into(),
             cause,
         })?;
+        let (h, zero) = without_zero_gaps(m, h);
         if h.is_empty() {
             continue;
         }
-        spectra.push(json!({
+        let mut legend = p99_max(&h);
+        if zero > 0 {
+            legend.push_str(&format!(
+                " \u{b7} {} zero-length not drawn",
+                format_count(zero)
+            ));
+        }
+        let one = json!({
             "name": m.name(),
             "label": m.label(),
             // The actual-send twin is drawn dashed beside TTFT, as service time beside response.
             "dash": m == StreamMeasure::TtftService,
+            // The first event is usually the first token: drawn wide and pale beneath TTFT, so
+            // that both show where they coincide.
+            "under": m == StreamMeasure::FirstEvent,
             "values": spectrum(&h, xs),
-            "legend": p99_max(&h),
-        }));
+            "legend": legend,
+            "zero": zero,
+        });
+        if m == StreamMeasure::FirstEvent {
+            spectra.insert(0, one);
+        } else {
+            spectra.push(one);
+        }
     }
     let tokens = r.intervals.iter().any(|iv| {
         iv.stream
@@ -49,6 +68,9 @@ pub(crate) fn chart_data(
         return Ok(None);
     }
     let mut out = json!({ "spectra": spectra });
+    if let Some(t) = ttft_over_time(r) {
+        out["ttft_time"] = t;
+    }
     if tokens {
         let per_s: Vec<Option<f64>> = r
             .intervals
@@ -62,6 +84,52 @@ pub(crate) fn chart_data(
         });
     }
     Ok(Some(out))
+}
+
+/// The gaps of zero length (events that came in one read, such as a usage chunk and `[DONE]`
+/// right after the last token, recorded at the histogram's floor of 1 ns) taken out of a gap
+/// measure's histogram, and their count: drawn at 1 ns they would stretch the latency axis over
+/// decades that hold nothing else. Other measures are returned whole.
+fn without_zero_gaps(m: StreamMeasure, h: Histo) -> (Histo, u64) {
+    if !matches!(m, StreamMeasure::Itl | StreamMeasure::EventGap) {
+        return (h, 0);
+    }
+    let zero = h.count_between(0, 1);
+    if zero == 0 {
+        return (h, 0);
+    }
+    let mut rest = new_histogram();
+    for v in h.iter_recorded() {
+        if v.value_iterated_to() > 1 {
+            rest.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+        }
+    }
+    (rest, zero)
+}
+
+/// TTFT per interval (p50, p99, max by interval of completion), `None` when no interval has it.
+fn ttft_over_time(r: &RunResults) -> Option<Value> {
+    let stats: Vec<Option<IntervalStats>> = r
+        .intervals
+        .iter()
+        .map(|iv| {
+            iv.stream
+                .as_ref()
+                .and_then(|s| s.stats(StreamMeasure::Ttft))
+        })
+        .collect();
+    if stats.iter().all(Option::is_none) {
+        return None;
+    }
+    let col = |f: fn(&IntervalStats) -> u64| -> Vec<Option<u64>> {
+        stats.iter().map(|s| s.as_ref().map(f)).collect()
+    };
+    Some(json!({
+        "t": r.intervals.iter().map(|iv| iv.start_s + iv.length_s).collect::<Vec<_>>(),
+        "p50": col(|s| s.p50_ns),
+        "p99": col(|s| s.p99_ns),
+        "max": col(|s| s.max_ns),
+    }))
 }
 
 /// The section: per run with streams, its spectra chart and tokens/s chart, then a table per
@@ -82,7 +150,9 @@ pub(crate) fn section(runs: &[(String, RunResults)], palette: &[&str]) -> String
          intended send, so they include any wait for a connection; the dashed TTFT runs from the \
          actual send, what a client that times from its own send reports. ITL: each gap between \
          content chunks; TPOT: (last token \u{2212} first token) / (output tokens \u{2212} 1). \
-         Output tokens per second are by interval of completion.</p>",
+         TTFT over time and output tokens per second are by interval of completion. Gaps of zero \
+         length (events that came in one read, as a usage chunk and [DONE] after the last token) \
+         are counted, not drawn.</p>",
     );
     for &i in &with {
         let (label, r) = &runs[i];
@@ -96,12 +166,23 @@ pub(crate) fn section(runs: &[(String, RunResults)], palette: &[&str]) -> String
                 "<div class=\"chart\" id=\"stream-spectrum-{i}\"></div>"
             ));
         }
+        if r.intervals
+            .iter()
+            .any(|iv| iv.stream.as_ref().is_some_and(|s| s.ttft.is_some()))
+        {
+            out.push_str(&format!(
+                "<div class=\"chart short\" id=\"ttft-time-{i}\"></div>"
+            ));
+        }
         if r.main.stream.as_ref().is_some_and(|s| s.llm.is_some()) {
             out.push_str(&format!(
                 "<div class=\"chart short\" id=\"tokens-{i}\"></div>"
             ));
         }
     }
+    out.push_str(&super::stream_tables::settings_table(runs, palette));
+    out.push_str(&super::stream_tables::goodput_table(runs, palette));
+    out.push_str(&super::stream_tables::zero_gaps_note(runs));
     for m in StreamMeasure::ALL {
         if runs.iter().all(|(_, r)| r.main.stream_summary(m).is_none()) {
             continue;

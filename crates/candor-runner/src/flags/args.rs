@@ -53,6 +53,18 @@ pub struct LoadArgs {
     /// response time (the loosest limit of each).
     #[arg(long, value_name = "SLOS")]
     pub goodput: Option<String>,
+    /// At most N requests in flight, as vLLM's `bench serve --max-concurrency`: the others wait
+    /// in the client, and their wait counts from their intended send (it shows as send lag and
+    /// in TTFT, not in TTFT from the actual send). Over HTTP/1.1 it is `-c N` (one request per
+    /// connection at a time); refused where a connection carries several (HTTP/2: use -c and
+    /// --streams).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "llm",
+        conflicts_with = "connections"
+    )]
+    pub max_concurrency: Option<usize>,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,

@@ -38,10 +38,15 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<RunPlan> {
     let target = Target::parse(&a.url)?;
     let mut c = LoadConfig::new(target);
     let mut protocol = ProtocolFlags::default();
-    c.connections = a.connections;
+    c.connections = a.max_concurrency.unwrap_or(a.connections);
+    if a.max_concurrency == Some(0) {
+        return Err(FlagError::Invalid(
+            "--max-concurrency must be at least 1".to_string(),
+        ));
+    }
     c.threads = a
         .threads
-        .unwrap_or(DEFAULT_THREADS.min(a.connections.max(1)));
+        .unwrap_or(DEFAULT_THREADS.min(c.connections.max(1)));
     // Not given: LoadConfig's default window, set by `new`.
     c.duration_ns = window_ns(a, &shape, c.duration_ns)?;
     c.shape = shape;
@@ -66,6 +71,13 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<RunPlan> {
         crate::grpc_flags::apply(&crate::grpc_flags::GrpcFlags::of(a), &mut c)?.map(Arc::new);
     // The protocol the target and its flags choose, which checks its own flags.
     let unit = candor_load::registry::choose(&c.target, protocol)?;
+    if a.max_concurrency.is_some() && unit.slots().per_connection != 1 {
+        return Err(FlagError::Invalid(format!(
+            "--max-concurrency caps requests in flight at one per connection (HTTP/1.1), but \
+             each connection here carries {}: use -c and --streams",
+            unit.slots().per_connection
+        )));
+    }
     protocol::check_status(a, &mut c)?;
     c.apply_url_credentials();
     if let Some(shard) = &a.shard {
@@ -123,6 +135,28 @@ mod tests {
         let parsed = Run::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
             .map_err(|e| FlagError::Invalid(e.to_string()))?;
         run_config(&parsed.run)
+    }
+
+    #[test]
+    fn max_concurrency_caps_requests_in_flight_with_one_connection_each() {
+        let url = "http://127.0.0.1:9/";
+        let c = config_of(&["--llm", "openai", "--max-concurrency", "3", url]).unwrap();
+        assert_eq!(
+            (c.connections, c.threads, c.protocol.slots().per_connection),
+            (3, 2, 1)
+        );
+        let err = |args: &[&str]| config_of(args).unwrap_err().to_string();
+        assert!(err(&["--llm", "openai", "--max-concurrency", "0", url])
+            .contains("--max-concurrency must be at least 1"));
+        assert!(err(&["--max-concurrency", "3", url]).contains("--llm"));
+        assert!(
+            err(&["--llm", "openai", "--max-concurrency", "3", "-c", "8", url])
+                .contains("cannot be used with")
+        );
+        assert!(
+            err(&["--llm", "openai", "--max-concurrency", "3", "--h2", url])
+                .contains("use -c and --streams")
+        );
     }
 
     #[test]

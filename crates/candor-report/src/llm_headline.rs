@@ -1,0 +1,262 @@
+//! What a streamed or LLM run's reports lead with: TTFT, TPOT and ITL, goodput and output
+//! tokens per second (the figures an LLM serving benchmark is read for), and the run's LLM
+//! settings as its recorded command line gives them. Text and HTML both take them from here.
+
+use candor_core::phase_results::Goodput;
+use candor_core::results::{PhaseResults, RunResults};
+use candor_core::units::format_ns;
+use candor_core::Summary;
+
+/// The headline figures of a phase with streams; each is `None` when the run did not record it
+/// (a `--stream` run has no TTFT, a run without `--goodput` no goodput).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamHeadline {
+    pub ttft: Option<Summary>,
+    pub ttft_service: Option<Summary>,
+    pub tpot: Option<Summary>,
+    pub itl: Option<Summary>,
+    pub first_event: Option<Summary>,
+    pub goodput: Option<Goodput>,
+    pub output_tokens_per_s: Option<f64>,
+}
+
+impl StreamHeadline {
+    /// The headline of `p`, `None` when the phase had no streams.
+    pub fn of(p: &PhaseResults) -> Option<StreamHeadline> {
+        let s = p.stream.as_ref()?;
+        Some(StreamHeadline {
+            ttft: p.ttft.clone(),
+            ttft_service: p.ttft_service.clone(),
+            tpot: p.tpot.clone(),
+            itl: p.itl.clone(),
+            first_event: p.first_event.clone(),
+            goodput: s.goodput.clone(),
+            output_tokens_per_s: s.llm.map(|t| t.output_tokens_per_s),
+        })
+    }
+
+    /// The headline as (label, value) pairs in the order reports show them: TTFT (from the
+    /// intended send; from the actual send beside it), TPOT, ITL, goodput, tokens/s. A run
+    /// without TTFT (`--stream`) leads with its first event.
+    pub fn figures(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut pair = |name: &str, s: &Option<Summary>| {
+            if let Some(s) = s.as_ref().filter(|s| s.count > 0) {
+                out.push((format!("{name} p50"), at(s, 50.0)));
+                out.push((format!("{name} p99"), at(s, 99.0)));
+            }
+        };
+        if self.ttft.is_some() {
+            pair("TTFT", &self.ttft);
+        } else {
+            pair("first event", &self.first_event);
+        }
+        pair("TPOT", &self.tpot);
+        pair("ITL", &self.itl);
+        if let Some(g) = &self.goodput {
+            out.push((
+                "goodput".into(),
+                format!("{:.2} req/s ({:.1}%)", g.per_s, g.fraction * 100.0),
+            ));
+        }
+        if let Some(t) = self.output_tokens_per_s {
+            out.push(("output tokens/s".into(), format!("{t:.1}")));
+        }
+        out
+    }
+
+    /// The text report's lines (two spaces in, like the lines above them).
+    pub fn text(&self) -> String {
+        let figures = self.figures();
+        if figures.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("  headline: ");
+        let parts: Vec<String> = figures.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        out.push_str(&parts.join(" · "));
+        out.push('\n');
+        if let (Some(t), Some(ts)) = (&self.ttft, &self.ttft_service) {
+            if t.count > 0 && ts.count > 0 {
+                out.push_str(&format!(
+                    "            TTFT p99 from the actual send (what a client timing from its own send reports): {}\n",
+                    at(ts, 99.0)
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The text report's lines for a streamed or LLM run: its headline, then its settings; empty
+/// for other runs.
+pub fn text_lead(r: &RunResults) -> String {
+    let mut out = StreamHeadline::of(&r.main).map_or(String::new(), |h| h.text());
+    let settings = settings(r);
+    if !settings.is_empty() {
+        let parts: Vec<String> = settings.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        out.push_str(&format!("  settings: {}\n", parts.join(" \u{b7} ")));
+    }
+    out
+}
+
+fn at(s: &Summary, p: f64) -> String {
+    s.at(p)
+        .map_or_else(|| "no data".to_string(), |v| format_ns(v as f64))
+}
+
+/// The flags of an LLM run's settings, with their labels, as the command line spells them.
+const SETTINGS: [(&str, &str); 14] = [
+    ("--llm", "API"),
+    ("--model", "model"),
+    ("--prompt-tokens", "prompt tokens"),
+    ("--output-tokens", "output tokens (budget)"),
+    ("--prompts", "prompts file"),
+    ("--dataset", "dataset"),
+    ("--tokenizer", "tokenizer"),
+    ("--llm-body", "extra body fields"),
+    ("--max-concurrency", "requests in flight (cap)"),
+    ("--goodput", "goodput objectives"),
+    ("--timeout", "timeout"),
+    ("--stream-timeout", "stream timeout"),
+    ("--event-timeout", "event timeout"),
+    ("--stream", "stream framing"),
+];
+
+/// The settings of a streamed or LLM run as its recorded command line gives them, in a fixed
+/// order: only flags the command line carries (a flag left at its default is not in the
+/// results, so it is not shown: the report invents nothing). `-T` is `--timeout`. Empty for
+/// results without a command line (logs, merges) or without these flags.
+pub fn settings(r: &RunResults) -> Vec<(&'static str, String)> {
+    let args = &r.command_line;
+    let value_of = |flag: &str| -> Option<String> {
+        let mut found = None;
+        for (i, a) in args.iter().enumerate() {
+            let short = flag == "--timeout" && a == "-T";
+            if a == flag || short {
+                found = args.get(i + 1).cloned();
+            } else if let Some(v) = a.strip_prefix(flag).and_then(|v| v.strip_prefix('=')) {
+                found = Some(v.to_string());
+            } else if let Some(v) = a
+                .strip_prefix("-T")
+                .filter(|v| flag == "--timeout" && !v.is_empty())
+            {
+                found = Some(v.trim_start_matches('=').to_string());
+            }
+        }
+        found
+    };
+    if value_of("--llm").is_none() && value_of("--stream").is_none() {
+        return Vec::new();
+    }
+    SETTINGS
+        .iter()
+        .filter_map(|(flag, label)| value_of(flag).map(|v| (*label, v)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::synthetic_run;
+    use candor_core::phase_results::{LlmTokens, StreamResults};
+    use candor_core::{new_histogram, Summary};
+
+    fn summary(values: &[u64]) -> Summary {
+        let mut h = new_histogram();
+        for &v in values {
+            h.record(v).unwrap();
+        }
+        Summary::of(&h)
+    }
+
+    fn llm_phase() -> PhaseResults {
+        let mut p = synthetic_run(1, 2, 100, 1_000_000, 0).main;
+        p.ttft = Some(summary(&[50_000_000; 99]));
+        p.ttft_service = Some(summary(&[40_000_000; 99]));
+        p.tpot = Some(summary(&[10_000_000; 99]));
+        p.itl = Some(summary(&[10_000_000; 99]));
+        p.stream = Some(StreamResults {
+            responses: 99,
+            events: 2079,
+            events_per_response: 21.0,
+            failures: Default::default(),
+            llm: Some(LlmTokens {
+                output_tokens: 1980,
+                output_tokens_per_s: 198.0,
+                counted_from_usage: 99,
+                counted_from_chunks: 0,
+            }),
+            goodput: Some(Goodput::of("ttft<500ms".into(), 90, 99, 100, 10.0)),
+        });
+        p
+    }
+
+    #[test]
+    fn an_llm_run_leads_with_ttft_tpot_itl_goodput_and_tokens() {
+        let h = StreamHeadline::of(&llm_phase()).unwrap();
+        let names: Vec<String> = h.figures().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            names,
+            [
+                "TTFT p50",
+                "TTFT p99",
+                "TPOT p50",
+                "TPOT p99",
+                "ITL p50",
+                "ITL p99",
+                "goodput",
+                "output tokens/s"
+            ]
+        );
+        let text = h.text();
+        assert!(text.starts_with("  headline: TTFT p50 50."), "{text}");
+        assert!(text.contains("goodput 9.00 req/s (90.0%)"), "{text}");
+        assert!(text.contains("output tokens/s 198.0"), "{text}");
+        assert!(text.contains("from the actual send"), "{text}");
+    }
+
+    #[test]
+    fn a_run_without_streams_has_no_headline_and_a_plain_stream_run_leads_with_first_event() {
+        let mut p = synthetic_run(1, 2, 100, 1_000_000, 0).main;
+        assert!(StreamHeadline::of(&p).is_none());
+        p.first_event = Some(summary(&[5_000_000; 10]));
+        p.stream = Some(StreamResults {
+            responses: 10,
+            events: 10,
+            events_per_response: 1.0,
+            failures: Default::default(),
+            llm: None,
+            goodput: None,
+        });
+        let names: Vec<String> = StreamHeadline::of(&p)
+            .unwrap()
+            .figures()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(names, ["first event p50", "first event p99"]);
+    }
+
+    #[test]
+    fn settings_are_what_the_command_line_carries_and_nothing_more() {
+        let mut r = synthetic_run(1, 2, 100, 1_000_000, 0);
+        let line = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        r.command_line = line("candor run http://x -R 10");
+        assert!(settings(&r).is_empty());
+        r.command_line = line(
+            "candor run http://x --llm openai --model llama --output-tokens=20 -T 5s --tokenizer cl100k_base",
+        );
+        assert_eq!(
+            settings(&r),
+            [
+                ("API", "openai".to_string()),
+                ("model", "llama".to_string()),
+                ("output tokens (budget)", "20".to_string()),
+                ("tokenizer", "cl100k_base".to_string()),
+                ("timeout", "5s".to_string()),
+            ]
+        );
+        r.command_line = line("candor run http://x --llm openai -T2s");
+        assert_eq!(settings(&r)[1], ("timeout", "2s".to_string()));
+    }
+}

@@ -68,6 +68,15 @@ pub enum Prompt {
     },
 }
 
+impl Prompt {
+    /// The output tokens it asks for at most, when it says.
+    pub fn max_tokens(&self) -> Option<u64> {
+        match self {
+            Prompt::Text { max_tokens, .. } | Prompt::Messages { max_tokens, .. } => *max_tokens,
+        }
+    }
+}
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PromptError {
     #[error("unknown --llm '{0}': expected openai or openai-completions")]

@@ -30,7 +30,8 @@ pub struct LoadArgs {
     pub duration: Option<DurationArg>,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
-    /// With its unit (a bare number is refused).
+    /// With its unit (a bare number is refused). In --llm runs (and --stream runs given
+    /// --stream-timeout) it bounds only the wait for the first event.
     #[arg(
         short = 'T',
         long,
@@ -45,6 +46,12 @@ pub struct LoadArgs {
     /// --timeout bounds the wait.
     #[arg(long, value_name = "DUR")]
     pub event_timeout: Option<DurationArg>,
+    /// --stream/--llm: once a streamed response's first event has come, it fails as a timeout
+    /// if it has not ended DUR after it was sent (what it delivered is counted); --timeout then
+    /// bounds only the wait for the first event. Default with --llm: 60s; with --stream: none
+    /// (--timeout bounds the whole response).
+    #[arg(long, value_name = "DUR")]
+    pub stream_timeout: Option<DurationArg>,
     /// --llm: goodput as vLLM defines it, the requests per second that meet every one of
     /// these per-request objectives, judged on each request's own TTFT, TPOT and end-to-end
     /// latency (from the intended send; the actual-send twin is reported beside it), e.g.

@@ -168,7 +168,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "NAME", default_value = "default", requires = "llm")]
     pub model: String,
     /// --llm: prompts, one JSON object per line: {"prompt": "...", "max_tokens": N} or
-    /// {"messages": [...], "max_tokens": N}.
+    /// {"messages": [...], "max_tokens": N}; any other field of a line (temperature, ignore_eos,
+    /// top_p, seed, ...) is sent in its request's body unchanged.
     #[arg(
         long,
         value_name = "FILE",
@@ -182,6 +183,16 @@ pub struct LoadArgs {
     /// --llm without --prompts: the output tokens each synthetic prompt asks for.
     #[arg(long, value_name = "N", requires = "llm", default_value_t = 128)]
     pub output_tokens: u64,
+    /// --llm: a JSON object of body fields merged into every request, e.g.
+    /// '{"ignore_eos": true, "temperature": 0}' (a --prompts line's own fields win).
+    #[arg(long, value_name = "JSON", requires = "llm")]
+    pub llm_body: Option<String>,
+    /// --llm: how the output budget is spelled in the body: max_tokens (every OpenAI-compatible
+    /// server) or max_completion_tokens (OpenAI's chat API; vLLM's bench serve for chat). A
+    /// --prompts line's own spelling is kept.
+    #[arg(long, value_name = "FIELD", requires = "llm", default_value = "max_tokens",
+          value_parser = ["max_tokens", "max_completion_tokens"])]
+    pub max_tokens_field: String,
     /// HTTP statuses that count as success: codes, classes or ranges, e.g. '200,404' or
     /// '2xx,3xx'; any other response fails (class "status"), its latency still recorded.
     /// Default: everything below 400. For gRPC targets, grpc-status names or numbers, e.g.

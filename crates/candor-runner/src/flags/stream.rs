@@ -106,7 +106,15 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     if let Some(w) = impossible_answer(max_output, bound, flag) {
         eprintln!("{w}");
     }
-    let mut specs = prompts::requests(api, &a.model, &list, &a.headers)
+    let invalid = |e: prompts::PromptError| FlagError::Invalid(e.to_string());
+    let body = prompts::LlmBody {
+        fields: match &a.llm_body {
+            Some(text) => prompts::LlmBody::parse(text).map_err(invalid)?,
+            None => Default::default(),
+        },
+        budget_key: a.max_tokens_field.parse().map_err(invalid)?,
+    };
+    let mut specs = prompts::requests_with(api, &a.model, &list, &a.headers, &body)
         .map_err(|e| FlagError::Invalid(e.to_string()))?;
     for s in &mut specs {
         s.path = api.path().to_string();

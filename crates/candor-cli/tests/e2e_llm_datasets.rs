@@ -1,0 +1,173 @@
+//! What `candor run --llm` sends from its datasets: a prompts line's extra body fields and
+//! `--llm-body` reach the server unchanged (seen by a capturing server written here), and the
+//! budget spellings are honoured by `candor serve --llm`, whose answers' lengths are known.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A server on a loopback port it chose that keeps every request body it reads and answers
+/// each with a two-token stream; its threads end when the client closes or after 5 s of
+/// silence, and the accepting thread after `count` connections (candor's preflight opens
+/// some of its own).
+struct Capture {
+    url: String,
+    bodies: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+const ANSWER: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n";
+
+impl Capture {
+    fn start(count: usize) -> Capture {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for s in listener.incoming().take(count).flatten() {
+                let kept = kept.clone();
+                std::thread::spawn(move || serve(s, &kept));
+            }
+        });
+        Capture { url, bodies }
+    }
+}
+
+fn serve(mut s: TcpStream, kept: &Mutex<Vec<serde_json::Value>>) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut buf = Vec::new();
+    let mut read = [0u8; 4096];
+    loop {
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            match s.read(&mut read) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&read[..n]),
+            }
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+        buf.drain(..end + 4);
+        let length: usize = head
+            .lines()
+            .find_map(|l| {
+                let (n, v) = l.split_once(':')?;
+                n.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        while buf.len() < length {
+            match s.read(&mut read) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&read[..n]),
+            }
+        }
+        let body: Vec<u8> = buf.drain(..length).collect();
+        kept.lock()
+            .unwrap()
+            .push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            ANSWER.len()
+        );
+        if s.write_all(head.as_bytes()).is_err() || s.write_all(ANSWER).is_err() {
+            return;
+        }
+    }
+}
+
+fn write_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("candor-e2e-datasets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_prompts_lines_extra_fields_and_llm_body_reach_the_server_unchanged() {
+    let _g = serial();
+    let server = Capture::start(16);
+    let prompts = write_file(
+        "extra.jsonl",
+        "{\"prompt\": \"one\", \"max_tokens\": 4, \"ignore_eos\": true, \"temperature\": 0}\n\
+         {\"prompt\": \"two\", \"top_p\": 0.5, \"seed\": 3}\n",
+    );
+    let (v, _) = run_json(&[
+        "--llm",
+        "openai-completions",
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "--llm-body",
+        "{\"temperature\": 0.7, \"min_tokens\": 2}",
+        "--max-tokens-field",
+        "max_completion_tokens",
+        "-n",
+        "4",
+        "-R",
+        "20",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 4, "{v}");
+    let bodies = server.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 4);
+    let one = bodies.iter().find(|b| b["prompt"] == "one").unwrap();
+    // Before: ignore_eos and temperature were dropped.
+    assert_eq!(one["ignore_eos"], true);
+    assert_eq!(one["temperature"], 0, "the line's own value wins: {one}");
+    assert_eq!(one["max_tokens"], 4, "the line's spelling is kept: {one}");
+    assert_eq!(one["min_tokens"], 2);
+    let two = bodies.iter().find(|b| b["prompt"] == "two").unwrap();
+    assert_eq!(
+        (two["top_p"].clone(), two["seed"].clone()),
+        (0.5.into(), 3.into())
+    );
+    assert_eq!(two["temperature"], 0.7, "--llm-body's: {two}");
+    assert!(two.get("max_tokens").is_none() && two.get("max_completion_tokens").is_none());
+    assert_eq!(two["stream"], true);
+}
+
+#[test]
+fn both_budget_spellings_bound_the_answer_of_a_known_truth_server() {
+    let _g = serial();
+    // Truth: candor serve answers min(its 8 tokens, the budget asked) tokens, reading
+    // max_tokens or else max_completion_tokens. 3 and 5 tokens asked, each line sent 5 times.
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "5ms",
+        "--itl",
+        "1ms",
+        "--output-tokens",
+        "8",
+    ]);
+    let prompts = write_file(
+        "budgets.jsonl",
+        "{\"prompt\": \"a b\", \"max_completion_tokens\": 3}\n{\"prompt\": \"c d\", \"max_tokens\": 5}\n",
+    );
+    let (v, _) = run_json(&[
+        "--llm",
+        "openai",
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "-n",
+        "10",
+        "-R",
+        "50",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 10);
+    assert_eq!(v["stream"]["llm"]["output_tokens"], 5 * 3 + 5 * 5);
+}

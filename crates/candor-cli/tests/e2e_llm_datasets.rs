@@ -171,3 +171,72 @@ fn both_budget_spellings_bound_the_answer_of_a_known_truth_server() {
     assert_eq!(req(&v, "completed"), 10);
     assert_eq!(v["stream"]["llm"]["output_tokens"], 5 * 3 + 5 * 5);
 }
+
+/// The prompts and budgets of the bodies `server` received.
+fn sent(server: &Capture) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = server
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["prompt"].as_str().unwrap().to_string(),
+                b["max_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn synthetic_prompts_share_their_prefix_and_draw_their_lengths_by_seed() {
+    let _g = serial();
+    // Truth: a 40-token prefix is 30 words every prompt starts with; each prompt's own part
+    // is 8..=16 tokens (6..=12 words, its number first) and asks for 10..=30 tokens; the same
+    // --seed sends the same prompts, another seed others.
+    let run = |seed: &str| {
+        let server = Capture::start(16);
+        let (v, _) = run_json(&[
+            "--llm",
+            "openai-completions",
+            "--prefix-tokens",
+            "40",
+            "--prompt-tokens",
+            "uniform:8..16",
+            "--output-tokens",
+            "normal:20,5,10..30",
+            "--seed",
+            seed,
+            "-n",
+            "30",
+            "-R",
+            "100",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            &server.url,
+        ]);
+        assert_balanced(&v);
+        assert_eq!(req(&v, "completed"), 30);
+        sent(&server)
+    };
+    let first = run("5");
+    assert_eq!(first.len(), 30);
+    let prefix: Vec<&str> = first[0].0.split_whitespace().take(30).collect();
+    assert_eq!(prefix[0], "shared");
+    for (prompt, budget) in &first {
+        let words: Vec<&str> = prompt.split_whitespace().collect();
+        assert_eq!(words[..30], prefix[..], "{prompt}");
+        assert!(words[30].parse::<u32>().is_ok(), "{prompt}");
+        assert!((6..=12).contains(&(words.len() - 30)), "{prompt}");
+        assert!((10..=30).contains(budget), "{budget}");
+    }
+    assert!(first
+        .iter()
+        .any(|(p, _)| p.split_whitespace().count() != first[0].0.split_whitespace().count()));
+    assert_eq!(run("5"), first);
+    assert_ne!(run("6"), first);
+}

@@ -11,6 +11,7 @@ pub mod replay;
 pub mod runtime;
 pub mod script_source;
 pub mod source;
+pub mod synthetic;
 pub mod template;
 
 use candor_wire::requests::RequestLine;

@@ -261,26 +261,6 @@ fn prompt_of(mut object: Map<String, Value>) -> Result<Prompt, String> {
     })
 }
 
-/// Words synthetic prompts are made of.
-const VOCABULARY: [&str; 16] = [
-    "latency",
-    "measure",
-    "queue",
-    "server",
-    "stall",
-    "token",
-    "stream",
-    "request",
-    "honest",
-    "schedule",
-    "intended",
-    "arrival",
-    "percentile",
-    "histogram",
-    "client",
-    "response",
-];
-
 /// `count` distinct synthetic prompts of `prompt_tokens` tokens each (by
 /// [`WORDS_PER_TOKEN`]), each asking for `output_tokens`. Each starts with its own number, so
 /// that a server's prefix cache cannot answer one from another.
@@ -295,18 +275,16 @@ pub fn synthetic(
     if output_tokens == 0 {
         return Err(PromptError::NoOutputTokens);
     }
-    let (num, den) = WORDS_PER_TOKEN;
-    let words = (prompt_tokens * num).div_ceil(den) as usize;
-    Ok((0..count)
-        .map(|k| {
-            let mut text = format!("{k}");
-            for w in 1..words {
-                text.push(' ');
-                text.push_str(VOCABULARY[(k * 7 + w * 13) % VOCABULARY.len()]);
-            }
-            Prompt::text(text, Some(output_tokens))
-        })
-        .collect())
+    use crate::synthetic::{prompts, Lengths, SyntheticSpec};
+    prompts(
+        SyntheticSpec {
+            prompt: Lengths::Fixed(prompt_tokens),
+            output: Lengths::Fixed(output_tokens),
+            prefix: 0,
+            seed: 0,
+        },
+        count,
+    )
 }
 
 /// The requests for `prompts`: each a streaming `POST` to `api`'s path with `model`, asking for

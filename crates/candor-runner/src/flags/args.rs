@@ -177,12 +177,18 @@ pub struct LoadArgs {
         conflicts_with = "prompt_tokens"
     )]
     pub prompts: Option<std::path::PathBuf>,
-    /// --llm without --prompts: synthetic prompts of N tokens (a token is 3/4 of a word).
-    #[arg(long, value_name = "N", requires = "llm", default_value_t = 128)]
-    pub prompt_tokens: u64,
-    /// --llm without --prompts: the output tokens each synthetic prompt asks for.
-    #[arg(long, value_name = "N", requires = "llm", default_value_t = 128)]
-    pub output_tokens: u64,
+    /// --llm without --prompts: synthetic prompts of N tokens (a token is 3/4 of a word), or
+    /// lengths drawn per prompt (seeded by --seed): uniform:LO..HI or normal:MEAN,SD[,LO..HI].
+    #[arg(long, value_name = "N", requires = "llm", default_value = "128")]
+    pub prompt_tokens: candor_load::workload::synthetic::Lengths,
+    /// --llm without --prompts: the output tokens each synthetic prompt asks for (N,
+    /// uniform:LO..HI or normal:MEAN,SD[,LO..HI]).
+    #[arg(long, value_name = "N", requires = "llm", default_value = "128")]
+    pub output_tokens: candor_load::workload::synthetic::Lengths,
+    /// --llm without --prompts: every synthetic prompt starts with the same N tokens (a
+    /// prefix cache's test), before its own --prompt-tokens.
+    #[arg(long, value_name = "N", requires = "llm", default_value_t = 0)]
+    pub prefix_tokens: u64,
     /// --llm: a JSON object of body fields merged into every request, e.g.
     /// '{"ignore_eos": true, "temperature": 0}' (a --prompts line's own fields win).
     #[arg(long, value_name = "JSON", requires = "llm")]

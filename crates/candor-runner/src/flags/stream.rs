@@ -10,6 +10,10 @@ use candor_load::LoadConfig;
 /// prefix cache cannot answer one from another, sent round robin.
 const SYNTHETIC_PROMPTS: usize = 64;
 
+/// Synthetic prompts drawn when their lengths are a distribution: as many as vLLM's
+/// `--num-prompts` default, so that the lengths sent follow the distribution closely.
+const DRAWN_PROMPTS: usize = 1000;
+
 /// `--stream-timeout` of an `--llm` run that does not give one: generous, so that answers of a
 /// few thousand tokens at tens of ms a token complete, while a stream that never ends is still
 /// ended within a minute.
@@ -94,7 +98,24 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             })?;
             prompts::parse_prompts(text, &path.display().to_string())
         }
-        None => prompts::synthetic(a.prompt_tokens, a.output_tokens, SYNTHETIC_PROMPTS),
+        None => {
+            use candor_load::workload::synthetic::{self, SyntheticSpec};
+            let spec = SyntheticSpec {
+                prompt: a.prompt_tokens,
+                output: a.output_tokens,
+                prefix: a.prefix_tokens,
+                seed: a.seed,
+            };
+            let fixed = spec.prompt.fixed().is_some() && spec.output.fixed().is_some();
+            synthetic::prompts(
+                spec,
+                if fixed {
+                    SYNTHETIC_PROMPTS
+                } else {
+                    DRAWN_PROMPTS
+                },
+            )
+        }
     }
     .map_err(|e| FlagError::Invalid(e.to_string()))?;
     let max_output = list.iter().map(prompts::Prompt::max_tokens).max().flatten();

@@ -240,3 +240,68 @@ fn synthetic_prompts_share_their_prefix_and_draw_their_lengths_by_seed() {
     assert_eq!(run("5"), first);
     assert_ne!(run("6"), first);
 }
+
+#[test]
+fn a_sharegpt_file_sends_its_first_user_turns_with_their_answers_lengths() {
+    let _g = serial();
+    // Truth: answers of 3, 6 and 9 words are budgets of 4, 8 and 12 tokens (a token is 3/4
+    // of a word); candor serve answers min(100, budget) tokens; 9 requests take each prompt 3
+    // times: 3 x (4 + 8 + 12) = 72 output tokens. The conversation that opens with the
+    // model's turn is skipped.
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "2ms",
+        "--itl",
+        "1ms",
+        "--output-tokens",
+        "100",
+    ]);
+    let turn = |from: &str, words: usize| serde_json::json!({"from": from, "value": vec!["w"; words].join(" ")});
+    let file = serde_json::json!([
+        {"id": "1", "conversations": [turn("human", 5), turn("gpt", 3)]},
+        {"id": "x", "conversations": [turn("gpt", 5), turn("human", 3)]},
+        {"id": "2", "conversations": [turn("human", 2), turn("gpt", 6), turn("human", 1)]},
+        {"id": "3", "conversations": [turn("human", 9), turn("gpt", 9)]},
+    ]);
+    let path = write_file("sharegpt.json", &file.to_string());
+    let (v, _) = run_json(&[
+        "--llm",
+        "openai",
+        "--sharegpt",
+        path.to_str().unwrap(),
+        "-n",
+        "9",
+        "-R",
+        "50",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 9);
+    assert_eq!(v["stream"]["llm"]["output_tokens"], 72);
+    // Not ShareGPT: one line naming the file, before any load.
+    let bad = write_file("bad.json", "{\"conversations\": []}");
+    let out = candor()
+        .args([
+            "run",
+            "--llm",
+            "openai",
+            "--sharegpt",
+            bad.to_str().unwrap(),
+            &server.url,
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("candor: error: --sharegpt ")
+            && err.contains("not ShareGPT JSON")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+}

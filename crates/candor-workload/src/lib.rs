@@ -10,6 +10,7 @@ pub mod prompts;
 pub mod replay;
 pub mod runtime;
 pub mod script_source;
+pub mod sharegpt;
 pub mod source;
 pub mod synthetic;
 pub mod template;

@@ -170,6 +170,8 @@ pub enum PromptError {
     UnknownBudgetKey(String),
     #[error("--llm-body: {0}")]
     Body(String),
+    #[error("{0}")]
+    Dataset(String),
 }
 
 /// Reads a prompts file's text: one JSON object per line, `{"prompt": "...", "max_tokens": N}`

@@ -4,6 +4,13 @@
 use candor_core::units::DurationArg;
 use clap::{Args, ValueEnum};
 
+/// `--sharegpt-budget`.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum SharegptBudgetArg {
+    Answer,
+    Drawn,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ArrivalArg {
     /// Evenly spaced intended send times.
@@ -177,6 +184,20 @@ pub struct LoadArgs {
         conflicts_with = "prompt_tokens"
     )]
     pub prompts: Option<std::path::PathBuf>,
+    /// --llm: prompts from a ShareGPT-format JSON file (vLLM's --dataset-name sharegpt): the
+    /// first user turn of each of the first 1,000 conversations that have an answer.
+    #[arg(long, value_name = "FILE", requires = "llm", conflicts_with_all = ["prompts", "prompt_tokens", "prefix_tokens"])]
+    pub sharegpt: Option<std::path::PathBuf>,
+    /// --sharegpt: each prompt's output budget: answer (its recorded answer's length, as vLLM
+    /// does) or drawn (--output-tokens).
+    #[arg(
+        long,
+        value_name = "FROM",
+        requires = "sharegpt",
+        value_enum,
+        default_value = "answer"
+    )]
+    pub sharegpt_budget: SharegptBudgetArg,
     /// --llm without --prompts: synthetic prompts of N tokens (a token is 3/4 of a word), or
     /// lengths drawn per prompt (seeded by --seed): uniform:LO..HI or normal:MEAN,SD[,LO..HI].
     #[arg(long, value_name = "N", requires = "llm", default_value = "128")]

@@ -98,6 +98,19 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             })?;
             prompts::parse_prompts(text, &path.display().to_string())
         }
+        None if a.sharegpt.is_some() => {
+            use super::args::SharegptBudgetArg;
+            use candor_load::workload::sharegpt::{self, SharegptBudget};
+            let path = a.sharegpt.as_ref().expect("matched");
+            let file = std::fs::File::open(path)
+                .map_err(|e| FlagError::Invalid(format!("--sharegpt {}: {e}", path.display())))?;
+            let budget = match a.sharegpt_budget {
+                SharegptBudgetArg::Answer => SharegptBudget::Answer,
+                SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
+            };
+            let name = format!("--sharegpt {}", path.display());
+            sharegpt::read(file, &name, DRAWN_PROMPTS, budget, a.seed)
+        }
         None => {
             use candor_load::workload::synthetic::{self, SyntheticSpec};
             let spec = SyntheticSpec {

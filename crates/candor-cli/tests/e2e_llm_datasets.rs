@@ -305,3 +305,57 @@ fn a_sharegpt_file_sends_its_first_user_turns_with_their_answers_lengths() {
         "{err}"
     );
 }
+
+#[test]
+fn with_a_tokenizer_synthetic_prompts_are_exactly_their_tokens() {
+    let _g = serial();
+    // Truth: --tokenizer cl100k_base --prefix-tokens 32 --prompt-tokens 100: every prompt is
+    // exactly 132 tokens by cl100k_base (counted here with the same embedded encoding, itself
+    // checked against tiktoken's published vectors), its first 32 the same.
+    let server = Capture::start(16);
+    let (v, _) = run_json(&[
+        "--llm",
+        "openai-completions",
+        "--tokenizer",
+        "cl100k_base",
+        "--prefix-tokens",
+        "32",
+        "--prompt-tokens",
+        "100",
+        "-n",
+        "10",
+        "-R",
+        "100",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 10);
+    let t = candor_load::workload::tokenizer::Tokenizer::load("cl100k_base").unwrap();
+    let sent = sent(&server);
+    assert_eq!(sent.len(), 10);
+    let prefix = |p: &str| t.encode(p)[..32].to_vec();
+    for (prompt, _) in &sent {
+        assert_eq!(t.count(prompt), 132, "{prompt}");
+        assert_eq!(prefix(prompt), prefix(&sent[0].0));
+    }
+    let out = candor()
+        .args([
+            "run",
+            "--llm",
+            "openai",
+            "--tokenizer",
+            "gpt9_base",
+            &server.url,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--tokenizer gpt9_base: not a tiktoken encoding"),
+        "{err}"
+    );
+}

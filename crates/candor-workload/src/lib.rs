@@ -14,6 +14,7 @@ pub mod sharegpt;
 pub mod source;
 pub mod synthetic;
 pub mod template;
+pub mod tokenizer;
 
 use candor_wire::requests::RequestLine;
 use candor_wire::status::StatusSet;

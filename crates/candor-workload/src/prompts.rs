@@ -286,6 +286,7 @@ pub fn synthetic(
             seed: 0,
         },
         count,
+        None,
     )
 }
 

@@ -7,6 +7,7 @@
 //! megabytes (ShareGPT_V3 is ~640 MB) costs the kept prompts, not the file.
 
 use crate::prompts::{Prompt, PromptError};
+use crate::tokenizer::Tokenizer;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
@@ -35,7 +36,7 @@ struct Entry {
 
 /// A conversation's prompt and its answer's length in tokens, if it has both: a first turn
 /// from the user (`human`/`user`) with text, then an answer (`gpt`/`chatgpt`/`assistant`).
-fn usable(e: Entry) -> Option<(String, u64)> {
+fn usable(e: Entry, tokenizer: Option<&Tokenizer>) -> Option<(String, u64)> {
     let mut turns = e.conversations.into_iter();
     let (ask, answer) = (turns.next()?, turns.next()?);
     let asks = matches!(ask.from.as_str(), "human" | "user");
@@ -43,17 +44,21 @@ fn usable(e: Entry) -> Option<(String, u64)> {
     if !asks || !answers || ask.value.trim().is_empty() {
         return None;
     }
-    // Tokens from words by the inverse of WORDS_PER_TOKEN (candor serve's rule).
-    let words = answer.value.split_whitespace().count() as u64;
-    Some((ask.value, (words * 4).div_ceil(3).max(1)))
+    let tokens = match tokenizer {
+        Some(t) => t.count(&answer.value),
+        // Tokens from words by the inverse of WORDS_PER_TOKEN (candor serve's rule).
+        None => (answer.value.split_whitespace().count() as u64 * 4).div_ceil(3),
+    };
+    Some((ask.value, tokens.max(1)))
 }
 
 /// Keeps the first `cap` usable conversations and reads past the rest without building them.
-struct Keep {
+struct Keep<'t> {
     cap: usize,
+    tokenizer: Option<&'t Tokenizer>,
 }
 
-impl<'de> Visitor<'de> for Keep {
+impl<'de> Visitor<'de> for Keep<'_> {
     type Value = Vec<(String, u64)>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON array of conversations")
@@ -62,7 +67,7 @@ impl<'de> Visitor<'de> for Keep {
         let mut kept = Vec::new();
         while kept.len() < self.cap {
             match seq.next_element::<Entry>()? {
-                Some(e) => kept.extend(usable(e)),
+                Some(e) => kept.extend(usable(e, self.tokenizer)),
                 None => return Ok(kept),
             }
         }
@@ -79,11 +84,12 @@ pub fn read(
     cap: usize,
     budget: SharegptBudget,
     seed: u64,
+    tokenizer: Option<&Tokenizer>,
 ) -> Result<Vec<Prompt>, PromptError> {
     use rand_xoshiro::rand_core::SeedableRng;
     let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(reader));
     let kept = de
-        .deserialize_seq(Keep { cap })
+        .deserialize_seq(Keep { cap, tokenizer })
         .and_then(|k| de.end().map(|()| k))
         .map_err(|e| PromptError::Dataset(format!("{file}: not ShareGPT JSON: {e}")))?;
     if kept.is_empty() {
@@ -123,7 +129,15 @@ mod tests {
 
     #[test]
     fn the_first_user_turn_is_the_prompt_and_its_answer_the_budget() {
-        let p = read(FILE.as_bytes(), "s.json", 2, SharegptBudget::Answer, 0).unwrap();
+        let p = read(
+            FILE.as_bytes(),
+            "s.json",
+            2,
+            SharegptBudget::Answer,
+            0,
+            None,
+        )
+        .unwrap();
         assert_eq!(
             p.len(),
             2,
@@ -138,10 +152,23 @@ mod tests {
             100,
             SharegptBudget::Drawn(Lengths::Fixed(7)),
             0,
+            None,
         )
         .unwrap();
         assert_eq!(all.len(), 3);
         assert!(all.iter().all(|p| p.max_tokens == Some(7)));
+        // By cl100k_base, "one two three four five six" is 6 tokens and "x" 1.
+        let t = Tokenizer::load("cl100k_base").unwrap();
+        let p = read(
+            FILE.as_bytes(),
+            "s.json",
+            2,
+            SharegptBudget::Answer,
+            0,
+            Some(&t),
+        )
+        .unwrap();
+        assert_eq!((p[0].max_tokens, p[1].max_tokens), (Some(6), Some(1)));
     }
 
     #[test]
@@ -153,9 +180,16 @@ mod tests {
             ("[] x", "not ShareGPT JSON"),
             ("[]", "no conversation opens with a user turn"),
         ] {
-            let e = read(text.as_bytes(), "s.json", 10, SharegptBudget::Answer, 0)
-                .unwrap_err()
-                .to_string();
+            let e = read(
+                text.as_bytes(),
+                "s.json",
+                10,
+                SharegptBudget::Answer,
+                0,
+                None,
+            )
+            .unwrap_err()
+            .to_string();
             assert!(e.starts_with("s.json: ") && e.contains(want), "{text}: {e}");
         }
     }

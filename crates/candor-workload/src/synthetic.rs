@@ -4,6 +4,7 @@
 //! the run from `--seed`, so the same seed sends the same prompts.
 
 use crate::prompts::{Prompt, PromptError, WORDS_PER_TOKEN};
+use crate::tokenizer::Tokenizer;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::fmt;
@@ -191,22 +192,61 @@ fn own_text(k: usize, tokens: u64) -> String {
     text
 }
 
-/// `count` synthetic prompts as `spec` says, drawn in order from its seed.
-pub fn prompts(spec: SyntheticSpec, count: usize) -> Result<Vec<Prompt>, PromptError> {
+/// `count` synthetic prompts as `spec` says, drawn in order from its seed. With `tokenizer`,
+/// each prompt is exactly its drawn tokens (and the prefix exactly `spec.prefix`) by that
+/// tokenizer's count; without, by [`WORDS_PER_TOKEN`].
+pub fn prompts(
+    spec: SyntheticSpec,
+    count: usize,
+    tokenizer: Option<&Tokenizer>,
+) -> Result<Vec<Prompt>, PromptError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed);
-    let prefix = (spec.prefix > 0).then(|| prefix_text(spec.prefix));
-    Ok((0..count)
+    let tokenized = |e: crate::tokenizer::TokenizerError| PromptError::Dataset(e.to_string());
+    let prefix = match (spec.prefix, tokenizer) {
+        (0, _) => None,
+        (n, None) => Some(prefix_text(n)),
+        (n, Some(t)) => Some(
+            t.exact_text("shared", &VOCABULARY_BY_FIVES, n)
+                .map_err(tokenized)?,
+        ),
+    };
+    (0..count)
         .map(|k| {
-            let own = own_text(k, spec.prompt.draw(&mut rng));
+            let own_tokens = spec.prompt.draw(&mut rng);
             let output = spec.output.draw(&mut rng);
-            let text = match &prefix {
-                Some(p) => format!("{p} {own}"),
-                None => own,
+            let text = match (&prefix, tokenizer) {
+                (Some(p), None) => format!("{p} {}", own_text(k, own_tokens)),
+                (None, None) => own_text(k, own_tokens),
+                // The whole prompt is counted, so that joining prefix and own part (a number
+                // after a space may be two tokens) cannot make it longer than asked.
+                (p, Some(t)) => {
+                    let start = match p {
+                        Some(p) => format!("{p} {k}"),
+                        None => k.to_string(),
+                    };
+                    let total = spec.prefix + own_tokens;
+                    let words = [
+                        VOCABULARY[k % VOCABULARY.len()],
+                        VOCABULARY[(k * 7 + 3) % VOCABULARY.len()],
+                    ];
+                    t.exact_text(&start, &words, total).map_err(tokenized)?
+                }
             };
-            Prompt::text(text, Some(output))
+            Ok(Prompt::text(text, Some(output)))
         })
-        .collect())
+        .collect()
 }
+
+/// The prefix's words in [`prefix_text`]'s order.
+const VOCABULARY_BY_FIVES: [&str; 16] = {
+    let mut v = [""; 16];
+    let mut w = 0;
+    while w < 16 {
+        v[w] = VOCABULARY[((w + 1) * 5) % 16];
+        w += 1;
+    }
+    v
+};
 
 #[cfg(test)]
 mod tests {
@@ -296,7 +336,7 @@ mod tests {
             prefix: 40,
             seed: 9,
         };
-        let p = prompts(spec, 50).unwrap();
+        let p = prompts(spec, 50, None).unwrap();
         let prefix = prefix_text(40);
         // 40 tokens -> 30 words.
         assert_eq!(prefix.split_whitespace().count(), 30);
@@ -312,8 +352,34 @@ mod tests {
             assert!((6..=12).contains(&words), "{words}");
             assert_eq!(prompt.max_tokens, Some(4));
         }
-        assert_eq!(prompts(spec, 50).unwrap(), p);
-        let other = prompts(SyntheticSpec { seed: 10, ..spec }, 50).unwrap();
+        assert_eq!(prompts(spec, 50, None).unwrap(), p);
+        let other = prompts(SyntheticSpec { seed: 10, ..spec }, 50, None).unwrap();
         assert_ne!(other, p);
+    }
+
+    #[test]
+    fn with_a_tokenizer_each_prompt_is_exactly_its_tokens_behind_an_exact_prefix() {
+        let t = Tokenizer::load("cl100k_base").unwrap();
+        let spec = SyntheticSpec {
+            prompt: Lengths::Uniform { lo: 5, hi: 300 },
+            output: Lengths::Fixed(4),
+            prefix: 64,
+            seed: 3,
+        };
+        let p = prompts(spec, 40, Some(&t)).unwrap();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let prefix = t.exact_text("shared", &VOCABULARY_BY_FIVES, 64).unwrap();
+        assert_eq!(t.count(&prefix), 64);
+        for (k, prompt) in p.iter().enumerate() {
+            let own = spec.prompt.draw(&mut rng);
+            spec.output.draw(&mut rng);
+            let text = text(prompt);
+            assert_eq!(t.count(text), 64 + own, "prompt {k}");
+            assert!(text.starts_with(&format!("{prefix} {k}")), "prompt {k}");
+        }
+        let plain = SyntheticSpec { prefix: 0, ..spec };
+        for prompt in prompts(plain, 10, Some(&t)).unwrap() {
+            assert!((5..=300).contains(&t.count(text(&prompt))));
+        }
     }
 }

@@ -210,6 +210,12 @@ pub struct LoadArgs {
     /// prefix cache's test), before its own --prompt-tokens.
     #[arg(long, value_name = "N", requires = "llm", default_value_t = 0)]
     pub prefix_tokens: u64,
+    /// --llm: count tokens exactly with this tokenizer: a tiktoken encoding embedded in candor
+    /// (cl100k_base, o200k_base) or a Hugging Face tokenizer.json file. Synthetic prompts are
+    /// then exactly --prompt-tokens (and --prefix-tokens) long, and ShareGPT answers' lengths
+    /// are counted by it. Without it, a token is 3/4 of a word (an estimate).
+    #[arg(long, value_name = "NAME|FILE", requires = "llm")]
+    pub tokenizer: Option<String>,
     /// --llm: a JSON object of body fields merged into every request, e.g.
     /// '{"ignore_eos": true, "temperature": 0}' (a --prompts line's own fields win).
     #[arg(long, value_name = "JSON", requires = "llm")]

@@ -81,6 +81,13 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     let api: LlmApi = api
         .parse()
         .map_err(|e: prompts::PromptError| FlagError::Invalid(e.to_string()))?;
+    let tokenizer = match &a.tokenizer {
+        Some(spec) => Some(
+            candor_load::workload::tokenizer::Tokenizer::load(spec)
+                .map_err(|e| FlagError::Invalid(e.to_string()))?,
+        ),
+        None => None,
+    };
     let list = match &a.prompts {
         Some(path) => {
             let bytes = read(
@@ -109,7 +116,14 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
                 SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
             };
             let name = format!("--sharegpt {}", path.display());
-            sharegpt::read(file, &name, DRAWN_PROMPTS, budget, a.seed)
+            sharegpt::read(
+                file,
+                &name,
+                DRAWN_PROMPTS,
+                budget,
+                a.seed,
+                tokenizer.as_ref(),
+            )
         }
         None => {
             use candor_load::workload::synthetic::{self, SyntheticSpec};
@@ -127,6 +141,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
                 } else {
                     DRAWN_PROMPTS
                 },
+                tokenizer.as_ref(),
             )
         }
     }

@@ -263,33 +263,6 @@ fn prompt_of(mut object: Map<String, Value>) -> Result<Prompt, String> {
     })
 }
 
-/// `count` distinct synthetic prompts of `prompt_tokens` tokens each (by
-/// [`WORDS_PER_TOKEN`]), each asking for `output_tokens`. Each starts with its own number, so
-/// that a server's prefix cache cannot answer one from another.
-pub fn synthetic(
-    prompt_tokens: u64,
-    output_tokens: u64,
-    count: usize,
-) -> Result<Vec<Prompt>, PromptError> {
-    if prompt_tokens == 0 {
-        return Err(PromptError::NoPromptTokens);
-    }
-    if output_tokens == 0 {
-        return Err(PromptError::NoOutputTokens);
-    }
-    use crate::synthetic::{prompts, Lengths, SyntheticSpec};
-    prompts(
-        SyntheticSpec {
-            prompt: Lengths::Fixed(prompt_tokens),
-            output: Lengths::Fixed(output_tokens),
-            prefix: 0,
-            seed: 0,
-        },
-        count,
-        None,
-    )
-}
-
 /// The requests for `prompts`: each a streaming `POST` to `api`'s path with `model`, asking for
 /// usage in the stream (`stream_options.include_usage`), and `extra_headers` (`-H`) after
 /// `Content-Type`. A chat prompt given as text becomes one user message; messages sent to the
@@ -420,24 +393,6 @@ mod tests {
     }
 
     #[test]
-    fn synthetic_prompts_have_the_stated_length_and_differ() {
-        let p = synthetic(512, 128, 3).unwrap();
-        for (k, prompt) in p.iter().enumerate() {
-            let (PromptInput::Text(prompt), max_tokens) = (&prompt.input, &prompt.max_tokens)
-            else {
-                unreachable!()
-            };
-            // 512 tokens -> ceil(512 * 3 / 4) = 384 words.
-            assert_eq!(prompt.split_whitespace().count(), 384);
-            assert!(prompt.starts_with(&format!("{k} ")));
-            assert_eq!(*max_tokens, Some(128));
-        }
-        assert_ne!(p[0], p[1]);
-        assert_eq!(synthetic(0, 1, 1), Err(PromptError::NoPromptTokens));
-        assert_eq!(synthetic(1, 0, 1), Err(PromptError::NoOutputTokens));
-    }
-
-    #[test]
     fn requests_are_streaming_posts_with_usage_and_the_users_headers() {
         let prompts = parse_prompts(
             "{\"prompt\": \"hi\", \"max_tokens\": 8}\n{\"messages\": [{\"role\": \"user\", \"content\": \"yo\"}]}\n",
@@ -516,7 +471,7 @@ mod tests {
             bodies[2].get("max_tokens").is_none()
                 && bodies[2].get("max_completion_tokens").is_none()
         );
-        let synthetic = synthetic(4, 3, 1).unwrap();
+        let synthetic = crate::synthetic::fixed(4, 3, 1).unwrap();
         let spec = &requests_with(LlmApi::Chat, "m", &synthetic, &[], &body).unwrap()[0];
         let v: Value = serde_json::from_slice(&spec.body).unwrap();
         assert_eq!(v["max_completion_tokens"], 3);

@@ -248,6 +248,32 @@ const VOCABULARY_BY_FIVES: [&str; 16] = {
     v
 };
 
+/// `count` distinct synthetic prompts of `prompt_tokens` tokens each (by
+/// [`WORDS_PER_TOKEN`]), each asking for `output_tokens`. Each starts with its own number, so
+/// that a server's prefix cache cannot answer one from another.
+pub fn fixed(
+    prompt_tokens: u64,
+    output_tokens: u64,
+    count: usize,
+) -> Result<Vec<Prompt>, PromptError> {
+    if prompt_tokens == 0 {
+        return Err(PromptError::NoPromptTokens);
+    }
+    if output_tokens == 0 {
+        return Err(PromptError::NoOutputTokens);
+    }
+    prompts(
+        SyntheticSpec {
+            prompt: Lengths::Fixed(prompt_tokens),
+            output: Lengths::Fixed(output_tokens),
+            prefix: 0,
+            seed: 0,
+        },
+        count,
+        None,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,5 +407,22 @@ mod tests {
         for prompt in prompts(plain, 10, Some(&t)).unwrap() {
             assert!((5..=300).contains(&t.count(text(&prompt))));
         }
+    }
+    #[test]
+    fn synthetic_prompts_have_the_stated_length_and_differ() {
+        let p = fixed(512, 128, 3).unwrap();
+        for (k, prompt) in p.iter().enumerate() {
+            let (PromptInput::Text(prompt), max_tokens) = (&prompt.input, &prompt.max_tokens)
+            else {
+                unreachable!()
+            };
+            // 512 tokens -> ceil(512 * 3 / 4) = 384 words.
+            assert_eq!(prompt.split_whitespace().count(), 384);
+            assert!(prompt.starts_with(&format!("{k} ")));
+            assert_eq!(*max_tokens, Some(128));
+        }
+        assert_ne!(p[0], p[1]);
+        assert_eq!(fixed(0, 1, 1), Err(PromptError::NoPromptTokens));
+        assert_eq!(fixed(1, 0, 1), Err(PromptError::NoOutputTokens));
     }
 }

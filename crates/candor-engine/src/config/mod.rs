@@ -128,8 +128,8 @@ impl LoadConfig {
         output_tokens: u64,
         count: usize,
     ) -> Result<(), candor_workload::prompts::PromptError> {
-        use candor_workload::prompts::{requests, synthetic, LlmApi};
-        let list = synthetic(prompt_tokens, output_tokens, count)?;
+        use candor_workload::prompts::{requests, LlmApi};
+        let list = candor_workload::synthetic::fixed(prompt_tokens, output_tokens, count)?;
         let mut specs = requests(LlmApi::Chat, "default", &list, &[])?;
         for s in &mut specs {
             s.path = LlmApi::Chat.path().to_string();

@@ -283,6 +283,25 @@ fn a_sharegpt_file_sends_its_first_user_turns_with_their_answers_lengths() {
     assert_balanced(&v);
     assert_eq!(req(&v, "completed"), 9);
     assert_eq!(v["stream"]["llm"]["output_tokens"], 72);
+    // Input tokens from the server's usage.prompt_tokens: prompts of 5, 2 and 9 words are 7,
+    // 3 and 12 tokens by its rule, each sent 3 times: 66; the total 66 + 72 = 138.
+    let llm = &v["stream"]["llm"];
+    assert_eq!(
+        (llm["input_tokens"].clone(), llm["input_counted"].clone()),
+        (66.into(), 9.into())
+    );
+    assert_eq!(llm["total_tokens"], 138);
+    // Per second as the output tokens are: over the same window.
+    let per_s = |k: &str| llm[k].as_f64().unwrap();
+    let window = 72.0 / per_s("output_tokens_per_s");
+    assert!(
+        (per_s("total_tokens_per_s") * window - 138.0).abs() < 1e-6,
+        "{llm}"
+    );
+    assert!(
+        (per_s("input_tokens_per_s") * window - 66.0).abs() < 1e-6,
+        "{llm}"
+    );
     // Not ShareGPT: one line naming the file, before any load.
     let bad = write_file("bad.json", "{\"conversations\": []}");
     let out = candor()

@@ -135,3 +135,47 @@ fn each_way_a_stream_fails_is_counted_under_its_name_and_the_books_balance() {
         assert_eq!(v["stream"]["failures"][name], failed, "{fault}");
     }
 }
+
+#[test]
+fn default_timeouts_let_an_ordinary_stream_finish_and_an_impossible_bound_is_warned_of() {
+    let _g = serial();
+    // Truth: each answer is 128 tokens (--llm's default budget), the first at 50 ms and one
+    // every 20 ms after: 50 + 127 x 20 = 2.59 s, past the default -T 2s. -T bounds only the
+    // wait for the first token and --stream-timeout (60 s by default) the whole answer, so
+    // all 20 complete; before, every one failed as a timeout.
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "50ms",
+        "--itl",
+        "20ms",
+        "--output-tokens",
+        "128",
+    ]);
+    let args = [
+        "--llm", "openai", "-R", "10", "-c", "32", "-t", "1", "-d", "2s",
+    ];
+    let (v, out) = run_json(&[&args[..], &[server.url.as_str()]].concat());
+    assert_balanced(&v);
+    assert_eq!((req(&v, "intended"), req(&v, "completed")), (20, 20), "{v}");
+    assert_eq!(v["stream"]["llm"]["output_tokens"], 20 * 128);
+    assert!(!text(&out).contains("warning"), "{}", text(&out));
+    // --stream-timeout 500ms: 128 tokens take 640 ms even at 5 ms a token, so the run is
+    // warned of before it starts, and each stream fails as a timeout with its TTFT kept.
+    let (v, out) = run_json_any(
+        &[
+            &args[..],
+            &["--stream-timeout", "500ms", server.url.as_str()],
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: answers of 128 tokens take 640")
+            && err.contains("--stream-timeout 500"),
+        "{err}"
+    );
+    assert_balanced(&v);
+    assert_eq!(v["requests"]["errors"]["timeout"], 20, "{v}");
+    assert_eq!(v["ttft"]["count"], 20);
+}

@@ -231,15 +231,31 @@ fn a_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
             .to_vec();
     hang.extend_from_slice(format!("{:x}\r\n{TOKEN}\r\n", TOKEN.len()).as_bytes());
     let server = Hostile::start(Answer::Hang(hang));
-    // 10 requests, one per connection, each failed by -T 300 ms: all end within
-    // -d + -T + the 10 ms scan, far inside the 20 s watchdog.
+    // 10 requests, one per connection, each failed by --stream-timeout 300 ms (its first
+    // token came, so -T no longer bounds it): all end within -d + 300 ms + the 10 ms scan,
+    // far inside the 20 s watchdog.
     let mut cmd = candor();
     let dir = std::env::temp_dir().join(format!("candor-e2e-hostile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
     cmd.args([
-        "run", "--llm", "openai", "-R", "10", "-c", "10", "-t", "1", "-d", "1s", "-T", "300ms",
-        "--quiet", "--json",
+        "run",
+        "--llm",
+        "openai",
+        "-R",
+        "10",
+        "-c",
+        "10",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "-T",
+        "300ms",
+        "--stream-timeout",
+        "300ms",
+        "--quiet",
+        "--json",
     ])
     .arg(&json)
     .arg(&server.url);

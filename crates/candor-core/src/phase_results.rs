@@ -600,8 +600,9 @@ impl Goodput {
     }
 }
 
-/// The output tokens of an LLM run's responses.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The tokens of an LLM run's successful responses: output, input (the server's
+/// `usage.prompt_tokens`) and their total, each per second of the measured window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct LlmTokens {
     pub output_tokens: u64,
     /// Output tokens per second of the measured window.
@@ -610,6 +611,36 @@ pub struct LlmTokens {
     /// count is the chunks that carried content (a server that sent no usage).
     pub counted_from_usage: u64,
     pub counted_from_chunks: u64,
+    /// Input tokens as the server's usage reported them (`usage.prompt_tokens`), over the
+    /// `input_counted` responses that said; results written before these were read have 0.
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub input_counted: u64,
+    #[serde(default)]
+    pub input_tokens_per_s: f64,
+    /// Input plus output tokens, and per second.
+    #[serde(default)]
+    pub total_tokens: u64,
+    #[serde(default)]
+    pub total_tokens_per_s: f64,
+}
+
+impl LlmTokens {
+    /// Sets the total and the per-second figures over a window of `seconds`.
+    pub fn set_rates(&mut self, seconds: f64) {
+        self.total_tokens = self.input_tokens.saturating_add(self.output_tokens);
+        let per_s = |n: u64| {
+            if seconds > 0.0 {
+                n as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        self.output_tokens_per_s = per_s(self.output_tokens);
+        self.input_tokens_per_s = per_s(self.input_tokens);
+        self.total_tokens_per_s = per_s(self.total_tokens);
+    }
 }
 
 /// How the connection pool opened before the first intended send, apart from the requests:

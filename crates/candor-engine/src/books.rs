@@ -61,6 +61,9 @@ pub struct StreamAcc {
     pub failures: [u64; candor_stream::openai::LlmFailure::ALL.len()],
     /// LLM: output tokens, and how many responses' counts came from usage or counted chunks.
     pub output_tokens: u64,
+    /// LLM: the input tokens the server's usage reported, and how many responses said them.
+    pub input_tokens: u64,
+    pub input_counted: u64,
     pub tokens_from_usage: u64,
     pub tokens_from_chunks: u64,
     pub clamped: u64,
@@ -84,6 +87,8 @@ impl StreamAcc {
             events: 0,
             failures: [0; candor_stream::openai::LlmFailure::ALL.len()],
             output_tokens: 0,
+            input_tokens: 0,
+            input_counted: 0,
             tokens_from_usage: 0,
             tokens_from_chunks: 0,
             clamped: 0,
@@ -120,6 +125,8 @@ impl StreamAcc {
         self.events = 0;
         self.failures = [0; candor_stream::openai::LlmFailure::ALL.len()];
         self.output_tokens = 0;
+        self.input_tokens = 0;
+        self.input_counted = 0;
         self.tokens_from_usage = 0;
         self.tokens_from_chunks = 0;
         self.clamped = 0;
@@ -171,6 +178,8 @@ impl StreamAcc {
             *a += b;
         }
         self.output_tokens += o.output_tokens;
+        self.input_tokens += o.input_tokens;
+        self.input_counted += o.input_counted;
         self.tokens_from_usage += o.tokens_from_usage;
         self.tokens_from_chunks += o.tokens_from_chunks;
         self.clamped += o.clamped;

@@ -57,6 +57,8 @@ pub struct CoreConfig {
     pub timeout_ns: u64,
     /// `--event-timeout`: the longest wait between two events of a streamed response (0: none).
     pub event_timeout_ns: u64,
+    /// `--stream-timeout`: the bound on a response whose first event has come (0: `timeout_ns`).
+    pub stream_timeout_ns: u64,
     pub connections: usize,
     /// Requests one connection carries at once (pipeline depth or streams).
     pub slots_per_connection: usize,
@@ -72,6 +74,18 @@ pub struct CoreConfig {
 }
 
 impl CoreConfig {
+    /// The timeout of a request whose latest stream event came at `last_event` (0: none yet):
+    /// `--timeout` until its first event, then `--stream-timeout` when one is set, so that a
+    /// long stream is not cut by the bound meant for the wait to its first token.
+    #[inline]
+    pub fn bound_for(&self, last_event: u64) -> u64 {
+        if last_event != 0 && self.stream_timeout_ns != 0 {
+            self.stream_timeout_ns
+        } else {
+            self.timeout_ns
+        }
+    }
+
     /// The configuration of the load thread `setup` describes, whose connections carry
     /// `slots_per_connection` requests at once and choose among `request_count` prepared requests.
     pub fn for_thread(
@@ -87,6 +101,7 @@ impl CoreConfig {
             drain_ns: cfg.drain_ns,
             timeout_ns: cfg.timeout_ns,
             event_timeout_ns: cfg.event_timeout_ns,
+            stream_timeout_ns: cfg.stream_timeout_ns,
             connections: setup.connections,
             slots_per_connection,
             timeout_scope,

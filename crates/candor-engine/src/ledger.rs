@@ -759,6 +759,10 @@ fn book_stream_outcome(s: &mut StreamAcc, e: &Exchange, o: &candor_stream::tap::
         None => {}
     }
     s.output_tokens += o.output_tokens;
+    if let Some(n) = o.input_tokens {
+        s.input_tokens += n;
+        s.input_counted += 1;
+    }
     if let Some(f) = o.failure {
         s.failures[f.index()] += 1;
     }

@@ -96,15 +96,17 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
         },
         failures,
         goodput: None,
-        llm: llm.then(|| candor_core::results::LlmTokens {
-            output_tokens: s.output_tokens,
-            output_tokens_per_s: if duration_ns > 0 {
-                s.output_tokens as f64 / (duration_ns as f64 / 1e9)
-            } else {
-                0.0
-            },
-            counted_from_usage: s.tokens_from_usage,
-            counted_from_chunks: s.tokens_from_chunks,
+        llm: llm.then(|| {
+            let mut t = candor_core::results::LlmTokens {
+                output_tokens: s.output_tokens,
+                counted_from_usage: s.tokens_from_usage,
+                counted_from_chunks: s.tokens_from_chunks,
+                input_tokens: s.input_tokens,
+                input_counted: s.input_counted,
+                ..Default::default()
+            };
+            t.set_rates(duration_ns as f64 / 1e9);
+            t
         }),
     });
 }

@@ -156,6 +156,7 @@ impl Sim {
             drain_ns: shape.drain_ns,
             timeout_ns: shape.timeout_ns,
             event_timeout_ns: 0,
+            stream_timeout_ns: 0,
             connections: shape.connections,
             slots_per_connection: shape.slots_per_connection,
             timeout_scope: shape.scope,

@@ -518,13 +518,10 @@ fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String,
             *v = v.saturating_add(*n);
         }
         if let Some(t) = &p.llm {
-            let acc = out.llm.get_or_insert(LlmTokens {
-                output_tokens: 0,
-                output_tokens_per_s: 0.0,
-                counted_from_usage: 0,
-                counted_from_chunks: 0,
-            });
+            let acc = out.llm.get_or_insert(LlmTokens::default());
             acc.output_tokens = acc.output_tokens.saturating_add(t.output_tokens);
+            acc.input_tokens = acc.input_tokens.saturating_add(t.input_tokens);
+            acc.input_counted = acc.input_counted.saturating_add(t.input_counted);
             acc.counted_from_usage = acc.counted_from_usage.saturating_add(t.counted_from_usage);
             acc.counted_from_chunks = acc
                 .counted_from_chunks
@@ -536,11 +533,7 @@ fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String,
     }
     // Tokens per second over the merged window, as the merged request rate is.
     if let Some(t) = &mut out.llm {
-        t.output_tokens_per_s = if main.duration_s > 0.0 {
-            t.output_tokens as f64 / main.duration_s
-        } else {
-            0.0
-        };
+        t.set_rates(main.duration_s);
     }
     main.stream = Some(out);
 }

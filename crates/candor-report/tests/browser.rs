@@ -427,6 +427,7 @@ fn an_llm_runs_stream_charts_render_in_headless_chromium() {
             output_tokens_per_s: 800.0,
             counted_from_usage: r.main.requests.completed,
             counted_from_chunks: 0,
+            ..Default::default()
         }),
         goodput: None,
     });

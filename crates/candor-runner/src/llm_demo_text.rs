@@ -36,7 +36,7 @@ pub fn step_line(step: LlmDemoStep, plan: &LlmDemoPlan, connections: usize) -> S
     let (secs, rate) = (plan.duration_ns as f64 / 1e9, plan.rate);
     match step {
         LlmDemoStep::Benchmark => format!(
-                "1/2  as vLLM's benchmark, genai-perf and guidellm send: Poisson arrivals at {} over {BENCHMARK_CONNECTIONS} connections\n     for {secs:.0}s, each request timed from when it was actually sent...",
+                "1/2  a benchmark-style sender: Poisson arrivals at {} over {BENCHMARK_CONNECTIONS} connections for {secs:.0}s, each\n     request timed from when it was actually sent, as vLLM's benchmark, genai-perf and guidellm time them (the\n     cap of {BENCHMARK_CONNECTIONS} in flight is this demo's assumption: vLLM's client has none unless --max-concurrency is given)...",
                 format_rate(rate)
             ),
         LlmDemoStep::Candor => format!(
@@ -132,6 +132,6 @@ fn explain(
     );
     let _ = writeln!(
         out,
-        "- Try it on your own server: candor run --llm openai --model NAME -R <rate> -c <conns> -d 60s <url>."
+        "- Try it on your own server: candor run --llm openai --model NAME --output-tokens 128 -R <rate> -c <conns> -d 60s -T 30s <url>\n  (-T bounds the wait for the first token, --stream-timeout the whole answer: 60s unless given)."
     );
 }

@@ -26,6 +26,9 @@ pub struct LlmChunk {
     pub content: bool,
     /// `usage.completion_tokens`, when the chunk carries a sane one.
     pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens` (the input tokens), when the chunk carries a sane one; one that is
+    /// not is ignored, not failed: the answer's measures do not depend on it.
+    pub prompt_tokens: Option<u64>,
     /// An `error` object: the server failed the request mid-stream.
     pub error: bool,
     /// `[DONE]`: the stream's proper end.
@@ -66,6 +69,7 @@ pub fn classify(data: &[u8], cut: bool) -> LlmChunk {
         content: value_of(data, b"\"content\"").is_some_and(non_empty_string)
             || value_of(data, b"\"text\"").is_some_and(non_empty_string),
         completion_tokens: usage.ok().flatten(),
+        prompt_tokens: value_of(data, b"\"prompt_tokens\"").and_then(token_count),
         error,
         done: false,
         malformed,
@@ -356,6 +360,7 @@ pub struct LlmProgress {
     last_token: u64,
     content_chunks: u64,
     usage_tokens: Option<u64>,
+    usage_prompt: Option<u64>,
     done: bool,
     error: bool,
     /// The first event that was no completion chunk, and why.
@@ -371,6 +376,8 @@ pub struct LlmOutcome {
     pub last_token: Option<u64>,
     pub output_tokens: u64,
     pub tokens_from: TokenSource,
+    /// The server's `usage.prompt_tokens`, if it sent one.
+    pub input_tokens: Option<u64>,
     /// `(last - first) / (tokens - 1)`, when there were at least two tokens.
     pub tpot_ns: Option<u64>,
     pub failure: Option<LlmFailure>,
@@ -399,6 +406,9 @@ impl LlmProgress {
         }
         if let Some(n) = chunk.completion_tokens {
             self.usage_tokens = Some(n);
+        }
+        if let Some(n) = chunk.prompt_tokens {
+            self.usage_prompt = Some(n);
         }
         self.error |= chunk.error;
         self.done |= chunk.done;
@@ -433,6 +443,7 @@ impl LlmProgress {
             last_token: self.first_token.map(|_| self.last_token),
             output_tokens,
             tokens_from,
+            input_tokens: self.usage_prompt,
             tpot_ns,
             failure,
         };
@@ -462,6 +473,7 @@ mod tests {
         assert!(classify(COMPLETION_TOKEN, false).content);
         let usage = classify(USAGE, false);
         assert_eq!(usage.completion_tokens, Some(7));
+        assert_eq!(usage.prompt_tokens, Some(12));
         assert!(!usage.content);
         assert!(classify(ERROR, false).error);
         assert!(classify(b" [DONE] ", false).done);

@@ -47,6 +47,9 @@ pub struct StreamOutcome {
     pub first_token: Option<u64>,
     pub output_tokens: u64,
     pub tokens_from: Option<TokenSource>,
+    /// The server's `usage.prompt_tokens` of a stream that succeeded (none: not said, or
+    /// the stream failed).
+    pub input_tokens: Option<u64>,
     pub tpot_ns: Option<u64>,
     /// How it failed, if it did.
     pub failure: Option<LlmFailure>,
@@ -247,6 +250,7 @@ impl StreamTap {
             first_token: llm.and_then(|o| o.first_token),
             output_tokens: llm.filter(|_| succeeded).map_or(0, |o| o.output_tokens),
             tokens_from: llm.map(|o| o.tokens_from),
+            input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
             failure,
         });
@@ -260,6 +264,7 @@ impl StreamTap {
     pub fn forfeit_tokens(&mut self) {
         if let Some(o) = &mut self.outcome {
             o.output_tokens = 0;
+            o.input_tokens = None;
         }
     }
 
@@ -422,6 +427,41 @@ mod tests {
 
     const TOKEN: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
     const USAGE_7: &[u8] = b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\n";
+
+    #[test]
+    fn the_input_tokens_of_usage_are_read_for_a_stream_that_succeeded() {
+        let mut t = tap(None, true);
+        let usage = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":1,\"total_tokens\":13}}\n\n";
+        let mut run = |body: &[u8], end: StreamEnd| {
+            t.head(Some(b"text/event-stream"));
+            t.body(body);
+            t.end(end, 200);
+            let o = t.take_outcome().unwrap();
+            (o.input_tokens, o.output_tokens)
+        };
+        let whole = [TOKEN, &usage[..], b"data: [DONE]\n\n"].concat();
+        assert_eq!(run(&whole, StreamEnd::Complete), (Some(12), 1));
+        // Cut before [DONE]: failed, neither count is the run's.
+        assert_eq!(
+            run(&[TOKEN, &usage[..]].concat(), StreamEnd::Cut),
+            (None, 0)
+        );
+        // No usage: no input count (output from the chunks).
+        assert_eq!(
+            run(&[TOKEN, b"data: [DONE]\n\n"].concat(), StreamEnd::Complete),
+            (None, 1)
+        );
+        // A nonsense prompt_tokens is ignored, not failed.
+        let odd =
+            b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":-4,\"completion_tokens\":1}}\n\n";
+        assert_eq!(
+            run(
+                &[TOKEN, &odd[..], b"data: [DONE]\n\n"].concat(),
+                StreamEnd::Complete
+            ),
+            (None, 1)
+        );
+    }
 
     #[test]
     fn only_a_stream_that_succeeded_adds_output_tokens() {

@@ -10,8 +10,11 @@ pub mod prompts;
 pub mod replay;
 pub mod runtime;
 pub mod script_source;
+pub mod sharegpt;
 pub mod source;
+pub mod synthetic;
 pub mod template;
+pub mod tokenizer;
 
 use candor_wire::requests::RequestLine;
 use candor_wire::status::StatusSet;

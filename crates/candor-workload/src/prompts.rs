@@ -4,7 +4,7 @@
 //! a request set, so the request source, weights and `by_request` rows work as for any set.
 
 use candor_wire::requests::RequestSpec;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::fmt;
 use thiserror::Error;
 
@@ -55,17 +55,99 @@ impl std::str::FromStr for LlmApi {
 /// quarters of a word); `candor serve --llm` counts a prompt's tokens by the inverse rule.
 pub const WORDS_PER_TOKEN: (u64, u64) = (3, 4);
 
-/// One prompt: what the request asks and how long an answer it allows.
+/// What a prompt asks: text (a completions `prompt`, or one user message in chat) or messages.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Prompt {
-    Text {
-        prompt: String,
-        max_tokens: Option<u64>,
-    },
-    Messages {
-        messages: Vec<Value>,
-        max_tokens: Option<u64>,
-    },
+pub enum PromptInput {
+    Text(String),
+    Messages(Vec<Value>),
+}
+
+/// How the output budget is spelled in the body: OpenAI's older `max_tokens` (what every
+/// OpenAI-compatible server reads) or `max_completion_tokens` (what OpenAI's chat API now asks
+/// for, and what vLLM's `bench serve` sends to chat).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BudgetKey {
+    #[default]
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl BudgetKey {
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetKey::MaxTokens => "max_tokens",
+            BudgetKey::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+impl std::str::FromStr for BudgetKey {
+    type Err = PromptError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "max_tokens" => Ok(BudgetKey::MaxTokens),
+            "max_completion_tokens" => Ok(BudgetKey::MaxCompletionTokens),
+            other => Err(PromptError::UnknownBudgetKey(other.to_string())),
+        }
+    }
+}
+
+/// One prompt: what the request asks, how long an answer it allows, and the body fields of its
+/// line beyond those (`temperature`, `ignore_eos`, `seed`, ...), sent unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    pub input: PromptInput,
+    pub max_tokens: Option<u64>,
+    /// The spelling its line used (`None`: the run's `--max-tokens-field`).
+    pub budget_key: Option<BudgetKey>,
+    pub extra: Map<String, Value>,
+}
+
+impl Prompt {
+    /// A text prompt with a budget and nothing else.
+    pub fn text(prompt: impl Into<String>, max_tokens: Option<u64>) -> Prompt {
+        Prompt {
+            input: PromptInput::Text(prompt.into()),
+            max_tokens,
+            budget_key: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The output tokens it asks for at most, when it says.
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.max_tokens
+    }
+}
+
+/// The body fields candor sets itself, which neither a prompts line nor `--llm-body` may give:
+/// every request is streamed with usage, and its content comes from the prompt.
+const CANDORS_FIELDS: [&str; 4] = ["stream", "prompt", "messages", "stream_options"];
+
+/// `--llm-body JSON` and `--max-tokens-field`: what every request's body gets besides its
+/// prompt.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LlmBody {
+    /// Fields merged into every body (a prompts line's own fields win).
+    pub fields: Map<String, Value>,
+    pub budget_key: BudgetKey,
+}
+
+impl LlmBody {
+    /// Reads `--llm-body`: a JSON object of fields other than candor's own.
+    pub fn parse(text: &str) -> Result<Map<String, Value>, PromptError> {
+        let bad = |why: String| PromptError::Body(why);
+        let value: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let Value::Object(fields) = value else {
+            return Err(bad(format!("expected a JSON object, not {value}")));
+        };
+        if let Some(k) = CANDORS_FIELDS.iter().find(|k| fields.contains_key(**k)) {
+            return Err(bad(format!(
+                "\"{k}\" is set by candor (every request streams its prompt with usage)"
+            )));
+        }
+        Ok(fields)
+    }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -84,10 +166,18 @@ pub enum PromptError {
     NoPromptTokens,
     #[error("--output-tokens must be at least 1")]
     NoOutputTokens,
+    #[error("unknown --max-tokens-field '{0}': expected max_tokens or max_completion_tokens")]
+    UnknownBudgetKey(String),
+    #[error("--llm-body: {0}")]
+    Body(String),
+    #[error("{0}")]
+    Dataset(String),
 }
 
 /// Reads a prompts file's text: one JSON object per line, `{"prompt": "...", "max_tokens": N}`
-/// or `{"messages": [...], "max_tokens": N}`; empty lines are skipped.
+/// or `{"messages": [...], "max_tokens": N}` (or `max_completion_tokens`), with any other body
+/// fields beside them (`temperature`, `ignore_eos`, `top_p`, `seed`, ...) sent unchanged; empty
+/// lines are skipped.
 pub fn parse_prompts(text: &str, file: &str) -> Result<Vec<Prompt>, PromptError> {
     let mut prompts = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -100,63 +190,12 @@ pub fn parse_prompts(text: &str, file: &str) -> Result<Vec<Prompt>, PromptError>
             why,
         };
         let value: Value = serde_json::from_str(line).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let Some(object) = value.as_object() else {
+        let Value::Object(object) = value else {
             return Err(bad(
                 "expected a JSON object with \"prompt\" or \"messages\"".into(),
             ));
         };
-        let max_tokens = match object
-            .get("max_tokens")
-            .or_else(|| object.get("max_completion_tokens"))
-        {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64() {
-                Some(n) if n >= 1 => Some(n),
-                _ => {
-                    return Err(bad(format!(
-                        "max_tokens must be a whole number of at least 1, not {v}"
-                    )))
-                }
-            },
-        };
-        let prompt = match (object.get("prompt"), object.get("messages")) {
-            (Some(_), Some(_)) => {
-                return Err(bad("give \"prompt\" or \"messages\", not both".into()))
-            }
-            (Some(Value::String(p)), None) => Prompt::Text {
-                prompt: p.clone(),
-                max_tokens,
-            },
-            (Some(other), None) => {
-                return Err(bad(format!("\"prompt\" must be a string, not {other}")))
-            }
-            (None, Some(Value::Array(m))) => {
-                if m.is_empty() {
-                    return Err(bad("\"messages\" is empty".into()));
-                }
-                for (k, message) in m.iter().enumerate() {
-                    let ok = message.get("role").is_some_and(Value::is_string)
-                        && message.get("content").is_some();
-                    if !ok {
-                        return Err(bad(format!(
-                            "message {} needs a \"role\" string and a \"content\"",
-                            k + 1
-                        )));
-                    }
-                }
-                Prompt::Messages {
-                    messages: m.clone(),
-                    max_tokens,
-                }
-            }
-            (None, Some(other)) => {
-                return Err(bad(format!("\"messages\" must be an array, not {other}")))
-            }
-            (None, None) => {
-                return Err(bad("expected \"prompt\" or \"messages\"".into()));
-            }
-        };
-        prompts.push(prompt);
+        prompts.push(prompt_of(object).map_err(bad)?);
     }
     if prompts.is_empty() {
         return Err(PromptError::Empty(file.to_string()));
@@ -164,55 +203,64 @@ pub fn parse_prompts(text: &str, file: &str) -> Result<Vec<Prompt>, PromptError>
     Ok(prompts)
 }
 
-/// Words synthetic prompts are made of.
-const VOCABULARY: [&str; 16] = [
-    "latency",
-    "measure",
-    "queue",
-    "server",
-    "stall",
-    "token",
-    "stream",
-    "request",
-    "honest",
-    "schedule",
-    "intended",
-    "arrival",
-    "percentile",
-    "histogram",
-    "client",
-    "response",
-];
-
-/// `count` distinct synthetic prompts of `prompt_tokens` tokens each (by
-/// [`WORDS_PER_TOKEN`]), each asking for `output_tokens`. Each starts with its own number, so
-/// that a server's prefix cache cannot answer one from another.
-pub fn synthetic(
-    prompt_tokens: u64,
-    output_tokens: u64,
-    count: usize,
-) -> Result<Vec<Prompt>, PromptError> {
-    if prompt_tokens == 0 {
-        return Err(PromptError::NoPromptTokens);
+/// One line's object as a prompt, or why it is none.
+fn prompt_of(mut object: Map<String, Value>) -> Result<Prompt, String> {
+    if object.contains_key("max_tokens") && object.contains_key("max_completion_tokens") {
+        return Err("give \"max_tokens\" or \"max_completion_tokens\", not both".into());
     }
-    if output_tokens == 0 {
-        return Err(PromptError::NoOutputTokens);
+    let (budget_key, budget) = match (
+        object.remove("max_tokens"),
+        object.remove("max_completion_tokens"),
+    ) {
+        (Some(v), _) => (Some(BudgetKey::MaxTokens), Some(v)),
+        (None, Some(v)) => (Some(BudgetKey::MaxCompletionTokens), Some(v)),
+        (None, None) => (None, None),
+    };
+    let max_tokens = match budget {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => Some(n),
+            _ => {
+                return Err(format!(
+                    "max_tokens must be a whole number of at least 1, not {v}"
+                ))
+            }
+        },
+    };
+    let input = match (object.remove("prompt"), object.remove("messages")) {
+        (Some(_), Some(_)) => return Err("give \"prompt\" or \"messages\", not both".into()),
+        (Some(Value::String(p)), None) => PromptInput::Text(p),
+        (Some(other), None) => return Err(format!("\"prompt\" must be a string, not {other}")),
+        (None, Some(Value::Array(m))) => {
+            if m.is_empty() {
+                return Err("\"messages\" is empty".into());
+            }
+            for (k, message) in m.iter().enumerate() {
+                let ok = message.get("role").is_some_and(Value::is_string)
+                    && message.get("content").is_some();
+                if !ok {
+                    return Err(format!(
+                        "message {} needs a \"role\" string and a \"content\"",
+                        k + 1
+                    ));
+                }
+            }
+            PromptInput::Messages(m)
+        }
+        (None, Some(other)) => return Err(format!("\"messages\" must be an array, not {other}")),
+        (None, None) => return Err("expected \"prompt\" or \"messages\"".into()),
+    };
+    if let Some(k) = CANDORS_FIELDS.iter().find(|k| object.contains_key(**k)) {
+        return Err(format!(
+            "\"{k}\" is set by candor (every request streams its prompt with usage)"
+        ));
     }
-    let (num, den) = WORDS_PER_TOKEN;
-    let words = (prompt_tokens * num).div_ceil(den) as usize;
-    Ok((0..count)
-        .map(|k| {
-            let mut text = format!("{k}");
-            for w in 1..words {
-                text.push(' ');
-                text.push_str(VOCABULARY[(k * 7 + w * 13) % VOCABULARY.len()]);
-            }
-            Prompt::Text {
-                prompt: text,
-                max_tokens: Some(output_tokens),
-            }
-        })
-        .collect())
+    Ok(Prompt {
+        input,
+        max_tokens,
+        budget_key,
+        extra: object,
+    })
 }
 
 /// The requests for `prompts`: each a streaming `POST` to `api`'s path with `model`, asking for
@@ -224,6 +272,18 @@ pub fn requests(
     model: &str,
     prompts: &[Prompt],
     extra_headers: &[String],
+) -> Result<Vec<RequestSpec>, PromptError> {
+    requests_with(api, model, prompts, extra_headers, &LlmBody::default())
+}
+
+/// [`requests`] with `body`'s fields in every body (`--llm-body`), under each prompt's own
+/// fields, and its budget spelled as the prompt's line did, else as `body.budget_key`.
+pub fn requests_with(
+    api: LlmApi,
+    model: &str,
+    prompts: &[Prompt],
+    extra_headers: &[String],
+    body: &LlmBody,
 ) -> Result<Vec<RequestSpec>, PromptError> {
     let mut headers = vec!["Content-Type: application/json".to_string()];
     headers.extend(
@@ -240,27 +300,21 @@ pub fn requests(
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let mut body = json!({
-                "model": model,
-                "stream": true,
-                "stream_options": {"include_usage": true},
-            });
-            let (content, max_tokens) = match (api, p) {
-                (LlmApi::Chat, Prompt::Text { prompt, max_tokens }) => (
-                    ("messages", json!([{"role": "user", "content": prompt}])),
-                    max_tokens,
-                ),
-                (
-                    LlmApi::Chat,
-                    Prompt::Messages {
-                        messages,
-                        max_tokens,
-                    },
-                ) => (("messages", Value::Array(messages.clone())), max_tokens),
-                (LlmApi::Completions, Prompt::Text { prompt, max_tokens }) => {
-                    (("prompt", Value::String(prompt.clone())), max_tokens)
+            let mut fields = Map::new();
+            fields.insert("model".into(), json!(model));
+            fields.extend(body.fields.clone());
+            fields.extend(p.extra.clone());
+            fields.insert("stream".into(), json!(true));
+            fields.insert("stream_options".into(), json!({"include_usage": true}));
+            let (key, content) = match (api, &p.input) {
+                (LlmApi::Chat, PromptInput::Text(prompt)) => {
+                    ("messages", json!([{"role": "user", "content": prompt}]))
                 }
-                (LlmApi::Completions, Prompt::Messages { .. }) => return Err(PromptError::Line {
+                (LlmApi::Chat, PromptInput::Messages(m)) => ("messages", Value::Array(m.clone())),
+                (LlmApi::Completions, PromptInput::Text(prompt)) => {
+                    ("prompt", Value::String(prompt.clone()))
+                }
+                (LlmApi::Completions, PromptInput::Messages(_)) => return Err(PromptError::Line {
                     file: "prompts".into(),
                     line: i + 1,
                     why:
@@ -268,15 +322,16 @@ pub fn requests(
                             .into(),
                 }),
             };
-            body[content.0] = content.1;
-            if let Some(n) = max_tokens {
-                body["max_tokens"] = json!(n);
+            fields.insert(key.into(), content);
+            if let Some(n) = p.max_tokens {
+                let spelling = p.budget_key.unwrap_or(body.budget_key);
+                fields.insert(spelling.name().into(), json!(n));
             }
             Ok(RequestSpec {
                 method: "POST".into(),
                 path: api.path().into(),
                 headers: headers.clone(),
-                body: serde_json::to_vec(&body).expect("a JSON value serialises"),
+                body: serde_json::to_vec(&Value::Object(fields)).expect("a JSON value serialises"),
             })
         })
         .collect()
@@ -296,13 +351,14 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(
             p[0],
-            Prompt::Text {
-                prompt: "hello there".into(),
-                max_tokens: Some(32)
+            Prompt {
+                budget_key: Some(BudgetKey::MaxTokens),
+                ..Prompt::text("hello there", Some(32))
             }
         );
         assert!(
-            matches!(&p[1], Prompt::Messages { messages, max_tokens: None } if messages.len() == 2)
+            matches!(&p[1].input, PromptInput::Messages(m) if m.len() == 2)
+                && p[1].max_tokens.is_none()
         );
     }
 
@@ -334,23 +390,6 @@ mod tests {
             parse_prompts("\n\n", "e.jsonl").unwrap_err().to_string(),
             "e.jsonl: no prompts (every line is empty)"
         );
-    }
-
-    #[test]
-    fn synthetic_prompts_have_the_stated_length_and_differ() {
-        let p = synthetic(512, 128, 3).unwrap();
-        for (k, prompt) in p.iter().enumerate() {
-            let Prompt::Text { prompt, max_tokens } = prompt else {
-                unreachable!()
-            };
-            // 512 tokens -> ceil(512 * 3 / 4) = 384 words.
-            assert_eq!(prompt.split_whitespace().count(), 384);
-            assert!(prompt.starts_with(&format!("{k} ")));
-            assert_eq!(*max_tokens, Some(128));
-        }
-        assert_ne!(p[0], p[1]);
-        assert_eq!(synthetic(0, 1, 1), Err(PromptError::NoPromptTokens));
-        assert_eq!(synthetic(1, 0, 1), Err(PromptError::NoOutputTokens));
     }
 
     #[test]
@@ -389,5 +428,97 @@ mod tests {
             Ok(LlmApi::Completions)
         );
         assert!("anthropic".parse::<LlmApi>().is_err());
+    }
+
+    #[test]
+    fn a_lines_other_fields_are_sent_unchanged_and_its_budget_spelled_as_it_was() {
+        let text = r#"{"prompt": "hi", "max_completion_tokens": 5, "ignore_eos": true, "temperature": 0, "top_p": 0.9, "seed": 7, "model": "m2"}
+{"prompt": "yo", "max_tokens": 6}
+{"prompt": "no budget", "temperature": 1.5}
+"#;
+        let prompts = parse_prompts(text, "p").unwrap();
+        let body = LlmBody {
+            fields: LlmBody::parse(
+                r#"{"temperature": 0.5, "ignore_eos": false, "logprobs": null}"#,
+            )
+            .unwrap(),
+            budget_key: BudgetKey::MaxCompletionTokens,
+        };
+        let specs = requests_with(LlmApi::Completions, "m1", &prompts, &[], &body).unwrap();
+        let bodies: Vec<Value> = specs
+            .iter()
+            .map(|s| serde_json::from_slice(&s.body).unwrap())
+            .collect();
+        // The line's own fields win over --llm-body's, which win over --model.
+        assert_eq!(
+            bodies[0],
+            json!({"model": "m2", "prompt": "hi", "max_completion_tokens": 5, "ignore_eos": true,
+                   "temperature": 0, "top_p": 0.9, "seed": 7, "logprobs": null, "stream": true,
+                   "stream_options": {"include_usage": true}})
+        );
+        // A line's spelling is kept; --max-tokens-field spells the others.
+        assert_eq!(bodies[1]["max_tokens"], 6);
+        assert!(bodies[1].get("max_completion_tokens").is_none());
+        assert_eq!(
+            (
+                bodies[1]["temperature"].clone(),
+                bodies[1]["ignore_eos"].clone()
+            ),
+            (json!(0.5), json!(false))
+        );
+        assert_eq!(bodies[2]["temperature"], 1.5);
+        assert!(
+            bodies[2].get("max_tokens").is_none()
+                && bodies[2].get("max_completion_tokens").is_none()
+        );
+        let synthetic = crate::synthetic::fixed(4, 3, 1).unwrap();
+        let spec = &requests_with(LlmApi::Chat, "m", &synthetic, &[], &body).unwrap()[0];
+        let v: Value = serde_json::from_slice(&spec.body).unwrap();
+        assert_eq!(v["max_completion_tokens"], 3);
+    }
+
+    #[test]
+    fn candors_own_fields_and_bad_bodies_are_refused_by_name() {
+        for (line, want) in [
+            (
+                r#"{"prompt": "a", "stream": false}"#,
+                "\"stream\" is set by candor",
+            ),
+            (
+                r#"{"prompt": "a", "stream_options": {}}"#,
+                "\"stream_options\" is set by candor",
+            ),
+            (
+                r#"{"prompt": "a", "max_tokens": 1, "max_completion_tokens": 2}"#,
+                "not both",
+            ),
+            (
+                r#"{"prompt": "a", "max_completion_tokens": 0}"#,
+                "at least 1",
+            ),
+        ] {
+            let e = parse_prompts(line, "p").unwrap_err().to_string();
+            assert!(e.starts_with("p:1: ") && e.contains(want), "{line}: {e}");
+        }
+        for (body, want) in [
+            ("{", "--llm-body: not JSON"),
+            ("[1]", "--llm-body: expected a JSON object, not [1]"),
+            (
+                r#"{"messages": []}"#,
+                "--llm-body: \"messages\" is set by candor",
+            ),
+            (
+                r#"{"stream": false}"#,
+                "--llm-body: \"stream\" is set by candor",
+            ),
+        ] {
+            let e = LlmBody::parse(body).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{body}: {e}");
+        }
+        assert_eq!(
+            "max_completion_tokens".parse::<BudgetKey>(),
+            Ok(BudgetKey::MaxCompletionTokens)
+        );
+        assert!("max_new_tokens".parse::<BudgetKey>().is_err());
     }
 }

@@ -83,6 +83,10 @@ pub struct LoadConfig {
     /// `--event-timeout`: a streamed response whose next event does not come this long after
     /// its previous one fails (class `stream`, named `event_timeout`); 0: no such bound.
     pub event_timeout_ns: u64,
+    /// `--stream-timeout`: once a streamed response's first event has come, the bound on the
+    /// whole response from its send, in place of `timeout_ns` (which then bounds only the wait
+    /// for the first event); 0: `timeout_ns` bounds the whole response.
+    pub stream_timeout_ns: u64,
     /// After the last intended send, how long to wait for outstanding requests.
     pub drain_ns: u64,
     /// Length of the interval histograms.
@@ -124,8 +128,8 @@ impl LoadConfig {
         output_tokens: u64,
         count: usize,
     ) -> Result<(), candor_workload::prompts::PromptError> {
-        use candor_workload::prompts::{requests, synthetic, LlmApi};
-        let list = synthetic(prompt_tokens, output_tokens, count)?;
+        use candor_workload::prompts::{requests, LlmApi};
+        let list = candor_workload::synthetic::fixed(prompt_tokens, output_tokens, count)?;
         let mut specs = requests(LlmApi::Chat, "default", &list, &[])?;
         for s in &mut specs {
             s.path = LlmApi::Chat.path().to_string();
@@ -203,6 +207,7 @@ impl LoadConfig {
             warmup_ns: 0,
             timeout_ns: default_ns(DEFAULT_TIMEOUT),
             event_timeout_ns: 0,
+            stream_timeout_ns: 0,
             drain_ns: default_ns(DEFAULT_TIMEOUT),
             interval_ns: 1_000_000_000,
             method: DEFAULT_METHOD.into(),

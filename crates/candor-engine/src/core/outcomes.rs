@@ -228,20 +228,20 @@ impl Core {
             return;
         }
         self.next_timeout_scan = now + TIMEOUT_SCAN_NS;
-        let limit = self.cfg.timeout_ns;
         match self.cfg.timeout_scope {
             TimeoutScope::Connection => {
                 for conn in 0..self.conns.len() {
                     let Some(&front) = self.conns[conn].carried.front() else {
                         continue;
                     };
-                    let e = &self.slots[front].exchange;
+                    let s = &self.slots[front];
+                    let e = &s.exchange;
                     let since = if e.sent != 0 {
                         e.sent
                     } else {
                         self.conns[conn].connect_started.max(e.intended)
                     };
-                    if now.saturating_sub(since) >= limit {
+                    if now.saturating_sub(since) >= self.cfg.bound_for(s.last_event) {
                         if let Some(o) = expired(Expiry { conn, slot: front }) {
                             self.stream_outcome(front, &o);
                         }
@@ -256,7 +256,7 @@ impl Core {
                     // the connect attempt, which the transport bounds by the same timeout.
                     if s.busy
                         && s.exchange.sent != 0
-                        && now.saturating_sub(s.exchange.sent) >= limit
+                        && now.saturating_sub(s.exchange.sent) >= self.cfg.bound_for(s.last_event)
                     {
                         let conn = self.conn_of(slot);
                         if let Some(o) = expired(Expiry { conn, slot }) {

@@ -31,6 +31,8 @@ pub struct Shape {
     /// `--stream`/`--llm`, `--event-timeout` and `--goodput`.
     pub stream: candor_stream::tap::StreamSettings,
     pub event_timeout_ns: u64,
+    /// `--stream-timeout`.
+    pub stream_timeout_ns: u64,
     pub goodput: Option<candor_stream::goodput::GoodputSlo>,
     /// The request's header lines (`-H`).
     pub headers: Vec<String>,
@@ -48,6 +50,7 @@ impl Shape {
             checks: ResponseChecks::default(),
             stream: Default::default(),
             event_timeout_ns: 0,
+            stream_timeout_ns: 0,
             goodput: None,
             headers: Vec::new(),
         }
@@ -71,6 +74,7 @@ impl Shape {
         config.workload.checks = self.checks.clone();
         config.stream = self.stream;
         config.event_timeout_ns = self.event_timeout_ns;
+        config.stream_timeout_ns = self.stream_timeout_ns;
         config.goodput = self.goodput;
         config.headers = self.headers.clone();
         if !self.body.is_empty() {

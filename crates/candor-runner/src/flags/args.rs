@@ -4,6 +4,13 @@
 use candor_core::units::DurationArg;
 use clap::{Args, ValueEnum};
 
+/// `--sharegpt-budget`.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum SharegptBudgetArg {
+    Answer,
+    Drawn,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ArrivalArg {
     /// Evenly spaced intended send times.
@@ -30,7 +37,8 @@ pub struct LoadArgs {
     pub duration: Option<DurationArg>,
     /// A request with no full response this long after it was written fails as a timeout
     /// (its response time is recorded as its age at that moment) and its connection is reopened.
-    /// With its unit (a bare number is refused).
+    /// With its unit (a bare number is refused). In --llm runs (and --stream runs given
+    /// --stream-timeout) it bounds only the wait for the first event.
     #[arg(
         short = 'T',
         long,
@@ -45,6 +53,12 @@ pub struct LoadArgs {
     /// --timeout bounds the wait.
     #[arg(long, value_name = "DUR")]
     pub event_timeout: Option<DurationArg>,
+    /// --stream/--llm: once a streamed response's first event has come, it fails as a timeout
+    /// if it has not ended DUR after it was sent (what it delivered is counted); --timeout then
+    /// bounds only the wait for the first event. Default with --llm: 60s; with --stream: none
+    /// (--timeout bounds the whole response).
+    #[arg(long, value_name = "DUR")]
+    pub stream_timeout: Option<DurationArg>,
     /// --llm: goodput as vLLM defines it, the requests per second that meet every one of
     /// these per-request objectives, judged on each request's own TTFT, TPOT and end-to-end
     /// latency (from the intended send; the actual-send twin is reported beside it), e.g.
@@ -173,7 +187,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "NAME", default_value = "default", requires = "llm")]
     pub model: String,
     /// --llm: prompts, one JSON object per line: {"prompt": "...", "max_tokens": N} or
-    /// {"messages": [...], "max_tokens": N}.
+    /// {"messages": [...], "max_tokens": N}; any other field of a line (temperature, ignore_eos,
+    /// top_p, seed, ...) is sent in its request's body unchanged.
     #[arg(
         long,
         value_name = "FILE",
@@ -181,12 +196,48 @@ pub struct LoadArgs {
         conflicts_with = "prompt_tokens"
     )]
     pub prompts: Option<std::path::PathBuf>,
-    /// --llm without --prompts: synthetic prompts of N tokens (a token is 3/4 of a word).
-    #[arg(long, value_name = "N", requires = "llm", default_value_t = 128)]
-    pub prompt_tokens: u64,
-    /// --llm without --prompts: the output tokens each synthetic prompt asks for.
-    #[arg(long, value_name = "N", requires = "llm", default_value_t = 128)]
-    pub output_tokens: u64,
+    /// --llm: prompts from a ShareGPT-format JSON file (vLLM's --dataset-name sharegpt): the
+    /// first user turn of each of the first 1,000 conversations that have an answer.
+    #[arg(long, value_name = "FILE", requires = "llm", conflicts_with_all = ["prompts", "prompt_tokens", "prefix_tokens"])]
+    pub sharegpt: Option<std::path::PathBuf>,
+    /// --sharegpt: each prompt's output budget: answer (its recorded answer's length, as vLLM
+    /// does) or drawn (--output-tokens).
+    #[arg(
+        long,
+        value_name = "FROM",
+        requires = "sharegpt",
+        value_enum,
+        default_value = "answer"
+    )]
+    pub sharegpt_budget: SharegptBudgetArg,
+    /// --llm without --prompts: synthetic prompts of N tokens (a token is 3/4 of a word), or
+    /// lengths drawn per prompt (seeded by --seed): uniform:LO..HI or normal:MEAN,SD[,LO..HI].
+    #[arg(long, value_name = "N", requires = "llm", default_value = "128")]
+    pub prompt_tokens: candor_load::workload::synthetic::Lengths,
+    /// --llm without --prompts: the output tokens each synthetic prompt asks for (N,
+    /// uniform:LO..HI or normal:MEAN,SD[,LO..HI]).
+    #[arg(long, value_name = "N", requires = "llm", default_value = "128")]
+    pub output_tokens: candor_load::workload::synthetic::Lengths,
+    /// --llm without --prompts: every synthetic prompt starts with the same N tokens (a
+    /// prefix cache's test), before its own --prompt-tokens.
+    #[arg(long, value_name = "N", requires = "llm", default_value_t = 0)]
+    pub prefix_tokens: u64,
+    /// --llm: count tokens exactly with this tokenizer: a tiktoken encoding embedded in candor
+    /// (cl100k_base, o200k_base) or a Hugging Face tokenizer.json file. Synthetic prompts are
+    /// then exactly --prompt-tokens (and --prefix-tokens) long, and ShareGPT answers' lengths
+    /// are counted by it. Without it, a token is 3/4 of a word (an estimate).
+    #[arg(long, value_name = "NAME|FILE", requires = "llm")]
+    pub tokenizer: Option<String>,
+    /// --llm: a JSON object of body fields merged into every request, e.g.
+    /// '{"ignore_eos": true, "temperature": 0}' (a --prompts line's own fields win).
+    #[arg(long, value_name = "JSON", requires = "llm")]
+    pub llm_body: Option<String>,
+    /// --llm: how the output budget is spelled in the body: max_tokens (every OpenAI-compatible
+    /// server) or max_completion_tokens (OpenAI's chat API; vLLM's bench serve for chat). A
+    /// --prompts line's own spelling is kept.
+    #[arg(long, value_name = "FIELD", requires = "llm", default_value = "max_tokens",
+          value_parser = ["max_tokens", "max_completion_tokens"])]
+    pub max_tokens_field: String,
     /// HTTP statuses that count as success: codes, classes or ranges, e.g. '200,404' or
     /// '2xx,3xx'; any other response fails (class "status"), its latency still recorded.
     /// Default: everything below 400. For gRPC targets, grpc-status names or numbers, e.g.

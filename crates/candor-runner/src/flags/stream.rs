@@ -10,6 +10,60 @@ use candor_load::LoadConfig;
 /// prefix cache cannot answer one from another, sent round robin.
 const SYNTHETIC_PROMPTS: usize = 64;
 
+/// Synthetic prompts drawn when their lengths are a distribution: as many as vLLM's
+/// `--num-prompts` default, so that the lengths sent follow the distribution closely.
+const DRAWN_PROMPTS: usize = 1000;
+
+/// `--stream-timeout` of an `--llm` run that does not give one: generous, so that answers of a
+/// few thousand tokens at tens of ms a token complete, while a stream that never ends is still
+/// ended within a minute.
+const LLM_STREAM_TIMEOUT_NS: u64 = 60_000_000_000;
+
+/// The fastest inter-token latency a run is expected to meet (a small model on a fast GPU,
+/// ~200 tokens/s): an answer that would outlast its bound even at this pace cannot succeed.
+const FAST_ITL_NS: u64 = 5_000_000;
+
+/// The warning for a run whose longest answer (`max_output` tokens, when known) would take
+/// longer than `bound_ns` (`--stream-timeout`, or `--timeout` when that bounds the whole
+/// stream) even at [`FAST_ITL_NS`] a token: every such request would time out.
+fn impossible_answer(max_output: Option<u64>, bound_ns: u64, bound_flag: &str) -> Option<String> {
+    let tokens = max_output?;
+    let needs = tokens.saturating_mul(FAST_ITL_NS);
+    (needs > bound_ns).then(|| {
+        format!(
+            "candor: warning: answers of {tokens} tokens take {} even at {} a token, past {bound_flag} {}: \
+             they would time out (raise {bound_flag} or lower the output tokens)",
+            candor_core::units::format_ns(needs as f64),
+            candor_core::units::format_ns(FAST_ITL_NS as f64),
+            candor_core::units::format_ns(bound_ns as f64),
+        )
+    })
+}
+
+/// `--stream-timeout`: given, or [`LLM_STREAM_TIMEOUT_NS`] for `--llm`, or none; a drain not
+/// given waits as long, so that streams begun at the window's end can finish.
+fn stream_timeout(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
+    let streamed = a.llm.is_some() || a.stream.is_some();
+    c.stream_timeout_ns = match &a.stream_timeout {
+        Some(_) if !streamed => {
+            return Err(FlagError::Invalid(
+                "--stream-timeout bounds a stream once its first event has come: it needs --stream or --llm"
+                    .into(),
+            ))
+        }
+        Some(d) if d.ns() == 0 => {
+            return Err(FlagError::Invalid("--stream-timeout must be positive".into()))
+        }
+        Some(d) => d.ns(),
+        None if a.llm.is_some() => LLM_STREAM_TIMEOUT_NS,
+        None => 0,
+    };
+    if a.drain.is_none() {
+        c.drain_ns = c.drain_ns.max(c.stream_timeout_ns);
+    }
+    Ok(())
+}
+
 /// `--stream` and `--llm`: how responses are read, and an LLM run's requests.
 fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     use candor_load::stream::StreamKind;
@@ -27,6 +81,13 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     let api: LlmApi = api
         .parse()
         .map_err(|e: prompts::PromptError| FlagError::Invalid(e.to_string()))?;
+    let tokenizer = match &a.tokenizer {
+        Some(spec) => Some(
+            candor_load::workload::tokenizer::Tokenizer::load(spec)
+                .map_err(|e| FlagError::Invalid(e.to_string()))?,
+        ),
+        None => None,
+    };
     let list = match &a.prompts {
         Some(path) => {
             let bytes = read(
@@ -44,10 +105,65 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             })?;
             prompts::parse_prompts(text, &path.display().to_string())
         }
-        None => prompts::synthetic(a.prompt_tokens, a.output_tokens, SYNTHETIC_PROMPTS),
+        None if a.sharegpt.is_some() => {
+            use super::args::SharegptBudgetArg;
+            use candor_load::workload::sharegpt::{self, SharegptBudget};
+            let path = a.sharegpt.as_ref().expect("matched");
+            let file = std::fs::File::open(path)
+                .map_err(|e| FlagError::Invalid(format!("--sharegpt {}: {e}", path.display())))?;
+            let budget = match a.sharegpt_budget {
+                SharegptBudgetArg::Answer => SharegptBudget::Answer,
+                SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
+            };
+            let name = format!("--sharegpt {}", path.display());
+            sharegpt::read(
+                file,
+                &name,
+                DRAWN_PROMPTS,
+                budget,
+                a.seed,
+                tokenizer.as_ref(),
+            )
+        }
+        None => {
+            use candor_load::workload::synthetic::{self, SyntheticSpec};
+            let spec = SyntheticSpec {
+                prompt: a.prompt_tokens,
+                output: a.output_tokens,
+                prefix: a.prefix_tokens,
+                seed: a.seed,
+            };
+            let fixed = spec.prompt.fixed().is_some() && spec.output.fixed().is_some();
+            synthetic::prompts(
+                spec,
+                if fixed {
+                    SYNTHETIC_PROMPTS
+                } else {
+                    DRAWN_PROMPTS
+                },
+                tokenizer.as_ref(),
+            )
+        }
     }
     .map_err(|e| FlagError::Invalid(e.to_string()))?;
-    let mut specs = prompts::requests(api, &a.model, &list, &a.headers)
+    let max_output = list.iter().map(prompts::Prompt::max_tokens).max().flatten();
+    let (bound, flag) = if c.stream_timeout_ns != 0 {
+        (c.stream_timeout_ns, "--stream-timeout")
+    } else {
+        (c.timeout_ns, "--timeout")
+    };
+    if let Some(w) = impossible_answer(max_output, bound, flag) {
+        eprintln!("{w}");
+    }
+    let invalid = |e: prompts::PromptError| FlagError::Invalid(e.to_string());
+    let body = prompts::LlmBody {
+        fields: match &a.llm_body {
+            Some(text) => prompts::LlmBody::parse(text).map_err(invalid)?,
+            None => Default::default(),
+        },
+        budget_key: a.max_tokens_field.parse().map_err(invalid)?,
+    };
+    let mut specs = prompts::requests_with(api, &a.model, &list, &a.headers, &body)
         .map_err(|e| FlagError::Invalid(e.to_string()))?;
     for s in &mut specs {
         s.path = api.path().to_string();
@@ -60,6 +176,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
 
 /// `--stream`, `--llm` and `--goodput`, set into `c`.
 pub(super) fn stream_flags(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
+    stream_timeout(a, c)?;
     llm_and_stream(a, c)?;
     if let Some(text) = &a.goodput {
         c.goodput = Some(
@@ -68,4 +185,27 @@ pub(super) fn stream_flags(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_that_cannot_finish_even_at_a_fast_pace_is_warned_of() {
+        // 128 tokens at 5 ms = 640 ms: inside 2 s, past 500 ms.
+        assert_eq!(
+            impossible_answer(Some(128), 2_000_000_000, "--timeout"),
+            None
+        );
+        let w = impossible_answer(Some(128), 500_000_000, "--stream-timeout").unwrap();
+        assert!(
+            w.starts_with("candor: warning: answers of 128 tokens take 640"),
+            "{w}"
+        );
+        assert!(w.contains("past --stream-timeout 500"), "{w}");
+        // Exactly at the bound is possible; unknown budgets are not judged.
+        assert_eq!(impossible_answer(Some(100), 500_000_000, "--timeout"), None);
+        assert_eq!(impossible_answer(None, 1, "--timeout"), None);
+    }
 }

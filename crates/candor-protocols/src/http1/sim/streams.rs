@@ -311,6 +311,56 @@ fn a_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
 }
 
 #[test]
+fn with_a_stream_timeout_the_timeout_bounds_only_the_wait_for_the_first_event() {
+    // Truth: -T 15 ms, --stream-timeout 35 ms; a scan at the first step 10 ms or more after
+    // the previous one (here at 12, 22 and 32 ms, then due at 42). The request (sent at 0):
+    // its head at 1 ms and tokens every 5 ms from 2 to 32 ms: past 15 ms it is bounded by
+    // 35 ms from its send, so the 22 and 32 ms scans keep it and the one at 42 ms fails it, in
+    // class `timeout` with its 7 tokens' events counted. Without the stream bound the 22 ms
+    // scan would have failed it, as in the test above.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(None, true);
+    shape.timeout_ns = 15 * MS;
+    shape.stream_timeout_ns = 35 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    let token = chunk(b"data: {\"choices\":[{\"delta\":{\"content\":\"t\"}}]}\n\n");
+    for k in 0..7u64 {
+        r.at(START + (2 + 5 * k) * MS);
+        assert!(r.answer(0, &token, START + (2 + 5 * k) * MS));
+        assert_eq!(r.state(0), ConnState::Open, "token {k}");
+    }
+    r.at(START + 41 * MS);
+    assert_eq!(r.state(0), ConnState::Open, "no scan between 32 and 42 ms");
+    r.at(START + 42 * MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 50 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.timeout), (1, 1));
+    let s = p.stream.as_ref().unwrap();
+    assert_eq!((s.events, s.responses), (7, 1));
+}
+
+#[test]
+fn with_a_stream_timeout_a_silent_first_event_is_still_bounded_by_the_timeout() {
+    // Truth: the head at 1 ms and no event: -T 15 ms ends it at the 20 ms scan, however long
+    // --stream-timeout (1 s) would allow a stream that had begun.
+    let mut shape = Shape::new(1);
+    shape.stream = sse(None, true);
+    shape.timeout_ns = 15 * MS;
+    shape.stream_timeout_ns = 1_000 * MS;
+    let mut r = http(shape);
+    r.open_all().at(START);
+    assert!(r.answer(0, SSE_HEAD, START + MS));
+    r.at(START + 10 * MS);
+    assert_eq!(r.state(0), ConnState::Open);
+    r.at(START + 20 * MS);
+    assert_eq!(r.state(0), ConnState::Down);
+    let p = r.finish(START + 30 * MS);
+    assert_eq!((p.counts.failed, p.counts.errors.timeout), (1, 1));
+}
+
+#[test]
 fn a_stream_the_run_ends_keeps_its_first_token_and_events_and_stays_unfinished() {
     // The head at 1 ms and one token at 2 ms, then the run ends at 5 ms (-T 2 s far off): the
     // request is unfinished (not failed), and its stream's TTFT (2 ms), first event and event

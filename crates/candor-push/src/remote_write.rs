@@ -1,6 +1,6 @@
 //! Prometheus remote write 1.0: the `WriteRequest` protobuf, snappy block-compressed, POSTed.
 //! The messages are written from the spec's `prompb/types.proto` and `prompb/remote.proto`
-//! (https://prometheus.io/docs/specs/prw/remote_write_spec/, the Prometheus repository's
+//! (<https://prometheus.io/docs/specs/prw/remote_write_spec/>, the Prometheus repository's
 //! `prompb/` at v2.42), only the fields candor sends; field numbers as there.
 
 use crate::format::Format;

@@ -185,6 +185,7 @@ mod tests {
                 output_tokens_per_s: 198.0,
                 counted_from_usage: 99,
                 counted_from_chunks: 0,
+                ..Default::default()
             }),
             goodput: Some(Goodput::of("ttft<500ms".into(), 90, 99, 100, 10.0)),
         });

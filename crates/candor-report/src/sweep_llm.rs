@@ -73,6 +73,7 @@ mod tests {
                 output_tokens_per_s: rate * 8.0,
                 counted_from_usage: 100,
                 counted_from_chunks: 0,
+                ..Default::default()
             }),
             goodput: Some(Goodput::of("ttft<500ms".into(), 50, 100, 100, 10.0)),
         });

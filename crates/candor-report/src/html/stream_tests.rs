@@ -53,6 +53,7 @@ fn llm_run(zero: u64) -> RunResults {
             output_tokens_per_s: 2000.0,
             counted_from_usage: n,
             counted_from_chunks: 0,
+            ..Default::default()
         }),
         goodput: Some(Goodput::of("ttft<500ms".into(), n, n, n, 3.0)),
     });

@@ -327,7 +327,10 @@ fn an_unreachable_udp_port_is_one_line_before_any_load() {
 fn h3_is_refused_with_what_it_does_not_carry_in_one_line() {
     for (args, says) in [
         (&["--h3", "http://127.0.0.1:1/"][..], "not http://"),
-        (&["--h3", "--h2", "https://127.0.0.1:1/"][..], "not --h2"),
+        (
+            &["--h3", "--h2", "https://127.0.0.1:1/"][..],
+            "--h2 and --h3 choose different protocols",
+        ),
         (
             &["--h3", "--pipeline", "2", "https://127.0.0.1:1/"][..],
             "not --pipeline",

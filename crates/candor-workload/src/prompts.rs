@@ -1,7 +1,8 @@
 //! What an LLM run sends (`--llm openai`): OpenAI-compatible streaming requests built once,
-//! before the run, from a prompts file (`--prompts FILE`, JSON lines) or from synthetic prompts
-//! of a given length (`--prompt-tokens N --output-tokens M`). Each prompt becomes one request of
-//! a request set, so the request source, weights and `by_request` rows work as for any set.
+//! before the run, from a prompts file (`--prompts FILE`, JSON lines, its extra body fields
+//! kept), a ShareGPT file ([`crate::sharegpt`]) or synthetic prompts ([`crate::synthetic`]),
+//! with `--llm-body`'s fields. Each prompt becomes one request of a request set, so the request
+//! source, weights and `by_request` rows work as for any set.
 
 use candor_wire::requests::RequestSpec;
 use serde_json::{json, Map, Value};

@@ -220,7 +220,13 @@ pub struct LoadArgs {
     pub output_tokens: candor_load::workload::synthetic::Lengths,
     /// --llm without --prompts: every synthetic prompt starts with the same N tokens (a
     /// prefix cache's test), before its own --prompt-tokens.
-    #[arg(long, value_name = "N", requires = "llm", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "llm",
+        default_value_t = 0,
+        conflicts_with = "prompts"
+    )]
     pub prefix_tokens: u64,
     /// --llm: count tokens exactly with this tokenizer: a tiktoken encoding embedded in candor
     /// (cl100k_base, o200k_base) or a Hugging Face tokenizer.json file. Synthetic prompts are

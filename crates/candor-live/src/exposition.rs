@@ -25,8 +25,9 @@ pub struct MetricsSnapshot {
     pub measured: RequestCounts,
     /// Responses of the measured window by status code (`"200"`, ..., `"other"`).
     pub codes: std::collections::BTreeMap<String, u64>,
-    /// gRPC calls of the measured window by `grpc-status` name (empty for other protocols).
-    pub grpc_status: std::collections::BTreeMap<String, u64>,
+    /// Replies of the measured window by the code their protocol gives them (gRPC's
+    /// `grpc-status`); no table for protocols without such codes.
+    pub reply_codes: candor_core::reply_codes::ReplyCodeCounts,
     pub in_flight: u64,
     /// `None` in a closed loop (no target).
     pub target_per_s: Option<f64>,
@@ -242,12 +243,17 @@ pub fn families(s: &MetricsSnapshot) -> Vec<Family<'_>> {
         "code",
         s.codes.iter().map(|(k, n)| (k.as_str(), *n)),
     );
-    if !s.grpc_status.is_empty() {
+    if let Some(table) = s.reply_codes.table() {
+        let by_name = s.reply_codes.by_name();
         f.counters(
-            "candor_grpc_calls_total",
-            "gRPC calls of the measured window by the grpc-status they ended with, accepted and failed alike (those outside --check-status are in candor_requests_failed_total class grpc).",
-            "grpc_status",
-            s.grpc_status.iter().map(|(k, n)| (k.as_str(), *n)),
+            table.series,
+            &format!(
+                "Replies of the measured window by the {} they ended with, accepted and failed alike (those outside --check-status are in candor_requests_failed_total class {}).",
+                table.field,
+                table.failure.name()
+            ),
+            table.field,
+            by_name.iter().map(|(k, n)| (k.as_str(), *n)),
         );
     }
     if let Some(rate) = s.target_per_s {
@@ -367,7 +373,7 @@ mod tests {
             stream: None,
             measured,
             codes: [("200".to_string(), 5), ("404".to_string(), 1)].into(),
-            grpc_status: Default::default(),
+            reply_codes: Default::default(),
             in_flight: 1,
             target_per_s: Some(2500.0),
             elapsed_s: 3.5,

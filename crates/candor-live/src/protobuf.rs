@@ -187,7 +187,7 @@ mod tests {
             stream: None,
             measured: Default::default(),
             codes: Default::default(),
-            grpc_status: Default::default(),
+            reply_codes: Default::default(),
             in_flight: 0,
             target_per_s: Some(100.0),
             elapsed_s: 1.5,

@@ -194,6 +194,93 @@ fn a_one_second_run_is_pushed_whole() {
     assert!(!text(&out).contains("dropped"), "{}", text(&out));
 }
 
+/// The last push of each run of a command of several, by its `label` (`step`, `repeat`): the
+/// batch whose `candor_run_finished` is 1 for that run.
+fn last_of_each_run(rx: &Receiver, label: &str, runs: usize) -> Vec<WriteRequest> {
+    let got = rx.accepted();
+    (1..=runs)
+        .map(|n| {
+            let n = n.to_string();
+            got.iter()
+                .rev()
+                .find(|w| sample(w, "candor_run_finished", label, &n) == Some(1.0))
+                .unwrap_or_else(|| panic!("no final push of {label} {n}"))
+                .clone()
+        })
+        .collect()
+}
+
+#[test]
+fn each_step_of_a_sweep_and_each_repeat_is_pushed_under_its_number() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = std::env::temp_dir().join(format!("candor-e2e-push-s-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rx = Receiver::start(|_| 200, None);
+    let out_flag = format!("prometheus-rw={}", rx.url);
+    let sweep_json = dir.join("sweep.json");
+    let out = candor()
+        .args(["sweep", "--rates", "50,100", "--pause", "0s", "-d", "1s"])
+        .args(["--warmup", "0s", "-c", "4", "--quiet", "--out", &out_flag])
+        .args(["--run-id", "sw", "--json"])
+        .arg(&sweep_json)
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sweep_json).unwrap()).unwrap();
+    for (i, last) in last_of_each_run(&rx, "step", 2).iter().enumerate() {
+        let step = &v["steps"][i]["results"];
+        let completed = series(
+            last,
+            "candor_requests_completed_total",
+            "step",
+            &(i + 1).to_string(),
+        );
+        assert_eq!(
+            completed.unwrap().samples[0].value,
+            req(step, "completed"),
+            "step {i}"
+        );
+        assert!(completed
+            .unwrap()
+            .labels
+            .iter()
+            .any(|l| l.name == "run_id" && l.value == "sw"));
+    }
+    let rx = Receiver::start(|_| 200, None);
+    let out_flag = format!("prometheus-rw={}", rx.url);
+    let (v, out, _) = run(&[
+        "--repeat",
+        "2",
+        "--repeat-pause",
+        "0s",
+        "-R",
+        "50",
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        "--out",
+        &out_flag,
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("candor: pushed"), "{}", text(&out));
+    for (i, last) in last_of_each_run(&rx, "repeat", 2).iter().enumerate() {
+        let run = &v["repeats"][i];
+        let completed = sample(
+            last,
+            "candor_requests_completed_total",
+            "repeat",
+            &(i + 1).to_string(),
+        );
+        assert_eq!(completed, Some(req(run, "completed")), "repeat {i}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_failing_or_overloaded_receiver_is_retried_until_it_takes_the_samples() {
     let _g = serial();

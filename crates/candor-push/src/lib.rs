@@ -29,7 +29,7 @@ pub enum PushError {
     Out(String),
     #[error("invalid --out URL '{url}': {why}")]
     Url { url: String, why: String },
-    #[error("invalid --tag '{0}': expected NAME=VALUE with NAME of letters, digits and _ (not starting with a digit or __), not run_id, shard, phase or le")]
+    #[error("invalid --tag '{0}': expected NAME=VALUE with NAME of letters, digits and _ (not starting with a digit or __), not run_id, shard, phase, step, repeat or le")]
     Tag(String),
     #[error("invalid --run-id '{0}': expected 1 to 128 printable characters")]
     RunId(String),
@@ -91,7 +91,27 @@ impl OutputSpec {
 }
 
 /// Labels candor sets itself; a `--tag` may not take them.
-const RESERVED: [&str; 4] = ["run_id", "shard", "phase", "le"];
+const RESERVED: [&str; 6] = ["run_id", "shard", "phase", "step", "repeat", "le"];
+
+/// The runs of a command of several (`sweep` and `capacity` steps, `run --repeat`'s repeats):
+/// each run's series carry its number from 1 under this label, so that runs stay apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunSeries {
+    /// `step`: a step of `candor sweep` or a probe of `candor capacity`.
+    Step,
+    /// `repeat`: one of `candor run --repeat N`.
+    Repeat,
+}
+
+impl RunSeries {
+    /// The label's name.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunSeries::Step => "step",
+            RunSeries::Repeat => "repeat",
+        }
+    }
+}
 
 /// Parses one `--tag NAME=VALUE`.
 pub fn parse_tag(text: &str) -> Result<(String, String), PushError> {
@@ -130,6 +150,10 @@ pub struct Pusher {
     state: Option<PushState>,
     intervals: u64,
     last_ms: i64,
+    /// Numbers each run under this label (commands of several runs).
+    series: Option<RunSeries>,
+    /// Runs begun so far.
+    runs: u32,
 }
 
 impl Pusher {
@@ -159,7 +183,14 @@ impl Pusher {
             state: None,
             intervals: 0,
             last_ms: 0,
+            series: None,
+            runs: 0,
         })
+    }
+
+    /// Labels each run that follows with its number under `series`'s label.
+    pub fn number_runs(&mut self, series: RunSeries) {
+        self.series = Some(series);
     }
 
     /// A run begins: counters start from zero (each step of a sweep is a run of its own).
@@ -167,6 +198,10 @@ impl Pusher {
         let mut common = vec![("run_id".to_string(), self.run_id.clone())];
         if let Some(s) = shard {
             common.push(("shard".into(), s.to_string()));
+        }
+        self.runs += 1;
+        if let Some(series) = self.series {
+            common.push((series.label().into(), self.runs.to_string()));
         }
         common.extend(self.tags.iter().cloned());
         self.state = Some(PushState::new(RunLabels {
@@ -268,11 +303,42 @@ mod tests {
             "phase=x",
             "shard=1",
             "le=1",
+            "step=1",
+            "repeat=2",
             "x=",
         ] {
             assert!(parse_tag(bad).is_err(), "{bad}");
         }
         assert!(check_run_id("r-20261128").is_ok());
         assert!(check_run_id("").is_err() && check_run_id("a\nb").is_err());
+    }
+
+    #[test]
+    fn the_runs_of_a_series_are_numbered_under_their_label() {
+        let labels_of = |p: &Pusher| p.state.as_ref().unwrap().batch(0).series[0].labels.clone();
+        let tags = vec![("team".to_string(), "a".to_string())];
+        let mut p = Pusher::start(&[], tags.clone(), "r".into(), Duration::from_secs(1)).unwrap();
+        p.number_runs(RunSeries::Step);
+        for step in ["1", "2"] {
+            p.begin(Some(3), Some(10.0), false);
+            let l = labels_of(&p);
+            let pairs: Vec<(&str, &str)> = l.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+            assert_eq!(
+                pairs[..4],
+                [
+                    ("run_id", "r"),
+                    ("shard", "3"),
+                    ("step", step),
+                    ("team", "a")
+                ]
+            );
+        }
+        // A single run has no such label.
+        let mut one = Pusher::start(&[], tags, "r".into(), Duration::from_secs(1)).unwrap();
+        one.begin(None, None, false);
+        assert!(!labels_of(&one)
+            .iter()
+            .any(|(k, _)| k == "step" || k == "repeat"));
+        assert_eq!(RunSeries::Repeat.label(), "repeat");
     }
 }

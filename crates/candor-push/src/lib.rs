@@ -1,10 +1,13 @@
 //! candor's push outputs (`--out`): a run's series sent while it runs and once more at its end,
-//! to Prometheus remote write (native histograms, or classic buckets for old receivers). Fed
+//! to Prometheus remote write (native histograms, or classic buckets for old receivers) or
+//! OpenTelemetry (OTLP over HTTP or gRPC). Fed
 //! from the interval reports the run's collector already makes, on a thread of its own per
 //! output: nothing is added to the load threads, and a receiver that is down only costs the
 //! samples it could not take (counted).
 
+mod answer;
 pub mod format;
+pub mod grpc;
 pub mod native;
 pub mod otlp;
 pub mod remote_write;
@@ -24,7 +27,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
     #[error(
-        "invalid --out '{0}': expected prometheus-rw=URL (optionally URL?classic) or otlp=URL"
+        "invalid --out '{0}': expected prometheus-rw=URL (optionally URL?classic), otlp=URL or otlp-grpc=URL"
     )]
     Out(String),
     #[error("invalid --out URL '{url}': {why}")]
@@ -44,6 +47,8 @@ pub enum OutputKind {
     RemoteWrite,
     /// `otlp`: OpenTelemetry metrics over OTLP/HTTP (protobuf).
     Otlp,
+    /// `otlp-grpc`: the same messages over OTLP/gRPC.
+    OtlpGrpc,
 }
 
 /// One `--out` destination, parsed.
@@ -64,6 +69,7 @@ impl OutputSpec {
         let kind = match kind {
             "prometheus-rw" => OutputKind::RemoteWrite,
             "otlp" => OutputKind::Otlp,
+            "otlp-grpc" => OutputKind::OtlpGrpc,
             _ => return Err(PushError::Out(text.into())),
         };
         let (url, classic) = match url.strip_suffix("?classic") {
@@ -170,9 +176,14 @@ impl Pusher {
                 OutputKind::RemoteWrite => {
                     Box::new(remote_write::RemoteWrite { classic: o.classic })
                 }
-                OutputKind::Otlp => Box::new(otlp::Otlp),
+                OutputKind::Otlp | OutputKind::OtlpGrpc => Box::new(otlp::Otlp),
             };
-            let s = sender::Sender::start(format, o.url.clone()).map_err(PushError::Thread)?;
+            let grpc = match o.kind {
+                OutputKind::OtlpGrpc => o.url.parse().ok().as_ref().and_then(grpc::Endpoint::of),
+                _ => None,
+            };
+            let s =
+                sender::Sender::start(format, o.url.clone(), grpc).map_err(PushError::Thread)?;
             started.push((o.url.clone(), s));
         }
         Ok(Pusher {
@@ -271,6 +282,12 @@ mod tests {
         assert!(c.classic);
         let t = OutputSpec::parse("otlp=http://127.0.0.1:4318/v1/metrics").unwrap();
         assert_eq!((t.kind, t.classic), (OutputKind::Otlp, false));
+        let g = OutputSpec::parse("otlp-grpc=http://127.0.0.1:4317").unwrap();
+        assert_eq!(
+            (g.kind, g.url.as_str()),
+            (OutputKind::OtlpGrpc, "http://127.0.0.1:4317")
+        );
+        assert!(grpc::Endpoint::of(&g.url.parse().unwrap()).is_some());
         assert_eq!(c.url, "https://p.example/api/v1/write");
         for bad in [
             "prometheus-rw",

@@ -24,7 +24,8 @@ fn with(f: impl FnOnce(&mut Pusher)) {
 pub struct PushArgs {
     /// Push the run's series while it runs and once more at its end: `prometheus-rw=URL`
     /// (Prometheus remote write with native histograms; `URL?classic` for classic buckets) or
-    /// `otlp=URL` (OpenTelemetry metrics, OTLP/HTTP protobuf, exponential histograms).
+    /// `otlp=URL` (OpenTelemetry metrics, OTLP/HTTP protobuf, exponential histograms) or
+    /// `otlp-grpc=URL` (the same over OTLP/gRPC, e.g. http://collector:4317).
     /// Repeatable. See docs/outputs.md.
     #[arg(long = "out", value_name = "KIND=URL")]
     pub out: Vec<String>,

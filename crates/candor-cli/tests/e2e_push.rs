@@ -194,6 +194,93 @@ fn a_one_second_run_is_pushed_whole() {
     assert!(!text(&out).contains("dropped"), "{}", text(&out));
 }
 
+/// The last push of each run of a command of several, by its `label` (`step`, `repeat`): the
+/// batch whose `candor_run_finished` is 1 for that run.
+fn last_of_each_run(rx: &Receiver, label: &str, runs: usize) -> Vec<WriteRequest> {
+    let got = rx.accepted();
+    (1..=runs)
+        .map(|n| {
+            let n = n.to_string();
+            got.iter()
+                .rev()
+                .find(|w| sample(w, "candor_run_finished", label, &n) == Some(1.0))
+                .unwrap_or_else(|| panic!("no final push of {label} {n}"))
+                .clone()
+        })
+        .collect()
+}
+
+#[test]
+fn each_step_of_a_sweep_and_each_repeat_is_pushed_under_its_number() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = std::env::temp_dir().join(format!("candor-e2e-push-s-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rx = Receiver::start(|_| 200, None);
+    let out_flag = format!("prometheus-rw={}", rx.url);
+    let sweep_json = dir.join("sweep.json");
+    let out = candor()
+        .args(["sweep", "--rates", "50,100", "--pause", "0s", "-d", "1s"])
+        .args(["--warmup", "0s", "-c", "4", "--quiet", "--out", &out_flag])
+        .args(["--run-id", "sw", "--json"])
+        .arg(&sweep_json)
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sweep_json).unwrap()).unwrap();
+    for (i, last) in last_of_each_run(&rx, "step", 2).iter().enumerate() {
+        let step = &v["steps"][i]["results"];
+        let completed = series(
+            last,
+            "candor_requests_completed_total",
+            "step",
+            &(i + 1).to_string(),
+        );
+        assert_eq!(
+            completed.unwrap().samples[0].value,
+            req(step, "completed"),
+            "step {i}"
+        );
+        assert!(completed
+            .unwrap()
+            .labels
+            .iter()
+            .any(|l| l.name == "run_id" && l.value == "sw"));
+    }
+    let rx = Receiver::start(|_| 200, None);
+    let out_flag = format!("prometheus-rw={}", rx.url);
+    let (v, out, _) = run(&[
+        "--repeat",
+        "2",
+        "--repeat-pause",
+        "0s",
+        "-R",
+        "50",
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        "--out",
+        &out_flag,
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("candor: pushed"), "{}", text(&out));
+    for (i, last) in last_of_each_run(&rx, "repeat", 2).iter().enumerate() {
+        let run = &v["repeats"][i];
+        let completed = sample(
+            last,
+            "candor_requests_completed_total",
+            "repeat",
+            &(i + 1).to_string(),
+        );
+        assert_eq!(completed, Some(req(run, "completed")), "repeat {i}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_failing_or_overloaded_receiver_is_retried_until_it_takes_the_samples() {
     let _g = serial();
@@ -580,4 +667,102 @@ fn dashboard_queries_answer(prom: &Prometheus, run_id: &str) {
             "no data for the dashboard's {q}"
         );
     }
+}
+
+/// An OTLP/gRPC collector stand-in on a loopback port (h2 on tokio, on a thread of its own):
+/// answers the first Export call UNAVAILABLE, then OK, keeping each call's message.
+fn grpc_collector() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let mut calls = 0;
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let Ok(mut conn) = h2::server::handshake(sock).await else {
+                    continue;
+                };
+                while let Some(Ok((req, mut respond))) = conn.accept().await {
+                    let path = req.uri().path().to_string();
+                    let mut body = req.into_body();
+                    let mut bytes = Vec::new();
+                    while let Some(Ok(c)) = body.data().await {
+                        let _ = body.flow_control().release_capacity(c.len());
+                        bytes.extend_from_slice(&c);
+                    }
+                    let ok =
+                        path == "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
+                    let code = match (ok, calls) {
+                        (false, _) => 12, // UNIMPLEMENTED
+                        (true, 0) => 14,  // UNAVAILABLE: the first call is retried
+                        (true, _) => 0,
+                    };
+                    calls += 1;
+                    if code == 0 {
+                        g.lock().unwrap().push(bytes[5..].to_vec());
+                    }
+                    let head = http::Response::builder()
+                        .status(200)
+                        .header("content-type", "application/grpc")
+                        .body(())
+                        .unwrap();
+                    let Ok(mut send) = respond.send_response(head, false) else {
+                        continue;
+                    };
+                    let _ = send.send_data(bytes::Bytes::from_static(&[0; 5]), false);
+                    let mut trailers = http::HeaderMap::new();
+                    trailers.insert("grpc-status", code.to_string().parse().unwrap());
+                    let _ = send.send_trailers(trailers);
+                }
+            }
+        });
+    });
+    (url, got)
+}
+
+#[test]
+fn otlp_over_grpc_reaches_a_grpc_collector_whole() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let (url, got) = grpc_collector();
+    let out_flag = format!("otlp-grpc={url}");
+    let (v, out, _) = run(&[
+        "-R",
+        "200",
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        "--out",
+        &out_flag,
+        "--run-id",
+        "g1",
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("dropped"), "{}", text(&out));
+    let messages = got.lock().unwrap().clone();
+    let last = candor_push::otlp::decode(messages.last().expect("pushed")).unwrap();
+    let rm = &last.resource_metrics[0];
+    let attrs = format!("{:?}", rm.resource.as_ref().unwrap().attributes);
+    assert!(attrs.contains("\"g1\""), "{attrs}");
+    let metric = |name: &str| {
+        let m = rm.scope_metrics[0].metrics.iter().find(|m| m.name == name);
+        format!("{:?}", m.unwrap_or_else(|| panic!("no {name}")))
+    };
+    let finished = metric("candor_run_finished");
+    assert!(finished.contains("AsDouble(1.0)"), "{finished}");
+    let completed = metric("candor_requests_completed_total");
+    let want = format!("AsDouble({}.0)", req(&v, "completed"));
+    assert!(completed.contains(&want), "{completed}");
 }

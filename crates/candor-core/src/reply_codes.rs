@@ -16,6 +16,9 @@ pub const MAX_REPLY_CODES: usize = 32;
 pub struct ReplyCodeTable {
     /// The results' field (the contract, e.g. `grpc_status`): see [`ReplyCodeCounts::write_into`].
     pub field: &'static str,
+    /// The counter of these codes in `/metrics` and the pushed series (e.g.
+    /// `candor_grpc_calls_total`); `field` is its label naming the code.
+    pub series: &'static str,
     /// Each code's name, at its number (at most [`MAX_REPLY_CODES`]).
     pub names: &'static [&'static str],
     /// The class a refused code fails in, and what its failure example names.
@@ -74,6 +77,11 @@ impl ReplyCodeCounts {
     }
 
     /// The results field the counts go under, once any reply was counted.
+    /// The table of the codes counted, `None` before the first.
+    pub fn table(&self) -> Option<&'static ReplyCodeTable> {
+        self.table
+    }
+
     pub fn field(&self) -> Option<&'static str> {
         self.table.map(|t| t.field)
     }
@@ -111,6 +119,7 @@ mod tests {
 
     static TABLE: ReplyCodeTable = ReplyCodeTable {
         field: "grpc_status",
+        series: "candor_grpc_calls_total",
         names: &["OK", "CANCELLED", "UNKNOWN"],
         failure: FailureClass::Grpc,
         check: FailedCheck::Grpc,

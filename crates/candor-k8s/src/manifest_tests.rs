@@ -283,3 +283,40 @@ fn the_usage_comment_says_how_to_collect_the_results() {
     };
     assert!(!usage_comment(&volume_only).contains("kubectl logs"));
 }
+
+#[test]
+fn push_flags_reach_every_pod_after_its_shard_and_common_start() {
+    // Each pod pushes with its shard label; the common --start-at is the default run_id, so the
+    // shards of one Job are one run in Prometheus.
+    let s = spec(
+        3,
+        "img",
+        &[
+            "--out",
+            "prometheus-rw=http://prom:9090/api/v1/write",
+            "--tag",
+            "team=pay",
+            "-R",
+            "3k",
+            "http://svc/",
+        ],
+    );
+    let j = json(&s);
+    let args = strings(&j["spec"]["template"]["spec"]["containers"][0]["args"]);
+    assert_eq!(
+        args[2..6],
+        ["--shard", "$(JOB_COMPLETION_INDEX)/3", "--start-at", AT]
+    );
+    assert_eq!(
+        args[8..],
+        [
+            "--out",
+            "prometheus-rw=http://prom:9090/api/v1/write",
+            "--tag",
+            "team=pay",
+            "-R",
+            "3k",
+            "http://svc/"
+        ]
+    );
+}

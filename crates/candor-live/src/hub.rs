@@ -24,6 +24,8 @@ pub(crate) struct Inner {
     pub(crate) events: VecDeque<Event>,
     pub(crate) next_seq: u64,
     pub(crate) metrics: Arc<str>,
+    /// The same as `metrics` in the protobuf exposition (with native histograms).
+    pub(crate) metrics_protobuf: Arc<[u8]>,
     /// Runs begun so far (a sweep has several).
     pub(crate) runs: u32,
 }

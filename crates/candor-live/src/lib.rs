@@ -1,15 +1,19 @@
 //! candor's live view of a running load test: a small HTTP server on its own threads serving a
 //! self-contained page (`/`), Server-Sent Events (`/events`, one JSON object per interval) and
-//! the Prometheus text exposition (`/metrics`). It is fed from the interval reports the run's
+//! the Prometheus exposition (`/metrics`: text, or protobuf with native histograms when the
+//! scraper asks for it). It is fed from the interval reports the run's
 //! collector already produces, so nothing is added to the load threads.
 
+mod buckets;
 pub mod exposition;
 mod hub;
 mod page;
+pub mod protobuf;
 mod server;
 pub use server::{MAX_CLIENTS, MAX_CONNECTIONS};
 pub mod state;
 
+pub use buckets::{Buckets, MAX_RELATIVE_WIDTH};
 pub use state::{LiveState, RunInfo};
 
 use candor_load::load_run::RunOutcome;
@@ -65,6 +69,7 @@ impl LiveServer {
                 events: VecDeque::new(),
                 next_seq: 0,
                 metrics: Arc::from(""),
+                metrics_protobuf: Arc::from(Vec::new()),
                 runs: 0,
             }),
             changed: Condvar::new(),
@@ -93,9 +98,10 @@ impl LiveServer {
         let mut inner = self.shared.lock();
         inner.runs += 1;
         let state = LiveState::new(info, inner.runs);
-        let metrics = exposition::render(&state.metrics());
+        let (text, protobuf) = expositions(&state);
         inner.state = Some(state);
-        inner.metrics = Arc::from(metrics);
+        inner.metrics = text;
+        inner.metrics_protobuf = protobuf;
     }
 
     /// One interval of the current run (ignored before [`LiveServer::begin`]).
@@ -105,8 +111,9 @@ impl LiveServer {
             return;
         };
         let event = state.interval(report).to_string();
-        let metrics = exposition::render(&state.metrics());
-        inner.metrics = Arc::from(metrics);
+        let (text, protobuf) = expositions(state);
+        inner.metrics = text;
+        inner.metrics_protobuf = protobuf;
         push(&mut inner, event, false);
         drop(inner);
         self.shared.changed.notify_all();
@@ -120,8 +127,9 @@ impl LiveServer {
             return;
         };
         let event = state.finish(outcome, stopped_early, last).to_string();
-        let metrics = exposition::render(&state.metrics());
-        inner.metrics = Arc::from(metrics);
+        let (text, protobuf) = expositions(state);
+        inner.metrics = text;
+        inner.metrics_protobuf = protobuf;
         push(&mut inner, event, last);
         drop(inner);
         self.shared.changed.notify_all();
@@ -131,6 +139,15 @@ impl LiveServer {
     pub fn close_after(self, linger: Duration) {
         std::thread::sleep(linger);
     }
+}
+
+/// Both expositions of `state` now, rendered once per interval rather than per scrape.
+fn expositions(state: &LiveState) -> (Arc<str>, Arc<[u8]>) {
+    let snapshot = state.metrics();
+    (
+        Arc::from(exposition::render(&snapshot)),
+        Arc::from(protobuf::render(&snapshot)),
+    )
 }
 
 impl Drop for LiveServer {

@@ -7,6 +7,7 @@
 //! touches the run.
 
 use crate::hub::{Event, Hub};
+use crate::protobuf::{negotiate, Exposition};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{ErrorKind, Read, Write};
@@ -252,9 +253,13 @@ fn answer(head: &[u8], shared: &Hub) -> Option<Vec<u8>> {
     };
     let (content_type, body): (&str, Vec<u8>) = match r {
         Route::Page => ("text/html; charset=utf-8", shared.page.as_bytes().to_vec()),
-        Route::Metrics => (
+        Route::Metrics(Exposition::Text) => (
             "text/plain; version=0.0.4; charset=utf-8",
             shared.lock().metrics.as_bytes().to_vec(),
+        ),
+        Route::Metrics(Exposition::Protobuf) => (
+            crate::protobuf::CONTENT_TYPE,
+            shared.lock().metrics_protobuf.to_vec(),
         ),
         Route::Events if head_only => {
             return Some(response_head(Status::Ok, "text/event-stream", None))
@@ -345,7 +350,8 @@ pub(crate) fn response_head(status: Status, content_type: &str, length: Option<u
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
     Page,
-    Metrics,
+    /// In the exposition the scraper's `Accept` header asks for.
+    Metrics(Exposition),
     Events,
 }
 
@@ -375,7 +381,12 @@ pub(crate) fn route(head: &[u8]) -> Result<(Route, bool), Status> {
     let path = path.split(['?', '#']).next().unwrap_or("");
     let r = match path {
         "/" | "/index.html" => Route::Page,
-        "/metrics" => Route::Metrics,
+        "/metrics" => Route::Metrics(negotiate(
+            req.headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("accept"))
+                .and_then(|h| std::str::from_utf8(h.value).ok()),
+        )),
         "/events" => Route::Events,
         _ => return Err(Status::NotFound),
     };
@@ -451,7 +462,11 @@ mod tests {
         );
         assert_eq!(
             route(b"GET /metrics HTTP/1.1\r\n\r\n"),
-            Ok((Route::Metrics, false))
+            Ok((Route::Metrics(Exposition::Text), false))
+        );
+        assert_eq!(
+            route(b"GET /metrics HTTP/1.1\r\nACCEPT: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited\r\n\r\n"),
+            Ok((Route::Metrics(Exposition::Protobuf), false))
         );
         assert_eq!(
             route(b"HEAD /events?x=1 HTTP/1.0\r\n\r\n"),

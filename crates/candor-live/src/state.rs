@@ -303,7 +303,7 @@ impl LiveState {
             stream: self.stream.as_deref().map(stream_snapshot),
             measured: self.totals[1],
             codes: self.codes.to_map(),
-            grpc_status: self.reply_codes.by_name(),
+            reply_codes: self.reply_codes,
             in_flight: if self.done {
                 self.totals.iter().map(|c| c.in_flight_at_end).sum()
             } else {

@@ -1,10 +1,13 @@
 //! candor's push outputs (`--out`): a run's series sent while it runs and once more at its end,
-//! to Prometheus remote write (native histograms, or classic buckets for old receivers). Fed
+//! to Prometheus remote write (native histograms, or classic buckets for old receivers) or
+//! OpenTelemetry (OTLP over HTTP or gRPC). Fed
 //! from the interval reports the run's collector already makes, on a thread of its own per
 //! output: nothing is added to the load threads, and a receiver that is down only costs the
 //! samples it could not take (counted).
 
+mod answer;
 pub mod format;
+pub mod grpc;
 pub mod native;
 pub mod otlp;
 pub mod remote_write;
@@ -24,12 +27,12 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
     #[error(
-        "invalid --out '{0}': expected prometheus-rw=URL (optionally URL?classic) or otlp=URL"
+        "invalid --out '{0}': expected prometheus-rw=URL (optionally URL?classic), otlp=URL or otlp-grpc=URL"
     )]
     Out(String),
     #[error("invalid --out URL '{url}': {why}")]
     Url { url: String, why: String },
-    #[error("invalid --tag '{0}': expected NAME=VALUE with NAME of letters, digits and _ (not starting with a digit or __), not run_id, shard, phase or le")]
+    #[error("invalid --tag '{0}': expected NAME=VALUE with NAME of letters, digits and _ (not starting with a digit or __), not run_id, shard, phase, step, repeat or le")]
     Tag(String),
     #[error("invalid --run-id '{0}': expected 1 to 128 printable characters")]
     RunId(String),
@@ -44,6 +47,8 @@ pub enum OutputKind {
     RemoteWrite,
     /// `otlp`: OpenTelemetry metrics over OTLP/HTTP (protobuf).
     Otlp,
+    /// `otlp-grpc`: the same messages over OTLP/gRPC.
+    OtlpGrpc,
 }
 
 /// One `--out` destination, parsed.
@@ -64,6 +69,7 @@ impl OutputSpec {
         let kind = match kind {
             "prometheus-rw" => OutputKind::RemoteWrite,
             "otlp" => OutputKind::Otlp,
+            "otlp-grpc" => OutputKind::OtlpGrpc,
             _ => return Err(PushError::Out(text.into())),
         };
         let (url, classic) = match url.strip_suffix("?classic") {
@@ -91,7 +97,27 @@ impl OutputSpec {
 }
 
 /// Labels candor sets itself; a `--tag` may not take them.
-const RESERVED: [&str; 4] = ["run_id", "shard", "phase", "le"];
+const RESERVED: [&str; 6] = ["run_id", "shard", "phase", "step", "repeat", "le"];
+
+/// The runs of a command of several (`sweep` and `capacity` steps, `run --repeat`'s repeats):
+/// each run's series carry its number from 1 under this label, so that runs stay apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunSeries {
+    /// `step`: a step of `candor sweep` or a probe of `candor capacity`.
+    Step,
+    /// `repeat`: one of `candor run --repeat N`.
+    Repeat,
+}
+
+impl RunSeries {
+    /// The label's name.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunSeries::Step => "step",
+            RunSeries::Repeat => "repeat",
+        }
+    }
+}
 
 /// Parses one `--tag NAME=VALUE`.
 pub fn parse_tag(text: &str) -> Result<(String, String), PushError> {
@@ -130,6 +156,10 @@ pub struct Pusher {
     state: Option<PushState>,
     intervals: u64,
     last_ms: i64,
+    /// Numbers each run under this label (commands of several runs).
+    series: Option<RunSeries>,
+    /// Runs begun so far.
+    runs: u32,
 }
 
 impl Pusher {
@@ -146,9 +176,14 @@ impl Pusher {
                 OutputKind::RemoteWrite => {
                     Box::new(remote_write::RemoteWrite { classic: o.classic })
                 }
-                OutputKind::Otlp => Box::new(otlp::Otlp),
+                OutputKind::Otlp | OutputKind::OtlpGrpc => Box::new(otlp::Otlp),
             };
-            let s = sender::Sender::start(format, o.url.clone()).map_err(PushError::Thread)?;
+            let grpc = match o.kind {
+                OutputKind::OtlpGrpc => o.url.parse().ok().as_ref().and_then(grpc::Endpoint::of),
+                _ => None,
+            };
+            let s =
+                sender::Sender::start(format, o.url.clone(), grpc).map_err(PushError::Thread)?;
             started.push((o.url.clone(), s));
         }
         Ok(Pusher {
@@ -159,7 +194,14 @@ impl Pusher {
             state: None,
             intervals: 0,
             last_ms: 0,
+            series: None,
+            runs: 0,
         })
+    }
+
+    /// Labels each run that follows with its number under `series`'s label.
+    pub fn number_runs(&mut self, series: RunSeries) {
+        self.series = Some(series);
     }
 
     /// A run begins: counters start from zero (each step of a sweep is a run of its own).
@@ -167,6 +209,10 @@ impl Pusher {
         let mut common = vec![("run_id".to_string(), self.run_id.clone())];
         if let Some(s) = shard {
             common.push(("shard".into(), s.to_string()));
+        }
+        self.runs += 1;
+        if let Some(series) = self.series {
+            common.push((series.label().into(), self.runs.to_string()));
         }
         common.extend(self.tags.iter().cloned());
         self.state = Some(PushState::new(RunLabels {
@@ -236,6 +282,12 @@ mod tests {
         assert!(c.classic);
         let t = OutputSpec::parse("otlp=http://127.0.0.1:4318/v1/metrics").unwrap();
         assert_eq!((t.kind, t.classic), (OutputKind::Otlp, false));
+        let g = OutputSpec::parse("otlp-grpc=http://127.0.0.1:4317").unwrap();
+        assert_eq!(
+            (g.kind, g.url.as_str()),
+            (OutputKind::OtlpGrpc, "http://127.0.0.1:4317")
+        );
+        assert!(grpc::Endpoint::of(&g.url.parse().unwrap()).is_some());
         assert_eq!(c.url, "https://p.example/api/v1/write");
         for bad in [
             "prometheus-rw",
@@ -268,11 +320,42 @@ mod tests {
             "phase=x",
             "shard=1",
             "le=1",
+            "step=1",
+            "repeat=2",
             "x=",
         ] {
             assert!(parse_tag(bad).is_err(), "{bad}");
         }
         assert!(check_run_id("r-20261128").is_ok());
         assert!(check_run_id("").is_err() && check_run_id("a\nb").is_err());
+    }
+
+    #[test]
+    fn the_runs_of_a_series_are_numbered_under_their_label() {
+        let labels_of = |p: &Pusher| p.state.as_ref().unwrap().batch(0).series[0].labels.clone();
+        let tags = vec![("team".to_string(), "a".to_string())];
+        let mut p = Pusher::start(&[], tags.clone(), "r".into(), Duration::from_secs(1)).unwrap();
+        p.number_runs(RunSeries::Step);
+        for step in ["1", "2"] {
+            p.begin(Some(3), Some(10.0), false);
+            let l = labels_of(&p);
+            let pairs: Vec<(&str, &str)> = l.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+            assert_eq!(
+                pairs[..4],
+                [
+                    ("run_id", "r"),
+                    ("shard", "3"),
+                    ("step", step),
+                    ("team", "a")
+                ]
+            );
+        }
+        // A single run has no such label.
+        let mut one = Pusher::start(&[], tags, "r".into(), Duration::from_secs(1)).unwrap();
+        one.begin(None, None, false);
+        assert!(!labels_of(&one)
+            .iter()
+            .any(|(k, _)| k == "step" || k == "repeat"));
+        assert_eq!(RunSeries::Repeat.label(), "repeat");
     }
 }

@@ -2,6 +2,7 @@
 //! never waits), emptied by a blocking HTTP client with retries and back-off. What cannot be
 //! delivered is counted, never held without bound.
 
+use crate::answer::Answer;
 use crate::format::Format;
 use crate::series::Batch;
 use std::collections::VecDeque;
@@ -59,13 +60,19 @@ pub struct Sender {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// How the receiver answered one POST.
-enum Answer {
-    Accepted,
-    /// Worth another try: down, overloaded (429) or failing (5xx).
-    Retry(String),
-    /// Refused for good (4xx other than 429): the batch is dropped.
-    Refused(String),
+/// How batches reach the receiver: HTTP POSTs, or gRPC calls (`otlp-grpc`).
+enum Transport {
+    Http(ureq::Agent),
+    Grpc(crate::grpc::Client),
+}
+
+impl Transport {
+    fn send(&mut self, url: &str, format: &dyn Format, body: &[u8]) -> Answer {
+        match self {
+            Transport::Http(agent) => post(agent, url, format, body),
+            Transport::Grpc(client) => client.export(body, REQUEST_TIMEOUT, url),
+        }
+    }
 }
 
 fn post(agent: &ureq::Agent, url: &str, format: &dyn Format, body: &[u8]) -> Answer {
@@ -97,8 +104,12 @@ fn post(agent: &ureq::Agent, url: &str, format: &dyn Format, body: &[u8]) -> Ans
 }
 
 impl Sender {
-    /// Starts the push thread of `format` to `url`.
-    pub fn start(format: Box<dyn Format>, url: String) -> std::io::Result<Sender> {
+    /// Starts the push thread of `format` to `url`, over gRPC to `grpc` when given.
+    pub fn start(
+        format: Box<dyn Format>,
+        url: String,
+        grpc: Option<crate::grpc::Endpoint>,
+    ) -> std::io::Result<Sender> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 batches: VecDeque::new(),
@@ -117,10 +128,14 @@ impl Sender {
             .proxy(None)
             .build()
             .into();
+        let mut transport = match grpc {
+            Some(endpoint) => Transport::Grpc(crate::grpc::Client::new(endpoint)?),
+            None => Transport::Http(agent),
+        };
         let thread = std::thread::Builder::new()
             .name(format!("candor-push-{}", format.name()))
             .spawn(move || {
-                run(&s, &agent, &url, format.as_ref());
+                run(&s, &mut transport, &url, format.as_ref());
                 s.lock().ended = true;
                 s.changed.notify_all();
             })?;
@@ -191,7 +206,7 @@ fn past(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
-fn run(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format) {
+fn run(shared: &Shared, transport: &mut Transport, url: &str, format: &dyn Format) {
     loop {
         let batch = {
             let mut q = shared.lock();
@@ -210,18 +225,24 @@ fn run(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format) {
                 q = shared.changed.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        deliver(shared, agent, url, format, &batch);
+        deliver(shared, transport, url, format, &batch);
     }
 }
 
 /// Posts `batch` until it is accepted, refused, superseded or out of time.
-fn deliver(shared: &Shared, agent: &ureq::Agent, url: &str, format: &dyn Format, batch: &Batch) {
+fn deliver(
+    shared: &Shared,
+    transport: &mut Transport,
+    url: &str,
+    format: &dyn Format,
+    batch: &Batch,
+) {
     let body = format.encode(batch);
     shared.lock().in_flight = batch.samples();
     let mut backoff = FIRST_BACKOFF;
     let mut attempts = 0u32;
     loop {
-        let answer = post(agent, url, format, &body);
+        let answer = transport.send(url, format, &body);
         attempts += 1;
         let mut q = shared.lock();
         let why = match answer {
@@ -286,7 +307,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/w", listener.local_addr().unwrap());
         let hold = std::thread::spawn(move || listener.accept().map(|c| c.0));
-        let s = Sender::start(Box::new(RemoteWrite { classic: false }), url).unwrap();
+        let s = Sender::start(Box::new(RemoteWrite { classic: false }), url, None).unwrap();
         s.send(batch(3));
         s.send(batch(2));
         let _held = hold.join().unwrap().unwrap();
@@ -311,6 +332,7 @@ mod tests {
         let s = Sender::start(
             Box::new(RemoteWrite { classic: false }),
             format!("http://127.0.0.1:{port}/w"),
+            None,
         )
         .unwrap();
         for _ in 0..QUEUE_BATCHES + 10 {

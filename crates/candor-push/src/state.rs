@@ -3,6 +3,7 @@
 
 use crate::native::NativeHistogram;
 use crate::series::{Batch, Series, Value};
+use candor_core::reply_codes::ReplyCodeCounts;
 use candor_core::results::{CodeCounts, RequestCounts};
 use candor_core::Recorder;
 use candor_load::engine::books::StreamAcc;
@@ -36,6 +37,8 @@ struct Phase {
     hist: Option<Box<Recorder>>,
     counts: RequestCounts,
     codes: CodeCounts,
+    /// Replies by the code their protocol gives them (gRPC's `grpc-status`).
+    reply_codes: ReplyCodeCounts,
     stream: Option<Box<StreamAcc>>,
 }
 
@@ -70,6 +73,7 @@ impl PushState {
         for (i, phase) in self.phases.iter_mut().enumerate() {
             phase.counts = r.totals[i];
             phase.codes.add(&r.codes[i]);
+            phase.reply_codes.merge(&r.reply_codes[i]);
         }
         self.elapsed_s = r.elapsed_s;
     }
@@ -78,9 +82,11 @@ impl PushState {
     pub fn finish(&mut self, outcome: &RunOutcome) {
         self.phases[1].counts = outcome.main.counts;
         self.phases[1].codes = outcome.main.codes.clone();
+        self.phases[1].reply_codes = outcome.main.reply_codes;
         if let Some(w) = &outcome.warmup {
             self.phases[0].counts = w.counts;
             self.phases[0].codes = w.codes.clone();
+            self.phases[0].reply_codes = w.reply_codes;
         }
         self.done = true;
     }
@@ -220,6 +226,16 @@ impl PushState {
                 n,
             ));
         }
+        if let Some(table) = phase.reply_codes.table() {
+            for (code, n) in phase.reply_codes.by_name() {
+                out.push(counter(
+                    table.series,
+                    "Replies by the code their protocol gives them (gRPC: grpc-status).",
+                    labels(&[(table.field, &code)]),
+                    n,
+                ));
+            }
+        }
         let in_flight = if self.done {
             c.in_flight_at_end
         } else {
@@ -281,5 +297,110 @@ fn gauge(name: &'static str, help: &'static str, labels: Vec<(String, String)>, 
         help,
         labels,
         value: Value::Gauge(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_core::phase_results::FailureClass;
+    use candor_core::reply_codes::{ReplyCode, ReplyCodeTable};
+    use candor_core::results::IntervalStats;
+    use candor_core::workload_results::FailedCheck;
+
+    /// A protocol's reply codes as a test declares them.
+    static CODES: ReplyCodeTable = ReplyCodeTable {
+        field: "grpc_status",
+        series: "candor_grpc_calls_total",
+        names: &["OK", "CANCELLED", "UNKNOWN"],
+        failure: FailureClass::Grpc,
+        check: FailedCheck::Grpc,
+    };
+
+    /// An interval with `ok` and `unknown` replies in each phase (`[warm-up, measured]`).
+    fn report(replies: [(u64, u64); 2]) -> IntervalReport<'static> {
+        let mut codes = [ReplyCodeCounts::default(); 2];
+        for (phase, (ok, unknown)) in codes.iter_mut().zip(replies) {
+            for (code, n) in [(0, ok), (2, unknown)] {
+                for _ in 0..n {
+                    phase.record(ReplyCode {
+                        table: &CODES,
+                        code,
+                    });
+                }
+            }
+        }
+        // Leaked: a few test books that live as long as the test process.
+        let rec: &'static Recorder = Box::leak(Box::default());
+        IntervalReport {
+            index: 0,
+            elapsed_s: 1.0,
+            total_s: 3.0,
+            length_s: 1.0,
+            warmup: false,
+            completed: 0,
+            failed: 0,
+            response_time: IntervalStats::of(&rec.response),
+            service_time: IntervalStats::of(&rec.service),
+            send_lag: IntervalStats::of(&rec.send_lag),
+            totals: Default::default(),
+            histograms: rec,
+            codes: Box::leak(Box::default()),
+            reply_codes: Box::leak(Box::new(codes)),
+            stream: None,
+        }
+    }
+
+    fn value(b: &Batch, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        b.series
+            .iter()
+            .find(|s| {
+                s.name == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| s.labels.iter().any(|(a, b)| a == k && b == v))
+            })
+            .map(|s| match s.value {
+                Value::Counter(v) | Value::Gauge(v) => v,
+                Value::Histogram(_) => f64::NAN,
+            })
+    }
+
+    #[test]
+    fn reply_codes_are_counters_labelled_with_the_code_per_phase() {
+        let mut s = PushState::new(RunLabels {
+            common: vec![("run_id".into(), "r".into())],
+            target_per_s: None,
+            has_warmup: true,
+            start_unix_ns: 0,
+        });
+        s.interval(&report([(1, 0), (3, 1)]));
+        s.interval(&report([(0, 0), (2, 0)]));
+        let b = s.batch(0);
+        let calls = |phase, code| {
+            value(
+                &b,
+                "candor_grpc_calls_total",
+                &[("run_id", "r"), ("phase", phase), ("grpc_status", code)],
+            )
+        };
+        assert_eq!(calls("measured", "OK"), Some(5.0));
+        assert_eq!(calls("measured", "UNKNOWN"), Some(1.0));
+        assert_eq!(calls("warmup", "OK"), Some(1.0));
+        assert_eq!(calls("warmup", "UNKNOWN"), None, "only codes seen");
+        assert_eq!(calls("measured", "CANCELLED"), None);
+        // A run without reply codes has no such series.
+        let mut plain = PushState::new(RunLabels {
+            common: vec![],
+            target_per_s: None,
+            has_warmup: false,
+            start_unix_ns: 0,
+        });
+        plain.interval(&report([(0, 0), (0, 0)]));
+        assert!(!plain
+            .batch(0)
+            .series
+            .iter()
+            .any(|s| s.name == "candor_grpc_calls_total"));
     }
 }

@@ -22,6 +22,8 @@ pub enum K8sFlagError {
     Target(#[from] candor_load::TargetError),
     #[error(transparent)]
     Flags(#[from] FlagError),
+    #[error(transparent)]
+    Push(#[from] candor_push::PushError),
     #[error(
         "the common start is {days:.1} days ahead: each pod's candor run refuses a --start-at more than a day \
          ahead; apply the manifest closer to the start"
@@ -79,6 +81,8 @@ pub fn check_run_flags(flags: &[String]) -> Result<(), K8sFlagError> {
     // The host is resolved by each pod; everything else is checked as `candor run` checks it,
     // on the same URL at the loopback address. Files named in the run flags are read inside the
     // pods, from the image or a volume.
+    // The pods push under their shard label and the common --start-at as run_id.
+    crate::push_view::check(&a.push)?;
     let mut run = parsed.run;
     run.load.url = TargetUrl::parse(&run.load.url)?.on_loopback();
     run.load.requests = None;
@@ -155,12 +159,16 @@ mod tests {
         assert!(err("tcp://db:5432").contains("response framing"));
         assert!(err("ftp://a/").contains("unsupported scheme"));
         assert!(err("-d 10 http://a/").contains("--duration"));
+        assert!(err("--out influx=http://a/ http://a/").contains("invalid --out"));
+        assert!(err("--out otlp=http://c/ --tag shard=1 http://a/").contains("invalid --tag"));
     }
 
     #[test]
     fn hosts_and_files_that_exist_only_in_the_pods_are_accepted() {
         // `.invalid` never resolves (RFC 6761): only a pod's resolver could know such a name.
         check("-R 2k http://checkout.invalid:8080/").unwrap();
+        check("--out prometheus-rw=http://prom.invalid:9090/api/v1/write --tag team=a http://a/")
+            .unwrap();
         check("--requests /data/requests.jsonl http://svc.invalid/").unwrap();
         check("--payload-file /data/ping.bin --expect-bytes 4 tcp://db.invalid:5432").unwrap();
     }

@@ -2,6 +2,7 @@
 //! and its end to them, as to the live view.
 
 use candor_load::{IntervalReport, RunOutcome, RunPlan};
+pub use candor_push::RunSeries;
 use candor_push::{OutputSpec, PushError, Pusher};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -23,9 +24,10 @@ fn with(f: impl FnOnce(&mut Pusher)) {
 pub struct PushArgs {
     /// Push the run's series while it runs and once more at its end: `prometheus-rw=URL`
     /// (Prometheus remote write with native histograms; `URL?classic` for classic buckets) or
-    /// `otlp=URL` (OpenTelemetry metrics, OTLP/HTTP protobuf, exponential histograms).
+    /// `otlp=URL` (OpenTelemetry metrics, OTLP/HTTP protobuf, exponential histograms) or
+    /// `otlp-grpc=URL` (the same over OTLP/gRPC, e.g. http://collector:4317).
     /// Repeatable. See docs/outputs.md.
-    #[arg(long = "out", value_name = "KIND=URL", conflicts_with = "repeat")]
+    #[arg(long = "out", value_name = "KIND=URL")]
     pub out: Vec<String>,
     /// A label on every pushed series, NAME=VALUE (repeatable).
     #[arg(long = "tag", value_name = "NAME=VALUE", requires = "out")]
@@ -48,15 +50,11 @@ pub struct PushSession {
     flush: Duration,
 }
 
-/// Checks the flags and starts the outputs' threads (before any load: bad input is an error
-/// here). `start_at_wall_ns` is the run's `--start-at`, if any.
-pub fn start(
-    args: &PushArgs,
-    start_at_wall_ns: Option<u64>,
-) -> Result<Option<PushSession>, PushError> {
-    if args.out.is_empty() {
-        return Ok(None);
-    }
+/// The `--tag` labels, parsed.
+type Tags = Vec<(String, String)>;
+
+/// The outputs and tags of `args`, checked (pure: `candor k8s` checks the pods' flags with it).
+pub fn check(args: &PushArgs) -> Result<(Vec<OutputSpec>, Tags), PushError> {
     let outputs = args
         .out
         .iter()
@@ -67,6 +65,24 @@ pub fn start(
         .iter()
         .map(|t| candor_push::parse_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(id) = &args.run_id {
+        candor_push::check_run_id(id)?;
+    }
+    Ok((outputs, tags))
+}
+
+/// Checks the flags and starts the outputs' threads (before any load: bad input is an error
+/// here). `start_at_wall_ns` is the run's `--start-at`, if any; `series` numbers the runs of a
+/// command of several (each step or repeat under its label).
+pub fn start(
+    args: &PushArgs,
+    start_at_wall_ns: Option<u64>,
+    series: Option<RunSeries>,
+) -> Result<Option<PushSession>, PushError> {
+    if args.out.is_empty() {
+        return Ok(None);
+    }
+    let (outputs, tags) = check(args)?;
     let run_id = match (&args.run_id, start_at_wall_ns) {
         (Some(id), _) => id.clone(),
         (None, Some(at)) => candor_core::dates::rfc3339_millis(at as f64 / 1e9),
@@ -78,7 +94,10 @@ pub fn start(
     };
     candor_push::check_run_id(&run_id)?;
     let every = Duration::from_nanos(args.push_interval.ns());
-    let pusher = Pusher::start(&outputs, tags, run_id, every)?;
+    let mut pusher = Pusher::start(&outputs, tags, run_id, every)?;
+    if let Some(s) = series {
+        pusher.number_runs(s);
+    }
     *PUSHER.lock().unwrap_or_else(|e| e.into_inner()) = Some(pusher);
     Ok(Some(PushSession {
         flush: Duration::from_nanos(args.push_flush.ns()),

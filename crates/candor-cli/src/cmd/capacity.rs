@@ -9,6 +9,7 @@ use candor_report::capacity_report;
 use candor_report::export::ExportManager;
 use candor_report::json::JsonExporter;
 use candor_runner::flags::{open_rate, series_base, LoadArgs};
+use candor_runner::push_view::{self, RunSeries};
 use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
@@ -48,6 +49,8 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub live_view: crate::cmd::live::LiveArgs,
     #[command(flatten)]
+    pub push: push_view::PushArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
 }
 
@@ -81,6 +84,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
         crate::stdio::give_stdout_to_data();
     }
     let live_view = crate::cmd::live::start(&args.live_view)?;
+    let push = push_view::start(&args.push, base.start_at_wall_ns, Some(RunSeries::Step))?;
     // The search decides as it goes whether another step follows: the event stream goes on
     // until the live server closes.
     crate::cmd::live::more_runs_follow(true);
@@ -117,6 +121,9 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     }
     if let Some(l) = live_view {
         l.close();
+    }
+    if let Some(p) = push {
+        p.close();
     }
     if let Some(sig) = crate::cmd::interrupt::received() {
         println!(

@@ -8,6 +8,7 @@ use anyhow::Result;
 use candor_load::RunPlan;
 use candor_report::repeats::{self, Repeats};
 use candor_runner::flags::RunArgs;
+use candor_runner::push_view::{self, RunSeries};
 use candor_runner::repeats::{pause_ns, run_repeats};
 use candor_runner::{command_line, stderr_is_terminal};
 
@@ -18,6 +19,7 @@ pub fn main(args: &RunArgs, config: &RunPlan, n: u32) -> Result<i32> {
     let live = !args.quiet && stderr_is_terminal();
     let mut exports = run_exports(args)?;
     let command_line = command_line(config, &args.load.url);
+    let push = push_view::start(&args.push, config.start_at_wall_ns, Some(RunSeries::Repeat))?;
     let runs = run_repeats(config, n, pause_ns, live, args.quiet, &command_line)?;
     // Read once: the stop reason in the files and the text's last line must agree.
     let interrupted = interrupt::received();
@@ -33,7 +35,11 @@ pub fn main(args: &RunArgs, config: &RunPlan, n: u32) -> Result<i32> {
     } else {
         print!("{}", report.text);
     }
-    if !report_failures(exports.write_all(&union)) {
+    let written = report_failures(exports.write_all(&union));
+    if let Some(p) = push {
+        p.close();
+    }
+    if !written {
         return Ok(1);
     }
     if let Some(sig) = interrupted {

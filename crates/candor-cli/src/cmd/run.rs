@@ -31,7 +31,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     // Every output is opened before the load starts: a bad path costs a second, not the run.
     let mut exports = run_exports(&args)?;
     let live_view = crate::cmd::live::start(&args.live_view)?;
-    let push = candor_runner::push_view::start(&args.push, config.start_at_wall_ns)?;
+    let push = candor_runner::push_view::start(&args.push, config.start_at_wall_ns, None)?;
     let outcome = extras.execute::<candor_runner::RunnerError>(
         &config,
         Box::new(|hook, watch| execute_watched(&config, live, hook, watch)),

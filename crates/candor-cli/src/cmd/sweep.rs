@@ -12,6 +12,7 @@ use candor_report::json::JsonExporter;
 use candor_report::sweep_text;
 use candor_runner::command_line;
 use candor_runner::flags::{parse_rates, series_base, LoadArgs};
+use candor_runner::push_view::{self, RunSeries};
 use candor_runner::rate_series::{self, engine_step};
 use clap::Args;
 
@@ -37,6 +38,8 @@ pub struct SweepArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub live_view: crate::cmd::live::LiveArgs,
+    #[command(flatten)]
+    pub push: candor_runner::push_view::PushArgs,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -64,6 +67,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     }
     let live = !args.quiet && candor_runner::stderr_is_terminal();
     let live_view = crate::cmd::live::start(&args.live_view)?;
+    let push = push_view::start(&args.push, base.start_at_wall_ns, Some(RunSeries::Step))?;
     let each = (base.warmup_ns + base.duration_ns) as f64 / 1e9;
     eprintln!(
         "candor sweep: {} steps of {} warm-up + {} at {} ({:.0}s with pauses)",
@@ -94,6 +98,9 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     }
     if let Some(l) = live_view {
         l.close();
+    }
+    if let Some(p) = push {
+        p.close();
     }
     if let Some(sig) = crate::cmd::interrupt::received() {
         println!(

@@ -97,6 +97,7 @@ fn failed_checks_are_their_own_class_and_lines_accept_their_own_statuses() {
 /// A protocol's reply codes as a test declares them (gRPC's first five).
 static CODES: candor_core::reply_codes::ReplyCodeTable = candor_core::reply_codes::ReplyCodeTable {
     field: "grpc_status",
+    series: "candor_grpc_calls_total",
     names: &[
         "OK",
         "CANCELLED",

@@ -8,6 +8,7 @@ use candor_core::workload_results::FailedCheck;
 /// The table of `grpc-status` codes.
 pub static GRPC_STATUS: ReplyCodeTable = ReplyCodeTable {
     field: "grpc_status",
+    series: "candor_grpc_calls_total",
     names: &candor_grpc::Code::NAMES,
     failure: FailureClass::Grpc,
     check: FailedCheck::Grpc,

@@ -321,6 +321,7 @@ mod tests {
             "__name__=x",
             "run_id=x",
             "phase=x",
+            "name=x",
             "shard=1",
             "le=1",
             "step=1",

@@ -766,3 +766,129 @@ fn otlp_over_grpc_reaches_a_grpc_collector_whole() {
     let want = format!("AsDouble({}.0)", req(&v, "completed"));
     assert!(completed.contains(&want), "{completed}");
 }
+
+/// A request set of two names, `fast` on `fast_url` and `slow` on `slow_url`, in a file.
+fn two_names(fast_url: &str, slow_url: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("candor-e2e-push-names-{}", std::process::id()));
+    let line = |name: &str, url: &str| {
+        format!(
+            "{{\"name\":\"{name}\",\"url\":\"{}/{name}\"}}\n",
+            url.trim_end_matches('/')
+        )
+    };
+    let text = line("fast", fast_url) + &line("slow", slow_url);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The series of `w` named `metric` with label `name` = `value`.
+fn named<'a>(w: &'a WriteRequest, metric: &str, value: &str) -> &'a TimeSeries {
+    let has =
+        |t: &TimeSeries, k: &str, v: &str| t.labels.iter().any(|l| l.name == k && l.value == v);
+    w.timeseries
+        .iter()
+        .find(|t| has(t, "__name__", metric) && has(t, "name", value))
+        .unwrap_or_else(|| panic!("{metric} for name {value}"))
+}
+
+#[test]
+fn the_final_push_carries_each_request_name_as_the_results_do() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let rx = Receiver::start(|_| 200, None);
+    let reqs = two_names(&server.url, &server.url);
+    let out_flag = format!("prometheus-rw={}", rx.url);
+    let (v, out, _) = run(&[
+        "-R",
+        "200",
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        "--requests",
+        reqs.to_str().unwrap(),
+        "--out",
+        &out_flag,
+        &server.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let got = rx.accepted();
+    let last = got.last().expect("the end of the run is pushed");
+    for name in ["fast", "slow"] {
+        let by = &v["by_request"][name];
+        for k in ["intended", "completed"] {
+            let t = named(last, &format!("candor_requests_{k}_total"), name);
+            assert_eq!(t.samples[0].value, req(by, k), "{name} {k}");
+        }
+        let h = named(last, "candor_response_time_seconds", name);
+        assert_eq!(
+            h.histograms[0].count_int as f64,
+            by["response_time"]["count"].as_f64().unwrap(),
+            "{name}"
+        );
+    }
+    // The totals have no name, and equal the two names' sum (no request counted twice).
+    let total = sample(last, "candor_requests_completed_total", "phase", "measured");
+    assert_eq!(total, Some(req(&v, "completed")));
+    let by = |n: &str| req(&v["by_request"][n], "completed");
+    assert_eq!(req(&v, "completed"), by("fast") + by("slow"));
+    // No interval push has a name (the per-name books are read at the end).
+    for w in &got[..got.len() - 1] {
+        let named = w
+            .timeseries
+            .iter()
+            .any(|t| t.labels.iter().any(|l| l.name == "name"));
+        assert!(!named);
+    }
+}
+
+#[test]
+#[ignore = "needs Prometheus: scripts/test.sh"]
+fn prometheus_reads_each_request_names_p99_as_candor() {
+    let _g = serial();
+    let prom = Prometheus::start();
+    // Two targets of known service times: each name's p99 sits near its own delay.
+    let fast = Server::start(&["--delay", "20ms"]);
+    let slow = Server::start(&["--delay", "80ms"]);
+    let reqs = two_names(&fast.url, &slow.url);
+    let out_flag = format!("prometheus-rw=http://{}/api/v1/write", prom.addr);
+    let (v, out, _) = run(&[
+        "-R",
+        "100",
+        "-d",
+        "5s",
+        "-c",
+        "10",
+        "--requests",
+        reqs.to_str().unwrap(),
+        "--out",
+        &out_flag,
+        "--push-interval",
+        "1s",
+        "--run-id",
+        "names",
+        &fast.url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("dropped"), "{}", text(&out));
+    for (name, delay_s) in [("fast", 0.020), ("slow", 0.080)] {
+        let series = format!("candor_response_time_seconds{{run_id=\"names\",name=\"{name}\"}}");
+        let theirs = prom.query(&format!("histogram_quantile(0.99, {series})"));
+        let ours = pct(&v["by_request"][name], "response_time", 99.0) / 1e9;
+        let err = (theirs - ours).abs() / ours;
+        println!(
+            "{name} p99: prometheus {theirs} s, candor {ours} s, {:.3}%",
+            err * 100.0
+        );
+        assert!(ours >= delay_s, "{name}: {ours} below its server's delay");
+        assert!(err < 0.02, "{name}: prometheus {theirs}, candor {ours}");
+        let done = prom.query(&format!(
+            "candor_requests_completed_total{{run_id=\"names\",name=\"{name}\"}}"
+        ));
+        assert_eq!(done, req(&v["by_request"][name], "completed"));
+    }
+    // The totals, selected with name="", count each request once.
+    let total = prom
+        .query("candor_requests_completed_total{run_id=\"names\",phase=\"measured\",name=\"\"}");
+    assert_eq!(total, req(&v, "completed"));
+}

@@ -625,23 +625,30 @@ impl RunOutcome {
                 start_ns += stage.duration_ns;
             }
         }
-        if let Some(script) = &config.workload.script {
-            // Rows only when the script named requests (`wrk.name`), as a request set's.
-            if script.named() {
-                for (name, acc) in script.names().iter().zip(&books.names) {
-                    if acc.counts.intended > 0 {
-                        out.by_request
-                            .insert(name.clone(), results(acc, self.main.duration_ns, None));
-                    }
-                }
-            }
-        } else if let Some(compiled) = &self.requests {
-            for (name, acc) in compiled.names.iter().zip(&books.names) {
-                out.by_request
-                    .insert(name.clone(), results(acc, self.main.duration_ns, None));
-            }
+        for (name, acc) in self.named_books(config) {
+            out.by_request
+                .insert(name, results(acc, self.main.duration_ns, None));
         }
         out
+    }
+
+    /// The measured phase's books per request name, as `by_request` reports them: a request
+    /// set's every name, a script's names only when it named requests (`wrk.name`) and only
+    /// those it used; empty without names.
+    pub fn named_books<'a>(&'a self, config: &LoadConfig) -> Vec<(String, &'a PhaseAcc)> {
+        let Some(books) = &self.main.workload else {
+            return Vec::new();
+        };
+        let (names, script) = match (&config.workload.script, &self.requests) {
+            (Some(script), _) if script.named() => (script.names(), true),
+            (Some(_), _) | (None, None) => return Vec::new(),
+            (None, Some(compiled)) => (compiled.names.clone(), false),
+        };
+        names
+            .into_iter()
+            .zip(&books.names)
+            .filter(|(_, acc)| !script || acc.counts.intended > 0)
+            .collect()
     }
 }
 

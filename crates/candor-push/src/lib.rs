@@ -19,6 +19,7 @@ pub use format::Format;
 pub use sender::PushStats;
 pub use state::{PushState, RunLabels};
 
+use candor_load::engine::books::PhaseAcc;
 use candor_load::load_run::RunOutcome;
 use candor_load::IntervalReport;
 use std::time::Duration;
@@ -97,7 +98,7 @@ impl OutputSpec {
 }
 
 /// Labels candor sets itself; a `--tag` may not take them.
-const RESERVED: [&str; 6] = ["run_id", "shard", "phase", "step", "repeat", "le"];
+const RESERVED: [&str; 7] = ["run_id", "shard", "phase", "name", "step", "repeat", "le"];
 
 /// The runs of a command of several (`sweep` and `capacity` steps, `run --repeat`'s repeats):
 /// each run's series carry its number from 1 under this label, so that runs stay apart.
@@ -237,9 +238,11 @@ impl Pusher {
     }
 
     /// The run ended: its final numbers are pushed.
-    pub fn finish(&mut self, outcome: &RunOutcome) {
+    /// `named`: the measured phase's books per request name (`RunOutcome::named_books`).
+    pub fn finish(&mut self, outcome: &RunOutcome, named: &[(String, &PhaseAcc)]) {
         if let Some(state) = self.state.as_mut() {
             state.finish(outcome);
+            state.names(named);
             self.push();
         }
     }
@@ -318,6 +321,7 @@ mod tests {
             "__name__=x",
             "run_id=x",
             "phase=x",
+            "name=x",
             "shard=1",
             "le=1",
             "step=1",

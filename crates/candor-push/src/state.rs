@@ -6,7 +6,7 @@ use crate::series::{Batch, Series, Value};
 use candor_core::reply_codes::ReplyCodeCounts;
 use candor_core::results::{CodeCounts, RequestCounts};
 use candor_core::Recorder;
-use candor_load::engine::books::StreamAcc;
+use candor_load::engine::books::{PhaseAcc, StreamAcc};
 use candor_load::load_run::RunOutcome;
 use candor_load::IntervalReport;
 
@@ -46,6 +46,8 @@ struct Phase {
 pub struct PushState {
     labels: RunLabels,
     phases: [Phase; 2],
+    /// The measured phase per request name (label `name`), known at the end of the run only.
+    names: Vec<(String, Phase)>,
     elapsed_s: f64,
     done: bool,
 }
@@ -55,6 +57,7 @@ impl PushState {
         PushState {
             labels,
             phases: Default::default(),
+            names: Vec::new(),
             elapsed_s: 0.0,
             done: false,
         }
@@ -76,6 +79,25 @@ impl PushState {
             phase.reply_codes.merge(&r.reply_codes[i]);
         }
         self.elapsed_s = r.elapsed_s;
+    }
+
+    /// Takes the measured phase's final books per request name (`RunOutcome::named_books`):
+    /// their histograms, request counts and reply codes (the books per name keep no status
+    /// codes or stream measures).
+    pub fn names(&mut self, named: &[(String, &PhaseAcc)]) {
+        self.names = named
+            .iter()
+            .map(|(name, acc)| {
+                let phase = Phase {
+                    hist: Some(Box::new(acc.rec.clone())),
+                    counts: acc.counts,
+                    codes: CodeCounts::default(),
+                    reply_codes: acc.reply_codes,
+                    stream: None,
+                };
+                (name.clone(), phase)
+            })
+            .collect();
     }
 
     /// Takes the run's final counts (the backlog never sent included): counters only grow.
@@ -101,6 +123,16 @@ impl PushState {
             let labels = |extra: &[(&str, &str)]| {
                 let mut l = self.labels.common.clone();
                 l.push(("phase".into(), PHASES[i].into()));
+                l.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+                l
+            };
+            self.phase_series(phase, &labels, &mut out);
+        }
+        for (name, phase) in &self.names {
+            let labels = |extra: &[(&str, &str)]| {
+                let mut l = self.labels.common.clone();
+                l.push(("phase".into(), PHASES[1].into()));
+                l.push(("name".into(), name.clone()));
                 l.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
                 l
             };
@@ -402,5 +434,75 @@ mod tests {
             .series
             .iter()
             .any(|s| s.name == "candor_grpc_calls_total"));
+    }
+
+    /// A name's books with `n` requests intended and completed, each of `response_ns`.
+    fn named_books(n: u64, response_ns: u64) -> PhaseAcc {
+        let mut acc = PhaseAcc::new();
+        for _ in 0..n {
+            acc.rec.record(response_ns, response_ns, 0);
+        }
+        acc.counts.intended = n;
+        acc.counts.completed = n;
+        acc
+    }
+
+    #[test]
+    fn the_final_push_carries_each_request_name_beside_the_totals() {
+        let mut s = PushState::new(RunLabels {
+            common: vec![("run_id".into(), "r".into())],
+            target_per_s: None,
+            has_warmup: false,
+            start_unix_ns: 0,
+        });
+        s.interval(&report([(0, 0), (0, 0)]));
+        let (fast, slow) = (named_books(3, 1_000_000), named_books(2, 50_000_000));
+        s.names(&[("fast".into(), &fast), ("slow".into(), &slow)]);
+        let b = s.batch(0);
+        let of_name = |metric: &str, name: &str| {
+            b.series
+                .iter()
+                .filter(|x| x.name == metric)
+                .filter(|x| x.labels.iter().any(|(k, v)| k == "name" && v == name))
+                .collect::<Vec<_>>()
+        };
+        for (name, n, ns) in [("fast", 3.0, 1e6), ("slow", 2.0, 5e7)] {
+            let done = of_name("candor_requests_completed_total", name);
+            assert_eq!(done.len(), 1, "{name}");
+            assert!(
+                matches!(done[0].value, Value::Counter(v) if v == n),
+                "{name}"
+            );
+            assert!(done[0]
+                .labels
+                .iter()
+                .any(|(k, v)| k == "phase" && v == "measured"));
+            let h = of_name("candor_response_time_seconds", name);
+            let Value::Histogram(h) = &h[0].value else {
+                panic!("{name}: a histogram")
+            };
+            assert_eq!(h.count, n as u64, "{name}");
+            // Counted as the HDR bucket's highest equivalent: a hair above the value.
+            assert!(
+                (h.sum_s / n - ns / 1e9).abs() < ns / 1e9 * 0.01,
+                "{name}: {}",
+                h.sum_s
+            );
+        }
+        // The totals stay without the label, once each.
+        let totals: Vec<_> = b
+            .series
+            .iter()
+            .filter(|x| x.name == "candor_requests_completed_total")
+            .filter(|x| !x.labels.iter().any(|(k, _)| k == "name"))
+            .collect();
+        assert_eq!(totals.len(), 1);
+        // No names, no named series.
+        s.names(&[]);
+        assert!(!s
+            .batch(0)
+            .series
+            .iter()
+            .any(|x| x.labels.iter().any(|(k, _)| k == "name")));
     }
 }

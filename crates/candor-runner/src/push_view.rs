@@ -148,7 +148,7 @@ pub fn interval(report: &IntervalReport) {
     with(|p| p.interval(report));
 }
 
-/// The current run ended.
-pub fn finish(outcome: &RunOutcome) {
-    with(|p| p.finish(outcome));
+/// The current run of `config` ended.
+pub fn finish(outcome: &RunOutcome, config: &RunPlan) {
+    with(|p| p.finish(outcome, &outcome.named_books(&config.config)));
 }

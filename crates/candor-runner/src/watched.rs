@@ -99,7 +99,7 @@ pub fn execute_watched(
     };
     let outcome = candor_load::run(config, options, &mut on_interval)?;
     live_view::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
-    push_view::finish(&outcome);
+    push_view::finish(&outcome, config);
     if live {
         eprint!("\r\x1b[2K");
     }

@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod phase_outcome;
 pub mod pool;
 pub mod priority;
+pub mod records;
 pub mod request_plan;
 mod rxstamp;
 pub mod schedule;

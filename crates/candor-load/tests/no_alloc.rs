@@ -215,6 +215,8 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
                     events: 4,
                     first_event: Some(first),
                     first_token: Some(first),
+                    last_event: Some(now - 20_000),
+                    last_token: Some(now - 20_000),
                     output_tokens: 2,
                     input_tokens: Some(3),
                     tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),

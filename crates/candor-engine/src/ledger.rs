@@ -435,7 +435,7 @@ impl Ledger {
             None => Outcome::Completed,
             Some(_) => Outcome::Failed,
         };
-        self.offer_record(e, outcome, failed, status, now);
+        self.offer_record(e, outcome, (failed, true), status, now);
         Booked {
             intended,
             ok,
@@ -455,7 +455,7 @@ impl Ledger {
         &mut self,
         e: &Exchange,
         outcome: Outcome,
-        class: Option<FailureClass>,
+        (class, answered): (Option<FailureClass>, bool),
         status: u16,
         now: u64,
     ) {
@@ -483,6 +483,7 @@ impl Ledger {
             measured: self.phase_of(e.intended) == 1,
             outcome,
             class,
+            answered: outcome != Outcome::Unfinished && (class.is_none() || answered),
             status,
             intended: e.intended.saturating_sub(start),
             sent: at(e.sent),
@@ -625,7 +626,7 @@ impl Ledger {
         let (intended, request, e_first_byte) = (e.intended, e.request, e.first_byte);
         let sent = (e.sent != 0).then_some(e.sent);
         let phase = self.phase_of(intended);
-        self.offer_record(e, Outcome::Failed, Some(kind), 0, now);
+        self.offer_record(e, Outcome::Failed, (Some(kind), false), 0, now);
         let p = &mut self.phases[phase];
         p.counts.failed += 1;
         *p.counts.errors.get_mut(kind) += 1;
@@ -710,7 +711,7 @@ impl Ledger {
 
     /// A request still outstanding when the run ended: written (`sent`) or still queued.
     pub fn unfinished(&mut self, e: &Exchange, now: u64) {
-        self.offer_record(e, Outcome::Unfinished, None, 0, now);
+        self.offer_record(e, Outcome::Unfinished, (None, false), 0, now);
         self.unfinished_at(e.intended, Some(e.request), e.sent != 0, now);
     }
 
@@ -778,7 +779,7 @@ impl Ledger {
                         sent: 0,
                         first_byte: 0,
                     };
-                    self.offer_record(&e, Outcome::Unfinished, None, 0, now);
+                    self.offer_record(&e, Outcome::Unfinished, (None, false), 0, now);
                 }
                 s.advance();
                 counted += 1;

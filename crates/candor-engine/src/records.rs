@@ -47,6 +47,9 @@ pub struct Record {
     pub measured: bool,
     pub outcome: Outcome,
     pub class: Option<FailureClass>,
+    /// A failure that came with a response (its status or check failed): its response and
+    /// service times are booked as a completed one's are.
+    pub answered: bool,
     /// The HTTP status or the protocol's reply code (0: none).
     pub status: u16,
     pub intended: u64,
@@ -199,7 +202,12 @@ pub fn write_line(out: &mut impl Write, r: &Record, names: &[String]) -> std::io
         r.outcome.name()
     )?;
     if let Some(c) = r.class {
-        write!(out, ",\"class\":\"{}\"", c.name())?;
+        write!(
+            out,
+            ",\"class\":\"{}\",\"answered\":{}",
+            c.name(),
+            r.answered
+        )?;
     }
     if r.status != 0 {
         write!(out, ",\"status\":{}", r.status)?;
@@ -247,6 +255,7 @@ mod tests {
             measured: true,
             outcome: Outcome::Failed,
             class: Some(FailureClass::Timeout),
+            answered: false,
             status: 0,
             intended: 1_000,
             sent: Some(1_500),
@@ -267,7 +276,7 @@ mod tests {
         write_line(&mut out, &record(), &["a".into(), "b\"q".into()]).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "{\"seq\":7,\"phase\":\"measured\",\"outcome\":\"failed\",\"class\":\"timeout\",\
+            "{\"seq\":7,\"phase\":\"measured\",\"outcome\":\"failed\",\"class\":\"timeout\",\"answered\":false,\
              \"request\":1,\"name\":\"b\\\"q\",\"thread\":2,\"intended_ns\":1000,\
              \"sent_ns\":1500,\"end_ns\":9000}\n"
         );

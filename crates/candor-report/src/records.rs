@@ -1,0 +1,233 @@
+//! Reading a `--records` file back (one JSON line per request): its histograms and counts are
+//! rebuilt by the same rules the engine books by, so that `candor report FILE.jsonl` shows the
+//! run's own percentiles within the histograms' precision.
+
+use candor_core::hist::record_clamped;
+use candor_core::recorded::RecordedConfig;
+use candor_core::results::{FailureClass, PhaseResults};
+use candor_core::results::{Kind, Mode, RequestCounts, RunResults};
+use candor_core::{new_histogram, Histo, Recorder, Summary};
+use serde::Deserialize;
+
+/// One line as `--records` writes it (docs/outputs.md); absent times did not happen.
+#[derive(Debug, Deserialize)]
+struct Line {
+    phase: String,
+    outcome: String,
+    class: Option<FailureClass>,
+    #[serde(default)]
+    answered: bool,
+    status: Option<u16>,
+    intended_ns: u64,
+    sent_ns: Option<u64>,
+    first_byte_ns: Option<u64>,
+    first_event_ns: Option<u64>,
+    first_token_ns: Option<u64>,
+    end_ns: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsReadError {
+    #[error("line {line}: not a --records line: {reason}")]
+    Line { line: usize, reason: String },
+    #[error("line {line}: unknown {what} {value:?}")]
+    Unknown {
+        line: usize,
+        what: &'static str,
+        value: String,
+    },
+}
+
+/// True when `text` opens as a `--records` file.
+pub fn looks_like_records(text: &str) -> bool {
+    text.trim_start().starts_with("{\"seq\":")
+}
+
+/// One phase's books, as the engine keeps them.
+struct Phase {
+    rec: Recorder,
+    unfinished: Histo,
+    first_event: Histo,
+    ttft: Histo,
+    counts: RequestCounts,
+    first_intended: u64,
+    last_intended: u64,
+}
+
+impl Phase {
+    fn new() -> Phase {
+        Phase {
+            rec: Recorder::new(),
+            unfinished: new_histogram(),
+            first_event: new_histogram(),
+            ttft: new_histogram(),
+            counts: RequestCounts::default(),
+            first_intended: u64::MAX,
+            last_intended: 0,
+        }
+    }
+
+    fn book(&mut self, l: &Line, n: usize) -> Result<(), RecordsReadError> {
+        let c = &mut self.counts;
+        c.intended += 1;
+        self.first_intended = self.first_intended.min(l.intended_ns);
+        self.last_intended = self.last_intended.max(l.intended_ns);
+        let age = l.end_ns.saturating_sub(l.intended_ns);
+        let of = |t: Option<u64>| t.map(|t| t.saturating_sub(l.intended_ns));
+        if let Some(t) = of(l.first_event_ns) {
+            record_clamped(&mut self.first_event, t);
+        }
+        if let Some(t) = of(l.first_token_ns) {
+            record_clamped(&mut self.ttft, t);
+        }
+        match l.outcome.as_str() {
+            "unfinished" => {
+                c.in_flight_at_end += 1;
+                match l.sent_ns {
+                    Some(_) => c.sent_unanswered += 1,
+                    None => c.queued_unsent += 1,
+                }
+                record_clamped(&mut self.unfinished, age);
+                return Ok(());
+            }
+            "completed" => c.completed += 1,
+            "failed" => {
+                c.failed += 1;
+                let class = l.class.ok_or_else(|| RecordsReadError::Line {
+                    line: n,
+                    reason: "a failed request without its class".into(),
+                })?;
+                *c.errors.get_mut(class) += 1;
+            }
+            other => {
+                return Err(RecordsReadError::Unknown {
+                    line: n,
+                    what: "outcome",
+                    value: other.into(),
+                })
+            }
+        }
+        if let Some(s) = l.status {
+            c.status.count(s);
+        }
+        if let Some(t) = of(l.first_byte_ns) {
+            self.rec.record_first_byte(t);
+        }
+        let service = l.sent_ns.map(|s| l.end_ns.saturating_sub(s));
+        if l.outcome == "completed" || l.answered {
+            let lag = l.sent_ns.map_or(0, |s| s.saturating_sub(l.intended_ns));
+            self.rec.record(age, service.unwrap_or(age), lag);
+        } else if l.class == Some(FailureClass::Timeout) {
+            // A timeout is at least that slow (as the engine books it): response and service.
+            c.clamped_values += record_clamped(&mut self.rec.response, age) as u64;
+            if let Some(s) = service {
+                c.clamped_values += record_clamped(&mut self.rec.service, s) as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// The phase's results; its length is estimated from its intended sends (the first to the
+    /// last, plus one mean gap between them).
+    fn results(&self) -> PhaseResults {
+        let n = self.counts.intended;
+        let span = self.last_intended.saturating_sub(self.first_intended) as f64;
+        let duration_s = match n {
+            0 => 0.0,
+            1 => 0.0,
+            _ => span * n as f64 / (n - 1) as f64 / 1e9,
+        };
+        let target = (duration_s > 0.0).then(|| n as f64 / duration_s);
+        let mut counts = self.counts;
+        counts.clamped_values += self.rec.clamped;
+        let mut p =
+            PhaseResults::from_recorder(&self.rec, &self.unfinished, counts, duration_s, target);
+        p.first_event = (!self.first_event.is_empty()).then(|| Summary::of(&self.first_event));
+        p.ttft = (!self.ttft.is_empty()).then(|| Summary::of(&self.ttft));
+        p
+    }
+}
+
+/// The results of a `--records` file (`source` names it).
+pub fn results_from_records(text: &str, source: &str) -> Result<RunResults, RecordsReadError> {
+    let mut phases = [Phase::new(), Phase::new()];
+    for (i, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let n = i + 1;
+        let l: Line = serde_json::from_str(raw).map_err(|e| RecordsReadError::Line {
+            line: n,
+            reason: e.to_string(),
+        })?;
+        let phase = match l.phase.as_str() {
+            "warmup" => 0,
+            "measured" => 1,
+            other => {
+                return Err(RecordsReadError::Unknown {
+                    line: n,
+                    what: "phase",
+                    value: other.into(),
+                })
+            }
+        };
+        phases[phase].book(&l, n)?;
+    }
+    let main = phases[1].results();
+    let config = RecordedConfig::Other(serde_json::json!({ "records": source }));
+    let mut r = RunResults::new(Kind::Run, Mode::OpenLoop, source, config, main);
+    if phases[0].counts.intended > 0 {
+        r.warmup = Some(phases[0].results());
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "\
+{\"seq\":0,\"phase\":\"warmup\",\"outcome\":\"completed\",\"status\":200,\"request\":0,\"thread\":0,\"intended_ns\":0,\"sent_ns\":10,\"first_byte_ns\":50,\"end_ns\":60}
+{\"seq\":1,\"phase\":\"measured\",\"outcome\":\"completed\",\"status\":200,\"thread\":1,\"intended_ns\":1000,\"sent_ns\":1100,\"first_byte_ns\":1500,\"end_ns\":2000}
+{\"seq\":2,\"phase\":\"measured\",\"outcome\":\"failed\",\"class\":\"status\",\"answered\":true,\"status\":503,\"thread\":0,\"intended_ns\":2000,\"sent_ns\":2000,\"first_byte_ns\":2400,\"end_ns\":2400}
+{\"seq\":3,\"phase\":\"measured\",\"outcome\":\"failed\",\"class\":\"timeout\",\"answered\":false,\"thread\":1,\"intended_ns\":3000,\"sent_ns\":3000,\"end_ns\":9000}
+{\"seq\":4,\"phase\":\"measured\",\"outcome\":\"unfinished\",\"thread\":0,\"intended_ns\":4000,\"end_ns\":9000}
+";
+
+    #[test]
+    fn lines_are_booked_as_the_engine_books_them() {
+        assert!(looks_like_records(FILE));
+        let r = results_from_records(FILE, "r.jsonl").unwrap();
+        let c = &r.main.requests;
+        assert_eq!(
+            (
+                c.intended,
+                c.completed,
+                c.failed,
+                c.in_flight_at_end,
+                c.queued_unsent
+            ),
+            (4, 1, 2, 1, 0 + 1)
+        );
+        assert_eq!((c.errors.status, c.errors.timeout), (1, 1));
+        assert_eq!((c.status.s2xx, c.status.s5xx), (1, 1));
+        // Response times 1000 and 400 (answered) and 6000 (the timeout's age).
+        assert_eq!(r.main.response_time.count, 3);
+        // Within the histograms' three significant digits.
+        let max = r.main.response_time.max_ns;
+        assert!((6000..=6006).contains(&max), "{max}");
+        assert_eq!(r.main.send_lag.max_ns, 100);
+        // Four intended sends 1000 ns apart span 4 us.
+        assert!((r.main.duration_s - 4e-6).abs() < 1e-12);
+        assert_eq!(r.warmup.as_ref().unwrap().requests.intended, 1);
+    }
+
+    #[test]
+    fn a_bad_line_names_its_number() {
+        let e = results_from_records("{\"seq\":0}\n", "x").unwrap_err();
+        assert!(
+            e.to_string().starts_with("line 1: not a --records line"),
+            "{e}"
+        );
+    }
+}

@@ -488,6 +488,7 @@ impl Ledger {
             intended: e.intended.saturating_sub(start),
             sent: at(e.sent),
             first_byte: first_byte.map(|t| t.saturating_sub(start)),
+            events: stream.map(|o| o.events),
             first_event: st(|o| o.first_event),
             first_token: st(|o| o.first_token),
             last_event: st(|o| o.last_event),

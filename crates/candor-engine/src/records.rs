@@ -55,6 +55,8 @@ pub struct Record {
     pub intended: u64,
     pub sent: Option<u64>,
     pub first_byte: Option<u64>,
+    /// Events its stream delivered (`None`: not read as a stream).
+    pub events: Option<u64>,
     pub first_event: Option<u64>,
     pub first_token: Option<u64>,
     pub last_event: Option<u64>,
@@ -234,6 +236,9 @@ pub fn write_line(out: &mut impl Write, r: &Record, names: &[String]) -> std::io
         }
     }
     write!(out, ",\"end_ns\":{}", r.end)?;
+    if let Some(v) = r.events {
+        write!(out, ",\"events\":{v}")?;
+    }
     if let Some(v) = r.input_tokens {
         write!(out, ",\"input_tokens\":{v}")?;
     }
@@ -260,6 +265,7 @@ mod tests {
             intended: 1_000,
             sent: Some(1_500),
             first_byte: None,
+            events: None,
             first_event: None,
             first_token: None,
             last_event: None,

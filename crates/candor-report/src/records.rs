@@ -4,7 +4,7 @@
 
 use candor_core::hist::record_clamped;
 use candor_core::recorded::RecordedConfig;
-use candor_core::results::{FailureClass, PhaseResults};
+use candor_core::results::{FailureClass, PhaseResults, StreamResults};
 use candor_core::results::{Kind, Mode, RequestCounts, RunResults};
 use candor_core::{new_histogram, Histo, Recorder, Summary};
 use serde::Deserialize;
@@ -24,6 +24,9 @@ struct Line {
     first_event_ns: Option<u64>,
     first_token_ns: Option<u64>,
     end_ns: u64,
+    events: Option<u64>,
+    last_token_ns: Option<u64>,
+    output_tokens: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +52,10 @@ struct Phase {
     unfinished: Histo,
     first_event: Histo,
     ttft: Histo,
+    ttft_service: Histo,
+    tpot: Histo,
+    /// Responses read as streams: those that delivered an event, and their events.
+    streamed: Option<(u64, u64)>,
     counts: RequestCounts,
     first_intended: u64,
     last_intended: u64,
@@ -61,6 +68,9 @@ impl Phase {
             unfinished: new_histogram(),
             first_event: new_histogram(),
             ttft: new_histogram(),
+            ttft_service: new_histogram(),
+            tpot: new_histogram(),
+            streamed: None,
             counts: RequestCounts::default(),
             first_intended: u64::MAX,
             last_intended: 0,
@@ -79,6 +89,20 @@ impl Phase {
         }
         if let Some(t) = of(l.first_token_ns) {
             record_clamped(&mut self.ttft, t);
+        }
+        if let (Some(t), Some(s)) = (l.first_token_ns, l.sent_ns) {
+            record_clamped(&mut self.ttft_service, t.saturating_sub(s));
+        }
+        // The time per output token of a stream that succeeded, as the stream reader takes it.
+        if let (Some(f), Some(t), Some(n)) = (l.first_token_ns, l.last_token_ns, l.output_tokens) {
+            if n >= 2 && t >= f {
+                record_clamped(&mut self.tpot, (t - f) / (n - 1));
+            }
+        }
+        if let Some(e) = l.events {
+            let (r, n) = self.streamed.get_or_insert((0, 0));
+            *r += u64::from(e > 0);
+            *n += e;
         }
         match l.outcome.as_str() {
             "unfinished" => {
@@ -144,6 +168,22 @@ impl Phase {
             PhaseResults::from_recorder(&self.rec, &self.unfinished, counts, duration_s, target);
         p.first_event = (!self.first_event.is_empty()).then(|| Summary::of(&self.first_event));
         p.ttft = (!self.ttft.is_empty()).then(|| Summary::of(&self.ttft));
+        p.ttft_service = (!self.ttft_service.is_empty()).then(|| Summary::of(&self.ttft_service));
+        p.tpot = (!self.tpot.is_empty()).then(|| Summary::of(&self.tpot));
+        // Failed streams by name and token totals are not in the lines: the section shows
+        // what they carry.
+        p.stream = self.streamed.map(|(responses, events)| StreamResults {
+            responses,
+            events,
+            events_per_response: if responses > 0 {
+                events as f64 / responses as f64
+            } else {
+                0.0
+            },
+            failures: Default::default(),
+            llm: None,
+            goodput: None,
+        });
         p
     }
 }
@@ -207,7 +247,7 @@ mod tests {
                 c.in_flight_at_end,
                 c.queued_unsent
             ),
-            (4, 1, 2, 1, 0 + 1)
+            (4, 1, 2, 1, 1)
         );
         assert_eq!((c.errors.status, c.errors.timeout), (1, 1));
         assert_eq!((c.status.s2xx, c.status.s5xx), (1, 1));

@@ -1,5 +1,5 @@
-//! Loading any results file a report accepts: candor JSON or an HdrHistogram interval log
-//! (detected by content), with the `--tag` and `--start/--end` selections applied.
+//! Loading any results file a report accepts: candor JSON, a `--records` file or an HdrHistogram
+//! interval log (detected by content), with the `--tag` and `--start/--end` selections applied.
 
 use crate::hlog::{self, HlogError, TimeRange};
 use crate::validate::{self, Impossible};

@@ -470,11 +470,11 @@ impl Ledger {
         let st = |f: fn(&candor_stream::tap::StreamOutcome) -> Option<u64>| {
             stream.as_ref().and_then(f).map(|t| t.saturating_sub(start))
         };
-        // A response completed without marking its first byte (a close that ends it) had
-        // it no later than its end, as the books count it.
-        let first_byte = match (e.first_byte, outcome) {
-            (0, Outcome::Completed) => Some(now),
-            (t, _) => (t != 0).then_some(t),
+        // A response booked without its first byte marked (a close that ends it) had it no
+        // later than its end, as the books count it.
+        let first_byte = match e.first_byte {
+            0 => answered.then_some(now),
+            t => Some(t),
         };
         sink.offer(Record {
             seq: e.seq,

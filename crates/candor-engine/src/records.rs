@@ -84,6 +84,14 @@ impl RecordSink {
     }
 }
 
+/// A sink and the queue's other end, for tests that read the records as booked.
+#[cfg(test)]
+pub(crate) fn test_sink(capacity: usize) -> (RecordSink, Receiver<Record>) {
+    let (tx, rx) = crossbeam_channel::bounded(capacity);
+    let dropped = Arc::new(AtomicU64::new(0));
+    (RecordSink { tx, dropped }, rx)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RecordsError {
     // The cause is part of the one line, not a chained source printed twice.

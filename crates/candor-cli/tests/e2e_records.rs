@@ -164,3 +164,29 @@ fn a_bad_records_path_is_one_line_before_any_load() {
         "{err}"
     );
 }
+
+/// `--repeat`: one file, each line naming its run, a line per intended request of every run.
+#[test]
+fn repeats_write_one_file_whose_lines_name_their_run() {
+    let _g = serial();
+    let server = Server::start(&[]);
+    let dir = tmp("records-repeat");
+    let (records, json) = (dir.join("r.jsonl"), dir.join("r.json"));
+    let out = candor()
+        .args(["run", "-q", "--repeat", "2", "--repeat-pause", "100ms"])
+        .args(["-R", "50", "-d", "1s", "--records"])
+        .arg(&records)
+        .arg("--json")
+        .arg(&json)
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v = read_json(&json);
+    let all = lines(&records);
+    assert_eq!(all.len() as u64 + dropped(&v), intended(&v));
+    for run in [1, 2] {
+        let n = all.iter().filter(|l| l["run"] == run).count();
+        assert_eq!(n, 50, "run {run}");
+    }
+}

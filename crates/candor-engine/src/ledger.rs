@@ -477,6 +477,7 @@ impl Ledger {
             t => Some(t),
         };
         sink.offer(Record {
+            run: 0,
             seq: e.seq,
             request: (e.request != u32::MAX).then_some(e.request),
             lane: self.lane,

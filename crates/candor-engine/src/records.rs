@@ -38,6 +38,8 @@ impl Outcome {
 /// intended send); `None`: it did not happen (never sent, no byte came, not a stream).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record {
+    /// `run --repeat`: the run (from 1) it belongs to; 0: a single run.
+    pub run: u32,
     /// The entry's index in the whole schedule.
     pub seq: u64,
     /// The prepared request it sent (`None`: never taken from the schedule).
@@ -72,12 +74,15 @@ pub struct Record {
 pub struct RecordSink {
     tx: Sender<Record>,
     dropped: Arc<AtomicU64>,
+    /// `run --repeat`: the run (from 1) whose records these are; 0: a single run.
+    pub run: u32,
 }
 
 impl RecordSink {
     /// Queues `r`, or counts it as dropped when the queue is full: never waits.
     #[inline]
-    pub fn offer(&self, r: Record) {
+    pub fn offer(&self, mut r: Record) {
+        r.run = self.run;
         if self.tx.try_send(r).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -89,7 +94,14 @@ impl RecordSink {
 pub(crate) fn test_sink(capacity: usize) -> (RecordSink, Receiver<Record>) {
     let (tx, rx) = crossbeam_channel::bounded(capacity);
     let dropped = Arc::new(AtomicU64::new(0));
-    (RecordSink { tx, dropped }, rx)
+    (
+        RecordSink {
+            tx,
+            dropped,
+            run: 0,
+        },
+        rx,
+    )
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -146,6 +158,7 @@ pub fn open(path: &Path, names: Vec<String>) -> Result<(RecordSink, RecordWriter
         RecordSink {
             tx,
             dropped: dropped.clone(),
+            run: 0,
         },
         RecordWriter {
             path: path.to_path_buf(),
@@ -202,11 +215,16 @@ fn write_all(
     Ok(n)
 }
 
-/// Formats one record as a JSON line (fields in docs/outputs.md).
+/// Formats one record as a JSON line (fields in docs/formats.md).
 pub fn write_line(out: &mut impl Write, r: &Record, names: &[String]) -> std::io::Result<()> {
+    if r.run != 0 {
+        write!(out, "{{\"run\":{},", r.run)?;
+    } else {
+        out.write_all(b"{")?;
+    }
     write!(
         out,
-        "{{\"seq\":{},\"phase\":\"{}\",\"outcome\":\"{}\"",
+        "\"seq\":{},\"phase\":\"{}\",\"outcome\":\"{}\"",
         r.seq,
         if r.measured { "measured" } else { "warmup" },
         r.outcome.name()
@@ -262,6 +280,7 @@ mod tests {
 
     fn record() -> Record {
         Record {
+            run: 0,
             seq: 7,
             request: Some(1),
             lane: 2,
@@ -314,6 +333,7 @@ mod tests {
         let full = RecordSink {
             tx,
             dropped: dropped.clone(),
+            run: 0,
         };
         full.offer(record());
         full.offer(record());

@@ -12,6 +12,8 @@ use serde::Deserialize;
 /// One line as `--records` writes it (docs/outputs.md); absent times did not happen.
 #[derive(Debug, Deserialize)]
 struct Line {
+    #[serde(default)]
+    run: u32,
     phase: String,
     outcome: String,
     class: Option<FailureClass>,
@@ -43,7 +45,8 @@ pub enum RecordsReadError {
 
 /// True when `text` opens as a `--records` file.
 pub fn looks_like_records(text: &str) -> bool {
-    text.trim_start().starts_with("{\"seq\":")
+    let t = text.trim_start();
+    t.starts_with("{\"seq\":") || t.starts_with("{\"run\":")
 }
 
 /// One phase's books, as the engine keeps them.
@@ -57,8 +60,8 @@ struct Phase {
     /// Responses read as streams: those that delivered an event, and their events.
     streamed: Option<(u64, u64)>,
     counts: RequestCounts,
-    first_intended: u64,
-    last_intended: u64,
+    /// Per run (`--repeat`; 0: a single run): the first and last intended send, and how many.
+    spans: std::collections::BTreeMap<u32, (u64, u64, u64)>,
 }
 
 impl Phase {
@@ -72,16 +75,19 @@ impl Phase {
             tpot: new_histogram(),
             streamed: None,
             counts: RequestCounts::default(),
-            first_intended: u64::MAX,
-            last_intended: 0,
+            spans: Default::default(),
         }
     }
 
     fn book(&mut self, l: &Line, n: usize) -> Result<(), RecordsReadError> {
         let c = &mut self.counts;
         c.intended += 1;
-        self.first_intended = self.first_intended.min(l.intended_ns);
-        self.last_intended = self.last_intended.max(l.intended_ns);
+        let span = self.spans.entry(l.run).or_insert((u64::MAX, 0, 0));
+        *span = (
+            span.0.min(l.intended_ns),
+            span.1.max(l.intended_ns),
+            span.2 + 1,
+        );
         let age = l.end_ns.saturating_sub(l.intended_ns);
         let of = |t: Option<u64>| t.map(|t| t.saturating_sub(l.intended_ns));
         if let Some(t) = of(l.first_event_ns) {
@@ -152,15 +158,15 @@ impl Phase {
     }
 
     /// The phase's results; its length is estimated from its intended sends (the first to the
-    /// last, plus one mean gap between them).
+    /// last, plus one mean gap between them), summed over the runs of a `--repeat` file.
     fn results(&self) -> PhaseResults {
         let n = self.counts.intended;
-        let span = self.last_intended.saturating_sub(self.first_intended) as f64;
-        let duration_s = match n {
-            0 => 0.0,
-            1 => 0.0,
-            _ => span * n as f64 / (n - 1) as f64 / 1e9,
-        };
+        let duration_s: f64 = self
+            .spans
+            .values()
+            .filter(|s| s.2 >= 2)
+            .map(|&(first, last, k)| (last - first) as f64 * k as f64 / (k - 1) as f64 / 1e9)
+            .sum();
         let target = (duration_s > 0.0).then(|| n as f64 / duration_s);
         let mut counts = self.counts;
         counts.clamped_values += self.rec.clamped;
@@ -260,6 +266,25 @@ mod tests {
         // Four intended sends 1000 ns apart span 4 us.
         assert!((r.main.duration_s - 4e-6).abs() < 1e-12);
         assert_eq!(r.warmup.as_ref().unwrap().requests.intended, 1);
+    }
+
+    #[test]
+    fn the_runs_of_a_repeat_file_add_their_lengths() {
+        let line = |run, t| {
+            format!("{{\"run\":{run},\"seq\":0,\"phase\":\"measured\",\"outcome\":\"unfinished\",\"thread\":0,\"intended_ns\":{t},\"end_ns\":{t}}}\n")
+        };
+        // Two runs of three sends 1 s apart: 3 s each.
+        let text: String = [1, 2]
+            .iter()
+            .flat_map(|&run| (0..3).map(move |k| line(run, k * 1_000_000_000)))
+            .collect();
+        let r = results_from_records(&text, "r.jsonl").unwrap();
+        assert_eq!(r.main.requests.intended, 6);
+        assert!(
+            (r.main.duration_s - 6.0).abs() < 1e-9,
+            "{}",
+            r.main.duration_s
+        );
     }
 
     #[test]

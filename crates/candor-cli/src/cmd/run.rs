@@ -26,7 +26,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let records = crate::cmd::outputs::open_records(&args, &mut config)?;
     let config = config;
     if let Some(n) = args.repeat {
-        return crate::cmd::repeat::main(&args, &config, n);
+        return crate::cmd::repeat::main(&args, &config, n, records);
     }
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = candor_runner::extras::RunExtras::new(args.extras()?, &config)?;

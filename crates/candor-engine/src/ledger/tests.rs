@@ -321,6 +321,7 @@ fn each_booking_offers_its_record() {
     l.unfinished(&at(5, 6_000, 6_100), 10_000);
     let got: Vec<Record> = rx.try_iter().collect();
     let base = Record {
+        run: 0,
         seq: 1,
         request: Some(0),
         lane: 0,

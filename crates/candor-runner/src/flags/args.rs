@@ -354,8 +354,8 @@ pub struct RunArgs {
     pub hgrm: Option<String>,
     /// Write one JSON line per request to FILE (.jsonl): its intended and actual send, first
     /// byte, stream events and tokens, outcome and class, in ns from the run's start (fields in
-    /// docs/outputs.md); `candor report FILE` reads it back.
-    #[arg(long, value_name = "FILE", conflicts_with = "repeat")]
+    /// docs/formats.md; with --repeat each line names its run); `candor report FILE` reads it back.
+    #[arg(long, value_name = "FILE")]
     pub records: Option<std::path::PathBuf>,
     /// No live progress line.
     #[arg(short, long)]

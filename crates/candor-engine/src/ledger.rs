@@ -5,6 +5,7 @@
 
 use crate::books::{book_intended, book_response, book_unfinished, StreamAcc, WorkloadBooks};
 use crate::examples::{ContentCheck, FailureSamples};
+use crate::records::{Outcome, Record};
 use crate::schedule::Schedule;
 use crate::shared::{FailureClass, IntervalData, IntervalMsg, PhaseAcc, WorkerSetup};
 use candor_core::hist::record_clamped;
@@ -76,6 +77,12 @@ pub struct Ledger {
     /// [`Ledger::stream_outcome`] just before the response itself.
     goodput: Option<candor_stream::goodput::GoodputSlo>,
     pending: Option<PendingStream>,
+    /// `--records`: the queue to the writer, the run's start its times count from, this
+    /// thread's lane, and the stream outcome of the response being booked.
+    records: Option<crate::records::RecordSink>,
+    run_start_ns: u64,
+    lane: u32,
+    stream_seen: Option<(u64, candor_stream::tap::StreamOutcome)>,
 }
 
 /// A streamed response's values that `--goodput` judges, between its stream's outcome and its
@@ -201,6 +208,10 @@ impl Ledger {
             examples: FailureSamples::default(),
             goodput: cfg.goodput,
             pending: None,
+            records: cfg.records.clone(),
+            run_start_ns: setup.start_ns,
+            lane: setup.seq_lane as u32,
+            stream_seen: None,
         }
         .with_streams(cfg.stream.kind.is_some() || cfg.stream.llm)
     }
@@ -225,6 +236,7 @@ impl Ledger {
     pub fn begin_at(&mut self, start_ns: u64, warmup_ns: u64) {
         self.next_boundary_ns = start_ns + self.interval_ns;
         self.warmup_end_ns = start_ns + warmup_ns;
+        self.run_start_ns = start_ns;
         if let Some(b) = &mut self.books {
             b.begin_at(self.warmup_end_ns);
         }
@@ -419,6 +431,11 @@ impl Ledger {
                 book_response(acc, (response, service, lag), status, failed)
             });
         }
+        let outcome = match failed {
+            None => Outcome::Completed,
+            Some(_) => Outcome::Failed,
+        };
+        self.offer_record(e, outcome, (failed, true), status, now);
         Booked {
             intended,
             ok,
@@ -429,6 +446,60 @@ impl Ledger {
             interval: self.interval_index,
             good,
         }
+    }
+
+    /// `--records`: offers `e`'s record (`u32::MAX` as its request: never taken from the
+    /// schedule), with what its stream came to if [`Ledger::stream_outcome`] just booked it.
+    #[inline]
+    fn offer_record(
+        &mut self,
+        e: &Exchange,
+        outcome: Outcome,
+        (class, answered): (Option<FailureClass>, bool),
+        status: u16,
+        now: u64,
+    ) {
+        let Some(sink) = &self.records else { return };
+        let stream = self
+            .stream_seen
+            .take()
+            .filter(|s| s.0 == e.seq)
+            .map(|s| s.1);
+        let start = self.run_start_ns;
+        let at = |t: u64| (t != 0).then(|| t.saturating_sub(start));
+        let st = |f: fn(&candor_stream::tap::StreamOutcome) -> Option<u64>| {
+            stream.as_ref().and_then(f).map(|t| t.saturating_sub(start))
+        };
+        // A response booked without its first byte marked (a close that ends it) had it no
+        // later than its end, as the books count it.
+        let first_byte = match e.first_byte {
+            0 => answered.then_some(now),
+            t => Some(t),
+        };
+        sink.offer(Record {
+            run: 0,
+            seq: e.seq,
+            request: (e.request != u32::MAX).then_some(e.request),
+            lane: self.lane,
+            measured: self.phase_of(e.intended) == 1,
+            outcome,
+            class,
+            answered: outcome != Outcome::Unfinished && (class.is_none() || answered),
+            status,
+            intended: e.intended.saturating_sub(start),
+            sent: at(e.sent),
+            first_byte: first_byte.map(|t| t.saturating_sub(start)),
+            events: stream.map(|o| o.events),
+            first_event: st(|o| o.first_event),
+            first_token: st(|o| o.first_token),
+            last_event: st(|o| o.last_event),
+            last_token: st(|o| o.last_token),
+            end: now.saturating_sub(start),
+            input_tokens: stream.and_then(|o| o.input_tokens),
+            output_tokens: stream
+                .filter(|o| o.tokens_from.is_some())
+                .map(|o| o.output_tokens),
+        });
     }
 
     /// An exchange booked by [`Ledger::complete`] turned out to be a protocol error: its
@@ -499,6 +570,9 @@ impl Ledger {
     /// its phase and in the current interval.
     pub fn stream_outcome(&mut self, e: &Exchange, o: &candor_stream::tap::StreamOutcome) {
         let phase = self.phase_of(e.intended);
+        if self.records.is_some() {
+            self.stream_seen = Some((e.seq, *o));
+        }
         if self.goodput.is_some() {
             self.pending = Some(PendingStream {
                 seq: e.seq,
@@ -554,6 +628,7 @@ impl Ledger {
         let (intended, request, e_first_byte) = (e.intended, e.request, e.first_byte);
         let sent = (e.sent != 0).then_some(e.sent);
         let phase = self.phase_of(intended);
+        self.offer_record(e, Outcome::Failed, (Some(kind), false), 0, now);
         let p = &mut self.phases[phase];
         p.counts.failed += 1;
         *p.counts.errors.get_mut(kind) += 1;
@@ -638,6 +713,7 @@ impl Ledger {
 
     /// A request still outstanding when the run ended: written (`sent`) or still queued.
     pub fn unfinished(&mut self, e: &Exchange, now: u64) {
+        self.offer_record(e, Outcome::Unfinished, (None, false), 0, now);
         self.unfinished_at(e.intended, Some(e.request), e.sent != 0, now);
     }
 
@@ -697,6 +773,16 @@ impl Ledger {
                 }
                 // Never sent, so never given a request: in the totals and its stage, no name.
                 self.unfinished_at(t, None, false, now);
+                if self.records.is_some() {
+                    let e = Exchange {
+                        seq: s.seq(),
+                        request: u32::MAX,
+                        intended: t,
+                        sent: 0,
+                        first_byte: 0,
+                    };
+                    self.offer_record(&e, Outcome::Unfinished, (None, false), 0, now);
+                }
                 s.advance();
                 counted += 1;
             }

@@ -7,7 +7,7 @@
 //! the open-loop schedule of intended sends (`schedule.rs`) and the load's shape (`shape.rs`), a
 //! run's validated settings (`config/`), connection pools (`pool.rs`), the byte stream, plain or
 //! TLS (`transport/`), and what the load threads share with the run (`shared.rs`,
-//! `interval_store.rs`, `phase_outcome.rs`). The protocols live in the crate above this one and
+//! `interval_store.rs`, `phase_outcome.rs`), and `--records`' queue and writer (`records.rs`). The protocols live in the crate above this one and
 //! plug in through `seam/`; `sim.rs` drives the core on simulated time in tests.
 
 pub mod backoff;
@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod phase_outcome;
 pub mod pool;
 pub mod priority;
+pub mod records;
 pub mod request_plan;
 mod rxstamp;
 pub mod schedule;

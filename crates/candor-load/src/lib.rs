@@ -13,8 +13,8 @@ pub mod probe;
 pub mod registry;
 
 pub use candor_engine::{
-    backoff, books, config, core, driver, examples, ledger, priority, request_plan, schedule, seam,
-    shape, shared, transport,
+    backoff, books, config, core, driver, examples, ledger, priority, records, request_plan,
+    schedule, seam, shape, shared, transport,
 };
 pub use candor_protocols as protocol;
 pub use candor_stream as stream;

@@ -118,6 +118,31 @@ fn workloads_do_not_allocate_per_request() {
     );
 }
 
+/// `--records` too: each booked request's record goes to the preallocated queue, and the
+/// file ends with a line per intended request (none dropped at this rate).
+#[test]
+fn records_do_not_allocate_per_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let path = std::env::temp_dir().join(format!("candor-no-alloc-{}.jsonl", std::process::id()));
+    let (sink, writer) = candor_load::records::open(&path, Vec::new()).unwrap();
+    let (allocs, outcome) = steady_state_run(Some(5000.0), |c| c.records = Some(sink));
+    let summary = writer.finish().unwrap();
+    let lines = std::fs::read_to_string(&path).unwrap().lines().count() as u64;
+    let _ = std::fs::remove_file(&path);
+    let intended = outcome.main.counts.intended + outcome.warmup.map_or(0, |w| w.counts.intended);
+    assert!(
+        outcome.main.counts.completed >= 15_000,
+        "{:?}",
+        outcome.main.counts
+    );
+    assert_eq!((summary.written, summary.dropped), (intended, 0));
+    assert_eq!(lines, intended);
+    assert_eq!(
+        allocs, 0,
+        "runs with --records allocated {allocs} times in steady state"
+    );
+}
+
 #[test]
 fn load_threads_do_not_allocate_per_request() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -215,6 +240,8 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
                     events: 4,
                     first_event: Some(first),
                     first_token: Some(first),
+                    last_event: Some(now - 20_000),
+                    last_token: Some(now - 20_000),
                     output_tokens: 2,
                     input_tokens: Some(3),
                     tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),

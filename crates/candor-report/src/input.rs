@@ -1,5 +1,5 @@
-//! Loading any results file a report accepts: candor JSON or an HdrHistogram interval log
-//! (detected by content), with the `--tag` and `--start/--end` selections applied.
+//! Loading any results file a report accepts: candor JSON, a `--records` file or an HdrHistogram
+//! interval log (detected by content), with the `--tag` and `--start/--end` selections applied.
 
 use crate::hlog::{self, HlogError, TimeRange};
 use crate::validate::{self, Impossible};
@@ -31,6 +31,10 @@ pub enum InputError {
     Empty,
     #[error("{0}")]
     Io(String),
+    #[error("--records file: {0}")]
+    Records(crate::records::RecordsReadError),
+    #[error("--tag, --start and --end select parts of results or logs, not of a --records file")]
+    SelectionOnRecords,
     #[error(
         "the file is larger than {} MiB, the most candor reads: not a candor result or interval log \
          (a day of per-second intervals is under 20 MiB)",
@@ -92,6 +96,12 @@ pub fn load(text: &str, source: &str, sel: &Selection) -> Result<RunResults, Inp
     }
     if text.trim().is_empty() {
         return Err(InputError::Empty);
+    }
+    if crate::records::looks_like_records(text) {
+        if *sel != Selection::default() {
+            return Err(InputError::SelectionOnRecords);
+        }
+        return crate::records::results_from_records(text, source).map_err(InputError::Records);
     }
     if is_hlog(text) {
         let range = if sel.start_s.is_some() || sel.end_s.is_some() {

@@ -24,6 +24,7 @@ pub mod merged;
 pub mod noise;
 pub mod objectives;
 pub mod pod_log;
+pub mod records;
 pub mod repeats;
 pub mod report_outputs;
 pub mod shards;

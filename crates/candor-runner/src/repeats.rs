@@ -71,6 +71,12 @@ pub fn run_repeats(
         if !quiet {
             eprintln!("candor: repeat {} of {n}", k + 1);
         }
+        // `--records`: one file, each line naming its run.
+        let mut this = config.clone();
+        if let Some(sink) = &mut this.records {
+            sink.run = k + 1;
+        }
+        let config = &this;
         let outcome = execute_watched(config, live, None, &mut |_, _| None)?;
         let mut r = run_results(
             &outcome,

@@ -45,6 +45,10 @@ pub struct StreamOutcome {
     /// tokens are those of a stream that succeeded (a 2xx that ended with `[DONE]`, no failure),
     /// as vLLM's benchmark counts only successful requests' tokens; a failed one's are 0.
     pub first_token: Option<u64>,
+    /// When the last event, and (LLM streams) the last token, arrived: the ends that
+    /// `--records` writes per request.
+    pub last_event: Option<u64>,
+    pub last_token: Option<u64>,
     pub output_tokens: u64,
     pub tokens_from: Option<TokenSource>,
     /// The server's `usage.prompt_tokens` of a stream that succeeded (none: not said, or
@@ -248,6 +252,8 @@ impl StreamTap {
             events: if streamed { self.events } else { 0 },
             first_event: self.first_event,
             first_token: llm.and_then(|o| o.first_token),
+            last_event: self.first_event.map(|_| self.last_event),
+            last_token: llm.and_then(|o| o.last_token),
             output_tokens: llm.filter(|_| succeeded).map_or(0, |o| o.output_tokens),
             tokens_from: llm.map(|o| o.tokens_from),
             input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),

@@ -20,6 +20,46 @@ pub fn run_exports(args: &RunArgs) -> Result<ExportManager<'static, RunResults>>
     Ok(exports)
 }
 
+/// `--records`: its file created and its writer started now, the load threads' end of its
+/// queue put in `config`.
+pub fn open_records(
+    args: &RunArgs,
+    config: &mut candor_load::plan::RunPlan,
+) -> Result<Option<candor_load::records::RecordWriter>> {
+    let Some(path) = &args.records else {
+        return Ok(None);
+    };
+    if load_inputs(&args.load).contains(&path.as_path()) {
+        anyhow::bail!("--records {}: that is an input of the run", path.display());
+    }
+    let names = config
+        .workload
+        .lines
+        .iter()
+        .map(|l| l.name.clone())
+        .collect();
+    let (sink, writer) = candor_load::records::open(path, names)?;
+    config.records = Some(sink);
+    Ok(Some(writer))
+}
+
+/// Ends `--records`' writer once the load is over; records the queue had no room for are a
+/// warning of the results.
+pub fn finish_records(
+    writer: Option<candor_load::records::RecordWriter>,
+    results: &mut RunResults,
+) -> Result<()> {
+    let Some(w) = writer else { return Ok(()) };
+    let s = w.finish()?;
+    if s.dropped > 0 {
+        results.warnings.push(format!(
+            "--records: {} records dropped (the writer fell behind; {} written)",
+            s.dropped, s.written
+        ));
+    }
+    Ok(())
+}
+
 /// The files the load flags read (`--requests`, `--replay`, `--data`, `--body-file`,
 /// `--payload-file`, `--ca`): no output may replace one of them.
 pub fn load_inputs(load: &LoadArgs) -> Vec<&std::path::Path> {

@@ -13,7 +13,12 @@ use candor_runner::repeats::{pause_ns, run_repeats};
 use candor_runner::{command_line, stderr_is_terminal};
 
 /// Runs `config` `n` times and reports, writes and judges the union as `candor run` does one run.
-pub fn main(args: &RunArgs, config: &RunPlan, n: u32) -> Result<i32> {
+pub fn main(
+    args: &RunArgs,
+    config: &RunPlan,
+    n: u32,
+    records: Option<candor_load::records::RecordWriter>,
+) -> Result<i32> {
     let pause_ns = pause_ns(args.repeat_pause.as_ref())?;
     let slo = candor_analysis::SloSet::parse_all(&args.slo)?;
     let live = !args.quiet && stderr_is_terminal();
@@ -29,7 +34,8 @@ pub fn main(args: &RunArgs, config: &RunPlan, n: u32) -> Result<i32> {
         interrupted: interrupted.map(interrupt::name),
     };
     let report = repeats::report(repeats, &slo, args.latency, crate::cmd::EXIT_VERDICT_FAILED)?;
-    let (union, code) = (report.union, report.code);
+    let (mut union, code) = (report.union, report.code);
+    crate::cmd::outputs::finish_records(records, &mut union)?;
     if exports.uses_stdout() {
         eprint!("{}", report.text);
     } else {

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Results to report: candor JSON files and/or HdrHistogram interval logs (.hlog), detected by
-    /// content. Several files give overlaid curves, one per file.
+    /// Results to report: candor JSON files, `run --records` files and/or HdrHistogram interval
+    /// logs (.hlog), detected by content. Several files give overlaid curves, one per file.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Write a self-contained HTML report here (no network needed to view it).

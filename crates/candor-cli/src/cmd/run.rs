@@ -22,9 +22,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         let _reading = interrupt::exit_on_stop("loading the script");
         script::prepare(&args, &mut config)?
     };
+    // Before any load, as every output: a bad path is a one-line error.
+    let records = crate::cmd::outputs::open_records(&args, &mut config)?;
     let config = config;
     if let Some(n) = args.repeat {
-        return crate::cmd::repeat::main(&args, &config, n);
+        return crate::cmd::repeat::main(&args, &config, n, records);
     }
     let live = !args.quiet && stderr_is_terminal();
     let mut extras = candor_runner::extras::RunExtras::new(args.extras()?, &config)?;
@@ -42,6 +44,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         command_line(&config, &args.load.url),
         recorded_config(&config),
     );
+    crate::cmd::outputs::finish_records(records, &mut results)?;
     let (verdict_text, code) = extras.finish(&outcome, &config, &mut results);
     let (script_text, script_error) = match &script {
         Some(s) => s.mark(&mut results),

@@ -116,6 +116,8 @@ pub struct LoadConfig {
     pub accept_status: candor_wire::status::StatusSet,
     /// Templates' data, weights and names, and response checks.
     pub workload: candor_workload::WorkloadConfig,
+    /// `--records`: where the load threads hand each request's record (see [`crate::records`]).
+    pub records: Option<crate::records::RecordSink>,
 }
 
 impl LoadConfig {
@@ -224,6 +226,7 @@ impl LoadConfig {
             goodput: None,
             accept_status: candor_wire::status::StatusSet::default(),
             workload: Default::default(),
+            records: None,
         }
     }
 

@@ -285,3 +285,116 @@ fn failed_responses_of_the_measured_phase_are_kept_with_their_check_and_body() {
         ]
     );
 }
+
+/// `--records`: each booking offers one record, times from the run's start (1 us here), with
+/// what the stream booked just before its response.
+#[test]
+fn each_booking_offers_its_record() {
+    use crate::records::{Outcome, Record};
+    let mut l = ledger("2xx", 0);
+    let (sink, rx) = crate::records::test_sink(8);
+    l.records = Some(sink);
+    let at = |seq, intended, sent| Exchange {
+        seq,
+        ..ex(intended, sent)
+    };
+    l.complete(&at(1, 2_000, 2_100), 5_000, 200);
+    l.complete(&at(2, 3_000, 3_000), 6_000, 503);
+    l.fail(FailureClass::Timeout, &at(3, 4_000, 0), 9_000);
+    let o = candor_stream::tap::StreamOutcome {
+        events: 3,
+        first_event: Some(7_000),
+        first_token: Some(7_500),
+        last_event: Some(8_000),
+        last_token: Some(8_000),
+        output_tokens: 2,
+        tokens_from: Some(candor_stream::openai::TokenSource::Usage),
+        input_tokens: Some(5),
+        tpot_ns: Some(500),
+        failure: None,
+    };
+    let e = Exchange {
+        first_byte: 6_500,
+        ..at(4, 5_000, 5_100)
+    };
+    l.stream_outcome(&e, &o);
+    l.complete(&e, 8_100, 200);
+    l.unfinished(&at(5, 6_000, 6_100), 10_000);
+    let got: Vec<Record> = rx.try_iter().collect();
+    let base = Record {
+        run: 0,
+        seq: 1,
+        request: Some(0),
+        lane: 0,
+        measured: true,
+        outcome: Outcome::Completed,
+        class: None,
+        answered: true,
+        status: 200,
+        intended: 1_000,
+        sent: Some(1_100),
+        // Completed without a marked first byte: its end.
+        first_byte: Some(4_000),
+        events: None,
+        first_event: None,
+        first_token: None,
+        last_event: None,
+        last_token: None,
+        end: 4_000,
+        input_tokens: None,
+        output_tokens: None,
+    };
+    let want = [
+        base,
+        Record {
+            seq: 2,
+            outcome: Outcome::Failed,
+            class: Some(FailureClass::Status),
+            status: 503,
+            intended: 2_000,
+            sent: Some(2_000),
+            first_byte: Some(5_000),
+            end: 5_000,
+            ..base
+        },
+        Record {
+            seq: 3,
+            outcome: Outcome::Failed,
+            class: Some(FailureClass::Timeout),
+            answered: false,
+            status: 0,
+            intended: 3_000,
+            sent: None,
+            first_byte: None,
+            end: 8_000,
+            ..base
+        },
+        Record {
+            seq: 4,
+            intended: 4_000,
+            sent: Some(4_100),
+            first_byte: Some(5_500),
+            events: Some(3),
+            first_event: Some(6_000),
+            first_token: Some(6_500),
+            last_event: Some(7_000),
+            last_token: Some(7_000),
+            end: 7_100,
+            input_tokens: Some(5),
+            output_tokens: Some(2),
+            ..base
+        },
+        Record {
+            seq: 5,
+            outcome: Outcome::Unfinished,
+            answered: false,
+            status: 0,
+            intended: 5_000,
+            sent: Some(5_100),
+            first_byte: None,
+            end: 9_000,
+            ..base
+        },
+    ];
+    assert_eq!(got, want);
+}

@@ -352,6 +352,11 @@ pub struct RunArgs {
     /// Write the response-time percentile distribution (.hgrm, in milliseconds) as Java prints it.
     #[arg(long, value_name = "FILE")]
     pub hgrm: Option<String>,
+    /// Write one JSON line per request to FILE (.jsonl): its intended and actual send, first
+    /// byte, stream events and tokens, outcome and class, in ns from the run's start (fields in
+    /// docs/formats.md; with --repeat each line names its run); `candor report FILE` reads it back.
+    #[arg(long, value_name = "FILE")]
+    pub records: Option<std::path::PathBuf>,
     /// No live progress line.
     #[arg(short, long)]
     pub quiet: bool,

@@ -12,7 +12,7 @@ one over HTTP/2 and HTTP/3 alike (its `http3_connection_fast_work_until` opens `
 connections and runs `-p` request loops on each: c * p in flight), which is candor's `-c` and
 `--streams`. Both clients verify Caddy's certificate with its root (`--ca` / `--cacert`).
 The two alternate which goes first each round, ROUNDS rounds; each client's CPU is the user +
-system time of the child process (getrusage of the ended child), its requests the completed
+system time of the child process (getrusage of the ended child; user and system apart too), its requests the completed
 ones (candor's `requests.completed`; oha's `statusCodeDistribution`, summed). The summary prints
 medians of requests/s, CPU-seconds, requests per CPU-second of each, and candor / oha.
 
@@ -33,7 +33,21 @@ import sys
 import tempfile
 import time
 
-from benchlib import REL, ROOT, child_cpu
+import resource
+
+from benchlib import REL, ROOT
+
+
+def child_cpu():
+    """User and system CPU seconds of every child that has ended so far (apart: the split says
+    whether the client's time goes to its own work or to the kernel's sends and receives)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime, r.ru_stime)
+
+
+def since(before):
+    now = child_cpu()
+    return (now[0] - before[0], now[1] - before[1])
 
 
 def free_port():
@@ -95,7 +109,7 @@ def run_candor(pin, binary, a, url, root, tmp):
     subprocess.run(pin + [binary, "run", "--h3", "-R", "max", "-t", "1", "-c", str(a.c), "--streams", str(a.p),
                           "-d", f"{a.duration}s", "-q", "--ca", root, "--json", path, url],
                    check=True, stdout=subprocess.DEVNULL)
-    cpu = child_cpu() - before
+    cpu = since(before)
     with open(path) as f:
         res = json.load(f)
     return res["requests"]["completed"], cpu
@@ -106,7 +120,7 @@ def run_oha(pin, binary, a, url, root):
     out = subprocess.run(pin + [binary, "--http-version", "3", "-z", f"{a.duration}s", "-c", str(a.c), "-p", str(a.p),
                                 "--worker-threads", "1", "--no-tui", "--output-format", "json", "--cacert", root, url],
                          check=True, capture_output=True, text=True).stdout
-    cpu = child_cpu() - before
+    cpu = since(before)
     return sum(json.loads(out)["statusCodeDistribution"].values()), cpu
 
 
@@ -148,19 +162,21 @@ def main():
                 else:
                     rows[who].append(run_oha(pin_c, oha, a, url, root))
             print(f"round {r + 1}/{a.rounds}: " + ", ".join(
-                f"{k} {v[-1][0]} requests in {v[-1][1]:.2f} CPU-s" for k, v in rows.items()), flush=True)
+                f"{k} {v[-1][0]} requests in {sum(v[-1][1]):.2f} CPU-s" for k, v in rows.items()), flush=True)
     finally:
         server.terminate()
         server.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    per = {k: statistics.median(n / cpu for n, cpu in v) for k, v in rows.items()}
+    per = {k: statistics.median(n / sum(cpu) for n, cpu in v) for k, v in rows.items()}
     print(f"\nHTTP/3 against Caddy, closed loop, 1 client thread, -c {a.c} x {a.p} in flight per connection,"
           f" {a.duration}s x {a.rounds} rounds (medians)")
-    print(f"{'client':<8} {'requests/s':>11} {'CPU-s':>7} {'requests/CPU-s':>15}")
+    print(f"{'client':<8} {'requests/s':>11} {'CPU-s':>7} {'user':>6} {'sys':>6} {'requests/CPU-s':>15}")
     for k, v in rows.items():
         rps = statistics.median(n for n, _ in v) / a.duration
-        cpu = statistics.median(c for _, c in v)
-        print(f"{k:<8} {rps:>11,.0f} {cpu:>7.2f} {per[k]:>15,.0f}")
+        cpu = statistics.median(sum(c) for _, c in v)
+        user = statistics.median(c[0] for _, c in v)
+        sys_ = statistics.median(c[1] for _, c in v)
+        print(f"{k:<8} {rps:>11,.0f} {cpu:>7.2f} {user:>6.2f} {sys_:>6.2f} {per[k]:>15,.0f}")
     print(f"candor / oha (requests per CPU-second): {per['candor'] / per['oha']:.2f}x")
 
 

@@ -82,8 +82,9 @@ pub fn put_control_preface(out: &mut Vec<u8>) {
 pub enum Piece<'a> {
     /// A frame of `kind` kept whole (its payload; HEADERS, or a control frame) has ended.
     Whole { kind: u64, payload: &'a [u8] },
-    /// The next bytes of a DATA frame's payload.
-    Data(&'a [u8]),
+    /// The next bytes of a DATA frame's payload, and whether they end it (`--stream chunks`
+    /// reads a DATA frame as one chunk, as HTTP/2 does).
+    Data(&'a [u8], bool),
 }
 
 /// Why a stream's frames cannot be read.
@@ -180,7 +181,7 @@ impl FrameReader {
             let left = left - take as u64;
             self.left = Some(left);
             if self.kind == DATA {
-                each(Piece::Data(now))?;
+                each(Piece::Data(now, left == 0))?;
             } else if keep(self.kind) {
                 self.kept.extend_from_slice(now);
             }
@@ -219,7 +220,7 @@ mod tests {
             |p| {
                 got.push(match p {
                     Piece::Whole { kind, payload } => format!("{kind}:{payload:?}"),
-                    Piece::Data(d) => format!("data:{d:?}"),
+                    Piece::Data(d, ends) => format!("data:{d:?}{}", if ends { "." } else { "" }),
                 });
                 Ok::<(), FrameError>(())
             },
@@ -256,7 +257,7 @@ mod tests {
         put_frame_header(&mut bytes, DATA, 2);
         bytes.extend_from_slice(&[7, 8]);
         let whole = pieces(&mut FrameReader::new(64), &bytes).unwrap();
-        assert_eq!(whole, ["1:[1, 2, 3]", "data:[7, 8]"]);
+        assert_eq!(whole, ["1:[1, 2, 3]", "data:[7, 8]."]);
         for cut in 0..bytes.len() {
             let mut r = FrameReader::new(64);
             let mut got = pieces(&mut r, &bytes[..cut]).unwrap();
@@ -265,13 +266,21 @@ mod tests {
                 .iter()
                 .filter_map(|p| p.strip_prefix("data:"))
                 .flat_map(|d| {
-                    d.trim_matches(['[', ']'])
+                    d.trim_matches(['[', ']', '.'])
                         .split(", ")
                         .map(|x| x.parse::<u8>().unwrap())
                 })
                 .collect();
             assert_eq!(got[0], "1:[1, 2, 3]", "cut at {cut}");
             assert_eq!(data, [7, 8], "cut at {cut}");
+            // Only the DATA frame's last bytes say that they end it.
+            let ends: Vec<bool> = got
+                .iter()
+                .filter(|p| p.starts_with("data:"))
+                .map(|p| p.ends_with('.'))
+                .collect();
+            assert_eq!(ends.last(), Some(&true), "cut at {cut}");
+            assert!(ends[..ends.len() - 1].iter().all(|e| !e), "cut at {cut}");
             assert!(r.between_frames());
         }
     }

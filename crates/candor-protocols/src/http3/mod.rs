@@ -32,6 +32,7 @@ use candor_engine::seam::{
 };
 use candor_engine::shared::{FailureClass, WorkerError, WorkerSetup};
 use candor_engine::transport::tls::TlsError;
+use candor_workload::script_source::ScriptJudge;
 use frames::FrameReader;
 use quic::{Quic, QuicSetup};
 use quinn_proto::{Dir, StreamId, VarInt};
@@ -361,6 +362,9 @@ impl Protocol for H3Connection {
     fn fit(&mut self, fitting: &Fitting) {
         for o in &mut self.observers {
             o.keep_excerpts(fitting.accept.clone());
+            // A DATA frame's bytes come in pieces of any length (QUIC's stream chunks): the
+            // stream reader keeps HTTP/1.1's bound on pending gaps.
+            o.set_stream(fitting.stream);
             if let Some(table) = &fitting.checks {
                 o.set_checks(table.clone());
             }
@@ -447,6 +451,37 @@ impl Protocol for H3Connection {
         self.forget(lane);
         self.observers[lane].forget();
         self.transmit(link);
+    }
+
+    fn set_script(&mut self, judge: &mut dyn FnMut() -> Option<ScriptJudge>) {
+        // One judge per lane: its streams' responses interleave, as over HTTP/2.
+        for o in &mut self.observers {
+            if let Some(j) = judge() {
+                o.set_script(j);
+            }
+        }
+    }
+
+    fn cut_stream(&mut self, lane: usize) -> Option<candor_stream::tap::StreamOutcome> {
+        self.observers.get_mut(lane)?.cut()
+    }
+
+    fn timed_out_stream(&mut self, lane: usize) -> Option<candor_stream::tap::StreamOutcome> {
+        self.observers.get_mut(lane)?.timed_out()
+    }
+
+    fn unfinished_stream(&mut self, lane: usize) -> Option<candor_stream::tap::StreamOutcome> {
+        self.observers.get_mut(lane)?.unfinished()
+    }
+
+    fn stalled(&mut self, link: &mut Link<'_>, slot: usize) {
+        let lane = link.lane(slot);
+        if let Some(outcome) = self.observers[lane].stalled() {
+            link.stream_outcome(slot, &outcome);
+        }
+        link.fail(slot, FailureClass::Stream);
+        // The server is told as for a timeout: the stream is reset with H3_REQUEST_CANCELLED.
+        self.expired(link, slot);
     }
 
     fn spent(&self) -> bool {

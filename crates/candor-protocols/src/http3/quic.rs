@@ -125,3 +125,92 @@ impl Quic {
         (s.path.sent_packets, s.path.lost_packets)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quinn_proto::{ConnectionError, Event};
+
+    /// A client setup whose server never answers (nothing is sent: the test is the clock).
+    fn silent(idle: Duration) -> QuicSetup {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+        let mut transport = quinn_proto::TransportConfig::default();
+        transport.max_idle_timeout(Some(quinn_proto::IdleTimeout::try_from(idle).unwrap()));
+        let mut client = ClientConfig::new(Arc::new(crypto));
+        client.transport_config(Arc::new(transport));
+        QuicSetup {
+            client,
+            endpoint: Arc::new(EndpointConfig::default()),
+            peer: "127.0.0.1:9".parse().unwrap(),
+            server_name: "localhost".into(),
+        }
+    }
+
+    /// A silent server on simulated time: quinn-proto's timers, woken only at the times the
+    /// connection asks for, resend the first flight at growing intervals (probe timeouts back
+    /// off) and give the handshake up exactly at the idle timeout, which the protocol books as
+    /// `faults::of_loss(TimedOut, handshaking)`: the handshake timeout.
+    #[test]
+    fn a_silent_server_is_given_up_exactly_at_the_idle_timeout_on_simulated_time() {
+        let start = 5_000_000_000u64;
+        let idle = Duration::from_secs(30);
+        let mut q = Quic::connect(&silent(idle), start).unwrap();
+        let mut out = Vec::new();
+        q.transmit(&mut out, start);
+        assert!(!out.is_empty(), "the first flight goes at once");
+        let (mut now, mut sends, mut gaps) = (start, vec![start], Vec::new());
+        let lost = loop {
+            let at = q.wake_at();
+            assert!(
+                at > now && at != u64::MAX,
+                "a timer is always set while connecting"
+            );
+            now = at;
+            q.timeout(now);
+            out.clear();
+            q.transmit(&mut out, now);
+            if !out.is_empty() {
+                gaps.push(now - sends.last().unwrap());
+                sends.push(now);
+            }
+            if let Some(Event::ConnectionLost { reason }) = q.conn.poll() {
+                break reason;
+            }
+            assert!(
+                now - start <= idle.as_nanos() as u64,
+                "never past the idle timeout"
+            );
+        };
+        assert_eq!(lost, ConnectionError::TimedOut);
+        assert_eq!(
+            now - start,
+            idle.as_nanos() as u64,
+            "lost exactly at the idle timeout"
+        );
+        // The first probe timeout is 3 x quinn-proto's initial RTT estimate (333 ms), doubled
+        // each time; the fifth (15.984 s later, at 30.969 s) would come after the idle timeout.
+        assert_eq!(
+            gaps,
+            [999_000_000, 1_998_000_000, 3_996_000_000, 7_992_000_000],
+            "the first flight is resent as probe timeouts back off"
+        );
+        let fault = super::super::faults::of_loss(&lost, true);
+        match fault {
+            candor_engine::backoff::Fault::Protocol(p) => {
+                assert!(
+                    p.describe().contains("handshake timeout"),
+                    "{}",
+                    p.describe()
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -190,7 +190,16 @@ impl H3Connection {
                 link.core
                     .ledger_mut()
                     .connection_fault(faults::stream_reset(code), now);
-                link.fail(slot, FailureClass::Read);
+                // A streamed response reset after events had come fails as a stream cut off.
+                let cut = self.observers[lane].cut();
+                if let Some(o) = &cut {
+                    link.stream_outcome(slot, o);
+                }
+                let class = match cut {
+                    Some(o) if o.failure.is_some() => FailureClass::Stream,
+                    _ => FailureClass::Read,
+                };
+                link.fail(slot, class);
                 self.forget(lane);
                 self.observers[lane].forget();
                 Ok(true)
@@ -213,7 +222,14 @@ impl H3Connection {
             }
         }
         self.forget(lane);
+        // Headers are judged before the body, as over HTTP/1.1 and HTTP/2.
         let failed = self.observers[lane].end();
+        if let Some(tap) = self.observers[lane].tap() {
+            link.stream_progress(slot, tap);
+            if let Some(outcome) = tap.take_outcome() {
+                link.stream_outcome(slot, &outcome);
+            }
+        }
         if status == 0 || !whole {
             // No final head, or a frame cut by the stream's end: malformed.
             link.fail(slot, FailureClass::Parse);
@@ -315,13 +331,20 @@ fn response_piece(
     values: &mut Vec<u8>,
 ) -> Result<(), H3Code> {
     match piece {
-        Piece::Data(bytes) => {
+        Piece::Data(bytes, ends) => {
             if *status == 0 {
                 // DATA before the final head.
                 return Err(H3Code(H3_FRAME_UNEXPECTED));
             }
             o.at(link.now);
             o.body(bytes);
+            if ends {
+                // With `--stream chunks` each DATA frame is one event, as over HTTP/2.
+                o.chunk_end();
+            }
+            if let Some(tap) = o.tap() {
+                link.stream_progress(slot, tap);
+            }
             Ok(())
         }
         Piece::Whole {
@@ -334,17 +357,31 @@ fn response_piece(
                     .map_err(|_| H3Code(QPACK_DECOMPRESSION_FAILED));
             }
             link.first_byte(slot);
-            let wants = o.wants_headers();
+            // Headers are looked at only for an observer that wants them (header checks, a
+            // script's response(), a stream's Content-Type).
+            let (wants, script, streams) =
+                (o.wants_headers(), o.wants_script_headers(), o.streams());
             let mut got = 0u16;
             let mut hits = 0u64;
+            let mut kind = None;
             qpack::decode(payload, names, values, |name, value| {
                 if name == b":status" {
                     got = std::str::from_utf8(value)
                         .ok()
                         .and_then(|s| s.parse().ok())
                         .unwrap_or(0);
-                } else if wants {
+                    // A response's head (an interim one's too): the script's headers start afresh.
+                    o.script_head_start();
+                    return;
+                }
+                if streams && name == b"content-type" {
+                    kind = candor_stream::StreamKind::from_content_type(value);
+                }
+                if wants {
                     hits |= o.header_bits(name, value);
+                }
+                if script && !name.starts_with(b":") {
+                    o.script_header(name, value);
                 }
             })
             .map_err(|_| H3Code(QPACK_DECOMPRESSION_FAILED))?;
@@ -357,6 +394,7 @@ fn response_piece(
             }
             *status = got;
             o.head(got, |c| ResponseObserver::header_bits_pass(c, hits));
+            o.content_kind(kind);
             Ok(())
         }
         Piece::Whole {

@@ -90,7 +90,7 @@ mod tests {
                             })
                             .unwrap();
                         }
-                        Piece::Data(d) => data.extend_from_slice(d),
+                        Piece::Data(d, _) => data.extend_from_slice(d),
                     }
                     Ok::<(), crate::http3::frames::FrameError>(())
                 },

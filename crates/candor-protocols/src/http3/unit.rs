@@ -10,7 +10,6 @@ use candor_engine::seam::carrying::{Slots, TimeoutScope};
 use candor_engine::seam::unit::{ProbeFailure, ProtocolUnit, ScheduleAt};
 use candor_engine::shared::{PhaseAcc, WorkerError, WorkerSetup};
 use candor_wire::target::Target;
-use candor_workload::WorkloadError;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,29 +46,11 @@ impl ProtocolUnit for Http3 {
 
     fn check(&self, config: &LoadConfig) -> Result<(), LoadConfigError> {
         let bad = |m: &str| Err(LoadConfigError::Invalid(m.into()));
-        if config.stream.llm {
-            return bad("--llm is not supported over HTTP/3 yet (use --h2 or HTTP/1.1)");
-        }
-        if config.stream.kind.is_some() {
-            return bad("--stream is not supported over HTTP/3 yet (use --h2 or HTTP/1.1)");
-        }
-        if config.goodput.is_some() {
-            return bad("--goodput is not supported over HTTP/3 yet (it needs --llm)");
-        }
         if config.target.grpc {
             return bad("gRPC runs over HTTP/2; drop --h3");
         }
         if !config.workload.targets.is_empty() {
             return bad("request lines with their own \"url\" are not supported over HTTP/3 yet");
-        }
-        Ok(())
-    }
-
-    fn check_workload(&self, config: &LoadConfig) -> Result<(), WorkloadError> {
-        if config.workload.script.is_some() {
-            return Err(WorkloadError::Invalid(
-                "-s (a wrk script) is not supported over HTTP/3 yet (use --h2 or HTTP/1.1)".into(),
-            ));
         }
         Ok(())
     }

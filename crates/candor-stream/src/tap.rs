@@ -4,6 +4,7 @@
 //! OpenAI-compatible stream's tokens (`openai::LlmProgress`), and hands the engine what each
 //! response came to. Storage is fixed when the connection opens: nothing is allocated per event.
 
+use super::count::Counter;
 use super::line::LineSplitter;
 use super::openai::{LlmFailure, LlmProgress, StreamEnd, TokenSource};
 use super::sse::SseScanner;
@@ -24,6 +25,8 @@ pub struct StreamSettings {
     pub kind: Option<StreamKind>,
     /// Events are an OpenAI-compatible completion stream (`--llm`): tokens, usage, `[DONE]`.
     pub llm: bool,
+    /// LLM streams: the tokenizer that counts each content chunk's text (`--tokenizer`).
+    pub counter: Option<Counter>,
 }
 
 /// One gap between consecutive events, and whether it is also an inter-token latency (both
@@ -50,6 +53,9 @@ pub struct StreamOutcome {
     /// The server's `usage.prompt_tokens` of a stream that succeeded (none: not said, or
     /// the stream failed).
     pub input_tokens: Option<u64>,
+    /// The tokenizer's count of a successful stream's output (`--tokenizer`), also when the
+    /// server's usage gave the count (then the two are compared).
+    pub counted_tokens: Option<u64>,
     pub tpot_ns: Option<u64>,
     /// How it failed, if it did.
     pub failure: Option<LlmFailure>,
@@ -71,6 +77,9 @@ pub struct StreamTap {
     first_event: Option<u64>,
     last_event: u64,
     llm: LlmProgress,
+    /// A content chunk's text, decoded for the tokenizer (`--tokenizer` only; its storage is
+    /// kept: at most an event's).
+    text: String,
     gaps: Vec<Gap>,
     outcome: Option<StreamOutcome>,
 }
@@ -98,6 +107,11 @@ impl StreamTap {
             first_event: None,
             last_event: 0,
             llm: LlmProgress::default(),
+            text: String::with_capacity(if settings.counter.is_some() {
+                EVENT_CAPACITY
+            } else {
+                0
+            }),
             gaps: Vec::with_capacity(gaps),
             outcome: None,
         }
@@ -127,6 +141,10 @@ impl StreamTap {
             (None, _) if self.settings.llm => Some(StreamKind::Sse),
             (None, said) => said.filter(|k| *k == StreamKind::Sse),
         };
+        if self.settings.llm && self.settings.counter.is_some() {
+            // Counted from zero: an answer without content has 0 tokens by the tokenizer too.
+            self.llm.counted(0);
+        }
     }
 
     /// Whether the current response is read as a stream.
@@ -158,6 +176,7 @@ impl StreamTap {
             llm,
             gaps,
             settings,
+            text,
             ..
         } = self;
         let now = *now;
@@ -174,8 +193,10 @@ impl StreamTap {
             }
             *last_event = now;
             *events += 1;
-            if settings.llm {
-                llm.event(now, data, cut, |ns| push(gaps, Gap { ns, token: true }));
+            if settings.llm && llm.event(now, data, cut, |ns| push(gaps, Gap { ns, token: true })) {
+                if let Some(counter) = settings.counter {
+                    llm.counted(count_content(counter, data, text));
+                }
             }
         };
         match kind {
@@ -251,6 +272,7 @@ impl StreamTap {
             output_tokens: llm.filter(|_| succeeded).map_or(0, |o| o.output_tokens),
             tokens_from: llm.map(|o| o.tokens_from),
             input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),
+            counted_tokens: llm.filter(|_| succeeded).and_then(|o| o.counted_tokens),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
             failure,
         });
@@ -265,6 +287,7 @@ impl StreamTap {
         if let Some(o) = &mut self.outcome {
             o.output_tokens = 0;
             o.input_tokens = None;
+            o.counted_tokens = None;
         }
     }
 
@@ -301,6 +324,22 @@ impl StreamTap {
     }
 }
 
+/// The tokens of a content chunk's text (`content` of a chat chunk, `text` of a completion
+/// chunk), decoded into `text` and counted by `counter`.
+fn count_content(counter: Counter, data: &[u8], text: &mut String) -> u64 {
+    use super::json_key::value_of;
+    let value = value_of(data, b"\"content\"")
+        .filter(|v| v.first() == Some(&b'"'))
+        .or_else(|| value_of(data, b"\"text\""));
+    match value {
+        Some(v) => {
+            super::count::json_string_into(v, text);
+            counter.count(text)
+        }
+        None => 0,
+    }
+}
+
 /// Keeps a gap; a full buffer (more events in one read than it was sized for) drops none: it
 /// grows, which only a read of tens of thousands of events could make happen.
 #[inline]
@@ -313,7 +352,11 @@ mod tests {
     use super::*;
 
     fn tap(kind: Option<StreamKind>, llm: bool) -> StreamTap {
-        StreamTap::new(StreamSettings { kind, llm })
+        StreamTap::new(StreamSettings {
+            kind,
+            llm,
+            counter: None,
+        })
     }
 
     fn gaps(t: &mut StreamTap) -> Vec<(u64, bool)> {
@@ -547,5 +590,54 @@ mod tests {
         t.end(StreamEnd::Complete, 200);
         let o = t.take_outcome().unwrap();
         assert_eq!((o.events, o.first_token, o.output_tokens), (2, Some(5), 1));
+    }
+
+    struct Chars;
+    impl crate::count::TokenCounter for Chars {
+        fn count_tokens(&self, text: &str) -> u64 {
+            text.chars().count() as u64
+        }
+    }
+    static CHARS: Chars = Chars;
+
+    #[test]
+    fn a_tokenizer_counts_each_content_chunks_text_and_usage_still_wins() {
+        let mut t = StreamTap::new(StreamSettings {
+            kind: None,
+            llm: true,
+            counter: Some(Counter(&CHARS)),
+        });
+        let chunk = |text: &str| {
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+        };
+        let answer = [chunk("H\\u00e9llo"), chunk(" w\\\"r"), chunk("ld")].concat();
+        t.head(Some(b"text/event-stream"));
+        t.body(answer.as_bytes());
+        t.body(b"data: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        // "Héllo" 5 + " w\"r" 4 + "ld" 2, each chunk's text decoded from its JSON string.
+        assert_eq!((o.output_tokens, o.counted_tokens), (11, Some(11)));
+        assert_eq!(o.tokens_from, Some(TokenSource::Tokenizer));
+        t.head(Some(b"text/event-stream"));
+        t.body(answer.as_bytes());
+        t.body(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":3}}\n\ndata: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!((o.output_tokens, o.counted_tokens), (3, Some(11)));
+        assert_eq!(o.tokens_from, Some(TokenSource::Usage));
+        // A completion chunk's `text`, and an answer without content: 0 by the tokenizer.
+        t.head(Some(b"text/event-stream"));
+        t.body(b"data: {\"choices\":[{\"text\":\"abc\"}]}\n\ndata: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome().unwrap().counted_tokens, Some(3));
+        t.head(Some(b"text/event-stream"));
+        t.body(b"data: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!(
+            (o.output_tokens, o.tokens_from),
+            (0, Some(TokenSource::Tokenizer))
+        );
     }
 }

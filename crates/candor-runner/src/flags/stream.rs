@@ -171,7 +171,51 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     c.method = "POST".to_string();
     c.requests = specs;
     c.stream.llm = true;
+    c.llm_settings = Some(llm_settings(a, c, tokenizer.as_ref()));
+    if let Some(t) = tokenizer {
+        // Loaded once per run and kept to its end: every connection's stream reader counts
+        // output tokens with it (see `candor_stream::count::Counter`).
+        c.stream.counter = Some(candor_load::stream::count::Counter(Box::leak(Box::new(t))));
+    }
     Ok(())
+}
+
+/// The settings of an `--llm` run as its results record them (defaults included).
+fn llm_settings(
+    a: &LoadArgs,
+    c: &LoadConfig,
+    tokenizer: Option<&candor_load::workload::tokenizer::Tokenizer>,
+) -> candor_core::results::LlmSettings {
+    let dataset = match (&a.prompts, &a.sharegpt) {
+        (Some(p), _) => format!("--prompts {}", p.display()),
+        (None, Some(p)) => format!("--sharegpt {}", p.display()),
+        (None, None) => "synthetic".to_string(),
+    };
+    let synthetic = a.prompts.is_none() && a.sharegpt.is_none();
+    candor_core::results::LlmSettings {
+        api: a.llm.clone().unwrap_or_default(),
+        model: a.model.clone(),
+        tokenizer: tokenizer.map(|t| t.name().to_string()),
+        dataset,
+        prompt_tokens: if synthetic {
+            a.prompt_tokens.to_string()
+        } else {
+            "from the dataset".into()
+        },
+        output_tokens: match (&a.prompts, &a.sharegpt) {
+            (Some(_), _) => "from the prompts file".into(),
+            (None, Some(_)) => match a.sharegpt_budget {
+                super::args::SharegptBudgetArg::Answer => "each recorded answer's length".into(),
+                super::args::SharegptBudgetArg::Drawn => a.output_tokens.to_string(),
+            },
+            (None, None) => a.output_tokens.to_string(),
+        },
+        prefix_tokens: a.prefix_tokens,
+        max_tokens_field: a.max_tokens_field.clone(),
+        llm_body: a.llm_body.clone(),
+        stream_timeout_s: c.stream_timeout_ns as f64 / 1e9,
+        event_timeout_s: c.event_timeout_ns as f64 / 1e9,
+    }
 }
 
 /// `--stream`, `--llm` and `--goodput`, set into `c`.

@@ -68,7 +68,11 @@ fn chunk(data: &[u8]) -> Vec<u8> {
 }
 
 fn sse(kind: Option<candor_stream::StreamKind>, llm: bool) -> candor_stream::tap::StreamSettings {
-    candor_stream::tap::StreamSettings { kind, llm }
+    candor_stream::tap::StreamSettings {
+        kind,
+        llm,
+        counter: None,
+    }
 }
 
 #[test]

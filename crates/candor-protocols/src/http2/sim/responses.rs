@@ -52,6 +52,7 @@ fn llm(n: usize, count: u64) -> Shape {
     s.stream = candor_stream::tap::StreamSettings {
         kind: None,
         llm: true,
+        counter: None,
     };
     s
 }

@@ -159,3 +159,55 @@ fn without_a_tokenizer_a_count_of_chunks_is_reported_as_an_estimate() {
         "{shown}"
     );
 }
+
+#[test]
+fn whole_answers_are_timed_to_their_end_and_counted_from_their_usage() {
+    let _g = serial();
+    // Truth: a whole answer of 10 tokens is written at its last token's instant, TTFT 20 ms +
+    // 9 x ITL 5 ms = 65 ms after the request was read; at 10/s over 4 connections nothing
+    // queues, so each response time is 65 ms plus the loopback's and the scheduler's delays.
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "20ms",
+        "--itl",
+        "5ms",
+        "--output-tokens",
+        "10",
+    ]);
+    for api in ["openai", "openai-completions"] {
+        let (v, _) = run_json(&[
+            "--llm",
+            api,
+            "--no-stream",
+            "-n",
+            "6",
+            "-R",
+            "10",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            &server.url,
+        ]);
+        assert_balanced(&v);
+        assert_eq!(req(&v, "completed"), 6, "{v}");
+        let llm = &v["stream"]["llm"];
+        assert_eq!(
+            (
+                llm["output_tokens"].clone(),
+                llm["counted_from_usage"].clone()
+            ),
+            (60.into(), 6.into()),
+            "{llm}"
+        );
+        assert!(llm["input_tokens"].as_u64().unwrap() > 0);
+        assert!(v.get("ttft").is_none_or(|t| t.is_null()), "no TTFT: {v}");
+        let p50 = pct(&v, "response_time", 50.0);
+        assert!(
+            (65e6..115e6).contains(&p50),
+            "{api}: response time p50 {p50} ns against 65 ms"
+        );
+        assert_eq!(v["config"]["llm"]["whole_answers"], true);
+    }
+}

@@ -24,6 +24,9 @@ pub struct LlmSettings {
     pub prefix_tokens: u64,
     /// How the output budget is spelled in the body (`max_tokens`, `max_completion_tokens`).
     pub max_tokens_field: String,
+    /// Whole answers (`--no-stream`) rather than streams.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub whole_answers: bool,
     /// `--llm-body`, as given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm_body: Option<String>,
@@ -53,6 +56,9 @@ impl LlmSettings {
             },
         ));
         rows.push(("budget field", self.max_tokens_field.clone()));
+        if self.whole_answers {
+            rows.push(("answers", "whole (--no-stream)".into()));
+        }
         if let Some(b) = &self.llm_body {
             rows.push(("extra body fields", b.clone()));
         }

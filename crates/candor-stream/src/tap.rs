@@ -27,6 +27,9 @@ pub struct StreamSettings {
     pub llm: bool,
     /// LLM streams: the tokenizer that counts each content chunk's text (`--tokenizer`).
     pub counter: Option<Counter>,
+    /// LLM: the answers are whole JSON bodies (`"stream": false`, `--no-stream`), not streams:
+    /// their usage (and, with a tokenizer, their text) is read once each has ended.
+    pub whole: bool,
 }
 
 /// One gap between consecutive events, and whether it is also an inter-token latency (both
@@ -80,6 +83,8 @@ pub struct StreamTap {
     /// A content chunk's text, decoded for the tokenizer (`--tokenizer` only; its storage is
     /// kept: at most an event's).
     text: String,
+    /// A whole answer's body (`whole` settings only; no storage otherwise).
+    answer: super::answer::AnswerBuffer,
     gaps: Vec<Gap>,
     outcome: Option<StreamOutcome>,
 }
@@ -112,6 +117,11 @@ impl StreamTap {
             } else {
                 0
             }),
+            answer: super::answer::AnswerBuffer::with_capacity(if settings.whole {
+                super::answer::ANSWER_CAPACITY
+            } else {
+                0
+            }),
             gaps: Vec::with_capacity(gaps),
             outcome: None,
         }
@@ -134,6 +144,11 @@ impl StreamTap {
     pub fn head_said(&mut self, said: Option<StreamKind>) {
         self.clear();
         self.said_sse = said == Some(StreamKind::Sse);
+        if self.settings.llm && self.settings.whole {
+            // A whole answer is no stream: its body is kept and read at its end.
+            self.active = None;
+            return;
+        }
         self.active = match (self.settings.kind, said) {
             // A server that says it sends events is read as events whatever was asked.
             (_, Some(StreamKind::Sse)) => Some(StreamKind::Sse),
@@ -159,10 +174,15 @@ impl StreamTap {
         self.first_event = None;
         self.last_event = 0;
         self.llm = LlmProgress::default();
+        self.answer.clear();
     }
 
     /// The next bytes of the current response's body.
     pub fn body(&mut self, bytes: &[u8]) {
+        if self.settings.whole && self.settings.llm {
+            self.answer.feed(bytes);
+            return;
+        }
         let Some(kind) = self.active else {
             return;
         };
@@ -238,6 +258,11 @@ impl StreamTap {
         if self.active.is_none() && !self.settings.llm {
             return;
         }
+        if self.settings.llm && self.settings.whole {
+            self.outcome = Some(self.whole_outcome(end, status));
+            self.clear();
+            return;
+        }
         let streamed = self.active.is_some();
         let llm = self.settings.llm.then(|| self.llm.finish(end));
         let failure = match llm {
@@ -278,6 +303,51 @@ impl StreamTap {
         });
         self.clear();
         self.active = None;
+    }
+
+    /// What a whole answer came to: its tokens from its usage (else, with a tokenizer, its
+    /// text counted), its failure as a stream's would be named; no events, no first token.
+    fn whole_outcome(&mut self, end: StreamEnd, status: u16) -> StreamOutcome {
+        use super::answer::{answer_text, read_answer};
+        let body = self.answer.bytes();
+        let read = read_answer(body, self.answer.lost_front());
+        let failure = if let Some(f) = LlmFailure::for_status(status) {
+            Some(f)
+        } else if !(200..300).contains(&status) {
+            None
+        } else {
+            match end {
+                StreamEnd::Cut => Some(LlmFailure::Cut),
+                StreamEnd::Timeout | StreamEnd::EventTimeout => Some(LlmFailure::Timeout),
+                StreamEnd::Unfinished => None,
+                StreamEnd::Complete => read.failure,
+            }
+        };
+        let succeeded =
+            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
+        let counted = match (self.settings.counter, self.answer.lost_front()) {
+            (Some(counter), false) => Some(answer_text(body).map_or(0, |v| {
+                super::count::json_string_into(v, &mut self.text);
+                counter.count(&self.text)
+            })),
+            _ => None,
+        };
+        let (output, from) = match (read.completion_tokens, counted) {
+            (Some(n), _) => (n, Some(TokenSource::Usage)),
+            (None, Some(n)) => (n, Some(TokenSource::Tokenizer)),
+            (None, None) => (0, None),
+        };
+        StreamOutcome {
+            events: 0,
+            first_event: None,
+            first_token: None,
+            output_tokens: if succeeded { output } else { 0 },
+            tokens_from: from,
+            input_tokens: read.prompt_tokens.filter(|_| succeeded),
+            counted_tokens: counted.filter(|_| succeeded),
+            tpot_ns: None,
+            failure,
+        }
     }
 
     /// The response that just ended failed a check of its own (`--check-body`,
@@ -356,6 +426,7 @@ mod tests {
             kind,
             llm,
             counter: None,
+            whole: false,
         })
     }
 
@@ -606,6 +677,7 @@ mod tests {
             kind: None,
             llm: true,
             counter: Some(Counter(&CHARS)),
+            whole: false,
         });
         let chunk = |text: &str| {
             format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
@@ -639,5 +711,74 @@ mod tests {
             (o.output_tokens, o.tokens_from),
             (0, Some(TokenSource::Tokenizer))
         );
+    }
+
+    #[test]
+    fn a_whole_answer_is_read_at_its_end_by_its_usage_or_its_text() {
+        let settings = |counter| StreamSettings {
+            kind: None,
+            llm: true,
+            counter,
+            whole: true,
+        };
+        let answer = br#"{"choices":[{"message":{"role":"assistant","content":"h\u00e9llo"}}],"usage":{"prompt_tokens":4,"completion_tokens":2}}"#;
+        let mut t = StreamTap::new(settings(None));
+        t.head(Some(b"application/json"));
+        assert!(!t.active());
+        t.body(&answer[..20]);
+        t.body(&answer[20..]);
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!(
+            (o.output_tokens, o.input_tokens, o.failure),
+            (2, Some(4), None)
+        );
+        assert_eq!(
+            (o.events, o.first_token, o.tokens_from),
+            (0, None, Some(TokenSource::Usage))
+        );
+        // With a tokenizer the text is counted too ("héllo": 5 by the char counter).
+        let mut t = StreamTap::new(settings(Some(Counter(&CHARS))));
+        t.head(Some(b"application/json"));
+        t.body(answer);
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome().unwrap().counted_tokens, Some(5));
+        t.head(Some(b"application/json"));
+        t.body(br#"{"choices":[{"text":"abc"}]}"#);
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!(
+            (o.output_tokens, o.tokens_from),
+            (3, Some(TokenSource::Tokenizer))
+        );
+        // Failures: not JSON, an error object, cut, 429; none add tokens.
+        for (body, end, status, failure) in [
+            (
+                &b"oops"[..],
+                StreamEnd::Complete,
+                200,
+                Some(LlmFailure::NotJson),
+            ),
+            (
+                br#"{"error":{"message":"x"}}"#,
+                StreamEnd::Complete,
+                200,
+                Some(LlmFailure::ErrorEvent),
+            ),
+            (&answer[..30], StreamEnd::Cut, 200, Some(LlmFailure::Cut)),
+            (
+                &b""[..],
+                StreamEnd::Complete,
+                429,
+                Some(LlmFailure::RateLimited),
+            ),
+            (&b"bad"[..], StreamEnd::Complete, 500, None),
+        ] {
+            t.head(Some(b"application/json"));
+            t.body(body);
+            t.end(end, status);
+            let o = t.take_outcome().unwrap();
+            assert_eq!((o.failure, o.output_tokens), (failure, 0), "{body:?}");
+        }
     }
 }

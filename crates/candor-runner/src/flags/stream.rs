@@ -58,6 +58,10 @@ fn stream_timeout(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         None if a.llm.is_some() => LLM_STREAM_TIMEOUT_NS,
         None => 0,
     };
+    if a.no_stream {
+        // A whole answer's first byte is its end: the bound of a whole answer applies.
+        c.timeout_ns = c.timeout_ns.max(c.stream_timeout_ns);
+    }
     if a.drain.is_none() {
         c.drain_ns = c.drain_ns.max(c.stream_timeout_ns);
     }
@@ -162,6 +166,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             None => Default::default(),
         },
         budget_key: a.max_tokens_field.parse().map_err(invalid)?,
+        whole: a.no_stream,
     };
     let mut specs = prompts::requests_with(api, &a.model, &list, &a.headers, &body)
         .map_err(|e| FlagError::Invalid(e.to_string()))?;
@@ -171,6 +176,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     c.method = "POST".to_string();
     c.requests = specs;
     c.stream.llm = true;
+    c.stream.whole = a.no_stream;
     c.llm_settings = Some(llm_settings(a, c, tokenizer.as_ref()));
     if let Some(t) = tokenizer {
         // Loaded once per run and kept to its end: every connection's stream reader counts
@@ -212,6 +218,7 @@ fn llm_settings(
         },
         prefix_tokens: a.prefix_tokens,
         max_tokens_field: a.max_tokens_field.clone(),
+        whole_answers: a.no_stream,
         llm_body: a.llm_body.clone(),
         stream_timeout_s: c.stream_timeout_ns as f64 / 1e9,
         event_timeout_s: c.event_timeout_ns as f64 / 1e9,

@@ -72,6 +72,7 @@ fn sse(kind: Option<candor_stream::StreamKind>, llm: bool) -> candor_stream::tap
         kind,
         llm,
         counter: None,
+        whole: false,
     }
 }
 

@@ -53,6 +53,7 @@ fn llm(n: usize, count: u64) -> Shape {
         kind: None,
         llm: true,
         counter: None,
+        whole: false,
     };
     s
 }

@@ -358,7 +358,9 @@ fn assert_the_html_pages(dir: &std::path::Path, merged: &str) {
         "{text}"
     );
     assert!(
-        text.contains("settings: API openai · prompt tokens 16 · output tokens (budget) 8"),
+        text.contains(
+            "settings: API openai · model default · dataset synthetic · prompt tokens 16 · output tokens (budget) 8"
+        ),
         "{text}"
     );
     candor_ok(&["report", &p("plain.json"), "-o", &p("plain.html")]);

@@ -9,6 +9,7 @@ pub mod early_end;
 pub mod exact_sleep;
 pub mod hist;
 pub mod interval_stats;
+pub mod llm_run;
 pub mod phase_results;
 pub mod protocol_name;
 pub mod recorded;

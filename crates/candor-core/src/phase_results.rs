@@ -624,6 +624,12 @@ pub struct LlmTokens {
     pub total_tokens: u64,
     #[serde(default)]
     pub total_tokens_per_s: f64,
+    /// Responses whose count is the run's tokenizer's (`--tokenizer`, a server without usage).
+    #[serde(default)]
+    pub counted_by_tokenizer: u64,
+    /// `--tokenizer` with a server that sends usage: the two counts side by side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_check: Option<crate::llm_run::TokenizerCheck>,
 }
 
 impl LlmTokens {

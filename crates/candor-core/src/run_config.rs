@@ -228,6 +228,9 @@ pub struct RunConfig {
     /// kept beside `start_at_unix_s` so that `candor merge` can say how late each shard was).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late_start_s: Option<f64>,
+    /// An `--llm` run's settings in effect; absent for other runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::llm_run::LlmSettings>,
     pub method: String,
     pub pipeline: usize,
     /// The `-R` load profile (stages), as given; absent for one rate.

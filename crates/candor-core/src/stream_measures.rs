@@ -134,6 +134,16 @@ pub struct IntervalStream {
     pub output_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens_per_s: Option<f64>,
+    /// LLM runs: the input tokens (the server's `usage.prompt_tokens`) of the responses that
+    /// ended in the interval, input plus output, and each per second of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_event: Option<IntervalStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,6 +180,10 @@ impl IntervalStream {
                     0.0
                 }
             }),
+            input_tokens: None,
+            input_tokens_per_s: None,
+            total_tokens: None,
+            total_tokens_per_s: None,
             first_event: None,
             event_gap: None,
             ttft: None,
@@ -186,6 +200,28 @@ impl IntervalStream {
             *s.histograms.slot(m) = Some(to_base64_v2_compressed(h));
         }
         s
+    }
+
+    /// An LLM interval's input tokens: sets them, their total with the output tokens, and
+    /// both per second of `length_s` (nothing when the interval counts no output tokens: no
+    /// LLM run).
+    pub fn with_input_tokens(mut self, input: u64, length_s: f64) -> IntervalStream {
+        let Some(output) = self.output_tokens else {
+            return self;
+        };
+        let per_s = |n: u64| {
+            if length_s > 0.0 {
+                n as f64 / length_s
+            } else {
+                0.0
+            }
+        };
+        let total = input.saturating_add(output);
+        self.input_tokens = Some(input);
+        self.input_tokens_per_s = Some(per_s(input));
+        self.total_tokens = Some(total);
+        self.total_tokens_per_s = Some(per_s(total));
+        self
     }
 
     fn stats_slot(&mut self, m: StreamMeasure) -> &mut Option<IntervalStats> {

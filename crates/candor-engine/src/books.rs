@@ -66,6 +66,9 @@ pub struct StreamAcc {
     pub input_counted: u64,
     pub tokens_from_usage: u64,
     pub tokens_from_chunks: u64,
+    /// LLM: responses counted by the run's tokenizer, and (with usage too) the two compared.
+    pub tokens_from_tokenizer: u64,
+    pub tokenizer_check: candor_core::results::TokenizerCheck,
     pub clamped: u64,
     /// `--goodput`: completed requests that met every per-request objective, judged on their
     /// values from the intended send (`good`) and, as a client timing from its own send would
@@ -91,6 +94,8 @@ impl StreamAcc {
             input_counted: 0,
             tokens_from_usage: 0,
             tokens_from_chunks: 0,
+            tokens_from_tokenizer: 0,
+            tokenizer_check: Default::default(),
             clamped: 0,
             good: 0,
             good_service: 0,
@@ -129,12 +134,43 @@ impl StreamAcc {
         self.input_counted = 0;
         self.tokens_from_usage = 0;
         self.tokens_from_chunks = 0;
+        self.tokens_from_tokenizer = 0;
+        self.tokenizer_check = Default::default();
         self.clamped = 0;
     }
 
     /// Whether the responses were an LLM run's (their tokens were counted).
     pub fn is_llm(&self) -> bool {
-        self.tokens_from_usage + self.tokens_from_chunks > 0 || !self.ttft.is_empty()
+        self.counted_responses() > 0 || !self.ttft.is_empty()
+    }
+
+    /// Responses whose output tokens were counted, whichever way.
+    pub fn counted_responses(&self) -> u64 {
+        self.tokens_from_usage + self.tokens_from_chunks + self.tokens_from_tokenizer
+    }
+
+    /// Books the tokens of one streamed response: its output (and how they were counted), its
+    /// input, and the tokenizer's count against the server's.
+    pub fn book_tokens(&mut self, o: &candor_stream::tap::StreamOutcome) {
+        use candor_stream::openai::TokenSource;
+        match o.tokens_from {
+            Some(TokenSource::Usage) => self.tokens_from_usage += 1,
+            Some(TokenSource::Chunks) => self.tokens_from_chunks += 1,
+            Some(TokenSource::Tokenizer) => self.tokens_from_tokenizer += 1,
+            None => {}
+        }
+        self.output_tokens += o.output_tokens;
+        if let Some(n) = o.input_tokens {
+            self.input_tokens += n;
+            self.input_counted += 1;
+        }
+        if let (Some(TokenSource::Usage), Some(counted)) = (o.tokens_from, o.counted_tokens) {
+            let c = &mut self.tokenizer_check;
+            c.responses += 1;
+            c.usage_tokens += o.output_tokens;
+            c.tokenizer_tokens += counted;
+            c.disagreeing += candor_stream::count::disagree(o.output_tokens, counted) as u64;
+        }
     }
 
     /// What these books say of one interval of `length_s` seconds; `llm` says whether the run
@@ -159,6 +195,7 @@ impl StreamAcc {
                 (M::Tpot, &self.tpot),
             ],
         )
+        .with_input_tokens(self.input_tokens, length_s)
     }
 
     pub fn add(&mut self, o: &StreamAcc) {
@@ -182,6 +219,8 @@ impl StreamAcc {
         self.input_counted += o.input_counted;
         self.tokens_from_usage += o.tokens_from_usage;
         self.tokens_from_chunks += o.tokens_from_chunks;
+        self.tokens_from_tokenizer += o.tokens_from_tokenizer;
+        self.tokenizer_check.add(&o.tokenizer_check);
         self.clamped += o.clamped;
         self.good += o.good;
         self.good_service += o.good_service;

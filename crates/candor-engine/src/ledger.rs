@@ -839,16 +839,7 @@ fn book_stream_outcome(s: &mut StreamAcc, e: &Exchange, o: &candor_stream::tap::
     if let Some(tpot) = o.tpot_ns {
         c += record_clamped(&mut s.tpot, tpot) as u64;
     }
-    match o.tokens_from {
-        Some(candor_stream::openai::TokenSource::Usage) => s.tokens_from_usage += 1,
-        Some(candor_stream::openai::TokenSource::Chunks) => s.tokens_from_chunks += 1,
-        None => {}
-    }
-    s.output_tokens += o.output_tokens;
-    if let Some(n) = o.input_tokens {
-        s.input_tokens += n;
-        s.input_counted += 1;
-    }
+    s.book_tokens(o);
     if let Some(f) = o.failure {
         s.failures[f.index()] += 1;
     }

@@ -85,7 +85,7 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
         .filter(|(_, n)| *n > 0)
         .map(|(f, n)| (f.name().to_string(), n))
         .collect();
-    let llm = s.tokens_from_usage + s.tokens_from_chunks > 0;
+    let llm = s.counted_responses() > 0;
     r.stream = Some(candor_core::results::StreamResults {
         responses: s.responses,
         events: s.events,
@@ -103,6 +103,8 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
                 counted_from_chunks: s.tokens_from_chunks,
                 input_tokens: s.input_tokens,
                 input_counted: s.input_counted,
+                counted_by_tokenizer: s.tokens_from_tokenizer,
+                tokenizer_check: (s.tokenizer_check.responses > 0).then_some(s.tokenizer_check),
                 ..Default::default()
             };
             t.set_rates(duration_ns as f64 / 1e9);

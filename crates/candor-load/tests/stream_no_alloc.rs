@@ -43,7 +43,7 @@ fn scanning_events_and_tracking_llm_streams_allocate_nothing() {
                 for piece in body.chunks(37) {
                     at += 1_000;
                     sse.feed(piece, |data, cut| {
-                        progress.event(at, data, cut, |_| gaps += 1)
+                        progress.event(at, data, cut, |_| gaps += 1);
                     });
                     lines.feed(piece, |_, _| line_count += 1);
                 }
@@ -147,6 +147,8 @@ fn an_llm_response_read_through_the_http1_parser_and_its_stream_tap_allocates_no
         parser.observer().set_stream(StreamSettings {
             kind: None,
             llm: true,
+            counter: None,
+        whole: false,
         });
         let mut buf = vec![0u8; 64 * 1024];
         let (mut gaps, mut tokens) = (0u64, 0u64);

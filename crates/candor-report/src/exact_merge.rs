@@ -422,6 +422,7 @@ struct StreamSlot {
     responses: u64,
     events: u64,
     output_tokens: Option<u64>,
+    input_tokens: u64,
     histograms: Vec<(StreamMeasure, Histo)>,
 }
 
@@ -431,6 +432,9 @@ impl StreamSlot {
         self.events = self.events.saturating_add(s.events);
         if let Some(t) = s.output_tokens {
             self.output_tokens = Some(self.output_tokens.unwrap_or(0).saturating_add(t));
+            self.input_tokens = self
+                .input_tokens
+                .saturating_add(s.input_tokens.unwrap_or(0));
         }
         for m in StreamMeasure::ALL {
             if s.histograms.get(m).is_none() {
@@ -460,6 +464,7 @@ impl StreamSlot {
             length_s,
             self.histograms.iter().map(|(m, h)| (*m, h)),
         )
+        .with_input_tokens(self.input_tokens, length_s)
     }
 }
 
@@ -526,6 +531,14 @@ fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String,
             acc.counted_from_chunks = acc
                 .counted_from_chunks
                 .saturating_add(t.counted_from_chunks);
+            acc.counted_by_tokenizer = acc
+                .counted_by_tokenizer
+                .saturating_add(t.counted_by_tokenizer);
+            if let Some(c) = &t.tokenizer_check {
+                acc.tokenizer_check
+                    .get_or_insert_with(Default::default)
+                    .add(c);
+            }
         }
     }
     if out.responses > 0 {

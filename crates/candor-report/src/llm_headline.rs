@@ -122,9 +122,10 @@ const SETTINGS: [(&str, &str); 14] = [
     ("--stream", "stream framing"),
 ];
 
-/// The settings of a streamed or LLM run as its recorded command line gives them, in a fixed
-/// order: only flags the command line carries (a flag left at its default is not in the
-/// results, so it is not shown: the report invents nothing). `-T` is `--timeout`. Empty for
+/// The settings of a streamed or LLM run: those its results' `config.llm` records (in effect,
+/// defaults included), then the other flags its recorded command line carries, in a fixed
+/// order (results without `config.llm`: the command line alone, a flag left at its default
+/// not shown: the report invents nothing). `-T` is `--timeout`. Empty for
 /// results without a command line (logs, merges) or without these flags.
 pub fn settings(r: &RunResults) -> Vec<(&'static str, String)> {
     let args = &r.command_line;
@@ -145,14 +146,34 @@ pub fn settings(r: &RunResults) -> Vec<(&'static str, String)> {
         }
         found
     };
-    if value_of("--llm").is_none() && value_of("--stream").is_none() {
+    // Results that record the LLM settings in effect (`config.llm`) give them, defaults
+    // included; the command line adds only what those do not cover.
+    let recorded = r.run_config().and_then(|c| c.llm);
+    if value_of("--llm").is_none() && value_of("--stream").is_none() && recorded.is_none() {
         return Vec::new();
     }
-    SETTINGS
-        .iter()
-        .filter_map(|(flag, label)| value_of(flag).map(|v| (*label, v)))
-        .collect()
+    let mut rows = recorded.as_ref().map_or_else(Vec::new, |l| l.rows());
+    rows.extend(
+        SETTINGS
+            .iter()
+            .filter(|(flag, _)| recorded.is_none() || !RECORDED_FLAGS.contains(flag))
+            .filter_map(|(flag, label)| value_of(flag).map(|v| (*label, v))),
+    );
+    rows
 }
+
+/// The flags whose values `config.llm` records.
+const RECORDED_FLAGS: [&str; 9] = [
+    "--llm",
+    "--model",
+    "--prompt-tokens",
+    "--output-tokens",
+    "--prompts",
+    "--tokenizer",
+    "--llm-body",
+    "--stream-timeout",
+    "--event-timeout",
+];
 
 #[cfg(test)]
 mod tests {

@@ -72,21 +72,7 @@ pub fn stream_section(p: &PhaseResults) -> String {
         }
     }
     if let Some(t) = &s.llm {
-        let source = match (t.counted_from_usage, t.counted_from_chunks) {
-            (_, 0) => "the server's usage in every response".to_string(),
-            (0, _) => "counted content chunks (the server sent no usage)".to_string(),
-            (u, c) => format!(
-                "the server's usage in {} responses, counted content chunks in {}",
-                format_count(u),
-                format_count(c)
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "  tokens:   {} output tokens of the streams that succeeded, {:.1}/s (from {source})",
-            format_count(t.output_tokens),
-            t.output_tokens_per_s
-        );
+        out.push_str(&token_lines(t));
     }
     if let Some(g) = &s.goodput {
         let _ = writeln!(
@@ -99,6 +85,66 @@ pub fn stream_section(p: &PhaseResults) -> String {
             g.per_s_service,
             g.fraction_service * 100.0
         );
+    }
+    out
+}
+
+/// The tokens lines: output (and where their count came from), input and total, each per
+/// second; a count made from content chunks is said to be an estimate, and a tokenizer that
+/// disagreed with the server is named in the results' warnings.
+fn token_lines(t: &candor_core::results::LlmTokens) -> String {
+    let mut ways = Vec::new();
+    for (n, way) in [
+        (t.counted_from_usage, "the server's usage"),
+        (
+            t.counted_by_tokenizer,
+            "the run's tokenizer (no usage sent)",
+        ),
+        (t.counted_from_chunks, "counted content chunks"),
+    ] {
+        if n > 0 {
+            ways.push((n, way));
+        }
+    }
+    let source = match ways.as_slice() {
+        [] => "no response said".to_string(),
+        [(_, way)] => format!("{way} in every response"),
+        _ => ways
+            .iter()
+            .map(|(n, way)| format!("{way} in {}", format_count(*n)))
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    let mut out = format!(
+        "  tokens:   {} output tokens of the streams that succeeded, {:.1}/s (from {source})\n",
+        format_count(t.output_tokens),
+        t.output_tokens_per_s
+    );
+    if t.counted_from_chunks > 0 {
+        out.push_str(
+            "            a count of content chunks is an estimate (a chunk taken as one token): give --tokenizer to count exactly\n",
+        );
+    }
+    if t.input_counted > 0 {
+        out.push_str(&format!(
+            "            {} input tokens (the server's usage, {} responses), {:.1}/s; total {}, {:.1}/s\n",
+            format_count(t.input_tokens),
+            format_count(t.input_counted),
+            t.input_tokens_per_s,
+            format_count(t.total_tokens),
+            t.total_tokens_per_s
+        ));
+    } else {
+        out.push_str("            input tokens: the server's usage did not say them\n");
+    }
+    if let Some(c) = &t.tokenizer_check {
+        out.push_str(&format!(
+            "            tokenizer check: {} output tokens by the tokenizer, {} by the server's usage ({} of {} responses more than 5% apart)\n",
+            format_count(c.tokenizer_tokens),
+            format_count(c.usage_tokens),
+            format_count(c.disagreeing),
+            format_count(c.responses)
+        ));
     }
     out
 }

@@ -25,6 +25,7 @@ pub fn recorded_config(c: &RunPlan) -> RunConfig {
         interrupted_after_s: None,
         interval_s: c.interval_ns as f64 / 1e9,
         late_start_s: None,
+        llm: c.llm_settings.clone(),
         method: c.method.clone(),
         // The protocol records its own (below); these are the defaults of the others.
         pipeline: 1,

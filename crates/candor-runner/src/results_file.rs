@@ -23,6 +23,8 @@ pub fn run_results(
     }
     let mut warnings = verdicts(config, &main);
     warnings.extend(outcome.main.warnings.iter().cloned());
+    let check = main.stream.as_ref().and_then(|s| s.llm?.tokenizer_check);
+    warnings.extend(check.and_then(|c| c.warning()));
     if let Some(after) = outcome.interrupted_after_ns {
         if let RecordedConfig::Run(r) = &mut recorded {
             r.interrupted_after_s = Some(after as f64 / 1e9);

@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// With --llm: the model name the answers carry [default: candor-truth].
     #[arg(long, value_name = "NAME", requires = "llm")]
     pub model: Option<String>,
+    /// With --llm: never send usage (token counts) in a stream, even when asked, as some
+    /// servers do.
+    #[arg(long, requires = "llm")]
+    pub no_usage: bool,
     /// With --llm: close a connection that sends no request for DUR, whose body stops for DUR,
     /// or that reads nothing of an answer for DUR [default: 60s].
     #[arg(long, value_name = "DUR", requires = "llm")]
@@ -115,6 +119,7 @@ pub fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
     if let Some(m) = &args.model {
         config.model = m.clone();
     }
+    config.no_usage = args.no_usage;
     if let Some(d) = &args.idle_timeout {
         config.idle_timeout_ns = d.ns();
     }

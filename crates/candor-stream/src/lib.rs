@@ -5,6 +5,8 @@
 //! arrived, so every decision is tested exactly on simulated time; a protocol's response
 //! observer feeds it the body of each response (HTTP/1.1 de-chunked, HTTP/2 DATA frames).
 
+pub mod answer;
+pub mod count;
 pub mod goodput;
 pub mod json_key;
 pub mod line;

@@ -266,6 +266,9 @@ pub enum TokenSource {
     Usage,
     /// The chunks that carried content, counted (a server without usage).
     Chunks,
+    /// The run's tokenizer (`--tokenizer`), over each content chunk's text (a server
+    /// without usage).
+    Tokenizer,
 }
 
 /// How a stream failed; each is its own failure name in the results.
@@ -361,6 +364,8 @@ pub struct LlmProgress {
     content_chunks: u64,
     usage_tokens: Option<u64>,
     usage_prompt: Option<u64>,
+    /// The tokenizer's count of the content so far (`--tokenizer`), when one counts.
+    counted: Option<u64>,
     done: bool,
     error: bool,
     /// The first event that was no completion chunk, and why.
@@ -378,6 +383,8 @@ pub struct LlmOutcome {
     pub tokens_from: TokenSource,
     /// The server's `usage.prompt_tokens`, if it sent one.
     pub input_tokens: Option<u64>,
+    /// The tokenizer's count of the output (`--tokenizer`), also when usage gave the count.
+    pub counted_tokens: Option<u64>,
     /// `(last - first) / (tokens - 1)`, when there were at least two tokens.
     pub tpot_ns: Option<u64>,
     pub failure: Option<LlmFailure>,
@@ -387,10 +394,11 @@ impl LlmProgress {
     /// The event `data` arrived at `at` (`cut`: cut to the event buffer); `gap(ns)` is called
     /// with the time since the previous content chunk (the inter-token latency), for every
     /// content chunk after the first. Events after `[DONE]` are no part of the completion:
-    /// their tokens, usage and errors are not read.
-    pub fn event(&mut self, at: u64, data: &[u8], cut: bool, mut gap: impl FnMut(u64)) {
+    /// their tokens, usage and errors are not read. Returns whether the event was a content
+    /// chunk of the completion (its text is then the tokenizer's to count: [`Self::counted`]).
+    pub fn event(&mut self, at: u64, data: &[u8], cut: bool, mut gap: impl FnMut(u64)) -> bool {
         if self.done {
-            return;
+            return false;
         }
         let chunk = classify(data, cut);
         if self.malformed.is_none() {
@@ -412,13 +420,20 @@ impl LlmProgress {
         }
         self.error |= chunk.error;
         self.done |= chunk.done;
+        chunk.content
+    }
+
+    /// The tokenizer counted `n` tokens in a content chunk's text.
+    pub fn counted(&mut self, n: u64) {
+        self.counted = Some(self.counted.unwrap_or(0).saturating_add(n));
     }
 
     /// The stream is over (`end` says how); the progress is reset for the next request.
     pub fn finish(&mut self, end: StreamEnd) -> LlmOutcome {
-        let (output_tokens, tokens_from) = match self.usage_tokens {
-            Some(n) => (n, TokenSource::Usage),
-            None => (self.content_chunks, TokenSource::Chunks),
+        let (output_tokens, tokens_from) = match (self.usage_tokens, self.counted) {
+            (Some(n), _) => (n, TokenSource::Usage),
+            (None, Some(n)) => (n, TokenSource::Tokenizer),
+            (None, None) => (self.content_chunks, TokenSource::Chunks),
         };
         let tpot_ns = match (self.first_token, output_tokens) {
             (Some(first), n) if n >= 2 => Some((self.last_token - first) / (n - 1)),
@@ -444,6 +459,7 @@ impl LlmProgress {
             output_tokens,
             tokens_from,
             input_tokens: self.usage_prompt,
+            counted_tokens: self.counted,
             tpot_ns,
             failure,
         };

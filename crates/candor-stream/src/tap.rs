@@ -4,6 +4,7 @@
 //! OpenAI-compatible stream's tokens (`openai::LlmProgress`), and hands the engine what each
 //! response came to. Storage is fixed when the connection opens: nothing is allocated per event.
 
+use super::count::Counter;
 use super::line::LineSplitter;
 use super::openai::{LlmFailure, LlmProgress, StreamEnd, TokenSource};
 use super::sse::SseScanner;
@@ -24,6 +25,11 @@ pub struct StreamSettings {
     pub kind: Option<StreamKind>,
     /// Events are an OpenAI-compatible completion stream (`--llm`): tokens, usage, `[DONE]`.
     pub llm: bool,
+    /// LLM streams: the tokenizer that counts each content chunk's text (`--tokenizer`).
+    pub counter: Option<Counter>,
+    /// LLM: the answers are whole JSON bodies (`"stream": false`, `--no-stream`), not streams:
+    /// their usage (and, with a tokenizer, their text) is read once each has ended.
+    pub whole: bool,
 }
 
 /// One gap between consecutive events, and whether it is also an inter-token latency (both
@@ -54,6 +60,9 @@ pub struct StreamOutcome {
     /// The server's `usage.prompt_tokens` of a stream that succeeded (none: not said, or
     /// the stream failed).
     pub input_tokens: Option<u64>,
+    /// The tokenizer's count of a successful stream's output (`--tokenizer`), also when the
+    /// server's usage gave the count (then the two are compared).
+    pub counted_tokens: Option<u64>,
     pub tpot_ns: Option<u64>,
     /// How it failed, if it did.
     pub failure: Option<LlmFailure>,
@@ -75,6 +84,11 @@ pub struct StreamTap {
     first_event: Option<u64>,
     last_event: u64,
     llm: LlmProgress,
+    /// A content chunk's text, decoded for the tokenizer (`--tokenizer` only; its storage is
+    /// kept: at most an event's).
+    text: String,
+    /// A whole answer's body (`whole` settings only; no storage otherwise).
+    answer: super::answer::AnswerBuffer,
     gaps: Vec<Gap>,
     outcome: Option<StreamOutcome>,
 }
@@ -102,6 +116,16 @@ impl StreamTap {
             first_event: None,
             last_event: 0,
             llm: LlmProgress::default(),
+            text: String::with_capacity(if settings.counter.is_some() {
+                EVENT_CAPACITY
+            } else {
+                0
+            }),
+            answer: super::answer::AnswerBuffer::with_capacity(if settings.whole {
+                super::answer::ANSWER_CAPACITY
+            } else {
+                0
+            }),
             gaps: Vec::with_capacity(gaps),
             outcome: None,
         }
@@ -124,6 +148,11 @@ impl StreamTap {
     pub fn head_said(&mut self, said: Option<StreamKind>) {
         self.clear();
         self.said_sse = said == Some(StreamKind::Sse);
+        if self.settings.llm && self.settings.whole {
+            // A whole answer is no stream: its body is kept and read at its end.
+            self.active = None;
+            return;
+        }
         self.active = match (self.settings.kind, said) {
             // A server that says it sends events is read as events whatever was asked.
             (_, Some(StreamKind::Sse)) => Some(StreamKind::Sse),
@@ -131,6 +160,10 @@ impl StreamTap {
             (None, _) if self.settings.llm => Some(StreamKind::Sse),
             (None, said) => said.filter(|k| *k == StreamKind::Sse),
         };
+        if self.settings.llm && self.settings.counter.is_some() {
+            // Counted from zero: an answer without content has 0 tokens by the tokenizer too.
+            self.llm.counted(0);
+        }
     }
 
     /// Whether the current response is read as a stream.
@@ -145,10 +178,15 @@ impl StreamTap {
         self.first_event = None;
         self.last_event = 0;
         self.llm = LlmProgress::default();
+        self.answer.clear();
     }
 
     /// The next bytes of the current response's body.
     pub fn body(&mut self, bytes: &[u8]) {
+        if self.settings.whole && self.settings.llm {
+            self.answer.feed(bytes);
+            return;
+        }
         let Some(kind) = self.active else {
             return;
         };
@@ -162,6 +200,7 @@ impl StreamTap {
             llm,
             gaps,
             settings,
+            text,
             ..
         } = self;
         let now = *now;
@@ -178,8 +217,10 @@ impl StreamTap {
             }
             *last_event = now;
             *events += 1;
-            if settings.llm {
-                llm.event(now, data, cut, |ns| push(gaps, Gap { ns, token: true }));
+            if settings.llm && llm.event(now, data, cut, |ns| push(gaps, Gap { ns, token: true })) {
+                if let Some(counter) = settings.counter {
+                    llm.counted(count_content(counter, data, text));
+                }
             }
         };
         match kind {
@@ -221,6 +262,11 @@ impl StreamTap {
         if self.active.is_none() && !self.settings.llm {
             return;
         }
+        if self.settings.llm && self.settings.whole {
+            self.outcome = Some(self.whole_outcome(end, status));
+            self.clear();
+            return;
+        }
         let streamed = self.active.is_some();
         let llm = self.settings.llm.then(|| self.llm.finish(end));
         let failure = match llm {
@@ -257,11 +303,57 @@ impl StreamTap {
             output_tokens: llm.filter(|_| succeeded).map_or(0, |o| o.output_tokens),
             tokens_from: llm.map(|o| o.tokens_from),
             input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),
+            counted_tokens: llm.filter(|_| succeeded).and_then(|o| o.counted_tokens),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
             failure,
         });
         self.clear();
         self.active = None;
+    }
+
+    /// What a whole answer came to: its tokens from its usage (else, with a tokenizer, its
+    /// text counted), its failure as a stream's would be named; no events, no first token.
+    fn whole_outcome(&mut self, end: StreamEnd, status: u16) -> StreamOutcome {
+        use super::answer::{answer_text, read_answer};
+        let body = self.answer.bytes();
+        let read = read_answer(body, self.answer.lost_front());
+        let failure = if let Some(f) = LlmFailure::for_status(status) {
+            Some(f)
+        } else if !(200..300).contains(&status) {
+            None
+        } else {
+            match end {
+                StreamEnd::Cut => Some(LlmFailure::Cut),
+                StreamEnd::Timeout | StreamEnd::EventTimeout => Some(LlmFailure::Timeout),
+                StreamEnd::Unfinished => None,
+                StreamEnd::Complete => read.failure,
+            }
+        };
+        let succeeded =
+            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
+        let counted = match (self.settings.counter, self.answer.lost_front()) {
+            (Some(counter), false) => Some(answer_text(body).map_or(0, |v| {
+                super::count::json_string_into(v, &mut self.text);
+                counter.count(&self.text)
+            })),
+            _ => None,
+        };
+        let (output, from) = match (read.completion_tokens, counted) {
+            (Some(n), _) => (n, Some(TokenSource::Usage)),
+            (None, Some(n)) => (n, Some(TokenSource::Tokenizer)),
+            (None, None) => (0, None),
+        };
+        StreamOutcome {
+            events: 0,
+            first_event: None,
+            first_token: None,
+            output_tokens: if succeeded { output } else { 0 },
+            tokens_from: from,
+            input_tokens: read.prompt_tokens.filter(|_| succeeded),
+            counted_tokens: counted.filter(|_| succeeded),
+            tpot_ns: None,
+            failure,
+        }
     }
 
     /// The response that just ended failed a check of its own (`--check-body`,
@@ -271,6 +363,7 @@ impl StreamTap {
         if let Some(o) = &mut self.outcome {
             o.output_tokens = 0;
             o.input_tokens = None;
+            o.counted_tokens = None;
         }
     }
 
@@ -307,6 +400,22 @@ impl StreamTap {
     }
 }
 
+/// The tokens of a content chunk's text (`content` of a chat chunk, `text` of a completion
+/// chunk), decoded into `text` and counted by `counter`.
+fn count_content(counter: Counter, data: &[u8], text: &mut String) -> u64 {
+    use super::json_key::value_of;
+    let value = value_of(data, b"\"content\"")
+        .filter(|v| v.first() == Some(&b'"'))
+        .or_else(|| value_of(data, b"\"text\""));
+    match value {
+        Some(v) => {
+            super::count::json_string_into(v, text);
+            counter.count(text)
+        }
+        None => 0,
+    }
+}
+
 /// Keeps a gap; a full buffer (more events in one read than it was sized for) drops none: it
 /// grows, which only a read of tens of thousands of events could make happen.
 #[inline]
@@ -319,7 +428,12 @@ mod tests {
     use super::*;
 
     fn tap(kind: Option<StreamKind>, llm: bool) -> StreamTap {
-        StreamTap::new(StreamSettings { kind, llm })
+        StreamTap::new(StreamSettings {
+            kind,
+            llm,
+            counter: None,
+            whole: false,
+        })
     }
 
     fn gaps(t: &mut StreamTap) -> Vec<(u64, bool)> {
@@ -553,5 +667,124 @@ mod tests {
         t.end(StreamEnd::Complete, 200);
         let o = t.take_outcome().unwrap();
         assert_eq!((o.events, o.first_token, o.output_tokens), (2, Some(5), 1));
+    }
+
+    struct Chars;
+    impl crate::count::TokenCounter for Chars {
+        fn count_tokens(&self, text: &str) -> u64 {
+            text.chars().count() as u64
+        }
+    }
+    static CHARS: Chars = Chars;
+
+    #[test]
+    fn a_tokenizer_counts_each_content_chunks_text_and_usage_still_wins() {
+        let mut t = StreamTap::new(StreamSettings {
+            kind: None,
+            llm: true,
+            counter: Some(Counter(&CHARS)),
+            whole: false,
+        });
+        let chunk = |text: &str| {
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+        };
+        let answer = [chunk("H\\u00e9llo"), chunk(" w\\\"r"), chunk("ld")].concat();
+        t.head(Some(b"text/event-stream"));
+        t.body(answer.as_bytes());
+        t.body(b"data: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        // "Héllo" 5 + " w\"r" 4 + "ld" 2, each chunk's text decoded from its JSON string.
+        assert_eq!((o.output_tokens, o.counted_tokens), (11, Some(11)));
+        assert_eq!(o.tokens_from, Some(TokenSource::Tokenizer));
+        t.head(Some(b"text/event-stream"));
+        t.body(answer.as_bytes());
+        t.body(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":3}}\n\ndata: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!((o.output_tokens, o.counted_tokens), (3, Some(11)));
+        assert_eq!(o.tokens_from, Some(TokenSource::Usage));
+        // A completion chunk's `text`, and an answer without content: 0 by the tokenizer.
+        t.head(Some(b"text/event-stream"));
+        t.body(b"data: {\"choices\":[{\"text\":\"abc\"}]}\n\ndata: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome().unwrap().counted_tokens, Some(3));
+        t.head(Some(b"text/event-stream"));
+        t.body(b"data: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!(
+            (o.output_tokens, o.tokens_from),
+            (0, Some(TokenSource::Tokenizer))
+        );
+    }
+
+    #[test]
+    fn a_whole_answer_is_read_at_its_end_by_its_usage_or_its_text() {
+        let settings = |counter| StreamSettings {
+            kind: None,
+            llm: true,
+            counter,
+            whole: true,
+        };
+        let answer = br#"{"choices":[{"message":{"role":"assistant","content":"h\u00e9llo"}}],"usage":{"prompt_tokens":4,"completion_tokens":2}}"#;
+        let mut t = StreamTap::new(settings(None));
+        t.head(Some(b"application/json"));
+        assert!(!t.active());
+        t.body(&answer[..20]);
+        t.body(&answer[20..]);
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!(
+            (o.output_tokens, o.input_tokens, o.failure),
+            (2, Some(4), None)
+        );
+        assert_eq!(
+            (o.events, o.first_token, o.tokens_from),
+            (0, None, Some(TokenSource::Usage))
+        );
+        // With a tokenizer the text is counted too ("héllo": 5 by the char counter).
+        let mut t = StreamTap::new(settings(Some(Counter(&CHARS))));
+        t.head(Some(b"application/json"));
+        t.body(answer);
+        t.end(StreamEnd::Complete, 200);
+        assert_eq!(t.take_outcome().unwrap().counted_tokens, Some(5));
+        t.head(Some(b"application/json"));
+        t.body(br#"{"choices":[{"text":"abc"}]}"#);
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!(
+            (o.output_tokens, o.tokens_from),
+            (3, Some(TokenSource::Tokenizer))
+        );
+        // Failures: not JSON, an error object, cut, 429; none add tokens.
+        for (body, end, status, failure) in [
+            (
+                &b"oops"[..],
+                StreamEnd::Complete,
+                200,
+                Some(LlmFailure::NotJson),
+            ),
+            (
+                br#"{"error":{"message":"x"}}"#,
+                StreamEnd::Complete,
+                200,
+                Some(LlmFailure::ErrorEvent),
+            ),
+            (&answer[..30], StreamEnd::Cut, 200, Some(LlmFailure::Cut)),
+            (
+                &b""[..],
+                StreamEnd::Complete,
+                429,
+                Some(LlmFailure::RateLimited),
+            ),
+            (&b"bad"[..], StreamEnd::Complete, 500, None),
+        ] {
+            t.head(Some(b"application/json"));
+            t.body(body);
+            t.end(end, status);
+            let o = t.take_outcome().unwrap();
+            assert_eq!((o.failure, o.output_tokens), (failure, 0), "{body:?}");
+        }
     }
 }

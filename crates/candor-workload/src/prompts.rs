@@ -132,6 +132,8 @@ pub struct LlmBody {
     /// Fields merged into every body (a prompts line's own fields win).
     pub fields: Map<String, Value>,
     pub budget_key: BudgetKey,
+    /// Ask for whole answers (`"stream": false`, no `stream_options`) instead of streams.
+    pub whole: bool,
 }
 
 impl LlmBody {
@@ -305,8 +307,10 @@ pub fn requests_with(
             fields.insert("model".into(), json!(model));
             fields.extend(body.fields.clone());
             fields.extend(p.extra.clone());
-            fields.insert("stream".into(), json!(true));
-            fields.insert("stream_options".into(), json!({"include_usage": true}));
+            fields.insert("stream".into(), json!(!body.whole));
+            if !body.whole {
+                fields.insert("stream_options".into(), json!({"include_usage": true}));
+            }
             let (key, content) = match (api, &p.input) {
                 (LlmApi::Chat, PromptInput::Text(prompt)) => {
                     ("messages", json!([{"role": "user", "content": prompt}]))
@@ -415,6 +419,15 @@ mod tests {
         assert_eq!(body["model"], "m1");
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
+        // Whole answers (`--no-stream`): "stream": false and no stream_options.
+        let whole = LlmBody {
+            whole: true,
+            ..LlmBody::default()
+        };
+        let specs = requests_with(LlmApi::Chat, "m1", &prompts, &[], &whole).unwrap();
+        let body: Value = serde_json::from_slice(&specs[0].body).unwrap();
+        assert_eq!(body["stream"], false);
+        assert!(body.get("stream_options").is_none());
         assert_eq!(body["messages"][0]["content"], "hi");
         assert_eq!(body["max_tokens"], 8);
         let body: Value = serde_json::from_slice(&chat[1].body).unwrap();
@@ -444,6 +457,7 @@ mod tests {
             )
             .unwrap(),
             budget_key: BudgetKey::MaxCompletionTokens,
+            whole: false,
         };
         let specs = requests_with(LlmApi::Completions, "m1", &prompts, &[], &body).unwrap();
         let bodies: Vec<Value> = specs

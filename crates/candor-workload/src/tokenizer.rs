@@ -1,7 +1,8 @@
 //! Exact token counts (`--tokenizer`): a tiktoken encoding embedded in the binary
 //! (`cl100k_base`, `o200k_base`, by `tiktoken-rs`, no download) or a Hugging Face
 //! `tokenizer.json` (by the `tokenizers` crate), used before the run to make prompts of exactly
-//! N tokens and to count what a dataset's prompts hold. Nothing here runs per request.
+//! N tokens and to count what a dataset's prompts hold. Output tokens are counted with it per content chunk when the
+//! server sends no usage (`candor_stream::count`).
 
 use std::path::Path;
 use thiserror::Error;
@@ -129,6 +130,13 @@ impl Tokenizer {
         } else {
             Err(inexact())
         }
+    }
+}
+
+/// The tokenizer counts the output of LLM streams (each content chunk's text) during the run.
+impl candor_stream::count::TokenCounter for Tokenizer {
+    fn count_tokens(&self, text: &str) -> u64 {
+        self.count(text)
     }
 }
 

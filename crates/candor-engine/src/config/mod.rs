@@ -110,6 +110,8 @@ pub struct LoadConfig {
     pub request_order: RequestOrder,
     /// How responses are read as streams of events (`--stream`, `--llm`).
     pub stream: candor_stream::tap::StreamSettings,
+    /// An `--llm` run's settings as its results record them (`config.llm`).
+    pub llm_settings: Option<candor_core::results::LlmSettings>,
     /// `--goodput`: the per-request objectives whose met requests per second are reported.
     pub goodput: Option<candor_stream::goodput::GoodputSlo>,
     /// HTTP statuses that count as success; any other response fails in class `status`.
@@ -223,6 +225,7 @@ impl LoadConfig {
             requests: Vec::new(),
             request_order: RequestOrder::RoundRobin,
             stream: Default::default(),
+            llm_settings: None,
             goodput: None,
             accept_status: candor_wire::status::StatusSet::default(),
             workload: Default::default(),

@@ -234,6 +234,11 @@ pub struct LoadArgs {
     /// are counted by it. Without it, a token is 3/4 of a word (an estimate).
     #[arg(long, value_name = "NAME|FILE", requires = "llm")]
     pub tokenizer: Option<String>,
+    /// --llm: ask for whole answers ("stream": false) instead of streams: each request's
+    /// latency and the tokens of its answer's usage (no TTFT, ITL or TPOT); the whole answer
+    /// is bounded by --stream-timeout (or -T, whichever is longer).
+    #[arg(long, requires = "llm")]
+    pub no_stream: bool,
     /// --llm: a JSON object of body fields merged into every request, e.g.
     /// '{"ignore_eos": true, "temperature": 0}' (a --prompts line's own fields win).
     #[arg(long, value_name = "JSON", requires = "llm")]

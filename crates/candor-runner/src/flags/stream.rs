@@ -58,6 +58,10 @@ fn stream_timeout(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         None if a.llm.is_some() => LLM_STREAM_TIMEOUT_NS,
         None => 0,
     };
+    if a.no_stream {
+        // A whole answer's first byte is its end: the bound of a whole answer applies.
+        c.timeout_ns = c.timeout_ns.max(c.stream_timeout_ns);
+    }
     if a.drain.is_none() {
         c.drain_ns = c.drain_ns.max(c.stream_timeout_ns);
     }
@@ -162,6 +166,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             None => Default::default(),
         },
         budget_key: a.max_tokens_field.parse().map_err(invalid)?,
+        whole: a.no_stream,
     };
     let mut specs = prompts::requests_with(api, &a.model, &list, &a.headers, &body)
         .map_err(|e| FlagError::Invalid(e.to_string()))?;
@@ -171,7 +176,53 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     c.method = "POST".to_string();
     c.requests = specs;
     c.stream.llm = true;
+    c.stream.whole = a.no_stream;
+    c.llm_settings = Some(llm_settings(a, c, tokenizer.as_ref()));
+    if let Some(t) = tokenizer {
+        // Loaded once per run and kept to its end: every connection's stream reader counts
+        // output tokens with it (see `candor_stream::count::Counter`).
+        c.stream.counter = Some(candor_load::stream::count::Counter(Box::leak(Box::new(t))));
+    }
     Ok(())
+}
+
+/// The settings of an `--llm` run as its results record them (defaults included).
+fn llm_settings(
+    a: &LoadArgs,
+    c: &LoadConfig,
+    tokenizer: Option<&candor_load::workload::tokenizer::Tokenizer>,
+) -> candor_core::results::LlmSettings {
+    let dataset = match (&a.prompts, &a.sharegpt) {
+        (Some(p), _) => format!("--prompts {}", p.display()),
+        (None, Some(p)) => format!("--sharegpt {}", p.display()),
+        (None, None) => "synthetic".to_string(),
+    };
+    let synthetic = a.prompts.is_none() && a.sharegpt.is_none();
+    candor_core::results::LlmSettings {
+        api: a.llm.clone().unwrap_or_default(),
+        model: a.model.clone(),
+        tokenizer: tokenizer.map(|t| t.name().to_string()),
+        dataset,
+        prompt_tokens: if synthetic {
+            a.prompt_tokens.to_string()
+        } else {
+            "from the dataset".into()
+        },
+        output_tokens: match (&a.prompts, &a.sharegpt) {
+            (Some(_), _) => "from the prompts file".into(),
+            (None, Some(_)) => match a.sharegpt_budget {
+                super::args::SharegptBudgetArg::Answer => "each recorded answer's length".into(),
+                super::args::SharegptBudgetArg::Drawn => a.output_tokens.to_string(),
+            },
+            (None, None) => a.output_tokens.to_string(),
+        },
+        prefix_tokens: a.prefix_tokens,
+        max_tokens_field: a.max_tokens_field.clone(),
+        whole_answers: a.no_stream,
+        llm_body: a.llm_body.clone(),
+        stream_timeout_s: c.stream_timeout_ns as f64 / 1e9,
+        event_timeout_s: c.event_timeout_ns as f64 / 1e9,
+    }
 }
 
 /// `--stream`, `--llm` and `--goodput`, set into `c`.

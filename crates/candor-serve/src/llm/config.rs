@@ -59,6 +59,9 @@ pub struct LlmConfig {
     pub idle_timeout_ns: u64,
     /// See [`HEAD_TIMEOUT_NS`].
     pub head_timeout_ns: u64,
+    /// Never send `usage`, even when a request asks for it (`stream_options.include_usage`),
+    /// as servers that ignore the option do: the client must count the output tokens itself.
+    pub no_usage: bool,
 }
 
 impl LlmConfig {
@@ -75,6 +78,7 @@ impl LlmConfig {
             max_connections: MAX_CONNECTIONS,
             idle_timeout_ns: IDLE_TIMEOUT_NS,
             head_timeout_ns: HEAD_TIMEOUT_NS,
+            no_usage: false,
         }
     }
 
@@ -113,10 +117,11 @@ impl LlmConfig {
             None => "none".to_string(),
         };
         format!(
-            "LLM streaming, ttft {}, itl {}, {} output tokens, stall {stall}, fault {fault}",
+            "LLM streaming, ttft {}, itl {}, {} output tokens, stall {stall}, fault {fault}{}",
             ms(self.ttft_ns),
             ms(self.itl_ns),
-            self.output_tokens
+            self.output_tokens,
+            if self.no_usage { ", no usage" } else { "" }
         )
     }
 }

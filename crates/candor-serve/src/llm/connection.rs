@@ -118,7 +118,7 @@ pub(super) fn serve_connection(
             model: &config.model,
             prompt_tokens: prompt_tokens(request.prompt_words),
             tokens,
-            include_usage: request.include_usage,
+            include_usage: request.include_usage && !config.no_usage,
         };
         let open = match (fault, request.stream) {
             (Some(LlmFaultKind::RateLimit), _) => {

@@ -68,7 +68,12 @@ fn chunk(data: &[u8]) -> Vec<u8> {
 }
 
 fn sse(kind: Option<candor_stream::StreamKind>, llm: bool) -> candor_stream::tap::StreamSettings {
-    candor_stream::tap::StreamSettings { kind, llm }
+    candor_stream::tap::StreamSettings {
+        kind,
+        llm,
+        counter: None,
+        whole: false,
+    }
 }
 
 #[test]

@@ -52,6 +52,8 @@ fn llm(n: usize, count: u64) -> Shape {
     s.stream = candor_stream::tap::StreamSettings {
         kind: None,
         llm: true,
+        counter: None,
+        whole: false,
     };
     s
 }

@@ -347,6 +347,8 @@ impl StreamTap {
             events: 0,
             first_event: None,
             first_token: None,
+            last_event: None,
+            last_token: None,
             output_tokens: if succeeded { output } else { 0 },
             tokens_from: from,
             input_tokens: read.prompt_tokens.filter(|_| succeeded),

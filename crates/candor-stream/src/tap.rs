@@ -89,6 +89,12 @@ pub struct StreamTap {
     text: String,
     /// A whole answer's body (`whole` settings only; no storage otherwise).
     answer: super::answer::AnswerBuffer,
+    /// Whether the tokenizer counts the current answer (see [`CROSS_CHECK_EVERY`]).
+    counting: bool,
+    /// Whether this reader's previous answer carried the server's usage.
+    usage_seen: bool,
+    /// Answers begun on this reader.
+    answers: u64,
     gaps: Vec<Gap>,
     outcome: Option<StreamOutcome>,
 }
@@ -128,6 +134,9 @@ impl StreamTap {
             }),
             gaps: Vec::with_capacity(gaps),
             outcome: None,
+            counting: false,
+            usage_seen: false,
+            answers: 0,
         }
     }
 
@@ -148,6 +157,9 @@ impl StreamTap {
     pub fn head_said(&mut self, said: Option<StreamKind>) {
         self.clear();
         self.said_sse = said == Some(StreamKind::Sse);
+        self.counting = self.settings.counter.is_some()
+            && (!self.usage_seen || self.answers % CROSS_CHECK_EVERY == 0);
+        self.answers += 1;
         if self.settings.llm && self.settings.whole {
             // A whole answer is no stream: its body is kept and read at its end.
             self.active = None;
@@ -160,7 +172,7 @@ impl StreamTap {
             (None, _) if self.settings.llm => Some(StreamKind::Sse),
             (None, said) => said.filter(|k| *k == StreamKind::Sse),
         };
-        if self.settings.llm && self.settings.counter.is_some() {
+        if self.settings.llm && self.counting {
             // Counted from zero: an answer without content has 0 tokens by the tokenizer too.
             self.llm.counted(0);
         }
@@ -201,6 +213,7 @@ impl StreamTap {
             gaps,
             settings,
             text,
+            counting,
             ..
         } = self;
         let now = *now;
@@ -218,7 +231,7 @@ impl StreamTap {
             *last_event = now;
             *events += 1;
             if settings.llm && llm.event(now, data, cut, |ns| push(gaps, Gap { ns, token: true })) {
-                if let Some(counter) = settings.counter {
+                if let Some(counter) = settings.counter.filter(|_| *counting) {
                     llm.counted(count_content(counter, data, text));
                 }
             }
@@ -269,6 +282,7 @@ impl StreamTap {
         }
         let streamed = self.active.is_some();
         let llm = self.settings.llm.then(|| self.llm.finish(end));
+        self.usage_seen = llm.is_some_and(|o| o.tokens_from == TokenSource::Usage);
         let failure = match llm {
             Some(_) if status != 0 && LlmFailure::for_status(status).is_some() => {
                 LlmFailure::for_status(status)
@@ -331,8 +345,12 @@ impl StreamTap {
         };
         let succeeded =
             failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
+        // A whole answer's usage is known before its text is counted: one without it is
+        // always counted; one with it, as often as a stream's.
+        let counting = read.completion_tokens.is_none()
+            || (self.answers.saturating_sub(1)) % CROSS_CHECK_EVERY == 0;
         let counted = match (self.settings.counter, self.answer.lost_front()) {
-            (Some(counter), false) => Some(answer_text(body).map_or(0, |v| {
+            (Some(counter), false) if counting => Some(answer_text(body).map_or(0, |v| {
                 super::count::json_string_into(v, &mut self.text);
                 counter.count(&self.text)
             })),
@@ -401,6 +419,13 @@ impl StreamTap {
         self.outcome = None;
     }
 }
+
+/// With the server's usage, the tokenizer only checks it: once a reader has seen usage it
+/// counts one answer in this many (the first of each reader always), as the check is of the
+/// server's tokenizer against ours, the same for every answer, and counting every content chunk
+/// would cost more CPU than the rest of an LLM request (bench/llm_tokenizer_cpu.py). An answer
+/// without usage is always counted: the next one after it is too.
+pub const CROSS_CHECK_EVERY: u64 = 16;
 
 /// The tokens of a content chunk's text (`content` of a chat chunk, `text` of a completion
 /// chunk), decoded into `text` and counted by `counter`.
@@ -706,6 +731,14 @@ mod tests {
         let o = t.take_outcome().unwrap();
         assert_eq!((o.output_tokens, o.counted_tokens), (3, Some(11)));
         assert_eq!(o.tokens_from, Some(TokenSource::Usage));
+        // After an answer with usage the next is not counted (a check, sampled): without usage
+        // of its own it falls back to its chunks; the one after it is counted again.
+        t.head(Some(b"text/event-stream"));
+        t.body(b"data: {\"choices\":[{\"text\":\"abc\"}]}\n\ndata: [DONE]\n\n");
+        t.end(StreamEnd::Complete, 200);
+        let o = t.take_outcome().unwrap();
+        assert_eq!((o.output_tokens, o.counted_tokens), (1, None));
+        assert_eq!(o.tokens_from, Some(TokenSource::Chunks));
         // A completion chunk's `text`, and an answer without content: 0 by the tokenizer.
         t.head(Some(b"text/event-stream"));
         t.body(b"data: {\"choices\":[{\"text\":\"abc\"}]}\n\ndata: [DONE]\n\n");
@@ -719,6 +752,31 @@ mod tests {
             (o.output_tokens, o.tokens_from),
             (0, Some(TokenSource::Tokenizer))
         );
+    }
+
+    #[test]
+    fn with_usage_the_tokenizer_checks_one_answer_in_cross_check_every() {
+        let mut t = StreamTap::new(StreamSettings {
+            kind: None,
+            llm: true,
+            counter: Some(Counter(&CHARS)),
+            whole: false,
+        });
+        let mut counted = Vec::new();
+        for i in 0..(2 * CROSS_CHECK_EVERY + 1) {
+            t.head(Some(b"text/event-stream"));
+            t.body(b"data: {\"choices\":[{\"text\":\"abcd\"}]}\n\n");
+            t.body(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":1}}\n\n");
+            t.body(b"data: [DONE]\n\n");
+            t.end(StreamEnd::Complete, 200);
+            let o = t.take_outcome().unwrap();
+            assert_eq!(o.output_tokens, 1, "usage wins, counted or not");
+            if o.counted_tokens.is_some() {
+                assert_eq!(o.counted_tokens, Some(4));
+                counted.push(i);
+            }
+        }
+        assert_eq!(counted, [0, CROSS_CHECK_EVERY, 2 * CROSS_CHECK_EVERY]);
     }
 
     #[test]

@@ -158,7 +158,7 @@ impl StreamTap {
         self.clear();
         self.said_sse = said == Some(StreamKind::Sse);
         self.counting = self.settings.counter.is_some()
-            && (!self.usage_seen || self.answers % CROSS_CHECK_EVERY == 0);
+            && (!self.usage_seen || self.answers.is_multiple_of(CROSS_CHECK_EVERY));
         self.answers += 1;
         if self.settings.llm && self.settings.whole {
             // A whole answer is no stream: its body is kept and read at its end.
@@ -348,7 +348,10 @@ impl StreamTap {
         // A whole answer's usage is known before its text is counted: one without it is
         // always counted; one with it, as often as a stream's.
         let counting = read.completion_tokens.is_none()
-            || (self.answers.saturating_sub(1)) % CROSS_CHECK_EVERY == 0;
+            || self
+                .answers
+                .saturating_sub(1)
+                .is_multiple_of(CROSS_CHECK_EVERY);
         let counted = match (self.settings.counter, self.answer.lost_front()) {
             (Some(counter), false) if counting => Some(answer_text(body).map_or(0, |v| {
                 super::count::json_string_into(v, &mut self.text);

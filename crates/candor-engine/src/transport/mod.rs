@@ -20,8 +20,8 @@ use tls_session::TlsSession;
 pub enum Sock {
     Plain(TcpStream),
     Tls(TcpStream, Box<TlsSession>),
-    /// A UDP socket connected to the target: each write sends one datagram of the out buffer
-    /// (`datagram.rs`), each read returns one.
+    /// A UDP socket connected to the target: each write sends the out buffer's next datagram, or a
+    /// run of equal-sized ones in one GSO send (`datagram.rs`), each read returns one.
     Datagram(datagram::Datagrams),
 }
 

@@ -28,7 +28,7 @@ pub fn connect_datagram(addr: SocketAddr, poll: &Poll, i: usize) -> Option<Sock>
     let mut socket = crate::transport::datagram::connect(addr).ok()?;
     let interest = Interest::READABLE | Interest::WRITABLE;
     poll.registry()
-        .register(&mut socket, Token(i), interest)
+        .register(&mut socket.socket, Token(i), interest)
         .ok()?;
     Some(Sock::Datagram(socket))
 }

@@ -9,7 +9,7 @@ pub mod tls;
 pub mod tls_record;
 pub mod tls_session;
 
-use mio::net::{TcpStream, UdpSocket};
+use mio::net::TcpStream;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 pub use tls_session::Handshake;
@@ -20,9 +20,9 @@ use tls_session::TlsSession;
 pub enum Sock {
     Plain(TcpStream),
     Tls(TcpStream, Box<TlsSession>),
-    /// A UDP socket connected to the target: each write sends one datagram of the out buffer
-    /// (`datagram.rs`), each read returns one.
-    Datagram(UdpSocket),
+    /// A UDP socket connected to the target: each write sends the out buffer's next datagram, or a
+    /// run of equal-sized ones in one GSO send (`datagram.rs`), each read returns one.
+    Datagram(datagram::Datagrams),
 }
 
 /// Where a non-blocking connect stands once its socket has turned writable.
@@ -83,7 +83,7 @@ impl Sock {
     pub fn source(&mut self) -> &mut dyn mio::event::Source {
         match self {
             Sock::Plain(s) | Sock::Tls(s, _) => s,
-            Sock::Datagram(s) => s,
+            Sock::Datagram(s) => &mut s.socket,
         }
     }
 
@@ -92,7 +92,7 @@ impl Sock {
             Sock::Plain(s) => s.write(data),
             // Sealed into the session's buffer; `flush` sends it.
             Sock::Tls(s, t) => t.write(s, data),
-            Sock::Datagram(s) => datagram::send_next(s, data),
+            Sock::Datagram(s) => s.send_next(data),
         }
     }
 
@@ -121,7 +121,7 @@ impl Sock {
         match self {
             Sock::Plain(s) => s.read(buf),
             Sock::Tls(s, t) => t.read(s, buf),
-            Sock::Datagram(s) => datagram::recv_one(s, buf),
+            Sock::Datagram(s) => s.recv_one(buf),
         }
     }
 
@@ -146,7 +146,7 @@ impl AsRawFd for Sock {
     fn as_raw_fd(&self) -> RawFd {
         match self {
             Sock::Plain(s) | Sock::Tls(s, _) => s.as_raw_fd(),
-            Sock::Datagram(s) => s.as_raw_fd(),
+            Sock::Datagram(s) => s.socket.as_raw_fd(),
         }
     }
 }

@@ -14,6 +14,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The most datagrams quinn-proto is asked for at once (quinn's own batch): a run of
+/// datagrams of one size that the transport can send in one system call.
+const BATCH_DATAGRAMS: usize = 10;
+
 /// What every connection of a thread starts from.
 pub struct QuicSetup {
     pub client: ClientConfig,
@@ -52,7 +56,7 @@ impl Quic {
             epoch_ns: now,
             peer: setup.peer,
             next_wake: u64::MAX,
-            scratch: Vec::with_capacity(1500),
+            scratch: Vec::with_capacity(BATCH_DATAGRAMS * 1500),
         })
     }
 
@@ -101,12 +105,20 @@ impl Quic {
         }
         loop {
             self.scratch.clear();
-            let Some(t) = self.conn.poll_transmit(at, 1, &mut self.scratch) else {
+            let Some(t) = self
+                .conn
+                .poll_transmit(at, BATCH_DATAGRAMS, &mut self.scratch)
+            else {
                 break;
             };
-            let start = datagram::begin(out);
-            out.extend_from_slice(&self.scratch[..t.size]);
-            datagram::end(out, start);
+            // A batch of datagrams of `segment_size` bytes (the last may be shorter), each
+            // framed on its own: the transport batches them again as its socket allows.
+            let size = t.segment_size.unwrap_or(t.size).max(1);
+            for d in self.scratch[..t.size].chunks(size) {
+                let start = datagram::begin(out);
+                out.extend_from_slice(d);
+                datagram::end(out, start);
+            }
         }
         self.next_wake = match self.conn.poll_timeout() {
             Some(t) => self.ns(t),

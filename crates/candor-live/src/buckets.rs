@@ -17,7 +17,7 @@ const MANTISSAS: [u64; 35] = [
 /// Decades covered by the log-linear bounds: from 1 us to 100 s.
 const DECADES: usize = 8;
 
-/// Upper bucket bounds in nanoseconds: log-linear from 1 us to 100 s (see [`MANTISSAS`]), then
+/// Upper bucket bounds in nanoseconds: log-linear from 1 us to 100 s (see `MANTISSAS`), then
 /// 1 h (the histograms' own ceiling). Fixed for every run so that shards and runs add up bucket
 /// by bucket. Above 100 s a quantile is only known to lie between 100 s and 1 h.
 pub const BUCKET_BOUNDS_NS: [u64; DECADES * MANTISSAS.len() + 2] = {

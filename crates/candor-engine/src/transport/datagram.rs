@@ -119,7 +119,7 @@ fn first(pending: &[u8]) -> io::Result<(&[u8], usize)> {
 
 /// How many of `pending`'s first datagrams go in one GSO send of at most `max` segments: a run
 /// of one size, the last of it possibly shorter (the kernel cuts the batch at the first one's
-/// size), within [`BATCH_BYTES`]; and the bytes they take in `pending`, lengths included.
+/// size), within `BATCH_BYTES`; and the bytes they take in `pending`, lengths included.
 pub fn batch_len(pending: &[u8], max: usize) -> io::Result<(usize, usize)> {
     let (head, mut taken) = first(pending)?;
     let size = head.len();

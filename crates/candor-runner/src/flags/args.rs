@@ -92,9 +92,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     pub body_file: Option<std::path::PathBuf>,
     /// Run the same load for this long first; it is measured but reported separately and
-    /// excluded from the main results.
-    #[arg(long, default_value = "0s", value_name = "DUR")]
-    pub warmup: DurationArg,
+    /// excluded from the main results (`run`: none by default; each step of `sweep` and
+    /// `capacity`: 1s unless given, `--warmup 0s` included).
+    #[arg(long, value_name = "DUR")]
+    pub warmup: Option<DurationArg>,
     /// How intended send times are spaced.
     #[arg(long, value_enum, default_value = "constant")]
     pub arrival: ArrivalArg,

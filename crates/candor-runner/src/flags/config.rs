@@ -57,7 +57,7 @@ pub fn shape_config(a: &LoadArgs, shape: LoadShape) -> Result<RunPlan> {
             "--event-timeout must be positive".to_string(),
         ));
     }
-    c.warmup_ns = a.warmup.ns();
+    c.warmup_ns = a.warmup.as_ref().map_or(0, DurationArg::ns);
     c.drain_ns = a.drain.as_ref().map_or(c.timeout_ns, DurationArg::ns);
     c.spin_ns = a.spin.as_ref().map(DurationArg::ns);
     requests::message(a, &mut c)?;

@@ -5,7 +5,8 @@ use super::args::LoadArgs;
 use super::config::load_config;
 use super::error::{FlagError, Result};
 use super::shape::open_rate;
-use candor_load::{LoadConfig, RunPlan};
+use candor_core::units::DurationArg;
+use candor_load::RunPlan;
 
 /// Parses `1k,2k,5k` into rates per second.
 pub fn parse_rates(text: &str) -> Result<Vec<f64>> {
@@ -27,26 +28,36 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>> {
     Ok(out)
 }
 
-/// Sweep and capacity steps use a 1 s warm-up unless --warmup (parsed into `config`) says
-/// otherwise.
-pub fn step_warmup_ns(config: &LoadConfig) -> u64 {
-    match config.warmup_ns {
-        0 => 1_000_000_000,
-        w => w,
-    }
+/// A sweep or capacity step's warm-up when `--warmup` is not given: long enough for connections
+/// to open and a server's caches to fill before the step is measured.
+pub const DEFAULT_STEP_WARMUP_NS: u64 = 1_000_000_000;
+
+/// A step's warm-up: `--warmup` as given (`0s` is none), else [`DEFAULT_STEP_WARMUP_NS`].
+pub fn step_warmup_ns(given: Option<&DurationArg>) -> u64 {
+    given.map_or(DEFAULT_STEP_WARMUP_NS, DurationArg::ns)
 }
 
 /// The configuration every step of a series starts from: the load flags at `first_rate`, with
 /// a step's warm-up.
 pub fn series_base(load: &LoadArgs, first_rate: f64) -> Result<RunPlan> {
     let mut base = load_config(load, Some(first_rate), None)?;
-    base.warmup_ns = step_warmup_ns(&base);
+    base.warmup_ns = step_warmup_ns(load.warmup.as_ref());
     Ok(base)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_rates;
+    use super::{parse_rates, step_warmup_ns, DEFAULT_STEP_WARMUP_NS};
+    use candor_core::units::DurationArg;
+
+    #[test]
+    fn a_step_warms_up_for_a_second_unless_told_otherwise_even_none() {
+        assert_eq!(step_warmup_ns(None), DEFAULT_STEP_WARMUP_NS);
+        let none: DurationArg = "0s".parse().unwrap();
+        assert_eq!(step_warmup_ns(Some(&none)), 0);
+        let two: DurationArg = "2s".parse().unwrap();
+        assert_eq!(step_warmup_ns(Some(&two)), 2_000_000_000);
+    }
 
     #[test]
     fn a_bad_rate_is_named_with_the_whole_list() {

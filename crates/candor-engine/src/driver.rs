@@ -237,6 +237,8 @@ impl<P: Protocol> Driver<P> {
                 core.set_source(Box::new(script));
             } else if let Some(source) = source {
                 core.set_source(Box::new(source));
+            } else if let Some(source) = crate::request_plan::conversation_source(config) {
+                core.set_source(Box::new(source));
             }
         }
         // Kernel receive stamps time a response only when one request at a time is in flight on

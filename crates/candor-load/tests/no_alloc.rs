@@ -217,6 +217,8 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         request_order: RequestOrder::Random { seed: 1 },
         seq_lane: 0,
         seq_stride: 1,
+        follow_ups: 0,
+        think_ns: 0,
     };
     let schedule = Schedule::new(START, 100_000.0, ArrivalKind::Constant, 0, 1);
     let mut core = Core::new(cfg, Some(schedule), Ledger::new(&setup));

@@ -179,8 +179,26 @@ fn turns_of(
     (!turns.is_empty()).then_some(turns)
 }
 
+/// The text a run's conversation turns may hold in all: turn k of a conversation repeats the
+/// k - 1 turns and answers before it, so long conversations cost the square of their length,
+/// and the bodies are held three times over before the run (prompts, JSON, request bytes).
+/// Conversations past this are not kept (the run's settings name how many were).
+pub const MAX_TURN_TEXT_BYTES: usize = 64 << 20;
+
+/// The text conversation `turns` costs as prepared turns (see [`MAX_TURN_TEXT_BYTES`]).
+fn turn_text_bytes(turns: &[(String, String, u64)]) -> usize {
+    let mut context = 0;
+    let mut total = 0;
+    for (user, answer, _) in turns {
+        context += user.len();
+        total += context;
+        context += answer.len();
+    }
+    total
+}
+
 /// Up to `cap` whole conversations of a ShareGPT file (`file` names it in errors), up to
-/// `max_turns` turns each (0: all), each turn budgeted as `budget` says (`Drawn` lengths drawn
+/// `max_turns` turns each (0: all), as many as [`MAX_TURN_TEXT_BYTES`] holds, each turn budgeted as `budget` says (`Drawn` lengths drawn
 /// in order from `seed`).
 pub fn sharegpt(
     reader: impl std::io::Read,
@@ -192,7 +210,16 @@ pub fn sharegpt(
     tokenizer: Option<&Tokenizer>,
 ) -> Result<Conversations, PromptError> {
     let usable = |e: Entry, t: Option<&Tokenizer>| turns_of(e, max_turns, t);
-    let kept = read_kept(reader, file, cap, tokenizer, &usable)?;
+    let mut kept = read_kept(reader, file, cap, tokenizer, &usable)?;
+    let mut total = 0;
+    let within = kept
+        .iter()
+        .take_while(|turns| {
+            total += turn_text_bytes(turns);
+            total <= MAX_TURN_TEXT_BYTES
+        })
+        .count();
+    kept.truncate(within.max(1));
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let conversations: Vec<Vec<TurnText>> = kept
         .into_iter()
@@ -320,6 +347,12 @@ mod tests {
             (Some(1), None, None)
         );
         assert_eq!(plan.follow_up(9), None);
+        // Turn 1 holds "one", turn 2 "one", "a b c" and "two".
+        let turns = [
+            ("one".to_string(), "a b c".to_string(), 4),
+            ("two".to_string(), "d".to_string(), 2),
+        ];
+        assert_eq!(turn_text_bytes(&turns), 3 + (3 + 5 + 3));
         let e = sharegpt(
             "[{}]".as_bytes(),
             "s",

@@ -30,7 +30,17 @@ mod connections;
 mod conversations;
 mod outcomes;
 
-pub use conversations::follow_up_capacity;
+/// Follow-ups one load thread of a multi-turn run may hold waiting, at least: a thread with many
+/// slots gets [`FOLLOW_UPS_PER_SLOT`] per slot. Each is 24 bytes, so the queue costs at most a
+/// few hundred kilobytes; a run that needs more (a long think time at a high rate) counts the
+/// conversations it could not continue as `unqueued` (see `core/conversations.rs`).
+const MIN_FOLLOW_UPS: usize = 4096;
+const FOLLOW_UPS_PER_SLOT: usize = 16;
+
+/// The follow-ups a load thread of `slots` slots may hold waiting.
+pub fn follow_up_capacity(slots: usize) -> usize {
+    MIN_FOLLOW_UPS.max(slots.saturating_mul(FOLLOW_UPS_PER_SLOT))
+}
 
 /// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
 pub const TIMEOUT_SCAN_NS: u64 = 10_000_000;
@@ -183,6 +193,15 @@ struct ConnBooks {
     deferred: bool,
 }
 
+/// A conversation's next turn, waiting for its intended send `due`: request `request`, under
+/// its conversation's `seq` (every turn of a conversation carries the `seq` of its first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FollowUp {
+    due: u64,
+    seq: u64,
+    request: u32,
+}
+
 pub struct Core {
     cfg: CoreConfig,
     schedule: Option<Schedule>,
@@ -207,7 +226,7 @@ pub struct Core {
     stalled: Vec<usize>,
     /// Multi-turn runs: follow-up turns waiting for their intended send, in that order
     /// (allocated before the run for `cfg.follow_ups`; see `core/conversations.rs`).
-    follow_ups: VecDeque<conversations::FollowUp>,
+    follow_ups: VecDeque<FollowUp>,
 }
 
 impl Core {

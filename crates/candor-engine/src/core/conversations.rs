@@ -15,29 +15,8 @@
 //! [`RequestSource::follow_up`]: candor_workload::source::RequestSource::follow_up
 //! [`Conversations`]: candor_core::results::Conversations
 
-use super::Core;
+use super::{Core, FollowUp};
 use crate::ledger::Exchange;
-
-/// Follow-ups one load thread may hold waiting, at least: a thread with many slots gets
-/// [`FOLLOW_UPS_PER_SLOT`] per slot. Each is 24 bytes, so the FIFO costs at most a few hundred
-/// kilobytes; a run that needs more (a long think time at a high rate) counts the conversations
-/// it could not continue as `unqueued`.
-const MIN_FOLLOW_UPS: usize = 4096;
-const FOLLOW_UPS_PER_SLOT: usize = 16;
-
-/// The follow-ups a load thread of `slots` slots may hold waiting.
-pub fn follow_up_capacity(slots: usize) -> usize {
-    MIN_FOLLOW_UPS.max(slots.saturating_mul(FOLLOW_UPS_PER_SLOT))
-}
-
-/// A conversation's next turn, waiting for its intended send `due`: request `request`, under
-/// its conversation's `seq` (every turn of a conversation carries the `seq` of its first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct FollowUp {
-    pub(super) due: u64,
-    pub(super) seq: u64,
-    pub(super) request: u32,
-}
 
 impl Core {
     fn conversational(&self) -> bool {

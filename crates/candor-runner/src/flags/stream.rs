@@ -8,11 +8,11 @@ use candor_load::LoadConfig;
 
 /// Synthetic prompts made for `--llm` without `--prompts`: distinct ones, so that a server's
 /// prefix cache cannot answer one from another, sent round robin.
-pub(super) const SYNTHETIC_PROMPTS: usize = 64;
+const SYNTHETIC_PROMPTS: usize = 64;
 
 /// Synthetic prompts drawn when their lengths are a distribution: as many as vLLM's
 /// `--num-prompts` default, so that the lengths sent follow the distribution closely.
-pub(super) const DRAWN_PROMPTS: usize = 1000;
+const DRAWN_PROMPTS: usize = 1000;
 
 /// `--stream-timeout` of an `--llm` run that does not give one: generous, so that answers of a
 /// few thousand tokens at tens of ms a token complete, while a stream that never ends is still
@@ -92,7 +92,12 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         ),
         None => None,
     };
-    let conversations = super::turns::conversations(a, api, tokenizer.as_ref())?;
+    let conversations = super::turns::conversations(
+        a,
+        api,
+        tokenizer.as_ref(),
+        (SYNTHETIC_PROMPTS, DRAWN_PROMPTS),
+    )?;
     let list = match (&conversations, &a.prompts) {
         (Some(conv), _) => Ok(conv.prompts.clone()),
         (None, Some(path)) => {

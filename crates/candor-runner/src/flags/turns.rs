@@ -11,10 +11,13 @@ use candor_load::LoadConfig;
 
 /// The run's conversations when `--multi-turn` or `--turns` asks for them (`None`: single
 /// requests), refusing what cannot be before the run.
+/// `counts`: how many conversations to make when every length is fixed, and when one is drawn
+/// (the numbers of prompts single requests are made of), and the most kept from a file.
 pub(super) fn conversations(
     a: &LoadArgs,
     api: LlmApi,
     tokenizer: Option<&Tokenizer>,
+    (fixed_count, drawn_count): (usize, usize),
 ) -> Result<Option<Conversations>> {
     let invalid = |why: &str| Err(FlagError::Invalid(why.to_string()));
     if !a.multi_turn && a.turns.is_none() {
@@ -37,11 +40,7 @@ pub(super) fn conversations(
         |e: candor_load::workload::prompts::PromptError| FlagError::Invalid(e.to_string());
     if let Some(turns) = a.turns {
         let fixed = a.prompt_tokens.fixed().is_some() && a.output_tokens.fixed().is_some();
-        let count = if fixed {
-            super::stream::SYNTHETIC_PROMPTS
-        } else {
-            super::stream::DRAWN_PROMPTS
-        };
+        let count = if fixed { fixed_count } else { drawn_count };
         return conversation::synthetic(
             a.prompt_tokens,
             a.output_tokens,
@@ -68,7 +67,7 @@ pub(super) fn conversations(
     conversation::sharegpt(
         file,
         &format!("--sharegpt {}", path.display()),
-        super::stream::DRAWN_PROMPTS,
+        drawn_count,
         a.max_turns.unwrap_or(0) as usize,
         budget,
         a.seed,

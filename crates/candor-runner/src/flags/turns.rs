@@ -81,6 +81,9 @@ pub(super) fn conversations(
 /// request follows which, the think time, and each request named by its turn (`turn 1`,
 /// `turn 2`, ...), so that the per-request breakdown is per turn.
 pub(super) fn follow(a: &LoadArgs, c: &mut LoadConfig, conv: &Conversations) {
+    if let Some(w) = window_warning(&c.shape, conv.max_turns()) {
+        eprintln!("{w}");
+    }
     c.conversations = Some(candor_load::ConversationSettings {
         plan: std::sync::Arc::new(conv.plan()),
         think_ns: a
@@ -107,6 +110,22 @@ pub(super) fn follow(a: &LoadArgs, c: &mut LoadConfig, conv: &Conversations) {
         .collect();
 }
 
+/// The warning for a run whose window ends at its last conversation start (`-n`), when
+/// conversations have more than one turn: those still under way then are cut short, since no
+/// follow-up is sent past the window's end.
+fn window_warning(shape: &candor_load::LoadShape, max_turns: u32) -> Option<String> {
+    let candor_load::LoadShape::Count { per_s, .. } = shape else {
+        return None;
+    };
+    (max_turns > 1).then(|| {
+        format!(
+            "candor: warning: with -n the window ends at the last conversation start, so the \
+             conversations under way then are cut short (no turn is sent past the window's \
+             end): give them room with a stage that starts none, e.g. -R {per_s}:10s,0:30s"
+        )
+    })
+}
+
 /// How the dataset of a conversation run is named in its results' settings.
 pub(super) fn dataset(a: &LoadArgs, conv: &Conversations) -> Option<String> {
     let think = match &a.think_time {
@@ -124,5 +143,26 @@ pub(super) fn dataset(a: &LoadArgs, conv: &Conversations) -> Option<String> {
             p.display()
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_ending_at_the_last_start_is_warned_of_for_conversations_only() {
+        let count = candor_load::LoadShape::Count {
+            per_s: 10.0,
+            count: 5,
+        };
+        let w = window_warning(&count, 3).unwrap();
+        assert!(
+            w.starts_with("candor: warning: with -n the window ends"),
+            "{w}"
+        );
+        assert!(w.contains("-R 10"), "{w}");
+        assert_eq!(window_warning(&count, 1), None);
+        assert_eq!(window_warning(&candor_load::LoadShape::ClosedLoop, 3), None);
     }
 }

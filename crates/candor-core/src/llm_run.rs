@@ -172,3 +172,52 @@ mod tests {
         assert!(!rows.iter().any(|(k, _)| *k == "shared prefix tokens"));
     }
 }
+
+/// Multi-turn conversations (`--multi-turn`, `--turns`): how the conversations a phase started
+/// ended. Each conversation ends exactly one way, booked in the phase of the turn that decided
+/// it (`started` in the phase of its first turn), so over a run `started = completed + cut +
+/// unqueued + past_end`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversations {
+    /// First turns taken from the schedule.
+    pub started: u64,
+    /// Every turn completed.
+    pub completed: u64,
+    /// A turn failed, or was still outstanding (sent, or due and unsent) when the run ended.
+    pub cut: u64,
+    /// A turn completed while the queue of follow-ups (allocated before the run) was full: its
+    /// next turn was never intended.
+    pub unqueued: u64,
+    /// A turn completed and its next turn would have been due after the schedule's end.
+    pub past_end: u64,
+    /// Turns taken to be sent (first turns and follow-ups): `turns / started` is the mean
+    /// number of turns a conversation sent.
+    pub turns: u64,
+}
+
+impl Conversations {
+    /// Adds `other`'s counts (threads, shards).
+    pub fn add(&mut self, other: &Conversations) {
+        self.started += other.started;
+        self.completed += other.completed;
+        self.cut += other.cut;
+        self.unqueued += other.unqueued;
+        self.past_end += other.past_end;
+        self.turns += other.turns;
+    }
+
+    /// Conversations cut short, whichever way (a failed or unfinished turn, a full queue, the
+    /// schedule's end).
+    pub fn cut_short(&self) -> u64 {
+        self.cut + self.unqueued + self.past_end
+    }
+
+    /// The mean number of turns a started conversation sent (0 when none started).
+    pub fn turns_per_conversation(&self) -> f64 {
+        if self.started == 0 {
+            0.0
+        } else {
+            self.turns as f64 / self.started as f64
+        }
+    }
+}

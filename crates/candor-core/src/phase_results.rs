@@ -470,6 +470,9 @@ pub struct PhaseResults {
     /// What the streamed responses came to: events, failures by name, LLM tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<StreamResults>,
+    /// Multi-turn LLM runs (`--multi-turn`, `--turns`): how the conversations ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<crate::llm_run::Conversations>,
     /// Ages (now minus intended time) of requests still unfinished when the run ended.
     pub unfinished_age: Summary,
     pub histograms: EncodedHistograms,
@@ -740,6 +743,7 @@ impl PhaseResults {
             itl: None,
             tpot: None,
             stream: None,
+            conversations: None,
             unfinished_age: Summary::of(unfinished),
             histograms: EncodedHistograms::of(r),
             events: Vec::new(),

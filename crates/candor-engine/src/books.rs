@@ -75,6 +75,8 @@ pub struct StreamAcc {
     /// judge them, from the actual send (`good_service`).
     pub good: u64,
     pub good_service: u64,
+    /// Multi-turn runs: how the conversations ended (booked on the phases, not per interval).
+    pub conversations: candor_core::results::Conversations,
 }
 
 impl StreamAcc {
@@ -99,6 +101,7 @@ impl StreamAcc {
             clamped: 0,
             good: 0,
             good_service: 0,
+            conversations: Default::default(),
         }
     }
 
@@ -224,6 +227,7 @@ impl StreamAcc {
         self.clamped += o.clamped;
         self.good += o.good;
         self.good_service += o.good_service;
+        self.conversations.add(&o.conversations);
     }
 }
 

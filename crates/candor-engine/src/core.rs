@@ -27,7 +27,20 @@ use candor_workload::source::{Next, PreparedSource, RequestSource};
 use std::collections::VecDeque;
 
 mod connections;
+mod conversations;
 mod outcomes;
+
+/// Follow-ups one load thread of a multi-turn run may hold waiting, at least: a thread with many
+/// slots gets [`FOLLOW_UPS_PER_SLOT`] per slot. Each is 24 bytes, so the queue costs at most a
+/// few hundred kilobytes; a run that needs more (a long think time at a high rate) counts the
+/// conversations it could not continue as `unqueued` (see `core/conversations.rs`).
+const MIN_FOLLOW_UPS: usize = 4096;
+const FOLLOW_UPS_PER_SLOT: usize = 16;
+
+/// The follow-ups a load thread of `slots` slots may hold waiting.
+pub fn follow_up_capacity(slots: usize) -> usize {
+    MIN_FOLLOW_UPS.max(slots.saturating_mul(FOLLOW_UPS_PER_SLOT))
+}
 
 /// How often stuck requests are looked for; timeouts are seconds, so 10 ms is precise enough.
 pub const TIMEOUT_SCAN_NS: u64 = 10_000_000;
@@ -71,6 +84,11 @@ pub struct CoreConfig {
     /// sequence number of its k-th entry is `k * seq_stride + seq_lane`.
     pub seq_lane: u64,
     pub seq_stride: u64,
+    /// Multi-turn conversations: the follow-ups that may wait at once (the FIFO allocated
+    /// before the run; 0: not a conversation run), and the think time from a turn's completion
+    /// to its follow-up's intended send.
+    pub follow_ups: usize,
+    pub think_ns: u64,
 }
 
 impl CoreConfig {
@@ -109,6 +127,10 @@ impl CoreConfig {
             request_order: cfg.request_order,
             seq_lane: setup.seq_lane,
             seq_stride: setup.seq_stride,
+            follow_ups: cfg.conversations.as_ref().map_or(0, |_| {
+                follow_up_capacity(setup.connections * slots_per_connection)
+            }),
+            think_ns: cfg.conversations.as_ref().map_or(0, |c| c.think_ns),
         }
     }
 }
@@ -171,6 +193,15 @@ struct ConnBooks {
     deferred: bool,
 }
 
+/// A conversation's next turn, waiting for its intended send `due`: request `request`, under
+/// its conversation's `seq` (every turn of a conversation carries the `seq` of its first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FollowUp {
+    due: u64,
+    seq: u64,
+    request: u32,
+}
+
 pub struct Core {
     cfg: CoreConfig,
     schedule: Option<Schedule>,
@@ -193,6 +224,9 @@ pub struct Core {
     /// Slots whose stream waited past `--event-timeout`, for the driver to end
     /// ([`Core::take_stalled`]); sized for every slot, so it never grows.
     stalled: Vec<usize>,
+    /// Multi-turn runs: follow-up turns waiting for their intended send, in that order
+    /// (allocated before the run for `cfg.follow_ups`; see `core/conversations.rs`).
+    follow_ups: VecDeque<FollowUp>,
 }
 
 impl Core {
@@ -255,6 +289,7 @@ impl Core {
             closed_sends: 0,
             any_deferred: false,
             stalled: Vec::with_capacity(slot_count),
+            follow_ups: VecDeque::with_capacity(cfg.follow_ups),
         }
     }
 
@@ -432,7 +467,12 @@ impl Core {
             );
             return None;
         }
+        let follow_up = self.due_follow_up(now);
         let (intended, seq) = match &mut self.schedule {
+            _ if follow_up.is_some() => {
+                let f = self.follow_ups.pop_front().expect("due");
+                (f.due, f.seq)
+            }
             Some(s) => {
                 let t = s.peek();
                 if t > now || t >= self.schedule_end_ns {
@@ -453,13 +493,24 @@ impl Core {
             }
         };
         self.free.pop_front();
+        self.turn_taken(intended, follow_up.is_none());
         let s = &mut self.slots[slot];
         self.ledger.intend(intended, now, s.free_since);
-        let taken = self.schedule.as_ref().and_then(|s| s.taken_request());
         let Next {
             request,
             sendable: made,
-        } = self.source.next(slot, seq, taken);
+        } = match follow_up {
+            // A follow-up's request is its conversation's next turn, chosen when the turn
+            // before it completed.
+            Some(f) => Next {
+                request: f.request,
+                sendable: true,
+            },
+            None => {
+                let taken = self.schedule.as_ref().and_then(|s| s.taken_request());
+                self.source.next(slot, seq, taken)
+            }
+        };
         self.ledger.intend_named(intended, request);
         s.busy = true;
         s.exchange = Exchange {
@@ -480,6 +531,7 @@ impl Core {
             if self.source.unmade_by_stop() {
                 let e = self.release(slot, now);
                 self.ledger.unfinished(&e, now);
+                self.turn_cut(&e);
             } else {
                 self.fail(slot, FailureClass::Template, now);
             }
@@ -497,6 +549,7 @@ impl Core {
         self.schedule
             .as_ref()
             .is_some_and(|s| s.peek() < self.schedule_end_ns)
+            || self.follow_up_at() < self.schedule_end_ns
     }
 
     /// After a round of events at `now`: is the run over, and if not, when must the driver wake?
@@ -540,6 +593,10 @@ impl Core {
                 }
                 None => {}
             }
+            let follow_up = self.follow_up_at();
+            if follow_up < self.schedule_end_ns {
+                send_at = send_at.min(follow_up.max(self.cfg.start_ns));
+            }
         }
         Plan::Wait { send_at, wake }
     }
@@ -553,11 +610,14 @@ impl Core {
         clock: &dyn Fn() -> u64,
         stopping: &dyn Fn() -> bool,
     ) -> [PhaseAcc; 2] {
-        for s in &self.slots {
-            if s.busy {
-                self.ledger.unfinished(&s.exchange, now);
+        for k in 0..self.slots.len() {
+            if self.slots[k].busy {
+                let e = self.slots[k].exchange;
+                self.ledger.unfinished(&e, now);
+                self.turn_cut(&e);
             }
         }
+        self.close_conversations(now);
         self.ledger.finish(
             self.schedule.as_mut(),
             self.schedule_end_ns,

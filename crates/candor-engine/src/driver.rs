@@ -237,11 +237,19 @@ impl<P: Protocol> Driver<P> {
                 core.set_source(Box::new(script));
             } else if let Some(source) = source {
                 core.set_source(Box::new(source));
+            } else if let Some(source) = crate::request_plan::conversation_source(config) {
+                core.set_source(Box::new(source));
             }
         }
         // Kernel receive stamps time a response only when one request at a time is in flight on
-        // a connection whose bytes are read as they come (see `stamped`).
-        let stamp = !framed && setup.config.is_open_loop() && tls.is_none() && per_connection == 1;
+        // a connection whose bytes are read as they come (see `stamped`); never in a multi-turn
+        // run, where a response that waited for a later wake-up would hold back the next turn
+        // its completion makes due.
+        let stamp = !framed
+            && setup.config.is_open_loop()
+            && tls.is_none()
+            && per_connection == 1
+            && setup.config.conversations.is_none();
         let slots = core.slot_count();
         let marker = |head| Prepared {
             bytes: Box::default(),

@@ -735,6 +735,45 @@ impl Ledger {
         record_clamped(&mut p.unfinished, now.saturating_sub(intended));
     }
 
+    /// An entry intended at `intended` (entry `seq`, request `request` when it was chosen) that
+    /// was never sent when the run ended: intended and unfinished (queued, never sent).
+    pub fn never_sent(&mut self, intended: u64, seq: u64, request: Option<u32>, now: u64) {
+        self.phases[self.phase_of(intended)].counts.intended += 1;
+        if let Some(b) = &mut self.books {
+            if let Some(stage) = b.stage_of(intended) {
+                b.stages[stage].counts.intended += 1;
+            }
+        }
+        if let Some(r) = request {
+            self.intend_named(intended, r);
+        }
+        self.unfinished_at(intended, request, false, now);
+        if self.records.is_some() {
+            let e = Exchange {
+                seq,
+                request: request.unwrap_or(u32::MAX),
+                intended,
+                sent: 0,
+                first_byte: 0,
+            };
+            self.offer_record(&e, Outcome::Unfinished, (None, false), 0, now);
+        }
+    }
+
+    /// Multi-turn runs: books what `f` says of a conversation, in the phase of the turn
+    /// intended at `intended` that decided it.
+    #[inline]
+    pub fn conversation(
+        &mut self,
+        intended: u64,
+        f: impl FnOnce(&mut candor_core::results::Conversations),
+    ) {
+        let phase = self.phase_of(intended);
+        if let Some(s) = &mut self.phases[phase].stream {
+            f(&mut s.conversations);
+        }
+    }
+
     /// Closes the books: the due but never sent rest of the schedule (counted entry by entry, no
     /// formula, so the count is exactly what the schedule generated), the clamped counts, and the
     /// final partial interval. Returns the two phases.
@@ -764,25 +803,8 @@ impl Ledger {
                         break;
                     }
                 }
-                let t = s.peek();
-                self.phases[self.phase_of(t)].counts.intended += 1;
-                if let Some(b) = &mut self.books {
-                    if let Some(stage) = b.stage_of(t) {
-                        b.stages[stage].counts.intended += 1;
-                    }
-                }
                 // Never sent, so never given a request: in the totals and its stage, no name.
-                self.unfinished_at(t, None, false, now);
-                if self.records.is_some() {
-                    let e = Exchange {
-                        seq: s.seq(),
-                        request: u32::MAX,
-                        intended: t,
-                        sent: 0,
-                        first_byte: 0,
-                    };
-                    self.offer_record(&e, Outcome::Unfinished, (None, false), 0, now);
-                }
+                self.never_sent(s.peek(), s.seq(), None, now);
                 s.advance();
                 counted += 1;
             }

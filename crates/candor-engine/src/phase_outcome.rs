@@ -54,6 +54,9 @@ impl PhaseOutcome {
             .collect();
         if let Some(s) = &self.stream {
             stream_results(&mut r, s, self.duration_ns);
+            if config.conversations.is_some() {
+                r.conversations = Some(s.conversations);
+            }
             if let (Some(slo), Some(sr)) = (&config.goodput, &mut r.stream) {
                 sr.goodput = Some(candor_core::results::Goodput::of(
                     slo.to_string(),

@@ -9,6 +9,7 @@ use candor_wire::request_form::build_request;
 use candor_wire::requests::url_path_template;
 use candor_wire::status::StatusSet;
 use candor_workload::check::BodyNeedle;
+use candor_workload::conversation::ConversationSource;
 use candor_workload::pick::Picker;
 use candor_workload::runtime::RequestMaker;
 use candor_workload::script_source::ScriptSource;
@@ -224,7 +225,7 @@ pub fn request_source(
     compiled: &Arc<CompiledRequests>,
     slots: usize,
 ) -> Option<RequestMaker> {
-    if !needs_maker(config, compiled) {
+    if !needs_maker(config, compiled) || config.conversations.is_some() {
         return None;
     }
     let w = &config.workload;
@@ -240,6 +241,18 @@ pub fn request_source(
         slots,
         extra,
     ))
+}
+
+/// The request source of a multi-turn run: the schedule's entries start conversations (round
+/// robin, or uniform by the seed of `--request-order random`) and each turn names the next. It
+/// takes the place of the maker: an LLM body is sent as it is, never filled as a template.
+pub fn conversation_source(config: &LoadConfig) -> Option<ConversationSource> {
+    let c = config.conversations.as_ref()?;
+    let (random, seed) = match config.request_order {
+        RequestOrder::Random { seed } => (true, seed),
+        RequestOrder::RoundRobin => (false, 0),
+    };
+    Some(ConversationSource::new(c.plan.clone(), random, seed))
 }
 
 /// The request source of a load thread of a script run (`-s`) with `slots` slots: one of the

@@ -16,6 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+mod conversations;
 mod faults;
 mod pacing;
 
@@ -56,6 +57,9 @@ struct Shape {
     seq_stride: u64,
     request_count: usize,
     request_order: RequestOrder,
+    /// Multi-turn runs: the follow-ups a thread may hold (0: none) and the think time.
+    follow_ups: usize,
+    think_ns: u64,
 }
 
 impl Shape {
@@ -74,6 +78,8 @@ impl Shape {
             seq_stride: 1,
             request_count: 1,
             request_order: RequestOrder::RoundRobin,
+            follow_ups: 0,
+            think_ns: 0,
         }
     }
 }
@@ -89,6 +95,8 @@ struct Sim {
     connect_ns: u64,
     /// The scripted server: an answer per sequence number (the default for the rest).
     script: Vec<(u64, Answer)>,
+    /// An answer per request index, before the script by sequence number.
+    by_request: Vec<(u32, Answer)>,
     default_answer: Answer,
     /// The server answers nothing before this instant.
     stall_until: u64,
@@ -119,6 +127,8 @@ impl Sim {
         let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
         config.warmup_ns = shape.warmup_ns;
         config.duration_ns = shape.duration_ns;
+        // A conversation run is an LLM run: its books keep the streams' (and conversations').
+        config.stream.llm = shape.follow_ups > 0;
         let (to_collector, intervals) = crossbeam_channel::unbounded();
         let (pool, from_pool) = crossbeam_channel::unbounded();
         let schedule = shape.rate.map(|r| {
@@ -164,6 +174,8 @@ impl Sim {
             request_order: shape.request_order,
             seq_lane: shape.seq_lane,
             seq_stride: shape.seq_stride,
+            follow_ups: shape.follow_ups,
+            think_ns: shape.think_ns,
         };
         let core = Core::new(cfg, schedule, Ledger::new(&setup));
         Sim {
@@ -176,6 +188,7 @@ impl Sim {
             up_at: vec![START - 5 * MS; shape.connections],
             connect_ns: MS,
             script: Vec::new(),
+            by_request: Vec::new(),
             default_answer: Answer::After(100 * US, 200),
             stall_until: 0,
             answers: Vec::new(),
@@ -192,7 +205,10 @@ impl Sim {
         }
     }
 
-    fn answer_for(&self, seq: u64) -> Answer {
+    fn answer_for(&self, seq: u64, request: u32) -> Answer {
+        if let Some((_, a)) = self.by_request.iter().find(|(r, _)| *r == request) {
+            return *a;
+        }
         self.script
             .iter()
             .find(|(s, _)| *s == seq)
@@ -228,7 +244,7 @@ impl Sim {
         });
         self.made
             .push(self.core.slot_request(slot).map(|(b, _)| b.to_vec()));
-        if let Answer::After(ns, status) = self.answer_for(e.seq) {
+        if let Answer::After(ns, status) = self.answer_for(e.seq, e.request) {
             let at = self.now.max(self.stall_until) + ns;
             self.answers.push((at, slot, e.seq, status));
         }

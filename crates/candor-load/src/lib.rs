@@ -27,8 +27,8 @@ pub mod engine {
 }
 
 pub use candor_engine::config::{
-    Arrival, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme, Target, TargetError,
-    TlsOptions,
+    Arrival, ConversationSettings, LoadConfig, LoadConfigError, RequestOrder, RequestSpec, Scheme,
+    Target, TargetError, TlsOptions,
 };
 pub use candor_engine::shape::LoadShape;
 pub use candor_protocols::http2::calls::{GrpcCall, GrpcConfig};

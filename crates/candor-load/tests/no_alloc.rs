@@ -163,19 +163,67 @@ fn load_threads_do_not_allocate_per_request() {
     );
 }
 
+const MS: u64 = 1_000_000;
+const START: u64 = 1_000 * MS;
+
 #[test]
 fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
-    // With streams' outcomes, --goodput's judgement and --event-timeout's watch on every
-    // request.
+    let (phases, allocations) = core_on_simulated_time(false);
+    let c = &phases[1].counts;
+    assert_eq!((c.intended, c.completed), (100_000, 100_000));
+    // Every one met the bounds: TTFT 10 us, TPOT 20 us, 50 us end to end.
+    let s = phases[1].stream.as_ref().unwrap();
+    assert_eq!(
+        (s.good, s.good_service, s.events),
+        (100_000, 100_000, 400_000)
+    );
+    assert_eq!(
+        allocations, 0,
+        "the core allocated {allocations} times in steady state"
+    );
+}
+
+/// Multi-turn conversations too: each start's two follow-ups go through the preallocated queue
+/// of follow-ups and are taken from it as they fall due.
+#[test]
+fn conversation_turns_do_not_allocate_per_request_on_simulated_time() {
+    let (phases, allocations) = core_on_simulated_time(true);
+    let c = &phases[1].counts;
+    let conv = phases[1].stream.as_ref().unwrap().conversations;
+    // 30,000 starts of 3 turns, the last few cut by the schedule's end.
+    assert_eq!((conv.started, conv.cut, conv.unqueued), (30_000, 0, 0));
+    assert_eq!(conv.started, conv.completed + conv.past_end);
+    assert!(conv.completed > 29_990, "{conv:?}");
+    assert_eq!((c.intended, c.completed), (conv.turns, conv.turns));
+    assert_eq!(
+        allocations, 0,
+        "the core allocated {allocations} times in steady state"
+    );
+}
+
+/// The core alone at 100,000 requests a second (or 30,000 conversation starts, `conversational`:
+/// of three turns, 10 us of think time), with streams' outcomes, --goodput's judgement and
+/// --event-timeout's watch on every request: its books and the marked allocations between 200
+/// and 800 ms of the 1 s schedule.
+fn core_on_simulated_time(
+    conversational: bool,
+) -> ([candor_load::engine::books::PhaseAcc; 2], u64) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    const MS: u64 = 1_000_000;
-    const START: u64 = 1_000 * MS;
     let mut config = candor_load::RunPlan::new(
         Target::parse("http://127.0.0.1:1/").unwrap(),
         Default::default(),
     )
     .unwrap();
     config.duration_ns = 1_000 * MS;
+    let plan = Arc::new(candor_load::workload::conversation::ConversationPlan::new(
+        &[1, 2, 3],
+    ));
+    if conversational {
+        config.conversations = Some(candor_load::ConversationSettings {
+            plan: plan.clone(),
+            think_ns: 10_000,
+        });
+    }
     // Every response is an LLM stream, judged for --goodput and watched by --event-timeout.
     config.stream.llm = true;
     config.goodput =
@@ -217,9 +265,22 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         request_order: RequestOrder::Random { seed: 1 },
         seq_lane: 0,
         seq_stride: 1,
+        follow_ups: if conversational {
+            candor_load::engine::core::follow_up_capacity(8)
+        } else {
+            0
+        },
+        think_ns: if conversational { 10_000 } else { 0 },
     };
-    let schedule = Schedule::new(START, 100_000.0, ArrivalKind::Constant, 0, 1);
+    // Conversations: 30,000 starts a second make 90,000 turns, about 5 in flight on 8 slots.
+    let rate = if conversational { 30_000.0 } else { 100_000.0 };
+    let schedule = Schedule::new(START, rate, ArrivalKind::Constant, 0, 1);
     let mut core = Core::new(cfg, Some(schedule), Ledger::new(&setup));
+    if conversational {
+        core.set_source(Box::new(
+            candor_load::workload::conversation::ConversationSource::new(plan, false, 0),
+        ));
+    }
     // The scripted server answers every request 50 us after it went out, in order.
     let mut answers: VecDeque<(u64, usize)> = VecDeque::with_capacity(1024);
     let (mut before, mut after) = (None, None);
@@ -282,17 +343,5 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         now = send_at.min(wake).min(answer).max(now + 1);
     }
     let allocations = after.unwrap() - before.unwrap();
-    let phases = core.finish(now, &|| now, &|| false);
-    let c = &phases[1].counts;
-    assert_eq!((c.intended, c.completed), (100_000, 100_000));
-    // Every one met the bounds: TTFT 10 us, TPOT 20 us, 50 us end to end.
-    let s = phases[1].stream.as_ref().unwrap();
-    assert_eq!(
-        (s.good, s.good_service, s.events),
-        (100_000, 100_000, 400_000)
-    );
-    assert_eq!(
-        allocations, 0,
-        "the core allocated {allocations} times in steady state"
-    );
+    (core.finish(now, &|| now, &|| false), allocations)
 }

@@ -187,6 +187,14 @@ fn merge_phase(
             }
         }
     }
+    // Multi-turn runs' conversations add up as the counts do.
+    phase.conversations = index_phases
+        .iter()
+        .filter_map(|(_, p)| p.conversations)
+        .reduce(|mut all, c| {
+            all.add(&c);
+            all
+        });
     Ok(phase)
 }
 

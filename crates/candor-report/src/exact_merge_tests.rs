@@ -92,6 +92,28 @@ fn status_codes_and_connection_faults_add_up_by_key() {
 }
 
 #[test]
+fn conversations_add_up_and_stay_absent_without_them() {
+    use candor_core::results::Conversations;
+    let mut a = synthetic_run(1, 5, 500, 1_000_000, 0);
+    let mut b = synthetic_run(2, 5, 700, 3_000_000, 0);
+    assert_eq!(
+        merge(&[a.clone(), b.clone()]).unwrap().main.conversations,
+        None
+    );
+    let c = |started, completed, cut| Conversations {
+        started,
+        completed,
+        cut,
+        turns: 3 * started,
+        ..Default::default()
+    };
+    a.main.conversations = Some(c(10, 8, 2));
+    b.main.conversations = Some(c(5, 5, 0));
+    let m = merge(&[a, b]).unwrap();
+    assert_eq!(m.main.conversations, Some(c(15, 13, 2)));
+}
+
+#[test]
 fn impossible_inputs_and_overflowing_sums_are_refused() {
     let a = synthetic_run(1, 5, 500, 1_000_000, 0);
     let mut b = synthetic_run(2, 5, 700, 3_000_000, 0);

@@ -86,7 +86,26 @@ pub fn stream_section(p: &PhaseResults) -> String {
             g.fraction_service * 100.0
         );
     }
+    if let Some(c) = &p.conversations {
+        out.push_str(&conversation_line(c));
+    }
     out
+}
+
+/// A multi-turn run's conversations: how many started and how each ended.
+fn conversation_line(c: &candor_core::results::Conversations) -> String {
+    format!(
+        "  conversations: {} started, {} completed every turn, {} cut short (a turn failed or \
+         was outstanding at the end {}, queue of follow-ups full {}, next turn due after the end \
+         {}); {:.2} turns each\n",
+        format_count(c.started),
+        format_count(c.completed),
+        format_count(c.cut_short()),
+        format_count(c.cut),
+        format_count(c.unqueued),
+        format_count(c.past_end),
+        c.turns_per_conversation()
+    )
 }
 
 /// The tokens lines: output (and where their count came from), input and total, each per
@@ -313,6 +332,24 @@ mod tests {
         assert!(failure_words("not_event_stream")
             .unwrap()
             .contains("Content-Type"));
+    }
+
+    #[test]
+    fn conversations_are_said_with_how_each_ended() {
+        let c = candor_core::results::Conversations {
+            started: 10,
+            completed: 6,
+            cut: 2,
+            unqueued: 1,
+            past_end: 1,
+            turns: 25,
+        };
+        assert_eq!(
+            conversation_line(&c),
+            "  conversations: 10 started, 6 completed every turn, 4 cut short (a turn failed or \
+             was outstanding at the end 2, queue of follow-ups full 1, next turn due after the \
+             end 1); 2.50 turns each\n"
+        );
     }
 
     #[test]

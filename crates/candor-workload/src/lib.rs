@@ -3,6 +3,7 @@
 //! here is decided before the run or in pure functions, so it is tested exactly, without sockets.
 
 pub mod check;
+pub mod conversation;
 pub mod data;
 pub mod pick;
 pub mod profile;

@@ -23,15 +23,34 @@ pub enum SharegptBudget {
 }
 
 #[derive(Deserialize)]
-struct Turn {
-    from: String,
-    value: String,
+pub(crate) struct Turn {
+    pub(crate) from: String,
+    pub(crate) value: String,
 }
 
 #[derive(Deserialize)]
-struct Entry {
+pub(crate) struct Entry {
     #[serde(default)]
-    conversations: Vec<Turn>,
+    pub(crate) conversations: Vec<Turn>,
+}
+
+/// Whether a turn is the user's (`human`/`user`) or an answer (`gpt`/`chatgpt`/`assistant`).
+pub(crate) fn asks(t: &Turn) -> bool {
+    matches!(t.from.as_str(), "human" | "user")
+}
+
+pub(crate) fn answers(t: &Turn) -> bool {
+    matches!(t.from.as_str(), "gpt" | "chatgpt" | "assistant")
+}
+
+/// An answer's length in tokens: by `tokenizer`, else by the inverse of WORDS_PER_TOKEN
+/// (candor serve's rule); at least 1.
+pub(crate) fn answer_tokens(answer: &str, tokenizer: Option<&Tokenizer>) -> u64 {
+    let tokens = match tokenizer {
+        Some(t) => t.count(answer),
+        None => (answer.split_whitespace().count() as u64 * 4).div_ceil(3),
+    };
+    tokens.max(1)
 }
 
 /// A conversation's prompt and its answer's length in tokens, if it has both: a first turn
@@ -39,27 +58,23 @@ struct Entry {
 fn usable(e: Entry, tokenizer: Option<&Tokenizer>) -> Option<(String, u64)> {
     let mut turns = e.conversations.into_iter();
     let (ask, answer) = (turns.next()?, turns.next()?);
-    let asks = matches!(ask.from.as_str(), "human" | "user");
-    let answers = matches!(answer.from.as_str(), "gpt" | "chatgpt" | "assistant");
-    if !asks || !answers || ask.value.trim().is_empty() {
+    if !asks(&ask) || !answers(&answer) || ask.value.trim().is_empty() {
         return None;
     }
-    let tokens = match tokenizer {
-        Some(t) => t.count(&answer.value),
-        // Tokens from words by the inverse of WORDS_PER_TOKEN (candor serve's rule).
-        None => (answer.value.split_whitespace().count() as u64 * 4).div_ceil(3),
-    };
-    Some((ask.value, tokens.max(1)))
+    let tokens = answer_tokens(&answer.value, tokenizer);
+    Some((ask.value, tokens))
 }
 
-/// Keeps the first `cap` usable conversations and reads past the rest without building them.
-struct Keep<'t> {
-    cap: usize,
-    tokenizer: Option<&'t Tokenizer>,
+/// Keeps the first `cap` usable conversations (what `usable` makes of an entry, when it makes
+/// something) and reads past the rest without building them.
+pub(crate) struct Keep<'t, T> {
+    pub(crate) cap: usize,
+    pub(crate) tokenizer: Option<&'t Tokenizer>,
+    pub(crate) usable: &'t dyn Fn(Entry, Option<&Tokenizer>) -> Option<T>,
 }
 
-impl<'de> Visitor<'de> for Keep<'_> {
-    type Value = Vec<(String, u64)>;
+impl<'de, T> Visitor<'de> for Keep<'_, T> {
+    type Value = Vec<T>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON array of conversations")
     }
@@ -67,7 +82,7 @@ impl<'de> Visitor<'de> for Keep<'_> {
         let mut kept = Vec::new();
         while kept.len() < self.cap {
             match seq.next_element::<Entry>()? {
-                Some(e) => kept.extend(usable(e, self.tokenizer)),
+                Some(e) => kept.extend((self.usable)(e, self.tokenizer)),
                 None => return Ok(kept),
             }
         }
@@ -87,16 +102,7 @@ pub fn read(
     tokenizer: Option<&Tokenizer>,
 ) -> Result<Vec<Prompt>, PromptError> {
     use rand_xoshiro::rand_core::SeedableRng;
-    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(reader));
-    let kept = de
-        .deserialize_seq(Keep { cap, tokenizer })
-        .and_then(|k| de.end().map(|()| k))
-        .map_err(|e| PromptError::Dataset(format!("{file}: not ShareGPT JSON: {e}")))?;
-    if kept.is_empty() {
-        return Err(PromptError::Dataset(format!(
-            "{file}: no conversation opens with a user turn followed by an answer"
-        )));
-    }
+    let kept = read_kept(reader, file, cap, tokenizer, &usable)?;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
     Ok(kept
         .into_iter()
@@ -108,6 +114,31 @@ pub fn read(
             Prompt::text(prompt, Some(budget))
         })
         .collect())
+}
+
+/// The first `cap` entries of a ShareGPT file that `usable` keeps, or why there are none.
+pub(crate) fn read_kept<T>(
+    reader: impl Read,
+    file: &str,
+    cap: usize,
+    tokenizer: Option<&Tokenizer>,
+    usable: &dyn Fn(Entry, Option<&Tokenizer>) -> Option<T>,
+) -> Result<Vec<T>, PromptError> {
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(reader));
+    let kept = de
+        .deserialize_seq(Keep {
+            cap,
+            tokenizer,
+            usable,
+        })
+        .and_then(|k| de.end().map(|()| k))
+        .map_err(|e| PromptError::Dataset(format!("{file}: not ShareGPT JSON: {e}")))?;
+    if kept.is_empty() {
+        return Err(PromptError::Dataset(format!(
+            "{file}: no conversation opens with a user turn followed by an answer"
+        )));
+    }
+    Ok(kept)
 }
 
 #[cfg(test)]

@@ -76,6 +76,13 @@ pub trait RequestSource: Send {
     fn hold_ns(&mut self) -> u64 {
         0
     }
+
+    /// Multi-turn conversations: the request of the turn that follows request `request` in its
+    /// conversation (sent when `request` completes, see [`crate::conversation`]); `None` for a
+    /// last turn and for sources without conversations.
+    fn follow_up(&self, _request: u32) -> Option<u32> {
+        None
+    }
 }
 
 /// The prepared requests, encoded once before the run, chosen by `seq`: no bytes are made.

@@ -120,6 +120,17 @@ pub struct LoadConfig {
     pub workload: candor_workload::WorkloadConfig,
     /// `--records`: where the load threads hand each request's record (see [`crate::records`]).
     pub records: Option<crate::records::RecordSink>,
+    /// Multi-turn conversations (`--multi-turn`, `--turns`): which request follows which, and
+    /// the think time before each follow-up (see [`crate::core`]).
+    pub conversations: Option<ConversationSettings>,
+}
+
+/// A multi-turn run's conversations as the load threads follow them.
+#[derive(Debug, Clone)]
+pub struct ConversationSettings {
+    pub plan: std::sync::Arc<candor_workload::conversation::ConversationPlan>,
+    /// `--think-time`: from a turn's completion to its follow-up's intended send.
+    pub think_ns: u64,
 }
 
 impl LoadConfig {
@@ -230,6 +241,7 @@ impl LoadConfig {
             accept_status: candor_wire::status::StatusSet::default(),
             workload: Default::default(),
             records: None,
+            conversations: None,
         }
     }
 

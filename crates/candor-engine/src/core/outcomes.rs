@@ -150,8 +150,11 @@ impl Core {
         now: u64,
     ) -> Booked {
         let e = self.answered(slot, now);
-        self.ledger
-            .complete_response(&e, now, status, failed_check, body)
+        let b = self
+            .ledger
+            .complete_response(&e, now, status, failed_check, body);
+        self.turn_answered(&e, b.ok, now);
+        b
     }
 
     /// Slot `slot`'s request was answered at `now`: its exchange, released for booking.
@@ -176,8 +179,11 @@ impl Core {
         now: u64,
     ) -> Booked {
         let e = self.answered(slot, now);
-        self.ledger
-            .complete_coded(&e, now, status, end, failed_check, body)
+        let b = self
+            .ledger
+            .complete_coded(&e, now, status, end, failed_check, body);
+        self.turn_answered(&e, b.ok, now);
+        b
     }
 
     /// Slot `slot`'s request failed at `now`.
@@ -187,6 +193,7 @@ impl Core {
         }
         let e = self.release(slot, now);
         self.ledger.fail(kind, &e, now);
+        self.turn_cut(&e);
     }
 
     /// Connection `conn`'s last response (`status`) said `Connection: close` with requests
@@ -196,6 +203,7 @@ impl Core {
         while let Some(&slot) = self.conns[conn].carried.front() {
             let e = self.release(slot, now);
             self.ledger.fail(FailureClass::Read, &e, now);
+            self.turn_cut(&e);
             self.ledger.keep_example(
                 &e,
                 status,

@@ -182,6 +182,7 @@ pub(crate) fn section(runs: &[(String, RunResults)], palette: &[&str]) -> String
     }
     out.push_str(&super::stream_tables::settings_table(runs, palette));
     out.push_str(&super::stream_tables::goodput_table(runs, palette));
+    out.push_str(&super::stream_tables::conversations_table(runs, palette));
     out.push_str(&super::stream_tables::zero_gaps_note(runs));
     for m in StreamMeasure::ALL {
         if runs.iter().all(|(_, r)| r.main.stream_summary(m).is_none()) {

@@ -1,6 +1,6 @@
 //! The tables of the streamed-responses section beside its charts: each run's LLM settings (as
-//! its recorded command line gives them), its goodput, and the zero-length gaps its spectra
-//! leave out.
+//! its recorded command line gives them), its goodput, its conversations, and the zero-length
+//! gaps its spectra leave out.
 
 use super::format::esc;
 use candor_core::results::RunResults;
@@ -85,6 +85,42 @@ pub(crate) fn goodput_table(runs: &[(String, RunResults)], palette: &[&str]) -> 
             format_count(g.good_service),
             g.per_s_service,
             g.fraction_service * 100.0
+        ));
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// How each multi-turn run's conversations ended (`--multi-turn`, `--turns`). Empty when no run
+/// had conversations.
+pub(crate) fn conversations_table(runs: &[(String, RunResults)], palette: &[&str]) -> String {
+    let with: Vec<(usize, candor_core::results::Conversations)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, r))| r.main.conversations.map(|c| (i, c)))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h3>Conversations</h3><p class=\"note\">Multi-turn runs: the schedule starts \
+         conversations, each next turn is due at its previous turn's completion plus the think \
+         time. Cut: a turn failed or was outstanding at the end; queue full: its next turn was \
+         never intended; past the end: its next turn would have been due after the schedule's \
+         end.</p><table class=\"grid num\"><thead><tr><th>Run</th><th>started</th>\
+         <th>completed</th><th>cut</th><th>queue full</th><th>past the end</th>\
+         <th>turns each</th></tr></thead><tbody>",
+    );
+    for (i, c) in with {
+        out.push_str(&format!(
+            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>",
+            swatch(palette, i, &runs[i].0),
+            format_count(c.started),
+            format_count(c.completed),
+            format_count(c.cut),
+            format_count(c.unqueued),
+            format_count(c.past_end),
+            c.turns_per_conversation()
         ));
     }
     out.push_str("</tbody></table>");

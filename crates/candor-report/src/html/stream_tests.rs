@@ -161,4 +161,24 @@ fn ttft_over_time_goodput_and_settings_are_on_the_page() {
     assert!(html.contains("<td>output tokens (budget)</td><td>20</td>"));
     // Not given on the command line, so not shown.
     assert!(!html.contains("<td>tokenizer</td>"));
+    assert!(
+        !html.contains("<h3>Conversations</h3>"),
+        "not a multi-turn run"
+    );
+}
+
+#[test]
+fn a_multi_turn_runs_conversations_are_on_the_page() {
+    let mut r = llm_run(0);
+    r.main.conversations = Some(candor_core::results::Conversations {
+        started: 10,
+        completed: 7,
+        cut: 2,
+        unqueued: 0,
+        past_end: 1,
+        turns: 25,
+    });
+    let html = page(r);
+    assert!(html.contains("<h3>Conversations</h3>"));
+    assert!(html.contains("<td>10</td><td>7</td><td>2</td><td>0</td><td>1</td><td>2.50</td>"));
 }

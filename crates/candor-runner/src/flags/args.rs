@@ -229,6 +229,24 @@ pub struct LoadArgs {
         conflicts_with = "prompts"
     )]
     pub prefix_tokens: u64,
+    /// --sharegpt: send whole conversations: each user turn a request whose messages hold the
+    /// turns and recorded answers before it, the next turn sent when the previous one completes
+    /// (plus --think-time); the schedule (-R, --arrival) starts the conversations.
+    #[arg(long, requires = "sharegpt")]
+    pub multi_turn: bool,
+    /// --multi-turn: at most N turns of each conversation (default: all its answered turns).
+    #[arg(long, value_name = "N", requires = "multi_turn")]
+    pub max_turns: Option<u32>,
+    /// --llm without --prompts: synthetic conversations of N turns (each turn --prompt-tokens
+    /// long, each recorded answer --output-tokens long), the next turn sent when the previous
+    /// one completes (plus --think-time); the schedule starts the conversations.
+    #[arg(long, value_name = "N", requires = "llm",
+          conflicts_with_all = ["prompts", "sharegpt", "prefix_tokens"])]
+    pub turns: Option<u32>,
+    /// --multi-turn, --turns: the wait from a turn's completion to the intended send of the
+    /// conversation's next turn (default 0).
+    #[arg(long, value_name = "DURATION")]
+    pub think_time: Option<DurationArg>,
     /// --llm: count tokens exactly with this tokenizer: a tiktoken encoding embedded in candor
     /// (cl100k_base, o200k_base) or a Hugging Face tokenizer.json file. Synthetic prompts are
     /// then exactly --prompt-tokens (and --prefix-tokens) long, and ShareGPT answers' lengths

@@ -2,7 +2,7 @@
 //! their validation into a `LoadConfig` before any load is sent: `args.rs` the flags as typed,
 //! `config.rs` the one path from them to a `LoadConfig`, by concern: `shape.rs` the load shape
 //! and window, `requests.rs` what is sent, `protocol.rs` the protocols' flags, `stream.rs`
-//! streamed and LLM responses, `series.rs` a series of runs at several rates; `error.rs` the
+//! streamed and LLM responses (`turns.rs` an LLM run's multi-turn conversations), `series.rs` a series of runs at several rates; `error.rs` the
 //! one-line errors.
 
 pub(crate) mod args;
@@ -14,6 +14,7 @@ mod series;
 mod shape;
 mod stream;
 pub mod switches;
+mod turns;
 
 pub use crate::shard_flags::{check_start_ahead, parse_shard, parse_start_at, START_AT_HORIZON_NS};
 pub use args::{ArrivalArg, DataOrderArg, LoadArgs, RequestOrderArg, RunArgs};

@@ -92,8 +92,15 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         ),
         None => None,
     };
-    let list = match &a.prompts {
-        Some(path) => {
+    let conversations = super::turns::conversations(
+        a,
+        api,
+        tokenizer.as_ref(),
+        (SYNTHETIC_PROMPTS, DRAWN_PROMPTS),
+    )?;
+    let list = match (&conversations, &a.prompts) {
+        (Some(conv), _) => Ok(conv.prompts.clone()),
+        (None, Some(path)) => {
             let bytes = read(
                 path,
                 "--prompts",
@@ -109,7 +116,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             })?;
             prompts::parse_prompts(text, &path.display().to_string())
         }
-        None if a.sharegpt.is_some() => {
+        (None, None) if a.sharegpt.is_some() => {
             use super::args::SharegptBudgetArg;
             use candor_load::workload::sharegpt::{self, SharegptBudget};
             let path = a.sharegpt.as_ref().expect("matched");
@@ -129,7 +136,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
                 tokenizer.as_ref(),
             )
         }
-        None => {
+        (None, None) => {
             use candor_load::workload::synthetic::{self, SyntheticSpec};
             let spec = SyntheticSpec {
                 prompt: a.prompt_tokens,
@@ -177,7 +184,12 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     c.requests = specs;
     c.stream.llm = true;
     c.stream.whole = a.no_stream;
-    c.llm_settings = Some(llm_settings(a, c, tokenizer.as_ref()));
+    let mut settings = llm_settings(a, c, tokenizer.as_ref());
+    if let Some(conv) = &conversations {
+        super::turns::follow(a, c, conv);
+        settings.dataset = super::turns::dataset(a, conv).unwrap_or(settings.dataset);
+    }
+    c.llm_settings = Some(settings);
     if let Some(t) = tokenizer {
         // Loaded once per run and kept to its end: every connection's stream reader counts
         // output tokens with it (see `candor_stream::count::Counter`).

@@ -1,0 +1,191 @@
+//! Multi-turn conversations on simulated time: the schedule starts conversations, each
+//! follow-up is intended at its previous turn's completion plus the think time, exactly, and
+//! every conversation ends one way while the census holds.
+
+use super::*;
+use candor_core::results::Conversations;
+use candor_workload::conversation::{ConversationPlan, ConversationSource};
+
+/// Conversations of 3 turns (requests 0, 1, 2 and 3, 4, 5), started at 0, 10 and 20 ms (the
+/// third is the first conversation again, round robin), a server that answers in 3 ms, two
+/// connections, a think time of 1 ms.
+fn conversation_sim(duration_ns: u64, follow_ups: usize, think_ns: u64) -> Sim {
+    let mut shape = Shape::new();
+    shape.rate = Some(100.0);
+    shape.duration_ns = duration_ns;
+    shape.connections = 2;
+    shape.follow_ups = follow_ups;
+    shape.think_ns = think_ns;
+    let mut sim = Sim::new(shape);
+    let plan = Arc::new(ConversationPlan::new(&[1, 2, 3, 1, 2, 3]));
+    sim.core
+        .set_source(Box::new(ConversationSource::new(plan, false, 0)));
+    sim.default_answer = Answer::After(3 * MS, 200);
+    sim
+}
+
+fn conversations(phases: &[PhaseAcc; 2]) -> Conversations {
+    measured(phases).stream.as_ref().unwrap().conversations
+}
+
+/// (seq, request, intended, sent), in ms from the start, of every send.
+fn sends(sim: &Sim) -> Vec<(u64, u32, u64, u64)> {
+    sim.sends
+        .iter()
+        .map(|s| {
+            (
+                s.seq,
+                s.request,
+                (s.intended - START) / MS,
+                (s.at - START) / MS,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn each_follow_up_is_intended_at_the_previous_turns_completion_plus_the_think_time() {
+    let mut sim = conversation_sim(25 * MS, 64, MS);
+    let phases = sim.run_to_end();
+    // Conversation 0: 0 -> 3, then 4 -> 7, then 8 -> 11. Conversation 1 (requests 3..5): 10,
+    // 14, 18. The third start (conversation 0 again) at 20 -> 23, its second turn at 24 (before
+    // the end at 25), and its third would be due at 28: past the end, not sent.
+    assert_eq!(
+        sends(&sim),
+        [
+            (0, 0, 0, 0),
+            (0, 1, 4, 4),
+            (0, 2, 8, 8),
+            (1, 3, 10, 10),
+            (1, 4, 14, 14),
+            (1, 5, 18, 18),
+            (2, 0, 20, 20),
+            (2, 1, 24, 24),
+        ]
+    );
+    // Exactly: each follow-up's intended send is the instant its previous turn completed
+    // (3 ms after it was sent) plus 1 ms.
+    for w in sim.sends.windows(2) {
+        if w[1].seq == w[0].seq {
+            assert_eq!(w[1].intended, w[0].at + 3 * MS + MS);
+        }
+    }
+    let c = &measured(&phases).counts;
+    assert_eq!((c.intended, c.completed, c.failed), (8, 8, 0), "{c:?}");
+    assert_eq!(
+        conversations(&phases),
+        Conversations {
+            started: 3,
+            completed: 2,
+            past_end: 1,
+            turns: 8,
+            ..Default::default()
+        }
+    );
+    // Every response is timed from its own intended send: 3 ms each, no send lag.
+    let rec = &measured(&phases).rec;
+    assert!(rec.response.equivalent(rec.response.max(), 3 * MS));
+    assert!(rec.response.equivalent(rec.response.min(), 3 * MS));
+    // No send lag (a lag of 0 is recorded as the histogram's lowest value, 1 ns).
+    assert!(rec.send_lag.max() <= 1);
+}
+
+#[test]
+fn a_failed_or_unfinished_turn_cuts_its_conversation_and_the_census_holds() {
+    let mut sim = conversation_sim(25 * MS, 64, MS);
+    // Conversation 1's second turn fails; conversation 0's second turn is never answered.
+    sim.by_request.push((4, Answer::After(3 * MS, 500)));
+    sim.by_request.push((1, Answer::Never));
+    let phases = sim.run_to_end();
+    assert_eq!(
+        sends(&sim),
+        [
+            (0, 0, 0, 0),
+            (0, 1, 4, 4),
+            (1, 3, 10, 10),
+            (1, 4, 14, 14),
+            (2, 0, 20, 20),
+            (2, 1, 24, 24),
+        ],
+        "no turn follows a failed or unanswered one"
+    );
+    // Conversation 0's second turn (sent at 4 ms) times out after the 2 s timeout, inside the
+    // drain; the third start's (sent at 24 ms) is still unanswered when the drain ends at
+    // 2,025 ms (its timeout would come at the scan of 2,030 ms).
+    let c = &measured(&phases).counts;
+    assert_eq!(c.intended, 6);
+    assert_eq!(
+        (c.completed, c.failed, c.in_flight_at_end),
+        (3, 2, 1),
+        "{c:?}"
+    );
+    assert_eq!((c.errors.status, c.errors.timeout), (1, 1));
+    assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
+    assert_eq!(
+        conversations(&phases),
+        Conversations {
+            started: 3,
+            cut: 3,
+            turns: 6,
+            ..Default::default()
+        }
+    );
+}
+
+#[test]
+fn a_full_queue_of_follow_ups_is_counted_never_intended() {
+    // Room for one waiting follow-up, a think time of 15 ms, the end at 30 ms: conversation 0's
+    // second turn waits (due 18); conversation 1's first turn completes at 13 with the queue
+    // full, so its second turn is never intended.
+    let mut sim = conversation_sim(30 * MS, 1, 15 * MS);
+    let phases = sim.run_to_end();
+    assert_eq!(
+        sends(&sim),
+        [(0, 0, 0, 0), (1, 3, 10, 10), (0, 1, 18, 18), (2, 0, 20, 20)]
+    );
+    let c = &measured(&phases).counts;
+    assert_eq!((c.intended, c.completed), (4, 4), "{c:?}");
+    // Conversation 0's third turn (due 36) and the third start's second (due 38) are past
+    // the end.
+    assert_eq!(
+        conversations(&phases),
+        Conversations {
+            started: 3,
+            unqueued: 1,
+            past_end: 2,
+            turns: 4,
+            ..Default::default()
+        }
+    );
+}
+
+#[test]
+fn a_follow_up_still_waiting_at_the_end_is_intended_and_unfinished() {
+    // One slot, starts every ms for 5 ms, no drain: the schedule's earlier entries go before
+    // conversation 0's second turn (due at 3), which is still waiting when the run ends.
+    let mut shape = Shape::new();
+    shape.duration_ns = 5 * MS;
+    shape.drain_ns = 0;
+    shape.follow_ups = 8;
+    let mut sim = Sim::new(shape);
+    let plan = Arc::new(ConversationPlan::new(&[1, 2, 1, 2]));
+    sim.core
+        .set_source(Box::new(ConversationSource::new(plan, false, 0)));
+    sim.default_answer = Answer::After(3 * MS, 200);
+    let phases = sim.run_to_end();
+    assert_eq!(sends(&sim), [(0, 0, 0, 0), (1, 2, 1, 3)]);
+    let c = &measured(&phases).counts;
+    // Intended: the two starts sent, the waiting follow-up, the three starts never sent.
+    assert_eq!(c.intended, 6);
+    assert_eq!((c.completed, c.in_flight_at_end), (1, 5), "{c:?}");
+    assert_eq!((c.sent_unanswered, c.queued_unsent), (1, 4));
+    assert_eq!(
+        conversations(&phases),
+        Conversations {
+            started: 2,
+            cut: 2,
+            turns: 2,
+            ..Default::default()
+        }
+    );
+}

@@ -149,6 +149,7 @@ fn an_llm_response_read_through_the_http1_parser_and_its_stream_tap_allocates_no
             llm: true,
             counter: None,
         whole: false,
+        embeddings: None,
         });
         let mut buf = vec![0u8; 64 * 1024];
         let (mut gaps, mut tokens) = (0u64, 0u64);

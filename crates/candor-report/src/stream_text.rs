@@ -93,6 +93,24 @@ pub fn stream_section(p: &PhaseResults) -> String {
 /// second; a count made from content chunks is said to be an estimate, and a tokenizer that
 /// disagreed with the server is named in the results' warnings.
 fn token_lines(t: &candor_core::results::LlmTokens) -> String {
+    if t.inputs > 0 {
+        // Embeddings: inputs in, vectors out; no output tokens to count.
+        let tokens = if t.input_counted > 0 {
+            format!(
+                "{} input tokens (the server's usage, {} responses), {:.1}/s",
+                format_count(t.input_tokens),
+                format_count(t.input_counted),
+                t.input_tokens_per_s
+            )
+        } else {
+            "input tokens: the server's usage did not say them".into()
+        };
+        return format!(
+            "  inputs:   {} inputs embedded by the answers that succeeded, {:.1}/s; {tokens}\n",
+            format_count(t.inputs),
+            t.inputs_per_s
+        );
+    }
     let mut ways = Vec::new();
     for (n, way) in [
         (t.counted_from_usage, "the server's usage"),
@@ -199,6 +217,9 @@ fn failure_words(name: &str) -> Option<&'static str> {
              it had no [DONE] (a server that ignored \"stream\": true?)"
         }
         "timeout" => "--timeout ran out mid-stream (class timeout)",
+        "embedding_count" => {
+            "an embeddings answer's data held another number of embeddings than the inputs sent"
+        }
         _ => return None,
     })
 }

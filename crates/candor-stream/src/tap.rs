@@ -30,6 +30,9 @@ pub struct StreamSettings {
     /// LLM: the answers are whole JSON bodies (`"stream": false`, `--no-stream`), not streams:
     /// their usage (and, with a tokenizer, their text) is read once each has ended.
     pub whole: bool,
+    /// LLM whole answers are embeddings (`--llm openai-embeddings`), each of this many inputs:
+    /// their `data` objects are counted as they arrive and must be as many.
+    pub embeddings: Option<u32>,
 }
 
 /// One gap between consecutive events, and whether it is also an inter-token latency (both
@@ -64,6 +67,8 @@ pub struct StreamOutcome {
     /// server's usage gave the count (then the two are compared).
     pub counted_tokens: Option<u64>,
     pub tpot_ns: Option<u64>,
+    /// Embeddings: the inputs a successful answer embedded (its `data` objects); 0 otherwise.
+    pub inputs: u64,
     /// How it failed, if it did.
     pub failure: Option<LlmFailure>,
 }
@@ -89,6 +94,8 @@ pub struct StreamTap {
     text: String,
     /// A whole answer's body (`whole` settings only; no storage otherwise).
     answer: super::answer::AnswerBuffer,
+    /// An embeddings answer's objects, counted as its body arrives.
+    embedded: super::embeddings::EmbeddingScan,
     /// Whether the tokenizer counts the current answer (see [`CROSS_CHECK_EVERY`]).
     counting: bool,
     /// Whether this reader's previous answer carried the server's usage.
@@ -132,6 +139,7 @@ impl StreamTap {
             } else {
                 0
             }),
+            embedded: Default::default(),
             gaps: Vec::with_capacity(gaps),
             outcome: None,
             counting: false,
@@ -191,11 +199,15 @@ impl StreamTap {
         self.last_event = 0;
         self.llm = LlmProgress::default();
         self.answer.clear();
+        self.embedded.clear();
     }
 
     /// The next bytes of the current response's body.
     pub fn body(&mut self, bytes: &[u8]) {
         if self.settings.whole && self.settings.llm {
+            if self.settings.embeddings.is_some() {
+                self.embedded.feed(bytes);
+            }
             self.answer.feed(bytes);
             return;
         }
@@ -275,6 +287,11 @@ impl StreamTap {
         if self.active.is_none() && !self.settings.llm {
             return;
         }
+        if let (true, Some(n)) = (self.settings.llm, self.settings.embeddings) {
+            self.outcome = Some(self.embeddings_outcome(n, end, status));
+            self.clear();
+            return;
+        }
         if self.settings.llm && self.settings.whole {
             self.outcome = Some(self.whole_outcome(end, status));
             self.clear();
@@ -319,6 +336,7 @@ impl StreamTap {
             input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),
             counted_tokens: llm.filter(|_| succeeded).and_then(|o| o.counted_tokens),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
+            inputs: 0,
             failure,
         });
         self.clear();
@@ -375,6 +393,49 @@ impl StreamTap {
             input_tokens: read.prompt_tokens.filter(|_| succeeded),
             counted_tokens: counted.filter(|_| succeeded),
             tpot_ns: None,
+            inputs: 0,
+            failure,
+        }
+    }
+
+    /// What an embeddings answer came to: its `data` objects against the inputs sent, its
+    /// input tokens from its usage; a failure named as a whole answer's would be.
+    fn embeddings_outcome(&mut self, expected: u32, end: StreamEnd, status: u16) -> StreamOutcome {
+        use super::answer::read_answer;
+        let read = self.embedded.read();
+        let tail = read_answer(self.answer.bytes(), self.answer.lost_front());
+        let failure = if let Some(f) = LlmFailure::for_status(status) {
+            Some(f)
+        } else if !(200..300).contains(&status) {
+            None
+        } else {
+            match end {
+                StreamEnd::Cut => Some(LlmFailure::Cut),
+                StreamEnd::Timeout | StreamEnd::EventTimeout => Some(LlmFailure::Timeout),
+                StreamEnd::Unfinished => None,
+                StreamEnd::Complete if read.error => Some(LlmFailure::ErrorEvent),
+                StreamEnd::Complete if read.not_json => Some(LlmFailure::NotJson),
+                StreamEnd::Complete => match read.data {
+                    None => Some(LlmFailure::NotOpenai),
+                    Some(n) if n != u64::from(expected) => Some(LlmFailure::EmbeddingCount),
+                    Some(_) => None,
+                },
+            }
+        };
+        let succeeded =
+            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
+        StreamOutcome {
+            events: 0,
+            first_event: None,
+            first_token: None,
+            last_event: None,
+            last_token: None,
+            output_tokens: 0,
+            tokens_from: None,
+            input_tokens: tail.prompt_tokens.filter(|_| succeeded),
+            counted_tokens: None,
+            tpot_ns: None,
+            inputs: if succeeded { u64::from(expected) } else { 0 },
             failure,
         }
     }
@@ -463,6 +524,7 @@ mod tests {
             llm,
             counter: None,
             whole: false,
+            embeddings: None,
         })
     }
 
@@ -714,6 +776,7 @@ mod tests {
             llm: true,
             counter: Some(Counter(&CHARS)),
             whole: false,
+            embeddings: None,
         });
         let chunk = |text: &str| {
             format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
@@ -764,6 +827,7 @@ mod tests {
             llm: true,
             counter: Some(Counter(&CHARS)),
             whole: false,
+            embeddings: None,
         });
         let mut counted = Vec::new();
         for i in 0..(2 * CROSS_CHECK_EVERY + 1) {
@@ -789,6 +853,7 @@ mod tests {
             llm: true,
             counter,
             whole: true,
+            embeddings: None,
         };
         let answer = br#"{"choices":[{"message":{"role":"assistant","content":"h\u00e9llo"}}],"usage":{"prompt_tokens":4,"completion_tokens":2}}"#;
         let mut t = StreamTap::new(settings(None));
@@ -849,5 +914,46 @@ mod tests {
             let o = t.take_outcome().unwrap();
             assert_eq!((o.failure, o.output_tokens), (failure, 0), "{body:?}");
         }
+    }
+
+    #[test]
+    fn an_embeddings_answer_counts_its_inputs_and_names_what_is_wrong() {
+        let mut t = StreamTap::new(StreamSettings {
+            kind: None,
+            llm: true,
+            counter: None,
+            whole: true,
+            embeddings: Some(2),
+        });
+        let run = |t: &mut StreamTap, body: &[u8], end, status| {
+            t.head(Some(b"application/json"));
+            for piece in body.chunks(7) {
+                t.body(piece);
+            }
+            t.end(end, status);
+            let o = t.take_outcome().unwrap();
+            (o.inputs, o.input_tokens, o.failure)
+        };
+        let two = br#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,1]},{"object":"embedding","index":1,"embedding":[0,0.25]}],"model":"m","usage":{"prompt_tokens":8,"total_tokens":8}}"#;
+        assert_eq!(run(&mut t, two, StreamEnd::Complete, 200), (2, Some(8), None));
+        let one = br#"{"data":[{"embedding":[1]}],"usage":{"prompt_tokens":4}}"#;
+        for (body, end, status, failure) in [
+            (&one[..], StreamEnd::Complete, 200, Some(LlmFailure::EmbeddingCount)),
+            (b"oops", StreamEnd::Complete, 200, Some(LlmFailure::NotJson)),
+            (br#"{"object":"list"}"#, StreamEnd::Complete, 200, Some(LlmFailure::NotOpenai)),
+            (br#"{"error":{"message":"x"}}"#, StreamEnd::Complete, 200, Some(LlmFailure::ErrorEvent)),
+            (&two[..40], StreamEnd::Cut, 200, Some(LlmFailure::Cut)),
+            (&two[..], StreamEnd::Complete, 429, Some(LlmFailure::RateLimited)),
+            (&two[..], StreamEnd::Complete, 500, None),
+        ] {
+            assert_eq!(run(&mut t, body, end, status), (0, None, failure), "{body:?}");
+        }
+        // A body far past the buffer: counted as it came, usage read from its kept end.
+        let vector = format!("[{}0]", "0.123456,".repeat(20_000));
+        let big = format!(
+            r#"{{"data":[{{"embedding":{vector}}},{{"embedding":{vector}}}],"usage":{{"prompt_tokens":6}}}}"#
+        );
+        assert!(big.len() > 4 * crate::answer::ANSWER_CAPACITY);
+        assert_eq!(run(&mut t, big.as_bytes(), StreamEnd::Complete, 200), (2, Some(6), None));
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod data;
+pub mod embed_requests;
 pub mod pick;
 pub mod profile;
 pub mod prompts;

@@ -128,7 +128,9 @@ impl LlmSettings {
                 None => "none: counts not from the server's usage are estimates".into(),
             },
         ));
-        rows.push(("budget field", self.max_tokens_field.clone()));
+        if self.embedding_batch.is_none() {
+            rows.push(("budget field", self.max_tokens_field.clone()));
+        }
         if self.whole_answers {
             rows.push(("answers", "whole (--no-stream)".into()));
         }
@@ -146,7 +148,9 @@ impl LlmSettings {
             }
         };
         rows.push(("stream timeout", secs(self.stream_timeout_s)));
-        rows.push(("event timeout", secs(self.event_timeout_s)));
+        if self.embedding_batch.is_none() {
+            rows.push(("event timeout", secs(self.event_timeout_s)));
+        }
         if let Some(b) = &self.backend {
             rows.push(("backend", b.describe()));
             rows.push((

@@ -50,13 +50,18 @@ pub fn stream_section(p: &PhaseResults) -> String {
         let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
         out.push_str(&legend(&names));
     }
-    let _ = write!(
-        out,
-        "  streams:  {} responses delivered {} events ({:.1} per response)",
-        format_count(s.responses),
-        format_count(s.events),
-        s.events_per_response
-    );
+    if s.llm.is_some_and(|t| t.inputs > 0) {
+        // Embeddings are read whole: they have no events to count.
+        out.push_str("  answers:  embeddings, each read whole");
+    } else {
+        let _ = write!(
+            out,
+            "  streams:  {} responses delivered {} events ({:.1} per response)",
+            format_count(s.responses),
+            format_count(s.events),
+            s.events_per_response
+        );
+    }
     if !s.failures.is_empty() {
         let named: Vec<String> = s
             .failures

@@ -272,7 +272,10 @@ mod tests {
         assert_eq!(unknown.describe(), "unknown (GET /v1/models: HTTP 404)");
         assert_eq!(unknown.model_warning("x"), None);
         // Older results have no backend: no rows for it.
-        assert!(!LlmSettings::default().rows().iter().any(|(k, _)| *k == "backend"));
+        assert!(!LlmSettings::default()
+            .rows()
+            .iter()
+            .any(|(k, _)| *k == "backend"));
     }
 
     #[test]

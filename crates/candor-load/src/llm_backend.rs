@@ -43,7 +43,12 @@ fn request(plan: &RunPlan) -> String {
         t.host_header
     );
     for h in &plan.config.headers {
-        let name = h.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+        let name = h
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         if !NOT_SENT.contains(&name.as_str()) {
             req.push_str(h);
             req.push_str("\r\n");
@@ -68,8 +73,10 @@ fn ask(plan: &RunPlan, timeout: Duration) -> Result<Vec<u8>, String> {
             .filter(|d| !d.is_zero())
             .ok_or_else(|| format!("no answer within {timeout:?}"))
     };
-    sock.set_read_timeout(Some(left()?)).map_err(|e| e.to_string())?;
-    sock.set_write_timeout(Some(left()?)).map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(left()?))
+        .map_err(|e| e.to_string())?;
+    sock.set_write_timeout(Some(left()?))
+        .map_err(|e| e.to_string())?;
     let req = request(plan);
     let tls = candor_engine::transport::tls::shared_client_config(&plan.config, &[b"http/1.1"])
         .map_err(|e| e.to_string())?;
@@ -214,7 +221,10 @@ mod tests {
         assert_eq!(b.server.as_deref(), Some("uvicorn"));
         let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n{\"data\":[\r\n19\r\n{\"id\":\"m\",\"owned_by\":\"x\"}\r\n2\r\n]}\r\n0\r\n\r\n";
         let b = read_models(chunked);
-        assert_eq!((b.describe(), b.server), ("x (models: m)".to_string(), None));
+        assert_eq!(
+            (b.describe(), b.server),
+            ("x (models: m)".to_string(), None)
+        );
     }
 
     #[test]
@@ -238,6 +248,9 @@ mod tests {
             "HTTP/1.1 200 OK\r\n\r\n{{\"data\":[{}]}}",
             vec!["{\"id\":\"m\"}"; 100].join(",")
         );
-        assert_eq!(read_models(many.as_bytes()).models.len(), MAX_BACKEND_MODELS);
+        assert_eq!(
+            read_models(many.as_bytes()).models.len(),
+            MAX_BACKEND_MODELS
+        );
     }
 }

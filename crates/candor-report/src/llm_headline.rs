@@ -35,10 +35,13 @@ impl StreamHeadline {
             first_event: p.first_event.clone(),
             goodput: s.goodput.clone(),
             output_tokens_per_s: s.llm.map(|t| t.output_tokens_per_s),
-            embeddings: s
-                .llm
-                .filter(|t| t.inputs > 0)
-                .map(|t| (p.response_time.clone(), t.inputs_per_s, t.input_tokens_per_s)),
+            embeddings: s.llm.filter(|t| t.inputs > 0).map(|t| {
+                (
+                    p.response_time.clone(),
+                    t.inputs_per_s,
+                    t.input_tokens_per_s,
+                )
+            }),
         })
     }
 

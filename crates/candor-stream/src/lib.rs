@@ -6,8 +6,8 @@
 //! observer feeds it the body of each response (HTTP/1.1 de-chunked, HTTP/2 DATA frames).
 
 pub mod answer;
-pub mod embeddings;
 pub mod count;
+pub mod embeddings;
 pub mod goodput;
 pub mod json_key;
 pub mod line;

@@ -935,18 +935,45 @@ mod tests {
             (o.inputs, o.input_tokens, o.failure)
         };
         let two = br#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,1]},{"object":"embedding","index":1,"embedding":[0,0.25]}],"model":"m","usage":{"prompt_tokens":8,"total_tokens":8}}"#;
-        assert_eq!(run(&mut t, two, StreamEnd::Complete, 200), (2, Some(8), None));
+        assert_eq!(
+            run(&mut t, two, StreamEnd::Complete, 200),
+            (2, Some(8), None)
+        );
         let one = br#"{"data":[{"embedding":[1]}],"usage":{"prompt_tokens":4}}"#;
         for (body, end, status, failure) in [
-            (&one[..], StreamEnd::Complete, 200, Some(LlmFailure::EmbeddingCount)),
+            (
+                &one[..],
+                StreamEnd::Complete,
+                200,
+                Some(LlmFailure::EmbeddingCount),
+            ),
             (b"oops", StreamEnd::Complete, 200, Some(LlmFailure::NotJson)),
-            (br#"{"object":"list"}"#, StreamEnd::Complete, 200, Some(LlmFailure::NotOpenai)),
-            (br#"{"error":{"message":"x"}}"#, StreamEnd::Complete, 200, Some(LlmFailure::ErrorEvent)),
+            (
+                br#"{"object":"list"}"#,
+                StreamEnd::Complete,
+                200,
+                Some(LlmFailure::NotOpenai),
+            ),
+            (
+                br#"{"error":{"message":"x"}}"#,
+                StreamEnd::Complete,
+                200,
+                Some(LlmFailure::ErrorEvent),
+            ),
             (&two[..40], StreamEnd::Cut, 200, Some(LlmFailure::Cut)),
-            (&two[..], StreamEnd::Complete, 429, Some(LlmFailure::RateLimited)),
+            (
+                &two[..],
+                StreamEnd::Complete,
+                429,
+                Some(LlmFailure::RateLimited),
+            ),
             (&two[..], StreamEnd::Complete, 500, None),
         ] {
-            assert_eq!(run(&mut t, body, end, status), (0, None, failure), "{body:?}");
+            assert_eq!(
+                run(&mut t, body, end, status),
+                (0, None, failure),
+                "{body:?}"
+            );
         }
         // A body far past the buffer: counted as it came, usage read from its kept end.
         let vector = format!("[{}0]", "0.123456,".repeat(20_000));
@@ -954,6 +981,9 @@ mod tests {
             r#"{{"data":[{{"embedding":{vector}}},{{"embedding":{vector}}}],"usage":{{"prompt_tokens":6}}}}"#
         );
         assert!(big.len() > 4 * crate::answer::ANSWER_CAPACITY);
-        assert_eq!(run(&mut t, big.as_bytes(), StreamEnd::Complete, 200), (2, Some(6), None));
+        assert_eq!(
+            run(&mut t, big.as_bytes(), StreamEnd::Complete, 200),
+            (2, Some(6), None)
+        );
     }
 }

@@ -90,7 +90,10 @@ mod tests {
         );
         let b = body(&specs[0]);
         assert_eq!(b["model"], "m");
-        assert!(b.get("max_tokens").is_none() && b.get("stream").is_none(), "{b}");
+        assert!(
+            b.get("max_tokens").is_none() && b.get("stream").is_none(),
+            "{b}"
+        );
         assert_eq!(specs[0].path, "/v1/embeddings");
         assert_eq!(
             specs[0].headers,

@@ -218,7 +218,10 @@ fn embeddings(
     }
     if let Some(slo) = &c.goodput {
         if slo.ttft.is_some() || slo.tpot.is_some() {
-            return refuse("--goodput on ttft or tpot", "an embedding has no tokens out (use e2el)");
+            return refuse(
+                "--goodput on ttft or tpot",
+                "an embedding has no tokens out (use e2el)",
+            );
         }
     }
     let invalid = |e: prompts::PromptError| FlagError::Invalid(e.to_string());
@@ -230,7 +233,8 @@ fn embeddings(
         ..Default::default()
     };
     let batch = a.embedding_batch.unwrap_or(1);
-    c.requests = embed_requests::requests(&a.model, list, batch, &a.headers, &body).map_err(invalid)?;
+    c.requests =
+        embed_requests::requests(&a.model, list, batch, &a.headers, &body).map_err(invalid)?;
     c.method = "POST".to_string();
     c.stream.llm = true;
     c.stream.whole = true;

@@ -120,7 +120,9 @@ pub(super) fn serve_connection(
             (n % f.every == 0).then_some(f.kind)
         });
         if endpoint == Endpoint::Embeddings {
-            if !embeddings(&mut out, config, shared, started_ns, read_ns, &request, fault, keep)? {
+            if !embeddings(
+                &mut out, config, shared, started_ns, read_ns, &request, fault, keep,
+            )? {
                 return Ok(());
             }
             continue;

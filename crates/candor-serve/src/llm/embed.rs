@@ -67,8 +67,7 @@ pub(super) fn write_embeddings(
     let index_digits: usize = (0..inputs).map(digits).sum();
     let per_item = ITEM_OPEN.len() + ITEM_MID.len() + vector.len() + 1;
     let commas = inputs.saturating_sub(1) as usize;
-    let length =
-        open.len() + close.len() + per_item * inputs as usize + index_digits + commas;
+    let length = open.len() + close.len() + per_item * inputs as usize + index_digits + commas;
     let mut w = BufWriter::with_capacity(64 * 1024, out);
     write!(
         w,

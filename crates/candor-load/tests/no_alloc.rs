@@ -247,6 +247,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
                     counted_tokens: Some(2),
                     tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
                     tpot_ns: Some(20_000),
+                    inputs: 0,
                     failure: None,
                 },
             );

@@ -229,6 +229,21 @@ fn failure_words(name: &str) -> Option<&'static str> {
     })
 }
 
+/// [`tokens_over_time`] of a run's intervals; empty for embeddings, which have no output
+/// tokens (their inputs/s lead the report).
+pub fn run_tokens_over_time(r: &candor_core::results::RunResults) -> String {
+    let embeddings = r
+        .main
+        .stream
+        .as_ref()
+        .and_then(|s| s.llm)
+        .is_some_and(|t| t.inputs > 0);
+    if embeddings {
+        return String::new();
+    }
+    tokens_over_time(&r.intervals)
+}
+
 /// An LLM run's output tokens per second over its measured intervals of full length (a short
 /// last one says little): lowest, median and highest, with when the lowest was. Empty without
 /// tokens per interval.

@@ -127,17 +127,8 @@ pub fn render(results: &RunResults) -> String {
         );
     }
     out.push('\n');
-    let embeddings = results
-        .main
-        .stream
-        .as_ref()
-        .and_then(|s| s.llm)
-        .is_some_and(|t| t.inputs > 0);
-    let mut streams = crate::stream_text::stream_section(&results.main);
-    if !embeddings {
-        // Embeddings have no output tokens over time to show.
-        streams += &crate::stream_text::tokens_over_time(&results.intervals);
-    }
+    let streams = crate::stream_text::stream_section(&results.main)
+        + &crate::stream_text::run_tokens_over_time(results);
     if !streams.is_empty() {
         out.push_str(&streams);
         out.push('\n');

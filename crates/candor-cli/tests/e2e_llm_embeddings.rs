@@ -132,6 +132,7 @@ fn a_model_the_server_does_not_list_is_warned_of_and_flags_without_meaning_are_r
         ("--no-stream", None),
         ("--event-timeout", Some("1s")),
         ("--goodput", Some("ttft<1s")),
+        ("--slo", Some("ttft.p99<1s")),
     ] {
         let mut args = vec!["run", "--llm", "openai-embeddings", "-n", "1", flag];
         args.extend(value);
@@ -140,7 +141,8 @@ fn a_model_the_server_does_not_list_is_warned_of_and_flags_without_meaning_are_r
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{flag}");
         assert!(
-            err.contains("cannot be given with --llm openai-embeddings"),
+            err.contains("cannot be given with --llm openai-embeddings")
+                || err.contains("this run records no ttft"),
             "{flag}: {err}"
         );
         assert_eq!(err.trim().lines().count(), 1, "{err}");

@@ -117,6 +117,8 @@ mod tests {
             (&b["encoding_format"], &b["dimensions"], &b["user"]),
             (&json!("float"), &json!(8), &json!("u"))
         );
+        let e = crate::prompts::parse_prompts(r#"{"input": ["a", "b"]}"#, "p").unwrap_err();
+        assert!(e.to_string().contains("\"input\" must be a string"), "{e}");
         for bad in [0, MAX_BATCH + 1] {
             let e = requests("m", &prompts, bad, &[], &LlmBody::default()).unwrap_err();
             assert!(e.to_string().contains("--embedding-batch"), "{e}");

@@ -237,15 +237,17 @@ fn prompt_of(mut object: Map<String, Value>) -> Result<Prompt, String> {
     };
     // An embeddings line says `input` (what the endpoint calls it); one without `prompt` or
     // `messages` may say it for any API.
+    let mut text_key = "prompt";
     if !object.contains_key("prompt") && !object.contains_key("messages") {
         if let Some(input) = object.remove("input") {
             object.insert("prompt".into(), input);
+            text_key = "input";
         }
     }
     let input = match (object.remove("prompt"), object.remove("messages")) {
         (Some(_), Some(_)) => return Err("give \"prompt\" or \"messages\", not both".into()),
         (Some(Value::String(p)), None) => PromptInput::Text(p),
-        (Some(other), None) => return Err(format!("\"prompt\" must be a string, not {other}")),
+        (Some(other), None) => return Err(format!("\"{text_key}\" must be a string, not {other}")),
         (None, Some(Value::Array(m))) => {
             if m.is_empty() {
                 return Err("\"messages\" is empty".into());

@@ -152,8 +152,20 @@ fn default_timeouts_let_an_ordinary_stream_finish_and_an_impossible_bound_is_war
         "--output-tokens",
         "128",
     ]);
+    // The model the server lists: no warning that it is not.
     let args = [
-        "--llm", "openai", "-R", "10", "-c", "32", "-t", "1", "-d", "2s",
+        "--llm",
+        "openai",
+        "--model",
+        "candor-truth",
+        "-R",
+        "10",
+        "-c",
+        "32",
+        "-t",
+        "1",
+        "-d",
+        "2s",
     ];
     let (v, out) = run_json(&[&args[..], &[server.url.as_str()]].concat());
     assert_balanced(&v);

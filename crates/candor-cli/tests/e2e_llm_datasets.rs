@@ -65,9 +65,12 @@ fn serve(mut s: TcpStream, kept: &Mutex<Vec<serde_json::Value>>) {
             }
         }
         let body: Vec<u8> = buf.drain(..length).collect();
-        kept.lock()
-            .unwrap()
-            .push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
+        // Only the requests of the load: the backend probe's GET /v1/models is no body sent.
+        if head.starts_with("POST ") {
+            kept.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
+        }
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n",
             ANSWER.len()

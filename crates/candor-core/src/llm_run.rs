@@ -27,12 +27,85 @@ pub struct LlmSettings {
     /// Whole answers (`--no-stream`) rather than streams.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub whole_answers: bool,
+    /// Embeddings (`--llm openai-embeddings`): the inputs a request carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_batch: Option<u32>,
     /// `--llm-body`, as given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm_body: Option<String>,
     /// `--stream-timeout` and `--event-timeout` in seconds (0: none).
     pub stream_timeout_s: f64,
     pub event_timeout_s: f64,
+    /// What the server said of itself before the load (`GET /v1/models`, probed once); absent
+    /// in results written before the probe existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<LlmBackend>,
+}
+
+/// The backend an LLM run measured, as `GET {base}/v1/models` named it before the load: the
+/// models it listed (`id`, `owned_by`: vLLM says `vllm`) and its `Server` header. A probe that
+/// failed leaves `models` empty and says why in `unknown`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmBackend {
+    pub models: Vec<BackendModel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Why the models are not known (the probe's failure, in words).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+}
+
+/// One model of a `/v1/models` list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackendModel {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owned_by: Option<String>,
+}
+
+/// The most models a backend's list keeps (a server listing thousands is named by the first).
+pub const MAX_BACKEND_MODELS: usize = 16;
+
+impl LlmBackend {
+    /// The "backend" row: who owns the models and which they are, or why unknown.
+    pub fn describe(&self) -> String {
+        if self.models.is_empty() {
+            return format!(
+                "unknown ({})",
+                self.unknown.as_deref().unwrap_or("no models listed")
+            );
+        }
+        let mut owners: Vec<&str> = self
+            .models
+            .iter()
+            .filter_map(|m| m.owned_by.as_deref())
+            .collect();
+        owners.dedup();
+        let ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+        format!(
+            "{} (models: {})",
+            if owners.is_empty() {
+                "owner not said".to_string()
+            } else {
+                owners.join(", ")
+            },
+            ids.join(", ")
+        )
+    }
+
+    /// The warning when `model` (`--model`) is not among the models listed; none when the list
+    /// is unknown.
+    pub fn model_warning(&self, model: &str) -> Option<String> {
+        (!self.models.is_empty() && !self.models.iter().any(|m| m.id == model)).then(|| {
+            let ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+            format!(
+                "--model {model} is not among the models the server lists ({}): its requests may be refused",
+                ids.join(", ")
+            )
+        })
+    }
 }
 
 impl LlmSettings {
@@ -55,9 +128,14 @@ impl LlmSettings {
                 None => "none: counts not from the server's usage are estimates".into(),
             },
         ));
-        rows.push(("budget field", self.max_tokens_field.clone()));
+        if self.embedding_batch.is_none() {
+            rows.push(("budget field", self.max_tokens_field.clone()));
+        }
         if self.whole_answers {
             rows.push(("answers", "whole (--no-stream)".into()));
+        }
+        if let Some(n) = self.embedding_batch {
+            rows.push(("inputs per request", n.to_string()));
         }
         if let Some(b) = &self.llm_body {
             rows.push(("extra body fields", b.clone()));
@@ -70,7 +148,16 @@ impl LlmSettings {
             }
         };
         rows.push(("stream timeout", secs(self.stream_timeout_s)));
-        rows.push(("event timeout", secs(self.event_timeout_s)));
+        if self.embedding_batch.is_none() {
+            rows.push(("event timeout", secs(self.event_timeout_s)));
+        }
+        if let Some(b) = &self.backend {
+            rows.push(("backend", b.describe()));
+            rows.push((
+                "server",
+                b.server.clone().unwrap_or_else(|| "not said".into()),
+            ));
+        }
         rows
     }
 }
@@ -154,6 +241,41 @@ mod tests {
             (sum.responses, sum.usage_tokens, sum.tokenizer_tokens),
             (20, 400, 480)
         );
+    }
+
+    #[test]
+    fn the_backend_is_named_by_its_models_owner_and_server() {
+        let b = LlmBackend {
+            models: vec![BackendModel {
+                id: "llama".into(),
+                owned_by: Some("vllm".into()),
+            }],
+            server: Some("uvicorn".into()),
+            unknown: None,
+        };
+        let s = LlmSettings {
+            backend: Some(b.clone()),
+            ..Default::default()
+        };
+        let rows = s.rows();
+        assert!(rows.contains(&("backend", "vllm (models: llama)".into())));
+        assert!(rows.contains(&("server", "uvicorn".into())));
+        assert_eq!(b.model_warning("llama"), None);
+        assert!(b
+            .model_warning("gpt")
+            .unwrap()
+            .starts_with("--model gpt is not among the models the server lists (llama)"));
+        let unknown = LlmBackend {
+            unknown: Some("GET /v1/models: HTTP 404".into()),
+            ..Default::default()
+        };
+        assert_eq!(unknown.describe(), "unknown (GET /v1/models: HTTP 404)");
+        assert_eq!(unknown.model_warning("x"), None);
+        // Older results have no backend: no rows for it.
+        assert!(!LlmSettings::default()
+            .rows()
+            .iter()
+            .any(|(k, _)| *k == "backend"));
     }
 
     #[test]

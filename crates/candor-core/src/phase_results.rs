@@ -603,6 +603,10 @@ impl Goodput {
     }
 }
 
+fn is_zero_f64(n: &f64) -> bool {
+    *n == 0.0
+}
+
 /// The tokens of an LLM run's successful responses: output, input (the server's
 /// `usage.prompt_tokens`) and their total, each per second of the measured window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
@@ -622,6 +626,12 @@ pub struct LlmTokens {
     pub input_counted: u64,
     #[serde(default)]
     pub input_tokens_per_s: f64,
+    /// Embeddings (`--llm openai-embeddings`): the inputs embedded by successful answers (each
+    /// answer's `data` objects), and per second of the measured window; absent otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inputs: u64,
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub inputs_per_s: f64,
     /// Input plus output tokens, and per second.
     #[serde(default)]
     pub total_tokens: u64,
@@ -648,6 +658,7 @@ impl LlmTokens {
         };
         self.output_tokens_per_s = per_s(self.output_tokens);
         self.input_tokens_per_s = per_s(self.input_tokens);
+        self.inputs_per_s = per_s(self.inputs);
         self.total_tokens_per_s = per_s(self.total_tokens);
     }
 }

@@ -64,6 +64,8 @@ pub struct StreamAcc {
     /// LLM: the input tokens the server's usage reported, and how many responses said them.
     pub input_tokens: u64,
     pub input_counted: u64,
+    /// LLM embeddings: the inputs embedded by successful answers.
+    pub inputs: u64,
     pub tokens_from_usage: u64,
     pub tokens_from_chunks: u64,
     /// LLM: responses counted by the run's tokenizer, and (with usage too) the two compared.
@@ -94,6 +96,7 @@ impl StreamAcc {
             output_tokens: 0,
             input_tokens: 0,
             input_counted: 0,
+            inputs: 0,
             tokens_from_usage: 0,
             tokens_from_chunks: 0,
             tokens_from_tokenizer: 0,
@@ -135,6 +138,7 @@ impl StreamAcc {
         self.output_tokens = 0;
         self.input_tokens = 0;
         self.input_counted = 0;
+        self.inputs = 0;
         self.tokens_from_usage = 0;
         self.tokens_from_chunks = 0;
         self.tokens_from_tokenizer = 0;
@@ -163,6 +167,7 @@ impl StreamAcc {
             None => {}
         }
         self.output_tokens += o.output_tokens;
+        self.inputs += o.inputs;
         if let Some(n) = o.input_tokens {
             self.input_tokens += n;
             self.input_counted += 1;
@@ -220,6 +225,7 @@ impl StreamAcc {
         self.output_tokens += o.output_tokens;
         self.input_tokens += o.input_tokens;
         self.input_counted += o.input_counted;
+        self.inputs += o.inputs;
         self.tokens_from_usage += o.tokens_from_usage;
         self.tokens_from_chunks += o.tokens_from_chunks;
         self.tokens_from_tokenizer += o.tokens_from_tokenizer;

@@ -88,7 +88,8 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
         .filter(|(_, n)| *n > 0)
         .map(|(f, n)| (f.name().to_string(), n))
         .collect();
-    let llm = s.counted_responses() > 0;
+    // Embeddings count no output tokens: their inputs and input tokens make it an LLM run's.
+    let llm = s.counted_responses() > 0 || s.inputs > 0 || s.input_counted > 0;
     r.stream = Some(candor_core::results::StreamResults {
         responses: s.responses,
         events: s.events,
@@ -106,6 +107,7 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
                 counted_from_chunks: s.tokens_from_chunks,
                 input_tokens: s.input_tokens,
                 input_counted: s.input_counted,
+                inputs: s.inputs,
                 counted_by_tokenizer: s.tokens_from_tokenizer,
                 tokenizer_check: (s.tokenizer_check.responses > 0).then_some(s.tokenizer_check),
                 ..Default::default()

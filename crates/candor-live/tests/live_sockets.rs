@@ -87,6 +87,7 @@ fn outcome(completed: u64) -> RunOutcome {
             protocol_counts: Default::default(),
         },
         warmup: None,
+        llm_backend: None,
         intervals: Vec::new(),
         interrupted_after_ns: None,
         ended_early: None,

@@ -7,6 +7,7 @@
 //! `intended = completed + failed + unfinished`.
 
 mod collector;
+pub mod llm_backend;
 pub mod load_run;
 pub mod plan;
 pub mod probe;

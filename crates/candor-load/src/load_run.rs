@@ -74,6 +74,9 @@ pub struct RunOutcome {
     /// The requests the run compiled (HTTP requests): the names its per-request rows and
     /// failure examples go by.
     pub requests: Option<Arc<candor_workload::CompiledRequests>>,
+    /// An `--llm` run's backend as its `/v1/models` named it before the load (set by the
+    /// runner, which asks; see `llm_backend`).
+    pub llm_backend: Option<candor_core::results::LlmBackend>,
 }
 
 /// Runs the load test described by `config`, calling `on_interval` after each interval.
@@ -519,6 +522,7 @@ fn outcome(
         pool: (pool.connections() > 0).then(|| pool.results()),
         pacing,
         requests,
+        llm_backend: None,
     }
 }
 

@@ -308,6 +308,7 @@ fn core_on_simulated_time(
                     counted_tokens: Some(2),
                     tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
                     tpot_ns: Some(20_000),
+                    inputs: 0,
                     failure: None,
                 },
             );

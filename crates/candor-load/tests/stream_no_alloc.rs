@@ -148,7 +148,8 @@ fn an_llm_response_read_through_the_http1_parser_and_its_stream_tap_allocates_no
             kind: None,
             llm: true,
             counter: None,
-        whole: false,
+            whole: false,
+            embeddings: None,
         });
         let mut buf = vec![0u8; 64 * 1024];
         let (mut gaps, mut tokens) = (0u64, 0u64);
@@ -189,6 +190,73 @@ fn an_llm_response_read_through_the_http1_parser_and_its_stream_tap_allocates_no
         assert_eq!(after - before, 0, "allocations while reading LLM streams");
         assert_eq!(tokens, 51 * 100);
         assert!(gaps >= 51 * 99);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn an_embeddings_answer_read_through_the_http1_parser_allocates_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    std::thread::spawn(|| {
+        use candor_load::protocol::http1::{Progress, ResponseParser};
+        // 8 vectors of 2,000 values (about 120 KB, past the 64 KiB kept of a whole answer):
+        // counted as they pass, the answer's end (its usage) kept.
+        let vector = format!("[{}0.5]", "0.123456,".repeat(1_999));
+        let items: Vec<String> = (0..8)
+            .map(|i| format!("{{\"object\":\"embedding\",\"index\":{i},\"embedding\":{vector}}}"))
+            .collect();
+        let body = format!(
+            "{{\"object\":\"list\",\"data\":[{}],\"usage\":{{\"prompt_tokens\":96,\"total_tokens\":96}}}}",
+            items.join(",")
+        );
+        let mut wire = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        wire.extend_from_slice(body.as_bytes());
+        let mut parser = ResponseParser::new(false);
+        parser.observer().set_stream(StreamSettings {
+            kind: None,
+            llm: true,
+            counter: None,
+            whole: true,
+            embeddings: Some(8),
+        });
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut inputs = 0u64;
+        let mut run = |parser: &mut ResponseParser| {
+            let mut len = 0;
+            let mut at = 1_000u64;
+            for piece in wire.chunks(4096) {
+                buf[len..len + piece.len()].copy_from_slice(piece);
+                len += piece.len();
+                at += 1_000;
+                parser.observer().at(at);
+                match parser.feed(&buf[..len], false).unwrap() {
+                    Progress::NeedMore { consumed } => {
+                        buf.copy_within(consumed..len, 0);
+                        len -= consumed;
+                    }
+                    Progress::Done { .. } => {
+                        let o = parser.observer().tap().unwrap().take_outcome().unwrap();
+                        assert_eq!((o.inputs, o.input_tokens, o.failure), (8, Some(96), None));
+                        inputs += o.inputs;
+                        len = 0;
+                    }
+                }
+            }
+        };
+        run(&mut parser);
+        candor_testkit::mark_this_thread();
+        let before = candor_testkit::marked_allocations();
+        for _ in 0..20 {
+            run(&mut parser);
+        }
+        let after = candor_testkit::marked_allocations();
+        assert_eq!(after - before, 0, "allocations while reading embeddings answers");
+        assert_eq!(inputs, 21 * 8);
     })
     .join()
     .unwrap();

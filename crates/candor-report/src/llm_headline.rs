@@ -18,6 +18,9 @@ pub struct StreamHeadline {
     pub first_event: Option<Summary>,
     pub goodput: Option<Goodput>,
     pub output_tokens_per_s: Option<f64>,
+    /// Embeddings (`--llm openai-embeddings`): their latency (the response time), inputs and
+    /// input tokens per second, in place of the token measures they do not have.
+    pub embeddings: Option<(Summary, f64, f64)>,
 }
 
 impl StreamHeadline {
@@ -32,6 +35,13 @@ impl StreamHeadline {
             first_event: p.first_event.clone(),
             goodput: s.goodput.clone(),
             output_tokens_per_s: s.llm.map(|t| t.output_tokens_per_s),
+            embeddings: s.llm.filter(|t| t.inputs > 0).map(|t| {
+                (
+                    p.response_time.clone(),
+                    t.inputs_per_s,
+                    t.input_tokens_per_s,
+                )
+            }),
         })
     }
 
@@ -46,6 +56,12 @@ impl StreamHeadline {
                 out.push((format!("{name} p99"), at(s, 99.0)));
             }
         };
+        if let Some((latency, inputs, tokens)) = &self.embeddings {
+            pair("latency", &Some(latency.clone()));
+            out.push(("inputs/s".into(), format!("{inputs:.1}")));
+            out.push(("input tokens/s".into(), format!("{tokens:.1}")));
+            return out;
+        }
         if self.ttft.is_some() {
             pair("TTFT", &self.ttft);
         } else {
@@ -211,6 +227,32 @@ mod tests {
             goodput: Some(Goodput::of("ttft<500ms".into(), 90, 99, 100, 10.0)),
         });
         p
+    }
+
+    #[test]
+    fn an_embeddings_run_leads_with_latency_inputs_and_input_tokens() {
+        let mut p = llm_phase();
+        p.ttft = None;
+        p.tpot = None;
+        p.itl = None;
+        p.response_time = summary(&[20_000_000; 99]);
+        let s = p.stream.as_mut().unwrap();
+        s.goodput = None;
+        s.llm = Some(LlmTokens {
+            inputs: 40,
+            inputs_per_s: 4.0,
+            input_tokens_per_s: 48.0,
+            ..Default::default()
+        });
+        let h = StreamHeadline::of(&p).unwrap();
+        let figures = h.figures();
+        let names: Vec<&str> = figures.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            ["latency p50", "latency p99", "inputs/s", "input tokens/s"]
+        );
+        assert_eq!(figures[2].1, "4.0");
+        assert_eq!(figures[3].1, "48.0");
     }
 
     #[test]

@@ -50,13 +50,18 @@ pub fn stream_section(p: &PhaseResults) -> String {
         let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
         out.push_str(&legend(&names));
     }
-    let _ = write!(
-        out,
-        "  streams:  {} responses delivered {} events ({:.1} per response)",
-        format_count(s.responses),
-        format_count(s.events),
-        s.events_per_response
-    );
+    if s.llm.is_some_and(|t| t.inputs > 0) {
+        // Embeddings are read whole: they have no events to count.
+        out.push_str("  answers:  embeddings, each read whole");
+    } else {
+        let _ = write!(
+            out,
+            "  streams:  {} responses delivered {} events ({:.1} per response)",
+            format_count(s.responses),
+            format_count(s.events),
+            s.events_per_response
+        );
+    }
     if !s.failures.is_empty() {
         let named: Vec<String> = s
             .failures
@@ -112,6 +117,24 @@ fn conversation_line(c: &candor_core::results::Conversations) -> String {
 /// second; a count made from content chunks is said to be an estimate, and a tokenizer that
 /// disagreed with the server is named in the results' warnings.
 fn token_lines(t: &candor_core::results::LlmTokens) -> String {
+    if t.inputs > 0 {
+        // Embeddings: inputs in, vectors out; no output tokens to count.
+        let tokens = if t.input_counted > 0 {
+            format!(
+                "{} input tokens (the server's usage, {} responses), {:.1}/s",
+                format_count(t.input_tokens),
+                format_count(t.input_counted),
+                t.input_tokens_per_s
+            )
+        } else {
+            "input tokens: the server's usage did not say them".into()
+        };
+        return format!(
+            "  inputs:   {} inputs embedded by the answers that succeeded, {:.1}/s; {tokens}\n",
+            format_count(t.inputs),
+            t.inputs_per_s
+        );
+    }
     let mut ways = Vec::new();
     for (n, way) in [
         (t.counted_from_usage, "the server's usage"),
@@ -218,8 +241,26 @@ fn failure_words(name: &str) -> Option<&'static str> {
              it had no [DONE] (a server that ignored \"stream\": true?)"
         }
         "timeout" => "--timeout ran out mid-stream (class timeout)",
+        "embedding_count" => {
+            "an embeddings answer's data held another number of embeddings than the inputs sent"
+        }
         _ => return None,
     })
+}
+
+/// [`tokens_over_time`] of a run's intervals; empty for embeddings, which have no output
+/// tokens (their inputs/s lead the report).
+pub fn run_tokens_over_time(r: &candor_core::results::RunResults) -> String {
+    let embeddings = r
+        .main
+        .stream
+        .as_ref()
+        .and_then(|s| s.llm)
+        .is_some_and(|t| t.inputs > 0);
+    if embeddings {
+        return String::new();
+    }
+    tokens_over_time(&r.intervals)
 }
 
 /// An LLM run's output tokens per second over its measured intervals of full length (a short

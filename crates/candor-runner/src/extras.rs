@@ -127,13 +127,11 @@ impl RunExtras {
         }
         for o in &slo.objectives {
             use candor_analysis::slo::Measure;
+            // Embeddings are read whole: they have no events or tokens to time.
+            let streamed = config.stream.llm && config.stream.embeddings.is_none();
             let recorded = match o.measure {
-                Measure::FirstEvent | Measure::EventGap => {
-                    config.stream.kind.is_some() || config.stream.llm
-                }
-                Measure::Ttft | Measure::TtftService | Measure::Itl | Measure::Tpot => {
-                    config.stream.llm
-                }
+                Measure::FirstEvent | Measure::EventGap => config.stream.kind.is_some() || streamed,
+                Measure::Ttft | Measure::TtftService | Measure::Itl | Measure::Tpot => streamed,
                 _ => true,
             };
             if let (false, Some(flag)) = (recorded, o.measure.needs()) {

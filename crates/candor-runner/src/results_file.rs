@@ -21,6 +21,11 @@ pub fn run_results(
     if let (RecordedConfig::Run(r), Some(_)) = (&mut recorded, config.start_at_wall_ns) {
         r.late_start_s = Some(outcome.late_start_ns as f64 / 1e9);
     }
+    if let (RecordedConfig::Run(r), Some(b)) = (&mut recorded, &outcome.llm_backend) {
+        if let Some(llm) = &mut r.llm {
+            llm.backend = Some(b.clone());
+        }
+    }
     let mut warnings = verdicts(config, &main);
     warnings.extend(outcome.main.warnings.iter().cloned());
     let check = main.stream.as_ref().and_then(|s| s.llm?.tokenizer_check);

@@ -79,6 +79,17 @@ pub struct ServeArgs {
     /// first byte, or its body DUR plus its length at 64 KiB/s after the head [default: 10s].
     #[arg(long, value_name = "DUR", requires = "llm")]
     pub head_timeout: Option<DurationArg>,
+    /// With --llm: time from reading an embeddings request (/v1/embeddings) to its answer
+    /// [default: 20ms].
+    #[arg(long, value_name = "DUR", requires = "llm")]
+    pub embed_latency: Option<DurationArg>,
+    /// With --llm: an embeddings answer also waits DUR per input token (4/3 of a word)
+    /// [default: 0].
+    #[arg(long, value_name = "DUR", requires = "llm")]
+    pub embed_per_token: Option<DurationArg>,
+    /// With --llm: the values of every embedding vector, 1 to 4096 [default: 16].
+    #[arg(long, value_name = "N", requires = "llm")]
+    pub embed_dim: Option<u32>,
 }
 
 pub fn to_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
@@ -125,6 +136,15 @@ pub fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
     }
     if let Some(d) = &args.head_timeout {
         config.head_timeout_ns = d.ns();
+    }
+    if let Some(d) = &args.embed_latency {
+        config.embed_latency_ns = d.ns();
+    }
+    if let Some(d) = &args.embed_per_token {
+        config.embed_per_token_ns = d.ns();
+    }
+    if let Some(n) = args.embed_dim {
+        config.embed_dim = n;
     }
     config.stall = stall(args)?;
     if let Some(kind) = &args.llm_fault {

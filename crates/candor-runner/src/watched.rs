@@ -11,6 +11,10 @@ use candor_load::{IntervalReport, RunOutcome, RunPlan};
 use std::io::Write as _;
 use std::sync::Arc;
 
+/// How long the backend probe of an `--llm` run (`GET /v1/models`) may take: it names the
+/// server, it must not hold the run up.
+const BACKEND_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A hook called with the monotonic instant of the first intended send.
 pub type OnStart = Arc<dyn Fn(u64) + Send + Sync>;
 
@@ -69,6 +73,13 @@ pub fn execute_watched(
     if let Some(probed) = interrupt::unless_stopped(&stop, probes).map_err(RunnerError::Thread)? {
         probed?;
     }
+    let backend = config.llm_settings.as_ref().map(|s| {
+        let b = candor_load::llm_backend::probe(config, BACKEND_PROBE_TIMEOUT);
+        if let Some(w) = b.model_warning(&s.model) {
+            eprintln!("candor: warning: {w}");
+        }
+        b
+    });
     announce_wait(config);
     live_view::begin(config);
     push_view::begin(config);
@@ -97,7 +108,8 @@ pub fn execute_watched(
             let _ = err.flush();
         }
     };
-    let outcome = candor_load::run(config, options, &mut on_interval)?;
+    let mut outcome = candor_load::run(config, options, &mut on_interval)?;
+    outcome.llm_backend = backend;
     live_view::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
     push_view::finish(&outcome, config);
     if live {

@@ -241,8 +241,11 @@ fn close_mid_stream_cuts_the_connection_after_half_the_tokens() {
 fn unknown_paths_and_bodies_that_are_not_json_are_refused_and_the_connection_kept() {
     let server = llm::start(config(2)).unwrap();
     let (mut s, mut r) = connect(&server);
-    let sent = send(&mut s, "/v1/embeddings", "{}");
+    let sent = send(&mut s, "/v1/rerank", "{}");
     assert_eq!(read_reply(&mut r, sent).status, 404);
+    // An embeddings request without inputs.
+    let sent = send(&mut s, "/v1/embeddings", "{}");
+    assert_eq!(read_reply(&mut r, sent).status, 400);
     let sent = send(&mut s, "/v1/chat/completions", "not json");
     assert_eq!(read_reply(&mut r, sent).status, 400);
     let sent = send(&mut s, "/v1/chat/completions", STREAM);

@@ -7,6 +7,7 @@
 
 pub mod answer;
 pub mod count;
+pub mod embeddings;
 pub mod goodput;
 pub mod json_key;
 pub mod line;

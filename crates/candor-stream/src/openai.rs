@@ -298,10 +298,12 @@ pub enum LlmFailure {
     /// `--timeout` ran out while the stream was coming (the request fails in class `timeout`;
     /// what the stream had delivered is counted).
     Timeout,
+    /// An embeddings answer's `data` held another number of embeddings than the inputs sent.
+    EmbeddingCount,
 }
 
 impl LlmFailure {
-    pub const ALL: [LlmFailure; 10] = [
+    pub const ALL: [LlmFailure; 11] = [
         LlmFailure::ErrorEvent,
         LlmFailure::NoDone,
         LlmFailure::Cut,
@@ -312,6 +314,7 @@ impl LlmFailure {
         LlmFailure::BadUsage,
         LlmFailure::NotEventStream,
         LlmFailure::Timeout,
+        LlmFailure::EmbeddingCount,
     ];
 
     /// Its place in [`Self::ALL`].
@@ -332,6 +335,7 @@ impl LlmFailure {
             LlmFailure::BadUsage => "bad_usage",
             LlmFailure::NotEventStream => "not_event_stream",
             LlmFailure::Timeout => "timeout",
+            LlmFailure::EmbeddingCount => "embedding_count",
         }
     }
 

@@ -30,6 +30,9 @@ pub struct StreamSettings {
     /// LLM: the answers are whole JSON bodies (`"stream": false`, `--no-stream`), not streams:
     /// their usage (and, with a tokenizer, their text) is read once each has ended.
     pub whole: bool,
+    /// LLM whole answers are embeddings (`--llm openai-embeddings`), each of this many inputs:
+    /// their `data` objects are counted as they arrive and must be as many.
+    pub embeddings: Option<u32>,
 }
 
 /// One gap between consecutive events, and whether it is also an inter-token latency (both
@@ -64,6 +67,8 @@ pub struct StreamOutcome {
     /// server's usage gave the count (then the two are compared).
     pub counted_tokens: Option<u64>,
     pub tpot_ns: Option<u64>,
+    /// Embeddings: the inputs a successful answer embedded (its `data` objects); 0 otherwise.
+    pub inputs: u64,
     /// How it failed, if it did.
     pub failure: Option<LlmFailure>,
 }
@@ -89,6 +94,8 @@ pub struct StreamTap {
     text: String,
     /// A whole answer's body (`whole` settings only; no storage otherwise).
     answer: super::answer::AnswerBuffer,
+    /// An embeddings answer's objects, counted as its body arrives.
+    embedded: super::embeddings::EmbeddingScan,
     /// Whether the tokenizer counts the current answer (see [`CROSS_CHECK_EVERY`]).
     counting: bool,
     /// Whether this reader's previous answer carried the server's usage.
@@ -132,6 +139,7 @@ impl StreamTap {
             } else {
                 0
             }),
+            embedded: Default::default(),
             gaps: Vec::with_capacity(gaps),
             outcome: None,
             counting: false,
@@ -191,11 +199,15 @@ impl StreamTap {
         self.last_event = 0;
         self.llm = LlmProgress::default();
         self.answer.clear();
+        self.embedded.clear();
     }
 
     /// The next bytes of the current response's body.
     pub fn body(&mut self, bytes: &[u8]) {
         if self.settings.whole && self.settings.llm {
+            if self.settings.embeddings.is_some() {
+                self.embedded.feed(bytes);
+            }
             self.answer.feed(bytes);
             return;
         }
@@ -275,6 +287,11 @@ impl StreamTap {
         if self.active.is_none() && !self.settings.llm {
             return;
         }
+        if let (true, Some(n)) = (self.settings.llm, self.settings.embeddings) {
+            self.outcome = Some(self.embeddings_outcome(n, end, status));
+            self.clear();
+            return;
+        }
         if self.settings.llm && self.settings.whole {
             self.outcome = Some(self.whole_outcome(end, status));
             self.clear();
@@ -319,6 +336,7 @@ impl StreamTap {
             input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),
             counted_tokens: llm.filter(|_| succeeded).and_then(|o| o.counted_tokens),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
+            inputs: 0,
             failure,
         });
         self.clear();
@@ -375,6 +393,49 @@ impl StreamTap {
             input_tokens: read.prompt_tokens.filter(|_| succeeded),
             counted_tokens: counted.filter(|_| succeeded),
             tpot_ns: None,
+            inputs: 0,
+            failure,
+        }
+    }
+
+    /// What an embeddings answer came to: its `data` objects against the inputs sent, its
+    /// input tokens from its usage; a failure named as a whole answer's would be.
+    fn embeddings_outcome(&mut self, expected: u32, end: StreamEnd, status: u16) -> StreamOutcome {
+        use super::answer::read_answer;
+        let read = self.embedded.read();
+        let tail = read_answer(self.answer.bytes(), self.answer.lost_front());
+        let failure = if let Some(f) = LlmFailure::for_status(status) {
+            Some(f)
+        } else if !(200..300).contains(&status) {
+            None
+        } else {
+            match end {
+                StreamEnd::Cut => Some(LlmFailure::Cut),
+                StreamEnd::Timeout | StreamEnd::EventTimeout => Some(LlmFailure::Timeout),
+                StreamEnd::Unfinished => None,
+                StreamEnd::Complete if read.error => Some(LlmFailure::ErrorEvent),
+                StreamEnd::Complete if read.not_json => Some(LlmFailure::NotJson),
+                StreamEnd::Complete => match read.data {
+                    None => Some(LlmFailure::NotOpenai),
+                    Some(n) if n != u64::from(expected) => Some(LlmFailure::EmbeddingCount),
+                    Some(_) => None,
+                },
+            }
+        };
+        let succeeded =
+            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
+        StreamOutcome {
+            events: 0,
+            first_event: None,
+            first_token: None,
+            last_event: None,
+            last_token: None,
+            output_tokens: 0,
+            tokens_from: None,
+            input_tokens: tail.prompt_tokens.filter(|_| succeeded),
+            counted_tokens: None,
+            tpot_ns: None,
+            inputs: if succeeded { u64::from(expected) } else { 0 },
             failure,
         }
     }
@@ -454,400 +515,5 @@ fn push(gaps: &mut Vec<Gap>, g: Gap) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tap(kind: Option<StreamKind>, llm: bool) -> StreamTap {
-        StreamTap::new(StreamSettings {
-            kind,
-            llm,
-            counter: None,
-            whole: false,
-        })
-    }
-
-    fn gaps(t: &mut StreamTap) -> Vec<(u64, bool)> {
-        let mut v = Vec::new();
-        t.drain_gaps(|g| v.push((g.ns, g.token)));
-        v
-    }
-
-    #[test]
-    fn sse_events_are_timed_by_the_read_that_completed_them() {
-        let mut t = tap(None, false);
-        t.head(Some(b"text/event-stream"));
-        t.at(100);
-        t.body(b"data: a\n\nda");
-        t.at(150);
-        t.body(b"ta: b\n\n: comment\n\n");
-        t.at(190);
-        t.body(b"data: c\n\n");
-        assert_eq!(gaps(&mut t), vec![(50, false), (40, false)]);
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!((o.events, o.first_event, o.failure), (3, Some(100), None));
-        assert_eq!(t.take_outcome(), None);
-    }
-
-    #[test]
-    fn without_a_kind_only_an_event_stream_is_read() {
-        let mut t = tap(None, false);
-        t.head(Some(b"application/json"));
-        assert!(!t.active());
-        t.body(b"data: a\n\n");
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(t.take_outcome(), None);
-    }
-
-    #[test]
-    fn lines_and_chunks_are_events_of_their_own() {
-        let mut t = tap(Some(StreamKind::Lines), false);
-        t.head(Some(b"application/json"));
-        t.at(10);
-        t.body(b"{\"a\":1}\n\n{\"b\"");
-        t.at(25);
-        t.body(b":2}\n");
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(gaps(&mut t), vec![(15, false)]);
-        assert_eq!(t.take_outcome().unwrap().events, 2);
-        let mut t = tap(Some(StreamKind::Chunks), false);
-        t.head(None);
-        for (at, piece) in [(5u64, &b"ab"[..]), (7, b"cd")] {
-            t.at(at);
-            t.body(piece);
-            t.chunk_end();
-        }
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(gaps(&mut t), vec![(2, false)]);
-        assert_eq!(t.take_outcome().unwrap().first_event, Some(5));
-    }
-
-    #[test]
-    fn a_stream_cut_after_events_fails_with_them_counted() {
-        let mut t = tap(Some(StreamKind::Sse), false);
-        t.head(None);
-        t.at(3);
-        t.body(b"data: x\n\n");
-        t.end(StreamEnd::Cut, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!((o.events, o.failure), (1, Some(LlmFailure::Cut)));
-    }
-
-    #[test]
-    fn llm_streams_count_tokens_and_name_their_failures() {
-        let mut t = tap(None, true);
-        t.head(Some(b"text/event-stream"));
-        t.at(100);
-        t.body(b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n");
-        t.at(200);
-        t.body(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
-        t.at(230);
-        t.body(b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n");
-        t.body(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n");
-        assert_eq!(
-            gaps(&mut t),
-            vec![
-                (100, false),
-                (30, false),
-                (30, true),
-                (0, false),
-                (0, false)
-            ]
-        );
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!((o.first_token, o.output_tokens), (Some(200), 2));
-        assert_eq!(
-            (o.tokens_from, o.tpot_ns),
-            (Some(TokenSource::Usage), Some(30))
-        );
-        assert_eq!((o.events, o.failure), (5, None));
-        // A 429 is rate_limited; a stream without [DONE] is no_done.
-        t.head(Some(b"application/json"));
-        t.end(StreamEnd::Complete, 429);
-        assert_eq!(
-            t.take_outcome().unwrap().failure,
-            Some(LlmFailure::RateLimited)
-        );
-        t.head(Some(b"text/event-stream"));
-        t.body(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(t.take_outcome().unwrap().failure, Some(LlmFailure::NoDone));
-    }
-
-    const TOKEN: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
-    const USAGE_7: &[u8] = b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\n";
-
-    #[test]
-    fn the_input_tokens_of_usage_are_read_for_a_stream_that_succeeded() {
-        let mut t = tap(None, true);
-        let usage = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":1,\"total_tokens\":13}}\n\n";
-        let mut run = |body: &[u8], end: StreamEnd| {
-            t.head(Some(b"text/event-stream"));
-            t.body(body);
-            t.end(end, 200);
-            let o = t.take_outcome().unwrap();
-            (o.input_tokens, o.output_tokens)
-        };
-        let whole = [TOKEN, &usage[..], b"data: [DONE]\n\n"].concat();
-        assert_eq!(run(&whole, StreamEnd::Complete), (Some(12), 1));
-        // Cut before [DONE]: failed, neither count is the run's.
-        assert_eq!(
-            run(&[TOKEN, &usage[..]].concat(), StreamEnd::Cut),
-            (None, 0)
-        );
-        // No usage: no input count (output from the chunks).
-        assert_eq!(
-            run(&[TOKEN, b"data: [DONE]\n\n"].concat(), StreamEnd::Complete),
-            (None, 1)
-        );
-        // A nonsense prompt_tokens is ignored, not failed.
-        let odd =
-            b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":-4,\"completion_tokens\":1}}\n\n";
-        assert_eq!(
-            run(
-                &[TOKEN, &odd[..], b"data: [DONE]\n\n"].concat(),
-                StreamEnd::Complete
-            ),
-            (None, 1)
-        );
-    }
-
-    #[test]
-    fn only_a_stream_that_succeeded_adds_output_tokens() {
-        let mut t = tap(None, true);
-        let mut run = |head: &[u8], body: &[u8], end: StreamEnd, status: u16| {
-            t.head(Some(head));
-            t.at(10);
-            t.body(body);
-            t.end(end, status);
-            let o = t.take_outcome().unwrap();
-            (o.output_tokens, o.failure, o.first_token)
-        };
-        let sse = &b"text/event-stream"[..];
-        let whole = [TOKEN, USAGE_7, b"data: [DONE]\n\n"].concat();
-        assert_eq!(
-            run(sse, &whole, StreamEnd::Complete, 200),
-            (7, None, Some(10))
-        );
-        // A 429 (or any refusal) with an event-stream body: failed, its tokens not output.
-        assert_eq!(
-            run(sse, &whole, StreamEnd::Complete, 429),
-            (0, Some(LlmFailure::RateLimited), Some(10))
-        );
-        assert_eq!(
-            run(sse, &whole, StreamEnd::Complete, 500),
-            (0, None, Some(10))
-        );
-        // Failed streams keep their first token but add no tokens.
-        let no_done = [TOKEN, USAGE_7].concat();
-        assert_eq!(
-            run(sse, &no_done, StreamEnd::Complete, 200),
-            (0, Some(LlmFailure::NoDone), Some(10))
-        );
-        assert_eq!(
-            run(sse, &no_done, StreamEnd::Timeout, 200),
-            (0, Some(LlmFailure::Timeout), Some(10))
-        );
-        // Left unfinished by the run's end: no failure, and not a success either.
-        assert_eq!(
-            run(sse, &no_done, StreamEnd::Unfinished, 200),
-            (0, None, Some(10))
-        );
-        let garbage = [TOKEN, b"data: not json\n\n", b"data: [DONE]\n\n"].concat();
-        assert_eq!(
-            run(sse, &garbage, StreamEnd::Complete, 200),
-            (0, Some(LlmFailure::NotJson), Some(10))
-        );
-        // Tokens and usage after [DONE] are no part of the answer.
-        let after = [TOKEN, b"data: [DONE]\n\n", USAGE_7, TOKEN].concat();
-        assert_eq!(
-            run(sse, &after, StreamEnd::Complete, 200),
-            (1, None, Some(10))
-        );
-    }
-
-    #[test]
-    fn an_answer_that_is_not_an_event_stream_says_so() {
-        let mut t = tap(None, true);
-        t.head(Some(b"application/json"));
-        t.body(b"{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}");
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(
-            t.take_outcome().unwrap().failure,
-            Some(LlmFailure::NotEventStream)
-        );
-        // Events without the header, and a proper end, are a stream all the same.
-        t.head(None);
-        t.body(&[TOKEN, b"data: [DONE]\n\n"].concat());
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(t.take_outcome().unwrap().failure, None);
-        // An event stream that stops early still stopped mid-way.
-        t.head(Some(b"text/event-stream"));
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(t.take_outcome().unwrap().failure, Some(LlmFailure::NoDone));
-    }
-
-    #[test]
-    fn a_byte_order_mark_opening_an_llm_stream_loses_no_event() {
-        let mut t = tap(None, true);
-        t.head(Some(b"text/event-stream"));
-        t.at(5);
-        t.body(&[&b"\xEF\xBB\xBF"[..], TOKEN, b"data: [DONE]\n\n"].concat());
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!((o.events, o.first_token, o.output_tokens), (2, Some(5), 1));
-    }
-
-    struct Chars;
-    impl crate::count::TokenCounter for Chars {
-        fn count_tokens(&self, text: &str) -> u64 {
-            text.chars().count() as u64
-        }
-    }
-    static CHARS: Chars = Chars;
-
-    #[test]
-    fn a_tokenizer_counts_each_content_chunks_text_and_usage_still_wins() {
-        let mut t = StreamTap::new(StreamSettings {
-            kind: None,
-            llm: true,
-            counter: Some(Counter(&CHARS)),
-            whole: false,
-        });
-        let chunk = |text: &str| {
-            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
-        };
-        let answer = [chunk("H\\u00e9llo"), chunk(" w\\\"r"), chunk("ld")].concat();
-        t.head(Some(b"text/event-stream"));
-        t.body(answer.as_bytes());
-        t.body(b"data: [DONE]\n\n");
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        // "Héllo" 5 + " w\"r" 4 + "ld" 2, each chunk's text decoded from its JSON string.
-        assert_eq!((o.output_tokens, o.counted_tokens), (11, Some(11)));
-        assert_eq!(o.tokens_from, Some(TokenSource::Tokenizer));
-        t.head(Some(b"text/event-stream"));
-        t.body(answer.as_bytes());
-        t.body(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":3}}\n\ndata: [DONE]\n\n");
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!((o.output_tokens, o.counted_tokens), (3, Some(11)));
-        assert_eq!(o.tokens_from, Some(TokenSource::Usage));
-        // After an answer with usage the next is not counted (a check, sampled): without usage
-        // of its own it falls back to its chunks; the one after it is counted again.
-        t.head(Some(b"text/event-stream"));
-        t.body(b"data: {\"choices\":[{\"text\":\"abc\"}]}\n\ndata: [DONE]\n\n");
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!((o.output_tokens, o.counted_tokens), (1, None));
-        assert_eq!(o.tokens_from, Some(TokenSource::Chunks));
-        // A completion chunk's `text`, and an answer without content: 0 by the tokenizer.
-        t.head(Some(b"text/event-stream"));
-        t.body(b"data: {\"choices\":[{\"text\":\"abc\"}]}\n\ndata: [DONE]\n\n");
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(t.take_outcome().unwrap().counted_tokens, Some(3));
-        t.head(Some(b"text/event-stream"));
-        t.body(b"data: [DONE]\n\n");
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!(
-            (o.output_tokens, o.tokens_from),
-            (0, Some(TokenSource::Tokenizer))
-        );
-    }
-
-    #[test]
-    fn with_usage_the_tokenizer_checks_one_answer_in_cross_check_every() {
-        let mut t = StreamTap::new(StreamSettings {
-            kind: None,
-            llm: true,
-            counter: Some(Counter(&CHARS)),
-            whole: false,
-        });
-        let mut counted = Vec::new();
-        for i in 0..(2 * CROSS_CHECK_EVERY + 1) {
-            t.head(Some(b"text/event-stream"));
-            t.body(b"data: {\"choices\":[{\"text\":\"abcd\"}]}\n\n");
-            t.body(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":1}}\n\n");
-            t.body(b"data: [DONE]\n\n");
-            t.end(StreamEnd::Complete, 200);
-            let o = t.take_outcome().unwrap();
-            assert_eq!(o.output_tokens, 1, "usage wins, counted or not");
-            if o.counted_tokens.is_some() {
-                assert_eq!(o.counted_tokens, Some(4));
-                counted.push(i);
-            }
-        }
-        assert_eq!(counted, [0, CROSS_CHECK_EVERY, 2 * CROSS_CHECK_EVERY]);
-    }
-
-    #[test]
-    fn a_whole_answer_is_read_at_its_end_by_its_usage_or_its_text() {
-        let settings = |counter| StreamSettings {
-            kind: None,
-            llm: true,
-            counter,
-            whole: true,
-        };
-        let answer = br#"{"choices":[{"message":{"role":"assistant","content":"h\u00e9llo"}}],"usage":{"prompt_tokens":4,"completion_tokens":2}}"#;
-        let mut t = StreamTap::new(settings(None));
-        t.head(Some(b"application/json"));
-        assert!(!t.active());
-        t.body(&answer[..20]);
-        t.body(&answer[20..]);
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!(
-            (o.output_tokens, o.input_tokens, o.failure),
-            (2, Some(4), None)
-        );
-        assert_eq!(
-            (o.events, o.first_token, o.tokens_from),
-            (0, None, Some(TokenSource::Usage))
-        );
-        // With a tokenizer the text is counted too ("héllo": 5 by the char counter).
-        let mut t = StreamTap::new(settings(Some(Counter(&CHARS))));
-        t.head(Some(b"application/json"));
-        t.body(answer);
-        t.end(StreamEnd::Complete, 200);
-        assert_eq!(t.take_outcome().unwrap().counted_tokens, Some(5));
-        t.head(Some(b"application/json"));
-        t.body(br#"{"choices":[{"text":"abc"}]}"#);
-        t.end(StreamEnd::Complete, 200);
-        let o = t.take_outcome().unwrap();
-        assert_eq!(
-            (o.output_tokens, o.tokens_from),
-            (3, Some(TokenSource::Tokenizer))
-        );
-        // Failures: not JSON, an error object, cut, 429; none add tokens.
-        for (body, end, status, failure) in [
-            (
-                &b"oops"[..],
-                StreamEnd::Complete,
-                200,
-                Some(LlmFailure::NotJson),
-            ),
-            (
-                br#"{"error":{"message":"x"}}"#,
-                StreamEnd::Complete,
-                200,
-                Some(LlmFailure::ErrorEvent),
-            ),
-            (&answer[..30], StreamEnd::Cut, 200, Some(LlmFailure::Cut)),
-            (
-                &b""[..],
-                StreamEnd::Complete,
-                429,
-                Some(LlmFailure::RateLimited),
-            ),
-            (&b"bad"[..], StreamEnd::Complete, 500, None),
-        ] {
-            t.head(Some(b"application/json"));
-            t.body(body);
-            t.end(end, status);
-            let o = t.take_outcome().unwrap();
-            assert_eq!((o.failure, o.output_tokens), (failure, 0), "{body:?}");
-        }
-    }
-}
+#[path = "tap_tests.rs"]
+mod tests;

@@ -5,6 +5,7 @@
 pub mod check;
 pub mod conversation;
 pub mod data;
+pub mod embed_requests;
 pub mod pick;
 pub mod profile;
 pub mod prompts;

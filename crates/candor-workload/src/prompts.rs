@@ -16,6 +16,8 @@ pub enum LlmApi {
     Chat,
     /// `POST /v1/completions` with `prompt`.
     Completions,
+    /// `POST /v1/embeddings` with `input` (a batch of texts), answered whole.
+    Embeddings,
 }
 
 impl LlmApi {
@@ -23,6 +25,7 @@ impl LlmApi {
         match self {
             LlmApi::Chat => "/v1/chat/completions",
             LlmApi::Completions => "/v1/completions",
+            LlmApi::Embeddings => "/v1/embeddings",
         }
     }
 
@@ -31,6 +34,7 @@ impl LlmApi {
         match self {
             LlmApi::Chat => "openai",
             LlmApi::Completions => "openai-completions",
+            LlmApi::Embeddings => "openai-embeddings",
         }
     }
 }
@@ -47,6 +51,7 @@ impl std::str::FromStr for LlmApi {
         match s {
             "openai" => Ok(LlmApi::Chat),
             "openai-completions" => Ok(LlmApi::Completions),
+            "openai-embeddings" => Ok(LlmApi::Embeddings),
             other => Err(PromptError::UnknownApi(other.to_string())),
         }
     }
@@ -155,7 +160,7 @@ impl LlmBody {
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PromptError {
-    #[error("unknown --llm '{0}': expected openai or openai-completions")]
+    #[error("unknown --llm '{0}': expected openai, openai-completions or openai-embeddings")]
     UnknownApi(String),
     #[error("{file}:{line}: {why}")]
     Line {
@@ -230,10 +235,19 @@ fn prompt_of(mut object: Map<String, Value>) -> Result<Prompt, String> {
             }
         },
     };
+    // An embeddings line says `input` (what the endpoint calls it); one without `prompt` or
+    // `messages` may say it for any API.
+    let mut text_key = "prompt";
+    if !object.contains_key("prompt") && !object.contains_key("messages") {
+        if let Some(input) = object.remove("input") {
+            object.insert("prompt".into(), input);
+            text_key = "input";
+        }
+    }
     let input = match (object.remove("prompt"), object.remove("messages")) {
         (Some(_), Some(_)) => return Err("give \"prompt\" or \"messages\", not both".into()),
         (Some(Value::String(p)), None) => PromptInput::Text(p),
-        (Some(other), None) => return Err(format!("\"prompt\" must be a string, not {other}")),
+        (Some(other), None) => return Err(format!("\"{text_key}\" must be a string, not {other}")),
         (None, Some(Value::Array(m))) => {
             if m.is_empty() {
                 return Err("\"messages\" is empty".into());
@@ -279,15 +293,8 @@ pub fn requests(
     requests_with(api, model, prompts, extra_headers, &LlmBody::default())
 }
 
-/// [`requests`] with `body`'s fields in every body (`--llm-body`), under each prompt's own
-/// fields, and its budget spelled as the prompt's line did, else as `body.budget_key`.
-pub fn requests_with(
-    api: LlmApi,
-    model: &str,
-    prompts: &[Prompt],
-    extra_headers: &[String],
-    body: &LlmBody,
-) -> Result<Vec<RequestSpec>, PromptError> {
+/// `Content-Type: application/json` and `extra_headers` (`-H`) but their own content type.
+pub(crate) fn json_headers(extra_headers: &[String]) -> Vec<String> {
     let mut headers = vec!["Content-Type: application/json".to_string()];
     headers.extend(
         extra_headers
@@ -299,6 +306,19 @@ pub fn requests_with(
             })
             .cloned(),
     );
+    headers
+}
+
+/// [`requests`] with `body`'s fields in every body (`--llm-body`), under each prompt's own
+/// fields, and its budget spelled as the prompt's line did, else as `body.budget_key`.
+pub fn requests_with(
+    api: LlmApi,
+    model: &str,
+    prompts: &[Prompt],
+    extra_headers: &[String],
+    body: &LlmBody,
+) -> Result<Vec<RequestSpec>, PromptError> {
+    let headers = json_headers(extra_headers);
     prompts
         .iter()
         .enumerate()
@@ -319,6 +339,12 @@ pub fn requests_with(
                 (LlmApi::Completions, PromptInput::Text(prompt)) => {
                     ("prompt", Value::String(prompt.clone()))
                 }
+                (LlmApi::Embeddings, PromptInput::Text(t)) => ("input", json!([t])),
+                (LlmApi::Embeddings, PromptInput::Messages(_)) => return Err(PromptError::Line {
+                    file: "prompts".into(),
+                    line: i + 1,
+                    why: "\"messages\" are chat's: --llm openai-embeddings takes \"prompt\" or \"input\"".into(),
+                }),
                 (LlmApi::Completions, PromptInput::Messages(_)) => return Err(PromptError::Line {
                     file: "prompts".into(),
                     line: i + 1,

@@ -312,6 +312,7 @@ fn each_booking_offers_its_record() {
         input_tokens: Some(5),
         counted_tokens: None,
         tpot_ns: Some(500),
+        inputs: 0,
         failure: None,
     };
     let e = Exchange {

@@ -59,11 +59,19 @@ pub(crate) fn chart_data(
             spectra.push(one);
         }
     }
-    let tokens = r.intervals.iter().any(|iv| {
-        iv.stream
-            .as_ref()
-            .is_some_and(|s| s.output_tokens.is_some())
-    });
+    // Embeddings have no output tokens: their inputs/s are in the headline card.
+    let embeddings = r
+        .main
+        .stream
+        .as_ref()
+        .and_then(|s| s.llm)
+        .is_some_and(|t| t.inputs > 0);
+    let tokens = !embeddings
+        && r.intervals.iter().any(|iv| {
+            iv.stream
+                .as_ref()
+                .is_some_and(|s| s.output_tokens.is_some())
+        });
     if spectra.is_empty() && !tokens {
         return Ok(None);
     }

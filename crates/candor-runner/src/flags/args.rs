@@ -180,8 +180,9 @@ pub struct LoadArgs {
     pub stream: Option<String>,
     /// Benchmark an OpenAI-compatible LLM server: POST /v1/chat/completions (openai) or
     /// /v1/completions (openai-completions), streaming with usage; measures TTFT, ITL, TPOT and
-    /// output tokens. The URL is the server's base (its path is replaced).
-    #[arg(long, value_name = "API", value_parser = ["openai", "openai-completions"],
+    /// output tokens. openai-embeddings: POST /v1/embeddings, latency and inputs/s. The URL is
+    /// the server's base (its path is replaced).
+    #[arg(long, value_name = "API", value_parser = ["openai", "openai-completions", "openai-embeddings"],
           conflicts_with_all = ["requests", "body", "body_file", "method"])]
     pub llm: Option<String>,
     /// --llm: the model name sent with every request.
@@ -258,6 +259,10 @@ pub struct LoadArgs {
     /// is bounded by --stream-timeout (or -T, whichever is longer).
     #[arg(long, requires = "llm")]
     pub no_stream: bool,
+    /// --llm openai-embeddings: inputs per request (vLLM's bench serve sends one; guidellm's
+    /// embeddings requests one each), from 1 to 2048 [default: 1].
+    #[arg(long, value_name = "N", requires = "llm")]
+    pub embedding_batch: Option<u32>,
     /// --llm: a JSON object of body fields merged into every request, e.g.
     /// '{"ignore_eos": true, "temperature": 0}' (a --prompts line's own fields win).
     #[arg(long, value_name = "JSON", requires = "llm")]

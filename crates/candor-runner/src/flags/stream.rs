@@ -157,6 +157,15 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         }
     }
     .map_err(|e| FlagError::Invalid(e.to_string()))?;
+    if api == LlmApi::Embeddings {
+        return embeddings(a, c, &list, tokenizer);
+    }
+    if a.embedding_batch.is_some() {
+        return Err(FlagError::Invalid(
+            "--embedding-batch is the inputs of an embeddings request: it needs --llm openai-embeddings"
+                .into(),
+        ));
+    }
     let max_output = list.iter().map(prompts::Prompt::max_tokens).max().flatten();
     let (bound, flag) = if c.stream_timeout_ns != 0 {
         (c.stream_timeout_ns, "--stream-timeout")
@@ -198,6 +207,59 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     Ok(())
 }
 
+/// `--llm openai-embeddings`: batches of inputs, each answer read whole and its embeddings
+/// counted. What has no meaning for an embedding is refused in one line; the output budget
+/// flags, which have defaults, are ignored (docs/streams.md says so).
+fn embeddings(
+    a: &LoadArgs,
+    c: &mut LoadConfig,
+    list: &[candor_load::workload::prompts::Prompt],
+    tokenizer: Option<candor_load::workload::tokenizer::Tokenizer>,
+) -> Result<()> {
+    use candor_load::workload::{embed_requests, prompts};
+    let refuse = |flag: &str, why: &str| {
+        Err(FlagError::Invalid(format!(
+            "{flag} cannot be given with --llm openai-embeddings: {why}"
+        )))
+    };
+    if a.no_stream {
+        return refuse("--no-stream", "an embeddings answer is always read whole");
+    }
+    if a.event_timeout.is_some() {
+        return refuse("--event-timeout", "an embeddings answer has no events");
+    }
+    if let Some(slo) = &c.goodput {
+        if slo.ttft.is_some() || slo.tpot.is_some() {
+            return refuse(
+                "--goodput on ttft or tpot",
+                "an embedding has no tokens out (use e2el)",
+            );
+        }
+    }
+    let invalid = |e: prompts::PromptError| FlagError::Invalid(e.to_string());
+    let body = prompts::LlmBody {
+        fields: match &a.llm_body {
+            Some(text) => prompts::LlmBody::parse(text).map_err(invalid)?,
+            None => Default::default(),
+        },
+        ..Default::default()
+    };
+    let batch = a.embedding_batch.unwrap_or(1);
+    c.requests =
+        embed_requests::requests(&a.model, list, batch, &a.headers, &body).map_err(invalid)?;
+    c.method = "POST".to_string();
+    c.stream.llm = true;
+    c.stream.whole = true;
+    c.stream.embeddings = Some(batch);
+    // An answer's first byte is its end: the bound of a whole answer applies, as --no-stream's.
+    c.timeout_ns = c.timeout_ns.max(c.stream_timeout_ns);
+    let mut settings = llm_settings(a, c, tokenizer.as_ref());
+    settings.output_tokens = "none (embeddings)".into();
+    settings.embedding_batch = Some(batch);
+    c.llm_settings = Some(settings);
+    Ok(())
+}
+
 /// The settings of an `--llm` run as its results record them (defaults included).
 fn llm_settings(
     a: &LoadArgs,
@@ -231,6 +293,8 @@ fn llm_settings(
         prefix_tokens: a.prefix_tokens,
         max_tokens_field: a.max_tokens_field.clone(),
         whole_answers: a.no_stream,
+        embedding_batch: None,
+        backend: None,
         llm_body: a.llm_body.clone(),
         stream_timeout_s: c.stream_timeout_ns as f64 / 1e9,
         event_timeout_s: c.event_timeout_ns as f64 / 1e9,
@@ -240,14 +304,13 @@ fn llm_settings(
 /// `--stream`, `--llm` and `--goodput`, set into `c`.
 pub(super) fn stream_flags(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     stream_timeout(a, c)?;
-    llm_and_stream(a, c)?;
     if let Some(text) = &a.goodput {
         c.goodput = Some(
             candor_load::stream::goodput::GoodputSlo::parse(text)
                 .map_err(|e| FlagError::Invalid(e.to_string()))?,
         );
     }
-    Ok(())
+    llm_and_stream(a, c)
 }
 
 #[cfg(test)]

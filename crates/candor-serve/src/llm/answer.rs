@@ -1,7 +1,7 @@
 //! What an answer says and how it is written: the endpoint's JSON, streamed as server-sent
 //! events at their instants or written whole, each write held by a stall like any other.
 
-use super::config::{LlmConfig, LlmFaultKind};
+use super::config::{LlmConfig, LlmFaultKind, SERVER};
 use candor_core::exact_sleep::sleep_until_absolute;
 use candor_core::now_ns;
 use std::fmt::Write as _;
@@ -18,6 +18,8 @@ pub(super) const WORDS: [&str; 8] = [
 pub(super) enum Endpoint {
     Chat,
     Completions,
+    /// `/v1/embeddings`, answered by `embed.rs`.
+    Embeddings,
 }
 
 /// A plain (not streamed) answer with a JSON or text body, held by a stall like any write.
@@ -35,10 +37,11 @@ pub(super) fn respond_plain(
         404 => "Not Found",
         408 => "Request Timeout",
         429 => "Too Many Requests",
+        500 => "Internal Server Error",
         _ => "Error",
     };
     let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+        "HTTP/1.1 {status} {reason}\r\n{SERVER}Content-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
         body.len(),
         if keep { "" } else { "Connection: close\r\n" }
     );
@@ -86,7 +89,7 @@ impl Answer<'_> {
                     self.id, self.model
                 )
             }
-            Endpoint::Completions => format!(
+            Endpoint::Completions | Endpoint::Embeddings => format!(
                 "{{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\"{word} \",\"finish_reason\":{finish}}}]}}",
                 self.id, self.model
             ),
@@ -103,7 +106,7 @@ impl Answer<'_> {
         keep: bool,
     ) -> io::Result<bool> {
         let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n{}\r\n",
+            "HTTP/1.1 200 OK\r\n{SERVER}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n{}\r\n",
             if keep { "" } else { "Connection: close\r\n" }
         );
         sleep_until_absolute(times[0]);
@@ -135,7 +138,7 @@ impl Answer<'_> {
                     event.clear();
                     let object = match self.endpoint {
                         Endpoint::Chat => "chat.completion.chunk",
-                        Endpoint::Completions => "text_completion",
+                        Endpoint::Completions | Endpoint::Embeddings => "text_completion",
                     };
                     let _ = write!(
                         event,
@@ -173,7 +176,7 @@ impl Answer<'_> {
                 self.model,
                 self.usage()
             ),
-            Endpoint::Completions => format!(
+            Endpoint::Completions | Endpoint::Embeddings => format!(
                 "{{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\"{text}\",\"finish_reason\":\"length\"}}],\"usage\":{}}}",
                 self.id,
                 self.model,
@@ -188,7 +191,7 @@ impl Answer<'_> {
             // Without a stream there is no middle: the server fails the request as a whole.
             let err = "{\"error\":{\"message\":\"generation failed (candor serve --llm fault)\",\"type\":\"server_error\",\"code\":500}}";
             let head = format!(
-                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+                "HTTP/1.1 500 Internal Server Error\r\n{SERVER}Content-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
                 err.len(),
                 if keep { "" } else { "Connection: close\r\n" }
             );
@@ -197,7 +200,7 @@ impl Answer<'_> {
             return Ok(keep);
         }
         let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+            "HTTP/1.1 200 OK\r\n{SERVER}Content-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
             body.len(),
             if keep { "" } else { "Connection: close\r\n" }
         );

@@ -26,6 +26,11 @@ pub struct RequestBody {
     /// Words (split on whitespace) of the string `prompt` and of every message's string
     /// `content`.
     pub prompt_words: u64,
+    /// Embeddings: the inputs of `input` (a string is one; an array's strings, or arrays of
+    /// token ids, are one each; an array of token ids alone is one), and their tokens (each
+    /// string's by its words, see `timing::prompt_tokens`; a token-id array's by its length).
+    pub inputs: u64,
+    pub input_tokens: u64,
 }
 
 impl RequestBody {
@@ -37,6 +42,8 @@ impl RequestBody {
             max_tokens: top.max_tokens.or(top.max_completion_tokens),
             include_usage: top.include_usage.0.unwrap_or(false),
             prompt_words: top.prompt_words + top.message_words.0,
+            inputs: top.input.count,
+            input_tokens: top.input.tokens,
         })
     }
 }
@@ -147,6 +154,7 @@ enum Key {
     Prompt,
     Messages,
     Content,
+    Input,
     #[serde(other)]
     Other,
 }
@@ -160,6 +168,23 @@ struct Top {
     include_usage: StreamOptions,
     prompt_words: u64,
     message_words: Messages,
+    input: Inputs,
+}
+
+/// An embeddings request's `input`: how many inputs, and their tokens.
+#[derive(Default)]
+struct Inputs {
+    count: u64,
+    tokens: u64,
+}
+
+/// One element of an `input` array: a string's tokens, a token-id array's length, or (a bare
+/// number, the array being one input of token ids) one token.
+enum InputItem {
+    Text(u64),
+    Ids(u64),
+    Id,
+    Other,
 }
 
 /// `stream_options.include_usage`.
@@ -190,6 +215,96 @@ deserialize_any_with!(Top, TopVisitor);
 deserialize_any_with!(StreamOptions, StreamOptionsVisitor);
 deserialize_any_with!(Messages, MessagesVisitor);
 deserialize_any_with!(Message, MessageVisitor);
+deserialize_any_with!(Inputs, InputsVisitor);
+deserialize_any_with!(InputItem, InputItemVisitor);
+
+impl<'de> Visitor<'de> for InputsVisitor {
+    type Value = Inputs;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Inputs, E> {
+        Ok(Inputs::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Inputs, E> {
+        Ok(Inputs::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Inputs, E> {
+        Ok(Inputs::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Inputs, E> {
+        Ok(Inputs::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Inputs, E> {
+        Ok(Inputs::default())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Inputs, A::Error> {
+        let mut inputs = Inputs::default();
+        let mut ids = 0u64;
+        while let Some(item) = seq.next_element::<InputItem>()? {
+            match item {
+                InputItem::Text(t) | InputItem::Ids(t) => {
+                    inputs.count += 1;
+                    inputs.tokens = inputs.tokens.saturating_add(t);
+                }
+                InputItem::Id => ids += 1,
+                InputItem::Other => {}
+            }
+        }
+        if ids > 0 {
+            // An array of token ids is one input.
+            inputs.count += 1;
+            inputs.tokens = inputs.tokens.saturating_add(ids);
+        }
+        Ok(inputs)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Inputs, E> {
+        Ok(Inputs {
+            count: 1,
+            tokens: super::timing::prompt_tokens(v.split_whitespace().count() as u64),
+        })
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Inputs, A::Error> {
+        IgnoredAny.visit_map(map).map(|_| Inputs::default())
+    }
+}
+
+impl<'de> Visitor<'de> for InputItemVisitor {
+    type Value = InputItem;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<InputItem, E> {
+        Ok(InputItem::Text(super::timing::prompt_tokens(
+            v.split_whitespace().count() as u64,
+        )))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<InputItem, E> {
+        Ok(InputItem::Id)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<InputItem, E> {
+        Ok(InputItem::Other)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<InputItem, E> {
+        Ok(InputItem::Other)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<InputItem, E> {
+        Ok(InputItem::Other)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<InputItem, E> {
+        Ok(InputItem::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<InputItem, A::Error> {
+        let mut n = 0u64;
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        Ok(InputItem::Ids(n))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<InputItem, A::Error> {
+        IgnoredAny.visit_map(map).map(|_| InputItem::Other)
+    }
+}
 
 impl<'de> Visitor<'de> for TopVisitor {
     type Value = Top;
@@ -212,6 +327,7 @@ impl<'de> Visitor<'de> for TopVisitor {
                 Key::StreamOptions => top.include_usage = map.next_value()?,
                 Key::Prompt => top.prompt_words = map.next_value::<Scalar>()?.words(),
                 Key::Messages => top.message_words = map.next_value()?,
+                Key::Input => top.input = map.next_value()?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -306,6 +422,8 @@ mod tests {
                 max_tokens: Some(7),
                 include_usage: true,
                 prompt_words: 5,
+                inputs: 0,
+                input_tokens: 0,
             }
         );
         let body = read(r#"{"prompt":"a b\nc","max_completion_tokens":3}"#);
@@ -333,6 +451,8 @@ mod tests {
                 max_tokens: None,
                 include_usage: false,
                 prompt_words: 2,
+                inputs: 0,
+                input_tokens: 0,
             }
         );
         // A body that is not an object asks for nothing.
@@ -340,6 +460,22 @@ mod tests {
         assert_eq!(read("  7 "), RequestBody::default());
         // Duplicate keys: the last counts.
         assert!(read(r#"{"stream":false,"stream":true}"#).stream);
+    }
+
+    #[test]
+    fn an_embeddings_input_is_counted_by_inputs_and_their_tokens() {
+        // "a b c" is 3 words, 4 tokens (ceil(3 * 4 / 3)); "x" 1 word, 2 tokens.
+        let b = read(r#"{"model":"m","input":["a b c","x"]}"#);
+        assert_eq!((b.inputs, b.input_tokens), (2, 6));
+        let b = read(r#"{"input":"a b c"}"#);
+        assert_eq!((b.inputs, b.input_tokens), (1, 4));
+        // Token ids: an array of them is one input; arrays of them one each.
+        let b = read(r#"{"input":[1,2,3]}"#);
+        assert_eq!((b.inputs, b.input_tokens), (1, 3));
+        let b = read(r#"{"input":[[1,2],[3],"a"]}"#);
+        assert_eq!((b.inputs, b.input_tokens), (3, 5));
+        assert_eq!(read(r#"{"input":{"a":1}}"#).inputs, 0);
+        assert_eq!(read(r#"{"prompt":"a"}"#).inputs, 0);
     }
 
     #[test]

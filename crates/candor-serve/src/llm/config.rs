@@ -36,6 +36,9 @@ pub const HEAD_TIMEOUT_NS: u64 = 10_000_000_000;
 /// faster, and the worst case, a 16 MiB body, still gets 256 s plus the head timeout.
 pub const MIN_BODY_RATE: u64 = 64 * 1024;
 
+/// The `Server` header line of every answer, so that a client's backend probe can name it.
+pub(super) const SERVER: &str = "Server: candor\r\n";
+
 /// How the streaming server answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmConfig {
@@ -62,10 +65,23 @@ pub struct LlmConfig {
     /// Never send `usage`, even when a request asks for it (`stream_options.include_usage`),
     /// as servers that ignore the option do: the client must count the output tokens itself.
     pub no_usage: bool,
+    /// `/v1/embeddings`: from reading a request to its answer, plus this per input token
+    /// (by [`TOKENS_PER_WORD`]), and the length of every vector.
+    pub embed_latency_ns: u64,
+    pub embed_per_token_ns: u64,
+    pub embed_dim: u32,
 }
 
+/// The longest embedding vector served: 4,096 (the largest common models'); an answer of
+/// [`MAX_EMBED_INPUTS`] of them is written piece by piece, never held whole.
+pub const MAX_EMBED_DIM: u32 = 4096;
+
+/// The most inputs one embeddings request may carry (OpenAI's limit); more are answered 400.
+pub const MAX_EMBED_INPUTS: u64 = 2048;
+
 impl LlmConfig {
-    /// TTFT 100 ms, ITL 20 ms, 128 tokens, no stall, no fault.
+    /// TTFT 100 ms, ITL 20 ms, 128 tokens, no stall, no fault; embeddings of 16 values in
+    /// 20 ms.
     pub fn new(listen: SocketAddr) -> LlmConfig {
         LlmConfig {
             listen,
@@ -79,6 +95,9 @@ impl LlmConfig {
             idle_timeout_ns: IDLE_TIMEOUT_NS,
             head_timeout_ns: HEAD_TIMEOUT_NS,
             no_usage: false,
+            embed_latency_ns: 20_000_000,
+            embed_per_token_ns: 0,
+            embed_dim: 16,
         }
     }
 
@@ -101,6 +120,9 @@ impl LlmConfig {
         if self.max_connections == 0 {
             return Err(LlmError::NoConnections);
         }
+        if self.embed_dim == 0 || self.embed_dim > MAX_EMBED_DIM {
+            return Err(LlmError::EmbedDim(self.embed_dim));
+        }
         Ok(())
     }
 
@@ -117,10 +139,17 @@ impl LlmConfig {
             None => "none".to_string(),
         };
         format!(
-            "LLM streaming, ttft {}, itl {}, {} output tokens, stall {stall}, fault {fault}{}",
+            "LLM streaming, ttft {}, itl {}, {} output tokens, embeddings of {} in {}{}, stall {stall}, fault {fault}{}",
             ms(self.ttft_ns),
             ms(self.itl_ns),
             self.output_tokens,
+            self.embed_dim,
+            ms(self.embed_latency_ns),
+            if self.embed_per_token_ns > 0 {
+                format!(" + {} an input token", ms(self.embed_per_token_ns))
+            } else {
+                String::new()
+            },
             if self.no_usage { ", no usage" } else { "" }
         )
     }

@@ -73,9 +73,11 @@ pub(super) fn serve_connection(
             Err(e) => return Err(e),
         };
         let keep = head.keep_alive;
-        let endpoint = match head.path.split('?').next().unwrap_or("") {
+        let path = head.path.split('?').next().unwrap_or("");
+        let endpoint = match path {
             "/v1/chat/completions" => Some(Endpoint::Chat),
             "/v1/completions" => Some(Endpoint::Completions),
+            "/v1/embeddings" => Some(Endpoint::Embeddings),
             _ => None,
         };
         let body = match read_body(&mut reader, config, head.length, endpoint.is_some()) {
@@ -88,8 +90,16 @@ pub(super) fn serve_connection(
         let read_ns = now_ns();
         let (endpoint, request) = match (endpoint, body) {
             (Some(endpoint), Body::Parsed(request)) => (endpoint, request),
+            (None, _) if path == "/v1/models" => {
+                let body = super::embed::models_body(config);
+                respond_plain(&mut out, started_ns, config, 200, &body, keep)?;
+                if keep {
+                    continue;
+                }
+                return Ok(());
+            }
             (None, _) => {
-                let body = "{\"error\":{\"message\":\"unknown endpoint: use /v1/chat/completions or /v1/completions\",\"type\":\"invalid_request_error\",\"code\":404}}";
+                let body = "{\"error\":{\"message\":\"unknown endpoint: use /v1/chat/completions, /v1/completions, /v1/embeddings or /v1/models\",\"type\":\"invalid_request_error\",\"code\":404}}";
                 respond_plain(&mut out, started_ns, config, 404, body, keep)?;
                 if keep {
                     continue;
@@ -109,6 +119,14 @@ pub(super) fn serve_connection(
             let n = shared.fault_count.fetch_add(1, Ordering::Relaxed) + 1;
             (n % f.every == 0).then_some(f.kind)
         });
+        if endpoint == Endpoint::Embeddings {
+            if !embeddings(
+                &mut out, config, shared, started_ns, read_ns, &request, fault, keep,
+            )? {
+                return Ok(());
+            }
+            continue;
+        }
         let id = shared.id.fetch_add(1, Ordering::Relaxed);
         let tokens = output_tokens(config, request.max_tokens);
         emission_times(config, started_ns, read_ns, tokens, &mut times);
@@ -136,6 +154,49 @@ pub(super) fn serve_connection(
             return Ok(());
         }
     }
+}
+
+/// Answers an embeddings request: refused when it has no inputs or more than
+/// [`MAX_EMBED_INPUTS`](super::config::MAX_EMBED_INPUTS); a 429 for the rate-limit fault, a
+/// 500 for the mid-stream ones (an embedding has no middle), else its vectors at their instant.
+/// Whether the connection stays open.
+#[allow(clippy::too_many_arguments)]
+fn embeddings(
+    out: &mut TcpStream,
+    config: &LlmConfig,
+    shared: &LlmState,
+    started_ns: u64,
+    read_ns: u64,
+    request: &super::body::RequestBody,
+    fault: Option<LlmFaultKind>,
+    keep: bool,
+) -> io::Result<bool> {
+    use super::config::MAX_EMBED_INPUTS;
+    use super::embed::{answer_at, embed_time};
+    if request.inputs == 0 || request.inputs > MAX_EMBED_INPUTS {
+        let body = "{\"error\":{\"message\":\"input must be a string or an array of 1 to 2048 strings or token arrays\",\"type\":\"invalid_request_error\",\"code\":400}}";
+        respond_plain(out, started_ns, config, 400, body, keep)?;
+        return Ok(keep);
+    }
+    let at = embed_time(config, started_ns, read_ns, request.input_tokens);
+    let open = match fault {
+        Some(LlmFaultKind::RateLimit) => {
+            let body = "{\"error\":{\"message\":\"rate limited by candor serve --llm\",\"type\":\"rate_limit_error\",\"code\":429}}";
+            respond_plain(out, started_ns, config, 429, body, keep)?;
+            keep
+        }
+        Some(LlmFaultKind::ErrorMidStream | LlmFaultKind::CloseMidStream) => {
+            candor_core::exact_sleep::sleep_until_absolute(at);
+            let body = "{\"error\":{\"message\":\"embedding failed (candor serve --llm fault)\",\"type\":\"server_error\",\"code\":500}}";
+            respond_plain(out, started_ns, config, 500, body, keep)?;
+            keep
+        }
+        _ => answer_at(out, config, at, request.inputs, request.input_tokens, keep)?,
+    };
+    if fault.is_none() {
+        shared.served.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(open)
 }
 
 /// The request's output length: the server's, or a smaller `max_tokens`.

@@ -14,6 +14,7 @@ mod answer;
 pub mod body;
 mod config;
 mod connection;
+mod embed;
 mod error;
 mod request;
 mod server;
@@ -24,8 +25,9 @@ mod timing;
 
 pub use config::{
     LlmConfig, LlmFault, LlmFaultKind, HEAD_TIMEOUT_NS, IDLE_TIMEOUT_NS, MAX_CONNECTIONS,
-    MIN_BODY_RATE, TOKENS_PER_WORD,
+    MAX_EMBED_DIM, MAX_EMBED_INPUTS, MIN_BODY_RATE, TOKENS_PER_WORD,
 };
+pub use embed::embed_time;
 pub use error::LlmError;
 pub use server::{start, LlmServer};
 pub use timing::{emission_times, prompt_tokens};

@@ -73,6 +73,7 @@ fn sse(kind: Option<candor_stream::StreamKind>, llm: bool) -> candor_stream::tap
         llm,
         counter: None,
         whole: false,
+        embeddings: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn llm(n: usize, count: u64) -> Shape {
         llm: true,
         counter: None,
         whole: false,
+        embeddings: None,
     };
     s
 }

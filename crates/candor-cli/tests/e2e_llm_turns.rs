@@ -177,22 +177,19 @@ fn sharegpt_conversations_carry_their_recorded_answers_and_completions_are_refus
     assert_eq!(req(&v, "completed"), 5);
     assert!(turns.iter().all(|t| (t.1, t.2) == (7, 4)), "{turns:?}");
 
-    // Completions have no messages: refused in one line before any load.
-    let out = candor()
-        .args([
-            "run",
-            "--llm",
-            "openai-completions",
-            "--turns",
-            "3",
-            &server.url,
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("candor: error: --multi-turn and --turns") && err.lines().count() == 1,
-        "{err}"
-    );
+    // Completions and embeddings have no messages: refused in one line before any load.
+    for api in ["openai-completions", "openai-embeddings"] {
+        let out = candor()
+            .args(["run", "--llm", api, "--turns", "3", &server.url])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("candor: error: --multi-turn and --turns")
+                && err.trim_end().ends_with(api)
+                && err.lines().count() == 1,
+            "{err}"
+        );
+    }
 }

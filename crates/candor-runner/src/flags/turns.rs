@@ -28,10 +28,11 @@ pub(super) fn conversations(
         }
         return Ok(None);
     }
-    if api == LlmApi::Completions {
-        return invalid(
-            "--multi-turn and --turns send each turn's earlier messages: they need --llm openai (chat), not openai-completions",
-        );
+    if api != LlmApi::Chat {
+        return Err(FlagError::Invalid(format!(
+            "--multi-turn and --turns send each turn's earlier messages: they need --llm openai (chat), not {}",
+            api.name()
+        )));
     }
     if a.turns == Some(0) || a.max_turns == Some(0) {
         return invalid("--turns and --max-turns must be at least 1");

@@ -218,7 +218,7 @@ fn capacity_with_a_goodput_no_request_can_meet_exits_3_at_the_lowest_rate() {
     let dir = scratch("llm-goodput-none");
     let json = dir.join("capacity.json");
     let out = candor()
-        .args(["capacity", "--min", "10", "--max", "20", "--max-steps", "2"])
+        .args(["capacity", "--min", "10", "--max", "20", "--max-steps", "3"])
         .args(["--pause", "0s", "-d", "1s"])
         .args(LLM)
         .args([

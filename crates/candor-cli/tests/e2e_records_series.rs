@@ -91,7 +91,23 @@ fn itl_and_event_gaps_rebuilt_from_records_are_the_runs_own() {
     let report = candor().arg("report").arg(&records).output().unwrap();
     assert!(report.status.success(), "{}", text(&report));
     let t = text(&report);
-    assert!(t.lines().any(|l| l.trim_start().starts_with("itl")), "{t}");
+    // The stream table has ITL and event gap columns, with the run's sample counts.
+    let header = t
+        .lines()
+        .position(|l| l.contains(" itl ") && l.contains("event gap"))
+        .unwrap_or_else(|| panic!("{t}"));
+    let samples = t
+        .lines()
+        .skip(header)
+        .find(|l| l.trim_start().starts_with("samples"))
+        .unwrap_or_else(|| panic!("{t}"));
+    for m in ["itl", "event_gap"] {
+        let n = v[m]["count"].to_string();
+        assert!(
+            samples.split_whitespace().any(|w| w.replace(',', "") == n),
+            "{m} {n}: {samples}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

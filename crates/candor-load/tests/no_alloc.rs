@@ -165,8 +165,8 @@ fn load_threads_do_not_allocate_per_request() {
 
 #[test]
 fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
-    // With streams' outcomes, --goodput's judgement and --event-timeout's watch on every
-    // request.
+    // With streams' outcomes and gaps, --goodput's judgement, --event-timeout's watch and
+    // --records (each request's record and its gaps) on every request.
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const MS: u64 = 1_000_000;
     const START: u64 = 1_000 * MS;
@@ -180,6 +180,10 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
     config.stream.llm = true;
     config.goodput =
         Some(candor_load::stream::goodput::GoodputSlo::parse("ttft<1ms,tpot<1ms,e2el<1s").unwrap());
+    let path =
+        std::env::temp_dir().join(format!("candor-no-alloc-sim-{}.jsonl", std::process::id()));
+    let (sink, writer) = candor_load::records::open(&path, Vec::new()).unwrap();
+    config.records = Some(sink);
     // Bounded channels, as the run uses: they hold their slots from the start.
     let (to_collector, intervals) = crossbeam_channel::bounded(16);
     let (to_pool, pool) = crossbeam_channel::bounded(16);
@@ -233,6 +237,12 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
             answers.pop_front();
             // Its stream: the first token 40 us before the end, the last 20 us after it.
             let first = now - 40_000;
+            // Three gaps between its four events, one of them between its two tokens.
+            let gap = |ns, token| candor_load::stream::tap::Gap { ns, token };
+            core.stream_gap(slot, gap(10_000, false));
+            core.stream_gap(slot, gap(20_000, false));
+            core.stream_gap(slot, gap(20_000, true));
+            core.stream_gap(slot, gap(5_000, false));
             core.stream_event(slot, now - 20_000);
             core.stream_outcome(
                 slot,
@@ -294,5 +304,18 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
     assert_eq!(
         allocations, 0,
         "the core allocated {allocations} times in steady state"
+    );
+    drop(core);
+    let summary = writer.finish().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    // Simulated time outruns the writer: some records and gaps may be dropped, never lost.
+    assert_eq!(summary.written + summary.dropped, 100_000, "{summary:?}");
+    assert_eq!(text.lines().count() as u64, summary.written);
+    let whole = "\"itl_ns\":[20000],\"event_gaps_ns\":[10000,20000,5000]}";
+    assert!(
+        text.lines().any(|l| l.ends_with(whole)),
+        "{}",
+        text.lines().next().unwrap_or("")
     );
 }

@@ -84,6 +84,8 @@ fn a_sweep_reports_ttft_from_both_sends_tpot_goodput_and_tokens_per_step() {
     assert!((10.0 * MS..30.0 * MS).contains(&tpot), "tpot p50 {tpot}");
     let good = low["stream"]["goodput"]["fraction"].as_f64().unwrap();
     assert!(good > 0.9, "goodput share at 10/s {good}");
+    // The bounds it was judged by are in the step's recorded settings.
+    assert_eq!(low["config"]["llm"]["goodput"], "ttft<500ms");
     // 60/s: past 33.3/s the backlog grows by at least 26.7 requests a second from the start,
     // so by the measured window (after the 1 s warm-up) every wait is over 0.8 s.
     let high = step(&v, 1);

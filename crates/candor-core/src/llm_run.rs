@@ -33,6 +33,10 @@ pub struct LlmSettings {
     /// `--stream-timeout` and `--event-timeout` in seconds (0: none).
     pub stream_timeout_s: f64,
     pub event_timeout_s: f64,
+    /// The per-request bounds goodput was judged by (`--goodput`, or those the `--slo`
+    /// latencies set), e.g. `ttft<500ms,tpot<50ms`; absent: no goodput was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<String>,
 }
 
 impl LlmSettings {
@@ -71,6 +75,9 @@ impl LlmSettings {
         };
         rows.push(("stream timeout", secs(self.stream_timeout_s)));
         rows.push(("event timeout", secs(self.event_timeout_s)));
+        if let Some(g) = &self.goodput {
+            rows.push(("goodput bounds", g.clone()));
+        }
         rows
     }
 }
@@ -170,5 +177,14 @@ mod tests {
         )));
         assert!(rows.contains(&("event timeout", "none".into())));
         assert!(!rows.iter().any(|(k, _)| *k == "shared prefix tokens"));
+        assert!(!rows.iter().any(|(k, _)| *k == "goodput bounds"));
+        let judged = LlmSettings {
+            goodput: Some("ttft<500ms".into()),
+            ..s
+        };
+        assert_eq!(
+            judged.rows().last(),
+            Some(&("goodput bounds", "ttft<500ms".to_string()))
+        );
     }
 }

@@ -86,6 +86,24 @@ fn a_sweep_reports_ttft_from_both_sends_tpot_goodput_and_tokens_per_step() {
     assert!(good > 0.9, "goodput share at 10/s {good}");
     // The bounds it was judged by are in the step's recorded settings.
     assert_eq!(low["config"]["llm"]["goodput"], "ttft<500ms");
+    // Goodput over time: every interval says how many good responses completed in it; at
+    // 10/s (all good) they add up to the completions of the intervals.
+    let ivs = low["intervals"].as_array().unwrap();
+    let sum = |k: &str| -> u64 {
+        ivs.iter()
+            .map(|i| i["stream"][k].as_u64().or(i[k].as_u64()).unwrap())
+            .sum()
+    };
+    assert!(
+        ivs.iter().all(|i| i["stream"]["good_per_s"].is_f64()),
+        "{ivs:?}"
+    );
+    let (good, done) = (sum("good"), sum("completed"));
+    assert!(good > 0 && good <= done, "{good} good of {done} completed");
+    assert!(
+        good as f64 >= 0.9 * done as f64,
+        "{good} good of {done} completed"
+    );
     // 60/s: past 33.3/s the backlog grows by at least 26.7 requests a second from the start,
     // so by the measured window (after the 1 s warm-up) every wait is over 0.8 s.
     let high = step(&v, 1);

@@ -401,11 +401,15 @@ impl Ledger {
             }
             _ => (false, false),
         };
-        let p = &mut self.phases[phase];
-        if let Some(s) = &mut p.stream {
+        // In its phase (by its intended send) and in the interval it completed in.
+        for s in [&mut self.phases[phase].stream, &mut self.interval.stream]
+            .into_iter()
+            .flatten()
+        {
             s.good += u64::from(good.0);
             s.good_service += u64::from(good.1);
         }
+        let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
         p.rec.record_first_byte(first_byte);
         if status != 0 {

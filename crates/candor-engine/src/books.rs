@@ -468,9 +468,11 @@ mod tests {
 
     #[test]
     fn a_reused_intervals_streams_start_from_no_good_responses() {
-        let mut s = StreamAcc::default();
-        s.good = 3;
-        s.good_service = 2;
+        let mut s = StreamAcc {
+            good: 3,
+            good_service: 2,
+            ..Default::default()
+        };
         assert_eq!(s.interval(1.0, true, true).good, Some(3));
         s.reset();
         assert_eq!((s.good, s.good_service), (0, 0));

@@ -17,7 +17,8 @@ use clap::Args;
 
 #[derive(Args, Debug)]
 pub struct CapacityArgs {
-    /// The objectives a rate must meet, e.g. 'p99<10ms,p99.9<50ms' (response time; see run --slo).
+    /// The objectives a rate must meet, e.g. 'p99<10ms,p99.9<50ms' (response time; see run --slo),
+    /// or with --llm 'ttft.p99<500ms,goodput>=90%' (a goodput share is also the error budget).
     /// The exit code is the verdict: 0 when a rate in [--min, --max] meets them (the capacity is
     /// printed), 3 when even --min misses them or the search did not settle (unlike `sweep`,
     /// which exits 0 whatever its steps' verdicts).

@@ -238,32 +238,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
                 break;
             }
             answers.pop_front();
-            // Its stream: the first token 40 us before the end, the last 20 us after it.
-            let first = now - 40_000;
-            // Three gaps between its four events, one of them between its two tokens.
-            let gap = |ns, token| candor_load::stream::tap::Gap { ns, token };
-            core.stream_gap(slot, gap(10_000, false));
-            core.stream_gap(slot, gap(20_000, false));
-            core.stream_gap(slot, gap(20_000, true));
-            core.stream_gap(slot, gap(5_000, false));
-            core.stream_event(slot, now - 20_000);
-            core.stream_outcome(
-                slot,
-                &candor_load::stream::tap::StreamOutcome {
-                    events: 4,
-                    first_event: Some(first),
-                    first_token: Some(first),
-                    last_event: Some(now - 20_000),
-                    last_token: Some(now - 20_000),
-                    output_tokens: 2,
-                    input_tokens: Some(3),
-                    counted_tokens: Some(2),
-                    tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
-                    tpot_ns: Some(20_000),
-                    failure: None,
-                },
-            );
-            core.complete(slot, 200, now);
+            answer_stream(&mut core, slot, now);
         }
         core.halt(now, HaltState::default());
         core.flush_due(now);
@@ -330,4 +305,34 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
         "{}",
         text.lines().next().unwrap_or("")
     );
+}
+
+/// The scripted server's answer in `slot` at `now`: a stream of four events whose first token
+/// came 40 us before the end and its last 20 us after it, then the response's end.
+fn answer_stream(core: &mut Core, slot: usize, now: u64) {
+    let first = now - 40_000;
+    // Three gaps between its four events, one of them between its two tokens.
+    let gap = |ns, token| candor_load::stream::tap::Gap { ns, token };
+    core.stream_gap(slot, gap(10_000, false));
+    core.stream_gap(slot, gap(20_000, false));
+    core.stream_gap(slot, gap(20_000, true));
+    core.stream_gap(slot, gap(5_000, false));
+    core.stream_event(slot, now - 20_000);
+    core.stream_outcome(
+        slot,
+        &candor_load::stream::tap::StreamOutcome {
+            events: 4,
+            first_event: Some(first),
+            first_token: Some(first),
+            last_event: Some(now - 20_000),
+            last_token: Some(now - 20_000),
+            output_tokens: 2,
+            input_tokens: Some(3),
+            counted_tokens: Some(2),
+            tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
+            tpot_ns: Some(20_000),
+            failure: None,
+        },
+    );
+    core.complete(slot, 200, now);
 }

@@ -583,6 +583,14 @@ mod tests {
     }
 
     #[test]
+    fn a_gap_chunk_takes_no_more_room_in_the_queue_than_a_record() {
+        use std::mem::size_of;
+        assert!(size_of::<GapChunk>() <= size_of::<Record>());
+        // So the queue holds what records alone would: the tag costs at most a word.
+        assert!(size_of::<Entry>() <= size_of::<Record>() + 8);
+    }
+
+    #[test]
     fn a_bad_path_fails_at_open() {
         let Err(e) = open(Path::new("/nonexistent-dir/x.jsonl"), Vec::new()) else {
             panic!("opened a path in a missing folder")

@@ -108,6 +108,21 @@ fn itl_and_event_gaps_rebuilt_from_records_are_the_runs_own() {
             "{m} {n}: {samples}"
         );
     }
+    // The HTML page draws the spectra (TTFT, ITL, event gap...) from the rebuilt histograms.
+    let html = dir.join("r.html");
+    let out = candor()
+        .arg("report")
+        .arg(&records)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("id=\"stream-spectrum-0\""),
+        "no stream spectra"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -179,6 +179,24 @@ impl Phase {
         Ok(())
     }
 
+    /// The full histograms of its stream measures, as a run keeps them in `extra` (the HTML
+    /// spectra, `compare --measure itl` and `merge` read them there).
+    fn stream_histograms(&self) -> Vec<candor_core::results::NamedHistogram> {
+        use candor_core::stream_measures::StreamMeasure as M;
+        [
+            (M::FirstEvent, &self.first_event),
+            (M::EventGap, &self.event_gap),
+            (M::Ttft, &self.ttft),
+            (M::TtftService, &self.ttft_service),
+            (M::Itl, &self.itl),
+            (M::Tpot, &self.tpot),
+        ]
+        .into_iter()
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(m, h)| candor_core::results::NamedHistogram::of(m.name(), h))
+        .collect()
+    }
+
     /// The phase's results; its length is estimated from its intended sends (the first to the
     /// last, plus one mean gap between them), summed over the runs of a `--repeat` file.
     fn results(&self) -> PhaseResults {
@@ -249,6 +267,7 @@ pub fn results_from_records(text: &str, source: &str) -> Result<RunResults, Reco
     if phases[0].counts.intended > 0 {
         r.warmup = Some(phases[0].results());
     }
+    r.extra = phases[1].stream_histograms();
     let cut: u64 = phases.iter().map(|p| p.gaps_cut).sum();
     if cut > 0 {
         r.warnings.push(format!(
@@ -326,6 +345,10 @@ mod tests {
 {\"seq\":2,\"phase\":\"measured\",\"outcome\":\"completed\",\"thread\":0,\"intended_ns\":200,\"end_ns\":290}
 ";
         let r = results_from_records(text, "r.jsonl").unwrap();
+        use candor_core::stream_measures::StreamMeasure;
+        let full = r.stream_histogram(StreamMeasure::Itl).unwrap().unwrap();
+        assert_eq!((full.len(), full.max()), (3, 1000));
+        assert!(r.stream_histogram(StreamMeasure::Ttft).is_none());
         let itl = r.main.itl.as_ref().unwrap();
         assert_eq!((itl.count, itl.min_ns, itl.max_ns), (3, 10, 1000));
         let gap = r.main.event_gap.as_ref().unwrap();

@@ -26,6 +26,10 @@ pub enum Metric {
     /// Completions per second over the measured window as a fraction of the target rate; a lower
     /// limit (`rate>=95%`).
     Rate,
+    /// LLM runs: the share of intended requests that met every per-request objective (of
+    /// `--goodput`, or the bounds the `--slo` latencies set), from the intended send; a lower
+    /// limit (`goodput>=90%`).
+    Goodput,
 }
 
 /// Which recorded measure a latency objective constrains.
@@ -175,14 +179,17 @@ impl Objective {
                 "empty objective (two commas in a row, or a trailing comma?)",
             ));
         }
-        let is_rate = compact.to_ascii_lowercase().starts_with("rate");
+        let lowered = compact.to_ascii_lowercase();
+        let is_rate = lowered.starts_with("rate") || lowered.starts_with("goodput");
         let (lhs, rhs, inclusive) = if is_rate {
             if let Some((l, r)) = compact.split_once(">=") {
                 (l, r, true)
             } else if let Some((l, r)) = compact.split_once('>') {
                 (l, r, false)
             } else {
-                return Err(err("the rate takes a lower limit: rate>=95%"));
+                return Err(err(
+                    "the rate and goodput take a lower limit: rate>=95%, goodput>=90%",
+                ));
             }
         } else if let Some((l, r)) = compact.split_once("<=") {
             (l, r, true)
@@ -190,7 +197,7 @@ impl Objective {
             (l, r, false)
         } else if compact.contains('>') || compact.contains('=') {
             return Err(err(
-                "only upper limits are supported (and a lower one for the rate, rate>=95%): use '<' or '<='",
+                "only upper limits are supported (and lower ones for the rate and goodput: rate>=95%, goodput>=90%): use '<' or '<='",
             ));
         } else {
             return Err(err("missing '<' between the measure and its limit"));
@@ -221,6 +228,7 @@ impl Objective {
             "mean" | "avg" => Metric::Mean,
             "errors" | "error" | "err" => Metric::Errors,
             "rate" => Metric::Rate,
+            "goodput" => Metric::Goodput,
             n if n.starts_with('p') => {
                 let p: f64 = n[1..].parse().map_err(|_| {
                     err(&format!(
@@ -241,9 +249,9 @@ impl Objective {
                 )))
             }
         };
-        if measure.is_some() && matches!(metric, Metric::Errors | Metric::Rate) {
+        if measure.is_some() && matches!(metric, Metric::Errors | Metric::Rate | Metric::Goodput) {
             return Err(err(
-                "errors and rate are counts, not latencies: write them without a measure",
+                "errors, rate and goodput are counts, not latencies: write them without a measure",
             ));
         }
         let measure = measure.unwrap_or_default();
@@ -257,21 +265,14 @@ impl Objective {
             }
         }
         let limit = match metric {
-            Metric::Errors | Metric::Rate => {
-                let what = if metric == Metric::Rate {
-                    "rate"
-                } else {
-                    "errors"
+            Metric::Errors | Metric::Rate | Metric::Goodput => {
+                let (what, like) = match metric {
+                    Metric::Rate => ("rate", "rate>=95% (of the target)"),
+                    Metric::Goodput => ("goodput", "goodput>=90% (of the intended requests)"),
+                    _ => ("errors", "errors<0.1%"),
                 };
                 let pct = rhs.strip_suffix('%').ok_or_else(|| {
-                    err(&format!(
-                        "the {what} limit is a percentage, like {}",
-                        if what == "rate" {
-                            "rate>=95% (of the target)"
-                        } else {
-                            "errors<0.1%"
-                        }
-                    ))
+                    err(&format!("the {what} limit is a percentage, like {like}"))
                 })?;
                 let v: f64 = pct
                     .parse()
@@ -312,8 +313,8 @@ impl Objective {
     /// True when `measured` meets the objective.
     pub fn holds(&self, measured: f64) -> bool {
         match (self.metric, self.inclusive) {
-            (Metric::Rate, true) => measured >= self.limit,
-            (Metric::Rate, false) => measured > self.limit,
+            (Metric::Rate | Metric::Goodput, true) => measured >= self.limit,
+            (Metric::Rate | Metric::Goodput, false) => measured > self.limit,
             (_, true) => measured <= self.limit,
             (_, false) => measured < self.limit,
         }
@@ -322,7 +323,7 @@ impl Objective {
     /// The limit formatted for people.
     pub fn limit_text(&self) -> String {
         match self.metric {
-            Metric::Errors | Metric::Rate => format!("{}%", self.limit * 100.0),
+            Metric::Errors | Metric::Rate | Metric::Goodput => format!("{}%", self.limit * 100.0),
             _ => format_ns(self.limit),
         }
     }
@@ -367,6 +368,22 @@ impl Objective {
                     ),
                 )
             }
+            Metric::Goodput => match main.stream.as_ref().and_then(|s| s.goodput.as_ref()) {
+                Some(g) => verdict(
+                    Some(g.fraction),
+                    format!(
+                        "{} of {} intended met {}",
+                        format_count(g.good),
+                        format_count(main.requests.intended),
+                        g.slo
+                    ),
+                ),
+                None => verdict(
+                    None,
+                    "no goodput was judged (give --goodput, or ttft, tpot or response-time objectives, with --llm)"
+                        .into(),
+                ),
+            },
             Metric::Rate => {
                 let Some(target) = main.rate.target_per_s.filter(|t| *t > 0.0) else {
                     return verdict(
@@ -464,11 +481,17 @@ impl SloSet {
     }
 
     /// True when one of the objectives limits errors (the capacity search otherwise demands
-    /// that every request is served).
+    /// that every request is served): an errors budget, or a goodput share (a failed or
+    /// unfinished request is not good, so the share already counts it).
     pub fn limits_errors(&self) -> bool {
         self.objectives
             .iter()
-            .any(|o| matches!(o.metric, Metric::Errors))
+            .any(|o| matches!(o.metric, Metric::Errors | Metric::Goodput))
+    }
+
+    /// True when one of the objectives is a goodput share (it needs per-request bounds).
+    pub fn judges_goodput(&self) -> bool {
+        self.objectives.iter().any(|o| o.metric == Metric::Goodput)
     }
 
     /// Evaluates every objective on `results`.
@@ -564,6 +587,9 @@ pub fn render(verdicts: &[SloVerdict]) -> String {
             }
             (Some(m), Some(o)) if o.metric == Metric::Rate => {
                 format!("rate = {:.2}% of target", m * 100.0)
+            }
+            (Some(m), Some(o)) if o.metric == Metric::Goodput => {
+                format!("goodput = {:.2}% of intended", m * 100.0)
             }
             (Some(m), Some(o)) => format!("{} = {}", o.measure.name(), format_ns(m)),
             (Some(m), None) => format_ns(m),
@@ -860,3 +886,6 @@ mod tests {
         assert!(render_stages(&plain.workload.stages).is_empty());
     }
 }
+
+#[cfg(test)]
+mod goodput_tests;

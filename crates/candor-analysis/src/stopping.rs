@@ -328,6 +328,8 @@ impl AbortWatch {
                     }
                 }
                 Metric::Max | Metric::Mean | Metric::Percentile(_) => self.latency_broken(o),
+                // Intervals carry no per-request goodput verdicts: judged at the end only.
+                Metric::Goodput => None,
             };
             if let Some(reason) = reason {
                 return Some(AbortVerdict {
@@ -409,7 +411,7 @@ impl AbortWatch {
                     )
                 })
             }
-            Metric::Errors | Metric::Rate => None,
+            Metric::Errors | Metric::Rate | Metric::Goodput => None,
         }
     }
 }

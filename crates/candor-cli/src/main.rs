@@ -44,7 +44,7 @@ enum Command {
     Calibrate(cmd::calibrate::CalibrateArgs),
     /// Run the same test at several rates: response-time percentiles against offered load.
     Sweep(Box<cmd::sweep::SweepArgs>),
-    /// Find the highest rate that meets the SLOs with every request served (bracket, bisect, confirm).
+    /// Find the highest rate that meets the SLOs (bracket, bisect, confirm).
     Capacity(Box<cmd::capacity::CapacityArgs>),
     /// Apply HdrHistogram's after-the-fact coordinated-omission correction (an estimate) to a log.
     Correct(cmd::correct::CorrectArgs),

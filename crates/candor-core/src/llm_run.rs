@@ -40,6 +40,10 @@ pub struct LlmSettings {
     /// in results written before the probe existed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<LlmBackend>,
+    /// The per-request bounds goodput was judged by (`--goodput`, or those the `--slo`
+    /// latencies set), e.g. `ttft<500ms,tpot<50ms`; absent: no goodput was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<String>,
 }
 
 /// The backend an LLM run measured, as `GET {base}/v1/models` named it before the load: the
@@ -157,6 +161,9 @@ impl LlmSettings {
                 "server",
                 b.server.clone().unwrap_or_else(|| "not said".into()),
             ));
+        }
+        if let Some(g) = &self.goodput {
+            rows.push(("goodput bounds", g.clone()));
         }
         rows
     }
@@ -292,6 +299,15 @@ mod tests {
         )));
         assert!(rows.contains(&("event timeout", "none".into())));
         assert!(!rows.iter().any(|(k, _)| *k == "shared prefix tokens"));
+        assert!(!rows.iter().any(|(k, _)| *k == "goodput bounds"));
+        let judged = LlmSettings {
+            goodput: Some("ttft<500ms".into()),
+            ..s
+        };
+        assert_eq!(
+            judged.rows().last(),
+            Some(&("goodput bounds", "ttft<500ms".to_string()))
+        );
     }
 }
 

@@ -144,6 +144,13 @@ pub struct IntervalStream {
     pub total_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens_per_s: Option<f64>,
+    /// `--goodput` (or the bounds `--slo` set): the responses completed in the interval that
+    /// met every per-request bound (from the intended send), and those per second of it:
+    /// goodput over time. Booked at completion, as the interval's `completed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_event: Option<IntervalStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,6 +191,8 @@ impl IntervalStream {
             input_tokens_per_s: None,
             total_tokens: None,
             total_tokens_per_s: None,
+            good: None,
+            good_per_s: None,
             first_event: None,
             event_gap: None,
             ttft: None,
@@ -221,6 +230,17 @@ impl IntervalStream {
         self.input_tokens_per_s = Some(per_s(input));
         self.total_tokens = Some(total);
         self.total_tokens_per_s = Some(per_s(total));
+        self
+    }
+
+    /// A goodput run's interval: `good` responses met the bounds, per second of `length_s`.
+    pub fn with_goodput(mut self, good: u64, length_s: f64) -> IntervalStream {
+        self.good = Some(good);
+        self.good_per_s = Some(if length_s > 0.0 {
+            good as f64 / length_s
+        } else {
+            0.0
+        });
         self
     }
 
@@ -274,6 +294,11 @@ mod tests {
             [(StreamMeasure::Ttft, &ttft), (StreamMeasure::Itl, &empty)],
         );
         assert_eq!(s.output_tokens_per_s, Some(32.0));
+        assert_eq!((s.good, s.good_per_s), (None, None));
+        let g = s.clone().with_goodput(3, 0.5);
+        assert_eq!((g.good, g.good_per_s), (Some(3), Some(6.0)));
+        let json = serde_json::to_string(&g).unwrap();
+        assert!(json.contains("\"good\":3,\"good_per_s\":6.0"), "{json}");
         assert_eq!(s.stats(StreamMeasure::Ttft).unwrap().count, 2);
         assert!(s.stats(StreamMeasure::Itl).is_none());
         assert!(s.histograms.itl.is_none());

@@ -144,6 +144,9 @@ impl StreamAcc {
         self.tokens_from_tokenizer = 0;
         self.tokenizer_check = Default::default();
         self.clamped = 0;
+        // An interval's good responses (goodput over time) start again with its reuse.
+        self.good = 0;
+        self.good_service = 0;
     }
 
     /// Whether the responses were an LLM run's (their tokens were counted).
@@ -182,14 +185,16 @@ impl StreamAcc {
     }
 
     /// What these books say of one interval of `length_s` seconds; `llm` says whether the run
-    /// counts output tokens (an interval without any response still reports zero tokens).
+    /// counts output tokens (an interval without any response still reports zero tokens),
+    /// `goodput` whether it judges goodput (then its good responses, zero included).
     pub fn interval(
         &self,
         length_s: f64,
         llm: bool,
+        goodput: bool,
     ) -> candor_core::stream_measures::IntervalStream {
         use candor_core::stream_measures::StreamMeasure as M;
-        candor_core::stream_measures::IntervalStream::of(
+        let s = candor_core::stream_measures::IntervalStream::of(
             self.responses,
             self.events,
             llm.then_some(self.output_tokens),
@@ -203,7 +208,12 @@ impl StreamAcc {
                 (M::Tpot, &self.tpot),
             ],
         )
-        .with_input_tokens(self.input_tokens, length_s)
+        .with_input_tokens(self.input_tokens, length_s);
+        if goodput {
+            s.with_goodput(self.good, length_s)
+        } else {
+            s
+        }
     }
 
     pub fn add(&mut self, o: &StreamAcc) {
@@ -465,6 +475,20 @@ pub fn book_intended(counts: &mut RequestCounts, late: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reused_intervals_streams_start_from_no_good_responses() {
+        let mut s = StreamAcc {
+            good: 3,
+            good_service: 2,
+            ..Default::default()
+        };
+        assert_eq!(s.interval(1.0, true, true).good, Some(3));
+        s.reset();
+        assert_eq!((s.good, s.good_service), (0, 0));
+        assert_eq!(s.interval(1.0, true, true).good_per_s, Some(0.0));
+        assert_eq!(s.interval(1.0, true, false).good, None);
+    }
 
     #[test]
     fn stages_move_with_the_start() {

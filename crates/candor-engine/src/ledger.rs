@@ -83,6 +83,9 @@ pub struct Ledger {
     run_start_ns: u64,
     lane: u32,
     stream_seen: Option<(u64, candor_stream::tap::StreamOutcome)>,
+    /// `--records`: gaps between events not yet sent to the writer (sent when full, and
+    /// before each record, so that a request's gaps reach the writer before its record).
+    gaps: crate::records::GapChunk,
 }
 
 /// A streamed response's values that `--goodput` judges, between its stream's outcome and its
@@ -212,6 +215,7 @@ impl Ledger {
             run_start_ns: setup.start_ns,
             lane: setup.seq_lane as u32,
             stream_seen: None,
+            gaps: Default::default(),
         }
         .with_streams(cfg.stream.kind.is_some() || cfg.stream.llm)
     }
@@ -397,11 +401,15 @@ impl Ledger {
             }
             _ => (false, false),
         };
-        let p = &mut self.phases[phase];
-        if let Some(s) = &mut p.stream {
+        // In its phase (by its intended send) and in the interval it completed in.
+        for s in [&mut self.phases[phase].stream, &mut self.interval.stream]
+            .into_iter()
+            .flatten()
+        {
             s.good += u64::from(good.0);
             s.good_service += u64::from(good.1);
         }
+        let p = &mut self.phases[phase];
         p.rec.record(response, service, lag);
         p.rec.record_first_byte(first_byte);
         if status != 0 {
@@ -460,6 +468,9 @@ impl Ledger {
         now: u64,
     ) {
         let Some(sink) = &self.records else { return };
+        if !self.gaps.is_empty() {
+            sink.offer_gaps(&mut self.gaps);
+        }
         let stream = self
             .stream_seen
             .take()
@@ -556,7 +567,12 @@ impl Ledger {
     /// A gap between two events of a streamed response to a request intended at `intended`:
     /// booked in its phase and in the current interval.
     #[inline]
-    pub fn stream_gap(&mut self, intended: u64, gap: candor_stream::tap::Gap) {
+    pub fn stream_gap(&mut self, seq: u64, intended: u64, gap: candor_stream::tap::Gap) {
+        if let Some(sink) = &self.records {
+            if self.gaps.push(seq, gap.ns, gap.token) {
+                sink.offer_gaps(&mut self.gaps);
+            }
+        }
         let phase = self.phase_of(intended);
         if let Some(s) = &mut self.phases[phase].stream {
             book_stream_gap(s, gap);

@@ -53,6 +53,8 @@ pub(crate) struct Collector {
     pub(crate) totals: [RequestCounts; 2],
     /// An LLM run (`--llm`): its intervals report output tokens, zero included.
     pub(crate) llm: bool,
+    /// Goodput is judged (`--goodput`, or bounds from `--slo`): intervals report it.
+    pub(crate) goodput: bool,
 }
 
 impl Collector {
@@ -162,7 +164,7 @@ impl Collector {
             stream: d
                 .stream
                 .as_ref()
-                .map(|s| s.interval(length_ns as f64 / 1e9, self.llm)),
+                .map(|s| s.interval(length_ns as f64 / 1e9, self.llm, self.goodput)),
         };
         on_interval(&IntervalReport {
             index,

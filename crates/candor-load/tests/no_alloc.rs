@@ -168,18 +168,31 @@ const START: u64 = 1_000 * MS;
 
 #[test]
 fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
-    let (phases, allocations) = core_on_simulated_time(false);
-    let c = &phases[1].counts;
+    let run = core_on_simulated_time(false);
+    // Goodput over time: each good response is in the interval it completed in.
+    assert_eq!(run.good_in_intervals, 100_000);
+    let c = &run.phases[1].counts;
     assert_eq!((c.intended, c.completed), (100_000, 100_000));
     // Every one met the bounds: TTFT 10 us, TPOT 20 us, 50 us end to end.
-    let s = phases[1].stream.as_ref().unwrap();
+    let s = run.phases[1].stream.as_ref().unwrap();
     assert_eq!(
         (s.good, s.good_service, s.events),
         (100_000, 100_000, 400_000)
     );
     assert_eq!(
-        allocations, 0,
-        "the core allocated {allocations} times in steady state"
+        run.allocations, 0,
+        "the core allocated {} times in steady state",
+        run.allocations
+    );
+    // Simulated time outruns the writer: some records and gaps may be dropped, never lost.
+    let summary = &run.records;
+    assert_eq!(summary.written + summary.dropped, 100_000, "{summary:?}");
+    assert_eq!(run.record_lines.len() as u64, summary.written);
+    let whole = "\"itl_ns\":[20000],\"event_gaps_ns\":[10000,20000,5000]}";
+    assert!(
+        run.record_lines.iter().any(|l| l.ends_with(whole)),
+        "{}",
+        run.record_lines.first().map_or("", |l| l.as_str())
     );
 }
 
@@ -187,27 +200,42 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
 /// of follow-ups and are taken from it as they fall due.
 #[test]
 fn conversation_turns_do_not_allocate_per_request_on_simulated_time() {
-    let (phases, allocations) = core_on_simulated_time(true);
-    let c = &phases[1].counts;
-    let conv = phases[1].stream.as_ref().unwrap().conversations;
+    let run = core_on_simulated_time(true);
+    let c = &run.phases[1].counts;
+    let conv = run.phases[1].stream.as_ref().unwrap().conversations;
     // 30,000 starts of 3 turns, the last few cut by the schedule's end.
     assert_eq!((conv.started, conv.cut, conv.unqueued), (30_000, 0, 0));
     assert_eq!(conv.started, conv.completed + conv.past_end);
     assert!(conv.completed > 29_990, "{conv:?}");
     assert_eq!((c.intended, c.completed), (conv.turns, conv.turns));
     assert_eq!(
-        allocations, 0,
-        "the core allocated {allocations} times in steady state"
+        run.records.written + run.records.dropped,
+        c.intended,
+        "{:?}",
+        run.records
+    );
+    assert_eq!(
+        run.allocations, 0,
+        "the core allocated {} times in steady state",
+        run.allocations
     );
 }
 
+/// What [`core_on_simulated_time`] saw.
+struct SimulatedRun {
+    phases: [candor_load::engine::books::PhaseAcc; 2],
+    /// Marked allocations between 200 and 800 ms of the 1 s schedule.
+    allocations: u64,
+    /// Good responses summed over the intervals handed to the collector.
+    good_in_intervals: u64,
+    records: candor_load::records::RecordsSummary,
+    record_lines: Vec<String>,
+}
+
 /// The core alone at 100,000 requests a second (or 30,000 conversation starts, `conversational`:
-/// of three turns, 10 us of think time), with streams' outcomes, --goodput's judgement and
-/// --event-timeout's watch on every request: its books and the marked allocations between 200
-/// and 800 ms of the 1 s schedule.
-fn core_on_simulated_time(
-    conversational: bool,
-) -> ([candor_load::engine::books::PhaseAcc; 2], u64) {
+/// of three turns, 10 us of think time), with streams' outcomes and gaps, --goodput's judgement,
+/// --event-timeout's watch and --records (each request's record and its gaps) on every request.
+fn core_on_simulated_time(conversational: bool) -> SimulatedRun {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut config = candor_load::RunPlan::new(
         Target::parse("http://127.0.0.1:1/").unwrap(),
@@ -228,11 +256,19 @@ fn core_on_simulated_time(
     config.stream.llm = true;
     config.goodput =
         Some(candor_load::stream::goodput::GoodputSlo::parse("ttft<1ms,tpot<1ms,e2el<1s").unwrap());
+    let path = std::env::temp_dir().join(format!(
+        "candor-no-alloc-sim-{}-{conversational}.jsonl",
+        std::process::id()
+    ));
+    let (sink, writer) = candor_load::records::open(&path, Vec::new()).unwrap();
+    config.records = Some(sink);
     // Bounded channels, as the run uses: they hold their slots from the start.
     let (to_collector, intervals) = crossbeam_channel::bounded(16);
     let (to_pool, pool) = crossbeam_channel::bounded(16);
     for _ in 0..3 {
-        to_pool.send(Box::new(IntervalData::new())).unwrap();
+        to_pool
+            .send(Box::new(IntervalData::for_streams(true)))
+            .unwrap();
     }
     let setup = WorkerSetup {
         requests_are: config.protocol.requests_are(),
@@ -284,6 +320,7 @@ fn core_on_simulated_time(
     // The scripted server answers every request 50 us after it went out, in order.
     let mut answers: VecDeque<(u64, usize)> = VecDeque::with_capacity(1024);
     let (mut before, mut after) = (None, None);
+    let mut good_in_intervals = 0;
     let mut now = START - MS;
     candor_testkit::mark_this_thread();
     loop {
@@ -292,27 +329,7 @@ fn core_on_simulated_time(
                 break;
             }
             answers.pop_front();
-            // Its stream: the first token 40 us before the end, the last 20 us after it.
-            let first = now - 40_000;
-            core.stream_event(slot, now - 20_000);
-            core.stream_outcome(
-                slot,
-                &candor_load::stream::tap::StreamOutcome {
-                    events: 4,
-                    first_event: Some(first),
-                    first_token: Some(first),
-                    last_event: Some(now - 20_000),
-                    last_token: Some(now - 20_000),
-                    output_tokens: 2,
-                    input_tokens: Some(3),
-                    counted_tokens: Some(2),
-                    tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
-                    tpot_ns: Some(20_000),
-                    inputs: 0,
-                    failure: None,
-                },
-            );
-            core.complete(slot, 200, now);
+            answer_stream(&mut core, slot, now);
         }
         core.halt(now, HaltState::default());
         core.flush_due(now);
@@ -328,7 +345,11 @@ fn core_on_simulated_time(
             "no stream waited 5 ms for an event"
         );
         while let Ok(msg) = intervals.try_recv() {
-            let _ = to_pool.try_send(msg.data);
+            good_in_intervals += msg.data.stream.as_ref().map_or(0, |s| s.good);
+            // Emptied for reuse, as the collector empties them.
+            let mut data = msg.data;
+            data.reset();
+            let _ = to_pool.try_send(data);
         }
         // The window: from 200 ms to 800 ms of the 1 s schedule (60,000 requests).
         if before.is_none() && now >= START + 200 * MS {
@@ -344,5 +365,50 @@ fn core_on_simulated_time(
         now = send_at.min(wake).min(answer).max(now + 1);
     }
     let allocations = after.unwrap() - before.unwrap();
-    (core.finish(now, &|| now, &|| false), allocations)
+    let phases = core.finish(now, &|| now, &|| false);
+    while let Ok(msg) = intervals.try_recv() {
+        good_in_intervals += msg.data.stream.as_ref().map_or(0, |s| s.good);
+    }
+    drop(core);
+    let records = writer.finish().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    SimulatedRun {
+        phases,
+        allocations,
+        good_in_intervals,
+        records,
+        record_lines: text.lines().map(str::to_string).collect(),
+    }
+}
+
+/// The scripted server's answer in `slot` at `now`: a stream of four events whose first token
+/// came 40 us before the end and its last 20 us after it, then the response's end.
+fn answer_stream(core: &mut Core, slot: usize, now: u64) {
+    let first = now - 40_000;
+    // Three gaps between its four events, one of them between its two tokens.
+    let gap = |ns, token| candor_load::stream::tap::Gap { ns, token };
+    core.stream_gap(slot, gap(10_000, false));
+    core.stream_gap(slot, gap(20_000, false));
+    core.stream_gap(slot, gap(20_000, true));
+    core.stream_gap(slot, gap(5_000, false));
+    core.stream_event(slot, now - 20_000);
+    core.stream_outcome(
+        slot,
+        &candor_load::stream::tap::StreamOutcome {
+            events: 4,
+            first_event: Some(first),
+            first_token: Some(first),
+            last_event: Some(now - 20_000),
+            last_token: Some(now - 20_000),
+            output_tokens: 2,
+            input_tokens: Some(3),
+            counted_tokens: Some(2),
+            tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
+            tpot_ns: Some(20_000),
+            inputs: 0,
+            failure: None,
+        },
+    );
+    core.complete(slot, 200, now);
 }

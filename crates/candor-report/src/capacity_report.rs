@@ -126,7 +126,7 @@ pub fn plan_line(
     slo: &SloSet,
 ) -> String {
     format!(
-        "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {} and every request served",
+        "candor capacity: {} from {} to {}, steps of {} warm-up + {}, objectives {}{}",
         target,
         format_rate(settings.min),
         format_rate(settings.max),
@@ -136,7 +136,13 @@ pub fn plan_line(
             .iter()
             .map(|o| o.text.as_str())
             .collect::<Vec<_>>()
-            .join(",")
+            .join(","),
+        // An errors budget or a goodput share says how many may go unserved.
+        if slo.limits_errors() {
+            ""
+        } else {
+            " and every request served"
+        }
     )
 }
 
@@ -226,5 +232,21 @@ mod tests {
         let (text, code) = render("http://x/", &settings(), &found);
         assert_eq!(code, 3);
         assert!(text.contains("CAPACITY: below 100"), "{text}");
+    }
+
+    #[test]
+    fn the_plan_demands_every_request_served_unless_an_objective_budgets_them() {
+        let plan = |slo: &str| {
+            plan_line(
+                "http://x/",
+                &settings(),
+                1_000_000_000,
+                2_000_000_000,
+                &SloSet::parse(slo).unwrap(),
+            )
+        };
+        assert!(plan("p99<10ms").ends_with("objectives p99<10ms and every request served"));
+        assert!(plan("p99<10ms,errors<1%").ends_with("objectives p99<10ms,errors<1%"));
+        assert!(plan("goodput>=90%").ends_with("objectives goodput>=90%"));
     }
 }

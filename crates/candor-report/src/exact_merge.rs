@@ -431,6 +431,8 @@ struct StreamSlot {
     events: u64,
     output_tokens: Option<u64>,
     input_tokens: u64,
+    /// Goodput runs: good responses summed.
+    good: Option<u64>,
     histograms: Vec<(StreamMeasure, Histo)>,
 }
 
@@ -443,6 +445,9 @@ impl StreamSlot {
             self.input_tokens = self
                 .input_tokens
                 .saturating_add(s.input_tokens.unwrap_or(0));
+        }
+        if let Some(g) = s.good {
+            self.good = Some(self.good.unwrap_or(0).saturating_add(g));
         }
         for m in StreamMeasure::ALL {
             if s.histograms.get(m).is_none() {
@@ -465,14 +470,18 @@ impl StreamSlot {
     }
 
     fn interval(&self, length_s: f64) -> IntervalStream {
-        IntervalStream::of(
+        let s = IntervalStream::of(
             self.responses,
             self.events,
             self.output_tokens,
             length_s,
             self.histograms.iter().map(|(m, h)| (*m, h)),
         )
-        .with_input_tokens(self.input_tokens, length_s)
+        .with_input_tokens(self.input_tokens, length_s);
+        match self.good {
+            Some(g) => s.with_goodput(g, length_s),
+            None => s,
+        }
     }
 }
 

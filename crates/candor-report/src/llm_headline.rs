@@ -173,6 +173,10 @@ pub fn settings(r: &RunResults) -> Vec<(&'static str, String)> {
         SETTINGS
             .iter()
             .filter(|(flag, _)| recorded.is_none() || !RECORDED_FLAGS.contains(flag))
+            // Bounds recorded as judged (--goodput's, or those --slo set) are the row already.
+            .filter(|(flag, _)| {
+                *flag != "--goodput" || recorded.as_ref().is_none_or(|l| l.goodput.is_none())
+            })
             .filter_map(|(flag, label)| value_of(flag).map(|v| (*label, v))),
     );
     rows
@@ -322,5 +326,36 @@ mod tests {
         );
         r.command_line = line("candor run http://x --llm openai -T2s");
         assert_eq!(settings(&r)[1], ("timeout", "2s".to_string()));
+    }
+
+    #[test]
+    fn goodput_bounds_recorded_as_judged_are_one_row_not_two() {
+        let mut r = synthetic_run(1, 2, 100, 1_000_000, 0);
+        r.command_line = "candor run http://x --llm openai --goodput ttft:500"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let goodput = |r: &RunResults| {
+            settings(r)
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("goodput"))
+                .collect::<Vec<_>>()
+        };
+        // Without config.llm: the command line's spelling.
+        assert_eq!(
+            goodput(&r),
+            [("goodput objectives", "ttft:500".to_string())]
+        );
+        let llm = candor_core::results::LlmSettings {
+            api: "openai".into(),
+            goodput: Some("ttft<500ms".into()),
+            ..Default::default()
+        };
+        r.config =
+            candor_core::recorded::RecordedConfig::Run(Box::new(candor_core::results::RunConfig {
+                llm: Some(llm),
+                ..Default::default()
+            }));
+        assert_eq!(goodput(&r), [("goodput bounds", "ttft<500ms".to_string())]);
     }
 }

@@ -29,6 +29,14 @@ struct Line {
     events: Option<u64>,
     last_token_ns: Option<u64>,
     output_tokens: Option<u64>,
+    /// Streams: the inter-token latencies and the gaps between events, as the engine booked
+    /// them, and how many more the writer cut (not in the line).
+    #[serde(default)]
+    itl_ns: Vec<u64>,
+    #[serde(default)]
+    event_gaps_ns: Vec<u64>,
+    #[serde(default)]
+    gaps_cut: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +65,9 @@ struct Phase {
     ttft: Histo,
     ttft_service: Histo,
     tpot: Histo,
+    itl: Histo,
+    event_gap: Histo,
+    gaps_cut: u64,
     /// Responses read as streams: those that delivered an event, and their events.
     streamed: Option<(u64, u64)>,
     counts: RequestCounts,
@@ -73,6 +84,9 @@ impl Phase {
             ttft: new_histogram(),
             ttft_service: new_histogram(),
             tpot: new_histogram(),
+            itl: new_histogram(),
+            event_gap: new_histogram(),
+            gaps_cut: 0,
             streamed: None,
             counts: RequestCounts::default(),
             spans: Default::default(),
@@ -105,6 +119,14 @@ impl Phase {
                 record_clamped(&mut self.tpot, (t - f) / (n - 1));
             }
         }
+        // Zero-length gaps at the histogram's 1 ns floor and long ones clamped, as booked.
+        for &g in &l.itl_ns {
+            c.clamped_values += record_clamped(&mut self.itl, g) as u64;
+        }
+        for &g in &l.event_gaps_ns {
+            c.clamped_values += record_clamped(&mut self.event_gap, g) as u64;
+        }
+        self.gaps_cut += l.gaps_cut;
         if let Some(e) = l.events {
             let (r, n) = self.streamed.get_or_insert((0, 0));
             *r += u64::from(e > 0);
@@ -157,6 +179,24 @@ impl Phase {
         Ok(())
     }
 
+    /// The full histograms of its stream measures, as a run keeps them in `extra` (the HTML
+    /// spectra, `compare --measure itl` and `merge` read them there).
+    fn stream_histograms(&self) -> Vec<candor_core::results::NamedHistogram> {
+        use candor_core::stream_measures::StreamMeasure as M;
+        [
+            (M::FirstEvent, &self.first_event),
+            (M::EventGap, &self.event_gap),
+            (M::Ttft, &self.ttft),
+            (M::TtftService, &self.ttft_service),
+            (M::Itl, &self.itl),
+            (M::Tpot, &self.tpot),
+        ]
+        .into_iter()
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(m, h)| candor_core::results::NamedHistogram::of(m.name(), h))
+        .collect()
+    }
+
     /// The phase's results; its length is estimated from its intended sends (the first to the
     /// last, plus one mean gap between them), summed over the runs of a `--repeat` file.
     fn results(&self) -> PhaseResults {
@@ -176,6 +216,8 @@ impl Phase {
         p.ttft = (!self.ttft.is_empty()).then(|| Summary::of(&self.ttft));
         p.ttft_service = (!self.ttft_service.is_empty()).then(|| Summary::of(&self.ttft_service));
         p.tpot = (!self.tpot.is_empty()).then(|| Summary::of(&self.tpot));
+        p.itl = (!self.itl.is_empty()).then(|| Summary::of(&self.itl));
+        p.event_gap = (!self.event_gap.is_empty()).then(|| Summary::of(&self.event_gap));
         // Failed streams by name and token totals are not in the lines: the section shows
         // what they carry.
         p.stream = self.streamed.map(|(responses, events)| StreamResults {
@@ -224,6 +266,14 @@ pub fn results_from_records(text: &str, source: &str) -> Result<RunResults, Reco
     let mut r = RunResults::new(Kind::Run, Mode::OpenLoop, source, config, main);
     if phases[0].counts.intended > 0 {
         r.warmup = Some(phases[0].results());
+    }
+    r.extra = phases[1].stream_histograms();
+    let cut: u64 = phases.iter().map(|p| p.gaps_cut).sum();
+    if cut > 0 {
+        r.warnings.push(format!(
+            "{cut} gaps between events were cut from the file (past its lines' limit): ITL and \
+             event gap are of the gaps it holds"
+        ));
     }
     Ok(r)
 }
@@ -285,6 +335,36 @@ mod tests {
             "{}",
             r.main.duration_s
         );
+    }
+
+    #[test]
+    fn gaps_in_the_lines_rebuild_itl_and_event_gap_and_a_cut_is_said() {
+        let text = "\
+{\"seq\":0,\"phase\":\"measured\",\"outcome\":\"completed\",\"thread\":0,\"intended_ns\":0,\"end_ns\":90,\"events\":4,\"itl_ns\":[10,1000],\"event_gaps_ns\":[10,0,1000]}
+{\"seq\":1,\"phase\":\"measured\",\"outcome\":\"completed\",\"thread\":0,\"intended_ns\":100,\"end_ns\":190,\"events\":2,\"itl_ns\":[30],\"event_gaps_ns\":[30],\"gaps_cut\":5,\"gaps_cut_max_ns\":7}
+{\"seq\":2,\"phase\":\"measured\",\"outcome\":\"completed\",\"thread\":0,\"intended_ns\":200,\"end_ns\":290}
+";
+        let r = results_from_records(text, "r.jsonl").unwrap();
+        use candor_core::stream_measures::StreamMeasure;
+        let full = r.stream_histogram(StreamMeasure::Itl).unwrap().unwrap();
+        assert_eq!((full.len(), full.max()), (3, 1000));
+        assert!(r.stream_histogram(StreamMeasure::Ttft).is_none());
+        let itl = r.main.itl.as_ref().unwrap();
+        assert_eq!((itl.count, itl.min_ns, itl.max_ns), (3, 10, 1000));
+        let gap = r.main.event_gap.as_ref().unwrap();
+        // The zero-length gap is booked at the histogram's 1 ns floor, as the engine books it.
+        assert_eq!((gap.count, gap.min_ns, gap.max_ns), (4, 1, 1000));
+        assert_eq!(
+            r.warnings,
+            vec![
+                "5 gaps between events were cut from the file (past its lines' limit): ITL and \
+                  event gap are of the gaps it holds"
+                    .to_string()
+            ]
+        );
+        // A file without gaps (a run without streams, or written before them) has neither.
+        let r = results_from_records(FILE, "r.jsonl").unwrap();
+        assert!(r.main.itl.is_none() && r.main.event_gap.is_none() && r.warnings.is_empty());
     }
 
     #[test]

@@ -267,14 +267,25 @@ pub fn run_tokens_over_time(r: &candor_core::results::RunResults) -> String {
 /// last one says little): lowest, median and highest, with when the lowest was. Empty without
 /// tokens per interval.
 pub fn tokens_over_time(intervals: &[Interval]) -> String {
+    over_time(intervals, "tokens/s", |s| s.output_tokens_per_s)
+}
+
+/// Goodput (`--goodput`, or the bounds `--slo` set) over time as [`tokens_over_time`]: the
+/// good responses completed per second of each interval.
+pub fn goodput_over_time(intervals: &[Interval]) -> String {
+    over_time(intervals, "goodput req/s", |s| s.good_per_s)
+}
+
+fn over_time(
+    intervals: &[Interval],
+    what: &str,
+    rate: impl Fn(&candor_core::stream_measures::IntervalStream) -> Option<f64>,
+) -> String {
     let full = intervals.iter().map(|i| i.length_s).fold(0.0_f64, f64::max);
     let mut rates: Vec<(f64, f64)> = intervals
         .iter()
         .filter(|i| !i.warmup && i.length_s >= full * 0.99)
-        .filter_map(|i| {
-            let s = i.stream.as_ref()?;
-            Some((s.output_tokens_per_s?, i.start_s))
-        })
+        .filter_map(|i| Some((rate(i.stream.as_ref()?)?, i.start_s)))
         .collect();
     if rates.is_empty() {
         return String::new();
@@ -284,7 +295,7 @@ pub fn tokens_over_time(intervals: &[Interval]) -> String {
     let (low, low_at) = rates[0];
     let high = rates[rates.len() - 1].0;
     format!(
-        "  tokens/s over time: lowest {low:.1} (interval at {low_at:.1}s), median {median:.1}, \
+        "  {what} over time: lowest {low:.1} (interval at {low_at:.1}s), median {median:.1}, \
          highest {high:.1} of {} intervals\n",
         rates.len()
     )
@@ -324,6 +335,22 @@ mod tests {
         assert_eq!(
             tokens_over_time(&ivs),
             "  tokens/s over time: lowest 40.0 (interval at 1.0s), median 160.0, highest 160.0 of 3 intervals\n"
+        );
+        // No goodput judged: no line.
+        assert_eq!(goodput_over_time(&ivs), "");
+    }
+
+    #[test]
+    fn goodput_over_time_is_the_good_responses_per_second_of_each_interval() {
+        let with = |start_s, good| {
+            let mut i = interval(start_s, 1.0, Some(0));
+            i.stream = i.stream.map(|s| s.with_goodput(good, 1.0));
+            i
+        };
+        let ivs = [with(0.0, 9), with(1.0, 2), with(2.0, 10)];
+        assert_eq!(
+            goodput_over_time(&ivs),
+            "  goodput req/s over time: lowest 2.0 (interval at 1.0s), median 9.0, highest 10.0 of 3 intervals\n"
         );
     }
 

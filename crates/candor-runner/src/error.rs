@@ -17,6 +17,8 @@ pub enum RunnerError {
     Run(#[from] candor_load::load_run::RunError),
     #[error(transparent)]
     Extras(#[from] extras::ExtrasError),
+    #[error(transparent)]
+    Records(#[from] candor_load::records::RecordsError),
     #[error("the pre-flight check: {0}")]
     Thread(std::io::Error),
 }

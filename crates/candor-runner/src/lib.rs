@@ -42,6 +42,7 @@ pub mod results_file;
 pub mod script;
 pub mod serve_flags;
 pub(crate) mod shard_flags;
+pub mod step_records;
 pub mod stop;
 pub mod verdicts;
 mod watched;

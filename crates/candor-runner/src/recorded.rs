@@ -25,7 +25,11 @@ pub fn recorded_config(c: &RunPlan) -> RunConfig {
         interrupted_after_s: None,
         interval_s: c.interval_ns as f64 / 1e9,
         late_start_s: None,
-        llm: c.llm_settings.clone(),
+        // The goodput bounds as judged: --goodput's, or those --slo set.
+        llm: c.llm_settings.clone().map(|mut s| {
+            s.goodput = c.goodput.map(|g| g.to_string());
+            s
+        }),
         method: c.method.clone(),
         // The protocol records its own (below); these are the defaults of the others.
         pipeline: 1,

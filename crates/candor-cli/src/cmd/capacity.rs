@@ -1,6 +1,7 @@
 //! `candor capacity`: the highest rate whose response time meets the SLOs with every request
 //! served, found by bracketing then bisecting, with confirmation runs at the answer.
 
+use crate::cmd::outputs::load_inputs;
 use anyhow::{Context, Result};
 use candor_analysis::capacity_search::SearchSettings;
 use candor_analysis::slo::SloSet;
@@ -11,11 +12,13 @@ use candor_report::json::JsonExporter;
 use candor_runner::flags::{open_rate, series_base, LoadArgs};
 use candor_runner::push_view::{self, RunSeries};
 use candor_runner::rate_series::{self, engine_step};
+use candor_runner::step_records;
 use clap::Args;
 
 #[derive(Args, Debug)]
 pub struct CapacityArgs {
-    /// The objectives a rate must meet, e.g. 'p99<10ms,p99.9<50ms' (response time; see run --slo).
+    /// The objectives a rate must meet, e.g. 'p99<10ms,p99.9<50ms' (response time; see run --slo),
+    /// or with --llm 'ttft.p99<500ms,goodput>=90%' (a goodput share is also the error budget).
     /// The exit code is the verdict: 0 when a rate in [--min, --max] meets them (the capacity is
     /// printed), 3 when even --min misses them or the search did not settle (unlike `sweep`,
     /// which exits 0 whatever its steps' verdicts).
@@ -47,6 +50,8 @@ pub struct CapacityArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
+    pub records: candor_runner::step_records::StepRecordsArgs,
+    #[command(flatten)]
     pub live_view: crate::cmd::live::LiveArgs,
     #[command(flatten)]
     pub push: push_view::PushArgs,
@@ -69,7 +74,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     };
     settings.validate()?;
     let pause_ns = args.pause.ns();
-    let base = series_base(&args.load, settings.min)?;
+    let base = series_base(&args.load, settings.min, &slo)?;
     for rate in [settings.min, settings.max] {
         let mut c = base.clone();
         c.shape = base.shape.with_rate(rate);
@@ -79,7 +84,8 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
     drop(reading);
     let mut exports = ExportManager::default();
     exports.add("--json", args.json.as_deref(), JsonExporter)?;
-    exports.refuse_inputs(&crate::cmd::outputs::load_inputs(&args.load))?;
+    exports.refuse_inputs(&load_inputs(&args.load))?;
+    step_records::check(&args.records, &load_inputs(&args.load), settings.min)?;
     if exports.uses_stdout() {
         crate::stdio::give_stdout_to_data();
     }
@@ -101,7 +107,7 @@ pub fn main(args: CapacityArgs) -> Result<i32> {
             )
         );
     }
-    let mut run_step = engine_step(false, vec![]);
+    let mut run_step = step_records::with_records(&args.records, engine_step(false, vec![]));
     let found = rate_series::capacity(
         &base,
         settings,

@@ -50,13 +50,7 @@ pub fn finish_records(
     results: &mut RunResults,
 ) -> Result<()> {
     let Some(w) = writer else { return Ok(()) };
-    let s = w.finish()?;
-    if s.dropped > 0 {
-        results.warnings.push(format!(
-            "--records: {} records dropped (the writer fell behind; {} written)",
-            s.dropped, s.written
-        ));
-    }
+    results.warnings.extend(w.finish()?.warnings("--records"));
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! a table of response-time percentiles against offered load, and one JSON file of every step's
 //! full results that `candor report` renders as a chart.
 
+use crate::cmd::outputs::load_inputs;
 use anyhow::{Context, Result};
 use candor_analysis::slo::SloSet;
 use candor_analysis::sweep_results::SweepResults;
@@ -14,6 +15,7 @@ use candor_runner::command_line;
 use candor_runner::flags::{parse_rates, series_base, LoadArgs};
 use candor_runner::push_view::{self, RunSeries};
 use candor_runner::rate_series::{self, engine_step};
+use candor_runner::step_records;
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -37,6 +39,8 @@ pub struct SweepArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
+    pub records: candor_runner::step_records::StepRecordsArgs,
+    #[command(flatten)]
     pub live_view: crate::cmd::live::LiveArgs,
     #[command(flatten)]
     pub push: candor_runner::push_view::PushArgs,
@@ -51,7 +55,7 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     let rates = parse_rates(&args.rates)?;
     let slo = SloSet::parse_all(&args.slo)?;
     let pause_ns = args.pause.ns();
-    let base = series_base(&args.load, rates[0])?;
+    let base = series_base(&args.load, rates[0], &slo)?;
     // Every step's rate is checked before the first one starts.
     for &rate in &rates {
         let mut c = base.clone();
@@ -61,7 +65,8 @@ pub fn main(args: SweepArgs) -> Result<i32> {
     drop(reading);
     let mut exports = ExportManager::default();
     exports.add("--json", args.json.as_deref(), JsonExporter)?;
-    exports.refuse_inputs(&crate::cmd::outputs::load_inputs(&args.load))?;
+    exports.refuse_inputs(&load_inputs(&args.load))?;
+    step_records::check(&args.records, &load_inputs(&args.load), rates[0])?;
     if exports.uses_stdout() {
         crate::stdio::give_stdout_to_data();
     }
@@ -77,7 +82,8 @@ pub fn main(args: SweepArgs) -> Result<i32> {
         base.target.url,
         rates.len() as f64 * (each + pause_ns as f64 / 1e9)
     );
-    let mut run_step = engine_step(live, std::env::args().collect());
+    let mut run_step =
+        step_records::with_records(&args.records, engine_step(live, std::env::args().collect()));
     let steps = rate_series::sweep(&base, &rates, pause_ns, &slo, &mut run_step, &mut |step| {
         eprintln!("{}", sweep_text::step_line(step));
     })?;

@@ -28,8 +28,8 @@ impl Core {
     /// A gap between two events of slot `slot`'s streamed response.
     #[inline]
     pub fn stream_gap(&mut self, slot: usize, gap: candor_stream::tap::Gap) {
-        let intended = self.slots[slot].exchange.intended;
-        self.ledger.stream_gap(intended, gap);
+        let e = &self.slots[slot].exchange;
+        self.ledger.stream_gap(e.seq, e.intended, gap);
     }
 
     /// An event of slot `slot`'s streamed response arrived at `at`: the wait for the next one

@@ -319,10 +319,31 @@ fn each_booking_offers_its_record() {
         first_byte: 6_500,
         ..at(4, 5_000, 5_100)
     };
+    // Its gaps reach the writer before its record, in one chunk (not yet full).
+    let gap = |ns, token| candor_stream::tap::Gap { ns, token };
+    l.stream_gap(4, 5_000, gap(500, true));
+    l.stream_gap(4, 5_000, gap(0, false));
     l.stream_outcome(&e, &o);
     l.complete(&e, 8_100, 200);
     l.unfinished(&at(5, 6_000, 6_100), 10_000);
-    let got: Vec<Record> = rx.try_iter().collect();
+    let entries: Vec<crate::records::Entry> = rx.try_iter().collect();
+    type Gaps = Vec<(u64, u64, bool)>;
+    let chunks: Vec<(usize, Gaps)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            crate::records::Entry::Gaps(c) => Some((i, c.iter().collect())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chunks, vec![(3, vec![(4, 500, true), (4, 0, false)])]);
+    let got: Vec<Record> = entries
+        .into_iter()
+        .filter_map(|e| match e {
+            crate::records::Entry::Record(r) => Some(r),
+            _ => None,
+        })
+        .collect();
     let base = Record {
         run: 0,
         seq: 1,

@@ -15,14 +15,31 @@ use std::sync::Arc;
 /// `--replay`'s trace.
 pub fn run_config(args: &RunArgs) -> Result<RunPlan> {
     let mut c = shape_config(&args.load, run_shape(args)?)?;
-    // An LLM run without --goodput judges goodput by the per-request bounds its --slo sets
-    // (an unreadable --slo is refused where the objectives are parsed).
-    if c.goodput.is_none() && c.stream.llm {
-        if let Ok(slos) = candor_analysis::SloSet::parse_all(&args.slo) {
-            c.goodput = crate::goodput_of_slo::goodput_of_slo(&slos.objectives);
-        }
+    // An unreadable --slo is refused where the objectives are parsed.
+    if let Ok(slos) = candor_analysis::SloSet::parse_all(&args.slo) {
+        goodput_from_slo(&mut c, &slos)?;
     }
     Ok(c)
+}
+
+/// An LLM run without --goodput judges goodput by the per-request bounds its --slo sets; a
+/// goodput objective (`goodput>=90%`) with no bounds to judge requests by is refused.
+pub fn goodput_from_slo(c: &mut RunPlan, slos: &candor_analysis::SloSet) -> Result<()> {
+    if c.goodput.is_none() && c.stream.llm {
+        c.goodput = crate::goodput_of_slo::goodput_of_slo(&slos.objectives);
+    }
+    match slos
+        .objectives
+        .iter()
+        .find(|o| o.metric == candor_analysis::slo::Metric::Goodput)
+    {
+        Some(o) if c.goodput.is_none() => Err(FlagError::Invalid(format!(
+            "--slo {}: no per-request bounds to judge goodput by: give --goodput (e.g. \
+             'ttft<500ms,tpot<50ms') or ttft, tpot or response-time objectives, with --llm",
+            o.text
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Validated settings from the flags, at `rate` (`None`: closed loop), optionally for exactly

@@ -38,10 +38,15 @@ pub fn step_warmup_ns(given: Option<&DurationArg>) -> u64 {
 }
 
 /// The configuration every step of a series starts from: the load flags at `first_rate`, with
-/// a step's warm-up.
-pub fn series_base(load: &LoadArgs, first_rate: f64) -> Result<RunPlan> {
+/// a step's warm-up, and (LLM runs without --goodput) the goodput bounds `slo` sets, as `run`.
+pub fn series_base(
+    load: &LoadArgs,
+    first_rate: f64,
+    slo: &candor_analysis::SloSet,
+) -> Result<RunPlan> {
     let mut base = load_config(load, Some(first_rate), None)?;
     base.warmup_ns = step_warmup_ns(load.warmup.as_ref());
+    super::config::goodput_from_slo(&mut base, slo)?;
     Ok(base)
 }
 

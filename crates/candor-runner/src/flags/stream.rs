@@ -298,6 +298,8 @@ fn llm_settings(
         llm_body: a.llm_body.clone(),
         stream_timeout_s: c.stream_timeout_ns as f64 / 1e9,
         event_timeout_s: c.event_timeout_ns as f64 / 1e9,
+        // Set where the config is recorded: --slo may still set the bounds.
+        goodput: None,
     }
 }
 

@@ -244,6 +244,7 @@ fn the_engine_core_does_not_allocate_per_request_on_simulated_time() {
                     last_token: Some(now - 20_000),
                     output_tokens: 2,
                     input_tokens: Some(3),
+                    cached_tokens: Some(1),
                     counted_tokens: Some(2),
                     tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
                     tpot_ns: Some(20_000),

@@ -60,6 +60,9 @@ pub struct StreamOutcome {
     /// The server's `usage.prompt_tokens` of a stream that succeeded (none: not said, or
     /// the stream failed).
     pub input_tokens: Option<u64>,
+    /// Of them, the server's prefix cache served these (`usage.prompt_tokens_details.
+    /// cached_tokens`; none: not said, or the stream failed).
+    pub cached_tokens: Option<u64>,
     /// The tokenizer's count of a successful stream's output (`--tokenizer`), also when the
     /// server's usage gave the count (then the two are compared).
     pub counted_tokens: Option<u64>,
@@ -317,6 +320,7 @@ impl StreamTap {
             output_tokens: llm.filter(|_| succeeded).map_or(0, |o| o.output_tokens),
             tokens_from: llm.map(|o| o.tokens_from),
             input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),
+            cached_tokens: llm.filter(|_| succeeded).and_then(|o| o.cached_tokens),
             counted_tokens: llm.filter(|_| succeeded).and_then(|o| o.counted_tokens),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
             failure,
@@ -373,6 +377,7 @@ impl StreamTap {
             output_tokens: if succeeded { output } else { 0 },
             tokens_from: from,
             input_tokens: read.prompt_tokens.filter(|_| succeeded),
+            cached_tokens: read.cached_tokens.filter(|_| succeeded),
             counted_tokens: counted.filter(|_| succeeded),
             tpot_ns: None,
             failure,
@@ -386,6 +391,7 @@ impl StreamTap {
         if let Some(o) = &mut self.outcome {
             o.output_tokens = 0;
             o.input_tokens = None;
+            o.cached_tokens = None;
             o.counted_tokens = None;
         }
     }
@@ -577,6 +583,31 @@ mod tests {
 
     const TOKEN: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
     const USAGE_7: &[u8] = b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\n";
+
+    #[test]
+    fn the_cached_tokens_of_usage_are_read_for_a_stream_that_succeeded() {
+        let mut t = tap(None, true);
+        let mut run = |body: &[u8], end: StreamEnd| {
+            t.head(Some(b"text/event-stream"));
+            t.body(body);
+            t.end(end, 200);
+            let o = t.take_outcome().unwrap();
+            (o.input_tokens, o.cached_tokens)
+        };
+        // As vLLM and OpenAI send them: inside prompt_tokens_details.
+        let usage = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1,\"total_tokens\":41,\"prompt_tokens_details\":{\"cached_tokens\":32}}}\n\n";
+        let whole = [TOKEN, &usage[..], b"data: [DONE]\n\n"].concat();
+        assert_eq!(run(&whole, StreamEnd::Complete), (Some(40), Some(32)));
+        // vLLM without --enable-prompt-tokens-details sends null details: none said.
+        let null = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1,\"prompt_tokens_details\":null}}\n\n";
+        let whole = [TOKEN, &null[..], b"data: [DONE]\n\n"].concat();
+        assert_eq!(run(&whole, StreamEnd::Complete), (Some(40), None));
+        // A failed stream's are not the run's.
+        assert_eq!(
+            run(&[TOKEN, &usage[..]].concat(), StreamEnd::Cut),
+            (None, None)
+        );
+    }
 
     #[test]
     fn the_input_tokens_of_usage_are_read_for_a_stream_that_succeeded() {

@@ -36,6 +36,10 @@ pub const HEAD_TIMEOUT_NS: u64 = 10_000_000_000;
 /// faster, and the worst case, a 16 MiB body, still gets 256 s plus the head timeout.
 pub const MIN_BODY_RATE: u64 = 64 * 1024;
 
+/// The largest prefix cache, in blocks: 4,194,304 blocks are 67 million tokens, far past any
+/// one server's KV cache, and cost the cache about 64 bytes each (256 MiB).
+pub const MAX_PREFIX_CACHE_BLOCKS: usize = 1 << 22;
+
 /// How the streaming server answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmConfig {
@@ -62,6 +66,11 @@ pub struct LlmConfig {
     /// Never send `usage`, even when a request asks for it (`stream_options.include_usage`),
     /// as servers that ignore the option do: the client must count the output tokens itself.
     pub no_usage: bool,
+    /// Computing each prompt token not served from the prefix cache adds this to the time to
+    /// the first token (`--prefill-per-token`; 0: the TTFT does not depend on the prompt).
+    pub prefill_per_token_ns: u64,
+    /// The prefix cache's size in blocks of 16 tokens (`--prefix-cache`; 0: no cache).
+    pub prefix_cache_blocks: usize,
 }
 
 impl LlmConfig {
@@ -79,6 +88,8 @@ impl LlmConfig {
             idle_timeout_ns: IDLE_TIMEOUT_NS,
             head_timeout_ns: HEAD_TIMEOUT_NS,
             no_usage: false,
+            prefill_per_token_ns: 0,
+            prefix_cache_blocks: 0,
         }
     }
 
@@ -101,6 +112,9 @@ impl LlmConfig {
         if self.max_connections == 0 {
             return Err(LlmError::NoConnections);
         }
+        if self.prefix_cache_blocks > MAX_PREFIX_CACHE_BLOCKS {
+            return Err(LlmError::PrefixCacheTooLarge);
+        }
         Ok(())
     }
 
@@ -116,8 +130,16 @@ impl LlmConfig {
             Some(f) => format!("{} on every {}th request", f.kind, f.every),
             None => "none".to_string(),
         };
+        let prefill = match self.prefill_per_token_ns {
+            0 => String::new(),
+            ns => format!(", prefill {} per token", ms(ns)),
+        };
+        let cache = match self.prefix_cache_blocks {
+            0 => String::new(),
+            n => format!(", prefix cache of {n} blocks of 16 tokens"),
+        };
         format!(
-            "LLM streaming, ttft {}, itl {}, {} output tokens, stall {stall}, fault {fault}{}",
+            "LLM streaming, ttft {}, itl {}, {} output tokens{prefill}{cache}, stall {stall}, fault {fault}{}",
             ms(self.ttft_ns),
             ms(self.itl_ns),
             self.output_tokens,

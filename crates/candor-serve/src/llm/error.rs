@@ -13,6 +13,8 @@ pub enum LlmError {
     FaultEveryZero,
     #[error("--idle-timeout and --head-timeout must be longer than zero")]
     ZeroTimeout,
+    #[error("--prefix-cache takes at most 4194304 blocks")]
+    PrefixCacheTooLarge,
     #[error("the server must take at least one connection")]
     NoConnections,
     #[error("unknown LLM fault '{0}': expected rate-limit, error-mid-stream, no-done or close-mid-stream")]

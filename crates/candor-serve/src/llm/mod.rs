@@ -15,6 +15,7 @@ pub mod body;
 mod config;
 mod connection;
 mod error;
+pub mod prefix;
 mod request;
 mod server;
 mod state;
@@ -24,8 +25,8 @@ mod timing;
 
 pub use config::{
     LlmConfig, LlmFault, LlmFaultKind, HEAD_TIMEOUT_NS, IDLE_TIMEOUT_NS, MAX_CONNECTIONS,
-    MIN_BODY_RATE, TOKENS_PER_WORD,
+    MAX_PREFIX_CACHE_BLOCKS, MIN_BODY_RATE, TOKENS_PER_WORD,
 };
 pub use error::LlmError;
 pub use server::{start, LlmServer};
-pub use timing::{emission_times, prompt_tokens};
+pub use timing::{cached_tokens, emission_times, prefill_ns, prompt_tokens};

@@ -7,7 +7,7 @@
 //! The numbers of a phase are in `phase_results.rs` and the file's provenance and settings in
 //! `run_config.rs`, re-exported here so that `results` stays the one path readers use.
 
-pub use crate::llm_run::{LlmSettings, TokenizerCheck};
+pub use crate::llm_run::{DatasetSample, LlmSettings, TokenizerCheck};
 pub use crate::phase_results::*;
 pub use crate::run_config::*;
 use crate::stream_measures::StreamMeasure;

@@ -92,6 +92,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         ),
         None => None,
     };
+    let mut sample = None;
     let list = match &a.prompts {
         Some(path) => {
             let bytes = read(
@@ -109,26 +110,10 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             })?;
             prompts::parse_prompts(text, &path.display().to_string())
         }
-        None if a.sharegpt.is_some() => {
-            use super::args::SharegptBudgetArg;
-            use candor_load::workload::sharegpt::{self, SharegptBudget};
-            let path = a.sharegpt.as_ref().expect("matched");
-            let file = std::fs::File::open(path)
-                .map_err(|e| FlagError::Invalid(format!("--sharegpt {}: {e}", path.display())))?;
-            let budget = match a.sharegpt_budget {
-                SharegptBudgetArg::Answer => SharegptBudget::Answer,
-                SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
-            };
-            let name = format!("--sharegpt {}", path.display());
-            sharegpt::read(
-                file,
-                &name,
-                DRAWN_PROMPTS,
-                budget,
-                a.seed,
-                tokenizer.as_ref(),
-            )
-        }
+        None if a.sharegpt.is_some() => sharegpt_prompts(a, tokenizer.as_ref()).map(|s| {
+            sample = Some(s.counts);
+            s.prompts
+        }),
         None => {
             use candor_load::workload::synthetic::{self, SyntheticSpec};
             let spec = SyntheticSpec {
@@ -177,13 +162,53 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     c.requests = specs;
     c.stream.llm = true;
     c.stream.whole = a.no_stream;
-    c.llm_settings = Some(llm_settings(a, c, tokenizer.as_ref()));
+    c.llm_settings = Some(candor_core::results::LlmSettings {
+        sample,
+        ..llm_settings(a, c, tokenizer.as_ref())
+    });
     if let Some(t) = tokenizer {
         // Loaded once per run and kept to its end: every connection's stream reader counts
         // output tokens with it (see `candor_stream::count::Counter`).
         c.stream.counter = Some(candor_load::stream::count::Counter(Box::leak(Box::new(t))));
     }
     Ok(())
+}
+
+/// `--sharegpt`'s prompts, pruned and sampled as its flags say.
+fn sharegpt_prompts(
+    a: &LoadArgs,
+    tokenizer: Option<&candor_load::workload::tokenizer::Tokenizer>,
+) -> std::result::Result<
+    candor_load::workload::sharegpt::Sampled,
+    candor_load::workload::prompts::PromptError,
+> {
+    use super::args::SharegptBudgetArg;
+    use candor_load::workload::prompts::PromptError;
+    use candor_load::workload::sharegpt::{self, SharegptBudget};
+    let path = a.sharegpt.as_ref().expect("matched");
+    let file = std::fs::File::open(path)
+        .map_err(|e| PromptError::Dataset(format!("--sharegpt {}: {e}", path.display())))?;
+    if a.sharegpt_prompts == 0 {
+        return Err(PromptError::Dataset(
+            "--sharegpt-prompts must be at least 1".into(),
+        ));
+    }
+    let options = sharegpt::SharegptOptions {
+        count: a.sharegpt_prompts,
+        sample: if a.sharegpt_first {
+            sharegpt::Sample::First
+        } else {
+            sharegpt::Sample::Random
+        },
+        prune: !a.sharegpt_keep_all,
+        budget: match a.sharegpt_budget {
+            SharegptBudgetArg::Answer => SharegptBudget::Answer,
+            SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
+        },
+        seed: a.seed,
+    };
+    let name = format!("--sharegpt {}", path.display());
+    sharegpt::read(file, &name, options, tokenizer)
 }
 
 /// The settings of an `--llm` run as its results record them (defaults included).
@@ -222,6 +247,7 @@ fn llm_settings(
         llm_body: a.llm_body.clone(),
         stream_timeout_s: c.stream_timeout_ns as f64 / 1e9,
         event_timeout_s: c.event_timeout_ns as f64 / 1e9,
+        sample: None,
     }
 }
 

@@ -52,8 +52,7 @@ pub const MAX_TOTAL_TOKENS: u64 = 2048;
 /// length is not the request's, and only the prompt is judged (vLLM skips its answer's
 /// minimum with a fixed output length too).
 pub fn pruned(prompt: u64, answer: u64, answer_budget: bool) -> bool {
-    prompt < MIN_TOKENS
-        || prompt > MAX_PROMPT_TOKENS
+    !(MIN_TOKENS..=MAX_PROMPT_TOKENS).contains(&prompt)
         || (answer_budget && (answer < MIN_TOKENS || prompt + answer > MAX_TOTAL_TOKENS))
 }
 

@@ -68,12 +68,15 @@ pub fn classify(data: &[u8], cut: bool) -> LlmChunk {
     } else {
         usage.err()
     };
+    let prompt_tokens = value_of(data, b"\"prompt_tokens\"").and_then(token_count);
     LlmChunk {
         content: value_of(data, b"\"content\"").is_some_and(non_empty_string)
             || value_of(data, b"\"text\"").is_some_and(non_empty_string),
         completion_tokens: usage.ok().flatten(),
-        prompt_tokens: value_of(data, b"\"prompt_tokens\"").and_then(token_count),
-        cached_tokens: value_of(data, b"\"cached_tokens\"").and_then(token_count),
+        prompt_tokens,
+        // Only a usage chunk says it: the token chunks are not searched a second time.
+        cached_tokens: prompt_tokens
+            .and_then(|_| value_of(data, b"\"cached_tokens\"").and_then(token_count)),
         error,
         done: false,
         malformed,

@@ -273,6 +273,7 @@ fn a_sharegpt_file_sends_its_first_user_turns_with_their_answers_lengths() {
         "openai",
         "--sharegpt",
         path.to_str().unwrap(),
+        "--sharegpt-keep-all",
         "-n",
         "9",
         "-R",
@@ -304,6 +305,41 @@ fn a_sharegpt_file_sends_its_first_user_turns_with_their_answers_lengths() {
     assert!(
         (per_s("input_tokens_per_s") * window - 66.0).abs() < 1e-6,
         "{llm}"
+    );
+    // By default vLLM's rules prune the 2-word prompt (3 tokens, under 4): 2 prompts kept,
+    // sampled at random, each sent 4 times of 8: 4 x (4 + 12) = 64 output tokens; the
+    // settings record 4 conversations read, 1 unusable, 3 examined, 1 pruned, 2 kept.
+    let (v, _) = run_json(&[
+        "--llm",
+        "openai",
+        "--sharegpt",
+        path.to_str().unwrap(),
+        "-n",
+        "8",
+        "-R",
+        "50",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        &server.url,
+    ]);
+    assert_eq!(v["stream"]["llm"]["output_tokens"], 64);
+    let sample = &v["config"]["llm"]["sample"];
+    assert_eq!(
+        [
+            &sample["conversations"],
+            &sample["unusable"],
+            &sample["examined"],
+            &sample["pruned"],
+            &sample["kept"]
+        ],
+        [4, 1, 3, 1, 2].map(serde_json::Value::from).each_ref(),
+        "{sample}"
+    );
+    assert_eq!(
+        (sample["random"].clone(), sample["pruning"].clone()),
+        (true.into(), true.into())
     );
     // Not ShareGPT: one line naming the file, before any load.
     let bad = write_file("bad.json", "{\"conversations\": []}");

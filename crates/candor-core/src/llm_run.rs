@@ -44,6 +44,9 @@ pub struct LlmSettings {
     /// latencies set), e.g. `ttft<500ms,tpot<50ms`; absent: no goodput was judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<String>,
+    /// `--sharegpt`: how the prompts were sampled from the file, and how many were pruned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<DatasetSample>,
 }
 
 /// The backend an LLM run measured, as `GET {base}/v1/models` named it before the load: the
@@ -112,6 +115,53 @@ impl LlmBackend {
     }
 }
 
+/// How a dataset's prompts were taken (`--sharegpt`): of the conversations read, those without
+/// a user turn and an answer are unusable; of the usable ones, those that could make the sample
+/// were examined by vLLM's length rules, which pruned some; the rest of those examined are kept
+/// or were displaced by ones that drew smaller sampling keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DatasetSample {
+    /// A random sample seeded by `seed` (else the first ones kept, in the file's order).
+    pub random: bool,
+    pub seed: u64,
+    /// vLLM's length rules applied (`--sharegpt-keep-all` turns them off).
+    pub pruning: bool,
+    pub conversations: u64,
+    pub unusable: u64,
+    pub examined: u64,
+    pub pruned: u64,
+    pub kept: u64,
+}
+
+impl DatasetSample {
+    /// The settings table's rows.
+    pub fn rows(&self) -> [(&'static str, String); 2] {
+        let c = crate::units::format_count;
+        let how = if self.random {
+            format!("at random (seed {})", self.seed)
+        } else {
+            "the first ones".to_string()
+        };
+        let sample = format!(
+            "{} prompts, {how}, from {} conversations read ({} without a user turn and an answer)",
+            c(self.kept),
+            c(self.conversations),
+            c(self.unusable)
+        );
+        let pruned = if self.pruning {
+            format!(
+                "{} of {} examined (vLLM's rules: prompt or answer under 4 tokens, prompt over 1,024, prompt + answer over 2,048)",
+                c(self.pruned),
+                c(self.examined)
+            )
+        } else {
+            "none: --sharegpt-keep-all".to_string()
+        };
+        [("dataset sample", sample), ("pruned", pruned)]
+    }
+}
+
 impl LlmSettings {
     /// The rows of a report's settings table, in its order.
     pub fn rows(&self) -> Vec<(&'static str, String)> {
@@ -122,6 +172,12 @@ impl LlmSettings {
             ("prompt tokens", self.prompt_tokens.clone()),
             ("output tokens (budget)", self.output_tokens.clone()),
         ];
+        if let Some(sample) = &self.sample {
+            // Beside the dataset they describe.
+            for (k, row) in sample.rows().into_iter().enumerate() {
+                rows.insert(3 + k, row);
+            }
+        }
         if self.prefix_tokens > 0 {
             rows.push(("shared prefix tokens", self.prefix_tokens.to_string()));
         }
@@ -308,6 +364,54 @@ mod tests {
             judged.rows().last(),
             Some(&("goodput bounds", "ttft<500ms".to_string()))
         );
+        assert!(!rows.iter().any(|(k, _)| *k == "dataset sample"));
+    }
+
+    #[test]
+    fn a_datasets_sample_and_its_pruning_are_rows() {
+        let mut sample = DatasetSample {
+            random: true,
+            seed: 7,
+            pruning: true,
+            conversations: 94_145,
+            unusable: 3_210,
+            examined: 1_012,
+            pruned: 12,
+            kept: 1_000,
+        };
+        let s = LlmSettings {
+            dataset: "--sharegpt s.json".into(),
+            sample: Some(sample),
+            ..Default::default()
+        };
+        let rows = s.rows();
+        assert_eq!(rows[2].0, "dataset");
+        assert_eq!(
+            rows[3],
+            (
+                "dataset sample",
+                "1,000 prompts, at random (seed 7), from 94,145 conversations read (3,210 without a user turn and an answer)".into()
+            )
+        );
+        assert_eq!(
+            rows[4],
+            (
+                "pruned",
+                "12 of 1,012 examined (vLLM's rules: prompt or answer under 4 tokens, prompt over 1,024, prompt + answer over 2,048)".into()
+            )
+        );
+        sample.pruning = false;
+        sample.random = false;
+        let [first, none] = sample.rows();
+        assert!(
+            first.1.starts_with("1,000 prompts, the first ones, from"),
+            "{}",
+            first.1
+        );
+        assert_eq!(none.1, "none: --sharegpt-keep-all");
+        // Results written before samples were recorded read back without one.
+        let old: LlmSettings = serde_json::from_str(r#"{"api":"openai"}"#).unwrap();
+        assert_eq!(old.sample, None);
     }
 }
 

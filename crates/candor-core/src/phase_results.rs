@@ -632,6 +632,13 @@ pub struct LlmTokens {
     pub inputs: u64,
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub inputs_per_s: f64,
+    /// Of the input tokens, those the server's prefix cache served, as its usage said them
+    /// (`usage.prompt_tokens_details.cached_tokens`), over the `cached_counted` responses that
+    /// said; results written before these were read have 0.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    #[serde(default)]
+    pub cached_counted: u64,
     /// Input plus output tokens, and per second.
     #[serde(default)]
     pub total_tokens: u64,

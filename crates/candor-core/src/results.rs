@@ -7,7 +7,9 @@
 //! The numbers of a phase are in `phase_results.rs` and the file's provenance and settings in
 //! `run_config.rs`, re-exported here so that `results` stays the one path readers use.
 
-pub use crate::llm_run::{BackendModel, Conversations, LlmBackend, LlmSettings, TokenizerCheck};
+pub use crate::llm_run::{
+    BackendModel, Conversations, DatasetSample, LlmBackend, LlmSettings, TokenizerCheck,
+};
 pub use crate::phase_results::*;
 pub use crate::run_config::*;
 use crate::stream_measures::StreamMeasure;

@@ -66,6 +66,10 @@ pub struct StreamAcc {
     pub input_counted: u64,
     /// LLM embeddings: the inputs embedded by successful answers.
     pub inputs: u64,
+    /// LLM: of the input tokens, those the server's prefix cache served
+    /// (`usage.prompt_tokens_details.cached_tokens`), and how many responses said them.
+    pub cached_tokens: u64,
+    pub cached_counted: u64,
     pub tokens_from_usage: u64,
     pub tokens_from_chunks: u64,
     /// LLM: responses counted by the run's tokenizer, and (with usage too) the two compared.
@@ -97,6 +101,8 @@ impl StreamAcc {
             input_tokens: 0,
             input_counted: 0,
             inputs: 0,
+            cached_tokens: 0,
+            cached_counted: 0,
             tokens_from_usage: 0,
             tokens_from_chunks: 0,
             tokens_from_tokenizer: 0,
@@ -139,6 +145,8 @@ impl StreamAcc {
         self.input_tokens = 0;
         self.input_counted = 0;
         self.inputs = 0;
+        self.cached_tokens = 0;
+        self.cached_counted = 0;
         self.tokens_from_usage = 0;
         self.tokens_from_chunks = 0;
         self.tokens_from_tokenizer = 0;
@@ -174,6 +182,10 @@ impl StreamAcc {
         if let Some(n) = o.input_tokens {
             self.input_tokens += n;
             self.input_counted += 1;
+        }
+        if let Some(n) = o.cached_tokens {
+            self.cached_tokens += n;
+            self.cached_counted += 1;
         }
         if let (Some(TokenSource::Usage), Some(counted)) = (o.tokens_from, o.counted_tokens) {
             let c = &mut self.tokenizer_check;
@@ -236,6 +248,8 @@ impl StreamAcc {
         self.input_tokens += o.input_tokens;
         self.input_counted += o.input_counted;
         self.inputs += o.inputs;
+        self.cached_tokens += o.cached_tokens;
+        self.cached_counted += o.cached_counted;
         self.tokens_from_usage += o.tokens_from_usage;
         self.tokens_from_chunks += o.tokens_from_chunks;
         self.tokens_from_tokenizer += o.tokens_from_tokenizer;

@@ -108,6 +108,8 @@ fn stream_results(r: &mut PhaseResults, s: &crate::books::StreamAcc, duration_ns
                 input_tokens: s.input_tokens,
                 input_counted: s.input_counted,
                 inputs: s.inputs,
+                cached_tokens: s.cached_tokens,
+                cached_counted: s.cached_counted,
                 counted_by_tokenizer: s.tokens_from_tokenizer,
                 tokenizer_check: (s.tokenizer_check.responses > 0).then_some(s.tokenizer_check),
                 ..Default::default()

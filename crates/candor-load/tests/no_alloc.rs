@@ -403,6 +403,7 @@ fn answer_stream(core: &mut Core, slot: usize, now: u64) {
             last_token: Some(now - 20_000),
             output_tokens: 2,
             input_tokens: Some(3),
+            cached_tokens: Some(1),
             counted_tokens: Some(2),
             tokens_from: Some(candor_load::stream::openai::TokenSource::Usage),
             tpot_ns: Some(20_000),

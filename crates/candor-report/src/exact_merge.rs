@@ -545,6 +545,8 @@ fn merge_streams(main: &mut PhaseResults, runs: &[RunResults], extra: &[(String,
             acc.input_tokens = acc.input_tokens.saturating_add(t.input_tokens);
             acc.input_counted = acc.input_counted.saturating_add(t.input_counted);
             acc.inputs = acc.inputs.saturating_add(t.inputs);
+            acc.cached_tokens = acc.cached_tokens.saturating_add(t.cached_tokens);
+            acc.cached_counted = acc.cached_counted.saturating_add(t.cached_counted);
             acc.counted_from_usage = acc.counted_from_usage.saturating_add(t.counted_from_usage);
             acc.counted_from_chunks = acc
                 .counted_from_chunks

@@ -176,6 +176,13 @@ fn token_lines(t: &candor_core::results::LlmTokens) -> String {
             format_count(t.total_tokens),
             t.total_tokens_per_s
         ));
+        if t.cached_counted > 0 {
+            out.push_str(&format!(
+                "            of them {} cached (served by the server's prefix cache, as {} responses' usage said)\n",
+                format_count(t.cached_tokens),
+                format_count(t.cached_counted)
+            ));
+        }
     } else {
         out.push_str("            input tokens: the server's usage did not say them\n");
     }

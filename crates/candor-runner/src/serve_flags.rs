@@ -71,6 +71,15 @@ pub struct ServeArgs {
     /// servers do.
     #[arg(long, requires = "llm")]
     pub no_usage: bool,
+    /// With --llm: each prompt token not served from the prefix cache adds DUR to the time to
+    /// the first token (prompt tokens counted as 4/3 of its words) [default: 0].
+    #[arg(long, value_name = "DUR", requires = "llm")]
+    pub prefill_per_token: Option<DurationArg>,
+    /// With --llm: keep a prefix cache of N blocks of 16 tokens (12 words), as vLLM's automatic
+    /// prefix caching: a prompt's leading blocks found there are not computed again, and usage
+    /// says them as prompt_tokens_details.cached_tokens [default: 0, no cache].
+    #[arg(long, value_name = "BLOCKS", requires = "llm")]
+    pub prefix_cache: Option<usize>,
     /// With --llm: close a connection that sends no request for DUR, whose body stops for DUR,
     /// or that reads nothing of an answer for DUR [default: 60s].
     #[arg(long, value_name = "DUR", requires = "llm")]
@@ -131,6 +140,12 @@ pub fn to_llm_config(args: &ServeArgs) -> anyhow::Result<LlmConfig> {
         config.model = m.clone();
     }
     config.no_usage = args.no_usage;
+    if let Some(d) = &args.prefill_per_token {
+        config.prefill_per_token_ns = d.ns();
+    }
+    if let Some(n) = args.prefix_cache {
+        config.prefix_cache_blocks = n;
+    }
     if let Some(d) = &args.idle_timeout {
         config.idle_timeout_ns = d.ns();
     }

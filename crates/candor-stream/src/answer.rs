@@ -65,6 +65,8 @@ pub struct AnswerRead {
     /// `usage.completion_tokens` and `usage.prompt_tokens`, when sane.
     pub completion_tokens: Option<u64>,
     pub prompt_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`, when sane.
+    pub cached_tokens: Option<u64>,
     /// How the answer is no completion ([`LlmFailure::ErrorEvent`] for an `error` object,
     /// [`LlmFailure::NotJson`], [`LlmFailure::NotOpenai`], [`LlmFailure::BadUsage`]).
     pub failure: Option<LlmFailure>,
@@ -95,6 +97,7 @@ pub fn read_answer(body: &[u8], lost_front: bool) -> AnswerRead {
     AnswerRead {
         completion_tokens: usage.ok().flatten(),
         prompt_tokens: value_of(body, b"\"prompt_tokens\"").and_then(count),
+        cached_tokens: value_of(body, b"\"cached_tokens\"").and_then(count),
         failure,
     }
 }
@@ -123,6 +126,9 @@ mod tests {
         assert_eq!(answer_text(CHAT), Some(&br#""hi there"},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}"#[..]));
         let completion = br#"{"choices":[{"text":"abc"}]}"#;
         assert_eq!(read_answer(completion, false), AnswerRead::default());
+        let cached = br#"{"choices":[{"text":"a"}],"usage":{"prompt_tokens":40,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":32}}}"#;
+        let r = read_answer(cached, false);
+        assert_eq!((r.prompt_tokens, r.cached_tokens), (Some(40), Some(32)));
         assert!(answer_text(completion).unwrap().starts_with(b"\"abc\""));
     }
 

@@ -29,6 +29,9 @@ pub struct LlmChunk {
     /// `usage.prompt_tokens` (the input tokens), when the chunk carries a sane one; one that is
     /// not is ignored, not failed: the answer's measures do not depend on it.
     pub prompt_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens` (the input tokens the server's prefix cache
+    /// served), when sane; ignored as `prompt_tokens` is.
+    pub cached_tokens: Option<u64>,
     /// An `error` object: the server failed the request mid-stream.
     pub error: bool,
     /// `[DONE]`: the stream's proper end.
@@ -65,11 +68,15 @@ pub fn classify(data: &[u8], cut: bool) -> LlmChunk {
     } else {
         usage.err()
     };
+    let prompt_tokens = value_of(data, b"\"prompt_tokens\"").and_then(token_count);
     LlmChunk {
         content: value_of(data, b"\"content\"").is_some_and(non_empty_string)
             || value_of(data, b"\"text\"").is_some_and(non_empty_string),
         completion_tokens: usage.ok().flatten(),
-        prompt_tokens: value_of(data, b"\"prompt_tokens\"").and_then(token_count),
+        prompt_tokens,
+        // Only a usage chunk says it: the token chunks are not searched a second time.
+        cached_tokens: prompt_tokens
+            .and_then(|_| value_of(data, b"\"cached_tokens\"").and_then(token_count)),
         error,
         done: false,
         malformed,
@@ -368,6 +375,7 @@ pub struct LlmProgress {
     content_chunks: u64,
     usage_tokens: Option<u64>,
     usage_prompt: Option<u64>,
+    usage_cached: Option<u64>,
     /// The tokenizer's count of the content so far (`--tokenizer`), when one counts.
     counted: Option<u64>,
     done: bool,
@@ -387,6 +395,8 @@ pub struct LlmOutcome {
     pub tokens_from: TokenSource,
     /// The server's `usage.prompt_tokens`, if it sent one.
     pub input_tokens: Option<u64>,
+    /// The server's `usage.prompt_tokens_details.cached_tokens`, if it sent one.
+    pub cached_tokens: Option<u64>,
     /// The tokenizer's count of the output (`--tokenizer`), also when usage gave the count.
     pub counted_tokens: Option<u64>,
     /// `(last - first) / (tokens - 1)`, when there were at least two tokens.
@@ -421,6 +431,9 @@ impl LlmProgress {
         }
         if let Some(n) = chunk.prompt_tokens {
             self.usage_prompt = Some(n);
+        }
+        if let Some(n) = chunk.cached_tokens {
+            self.usage_cached = Some(n);
         }
         self.error |= chunk.error;
         self.done |= chunk.done;
@@ -463,6 +476,7 @@ impl LlmProgress {
             output_tokens,
             tokens_from,
             input_tokens: self.usage_prompt,
+            cached_tokens: self.usage_cached,
             counted_tokens: self.counted,
             tpot_ns,
             failure,

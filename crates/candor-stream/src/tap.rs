@@ -63,6 +63,9 @@ pub struct StreamOutcome {
     /// The server's `usage.prompt_tokens` of a stream that succeeded (none: not said, or
     /// the stream failed).
     pub input_tokens: Option<u64>,
+    /// Of them, the server's prefix cache served these (`usage.prompt_tokens_details.
+    /// cached_tokens`; none: not said, or the stream failed).
+    pub cached_tokens: Option<u64>,
     /// The tokenizer's count of a successful stream's output (`--tokenizer`), also when the
     /// server's usage gave the count (then the two are compared).
     pub counted_tokens: Option<u64>,
@@ -334,6 +337,7 @@ impl StreamTap {
             output_tokens: llm.filter(|_| succeeded).map_or(0, |o| o.output_tokens),
             tokens_from: llm.map(|o| o.tokens_from),
             input_tokens: llm.filter(|_| succeeded).and_then(|o| o.input_tokens),
+            cached_tokens: llm.filter(|_| succeeded).and_then(|o| o.cached_tokens),
             counted_tokens: llm.filter(|_| succeeded).and_then(|o| o.counted_tokens),
             tpot_ns: llm.and_then(|o| o.tpot_ns),
             inputs: 0,
@@ -391,6 +395,7 @@ impl StreamTap {
             output_tokens: if succeeded { output } else { 0 },
             tokens_from: from,
             input_tokens: read.prompt_tokens.filter(|_| succeeded),
+            cached_tokens: read.cached_tokens.filter(|_| succeeded),
             counted_tokens: counted.filter(|_| succeeded),
             tpot_ns: None,
             inputs: 0,
@@ -433,6 +438,7 @@ impl StreamTap {
             output_tokens: 0,
             tokens_from: None,
             input_tokens: tail.prompt_tokens.filter(|_| succeeded),
+            cached_tokens: tail.cached_tokens.filter(|_| succeeded),
             counted_tokens: None,
             tpot_ns: None,
             inputs: if succeeded { u64::from(expected) } else { 0 },
@@ -447,6 +453,7 @@ impl StreamTap {
         if let Some(o) = &mut self.outcome {
             o.output_tokens = 0;
             o.input_tokens = None;
+            o.cached_tokens = None;
             o.counted_tokens = None;
         }
     }

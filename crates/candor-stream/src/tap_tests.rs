@@ -125,6 +125,31 @@ const TOKEN: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n
 const USAGE_7: &[u8] = b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\n";
 
 #[test]
+fn the_cached_tokens_of_usage_are_read_for_a_stream_that_succeeded() {
+    let mut t = tap(None, true);
+    let mut run = |body: &[u8], end: StreamEnd| {
+        t.head(Some(b"text/event-stream"));
+        t.body(body);
+        t.end(end, 200);
+        let o = t.take_outcome().unwrap();
+        (o.input_tokens, o.cached_tokens)
+    };
+    // As vLLM and OpenAI send them: inside prompt_tokens_details.
+    let usage = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1,\"total_tokens\":41,\"prompt_tokens_details\":{\"cached_tokens\":32}}}\n\n";
+    let whole = [TOKEN, &usage[..], b"data: [DONE]\n\n"].concat();
+    assert_eq!(run(&whole, StreamEnd::Complete), (Some(40), Some(32)));
+    // vLLM without --enable-prompt-tokens-details sends null details: none said.
+    let null = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1,\"prompt_tokens_details\":null}}\n\n";
+    let whole = [TOKEN, &null[..], b"data: [DONE]\n\n"].concat();
+    assert_eq!(run(&whole, StreamEnd::Complete), (Some(40), None));
+    // A failed stream's are not the run's.
+    assert_eq!(
+        run(&[TOKEN, &usage[..]].concat(), StreamEnd::Cut),
+        (None, None)
+    );
+}
+
+#[test]
 fn the_input_tokens_of_usage_are_read_for_a_stream_that_succeeded() {
     let mut t = tap(None, true);
     let usage = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":1,\"total_tokens\":13}}\n\n";

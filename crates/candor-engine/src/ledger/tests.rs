@@ -310,6 +310,7 @@ fn each_booking_offers_its_record() {
         output_tokens: 2,
         tokens_from: Some(candor_stream::openai::TokenSource::Usage),
         input_tokens: Some(5),
+        cached_tokens: None,
         counted_tokens: None,
         tpot_ns: Some(500),
         inputs: 0,

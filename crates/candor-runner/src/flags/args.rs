@@ -199,7 +199,8 @@ pub struct LoadArgs {
     )]
     pub prompts: Option<std::path::PathBuf>,
     /// --llm: prompts from a ShareGPT-format JSON file (vLLM's --dataset-name sharegpt): the
-    /// first user turn of each of the first 1,000 conversations that have an answer.
+    /// first user turn of conversations that have an answer, pruned and sampled as vLLM's
+    /// benchmark does (see --sharegpt-prompts, --sharegpt-keep-all).
     #[arg(long, value_name = "FILE", requires = "llm", conflicts_with_all = ["prompts", "prompt_tokens", "prefix_tokens"])]
     pub sharegpt: Option<std::path::PathBuf>,
     /// --sharegpt: each prompt's output budget: answer (its recorded answer's length, as vLLM
@@ -212,6 +213,20 @@ pub struct LoadArgs {
         default_value = "answer"
     )]
     pub sharegpt_budget: SharegptBudgetArg,
+    /// --sharegpt: how many prompts to take (vLLM's --num-prompts), a random sample seeded by
+    /// --seed of the conversations kept, sent round robin in a random order.
+    #[arg(long, value_name = "N", requires = "sharegpt", default_value_t = 1000)]
+    pub sharegpt_prompts: usize,
+    /// --sharegpt: take the first --sharegpt-prompts conversations kept, in the file's order,
+    /// rather than a random sample.
+    #[arg(long, requires = "sharegpt")]
+    pub sharegpt_first: bool,
+    /// --sharegpt: keep every usable conversation; by default, as vLLM, a prompt or answer
+    /// under 4 tokens, a prompt over 1,024 or prompt + answer over 2,048 is pruned (counted by
+    /// --tokenizer, else a token is 3/4 of a word; the answer judged only with
+    /// --sharegpt-budget answer).
+    #[arg(long, requires = "sharegpt")]
+    pub sharegpt_keep_all: bool,
     /// --llm without --prompts: synthetic prompts of N tokens (a token is 3/4 of a word), or
     /// lengths drawn per prompt (seeded by --seed): uniform:LO..HI or normal:MEAN,SD[,LO..HI].
     #[arg(long, value_name = "N", requires = "llm", default_value = "128")]

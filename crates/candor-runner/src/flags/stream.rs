@@ -98,6 +98,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         tokenizer.as_ref(),
         (SYNTHETIC_PROMPTS, DRAWN_PROMPTS),
     )?;
+    let mut sample = None;
     let list = match (&conversations, &a.prompts) {
         (Some(conv), _) => Ok(conv.prompts.clone()),
         (None, Some(path)) => {
@@ -116,26 +117,10 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
             })?;
             prompts::parse_prompts(text, &path.display().to_string())
         }
-        (None, None) if a.sharegpt.is_some() => {
-            use super::args::SharegptBudgetArg;
-            use candor_load::workload::sharegpt::{self, SharegptBudget};
-            let path = a.sharegpt.as_ref().expect("matched");
-            let file = std::fs::File::open(path)
-                .map_err(|e| FlagError::Invalid(format!("--sharegpt {}: {e}", path.display())))?;
-            let budget = match a.sharegpt_budget {
-                SharegptBudgetArg::Answer => SharegptBudget::Answer,
-                SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
-            };
-            let name = format!("--sharegpt {}", path.display());
-            sharegpt::read(
-                file,
-                &name,
-                DRAWN_PROMPTS,
-                budget,
-                a.seed,
-                tokenizer.as_ref(),
-            )
-        }
+        (None, None) if a.sharegpt.is_some() => sharegpt_prompts(a, tokenizer.as_ref()).map(|s| {
+            sample = Some(s.counts);
+            s.prompts
+        }),
         (None, None) => {
             use candor_load::workload::synthetic::{self, SyntheticSpec};
             let spec = SyntheticSpec {
@@ -158,7 +143,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     }
     .map_err(|e| FlagError::Invalid(e.to_string()))?;
     if api == LlmApi::Embeddings {
-        return embeddings(a, c, &list, tokenizer);
+        return embeddings(a, c, &list, tokenizer, sample);
     }
     if a.embedding_batch.is_some() {
         return Err(FlagError::Invalid(
@@ -194,6 +179,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     c.stream.llm = true;
     c.stream.whole = a.no_stream;
     let mut settings = llm_settings(a, c, tokenizer.as_ref());
+    settings.sample = sample;
     if let Some(conv) = &conversations {
         super::turns::follow(a, c, conv);
         settings.dataset = super::turns::dataset(a, conv).unwrap_or(settings.dataset);
@@ -215,6 +201,7 @@ fn embeddings(
     c: &mut LoadConfig,
     list: &[candor_load::workload::prompts::Prompt],
     tokenizer: Option<candor_load::workload::tokenizer::Tokenizer>,
+    sample: Option<candor_core::results::DatasetSample>,
 ) -> Result<()> {
     use candor_load::workload::{embed_requests, prompts};
     let refuse = |flag: &str, why: &str| {
@@ -256,8 +243,46 @@ fn embeddings(
     let mut settings = llm_settings(a, c, tokenizer.as_ref());
     settings.output_tokens = "none (embeddings)".into();
     settings.embedding_batch = Some(batch);
+    settings.sample = sample;
     c.llm_settings = Some(settings);
     Ok(())
+}
+
+/// `--sharegpt`'s prompts, pruned and sampled as its flags say.
+fn sharegpt_prompts(
+    a: &LoadArgs,
+    tokenizer: Option<&candor_load::workload::tokenizer::Tokenizer>,
+) -> std::result::Result<
+    candor_load::workload::sharegpt::Sampled,
+    candor_load::workload::prompts::PromptError,
+> {
+    use super::args::SharegptBudgetArg;
+    use candor_load::workload::prompts::PromptError;
+    use candor_load::workload::sharegpt::{self, SharegptBudget};
+    let path = a.sharegpt.as_ref().expect("matched");
+    let file = std::fs::File::open(path)
+        .map_err(|e| PromptError::Dataset(format!("--sharegpt {}: {e}", path.display())))?;
+    if a.sharegpt_prompts == 0 {
+        return Err(PromptError::Dataset(
+            "--sharegpt-prompts must be at least 1".into(),
+        ));
+    }
+    let options = sharegpt::SharegptOptions {
+        count: a.sharegpt_prompts,
+        sample: if a.sharegpt_first {
+            sharegpt::Sample::First
+        } else {
+            sharegpt::Sample::Random
+        },
+        prune: !a.sharegpt_keep_all,
+        budget: match a.sharegpt_budget {
+            SharegptBudgetArg::Answer => SharegptBudget::Answer,
+            SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
+        },
+        seed: a.seed,
+    };
+    let name = format!("--sharegpt {}", path.display());
+    sharegpt::read(file, &name, options, tokenizer)
 }
 
 /// The settings of an `--llm` run as its results record them (defaults included).
@@ -300,6 +325,7 @@ fn llm_settings(
         event_timeout_s: c.event_timeout_ns as f64 / 1e9,
         // Set where the config is recorded: --slo may still set the bounds.
         goodput: None,
+        sample: None,
     }
 }
 

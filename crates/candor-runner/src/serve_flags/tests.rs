@@ -106,8 +106,14 @@ fn llm_flags() {
         "10",
         "--model",
         "m1",
+        "--prefill-per-token",
+        "500us",
+        "--prefix-cache",
+        "1000",
     ])
     .unwrap();
+    assert_eq!(c.prefill_per_token_ns, 500_000);
+    assert_eq!(c.prefix_cache_blocks, 1000);
     assert_eq!(c.ttft_ns, 250_000_000);
     assert_eq!(c.itl_ns, 15_000_000);
     assert_eq!(c.output_tokens, 64);
@@ -135,4 +141,7 @@ fn llm_flags_that_do_not_fit_are_refused() {
     assert!(msg(&["--llm", "--ttft", "soon"]).contains("invalid duration 'soon'"));
     assert!(msg(&["--llm", "--llm-fault", "explode"]).contains("explode"));
     assert!(msg(&["--llm", "--llm-fault", "no-done", "--fault-every", "0"]).contains("at least 1"));
+    assert!(msg(&["--prefix-cache", "10"]).contains("--llm"));
+    assert!(msg(&["--llm", "--prefix-cache", "-1"]).contains("-1"));
+    assert!(msg(&["--llm", "--prefix-cache", "99999999"]).contains("at most 4194304 blocks"));
 }

@@ -59,14 +59,22 @@ pub(super) struct Answer<'a> {
     pub(super) id: u64,
     pub(super) model: &'a str,
     pub(super) prompt_tokens: u64,
+    /// The prompt's tokens served from the prefix cache, when there is one.
+    pub(super) cached_tokens: Option<u64>,
     pub(super) tokens: u32,
     pub(super) include_usage: bool,
 }
 
 impl Answer<'_> {
+    /// The usage object; with a prefix cache, its cached tokens where OpenAI and vLLM put
+    /// them (`prompt_tokens_details.cached_tokens`).
     fn usage(&self) -> String {
+        let details = match self.cached_tokens {
+            Some(n) => format!(",\"prompt_tokens_details\":{{\"cached_tokens\":{n}}}"),
+            None => String::new(),
+        };
         format!(
-            "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{}}}",
+            "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{}{details}}}",
             self.prompt_tokens,
             self.tokens,
             self.prompt_tokens + u64::from(self.tokens)

@@ -10,7 +10,10 @@
 //! expected is ignored (as `as_bool()` and the like gave `None`), never a refusal, and any JSON
 //! value is a body (one that is not an object asks for nothing). Duplicate keys: the last counts.
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use super::prefix::BlockHashes;
+use serde::de::{
+    self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use std::fmt;
 use std::io::Read;
 
@@ -36,12 +39,23 @@ pub struct RequestBody {
 impl RequestBody {
     /// Parses a body from `reader` to its end; only JSON whitespace may follow the value.
     pub fn read(reader: impl Read) -> Result<RequestBody, serde_json::Error> {
-        let top: Top = serde_json::from_reader(reader)?;
+        RequestBody::read_hashing(reader, None)
+    }
+
+    /// As [`read`](Self::read), feeding the prompt's words, in the body's order, to `blocks`
+    /// (the prefix cache's hashes) when given.
+    pub fn read_hashing(
+        reader: impl Read,
+        blocks: Option<&mut BlockHashes>,
+    ) -> Result<RequestBody, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_reader(reader);
+        let top = TopSeed(blocks).deserialize(&mut de)?;
+        de.end()?;
         Ok(RequestBody {
             stream: top.stream.unwrap_or(false),
             max_tokens: top.max_tokens.or(top.max_completion_tokens),
             include_usage: top.include_usage.0.unwrap_or(false),
-            prompt_words: top.prompt_words + top.message_words.0,
+            prompt_words: top.prompt_words + top.message_words,
             inputs: top.input.count,
             input_tokens: top.input.tokens,
         })
@@ -52,8 +66,6 @@ impl RequestBody {
 enum Scalar {
     Bool(bool),
     U64(u64),
-    /// A string, by its word count.
-    Words(u64),
     Other,
 }
 
@@ -68,12 +80,6 @@ impl Scalar {
         match self {
             Scalar::U64(n) => Some(*n),
             _ => None,
-        }
-    }
-    fn words(&self) -> u64 {
-        match self {
-            Scalar::Words(n) => *n,
-            _ => 0,
         }
     }
 }
@@ -122,8 +128,8 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Scalar, E> {
         Ok(Scalar::Other)
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
-        Ok(Scalar::Words(v.split_whitespace().count() as u64))
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
     }
     fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
         Ok(Scalar::Other)
@@ -167,7 +173,7 @@ struct Top {
     max_completion_tokens: Option<u64>,
     include_usage: StreamOptions,
     prompt_words: u64,
-    message_words: Messages,
+    message_words: u64,
     input: Inputs,
 }
 
@@ -191,15 +197,30 @@ enum InputItem {
 #[derive(Default)]
 struct StreamOptions(Option<bool>);
 
-/// The words of every message's `content`.
-#[derive(Default)]
-struct Messages(u64);
+/// Where a prompt's words go besides their count: the prefix cache's block hashes, when on.
+type Sink<'a> = Option<&'a mut BlockHashes>;
 
-/// The words of one message's `content`.
-#[derive(Default)]
-struct Message(u64);
+impl<'de> Deserialize<'de> for StreamOptions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<StreamOptions, D::Error> {
+        d.deserialize_any(StreamOptionsVisitor)
+    }
+}
 
-/// Implements `Deserialize` for `$ty` through `deserialize_any` with `$visitor`.
+struct StreamOptionsVisitor;
+
+/// Implements `DeserializeSeed` for a seed that is its own visitor, through `deserialize_any`.
+macro_rules! seed_is_visitor {
+    ($seed:ident, $value:ty) => {
+        impl<'de> DeserializeSeed<'de> for $seed<'_> {
+            type Value = $value;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    };
+}
+
+/// Deserializes `$ty` by handing any JSON value to `$visitor`.
 macro_rules! deserialize_any_with {
     ($ty:ty, $visitor:ident) => {
         struct $visitor;
@@ -211,10 +232,6 @@ macro_rules! deserialize_any_with {
     };
 }
 
-deserialize_any_with!(Top, TopVisitor);
-deserialize_any_with!(StreamOptions, StreamOptionsVisitor);
-deserialize_any_with!(Messages, MessagesVisitor);
-deserialize_any_with!(Message, MessageVisitor);
 deserialize_any_with!(Inputs, InputsVisitor);
 deserialize_any_with!(InputItem, InputItemVisitor);
 
@@ -306,7 +323,21 @@ impl<'de> Visitor<'de> for InputItemVisitor {
     }
 }
 
-impl<'de> Visitor<'de> for TopVisitor {
+/// The top-level object, its prompt's words fed to the sink.
+struct TopSeed<'a>(Sink<'a>);
+/// The words of a string (`prompt`, a message's `content`), fed to the sink.
+struct WordsSeed<'a>(Sink<'a>);
+/// The words of every message's `content`.
+struct MessagesSeed<'a>(Sink<'a>);
+/// The words of one message's `content`.
+struct MessageSeed<'a>(Sink<'a>);
+
+seed_is_visitor!(TopSeed, Top);
+seed_is_visitor!(WordsSeed, u64);
+seed_is_visitor!(MessagesSeed, u64);
+seed_is_visitor!(MessageSeed, u64);
+
+impl<'de> Visitor<'de> for TopSeed<'_> {
     type Value = Top;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
@@ -316,6 +347,7 @@ impl<'de> Visitor<'de> for TopVisitor {
         IgnoredAny.visit_seq(seq).map(|_| Top::default())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut sink = self.0;
         let mut top = Top::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
@@ -325,8 +357,12 @@ impl<'de> Visitor<'de> for TopVisitor {
                     top.max_completion_tokens = map.next_value::<Scalar>()?.as_u64()
                 }
                 Key::StreamOptions => top.include_usage = map.next_value()?,
-                Key::Prompt => top.prompt_words = map.next_value::<Scalar>()?.words(),
-                Key::Messages => top.message_words = map.next_value()?,
+                Key::Prompt => {
+                    top.prompt_words = map.next_value_seed(WordsSeed(sink.as_deref_mut()))?
+                }
+                Key::Messages => {
+                    top.message_words = map.next_value_seed(MessagesSeed(sink.as_deref_mut()))?
+                }
                 Key::Input => top.input = map.next_value()?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -360,44 +396,85 @@ impl<'de> Visitor<'de> for StreamOptionsVisitor {
     }
 }
 
-impl<'de> Visitor<'de> for MessagesVisitor {
-    type Value = Messages;
+impl<'de> Visitor<'de> for WordsSeed<'_> {
+    type Value = u64;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    scalars_are_default!();
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Messages, A::Error> {
-        let mut words = 0u64;
-        while let Some(Message(n)) = seq.next_element()? {
-            words = words.saturating_add(n);
-        }
-        Ok(Messages(words))
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<u64, E> {
+        Ok(0)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Messages, A::Error> {
-        IgnoredAny.visit_map(map).map(|_| Messages::default())
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<u64, E> {
+        Ok(0)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<u64, E> {
+        Ok(0)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<u64, E> {
+        Ok(0)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<u64, E> {
+        Ok(0)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+        let mut sink = self.0;
+        let mut n = 0u64;
+        for word in v.split_whitespace() {
+            n += 1;
+            if let Some(hashes) = sink.as_deref_mut() {
+                hashes.word(word);
+            }
+        }
+        Ok(n)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<u64, A::Error> {
+        IgnoredAny.visit_seq(seq).map(|_| 0)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<u64, A::Error> {
+        IgnoredAny.visit_map(map).map(|_| 0)
     }
 }
 
-impl<'de> Visitor<'de> for MessageVisitor {
-    type Value = Message;
+impl<'de> Visitor<'de> for MessagesSeed<'_> {
+    type Value = u64;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
     scalars_are_default!();
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Message, A::Error> {
-        IgnoredAny.visit_seq(seq).map(|_| Message::default())
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
+        let mut sink = self.0;
+        let mut words = 0u64;
+        while let Some(n) = seq.next_element_seed(MessageSeed(sink.as_deref_mut()))? {
+            words = words.saturating_add(n);
+        }
+        Ok(words)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
-        let mut message = Message::default();
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<u64, A::Error> {
+        IgnoredAny.visit_map(map).map(|_| 0)
+    }
+}
+
+impl<'de> Visitor<'de> for MessageSeed<'_> {
+    type Value = u64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    scalars_are_default!();
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<u64, A::Error> {
+        IgnoredAny.visit_seq(seq).map(|_| 0)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u64, A::Error> {
+        let mut sink = self.0;
+        let mut words = 0u64;
         while let Some(key) = map.next_key::<Key>()? {
             match key {
-                Key::Content => message.0 = map.next_value::<Scalar>()?.words(),
+                Key::Content => words = map.next_value_seed(WordsSeed(sink.as_deref_mut()))?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(message)
+        Ok(words)
     }
 }
 

@@ -39,6 +39,10 @@ pub const MIN_BODY_RATE: u64 = 64 * 1024;
 /// The `Server` header line of every answer, so that a client's backend probe can name it.
 pub(super) const SERVER: &str = "Server: candor\r\n";
 
+/// The largest prefix cache, in blocks: 4,194,304 blocks are 67 million tokens, far past any
+/// one server's KV cache, and cost the cache about 64 bytes each (256 MiB).
+pub const MAX_PREFIX_CACHE_BLOCKS: usize = 1 << 22;
+
 /// How the streaming server answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmConfig {
@@ -70,6 +74,11 @@ pub struct LlmConfig {
     pub embed_latency_ns: u64,
     pub embed_per_token_ns: u64,
     pub embed_dim: u32,
+    /// Computing each prompt token not served from the prefix cache adds this to the time to
+    /// the first token (`--prefill-per-token`; 0: the TTFT does not depend on the prompt).
+    pub prefill_per_token_ns: u64,
+    /// The prefix cache's size in blocks of 16 tokens (`--prefix-cache`; 0: no cache).
+    pub prefix_cache_blocks: usize,
 }
 
 /// The longest embedding vector served: 4,096 (the largest common models'); an answer of
@@ -98,6 +107,8 @@ impl LlmConfig {
             embed_latency_ns: 20_000_000,
             embed_per_token_ns: 0,
             embed_dim: 16,
+            prefill_per_token_ns: 0,
+            prefix_cache_blocks: 0,
         }
     }
 
@@ -123,6 +134,9 @@ impl LlmConfig {
         if self.embed_dim == 0 || self.embed_dim > MAX_EMBED_DIM {
             return Err(LlmError::EmbedDim(self.embed_dim));
         }
+        if self.prefix_cache_blocks > MAX_PREFIX_CACHE_BLOCKS {
+            return Err(LlmError::PrefixCacheTooLarge);
+        }
         Ok(())
     }
 
@@ -138,8 +152,16 @@ impl LlmConfig {
             Some(f) => format!("{} on every {}th request", f.kind, f.every),
             None => "none".to_string(),
         };
+        let prefill = match self.prefill_per_token_ns {
+            0 => String::new(),
+            ns => format!(", prefill {} per token", ms(ns)),
+        };
+        let cache = match self.prefix_cache_blocks {
+            0 => String::new(),
+            n => format!(", prefix cache of {n} blocks of 16 tokens"),
+        };
         format!(
-            "LLM streaming, ttft {}, itl {}, {} output tokens, embeddings of {} in {}{}, stall {stall}, fault {fault}{}",
+            "LLM streaming, ttft {}, itl {}, {} output tokens{prefill}{cache}, embeddings of {} in {}{}, stall {stall}, fault {fault}{}",
             ms(self.ttft_ns),
             ms(self.itl_ns),
             self.output_tokens,

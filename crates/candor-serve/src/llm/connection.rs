@@ -3,13 +3,15 @@
 
 use super::answer::{respond_plain, Answer, Endpoint};
 use super::config::{LlmConfig, LlmFaultKind};
+use super::prefix::{BlockHashes, PrefixCache};
 use super::request::*;
 use super::state::LlmState;
-use super::timing::{emission_times, prompt_tokens};
+use super::timing::{cached_tokens, emission_times, prefill_ns, prompt_tokens};
 use candor_core::now_ns;
 use std::io::{self, BufReader, Read};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How long a connection that is closed after an error answer goes on reading what the client
@@ -57,6 +59,10 @@ pub(super) fn serve_connection(
         per_read_ns: None,
     });
     let mut times = Vec::new();
+    let mut blocks = shared
+        .cache
+        .as_ref()
+        .map(|_| BlockHashes::new(config.prefix_cache_blocks));
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             return Ok(());
@@ -80,7 +86,11 @@ pub(super) fn serve_connection(
             "/v1/embeddings" => Some(Endpoint::Embeddings),
             _ => None,
         };
-        let body = match read_body(&mut reader, config, head.length, endpoint.is_some()) {
+        if let Some(b) = blocks.as_mut() {
+            b.clear();
+        }
+        let parse = endpoint.is_some();
+        let body = match read_body(&mut reader, config, head.length, parse, blocks.as_mut()) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                 return refuse(&mut out, &mut reader, started_ns, config, 408, TOO_SLOW);
@@ -129,12 +139,22 @@ pub(super) fn serve_connection(
         }
         let id = shared.id.fetch_add(1, Ordering::Relaxed);
         let tokens = output_tokens(config, request.max_tokens);
-        emission_times(config, started_ns, read_ns, tokens, &mut times);
+        let prompt = prompt_tokens(request.prompt_words);
+        let cached = match (&shared.cache, &blocks) {
+            (Some(cache), Some(b)) => {
+                let hit = lock(cache).hit(b.hashes());
+                Some(cached_tokens(request.prompt_words, hit))
+            }
+            _ => None,
+        };
+        let prefill = prefill_ns(config, prompt, cached.unwrap_or(0));
+        emission_times(config, started_ns, read_ns, prefill, tokens, &mut times);
         let answer = Answer {
             endpoint,
             id,
             model: &config.model,
-            prompt_tokens: prompt_tokens(request.prompt_words),
+            prompt_tokens: prompt,
+            cached_tokens: cached,
             tokens,
             include_usage: request.include_usage && !config.no_usage,
         };
@@ -147,6 +167,12 @@ pub(super) fn serve_connection(
             (_, true) => answer.stream(&mut out, &times, fault, keep)?,
             (_, false) => answer.whole(&mut out, &times, fault, keep)?,
         };
+        // The prompt was computed (a 429 computes nothing): its blocks are the cache's now.
+        if let (Some(cache), Some(b)) = (&shared.cache, &blocks) {
+            if fault != Some(LlmFaultKind::RateLimit) {
+                lock(cache).insert(b.hashes());
+            }
+        }
         if fault.is_none() {
             shared.served.fetch_add(1, Ordering::Relaxed);
         }
@@ -197,6 +223,12 @@ fn embeddings(
         shared.served.fetch_add(1, Ordering::Relaxed);
     }
     Ok(open)
+}
+
+/// The cache, even if a thread panicked holding it (its maps stay consistent: no step of
+/// `PrefixCache` can panic between its two updates).
+fn lock(cache: &Mutex<PrefixCache>) -> MutexGuard<'_, PrefixCache> {
+    cache.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The request's output length: the server's, or a smaller `max_tokens`.

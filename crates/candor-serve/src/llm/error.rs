@@ -15,6 +15,8 @@ pub enum LlmError {
     ZeroTimeout,
     #[error("--embed-dim must be from 1 to 4096, not {0}")]
     EmbedDim(u32),
+    #[error("--prefix-cache takes at most 4194304 blocks")]
+    PrefixCacheTooLarge,
     #[error("the server must take at least one connection")]
     NoConnections,
     #[error("unknown LLM fault '{0}': expected rate-limit, error-mid-stream, no-done or close-mid-stream")]

@@ -16,6 +16,7 @@ mod config;
 mod connection;
 mod embed;
 mod error;
+pub mod prefix;
 mod request;
 mod server;
 mod state;
@@ -25,9 +26,9 @@ mod timing;
 
 pub use config::{
     LlmConfig, LlmFault, LlmFaultKind, HEAD_TIMEOUT_NS, IDLE_TIMEOUT_NS, MAX_CONNECTIONS,
-    MAX_EMBED_DIM, MAX_EMBED_INPUTS, MIN_BODY_RATE, TOKENS_PER_WORD,
+    MAX_EMBED_DIM, MAX_EMBED_INPUTS, MAX_PREFIX_CACHE_BLOCKS, MIN_BODY_RATE, TOKENS_PER_WORD,
 };
 pub use embed::embed_time;
 pub use error::LlmError;
 pub use server::{start, LlmServer};
-pub use timing::{emission_times, prompt_tokens};
+pub use timing::{cached_tokens, emission_times, prefill_ns, prompt_tokens};

@@ -3,6 +3,7 @@
 
 use super::body::RequestBody;
 use super::config::{LlmConfig, MIN_BODY_RATE};
+use super::prefix::BlockHashes;
 use candor_core::now_ns;
 use std::io::{self, BufRead, BufReader, Read};
 use std::net::TcpStream;
@@ -162,13 +163,14 @@ pub(super) fn body_allowance_ns(config: &LlmConfig, length: usize) -> u64 {
 
 /// Reads the `length` bytes of a body, each read within the idle timeout and all by the body's
 /// total deadline ([`body_allowance_ns`] from now), parsing them (as they arrive: the body is
-/// never held whole) when `parse`; an `Err` when the connection cannot go on (`TimedOut` when
-/// either limit passed).
+/// never held whole) when `parse`, the prompt's words fed to `blocks` when given; an `Err` when
+/// the connection cannot go on (`TimedOut` when either limit passed).
 pub(super) fn read_body(
     reader: &mut BufReader<Timed>,
     config: &LlmConfig,
     length: usize,
     parse: bool,
+    blocks: Option<&mut BlockHashes>,
 ) -> io::Result<Body> {
     let deadline = now_ns().saturating_add(body_allowance_ns(config, length));
     reader
@@ -176,7 +178,7 @@ pub(super) fn read_body(
         .each_read_within_until(config.idle_timeout_ns, deadline);
     let mut rest = (&mut *reader).take(length as u64);
     let body = if parse {
-        match RequestBody::read(&mut rest) {
+        match RequestBody::read_hashing(&mut rest, blocks) {
             Ok(b) => Body::Parsed(b),
             Err(e) => match e.io_error_kind() {
                 Some(kind) => return Err(kind.into()),

@@ -4,6 +4,7 @@
 use super::config::LlmConfig;
 use super::connection::serve_connection;
 use super::error::LlmError;
+use super::prefix::PrefixCache;
 use super::state::LlmState;
 use candor_core::now_ns;
 use std::collections::HashMap;
@@ -77,6 +78,8 @@ pub fn start(config: LlmConfig) -> Result<LlmServer, LlmError> {
         fault_count: AtomicU64::new(0),
         id: AtomicU64::new(0),
         open: Mutex::new(HashMap::new()),
+        cache: (config.prefix_cache_blocks > 0)
+            .then(|| Mutex::new(PrefixCache::new(config.prefix_cache_blocks))),
     });
     let started_at_ns = now_ns();
     let config = Arc::new(config);

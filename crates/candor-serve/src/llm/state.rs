@@ -1,5 +1,6 @@
 //! What the server's threads share: the stop flag, the counters, the open connections.
 
+use super::prefix::PrefixCache;
 use std::collections::HashMap;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -14,4 +15,7 @@ pub(super) struct LlmState {
     /// A second handle on every open connection, by number, so that shutdown can close them;
     /// each connection's thread removes its own.
     pub(super) open: Mutex<HashMap<u64, TcpStream>>,
+    /// The prefix cache (`--prefix-cache`), shared by every connection's thread: one lock per
+    /// request's lookup and one per its insertion, on the truth server, not a client's path.
+    pub(super) cache: Option<Mutex<PrefixCache>>,
 }

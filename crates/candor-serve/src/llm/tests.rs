@@ -34,7 +34,7 @@ fn a_body_may_take_the_head_timeout_plus_its_length_at_the_minimum_rate() {
 #[test]
 fn without_a_stall_tokens_are_due_at_ttft_then_every_itl() {
     let mut t = Vec::new();
-    emission_times(&config(), 0, 1_000 * MS, 4, &mut t);
+    emission_times(&config(), 0, 1_000 * MS, 0, 4, &mut t);
     assert_eq!(
         t,
         vec![1_000 * MS, 1_100 * MS, 1_120 * MS, 1_140 * MS, 1_160 * MS]
@@ -52,20 +52,77 @@ fn a_stall_holds_every_write_due_inside_it_to_its_end() {
     let mut t = Vec::new();
     // Read at 3.95 s: the head leaves at once, the first token (due 4.05 s) at 5 s, and the
     // tokens due at 4.07, 4.09 and 4.11 s all at 5 s too.
-    emission_times(&c, 0, 3_950 * MS, 4, &mut t);
+    emission_times(&c, 0, 3_950 * MS, 0, 4, &mut t);
     assert_eq!(
         t,
         vec![3_950 * MS, 5_000 * MS, 5_000 * MS, 5_000 * MS, 5_000 * MS]
     );
     // Read at 4.5 s (inside the stall): everything waits for 5 s, the last token is due
     // after it (4.5 + 0.1 + 3 * 0.02 = 4.66 s: still inside, so 5 s).
-    emission_times(&c, 0, 4_500 * MS, 4, &mut t);
+    emission_times(&c, 0, 4_500 * MS, 0, 4, &mut t);
     assert_eq!(t, vec![5_000 * MS; 5]);
     // Read at 4.85 s: tokens due at 4.95, 4.97, 4.99 s are held; 5.01 s is not.
-    emission_times(&c, 0, 4_850 * MS, 4, &mut t);
+    emission_times(&c, 0, 4_850 * MS, 0, 4, &mut t);
     assert_eq!(
         t,
         vec![5_000 * MS, 5_000 * MS, 5_000 * MS, 5_000 * MS, 5_010 * MS]
+    );
+}
+
+#[test]
+fn the_prompt_tokens_not_cached_delay_every_token_by_the_prefill() {
+    let mut c = config();
+    c.prefill_per_token_ns = MS / 2;
+    // 40 words = 54 tokens (ceil(160 / 3)); 3 blocks (36 words) may be cached.
+    assert_eq!(prompt_tokens(40), 54);
+    assert_eq!(cached_tokens(40, 0), 0);
+    assert_eq!(cached_tokens(40, 2), 32);
+    assert_eq!(cached_tokens(40, 3), 48);
+    // The last word is never served from the cache: 36 words hit in full still leave it.
+    assert_eq!(cached_tokens(36, 3), 32);
+    assert_eq!(prefill_ns(&c, 54, 0), 27 * MS);
+    assert_eq!(prefill_ns(&c, 54, 48), 3 * MS);
+    let mut t = Vec::new();
+    emission_times(&c, 0, 1_000 * MS, prefill_ns(&c, 54, 48), 4, &mut t);
+    assert_eq!(
+        t,
+        vec![1_000 * MS, 1_103 * MS, 1_123 * MS, 1_143 * MS, 1_163 * MS]
+    );
+    // Without --prefill-per-token the prompt changes nothing.
+    assert_eq!(prefill_ns(&config(), 54, 0), 0);
+}
+
+#[test]
+fn a_bodys_prompt_words_are_hashed_in_blocks_as_they_are_counted() {
+    use super::prefix::BlockHashes;
+    let shared = (0..24)
+        .map(|k| format!("s{k}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let read = |json: &str| {
+        let mut b = BlockHashes::new(100);
+        let body = RequestBody::read_hashing(json.as_bytes(), Some(&mut b)).unwrap();
+        (body.prompt_words, b.hashes().to_vec())
+    };
+    let mut plain = BlockHashes::new(100);
+    plain.words(&format!("{shared} own words"));
+    // A completion's prompt, and a chat whose messages hold the same words in turn (a value of
+    // another type than a string adds none).
+    let (n, completion) = read(&format!(
+        r#"{{"prompt":"{shared} own words","stream":true}}"#
+    ));
+    assert_eq!((n, completion.as_slice()), (26, plain.hashes()));
+    let (n, chat) = read(&format!(
+        r#"{{"messages":[{{"role":"system","content":"{shared}"}},{{"content":7}},{{"role":"user","content":"own words"}}]}}"#
+    ));
+    assert_eq!((n, chat), (26, completion.clone()));
+    assert_eq!(completion.len(), 2);
+    // Only the words count: a body without a cache reads the same.
+    assert_eq!(
+        RequestBody::read(format!(r#"{{"prompt":"{shared} own words"}}"#).as_bytes())
+            .unwrap()
+            .prompt_words,
+        26
     );
 }
 
@@ -135,4 +192,9 @@ fn bad_settings_are_refused() {
     let mut c = config();
     c.max_connections = 0;
     assert!(matches!(c.validate(), Err(LlmError::NoConnections)));
+    let mut c = config();
+    c.prefix_cache_blocks = MAX_PREFIX_CACHE_BLOCKS + 1;
+    assert!(matches!(c.validate(), Err(LlmError::PrefixCacheTooLarge)));
+    c.prefix_cache_blocks = MAX_PREFIX_CACHE_BLOCKS;
+    assert!(c.validate().is_ok());
 }

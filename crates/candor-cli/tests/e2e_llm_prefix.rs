@@ -1,0 +1,103 @@
+//! A shared prefix against a known-truth prefix cache: `candor serve --llm --prefill-per-token
+//! --prefix-cache` makes the first token wait for the prompt tokens its cache did not hold, and
+//! says the cached ones in its usage; `candor run --llm openai --prefix-tokens` must read the
+//! TTFT and the cached tokens the truth predicts (docs/truth.md, "A shared prefix").
+
+mod common;
+use common::*;
+
+const MS: f64 = 1e6;
+
+/// A run of 12 requests at 5/s on one connection (each lookup after the previous insertion)
+/// against a server with a cache of `blocks` blocks; the prompts are `prompt` flags.
+fn run(blocks: &str, prompt: &[&str]) -> serde_json::Value {
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "20ms",
+        "--itl",
+        "1ms",
+        "--output-tokens",
+        "4",
+        "--prefill-per-token",
+        "500us",
+        "--prefix-cache",
+        blocks,
+    ]);
+    let mut args = vec![
+        "--llm", "openai", "-n", "12", "-R", "5", "-c", "1", "-t", "1",
+    ];
+    args.extend_from_slice(prompt);
+    args.push(&server.url);
+    let (v, _) = run_json(&args);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 12, "{}", v["requests"]);
+    v
+}
+
+/// The TTFT median from the actual send, checked in [truth, truth + 40 ms).
+fn assert_ttft_median(v: &serde_json::Value, truth_ms: f64) {
+    let p50 = pct(v, "ttft_service", 50.0);
+    assert!(
+        p50 >= truth_ms * MS && p50 < (truth_ms + 40.0) * MS,
+        "ttft (sent) p50 {:.1} ms, truth {truth_ms} ms",
+        p50 / MS
+    );
+}
+
+#[test]
+fn a_shared_prefix_is_served_from_the_cache_after_the_first_request() {
+    let _g = serial();
+    // Truth: 256-token prompts whose first 192 tokens (12 blocks) are shared; the first
+    // request computes 256 tokens (148 ms), the 11 others 64 (52 ms); 11 x 192 cached.
+    let v = run("1000", &["--prefix-tokens", "192", "--prompt-tokens", "64"]);
+    let llm = &v["stream"]["llm"];
+    assert_eq!(llm["input_tokens"], 12 * 256, "{llm}");
+    assert_eq!(
+        (llm["cached_tokens"].clone(), llm["cached_counted"].clone()),
+        ((11 * 192).into(), 12.into()),
+        "{llm}"
+    );
+    assert_ttft_median(&v, 52.0);
+    // The slowest is the first request's, which found nothing.
+    let max = v["ttft_service"]["max_ns"].as_f64().unwrap();
+    assert!(max >= 148.0 * MS, "max {:.1} ms", max / MS);
+    // The text report says them beside the input tokens.
+    let dir = std::env::temp_dir().join(format!("candor-e2e-prefix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("prefix.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    let report = candor().arg("report").arg(&path).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let shown = text(&report);
+    assert!(report.status.success(), "{shown}");
+    assert!(
+        shown.contains("3,072 input tokens") && shown.contains("of them 2,112 cached"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_cache_smaller_than_a_prompt_keeps_its_leading_blocks() {
+    let _g = serial();
+    // Truth: a cache of 8 blocks keeps each prompt's first 8 (inserted last block first):
+    // 128 cached tokens a request after the first, TTFT 20 + 64 = 84 ms; 11 x 128 cached.
+    let v = run("8", &["--prefix-tokens", "192", "--prompt-tokens", "64"]);
+    let llm = &v["stream"]["llm"];
+    assert_eq!(llm["cached_tokens"], 11 * 128, "{llm}");
+    assert_ttft_median(&v, 84.0);
+}
+
+#[test]
+fn without_a_shared_prefix_every_prompt_is_computed_whole() {
+    let _g = serial();
+    // Truth: 256-token prompts that differ from their first word: nothing cached, 148 ms.
+    let v = run("1000", &["--prompt-tokens", "256"]);
+    let llm = &v["stream"]["llm"];
+    assert_eq!(
+        (llm["input_tokens"].clone(), llm["cached_tokens"].clone()),
+        ((12 * 256).into(), 0.into()),
+        "{llm}"
+    );
+    assert_ttft_median(&v, 148.0);
+}

@@ -74,6 +74,18 @@ fn embeddings_take_their_known_latency_at_rate_times_batch_inputs_per_second() {
         (llm["inputs_per_s"].as_f64().unwrap() - 80.0).abs() < 1e-9,
         "{llm}"
     );
+    // Inputs over time: every interval says its inputs (zero included), and they add up to the
+    // run's, each answer in the interval it ended in.
+    let intervals = v["intervals"].as_array().unwrap();
+    let by_interval: Vec<u64> = intervals
+        .iter()
+        .map(|i| {
+            i["stream"]["inputs"]
+                .as_u64()
+                .expect("inputs in every interval")
+        })
+        .collect();
+    assert_eq!(by_interval.iter().sum::<u64>(), 240, "{by_interval:?}");
     assert_eq!(llm["input_tokens"], 60 * per_request, "{llm}");
     assert_eq!(llm["input_counted"], 60, "{llm}");
     assert_eq!(llm["output_tokens"], 0, "{llm}");
@@ -95,6 +107,7 @@ fn embeddings_take_their_known_latency_at_rate_times_batch_inputs_per_second() {
     assert_eq!(backend["server"], "candor", "{backend}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("inputs/s 80.0"), "{text}");
+    assert!(text.contains("inputs/s over time: lowest"), "{text}");
     assert!(
         text.contains("backend candor (models: candor-truth)"),
         "{text}"

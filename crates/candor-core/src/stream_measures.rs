@@ -144,6 +144,12 @@ pub struct IntervalStream {
     pub total_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens_per_s: Option<f64>,
+    /// Embeddings runs: the inputs embedded by the answers that ended in the interval, and
+    /// per second of it (inputs/s over time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_per_s: Option<f64>,
     /// `--goodput` (or the bounds `--slo` set): the responses completed in the interval that
     /// met every per-request bound (from the intended send), and those per second of it:
     /// goodput over time. Booked at completion, as the interval's `completed`.
@@ -191,6 +197,8 @@ impl IntervalStream {
             input_tokens_per_s: None,
             total_tokens: None,
             total_tokens_per_s: None,
+            inputs: None,
+            inputs_per_s: None,
             good: None,
             good_per_s: None,
             first_event: None,
@@ -230,6 +238,17 @@ impl IntervalStream {
         self.input_tokens_per_s = Some(per_s(input));
         self.total_tokens = Some(total);
         self.total_tokens_per_s = Some(per_s(total));
+        self
+    }
+
+    /// An embeddings run's interval: `inputs` were embedded, per second of `length_s`.
+    pub fn with_inputs(mut self, inputs: u64, length_s: f64) -> IntervalStream {
+        self.inputs = Some(inputs);
+        self.inputs_per_s = Some(if length_s > 0.0 {
+            inputs as f64 / length_s
+        } else {
+            0.0
+        });
         self
     }
 

@@ -198,12 +198,14 @@ impl StreamAcc {
 
     /// What these books say of one interval of `length_s` seconds; `llm` says whether the run
     /// counts output tokens (an interval without any response still reports zero tokens),
-    /// `goodput` whether it judges goodput (then its good responses, zero included).
+    /// `goodput` whether it judges goodput (then its good responses, zero included), `embeddings`
+    /// whether its answers are embeddings (then the inputs they embedded, zero included).
     pub fn interval(
         &self,
         length_s: f64,
         llm: bool,
         goodput: bool,
+        embeddings: bool,
     ) -> candor_core::stream_measures::IntervalStream {
         use candor_core::stream_measures::StreamMeasure as M;
         let s = candor_core::stream_measures::IntervalStream::of(
@@ -221,6 +223,11 @@ impl StreamAcc {
             ],
         )
         .with_input_tokens(self.input_tokens, length_s);
+        let s = if embeddings {
+            s.with_inputs(self.inputs, length_s)
+        } else {
+            s
+        };
         if goodput {
             s.with_goodput(self.good, length_s)
         } else {
@@ -497,11 +504,25 @@ mod tests {
             good_service: 2,
             ..Default::default()
         };
-        assert_eq!(s.interval(1.0, true, true).good, Some(3));
+        assert_eq!(s.interval(1.0, true, true, false).good, Some(3));
         s.reset();
         assert_eq!((s.good, s.good_service), (0, 0));
-        assert_eq!(s.interval(1.0, true, true).good_per_s, Some(0.0));
-        assert_eq!(s.interval(1.0, true, false).good, None);
+        assert_eq!(s.interval(1.0, true, true, false).good_per_s, Some(0.0));
+        assert_eq!(s.interval(1.0, true, false, false).good, None);
+    }
+
+    #[test]
+    fn an_embeddings_interval_counts_its_inputs_zero_included() {
+        let mut s = StreamAcc {
+            inputs: 12,
+            ..Default::default()
+        };
+        let i = s.interval(2.0, true, false, true);
+        assert_eq!((i.inputs, i.inputs_per_s), (Some(12), Some(6.0)));
+        s.reset();
+        let i = s.interval(2.0, true, false, true);
+        assert_eq!((i.inputs, i.inputs_per_s), (Some(0), Some(0.0)));
+        assert_eq!(s.interval(2.0, true, false, false).inputs, None);
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub(crate) struct Collector {
     pub(crate) llm: bool,
     /// Goodput is judged (`--goodput`, or bounds from `--slo`): intervals report it.
     pub(crate) goodput: bool,
+    /// An embeddings run: intervals report the inputs embedded, zero included.
+    pub(crate) embeddings: bool,
 }
 
 impl Collector {
@@ -161,10 +163,14 @@ impl Collector {
             send_lag: IntervalStats::of(&d.rec.send_lag),
             first_byte: IntervalStats::of_recorded(&d.rec.first_byte),
             histograms: EncodedHistograms::of(&d.rec),
-            stream: d
-                .stream
-                .as_ref()
-                .map(|s| s.interval(length_ns as f64 / 1e9, self.llm, self.goodput)),
+            stream: d.stream.as_ref().map(|s| {
+                s.interval(
+                    length_ns as f64 / 1e9,
+                    self.llm,
+                    self.goodput,
+                    self.embeddings,
+                )
+            }),
         };
         on_interval(&IntervalReport {
             index,

@@ -336,6 +336,7 @@ fn collect_intervals(
         totals: [RequestCounts::default(); 2],
         llm: config.stream.llm,
         goodput: config.goodput.is_some(),
+        embeddings: config.stream.embeddings.is_some(),
     };
     // The intervals are merged, encoded and reported by a thread of background priority while
     // the workers run, so that this bookkeeping (about a millisecond of CPU a second) does not

@@ -433,6 +433,8 @@ struct StreamSlot {
     input_tokens: u64,
     /// Goodput runs: good responses summed.
     good: Option<u64>,
+    /// Embeddings runs: inputs summed.
+    inputs: Option<u64>,
     histograms: Vec<(StreamMeasure, Histo)>,
 }
 
@@ -448,6 +450,9 @@ impl StreamSlot {
         }
         if let Some(g) = s.good {
             self.good = Some(self.good.unwrap_or(0).saturating_add(g));
+        }
+        if let Some(n) = s.inputs {
+            self.inputs = Some(self.inputs.unwrap_or(0).saturating_add(n));
         }
         for m in StreamMeasure::ALL {
             if s.histograms.get(m).is_none() {
@@ -478,6 +483,10 @@ impl StreamSlot {
             self.histograms.iter().map(|(m, h)| (*m, h)),
         )
         .with_input_tokens(self.input_tokens, length_s);
+        let s = match self.inputs {
+            Some(n) => s.with_inputs(n, length_s),
+            None => s,
+        };
         match self.good {
             Some(g) => s.with_goodput(g, length_s),
             None => s,

@@ -255,17 +255,20 @@ fn failure_words(name: &str) -> Option<&'static str> {
     })
 }
 
-/// [`tokens_over_time`] of a run's intervals; empty for embeddings, which have no output
-/// tokens (their inputs/s lead the report).
+/// [`tokens_over_time`] of a run's intervals; for embeddings, which have no output tokens, the
+/// inputs embedded per second over time instead.
 pub fn run_tokens_over_time(r: &candor_core::results::RunResults) -> String {
     let embeddings = r
-        .main
-        .stream
-        .as_ref()
-        .and_then(|s| s.llm)
-        .is_some_and(|t| t.inputs > 0);
+        .intervals
+        .iter()
+        .any(|i| i.stream.as_ref().is_some_and(|s| s.inputs.is_some()))
+        || r.main
+            .stream
+            .as_ref()
+            .and_then(|s| s.llm)
+            .is_some_and(|t| t.inputs > 0);
     if embeddings {
-        return String::new();
+        return over_time(&r.intervals, "inputs/s", |s| s.inputs_per_s);
     }
     tokens_over_time(&r.intervals)
 }

@@ -75,8 +75,13 @@ pub fn execute_watched(
     }
     let backend = config.llm_settings.as_ref().map(|s| {
         let b = candor_load::llm_backend::probe(config, BACKEND_PROBE_TIMEOUT);
+        // Said once per process: a sweep's or capacity's steps probe the same server.
+        static MODEL_WARNED: std::sync::atomic::AtomicBool =
+            std::sync::atomic::AtomicBool::new(false);
         if let Some(w) = b.model_warning(&s.model) {
-            eprintln!("candor: warning: {w}");
+            if !MODEL_WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("candor: warning: {w}");
+            }
         }
         b
     });

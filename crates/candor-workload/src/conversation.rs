@@ -15,7 +15,9 @@
 
 use crate::pick::Picker;
 use crate::prompts::{Prompt, PromptError, PromptInput};
-use crate::sharegpt::{answer_tokens, answers, asks, read_kept, Entry, SharegptBudget};
+use crate::sharegpt::{
+    answer_tokens, answers, asks, read_kept, Entry, Sample, SharegptBudget, Take,
+};
 use crate::source::{Next, RequestSource};
 use crate::synthetic::{words_of, Lengths};
 use crate::tokenizer::Tokenizer;
@@ -197,20 +199,24 @@ fn turn_text_bytes(turns: &[(String, String, u64)]) -> usize {
     total
 }
 
-/// Up to `cap` whole conversations of a ShareGPT file (`file` names it in errors), up to
-/// `max_turns` turns each (0: all), as many as [`MAX_TURN_TEXT_BYTES`] holds, each turn budgeted as `budget` says (`Drawn` lengths drawn
-/// in order from `seed`).
+/// Up to `cap` whole conversations of a ShareGPT file (`file` names it in errors), the first
+/// or a random sample seeded by `seed` (`sample`, as single prompts are taken), up to
+/// `max_turns` turns each (0: all), as many as [`MAX_TURN_TEXT_BYTES`] holds, each turn
+/// budgeted as `budget` says (`Drawn` lengths drawn in order from `seed`).
+#[allow(clippy::too_many_arguments)]
 pub fn sharegpt(
     reader: impl std::io::Read,
     file: &str,
     cap: usize,
+    sample: Sample,
     max_turns: usize,
     budget: SharegptBudget,
     seed: u64,
     tokenizer: Option<&Tokenizer>,
 ) -> Result<Conversations, PromptError> {
     let usable = |e: Entry, t: Option<&Tokenizer>| turns_of(e, max_turns, t);
-    let mut kept = read_kept(reader, file, cap, tokenizer, &usable)?;
+    let take = Take { cap, sample, seed };
+    let mut kept = read_kept(reader, file, take, tokenizer, &usable)?;
     let mut total = 0;
     let within = kept
         .iter()
@@ -322,7 +328,17 @@ mod tests {
 
     #[test]
     fn each_turn_carries_the_earlier_turns_and_their_recorded_answers() {
-        let c = sharegpt(FILE.as_bytes(), "s", 10, 0, SharegptBudget::Answer, 0, None).unwrap();
+        let c = sharegpt(
+            FILE.as_bytes(),
+            "s",
+            10,
+            Sample::First,
+            0,
+            SharegptBudget::Answer,
+            0,
+            None,
+        )
+        .unwrap();
         // "three" has no answer; the third entry stops where the turns stop alternating.
         assert_eq!(c.turns, [1, 2, 1]);
         assert_eq!(c.max_turns(), 2);
@@ -338,7 +354,17 @@ mod tests {
         // Budgets are the recorded answers' lengths: 3 words -> 4 tokens, 1 -> 2.
         let budgets: Vec<_> = c.prompts.iter().map(|p| p.max_tokens).collect();
         assert_eq!(budgets, [Some(4), Some(2), Some(3)]);
-        let one = sharegpt(FILE.as_bytes(), "s", 10, 1, SharegptBudget::Answer, 0, None).unwrap();
+        let one = sharegpt(
+            FILE.as_bytes(),
+            "s",
+            10,
+            Sample::First,
+            1,
+            SharegptBudget::Answer,
+            0,
+            None,
+        )
+        .unwrap();
         assert_eq!(one.turns, [1, 1], "--max-turns 1");
         let plan = c.plan();
         assert_eq!(plan.conversations(), 2);
@@ -357,6 +383,7 @@ mod tests {
             "[{}]".as_bytes(),
             "s",
             10,
+            Sample::Random,
             0,
             SharegptBudget::Answer,
             0,
@@ -365,6 +392,49 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("no conversation opens"), "{e}");
+    }
+
+    #[test]
+    fn a_seeded_sample_of_conversations_is_the_same_for_a_seed_and_whole_conversations() {
+        // 40 conversations of two turns, the n-th asking "q<n>".
+        let entries: Vec<String> = (0..40)
+            .map(|n| {
+                format!(
+                    r#"{{"conversations": [{{"from": "human", "value": "q{n}"}}, {{"from": "gpt", "value": "a"}}, {{"from": "human", "value": "again"}}, {{"from": "gpt", "value": "b c"}}]}}"#
+                )
+            })
+            .collect();
+        let file = format!("[{}]", entries.join(","));
+        let take = |seed| {
+            let c = sharegpt(
+                file.as_bytes(),
+                "s",
+                5,
+                Sample::Random,
+                0,
+                SharegptBudget::Answer,
+                seed,
+                None,
+            )
+            .unwrap();
+            assert_eq!(
+                c.turns,
+                [1, 2, 1, 2, 1, 2, 1, 2, 1, 2],
+                "whole conversations"
+            );
+            let firsts: Vec<String> = c
+                .prompts
+                .iter()
+                .step_by(2)
+                .map(|p| messages(p)[0]["content"].as_str().unwrap().to_string())
+                .collect();
+            firsts
+        };
+        let (a, b, other) = (take(1), take(1), take(2));
+        assert_eq!(a, b, "the same seed takes the same sample");
+        assert_ne!(a, other, "another seed another sample");
+        let first5: Vec<String> = (0..5).map(|n| format!("q{n}")).collect();
+        assert_ne!(a, first5, "not the first five");
     }
 
     #[test]

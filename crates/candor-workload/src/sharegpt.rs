@@ -292,23 +292,97 @@ impl<'de, T> Visitor<'de> for KeepFirst<'_, T> {
     }
 }
 
-/// The first `cap` entries of a ShareGPT file that `usable` keeps, or why there are none.
+/// Keeps a seeded uniform sample of `cap` of the entries `usable` makes something of, as
+/// [`Keep`] samples prompts: each entry draws a key before it is judged, one that cannot make
+/// the sample is not judged (not tokenized), and the `cap` smallest keys are kept, in key order.
+struct KeepSample<'t, T> {
+    cap: usize,
+    seed: u64,
+    tokenizer: Option<&'t Tokenizer>,
+    usable: &'t dyn Fn(Entry, Option<&Tokenizer>) -> Option<T>,
+}
+
+/// An entry in [`KeepSample`]'s heap, ordered by its key only.
+struct Keyed<T>((u64, u64), T);
+
+impl<T> PartialEq for Keyed<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+impl<T> Eq for Keyed<T> {}
+impl<T> PartialOrd for Keyed<T> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<T> Ord for Keyed<T> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&o.0)
+    }
+}
+
+impl<'de, T> Visitor<'de> for KeepSample<'_, T> {
+    type Value = Vec<T>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON array of conversations")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(self.seed ^ SAMPLE_SEED);
+        let mut heap = std::collections::BinaryHeap::<Keyed<T>>::with_capacity(self.cap.min(4096));
+        let mut index = 0u64;
+        while let Some(e) = seq.next_element::<Entry>()? {
+            index += 1;
+            let key = (rng.next_u64(), index);
+            if heap.len() >= self.cap && heap.peek().is_some_and(|worst| key >= worst.0) {
+                continue;
+            }
+            if let Some(kept) = (self.usable)(e, self.tokenizer) {
+                heap.push(Keyed(key, kept));
+                if heap.len() > self.cap {
+                    heap.pop();
+                }
+            }
+        }
+        Ok(heap.into_sorted_vec().into_iter().map(|k| k.1).collect())
+    }
+}
+
+/// Which entries [`read_kept`] keeps: the first `cap` (`Sample::First`) or a seeded random
+/// sample of `cap` (`Sample::Random`, seeded by `seed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Take {
+    pub(crate) cap: usize,
+    pub(crate) sample: Sample,
+    pub(crate) seed: u64,
+}
+
+/// The entries of a ShareGPT file that `usable` keeps, taken as `take` says, or why there are
+/// none.
 pub(crate) fn read_kept<T>(
     reader: impl Read,
     file: &str,
-    cap: usize,
+    take: Take,
     tokenizer: Option<&Tokenizer>,
     usable: &dyn Fn(Entry, Option<&Tokenizer>) -> Option<T>,
 ) -> Result<Vec<T>, PromptError> {
     let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(reader));
-    let kept = de
-        .deserialize_seq(KeepFirst {
-            cap,
+    let kept = match take.sample {
+        Sample::First => de.deserialize_seq(KeepFirst {
+            cap: take.cap,
             tokenizer,
             usable,
-        })
-        .and_then(|k| de.end().map(|()| k))
-        .map_err(|e| PromptError::Dataset(format!("{file}: not ShareGPT JSON: {e}")))?;
+        }),
+        Sample::Random => de.deserialize_seq(KeepSample {
+            cap: take.cap,
+            seed: take.seed,
+            tokenizer,
+            usable,
+        }),
+    }
+    .and_then(|k| de.end().map(|()| k))
+    .map_err(|e| PromptError::Dataset(format!("{file}: not ShareGPT JSON: {e}")))?;
     if kept.is_empty() {
         return Err(PromptError::Dataset(format!(
             "{file}: no conversation opens with a user turn followed by an answer"

@@ -32,7 +32,7 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>> {
 /// to open and a server's caches to fill before the step is measured.
 pub const DEFAULT_STEP_WARMUP_NS: u64 = 1_000_000_000;
 
-/// A step's warm-up: `--warmup` as given (`0s` is none), else [`DEFAULT_STEP_WARMUP_NS`].
+/// A step's warm-up: `--warmup` as given (`0s` is none), else `DEFAULT_STEP_WARMUP_NS`.
 pub fn step_warmup_ns(given: Option<&DurationArg>) -> u64 {
     given.map_or(DEFAULT_STEP_WARMUP_NS, DurationArg::ns)
 }

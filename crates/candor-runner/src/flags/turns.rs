@@ -65,10 +65,19 @@ pub(super) fn conversations(
         SharegptBudgetArg::Answer => SharegptBudget::Answer,
         SharegptBudgetArg::Drawn => SharegptBudget::Drawn(a.output_tokens),
     };
+    if a.sharegpt_prompts == 0 {
+        return invalid("--sharegpt-prompts must be at least 1");
+    }
+    let sample = if a.sharegpt_first {
+        candor_load::workload::sharegpt::Sample::First
+    } else {
+        candor_load::workload::sharegpt::Sample::Random
+    };
     conversation::sharegpt(
         file,
         &format!("--sharegpt {}", path.display()),
-        drawn_count,
+        a.sharegpt_prompts,
+        sample,
         a.max_turns.unwrap_or(0) as usize,
         budget,
         a.seed,

@@ -6,12 +6,9 @@
 
 mod common;
 use common::*;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+#[path = "support/canned.rs"]
+mod canned;
+use canned::{Answer, Canned};
 
 const MS: f64 = 1e6;
 
@@ -176,87 +173,15 @@ fn a_model_the_server_does_not_list_is_warned_of_and_flags_without_meaning_are_r
     assert!(String::from_utf8_lossy(&out.stderr).contains("it needs --llm openai-embeddings"));
 }
 
-/// A server on a loopback port it chose that answers `GET /v1/models` 404 and every other
-/// request with `answer`; stopped and joined when dropped.
-struct Hostile {
-    url: String,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl Hostile {
-    fn start(answer: Vec<u8>) -> Hostile {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        listener.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let answer = Arc::new(answer);
-        let accept = std::thread::spawn(move || {
-            while !stopping.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((s, _)) => {
-                        let answer = answer.clone();
-                        std::thread::spawn(move || serve(s, &answer));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        Hostile {
-            url,
-            stop,
-            accept: Some(accept),
-        }
-    }
-}
-
-impl Drop for Hostile {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-fn serve(mut s: TcpStream, answer: &[u8]) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut buf = Vec::new();
-    let mut read = [0u8; 4096];
-    loop {
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            match s.read(&mut read) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&read[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buf.len() < head_end + length {
-            match s.read(&mut read) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&read[..n]),
-            }
-        }
-        buf.drain(..head_end + length);
-        let written = if head.starts_with("get /v1/models") {
-            s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+/// A server that answers `GET /v1/models` 404 and every other request with `answer`.
+fn hostile(answer: Vec<u8>) -> Canned {
+    Canned::start(move |head| {
+        if head.starts_with("get /v1/models") {
+            Answer::Whole(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec())
         } else {
-            s.write_all(answer)
-        };
-        if written.is_err() {
-            return;
+            Answer::Whole(answer.clone())
         }
-    }
+    })
 }
 
 fn json_response(body: &[u8]) -> Vec<u8> {
@@ -285,7 +210,7 @@ fn a_hostile_embeddings_server_fails_every_request_by_name_with_the_books_whole(
         (huge.into_bytes(), "embedding_count"),
         (error, "stream_error"),
     ] {
-        let server = Hostile::start(json_response(&body));
+        let server = hostile(json_response(&body));
         let (v, out) = run_json_any(&[
             "--llm",
             "openai-embeddings",

@@ -5,109 +5,10 @@
 
 mod common;
 use common::*;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+#[path = "support/canned.rs"]
+mod canned;
+use canned::{Answer, Canned};
 use std::time::Duration;
-
-/// What the server does with each request.
-#[derive(Clone)]
-enum Answer {
-    /// Writes these bytes (a whole response) and waits for the next request.
-    Whole(Vec<u8>),
-    /// Writes these bytes (a head and part of a body), then sends nothing more until the
-    /// client closes.
-    Hang(Vec<u8>),
-}
-
-/// A server on a loopback port it chose, answering every request the same way; stopped and
-/// joined when dropped. Connection threads end when the client closes or after 5 s of silence.
-struct Hostile {
-    url: String,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl Hostile {
-    fn start(answer: Answer) -> Hostile {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        listener.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let accept = std::thread::spawn(move || {
-            while !stopping.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((s, _)) => {
-                        let answer = answer.clone();
-                        std::thread::spawn(move || serve(s, answer));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        Hostile {
-            url,
-            stop,
-            accept: Some(accept),
-        }
-    }
-}
-
-impl Drop for Hostile {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-fn serve(mut s: TcpStream, answer: Answer) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut buf = Vec::new();
-    let mut read = [0u8; 4096];
-    loop {
-        // One request: its head, then as many body bytes as its Content-Length says.
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            match s.read(&mut read) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&read[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buf.len() < head_end + length {
-            match s.read(&mut read) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&read[..n]),
-            }
-        }
-        buf.drain(..head_end + length);
-        match &answer {
-            Answer::Whole(bytes) => {
-                if s.write_all(bytes).is_err() {
-                    return;
-                }
-            }
-            Answer::Hang(bytes) => {
-                let _ = s.write_all(bytes);
-                while matches!(s.read(&mut read), Ok(n) if n > 0) {}
-                return;
-            }
-        }
-    }
-}
 
 fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
     let mut v = format!(
@@ -155,7 +56,7 @@ fn events_that_are_no_completion_chunk_fail_every_request_by_name_with_no_tokens
         (huge_usage, "bad_usage"),
         (negative_usage, "bad_usage"),
     ] {
-        let server = Hostile::start(sse_answer(body.as_bytes()));
+        let server = Canned::always(sse_answer(body.as_bytes()));
         let (v, out) = run_llm(&server.url);
         // Before: "20 of 20 completed", 0 tokens (or 20 read from "1e300"), exit 0.
         assert_eq!(req(&v, "failed"), 20, "{name}");
@@ -171,7 +72,7 @@ fn events_that_are_no_completion_chunk_fail_every_request_by_name_with_no_tokens
 fn a_json_answer_is_named_as_not_an_event_stream() {
     let _g = serial();
     let body = br#"{"choices":[{"message":{"content":"hi"}}],"usage":{"completion_tokens":1}}"#;
-    let server = Hostile::start(Answer::Whole(response("200 OK", "application/json", body)));
+    let server = Canned::always(Answer::Whole(response("200 OK", "application/json", body)));
     let (v, out) = run_llm(&server.url);
     assert_eq!(v["requests"]["errors"]["stream"], 20);
     assert_eq!(v["stream"]["failures"]["not_event_stream"], 20);
@@ -185,7 +86,7 @@ fn a_json_answer_is_named_as_not_an_event_stream() {
 fn a_429_with_an_event_stream_body_adds_no_tokens() {
     let _g = serial();
     let body = format!("{TOKEN}{}{DONE}", usage("5"));
-    let server = Hostile::start(Answer::Whole(response(
+    let server = Canned::always(Answer::Whole(response(
         "429 Too Many Requests",
         "text/event-stream",
         body.as_bytes(),
@@ -202,7 +103,7 @@ fn a_429_with_an_event_stream_body_adds_no_tokens() {
 fn tokens_after_done_do_not_count_and_a_byte_order_mark_loses_no_event() {
     let _g = serial();
     let after_done = format!("{TOKEN}{}{DONE}{TOKEN}{}", usage("1"), usage("50"));
-    let server = Hostile::start(sse_answer(after_done.as_bytes()));
+    let server = Canned::always(sse_answer(after_done.as_bytes()));
     let (v, _) = run_llm(&server.url);
     assert_eq!(req(&v, "completed"), 20);
     // Before: 50 per request (the usage after [DONE] won).
@@ -212,7 +113,7 @@ fn tokens_after_done_do_not_count_and_a_byte_order_mark_loses_no_event() {
 
     let mut bom = b"\xEF\xBB\xBF".to_vec();
     bom.extend_from_slice(format!("{TOKEN}{TOKEN}{}{DONE}", usage("2")).as_bytes());
-    let server = Hostile::start(sse_answer(&bom));
+    let server = Canned::always(sse_answer(&bom));
     let (v, _) = run_llm(&server.url);
     assert_eq!(req(&v, "completed"), 20);
     // Before: the first token was lost to the mark: 3 events each, one gap fewer.
@@ -230,7 +131,7 @@ fn a_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
             .to_vec();
     hang.extend_from_slice(format!("{:x}\r\n{TOKEN}\r\n", TOKEN.len()).as_bytes());
-    let server = Hostile::start(Answer::Hang(hang));
+    let server = Canned::always(Answer::Hang(hang));
     // 10 requests, one per connection, each failed by --stream-timeout 300 ms (its first
     // token came, so -T no longer bounds it): all end within -d + 300 ms + the 10 ms scan,
     // far inside the 20 s watchdog.
@@ -286,7 +187,7 @@ fn a_stream_that_runs_into_the_timeout_keeps_its_first_token_and_events() {
 #[test]
 fn an_sse_run_has_no_ttft_legend_and_llm_on_grpc_names_the_conflict() {
     let _g = serial();
-    let server = Hostile::start(sse_answer(b"data: a\n\ndata: b\n\n"));
+    let server = Canned::always(sse_answer(b"data: a\n\ndata: b\n\n"));
     let (v, out) = run_json_any(&[
         "--stream",
         "sse",
@@ -330,7 +231,7 @@ fn a_stream_the_run_ends_keeps_its_first_token_and_stays_unfinished() {
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
             .to_vec();
     hang.extend_from_slice(format!("{:x}\r\n{TOKEN}\r\n", TOKEN.len()).as_bytes());
-    let server = Hostile::start(Answer::Hang(hang));
+    let server = Canned::always(Answer::Hang(hang));
     // -T 30 s never runs out; --drain 300ms ends the run about 1.3 s in with all 10 streams
     // still coming: unfinished, not failed, each with its first token measured.
     let (v, out) = run_json_any(&[

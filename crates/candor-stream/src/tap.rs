@@ -353,20 +353,7 @@ impl StreamTap {
         use super::answer::{answer_text, read_answer};
         let body = self.answer.bytes();
         let read = read_answer(body, self.answer.lost_front());
-        let failure = if let Some(f) = LlmFailure::for_status(status) {
-            Some(f)
-        } else if !(200..300).contains(&status) {
-            None
-        } else {
-            match end {
-                StreamEnd::Cut => Some(LlmFailure::Cut),
-                StreamEnd::Timeout | StreamEnd::EventTimeout => Some(LlmFailure::Timeout),
-                StreamEnd::Unfinished => None,
-                StreamEnd::Complete => read.failure,
-            }
-        };
-        let succeeded =
-            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
+        let (failure, succeeded) = whole_answer_failure(end, status, || read.failure);
         // A whole answer's usage is known before its text is counted: one without it is
         // always counted; one with it, as often as a stream's.
         let counting = read.completion_tokens.is_none()
@@ -409,26 +396,19 @@ impl StreamTap {
         use super::answer::read_answer;
         let read = self.embedded.read();
         let tail = read_answer(self.answer.bytes(), self.answer.lost_front());
-        let failure = if let Some(f) = LlmFailure::for_status(status) {
-            Some(f)
-        } else if !(200..300).contains(&status) {
-            None
-        } else {
-            match end {
-                StreamEnd::Cut => Some(LlmFailure::Cut),
-                StreamEnd::Timeout | StreamEnd::EventTimeout => Some(LlmFailure::Timeout),
-                StreamEnd::Unfinished => None,
-                StreamEnd::Complete if read.error => Some(LlmFailure::ErrorEvent),
-                StreamEnd::Complete if read.not_json => Some(LlmFailure::NotJson),
-                StreamEnd::Complete => match read.data {
+        let (failure, succeeded) = whole_answer_failure(end, status, || {
+            if read.error {
+                Some(LlmFailure::ErrorEvent)
+            } else if read.not_json {
+                Some(LlmFailure::NotJson)
+            } else {
+                match read.data {
                     None => Some(LlmFailure::NotOpenai),
                     Some(n) if n != u64::from(expected) => Some(LlmFailure::EmbeddingCount),
                     Some(_) => None,
-                },
+                }
             }
-        };
-        let succeeded =
-            failure.is_none() && end == StreamEnd::Complete && (200..300).contains(&status);
+        });
         StreamOutcome {
             events: 0,
             first_event: None,
@@ -519,6 +499,31 @@ fn count_content(counter: Counter, data: &[u8], text: &mut String) -> u64 {
 #[inline]
 fn push(gaps: &mut Vec<Gap>, g: Gap) {
     gaps.push(g);
+}
+
+/// How an answer read whole (`--no-stream`, embeddings) failed, and whether it succeeded: a
+/// failing status by its own name, a cut or a timeout as a stream's would be, and a complete
+/// 2xx answer as `judged` says of its body.
+fn whole_answer_failure(
+    end: StreamEnd,
+    status: u16,
+    judged: impl FnOnce() -> Option<LlmFailure>,
+) -> (Option<LlmFailure>, bool) {
+    let ok_status = (200..300).contains(&status);
+    let failure = if let Some(f) = LlmFailure::for_status(status) {
+        Some(f)
+    } else if !ok_status {
+        None
+    } else {
+        match end {
+            StreamEnd::Cut => Some(LlmFailure::Cut),
+            StreamEnd::Timeout | StreamEnd::EventTimeout => Some(LlmFailure::Timeout),
+            StreamEnd::Unfinished => None,
+            StreamEnd::Complete => judged(),
+        }
+    };
+    let succeeded = failure.is_none() && end == StreamEnd::Complete && ok_status;
+    (failure, succeeded)
 }
 
 #[cfg(test)]

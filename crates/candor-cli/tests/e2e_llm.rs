@@ -152,26 +152,28 @@ fn default_timeouts_let_an_ordinary_stream_finish_and_an_impossible_bound_is_war
         "--output-tokens",
         "128",
     ]);
-    // The model the server lists: no warning that it is not.
+    // No --model: the requests name the first model the server lists (as vLLM's bench serve
+    // takes it), so nothing warns that the model is not served.
     let args = [
-        "--llm",
-        "openai",
-        "--model",
-        "candor-truth",
-        "-R",
-        "10",
-        "-c",
-        "32",
-        "-t",
-        "1",
-        "-d",
-        "2s",
+        "--llm", "openai", "-R", "10", "-c", "32", "-t", "1", "-d", "2s",
     ];
     let (v, out) = run_json(&[&args[..], &[server.url.as_str()]].concat());
     assert_balanced(&v);
     assert_eq!((req(&v, "intended"), req(&v, "completed")), (20, 20), "{v}");
     assert_eq!(v["stream"]["llm"]["output_tokens"], 20 * 128);
     assert!(!text(&out).contains("warning"), "{}", text(&out));
+    let llm = &v["config"]["llm"];
+    assert_eq!(
+        (llm["model"].as_str(), llm["model_from"].as_str()),
+        (Some("candor-truth"), Some("server")),
+        "{llm}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--model not given: the requests name candor-truth"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // --stream-timeout 500ms: 128 tokens take 640 ms even at 5 ms a token, so the run is
     // warned of before it starts, and each stream fails as a timeout with its TTFT kept.
     let (v, out) = run_json_any(

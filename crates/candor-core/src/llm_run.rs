@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 pub struct LlmSettings {
     /// `--llm`: the API (`openai` chat, `openai-completions`...).
     pub api: String,
+    /// The model the requests name, and where it came from.
     pub model: String,
+    #[serde(skip_serializing_if = "ModelSource::is_flag")]
+    pub model_from: ModelSource,
     /// `--tokenizer`; absent: token counts not from the server's usage are estimates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<String>,
@@ -48,6 +51,29 @@ pub struct LlmSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sample: Option<DatasetSample>,
 }
+
+/// Where an LLM run's model came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelSource {
+    /// `--model` (results written before the field existed read as this).
+    #[default]
+    Flag,
+    /// `--model` was not given: the first model the server listed before the load (as vLLM's
+    /// `bench serve` and guidellm take it).
+    Server,
+    /// `--model` was not given and the server listed none: [`PLACEHOLDER_MODEL`] was sent.
+    Placeholder,
+}
+
+impl ModelSource {
+    fn is_flag(&self) -> bool {
+        *self == ModelSource::Flag
+    }
+}
+
+/// The model requests name until the server names one, when `--model` is not given.
+pub const PLACEHOLDER_MODEL: &str = "default";
 
 /// The backend an LLM run measured, as `GET {base}/v1/models` named it before the load: the
 /// models it listed (`id`, `owned_by`: vLLM says `vllm`) and its `Server` header. A probe that
@@ -167,7 +193,20 @@ impl LlmSettings {
     pub fn rows(&self) -> Vec<(&'static str, String)> {
         let mut rows = vec![
             ("API", self.api.clone()),
-            ("model", self.model.clone()),
+            (
+                "model",
+                match self.model_from {
+                    ModelSource::Flag => self.model.clone(),
+                    ModelSource::Server => format!(
+                        "{} (the first the server lists: --model not given)",
+                        self.model
+                    ),
+                    ModelSource::Placeholder => format!(
+                        "{} (--model not given, and the server listed no model)",
+                        self.model
+                    ),
+                },
+            ),
             ("dataset", self.dataset.clone()),
             ("prompt tokens", self.prompt_tokens.clone()),
             ("output tokens (budget)", self.output_tokens.clone()),

@@ -8,7 +8,8 @@
 //! `run_config.rs`, re-exported here so that `results` stays the one path readers use.
 
 pub use crate::llm_run::{
-    BackendModel, Conversations, DatasetSample, LlmBackend, LlmSettings, TokenizerCheck,
+    BackendModel, Conversations, DatasetSample, LlmBackend, LlmSettings, ModelSource,
+    TokenizerCheck, PLACEHOLDER_MODEL,
 };
 pub use crate::phase_results::*;
 pub use crate::run_config::*;

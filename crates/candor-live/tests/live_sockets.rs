@@ -88,6 +88,7 @@ fn outcome(completed: u64) -> RunOutcome {
         },
         warmup: None,
         llm_backend: None,
+        llm_model_from_server: None,
         intervals: Vec::new(),
         interrupted_after_ns: None,
         ended_early: None,

@@ -77,6 +77,9 @@ pub struct RunOutcome {
     /// An `--llm` run's backend as its `/v1/models` named it before the load (set by the
     /// runner, which asks; see `llm_backend`).
     pub llm_backend: Option<candor_core::results::LlmBackend>,
+    /// The model the requests named when the server named it (`--model` not given; set by the
+    /// runner, see `llm_model`).
+    pub llm_model_from_server: Option<String>,
 }
 
 /// Runs the load test described by `config`, calling `on_interval` after each interval.
@@ -525,6 +528,7 @@ fn outcome(
         pacing,
         requests,
         llm_backend: None,
+        llm_model_from_server: None,
     }
 }
 

@@ -34,6 +34,7 @@ pub mod k8s_flags;
 pub mod live_view;
 pub mod llm_demo;
 pub mod llm_demo_text;
+mod llm_model;
 pub mod push_view;
 pub mod rate_series;
 mod recorded;

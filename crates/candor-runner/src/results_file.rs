@@ -24,6 +24,10 @@ pub fn run_results(
     if let (RecordedConfig::Run(r), Some(b)) = (&mut recorded, &outcome.llm_backend) {
         if let Some(llm) = &mut r.llm {
             llm.backend = Some(b.clone());
+            if let Some(model) = &outcome.llm_model_from_server {
+                llm.model = model.clone();
+                llm.model_from = candor_core::results::ModelSource::Server;
+            }
         }
     }
     let mut warnings = verdicts(config, &main);

@@ -73,18 +73,33 @@ pub fn execute_watched(
     if let Some(probed) = interrupt::unless_stopped(&stop, probes).map_err(RunnerError::Thread)? {
         probed?;
     }
+    let mut named = None;
     let backend = config.llm_settings.as_ref().map(|s| {
         let b = candor_load::llm_backend::probe(config, BACKEND_PROBE_TIMEOUT);
+        named = crate::llm_model::named_by_server(config, &b);
         // Said once per process: a sweep's or capacity's steps probe the same server.
-        static MODEL_WARNED: std::sync::atomic::AtomicBool =
-            std::sync::atomic::AtomicBool::new(false);
-        if let Some(w) = b.model_warning(&s.model) {
-            if !MODEL_WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                eprintln!("candor: warning: {w}");
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let say = |line: String| {
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("{line}");
+            }
+        };
+        match &named {
+            Some(n) => {
+                let model = n.llm_settings.as_ref().map_or("", |s| s.model.as_str());
+                say(format!(
+                    "candor: --model not given: the requests name {model}, the first model the server lists"
+                ));
+            }
+            None => {
+                if let Some(w) = b.model_warning(&s.model) {
+                    say(format!("candor: warning: {w}"));
+                }
             }
         }
         b
     });
+    let config = named.as_ref().unwrap_or(config);
     announce_wait(config);
     live_view::begin(config);
     push_view::begin(config);
@@ -115,6 +130,9 @@ pub fn execute_watched(
     };
     let mut outcome = candor_load::run(config, options, &mut on_interval)?;
     outcome.llm_backend = backend;
+    outcome.llm_model_from_server = named
+        .as_ref()
+        .and_then(|n| Some(n.llm_settings.as_ref()?.model.clone()));
     live_view::finish(&outcome, stop.load(std::sync::atomic::Ordering::Relaxed));
     push_view::finish(&outcome, config);
     if live {

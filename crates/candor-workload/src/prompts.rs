@@ -368,9 +368,35 @@ pub fn requests_with(
         .collect()
 }
 
+/// `body` (a request's JSON) naming `to` where its `model` is `from`; `None` when it is not a
+/// JSON object whose `model` is `from` (a prompts line that named its own model keeps it).
+/// Run once per request before the load, when the server names the model (`--model` not given).
+pub fn rename_model(body: &[u8], from: &str, to: &str) -> Option<Vec<u8>> {
+    let mut v: Map<String, Value> = serde_json::from_slice(body).ok()?;
+    if v.get("model").and_then(Value::as_str) != Some(from) {
+        return None;
+    }
+    v.insert("model".into(), Value::String(to.into()));
+    serde_json::to_vec(&v).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_placeholder_model_is_renamed_and_a_lines_own_model_kept() {
+        let body =
+            br#"{"messages":[{"role":"user","content":"hi"}],"model":"default","stream":true}"#;
+        let renamed = rename_model(body, "default", "llama-3").unwrap();
+        let v: Value = serde_json::from_slice(&renamed).unwrap();
+        assert_eq!(v["model"], "llama-3");
+        assert_eq!(v["messages"][0]["content"], "hi");
+        assert_eq!(v["stream"], true);
+        assert_eq!(rename_model(br#"{"model":"mine"}"#, "default", "x"), None);
+        assert_eq!(rename_model(b"not json", "default", "x"), None);
+        assert_eq!(rename_model(br#"{"prompt":"p"}"#, "default", "x"), None);
+    }
 
     #[test]
     fn prompt_lines_of_both_shapes_are_read_and_empty_lines_skipped() {

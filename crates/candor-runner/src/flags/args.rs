@@ -185,9 +185,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "API", value_parser = ["openai", "openai-completions", "openai-embeddings"],
           conflicts_with_all = ["requests", "body", "body_file", "method"])]
     pub llm: Option<String>,
-    /// --llm: the model name sent with every request.
-    #[arg(long, value_name = "NAME", default_value = "default", requires = "llm")]
-    pub model: String,
+    /// --llm: the model name sent with every request [default: the first model the server's
+    /// /v1/models lists, as vLLM's bench serve takes it; "default" when it lists none].
+    #[arg(long, value_name = "NAME", requires = "llm")]
+    pub model: Option<String>,
     /// --llm: prompts, one JSON object per line: {"prompt": "...", "max_tokens": N} or
     /// {"messages": [...], "max_tokens": N}; any other field of a line (temperature, ignore_eos,
     /// top_p, seed, ...) is sent in its request's body unchanged.

@@ -169,7 +169,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
         budget_key: a.max_tokens_field.parse().map_err(invalid)?,
         whole: a.no_stream,
     };
-    let mut specs = prompts::requests_with(api, &a.model, &list, &a.headers, &body)
+    let mut specs = prompts::requests_with(api, model(a), &list, &a.headers, &body)
         .map_err(|e| FlagError::Invalid(e.to_string()))?;
     for s in &mut specs {
         s.path = api.path().to_string();
@@ -233,7 +233,7 @@ fn embeddings(
     };
     let batch = a.embedding_batch.unwrap_or(1);
     c.requests =
-        embed_requests::requests(&a.model, list, batch, &a.headers, &body).map_err(invalid)?;
+        embed_requests::requests(model(a), list, batch, &a.headers, &body).map_err(invalid)?;
     c.method = "POST".to_string();
     c.stream.llm = true;
     c.stream.whole = true;
@@ -285,6 +285,14 @@ fn sharegpt_prompts(
     sharegpt::read(file, &name, options, tokenizer)
 }
 
+/// The model the requests name: `--model`, or until the server names one (see
+/// `crate::watched`) the placeholder.
+fn model(a: &LoadArgs) -> &str {
+    a.model
+        .as_deref()
+        .unwrap_or(candor_core::results::PLACEHOLDER_MODEL)
+}
+
 /// The settings of an `--llm` run as its results record them (defaults included).
 fn llm_settings(
     a: &LoadArgs,
@@ -299,7 +307,12 @@ fn llm_settings(
     let synthetic = a.prompts.is_none() && a.sharegpt.is_none();
     candor_core::results::LlmSettings {
         api: a.llm.clone().unwrap_or_default(),
-        model: a.model.clone(),
+        model: model(a).to_string(),
+        model_from: if a.model.is_some() {
+            candor_core::results::ModelSource::Flag
+        } else {
+            candor_core::results::ModelSource::Placeholder
+        },
         tokenizer: tokenizer.map(|t| t.name().to_string()),
         dataset,
         prompt_tokens: if synthetic {

@@ -359,7 +359,7 @@ fn assert_the_html_pages(dir: &std::path::Path, merged: &str) {
     );
     assert!(
         text.contains(
-            "settings: API openai · model default · dataset synthetic · prompt tokens 16 · output tokens (budget) 8"
+            "settings: API openai · model candor-truth (the first the server lists: --model not given) · dataset synthetic · prompt tokens 16 · output tokens (budget) 8"
         ),
         "{text}"
     );

@@ -18,6 +18,9 @@ pub struct LlmStep {
     pub itl_p99_ns: Option<u64>,
     /// Delivered during the measured window ([`delivered_tokens_per_s`]), else the phase's.
     pub output_tokens_per_s: Option<f64>,
+    /// Embeddings runs: the inputs embedded per second during the measured window (as
+    /// [`delivered_tokens_per_s`] counts tokens), else the phase's; `None` for other runs.
+    pub inputs_per_s: Option<f64>,
 }
 
 /// Output tokens delivered per second during the measured window, from the intervals whose
@@ -26,6 +29,21 @@ pub struct LlmStep {
 /// drain included, which overstates what a saturated server delivered. `None` without such
 /// intervals (under half a second of them).
 pub fn delivered_tokens_per_s(results: &RunResults) -> Option<f64> {
+    delivered_per_s(results, |s| s.output_tokens)
+}
+
+/// Embeddings: the inputs embedded per second during the measured window, counted as
+/// [`delivered_tokens_per_s`] counts tokens.
+pub fn delivered_inputs_per_s(results: &RunResults) -> Option<f64> {
+    delivered_per_s(results, |s| s.inputs)
+}
+
+/// What `count` says of each interval whose streams ended inside the measured window, per
+/// second of those intervals; `None` when none counts it (or under half a second of them).
+fn delivered_per_s(
+    results: &RunResults,
+    count: impl Fn(&candor_core::stream_measures::IntervalStream) -> Option<u64>,
+) -> Option<f64> {
     let warm = results.warmup.as_ref().map_or(0.0, |w| w.duration_s);
     let end = warm + results.main.duration_s;
     let inside: Vec<_> = results
@@ -33,17 +51,15 @@ pub fn delivered_tokens_per_s(results: &RunResults) -> Option<f64> {
         .iter()
         .filter(|i| !i.warmup && i.start_s >= warm - 1e-6 && i.start_s + i.length_s <= end + 1e-6)
         .collect();
-    let counted = inside.iter().any(|i| {
-        i.stream
-            .as_ref()
-            .is_some_and(|st| st.output_tokens.is_some())
-    });
-    let tokens: u64 = inside
+    let counted = inside
         .iter()
-        .filter_map(|i| i.stream.as_ref().and_then(|st| st.output_tokens))
+        .any(|i| i.stream.as_ref().is_some_and(|st| count(st).is_some()));
+    let total: u64 = inside
+        .iter()
+        .filter_map(|i| i.stream.as_ref().and_then(&count))
         .sum();
     let secs: f64 = inside.iter().map(|i| i.length_s).sum();
-    (counted && secs >= 0.5).then(|| tokens as f64 / secs)
+    (counted && secs >= 0.5).then(|| total as f64 / secs)
 }
 
 fn p99(s: &Option<Summary>) -> Option<u64> {
@@ -67,6 +83,8 @@ impl LlmStep {
             tpot_p99_ns: p99(&m.tpot),
             itl_p99_ns: p99(&m.itl),
             output_tokens_per_s: Some(delivered_tokens_per_s(r).unwrap_or(llm.output_tokens_per_s)),
+            inputs_per_s: (llm.inputs > 0 || delivered_inputs_per_s(r).is_some())
+                .then(|| delivered_inputs_per_s(r).unwrap_or(llm.inputs_per_s)),
         })
     }
 
@@ -81,6 +99,9 @@ impl LlmStep {
             ns(self.itl_p99_ns),
             self.output_tokens_per_s.unwrap_or(0.0)
         );
+        if let Some(inputs) = self.inputs_per_s {
+            out.push_str(&format!(", {inputs:.1} inputs/s"));
+        }
         if let Some((per_s, share)) = self.goodput {
             out.push_str(&format!(", goodput {per_s:.2}/s ({:.1}%)", share * 100.0));
         }
@@ -90,7 +111,7 @@ impl LlmStep {
 
 #[cfg(test)]
 mod tests {
-    use super::delivered_tokens_per_s;
+    use super::{delivered_inputs_per_s, delivered_tokens_per_s};
     use candor_core::interval_stats::IntervalStats;
     use candor_core::results::{EncodedHistograms, Interval};
     use candor_core::stream_measures::IntervalStream;
@@ -132,6 +153,12 @@ mod tests {
             interval(3.0, false, 500),
         ];
         assert_eq!(delivered_tokens_per_s(&r), Some(260.0));
+        assert_eq!(delivered_inputs_per_s(&r), None, "no embeddings");
+        // Embeddings: inputs counted the same way.
+        for (iv, n) in r.intervals.iter_mut().zip([40, 80, 82, 200]) {
+            iv.stream = iv.stream.take().map(|s| s.with_inputs(n, 1.0));
+        }
+        assert_eq!(delivered_inputs_per_s(&r), Some(81.0));
         for iv in &mut r.intervals {
             iv.stream = None;
         }

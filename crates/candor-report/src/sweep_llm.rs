@@ -21,12 +21,25 @@ pub fn table(steps: &[LlmStep]) -> String {
     if steps.is_empty() {
         return String::new();
     }
+    // Embeddings have no tokens out: their steps are read by the inputs embedded per second.
+    let embeddings = steps.iter().any(|s| s.inputs_per_s.is_some());
     let mut t = TextTable::new(vec![Column::right(10); 7]);
     t.row(&[
-        "offered", "goodput", "TTFT p99", "(actual)", "TPOT p99", "ITL p99", "tokens/s",
+        "offered",
+        "goodput",
+        "TTFT p99",
+        "(actual)",
+        "TPOT p99",
+        "ITL p99",
+        if embeddings { "inputs/s" } else { "tokens/s" },
     ]);
     let ns = |v: Option<u64>| v.map_or("-".to_string(), |v| format_ns(v as f64));
     for s in steps {
+        let rate = if embeddings {
+            s.inputs_per_s
+        } else {
+            s.output_tokens_per_s
+        };
         t.row(&[
             format_rate(s.offered_per_s),
             s.goodput.map_or("-".to_string(), |(g, _)| format_rate(g)),
@@ -34,12 +47,18 @@ pub fn table(steps: &[LlmStep]) -> String {
             ns(s.ttft_service_p99_ns),
             ns(s.tpot_p99_ns),
             ns(s.itl_p99_ns),
-            s.output_tokens_per_s
-                .map_or("-".into(), |v| format!("{v:.1}")),
+            rate.map_or("-".into(), |v| format!("{v:.1}")),
         ]);
     }
     let mut out = String::from("\nLLM measures against offered load:\n");
     out.push_str(&t.finish());
+    if embeddings {
+        out.push_str(
+            "  (embeddings: no TTFT, TPOT or ITL; inputs/s: the inputs embedded per second of the \
+             measured window; the latency is the response time above)\n",
+        );
+        return out;
+    }
     out.push_str(
         "  (TTFT from each request's intended send; (actual) from its actual send, as a client that \
          times from its own send reports; goodput: requests/s that met every per-request objective, \
@@ -115,5 +134,37 @@ mod tests {
         }
         assert!(llm_steps(&sweep).is_empty());
         assert_eq!(table(&[]), "");
+    }
+
+    #[test]
+    fn an_embeddings_sweep_is_read_by_its_inputs_per_second() {
+        let mut step = llm_step(20.0, 50);
+        let stream = step.results.main.stream.as_mut().unwrap();
+        stream.llm = Some(LlmTokens {
+            inputs: 160,
+            inputs_per_s: 80.0,
+            ..Default::default()
+        });
+        step.results.main.ttft = None;
+        let steps = llm_steps(&SweepResults {
+            schema_version: SCHEMA_VERSION,
+            kind: Kind::Sweep,
+            candor_version: "t".into(),
+            target: "http://127.0.0.1:1/".into(),
+            command_line: vec![],
+            steps: vec![step],
+        });
+        assert_eq!(steps[0].inputs_per_s, Some(80.0));
+        let text = table(&steps);
+        assert!(
+            text.contains("inputs/s") && !text.contains("tokens/s"),
+            "{text}"
+        );
+        assert!(text.contains("      80.0"), "{text}");
+        assert!(
+            steps[0].suffix().contains(", 80.0 inputs/s"),
+            "{}",
+            steps[0].suffix()
+        );
     }
 }

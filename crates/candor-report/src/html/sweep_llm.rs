@@ -20,8 +20,8 @@ new uPlot({width:w,height:360,scales:{x:{time:false},y:{distr:3}},
  axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'latency',size:70,values:function(u,t){return t.map(fmt);}}]},
  [D.offered,D.ttft,D.ttft_service,D.tpot,D.itl],document.getElementById('llm-latency'));
 new uPlot({width:w,height:300,scales:{x:{time:false},y2:{}},
- series:[off,{label:'output tokens/s',stroke:'#e08a1e',width:2,points:{show:true,size:6},value:function(u,v){return v==null?'':v.toFixed(1)+'/s';}},{label:'goodput (requests/s)',scale:'y2',stroke:'#2a9d5c',width:2,points:{show:true,size:6},value:function(u,v){return rate(v);}}],
- axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:'tokens/s',size:70},{label:'goodput (requests/s)',scale:'y2',side:1,size:70,grid:{show:false}}]},
+ series:[off,{label:D.rate_label,stroke:'#e08a1e',width:2,points:{show:true,size:6},value:function(u,v){return v==null?'':v.toFixed(1)+'/s';}},{label:'goodput (requests/s)',scale:'y2',stroke:'#2a9d5c',width:2,points:{show:true,size:6},value:function(u,v){return rate(v);}}],
+ axes:[{label:'offered load (requests/s)',values:function(u,t){return t.map(rate);}},{label:D.rate_label,size:70},{label:'goodput (requests/s)',scale:'y2',side:1,size:70,grid:{show:false}}]},
  [D.offered,D.tokens,D.goodput],document.getElementById('llm-tokens'));
 var h=document.documentElement;h.setAttribute('data-charts-drawn',String(Number(h.getAttribute('data-charts-drawn')||0)+2));
 })();"#;
@@ -31,13 +31,28 @@ pub(crate) fn section(steps: &[LlmStep]) -> String {
     if steps.is_empty() {
         return String::new();
     }
+    // Embeddings have no tokens out: their steps are read by the inputs embedded per second.
+    let embeddings = steps.iter().any(|s| s.inputs_per_s.is_some());
+    let rate_label = if embeddings {
+        "inputs/s"
+    } else {
+        "output tokens/s"
+    };
+    let rate_of = |s: &LlmStep| {
+        if embeddings {
+            s.inputs_per_s
+        } else {
+            s.output_tokens_per_s
+        }
+    };
     let data = json!({
+        "rate_label": rate_label,
         "offered": steps.iter().map(|s| s.offered_per_s).collect::<Vec<_>>(),
         "ttft": steps.iter().map(|s| s.ttft_p99_ns).collect::<Vec<_>>(),
         "ttft_service": steps.iter().map(|s| s.ttft_service_p99_ns).collect::<Vec<_>>(),
         "tpot": steps.iter().map(|s| s.tpot_p99_ns).collect::<Vec<_>>(),
         "itl": steps.iter().map(|s| s.itl_p99_ns).collect::<Vec<_>>(),
-        "tokens": steps.iter().map(|s| s.output_tokens_per_s).collect::<Vec<_>>(),
+        "tokens": steps.iter().map(rate_of).collect::<Vec<_>>(),
         "goodput": steps.iter().map(|s| s.goodput.map(|g| g.0)).collect::<Vec<_>>(),
     });
     let ns = |v: Option<u64>| v.map_or("-".to_string(), |v| format_ns(v as f64));
@@ -55,8 +70,7 @@ pub(crate) fn section(steps: &[LlmStep]) -> String {
             ns(s.ttft_service_p99_ns),
             ns(s.tpot_p99_ns),
             ns(s.itl_p99_ns),
-            s.output_tokens_per_s
-                .map_or("-".to_string(), |v| format!("{v:.1}")),
+            rate_of(s).map_or("-".to_string(), |v| format!("{v:.1}")),
         ));
     }
     format!(
@@ -66,7 +80,7 @@ pub(crate) fn section(steps: &[LlmStep]) -> String {
          per-request objective (absent without --goodput or an --slo on ttft, tpot or e2el).</p>\
          <div class=\"chart\" id=\"llm-latency\"></div><div class=\"chart\" id=\"llm-tokens\"></div>\
          <table class=\"grid num\"><thead><tr><th>offered</th><th>goodput</th><th>TTFT p99</th>\
-         <th>TTFT p99 (actual send)</th><th>TPOT p99</th><th>ITL p99</th><th>output tokens/s</th>\
+         <th>TTFT p99 (actual send)</th><th>TPOT p99</th><th>ITL p99</th><th>{rate_label}</th>\
          </tr></thead><tbody>\n{rows}</tbody></table>\
          <script type=\"application/json\" id=\"sweep-llm-data\">{}</script></section>\n",
         crate::escape::script_json(&data.to_string())

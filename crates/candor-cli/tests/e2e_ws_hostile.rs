@@ -173,7 +173,14 @@ fn a_ping_flood_that_never_reads_is_a_fault_and_the_run_ends_on_time_in_bounded_
     // Each flood ended its connection at once, failing its message rather than leaving it to
     // time out (before, every message timed out while the loop read pings).
     assert_eq!(v["requests"]["errors"]["timeout"], 0, "{}", v["requests"]);
-    assert!(v["requests"]["errors"]["parse"].as_u64().unwrap() > 0);
+    // A message on the wire when its connection's flood is found fails as `parse`; on a busy
+    // machine every flood can be found before the first message goes out, and then all are
+    // unsent. Either way nothing else fails.
+    assert_eq!(
+        v["requests"]["errors"]["parse"], v["requests"]["failed"],
+        "{}",
+        v["requests"]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

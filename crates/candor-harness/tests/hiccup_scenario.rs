@@ -131,9 +131,13 @@ fn check(last: bool) -> bool {
     assert!(slow_on > slow_off, "{diag}");
 
     // Upper bounds, corrected, when the thread had a CPU (median start lag under 20 us; ~0.03 us
-    // when idle): 1 ms, 500 us at j=50, 100 us at j=90, drained by j=150, with room for the
-    // per-iteration cost while catching up (up to ~1 us in a debug build: +90 us at j=90) and for
-    // a stall or two. A schedule that did not drain would miss them by far.
+    // when idle). Idle, the schedule catches up at 10 us less the iteration's cost per iteration:
+    // ~1 ms, ~510 us at j=50, ~120 us at j=90 and drained (~0.06 us) by j=150 on the machine
+    // this was written on. A machine with a slower iteration or short stalls after the hiccup
+    // drains later (CI once read 121 us at j=90 and a median of 33 us at j=150), so the bounds
+    // leave room for that, and are set against the bugs they guard: a schedule that does not
+    // catch up reads ~1 ms at every j (and a median of ~1 ms over the run), one that catches up
+    // at half speed reads ~750 us at j=50 and ~250 us at j=150.
     if lag_p50 >= 20.0 {
         if !last {
             return false;
@@ -143,10 +147,21 @@ fn check(last: bool) -> bool {
     }
     // The hiccup spins until its end, so uncorrected it reads 1 ms plus however long the
     // thread was off the CPU as the end passed: checked only when the thread had a CPU.
-    assert!(median(&at_off[0]) < 1_500.0, "{diag}");
-    assert!(median(&at_on[0]) < 1_500.0, "{diag}");
-    assert!(median(&at_on[1]) < 700.0, "{diag}");
-    assert!(median(&at_on[2]) < 300.0, "{diag}");
-    assert!(median(&at_on[3]) < 20.0, "{diag}");
+    let upper = [
+        (median(&at_off[0]), 1_500.0),
+        (median(&at_on[0]), 1_500.0),
+        (median(&at_on[1]), 700.0),
+        (median(&at_on[2]), 300.0),
+        (median(&at_on[3]), 200.0),
+        (us(hon, 50.0), 20.0),
+    ];
+    let within = upper.iter().all(|&(v, bound)| v < bound);
+    if !within && !last {
+        // A stall that hit most hiccups of this attempt; the lower bounds above held.
+        return false;
+    }
+    for (v, bound) in upper {
+        assert!(v < bound, "{v} >= {bound}: {diag}");
+    }
     true
 }

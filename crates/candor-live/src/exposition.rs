@@ -45,6 +45,9 @@ pub struct StreamSnapshot {
     pub events: u64,
     /// LLM runs: output tokens so far.
     pub output_tokens: Option<u64>,
+    /// Runs that judge goodput (`--goodput`, or bounds from `--slo`): the responses so far that
+    /// met every per-request bound; `None` (no series) in runs without bounds.
+    pub good: Option<u64>,
 }
 
 /// What the metrics of a family hold.
@@ -183,6 +186,14 @@ fn stream_families<'a>(f: &mut Families<'a>, s: &'a StreamSnapshot) {
             Kind::Counter,
             "Output tokens of the measured window's LLM responses (from usage, else counted chunks).",
             tokens as f64,
+        );
+    }
+    if let Some(good) = s.good {
+        f.single(
+            "candor_good_requests_total",
+            Kind::Counter,
+            "Responses of the measured window that met every per-request objective (--goodput, or the bounds --slo sets), judged from the intended send; only in runs that judge goodput.",
+            good as f64,
         );
     }
 }
@@ -393,6 +404,7 @@ mod tests {
             responses: 2,
             events: 18,
             output_tokens: Some(16),
+            good: None,
         });
         let text = render(&s);
         assert!(
@@ -407,6 +419,16 @@ mod tests {
         assert!(text.contains("candor_output_tokens_total 16\n"), "{text}");
         assert!(text.contains("candor_stream_events_total 18\n"), "{text}");
         assert!(!text.contains("candor_itl_seconds"), "{text}");
+        // Without goodput bounds there is no good counter (not a 0 that reads as "none good").
+        assert!(!text.contains("candor_good_requests_total"), "{text}");
+        s.stream.as_mut().unwrap().good = Some(2);
+        let text = render(&s);
+        assert!(
+            text.contains(
+                "# TYPE candor_good_requests_total counter\ncandor_good_requests_total 2\n"
+            ),
+            "{text}"
+        );
         // A run without streams shows none of these series.
         let plain = render(&snapshot(None));
         assert!(!plain.contains("candor_ttft") && !plain.contains("output_tokens"));

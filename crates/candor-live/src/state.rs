@@ -47,6 +47,8 @@ pub struct LiveState {
     reply_codes: candor_core::reply_codes::ReplyCodeCounts,
     /// Streamed responses of the measured window so far (runs with `--stream` or `--llm`).
     stream: Option<Box<StreamAcc>>,
+    /// Goodput is judged (the intervals say so): `stream`'s good responses are a series.
+    goodput: bool,
     elapsed_s: f64,
     done: bool,
     /// 1 for the first run of the process, 2 for the next (sweep and capacity steps).
@@ -85,8 +87,8 @@ fn stream_json(s: &StreamAcc, length_s: f64) -> Value {
     v
 }
 
-/// What `/metrics` shows of the streams so far.
-fn stream_snapshot(s: &StreamAcc) -> crate::exposition::StreamSnapshot {
+/// What `/metrics` shows of the streams so far; `goodput` whether the run judges goodput.
+fn stream_snapshot(s: &StreamAcc, goodput: bool) -> crate::exposition::StreamSnapshot {
     use candor_core::stream_measures::StreamMeasure;
     crate::exposition::StreamSnapshot {
         measures: s
@@ -98,6 +100,7 @@ fn stream_snapshot(s: &StreamAcc) -> crate::exposition::StreamSnapshot {
         responses: s.responses,
         events: s.events,
         output_tokens: s.is_llm().then_some(s.output_tokens),
+        good: goodput.then_some(s.good),
     }
 }
 
@@ -140,6 +143,7 @@ impl LiveState {
             codes: CodeCounts::default(),
             reply_codes: Default::default(),
             stream: None,
+            goodput: false,
             elapsed_s: 0.0,
             done: false,
         }
@@ -197,6 +201,7 @@ impl LiveState {
 
     /// Takes one interval report; returns its event.
     pub fn interval(&mut self, r: &IntervalReport) -> Value {
+        self.goodput = r.goodput;
         if !r.warmup {
             self.measured.add(r.histograms);
             if let Some(s) = r.stream {
@@ -300,7 +305,10 @@ impl LiveState {
             send_lag: Buckets::of(&self.measured.send_lag),
             first_byte: (!self.measured.first_byte.is_empty())
                 .then(|| Buckets::of(&self.measured.first_byte)),
-            stream: self.stream.as_deref().map(stream_snapshot),
+            stream: self
+                .stream
+                .as_deref()
+                .map(|s| stream_snapshot(s, self.goodput)),
             measured: self.totals[1],
             codes: self.codes.to_map(),
             reply_codes: self.reply_codes,
@@ -359,6 +367,7 @@ mod tests {
             codes: Box::leak(Box::default()),
             reply_codes: Box::leak(Box::default()),
             stream: None,
+            goodput: false,
         }
     }
 

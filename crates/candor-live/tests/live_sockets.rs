@@ -58,6 +58,7 @@ fn report(index: u64, completed: u64, cumulative: u64) -> IntervalReport<'static
         codes: Box::leak(Box::default()),
         reply_codes: Box::leak(Box::default()),
         stream: None,
+        goodput: false,
     }
 }
 

@@ -33,6 +33,9 @@ pub struct IntervalReport<'a> {
     pub reply_codes: &'a [candor_core::reply_codes::ReplyCodeCounts; 2],
     /// This interval's streamed responses, both phases (runs with `--stream` or `--llm`).
     pub stream: Option<&'a candor_engine::books::StreamAcc>,
+    /// Goodput is judged (`--goodput`, or bounds from `--slo`): `stream`'s `good` counts the
+    /// responses that met every bound (without it, `good` stays 0 and means nothing).
+    pub goodput: bool,
 }
 
 pub(crate) struct Pending {
@@ -188,6 +191,7 @@ impl Collector {
             codes: &d.codes,
             reply_codes: &d.reply_codes,
             stream: d.stream.as_deref(),
+            goodput: self.goodput,
         });
         self.done.push(interval);
         let mut spent = p.data;

@@ -48,6 +48,8 @@ pub struct PushState {
     phases: [Phase; 2],
     /// The measured phase per request name (label `name`), known at the end of the run only.
     names: Vec<(String, Phase)>,
+    /// Goodput is judged (the intervals say so): the streams' good responses are a series.
+    goodput: bool,
     elapsed_s: f64,
     done: bool,
 }
@@ -58,6 +60,7 @@ impl PushState {
             labels,
             phases: Default::default(),
             names: Vec::new(),
+            goodput: false,
             elapsed_s: 0.0,
             done: false,
         }
@@ -66,6 +69,7 @@ impl PushState {
     /// Takes one interval report. Histograms go by completion time (the interval's phase),
     /// counters by intended time, as the live view's do.
     pub fn interval(&mut self, r: &IntervalReport) {
+        self.goodput = r.goodput;
         let p = &mut self.phases[usize::from(!r.warmup)];
         p.hist
             .get_or_insert_with(|| Box::new(Recorder::new()))
@@ -228,6 +232,15 @@ impl PushState {
                     s.output_tokens,
                 ));
             }
+            // Only in runs with bounds, as on /metrics: a 0 would read as "none met them".
+            if self.goodput {
+                out.push(counter(
+                    "candor_good_requests_total",
+                    "Responses that met every per-request objective (--goodput, or the bounds --slo sets), from the intended send.",
+                    labels(&[]),
+                    s.good,
+                ));
+            }
         }
         let c = &phase.counts;
         out.push(counter(
@@ -380,6 +393,7 @@ mod tests {
             codes: Box::leak(Box::default()),
             reply_codes: Box::leak(Box::new(codes)),
             stream: None,
+            goodput: false,
         }
     }
 
@@ -434,6 +448,34 @@ mod tests {
             .series
             .iter()
             .any(|s| s.name == "candor_grpc_calls_total"));
+    }
+
+    #[test]
+    fn good_responses_are_a_counter_only_when_goodput_is_judged() {
+        let labels = || RunLabels {
+            common: vec![],
+            target_per_s: None,
+            has_warmup: false,
+            start_unix_ns: 0,
+        };
+        // Leaked: one small test book that lives as long as the test process.
+        let stream: &'static StreamAcc = Box::leak(Box::new(StreamAcc {
+            good: 3,
+            good_service: 2,
+            ..Default::default()
+        }));
+        let mut judged = PushState::new(labels());
+        let mut plain = PushState::new(labels());
+        for _ in 0..2 {
+            let mut r = report([(0, 0), (0, 0)]);
+            r.stream = Some(stream);
+            plain.interval(&r);
+            r.goodput = true;
+            judged.interval(&r);
+        }
+        let good = |s: &PushState| value(&s.batch(0), "candor_good_requests_total", &[]);
+        assert_eq!(good(&judged), Some(6.0));
+        assert_eq!(good(&plain), None);
     }
 
     /// A name's books with `n` requests intended and completed, each of `response_ns`.

@@ -713,8 +713,70 @@ fn an_llm_runs_stream_measures_and_tokens_reach_the_live_view() {
         results["itl"]["count"].as_f64().unwrap()
     );
     assert!(metrics.contains("# TYPE candor_tpot_seconds histogram"));
+    // No goodput bounds: no good counter (its absence is not "none good").
+    assert!(!metrics.contains("candor_good_requests_total"), "{metrics}");
     assert_eq!(
         sample(metrics, "candor_stream_events_total"),
         results["stream"]["events"].as_f64().unwrap()
     );
+}
+
+/// A run with `--goodput`: `/metrics` carries `candor_good_requests_total`, scraped while the
+/// run goes: it never falls, and at the end it is the results' good count (and the sum of the
+/// intervals' goodput over time, no warm-up).
+#[test]
+fn goodput_is_a_rising_counter_in_the_live_metrics() {
+    let _g = serial();
+    let server = Server::start(&["--llm", "--ttft", "5ms", "--output-tokens", "4"]);
+    let run = LiveRun::start(&[
+        "--llm",
+        "openai",
+        "--output-tokens",
+        "4",
+        "--goodput",
+        "ttft<5s",
+        "-R",
+        "40",
+        "-d",
+        "2s",
+        "-c",
+        "8",
+        "--quiet",
+        "--json",
+        "-",
+        "--live-linger",
+        "5m",
+        &server.url,
+    ]);
+    let a = run.addr;
+    let good = |m: &str| {
+        m.contains("candor_good_requests_total ")
+            .then(|| sample(m, "candor_good_requests_total"))
+    };
+    let (mut seen, start) = (Vec::new(), Instant::now());
+    let last = loop {
+        let r = http_get(a, "/metrics");
+        let m = body(&r);
+        let finished =
+            m.contains("candor_run_finished ") && sample(m, "candor_run_finished") == 1.0;
+        seen.extend(good(m));
+        if finished {
+            break good(m).expect("a goodput run's final metrics carry the good counter");
+        }
+        assert!(start.elapsed() < PATIENCE, "the run did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    let results = run.stdout_json();
+    assert_balanced(&results);
+    let final_good = results["stream"]["goodput"]["good"].as_f64().unwrap();
+    assert!(final_good > 0.0, "{results}");
+    assert_eq!(last, final_good);
+    let over_time: u64 = results["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["stream"]["good"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(over_time as f64, final_good);
 }

@@ -462,6 +462,27 @@
         hooks: { drawAxes: [warmupShade(run)] },
       }, [tt.t, tt.p50, tt.p99, tt.max]);
     }
+    var el4 = document.getElementById("goodput-time-" + i);
+    var gt = st.goodput_time;
+    if (el4 && gt && gt.t.length) {
+      var pts4 = { show: gt.t.length <= 60, size: 4 };
+      var rateOf = function (v) { return v == null ? "" : fmtRate(v) + "/s"; };
+      make(el4, {
+        height: 210,
+        title: "Goodput per interval: responses/s that met every objective, beside those completed",
+        scales: { x: { time: false, range: xRangeFrom(run.time.t0) }, y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.15)]; } } },
+        axes: [
+          axis({ label: "seconds since start" }),
+          axis({ label: "requests/s", size: 70, values: function (u, s) { return s.map(fmtRate); } }),
+        ],
+        series: [
+          { label: "t (s)", value: function (u, v) { return v == null ? "all intervals" : v.toFixed(1) + " s"; } },
+          { label: "good/s", points: pts4, stroke: "#2a9d5c", width: 2, fill: "#2a9d5c22", value: function (u, v) { return v == null ? (gt.mean_per_s == null ? "no data" : "run " + fmtRate(gt.mean_per_s) + "/s") : rateOf(v); } },
+          { label: "completed/s", points: pts4, stroke: "#555555", width: 1, dash: [4, 4], value: function (u, v) { return rateOf(v); } },
+        ],
+        hooks: { drawAxes: [warmupShade(run)] },
+      }, [gt.t, gt.good_per_s, gt.completed_per_s]);
+    }
     var el2 = document.getElementById("tokens-" + i);
     var tk = st.tokens;
     if (el2 && tk && tk.t.length) {

@@ -79,6 +79,9 @@ pub(crate) fn chart_data(
     if let Some(t) = ttft_over_time(r) {
         out["ttft_time"] = t;
     }
+    if let Some(g) = goodput_over_time(r) {
+        out["goodput_time"] = g;
+    }
     if tokens {
         let per_s: Vec<Option<f64>> = r
             .intervals
@@ -140,6 +143,34 @@ fn ttft_over_time(r: &RunResults) -> Option<Value> {
     }))
 }
 
+/// Goodput per interval (good responses per second beside completed per second, both by
+/// interval of completion, as the intervals book them), `None` in a run that judged no goodput.
+fn goodput_over_time(r: &RunResults) -> Option<Value> {
+    if !has_goodput_over_time(r) {
+        return None;
+    }
+    let per_s = |n: u64, length_s: f64| {
+        if length_s > 0.0 {
+            n as f64 / length_s
+        } else {
+            0.0
+        }
+    };
+    Some(json!({
+        "t": r.intervals.iter().map(|iv| iv.start_s + iv.length_s).collect::<Vec<_>>(),
+        "good_per_s": r.intervals.iter().map(|iv| iv.stream.as_ref().and_then(|s| s.good_per_s)).collect::<Vec<_>>(),
+        "completed_per_s": r.intervals.iter().map(|iv| per_s(iv.completed, iv.length_s)).collect::<Vec<_>>(),
+        "mean_per_s": r.main.stream.as_ref().and_then(|s| s.goodput.as_ref()).map(|g| g.per_s),
+    }))
+}
+
+/// Whether an interval of `r` carries goodput (the run judged it: `--goodput`, or `--slo` bounds).
+fn has_goodput_over_time(r: &RunResults) -> bool {
+    r.intervals
+        .iter()
+        .any(|iv| iv.stream.as_ref().is_some_and(|s| s.good.is_some()))
+}
+
 /// The section: per run with streams, its spectra chart and tokens/s chart, then a table per
 /// measure across the runs. Empty when no run has streams.
 pub(crate) fn section(runs: &[(String, RunResults)], palette: &[&str]) -> String {
@@ -158,7 +189,9 @@ pub(crate) fn section(runs: &[(String, RunResults)], palette: &[&str]) -> String
          intended send, so they include any wait for a connection; the dashed TTFT runs from the \
          actual send, what a client that times from its own send reports. ITL: each gap between \
          content chunks; TPOT: (last token \u{2212} first token) / (output tokens \u{2212} 1). \
-         TTFT over time and output tokens per second are by interval of completion. Gaps of zero \
+         TTFT over time, goodput over time (responses per second that met every per-request \
+         objective, beside those completed; only with --goodput or --slo bounds) and output tokens \
+         per second are by interval of completion. Gaps of zero \
          length (events that came in one read, as a usage chunk and [DONE] after the last token) \
          are counted, not drawn.</p>",
     );
@@ -180,6 +213,11 @@ pub(crate) fn section(runs: &[(String, RunResults)], palette: &[&str]) -> String
         {
             out.push_str(&format!(
                 "<div class=\"chart short\" id=\"ttft-time-{i}\"></div>"
+            ));
+        }
+        if has_goodput_over_time(r) {
+            out.push_str(&format!(
+                "<div class=\"chart short\" id=\"goodput-time-{i}\"></div>"
             ));
         }
         if r.main.stream.as_ref().is_some_and(|s| s.llm.is_some()) {

@@ -34,13 +34,16 @@ fn llm_run(zero: u64) -> RunResults {
     }
     for iv in &mut r.intervals {
         let d = iv.histograms.decode().unwrap();
-        iv.stream = Some(IntervalStream::of(
-            iv.completed,
-            iv.completed * 21,
-            Some(iv.completed * 20),
-            iv.length_s,
-            [(StreamMeasure::Ttft, &d.response)],
-        ));
+        iv.stream = Some(
+            IntervalStream::of(
+                iv.completed,
+                iv.completed * 21,
+                Some(iv.completed * 20),
+                iv.length_s,
+                [(StreamMeasure::Ttft, &d.response)],
+            )
+            .with_goodput(iv.completed / 2, iv.length_s),
+        );
     }
     let n = r.main.requests.completed;
     r.main.stream = Some(StreamResults {
@@ -165,6 +168,41 @@ fn ttft_over_time_goodput_and_settings_are_on_the_page() {
         !html.contains("<h3>Conversations</h3>"),
         "not a multi-turn run"
     );
+}
+
+#[test]
+fn goodput_over_time_is_charted_beside_completions_only_when_judged() {
+    let r = llm_run(0);
+    let data = stream::chart_data("llm", &r, &[1.0]).unwrap().unwrap();
+    let g = &data["goodput_time"];
+    let n = r.intervals.len();
+    assert!(n > 1);
+    assert_eq!(g["t"].as_array().unwrap().len(), n);
+    for (k, iv) in r.intervals.iter().enumerate() {
+        let good = (iv.completed / 2) as f64 / iv.length_s;
+        assert_eq!(g["good_per_s"][k].as_f64(), Some(good));
+        assert_eq!(
+            g["completed_per_s"][k].as_f64(),
+            Some(iv.completed as f64 / iv.length_s)
+        );
+    }
+    assert_eq!(
+        g["mean_per_s"].as_f64(),
+        Some(r.main.requests.completed as f64 / 3.0)
+    );
+    let html = page(r.clone());
+    assert!(html.contains("id=\"goodput-time-0\""));
+    assert!(html.find("id=\"ttft-time-0\"") < html.find("id=\"goodput-time-0\""));
+    // A run without goodput bounds: no such chart, no such data.
+    let mut plain = r;
+    for iv in &mut plain.intervals {
+        if let Some(s) = iv.stream.as_mut() {
+            (s.good, s.good_per_s) = (None, None);
+        }
+    }
+    let data = stream::chart_data("llm", &plain, &[1.0]).unwrap().unwrap();
+    assert!(data.get("goodput_time").is_none());
+    assert!(!page(plain).contains("id=\"goodput-time-0\""));
 }
 
 #[test]

@@ -343,6 +343,10 @@ fn assert_the_html_pages(dir: &std::path::Path, merged: &str) {
     assert!(at(">goodput<") < at("<h2>Streamed responses</h2>"));
     assert!(html.contains("id=\"ttft-time-0\""), "TTFT over time");
     assert!(
+        html.contains("id=\"goodput-time-0\"") && html.contains("\"good_per_s\""),
+        "goodput over time, the run having bounds"
+    );
+    assert!(
         html.contains("<td>ttft&lt;10s,tpot&lt;10s</td>"),
         "goodput table"
     );

@@ -382,12 +382,12 @@ fn stages_and_names_render_in_headless_chromium() {
     assert!(std::fs::metadata(&shot).expect("screenshot written").len() > 50_000);
 }
 
-/// An LLM run's page: the stream spectra and tokens/s over time draw beside the usual charts,
-/// with no script error.
+/// An LLM run's page: the stream spectra, TTFT, goodput and tokens/s over time draw beside the
+/// usual charts, with no script error.
 #[test]
 #[ignore = "needs Chromium: scripts/test.sh"]
 fn an_llm_runs_stream_charts_render_in_headless_chromium() {
-    use candor_core::results::{LlmTokens, NamedHistogram, StreamResults};
+    use candor_core::results::{Goodput, LlmTokens, NamedHistogram, StreamResults};
     use candor_core::stream_measures::{IntervalStream, StreamMeasure};
     let exe = chromium().expect("chromium not found: run scripts/install-test-deps.sh");
     let mut r = synthetic_run(13, 10, 100, 50_000_000, 3);
@@ -409,14 +409,18 @@ fn an_llm_runs_stream_charts_render_in_headless_chromium() {
     }
     for iv in &mut r.intervals {
         let d = iv.histograms.decode().unwrap();
-        iv.stream = Some(IntervalStream::of(
-            iv.completed,
-            iv.completed * 10,
-            Some(iv.completed * 8),
-            iv.length_s,
-            [(StreamMeasure::Ttft, &d.response)],
-        ));
+        iv.stream = Some(
+            IntervalStream::of(
+                iv.completed,
+                iv.completed * 10,
+                Some(iv.completed * 8),
+                iv.length_s,
+                [(StreamMeasure::Ttft, &d.response)],
+            )
+            .with_goodput(iv.completed * 9 / 10, iv.length_s),
+        );
     }
+    let n = r.main.requests.completed;
     r.main.stream = Some(StreamResults {
         responses: r.main.requests.completed,
         events: r.main.requests.completed * 10,
@@ -429,7 +433,7 @@ fn an_llm_runs_stream_charts_render_in_headless_chromium() {
             counted_from_chunks: 0,
             ..Default::default()
         }),
-        goodput: None,
+        goodput: Some(Goodput::of("ttft<1s".into(), n * 9 / 10, n, n, 10.0)),
     });
     let runs = vec![("llm".to_string(), r)];
     let page = write_html(&runs, &HtmlOptions::default()).expect("report");
@@ -446,8 +450,9 @@ fn an_llm_runs_stream_charts_render_in_headless_chromium() {
         None,
         "script error on the page"
     );
-    // The spectrum, two time charts, the stream spectra, TTFT over time and tokens/s.
-    assert_eq!(attr(&dom, "data-charts-expected").as_deref(), Some("6"));
+    // The spectrum, two time charts, the stream spectra, TTFT over time, goodput over time and
+    // tokens/s.
+    assert_eq!(attr(&dom, "data-charts-expected").as_deref(), Some("7"));
     assert_eq!(
         attr(&dom, "data-charts-drawn"),
         attr(&dom, "data-charts-expected"),
@@ -464,5 +469,9 @@ fn an_llm_runs_stream_charts_render_in_headless_chromium() {
     assert!(
         dom.contains("TTFT per interval (from the intended send)"),
         "TTFT over time drawn"
+    );
+    assert!(
+        dom.contains("Goodput per interval: responses/s that met every objective"),
+        "goodput over time drawn"
     );
 }

@@ -493,4 +493,26 @@ mod tests {
         let mut s = LiveState::new(info(), 1);
         assert_eq!(s.interval(&ok)["warnings"], json!([]));
     }
+
+    #[test]
+    fn good_responses_of_the_measured_window_are_a_metric_only_when_goodput_is_judged() {
+        // Leaked: one small test book that lives as long as the test process.
+        let stream: &'static StreamAcc = Box::leak(Box::new(StreamAcc {
+            good: 4,
+            ..Default::default()
+        }));
+        let good = |judged: bool| {
+            let mut s = LiveState::new(info(), 1);
+            for (index, warmup) in [(0, true), (1, false), (2, false)] {
+                let mut r = report(index, warmup, &[1_000], [counts(1, 1, 0); 2]);
+                r.stream = Some(stream);
+                r.goodput = judged;
+                s.interval(&r);
+            }
+            s.metrics().stream.and_then(|st| st.good)
+        };
+        // Two measured intervals of 4; the warm-up's are not in the measured window.
+        assert_eq!(good(true), Some(8));
+        assert_eq!(good(false), None);
+    }
 }

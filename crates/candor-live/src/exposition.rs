@@ -533,7 +533,16 @@ mod tests {
     #[test]
     #[ignore = "needs promtool (Prometheus): scripts/test.sh"]
     fn promtool_accepts_the_exposition() {
-        for s in [snapshot(Some(0)), snapshot(None)] {
+        // A stream run that judges goodput too, so its counters are linted as well.
+        let mut llm = snapshot(None);
+        llm.stream = Some(StreamSnapshot {
+            measures: Vec::new(),
+            responses: 2,
+            events: 18,
+            output_tokens: Some(16),
+            good: Some(1),
+        });
+        for s in [snapshot(Some(0)), snapshot(None), llm] {
             let text = render(&s);
             let mut child = std::process::Command::new("promtool")
                 .args(["check", "metrics"])

@@ -222,7 +222,8 @@ impl StreamAcc {
                 (M::Tpot, &self.tpot),
             ],
         )
-        .with_input_tokens(self.input_tokens, length_s);
+        .with_input_tokens(self.input_tokens, length_s)
+        .with_cached_tokens(self.cached_tokens, self.cached_counted);
         let s = if embeddings {
             s.with_inputs(self.inputs, length_s)
         } else {

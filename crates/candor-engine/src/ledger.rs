@@ -510,6 +510,7 @@ impl Ledger {
             output_tokens: stream
                 .filter(|o| o.tokens_from.is_some())
                 .map(|o| o.output_tokens),
+            cached_tokens: stream.and_then(|o| o.cached_tokens),
         });
     }
 

@@ -149,6 +149,8 @@ fn token_lines(t: &candor_core::results::LlmTokens) -> String {
         }
     }
     let source = match ways.as_slice() {
+        // A `--records` file carries the counts but not how each was made.
+        [] if t.output_tokens > 0 => "counts whose source the file does not say".to_string(),
         [] => "no response said".to_string(),
         [(_, way)] => format!("{way} in every response"),
         _ => ways
@@ -286,6 +288,17 @@ pub fn goodput_over_time(intervals: &[Interval]) -> String {
     over_time(intervals, "goodput req/s", |s| s.good_per_s)
 }
 
+/// The share of input tokens the server's prefix cache served (`cached_tokens` of the
+/// responses' usage), in percent, over time as [`tokens_over_time`]: only intervals whose
+/// responses said their cached tokens count. Empty when none did.
+pub fn cached_over_time(intervals: &[Interval]) -> String {
+    over_time(intervals, "cached % of input tokens", |s| {
+        let cached = s.cached_tokens?;
+        let input = s.input_tokens.filter(|n| *n > 0)?;
+        Some(cached as f64 * 100.0 / input as f64)
+    })
+}
+
 fn over_time(
     intervals: &[Interval],
     what: &str,
@@ -362,6 +375,25 @@ mod tests {
             goodput_over_time(&ivs),
             "  goodput req/s over time: lowest 2.0 (interval at 1.0s), median 9.0, highest 10.0 of 3 intervals\n"
         );
+    }
+
+    #[test]
+    fn cached_over_time_is_the_cached_share_of_each_intervals_input_tokens() {
+        let with = |start_s, input, cached| {
+            let mut i = interval(start_s, 1.0, Some(0));
+            i.stream = i.stream.map(|s| {
+                s.with_input_tokens(input, 1.0)
+                    .with_cached_tokens(cached, u64::from(cached > 0))
+            });
+            i
+        };
+        // The second interval's responses said no cached tokens: it is left out.
+        let ivs = [with(0.0, 200, 50), with(1.0, 200, 0), with(2.0, 400, 300)];
+        assert_eq!(
+            cached_over_time(&ivs),
+            "  cached % of input tokens over time: lowest 25.0 (interval at 0.0s), median 75.0, highest 75.0 of 2 intervals\n"
+        );
+        assert_eq!(cached_over_time(&[with(0.0, 200, 0)]), "");
     }
 
     #[test]

@@ -162,6 +162,11 @@ pub struct IntervalStream {
     pub good: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub good_per_s: Option<f64>,
+    /// Multi-turn runs: the conversations started, turns taken and ends decided in the
+    /// interval (by when they happened, as `completed`); the intervals together hold the
+    /// phases' conversations exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<crate::llm_run::Conversations>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_event: Option<IntervalStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -207,6 +212,7 @@ impl IntervalStream {
             inputs_per_s: None,
             good: None,
             good_per_s: None,
+            conversations: None,
             first_event: None,
             event_gap: None,
             ttft: None,
@@ -253,6 +259,12 @@ impl IntervalStream {
         if counted > 0 {
             self.cached_tokens = Some(cached);
         }
+        self
+    }
+
+    /// A multi-turn run's interval: what its conversations did in it.
+    pub fn with_conversations(mut self, c: crate::llm_run::Conversations) -> IntervalStream {
+        self.conversations = Some(c);
         self
     }
 

@@ -50,7 +50,21 @@ fn a_shared_prefix_is_served_from_the_cache_after_the_first_request() {
     let _g = serial();
     // Truth: 256-token prompts whose first 192 tokens (12 blocks) are shared; the first
     // request computes 256 tokens (148 ms), the 11 others 64 (52 ms); 11 x 192 cached.
-    let v = run("1000", &["--prefix-tokens", "192", "--prompt-tokens", "64"]);
+    let dir = std::env::temp_dir().join(format!("candor-e2e-prefix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let records = dir.join("prefix.jsonl");
+    let records_flag = records.to_str().unwrap().to_string();
+    let v = run(
+        "1000",
+        &[
+            "--prefix-tokens",
+            "192",
+            "--prompt-tokens",
+            "64",
+            "--records",
+            &records_flag,
+        ],
+    );
     let llm = &v["stream"]["llm"];
     assert_eq!(llm["input_tokens"], 12 * 256, "{llm}");
     assert_eq!(
@@ -62,18 +76,43 @@ fn a_shared_prefix_is_served_from_the_cache_after_the_first_request() {
     // The slowest is the first request's, which found nothing.
     let max = v["ttft_service"]["max_ns"].as_f64().unwrap();
     assert!(max >= 148.0 * MS, "max {:.1} ms", max / MS);
-    // The text report says them beside the input tokens.
-    let dir = std::env::temp_dir().join(format!("candor-e2e-prefix-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Each record carries its response's cached tokens, the intervals theirs: both sum to
+    // the run's.
+    let lines = std::fs::read_to_string(&records).unwrap();
+    let per_line: Vec<u64> = lines
+        .lines()
+        .map(|l| {
+            let l: serde_json::Value = serde_json::from_str(l).unwrap();
+            l["cached_tokens"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(per_line.len(), 12);
+    assert_eq!(per_line.iter().sum::<u64>(), 11 * 192, "{per_line:?}");
+    let intervals: u64 = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["stream"]["cached_tokens"].as_u64())
+        .sum();
+    assert_eq!(intervals, 11 * 192);
+    // The text report says them beside the input tokens, and so does the records file's.
     let path = dir.join("prefix.json");
     std::fs::write(&path, v.to_string()).unwrap();
     let report = candor().arg("report").arg(&path).output().unwrap();
+    let from_records = candor().arg("report").arg(&records).output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    let shown = text(&report);
-    assert!(report.status.success(), "{shown}");
+    for r in [&report, &from_records] {
+        let shown = text(r);
+        assert!(r.status.success(), "{shown}");
+        assert!(
+            shown.contains("3,072 input tokens") && shown.contains("of them 2,112 cached"),
+            "{shown}"
+        );
+    }
     assert!(
-        shown.contains("3,072 input tokens") && shown.contains("of them 2,112 cached"),
-        "{shown}"
+        text(&report).contains("cached % of input tokens over time"),
+        "{}",
+        text(&report)
     );
 }
 

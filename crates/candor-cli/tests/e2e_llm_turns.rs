@@ -76,6 +76,30 @@ fn synthetic_conversations_send_every_turn_at_its_previous_turns_completion() {
         (&20.into(), &20.into(), &0.into(), &80.into()),
         "{c}"
     );
+    // Every interval says its conversations (zero included), and they sum to the run's.
+    let intervals = v["intervals"].as_array().unwrap();
+    for k in [
+        "started",
+        "completed",
+        "cut",
+        "unqueued",
+        "past_end",
+        "turns",
+    ] {
+        let sum: u64 = intervals
+            .iter()
+            .map(|i| i["stream"]["conversations"][k].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, c[k].as_u64().unwrap(), "{k}: {intervals:?}");
+    }
+    // The text report draws them over time.
+    let json = write_file("turns.json", &v.to_string());
+    let report = candor().arg("report").arg(&json).output().unwrap();
+    assert!(
+        text(&report).contains("conversations completed/s over time"),
+        "{}",
+        text(&report)
+    );
     let llm = &v["stream"]["llm"];
     assert_eq!(
         (&llm["input_tokens"], &llm["output_tokens"]),

@@ -144,6 +144,11 @@ pub struct IntervalStream {
     pub total_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens_per_s: Option<f64>,
+    /// LLM runs whose server said them: of the input tokens, those its prefix cache served
+    /// (`usage.prompt_tokens_details.cached_tokens`) in the responses that ended in the
+    /// interval; absent when no response of the interval said them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
     /// Embeddings runs: the inputs embedded by the answers that ended in the interval, and
     /// per second of it (inputs/s over time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +162,11 @@ pub struct IntervalStream {
     pub good: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub good_per_s: Option<f64>,
+    /// Multi-turn runs: the conversations started, turns taken and ends decided in the
+    /// interval (by when they happened, as `completed`); the intervals together hold the
+    /// phases' conversations exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<crate::llm_run::Conversations>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_event: Option<IntervalStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,10 +207,12 @@ impl IntervalStream {
             input_tokens_per_s: None,
             total_tokens: None,
             total_tokens_per_s: None,
+            cached_tokens: None,
             inputs: None,
             inputs_per_s: None,
             good: None,
             good_per_s: None,
+            conversations: None,
             first_event: None,
             event_gap: None,
             ttft: None,
@@ -238,6 +250,21 @@ impl IntervalStream {
         self.input_tokens_per_s = Some(per_s(input));
         self.total_tokens = Some(total);
         self.total_tokens_per_s = Some(per_s(total));
+        self
+    }
+
+    /// An LLM interval whose responses said their cached input tokens (`counted` of them
+    /// said, `cached` tokens in all); nothing when none said them.
+    pub fn with_cached_tokens(mut self, cached: u64, counted: u64) -> IntervalStream {
+        if counted > 0 {
+            self.cached_tokens = Some(cached);
+        }
+        self
+    }
+
+    /// A multi-turn run's interval: what its conversations did in it.
+    pub fn with_conversations(mut self, c: crate::llm_run::Conversations) -> IntervalStream {
+        self.conversations = Some(c);
         self
     }
 

@@ -81,7 +81,9 @@ pub struct StreamAcc {
     /// judge them, from the actual send (`good_service`).
     pub good: u64,
     pub good_service: u64,
-    /// Multi-turn runs: how the conversations ended (booked on the phases, not per interval).
+    /// Multi-turn runs: how the conversations ended. A phase's are booked by the intended send
+    /// of the turn that decided them; an interval's by when they were decided (as its
+    /// `completed`), so the intervals together hold the phases' exactly.
     pub conversations: candor_core::results::Conversations,
 }
 
@@ -155,6 +157,7 @@ impl StreamAcc {
         // An interval's good responses (goodput over time) start again with its reuse.
         self.good = 0;
         self.good_service = 0;
+        self.conversations = Default::default();
     }
 
     /// Whether the responses were an LLM run's (their tokens were counted).
@@ -222,7 +225,8 @@ impl StreamAcc {
                 (M::Tpot, &self.tpot),
             ],
         )
-        .with_input_tokens(self.input_tokens, length_s);
+        .with_input_tokens(self.input_tokens, length_s)
+        .with_cached_tokens(self.cached_tokens, self.cached_counted);
         let s = if embeddings {
             s.with_inputs(self.inputs, length_s)
         } else {

@@ -510,6 +510,7 @@ impl Ledger {
             output_tokens: stream
                 .filter(|o| o.tokens_from.is_some())
                 .map(|o| o.output_tokens),
+            cached_tokens: stream.and_then(|o| o.cached_tokens),
         });
     }
 
@@ -777,15 +778,19 @@ impl Ledger {
     }
 
     /// Multi-turn runs: books what `f` says of a conversation, in the phase of the turn
-    /// intended at `intended` that decided it.
+    /// intended at `intended` that decided it, and in the current interval (the one it was
+    /// decided in: intervals already handed to the collector are not reopened).
     #[inline]
     pub fn conversation(
         &mut self,
         intended: u64,
-        f: impl FnOnce(&mut candor_core::results::Conversations),
+        f: impl Fn(&mut candor_core::results::Conversations),
     ) {
         let phase = self.phase_of(intended);
         if let Some(s) = &mut self.phases[phase].stream {
+            f(&mut s.conversations);
+        }
+        if let Some(s) = &mut self.interval.stream {
             f(&mut s.conversations);
         }
     }

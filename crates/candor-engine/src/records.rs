@@ -131,6 +131,8 @@ pub struct Record {
     pub end: u64,
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// Of the input tokens, those the server's prefix cache served, when its usage said them.
+    pub cached_tokens: Option<u64>,
 }
 
 /// A load thread's end of the queue.
@@ -441,6 +443,9 @@ pub fn write_line(
     if let Some(v) = r.output_tokens {
         write!(out, ",\"output_tokens\":{v}")?;
     }
+    if let Some(v) = r.cached_tokens {
+        write!(out, ",\"cached_tokens\":{v}")?;
+    }
     if let Some(g) = gaps {
         for (key, v) in [("itl_ns", &g.itl), ("event_gaps_ns", &g.events)] {
             if v.is_empty() {
@@ -490,6 +495,7 @@ mod tests {
             end: 9_000,
             input_tokens: None,
             output_tokens: None,
+            cached_tokens: None,
         }
     }
 

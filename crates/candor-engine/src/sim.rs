@@ -60,6 +60,7 @@ struct Shape {
     /// Multi-turn runs: the follow-ups a thread may hold (0: none) and the think time.
     follow_ups: usize,
     think_ns: u64,
+    interval_ns: u64,
 }
 
 impl Shape {
@@ -80,6 +81,7 @@ impl Shape {
             request_order: RequestOrder::RoundRobin,
             follow_ups: 0,
             think_ns: 0,
+            interval_ns: 1_000 * MS,
         }
     }
 }
@@ -120,12 +122,15 @@ struct Sim {
     refuse: u32,
     /// Connect attempts started during the run.
     connects: Vec<u64>,
+    /// Multi-turn runs: the conversations of every interval handed over, by its index.
+    interval_conversations: Vec<(u64, candor_core::results::Conversations)>,
 }
 
 impl Sim {
     fn new(shape: Shape) -> Sim {
         let mut config = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
         config.warmup_ns = shape.warmup_ns;
+        config.interval_ns = shape.interval_ns;
         config.duration_ns = shape.duration_ns;
         // A conversation run is an LLM run: its books keep the streams' (and conversations').
         config.stream.llm = shape.follow_ups > 0;
@@ -202,6 +207,7 @@ impl Sim {
             phases: None,
             refuse: 0,
             connects: Vec::new(),
+            interval_conversations: Vec::new(),
         }
     }
 
@@ -309,8 +315,17 @@ impl Sim {
         }
         self.expired.extend(expired);
         self.retry_stream_waiters();
-        // Recycle interval boxes, as the collector does.
-        while let Ok(msg) = self.intervals.try_recv() {
+        self.recycle_intervals();
+    }
+
+    /// Recycles interval boxes, as the collector does, keeping the sum of their conversations.
+    fn recycle_intervals(&mut self) {
+        while let Ok(mut msg) = self.intervals.try_recv() {
+            if let Some(s) = &msg.data.stream {
+                self.interval_conversations
+                    .push((msg.index, s.conversations));
+            }
+            msg.data.reset();
             let _ = self.pool.send(msg.data);
         }
     }
@@ -384,6 +399,7 @@ impl Sim {
 
     fn run_to_end(&mut self) -> [PhaseAcc; 2] {
         self.run_until(u64::MAX - 1);
+        self.recycle_intervals();
         self.phases.take().expect("the run ended")
     }
 }

@@ -60,6 +60,8 @@ pub(crate) struct Collector {
     pub(crate) goodput: bool,
     /// An embeddings run: intervals report the inputs embedded, zero included.
     pub(crate) embeddings: bool,
+    /// A multi-turn run: intervals report their conversations, zero included.
+    pub(crate) conversations: bool,
 }
 
 impl Collector {
@@ -147,8 +149,12 @@ impl Collector {
         }
         // An interval that ends before there is anything to record carries no information.
         // (Its counts still go into the totals; if it was the last, the outcome has them.)
+        // Conversations decided at the end (cut, past the end) are kept: the intervals hold
+        // the run's conversations exactly.
+        let conversations = p.data.stream.as_ref().map(|s| s.conversations);
         if p.data.completed == 0
             && p.data.failed == 0
+            && !conversations.is_some_and(|c| c != Default::default())
             && p.end_ns.is_some()
             && length_ns < self.interval_ns / 100
         {
@@ -167,12 +173,17 @@ impl Collector {
             first_byte: IntervalStats::of_recorded(&d.rec.first_byte),
             histograms: EncodedHistograms::of(&d.rec),
             stream: d.stream.as_ref().map(|s| {
-                s.interval(
+                let i = s.interval(
                     length_ns as f64 / 1e9,
                     self.llm,
                     self.goodput,
                     self.embeddings,
-                )
+                );
+                if self.conversations {
+                    i.with_conversations(s.conversations)
+                } else {
+                    i
+                }
             }),
         };
         on_interval(&IntervalReport {

@@ -340,6 +340,7 @@ fn collect_intervals(
         llm: config.stream.llm,
         goodput: config.goodput.is_some(),
         embeddings: config.stream.embeddings.is_some(),
+        conversations: config.conversations.is_some(),
     };
     // The intervals are merged, encoded and reported by a thread of background priority while
     // the workers run, so that this bookkeeping (about a millisecond of CPU a second) does not

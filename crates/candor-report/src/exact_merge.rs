@@ -431,6 +431,10 @@ struct StreamSlot {
     events: u64,
     output_tokens: Option<u64>,
     input_tokens: u64,
+    /// Runs whose server said cached tokens: those summed.
+    cached_tokens: Option<u64>,
+    /// Multi-turn runs: the conversations summed.
+    conversations: Option<candor_core::results::Conversations>,
     /// Goodput runs: good responses summed.
     good: Option<u64>,
     /// Embeddings runs: inputs summed.
@@ -447,6 +451,14 @@ impl StreamSlot {
             self.input_tokens = self
                 .input_tokens
                 .saturating_add(s.input_tokens.unwrap_or(0));
+        }
+        if let Some(c) = &s.conversations {
+            self.conversations
+                .get_or_insert_with(Default::default)
+                .add(c);
+        }
+        if let Some(c) = s.cached_tokens {
+            self.cached_tokens = Some(self.cached_tokens.unwrap_or(0).saturating_add(c));
         }
         if let Some(g) = s.good {
             self.good = Some(self.good.unwrap_or(0).saturating_add(g));
@@ -483,6 +495,14 @@ impl StreamSlot {
             self.histograms.iter().map(|(m, h)| (*m, h)),
         )
         .with_input_tokens(self.input_tokens, length_s);
+        let s = match self.cached_tokens {
+            Some(c) => s.with_cached_tokens(c, 1),
+            None => s,
+        };
+        let s = match self.conversations {
+            Some(c) => s.with_conversations(c),
+            None => s,
+        };
         let s = match self.inputs {
             Some(n) => s.with_inputs(n, length_s),
             None => s,

@@ -18,6 +18,9 @@ pub struct StreamHeadline {
     pub first_event: Option<Summary>,
     pub goodput: Option<Goodput>,
     pub output_tokens_per_s: Option<f64>,
+    /// The input tokens the server's prefix cache served and all input tokens, when its usage
+    /// said cached tokens.
+    pub cached_tokens: Option<(u64, u64)>,
     /// Embeddings (`--llm openai-embeddings`): their latency (the response time), inputs and
     /// input tokens per second, in place of the token measures they do not have.
     pub embeddings: Option<(Summary, f64, f64)>,
@@ -35,6 +38,10 @@ impl StreamHeadline {
             first_event: p.first_event.clone(),
             goodput: s.goodput.clone(),
             output_tokens_per_s: s.llm.map(|t| t.output_tokens_per_s),
+            cached_tokens: s
+                .llm
+                .filter(|t| t.cached_counted > 0)
+                .map(|t| (t.cached_tokens, t.input_tokens)),
             embeddings: s.llm.filter(|t| t.inputs > 0).map(|t| {
                 (
                     p.response_time.clone(),
@@ -77,6 +84,17 @@ impl StreamHeadline {
         }
         if let Some(t) = self.output_tokens_per_s {
             out.push(("output tokens/s".into(), format!("{t:.1}")));
+        }
+        if let Some((cached, input)) = self.cached_tokens {
+            let share = if input > 0 {
+                format!(" ({:.1}% of input)", cached as f64 * 100.0 / input as f64)
+            } else {
+                String::new()
+            };
+            out.push((
+                "cached input tokens".into(),
+                format!("{}{share}", candor_core::units::format_count(cached)),
+            ));
         }
         out
     }
@@ -231,6 +249,22 @@ mod tests {
             goodput: Some(Goodput::of("ttft<500ms".into(), 90, 99, 100, 10.0)),
         });
         p
+    }
+
+    #[test]
+    fn cached_input_tokens_and_their_share_are_a_figure_when_the_server_said_them() {
+        let mut p = llm_phase();
+        let last = |p: &PhaseResults| StreamHeadline::of(p).unwrap().figures().pop().unwrap();
+        assert_eq!(last(&p).0, "output tokens/s", "no cached tokens said");
+        let t = p.stream.as_mut().unwrap().llm.as_mut().unwrap();
+        (t.input_tokens, t.cached_tokens, t.cached_counted) = (3072, 2112, 12);
+        assert_eq!(
+            last(&p),
+            (
+                "cached input tokens".to_string(),
+                "2,112 (68.8% of input)".to_string()
+            )
+        );
     }
 
     #[test]

@@ -29,6 +29,8 @@ struct Line {
     events: Option<u64>,
     last_token_ns: Option<u64>,
     output_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
     /// Streams: the inter-token latencies and the gaps between events, as the engine booked
     /// them, and how many more the writer cut (not in the line).
     #[serde(default)]
@@ -70,6 +72,8 @@ struct Phase {
     gaps_cut: u64,
     /// Responses read as streams: those that delivered an event, and their events.
     streamed: Option<(u64, u64)>,
+    /// LLM lines: their output, input and cached tokens summed (as the engine books them).
+    tokens: Option<candor_core::results::LlmTokens>,
     counts: RequestCounts,
     /// Per run (`--repeat`; 0: a single run): the first and last intended send, and how many.
     spans: std::collections::BTreeMap<u32, (u64, u64, u64)>,
@@ -88,6 +92,7 @@ impl Phase {
             event_gap: new_histogram(),
             gaps_cut: 0,
             streamed: None,
+            tokens: None,
             counts: RequestCounts::default(),
             spans: Default::default(),
         }
@@ -127,6 +132,18 @@ impl Phase {
             c.clamped_values += record_clamped(&mut self.event_gap, g) as u64;
         }
         self.gaps_cut += l.gaps_cut;
+        if l.output_tokens.is_some() || l.input_tokens.is_some() || l.cached_tokens.is_some() {
+            let t = self.tokens.get_or_insert_with(Default::default);
+            t.output_tokens += l.output_tokens.unwrap_or(0);
+            if let Some(n) = l.input_tokens {
+                t.input_tokens += n;
+                t.input_counted += 1;
+            }
+            if let Some(n) = l.cached_tokens {
+                t.cached_tokens += n;
+                t.cached_counted += 1;
+            }
+        }
         if let Some(e) = l.events {
             let (r, n) = self.streamed.get_or_insert((0, 0));
             *r += u64::from(e > 0);
@@ -218,8 +235,12 @@ impl Phase {
         p.tpot = (!self.tpot.is_empty()).then(|| Summary::of(&self.tpot));
         p.itl = (!self.itl.is_empty()).then(|| Summary::of(&self.itl));
         p.event_gap = (!self.event_gap.is_empty()).then(|| Summary::of(&self.event_gap));
-        // Failed streams by name and token totals are not in the lines: the section shows
-        // what they carry.
+        // Failed streams by name and how each count of output tokens was made are not in the
+        // lines: the section shows what they carry.
+        let llm = self.tokens.map(|mut t| {
+            t.set_rates(duration_s);
+            t
+        });
         p.stream = self.streamed.map(|(responses, events)| StreamResults {
             responses,
             events,
@@ -229,7 +250,7 @@ impl Phase {
                 0.0
             },
             failures: Default::default(),
-            llm: None,
+            llm,
             goodput: None,
         });
         p
@@ -365,6 +386,30 @@ mod tests {
         // A file without gaps (a run without streams, or written before them) has neither.
         let r = results_from_records(FILE, "r.jsonl").unwrap();
         assert!(r.main.itl.is_none() && r.main.event_gap.is_none() && r.warnings.is_empty());
+    }
+
+    #[test]
+    fn the_tokens_of_the_lines_are_summed_with_the_responses_that_said_them() {
+        let text = "\
+{\"seq\":0,\"phase\":\"measured\",\"outcome\":\"completed\",\"thread\":0,\"intended_ns\":0,\"end_ns\":90,\"events\":4,\"input_tokens\":40,\"output_tokens\":3,\"cached_tokens\":32}
+{\"seq\":1,\"phase\":\"measured\",\"outcome\":\"completed\",\"thread\":0,\"intended_ns\":100,\"end_ns\":190,\"events\":4,\"input_tokens\":40,\"output_tokens\":3}
+{\"seq\":2,\"phase\":\"measured\",\"outcome\":\"failed\",\"class\":\"connect\",\"thread\":0,\"intended_ns\":200,\"end_ns\":290}
+";
+        let r = results_from_records(text, "r.jsonl").unwrap();
+        let t = r.main.stream.as_ref().unwrap().llm.unwrap();
+        assert_eq!(
+            (
+                t.output_tokens,
+                t.input_tokens,
+                t.input_counted,
+                t.cached_tokens,
+                t.cached_counted
+            ),
+            (6, 80, 2, 32, 1)
+        );
+        // A file without tokens has none.
+        let r = results_from_records(FILE, "r.jsonl").unwrap();
+        assert!(r.main.stream.is_none());
     }
 
     #[test]

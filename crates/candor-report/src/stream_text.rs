@@ -149,6 +149,8 @@ fn token_lines(t: &candor_core::results::LlmTokens) -> String {
         }
     }
     let source = match ways.as_slice() {
+        // A `--records` file carries the counts but not how each was made.
+        [] if t.output_tokens > 0 => "counts whose source the file does not say".to_string(),
         [] => "no response said".to_string(),
         [(_, way)] => format!("{way} in every response"),
         _ => ways
@@ -286,16 +288,49 @@ pub fn goodput_over_time(intervals: &[Interval]) -> String {
     over_time(intervals, "goodput req/s", |s| s.good_per_s)
 }
 
+/// The share of input tokens the server's prefix cache served (`cached_tokens` of the
+/// responses' usage), in percent, over time as [`tokens_over_time`]: only intervals whose
+/// responses said their cached tokens count. Empty when none did.
+pub fn cached_over_time(intervals: &[Interval]) -> String {
+    over_time(intervals, "cached % of input tokens", |s| {
+        let cached = s.cached_tokens?;
+        let input = s.input_tokens.filter(|n| *n > 0)?;
+        Some(cached as f64 * 100.0 / input as f64)
+    })
+}
+
+/// A multi-turn run's conversations per second over time as [`tokens_over_time`]: those started
+/// and those that completed every turn in each interval. Empty without conversations.
+pub fn conversations_over_time(intervals: &[Interval]) -> String {
+    let per_s = |i: &Interval, n: fn(&candor_core::results::Conversations) -> u64| {
+        let c = i.stream.as_ref()?.conversations?;
+        Some(n(&c) as f64 / i.length_s.max(f64::MIN_POSITIVE))
+    };
+    over_time_by(intervals, "conversations started/s", |i| {
+        per_s(i, |c| c.started)
+    }) + &over_time_by(intervals, "conversations completed/s", |i| {
+        per_s(i, |c| c.completed)
+    })
+}
+
 fn over_time(
     intervals: &[Interval],
     what: &str,
     rate: impl Fn(&candor_core::stream_measures::IntervalStream) -> Option<f64>,
 ) -> String {
+    over_time_by(intervals, what, |i| rate(i.stream.as_ref()?))
+}
+
+fn over_time_by(
+    intervals: &[Interval],
+    what: &str,
+    rate: impl Fn(&Interval) -> Option<f64>,
+) -> String {
     let full = intervals.iter().map(|i| i.length_s).fold(0.0_f64, f64::max);
     let mut rates: Vec<(f64, f64)> = intervals
         .iter()
         .filter(|i| !i.warmup && i.length_s >= full * 0.99)
-        .filter_map(|i| Some((rate(i.stream.as_ref()?)?, i.start_s)))
+        .filter_map(|i| Some((rate(i)?, i.start_s)))
         .collect();
     if rates.is_empty() {
         return String::new();
@@ -361,6 +396,47 @@ mod tests {
         assert_eq!(
             goodput_over_time(&ivs),
             "  goodput req/s over time: lowest 2.0 (interval at 1.0s), median 9.0, highest 10.0 of 3 intervals\n"
+        );
+    }
+
+    #[test]
+    fn cached_over_time_is_the_cached_share_of_each_intervals_input_tokens() {
+        let with = |start_s, input, cached| {
+            let mut i = interval(start_s, 1.0, Some(0));
+            i.stream = i.stream.map(|s| {
+                s.with_input_tokens(input, 1.0)
+                    .with_cached_tokens(cached, u64::from(cached > 0))
+            });
+            i
+        };
+        // The second interval's responses said no cached tokens: it is left out.
+        let ivs = [with(0.0, 200, 50), with(1.0, 200, 0), with(2.0, 400, 300)];
+        assert_eq!(
+            cached_over_time(&ivs),
+            "  cached % of input tokens over time: lowest 25.0 (interval at 0.0s), median 75.0, highest 75.0 of 2 intervals\n"
+        );
+        assert_eq!(cached_over_time(&[with(0.0, 200, 0)]), "");
+    }
+
+    #[test]
+    fn conversations_over_time_are_those_started_and_completed_per_second() {
+        let with = |start_s, started, completed| {
+            let mut i = interval(start_s, 2.0, Some(0));
+            i.stream = i.stream.map(|s| {
+                s.with_conversations(candor_core::results::Conversations {
+                    started,
+                    completed,
+                    ..Default::default()
+                })
+            });
+            i
+        };
+        assert_eq!(conversations_over_time(&[interval(0.0, 2.0, Some(0))]), "");
+        let ivs = [with(0.0, 8, 0), with(2.0, 4, 6), with(4.0, 6, 2)];
+        assert_eq!(
+            conversations_over_time(&ivs),
+            "  conversations started/s over time: lowest 2.0 (interval at 2.0s), median 3.0, highest 4.0 of 3 intervals\n\
+             \x20 conversations completed/s over time: lowest 0.0 (interval at 0.0s), median 1.0, highest 3.0 of 3 intervals\n"
         );
     }
 

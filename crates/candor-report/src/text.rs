@@ -129,7 +129,9 @@ pub fn render(results: &RunResults) -> String {
     out.push('\n');
     let streams = crate::stream_text::stream_section(&results.main)
         + &crate::stream_text::run_tokens_over_time(results)
-        + &crate::stream_text::goodput_over_time(&results.intervals);
+        + &crate::stream_text::goodput_over_time(&results.intervals)
+        + &crate::stream_text::cached_over_time(&results.intervals)
+        + &crate::stream_text::conversations_over_time(&results.intervals);
     if !streams.is_empty() {
         out.push_str(&streams);
         out.push('\n');

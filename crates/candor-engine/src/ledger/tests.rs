@@ -310,7 +310,7 @@ fn each_booking_offers_its_record() {
         output_tokens: 2,
         tokens_from: Some(candor_stream::openai::TokenSource::Usage),
         input_tokens: Some(5),
-        cached_tokens: None,
+        cached_tokens: Some(3),
         counted_tokens: None,
         tpot_ns: Some(500),
         inputs: 0,
@@ -367,6 +367,7 @@ fn each_booking_offers_its_record() {
         end: 4_000,
         input_tokens: None,
         output_tokens: None,
+        cached_tokens: None,
     };
     let want = [
         base,
@@ -406,6 +407,7 @@ fn each_booking_offers_its_record() {
             end: 7_100,
             input_tokens: Some(5),
             output_tokens: Some(2),
+            cached_tokens: Some(3),
             ..base
         },
         Record {

@@ -10,12 +10,23 @@ use candor_workload::conversation::{ConversationPlan, ConversationSource};
 /// third is the first conversation again, round robin), a server that answers in 3 ms, two
 /// connections, a think time of 1 ms.
 fn conversation_sim(duration_ns: u64, follow_ups: usize, think_ns: u64) -> Sim {
+    conversation_sim_of(duration_ns, follow_ups, think_ns, 1_000 * MS)
+}
+
+/// [`conversation_sim`] with intervals of `interval_ns`.
+fn conversation_sim_of(
+    duration_ns: u64,
+    follow_ups: usize,
+    think_ns: u64,
+    interval_ns: u64,
+) -> Sim {
     let mut shape = Shape::new();
     shape.rate = Some(100.0);
     shape.duration_ns = duration_ns;
     shape.connections = 2;
     shape.follow_ups = follow_ups;
     shape.think_ns = think_ns;
+    shape.interval_ns = interval_ns;
     let mut sim = Sim::new(shape);
     let plan = Arc::new(ConversationPlan::new(&[1, 2, 3, 1, 2, 3]));
     sim.core
@@ -24,7 +35,22 @@ fn conversation_sim(duration_ns: u64, follow_ups: usize, think_ns: u64) -> Sim {
     sim
 }
 
-fn conversations(phases: &[PhaseAcc; 2]) -> Conversations {
+/// The measured phase's conversations, once the intervals' are checked to sum to the phases'.
+fn conversations(sim: &Sim, phases: &[PhaseAcc; 2]) -> Conversations {
+    let mut by_phase = Conversations::default();
+    for p in phases {
+        if let Some(s) = &p.stream {
+            by_phase.add(&s.conversations);
+        }
+    }
+    let mut by_interval = Conversations::default();
+    for (_, c) in &sim.interval_conversations {
+        by_interval.add(c);
+    }
+    assert_eq!(
+        by_interval, by_phase,
+        "the intervals hold the phases' conversations"
+    );
     measured(phases).stream.as_ref().unwrap().conversations
 }
 
@@ -73,7 +99,7 @@ fn each_follow_up_is_intended_at_the_previous_turns_completion_plus_the_think_ti
     let c = &measured(&phases).counts;
     assert_eq!((c.intended, c.completed, c.failed), (8, 8, 0), "{c:?}");
     assert_eq!(
-        conversations(&phases),
+        conversations(&sim, &phases),
         Conversations {
             started: 3,
             completed: 2,
@@ -122,7 +148,7 @@ fn a_failed_or_unfinished_turn_cuts_its_conversation_and_the_census_holds() {
     assert_eq!((c.errors.status, c.errors.timeout), (1, 1));
     assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
     assert_eq!(
-        conversations(&phases),
+        conversations(&sim, &phases),
         Conversations {
             started: 3,
             cut: 3,
@@ -148,7 +174,7 @@ fn a_full_queue_of_follow_ups_is_counted_never_intended() {
     // Conversation 0's third turn (due 36) and the third start's second (due 38) are past
     // the end.
     assert_eq!(
-        conversations(&phases),
+        conversations(&sim, &phases),
         Conversations {
             started: 3,
             unqueued: 1,
@@ -180,12 +206,52 @@ fn a_follow_up_still_waiting_at_the_end_is_intended_and_unfinished() {
     assert_eq!((c.completed, c.in_flight_at_end), (1, 5), "{c:?}");
     assert_eq!((c.sent_unanswered, c.queued_unsent), (1, 4));
     assert_eq!(
-        conversations(&phases),
+        conversations(&sim, &phases),
         Conversations {
             started: 2,
             cut: 2,
             turns: 2,
             ..Default::default()
         }
+    );
+}
+
+#[test]
+fn each_interval_holds_the_conversations_decided_in_it_and_together_the_phases() {
+    // The first test's run with 5 ms intervals: a turn is booked when it is taken (at its
+    // intended send here, no lag), an end when it is decided (its last turn's completion, 3 ms
+    // after its send): conversation 0 sends at 0, 4, 8 and completes at 11; conversation 1 at
+    // 10, 14, 18 and completes at 21; the third start at 20, 24, its end (the follow-up due at
+    // 28, past the end at 25) decided at 27.
+    let mut sim = conversation_sim_of(25 * MS, 64, MS, 5 * MS);
+    let phases = sim.run_to_end();
+    let run = conversations(&sim, &phases);
+    assert_eq!(
+        (run.started, run.completed, run.past_end, run.turns),
+        (3, 2, 1, 8)
+    );
+    let c = |started, turns, completed, past_end| Conversations {
+        started,
+        turns,
+        completed,
+        past_end,
+        ..Default::default()
+    };
+    let by_index: Vec<(u64, Conversations)> = sim
+        .interval_conversations
+        .iter()
+        .copied()
+        .filter(|(_, c)| *c != Conversations::default())
+        .collect();
+    assert_eq!(
+        by_index,
+        [
+            (0, c(1, 2, 0, 0)),
+            (1, c(0, 1, 0, 0)),
+            (2, c(1, 2, 1, 0)),
+            (3, c(0, 1, 0, 0)),
+            (4, c(1, 2, 1, 0)),
+            (5, c(0, 0, 0, 1)),
+        ]
     );
 }

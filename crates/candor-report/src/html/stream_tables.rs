@@ -124,7 +124,41 @@ pub(crate) fn conversations_table(runs: &[(String, RunResults)], palette: &[&str
         ));
     }
     out.push_str("</tbody></table>");
+    out.push_str(&conversations_by_interval(runs, palette));
     out
+}
+
+/// Each multi-turn run's conversations per interval of its measured window: those started,
+/// completed, cut short and the turns taken in it (booked when they happened). Folded, as a
+/// long run has many intervals.
+fn conversations_by_interval(runs: &[(String, RunResults)], palette: &[&str]) -> String {
+    let mut rows = String::new();
+    for (i, (label, r)) in runs.iter().enumerate() {
+        for iv in r.intervals.iter().filter(|iv| !iv.warmup) {
+            let Some(c) = iv.stream.as_ref().and_then(|s| s.conversations) else {
+                continue;
+            };
+            rows.push_str(&format!(
+                "<tr><th>{}</th><td>{:.1}s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                swatch(palette, i, label),
+                iv.start_s,
+                format_count(c.started),
+                format_count(c.completed),
+                format_count(c.cut_short()),
+                format_count(c.turns)
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<details><summary>Conversations per interval</summary><p class=\"note\">Each start and \
+         turn in the interval it was taken to be sent in, each end in the interval it was decided \
+         in (its last turn's completion or failure, or the run's end).</p><table class=\"grid \
+         num\"><thead><tr><th>Run</th><th>interval at</th><th>started</th><th>completed</th>\
+         <th>cut short</th><th>turns</th></tr></thead><tbody>{rows}</tbody></table></details>"
+    )
 }
 
 /// One line per run whose gap measures held zero-length gaps: how many, since the spectra

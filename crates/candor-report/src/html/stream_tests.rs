@@ -216,7 +216,40 @@ fn a_multi_turn_runs_conversations_are_on_the_page() {
         past_end: 1,
         turns: 25,
     });
-    let html = page(r);
+    // Without conversations per interval (results written before them), no such table.
+    let html = page(r.clone());
     assert!(html.contains("<h3>Conversations</h3>"));
     assert!(html.contains("<td>10</td><td>7</td><td>2</td><td>0</td><td>1</td><td>2.50</td>"));
+    assert!(!html.contains("Conversations per interval"));
+    let c = |started, completed, cut| candor_core::results::Conversations {
+        started,
+        completed,
+        cut,
+        turns: started * 2,
+        ..Default::default()
+    };
+    for (k, iv) in r.intervals.iter_mut().enumerate() {
+        let k = k as u64;
+        iv.stream = iv
+            .stream
+            .take()
+            .map(|s| s.with_conversations(c(k + 3, k, 1)));
+    }
+    let html = page(r);
+    assert!(html.contains("<summary>Conversations per interval</summary>"));
+    assert!(
+        html.contains("<td>1.0s</td><td>4</td><td>1</td><td>1</td><td>8</td>"),
+        "the second interval's row"
+    );
+}
+
+#[test]
+fn cached_input_tokens_are_in_the_headline_card_when_the_server_said_them() {
+    let mut r = llm_run(0);
+    assert!(!page(r.clone()).contains("cached input tokens"));
+    let t = r.main.stream.as_mut().unwrap().llm.as_mut().unwrap();
+    (t.input_tokens, t.cached_tokens, t.cached_counted) = (4000, 1000, 10);
+    let html = page(r);
+    assert!(html.contains("cached input tokens"), "the card names them");
+    assert!(html.contains("1,000 (25.0% of input)"), "with their share");
 }

@@ -8,7 +8,10 @@ use common::*;
 #[path = "support/canned.rs"]
 mod canned;
 use canned::{Answer, Canned};
-use std::time::Duration;
+#[path = "support/process.rs"]
+mod process;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
     let mut v = format!(
@@ -261,4 +264,69 @@ fn a_stream_the_run_ends_keeps_its_first_token_and_stays_unfinished() {
     assert_eq!(v["stream"]["llm"]["output_tokens"], 0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("10 responses delivered 10 events"), "{text}");
+}
+
+#[test]
+fn a_signal_during_the_backend_probe_ends_the_run_at_once_with_its_results() {
+    let _g = serial();
+    // The server takes `GET /v1/models` and never answers it; it notes when it read it.
+    let probed: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let seen = probed.clone();
+    let server = Canned::start(move |head| {
+        if head.starts_with("get /v1/models") {
+            seen.lock().unwrap().get_or_insert_with(Instant::now);
+            Answer::Hang(Vec::new())
+        } else {
+            sse_answer(DONE.as_bytes())
+        }
+    });
+    let dir = process::tmp("backend-probe-stop");
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        *probed.lock().unwrap() = None;
+        let json = dir.join(format!("probe-{sig}.json"));
+        let child = candor()
+            .args([
+                "run", "-q", "--llm", "openai", "-R", "10", "-c", "2", "-t", "1",
+            ])
+            .args(["-d", "5s", "--json"])
+            .arg(&json)
+            .arg(&server.url)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        process::wait_for_handlers(&child);
+        let t0 = Instant::now();
+        let asked = loop {
+            if let Some(at) = *probed.lock().unwrap() {
+                break at;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "no probe came");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // Well inside the probe's 2 s: it is still waiting for its answer.
+        std::thread::sleep(Duration::from_millis(300).saturating_sub(asked.elapsed()));
+        process::signal(&child, sig);
+        let (out, _) = process::exit_within(child, Duration::from_secs(15));
+        let took = asked.elapsed();
+        // The stop is seen within 10 ms (the probe's poll) and the empty run ends at once: from
+        // the probe's start, 300 ms and a few tens of ms. Before, the probe held the run to its
+        // 2 s timeout whatever the signal; 1.8 s tells the two apart with 1.4 s left for a busy
+        // machine.
+        assert!(
+            took < Duration::from_millis(1800),
+            "exited {took:?} after the probe began"
+        );
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out));
+        let v = process::read_json(&json);
+        assert_eq!(v["stop_reason"], "interrupt", "{v}");
+        assert_balanced(&v);
+        assert_eq!(req(&v, "intended"), 0, "stopped before the first send");
+        assert_eq!(
+            v["config"]["llm"]["backend"]["unknown"], "GET /v1/models: no answer before the stop",
+            "{}",
+            v["config"]["llm"]
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

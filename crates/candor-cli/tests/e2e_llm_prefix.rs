@@ -140,3 +140,53 @@ fn without_a_shared_prefix_every_prompt_is_computed_whole() {
     );
     assert_ttft_median(&v, 148.0);
 }
+
+#[test]
+fn requests_that_overlap_read_the_blocks_of_a_prefill_that_has_ended() {
+    let _g = serial();
+    // Truth (docs/truth.md, "A shared prefix", overlapping requests): due 250 ms apart, each
+    // answer streaming 570 ms after its first token, every request arrives while the previous
+    // one streams but after its prefill ended (margin 102 ms, then 198 ms): all 11 after the
+    // first read the 12 prefix blocks. Stored at the answer's end they would not: 9 x 192.
+    let server = Server::start(&[
+        "--llm",
+        "--ttft",
+        "20ms",
+        "--itl",
+        "30ms",
+        "--output-tokens",
+        "20",
+        "--prefill-per-token",
+        "500us",
+        "--prefix-cache",
+        "1000",
+    ]);
+    let (v, _) = run_json(&[
+        "--llm",
+        "openai",
+        "-n",
+        "12",
+        "-R",
+        "4",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--prefix-tokens",
+        "192",
+        "--prompt-tokens",
+        "64",
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!(req(&v, "completed"), 12, "{}", v["requests"]);
+    let llm = &v["stream"]["llm"];
+    assert_eq!(
+        (llm["cached_tokens"].clone(), llm["cached_counted"].clone()),
+        ((11 * 192).into(), 12.into()),
+        "{llm}"
+    );
+    assert_ttft_median(&v, 52.0);
+    let max = v["ttft_service"]["max_ns"].as_f64().unwrap();
+    assert!(max >= 148.0 * MS, "max {:.1} ms", max / MS);
+}

@@ -9,6 +9,7 @@ use candor_core::units::{format_ns, format_rate};
 use candor_load::load_run::RunOptions;
 use candor_load::{IntervalReport, RunOutcome, RunPlan};
 use std::io::Write as _;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// How long the backend probe of an `--llm` run (`GET /v1/models`) may take: it names the
@@ -75,7 +76,17 @@ pub fn execute_watched(
     }
     let mut named = None;
     let backend = config.llm_settings.as_ref().map(|s| {
-        let b = candor_load::llm_backend::probe(config, BACKEND_PROBE_TIMEOUT);
+        // Stopped during it, as during the probes above: the run below ends at once.
+        let asked = config.clone();
+        let answer = interrupt::unless_stopped(&stop, move || {
+            candor_load::llm_backend::probe(&asked, BACKEND_PROBE_TIMEOUT)
+        });
+        // A signal may also break the probe's read (EINTR): a failure once stopped is the stop's.
+        let b = match answer {
+            Ok(Some(b)) if b.unknown.is_none() || !stop.load(Ordering::Relaxed) => b,
+            Ok(_) => backend_unknown("no answer before the stop"),
+            Err(e) => backend_unknown(&e.to_string()),
+        };
         named = crate::llm_model::named_by_server(config, &b);
         // Said once per process: a sweep's or capacity's steps probe the same server.
         static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -139,6 +150,14 @@ pub fn execute_watched(
         eprint!("\r\x1b[2K");
     }
     Ok(outcome)
+}
+
+/// A backend the probe could not name, and why.
+fn backend_unknown(why: &str) -> candor_core::results::LlmBackend {
+    candor_core::results::LlmBackend {
+        unknown: Some(format!("GET /v1/models: {why}")),
+        ..Default::default()
+    }
 }
 
 /// Says on stderr how long a `--start-at` ahead will keep the run waiting (a silent wait reads as

@@ -6,7 +6,7 @@ use super::config::{LlmConfig, LlmFaultKind};
 use super::prefix::{BlockHashes, PrefixCache};
 use super::request::*;
 use super::state::LlmState;
-use super::timing::{cached_tokens, emission_times, prefill_ns, prompt_tokens};
+use super::timing::{cached_tokens, emission_times, prefill_end, prefill_ns, prompt_tokens};
 use candor_core::now_ns;
 use std::io::{self, BufReader, Read};
 use std::net::{Shutdown, TcpStream};
@@ -142,13 +142,20 @@ pub(super) fn serve_connection(
         let prompt = prompt_tokens(request.prompt_words);
         let cached = match (&shared.cache, &blocks) {
             (Some(cache), Some(b)) => {
-                let hit = lock(cache).hit(b.hashes());
+                let hit = lock(cache).hit(b.hashes(), read_ns);
                 Some(cached_tokens(request.prompt_words, hit))
             }
             _ => None,
         };
         let prefill = prefill_ns(config, prompt, cached.unwrap_or(0));
         emission_times(config, started_ns, read_ns, prefill, tokens, &mut times);
+        // The prompt is computed when its first token leaves (a 429 computes nothing): from then
+        // its blocks serve any request, one that overlaps this answer included, as vLLM's do.
+        if let (Some(cache), Some(b)) = (&shared.cache, &blocks) {
+            if fault != Some(LlmFaultKind::RateLimit) {
+                lock(cache).insert(b.hashes(), prefill_end(&times, read_ns));
+            }
+        }
         let answer = Answer {
             endpoint,
             id,
@@ -167,12 +174,6 @@ pub(super) fn serve_connection(
             (_, true) => answer.stream(&mut out, &times, fault, keep)?,
             (_, false) => answer.whole(&mut out, &times, fault, keep)?,
         };
-        // The prompt was computed (a 429 computes nothing): its blocks are the cache's now.
-        if let (Some(cache), Some(b)) = (&shared.cache, &blocks) {
-            if fault != Some(LlmFaultKind::RateLimit) {
-                lock(cache).insert(b.hashes());
-            }
-        }
         if fault.is_none() {
             shared.served.fetch_add(1, Ordering::Relaxed);
         }

@@ -2,8 +2,9 @@
 //! caching keeps its KV blocks: a prompt is cut into blocks of [`BLOCK_TOKENS`] tokens, each
 //! block's hash chained with the one before it, so that a block's hash names the whole prompt up
 //! to its end; a request's cached tokens are the longest run of its leading blocks found in the
-//! cache, and after its answer its blocks go in, the least recently used going out at
-//! `BLOCKS` entries.
+//! cache, and its blocks go in when its prefill ends (its first token's instant: from then on
+//! vLLM's scheduler can share them with a request that overlaps it), the least recently used
+//! going out at `BLOCKS` entries.
 //!
 //! The server counts tokens by words (a token is three quarters of a word,
 //! [`TOKENS_PER_WORD`](super::TOKENS_PER_WORD)), so a block is [`BLOCK_WORDS`] = 12 words =
@@ -98,7 +99,8 @@ pub fn cacheable_blocks(words: u64) -> u64 {
 #[derive(Debug)]
 pub struct PrefixCache {
     capacity: usize,
-    last_use: HashMap<u64, u64>,
+    /// Each block's last use and the instant (monotonic ns) it is computed from.
+    last_use: HashMap<u64, Entry>,
     by_age: BTreeMap<u64, u64>,
     clock: u64,
 }
@@ -125,39 +127,58 @@ impl PrefixCache {
         self.last_use.is_empty()
     }
 
-    /// How many leading blocks of `hashes` are cached; those are used (made most recent).
-    pub fn hit(&mut self, hashes: &[u64]) -> usize {
+    /// How many leading blocks of `hashes` are cached for a request read at `now_ns` (a block
+    /// counts once its prefill has ended); those are used (made most recent).
+    pub fn hit(&mut self, hashes: &[u64], now_ns: u64) -> usize {
         let run = hashes
             .iter()
-            .take_while(|h| self.last_use.contains_key(h))
+            .take_while(|h| self.last_use.get(h).is_some_and(|e| e.ready_ns <= now_ns))
             .count();
         // The last of the run is touched first, so that a prompt's leading blocks stay longest.
         for &h in hashes[..run].iter().rev() {
-            self.touch(h);
+            self.touch(h, now_ns);
         }
         run
     }
 
-    /// Puts a prompt's blocks in after its answer. As vLLM frees a request's blocks tail
-    /// first, the last block is the first to go: inserted in reverse, the first block is the
-    /// most recent.
-    pub fn insert(&mut self, hashes: &[u64]) {
+    /// Puts a prompt's blocks in, computed from `ready_ns` (its prefill's end), when the request
+    /// is read: they hold their place in the cache from then, as vLLM's blocks do while being
+    /// computed, and a later lookup counts them from `ready_ns` on. A block already there keeps
+    /// its earlier instant. As vLLM frees a request's blocks tail first, the last block is the
+    /// first to go: inserted in reverse, the first block is the most recent.
+    pub fn insert(&mut self, hashes: &[u64], ready_ns: u64) {
         for &h in hashes.iter().rev() {
-            self.touch(h);
+            self.touch(h, ready_ns);
         }
     }
 
-    fn touch(&mut self, hash: u64) {
+    fn touch(&mut self, hash: u64, ready_ns: u64) {
         self.clock += 1;
-        if let Some(old) = self.last_use.insert(hash, self.clock) {
-            self.by_age.remove(&old);
-        } else if self.last_use.len() > self.capacity {
-            if let Some((_, oldest)) = self.by_age.pop_first() {
-                self.last_use.remove(&oldest);
+        if let Some(e) = self.last_use.get_mut(&hash) {
+            self.by_age.remove(&e.used);
+            e.used = self.clock;
+            e.ready_ns = e.ready_ns.min(ready_ns);
+        } else {
+            let entry = Entry {
+                used: self.clock,
+                ready_ns,
+            };
+            self.last_use.insert(hash, entry);
+            if self.last_use.len() > self.capacity {
+                if let Some((_, oldest)) = self.by_age.pop_first() {
+                    self.last_use.remove(&oldest);
+                }
             }
         }
         self.by_age.insert(self.clock, hash);
     }
+}
+
+/// One cached block: its last use (the cache's clock) and the instant it is computed from.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    used: u64,
+    ready_ns: u64,
 }
 
 #[cfg(test)]
@@ -225,39 +246,57 @@ mod tests {
     #[test]
     fn a_hit_is_the_run_of_leading_blocks_in_the_cache() {
         let mut c = PrefixCache::new(100);
-        assert_eq!(c.hit(&[1, 2, 3]), 0);
-        c.insert(&[1, 2, 3]);
+        assert_eq!(c.hit(&[1, 2, 3], 0), 0);
+        c.insert(&[1, 2, 3], 0);
         assert_eq!(c.len(), 3);
-        assert_eq!(c.hit(&[1, 2, 3, 4]), 3);
-        assert_eq!(c.hit(&[1, 2, 9, 3]), 2);
+        assert_eq!(c.hit(&[1, 2, 3, 4], 0), 3);
+        assert_eq!(c.hit(&[1, 2, 9, 3], 0), 2);
         // A block present but after a miss does not count.
-        assert_eq!(c.hit(&[9, 2, 3]), 0);
-        assert_eq!(c.hit(&[]), 0);
+        assert_eq!(c.hit(&[9, 2, 3], 0), 0);
+        assert_eq!(c.hit(&[], 0), 0);
         // Inserting again adds nothing new.
-        c.insert(&[1, 2, 3]);
+        c.insert(&[1, 2, 3], 0);
         assert_eq!(c.len(), 3);
     }
 
     #[test]
     fn the_least_recently_used_block_goes_first_and_a_prompt_loses_its_tail_first() {
         let mut c = PrefixCache::new(4);
-        c.insert(&[1, 2, 3]); // ages: 3 oldest, then 2, then 1
-        c.insert(&[10, 11]); // 11 then 10: 3 is evicted for 10
+        c.insert(&[1, 2, 3], 0); // ages: 3 oldest, then 2, then 1
+        c.insert(&[10, 11], 0); // 11 then 10: 3 is evicted for 10
         assert_eq!(c.len(), 4);
-        assert_eq!(c.hit(&[1, 2, 3]), 2);
-        assert_eq!(c.hit(&[10, 11]), 2);
+        assert_eq!(c.hit(&[1, 2, 3], 0), 2);
+        assert_eq!(c.hit(&[10, 11], 0), 2);
         // Now the oldest is 2's (touched before 1), then 1, then 11, 10.
-        c.insert(&[20]);
-        assert_eq!(c.hit(&[1, 2]), 1, "2 went");
+        c.insert(&[20], 0);
+        assert_eq!(c.hit(&[1, 2], 0), 1, "2 went");
         // The order of use is now 11, 10, 20, 1 (oldest first).
-        c.insert(&[30, 31]);
-        assert_eq!((c.hit(&[10]), c.hit(&[11])), (0, 0));
-        assert_eq!((c.hit(&[20]), c.hit(&[1]), c.hit(&[30, 31])), (1, 1, 2));
+        c.insert(&[30, 31], 0);
+        assert_eq!((c.hit(&[10], 0), c.hit(&[11], 0)), (0, 0));
+        assert_eq!(
+            (c.hit(&[20], 0), c.hit(&[1], 0), c.hit(&[30, 31], 0)),
+            (1, 1, 2)
+        );
         assert_eq!(c.len(), 4);
         // A prompt longer than the cache keeps its leading blocks.
         let mut c = PrefixCache::new(2);
-        c.insert(&[1, 2, 3, 4, 5]);
-        assert_eq!(c.hit(&[1, 2, 3]), 2);
+        c.insert(&[1, 2, 3, 4, 5], 0);
+        assert_eq!(c.hit(&[1, 2, 3], 0), 2);
         assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn a_block_counts_from_its_prefill_end_on_and_keeps_its_earliest_instant() {
+        let mut c = PrefixCache::new(100);
+        // Read at 0, its prefill ends at 148: inserted when read, counted from 148 on.
+        c.insert(&[1, 2, 3], 148);
+        assert_eq!(c.len(), 3, "it holds its place from its read");
+        assert_eq!(c.hit(&[1, 2, 3], 147), 0, "before its prefill ends");
+        assert_eq!(c.hit(&[1, 2, 3], 148), 3, "at its prefill's end");
+        // A later request with the same prefix (prefill ending later) leaves 1 and 2 ready at
+        // 148, its own block 4 only at 300.
+        c.insert(&[1, 2, 4], 300);
+        assert_eq!(c.hit(&[1, 2, 4], 200), 2);
+        assert_eq!(c.hit(&[1, 2, 4], 300), 3);
     }
 }

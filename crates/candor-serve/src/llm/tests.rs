@@ -93,6 +93,33 @@ fn the_prompt_tokens_not_cached_delay_every_token_by_the_prefill() {
 }
 
 #[test]
+fn a_prefix_is_cached_for_a_request_read_after_the_first_ones_prefill_ends() {
+    use super::prefix::PrefixCache;
+    use super::timing::prefill_end;
+    let mut c = config();
+    c.prefill_per_token_ns = MS / 2;
+    // A 40-word prompt (54 tokens, 3 cacheable blocks) read at 1 s with nothing cached: its
+    // first token at 1,000 + 100 + 27 = 1,127 ms, its last (4th) at 1,187 ms.
+    let blocks = [7, 8, 9];
+    let mut cache = PrefixCache::new(100);
+    let read = 1_000 * MS;
+    assert_eq!(cache.hit(&blocks, read), 0);
+    let mut t = Vec::new();
+    emission_times(&c, 0, read, prefill_ns(&c, 54, 0), 4, &mut t);
+    assert_eq!((prefill_end(&t, read), t[4]), (1_127 * MS, 1_187 * MS));
+    cache.insert(&blocks, prefill_end(&t, read));
+    // A second request with the same prompt, read 1 ns before that prefill ends: nothing yet.
+    assert_eq!(cache.hit(&blocks, 1_127 * MS - 1), 0);
+    // Read at its end or after, while the first answer still streams: all 3 blocks, 48 tokens.
+    for at in [1_127 * MS, 1_150 * MS, 1_187 * MS - 1] {
+        let hit = cache.hit(&blocks, at);
+        assert_eq!((hit, cached_tokens(40, hit)), (3, 48), "read at {at}");
+    }
+    // An answer of no tokens ends its prefill with its head.
+    assert_eq!(prefill_end(&[5], 3), 5);
+}
+
+#[test]
 fn a_bodys_prompt_words_are_hashed_in_blocks_as_they_are_counted() {
     use super::prefix::BlockHashes;
     let shared = (0..24)

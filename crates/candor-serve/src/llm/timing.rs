@@ -52,3 +52,9 @@ pub fn cached_tokens(words: u64, hit: usize) -> u64 {
     use super::prefix::{cacheable_blocks, BLOCK_TOKENS};
     (hit as u64).min(cacheable_blocks(words)) * BLOCK_TOKENS
 }
+
+/// When a prompt's prefill ends, from its answer's [`emission_times`]: the first token's
+/// instant (its TTFT), or the head's for an answer of no tokens.
+pub fn prefill_end(times: &[u64], read_ns: u64) -> u64 {
+    times.get(1).or(times.first()).copied().unwrap_or(read_ns)
+}

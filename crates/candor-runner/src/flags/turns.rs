@@ -79,7 +79,7 @@ pub(super) fn conversations(
         a.sharegpt_prompts,
         sample,
         a.max_turns.unwrap_or(0) as usize,
-        budget,
+        (budget, !a.sharegpt_keep_all),
         a.seed,
         tokenizer,
     )

@@ -303,16 +303,12 @@ fn core_on_simulated_time(conversational: bool) -> SimulatedRun {
         request_order: RequestOrder::Random { seed: 1 },
         seq_lane: 0,
         seq_stride: 1,
-        follow_ups: if conversational {
-            candor_load::engine::core::follow_up_capacity(8)
-        } else {
-            0
-        },
-        think: if conversational {
-            "uniform:5us..15us".parse().unwrap()
-        } else {
-            Default::default()
-        },
+        follow_ups: usize::from(conversational) * candor_load::engine::core::follow_up_capacity(8),
+        think: setup
+            .config
+            .conversations
+            .as_ref()
+            .map_or(Default::default(), |c| c.think),
         think_seed: 1,
     };
     // Conversations: 30,000 starts a second make 90,000 turns, about 5 in flight on 8 slots.

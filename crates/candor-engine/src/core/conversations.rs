@@ -113,3 +113,28 @@ impl Core {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BinaryHeap;
+
+    #[test]
+    fn the_heap_gives_the_earliest_due_first_and_of_a_tie_the_first_completed() {
+        let f = |due, order| FollowUp {
+            due,
+            order,
+            // Larger seq and request on the earlier-completed ones: only (due, order) decide.
+            seq: 10 - order,
+            request: 10 - order as u32,
+        };
+        let mut heap = BinaryHeap::with_capacity(4);
+        for x in [f(50, 0), f(10, 1), f(10, 2), f(5, 3)] {
+            heap.push(Reverse(x));
+        }
+        let popped: Vec<(u64, u64)> = std::iter::from_fn(|| heap.pop())
+            .map(|Reverse(x)| (x.due, x.order))
+            .collect();
+        assert_eq!(popped, [(5, 3), (10, 1), (10, 2), (50, 0)]);
+    }
+}

@@ -149,6 +149,59 @@ fn synthetic_conversations_send_every_turn_at_its_previous_turns_completion() {
 }
 
 #[test]
+fn a_drawn_think_time_puts_each_follow_up_within_its_bounds_after_the_previous_turn() {
+    let _g = serial();
+    let server = Server::start(&["--llm", "--ttft", "5ms", "--itl", "1ms"]);
+    let path = write_file("think.jsonl", "");
+    let (v, _) = run_json(&[
+        "--llm",
+        "openai",
+        "--turns",
+        "3",
+        "--prompt-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--think-time",
+        "uniform:10ms..30ms",
+        "--seed",
+        "3",
+        "-R",
+        "10:1s,0:1s",
+        "-c",
+        "8",
+        "--records",
+        path.to_str().unwrap(),
+        &server.url,
+    ]);
+    assert_balanced(&v);
+    assert_eq!((req(&v, "intended"), req(&v, "completed")), (30, 30));
+    let dataset = v["config"]["llm"]["dataset"].as_str().unwrap();
+    assert!(
+        dataset.ends_with("think time uniform:10.00ms..30.00ms"),
+        "{dataset}"
+    );
+    let mut by_conversation: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
+    for r in records(&path) {
+        by_conversation.entry(ns(&r, "seq")).or_default().push(r);
+    }
+    let mut thinks = Vec::new();
+    for turns in by_conversation.values_mut() {
+        turns.sort_by_key(|r| ns(r, "intended_ns"));
+        for w in turns.windows(2) {
+            // Exactly the previous turn's completion plus a draw within the bounds.
+            let think = ns(&w[1], "intended_ns") - ns(&w[0], "end_ns");
+            assert!((10 * MS..=30 * MS).contains(&think), "{think} ns");
+            thinks.push(think);
+        }
+    }
+    assert_eq!(thinks.len(), 20);
+    thinks.sort_unstable();
+    thinks.dedup();
+    assert!(thinks.len() > 15, "drawn, not one constant: {thinks:?}");
+}
+
+#[test]
 fn sharegpt_conversations_carry_their_recorded_answers_and_completions_are_refused() {
     let _g = serial();
     let server = Server::start(&[
@@ -197,6 +250,18 @@ fn sharegpt_conversations_carry_their_recorded_answers_and_completions_are_refus
     let want: Vec<(u64, u64, u64)> = (0..5).flat_map(|s| [(s, 7, 4), (s, 14, 8)]).collect();
     assert_eq!(turns, want);
     assert_eq!(v["conversations"]["completed"], 5);
+    // vLLM's rules judged the conversation turn by turn (both whole prompts pass).
+    let sample = &v["config"]["llm"]["sample"];
+    assert_eq!(
+        (
+            &sample["examined"],
+            &sample["pruned"],
+            &sample["cut"],
+            &sample["kept"]
+        ),
+        (&1.into(), &0.into(), &0.into(), &1.into()),
+        "{sample}"
+    );
     let (v, turns) = run(&["--max-turns", "1"]);
     assert_eq!(req(&v, "completed"), 5);
     assert!(turns.iter().all(|t| (t.1, t.2) == (7, 4)), "{turns:?}");

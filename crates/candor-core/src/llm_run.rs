@@ -157,6 +157,9 @@ pub struct DatasetSample {
     pub unusable: u64,
     pub examined: u64,
     pub pruned: u64,
+    /// `--multi-turn`: conversations cut before their first turn the rules fail (those whose
+    /// first turn fails are `pruned`).
+    pub cut: u64,
     pub kept: u64,
 }
 
@@ -175,9 +178,17 @@ impl DatasetSample {
             c(self.conversations),
             c(self.unusable)
         );
+        let cut = if self.cut > 0 {
+            format!(
+                ", {} more cut before their first turn that fails (a turn's prompt: all earlier messages and its own)",
+                c(self.cut)
+            )
+        } else {
+            String::new()
+        };
         let pruned = if self.pruning {
             format!(
-                "{} of {} examined (vLLM's rules: prompt or answer under 4 tokens, prompt over 1,024, prompt + answer over 2,048)",
+                "{} of {} examined (vLLM's rules: prompt or answer under 4 tokens, prompt over 1,024, prompt + answer over 2,048){cut}",
                 c(self.pruned),
                 c(self.examined)
             )
@@ -416,6 +427,7 @@ mod tests {
             unusable: 3_210,
             examined: 1_012,
             pruned: 12,
+            cut: 0,
             kept: 1_000,
         };
         let s = LlmSettings {

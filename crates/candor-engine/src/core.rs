@@ -24,7 +24,8 @@ use crate::shared::{FailureClass, PhaseAcc, WorkerSetup};
 use candor_core::sleep_or_spin::MIN_SLEEP_NS;
 use candor_workload::pick::Picker;
 use candor_workload::source::{Next, PreparedSource, RequestSource};
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 mod connections;
 mod conversations;
@@ -84,11 +85,12 @@ pub struct CoreConfig {
     /// sequence number of its k-th entry is `k * seq_stride + seq_lane`.
     pub seq_lane: u64,
     pub seq_stride: u64,
-    /// Multi-turn conversations: the follow-ups that may wait at once (the FIFO allocated
+    /// Multi-turn conversations: the follow-ups that may wait at once (the heap allocated
     /// before the run; 0: not a conversation run), and the think time from a turn's completion
-    /// to its follow-up's intended send.
+    /// to its follow-up's intended send, drawn per follow-up under `think_seed`.
     pub follow_ups: usize,
-    pub think_ns: u64,
+    pub think: candor_workload::think::ThinkTime,
+    pub think_seed: u64,
 }
 
 impl CoreConfig {
@@ -130,7 +132,11 @@ impl CoreConfig {
             follow_ups: cfg.conversations.as_ref().map_or(0, |_| {
                 follow_up_capacity(setup.connections * slots_per_connection)
             }),
-            think_ns: cfg.conversations.as_ref().map_or(0, |c| c.think_ns),
+            think: cfg
+                .conversations
+                .as_ref()
+                .map_or(Default::default(), |c| c.think),
+            think_seed: cfg.conversations.as_ref().map_or(0, |c| c.seed),
         }
     }
 }
@@ -195,9 +201,12 @@ struct ConnBooks {
 
 /// A conversation's next turn, waiting for its intended send `due`: request `request`, under
 /// its conversation's `seq` (every turn of a conversation carries the `seq` of its first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `order` counts the follow-ups queued, so that of two due at the same instant the one whose
+/// turn completed first goes first; the heap orders by (`due`, `order`) only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct FollowUp {
     due: u64,
+    order: u64,
     seq: u64,
     request: u32,
 }
@@ -224,9 +233,11 @@ pub struct Core {
     /// Slots whose stream waited past `--event-timeout`, for the driver to end
     /// ([`Core::take_stalled`]); sized for every slot, so it never grows.
     stalled: Vec<usize>,
-    /// Multi-turn runs: follow-up turns waiting for their intended send, in that order
-    /// (allocated before the run for `cfg.follow_ups`; see `core/conversations.rs`).
-    follow_ups: VecDeque<FollowUp>,
+    /// Multi-turn runs: follow-up turns waiting for their intended send, a min-heap by it
+    /// (allocated before the run for `cfg.follow_ups`, never pushed past; see
+    /// `core/conversations.rs`), and how many were ever queued (their tie order).
+    follow_ups: BinaryHeap<Reverse<FollowUp>>,
+    follow_ups_queued: u64,
 }
 
 impl Core {
@@ -289,7 +300,8 @@ impl Core {
             closed_sends: 0,
             any_deferred: false,
             stalled: Vec::with_capacity(slot_count),
-            follow_ups: VecDeque::with_capacity(cfg.follow_ups),
+            follow_ups: BinaryHeap::with_capacity(cfg.follow_ups),
+            follow_ups_queued: 0,
         }
     }
 
@@ -470,7 +482,7 @@ impl Core {
         let follow_up = self.due_follow_up(now);
         let (intended, seq) = match &mut self.schedule {
             _ if follow_up.is_some() => {
-                let f = self.follow_ups.pop_front().expect("due");
+                let f = self.follow_ups.pop().expect("due").0;
                 (f.due, f.seq)
             }
             Some(s) => {

@@ -59,7 +59,8 @@ struct Shape {
     request_order: RequestOrder,
     /// Multi-turn runs: the follow-ups a thread may hold (0: none) and the think time.
     follow_ups: usize,
-    think_ns: u64,
+    think: candor_workload::think::ThinkTime,
+    think_seed: u64,
     interval_ns: u64,
 }
 
@@ -80,7 +81,8 @@ impl Shape {
             request_count: 1,
             request_order: RequestOrder::RoundRobin,
             follow_ups: 0,
-            think_ns: 0,
+            think: Default::default(),
+            think_seed: 0,
             interval_ns: 1_000 * MS,
         }
     }
@@ -180,7 +182,8 @@ impl Sim {
             seq_lane: shape.seq_lane,
             seq_stride: shape.seq_stride,
             follow_ups: shape.follow_ups,
-            think_ns: shape.think_ns,
+            think: shape.think,
+            think_seed: shape.think_seed,
         };
         let core = Core::new(cfg, schedule, Ledger::new(&setup));
         Sim {

@@ -233,7 +233,7 @@ struct SimulatedRun {
 }
 
 /// The core alone at 100,000 requests a second (or 30,000 conversation starts, `conversational`:
-/// of three turns, 10 us of think time), with streams' outcomes and gaps, --goodput's judgement,
+/// of three turns, a think time drawn from 5 to 15 us), with streams' outcomes and gaps, --goodput's judgement,
 /// --event-timeout's watch and --records (each request's record and its gaps) on every request.
 fn core_on_simulated_time(conversational: bool) -> SimulatedRun {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -249,7 +249,9 @@ fn core_on_simulated_time(conversational: bool) -> SimulatedRun {
     if conversational {
         config.conversations = Some(candor_load::ConversationSettings {
             plan: plan.clone(),
-            think_ns: 10_000,
+            // Drawn per follow-up, so that follow-ups overtake each other in the heap.
+            think: "uniform:5us..15us".parse().unwrap(),
+            seed: 1,
         });
     }
     // Every response is an LLM stream, judged for --goodput and watched by --event-timeout.
@@ -301,12 +303,13 @@ fn core_on_simulated_time(conversational: bool) -> SimulatedRun {
         request_order: RequestOrder::Random { seed: 1 },
         seq_lane: 0,
         seq_stride: 1,
-        follow_ups: if conversational {
-            candor_load::engine::core::follow_up_capacity(8)
-        } else {
-            0
-        },
-        think_ns: if conversational { 10_000 } else { 0 },
+        follow_ups: usize::from(conversational) * candor_load::engine::core::follow_up_capacity(8),
+        think: setup
+            .config
+            .conversations
+            .as_ref()
+            .map_or(Default::default(), |c| c.think),
+        think_seed: 1,
     };
     // Conversations: 30,000 starts a second make 90,000 turns, about 5 in flight on 8 slots.
     let rate = if conversational { 30_000.0 } else { 100_000.0 };

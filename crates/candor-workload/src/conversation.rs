@@ -16,14 +16,16 @@
 use crate::pick::Picker;
 use crate::prompts::{Prompt, PromptError, PromptInput};
 use crate::sharegpt::{
-    answer_tokens, answers, asks, read_kept, Entry, Sample, SharegptBudget, Take,
+    answer_tokens, answers, asks, pruned, read_kept, tokens, Entry, Sample, SharegptBudget, Take,
 };
 use crate::source::{Next, RequestSource};
 use crate::synthetic::{words_of, Lengths};
 use crate::tokenizer::Tokenizer;
+use candor_core::results::DatasetSample;
 use rand_xoshiro::rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{json, Value};
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// One turn as the dataset has it: what the user says, the answer recorded for it, and the
@@ -41,6 +43,8 @@ pub struct TurnText {
 pub struct Conversations {
     pub prompts: Vec<Prompt>,
     pub turns: Vec<u32>,
+    /// How a ShareGPT file's conversations were taken and pruned (`None`: synthetic).
+    pub sample: Option<DatasetSample>,
 }
 
 impl Conversations {
@@ -62,7 +66,11 @@ impl Conversations {
                 messages.push(json!({"role": "assistant", "content": t.answer}));
             }
         }
-        Conversations { prompts, turns }
+        Conversations {
+            prompts,
+            turns,
+            sample: None,
+        }
     }
 
     /// The plan the core's source follows (which request starts a conversation, which follows).
@@ -181,6 +189,40 @@ fn turns_of(
     (!turns.is_empty()).then_some(turns)
 }
 
+/// What vLLM's length rules (see [`pruned`]) make of a conversation's turns, each judged with
+/// its whole prompt (every earlier message and its own user turn) as the prompt length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pruning {
+    /// Every turn passes.
+    Whole,
+    /// Cut before its first turn that fails, after this many turns.
+    Cut(usize),
+    /// Its first turn fails.
+    Dropped,
+}
+
+/// Judges `turns` by vLLM's rules, turn by turn. `answer_budget`: each turn's recorded answer
+/// is its output budget (`--sharegpt-budget answer`), so the answer is judged too.
+fn prune_turns(
+    turns: &[(String, String, u64)],
+    answer_budget: bool,
+    tokenizer: Option<&Tokenizer>,
+) -> Pruning {
+    let mut context = 0;
+    for (k, (user, answer, budget)) in turns.iter().enumerate() {
+        let prompt = context + tokens(user, tokenizer);
+        if pruned(prompt, *budget, answer_budget) {
+            return if k == 0 {
+                Pruning::Dropped
+            } else {
+                Pruning::Cut(k)
+            };
+        }
+        context = prompt + tokens(answer, tokenizer);
+    }
+    Pruning::Whole
+}
+
 /// The text a run's conversation turns may hold in all: turn k of a conversation repeats the
 /// k - 1 turns and answers before it, so long conversations cost the square of their length,
 /// and the bodies are held three times over before the run (prompts, JSON, request bytes).
@@ -202,7 +244,10 @@ fn turn_text_bytes(turns: &[(String, String, u64)]) -> usize {
 /// Up to `cap` whole conversations of a ShareGPT file (`file` names it in errors), the first
 /// or a random sample seeded by `seed` (`sample`, as single prompts are taken), up to
 /// `max_turns` turns each (0: all), as many as [`MAX_TURN_TEXT_BYTES`] holds, each turn
-/// budgeted as `budget` says (`Drawn` lengths drawn in order from `seed`).
+/// budgeted as `budget` says (`Drawn` lengths drawn in order from `seed`). With `prune`,
+/// vLLM's length rules judge each turn with its whole prompt ([`prune_turns`]): a conversation
+/// is cut before its first turn that fails, or dropped if that is its first; the counts are in
+/// the result's `sample` (`pruned`: dropped, `cut`: cut short).
 #[allow(clippy::too_many_arguments)]
 pub fn sharegpt(
     reader: impl std::io::Read,
@@ -210,13 +255,55 @@ pub fn sharegpt(
     cap: usize,
     sample: Sample,
     max_turns: usize,
-    budget: SharegptBudget,
+    (budget, prune): (SharegptBudget, bool),
     seed: u64,
     tokenizer: Option<&Tokenizer>,
 ) -> Result<Conversations, PromptError> {
-    let usable = |e: Entry, t: Option<&Tokenizer>| turns_of(e, max_turns, t);
+    let (examined, unusable, dropped, cut) =
+        (Cell::new(0), Cell::new(0), Cell::new(0), Cell::new(0));
+    let answer_budget = budget == SharegptBudget::Answer;
+    let usable = |e: Entry, t: Option<&Tokenizer>| {
+        let Some(mut turns) = turns_of(e, max_turns, t) else {
+            unusable.set(unusable.get() + 1);
+            return None;
+        };
+        examined.set(examined.get() + 1);
+        match prune_turns(&turns, answer_budget, t) {
+            _ if !prune => {}
+            Pruning::Whole => {}
+            Pruning::Cut(k) => {
+                cut.set(cut.get() + 1);
+                turns.truncate(k);
+            }
+            Pruning::Dropped => {
+                dropped.set(dropped.get() + 1);
+                return None;
+            }
+        }
+        Some(turns)
+    };
+    let none = || {
+        (dropped.get() > 0).then(|| format!(
+            "vLLM's length rules dropped all {} usable conversations (a turn's whole prompt or its answer under {} tokens, the prompt over {}, both over {}): --sharegpt-keep-all keeps them",
+            examined.get(),
+            crate::sharegpt::MIN_TOKENS,
+            crate::sharegpt::MAX_PROMPT_TOKENS,
+            crate::sharegpt::MAX_TOTAL_TOKENS
+        ))
+    };
     let take = Take { cap, sample, seed };
-    let mut kept = read_kept(reader, file, take, tokenizer, &usable)?;
+    let (mut kept, read) = read_kept(reader, file, take, tokenizer, &usable, &none)?;
+    let mut counts = DatasetSample {
+        random: sample == Sample::Random,
+        seed,
+        pruning: prune,
+        conversations: read,
+        unusable: unusable.get(),
+        examined: examined.get(),
+        pruned: dropped.get(),
+        cut: cut.get(),
+        kept: kept.len() as u64,
+    };
     let mut total = 0;
     let within = kept
         .iter()
@@ -226,6 +313,7 @@ pub fn sharegpt(
         })
         .count();
     kept.truncate(within.max(1));
+    counts.kept = kept.len() as u64;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let conversations: Vec<Vec<TurnText>> = kept
         .into_iter()
@@ -243,7 +331,10 @@ pub fn sharegpt(
                 .collect()
         })
         .collect();
-    Ok(Conversations::of(&conversations))
+    Ok(Conversations {
+        sample: Some(counts),
+        ..Conversations::of(&conversations)
+    })
 }
 
 /// Words of synthetic turns, as the synthetic prompts' (see [`crate::synthetic`]).
@@ -326,6 +417,105 @@ mod tests {
                          {"from": "gpt", "value": "twice"}, {"from": "human", "value": "x"}]}
     ]"#;
 
+    /// A conversation of turns of `user` and `answer` words each.
+    fn talk(turns: &[(usize, usize)]) -> serde_json::Value {
+        let words = |n: usize| vec!["w"; n].join(" ");
+        let c: Vec<_> = turns
+            .iter()
+            .flat_map(|&(u, a)| {
+                [
+                    json!({"from": "human", "value": words(u)}),
+                    json!({"from": "gpt", "value": words(a)}),
+                ]
+            })
+            .collect();
+        json!({ "conversations": c })
+    }
+
+    #[test]
+    fn vllms_rules_judge_each_turn_by_its_whole_prompt_and_cut_or_drop_conversations() {
+        // Words -> tokens by ceil(4w/3): 3 -> 4, 300 -> 400, 2 -> 3 (short).
+        let file = json!([
+            // Whole: prompts 4, then 4 + 4 + 4 = 12.
+            talk(&[(3, 3), (3, 3)]),
+            // Cut after 2 turns: turn 3's whole prompt is 400 + 400 + 400 + 400 + 4 = 1,604,
+            // over 1,024 (each turn alone is 4 tokens).
+            talk(&[(300, 300), (3, 300), (3, 3)]),
+            // Dropped: the first answer is 3 tokens.
+            talk(&[(3, 2), (3, 3)]),
+            // Cut after 1 turn: turn 2's prompt 4 + 400 + 400 = 804, its answer 1,300 tokens
+            // (975 words): 2,104 together, over 2,048.
+            talk(&[(3, 300), (300, 975)]),
+            // Unusable.
+            json!({"conversations": [{"from": "gpt", "value": "x"}]}),
+        ])
+        .to_string();
+        let read = |prune: bool| {
+            sharegpt(
+                file.as_bytes(),
+                "s",
+                10,
+                Sample::First,
+                0,
+                (SharegptBudget::Answer, prune),
+                0,
+                None,
+            )
+            .unwrap()
+        };
+        let c = read(true);
+        assert_eq!(c.turns, [1, 2, 1, 2, 1]);
+        let s = c.sample.unwrap();
+        assert_eq!(
+            (
+                s.conversations,
+                s.unusable,
+                s.examined,
+                s.pruned,
+                s.cut,
+                s.kept
+            ),
+            (5, 1, 4, 1, 2, 3)
+        );
+        assert!(s.pruning && !s.random);
+        assert!(s.rows()[1].1.contains("2 more cut"), "{:?}", s.rows());
+        // --sharegpt-keep-all: every turn of every usable conversation.
+        let c = read(false);
+        assert_eq!(c.turns, [1, 2, 1, 2, 3, 1, 2, 1, 2]);
+        let s = c.sample.unwrap();
+        assert_eq!((s.pruned, s.cut, s.kept, s.pruning), (0, 0, 4, false));
+        // Only the prompt is judged when the budget is not the recorded answer: the third
+        // conversation's short answer no longer drops it.
+        assert_eq!(
+            prune_turns(
+                &[
+                    ("a b c".into(), "x".into(), 1),
+                    ("a b c".into(), "y".into(), 1)
+                ],
+                false,
+                None
+            ),
+            Pruning::Whole
+        );
+        // All dropped: said, with the way out.
+        let e = sharegpt(
+            json!([talk(&[(2, 3)])]).to_string().as_bytes(),
+            "s",
+            10,
+            Sample::First,
+            0,
+            (SharegptBudget::Answer, true),
+            0,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("dropped all 1 usable") && e.contains("--sharegpt-keep-all"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn each_turn_carries_the_earlier_turns_and_their_recorded_answers() {
         let c = sharegpt(
@@ -334,7 +524,7 @@ mod tests {
             10,
             Sample::First,
             0,
-            SharegptBudget::Answer,
+            (SharegptBudget::Answer, false),
             0,
             None,
         )
@@ -360,7 +550,7 @@ mod tests {
             10,
             Sample::First,
             1,
-            SharegptBudget::Answer,
+            (SharegptBudget::Answer, false),
             0,
             None,
         )
@@ -385,7 +575,7 @@ mod tests {
             10,
             Sample::Random,
             0,
-            SharegptBudget::Answer,
+            (SharegptBudget::Answer, false),
             0,
             None,
         )
@@ -412,7 +602,7 @@ mod tests {
                 5,
                 Sample::Random,
                 0,
-                SharegptBudget::Answer,
+                (SharegptBudget::Answer, false),
                 seed,
                 None,
             )

@@ -16,6 +16,7 @@ pub mod sharegpt;
 pub mod source;
 pub mod synthetic;
 pub mod template;
+pub mod think;
 pub mod tokenizer;
 
 use candor_wire::requests::RequestLine;

@@ -111,7 +111,7 @@ fn first_pair(e: Entry) -> Option<(String, String)> {
 }
 
 /// `text`'s tokens: the tokenizer's count, or by the 3/4-word rule (candor serve's).
-fn tokens(text: &str, tokenizer: Option<&Tokenizer>) -> u64 {
+pub(crate) fn tokens(text: &str, tokenizer: Option<&Tokenizer>) -> u64 {
     match tokenizer {
         Some(t) => t.count(text),
         None => (text.split_whitespace().count() as u64 * 4).div_ceil(3),
@@ -275,20 +275,23 @@ struct KeepFirst<'t, T> {
 }
 
 impl<'de, T> Visitor<'de> for KeepFirst<'_, T> {
-    type Value = Vec<T>;
+    type Value = (Vec<T>, u64);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON array of conversations")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut kept = Vec::new();
+        let (mut kept, mut read) = (Vec::new(), 0);
         while kept.len() < self.cap {
             match seq.next_element::<Entry>()? {
                 Some(e) => kept.extend((self.usable)(e, self.tokenizer)),
-                None => return Ok(kept),
+                None => return Ok((kept, read)),
             }
+            read += 1;
         }
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(kept)
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            read += 1;
+        }
+        Ok((kept, read))
     }
 }
 
@@ -323,7 +326,7 @@ impl<T> Ord for Keyed<T> {
 }
 
 impl<'de, T> Visitor<'de> for KeepSample<'_, T> {
-    type Value = Vec<T>;
+    type Value = (Vec<T>, u64);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON array of conversations")
     }
@@ -345,7 +348,8 @@ impl<'de, T> Visitor<'de> for KeepSample<'_, T> {
                 }
             }
         }
-        Ok(heap.into_sorted_vec().into_iter().map(|k| k.1).collect())
+        let kept = heap.into_sorted_vec().into_iter().map(|k| k.1).collect();
+        Ok((kept, index))
     }
 }
 
@@ -358,15 +362,17 @@ pub(crate) struct Take {
     pub(crate) seed: u64,
 }
 
-/// The entries of a ShareGPT file that `usable` keeps, taken as `take` says, or why there are
-/// none.
+/// The entries of a ShareGPT file that `usable` keeps, taken as `take` says, and how many
+/// entries the file has, or why none are kept. `none`: why, when `usable` kept none although
+/// some were usable (its own words), else the file has no usable conversation.
 pub(crate) fn read_kept<T>(
     reader: impl Read,
     file: &str,
     take: Take,
     tokenizer: Option<&Tokenizer>,
     usable: &dyn Fn(Entry, Option<&Tokenizer>) -> Option<T>,
-) -> Result<Vec<T>, PromptError> {
+    none: &dyn Fn() -> Option<String>,
+) -> Result<(Vec<T>, u64), PromptError> {
     let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(reader));
     let kept = match take.sample {
         Sample::First => de.deserialize_seq(KeepFirst {
@@ -383,10 +389,11 @@ pub(crate) fn read_kept<T>(
     }
     .and_then(|k| de.end().map(|()| k))
     .map_err(|e| PromptError::Dataset(format!("{file}: not ShareGPT JSON: {e}")))?;
-    if kept.is_empty() {
-        return Err(PromptError::Dataset(format!(
-            "{file}: no conversation opens with a user turn followed by an answer"
-        )));
+    if kept.0.is_empty() {
+        return Err(PromptError::Dataset(match none() {
+            Some(why) => format!("{file}: {why}"),
+            None => format!("{file}: no conversation opens with a user turn followed by an answer"),
+        }));
     }
     Ok(kept)
 }

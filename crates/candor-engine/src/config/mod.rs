@@ -129,8 +129,10 @@ pub struct LoadConfig {
 #[derive(Debug, Clone)]
 pub struct ConversationSettings {
     pub plan: std::sync::Arc<candor_workload::conversation::ConversationPlan>,
-    /// `--think-time`: from a turn's completion to its follow-up's intended send.
-    pub think_ns: u64,
+    /// `--think-time`: from a turn's completion to its follow-up's intended send, drawn per
+    /// follow-up under `seed` (`--seed`).
+    pub think: candor_workload::think::ThinkTime,
+    pub seed: u64,
 }
 
 impl LoadConfig {

@@ -5,12 +5,19 @@
 use super::*;
 use candor_core::results::Conversations;
 use candor_workload::conversation::{ConversationPlan, ConversationSource};
+use candor_workload::think::ThinkTime;
 
 /// Conversations of 3 turns (requests 0, 1, 2 and 3, 4, 5), started at 0, 10 and 20 ms (the
 /// third is the first conversation again, round robin), a server that answers in 3 ms, two
 /// connections, a think time of 1 ms.
 fn conversation_sim(duration_ns: u64, follow_ups: usize, think_ns: u64) -> Sim {
-    conversation_sim_of(duration_ns, follow_ups, think_ns, 1_000 * MS)
+    sim_of(
+        duration_ns,
+        follow_ups,
+        ThinkTime::Fixed(think_ns),
+        0,
+        1_000 * MS,
+    )
 }
 
 /// [`conversation_sim`] with intervals of `interval_ns`.
@@ -20,12 +27,36 @@ fn conversation_sim_of(
     think_ns: u64,
     interval_ns: u64,
 ) -> Sim {
+    sim_of(
+        duration_ns,
+        follow_ups,
+        ThinkTime::Fixed(think_ns),
+        0,
+        interval_ns,
+    )
+}
+
+/// [`conversation_sim`] with think times drawn from `think` under `seed`.
+fn drawn_sim(duration_ns: u64, follow_ups: usize, think: ThinkTime, seed: u64) -> Sim {
+    sim_of(duration_ns, follow_ups, think, seed, 1_000 * MS)
+}
+
+/// The conversation scenario with a think time drawn from `think` under `seed`, and
+/// intervals of `interval_ns`.
+fn sim_of(
+    duration_ns: u64,
+    follow_ups: usize,
+    think: ThinkTime,
+    seed: u64,
+    interval_ns: u64,
+) -> Sim {
     let mut shape = Shape::new();
     shape.rate = Some(100.0);
     shape.duration_ns = duration_ns;
     shape.connections = 2;
     shape.follow_ups = follow_ups;
-    shape.think_ns = think_ns;
+    shape.think = think;
+    shape.think_seed = seed;
     shape.interval_ns = interval_ns;
     let mut sim = Sim::new(shape);
     let plan = Arc::new(ConversationPlan::new(&[1, 2, 3, 1, 2, 3]));
@@ -114,6 +145,52 @@ fn each_follow_up_is_intended_at_the_previous_turns_completion_plus_the_think_ti
     assert!(rec.response.equivalent(rec.response.min(), 3 * MS));
     // No send lag (a lag of 0 is recorded as the histogram's lowest value, 1 ns).
     assert!(rec.send_lag.max() <= 1);
+}
+
+#[test]
+fn drawn_think_times_send_a_later_completed_turns_follow_up_first() {
+    // A seed under which conversation 0's second turn (request 1) thinks more than 12 ms
+    // longer than conversation 1's (request 4): conversation 0's first turn completes at 3 ms,
+    // conversation 1's at 13, so conversation 1's follow-up is due first.
+    let think = ThinkTime::Uniform {
+        lo: MS,
+        hi: 30 * MS,
+    };
+    let seed = (0..)
+        .find(|&s| think.draw(s, 0, 1) > think.draw(s, 1, 4) + 12 * MS)
+        .unwrap();
+    let mut sim = drawn_sim(60 * MS, 64, think, seed);
+    let phases = sim.run_to_end();
+    let at = |seq: u64, request: u32| {
+        sim.sends
+            .iter()
+            .position(|s| (s.seq, s.request) == (seq, request))
+            .unwrap()
+    };
+    assert!(at(1, 4) < at(0, 1), "{:?}", sends(&sim));
+    // Exactly: each follow-up is intended at its previous turn's completion (3 ms after its
+    // send) plus its own drawn think time.
+    let mut follow_ups = 0;
+    for (k, s) in sim.sends.iter().enumerate() {
+        let Some(prev) = sim.sends[..k].iter().rev().find(|p| p.seq == s.seq) else {
+            continue;
+        };
+        let thought = think.draw(seed, s.seq, s.request);
+        assert!((MS..=30 * MS).contains(&thought));
+        assert_eq!(s.intended, prev.at + 3 * MS + thought, "{s:?}");
+        follow_ups += 1;
+    }
+    assert!(follow_ups >= 4, "{:?}", sends(&sim));
+    let c = &measured(&phases).counts;
+    assert_eq!(c.intended, c.completed + c.failed + c.in_flight_at_end);
+    assert_eq!(c.intended, sim.sends.len() as u64);
+    let conv = conversations(&sim, &phases);
+    assert_eq!(conv.turns, c.intended);
+    assert_eq!(conv.started, 6, "a start every 10 ms for 60 ms");
+    assert_eq!(
+        conv.started,
+        conv.completed + conv.cut + conv.unqueued + conv.past_end
+    );
 }
 
 #[test]

@@ -261,9 +261,10 @@ pub struct LoadArgs {
           conflicts_with_all = ["prompts", "sharegpt", "prefix_tokens"])]
     pub turns: Option<u32>,
     /// --multi-turn, --turns: the wait from a turn's completion to the intended send of the
-    /// conversation's next turn (default 0).
-    #[arg(long, value_name = "DURATION")]
-    pub think_time: Option<DurationArg>,
+    /// conversation's next turn (default 0): a duration (20ms), or drawn per turn, seeded by
+    /// --seed: uniform:LO..HI, normal:MEAN,SD[,LO..HI], exp:MEAN (durations).
+    #[arg(long, value_name = "DURATION|DIST")]
+    pub think_time: Option<candor_load::workload::think::ThinkTime>,
     /// --llm: count tokens exactly with this tokenizer: a tiktoken encoding embedded in candor
     /// (cl100k_base, o200k_base) or a Hugging Face tokenizer.json file. Synthetic prompts are
     /// then exactly --prompt-tokens (and --prefix-tokens) long, and ShareGPT answers' lengths

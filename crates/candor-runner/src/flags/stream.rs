@@ -182,6 +182,7 @@ fn llm_and_stream(a: &LoadArgs, c: &mut LoadConfig) -> Result<()> {
     settings.sample = sample;
     if let Some(conv) = &conversations {
         super::turns::follow(a, c, conv);
+        settings.sample = conv.sample.or(settings.sample);
         settings.dataset = super::turns::dataset(a, conv).unwrap_or(settings.dataset);
     }
     c.llm_settings = Some(settings);

@@ -79,7 +79,7 @@ pub(super) fn conversations(
         a.sharegpt_prompts,
         sample,
         a.max_turns.unwrap_or(0) as usize,
-        budget,
+        (budget, !a.sharegpt_keep_all),
         a.seed,
         tokenizer,
     )
@@ -96,10 +96,8 @@ pub(super) fn follow(a: &LoadArgs, c: &mut LoadConfig, conv: &Conversations) {
     }
     c.conversations = Some(candor_load::ConversationSettings {
         plan: std::sync::Arc::new(conv.plan()),
-        think_ns: a
-            .think_time
-            .as_ref()
-            .map_or(0, candor_core::units::DurationArg::ns),
+        think: a.think_time.unwrap_or_default(),
+        seed: a.seed,
     });
     c.workload.lines = c
         .requests
@@ -139,10 +137,7 @@ fn window_warning(shape: &candor_load::LoadShape, max_turns: u32) -> Option<Stri
 /// How the dataset of a conversation run is named in its results' settings.
 pub(super) fn dataset(a: &LoadArgs, conv: &Conversations) -> Option<String> {
     let think = match &a.think_time {
-        Some(d) => format!(
-            ", think time {}",
-            candor_core::units::format_ns(d.ns() as f64)
-        ),
+        Some(d) => format!(", think time {d}"),
         None => String::new(),
     };
     let (n, most) = (conv.plan().conversations(), conv.max_turns());

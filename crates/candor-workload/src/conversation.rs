@@ -245,7 +245,7 @@ fn turn_text_bytes(turns: &[(String, String, u64)]) -> usize {
 /// or a random sample seeded by `seed` (`sample`, as single prompts are taken), up to
 /// `max_turns` turns each (0: all), as many as [`MAX_TURN_TEXT_BYTES`] holds, each turn
 /// budgeted as `budget` says (`Drawn` lengths drawn in order from `seed`). With `prune`,
-/// vLLM's length rules judge each turn with its whole prompt ([`prune_turns`]): a conversation
+/// vLLM's length rules judge each turn with its whole prompt (`prune_turns`): a conversation
 /// is cut before its first turn that fails, or dropped if that is its first; the counts are in
 /// the result's `sample` (`pruned`: dropped, `cut`: cut short).
 #[allow(clippy::too_many_arguments)]

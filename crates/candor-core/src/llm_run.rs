@@ -161,6 +161,8 @@ pub struct DatasetSample {
     /// first turn fails are `pruned`).
     pub cut: u64,
     pub kept: u64,
+    /// `--multi-turn`: what is kept are whole conversations, not single prompts.
+    pub whole_conversations: bool,
 }
 
 impl DatasetSample {
@@ -172,8 +174,13 @@ impl DatasetSample {
         } else {
             "the first ones".to_string()
         };
+        let taken = if self.whole_conversations {
+            "conversations"
+        } else {
+            "prompts"
+        };
         let sample = format!(
-            "{} prompts, {how}, from {} conversations read ({} without a user turn and an answer)",
+            "{} {taken}, {how}, from {} conversations read ({} without a user turn and an answer)",
             c(self.kept),
             c(self.conversations),
             c(self.unusable)
@@ -429,6 +436,7 @@ mod tests {
             pruned: 12,
             cut: 0,
             kept: 1_000,
+            whole_conversations: false,
         };
         let s = LlmSettings {
             dataset: "--sharegpt s.json".into(),
@@ -460,6 +468,10 @@ mod tests {
             first.1
         );
         assert_eq!(none.1, "none: --sharegpt-keep-all");
+        sample.whole_conversations = true;
+        assert!(sample.rows()[0]
+            .1
+            .starts_with("1,000 conversations, the first ones, from"));
         // Results written before samples were recorded read back without one.
         let old: LlmSettings = serde_json::from_str(r#"{"api":"openai"}"#).unwrap();
         assert_eq!(old.sample, None);

@@ -303,6 +303,7 @@ pub fn sharegpt(
         pruned: dropped.get(),
         cut: cut.get(),
         kept: kept.len() as u64,
+        whole_conversations: true,
     };
     let mut total = 0;
     let within = kept
